@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver and etcd from Go modules into a cache directory outside
+# the repository, keyed by version. Nothing here is committed: the Go sources
+# come from the module proxy at build time.
+#
+# Usage: build-binaries.sh CACHE_DIR K8S_VERSION ETCD_VERSION
+# Produces CACHE_DIR/kube-apiserver-K8S_VERSION/kube-apiserver and
+#          CACHE_DIR/etcd-ETCD_VERSION/etcd
+# Each binary is built in a scratch module and moved into place only when the
+# build succeeded, so a half-built binary is never mistaken for a cached one.
+set -euo pipefail
+
+cache=$1 k8s=$2 etcd=$3
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
+
+step() { printf '[controlplane-build] %s\n' "$*" >&2; }
+
+build_apiserver() {
+  local out="$cache/kube-apiserver-$k8s"
+  [ -x "$out/kube-apiserver" ] && return 0
+  local work; work=$(mktemp -d "$cache/.build-apiserver.XXXXXX")
+  trap 'rm -rf "$work"' RETURN
+  local minor=${k8s#v1.}             # 34.4
+  local staging="v0.$minor"          # v0.34.4
+  step "resolving k8s.io/kubernetes@$k8s (staging modules at $staging)"
+  # k8s.io/kubernetes maps its staging modules with replace directives that do
+  # not apply to dependents: read them from its go.mod and pin each one.
+  local modfile
+  modfile=$(cd "$work" && go mod download -json "k8s.io/kubernetes@$k8s" 2>/dev/null | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  if [ -z "$modfile" ]; then
+    # go mod download needs a module context in some Go versions
+    (cd "$work" && printf 'module ccmbuild\n\ngo 1.24\n' > go.mod && go mod download -json "k8s.io/kubernetes@$k8s" > dl.json)
+    modfile=$(sed -n 's/.*"GoMod": "\(.*\)".*/\1/p' "$work/dl.json")
+  fi
+  {
+    printf 'module ccmbuild/apiserver\n\ngo 1.24.0\n\n'
+    grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$modfile" | awk -v v="$staging" '{print "replace " $1 " => " $1 " " v}'
+  } > "$work/go.mod"
+  step "downloading modules (first run only; this takes a few minutes)"
+  (cd "$work" && go get "k8s.io/kubernetes/cmd/kube-apiserver@$k8s" >&2)
+  step "compiling kube-apiserver $k8s (first run only; this takes several minutes on 2 cores)"
+  local pkg=k8s.io/component-base/version
+  local ld="-s -w -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
+  (cd "$work" && go build -trimpath -ldflags "$ld" -o "$work/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2)
+  mkdir -p "$out" && mv "$work/kube-apiserver" "$out/kube-apiserver"
+  step "kube-apiserver ready: $out/kube-apiserver"
+}
+
+build_etcd() {
+  local out="$cache/etcd-$etcd"
+  [ -x "$out/etcd" ] && return 0
+  local work; work=$(mktemp -d "$cache/.build-etcd.XXXXXX")
+  trap 'rm -rf "$work"' RETURN
+  step "building etcd $etcd from go.etcd.io/etcd/server/v3"
+  printf 'module ccmbuild/etcd\n\ngo 1.24.0\n' > "$work/go.mod"
+  # The etcd server module has no main package; this two-line main calls it.
+  printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' > "$work/main.go"
+  (cd "$work" && go get "go.etcd.io/etcd/server/v3@$etcd" >&2 && go mod tidy >&2 && go build -trimpath -ldflags "-s -w" -o "$work/etcd" . >&2)
+  mkdir -p "$out" && mv "$work/etcd" "$out/etcd"
+  step "etcd ready: $out/etcd"
+}
+
+mkdir -p "$cache"
+build_etcd
+build_apiserver
