@@ -1,0 +1,273 @@
+/**
+ * Locates (or, once per machine, builds) the real kube-apiserver and etcd
+ * binaries that test control planes run. Nothing here fakes an API server.
+ *
+ * Resolution order, modelled on controller-runtime envtest:
+ *   1. `TEST_ASSET_KUBE_APISERVER` / `TEST_ASSET_ETCD` (paths to the binaries),
+ *   2. `KUBEBUILDER_ASSETS` (a directory holding `kube-apiserver` and `etcd`),
+ *   3. the version-keyed cache (`CCM_CONTROLPLANE_CACHE`, default
+ *      `${XDG_CACHE_HOME:-~/.cache}/ccm-host/controlplane`), filled by
+ *      `build-binaries.sh` from Go modules the first time it is needed.
+ */
+import { constants as fsc } from 'node:fs';
+import { access, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import type { Logger } from '../../host/log.js';
+
+/** Kubernetes version of the kube-apiserver built into the cache. */
+export const K8S_VERSION = 'v1.34.4';
+/** etcd version built into the cache. */
+export const ETCD_VERSION = 'v3.6.16';
+
+/** Paths of the two control-plane binaries. */
+export interface Binaries {
+  kubeApiserver: string;
+  etcd: string;
+}
+
+export interface EnsureBinariesOptions {
+  /** Structured log for lock waits and build progress. */
+  log?: Logger;
+  /**
+   * Receives human-readable progress lines (the build's stderr, "still
+   * building" ticks). Defaults to `log.info`, or to process.stderr without a log.
+   */
+  onProgress?: (line: string) => void;
+}
+
+/** How long a from-scratch build (module download + compile) may take. */
+const BUILD_TIMEOUT_MS = 60 * 60_000;
+/** How often a person watching a long build is told it is still going. */
+const TICK_MS = 30_000;
+/** A lock directory without an owner file older than this is abandoned. */
+const OWNERLESS_LOCK_STALE_MS = 60_000;
+
+/** The directory holding version-keyed binaries built by build-binaries.sh. */
+export function cacheDir(): string {
+  if (process.env.CCM_CONTROLPLANE_CACHE) return process.env.CCM_CONTROLPLANE_CACHE;
+  const xdg = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(xdg, 'ccm-host', 'controlplane');
+}
+
+/** Where the cache keeps the binaries for the pinned versions. */
+export function cachedBinaries(cache = cacheDir()): Binaries {
+  return {
+    kubeApiserver: join(cache, `kube-apiserver-${K8S_VERSION}`, 'kube-apiserver'),
+    etcd: join(cache, `etcd-${ETCD_VERSION}`, 'etcd'),
+  };
+}
+
+/**
+ * Returns paths to runnable kube-apiserver and etcd binaries.
+ *
+ * With `TEST_ASSET_*` or `KUBEBUILDER_ASSETS` set, those are used as given and
+ * an error names the file that is missing or not executable. Otherwise the
+ * cache is used; when it lacks a binary, build-binaries.sh is run (under a
+ * lock, so concurrent callers build once and the rest wait). Fails with a
+ * one-line message when Go is not installed, and with the build's last output
+ * when the build fails or exceeds its time limit.
+ */
+export async function ensureBinaries(opts: EnsureBinariesOptions = {}): Promise<Binaries> {
+  const say = progressSink(opts);
+  const kubeApiserver = await explicitBinary('kube-apiserver', 'TEST_ASSET_KUBE_APISERVER');
+  const etcd = await explicitBinary('etcd', 'TEST_ASSET_ETCD');
+  if (kubeApiserver && etcd) return { kubeApiserver, etcd };
+  const cached = await ensureCached(cacheDir(), say, opts.log);
+  return { kubeApiserver: kubeApiserver ?? cached.kubeApiserver, etcd: etcd ?? cached.etcd };
+}
+
+/** The binary named by TEST_ASSET_* or KUBEBUILDER_ASSETS, checked; undefined when neither is set. */
+async function explicitBinary(file: string, envName: string): Promise<string | undefined> {
+  const direct = process.env[envName];
+  const assets = process.env.KUBEBUILDER_ASSETS;
+  const path = direct || (assets ? join(assets, file) : undefined);
+  if (path && !(await isExecutable(path))) {
+    const from = direct ? envName : `KUBEBUILDER_ASSETS=${assets}`;
+    throw new Error(`${file} not found or not executable at ${path} (from ${from}); fix that path or unset it to build into the cache`);
+  }
+  return path;
+}
+
+async function ensureCached(cache: string, say: (line: string) => void, log?: Logger): Promise<Binaries> {
+  const bins = cachedBinaries(cache);
+  if (await haveAll(bins)) return bins;
+
+  await requireGo(cache);
+  await mkdir(cache, { recursive: true });
+  const lock = join(cache, '.build.lock');
+  const deadline = Date.now() + BUILD_TIMEOUT_MS;
+  let lastWaitNote = 0;
+  for (;;) {
+    if (await tryLock(lock)) break;
+    // Another process is building: wait for it, then use what it built.
+    if (await haveAll(bins)) return bins;
+    const owner = await lockOwner(lock);
+    if (await lockIsStale(lock, owner)) {
+      log?.warn({ lock, owner: owner?.pid }, 'removing stale control-plane build lock');
+      await rm(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for another control-plane build (lock ${lock}, pid ${owner?.pid ?? 'unknown'}); if no build is running, delete the lock directory`);
+    }
+    if (Date.now() - lastWaitNote >= TICK_MS) {
+      say(`waiting for control-plane build in another process (pid ${owner?.pid ?? 'unknown'}, lock ${lock})`);
+      lastWaitNote = Date.now();
+    }
+    await sleep(2_000);
+  }
+  try {
+    // The previous lock holder may have finished between our check and lock.
+    if (await haveAll(bins)) return bins;
+    await runBuild(cache, say, log);
+    if (!(await haveAll(bins))) {
+      throw new Error(`build-binaries.sh finished but ${bins.kubeApiserver} or ${bins.etcd} is missing; see the build output above`);
+    }
+    return bins;
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
+async function runBuild(cache: string, say: (line: string) => void, log?: Logger): Promise<void> {
+  const script = await buildScript();
+  const started = Date.now();
+  say(`building kube-apiserver ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`);
+  log?.info({ script, cache }, 'building control-plane binaries');
+  const child = execa('bash', [script, cache, K8S_VERSION, ETCD_VERSION], {
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    all: true,
+    buffer: false,
+    timeout: BUILD_TIMEOUT_MS,
+    reject: false,
+  });
+  const tail: string[] = [];
+  const lines = createInterface({ input: child.all! });
+  lines.on('line', (line) => {
+    tail.push(line);
+    if (tail.length > 30) tail.shift();
+    say(line);
+  });
+  const tick = setInterval(() => say(`still building (${Math.round((Date.now() - started) / 1000)}s elapsed)`), TICK_MS);
+  try {
+    const result = await child;
+    if (result.timedOut) {
+      throw new Error(`control-plane build exceeded ${BUILD_TIMEOUT_MS / 60_000} min and was stopped; rerun it or set KUBEBUILDER_ASSETS`);
+    }
+    if (result.exitCode !== 0) {
+      throw new Error(`control-plane build failed (${script} exited ${result.exitCode ?? result.signal}); last output:\n${tail.join('\n')}`);
+    }
+  } finally {
+    clearInterval(tick);
+    lines.close();
+  }
+  say(`control-plane binaries built in ${Math.round((Date.now() - started) / 1000)}s`);
+}
+
+/** build-binaries.sh sits next to this file's source; compiled code runs from dist/. */
+async function buildScript(): Promise<string> {
+  const candidates = [
+    fileURLToPath(new URL('./build-binaries.sh', import.meta.url)),
+    fileURLToPath(new URL('../../../test/controlplane/build-binaries.sh', import.meta.url)),
+  ];
+  for (const c of candidates) {
+    if (await exists(c)) return c;
+  }
+  throw new Error(`build-binaries.sh not found (looked at ${candidates.join(', ')}); run from a checkout of this repository or set KUBEBUILDER_ASSETS`);
+}
+
+async function requireGo(cache: string): Promise<void> {
+  try {
+    await execa('go', ['version'], { timeout: 30_000 });
+  } catch {
+    throw new Error(`Go is needed once to build kube-apiserver ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd`);
+  }
+}
+
+interface LockOwner {
+  pid: number;
+  host: string;
+}
+
+/** mkdir is atomic: whoever creates the directory holds the lock. */
+async function tryLock(lock: string): Promise<boolean> {
+  try {
+    await mkdir(lock);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+  await writeFile(join(lock, 'owner'), JSON.stringify({ pid: process.pid, host: hostname() }));
+  return true;
+}
+
+async function lockOwner(lock: string): Promise<LockOwner | undefined> {
+  try {
+    return JSON.parse(await readFile(join(lock, 'owner'), 'utf8')) as LockOwner;
+  } catch {
+    return undefined;
+  }
+}
+
+async function lockIsStale(lock: string, owner: LockOwner | undefined): Promise<boolean> {
+  if (!owner) {
+    // Between mkdir and writing the owner file, or the owner crashed there.
+    try {
+      return Date.now() - (await stat(lock)).mtimeMs > OWNERLESS_LOCK_STALE_MS;
+    } catch {
+      return false; // lock vanished; the loop retries
+    }
+  }
+  if (owner.host !== hostname()) return false; // cannot check another machine's pid
+  return !pidAlive(owner.pid);
+}
+
+/** True when a process with this pid exists (signal 0 only checks). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function haveAll(b: Binaries): Promise<boolean> {
+  return (await isExecutable(b.kubeApiserver)) && (await isExecutable(b.etcd));
+}
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    if (!(await stat(path)).isFile()) return false;
+    await access(path, fsc.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function progressSink(opts: EnsureBinariesOptions): (line: string) => void {
+  if (opts.onProgress) return opts.onProgress;
+  const log = opts.log;
+  if (log) return (line) => log.info({ line }, 'control-plane build');
+  return (line) => process.stderr.write(`${line}\n`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
