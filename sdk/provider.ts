@@ -1,0 +1,79 @@
+/**
+ * What a TypeScript provider author implements. A provider is a plain object:
+ * it sets only the services it has, and within a service only the methods it
+ * has. Everything missing answers UNIMPLEMENTED, and the capabilities the host
+ * sees (GetPluginCapabilities) are derived from what is present, so they can
+ * never disagree with the implementation.
+ *
+ * Method contracts (semantics, idempotency, which error means what) are the
+ * RPC comments in proto/ccm/provider/v1/*.proto; request and response types
+ * are the generated ones. Throw the classes in ./errors.ts to answer with a
+ * specific code and reason; any other thrown value becomes INTERNAL.
+ */
+import type { handleUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { ClustersServiceServer, ZonesServiceServer } from '../proto/gen/ccm/provider/v1/zones.js';
+import type { ConfigureRequest, ConfigureResponse } from '../proto/gen/ccm/provider/v1/lifecycle.js';
+import type { InstancesServiceServer } from '../proto/gen/ccm/provider/v1/instances.js';
+import type { LoadBalancersServiceServer } from '../proto/gen/ccm/provider/v1/load_balancers.js';
+import type { RoutesServiceServer } from '../proto/gen/ccm/provider/v1/routes.js';
+import type { VolumesServiceServer } from '../proto/gen/ccm/provider/v1/volumes.js';
+
+/** Per-call context handed to every provider method. */
+export interface CallContext {
+  /** Aborted when the host cancels the call, its deadline passes, or Shutdown begins. */
+  signal: AbortSignal;
+  /** Absolute deadline in ms since the epoch, if the host set one. */
+  deadlineMs?: number;
+}
+
+/** Turns a generated gRPC server interface into optional async methods. */
+export type AsyncService<S extends UntypedServiceImplementation> = {
+  [K in keyof S as string extends K ? never : K]?: S[K] extends handleUnaryCall<infer Req, infer Res>
+    ? (request: Req, ctx: CallContext) => Promise<Res>
+    : never;
+};
+
+export type InstancesProvider = AsyncService<InstancesServiceServer>;
+export type ZonesProvider = AsyncService<ZonesServiceServer>;
+export type ClustersProvider = AsyncService<ClustersServiceServer>;
+export type LoadBalancersProvider = AsyncService<LoadBalancersServiceServer>;
+export type RoutesProvider = AsyncService<RoutesServiceServer>;
+export type VolumesProvider = AsyncService<VolumesServiceServer>;
+
+/** Identity a provider declares. */
+export interface ProviderInfo {
+  /** DNS-style implementation name, e.g. "local.ccm.dev". */
+  name: string;
+  /** Vendor version, free form. */
+  vendorVersion: string;
+  /** Name used in providerIDs ("<providerName>://<id>"): a lowercase DNS label. */
+  providerName: string;
+  /** Whether cloud objects are tagged with the cluster name (upstream HasClusterID). */
+  hasClusterId?: boolean;
+  /** Free-form build facts. */
+  manifest?: Record<string, string>;
+  /** Load balancer ingress may report ipMode Proxy. */
+  loadBalancerIpModeProxy?: boolean;
+  /** Volumes can be expanded while attached. */
+  volumesExpandOnline?: boolean;
+}
+
+/** A cloud provider. Only `info` is required. */
+export interface CloudProvider {
+  info: ProviderInfo;
+  /**
+   * Receives the cloud config. Called after start and after every restart,
+   * before any cloud call. Throw InvalidArgumentError for a bad config.
+   */
+  configure?(request: ConfigureRequest, ctx: CallContext): Promise<ConfigureResponse | void>;
+  /** Readiness; defaults to ready. Throw to report unhealthy. */
+  probe?(ctx: CallContext): Promise<boolean>;
+  /** Called once when the provider stops (Shutdown RPC, SIGTERM or stdin EOF). */
+  close?(): Promise<void>;
+  instances?: InstancesProvider;
+  zones?: ZonesProvider;
+  clusters?: ClustersProvider;
+  loadBalancers?: LoadBalancersProvider;
+  routes?: RoutesProvider;
+  volumes?: VolumesProvider;
+}
