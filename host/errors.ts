@@ -1,0 +1,64 @@
+/**
+ * Errors the cloud layer rejects with. Controllers branch on these classes
+ * the way upstream branches on InstanceNotFound, ImplementedElsewhere and
+ * RetryError; the work queue reads `retryAfterMs` to choose addAfter.
+ */
+
+/** A cloud call failed; `code` is the gRPC status code name (e.g. "UNAVAILABLE"). */
+export class CloudCallError extends Error {
+  override name = 'CloudCallError';
+  constructor(
+    readonly method: string,
+    readonly code: string,
+    message: string,
+    readonly reason?: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+  /** UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, CANCELLED, RESOURCE_EXHAUSTED (not quota), INTERNAL. */
+  get transient(): boolean {
+    if (this.reason === 'QUOTA_EXCEEDED') return false;
+    return ['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'ABORTED', 'CANCELLED', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNKNOWN'].includes(this.code);
+  }
+}
+
+/** The cloud has no such instance (upstream cloudprovider.InstanceNotFound). */
+export class InstanceNotFoundError extends CloudCallError {
+  override name = 'InstanceNotFoundError';
+}
+
+/** Another implementation owns the object (upstream ImplementedElsewhere). */
+export class ImplementedElsewhereError extends CloudCallError {
+  override name = 'ImplementedElsewhereError';
+}
+
+/** The provider does not implement the method (UNIMPLEMENTED). */
+export class NotImplementedError extends CloudCallError {
+  override name = 'NotImplementedError';
+}
+
+/** The provider asked to be retried after a fixed delay (RetryInfo; upstream api.RetryError). */
+export class RetryAfterError extends CloudCallError {
+  override name = 'RetryAfterError';
+  constructor(method: string, code: string, message: string, reason: string | undefined, readonly retryAfterMs: number) {
+    super(method, code, message, reason);
+  }
+}
+
+/** The plugin is not running or not ready; the call was not sent or was cut off. */
+export class PluginUnavailableError extends Error {
+  override name = 'PluginUnavailableError';
+  readonly transient = true;
+}
+
+/** The provider answered something invalid; nothing was written to Kubernetes. */
+export class InvalidCloudResponseError extends Error {
+  override name = 'InvalidCloudResponseError';
+  constructor(
+    readonly method: string,
+    readonly problems: string[],
+  ) {
+    super(`provider returned an invalid ${method} response: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`);
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Names are identifiers: controller names, aliases, event reasons, label,
+ * taint and annotation keys, metric names and environment variables. They
+ * match upstream kubernetes/cloud-provider where an upstream name exists. A
+ * rename must keep the old name as an alias.
+ */
+
+/** Canonical controller names accepted by --controllers, with their upstream aliases. */
+export const Controllers = {
+  CLOUD_NODE: 'cloud-node-controller',
+  CLOUD_NODE_LIFECYCLE: 'cloud-node-lifecycle-controller',
+  SERVICE_LB: 'service-lb-controller',
+  NODE_ROUTE: 'node-route-controller',
+} as const;
+export type ControllerName = (typeof Controllers)[keyof typeof Controllers];
+
+/** Upstream aliases (`--controllers=cloud-node` works like the canonical name). */
+export const ControllerAliases: Record<string, ControllerName> = {
+  'cloud-node': Controllers.CLOUD_NODE,
+  'cloud-node-lifecycle': Controllers.CLOUD_NODE_LIFECYCLE,
+  service: Controllers.SERVICE_LB,
+  route: Controllers.NODE_ROUTE,
+};
+
+/** Controllers this build implements (others are accepted by name and reported as not available yet). */
+export const IMPLEMENTED_CONTROLLERS: readonly ControllerName[] = [Controllers.CLOUD_NODE];
+
+/** Well-known keys. */
+export const Taints = {
+  UNINITIALIZED: 'node.cloudprovider.kubernetes.io/uninitialized',
+  SHUTDOWN: 'node.cloudprovider.kubernetes.io/shutdown',
+} as const;
+
+export const Labels = {
+  INSTANCE_TYPE: 'node.kubernetes.io/instance-type',
+  INSTANCE_TYPE_BETA: 'beta.kubernetes.io/instance-type',
+  ZONE: 'topology.kubernetes.io/zone',
+  ZONE_BETA: 'failure-domain.beta.kubernetes.io/zone',
+  REGION: 'topology.kubernetes.io/region',
+  REGION_BETA: 'failure-domain.beta.kubernetes.io/region',
+} as const;
+
+export const Annotations = {
+  /** kubelet --node-ip (upstream api.AnnotationAlphaProvidedIPAddr). */
+  PROVIDED_NODE_IP: 'alpha.kubernetes.io/provided-node-ip',
+} as const;
+
+/** Event reasons (upstream spelling). */
+export const EventReasons = {
+  SYNCED: 'Synced',
+  FAILED_TO_SYNC_NODE: 'FailedToSyncNode',
+  INVALID_CLOUD_RESPONSE: 'InvalidCloudResponse',
+} as const;
+
+/** Event source component of each controller (upstream values). */
+export const EventComponents: Record<ControllerName, string> = {
+  [Controllers.CLOUD_NODE]: 'cloud-node-controller',
+  [Controllers.CLOUD_NODE_LIFECYCLE]: 'cloud-node-lifecycle-controller',
+  [Controllers.SERVICE_LB]: 'service-controller',
+  [Controllers.NODE_ROUTE]: 'route_controller',
+};
+
+/** The upstream CCM's secure port. */
+export const DEFAULT_SECURE_PORT = 10258;
+
+/** Name of this program in logs, user agents and events. */
+export const COMPONENT_NAME = 'cloud-controller-manager';
