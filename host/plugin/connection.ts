@@ -1,0 +1,170 @@
+/**
+ * The gRPC side of one plugin connection: typed clients for every protocol
+ * service on one channel, per-call deadlines, message size limits, error
+ * decoding, and tracking of in-flight calls so that all of them can be
+ * rejected at once when the plugin dies (instead of each waiting out its
+ * deadline).
+ */
+import { credentials, makeGenericClientConstructor, Metadata, status as Code, type Client, type ServiceError, type ClientUnaryCall } from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import { IdentityServiceClient } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { LifecycleServiceClient } from '../../proto/gen/ccm/provider/v1/lifecycle.js';
+import { InstancesServiceClient } from '../../proto/gen/ccm/provider/v1/instances.js';
+import { LoadBalancersServiceClient } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
+import { RoutesServiceClient } from '../../proto/gen/ccm/provider/v1/routes.js';
+import { VolumesServiceClient } from '../../proto/gen/ccm/provider/v1/volumes.js';
+import { ClustersServiceClient, ZonesServiceClient } from '../../proto/gen/ccm/provider/v1/zones.js';
+import { fromServiceError, type DecodedStatus } from '../../sdk/errors.js';
+import { ErrorReason, HEALTH_SERVICE_NAME } from '../../sdk/protocol.js';
+import {
+  CloudCallError,
+  ImplementedElsewhereError,
+  InstanceNotFoundError,
+  NotImplementedError,
+  PluginUnavailableError,
+  RetryAfterError,
+} from '../errors.js';
+
+/** Largest message either side sends; larger answers fail with RESOURCE_EXHAUSTED. */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+const HealthClient = makeGenericClientConstructor(healthService as never, 'Health') as unknown as new (
+  address: string,
+  creds: ReturnType<typeof credentials.createInsecure>,
+  options?: object,
+) => Client & {
+  check(req: { service: string }, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res?: { status: unknown }) => void): ClientUnaryCall;
+};
+
+/** Observes each finished call (metrics). `code` is the gRPC code name. */
+export type CallObserver = (method: string, code: string, seconds: number) => void;
+
+/** Maps a failed call to the host error classes of host/errors.ts. */
+export function toCloudError(method: string, err: Partial<ServiceError>): Error {
+  return decodedToCloudError(method, fromServiceError(err));
+}
+
+/** Maps a decoded google.rpc.Status (a failed call or a failed batch item) to a host error. */
+export function decodedToCloudError(method: string, s: DecodedStatus): Error {
+  const code = Code[s.code] ?? String(s.code);
+  const msg = `${method}: ${s.message}`;
+  if (s.retryAfterMs !== undefined) return new RetryAfterError(method, code, msg, s.reason, s.retryAfterMs);
+  if (s.reason === ErrorReason.INSTANCE_NOT_FOUND) return new InstanceNotFoundError(method, code, msg, s.reason);
+  if (s.reason === ErrorReason.IMPLEMENTED_ELSEWHERE) return new ImplementedElsewhereError(method, code, msg, s.reason);
+  if (s.code === Code.UNIMPLEMENTED) return new NotImplementedError(method, code, msg, s.reason);
+  return new CloudCallError(method, code, msg, s.reason);
+}
+
+interface InFlight {
+  reject: (err: Error) => void;
+  call?: ClientUnaryCall;
+}
+
+type UnaryMethod<Req, Res> = (
+  req: Req,
+  md: Metadata,
+  opts: { deadline: number },
+  cb: (err: ServiceError | null, res?: Res) => void,
+) => ClientUnaryCall;
+
+/** Clients for one plugin endpoint. */
+export class PluginConnection {
+  readonly identity: IdentityServiceClient;
+  readonly lifecycle: LifecycleServiceClient;
+  readonly instances: InstancesServiceClient;
+  readonly zones: ZonesServiceClient;
+  readonly clusters: ClustersServiceClient;
+  readonly loadBalancers: LoadBalancersServiceClient;
+  readonly routes: RoutesServiceClient;
+  readonly volumes: VolumesServiceClient;
+  private readonly health: InstanceType<typeof HealthClient>;
+  private readonly inflight = new Set<InFlight>();
+  private closedWith?: Error;
+
+  constructor(
+    readonly target: string,
+    private readonly observe: CallObserver = () => undefined,
+  ) {
+    const options = {
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+      // A local socket: reconnect fast after a plugin restart.
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 1000,
+    };
+    const creds = credentials.createInsecure();
+    this.identity = new IdentityServiceClient(target, creds, options);
+    const shared = { ...options, channelOverride: this.identity.getChannel() };
+    this.lifecycle = new LifecycleServiceClient(target, creds, shared);
+    this.instances = new InstancesServiceClient(target, creds, shared);
+    this.zones = new ZonesServiceClient(target, creds, shared);
+    this.clusters = new ClustersServiceClient(target, creds, shared);
+    this.loadBalancers = new LoadBalancersServiceClient(target, creds, shared);
+    this.routes = new RoutesServiceClient(target, creds, shared);
+    this.volumes = new VolumesServiceClient(target, creds, shared);
+    this.health = new HealthClient(target, creds, shared);
+  }
+
+  /**
+   * Calls one unary method with a deadline. Rejects with a host error
+   * (host/errors.ts); rejects at once with PluginUnavailableError when the
+   * connection is closed or `rejectAll` runs while the call is in flight.
+   */
+  unary<Req, Res>(client: object, method: string, request: Req, timeoutMs: number): Promise<Res> {
+    if (this.closedWith) return Promise.reject(this.closedWith);
+    const fn = (client as Record<string, UnaryMethod<Req, Res>>)[lowerFirst(method)];
+    if (typeof fn !== 'function') return Promise.reject(new Error(`unknown plugin method ${method}`));
+    const started = process.hrtime.bigint();
+    return new Promise<Res>((resolve, reject) => {
+      const entry: InFlight = { reject };
+      this.inflight.add(entry);
+      const settle = (code: string) => {
+        this.inflight.delete(entry);
+        this.observe(method, code, Number(process.hrtime.bigint() - started) / 1e9);
+      };
+      entry.reject = (err) => {
+        settle('UNAVAILABLE');
+        reject(err);
+      };
+      entry.call = fn.call(client, request, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+        if (!this.inflight.has(entry)) return; // already rejected by rejectAll
+        if (err) {
+          settle(Code[err.code] ?? String(err.code));
+          reject(toCloudError(method, err));
+        } else {
+          settle('OK');
+          resolve(res as Res);
+        }
+      });
+    });
+  }
+
+  /** grpc.health.v1 Check for the protocol's service name; resolves true when SERVING. */
+  async healthCheck(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.health.check({ service: HEALTH_SERVICE_NAME }, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+        resolve(!err && (res?.status === 'SERVING' || res?.status === 1));
+      });
+    });
+  }
+
+  /** Rejects every in-flight call with `err` and cancels it on the wire. */
+  rejectAll(err: Error): void {
+    for (const entry of [...this.inflight]) {
+      entry.reject(err);
+      entry.call?.cancel();
+    }
+  }
+
+  /** Rejects in-flight calls and closes the channel; later calls fail at once. Idempotent. */
+  close(reason = 'plugin connection closed'): void {
+    if (this.closedWith) return;
+    this.closedWith = new PluginUnavailableError(reason);
+    this.rejectAll(this.closedWith);
+    this.identity.close();
+  }
+}
+
+function lowerFirst(s: string): string {
+  return s.charAt(0).toLowerCase() + s.slice(1);
+}

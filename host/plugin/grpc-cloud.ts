@@ -1,0 +1,267 @@
+/**
+ * The Cloud capability interfaces (host/cloud.ts) over a supervised gRPC
+ * plugin. This is the only place where generated protocol types meet the
+ * controllers' types: requests are built here and every answer is validated
+ * here before it is returned.
+ */
+import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
+import type { NodeRef as PbNodeRef, NodeAddress as PbNodeAddress } from '../../proto/gen/ccm/provider/v1/common.js';
+import { NodeAddressType as PbAddrType } from '../../proto/gen/ccm/provider/v1/common.js';
+import type {
+  GetInstancesMetadataResponse,
+  GetInstancesStatusResponse,
+  InstanceMetadata as PbInstanceMetadata,
+} from '../../proto/gen/ccm/provider/v1/instances.js';
+import { fromStatus } from '../../sdk/errors.js';
+import {
+  MAX_BATCH_NODES,
+  type Cloud,
+  type CloudInfo,
+  type InstanceMetadata,
+  type Instances,
+  type MetadataResult,
+  type NodeAddress,
+  type NodeAddressType,
+  type NodeRef,
+  type StatusResult,
+} from '../cloud.js';
+import { InstanceNotFoundError, InvalidCloudResponseError, NotImplementedError } from '../errors.js';
+import { decodedToCloudError } from './connection.js';
+import type { PluginSupervisor } from './supervisor.js';
+import { instanceMetadataProblems } from './validate.js';
+
+export interface CallTimeouts {
+  /** Deadline for read-only calls. */
+  readMs: number;
+  /** Deadline for mutating calls. */
+  mutateMs: number;
+}
+
+/** How many single calls run at once when a batch is emulated. */
+const FANOUT_CONCURRENCY = 16;
+
+const TO_PB_ADDR: Record<NodeAddressType, PbAddrType> = {
+  Hostname: PbAddrType.NODE_ADDRESS_TYPE_HOSTNAME,
+  InternalIP: PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_IP,
+  ExternalIP: PbAddrType.NODE_ADDRESS_TYPE_EXTERNAL_IP,
+  InternalDNS: PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_DNS,
+  ExternalDNS: PbAddrType.NODE_ADDRESS_TYPE_EXTERNAL_DNS,
+};
+const FROM_PB_ADDR = new Map<number, NodeAddressType>(Object.entries(TO_PB_ADDR).map(([k, v]) => [v, k as NodeAddressType]));
+
+function toPbNode(n: NodeRef): PbNodeRef {
+  return {
+    name: n.name,
+    uid: n.uid ?? '',
+    providerId: n.providerId ?? '',
+    addresses: n.addresses.map((a) => ({ type: TO_PB_ADDR[a.type], address: a.address })),
+    labels: n.labels,
+    annotations: {},
+  };
+}
+
+function fromPbAddresses(addrs: PbNodeAddress[], method: string): NodeAddress[] {
+  const bad = addrs.filter((a) => !FROM_PB_ADDR.has(a.type));
+  if (bad.length) throw new InvalidCloudResponseError(method, [`${bad.length} address(es) with unknown or unspecified type`]);
+  return addrs.map((a) => ({ type: FROM_PB_ADDR.get(a.type)!, address: a.address }));
+}
+
+/** Runs `fn` over items with at most `limit` in flight, keeping order. */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+export class GrpcCloud implements Cloud {
+  private readonly instancesImpl = new GrpcInstances(this);
+
+  constructor(
+    readonly supervisor: PluginSupervisor,
+    readonly timeouts: CallTimeouts,
+  ) {}
+
+  private identity() {
+    const id = this.supervisor.identity;
+    if (!id) throw new Error('plugin identity is not known before the plugin has started');
+    return id;
+  }
+
+  info(): CloudInfo {
+    const { info, capabilities } = this.identity();
+    return { name: info.name, vendorVersion: info.vendorVersion, providerName: capabilities.providerName, hasClusterId: capabilities.hasClusterId };
+  }
+
+  hasService(s: Service): boolean {
+    return this.identity().capabilities.services.includes(s);
+  }
+
+  hasCapability(c: Capability): boolean {
+    return this.identity().capabilities.capabilities.includes(c);
+  }
+
+  instances(): Instances | undefined {
+    return this.hasService(Service.SERVICE_INSTANCES) ? this.instancesImpl : undefined;
+  }
+
+  /** Sends one read-only call to the current plugin connection. */
+  read<Res>(service: 'instances' | 'zones', method: string, request: object): Promise<Res> {
+    const conn = this.supervisor.connection();
+    return conn.unary<object, Res>(conn[service], method, request, this.timeouts.readMs);
+  }
+}
+
+class GrpcInstances implements Instances {
+  constructor(private readonly cloud: GrpcCloud) {}
+
+  get batched(): boolean {
+    return this.cloud.hasCapability(Capability.CAPABILITY_INSTANCES_BATCH);
+  }
+
+  async instanceExists(node: NodeRef): Promise<boolean> {
+    try {
+      const r = await this.cloud.read<{ exists: boolean }>('instances', 'InstanceExists', { node: toPbNode(node) });
+      return r.exists;
+    } catch (err) {
+      // INSTANCE_NOT_FOUND means "does not exist" on every path (upstream is inconsistent here).
+      if (err instanceof InstanceNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  async instanceShutdown(node: NodeRef): Promise<boolean> {
+    const r = await this.cloud.read<{ shutdown: boolean }>('instances', 'InstanceShutdown', { node: toPbNode(node) });
+    return r.shutdown;
+  }
+
+  async instanceMetadata(node: NodeRef): Promise<InstanceMetadata> {
+    let pb: PbInstanceMetadata | undefined;
+    try {
+      pb = (await this.cloud.read<{ metadata?: PbInstanceMetadata }>('instances', 'InstanceMetadata', { node: toPbNode(node) })).metadata;
+    } catch (err) {
+      if (err instanceof NotImplementedError && this.cloud.hasCapability(Capability.CAPABILITY_INSTANCES_LEGACY)) {
+        return this.legacyMetadata(node);
+      }
+      throw err;
+    }
+    return this.checked(node, pb, 'InstanceMetadata');
+  }
+
+  async instancesMetadata(nodes: NodeRef[]): Promise<MetadataResult[]> {
+    if (!this.batched) {
+      return mapLimit(nodes, FANOUT_CONCURRENCY, async (n) => {
+        try {
+          return { nodeName: n.name, metadata: await this.instanceMetadata(n) };
+        } catch (error) {
+          return { nodeName: n.name, error: error as Error };
+        }
+      });
+    }
+    const out: MetadataResult[] = [];
+    for (const chunk of chunks(nodes, MAX_BATCH_NODES)) {
+      const r = await this.cloud.read<GetInstancesMetadataResponse>('instances', 'GetInstancesMetadata', { nodes: chunk.map(toPbNode) });
+      this.checkBatchShape('GetInstancesMetadata', chunk, r.results);
+      chunk.forEach((n, i) => {
+        const item = r.results[i]!;
+        if (item.error && item.error.code !== 0) {
+          out.push({ nodeName: n.name, error: decodedToCloudError('GetInstancesMetadata', fromStatus(item.error)) });
+          return;
+        }
+        try {
+          out.push({ nodeName: n.name, metadata: this.checked(n, item.metadata, 'GetInstancesMetadata') });
+        } catch (error) {
+          out.push({ nodeName: n.name, error: error as Error });
+        }
+      });
+    }
+    return out;
+  }
+
+  async instancesStatus(nodes: NodeRef[]): Promise<StatusResult[]> {
+    if (!this.batched) {
+      return mapLimit(nodes, FANOUT_CONCURRENCY, async (n) => {
+        try {
+          const exists = await this.instanceExists(n);
+          const shutdown = exists ? await this.instanceShutdown(n) : false;
+          return { nodeName: n.name, exists, shutdown };
+        } catch (error) {
+          return { nodeName: n.name, error: error as Error };
+        }
+      });
+    }
+    const out: StatusResult[] = [];
+    for (const chunk of chunks(nodes, MAX_BATCH_NODES)) {
+      const r = await this.cloud.read<GetInstancesStatusResponse>('instances', 'GetInstancesStatus', { nodes: chunk.map(toPbNode) });
+      this.checkBatchShape('GetInstancesStatus', chunk, r.results);
+      chunk.forEach((n, i) => {
+        const item = r.results[i]!;
+        if (item.error && item.error.code !== 0) {
+          const error = decodedToCloudError('GetInstancesStatus', fromStatus(item.error));
+          if (error instanceof InstanceNotFoundError) out.push({ nodeName: n.name, exists: false, shutdown: false });
+          else out.push({ nodeName: n.name, error });
+          return;
+        }
+        out.push({ nodeName: n.name, exists: item.exists, shutdown: item.exists && item.shutdown });
+      });
+    }
+    return out;
+  }
+
+  /** A batch answer must have exactly one result per input node, in order. */
+  private checkBatchShape(method: string, input: NodeRef[], results: { nodeName: string }[]): void {
+    if (results.length !== input.length) {
+      throw new InvalidCloudResponseError(method, [`${results.length} results for ${input.length} nodes`]);
+    }
+    const wrong = results.findIndex((r, i) => r.nodeName !== input[i]!.name);
+    if (wrong >= 0) throw new InvalidCloudResponseError(method, [`result ${wrong} is for node ${JSON.stringify(results[wrong]!.nodeName)}, expected ${JSON.stringify(input[wrong]!.name)}`]);
+  }
+
+  private checked(node: NodeRef, pb: PbInstanceMetadata | undefined, method: string): InstanceMetadata {
+    if (!pb) throw new InvalidCloudResponseError(method, ['metadata is missing']);
+    const m: InstanceMetadata = {
+      providerId: pb.providerId,
+      instanceType: pb.instanceType,
+      nodeAddresses: fromPbAddresses(pb.nodeAddresses, method),
+      zone: pb.zone,
+      region: pb.region,
+      additionalLabels: pb.additionalLabels ?? {},
+    };
+    const problems = instanceMetadataProblems(m, node.providerId ?? '', this.cloud.info().providerName);
+    if (problems.length) throw new InvalidCloudResponseError(method, problems);
+    return m;
+  }
+
+  /** Upstream's Instances v1 path: InstanceId, NodeAddresses, InstanceType and Zones. */
+  private async legacyMetadata(node: NodeRef): Promise<InstanceMetadata> {
+    const providerName = this.cloud.info().providerName;
+    let providerId = node.providerId ?? '';
+    if (!providerId) {
+      const r = await this.cloud.read<{ instanceId: string }>('instances', 'InstanceId', { nodeName: node.name });
+      providerId = `${providerName}://${r.instanceId}`;
+    }
+    const addrs = await this.cloud.read<{ addresses: PbNodeAddress[] }>('instances', 'NodeAddressesByProviderId', { providerId });
+    const type = await this.cloud.read<{ instanceType: string }>('instances', 'InstanceTypeByProviderId', { providerId });
+    let zone = { failureDomain: '', region: '' };
+    if (this.cloud.hasService(Service.SERVICE_ZONES)) {
+      zone = (await this.cloud.read<{ zone?: typeof zone }>('zones', 'GetZoneByProviderId', { providerId })).zone ?? zone;
+    }
+    return this.checked(
+      node,
+      { providerId, instanceType: type.instanceType, nodeAddresses: addrs.addresses, zone: zone.failureDomain, region: zone.region, additionalLabels: {} },
+      'InstanceMetadata(legacy)',
+    );
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * One run of a provider executable: spawn (never through a shell), handshake,
+ * stderr forwarding, and an escalating stop. The process is its own process
+ * group so a stop reaches any children it made; its stdin stays open for its
+ * whole life, and EOF tells it that the host is gone.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, chmod } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import type { Handshake } from '../../sdk/protocol.js';
+import {
+  ENV_ENDPOINT,
+  ENV_INSTANCE_ID,
+  ENV_LOG_LEVEL,
+  ENV_PROTOCOL_VERSIONS,
+  MAGIC_COOKIE_KEY,
+  MAGIC_COOKIE_VALUE,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '../../sdk/protocol.js';
+import type { Logger } from '../log.js';
+import { readHandshake, PluginStartError } from './handshake.js';
+import { forwardStderr } from './stderr.js';
+
+/** Host environment variables a provider may see; everything else is withheld. */
+export const DEFAULT_ENV_ALLOWLIST = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
+
+export interface SpawnOptions {
+  /** The executable; a `.js` file is run with this Node binary. */
+  path: string;
+  args?: string[];
+  startTimeoutMs: number;
+  /** Extra environment: NAME (copied from the host) or NAME=VALUE. */
+  env?: string[];
+  logLevel?: string;
+  log: Logger;
+}
+
+/** A started provider process. */
+export class PluginProcess {
+  private constructor(
+    private readonly child: ResultPromise,
+    readonly pid: number,
+    readonly handshake: Handshake,
+    readonly instanceId: string,
+    private readonly socketDir: string,
+    /** Resolves once the process has exited and been reaped. */
+    readonly exited: Promise<string>,
+  ) {}
+
+  /**
+   * Spawns the provider and waits for its handshake. Rejects with
+   * PluginStartError (process already killed and reaped) on a bad or missing
+   * handshake, an early exit, or the start timeout.
+   */
+  static async start(opts: SpawnOptions): Promise<PluginProcess> {
+    const socketDir = await mkdtemp(join(tmpdir(), 'ccm-plugin-'));
+    await chmod(socketDir, 0o700);
+    const socketPath = join(socketDir, 'provider.sock');
+    const instanceId = randomUUID();
+    const env: Record<string, string> = {};
+    for (const name of DEFAULT_ENV_ALLOWLIST) if (process.env[name] !== undefined) env[name] = process.env[name]!;
+    for (const entry of opts.env ?? []) {
+      const eq = entry.indexOf('=');
+      if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
+      else if (process.env[entry] !== undefined) env[entry] = process.env[entry]!;
+    }
+    Object.assign(env, {
+      [MAGIC_COOKIE_KEY]: MAGIC_COOKIE_VALUE,
+      [ENV_PROTOCOL_VERSIONS]: SUPPORTED_PROTOCOL_VERSIONS.join(','),
+      [ENV_ENDPOINT]: `unix://${socketPath}`,
+      [ENV_INSTANCE_ID]: instanceId,
+      [ENV_LOG_LEVEL]: opts.logLevel ?? 'info',
+    });
+    const isJs = /\.(c|m)?js$/.test(opts.path);
+    const file = isJs ? process.execPath : opts.path;
+    const args = isJs ? [opts.path, ...(opts.args ?? [])] : (opts.args ?? []);
+    let child: ResultPromise;
+    try {
+      child = execa(file, args, {
+        env,
+        extendEnv: false,
+        stdin: 'pipe',
+        stdout: 'pipe',
+        stderr: 'pipe',
+        buffer: false,
+        reject: false,
+        detached: true,
+        cleanup: true,
+        shell: false,
+      });
+    } catch (err) {
+      await rm(socketDir, { recursive: true, force: true });
+      throw new PluginStartError(`cannot start plugin ${opts.path}: ${(err as Error).message}`);
+    }
+    const exited = child.then((r) => {
+      if (r.signal) return `killed by ${r.signal}`;
+      if (r.failed && r.exitCode === undefined) return `failed to start: ${r.originalMessage || r.shortMessage}`;
+      return `exit code ${r.exitCode}`;
+    });
+    // Keep the exit promise from ever rejecting unobserved.
+    exited.catch(() => undefined);
+    const pid = child.pid ?? -1;
+    const log = opts.log.child({ pid });
+    if (child.stderr) void forwardStderr(child.stderr, log);
+    child.stdin?.on('error', () => undefined); // EPIPE once the plugin is gone
+    try {
+      const handshake = await readHandshake(child.stdout!, {
+        timeoutMs: opts.startTimeoutMs,
+        exited,
+        onOtherLine: (line) => log.warn({ line: line.slice(0, 512) }, 'ignoring plugin stdout line that is not the handshake'),
+      });
+      if (handshake.network === 'unix' && handshake.address !== socketPath) {
+        log.info({ expected: socketPath, got: handshake.address }, 'plugin listens on a socket other than the one offered');
+      }
+      return new PluginProcess(child, pid, handshake, instanceId, socketDir, exited);
+    } catch (err) {
+      const proc = new PluginProcess(child, pid, { core: 1, protocol: 0, network: 'unix', address: '', transport: 'grpc' }, instanceId, socketDir, exited);
+      await proc.stop({ graceMs: 0 });
+      throw err;
+    }
+  }
+
+  /** gRPC target for the handshake address. */
+  get target(): string {
+    return this.handshake.network === 'unix' ? `unix://${this.handshake.address}` : this.handshake.address;
+  }
+
+  /** Sends a signal to the whole process group (falls back to the process). */
+  signal(sig: NodeJS.Signals): void {
+    try {
+      process.kill(-this.pid, sig);
+    } catch {
+      try {
+        this.child.kill(sig);
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+
+  /**
+   * Escalating stop: close stdin (the plugin's cue to exit), wait `graceMs`,
+   * then SIGTERM, wait `termMs`, then SIGKILL. Always reaps the process and
+   * removes the private socket directory. Idempotent.
+   */
+  async stop(opts: { graceMs: number; termMs?: number }): Promise<string> {
+    this.child.stdin?.end();
+    const waitFor = (ms: number) =>
+      Promise.race([this.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+    if (!(await waitFor(opts.graceMs))) {
+      this.signal('SIGTERM');
+      if (!(await waitFor(opts.termMs ?? 2000))) this.signal('SIGKILL');
+    }
+    const how = await this.exited;
+    await rm(this.socketDir, { recursive: true, force: true });
+    return how;
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * Supervises one provider: starts it (exec mode) or dials it (sidecar mode),
+ * runs the start-up sequence, watches it, restarts or redials with backoff,
+ * and stops it with escalation.
+ *
+ * States: idle → starting → ready ⇄ (backoff → starting) → stopping → stopped.
+ * Only `ready` serves calls; in every other state calls fail at once with
+ * PluginUnavailableError so controllers requeue instead of hanging.
+ *
+ * Start-up sequence (both modes): grpc.health.v1 Check → GetPluginInfo
+ * (protocol and launch nonce checked) → GetPluginCapabilities → Configure →
+ * Probe until ready, all within the start timeout.
+ */
+import { EventEmitter } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { GetPluginCapabilitiesResponse, GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
+import { PluginUnavailableError } from '../errors.js';
+import { errorMessage, type Logger } from '../log.js';
+import { Backoff } from './backoff.js';
+import { PluginConnection, type CallObserver } from './connection.js';
+import { PluginStartError } from './handshake.js';
+import { PluginProcess } from './process.js';
+
+export type PluginMode =
+  | { kind: 'exec'; path: string; args?: string[]; env?: string[] }
+  | { kind: 'socket'; endpoint: string };
+
+export type PluginState = 'idle' | 'starting' | 'ready' | 'backoff' | 'stopping' | 'stopped';
+
+export interface SupervisorOptions {
+  /** The --cloud-provider name, used in logs and metrics. */
+  name: string;
+  mode: PluginMode;
+  startTimeoutMs: number;
+  shutdownGraceMs: number;
+  /** Passed to Configure after every (re)start. */
+  configure: { cloudConfig: Buffer; clusterName: string; hostVersion: string };
+  /** Probe period while ready (default 10 s). */
+  probeIntervalMs?: number;
+  /** Restart/redial backoff (defaults 1 s doubling to 5 min, reset after 10 min healthy). */
+  restart?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
+  log: Logger;
+  observeCall?: CallObserver;
+  pluginLogLevel?: string;
+}
+
+/** What the provider said about itself at start-up. */
+export interface PluginIdentity {
+  info: GetPluginInfoResponse;
+  capabilities: GetPluginCapabilitiesResponse;
+}
+
+const PROBE_TIMEOUT_MS = 5_000;
+const STARTUP_POLL_MS = 100;
+
+export class PluginSupervisor extends EventEmitter {
+  private stateValue: PluginState = 'idle';
+  private conn?: PluginConnection;
+  private proc?: PluginProcess;
+  private identityValue?: PluginIdentity;
+  private readonly backoff: Backoff;
+  private readonly resetAfterMs: number;
+  private readyAt = 0;
+  private restarts = 0;
+  private probeTimer?: NodeJS.Timeout;
+  private restartTimer?: NodeJS.Timeout;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: SupervisorOptions) {
+    super();
+    this.log = opts.log.child({ plugin: opts.name });
+    this.backoff = new Backoff(opts.restart?.initialMs ?? 1000, opts.restart?.maxMs ?? 300_000);
+    this.resetAfterMs = opts.restart?.resetAfterMs ?? 600_000;
+  }
+
+  get state(): PluginState {
+    return this.stateValue;
+  }
+
+  /** Number of restarts (exec) or redials (socket) since start. */
+  get restartCount(): number {
+    return this.restarts;
+  }
+
+  /** Identity from the latest successful start-up; undefined before the first. */
+  get identity(): PluginIdentity | undefined {
+    return this.identityValue;
+  }
+
+  /** The live connection; throws PluginUnavailableError unless ready. */
+  connection(): PluginConnection {
+    if (this.stateValue !== 'ready' || !this.conn) {
+      throw new PluginUnavailableError(`plugin ${this.opts.name} is not ready (${this.stateValue}): the call will be retried`);
+    }
+    return this.conn;
+  }
+
+  /**
+   * First start. Exec mode: rejects with PluginStartError if the plugin
+   * cannot be started (the host reports it and exits). Socket mode: keeps
+   * redialing with backoff until the sidecar answers or `signal` aborts.
+   */
+  async start(signal?: AbortSignal): Promise<PluginIdentity> {
+    if (this.stateValue !== 'idle') throw new Error(`start called in state ${this.stateValue}`);
+    for (;;) {
+      try {
+        await this.runOnce();
+        return this.identityValue!;
+      } catch (err) {
+        if (this.opts.mode.kind === 'exec' || this.isStopping()) throw err;
+        const wait = this.backoff.next();
+        this.log.warn({ err: errorMessage(err), retryInMs: wait }, 'cannot reach plugin sidecar, retrying');
+        this.setState('backoff');
+        await delay(wait, undefined, { signal }).catch(() => undefined);
+        if (signal?.aborted) throw new PluginStartError(`stopped while waiting for plugin sidecar at ${this.opts.mode.endpoint}`);
+      }
+    }
+  }
+
+  /** Graceful stop: Shutdown RPC, then stdin close / SIGTERM / SIGKILL (exec mode only). Idempotent. */
+  async stop(): Promise<void> {
+    if (this.stateValue === 'stopped' || this.stateValue === 'stopping') return;
+    this.setState('stopping');
+    clearInterval(this.probeTimer);
+    clearTimeout(this.restartTimer);
+    const conn = this.conn;
+    const proc = this.proc;
+    if (proc && conn) {
+      const graceMs = this.opts.shutdownGraceMs;
+      await conn
+        .unary(conn.lifecycle, 'Shutdown', { gracePeriod: { seconds: Math.floor(graceMs / 1000), nanos: (graceMs % 1000) * 1e6 } }, Math.min(graceMs, 5000))
+        .catch((err) => this.log.debug({ err: errorMessage(err) }, 'plugin Shutdown call failed'));
+    }
+    conn?.close('host is stopping');
+    if (proc) {
+      const how = await proc.stop({ graceMs: this.opts.shutdownGraceMs });
+      this.log.info({ how }, 'plugin stopped');
+    }
+    this.conn = undefined;
+    this.proc = undefined;
+    this.setState('stopped');
+  }
+
+  private isStopping(): boolean {
+    return this.stateValue === 'stopping' || this.stateValue === 'stopped';
+  }
+
+  private setState(s: PluginState): void {
+    if (this.stateValue === s) return;
+    const old = this.stateValue;
+    this.stateValue = s;
+    this.log.debug({ from: old, to: s }, 'plugin state change');
+    this.emit('state', s, old);
+    if (s === 'ready') this.emit('ready');
+    if (old === 'ready') this.emit('notReady');
+  }
+
+  /** One start-up (exec: spawn + handshake; socket: dial) followed by the shared sequence. */
+  private async runOnce(): Promise<void> {
+    this.setState('starting');
+    const deadline = Date.now() + this.opts.startTimeoutMs;
+    const mode = this.opts.mode;
+    let expectedInstance = '';
+    if (mode.kind === 'exec') {
+      this.log.info({ path: mode.path }, 'starting plugin');
+      const proc = await PluginProcess.start({
+        path: mode.path,
+        args: mode.args,
+        env: mode.env,
+        startTimeoutMs: this.opts.startTimeoutMs,
+        logLevel: this.opts.pluginLogLevel,
+        log: this.log,
+      });
+      this.proc = proc;
+      expectedInstance = proc.instanceId;
+      this.conn = new PluginConnection(proc.target, this.opts.observeCall);
+      proc.exited.then((how) => this.onExit(proc, how));
+    } else {
+      this.conn = new PluginConnection(mode.endpoint, this.opts.observeCall);
+    }
+    try {
+      this.identityValue = await this.initialize(this.conn, expectedInstance, deadline);
+    } catch (err) {
+      this.conn.close('plugin start-up failed');
+      this.conn = undefined;
+      if (this.proc) {
+        const p = this.proc;
+        this.proc = undefined;
+        await p.stop({ graceMs: 0 });
+      }
+      if (this.isStopping()) throw err;
+      this.setState('idle');
+      throw err;
+    }
+    if (this.isStopping()) return;
+    this.readyAt = Date.now();
+    const { info, capabilities } = this.identityValue;
+    this.log.info(
+      { name: info.name, version: info.vendorVersion, protocol: info.protocolVersion, pid: this.proc?.pid, providerName: capabilities.providerName },
+      'plugin ready',
+    );
+    this.setState('ready');
+    this.startProbing();
+  }
+
+  private async initialize(conn: PluginConnection, expectedInstance: string, deadline: number): Promise<PluginIdentity> {
+    const remaining = () => Math.max(1, deadline - Date.now());
+    while (!(await conn.healthCheck(Math.min(2000, remaining())))) {
+      if (Date.now() >= deadline) throw new PluginStartError(`plugin at ${conn.target} did not report SERVING on grpc.health.v1 within the start timeout`);
+      await delay(STARTUP_POLL_MS);
+    }
+    const info = await conn.unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, remaining());
+    if (!SUPPORTED_PROTOCOL_VERSIONS.includes(info.protocolVersion)) {
+      const side = info.protocolVersion > Math.max(...SUPPORTED_PROTOCOL_VERSIONS) ? 'upgrade the host' : 'upgrade the plugin';
+      throw new PluginStartError(`plugin ${info.name} speaks protocol ${info.protocolVersion}, host speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(',')}: ${side}`);
+    }
+    if (expectedInstance && info.instanceId !== expectedInstance) {
+      throw new PluginStartError(`plugin answered with instance id ${JSON.stringify(info.instanceId)}, expected the one the host launched (${expectedInstance}): another process owns the socket`);
+    }
+    const capabilities = await conn.unary<object, GetPluginCapabilitiesResponse>(conn.identity, 'GetPluginCapabilities', {}, remaining());
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(capabilities.providerName)) {
+      throw new PluginStartError(`plugin declares provider name ${JSON.stringify(capabilities.providerName)}, which is not a lowercase DNS label: fix the plugin`);
+    }
+    const cfg = this.opts.configure;
+    const configured = await conn.unary<object, { warnings: string[] }>(
+      conn.lifecycle,
+      'Configure',
+      { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion },
+      remaining(),
+    );
+    for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
+    for (;;) {
+      const probe = await conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, Math.min(PROBE_TIMEOUT_MS, remaining()));
+      if (probe.ready) break;
+      if (Date.now() >= deadline) throw new PluginStartError('plugin did not become ready (Probe) within the start timeout');
+      await delay(STARTUP_POLL_MS);
+    }
+    return { info, capabilities };
+  }
+
+  private startProbing(): void {
+    clearInterval(this.probeTimer);
+    const every = this.opts.probeIntervalMs ?? 10_000;
+    let failures = 0;
+    this.probeTimer = setInterval(() => {
+      const conn = this.conn;
+      if (!conn || this.stateValue !== 'ready') return;
+      conn
+        .unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, PROBE_TIMEOUT_MS)
+        .then((r) => {
+          if (!r.ready) throw new Error('Probe answered ready=false');
+          failures = 0;
+        })
+        .catch((err) => {
+          failures++;
+          this.log.warn({ err: errorMessage(err), failures }, 'plugin probe failed');
+          // A sidecar that stops answering is redialed; a child process that
+          // dies is handled by onExit.
+          if (this.opts.mode.kind === 'socket' && failures >= 2 && conn === this.conn) this.reconnectSidecar(conn);
+        });
+    }, every);
+    this.probeTimer.unref();
+  }
+
+  private scheduleRestart(): void {
+    if (Date.now() - this.readyAt >= this.resetAfterMs) this.backoff.reset();
+    const wait = this.backoff.next();
+    this.setState('backoff');
+    this.log.info({ retryInMs: wait, restarts: this.restarts }, 'restarting plugin after backoff');
+    this.restartTimer = setTimeout(() => {
+      if (this.isStopping()) return;
+      this.restarts++;
+      this.emit('restart', this.restarts);
+      this.runOnce().catch((err) => {
+        if (this.isStopping()) return;
+        this.log.error({ err: errorMessage(err) }, 'plugin restart failed');
+        this.scheduleRestart();
+      });
+    }, wait);
+  }
+
+  private onExit(proc: PluginProcess, how: string): void {
+    if (proc !== this.proc) return; // a run we already replaced or stopped
+    this.proc = undefined;
+    const conn = this.conn;
+    this.conn = undefined;
+    // Reject every in-flight call now rather than letting each hit its deadline.
+    conn?.close(`plugin ${this.opts.name} exited (${how})`);
+    if (this.isStopping()) return;
+    clearInterval(this.probeTimer);
+    this.log.error({ how, pid: proc.pid }, 'plugin exited unexpectedly');
+    if (this.stateValue === 'starting') return; // runOnce reports the failure itself
+    this.scheduleRestart();
+  }
+
+  private reconnectSidecar(conn: PluginConnection): void {
+    this.conn = undefined;
+    conn.close('plugin sidecar stopped answering');
+    clearInterval(this.probeTimer);
+    this.scheduleRestart();
+  }
+}
