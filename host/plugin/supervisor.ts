@@ -17,7 +17,7 @@ import type { GetPluginCapabilitiesResponse, GetPluginInfoResponse } from '../..
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
 import { PluginUnavailableError } from '../errors.js';
 import { errorMessage, type Logger } from '../log.js';
-import { Backoff } from './backoff.js';
+import { Backoff } from '../kube/backoff.js';
 import { PluginConnection, type CallObserver } from './connection.js';
 import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
@@ -70,7 +70,7 @@ export class PluginSupervisor extends EventEmitter {
   constructor(private readonly opts: SupervisorOptions) {
     super();
     this.log = opts.log.child({ plugin: opts.name });
-    this.backoff = new Backoff(opts.restart?.initialMs ?? 1000, opts.restart?.maxMs ?? 300_000);
+    this.backoff = new Backoff({ initialMs: opts.restart?.initialMs ?? 1000, maxMs: opts.restart?.maxMs ?? 300_000, factor: 2, jitter: 0.2 });
     this.resetAfterMs = opts.restart?.resetAfterMs ?? 600_000;
   }
 

@@ -1,0 +1,252 @@
+/**
+ * The cloud node controller (upstream kubernetes/cloud-provider
+ * controllers/node): initializes Nodes that the kubelet registered with the
+ * taint node.cloudprovider.kubernetes.io/uninitialized, and keeps their
+ * addresses current.
+ *
+ * For a tainted node: InstanceMetadata (coalesced into batch calls when the
+ * provider supports them) → status.addresses → providerID, instance type,
+ * zone and region labels (GA and beta) and the provider's extra labels, with
+ * the taint removed in the same conditional write. Any failure keeps the
+ * taint, emits a Warning event and retries with backoff.
+ *
+ * Differences from upstream, on purpose: addresses are written before the
+ * taint is removed (so a schedulable node always has them); the periodic
+ * address refresh uses one batch call per 500 nodes; it refreshes only nodes
+ * whose providerID belongs to this provider (upstream also rewrites nodes it
+ * never initialized, which made addresses flap in kubernetes/kubernetes#109793).
+ */
+import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
+import type { Histogram } from 'prom-client';
+import type { Instances, InstanceMetadata } from '../../cloud.js';
+import { InstanceNotFoundError, InvalidCloudResponseError } from '../../errors.js';
+import type { EventRecorder } from '../../kube/events.js';
+import type { Informer } from '../../kube/informer.js';
+import { sleep } from '../../kube/backoff.js';
+import { isConflict, isNotFound } from '../../kube/client.js';
+import { patchNode, patchNodeStatus } from '../../kube/patch.js';
+import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
+import type { Registry } from 'prom-client';
+import { errorMessage, type Logger } from '../../log.js';
+import { Annotations, EventReasons, Taints } from '../../names.js';
+import { nodeAddresses, toNodeRef } from '../node-ref.js';
+import { addressesChanged, desiredAddresses } from './addresses.js';
+import { initLabels, reconcileLabels } from './labels.js';
+import { MetadataBatcher } from './metadata-batcher.js';
+
+/** Attempts of the conditional node write before the sync fails and is requeued. */
+const CONFLICT_ATTEMPTS = 5;
+
+export interface NodeControllerMetrics {
+  taintRemovalDelay?: Histogram;
+  initialSyncDelay?: Histogram;
+  initDuration?: Histogram;
+}
+
+export interface NodeControllerOptions {
+  core: CoreV1Api;
+  nodes: Informer<V1Node>;
+  instances: Instances;
+  /** The provider name in providerIDs ("<name>://..."). */
+  providerName: string;
+  recorder: EventRecorder;
+  log: Logger;
+  registry?: Registry;
+  metrics?: NodeControllerMetrics;
+  /** --concurrent-node-syncs. */
+  workers: number;
+  /** --node-status-update-frequency. */
+  statusUpdateFrequencyMs: number;
+  /** --concurrent-node-status-updates (resolved: > 0). */
+  statusUpdateConcurrency: number;
+}
+
+export function hasUninitializedTaint(node: V1Node): boolean {
+  return (node.spec?.taints ?? []).some((t) => t.key === Taints.UNINITIALIZED);
+}
+
+export class CloudNodeController {
+  private readonly queue: WorkQueue<string>;
+  private readonly batcher: MetadataBatcher;
+  private readonly log: Logger;
+  /** When the first initialization attempt of each tainted node started (ms). */
+  private readonly firstAttempt = new Map<string, number>();
+  private lastStatusPass = 0;
+
+  constructor(private readonly o: NodeControllerOptions) {
+    this.log = o.log;
+    this.queue = new WorkQueue<string>({ name: 'Nodes', registry: o.registry });
+    this.batcher = new MetadataBatcher(o.instances);
+    o.nodes.addEventHandler({
+      onAdd: (n) => this.enqueue(n),
+      onUpdate: (_old, n) => this.enqueue(n),
+      onDelete: (n) => this.firstAttempt.delete(n.metadata?.name ?? ''),
+    });
+  }
+
+  private enqueue(node: V1Node): void {
+    const name = node.metadata?.name;
+    if (name) this.queue.add(name);
+  }
+
+  /** Requeues every tainted node, e.g. when the plugin becomes ready again after an outage. */
+  requeueTainted(): void {
+    for (const n of this.o.nodes.list()) if (hasUninitializedTaint(n)) this.enqueue(n);
+  }
+
+  /** Healthy while the address loop keeps running (a stuck loop fails /healthz). */
+  healthy(): boolean {
+    return this.lastStatusPass === 0 || Date.now() - this.lastStatusPass < 3 * this.o.statusUpdateFrequencyMs + 60_000;
+  }
+
+  /** Runs until `signal` aborts: waits for the node cache, then workers and the address loop. */
+  async run(signal: AbortSignal): Promise<void> {
+    this.log.info({ workers: this.o.workers }, 'Starting cloud node controller');
+    if (!(await this.o.nodes.waitForSync(signal))) return;
+    this.lastStatusPass = Date.now();
+    const loop = this.statusLoop(signal);
+    await runWorkers(this.queue, this.o.workers, (name) => this.sync(name), { log: this.log, signal });
+    await loop;
+    this.log.info('Shutting down cloud node controller');
+  }
+
+  /** Level-triggered reconcile of one node by name; a rejection requeues it. */
+  async sync(name: string): Promise<void> {
+    const node = this.o.nodes.get(name);
+    if (!node) {
+      this.firstAttempt.delete(name);
+      return;
+    }
+    if (!hasUninitializedTaint(node)) {
+      await this.reconcileNodeLabels(node);
+      return;
+    }
+    if (!this.firstAttempt.has(name)) this.firstAttempt.set(name, Date.now());
+    try {
+      await this.initialize(node);
+    } catch (err) {
+      this.reportFailure(node, err);
+      throw err;
+    }
+  }
+
+  private async initialize(cached: V1Node): Promise<void> {
+    const name = cached.metadata!.name!;
+    const meta = await this.batcher.get(toNodeRef(cached));
+    const current = nodeAddresses(cached);
+    const addresses = desiredAddresses(meta.nodeAddresses, current, cached.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
+    if (addresses.length > 0 && addressesChanged(addresses, current)) {
+      await patchNodeStatus(this.o.core, name, { status: { addresses } }, 'merge');
+    }
+    const done = await this.removeTaintWithMetadata(cached, meta);
+    if (!done) return;
+    const created = Date.parse(String(cached.metadata?.creationTimestamp ?? ''));
+    const now = Date.now();
+    if (!Number.isNaN(created)) {
+      this.o.metrics?.taintRemovalDelay?.observe((now - created) / 1000);
+      this.o.metrics?.initialSyncDelay?.observe((now - created) / 1000);
+    }
+    const first = this.firstAttempt.get(name);
+    if (first !== undefined) this.o.metrics?.initDuration?.observe((now - first) / 1000);
+    this.firstAttempt.delete(name);
+    this.log.info({ node: name, providerID: meta.providerId || cached.spec?.providerID }, 'initialized node');
+    this.o.recorder.event(cached, 'Normal', EventReasons.SYNCED, 'Node synced successfully');
+  }
+
+  /**
+   * One conditional merge patch (resourceVersion precondition) that sets
+   * providerID and labels and drops the taint; on conflict re-reads the node
+   * from the API server and tries again. Returns false when the node no
+   * longer needs it (taint already gone or node deleted).
+   */
+  private async removeTaintWithMetadata(cached: V1Node, meta: InstanceMetadata): Promise<boolean> {
+    const name = cached.metadata!.name!;
+    let node = cached;
+    for (let attempt = 1; ; attempt++) {
+      if (!hasUninitializedTaint(node)) return false;
+      const plan = initLabels(node.metadata?.labels ?? {}, meta);
+      for (const s of plan.skipped) this.log.warn({ node: name, label: s.key, why: s.why }, 'not applying provider label');
+      const taints: V1Taint[] = (node.spec?.taints ?? []).filter((t) => t.key !== Taints.UNINITIALIZED);
+      const spec: Record<string, unknown> = { taints };
+      if (!node.spec?.providerID && meta.providerId) spec.providerID = meta.providerId;
+      const patch = { metadata: { resourceVersion: node.metadata?.resourceVersion, labels: plan.set }, spec };
+      try {
+        await patchNode(this.o.core, name, patch, 'merge');
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return false;
+        if (!isConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
+        node = await this.o.core.readNode({ name });
+      }
+    }
+  }
+
+  private async reconcileNodeLabels(node: V1Node): Promise<void> {
+    const set = reconcileLabels(node.metadata?.labels ?? {});
+    if (Object.keys(set).length === 0) return;
+    await patchNode(this.o.core, node.metadata!.name!, { metadata: { labels: set } }, 'merge');
+  }
+
+  private reportFailure(node: V1Node, err: unknown): void {
+    const name = node.metadata?.name;
+    let reason: string = EventReasons.FAILED_TO_SYNC_NODE;
+    let message = `failed to initialize node: ${errorMessage(err)}`;
+    if (err instanceof InvalidCloudResponseError) reason = EventReasons.INVALID_CLOUD_RESPONSE;
+    if (err instanceof InstanceNotFoundError) {
+      message = `the cloud provider has no instance for node ${name}; the node keeps the ${Taints.UNINITIALIZED} taint until it has one`;
+    }
+    this.log.warn({ node: name, err: errorMessage(err) }, 'failed to initialize node');
+    this.o.recorder.event(node, 'Warning', reason, message);
+  }
+
+  /** The address refresh loop: every period (sliding), one pass over initialized nodes. */
+  private async statusLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (!(await sleep(this.o.statusUpdateFrequencyMs, signal))) return;
+      try {
+        await this.updateNodeStatus();
+      } catch (err) {
+        this.log.warn({ err: errorMessage(err) }, 'node address refresh failed');
+      }
+      this.lastStatusPass = Date.now();
+    }
+  }
+
+  /** One address refresh pass; errors per node are logged and skipped until the next pass. */
+  async updateNodeStatus(): Promise<void> {
+    const prefix = `${this.o.providerName}://`;
+    const nodes = this.o.nodes.list().filter((n) => !hasUninitializedTaint(n) && (n.spec?.providerID ?? '').startsWith(prefix));
+    if (nodes.length === 0) return;
+    const results = await this.o.instances.instancesMetadata(nodes.map(toNodeRef));
+    const writes: (() => Promise<void>)[] = [];
+    nodes.forEach((node, i) => {
+      const r = results[i]!;
+      const name = node.metadata!.name!;
+      if (!r.metadata) {
+        this.log.info({ node: name, err: errorMessage(r.error) }, 'skipping address refresh for node');
+        return;
+      }
+      if (r.metadata.nodeAddresses.length === 0) return; // never clear addresses
+      let desired;
+      try {
+        desired = desiredAddresses(r.metadata.nodeAddresses, nodeAddresses(node), node.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
+      } catch (err) {
+        this.log.warn({ node: name, err: errorMessage(err) }, 'skipping address refresh for node');
+        return;
+      }
+      if (!addressesChanged(desired, nodeAddresses(node))) return;
+      writes.push(async () => {
+        await patchNodeStatus(this.o.core, name, { status: { addresses: desired } }, 'merge');
+        this.log.info({ node: name }, 'updated node addresses');
+      });
+    });
+    let next = 0;
+    const worker = async () => {
+      while (next < writes.length) {
+        const w = writes[next++]!;
+        await w().catch((err) => this.log.warn({ err: errorMessage(err) }, 'failed to update node addresses'));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.o.statusUpdateConcurrency, writes.length) }, worker));
+  }
+}
