@@ -1,0 +1,314 @@
+/**
+ * A real, throw-away Kubernetes control plane: etcd plus kube-apiserver on
+ * loopback ports, configured like controller-runtime's envtest. No kubelet,
+ * scheduler or controller-manager run, so Nodes exist only if created via API.
+ */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../../host/log.js';
+import { ensureBinaries, type Binaries } from './binaries.js';
+import { ManagedProcess } from './managed-process.js';
+import { freePorts, get, pollUntil } from './probe.js';
+
+export interface ControlPlaneOptions {
+  log?: Logger;
+  /**
+   * State directory to use instead of a fresh temp dir. Its previous cluster
+   * state (etcd data, certs, keys, logs, kubeconfig) is replaced, and it is
+   * kept on stop(). Without it a `ccm-cp-*` temp dir is made and removed.
+   */
+  dir?: string;
+  /** Limit for etcd + kube-apiserver to become ready (default 60 s). Binary builds are not counted. */
+  startTimeoutMs?: number;
+  /** Binaries to run; default: ensureBinaries(). */
+  binaries?: Binaries;
+}
+
+/** The admin identity written into tokens.csv and the kubeconfig. */
+export const ADMIN_USER = 'ccm-admin';
+
+/** Entries start() owns inside a state dir; only these are reset. */
+const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log'];
+
+const PORT_ATTEMPTS = 3;
+
+// client-node is required lazily, in kubeConfig() only, so that starting a
+// control plane (cli.js, the test runner) works even where client-node cannot
+// load: 2.0.1 depends on undici 8, which needs Node >= 22.19. (A failed ESM
+// import of it cannot even be caught on Node 20; a require() of it can.)
+const requireFromHere = createRequire(import.meta.url);
+
+class PortClashError extends Error {}
+
+export class ControlPlane {
+  /** Path of the kubeconfig (cluster CA, server URL, admin token). */
+  readonly kubeconfigPath: string;
+  private etcd?: ManagedProcess;
+  private apiserver?: ManagedProcess;
+  private serverUrl = '';
+  private stopping?: Promise<void>;
+
+  private constructor(
+    /** Directory holding the cluster's state, certs, keys and logs. */
+    readonly dir: string,
+    /** Bearer token of user ccm-admin (group system:masters). */
+    readonly token: string,
+    private readonly removeDirOnStop: boolean,
+    private readonly log?: Logger,
+  ) {
+    this.kubeconfigPath = join(dir, 'kubeconfig');
+  }
+
+  /** The apiserver's https URL, e.g. https://127.0.0.1:41234. */
+  get server(): string {
+    return this.serverUrl;
+  }
+
+  /**
+   * Starts etcd and kube-apiserver and resolves once /readyz is ok and the
+   * `default` and `kube-system` namespaces exist. Builds the binaries first if
+   * needed (see ensureBinaries). On failure everything started is stopped and
+   * the error carries the tail of the failing process's log; a port taken by
+   * another process between picking and binding is retried with new ports.
+   */
+  static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    const bins = opts.binaries ?? (await ensureBinaries({ log: opts.log }));
+    const owned = opts.dir === undefined;
+    const dir = owned ? await mkdtemp(join(tmpdir(), 'ccm-cp-')) : resolve(opts.dir!);
+    if (!owned) {
+      await mkdir(dir, { recursive: true });
+      await Promise.all(OWNED_ENTRIES.map((e) => rm(join(dir, e), { recursive: true, force: true })));
+    }
+    const cp = new ControlPlane(dir, randomBytes(24).toString('hex'), owned, opts.log);
+    live.add(cp);
+    installExitHook();
+    const started = Date.now();
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await cp.boot(bins, opts.startTimeoutMs ?? 60_000);
+          break;
+        } catch (err) {
+          if (!(err instanceof PortClashError) || attempt >= PORT_ATTEMPTS) throw err;
+          opts.log?.warn({ attempt }, 'a picked port was taken before use; retrying with new ports');
+          await cp.stopProcesses();
+          await Promise.all(OWNED_ENTRIES.map((e) => rm(join(dir, e), { recursive: true, force: true })));
+        }
+      }
+    } catch (err) {
+      await cp.stop().catch(() => undefined);
+      throw err;
+    }
+    opts.log?.info({ dir, server: cp.server, ms: Date.now() - started }, 'control plane ready');
+    return cp;
+  }
+
+  /**
+   * A client-node KubeConfig loaded from kubeconfigPath (admin token, cluster
+   * CA). Throws if @kubernetes/client-node cannot be loaded on this Node.
+   */
+  kubeConfig(): KubeConfig {
+    let clientNode: typeof import('@kubernetes/client-node');
+    try {
+      clientNode = requireFromHere('@kubernetes/client-node') as typeof clientNode;
+    } catch (err) {
+      throw new Error(`@kubernetes/client-node failed to load on Node ${process.version} (${(err as Error).message}); its undici 8 dependency needs Node >= 22.19. Use a newer Node, or read ${this.kubeconfigPath} with another client`);
+    }
+    const kc = new clientNode.KubeConfig();
+    kc.loadFromFile(this.kubeconfigPath);
+    return kc;
+  }
+
+  /** Undefined while both processes run; otherwise which one ended and how. */
+  unexpectedExit(): string | undefined {
+    for (const p of [this.etcd, this.apiserver]) {
+      if (p?.exit !== undefined) return `${p.name} ${p.exit} (log: ${p.logPath})`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Stops kube-apiserver, then etcd (SIGTERM, up to 10 s each, then SIGKILL),
+   * and removes a temp dir unless CCM_KEEP_CONTROLPLANE=1. Safe to call twice.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      try {
+        await this.stopProcesses();
+      } finally {
+        live.delete(this);
+        if (this.removeDirOnStop && process.env.CCM_KEEP_CONTROLPLANE !== '1') {
+          await rm(this.dir, { recursive: true, force: true });
+        } else {
+          this.log?.info({ dir: this.dir }, 'control plane stopped; state kept');
+        }
+      }
+    })();
+    return this.stopping;
+  }
+
+  /** SIGKILLs both processes and removes a temp dir, synchronously (for 'exit' handlers). */
+  killNow(): void {
+    this.apiserver?.killNow();
+    this.etcd?.killNow();
+    if (this.removeDirOnStop && process.env.CCM_KEEP_CONTROLPLANE !== '1') {
+      try {
+        rmSync(this.dir, { recursive: true, force: true });
+      } catch {
+        // best effort while exiting
+      }
+    }
+  }
+
+  private async stopProcesses(): Promise<void> {
+    const errors: unknown[] = [];
+    for (const p of [this.apiserver, this.etcd]) {
+      await p?.stop(10_000).catch((err: unknown) => errors.push(err));
+    }
+    if (errors.length > 0) throw errors[0];
+  }
+
+  private async boot(bins: Binaries, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const [etcdPort, peerPort, apiPort] = await freePorts(3);
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    this.serverUrl = `https://127.0.0.1:${apiPort}`;
+
+    this.etcd = ManagedProcess.spawn('etcd', bins.etcd, [
+      '--name=default',
+      `--data-dir=${join(this.dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=default=${peerUrl}`,
+      '--initial-cluster-state=new',
+      '--unsafe-no-fsync', // a test cluster: speed over durability
+      `--quota-backend-bytes=${4 * 1024 ** 3}`,
+    ], join(this.dir, 'etcd.log'));
+    await pollUntil(
+      deadline,
+      async () => {
+        await this.failIfExited(this.etcd!);
+        const r = await get(`${etcdUrl}/health`).catch(() => undefined);
+        return r?.status === 200 && r.body.includes('"health":"true"') ? true : undefined;
+      },
+      () => this.timeoutError(this.etcd!, `${etcdUrl}/health`, timeoutMs),
+    );
+
+    const certDir = join(this.dir, 'certs');
+    const saKey = join(this.dir, 'sa.key');
+    const saPub = join(this.dir, 'sa.pub');
+    const tokens = join(this.dir, 'tokens.csv');
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    await writeFile(saKey, privateKey, { mode: 0o600 });
+    await writeFile(saPub, publicKey);
+    // Static token file format: token,user,uid,"group1,group2"
+    await writeFile(tokens, `${this.token},${ADMIN_USER},${ADMIN_USER},"system:masters"\n`, { mode: 0o600 });
+
+    this.apiserver = ManagedProcess.spawn('kube-apiserver', bins.kubeApiserver, [
+      `--etcd-servers=${etcdUrl}`,
+      `--secure-port=${apiPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--cert-dir=${certDir}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
+      '--disable-admission-plugins=ServiceAccount',
+      '--authorization-mode=RBAC',
+      `--token-auth-file=${tokens}`,
+      `--service-account-issuer=${this.serverUrl}/`,
+      `--service-account-key-file=${saPub}`,
+      `--service-account-signing-key-file=${saKey}`,
+    ], join(this.dir, 'kube-apiserver.log'));
+
+    // The apiserver writes a self-signed serving cert (with its CA appended)
+    // into cert-dir before it serves; clients trust exactly that.
+    const certPath = join(certDir, 'apiserver.crt');
+    const ca = await pollUntil(
+      deadline,
+      async () => {
+        await this.failIfExited(this.apiserver!);
+        const pem = await readFile(certPath, 'utf8').catch(() => '');
+        return pem.includes('-----END CERTIFICATE-----') ? pem : undefined;
+      },
+      () => this.timeoutError(this.apiserver!, certPath, timeoutMs),
+    );
+    const probe = async (path: string) => {
+      await this.failIfExited(this.apiserver!);
+      const r = await get(`${this.serverUrl}${path}`, { ca, token: this.token }).catch(() => undefined);
+      return r?.status === 200 ? true : undefined;
+    };
+    for (const path of ['/readyz', '/api/v1/namespaces/default', '/api/v1/namespaces/kube-system']) {
+      await pollUntil(deadline, () => probe(path), () => this.timeoutError(this.apiserver!, `GET ${path}`, timeoutMs));
+    }
+    await writeFile(this.kubeconfigPath, kubeconfigYaml(this.serverUrl, ca, this.token), { mode: 0o600 });
+  }
+
+  private async failIfExited(p: ManagedProcess): Promise<void> {
+    if (p.exit === undefined) return;
+    const msg = await this.describeFailure(p, `${p.exit} during start`);
+    if (/address already in use/i.test(msg)) throw new PortClashError(msg);
+    throw new Error(msg);
+  }
+
+  private async timeoutError(p: ManagedProcess, waitingFor: string, timeoutMs: number): Promise<Error> {
+    return new Error(await this.describeFailure(p, `not ready within ${timeoutMs / 1000}s (waiting for ${waitingFor})`));
+  }
+
+  private async describeFailure(p: ManagedProcess, what: string): Promise<string> {
+    const tail = (await p.logTail(20)) || '(log is empty)';
+    const keep = process.env.CCM_KEEP_CONTROLPLANE === '1' || !this.removeDirOnStop
+      ? `logs kept in ${this.dir}`
+      : `set CCM_KEEP_CONTROLPLANE=1 to keep ${this.dir} for inspection`;
+    return `${p.name} ${what}; ${keep}. Last lines of ${p.name}.log:\n${tail}`;
+  }
+}
+
+/** Control planes not yet stopped; SIGKILLed if this process exits abruptly. */
+const live = new Set<ControlPlane>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const cp of live) cp.killNow();
+  });
+}
+
+/** A kubeconfig for the admin token; JSON string quoting is valid YAML. */
+function kubeconfigYaml(server: string, caPem: string, token: string): string {
+  const q = JSON.stringify;
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: ccm-test',
+    '  cluster:',
+    `    server: ${q(server)}`,
+    `    certificate-authority-data: ${q(Buffer.from(caPem).toString('base64'))}`,
+    'users:',
+    `- name: ${ADMIN_USER}`,
+    '  user:',
+    `    token: ${q(token)}`,
+    'contexts:',
+    '- name: ccm-test',
+    '  context:',
+    '    cluster: ccm-test',
+    `    user: ${ADMIN_USER}`,
+    '    namespace: default',
+    'current-context: ccm-test',
+    '',
+  ].join('\n');
+}
