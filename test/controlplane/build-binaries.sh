@@ -13,13 +13,18 @@ set -euo pipefail
 cache=$1 k8s=$2 etcd=$3
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 
+# Scratch modules are removed however the script ends (set -e included).
+scratch=()
+cleanup() { [ ${#scratch[@]} -eq 0 ] || rm -rf "${scratch[@]}"; }
+trap cleanup EXIT
+
 step() { printf '[controlplane-build] %s\n' "$*" >&2; }
 
 build_apiserver() {
   local out="$cache/kube-apiserver-$k8s"
   [ -x "$out/kube-apiserver" ] && return 0
   local work; work=$(mktemp -d "$cache/.build-apiserver.XXXXXX")
-  trap 'rm -rf "$work"' RETURN
+  scratch+=("$work")
   local minor=${k8s#v1.}             # 34.4
   local staging="v0.$minor"          # v0.34.4
   step "resolving k8s.io/kubernetes@$k8s (staging modules at $staging)"
@@ -50,7 +55,7 @@ build_etcd() {
   local out="$cache/etcd-$etcd"
   [ -x "$out/etcd" ] && return 0
   local work; work=$(mktemp -d "$cache/.build-etcd.XXXXXX")
-  trap 'rm -rf "$work"' RETURN
+  scratch+=("$work")
   step "building etcd $etcd from go.etcd.io/etcd/server/v3"
   printf 'module ccmbuild/etcd\n\ngo 1.24.0\n' > "$work/go.mod"
   # The etcd server module has no main package; this two-line main calls it.
