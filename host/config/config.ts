@@ -1,0 +1,270 @@
+/**
+ * Step 3 of the options pipeline: `compileHostConfig()` parses and validates
+ * `HostOptions` (with defaults) into the frozen `HostConfig` the rest of the
+ * host reads. Durations become `...Ms` numbers, relative paths become
+ * absolute, and every problem is reported at once.
+ */
+import path from 'node:path';
+import ipaddr from 'ipaddr.js';
+import type { LogFormat } from '../log.js';
+import type { ControllerName } from '../names.js';
+import { controllerSpecErrors, resolveEnabledControllers } from './controllers.js';
+import { addDefaults, type HostOptions } from './options.js';
+import { resolvePluginSource, type PluginSource } from './plugin.js';
+import { Problems } from './validate.js';
+
+export { resolveEnabledControllers } from './controllers.js';
+export type { PluginSource } from './plugin.js';
+
+/** Certificate and key the health server serves HTTPS with. Absolute paths. */
+export interface TlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
+/** The validated, frozen host configuration. One field per flag unless noted. */
+export interface HostConfig {
+  /** `--cloud-provider`: the provider's name, e.g. `local`. */
+  readonly cloudProvider: string;
+  /** `--cloud-config`: absolute path of a readable file, passed to the plugin's Configure. */
+  readonly cloudConfigPath: string | undefined;
+  /** From `--plugin-path` / `--plugin-endpoint` / the built-in local plugin. */
+  readonly plugin: PluginSource;
+  readonly pluginStartTimeoutMs: number;
+  readonly pluginShutdownGraceMs: number;
+  /** `--plugin-call-timeout`: deadline of read-only plugin calls. */
+  readonly pluginCallTimeoutMs: number;
+  /** `--plugin-mutation-timeout`: deadline of plugin calls that change the cloud. */
+  readonly pluginMutationTimeoutMs: number;
+  /**
+   * `--plugin-env`, resolved: the only host variables the plugin inherits
+   * (besides the protocol's CCM_PLUGIN_*). `NAME` entries take the host's
+   * value and are left out when the host has none (see `warnings`).
+   */
+  readonly pluginEnv: Readonly<Record<string, string>>;
+  /** `--kubeconfig`: absolute path of a readable file. */
+  readonly kubeconfig: string | undefined;
+  readonly master: string | undefined;
+  readonly clusterName: string;
+  /** True when `--cluster-name` was not given: main warns, since LB names derive from it. */
+  readonly clusterNameDefaulted: boolean;
+  /** `--controllers` as given (split on commas). */
+  readonly controllers: readonly string[];
+  /** What `controllers` enables, canonical names in start order. */
+  readonly enabledControllers: readonly ControllerName[];
+  readonly concurrentNodeSyncs: number;
+  /** `--concurrent-node-status-updates`, with 0 already replaced by concurrentNodeSyncs. */
+  readonly concurrentNodeStatusUpdates: number;
+  readonly nodeStatusUpdateFrequencyMs: number;
+  readonly nodeMonitorPeriodMs: number;
+  readonly kubeApiQps: number;
+  readonly kubeApiBurst: number;
+  readonly bindAddress: string;
+  /** `--secure-port`; 0 means no health/metrics server. */
+  readonly securePort: number;
+  /** `--tls-cert-file` and `--tls-private-key-file`; undefined serves plain HTTP. */
+  readonly tls: TlsFiles | undefined;
+  /** Always false: this build refuses `--leader-elect=true`. */
+  readonly leaderElect: false;
+  /** `-v`. */
+  readonly verbosity: number;
+  readonly loggingFormat: LogFormat;
+  readonly minResyncPeriodMs: number;
+  readonly configureCloudRoutes: boolean;
+  /** `--cluster-cidr` split on commas: empty, one CIDR, or an IPv4 + IPv6 pair. */
+  readonly clusterCidrs: readonly string[];
+  readonly allocateNodeCidrs: boolean;
+  readonly cidrAllocatorType: string;
+  readonly routeReconciliationPeriodMs: number;
+  readonly concurrentServiceSyncs: number;
+  readonly nodeDeletionGracePeriodMs: number;
+  /** Accepted but questionable settings, one line each, for main to log (cluster-name excluded: see clusterNameDefaulted). */
+  readonly warnings: readonly string[];
+}
+
+/** Dependencies of compileHostConfig that tests replace. */
+export interface CompileOptions {
+  /** Environment `--plugin-env NAME` entries read from. Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Built-in local plugin file. Default BUILTIN_LOCAL_PLUGIN_PATH. */
+  localPluginPath?: string;
+}
+
+/** Result of compiling: a config, or every problem found. */
+export type CompileResult = { config: HostConfig } | { errors: string[] };
+
+/** A DNS label: what `ccm-provider-<name>` and providerID schemes can hold. */
+const PROVIDER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Variables the host sets for the plugin itself (sdk/protocol.ts); the operator cannot override them. */
+const RESERVED_ENV_PREFIX = 'CCM_PLUGIN_';
+
+const POSITIVE_INT = { min: 1, want: 'an integer greater than 0' };
+const NON_NEGATIVE_INT = { min: 0, want: 'an integer of 0 or more' };
+
+/** Parses and validates `opts` (defaults are added here). Returns every problem at once. */
+export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}): CompileResult {
+  const o = addDefaults(opts);
+  const p = new Problems();
+  const warnings: string[] = [];
+
+  const cloudProvider = checkCloudProvider(o.cloudProvider, p);
+  if (o.cloudConfig !== undefined) p.readableFile('cloud-config', o.cloudConfig);
+  const plugin = resolvePluginSource(
+    { cloudProvider, pluginPath: o.pluginPath, pluginEndpoint: o.pluginEndpoint, localPluginPath: deps.localPluginPath },
+    p,
+  );
+  const pluginEnv = resolvePluginEnv(o.pluginEnv, deps.env ?? process.env, p, warnings);
+  if (o.kubeconfig !== undefined) p.readableFile('kubeconfig', o.kubeconfig);
+  if (o.clusterName === '') p.add('--cluster-name must not be empty: pass a name unique among clusters sharing the cloud account');
+
+  const controllerErrors = controllerSpecErrors(o.controllers);
+  controllerErrors.forEach((e) => p.add(e));
+  const enabled = controllerErrors.length === 0 ? resolveEnabledControllers([...o.controllers]) : new Set();
+  if (controllerErrors.length === 0 && enabled.size === 0) {
+    warnings.push(`--controllers=${o.controllers.join(',')} enables no controller: the host will only serve /healthz and /metrics`);
+  }
+
+  const concurrentNodeSyncs = p.int('concurrent-node-syncs', o.concurrentNodeSyncs, POSITIVE_INT);
+  const statusUpdates = p.int('concurrent-node-status-updates', o.concurrentNodeStatusUpdates, {
+    min: 0,
+    want: 'an integer of 0 or more (0 means the same as --concurrent-node-syncs)',
+  });
+  const kubeApiQps = p.float('kube-api-qps', o.kubeApiQps, { above: 0, want: 'a number greater than 0, e.g. 20' });
+  const kubeApiBurst = p.int('kube-api-burst', o.kubeApiBurst, POSITIVE_INT);
+  if (kubeApiBurst < kubeApiQps) {
+    p.add(`--kube-api-burst=${o.kubeApiBurst} is smaller than --kube-api-qps=${o.kubeApiQps}: raise --kube-api-burst to at least the QPS`);
+  }
+
+  checkIp('bind-address', o.bindAddress, p);
+  const securePort = p.int('secure-port', o.securePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the server' });
+  const tls = checkTls(o.tlsCertFile, o.tlsPrivateKeyFile, p);
+  if (p.bool('leader-elect', o.leaderElect)) {
+    p.add('--leader-elect=true is not supported yet by this build: run a single replica with --leader-elect=false');
+  }
+  const verbosity = p.int('v', o.verbosity, NON_NEGATIVE_INT);
+  const loggingFormat = p.oneOf<LogFormat>('logging-format', o.loggingFormat, ['json', 'text']);
+
+  const clusterCidrs = checkClusterCidrs(o.clusterCidr, p);
+  const allocateNodeCidrs = p.bool('allocate-node-cidrs', o.allocateNodeCidrs);
+  if (allocateNodeCidrs) warnings.push('--allocate-node-cidrs=true is stored, but no controller in this build allocates node CIDRs');
+  if (o.cidrAllocatorType === '') p.add('--cidr-allocator-type must not be empty: leave it out to use RangeAllocator');
+
+  const config: HostConfig = {
+    cloudProvider: cloudProvider ?? '',
+    cloudConfigPath: o.cloudConfig === undefined ? undefined : path.resolve(o.cloudConfig),
+    plugin: plugin!,
+    pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
+    pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
+    pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),
+    pluginMutationTimeoutMs: p.duration('plugin-mutation-timeout', o.pluginMutationTimeout, { positive: true }),
+    pluginEnv,
+    kubeconfig: o.kubeconfig === undefined ? undefined : path.resolve(o.kubeconfig),
+    master: o.master,
+    clusterName: o.clusterName,
+    clusterNameDefaulted: o.defaulted.has('clusterName'),
+    controllers: Object.freeze([...o.controllers]),
+    enabledControllers: Object.freeze([...(enabled as Set<ControllerName>)]),
+    concurrentNodeSyncs,
+    concurrentNodeStatusUpdates: statusUpdates === 0 ? concurrentNodeSyncs : statusUpdates,
+    nodeStatusUpdateFrequencyMs: p.duration('node-status-update-frequency', o.nodeStatusUpdateFrequency, { positive: true }),
+    nodeMonitorPeriodMs: p.duration('node-monitor-period', o.nodeMonitorPeriod, { positive: true }),
+    kubeApiQps,
+    kubeApiBurst,
+    bindAddress: o.bindAddress,
+    securePort,
+    tls,
+    leaderElect: false,
+    verbosity,
+    loggingFormat,
+    minResyncPeriodMs: p.duration('min-resync-period', o.minResyncPeriod, { positive: true }),
+    configureCloudRoutes: p.bool('configure-cloud-routes', o.configureCloudRoutes),
+    clusterCidrs,
+    allocateNodeCidrs,
+    cidrAllocatorType: o.cidrAllocatorType,
+    routeReconciliationPeriodMs: p.duration('route-reconciliation-period', o.routeReconciliationPeriod, { positive: true }),
+    concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
+    nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
+    warnings: Object.freeze(warnings),
+  };
+  if (p.errors.length > 0 || plugin === undefined) return { errors: p.errors };
+  return { config: deepFreeze(config) };
+}
+
+function checkCloudProvider(name: string | undefined, p: Problems): string | undefined {
+  if (name === undefined || name === '') {
+    p.add('--cloud-provider is required: pass the provider name, e.g. --cloud-provider=local');
+    return undefined;
+  }
+  if (!PROVIDER_NAME.test(name)) {
+    p.add(`--cloud-provider=${JSON.stringify(name)} is invalid: use lowercase letters, digits and "-" (a DNS label, at most 63 characters), e.g. --cloud-provider=local`);
+    return undefined;
+  }
+  return name;
+}
+
+/** `NAME=VALUE` → that pair; `NAME` → the host's value of NAME, if any. */
+function resolvePluginEnv(entries: readonly string[], env: NodeJS.ProcessEnv, p: Problems, warnings: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of entries) {
+    const eq = entry.indexOf('=');
+    const name = eq < 0 ? entry : entry.slice(0, eq);
+    if (!ENV_NAME.test(name)) {
+      p.add(`--plugin-env=${JSON.stringify(entry)} is invalid: use NAME or NAME=VALUE, where NAME is letters, digits and _ and does not start with a digit`);
+    } else if (name.startsWith(RESERVED_ENV_PREFIX)) {
+      p.add(`--plugin-env=${name}: variables starting with ${RESERVED_ENV_PREFIX} are set by the host for the plugin protocol: remove this entry`);
+    } else if (eq >= 0) {
+      out[name] = entry.slice(eq + 1);
+    } else if (env[name] !== undefined) {
+      out[name] = env[name];
+    } else {
+      warnings.push(`--plugin-env=${name}: ${name} is not set in the host's environment, so the plugin will not get it`);
+    }
+  }
+  return out;
+}
+
+/** Go's net.ParseIP: dotted-quad IPv4 or IPv6, without a zone. */
+function isIp(text: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(text) || (ipaddr.IPv6.isValid(text) && !text.includes('%'));
+}
+
+function checkIp(flag: string, text: string, p: Problems): void {
+  if (!isIp(text)) p.add(`--${flag}=${JSON.stringify(text)} is invalid: want an IP address, e.g. 0.0.0.0, 127.0.0.1 or ::`);
+}
+
+function checkTls(certFile: string | undefined, keyFile: string | undefined, p: Problems): TlsFiles | undefined {
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) {
+    const [given, missing] = certFile === undefined ? ['tls-private-key-file', 'tls-cert-file'] : ['tls-cert-file', 'tls-private-key-file'];
+    p.add(`--${given} needs --${missing}: pass both to serve HTTPS, or neither to serve plain HTTP`);
+    return undefined;
+  }
+  p.readableFile('tls-cert-file', certFile);
+  p.readableFile('tls-private-key-file', keyFile);
+  return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
+}
+
+/** Upstream processCIDRs: one CIDR, or two forming a dual-stack (IPv4 + IPv6) pair. */
+function checkClusterCidrs(text: string | undefined, p: Problems): readonly string[] {
+  if (text === undefined || text.trim() === '') return [];
+  const cidrs = text.split(',').map((c) => c.trim());
+  const how = 'want one CIDR or an IPv4,IPv6 pair, e.g. 10.244.0.0/16 or 10.244.0.0/16,fd00:10:244::/56';
+  const bad = cidrs.filter((c) => !ipaddr.IPv4.isValidCIDRFourPartDecimal(c) && !ipaddr.IPv6.isValidCIDR(c));
+  if (bad.length > 0) {
+    p.add(`--cluster-cidr=${JSON.stringify(text)} is invalid: ${bad.map((b) => JSON.stringify(b)).join(', ')} is not a CIDR; ${how}`);
+  } else if (cidrs.length > 2) {
+    p.add(`--cluster-cidr=${JSON.stringify(text)} is invalid: at most 2 CIDRs are allowed; ${how}`);
+  } else if (cidrs.length === 2 && ipaddr.IPv4.isValidCIDR(cidrs[0]!) === ipaddr.IPv4.isValidCIDR(cidrs[1]!)) {
+    p.add(`--cluster-cidr=${JSON.stringify(text)} is invalid: two CIDRs must be one IPv4 and one IPv6 (dual-stack); ${how}`);
+  }
+  return Object.freeze(cidrs);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

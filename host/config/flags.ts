@@ -1,0 +1,255 @@
+/**
+ * Command line → HostConfig. Flags follow Go's pflag conventions so upstream
+ * cloud-controller-manager manifests work unchanged: `--flag value` and
+ * `--flag=value`; boolean flags take `--flag`, `--flag=true` or
+ * `--flag=false` (never a separate word, as in pflag); list flags repeat or
+ * take commas; `-v 2`, `-v=2` and `--v=2` are the same.
+ *
+ * commander tokenizes. Values stay text until compileHostConfig parses and
+ * validates them, so every mistake (unknown flags included) is reported in
+ * one run rather than one per attempt.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { COMPONENT_NAME } from '../names.js';
+import { compileHostConfig, type HostConfig } from './config.js';
+import { DEFAULT_OPTIONS, type HostOptions } from './options.js';
+
+/** How a flag takes its value. */
+type FlagKind =
+  /** One value; the last use wins. */
+  | 'string'
+  /** Go bool: `--flag`, `--flag=true`, `--flag=false`. */
+  | 'bool'
+  /** Repeatable; each use may hold several values separated by commas (pflag StringSlice). */
+  | 'list'
+  /** Repeatable; each use is one value, commas included (pflag StringArray). */
+  | 'array';
+
+interface FlagSpec {
+  /** Long name without dashes. */
+  name: string;
+  key: keyof HostOptions;
+  kind: FlagKind;
+  /** Placeholder for the value in help, e.g. `duration`. */
+  value?: string;
+  /** One-letter alias. */
+  short?: string;
+  help: string;
+}
+
+/** Every flag, in help order. */
+export const FLAGS: readonly FlagSpec[] = [
+  { name: 'cloud-provider', key: 'cloudProvider', kind: 'string', value: 'name', help: 'The provider name (required). Selects the plugin ccm-provider-<name>; "local" uses the built-in plugin.' },
+  { name: 'cloud-config', key: 'cloudConfig', kind: 'string', value: 'file', help: 'Path of the provider configuration file, passed to the plugin.' },
+  { name: 'plugin-path', key: 'pluginPath', kind: 'string', value: 'path', help: 'The plugin executable, or a directory holding ccm-provider-<cloud-provider>[.js]. The host spawns it. Excludes --plugin-endpoint.' },
+  { name: 'plugin-endpoint', key: 'pluginEndpoint', kind: 'string', value: 'unix:///path.sock', help: 'Socket of an already running plugin (e.g. a sidecar). Excludes --plugin-path.' },
+  { name: 'plugin-start-timeout', key: 'pluginStartTimeout', kind: 'string', value: 'duration', help: 'How long a spawned plugin may take to become ready.' },
+  { name: 'plugin-shutdown-grace', key: 'pluginShutdownGrace', kind: 'string', value: 'duration', help: 'How long the plugin may take to exit before it is killed.' },
+  { name: 'plugin-call-timeout', key: 'pluginCallTimeout', kind: 'string', value: 'duration', help: 'Deadline of read-only plugin calls.' },
+  { name: 'plugin-mutation-timeout', key: 'pluginMutationTimeout', kind: 'string', value: 'duration', help: 'Deadline of plugin calls that change the cloud.' },
+  { name: 'plugin-env', key: 'pluginEnv', kind: 'array', value: 'NAME[=VALUE]', help: 'Environment variable the plugin gets (repeatable): NAME passes the host\'s value, NAME=VALUE sets one. The plugin gets no other host variables.' },
+  { name: 'kubeconfig', key: 'kubeconfig', kind: 'string', value: 'file', help: 'Path of a kubeconfig file; without it, KUBECONFIG or the in-cluster service account is used.' },
+  { name: 'master', key: 'master', kind: 'string', value: 'url', help: 'API server address; overrides the kubeconfig\'s server.' },
+  { name: 'cluster-name', key: 'clusterName', kind: 'string', value: 'name', help: 'Cluster name passed to the cloud, e.g. in load balancer names; make it unique per cloud account.' },
+  { name: 'controllers', key: 'controllers', kind: 'list', value: 'names', help: 'Controllers to run: * for all, a name to enable, -name to disable; the first entry naming a controller wins.' },
+  { name: 'concurrent-node-syncs', key: 'concurrentNodeSyncs', kind: 'string', value: 'int', help: 'Node initialization workers.' },
+  { name: 'concurrent-node-status-updates', key: 'concurrentNodeStatusUpdates', kind: 'string', value: 'int', help: 'Node status update workers; 0 means --concurrent-node-syncs.' },
+  { name: 'node-status-update-frequency', key: 'nodeStatusUpdateFrequency', kind: 'string', value: 'duration', help: 'Period of the node address refresh.' },
+  { name: 'node-monitor-period', key: 'nodeMonitorPeriod', kind: 'string', value: 'duration', help: 'Period of the node lifecycle check.' },
+  { name: 'kube-api-qps', key: 'kubeApiQps', kind: 'string', value: 'number', help: 'Sustained API server requests per second, per client.' },
+  { name: 'kube-api-burst', key: 'kubeApiBurst', kind: 'string', value: 'int', help: 'API server request burst, per client; at least --kube-api-qps.' },
+  { name: 'bind-address', key: 'bindAddress', kind: 'string', value: 'ip', help: 'Address of the /healthz and /metrics server.' },
+  { name: 'secure-port', key: 'securePort', kind: 'string', value: 'port', help: 'Port of the /healthz and /metrics server; 0 disables it.' },
+  { name: 'tls-cert-file', key: 'tlsCertFile', kind: 'string', value: 'file', help: 'Certificate for HTTPS; with --tls-private-key-file. Without both, the server speaks plain HTTP.' },
+  { name: 'tls-private-key-file', key: 'tlsPrivateKeyFile', kind: 'string', value: 'file', help: 'Private key matching --tls-cert-file.' },
+  { name: 'leader-elect', key: 'leaderElect', kind: 'bool', help: 'Leader election. Not supported yet by this build: run one replica.' },
+  { name: 'v', short: 'v', key: 'verbosity', kind: 'string', value: 'level', help: 'Log verbosity: 0 info, 1-3 debug, 4+ trace.' },
+  { name: 'logging-format', key: 'loggingFormat', kind: 'string', value: 'json|text', help: 'Log line format.' },
+  { name: 'min-resync-period', key: 'minResyncPeriod', kind: 'string', value: 'duration', help: 'Informers resync every min-resync-period × [1,2).' },
+  { name: 'configure-cloud-routes', key: 'configureCloudRoutes', kind: 'bool', help: 'Let the route controller create cloud routes for pod CIDRs.' },
+  { name: 'cluster-cidr', key: 'clusterCidr', kind: 'string', value: 'cidrs', help: 'Pod CIDR, or an IPv4,IPv6 pair for dual-stack; needed by the route controller.' },
+  { name: 'allocate-node-cidrs', key: 'allocateNodeCidrs', kind: 'bool', help: 'Allocate pod CIDRs to nodes (stored; no controller in this build uses it yet).' },
+  { name: 'cidr-allocator-type', key: 'cidrAllocatorType', kind: 'string', value: 'type', help: 'Pod CIDR allocator for --allocate-node-cidrs.' },
+  { name: 'route-reconciliation-period', key: 'routeReconciliationPeriod', kind: 'string', value: 'duration', help: 'Period of the route reconciliation.' },
+  { name: 'concurrent-service-syncs', key: 'concurrentServiceSyncs', kind: 'string', value: 'int', help: 'Service (load balancer) workers, and the fan-out of node → load balancer updates. Upstream defaults to 1.' },
+  { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'How long a node whose instance is gone is kept before it is deleted.' },
+];
+
+/** Result of parseHostArgs: a config, or problems (and the help text when --help was asked for). */
+export type ParseHostArgsResult = { config: HostConfig } | { errors: string[]; help?: string };
+
+/** Test seams of parseHostArgs. */
+export interface ParseHostArgsOptions {
+  /** Built-in local plugin file. Default BUILTIN_LOCAL_PLUGIN_PATH. */
+  localPluginPath?: string;
+}
+
+/**
+ * Parses command line flags (without the node and script names) into a
+ * validated HostConfig. Never exits or prints: `--help`/`-h` returns
+ * `{ errors: [], help }`, and problems come back as one line each.
+ */
+export function parseHostArgs(argv: string[], env: NodeJS.ProcessEnv = process.env, opts: ParseHostArgsOptions = {}): ParseHostArgsResult {
+  const parsed = parseFlags(argv);
+  if ('help' in parsed) return { errors: [], help: parsed.help };
+  const compiled = compileHostConfig(parsed.options, { env, localPluginPath: opts.localPluginPath });
+  if ('config' in compiled && parsed.errors.length === 0) return compiled;
+  return { errors: [...parsed.errors, ...('errors' in compiled ? compiled.errors : [])] };
+}
+
+/** The help text, as `--help` returns it. */
+export function hostHelp(): string {
+  return newProgram().helpInformation();
+}
+
+/** Step 1: argv → HostOptions (text values) plus tokenizing problems, or the help text. */
+export function parseFlags(argv: readonly string[]): { options: HostOptions; errors: string[] } | { help: string } {
+  const errors: string[] = [];
+  let tokens = normalize(argv, errors);
+  for (;;) {
+    const program = newProgram();
+    let out = '';
+    program.configureOutput({ writeOut: (s) => (out += s), writeErr: () => {} });
+    try {
+      program.parse(tokens, { from: 'user' });
+    } catch (err) {
+      if (!(err instanceof CommanderError)) throw err;
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.help') return { help: out };
+      if (err.code === 'commander.optionMissingArgument' && tokens.length > 0) {
+        // Only the last word can lack its value: value flags take the next word whatever it is.
+        const flag = tokens[tokens.length - 1]!;
+        errors.push(`${flag} needs a value: pass ${flag.startsWith('--') ? `${flag}=VALUE` : `${flag} VALUE`}`);
+        tokens = tokens.slice(0, -1);
+        continue;
+      }
+      errors.push(err.message.replace(/^error: /, ''));
+      return { options: {}, errors };
+    }
+    errors.push(...leftoverErrors(program.args));
+    return { options: collect(program), errors };
+  }
+}
+
+function newProgram(): Command {
+  const program = new Command(COMPONENT_NAME)
+    .description('Kubernetes cloud-controller-manager whose cloud provider is an out-of-process gRPC plugin.')
+    .exitOverride()
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .helpOption('-h, --help', 'Show this help.');
+  for (const f of FLAGS) program.addOption(toOption(f));
+  return program;
+}
+
+function toOption(f: FlagSpec): Option {
+  const long = f.short ? `-${f.short}, --${f.name}` : `--${f.name}`;
+  const flags = f.kind === 'bool' ? `${long} [bool]` : `${long} <${f.value ?? 'value'}>`;
+  const dflt = defaultText(f.key);
+  const option = new Option(flags, dflt === undefined ? f.help : `${f.help} (default ${dflt})`);
+  if (f.kind === 'list' || f.kind === 'array') {
+    option.argParser((value: string, previous: string[] | undefined) => [
+      ...(previous ?? []),
+      ...(f.kind === 'list' ? value.split(',').map((s) => s.trim()).filter((s) => s !== '') : [value]),
+    ]);
+  }
+  return option;
+}
+
+function defaultText(key: keyof HostOptions): string | undefined {
+  const d = (DEFAULT_OPTIONS as Record<string, string | readonly string[]>)[key];
+  if (d === undefined) return undefined;
+  if (typeof d === 'string') return d;
+  return d.length ? d.join(',') : undefined;
+}
+
+function collect(program: Command): HostOptions {
+  const values = program.opts<Record<string, unknown>>();
+  const options: Record<string, unknown> = {};
+  for (const f of FLAGS) {
+    const attr = program.options.find((o) => o.long === `--${f.name}`)!.attributeName();
+    const v = values[attr];
+    if (v === undefined) continue;
+    options[f.key] = v === true ? 'true' : v;
+  }
+  return options as HostOptions;
+}
+
+const BOOL_FLAGS = new Set(FLAGS.filter((f) => f.kind === 'bool').map((f) => `--${f.name}`));
+const SHORT_FLAGS = new Map(FLAGS.filter((f) => f.short).map((f) => [`-${f.short}`, `--${f.name}`]));
+
+/**
+ * pflag spellings commander lacks: `-v=2` → `--v=2`; a bare boolean flag
+ * becomes `--flag=true` so it never swallows the next word. Words after `--`
+ * are positional arguments, which this program does not take.
+ */
+function normalize(argv: readonly string[], errors: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const word = argv[i]!;
+    if (word === '--') {
+      for (const rest of argv.slice(i + 1)) errors.push(unexpectedArgument(rest));
+      break;
+    }
+    const eq = word.indexOf('=');
+    const head = eq < 0 ? word : word.slice(0, eq);
+    const long = SHORT_FLAGS.get(head);
+    if (long !== undefined && eq >= 0) {
+      out.push(`${long}${word.slice(eq)}`);
+    } else if (BOOL_FLAGS.has(word)) {
+      out.push(`${word}=true`);
+      const next = argv[i + 1];
+      if (next !== undefined && /^(true|false|t|f|TRUE|FALSE|True|False|0|1)$/.test(next)) {
+        errors.push(`unexpected argument "${next}" after ${word}: boolean flags take a value only with =, e.g. ${word}=${next}`);
+        i++;
+      }
+    } else {
+      out.push(word);
+    }
+  }
+  return out;
+}
+
+/** Words commander did not consume: unknown flags (with their value, if separate) and positional arguments. */
+function leftoverErrors(args: readonly string[]): string[] {
+  const errors: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const word = args[i]!;
+    if (!word.startsWith('-') || word === '-') {
+      errors.push(unexpectedArgument(word));
+      continue;
+    }
+    const name = word.split('=')[0]!;
+    const hint = suggest(name);
+    errors.push(`unknown flag ${name}: ${hint ? `did you mean --${hint}? ` : ''}run with --help to list the flags`);
+    const next = args[i + 1];
+    if (!word.includes('=') && next !== undefined && !next.startsWith('-')) i++; // its value
+  }
+  return errors;
+}
+
+function unexpectedArgument(word: string): string {
+  return `unexpected argument ${JSON.stringify(word)}: ${COMPONENT_NAME} takes only flags; write values as --flag=value`;
+}
+
+/** The known flag closest to `given` (edit distance ≤ 2, or a prefix), if any. */
+function suggest(given: string): string | undefined {
+  const bare = given.replace(/^-+/, '');
+  let best: { name: string; d: number } | undefined;
+  for (const f of FLAGS) {
+    const d = f.name.startsWith(bare) && bare.length >= 3 ? 1 : editDistance(bare, f.name);
+    if (d <= 2 && (best === undefined || d < best.d)) best = { name: f.name, d };
+  }
+  return best?.name;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length]!;
+}

@@ -1,0 +1,125 @@
+/**
+ * Step 1 and 2 of the options pipeline (user → defaults → compiled):
+ * `HostOptions` holds what the operator typed, as text, exactly as on the
+ * command line; `addDefaults()` fills in every flag that has a default. The
+ * compiled, validated form is `HostConfig` (config.ts).
+ *
+ * Defaults are upstream's (kubernetes/cloud-provider:options and
+ * controller-manager config/v1alpha1/defaults.go) except where noted.
+ */
+import { DEFAULT_SECURE_PORT } from '../names.js';
+
+/**
+ * Flag values as the operator gave them. Every field is optional text (or a
+ * list of texts for repeatable flags); nothing is parsed or checked yet.
+ * Boolean flags hold Go's spellings (`true`, `false`, `1`, `t`, ...).
+ */
+export interface HostOptions {
+  cloudProvider?: string;
+  cloudConfig?: string;
+  pluginPath?: string;
+  pluginEndpoint?: string;
+  pluginStartTimeout?: string;
+  pluginShutdownGrace?: string;
+  pluginCallTimeout?: string;
+  pluginMutationTimeout?: string;
+  /** `--plugin-env`, one entry per use: `NAME` or `NAME=VALUE`. */
+  pluginEnv?: string[];
+  kubeconfig?: string;
+  master?: string;
+  clusterName?: string;
+  /** `--controllers`, already split on commas. */
+  controllers?: string[];
+  concurrentNodeSyncs?: string;
+  concurrentNodeStatusUpdates?: string;
+  nodeStatusUpdateFrequency?: string;
+  nodeMonitorPeriod?: string;
+  kubeApiQps?: string;
+  kubeApiBurst?: string;
+  bindAddress?: string;
+  securePort?: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  leaderElect?: string;
+  /** `-v` / `--v`. */
+  verbosity?: string;
+  loggingFormat?: string;
+  minResyncPeriod?: string;
+  configureCloudRoutes?: string;
+  clusterCidr?: string;
+  allocateNodeCidrs?: string;
+  cidrAllocatorType?: string;
+  routeReconciliationPeriod?: string;
+  concurrentServiceSyncs?: string;
+  nodeDeletionGracePeriod?: string;
+}
+
+/**
+ * Default of `--concurrent-service-syncs`. Upstream ships 1, and a single
+ * worker is the most reported service-controller problem (upstream-ccm.md §5
+ * #1): one slow EnsureLoadBalancer (minutes on some clouds) stalls every other
+ * Service, and after a restart every LB Service is re-ensured one by one.
+ * Workers here are async tasks, not threads, so they cost almost nothing;
+ * 4 lets independent Services progress while keeping the node→LB fan-out
+ * (which uses the same number) well below the point where cloud APIs start
+ * throttling (kops saw throttling at 30 workers and no gain beyond 10).
+ */
+export const DEFAULT_CONCURRENT_SERVICE_SYNCS = 4;
+
+/** The `--cluster-name` default (upstream); main warns when it is used. */
+export const DEFAULT_CLUSTER_NAME = 'kubernetes';
+
+/** Defaults, in the same text form as the flags. */
+export const DEFAULT_OPTIONS = Object.freeze({
+  pluginStartTimeout: '60s',
+  pluginShutdownGrace: '10s',
+  pluginCallTimeout: '10s',
+  pluginMutationTimeout: '60s',
+  pluginEnv: [] as readonly string[],
+  clusterName: DEFAULT_CLUSTER_NAME,
+  controllers: ['*'] as readonly string[],
+  concurrentNodeSyncs: '1',
+  concurrentNodeStatusUpdates: '0',
+  nodeStatusUpdateFrequency: '5m',
+  nodeMonitorPeriod: '5s',
+  kubeApiQps: '20',
+  kubeApiBurst: '30',
+  bindAddress: '0.0.0.0',
+  securePort: String(DEFAULT_SECURE_PORT),
+  /** Upstream defaults to true; this build has no leader election yet. */
+  leaderElect: 'false',
+  verbosity: '0',
+  /** Upstream (component-base) defaults to text; this host logs JSON by default. */
+  loggingFormat: 'json',
+  minResyncPeriod: '12h',
+  configureCloudRoutes: 'true',
+  allocateNodeCidrs: 'false',
+  cidrAllocatorType: 'RangeAllocator',
+  routeReconciliationPeriod: '10s',
+  concurrentServiceSyncs: String(DEFAULT_CONCURRENT_SERVICE_SYNCS),
+  nodeDeletionGracePeriod: '0s',
+});
+
+/** Flags that have a default. */
+export type DefaultedKey = keyof typeof DEFAULT_OPTIONS;
+
+/** HostOptions after addDefaults: every defaulted flag is present. */
+export type HostOptionsWithDefaults = Omit<HostOptions, DefaultedKey> & {
+  [K in DefaultedKey]-?: K extends 'pluginEnv' | 'controllers' ? readonly string[] : string;
+} & {
+  /** Flags the operator left out (so their value is the default). */
+  readonly defaulted: ReadonlySet<DefaultedKey>;
+};
+
+/** Step 2: fills every flag the operator left out with its default. Does not modify `opts`. */
+export function addDefaults(opts: HostOptions): HostOptionsWithDefaults {
+  const defaulted = new Set<DefaultedKey>();
+  const out: Record<string, unknown> = { ...opts };
+  for (const key of Object.keys(DEFAULT_OPTIONS) as DefaultedKey[]) {
+    if (out[key] === undefined) {
+      out[key] = DEFAULT_OPTIONS[key];
+      defaulted.add(key);
+    }
+  }
+  return { ...(out as Omit<HostOptionsWithDefaults, 'defaulted'>), defaulted };
+}

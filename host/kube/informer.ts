@@ -1,0 +1,362 @@
+/**
+ * A shared-informer-like cache of one resource, modelled on client-go's
+ * Reflector + SharedIndexInformer: list, then watch from the list's
+ * resourceVersion, keep the last-seen object per key, and tell handlers about
+ * adds, updates (with the previous object) and deletes.
+ *
+ * Unlike client-node's own informer (which stops for good on a list error and
+ * reports updates without the old object), this one never gives up: after any
+ * list or watch error, including 410 Gone, it waits with exponential backoff
+ * (800 ms doubling to 30 s, jittered, as the upstream reflector), relists, and
+ * emits the add/update/delete differences between its cache and the new list,
+ * so handlers see everything that changed while it was disconnected. A watch
+ * that simply ends (server timeout, or client-node's 30 s inactivity timeout)
+ * is resumed from the last resourceVersion without relisting.
+ *
+ * Objects handed out (to handlers, `list`, `get`) are the cache's own: callers
+ * must not mutate them; copy first (`structuredClone`) to build a patch.
+ */
+import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { errorMessage, type Logger } from '../log.js';
+import { Backoff, sleep } from './backoff.js';
+import { keyOf } from './keys.js';
+
+/** First delay before relisting after an error, in ms (upstream reflector: 800 ms). */
+export const INFORMER_INITIAL_BACKOFF_MS = 800;
+/** Longest delay before relisting after errors, in ms (upstream reflector: 30 s). */
+export const INFORMER_MAX_BACKOFF_MS = 30_000;
+/** A watch that ends cleanly sooner than this without delivering events counts as a failure, in ms. */
+const MIN_HEALTHY_WATCH_MS = 1000;
+
+/** What a list function returns (a client-node `V1NodeList` etc. fits). */
+export interface ListResult<T> {
+  items: T[];
+  metadata?: { resourceVersion?: string };
+  /** e.g. `NodeList`; used to fill in `kind` on items, which list responses omit. */
+  kind?: string;
+  /** e.g. `v1`; used to fill in `apiVersion` on items. */
+  apiVersion?: string;
+}
+
+/** Callbacks for cache changes; each runs synchronously, errors are logged and swallowed. */
+export interface InformerHandler<T> {
+  /** An object appeared (also called for every cached object when the handler is added). */
+  onAdd?(obj: T): void;
+  /** An object's resourceVersion changed; `oldObj` is the previously cached version. */
+  onUpdate?(oldObj: T, newObj: T): void;
+  /** An object disappeared; `obj` is its last known state. */
+  onDelete?(obj: T): void;
+}
+
+/** Options of an {@link Informer}. */
+export interface InformerOptions {
+  log: Logger;
+  /** Label selector for the watch; the list function must apply the same one. */
+  labelSelector?: string;
+  /** Field selector for the watch; the list function must apply the same one. */
+  fieldSelector?: string;
+  /** Source of randomness for backoff jitter (tests). Default Math.random. */
+  random?: () => number;
+}
+
+/** How one watch connection ended. */
+type WatchOutcome =
+  | { kind: 'stopped' }
+  | { kind: 'closed' }
+  | { kind: 'expired' }
+  | { kind: 'failed'; err: string };
+
+/**
+ * Keeps a cache of the objects at `path` (e.g. `/api/v1/nodes`) current and
+ * notifies handlers of changes. Keys are `name` or `namespace/name` (keys.ts).
+ */
+export class Informer<T extends KubernetesObject> {
+  private readonly watch: Watch;
+  private readonly log: Logger;
+  private readonly backoff: Backoff;
+  private readonly handlers: InformerHandler<T>[] = [];
+  private cache = new Map<string, T>();
+  private resourceVersion = '';
+  private synced = false;
+  private readonly syncWaiters = new Set<() => void>();
+  private stopper: AbortController | undefined;
+  private running: Promise<void> | undefined;
+
+  /**
+   * `listFn` lists the resource at `path` (with the same selectors as
+   * `opts`), e.g. `() => core.listNode({})` for `/api/v1/nodes`. Nothing
+   * happens until {@link Informer.start}.
+   */
+  constructor(
+    kc: KubeConfig,
+    private readonly path: string,
+    private readonly listFn: () => Promise<ListResult<T>>,
+    private readonly opts: InformerOptions,
+  ) {
+    this.watch = new Watch(kc);
+    this.log = opts.log.child({ resource: path });
+    this.backoff = new Backoff({
+      initialMs: INFORMER_INITIAL_BACKOFF_MS,
+      maxMs: INFORMER_MAX_BACKOFF_MS,
+      factor: 2,
+      jitter: 1,
+      random: opts.random,
+    });
+  }
+
+  /**
+   * Registers `handler`. Like client-go's AddEventHandler, it immediately
+   * receives `onAdd` for every object already cached.
+   */
+  addEventHandler(handler: InformerHandler<T>): void {
+    this.handlers.push(handler);
+    for (const obj of this.cache.values()) this.call(handler, 'onAdd', obj);
+  }
+
+  /** Starts listing and watching in the background. No-op if already running. */
+  start(): void {
+    if (this.running) return;
+    const stopper = new AbortController();
+    this.stopper = stopper;
+    this.running = this.run(stopper.signal);
+  }
+
+  /**
+   * Stops watching and resolves once the background loop has exited (no
+   * handler is called afterwards). The cache keeps its last contents;
+   * {@link Informer.start} may be called again.
+   */
+  async stop(): Promise<void> {
+    this.stopper?.abort();
+    await this.running;
+    this.running = undefined;
+    this.stopper = undefined;
+  }
+
+  /** Whether the first list has been applied to the cache (and its adds delivered). */
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /**
+   * Resolves `true` once {@link Informer.hasSynced}, or `false` if `signal`
+   * aborts or `timeoutMs` elapses first (never, when both are omitted).
+   */
+  waitForSync(signal?: AbortSignal, timeoutMs?: number): Promise<boolean> {
+    if (this.synced) return Promise.resolve(true);
+    if (signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (result: boolean): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.syncWaiters.delete(onSync);
+        resolve(result);
+      };
+      const onSync = (): void => finish(true);
+      const onAbort = (): void => finish(false);
+      this.syncWaiters.add(onSync);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeoutMs !== undefined) timer = setTimeout(() => finish(false), timeoutMs);
+    });
+  }
+
+  /** Every cached object, in no particular order. Do not mutate them. */
+  list(): T[] {
+    return Array.from(this.cache.values());
+  }
+
+  /** The cached object with key `key` (`name` or `namespace/name`). Do not mutate it. */
+  get(key: string): T | undefined {
+    return this.cache.get(key);
+  }
+
+  /** List/watch loop; returns when `signal` aborts. */
+  private async run(signal: AbortSignal): Promise<void> {
+    let needList = true;
+    while (!signal.aborted) {
+      if (needList) {
+        try {
+          await this.relist(signal);
+          needList = false;
+        } catch (err) {
+          if (signal.aborted) return;
+          const delayMs = this.backoff.next();
+          this.log.info({ err: errorMessage(err), delayMs }, 'list failed; retrying after backoff');
+          await sleep(delayMs, signal);
+          continue;
+        }
+      }
+      const outcome = await this.watchOnce(signal);
+      switch (outcome.kind) {
+        case 'stopped':
+          return;
+        case 'closed':
+          this.backoff.reset();
+          this.log.debug({ resourceVersion: this.resourceVersion }, 'watch closed; resuming');
+          break;
+        case 'expired': {
+          needList = true;
+          const delayMs = this.backoff.next();
+          this.log.info({ resourceVersion: this.resourceVersion, delayMs }, 'watch expired; relisting after backoff');
+          await sleep(delayMs, signal);
+          break;
+        }
+        case 'failed': {
+          needList = true;
+          const delayMs = this.backoff.next();
+          this.log.info({ err: outcome.err, delayMs }, 'watch failed; relisting after backoff');
+          await sleep(delayMs, signal);
+          break;
+        }
+      }
+    }
+  }
+
+  /** Lists, replaces the cache, and emits the differences. Throws on list errors. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    const list = await this.listFn();
+    if (signal.aborted) return;
+    const itemKind = list.kind?.endsWith('List') ? list.kind.slice(0, -'List'.length) : undefined;
+    const fresh = new Map<string, T>();
+    for (const item of list.items) {
+      item.kind ??= itemKind;
+      item.apiVersion ??= list.apiVersion;
+      fresh.set(keyOf(item), item);
+    }
+    const old = this.cache;
+    this.cache = fresh;
+    this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    for (const [key, obj] of old) {
+      if (!fresh.has(key)) this.emit('onDelete', obj);
+    }
+    for (const [key, obj] of fresh) {
+      const prev = old.get(key);
+      if (!prev) this.emit('onAdd', obj);
+      else if (prev.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('onUpdate', prev, obj);
+    }
+    this.log.debug({ items: fresh.size, resourceVersion: this.resourceVersion }, 'listed');
+    if (!this.synced) {
+      this.synced = true;
+      for (const notify of [...this.syncWaiters]) notify();
+    }
+  }
+
+  /** Runs one watch from the current resourceVersion, applying its events, until it ends. */
+  private async watchOnce(signal: AbortSignal): Promise<WatchOutcome> {
+    const startedAt = performance.now();
+    let events = 0;
+    let status: { code?: number; message?: string } | undefined;
+    let connection: AbortController | undefined;
+    let ended!: (err: unknown) => void;
+    const done = new Promise<unknown>((resolve) => (ended = resolve));
+    const onStop = (): void => {
+      connection?.abort();
+      ended(null);
+    };
+    signal.addEventListener('abort', onStop, { once: true });
+    this.log.debug({ resourceVersion: this.resourceVersion }, 'watch starting');
+    const query = {
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: true,
+      labelSelector: this.opts.labelSelector,
+      fieldSelector: this.opts.fieldSelector,
+    };
+    this.watch
+      .watch(
+        this.path,
+        query,
+        (phase: string, obj: unknown) => {
+          if (signal.aborted || status) return;
+          if (phase === 'ERROR') {
+            status = (obj ?? {}) as { code?: number; message?: string };
+            connection?.abort();
+            return;
+          }
+          events++;
+          this.backoff.reset();
+          this.apply(phase, obj as T);
+        },
+        (err: unknown) => ended(err),
+      )
+      .then(
+        (c) => {
+          connection = c;
+          if (signal.aborted || status) c.abort();
+        },
+        (err: unknown) => ended(err),
+      );
+    const err = await done;
+    signal.removeEventListener('abort', onStop);
+    if (signal.aborted) return { kind: 'stopped' };
+    if (status) {
+      return status.code === 410 ? { kind: 'expired' } : { kind: 'failed', err: `watch error event: ${status.code} ${status.message ?? ''}` };
+    }
+    if (err) {
+      if (statusCodeOf(err) === 410) return { kind: 'expired' };
+      if (err instanceof Error && err.name === 'TimeoutError') return { kind: 'closed' };
+      return { kind: 'failed', err: errorMessage(err) };
+    }
+    if (events === 0 && performance.now() - startedAt < MIN_HEALTHY_WATCH_MS) {
+      return { kind: 'failed', err: 'watch ended immediately' };
+    }
+    return { kind: 'closed' };
+  }
+
+  /** Applies one watch event to the cache and notifies handlers. */
+  private apply(phase: string, obj: T): void {
+    try {
+      if (phase === 'ADDED' || phase === 'MODIFIED') {
+        const key = keyOf(obj);
+        const prev = this.cache.get(key);
+        this.cache.set(key, obj);
+        if (!prev) this.emit('onAdd', obj);
+        else if (prev.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('onUpdate', prev, obj);
+      } else if (phase === 'DELETED') {
+        const key = keyOf(obj);
+        const prev = this.cache.get(key);
+        this.cache.delete(key);
+        if (prev) this.emit('onDelete', obj);
+      } else if (phase !== 'BOOKMARK') {
+        return;
+      }
+    } catch (err) {
+      this.log.warn({ phase, err: errorMessage(err) }, 'watch event ignored');
+    }
+    const rv = obj?.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+  }
+
+  private emit(event: 'onAdd' | 'onDelete', obj: T): void;
+  private emit(event: 'onUpdate', oldObj: T, newObj: T): void;
+  private emit(event: keyof InformerHandler<T>, a: T, b?: T): void {
+    for (const handler of this.handlers) this.call(handler, event, a, b);
+  }
+
+  /** Calls one handler callback, logging (not propagating) what it throws. */
+  private call(handler: InformerHandler<T>, event: keyof InformerHandler<T>, a: T, b?: T): void {
+    try {
+      if (event === 'onUpdate') handler.onUpdate?.(a, b as T);
+      else handler[event]?.(a);
+    } catch (err) {
+      this.log.error({ event, key: safeKey(a), err: errorMessage(err) }, 'informer handler failed');
+    }
+  }
+}
+
+/** HTTP status carried by a client-node Watch error (`statusCode`) or ApiException (`code`). */
+function statusCodeOf(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const e = err as { statusCode?: unknown; code?: unknown };
+  if (typeof e.statusCode === 'number') return e.statusCode;
+  return typeof e.code === 'number' ? e.code : undefined;
+}
+
+/** keyOf for logging: never throws. */
+function safeKey(obj: KubernetesObject): string | undefined {
+  try {
+    return keyOf(obj);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,378 @@
+/**
+ * A work queue with the semantics of k8s.io/client-go/util/workqueue's
+ * TypedRateLimitingInterface (queue + delaying queue + rate limiting), and the
+ * controller worker loop (`processNextWorkItem`) that drives it.
+ *
+ * Guarantees, as upstream:
+ *  - an item is queued at most once: adding an item that is already waiting is a no-op;
+ *  - an item is handed to at most one worker at a time: adding an item while it
+ *    is being processed marks it dirty, and `done(item)` queues it again, once;
+ *  - items are handed out in FIFO order.
+ *
+ * Items are compared with SameValueZero (Set/Map semantics), so use strings
+ * (object keys, see keys.ts) or other primitives.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { errorMessage, type Logger } from '../log.js';
+import { registeredMetric } from './metrics.js';
+import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.js';
+
+/** Result of {@link WorkQueue.get}: the next item, or `shutdown` once the queue is shut down and empty. */
+export type GetResult<T> = { item: T; shutdown: false } | { shutdown: true };
+
+/** Options of a {@link WorkQueue}. */
+export interface WorkQueueOptions<T> {
+  /** Queue name, the `name` label of the metrics; should be unique per registry. Default `''`. */
+  name?: string;
+  /** Limiter used by {@link WorkQueue.addRateLimited}. Default: {@link defaultControllerRateLimiter}. */
+  rateLimiter?: RateLimiter<T>;
+  /** Where to publish the `workqueue_*` metrics; none are kept when absent. */
+  registry?: Registry;
+}
+
+/** Upstream histogram buckets for queue/work durations: 1e-8 s to 10 s, ×10 each. */
+const DURATION_BUCKETS_SECONDS = Array.from({ length: 10 }, (_, i) => 1e-8 * 10 ** i);
+
+/** Per-queue view of the upstream `workqueue_*` metric families. */
+class QueueMetrics<T> {
+  private readonly depth: Gauge.Internal<'name'>;
+  private readonly adds: Counter.Internal;
+  private readonly queueDuration: Histogram.Internal<'name'>;
+  private readonly workDuration: Histogram.Internal<'name'>;
+  private readonly retries: Counter.Internal;
+  /** When each dirty item was first added, in ms (performance.now). */
+  private readonly addTimes = new Map<T, number>();
+  /** When each in-flight item was handed out, in ms (performance.now). */
+  private readonly startTimes = new Map<T, number>();
+
+  constructor(registry: Registry, name: string) {
+    const labels = { name };
+    const registers = [registry];
+    this.depth = registeredMetric(registry, 'workqueue_depth', Gauge, () =>
+      new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'], registers }),
+    ).labels(labels);
+    this.adds = registeredMetric(registry, 'workqueue_adds_total', Counter, () =>
+      new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers }),
+    ).labels(labels);
+    this.queueDuration = registeredMetric(registry, 'workqueue_queue_duration_seconds', Histogram, () =>
+      new Histogram({
+        name: 'workqueue_queue_duration_seconds',
+        help: 'How long in seconds an item stays in workqueue before being requested.',
+        labelNames: ['name'],
+        buckets: DURATION_BUCKETS_SECONDS,
+        registers,
+      }),
+    ).labels(labels);
+    this.workDuration = registeredMetric(registry, 'workqueue_work_duration_seconds', Histogram, () =>
+      new Histogram({
+        name: 'workqueue_work_duration_seconds',
+        help: 'How long in seconds processing an item from workqueue takes.',
+        labelNames: ['name'],
+        buckets: DURATION_BUCKETS_SECONDS,
+        registers,
+      }),
+    ).labels(labels);
+    this.retries = registeredMetric(registry, 'workqueue_retries_total', Counter, () =>
+      new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'], registers }),
+    ).labels(labels);
+  }
+
+  add(item: T): void {
+    this.adds.inc();
+    this.depth.inc();
+    if (!this.addTimes.has(item)) this.addTimes.set(item, performance.now());
+  }
+
+  get(item: T): void {
+    const now = performance.now();
+    this.depth.dec();
+    this.startTimes.set(item, now);
+    const added = this.addTimes.get(item);
+    if (added !== undefined) {
+      this.queueDuration.observe((now - added) / 1000);
+      this.addTimes.delete(item);
+    }
+  }
+
+  done(item: T): void {
+    const started = this.startTimes.get(item);
+    if (started !== undefined) {
+      this.workDuration.observe((performance.now() - started) / 1000);
+      this.startTimes.delete(item);
+    }
+  }
+
+  retry(): void {
+    this.retries.inc();
+  }
+}
+
+/** An item scheduled by {@link WorkQueue.addAfter}. */
+interface Delayed<T> {
+  item: T;
+  /** performance.now() time at which it is added. */
+  readyAt: number;
+}
+
+/**
+ * client-go's rate-limiting work queue. See the module comment for the
+ * dedupe/exclusivity guarantees. Every item handed out by {@link WorkQueue.get}
+ * must be released with {@link WorkQueue.done}.
+ */
+export class WorkQueue<T = string> {
+  /** Items waiting to be handed out, FIFO; never contains duplicates or in-flight items. */
+  private readonly queue: T[] = [];
+  /** Items that need processing: everything in `queue`, plus in-flight items added again. */
+  private readonly dirty = new Set<T>();
+  /** Items handed out and not yet done. */
+  private readonly processing = new Set<T>();
+  /** Pending `get` calls, oldest first. */
+  private readonly getters: ((r: GetResult<T>) => void)[] = [];
+  /** `addAfter` items ordered by readyAt (ties in call order); at most one entry per item. */
+  private readonly waiting: Delayed<T>[] = [];
+  private readonly waitingByItem = new Map<T, Delayed<T>>();
+  private waitTimer: NodeJS.Timeout | undefined;
+  private shuttingDown = false;
+  /** Resolvers of `shutDownWithDrain` calls waiting for `processing` to empty. */
+  private readonly drainers: (() => void)[] = [];
+  private readonly rateLimiter: RateLimiter<T>;
+  private readonly metrics: QueueMetrics<T> | undefined;
+
+  /** Creates an empty queue; see {@link WorkQueueOptions}. */
+  constructor(opts: WorkQueueOptions<T> = {}) {
+    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<T>();
+    this.metrics = opts.registry ? new QueueMetrics<T>(opts.registry, opts.name ?? '') : undefined;
+  }
+
+  /**
+   * Marks `item` as needing processing. No-op after shutdown or if it is
+   * already queued. If it is being processed, it is queued again once
+   * {@link WorkQueue.done} is called for it; otherwise it is queued now (or
+   * handed straight to a waiting {@link WorkQueue.get}).
+   */
+  add(item: T): void {
+    if (this.shuttingDown || this.dirty.has(item)) return;
+    this.metrics?.add(item);
+    this.dirty.add(item);
+    if (this.processing.has(item)) return;
+    this.queue.push(item);
+    this.wakeGetter();
+  }
+
+  /**
+   * Adds `item` after `delayMs` milliseconds (now if <= 0). No-op after
+   * shutdown. If `item` is already scheduled, the earlier of the two times
+   * wins. Scheduled items are dropped by {@link WorkQueue.shutDown}. Counts
+   * as a retry in `workqueue_retries_total`, as upstream.
+   */
+  addAfter(item: T, delayMs: number): void {
+    if (this.shuttingDown) return;
+    this.metrics?.retry();
+    if (!(delayMs > 0)) {
+      this.add(item);
+      return;
+    }
+    const readyAt = performance.now() + delayMs;
+    const existing = this.waitingByItem.get(item);
+    if (existing) {
+      if (existing.readyAt <= readyAt) return;
+      this.waiting.splice(this.waiting.indexOf(existing), 1);
+    }
+    const entry: Delayed<T> = { item, readyAt };
+    this.waiting.splice(this.insertionIndex(readyAt), 0, entry);
+    this.waitingByItem.set(item, entry);
+    if (this.waiting[0] === entry) this.armWaitTimer();
+  }
+
+  /** Adds `item` after the delay the rate limiter assigns to its next requeue. */
+  addRateLimited(item: T): void {
+    this.addAfter(item, this.rateLimiter.when(item));
+  }
+
+  /** Clears `item`'s rate-limiter history (call after it was processed successfully). Does not dequeue it. */
+  forget(item: T): void {
+    this.rateLimiter.forget(item);
+  }
+
+  /** How many times `item` has been rate-limited since it was last forgotten. */
+  numRequeues(item: T): number {
+    return this.rateLimiter.numRequeues(item);
+  }
+
+  /**
+   * Waits for the next item and marks it in-flight; the caller must call
+   * {@link WorkQueue.done} with it. After shutdown, items still queued are
+   * handed out first; then (and for calls already waiting) resolves
+   * `{ shutdown: true }`.
+   */
+  get(): Promise<GetResult<T>> {
+    if (this.queue.length > 0) return Promise.resolve(this.take());
+    if (this.shuttingDown) return Promise.resolve({ shutdown: true });
+    return new Promise((resolve) => this.getters.push(resolve));
+  }
+
+  /**
+   * Marks `item` as no longer in-flight. If it was added while in flight, it
+   * is queued again now. No-op for items that are not in flight.
+   */
+  done(item: T): void {
+    if (!this.processing.delete(item)) return;
+    this.metrics?.done(item);
+    if (this.dirty.has(item)) {
+      this.queue.push(item);
+      this.wakeGetter();
+    }
+    if (this.processing.size === 0) {
+      for (const resolve of this.drainers.splice(0)) resolve();
+    }
+  }
+
+  /** Number of items waiting to be handed out (not counting in-flight or delayed items). */
+  len(): number {
+    return this.queue.length;
+  }
+
+  /** Whether {@link WorkQueue.shutDown} or {@link WorkQueue.shutDownWithDrain} was called. */
+  isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  /**
+   * Stops accepting items and drops delayed ones. Waiting `get`s resolve
+   * `{ shutdown: true }`; later `get`s still receive already-queued items
+   * until the queue is empty. Idempotent.
+   */
+  shutDown(): void {
+    this.shuttingDown = true;
+    clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
+    this.waiting.length = 0;
+    this.waitingByItem.clear();
+    for (const resolve of this.getters.splice(0)) resolve({ shutdown: true });
+  }
+
+  /**
+   * {@link WorkQueue.shutDown}, then resolves once no item is in flight (every
+   * handed-out item was passed to `done`). As upstream, it does not wait for
+   * items that are queued but not yet handed out.
+   */
+  shutDownWithDrain(): Promise<void> {
+    this.shutDown();
+    if (this.processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainers.push(resolve));
+  }
+
+  /** Moves the head of the queue to in-flight. Precondition: queue not empty. */
+  private take(): GetResult<T> {
+    const item = this.queue.shift() as T;
+    this.processing.add(item);
+    this.dirty.delete(item);
+    this.metrics?.get(item);
+    return { item, shutdown: false };
+  }
+
+  /** Hands the head of the queue to the oldest waiting `get`, if any. */
+  private wakeGetter(): void {
+    const resolve = this.getters.shift();
+    if (resolve) resolve(this.take());
+  }
+
+  /** Index after every waiting entry with readyAt <= `readyAt` (keeps ties FIFO). */
+  private insertionIndex(readyAt: number): number {
+    let lo = 0;
+    let hi = this.waiting.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.waiting[mid]!.readyAt <= readyAt) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** (Re)schedules the single timer for the earliest delayed item. */
+  private armWaitTimer(): void {
+    clearTimeout(this.waitTimer);
+    const head = this.waiting[0];
+    if (!head) {
+      this.waitTimer = undefined;
+      return;
+    }
+    this.waitTimer = setTimeout(() => this.releaseReady(), Math.max(0, head.readyAt - performance.now()));
+  }
+
+  /** Adds every delayed item whose time has come, then re-arms the timer. */
+  private releaseReady(): void {
+    const now = performance.now();
+    while (this.waiting.length > 0 && this.waiting[0]!.readyAt <= now) {
+      const { item } = this.waiting.shift()!;
+      this.waitingByItem.delete(item);
+      this.add(item);
+    }
+    this.armWaitTimer();
+  }
+}
+
+/** Options of {@link runWorkers}. */
+export interface RunWorkersOptions {
+  /** Receives one line per failed item (constant messages, item in `key`). */
+  log: Logger;
+  /** When aborted, the queue is shut down and workers exit after their current item. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The delay requested by an error carrying a numeric, finite, non-negative
+ * `retryAfterMs` property (a cloud provider RetryError), else undefined.
+ */
+function retryAfterMsOf(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null || !('retryAfterMs' in err)) return undefined;
+  const ms = err.retryAfterMs;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
+/**
+ * Runs `workers` concurrent copies of the upstream controller loop until the
+ * queue is shut down (or `signal` aborts, which shuts it down): get an item,
+ * `await handler(item)`, then on success `forget(item)`; on an error with a
+ * numeric `retryAfterMs` `addAfter(item, retryAfterMs)` (rate-limiter history
+ * kept); on any other error `addRateLimited(item)`; always `done(item)`.
+ * Handler errors never escape. Resolves when every worker has exited.
+ */
+export async function runWorkers<T>(
+  queue: WorkQueue<T>,
+  workers: number,
+  handler: (item: T) => Promise<void>,
+  opts: RunWorkersOptions,
+): Promise<void> {
+  const { log, signal } = opts;
+  const onAbort = (): void => queue.shutDown();
+  if (signal?.aborted) queue.shutDown();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const worker = async (): Promise<void> => {
+    while (!signal?.aborted) {
+      const next = await queue.get();
+      if (next.shutdown) return;
+      const { item } = next;
+      try {
+        await handler(item);
+        queue.forget(item);
+      } catch (err) {
+        const retryAfterMs = retryAfterMsOf(err);
+        if (retryAfterMs !== undefined) {
+          log.warn({ key: item, retryAfterMs, err: errorMessage(err) }, 'requeue after retry delay');
+          queue.addAfter(item, retryAfterMs);
+        } else {
+          log.error({ key: item, requeues: queue.numRequeues(item), err: errorMessage(err) }, 'requeue after error');
+          queue.addRateLimited(item);
+        }
+      } finally {
+        queue.done(item);
+      }
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: workers }, worker));
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+}

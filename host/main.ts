@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+/**
+ * `cloud-controller-manager`: parses flags, starts the host, and stops it on
+ * SIGTERM/SIGINT. Problems an operator must fix print one line each and exit
+ * non-zero.
+ */
+import { startHost, HostStartError } from './app.js';
+import { parseHostArgs } from './config/flags.js';
+import { createLogger, errorMessage } from './log.js';
+import { COMPONENT_NAME } from './names.js';
+
+async function main(): Promise<void> {
+  const parsed = parseHostArgs(process.argv.slice(2));
+  if ('errors' in parsed) {
+    if (parsed.help !== undefined && parsed.errors.length === 0) {
+      process.stdout.write(parsed.help + '\n');
+      process.exit(0);
+    }
+    for (const e of parsed.errors) process.stderr.write(`${COMPONENT_NAME}: ${e}\n`);
+    process.exit(2);
+  }
+  const config = parsed.config;
+  const log = createLogger({ verbosity: config.verbosity, format: config.loggingFormat });
+  let stopping = false;
+  let host: Awaited<ReturnType<typeof startHost>> | undefined;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    await host?.stop();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  try {
+    host = await startHost(config, { log });
+  } catch (err) {
+    const msg = err instanceof HostStartError ? err.message : `unexpected start-up failure: ${errorMessage(err)}`;
+    process.stderr.write(`${COMPONENT_NAME}: ${msg}\n`);
+    process.exit(1);
+  }
+}
+
+void main();

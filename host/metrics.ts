@@ -1,0 +1,139 @@
+/**
+ * The host's Prometheus metrics: one prom-client Registry per host, served
+ * on /metrics. Upstream names are kept where upstream has the metric
+ * (upstream-ccm.md §4); `ccm_*` metrics are ours. Upstream has no generic
+ * cloud-call metrics, but every cloud call here crosses the plugin boundary,
+ * so the host measures them.
+ *
+ * Work queue (`workqueue_*`) and API client (`rest_client_*`) metrics are
+ * registered on the same registry by host/kube, which takes it as an option.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { COMPONENT_NAME, ControllerAliases, type ControllerName } from './names.js';
+
+/** Metric names, as scraped. */
+export const MetricNames = {
+  PLUGIN_RPC_DURATION: 'ccm_plugin_rpc_duration_seconds',
+  PLUGIN_RPC_ERRORS: 'ccm_plugin_rpc_errors_total',
+  PLUGIN_RESTARTS: 'ccm_plugin_restarts_total',
+  PLUGIN_READY: 'ccm_plugin_ready',
+  TAINT_REMOVAL_DELAY: 'node_controller_cloud_provider_taint_removal_delay_seconds',
+  INITIAL_NODE_SYNC_DELAY: 'node_controller_initial_node_sync_delay_seconds',
+  RUNNING_MANAGED_CONTROLLERS: 'running_managed_controllers',
+  NODE_INITIALIZATION_DURATION: 'ccm_node_initialization_duration_seconds',
+} as const;
+
+/** Plugin call latency buckets: 0.5 ms (a local socket round trip) to 60 s (the default mutation deadline). */
+export const PLUGIN_RPC_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** Upstream node controller buckets (controllers/node/metrics.go): 1 s × 4^n. */
+export const NODE_DELAY_BUCKETS = [1, 4, 16, 64, 256, 1024];
+
+/** Node initialization buckets: one plugin call (tens of ms) to a slow cloud (10 min). */
+export const NODE_INITIALIZATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+type PluginRpcLabels = 'plugin' | 'method' | 'code';
+
+/** The registry and the host's own metric objects. */
+export interface HostMetrics {
+  /** Serve this on /metrics; pass it to host/kube so its metrics join. */
+  readonly registry: Registry;
+  /** Plugin call latency by gRPC status code name ("OK", "UNAVAILABLE", ...). */
+  readonly pluginRpcDuration: Histogram<PluginRpcLabels>;
+  /** Plugin calls that did not end with OK. */
+  readonly pluginRpcErrors: Counter<PluginRpcLabels>;
+  /** Plugin process restarts by the supervisor. */
+  readonly pluginRestarts: Counter<'plugin'>;
+  /** 1 while the plugin is connected and reports ready, else 0. */
+  readonly pluginReady: Gauge<'plugin'>;
+  /** Upstream: node creation → uninitialized taint removed. */
+  readonly taintRemovalDelay: Histogram;
+  /** Upstream: node creation → first successful sync by the node controller. */
+  readonly initialNodeSyncDelay: Histogram;
+  /** Upstream: 1 per running controller, `name` is the short upstream name (see managedControllerName). */
+  readonly runningManagedControllers: Gauge<'manager' | 'name'>;
+  /** Duration of one successful node initialization (lookup + API write), from first attempt. */
+  readonly nodeInitializationDuration: Histogram;
+}
+
+/** Options of createHostMetrics. */
+export interface HostMetricsOptions {
+  /** Also register prom-client's process and Node.js runtime metrics. Default true. */
+  defaultMetrics?: boolean;
+}
+
+/** Creates a registry with the host's metrics (and by default process metrics). */
+export function createHostMetrics(opts: HostMetricsOptions = {}): HostMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const rpcLabels: PluginRpcLabels[] = ['plugin', 'method', 'code'];
+  return {
+    registry,
+    pluginRpcDuration: new Histogram({
+      name: MetricNames.PLUGIN_RPC_DURATION,
+      help: 'Duration of calls from the host to the provider plugin, by plugin, gRPC method and status code.',
+      labelNames: rpcLabels,
+      buckets: PLUGIN_RPC_BUCKETS,
+      registers,
+    }),
+    pluginRpcErrors: new Counter({
+      name: MetricNames.PLUGIN_RPC_ERRORS,
+      help: 'Calls from the host to the provider plugin that ended with a status other than OK.',
+      labelNames: rpcLabels,
+      registers,
+    }),
+    pluginRestarts: new Counter({
+      name: MetricNames.PLUGIN_RESTARTS,
+      help: 'Times the host restarted the provider plugin process after it exited or stopped answering.',
+      labelNames: ['plugin'],
+      registers,
+    }),
+    pluginReady: new Gauge({
+      name: MetricNames.PLUGIN_READY,
+      help: '1 when the provider plugin is connected and reports ready, 0 otherwise.',
+      labelNames: ['plugin'],
+      registers,
+    }),
+    taintRemovalDelay: new Histogram({
+      name: MetricNames.TAINT_REMOVAL_DELAY,
+      help: 'Seconds from node creation until the cloud node controller removed the uninitialized taint.',
+      buckets: NODE_DELAY_BUCKETS,
+      registers,
+    }),
+    initialNodeSyncDelay: new Histogram({
+      name: MetricNames.INITIAL_NODE_SYNC_DELAY,
+      help: 'Seconds from node creation until the cloud node controller first synced the node.',
+      buckets: NODE_DELAY_BUCKETS,
+      registers,
+    }),
+    runningManagedControllers: new Gauge({
+      name: MetricNames.RUNNING_MANAGED_CONTROLLERS,
+      help: 'Controllers this manager runs: 1 per running controller.',
+      labelNames: ['manager', 'name'],
+      registers,
+    }),
+    nodeInitializationDuration: new Histogram({
+      name: MetricNames.NODE_INITIALIZATION_DURATION,
+      help: 'Seconds the cloud node controller spent initializing a node, from its first attempt to success.',
+      buckets: NODE_INITIALIZATION_BUCKETS,
+      registers,
+    }),
+  };
+}
+
+/** Upstream's `name` label of running_managed_controllers: the short alias ("cloud-node", "service", ...). */
+export function managedControllerName(controller: ControllerName): string {
+  return Object.keys(ControllerAliases).find((alias) => ControllerAliases[alias] === controller) ?? controller;
+}
+
+/** Sets running_managed_controllers for `controller` to 1 (running) or 0 (stopped). */
+export function setControllerRunning(metrics: HostMetrics, controller: ControllerName, running: boolean): void {
+  metrics.runningManagedControllers.set({ manager: COMPONENT_NAME, name: managedControllerName(controller) }, running ? 1 : 0);
+}
+
+/** Records one finished plugin call: its duration, and an error unless `code` is "OK". */
+export function observePluginRpc(metrics: HostMetrics, labels: { plugin: string; method: string; code: string }, seconds: number): void {
+  metrics.pluginRpcDuration.observe(labels, seconds);
+  if (labels.code !== 'OK') metrics.pluginRpcErrors.inc(labels);
+}

@@ -1,0 +1,200 @@
+/**
+ * The health and metrics server on `--bind-address:--secure-port`, shaped
+ * like kube's (k8s.io/apiserver/pkg/server/healthz, upstream-ccm.md §4):
+ *
+ *   GET /healthz              200 "ok", or 500 with one `[+]name ok` /
+ *                             `[-]name failed: reason` line per check;
+ *                             `?verbose` lists the checks on success too,
+ *                             `?exclude=name` (repeatable) skips checks
+ *   GET /healthz/<name>       one check: 200 "ok" or 500 "internal server error: reason"
+ *   GET /readyz[/<name>]      the same checks, for now (upstream CCM has no /readyz)
+ *   GET /metrics              the Prometheus registry
+ *   anything else             404 (405 for other methods on these paths)
+ *
+ * Upstream serves HTTPS only, with an in-memory self-signed certificate when
+ * no --tls-cert-file is given, and delegates authn/authz to the API server.
+ * This host serves plain HTTP unless both TLS files are configured: the
+ * endpoints are meant for kubelet probes and Prometheus on the pod network
+ * or loopback, and a self-signed certificate authenticates nothing. Bind
+ * --bind-address=127.0.0.1 (or use a NetworkPolicy) where that is too open.
+ */
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import { errorMessage, type Logger } from '../log.js';
+import { runChecks, type CheckResult, type HealthCheck } from './checks.js';
+
+export type { HealthCheck } from './checks.js';
+
+/** Default time a check may take before it counts as failed. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
+
+/** Inputs of startHealthServer. */
+export interface HealthServerOptions {
+  /** IP address to listen on, e.g. `0.0.0.0`, `127.0.0.1` or `::`. */
+  bindAddress: string;
+  /** Port; 0 picks a free one (see HealthServer.port). */
+  port: number;
+  /** Serve HTTPS with these PEM files instead of plain HTTP. */
+  tls?: { certFile: string; keyFile: string };
+  /** Served on /metrics. */
+  registry: Registry;
+  log: Logger;
+  /** How long one check may take. Default DEFAULT_CHECK_TIMEOUT_MS. */
+  checkTimeoutMs?: number;
+}
+
+/** A running health server. */
+export interface HealthServer {
+  /** The port actually bound (useful with port 0). */
+  readonly port: number;
+  /**
+   * Adds a named check run on every /healthz and /readyz request: it passes
+   * unless it throws, rejects or outlives the timeout. Names are unique and
+   * use [a-z0-9._-]; adding one twice throws.
+   */
+  addCheck(name: string, fn: HealthCheck): void;
+  /** Stops listening and drops open connections. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+const CHECK_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/**
+ * Starts the server and resolves once it listens; rejects (with a message
+ * naming the flags to change) when the TLS files cannot be read or the
+ * address cannot be bound. A `ping` check that always passes is built in, as
+ * in kube.
+ */
+export async function startHealthServer(opts: HealthServerOptions): Promise<HealthServer> {
+  const log = opts.log.child({ component: 'health-server' });
+  const timeoutMs = opts.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
+  const checks = new Map<string, HealthCheck>([['ping', () => {}]]);
+
+  const handler: http.RequestListener = (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log.error({ err: errorMessage(err), path: req.url }, 'health server request failed');
+      if (!res.headersSent) send(res, 500, `internal server error: ${errorMessage(err)}\n`);
+      else res.destroy();
+    });
+  };
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://health.invalid');
+    const [, root, name, ...rest] = url.pathname.split('/');
+    const known = (root === 'healthz' || root === 'readyz') ? rest.length === 0 : root === 'metrics' && name === undefined;
+    if (!known) return send(res, 404, '404 page not found\n');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      return send(res, 405, 'method not allowed\n');
+    }
+    if (root === 'metrics') {
+      const body = await opts.registry.metrics();
+      return send(res, 200, body, opts.registry.contentType);
+    }
+    if (name !== undefined && name !== '') return handleOne(res, safeDecode(name));
+    return handleAll(res, root!, url.searchParams);
+  }
+
+  async function handleOne(res: http.ServerResponse, name: string): Promise<void> {
+    const fn = checks.get(name);
+    if (fn === undefined) return send(res, 404, `404 page not found: no check named ${JSON.stringify(name)}\n`);
+    const [result] = await runChecks([[name, fn]], timeoutMs);
+    if (result!.error === undefined) return send(res, 200, 'ok');
+    log.warn({ check: name, reason: result!.error }, 'health check failed');
+    return send(res, 500, `internal server error: ${result!.error}\n`);
+  }
+
+  async function handleAll(res: http.ServerResponse, root: string, params: URLSearchParams): Promise<void> {
+    const excluded = new Set(params.getAll('exclude'));
+    const selected = [...checks].filter(([n]) => !excluded.has(n));
+    const results = await runChecks(selected, timeoutMs);
+    const failed = results.filter((r) => r.error !== undefined);
+    const lines = [...results.map(statusLine), ...[...excluded].filter((n) => checks.has(n)).map((n) => `[+]${n} excluded: ok`)];
+    if (failed.length > 0) {
+      log.warn({ endpoint: root, failed: Object.fromEntries(failed.map((r) => [r.name, r.error])) }, 'health checks failed');
+      return send(res, 500, `${lines.join('\n')}\n${root} check failed\n`);
+    }
+    if (params.has('verbose')) return send(res, 200, `${lines.join('\n')}\n${root} check passed\n`);
+    return send(res, 200, 'ok');
+  }
+
+  const server = opts.tls ? createHttpsServer(await readTls(opts.tls), handler) : http.createServer(handler);
+  await listen(server, opts.bindAddress, opts.port);
+  const port = (server.address() as AddressInfo).port;
+  log.info({ address: opts.bindAddress, port, tls: opts.tls !== undefined }, 'serving /healthz, /readyz and /metrics');
+
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    addCheck(name, fn) {
+      if (!CHECK_NAME.test(name)) throw new Error(`health check name ${JSON.stringify(name)} is invalid: use letters, digits, ".", "_" and "-"`);
+      if (checks.has(name)) throw new Error(`health check ${JSON.stringify(name)} is already registered: use a different name`);
+      checks.set(name, fn);
+    },
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+function statusLine(r: CheckResult): string {
+  return r.error === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.error}`;
+}
+
+function send(res: http.ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
+  res.writeHead(status, {
+    'Content-Type': contentType,
+    'Content-Length': Buffer.byteLength(body),
+    'X-Content-Type-Options': 'nosniff',
+    'Cache-Control': 'no-store',
+  });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+function createHttpsServer(pem: { cert: Buffer; key: Buffer }, handler: http.RequestListener): https.Server {
+  try {
+    return https.createServer(pem, handler);
+  } catch (err) {
+    throw new Error(`invalid --tls-cert-file or --tls-private-key-file: ${errorMessage(err)}: pass a PEM certificate and its matching private key`, { cause: err });
+  }
+}
+
+async function readTls(tls: { certFile: string; keyFile: string }): Promise<{ cert: Buffer; key: Buffer }> {
+  const read = async (file: string, flag: string) => {
+    try {
+      return await fs.readFile(file);
+    } catch (err) {
+      throw new Error(`cannot read --${flag} ${file}: ${errorMessage(err)}`, { cause: err });
+    }
+  };
+  return { cert: await read(tls.certFile, 'tls-cert-file'), key: await read(tls.keyFile, 'tls-private-key-file') };
+}
+
+function listen(server: http.Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      const hint = err.code === 'EADDRINUSE' ? 'stop the other process or choose another --secure-port' : 'check --bind-address and --secure-port';
+      reject(new Error(`cannot serve /healthz and /metrics on ${host}:${port}: ${err.message}: ${hint}`, { cause: err }));
+    };
+    server.once('error', onError);
+    server.listen({ host, port }, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,13 @@
+/** Version of this build, from package.json. */
+import { readFileSync } from 'node:fs';
+
+function readVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export const HOST_VERSION = readVersion();
