@@ -1,0 +1,348 @@
+/**
+ * parseHostArgs, table-driven: each case gives argv and either a subset of
+ * the expected HostConfig or substrings the reported errors must contain.
+ * Files the flags point at live in a temporary directory made at load time.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import type { HostConfig } from '../../../host/config/config.js';
+import { parseHostArgs } from '../../../host/config/flags.js';
+import { Controllers } from '../../../host/names.js';
+
+const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'ccm-flags-'));
+const file = (rel: string, content = '', mode = 0o644) => {
+  const p = path.join(DIR, rel);
+  fs.mkdirSync(path.dirname(p), { recursive: true });
+  fs.writeFileSync(p, content, { mode });
+  fs.chmodSync(p, mode);
+  return p;
+};
+const CLOUD_CONF = file('cloud.conf', 'region: x\n');
+const KUBECONFIG = file('kubeconfig', 'apiVersion: v1\n');
+const CERT = file('tls.crt', 'cert');
+const KEY = file('tls.key', 'key');
+const EXE_DIR = path.dirname(file('exe/ccm-provider-foo', '#!/bin/sh\n', 0o755));
+const EXE = path.join(EXE_DIR, 'ccm-provider-foo');
+const JS_DIR = path.dirname(file('js/ccm-provider-foo.js', ''));
+const NOEXEC = file('noexec/ccm-provider-foo', '#!/bin/sh\n', 0o644);
+const EMPTY_DIR = path.join(DIR, 'empty');
+fs.mkdirSync(EMPTY_DIR);
+const LOCAL_PLUGIN = file('dist/plugins/local/main.js', '');
+const MISSING = path.join(DIR, 'missing');
+
+test.after.always(() => fs.rmSync(DIR, { recursive: true, force: true }));
+
+/** Flags every case needs unless it is about them. */
+const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
+const ALL = Object.values(Controllers);
+
+interface Case {
+  description: string;
+  argv: string[];
+  env?: Record<string, string>;
+  /** Built-in local plugin file; default LOCAL_PLUGIN. */
+  localPluginPath?: string;
+  /** Fields the config must have (deep-equal, field by field). */
+  want?: Partial<HostConfig>;
+  /** Substrings that must each appear in some error. */
+  errors?: string[];
+  /** Exact number of errors, when the case is about reporting all of them. */
+  errorCount?: number;
+}
+
+const cases: Case[] = [
+  // Defaults.
+  {
+    description: 'defaults',
+    argv: BASE,
+    want: {
+      cloudProvider: 'foo',
+      cloudConfigPath: undefined,
+      pluginStartTimeoutMs: 60_000,
+      pluginShutdownGraceMs: 10_000,
+      pluginCallTimeoutMs: 10_000,
+      pluginMutationTimeoutMs: 60_000,
+      pluginEnv: {},
+      kubeconfig: undefined,
+      master: undefined,
+      clusterName: 'kubernetes',
+      clusterNameDefaulted: true,
+      controllers: ['*'],
+      enabledControllers: ALL,
+      concurrentNodeSyncs: 1,
+      concurrentNodeStatusUpdates: 1,
+      nodeStatusUpdateFrequencyMs: 300_000,
+      nodeMonitorPeriodMs: 5_000,
+      kubeApiQps: 20,
+      kubeApiBurst: 30,
+      bindAddress: '0.0.0.0',
+      securePort: 10258,
+      tls: undefined,
+      leaderElect: false,
+      verbosity: 0,
+      loggingFormat: 'json',
+      minResyncPeriodMs: 12 * 3_600_000,
+      configureCloudRoutes: true,
+      clusterCidrs: [],
+      allocateNodeCidrs: false,
+      cidrAllocatorType: 'RangeAllocator',
+      routeReconciliationPeriodMs: 10_000,
+      concurrentServiceSyncs: 4,
+      nodeDeletionGracePeriodMs: 0,
+      warnings: [],
+    },
+  },
+
+  // --cloud-provider
+  { description: 'cloud-provider as a separate word', argv: ['--cloud-provider', 'foo', '--plugin-endpoint', 'unix:///s.sock'], want: { cloudProvider: 'foo' } },
+  { description: 'cloud-provider missing', argv: ['--plugin-endpoint=unix:///s.sock'], errors: ['--cloud-provider is required'], errorCount: 1 },
+  { description: 'cloud-provider empty', argv: ['--cloud-provider=', '--plugin-endpoint=unix:///s.sock'], errors: ['--cloud-provider is required'] },
+  { description: 'cloud-provider not a DNS label', argv: ['--cloud-provider=Foo_Bar', '--plugin-endpoint=unix:///s.sock'], errors: ['--cloud-provider="Foo_Bar" is invalid', 'DNS label'] },
+
+  // --cloud-config
+  { description: 'cloud-config readable', argv: [...BASE, `--cloud-config=${CLOUD_CONF}`], want: { cloudConfigPath: CLOUD_CONF } },
+  { description: 'cloud-config missing', argv: [...BASE, `--cloud-config=${MISSING}`], errors: [`cannot read --cloud-config ${MISSING}: no such file or directory`] },
+  { description: 'cloud-config is a directory', argv: [...BASE, `--cloud-config=${DIR}`], errors: [`cannot read --cloud-config ${DIR}: not a regular file`] },
+
+  // --plugin-path / --plugin-endpoint / built-in local plugin
+  {
+    description: 'plugin-path directory with an executable',
+    argv: ['--cloud-provider=foo', `--plugin-path=${EXE_DIR}`],
+    want: { plugin: { kind: 'exec', origin: 'plugin-path', file: EXE, command: EXE, args: [] } },
+  },
+  {
+    description: 'plugin-path directory with a .js entry point runs it with node',
+    argv: ['--cloud-provider=foo', '--plugin-path', JS_DIR],
+    want: { plugin: { kind: 'exec', origin: 'plugin-path', file: path.join(JS_DIR, 'ccm-provider-foo.js'), command: process.execPath, args: [path.join(JS_DIR, 'ccm-provider-foo.js')] } },
+  },
+  {
+    description: 'plugin-path is the executable itself',
+    argv: ['--cloud-provider=foo', `--plugin-path=${EXE}`],
+    want: { plugin: { kind: 'exec', origin: 'plugin-path', file: EXE, command: EXE, args: [] } },
+  },
+  { description: 'plugin-path missing', argv: ['--cloud-provider=foo', `--plugin-path=${MISSING}`], errors: [`--plugin-path ${MISSING}: no such file or directory`] },
+  { description: 'plugin-path directory without the plugin', argv: ['--cloud-provider=foo', `--plugin-path=${EMPTY_DIR}`], errors: ['holds neither ccm-provider-foo nor ccm-provider-foo.js'] },
+  { description: 'plugin-path not executable', argv: ['--cloud-provider=foo', `--plugin-path=${NOEXEC}`], errors: ['is not executable', 'chmod +x'] },
+  {
+    description: 'plugin-endpoint',
+    argv: ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/provider.sock'],
+    want: { plugin: { kind: 'endpoint', endpoint: 'unix:///run/ccm/provider.sock', socketPath: '/run/ccm/provider.sock' } },
+  },
+  { description: 'plugin-endpoint with a relative path', argv: ['--cloud-provider=foo', '--plugin-endpoint=unix://run/p.sock'], errors: ['--plugin-endpoint="unix://run/p.sock" is invalid', 'unix:///run/ccm/provider.sock'] },
+  { description: 'plugin-endpoint over tcp', argv: ['--cloud-provider=foo', '--plugin-endpoint=tcp://127.0.0.1:1'], errors: ['--plugin-endpoint="tcp://127.0.0.1:1" is invalid'] },
+  { description: 'plugin-path and plugin-endpoint are mutually exclusive', argv: ['--cloud-provider=foo', `--plugin-path=${EXE_DIR}`, '--plugin-endpoint=unix:///s.sock'], errors: ['--plugin-path and --plugin-endpoint are mutually exclusive'], errorCount: 1 },
+  { description: 'neither plugin flag for a non-local provider', argv: ['--cloud-provider=foo'], errors: ['one of --plugin-path or --plugin-endpoint is required', 'ccm-provider-foo'], errorCount: 1 },
+  {
+    description: 'local provider without plugin flags uses the built-in plugin',
+    argv: ['--cloud-provider=local'],
+    want: { cloudProvider: 'local', plugin: { kind: 'exec', origin: 'builtin-local', file: LOCAL_PLUGIN, command: process.execPath, args: [LOCAL_PLUGIN] } },
+  },
+  { description: 'local provider when the built-in plugin is not built', argv: ['--cloud-provider=local'], localPluginPath: MISSING, errors: ['built-in plugin', 'npm run build'] },
+  { description: 'local provider with an endpoint', argv: ['--cloud-provider=local', '--plugin-endpoint=unix:///l.sock'], want: { plugin: { kind: 'endpoint', endpoint: 'unix:///l.sock', socketPath: '/l.sock' } } },
+
+  // Durations
+  { description: 'plugin-start-timeout in minutes', argv: [...BASE, '--plugin-start-timeout=5m'], want: { pluginStartTimeoutMs: 300_000 } },
+  { description: 'plugin-shutdown-grace compound', argv: [...BASE, '--plugin-shutdown-grace', '1m30s'], want: { pluginShutdownGraceMs: 90_000 } },
+  { description: 'plugin-shutdown-grace 0 (kill at once)', argv: [...BASE, '--plugin-shutdown-grace=0'], want: { pluginShutdownGraceMs: 0 } },
+  { description: 'plugin-call-timeout in ms', argv: [...BASE, '--plugin-call-timeout=500ms'], want: { pluginCallTimeoutMs: 500 } },
+  { description: 'plugin-mutation-timeout in hours and minutes', argv: [...BASE, '--plugin-mutation-timeout=1h30m'], want: { pluginMutationTimeoutMs: 5_400_000 } },
+  { description: 'fractional duration', argv: [...BASE, '--plugin-call-timeout=1.5s'], want: { pluginCallTimeoutMs: 1_500 } },
+  { description: 'duration without a unit', argv: [...BASE, '--plugin-call-timeout=10'], errors: ['--plugin-call-timeout="10" is invalid', 'e.g. 500ms, 10s, 5m or 1h30m'] },
+  { description: 'zero timeout', argv: [...BASE, '--plugin-start-timeout=0s'], errors: ['--plugin-start-timeout="0s" is invalid: want a duration greater than 0'] },
+  { description: 'negative grace', argv: [...BASE, '--plugin-shutdown-grace=-1s'], errors: ['--plugin-shutdown-grace="-1s" is invalid: want a duration of 0 or more'] },
+  { description: 'node-status-update-frequency', argv: [...BASE, '--node-status-update-frequency=1m'], want: { nodeStatusUpdateFrequencyMs: 60_000 } },
+  { description: 'node-monitor-period', argv: [...BASE, '--node-monitor-period=10s'], want: { nodeMonitorPeriodMs: 10_000 } },
+  { description: 'min-resync-period', argv: [...BASE, '--min-resync-period=1h'], want: { minResyncPeriodMs: 3_600_000 } },
+  { description: 'route-reconciliation-period', argv: [...BASE, '--route-reconciliation-period=30s'], want: { routeReconciliationPeriodMs: 30_000 } },
+  { description: 'node-deletion-grace-period', argv: [...BASE, '--node-deletion-grace-period=2m'], want: { nodeDeletionGracePeriodMs: 120_000 } },
+
+  // --plugin-env
+  {
+    description: 'plugin-env entries: literal values keep commas, names read the host env',
+    argv: [...BASE, '--plugin-env=NO_PROXY=a,b', '--plugin-env', 'REGION', '--plugin-env=EMPTY='],
+    env: { REGION: 'eu-1', SECRET: 'x' },
+    want: { pluginEnv: { NO_PROXY: 'a,b', REGION: 'eu-1', EMPTY: '' }, warnings: [] },
+  },
+  { description: 'plugin-env name unset in the host env is a warning', argv: [...BASE, '--plugin-env=ABSENT'], env: {}, want: { pluginEnv: {}, warnings: ["--plugin-env=ABSENT: ABSENT is not set in the host's environment, so the plugin will not get it"] } },
+  { description: 'plugin-env invalid name', argv: [...BASE, '--plugin-env=1BAD=x'], errors: ['--plugin-env="1BAD=x" is invalid', 'NAME=VALUE'] },
+  { description: 'plugin-env reserved protocol variable', argv: [...BASE, '--plugin-env=CCM_PLUGIN_ENDPOINT=x'], errors: ['CCM_PLUGIN_ are set by the host'] },
+
+  // --kubeconfig, --master, --cluster-name
+  { description: 'kubeconfig and master', argv: [...BASE, '--kubeconfig', KUBECONFIG, '--master=https://10.0.0.1:6443'], want: { kubeconfig: KUBECONFIG, master: 'https://10.0.0.1:6443' } },
+  { description: 'kubeconfig missing', argv: [...BASE, `--kubeconfig=${MISSING}`], errors: [`cannot read --kubeconfig ${MISSING}`] },
+  { description: 'cluster-name given', argv: [...BASE, '--cluster-name=prod-eu'], want: { clusterName: 'prod-eu', clusterNameDefaulted: false } },
+  { description: 'cluster-name given as the default value is not "defaulted"', argv: [...BASE, '--cluster-name=kubernetes'], want: { clusterName: 'kubernetes', clusterNameDefaulted: false } },
+  { description: 'cluster-name empty', argv: [...BASE, '--cluster-name='], errors: ['--cluster-name must not be empty'] },
+
+  // --controllers
+  { description: 'controllers * minus one', argv: [...BASE, '--controllers=*,-route'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.CLOUD_NODE_LIFECYCLE, Controllers.SERVICE_LB] } },
+  { description: 'controllers by alias only', argv: [...BASE, '--controllers=cloud-node'], want: { controllers: ['cloud-node'], enabledControllers: [Controllers.CLOUD_NODE] } },
+  { description: 'controllers by canonical name', argv: [...BASE, '--controllers=service-lb-controller,node-route-controller'], want: { enabledControllers: [Controllers.SERVICE_LB, Controllers.NODE_ROUTE] } },
+  { description: 'controllers disable before *', argv: [...BASE, '--controllers=-cloud-node-lifecycle,*'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.SERVICE_LB, Controllers.NODE_ROUTE] } },
+  { description: 'controllers first entry wins (enable)', argv: [...BASE, '--controllers=route,-route'], want: { enabledControllers: [Controllers.NODE_ROUTE] } },
+  { description: 'controllers first entry wins (disable)', argv: [...BASE, '--controllers=-route,route,*'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.CLOUD_NODE_LIFECYCLE, Controllers.SERVICE_LB] } },
+  { description: 'controllers repeated flag appends', argv: [...BASE, '--controllers', 'cloud-node', '--controllers=service'], want: { controllers: ['cloud-node', 'service'], enabledControllers: [Controllers.CLOUD_NODE, Controllers.SERVICE_LB] } },
+  { description: 'controllers empty enables none, with a warning', argv: [...BASE, '--controllers='], want: { controllers: [], enabledControllers: [], warnings: ['--controllers= enables no controller: the host will only serve /healthz and /metrics'] } },
+  { description: 'controllers unknown name lists valid ones', argv: [...BASE, '--controllers=*,-nodes,bogus'], errors: ['unknown controller "-nodes"', 'unknown controller "bogus"', 'cloud-node-controller (alias cloud-node)', 'node-route-controller (alias route)'], errorCount: 2 },
+
+  // Worker counts
+  { description: 'concurrent-node-syncs', argv: [...BASE, '--concurrent-node-syncs=5'], want: { concurrentNodeSyncs: 5, concurrentNodeStatusUpdates: 5 } },
+  { description: 'concurrent-node-syncs 0', argv: [...BASE, '--concurrent-node-syncs=0'], errors: ['--concurrent-node-syncs="0" is invalid: want an integer greater than 0'] },
+  { description: 'concurrent-node-syncs not an integer', argv: [...BASE, '--concurrent-node-syncs=1.5'], errors: ['--concurrent-node-syncs="1.5" is invalid'] },
+  { description: 'concurrent-node-status-updates explicit', argv: [...BASE, '--concurrent-node-syncs=2', '--concurrent-node-status-updates=7'], want: { concurrentNodeSyncs: 2, concurrentNodeStatusUpdates: 7 } },
+  { description: 'concurrent-node-status-updates negative', argv: [...BASE, '--concurrent-node-status-updates=-1'], errors: ['--concurrent-node-status-updates="-1" is invalid'] },
+  { description: 'concurrent-service-syncs', argv: [...BASE, '--concurrent-service-syncs=10'], want: { concurrentServiceSyncs: 10 } },
+  { description: 'concurrent-service-syncs 0', argv: [...BASE, '--concurrent-service-syncs=0'], errors: ['--concurrent-service-syncs="0" is invalid'] },
+
+  // API client limits
+  { description: 'kube-api-qps and burst', argv: [...BASE, '--kube-api-qps=50', '--kube-api-burst=100'], want: { kubeApiQps: 50, kubeApiBurst: 100 } },
+  { description: 'kube-api-qps fractional', argv: [...BASE, '--kube-api-qps=0.5'], want: { kubeApiQps: 0.5 } },
+  { description: 'kube-api-qps 0', argv: [...BASE, '--kube-api-qps=0'], errors: ['--kube-api-qps="0" is invalid: want a number greater than 0'], errorCount: 1 },
+  { description: 'kube-api-burst below qps', argv: [...BASE, '--kube-api-qps=50'], errors: ['--kube-api-burst=30 is smaller than --kube-api-qps=50: raise --kube-api-burst'] },
+  { description: 'kube-api-burst not a number', argv: [...BASE, '--kube-api-burst=lots'], errors: ['--kube-api-burst="lots" is invalid'], errorCount: 1 },
+
+  // Serving
+  { description: 'bind-address IPv4', argv: [...BASE, '--bind-address=127.0.0.1'], want: { bindAddress: '127.0.0.1' } },
+  { description: 'bind-address IPv6', argv: [...BASE, '--bind-address', '::'], want: { bindAddress: '::' } },
+  { description: 'bind-address host name', argv: [...BASE, '--bind-address=localhost'], errors: ['--bind-address="localhost" is invalid: want an IP address'] },
+  { description: 'bind-address short IPv4 form', argv: [...BASE, '--bind-address=127.1'], errors: ['--bind-address="127.1" is invalid'] },
+  { description: 'secure-port 0 disables', argv: [...BASE, '--secure-port=0'], want: { securePort: 0 } },
+  { description: 'secure-port max', argv: [...BASE, '--secure-port=65535'], want: { securePort: 65535 } },
+  { description: 'secure-port out of range', argv: [...BASE, '--secure-port=65536'], errors: ['--secure-port="65536" is invalid: want a port from 1 to 65535, or 0'] },
+  { description: 'secure-port negative', argv: [...BASE, '--secure-port=-1'], errors: ['--secure-port="-1" is invalid'] },
+  { description: 'tls both files', argv: [...BASE, `--tls-cert-file=${CERT}`, `--tls-private-key-file=${KEY}`], want: { tls: { certFile: CERT, keyFile: KEY } } },
+  { description: 'tls cert without key', argv: [...BASE, `--tls-cert-file=${CERT}`], errors: ['--tls-cert-file needs --tls-private-key-file'] },
+  { description: 'tls key without cert', argv: [...BASE, `--tls-private-key-file=${KEY}`], errors: ['--tls-private-key-file needs --tls-cert-file'] },
+  { description: 'tls unreadable files', argv: [...BASE, `--tls-cert-file=${MISSING}`, `--tls-private-key-file=${MISSING}`], errors: ['cannot read --tls-cert-file', 'cannot read --tls-private-key-file'], errorCount: 2 },
+
+  // --leader-elect and other booleans
+  { description: 'leader-elect=false accepted', argv: [...BASE, '--leader-elect=false'], want: { leaderElect: false } },
+  { description: 'leader-elect bare refused', argv: [...BASE, '--leader-elect'], errors: ['--leader-elect=true is not supported yet by this build: run a single replica with --leader-elect=false'], errorCount: 1 },
+  { description: 'leader-elect=true refused', argv: [...BASE, '--leader-elect=true'], errors: ['--leader-elect=true is not supported yet'] },
+  { description: 'leader-elect=1 refused (Go bool spelling)', argv: [...BASE, '--leader-elect=1'], errors: ['--leader-elect=true is not supported yet'] },
+  { description: 'leader-elect not a bool', argv: [...BASE, '--leader-elect=maybe'], errors: ['--leader-elect="maybe" is invalid: use --leader-elect=true or --leader-elect=false'] },
+  { description: 'bool value as a separate word is an argument, as in pflag', argv: [...BASE, '--leader-elect', 'false'], errors: ['unexpected argument "false" after --leader-elect', 'e.g. --leader-elect=false'] },
+  { description: 'bare bool does not swallow the next flag', argv: [...BASE, '--configure-cloud-routes', '--cluster-name=x'], want: { configureCloudRoutes: true, clusterName: 'x' } },
+  { description: 'configure-cloud-routes=false', argv: [...BASE, '--configure-cloud-routes=false'], want: { configureCloudRoutes: false } },
+  { description: 'configure-cloud-routes=F', argv: [...BASE, '--configure-cloud-routes=F'], want: { configureCloudRoutes: false } },
+  { description: 'allocate-node-cidrs bare, with a warning', argv: [...BASE, '--allocate-node-cidrs'], want: { allocateNodeCidrs: true, warnings: ['--allocate-node-cidrs=true is stored, but no controller in this build allocates node CIDRs'] } },
+
+  // Logging
+  { description: '-v N', argv: [...BASE, '-v', '3'], want: { verbosity: 3 } },
+  { description: '-v=N', argv: [...BASE, '-v=4'], want: { verbosity: 4 } },
+  { description: '-vN', argv: [...BASE, '-v2'], want: { verbosity: 2 } },
+  { description: '--v=N', argv: [...BASE, '--v=5'], want: { verbosity: 5 } },
+  { description: '--v N', argv: [...BASE, '--v', '1'], want: { verbosity: 1 } },
+  { description: 'verbosity negative', argv: [...BASE, '-v=-1'], errors: ['--v="-1" is invalid: want an integer of 0 or more'] },
+  { description: 'logging-format text', argv: [...BASE, '--logging-format=text'], want: { loggingFormat: 'text' } },
+  { description: 'logging-format unknown', argv: [...BASE, '--logging-format=xml'], errors: ['--logging-format="xml" is invalid: use one of json, text'] },
+
+  // Routes and CIDRs
+  { description: 'cluster-cidr single', argv: [...BASE, '--cluster-cidr=10.244.0.0/16'], want: { clusterCidrs: ['10.244.0.0/16'] } },
+  { description: 'cluster-cidr dual-stack', argv: [...BASE, '--cluster-cidr=10.244.0.0/16,fd00:10:244::/56'], want: { clusterCidrs: ['10.244.0.0/16', 'fd00:10:244::/56'] } },
+  { description: 'cluster-cidr invalid', argv: [...BASE, '--cluster-cidr=10.244.0.0/33'], errors: ['"10.244.0.0/33" is not a CIDR'] },
+  { description: 'cluster-cidr two IPv4', argv: [...BASE, '--cluster-cidr=10.0.0.0/16,10.1.0.0/16'], errors: ['one IPv4 and one IPv6'] },
+  { description: 'cluster-cidr three', argv: [...BASE, '--cluster-cidr=10.0.0.0/16,fd00::/56,10.1.0.0/16'], errors: ['at most 2 CIDRs'] },
+  { description: 'cidr-allocator-type stored', argv: [...BASE, '--cidr-allocator-type=CloudAllocator'], want: { cidrAllocatorType: 'CloudAllocator' } },
+
+  // Unknown flags, arguments, missing values
+  { description: 'unknown flag', argv: [...BASE, '--bogus'], errors: ['unknown flag --bogus', '--help'], errorCount: 1 },
+  { description: 'unknown flag with a separate value is one error', argv: [...BASE, '--bogus', 'value'], errors: ['unknown flag --bogus'], errorCount: 1 },
+  { description: 'misspelt flag gets a suggestion', argv: [...BASE, '--kubeconfg=/x'], errors: ['unknown flag --kubeconfg: did you mean --kubeconfig?'] },
+  { description: 'unknown short flag', argv: [...BASE, '-q'], errors: ['unknown flag -q'] },
+  { description: 'positional argument', argv: [...BASE, 'extra'], errors: ['unexpected argument "extra"'], errorCount: 1 },
+  { description: 'arguments after --', argv: [...BASE, '--', '--cluster-name=x'], errors: ['unexpected argument "--cluster-name=x"'], errorCount: 1 },
+  { description: 'value flag at the end without a value', argv: [...BASE, '--cluster-name'], errors: ['--cluster-name needs a value: pass --cluster-name=VALUE'], errorCount: 1 },
+
+  // Every problem at once
+  {
+    description: 'many problems are reported together',
+    argv: [
+      '--plugin-env=9=x',
+      '--leader-elect',
+      '--concurrent-node-syncs=0',
+      '--kube-api-qps=-1',
+      '--bind-address=nope',
+      '--secure-port=99999',
+      '--logging-format=yaml',
+      '--node-monitor-period=soon',
+      '--controllers=*,-nope',
+      '--nope',
+      '--tls-cert-file',
+    ],
+    errors: [
+      '--tls-cert-file needs a value',
+      'unknown flag --nope',
+      '--cloud-provider is required',
+      '--plugin-env="9=x" is invalid',
+      'unknown controller "-nope"',
+      '--concurrent-node-syncs="0" is invalid',
+      '--kube-api-qps="-1" is invalid',
+      '--bind-address="nope" is invalid',
+      '--secure-port="99999" is invalid',
+      '--leader-elect=true is not supported yet',
+      '--logging-format="yaml" is invalid',
+      '--node-monitor-period="soon" is invalid',
+    ],
+    errorCount: 12,
+  },
+];
+
+for (const c of cases) {
+  test(c.description, (t) => {
+    const result = parseHostArgs(c.argv, c.env ?? {}, { localPluginPath: c.localPluginPath ?? LOCAL_PLUGIN });
+    if (c.errors) {
+      if (!('errors' in result)) return t.fail(`want errors ${JSON.stringify(c.errors)}, got a config`);
+      for (const want of c.errors) {
+        t.true(result.errors.some((e) => e.includes(want)), `no error contains ${JSON.stringify(want)}; errors:\n${result.errors.join('\n')}`);
+      }
+      for (const e of result.errors) t.false(e.includes('\n'), `error is not one line: ${e}`);
+      if (c.errorCount !== undefined) t.is(result.errors.length, c.errorCount, result.errors.join('\n'));
+      return;
+    }
+    if (!('config' in result)) return t.fail(`unexpected errors:\n${result.errors.join('\n')}`);
+    for (const [key, value] of Object.entries(c.want ?? {})) {
+      t.deepEqual(result.config[key as keyof HostConfig], value as never, key);
+    }
+  });
+}
+
+test('--help and -h return the help text, with defaults', (t) => {
+  for (const flag of ['--help', '-h']) {
+    const result = parseHostArgs([flag]);
+    if (!('errors' in result) || result.help === undefined) return t.fail(`${flag}: no help`);
+    t.deepEqual(result.errors, []);
+    t.regex(result.help, /--cloud-provider <name>/);
+    t.regex(result.help, /--plugin-start-timeout <duration>[\s\S]*\(default 60s\)/);
+    t.regex(result.help, /--concurrent-service-syncs[\s\S]*\(default 4\)/);
+    t.regex(result.help, /-v, --v <level>/);
+  }
+});
+
+test('the config is deeply frozen', (t) => {
+  const result = parseHostArgs(['--cloud-provider=foo', `--plugin-path=${EXE_DIR}`, '--plugin-env=A=1']);
+  if (!('config' in result)) return t.fail(result.errors.join('\n'));
+  const { config } = result;
+  t.true(Object.isFrozen(config));
+  t.true(Object.isFrozen(config.plugin));
+  t.true(Object.isFrozen(config.pluginEnv));
+  t.true(Object.isFrozen(config.enabledControllers));
+  t.throws(() => {
+    (config as { clusterName: string }).clusterName = 'x';
+  });
+});
+
+test('relative paths become absolute', (t) => {
+  const rel = path.relative(process.cwd(), CLOUD_CONF);
+  const result = parseHostArgs([...BASE, `--cloud-config=${rel}`]);
+  if (!('config' in result)) return t.fail(result.errors.join('\n'));
+  t.is(result.config.cloudConfigPath, CLOUD_CONF);
+});
+
+test('the built-in local plugin path is <repo>/dist/plugins/local/main.js', async (t) => {
+  const { BUILTIN_LOCAL_PLUGIN_PATH } = await import('../../../host/config/plugin.js');
+  const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../..');
+  t.is(BUILTIN_LOCAL_PLUGIN_PATH, path.join(repo, 'dist', 'plugins', 'local', 'main.js'));
+});

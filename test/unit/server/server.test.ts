@@ -1,0 +1,183 @@
+/**
+ * startHealthServer over real HTTP on 127.0.0.1 with a free port: health
+ * check aggregation, per-check paths, metrics, 404s, timeouts, and HTTPS
+ * when openssl is available to make a certificate.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import anyTest, { type TestFn } from 'ava';
+import { silentLogger } from '../../../host/log.js';
+import { createHostMetrics, MetricNames, setControllerRunning } from '../../../host/metrics.js';
+import { Controllers } from '../../../host/names.js';
+import { startHealthServer, type HealthServer } from '../../../host/server/server.js';
+
+const test = anyTest as TestFn<{ server: HealthServer; url: string }>;
+
+test.beforeEach(async (t) => {
+  const metrics = createHostMetrics();
+  setControllerRunning(metrics, Controllers.CLOUD_NODE, true);
+  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, registry: metrics.registry, log: silentLogger(), checkTimeoutMs: 200 });
+  t.context = { server, url: `http://127.0.0.1:${server.port}` };
+});
+
+test.afterEach.always(async (t) => {
+  await t.context.server?.close();
+});
+
+async function get(url: string, init?: RequestInit): Promise<{ status: number; body: string; type: string | null }> {
+  const res = await fetch(url, init);
+  return { status: res.status, body: await res.text(), type: res.headers.get('content-type') };
+}
+
+test('binds a free port when asked for port 0', (t) => {
+  t.true(t.context.server.port > 0);
+});
+
+test('healthz is ok with only the built-in ping check', async (t) => {
+  t.deepEqual(await get(`${t.context.url}/healthz`), { status: 200, body: 'ok', type: 'text/plain; charset=utf-8' });
+});
+
+test('healthz?verbose lists the checks', async (t) => {
+  t.context.server.addCheck('plugin', () => {});
+  const res = await get(`${t.context.url}/healthz?verbose`);
+  t.is(res.status, 200);
+  t.is(res.body, '[+]ping ok\n[+]plugin ok\nhealthz check passed\n');
+});
+
+test('a failing check makes healthz 500 and names the reason', async (t) => {
+  t.context.server.addCheck('plugin', () => {});
+  t.context.server.addCheck('cloud-node-controller', async () => {
+    throw new Error('plugin not ready:\nhandshake pending');
+  });
+  const res = await get(`${t.context.url}/healthz`);
+  t.is(res.status, 500);
+  t.is(res.body, '[+]ping ok\n[+]plugin ok\n[-]cloud-node-controller failed: plugin not ready: handshake pending\nhealthz check failed\n');
+});
+
+test('a synchronous throw fails the check too', async (t) => {
+  t.context.server.addCheck('sync', () => {
+    throw new Error('boom');
+  });
+  const res = await get(`${t.context.url}/healthz`);
+  t.is(res.status, 500);
+  t.regex(res.body, /^\[-\]sync failed: boom$/m);
+});
+
+test('a check slower than the timeout fails', async (t) => {
+  t.context.server.addCheck('slow', () => new Promise((resolve) => setTimeout(resolve, 2_000).unref()));
+  const res = await get(`${t.context.url}/healthz`);
+  t.is(res.status, 500);
+  t.regex(res.body, /^\[-\]slow failed: timed out after 200ms$/m);
+});
+
+test('exclude skips a failing check', async (t) => {
+  t.context.server.addCheck('bad', () => Promise.reject(new Error('down')));
+  const res = await get(`${t.context.url}/healthz?exclude=bad&verbose`);
+  t.is(res.status, 200);
+  t.is(res.body, '[+]ping ok\n[+]bad excluded: ok\nhealthz check passed\n');
+});
+
+test('per-check path runs one check', async (t) => {
+  t.context.server.addCheck('good', () => {});
+  t.context.server.addCheck('bad', () => Promise.reject(new Error('down')));
+  t.deepEqual(await get(`${t.context.url}/healthz/good`), { status: 200, body: 'ok', type: 'text/plain; charset=utf-8' });
+  const bad = await get(`${t.context.url}/healthz/bad`);
+  t.is(bad.status, 500);
+  t.is(bad.body, 'internal server error: down\n');
+  t.is((await get(`${t.context.url}/healthz/absent`)).status, 404);
+});
+
+test('readyz runs the same checks', async (t) => {
+  t.is((await get(`${t.context.url}/readyz`)).body, 'ok');
+  t.context.server.addCheck('bad', () => Promise.reject(new Error('down')));
+  const res = await get(`${t.context.url}/readyz`);
+  t.is(res.status, 500);
+  t.regex(res.body, /\[-\]bad failed: down\nreadyz check failed\n$/);
+  t.is((await get(`${t.context.url}/readyz/ping`)).status, 200);
+});
+
+test('metrics serves the registry in Prometheus text format', async (t) => {
+  const res = await get(`${t.context.url}/metrics`);
+  t.is(res.status, 200);
+  t.regex(res.type ?? '', /^text\/plain; version=0\.0\.4/);
+  t.regex(res.body, /# HELP ccm_plugin_rpc_duration_seconds /);
+  t.regex(res.body, /# TYPE node_controller_cloud_provider_taint_removal_delay_seconds histogram/);
+  t.regex(res.body, /running_managed_controllers\{manager="cloud-controller-manager",name="cloud-node"\} 1/);
+  t.regex(res.body, /process_cpu_user_seconds_total/);
+  t.true(res.body.includes(MetricNames.NODE_INITIALIZATION_DURATION));
+});
+
+test('unknown paths are 404', async (t) => {
+  for (const p of ['/', '/foo', '/healthz/a/b', '/metrics/x', '/configz']) {
+    t.is((await get(`${t.context.url}${p}`)).status, 404, p);
+  }
+});
+
+test('other methods are 405', async (t) => {
+  const res = await get(`${t.context.url}/healthz`, { method: 'POST' });
+  t.is(res.status, 405);
+});
+
+test('addCheck refuses duplicates and bad names', (t) => {
+  t.context.server.addCheck('a', () => {});
+  t.throws(() => t.context.server.addCheck('a', () => {}), { message: /already registered/ });
+  t.throws(() => t.context.server.addCheck('ping', () => {}), { message: /already registered/ });
+  t.throws(() => t.context.server.addCheck('a/b', () => {}), { message: /is invalid/ });
+});
+
+test('close is idempotent and stops serving', async (t) => {
+  const { server, url } = t.context;
+  await server.close();
+  await server.close();
+  await t.throwsAsync(fetch(`${url}/healthz`));
+});
+
+test('a busy port is reported with the flag to change', async (t) => {
+  const registry = createHostMetrics({ defaultMetrics: false }).registry;
+  await t.throwsAsync(
+    startHealthServer({ bindAddress: '127.0.0.1', port: t.context.server.port, registry, log: silentLogger() }),
+    { message: /cannot serve \/healthz and \/metrics on 127\.0\.0\.1:\d+: .*--secure-port/ },
+  );
+});
+
+test('unreadable TLS files are reported with the flag', async (t) => {
+  const registry = createHostMetrics({ defaultMetrics: false }).registry;
+  await t.throwsAsync(
+    startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { certFile: '/nonexistent.crt', keyFile: '/nonexistent.key' }, registry, log: silentLogger() }),
+    { message: /cannot read --tls-cert-file \/nonexistent\.crt/ },
+  );
+});
+
+function hasOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+(hasOpenssl() ? test : test.skip)('serves HTTPS when TLS files are given', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ccm-tls-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const certFile = path.join(dir, 'tls.crt');
+  const keyFile = path.join(dir, 'tls.key');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+  const registry = createHostMetrics({ defaultMetrics: false }).registry;
+  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { certFile, keyFile }, registry, log: silentLogger() });
+  t.teardown(() => server.close());
+  const body = await new Promise<string>((resolve, reject) => {
+    https
+      .get({ host: '127.0.0.1', port: server.port, path: '/healthz', ca: fs.readFileSync(certFile), agent: false }, (res) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => resolve(`${res.statusCode} ${data}`));
+      })
+      .on('error', reject);
+  });
+  t.is(body, '200 ok');
+});
