@@ -81,7 +81,6 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       server = await startHealthServer({ bindAddress: config.bindAddress, port: config.securePort, tls: config.tls, registry: metrics.registry, log });
       const s = server;
       cleanups.push(() => s.close());
-      log.info({ address: config.bindAddress, port: server.port, tls: Boolean(config.tls) }, 'serving /healthz and /metrics');
     }
 
     const mode: PluginMode =

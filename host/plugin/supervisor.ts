@@ -83,6 +83,11 @@ export class PluginSupervisor extends EventEmitter {
     return this.restarts;
   }
 
+  /** Pid of the running plugin process (exec mode), if any. */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
   /** Identity from the latest successful start-up; undefined before the first. */
   get identity(): PluginIdentity | undefined {
     return this.identityValue;
