@@ -62,7 +62,7 @@ export interface InformerOptions {
 /** How one watch connection ended. */
 type WatchOutcome =
   | { kind: 'stopped' }
-  | { kind: 'closed' }
+  | { kind: 'closed'; reason: 'timeout' | 'ended' }
   | { kind: 'expired' }
   | { kind: 'failed'; err: string };
 
@@ -193,7 +193,7 @@ export class Informer<T extends KubernetesObject> {
           return;
         case 'closed':
           this.backoff.reset();
-          this.log.debug({ resourceVersion: this.resourceVersion }, 'watch closed; resuming');
+          this.log.debug({ resourceVersion: this.resourceVersion, reason: outcome.reason }, 'watch closed; resuming');
           break;
         case 'expired': {
           needList = true;
@@ -294,13 +294,13 @@ export class Informer<T extends KubernetesObject> {
     }
     if (err) {
       if (statusCodeOf(err) === 410) return { kind: 'expired' };
-      if (err instanceof Error && err.name === 'TimeoutError') return { kind: 'closed' };
+      if (err instanceof Error && err.name === 'TimeoutError') return { kind: 'closed', reason: 'timeout' };
       return { kind: 'failed', err: errorMessage(err) };
     }
     if (events === 0 && performance.now() - startedAt < MIN_HEALTHY_WATCH_MS) {
       return { kind: 'failed', err: 'watch ended immediately' };
     }
-    return { kind: 'closed' };
+    return { kind: 'closed', reason: 'ended' };
   }
 
   /** Applies one watch event to the cache and notifies handlers. */

@@ -195,7 +195,6 @@ export class CloudNodeController {
     if (err instanceof InstanceNotFoundError) {
       message = `the cloud provider has no instance for node ${name}; the node keeps the ${Taints.UNINITIALIZED} taint until it has one`;
     }
-    this.log.warn({ node: name, err: errorMessage(err) }, 'failed to initialize node');
     this.o.recorder.event(node, 'Warning', reason, message);
   }
 
