@@ -1,0 +1,138 @@
+/**
+ * The local cloud: a simulated cloud for laptops and CI, and the reference
+ * provider, implementing every service and method of ccm.provider.v1 on top
+ * of a state directory shared with the `localcloud` CLI.
+ *
+ * Every cloud call first goes through the fault-injection knobs (knobs.ts);
+ * Configure, probe and close do not.
+ */
+import { UnavailableError } from '../../sdk/errors.js';
+import type { CallContext, CloudProvider } from '../../sdk/provider.js';
+import { applyCloudConfig, resolveSettings, type CloudSettings, type SettingsInput } from './config.js';
+import { silentLogger, type CloudContext, type LocalCloudLogger } from './context.js';
+import { createInstancesService } from './instances.js';
+import { FaultInjector, knobsFromEnv, mergeKnobs, type Knobs } from './knobs.js';
+import { createLoadBalancersService } from './load-balancers.js';
+import { LockTimeoutError } from './lock.js';
+import { PROVIDER_NAME } from './names.js';
+import { createRoutesService } from './routes.js';
+import { resolveStateDir, StateStore, type KnobSettings } from './state.js';
+import { createVolumesService } from './volumes.js';
+import { createClustersService, createZonesService } from './zones.js';
+
+/** Implementation name reported by GetPluginInfo. */
+export const LOCAL_CLOUD_NAME = 'local.ccm.dev';
+/** Vendor version reported by GetPluginInfo. */
+export const LOCAL_CLOUD_VERSION = '0.1.0';
+
+/** Options of {@link createLocalCloud}; everything is optional. */
+export interface LocalCloudOptions extends SettingsInput {
+  /** State directory (default: $LOCALCLOUD_STATE_DIR, else `.localcloud` under cwd). */
+  stateDir?: string;
+  /** A store to share (tests); overrides stateDir. */
+  store?: StateStore;
+  /** Environment read for settings and knobs (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Knob settings above the environment, below the state document's `knobs`. */
+  knobs?: KnobSettings;
+  /** Randomness for the error rate and jitter, in [0, 1). */
+  random?: () => number;
+  /** Clock for the rate limiter, in ms. */
+  now?: () => number;
+  /** Bound on waiting for the state lock, in ms. */
+  lockWaitMs?: number;
+  logger?: LocalCloudLogger;
+}
+
+/** The local cloud provider plus handles for tests and tools. */
+export interface LocalCloud extends CloudProvider {
+  /** The state store it reads and writes. */
+  readonly store: StateStore;
+  /** The knobs the next call will see. */
+  currentKnobs(): Knobs;
+  /** The settings in force (after Configure). */
+  currentSettings(): CloudSettings;
+}
+
+type AsyncMethod = (req: never, ctx: CallContext) => Promise<unknown>;
+
+/**
+ * Creates the local cloud. Throws a one-line error when the environment or
+ * options are invalid (bad knob value, bad CIDR).
+ */
+export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
+  const env = opts.env ?? process.env;
+  const store = opts.store ?? new StateStore(resolveStateDir(opts.stateDir, env), { lockWaitMs: opts.lockWaitMs });
+  const initial = resolveSettings(opts, env);
+  const envKnobs = knobsFromEnv(env);
+  const log = opts.logger ?? silentLogger;
+  const c: CloudContext = { store, settings: initial, log };
+  const faults = new FaultInjector({ random: opts.random, now: opts.now });
+
+  let knobsSource: KnobSettings | undefined;
+  let knobs: Knobs = mergeKnobs(envKnobs, opts.knobs);
+  const currentKnobs = (): Knobs => {
+    const fromState = store.read().knobs;
+    if (fromState !== knobsSource) {
+      knobsSource = fromState;
+      knobs = mergeKnobs(envKnobs, opts.knobs, fromState);
+    }
+    return knobs;
+  };
+
+  /** Puts every method of a service behind the knobs and maps lock timeouts to UNAVAILABLE. */
+  function instrument<S extends object>(service: string, impl: S): S {
+    const out: Record<string, AsyncMethod> = {};
+    for (const [method, fn] of Object.entries(impl) as [string, AsyncMethod][]) {
+      const label = `${service}.${method}`;
+      out[method] = async (req, ctx) => {
+        await faults.before(currentKnobs(), ctx, label);
+        try {
+          return await fn(req, ctx);
+        } catch (err) {
+          if (err instanceof LockTimeoutError) throw new UnavailableError(err.message);
+          throw err;
+        }
+      };
+    }
+    return out as S;
+  }
+
+  return {
+    info: {
+      name: LOCAL_CLOUD_NAME,
+      vendorVersion: LOCAL_CLOUD_VERSION,
+      providerName: PROVIDER_NAME,
+      hasClusterId: true,
+      loadBalancerIpModeProxy: true,
+      volumesExpandOnline: true,
+      manifest: { stateDir: store.dir },
+    },
+    store,
+    currentKnobs,
+    currentSettings: () => c.settings,
+
+    async configure(req) {
+      const { settings, warnings } = applyCloudConfig(initial, req.cloudConfig, req.clusterName);
+      c.settings = settings;
+      log.info({ clusterName: settings.clusterName, zone: settings.zone, region: settings.region, lbPool: settings.lbPool.cidr.text }, 'configured');
+      return { warnings };
+    },
+
+    async probe() {
+      store.view(); // Throws when the state cannot be read.
+      return true;
+    },
+
+    async close() {
+      log.debug({}, 'closed');
+    },
+
+    instances: instrument('instances', createInstancesService(c)),
+    zones: instrument('zones', createZonesService(c)),
+    clusters: instrument('clusters', createClustersService(c)),
+    loadBalancers: instrument('loadBalancers', createLoadBalancersService(c)),
+    routes: instrument('routes', createRoutesService(c)),
+    volumes: instrument('volumes', createVolumesService(c)),
+  };
+}

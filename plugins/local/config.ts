@@ -1,0 +1,116 @@
+/**
+ * Settings of the local cloud: defaults, environment variables, and the
+ * optional JSON cloud config the host passes to Configure.
+ *
+ * Cloud config (the --cloud-config file; empty is fine), all keys optional:
+ *   { "zone": "local-a", "region": "local",
+ *     "loadBalancerCidr": "127.0.10.0/24", "masterAddress": "127.0.0.1" }
+ */
+import { InvalidArgumentError } from '../../sdk/errors.js';
+import { IpPool } from './ip.js';
+import { checkToken } from './validate.js';
+
+/** Zone of instances and volumes when none is given. */
+export const DEFAULT_ZONE = 'local-a';
+/** Region of instances and volumes when none is given. */
+export const DEFAULT_REGION = 'local';
+/** Pool of load balancer ingress addresses (loopback, so a forwarder can bind them). */
+export const DEFAULT_LB_CIDR = '127.0.10.0/24';
+/** Pool of instance InternalIPs allocated by the CLI when none is given. */
+export const DEFAULT_NODE_CIDR = '127.1.0.0/16';
+/** Answer of ClustersService.Master when not configured. */
+export const DEFAULT_MASTER_ADDRESS = '127.0.0.1';
+
+/** Environment variables read at start. */
+export const ENV = {
+  zone: 'LOCALCLOUD_ZONE',
+  region: 'LOCALCLOUD_REGION',
+  loadBalancerCidr: 'LOCALCLOUD_LB_CIDR',
+  nodeCidr: 'LOCALCLOUD_NODE_CIDR',
+} as const;
+
+/** The settings a running local cloud uses. */
+export interface CloudSettings {
+  /** Zone reported by GetZone and used for new volumes without topology. */
+  zone: string;
+  region: string;
+  /** Where load balancer ingress IPs come from. */
+  lbPool: IpPool;
+  /** The host's --cluster-name from Configure (used when a request has none). */
+  clusterName: string;
+  /** Answer of ClustersService.Master. */
+  masterAddress: string;
+}
+
+/** Settings overrides accepted by createLocalCloud. */
+export interface SettingsInput {
+  zone?: string;
+  region?: string;
+  loadBalancerCidr?: string;
+  clusterName?: string;
+  masterAddress?: string;
+}
+
+/** Settings from explicit input, then the environment, then defaults; throws a one-line error when invalid. */
+export function resolveSettings(input: SettingsInput = {}, env: NodeJS.ProcessEnv = process.env): CloudSettings {
+  const zone = input.zone ?? (env[ENV.zone] || DEFAULT_ZONE);
+  const region = input.region ?? (env[ENV.region] || DEFAULT_REGION);
+  const cidr = input.loadBalancerCidr ?? (env[ENV.loadBalancerCidr] || DEFAULT_LB_CIDR);
+  for (const problem of [checkToken(zone, 'zone'), checkToken(region, 'region')]) if (problem) throw new TypeError(problem);
+  return {
+    zone,
+    region,
+    lbPool: new IpPool(cidr),
+    clusterName: input.clusterName ?? '',
+    masterAddress: input.masterAddress ?? DEFAULT_MASTER_ADDRESS,
+  };
+}
+
+const CLOUD_CONFIG_KEYS = ['zone', 'region', 'loadBalancerCidr', 'masterAddress'] as const;
+
+/**
+ * Applies a Configure request's cloud config (JSON, possibly empty) on top
+ * of `base`. Throws InvalidArgumentError when it cannot be used; unknown
+ * keys become warnings.
+ */
+export function applyCloudConfig(base: CloudSettings, raw: Uint8Array, clusterName: string): { settings: CloudSettings; warnings: string[] } {
+  const text = Buffer.from(raw).toString('utf8').trim();
+  const warnings: string[] = [];
+  let doc: Record<string, unknown> = {};
+  if (text) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
+      doc = parsed as Record<string, unknown>;
+    } catch (err) {
+      throw new InvalidArgumentError(`cloud config is not a JSON object: ${(err as Error).message}`);
+    }
+  }
+  for (const key of Object.keys(doc)) {
+    if (!(CLOUD_CONFIG_KEYS as readonly string[]).includes(key)) warnings.push(`cloud config key ${JSON.stringify(key)} is unknown and ignored`);
+  }
+  const str = (key: (typeof CLOUD_CONFIG_KEYS)[number]): string | undefined => {
+    const v = doc[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string' || v === '') throw new InvalidArgumentError(`cloud config ${key} must be a non-empty string`);
+    return v;
+  };
+  const zone = str('zone') ?? base.zone;
+  const region = str('region') ?? base.region;
+  for (const problem of [checkToken(zone, 'cloud config zone'), checkToken(region, 'cloud config region')]) {
+    if (problem) throw new InvalidArgumentError(problem);
+  }
+  const cidr = str('loadBalancerCidr');
+  let lbPool = base.lbPool;
+  if (cidr !== undefined) {
+    try {
+      lbPool = new IpPool(cidr);
+    } catch (err) {
+      throw new InvalidArgumentError(`cloud config loadBalancerCidr: ${(err as Error).message}`);
+    }
+  }
+  return {
+    settings: { zone, region, lbPool, clusterName: clusterName || base.clusterName, masterAddress: str('masterAddress') ?? base.masterAddress },
+    warnings,
+  };
+}

@@ -1,0 +1,247 @@
+/**
+ * Fault-injection knobs for tests and benchmarks: added latency, a random
+ * error rate, a token-bucket rate limit, and a switch that fails every call.
+ *
+ * Each knob is read from the environment when the provider starts and can be
+ * overridden at runtime in the `knobs` section of the state document
+ * (`localcloud knobs set key=value`), which the provider notices on its next
+ * call without restarting. Precedence: state document, then the options
+ * given to createLocalCloud, then the environment, then the default.
+ */
+import { Code, ProviderError, RateLimitedError, UnavailableError } from '../../sdk/errors.js';
+import type { CallContext } from '../../sdk/provider.js';
+import type { KnobSettings, StateStore } from './state.js';
+
+/** Effective knob values. */
+export interface Knobs {
+  /** Added to every cloud call, in milliseconds. */
+  latencyMs: number;
+  /** Uniform random extra latency in [0, latencyJitterMs), in milliseconds. */
+  latencyJitterMs: number;
+  /** Fraction (0..1) of calls that fail with UNAVAILABLE. */
+  errorRate: number;
+  /** Calls per second allowed by the token bucket; 0 = unlimited. */
+  rateLimitQps: number;
+  /** Bucket size (calls allowed at once); 0 = max(1, rateLimitQps). */
+  rateLimitBurst: number;
+  /** Every call fails with UNAVAILABLE (simulated outage). */
+  failAll: boolean;
+}
+
+/** The knob names. */
+export type KnobName = keyof Knobs;
+
+/** Values when nothing is set: no faults. */
+export const DEFAULT_KNOBS: Readonly<Knobs> = {
+  latencyMs: 0,
+  latencyJitterMs: 0,
+  errorRate: 0,
+  rateLimitQps: 0,
+  rateLimitBurst: 0,
+  failAll: false,
+};
+
+/** Environment variable of each knob. */
+export const KNOB_ENV: Readonly<Record<KnobName, string>> = {
+  latencyMs: 'LOCALCLOUD_LATENCY_MS',
+  latencyJitterMs: 'LOCALCLOUD_LATENCY_JITTER_MS',
+  errorRate: 'LOCALCLOUD_ERROR_RATE',
+  rateLimitQps: 'LOCALCLOUD_RATE_LIMIT_QPS',
+  rateLimitBurst: 'LOCALCLOUD_RATE_LIMIT_BURST',
+  failAll: 'LOCALCLOUD_FAIL_ALL',
+};
+
+/** Largest accepted latency knob, in milliseconds (10 minutes). */
+export const MAX_LATENCY_MS = 600_000;
+
+/** Every knob name. */
+export const KNOB_NAMES = Object.keys(DEFAULT_KNOBS) as KnobName[];
+
+/**
+ * The knob a user-facing name refers to: `latencyMs`, `latency-ms`,
+ * `latency_ms` and `LOCALCLOUD_LATENCY_MS` all name the same knob.
+ */
+export function knobName(name: string): KnobName | undefined {
+  const flat = name.trim().toLowerCase().replace(/^localcloud_/, '').replace(/[-_]/g, '');
+  return KNOB_NAMES.find((k) => k.toLowerCase() === flat);
+}
+
+/** Parses a knob value given as text; throws a one-line error when invalid. */
+export function parseKnobValue(name: KnobName, text: string): number | boolean {
+  const t = text.trim();
+  if (name === 'failAll') {
+    if (/^(1|true|yes|on)$/i.test(t)) return true;
+    if (/^(0|false|no|off|)$/i.test(t)) return false;
+    throw new RangeError(`knob ${name} must be true or false, got ${JSON.stringify(text)}`);
+  }
+  const n = t === '' ? NaN : Number(t);
+  const problem = checkKnob(name, n);
+  if (problem) throw new RangeError(`${problem}, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+/** Why `value` is not valid for `name`, or undefined when it is. */
+function checkKnob(name: KnobName, value: unknown): string | undefined {
+  if (name === 'failAll') return typeof value === 'boolean' ? undefined : `knob ${name} must be true or false`;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `knob ${name} must be a number >= 0`;
+  if (name === 'errorRate' && value > 1) return `knob ${name} must be between 0 and 1`;
+  if ((name === 'latencyMs' || name === 'latencyJitterMs') && value > MAX_LATENCY_MS) return `knob ${name} must be <= ${MAX_LATENCY_MS} ms`;
+  return undefined;
+}
+
+/** Knob settings from the environment; throws on the first invalid value. */
+export function knobsFromEnv(env: NodeJS.ProcessEnv = process.env): KnobSettings {
+  const out: Record<string, number | boolean> = {};
+  for (const name of KNOB_NAMES) {
+    const raw = env[KNOB_ENV[name]];
+    if (raw === undefined || raw.trim() === '') continue;
+    try {
+      out[name] = parseKnobValue(name, raw);
+    } catch (err) {
+      throw new RangeError(`${KNOB_ENV[name]}: ${(err as Error).message}`);
+    }
+  }
+  return out as KnobSettings;
+}
+
+/**
+ * Merges layers of settings, later layers winning; invalid values in a layer
+ * (e.g. a hand-edited state file) are skipped.
+ */
+export function mergeKnobs(...layers: (KnobSettings | undefined)[]): Knobs {
+  const out: Knobs = { ...DEFAULT_KNOBS };
+  for (const layer of layers) {
+    if (!layer) continue;
+    for (const name of KNOB_NAMES) {
+      const v = (layer as Record<string, unknown>)[name];
+      if (v !== undefined && checkKnob(name, v) === undefined) (out as unknown as Record<string, unknown>)[name] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * Changes the runtime knob overrides in a state directory: `set` entries are
+ * validated and written, `unset` names removed (the provider falls back to
+ * its environment). A running provider sees the change on its next call.
+ * Returns the overrides now stored.
+ */
+export async function updateKnobs(store: StateStore, set: KnobSettings, unset: readonly KnobName[] = []): Promise<KnobSettings> {
+  for (const [name, value] of Object.entries(set)) {
+    const knob = knobName(name);
+    if (knob !== name) throw new RangeError(`unknown knob ${JSON.stringify(name)}; knobs are ${KNOB_NAMES.join(', ')}`);
+    const problem = checkKnob(knob, value);
+    if (problem) throw new RangeError(`${problem}, got ${JSON.stringify(value)}`);
+  }
+  return store.update((draft) => {
+    const next: Record<string, unknown> = { ...draft.knobs, ...set };
+    for (const name of unset) delete next[name];
+    draft.knobs = next as KnobSettings;
+    return draft.knobs;
+  });
+}
+
+/** A token bucket; time in milliseconds. */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+
+  /** `qps` > 0 tokens per second, holding at most `burst` >= 1. */
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+    now: number,
+  ) {
+    if (!(qps > 0)) throw new RangeError(`qps must be > 0, got ${qps}`);
+    if (!(burst >= 1)) throw new RangeError(`burst must be >= 1, got ${burst}`);
+    this.tokens = burst;
+    this.last = now;
+  }
+
+  /** Takes a token: 0 when granted, else how long until one is available, in ms (>= 1). */
+  take(now: number): number {
+    this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, now - this.last) * this.qps) / 1000);
+    this.last = now;
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil(((1 - this.tokens) * 1000) / this.qps));
+  }
+}
+
+/** Options of {@link FaultInjector}. */
+export interface FaultInjectorOptions {
+  /** Source of randomness in [0, 1) (tests make it deterministic). */
+  random?: () => number;
+  /** Clock in ms. */
+  now?: () => number;
+}
+
+/**
+ * Applies the knobs to one call, in this order: latency (an abortable
+ * sleep), failAll, the rate limit, the error rate. Throws the error the call
+ * should fail with, or resolves when the call may proceed.
+ */
+export class FaultInjector {
+  private readonly random: () => number;
+  private readonly now: () => number;
+  private bucket?: TokenBucket;
+
+  constructor(opts: FaultInjectorOptions = {}) {
+    this.random = opts.random ?? Math.random;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Runs before the body of the cloud call `method`. */
+  async before(knobs: Knobs, ctx: CallContext, method: string): Promise<void> {
+    throwIfAborted(ctx);
+    const latency = knobs.latencyMs + (knobs.latencyJitterMs > 0 ? this.random() * knobs.latencyJitterMs : 0);
+    if (latency > 0) await sleep(latency, ctx);
+    if (knobs.failAll) throw new UnavailableError(`local cloud is down (failAll knob): ${method}`);
+    const waitMs = this.takeToken(knobs);
+    if (waitMs > 0) throw new RateLimitedError(`local cloud rate limit of ${knobs.rateLimitQps} calls/s exceeded: ${method}`, waitMs);
+    if (knobs.errorRate > 0 && this.random() < knobs.errorRate) {
+      throw new UnavailableError(`injected failure (errorRate ${knobs.errorRate}): ${method}`);
+    }
+  }
+
+  private takeToken(knobs: Knobs): number {
+    if (!(knobs.rateLimitQps > 0)) {
+      this.bucket = undefined;
+      return 0;
+    }
+    const burst = knobs.rateLimitBurst >= 1 ? knobs.rateLimitBurst : Math.max(1, knobs.rateLimitQps);
+    if (!this.bucket || this.bucket.qps !== knobs.rateLimitQps || this.bucket.burst !== burst) {
+      this.bucket = new TokenBucket(knobs.rateLimitQps, burst, this.now());
+    }
+    return this.bucket.take(this.now());
+  }
+}
+
+/** The error for a call whose signal fired: DEADLINE_EXCEEDED past the deadline, else CANCELLED. */
+export function abortError(ctx: CallContext): ProviderError {
+  if (ctx.deadlineMs !== undefined && Date.now() >= ctx.deadlineMs) return new ProviderError(Code.DEADLINE_EXCEEDED, 'deadline exceeded');
+  return new ProviderError(Code.CANCELLED, 'call cancelled');
+}
+
+/** Throws {@link abortError} when the call's signal has fired. */
+export function throwIfAborted(ctx: CallContext): void {
+  if (ctx.signal.aborted) throw abortError(ctx);
+}
+
+/** Sleeps `ms`, or rejects with {@link abortError} as soon as the call is aborted. */
+export function sleep(ms: number, ctx: CallContext): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (ctx.signal.aborted) return reject(abortError(ctx));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(ctx));
+    };
+    const timer = setTimeout(() => {
+      ctx.signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,213 @@
+/**
+ * LoadBalancersService of the local cloud. A load balancer is a record: an
+ * ingress IP from the pool (default 127.0.10.0/24, loopback), its listeners
+ * (port → nodePort) and its backends (node name → address). No traffic is
+ * forwarded yet; the record holds everything a forwarder needs:
+ * `ingressIp:port/protocol` goes to `<backend address>:nodePort`.
+ *
+ * Annotation `local.ccm.dev/ip-mode: Proxy|VIP` selects the ingress ipMode
+ * (default VIP).
+ */
+import { AlreadyExistsError, InUseError, InvalidArgumentError, NotFoundError, QuotaExceededError, toStatus } from '../../sdk/errors.js';
+import type { LoadBalancersProvider } from '../../sdk/provider.js';
+import { NodeAddressType, type NodeRef, type RequestMeta } from '../../proto/gen/ccm/provider/v1/common.js';
+import {
+  ExternalTrafficPolicy,
+  IpMode,
+  Protocol,
+  SessionAffinity,
+  type LoadBalancerStatus,
+  type ServiceRef,
+} from '../../proto/gen/ccm/provider/v1/load_balancers.js';
+import { clusterOf, nowIso, required, type CloudContext } from './context.js';
+import { canonicalIp } from './ip.js';
+import { loadBalancerName } from './names.js';
+import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
+
+/** Service annotation selecting the ingress ipMode (VIP or Proxy). */
+export const IP_MODE_ANNOTATION = 'local.ccm.dev/ip-mode';
+
+const PROTOCOLS: Readonly<Partial<Record<Protocol, LbProtocol>>> = {
+  [Protocol.PROTOCOL_TCP]: 'TCP',
+  [Protocol.PROTOCOL_UDP]: 'UDP',
+  [Protocol.PROTOCOL_SCTP]: 'SCTP',
+};
+const PROTOCOL_TO_PROTO: Readonly<Record<LbProtocol, Protocol>> = {
+  TCP: Protocol.PROTOCOL_TCP,
+  UDP: Protocol.PROTOCOL_UDP,
+  SCTP: Protocol.PROTOCOL_SCTP,
+};
+
+function requireService(service: ServiceRef | undefined): ServiceRef {
+  const svc = required(service, 'service');
+  required(svc.uid, 'service.uid');
+  return svc;
+}
+
+function nameOf(c: CloudContext, meta: RequestMeta | undefined, svc: ServiceRef): string {
+  return loadBalancerName(clusterOf(c, meta), svc.uid);
+}
+
+function ipModeOf(svc: ServiceRef): 'VIP' | 'Proxy' {
+  const v = svc.annotations[IP_MODE_ANNOTATION];
+  if (v === undefined || v === '' || /^vip$/i.test(v)) return 'VIP';
+  if (/^proxy$/i.test(v)) return 'Proxy';
+  throw new InvalidArgumentError(`annotation ${IP_MODE_ANNOTATION} must be VIP or Proxy, got ${JSON.stringify(v)}`);
+}
+
+function portsOf(svc: ServiceRef): LbPortRecord[] {
+  if (svc.ports.length === 0) throw new InvalidArgumentError(`service ${svc.namespace}/${svc.name} has no ports`);
+  const seen = new Set<string>();
+  return svc.ports.map((p) => {
+    const protocol = PROTOCOLS[p.protocol];
+    if (!protocol) throw new InvalidArgumentError(`port ${p.port} of service ${svc.namespace}/${svc.name} has no valid protocol`);
+    if (!(p.port >= 1 && p.port <= 65535)) throw new InvalidArgumentError(`port ${p.port} is outside 1..65535`);
+    if (!(p.nodePort >= 0 && p.nodePort <= 65535)) throw new InvalidArgumentError(`nodePort ${p.nodePort} is outside 0..65535`);
+    const key = `${protocol}/${p.port}`;
+    if (seen.has(key)) throw new InvalidArgumentError(`port ${key} appears twice in service ${svc.namespace}/${svc.name}`);
+    seen.add(key);
+    return { name: p.name, protocol, port: p.port, nodePort: p.nodePort };
+  });
+}
+
+/** Backends of a node set: deduplicated, sorted by name, InternalIP preferred. */
+function backendsOf(state: LocalCloudState, nodes: readonly NodeRef[]): LbBackendRecord[] {
+  const byName = new Map<string, LbBackendRecord>();
+  const instances = new Map(state.instances.map((i) => [i.name, i]));
+  for (const node of nodes) {
+    if (!node.name) throw new InvalidArgumentError('a backend node has no name');
+    const fromNode = (type: NodeAddressType) => node.addresses.find((a) => a.type === type && a.address)?.address;
+    const inst = instances.get(node.name);
+    const fromInstance = (type: string) => inst?.addresses.find((a) => a.type === type)?.address;
+    const address =
+      fromNode(NodeAddressType.NODE_ADDRESS_TYPE_INTERNAL_IP) ??
+      fromNode(NodeAddressType.NODE_ADDRESS_TYPE_EXTERNAL_IP) ??
+      fromInstance('InternalIP') ??
+      fromInstance('ExternalIP') ??
+      '';
+    byName.set(node.name, { nodeName: node.name, address });
+  }
+  return [...byName.values()].sort((a, b) => (a.nodeName < b.nodeName ? -1 : a.nodeName > b.nodeName ? 1 : 0));
+}
+
+/** Service status of a load balancer record. */
+export function statusOf(lb: LoadBalancerRecord): LoadBalancerStatus {
+  return {
+    ingress: [{ ip: lb.ingressIp, hostname: '', ipMode: lb.ipMode === 'Proxy' ? IpMode.IP_MODE_PROXY : IpMode.IP_MODE_VIP, ports: [] }],
+  };
+}
+
+/** Protocol enum of a stored protocol. */
+export function protocolToProto(p: LbProtocol): Protocol {
+  return PROTOCOL_TO_PROTO[p];
+}
+
+/** The LoadBalancersService implementation. */
+export function createLoadBalancersService(c: CloudContext): LoadBalancersProvider {
+  /** Replaces the backends of an existing load balancer inside an update; NotFoundError when absent. */
+  function setBackends(draft: LocalCloudState, name: string, svc: ServiceRef, nodes: readonly NodeRef[]): void {
+    const lb = draft.loadBalancers.find((l) => l.name === name);
+    if (!lb) throw new NotFoundError(`load balancer ${name} for service ${svc.namespace}/${svc.name} does not exist`);
+    lb.backends = backendsOf(draft, nodes);
+  }
+
+  return {
+    async getLoadBalancer(req) {
+      const svc = requireService(req.service);
+      const lb = c.store.view().loadBalancer(nameOf(c, req.meta, svc));
+      return lb ? { exists: true, status: statusOf(lb) } : { exists: false };
+    },
+
+    async getLoadBalancerName(req) {
+      return { name: nameOf(c, req.meta, requireService(req.service)) };
+    },
+
+    async ensureLoadBalancer(req) {
+      const svc = requireService(req.service);
+      const name = nameOf(c, req.meta, svc);
+      const clusterName = clusterOf(c, req.meta);
+      const ports = portsOf(svc);
+      const ipMode = ipModeOf(svc);
+      const pool = c.settings.lbPool;
+      let wanted: string | undefined;
+      if (svc.loadBalancerIp) {
+        wanted = canonicalIp(svc.loadBalancerIp);
+        if (!wanted) throw new InvalidArgumentError(`loadBalancerIP ${JSON.stringify(svc.loadBalancerIp)} is not an IP address`);
+        if (!pool.has(wanted)) throw new InvalidArgumentError(`loadBalancerIP ${wanted} is not in the load balancer pool ${pool.cidr.text}`);
+      }
+      const record = await c.store.update((draft) => {
+        const existing = draft.loadBalancers.find((l) => l.name === name);
+        if (existing && existing.serviceUid !== svc.uid) throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
+        const others = draft.loadBalancers.filter((l) => l !== existing);
+        const used = new Set(others.map((l) => l.ingressIp));
+        let ip: string;
+        if (wanted) {
+          const holder = others.find((l) => l.ingressIp === wanted);
+          if (holder) throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
+          ip = wanted;
+        } else if (existing) {
+          ip = existing.ingressIp;
+        } else {
+          const free = pool.allocate(used);
+          if (!free) throw new QuotaExceededError(`load balancer pool ${pool.cidr.text} has no free address`);
+          ip = free;
+        }
+        const lb: LoadBalancerRecord = {
+          name,
+          clusterName,
+          serviceUid: svc.uid,
+          serviceNamespace: svc.namespace,
+          serviceName: svc.name,
+          ingressIp: ip,
+          ipMode,
+          ports,
+          backends: backendsOf(draft, req.nodes),
+          sourceRanges: [...svc.loadBalancerSourceRanges],
+          externalTrafficPolicy: svc.externalTrafficPolicy === ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL ? 'Local' : 'Cluster',
+          healthCheckNodePort: svc.healthCheckNodePort,
+          sessionAffinity: svc.sessionAffinity === SessionAffinity.SESSION_AFFINITY_CLIENT_IP ? 'ClientIP' : 'None',
+          createdAt: existing?.createdAt ?? nowIso(),
+        };
+        if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
+        else draft.loadBalancers.push(lb);
+        if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
+        return lb;
+      });
+      return { status: statusOf(record) };
+    },
+
+    async updateLoadBalancer(req) {
+      const svc = requireService(req.service);
+      const name = nameOf(c, req.meta, svc);
+      await c.store.update((draft) => setBackends(draft, name, svc, req.nodes));
+      return {};
+    },
+
+    async ensureLoadBalancerDeleted(req) {
+      const svc = requireService(req.service);
+      const name = nameOf(c, req.meta, svc);
+      if (!c.store.view().loadBalancer(name)) return {};
+      await c.store.update((draft) => {
+        const before = draft.loadBalancers.length;
+        draft.loadBalancers = draft.loadBalancers.filter((l) => l.name !== name);
+        if (draft.loadBalancers.length !== before) c.log.info({ lb: name }, 'load balancer deleted');
+      });
+      return {};
+    },
+
+    async updateLoadBalancerHosts(req) {
+      const results = await c.store.update((draft) =>
+        req.services.map((service) => {
+          try {
+            const svc = requireService(service);
+            setBackends(draft, nameOf(c, req.meta, svc), svc, req.nodes);
+            return { serviceUid: service.uid };
+          } catch (err) {
+            return { serviceUid: service.uid, error: toStatus(err) };
+          }
+        }),
+      );
+      return { results };
+    },
+  };
+}

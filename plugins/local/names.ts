@@ -1,0 +1,106 @@
+/**
+ * Identifiers of the local cloud: instance and volume ids, providerIDs, and
+ * the deterministic cloud names of load balancers and routes.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+/** The providerName of the local cloud (providerIDs are `local://<id>`). */
+export const PROVIDER_NAME = 'local';
+/** Prefix of every providerID of this cloud. */
+export const PROVIDER_ID_PREFIX = `${PROVIDER_NAME}://`;
+/** Cluster name used when the host sends none (upstream default). */
+export const DEFAULT_CLUSTER_NAME = 'kubernetes';
+/** Longest cloud name of a load balancer or route (a DNS label). */
+export const MAX_CLOUD_NAME_LENGTH = 63;
+
+const INSTANCE_ID_RE = /^i-[0-9a-f]{8}$/;
+const VOLUME_ID_RE = /^vol-[0-9a-f]{8}$/;
+
+/** A fresh instance id (`i-` + 8 hex) not in `taken`. */
+export function newInstanceId(taken: (id: string) => boolean): string {
+  return freshId('i-', taken);
+}
+
+/** A fresh volume id (`vol-` + 8 hex) not in `taken`. */
+export function newVolumeId(taken: (id: string) => boolean): string {
+  return freshId('vol-', taken);
+}
+
+function freshId(prefix: string, taken: (id: string) => boolean): string {
+  for (;;) {
+    const id = prefix + randomBytes(4).toString('hex');
+    if (!taken(id)) return id;
+  }
+}
+
+/** Whether `id` looks like an instance id. */
+export function isInstanceId(id: string): boolean {
+  return INSTANCE_ID_RE.test(id);
+}
+
+/** Whether `id` looks like a volume id. */
+export function isVolumeId(id: string): boolean {
+  return VOLUME_ID_RE.test(id);
+}
+
+/** `local://<id>`. */
+export function providerIdOf(instanceId: string): string {
+  return PROVIDER_ID_PREFIX + instanceId;
+}
+
+/**
+ * The instance id inside a providerID, or undefined when it is not a
+ * `local://` providerID. `local:///i-…` (empty host) is accepted too.
+ */
+export function parseProviderId(providerId: string): string | undefined {
+  if (!providerId.startsWith(PROVIDER_ID_PREFIX)) return undefined;
+  const id = providerId.slice(PROVIDER_ID_PREFIX.length).replace(/^\/+/, '');
+  return id.length > 0 && !id.includes('/') ? id : undefined;
+}
+
+/** Lowercase, [a-z0-9-] only, no leading/trailing or doubled dashes. */
+export function slug(s: string): string {
+  return s
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^-|-$/g, '');
+}
+
+/** First `n` hex digits of SHA-256 of `s`. */
+export function shortHash(s: string, n = 8): string {
+  return createHash('sha256').update(s).digest('hex').slice(0, n);
+}
+
+/** `slug(s)` cut to `max` chars; when cut, the tail is replaced by a hash of `s` so distinct inputs stay distinct. */
+function boundedSlug(s: string, max: number): string {
+  const sl = slug(s);
+  if (sl.length <= max) return sl;
+  return `${sl.slice(0, max - 7).replace(/-$/, '')}-${shortHash(s, 6)}`;
+}
+
+/**
+ * Cloud name of a Service's load balancer: `lb-<cluster>-<uid without
+ * dashes>`, deterministic and at most 63 characters.
+ */
+export function loadBalancerName(clusterName: string, serviceUid: string): string {
+  const cluster = clusterName || DEFAULT_CLUSTER_NAME;
+  let uid = serviceUid.toLowerCase().replace(/[^a-z0-9]/g, '');
+  if (uid.length === 0 || uid.length > 32) uid = shortHash(serviceUid, 32);
+  const room = MAX_CLOUD_NAME_LENGTH - 'lb-'.length - 1 - uid.length;
+  const c = boundedSlug(cluster, room) || shortHash(cluster, 6);
+  return `lb-${c}-${uid}`;
+}
+
+/**
+ * Cloud name of a route: `<cluster>-<hint or node>-<hash of CIDR>`, at most
+ * 63 characters. The CIDR hash keeps the two routes of a dual-stack node
+ * (same name hint) apart.
+ */
+export function routeName(clusterName: string, hint: string, destinationCidr: string): string {
+  const cluster = boundedSlug(clusterName || DEFAULT_CLUSTER_NAME, 20) || 'cluster';
+  const tail = shortHash(destinationCidr, 8);
+  const room = MAX_CLOUD_NAME_LENGTH - cluster.length - tail.length - 2;
+  const middle = boundedSlug(hint, room) || 'route';
+  return `${cluster}-${middle}-${tail}`;
+}
