@@ -29,6 +29,26 @@ export const ENV_ENDPOINT = 'CCM_PLUGIN_ENDPOINT';
 export const ENV_INSTANCE_ID = 'CCM_PLUGIN_INSTANCE_ID';
 /** Environment variable with the log level the host wants (trace..error). */
 export const ENV_LOG_LEVEL = 'CCM_PLUGIN_LOG_LEVEL';
+/**
+ * Sidecar mode: environment variable with the endpoint a provider started by
+ * something other than the host (e.g. a container next to it) listens on.
+ * Only read when the magic cookie is absent. Same as `--endpoint=<endpoint>`.
+ */
+export const ENV_SIDECAR_ENDPOINT = 'CCM_PROVIDER_ENDPOINT';
+
+/**
+ * Largest gRPC message either side sends or accepts (16 MiB). The host and
+ * the SDK both set it explicitly so neither relies on grpc-js defaults (4 MiB
+ * receive), which would differ between the two ends.
+ */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** grpc-js channel/server options that apply MAX_MESSAGE_BYTES. */
+export const GRPC_MESSAGE_SIZE_OPTIONS = {
+  'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+  'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+} as const;
+/** Longest unix socket path the kernel accepts (sun_path is 108 bytes with the NUL). */
+export const MAX_UNIX_SOCKET_PATH_BYTES = 107;
 
 /** First field of the handshake line. */
 export const HANDSHAKE_PREFIX = 'CCMPLUGIN';
@@ -129,8 +149,12 @@ export function negotiateVersion(host: readonly number[], plugin: readonly numbe
   return common.length ? Math.max(...common) : undefined;
 }
 
-/** `unix:///abs/path.sock` or `unix:/abs/path` → `/abs/path.sock`; undefined if not a unix endpoint. */
+/**
+ * `unix:///abs/path.sock` or `unix:/abs/path` → `/abs/path.sock`; undefined if
+ * not a unix endpoint with an absolute path (`unix://relative` names no
+ * absolute path and is rejected rather than read as `//relative`).
+ */
 export function unixSocketPath(endpoint: string): string | undefined {
-  const m = /^unix:(?:\/\/)?(\/.+)$/.exec(endpoint);
+  const m = /^unix:(?:\/\/)?(\/[^/].*)$/.exec(endpoint);
   return m?.[1];
 }

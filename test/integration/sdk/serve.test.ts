@@ -134,7 +134,9 @@ test('Configure and Probe reach the provider', async (t) => {
 
 test('the call deadline aborts the provider\'s signal', async (t) => {
   const { p, c } = await started(t);
-  const err = await failure(unary(c.routes.listRoutes.bind(c.routes), { pageSize: 0, pageToken: '' }, { timeoutMs: 300 }));
+  // Connect first, and leave room: a call that reaches the provider after its deadline never runs.
+  await unary(c.identity.getPluginInfo.bind(c.identity), {});
+  const err = await failure(unary(c.routes.listRoutes.bind(c.routes), { pageSize: 0, pageToken: '' }, { timeoutMs: 2_000 }));
   t.is(err.code, Code.DEADLINE_EXCEEDED);
   const sleeping = await p.logLine('sleeping');
   t.is(typeof sleeping.deadlineMs, 'number');

@@ -1,0 +1,83 @@
+/**
+ * The services every provider serves without writing them: IdentityService
+ * (from `provider.info`, the negotiated version and the provider's shape) and
+ * LifecycleService (Configure → provider.configure; Shutdown → cancel
+ * in-flight calls, then whatever the serving mode does on shutdown).
+ */
+import type { handleUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { IdentityServiceService, type GetPluginCapabilitiesResponse } from '../proto/gen/ccm/provider/v1/identity.js';
+import { LifecycleServiceService, type ShutdownRequest, type ShutdownResponse } from '../proto/gen/ccm/provider/v1/lifecycle.js';
+import { deriveCapabilities } from './capabilities.js';
+import { unaryHandler, type DispatchDeps } from './dispatch.js';
+import { Code, ProviderError } from './errors.js';
+import { PROTOCOL_MINOR } from './protocol.js';
+import type { CloudProvider } from './provider.js';
+import { fullMethodName } from './services.js';
+
+/** Grace period used when a Shutdown request carries none. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
+/** Longest grace period honoured; the host escalates to signals anyway. */
+export const MAX_SHUTDOWN_GRACE_MS = 120_000;
+
+/** Identity facts fixed at start. */
+export interface IdentityFacts {
+  protocolVersion: number;
+  /** CCM_PLUGIN_INSTANCE_ID, or "" outside exec mode. */
+  instanceId: string;
+}
+
+/** IdentityService handlers. Capabilities are derived once, here. */
+export function identityService(provider: CloudProvider, facts: IdentityFacts, deps: DispatchDeps): UntypedServiceImplementation {
+  const capabilities: GetPluginCapabilitiesResponse = deriveCapabilities(provider);
+  const def = IdentityServiceService;
+  return {
+    getPluginInfo: unaryHandler(def.getPluginInfo, fullMethodName(def.getPluginInfo.path), async () => ({
+      name: provider.info.name,
+      vendorVersion: provider.info.vendorVersion,
+      protocolVersion: facts.protocolVersion,
+      protocolMinor: PROTOCOL_MINOR,
+      instanceId: facts.instanceId,
+      manifest: provider.info.manifest ?? {},
+    }), deps),
+    getPluginCapabilities: unaryHandler(def.getPluginCapabilities, fullMethodName(def.getPluginCapabilities.path), async () => capabilities, deps),
+    probe: unaryHandler(def.probe, fullMethodName(def.probe.path), async (_req, ctx) => ({
+      ready: provider.probe ? (await provider.probe.call(provider, ctx)) === true : true,
+    }), deps),
+  };
+}
+
+/** Grace period of a Shutdown request in ms, defaulted and clamped. */
+export function shutdownGraceMs(req: ShutdownRequest): number {
+  const d = req.gracePeriod;
+  if (!d) return DEFAULT_SHUTDOWN_GRACE_MS;
+  const ms = d.seconds * 1000 + Math.round(d.nanos / 1e6);
+  return Math.min(MAX_SHUTDOWN_GRACE_MS, Math.max(0, ms));
+}
+
+/** Error in-flight calls are aborted with when Shutdown begins. */
+export function shuttingDownError(): ProviderError {
+  return new ProviderError(Code.UNAVAILABLE, 'provider is shutting down');
+}
+
+/**
+ * LifecycleService handlers. Shutdown aborts every in-flight call's signal,
+ * answers, and then (on the next turn, after the answer was handed to the
+ * transport) calls `onShutdown(graceMs)`, if given. Shutdown itself is never
+ * refused or aborted, so it stays idempotent.
+ */
+export function lifecycleService(provider: CloudProvider, deps: DispatchDeps, onShutdown?: (graceMs: number) => void): UntypedServiceImplementation {
+  const def = LifecycleServiceService;
+  return {
+    configure: unaryHandler(def.configure, fullMethodName(def.configure.path), async (req, ctx) => {
+      if (!provider.configure) return { warnings: [] };
+      return provider.configure.call(provider, req as Parameters<NonNullable<CloudProvider['configure']>>[0], ctx);
+    }, deps),
+    shutdown: ((call, callback) => {
+      const graceMs = shutdownGraceMs(call.request);
+      deps.log.info({ graceMs, inFlight: deps.inFlight.size }, 'shutdown requested');
+      deps.inFlight.abortAll(shuttingDownError());
+      callback(null, {});
+      if (onShutdown) setImmediate(() => onShutdown(graceMs));
+    }) satisfies handleUnaryCall<ShutdownRequest, ShutdownResponse>,
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * GetPluginCapabilities derived from the provider object, so the answer can
+ * never disagree with what is implemented. Computed once at start: the
+ * protocol requires the answer to stay fixed for the life of the process.
+ */
+import { Capability, type GetPluginCapabilitiesResponse } from '../proto/gen/ccm/provider/v1/identity.js';
+import type { CloudProvider } from './provider.js';
+import { hasMethod, PROVIDER_SERVICES, providerService } from './services.js';
+
+/** InstancesService RPCs that belong to the legacy (Instances v1) surface. */
+export const LEGACY_INSTANCES_METHODS: readonly string[] = [
+  'nodeAddresses',
+  'nodeAddressesByProviderId',
+  'instanceId',
+  'instanceType',
+  'instanceTypeByProviderId',
+  'addSshKeyToAllInstances',
+  'currentNodeName',
+];
+
+/**
+ * Services: one per present service object. Capabilities:
+ * - INSTANCES_BATCH: instances has getInstancesStatus AND getInstancesMetadata;
+ * - INSTANCES_LEGACY: instances has any legacy method;
+ * - LOAD_BALANCER_BATCH_HOSTS: loadBalancers has updateLoadBalancerHosts;
+ * - LOAD_BALANCER_IP_MODE_PROXY: info.loadBalancerIpModeProxy and loadBalancers present;
+ * - ROUTES_RECONCILE: routes has reconcileRoutes;
+ * - VOLUMES_LIST_PUBLISHED_NODES: volumes has listVolumes;
+ * - VOLUMES_EXPAND_ONLINE: info.volumesExpandOnline and volumes present.
+ * Info flags are ignored when their service is absent (a feature of a service
+ * the provider does not serve means nothing). Capabilities are sorted.
+ */
+export function deriveCapabilities(provider: CloudProvider): GetPluginCapabilitiesResponse {
+  const services = PROVIDER_SERVICES.filter((s) => providerService(provider, s.key) !== undefined).map((s) => s.service);
+  const instances = providerService(provider, 'instances');
+  const loadBalancers = providerService(provider, 'loadBalancers');
+  const routes = providerService(provider, 'routes');
+  const volumes = providerService(provider, 'volumes');
+  const caps = new Set<Capability>();
+  if (hasMethod(instances, 'getInstancesStatus') && hasMethod(instances, 'getInstancesMetadata')) caps.add(Capability.CAPABILITY_INSTANCES_BATCH);
+  if (LEGACY_INSTANCES_METHODS.some((m) => hasMethod(instances, m))) caps.add(Capability.CAPABILITY_INSTANCES_LEGACY);
+  if (hasMethod(loadBalancers, 'updateLoadBalancerHosts')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS);
+  if (loadBalancers && provider.info.loadBalancerIpModeProxy) caps.add(Capability.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY);
+  if (hasMethod(routes, 'reconcileRoutes')) caps.add(Capability.CAPABILITY_ROUTES_RECONCILE);
+  if (hasMethod(volumes, 'listVolumes')) caps.add(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES);
+  if (volumes && provider.info.volumesExpandOnline) caps.add(Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE);
+  return {
+    services,
+    capabilities: [...caps].sort((a, b) => a - b),
+    providerName: provider.info.providerName,
+    hasClusterId: provider.info.hasClusterId ?? false,
+  };
+}

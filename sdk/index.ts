@@ -1,0 +1,49 @@
+/**
+ * The provider SDK's public surface. A provider executable is:
+ *
+ *   import { serve, InstanceNotFoundError, type CloudProvider } from '<sdk>/index.js';
+ *   const provider: CloudProvider = { info: {...}, instances: { async instanceExists(req, ctx) {...} } };
+ *   await serve(provider);
+ *
+ * Test helpers (startInProcess, typed clients) live in ./testing.js, so
+ * production code does not load them.
+ */
+export { serve, type ServeHandle, type ServeOptions } from './serve.js';
+export type {
+  AsyncService,
+  CallContext,
+  CloudProvider,
+  ClustersProvider,
+  InstancesProvider,
+  LoadBalancersProvider,
+  ProviderInfo,
+  RoutesProvider,
+  VolumesProvider,
+  ZonesProvider,
+} from './provider.js';
+export {
+  AlreadyExistsError,
+  Code,
+  ImplementedElsewhereError,
+  InstanceNotFoundError,
+  InUseError,
+  InvalidArgumentError,
+  NotFoundError,
+  NotImplementedError,
+  ProviderError,
+  QuotaExceededError,
+  RateLimitedError,
+  RetryError,
+  UnavailableError,
+  toStatus,
+  type ProviderErrorOptions,
+} from './errors.js';
+export { createProviderLogger, type Logger, type ProviderLoggerOptions } from './log.js';
+export {
+  ENV_SIDECAR_ENDPOINT,
+  ErrorReason,
+  HEALTH_SERVICE_NAME,
+  MAX_MESSAGE_BYTES,
+  PROTOCOL_MINOR,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from './protocol.js';
