@@ -76,7 +76,7 @@ export function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 function bind(server: Server, socketPath: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`binding ${socketPath} took longer than ${BIND_TIMEOUT_MS} ms`)), BIND_TIMEOUT_MS);
-    // grpc-js reports port 0 for unix sockets; only the error matters.
+    // grpc-js reports a meaningless port (1) for unix sockets; only the error matters.
     server.bindAsync(`unix://${socketPath}`, ServerCredentials.createInsecure(), (err) => {
       clearTimeout(timer);
       if (err) reject(err);
