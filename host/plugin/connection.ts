@@ -15,7 +15,7 @@ import { RoutesServiceClient } from '../../proto/gen/ccm/provider/v1/routes.js';
 import { VolumesServiceClient } from '../../proto/gen/ccm/provider/v1/volumes.js';
 import { ClustersServiceClient, ZonesServiceClient } from '../../proto/gen/ccm/provider/v1/zones.js';
 import { fromServiceError, type DecodedStatus } from '../../sdk/errors.js';
-import { ErrorReason, HEALTH_SERVICE_NAME } from '../../sdk/protocol.js';
+import { ErrorReason, HEALTH_SERVICE_NAME, MAX_MESSAGE_BYTES } from '../../sdk/protocol.js';
 import {
   CloudCallError,
   ImplementedElsewhereError,
@@ -25,8 +25,6 @@ import {
   RetryAfterError,
 } from '../errors.js';
 
-/** Largest message either side sends; larger answers fail with RESOURCE_EXHAUSTED. */
-export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 const HealthClient = makeGenericClientConstructor(healthService as never, 'Health') as unknown as new (
   address: string,

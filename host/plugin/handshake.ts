@@ -8,6 +8,9 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { parseHandshake, SUPPORTED_PROTOCOL_VERSIONS, type Handshake } from '../../sdk/protocol.js';
 
+/** How long to wait for the exit status after stdout closes, to report it. */
+const CLOSE_EXIT_GRACE_MS = 1000;
+
 /** The plugin could not be started; the message says why and what to do. */
 export class PluginStartError extends Error {
   override name = 'PluginStartError';
@@ -52,7 +55,13 @@ export function readHandshake(stdout: Readable, opts: ReadHandshakeOptions): Pro
       else if (parsed.kind === 'invalid') finish(new PluginStartError(`invalid plugin handshake: ${parsed.reason}`));
       else finish(undefined, parsed.handshake);
     });
-    rl.once('close', () => finish(new PluginStartError('plugin closed stdout before printing its handshake')));
+    // stdout usually closes because the process exited: say how, if that is known soon.
+    rl.once('close', () => {
+      const grace = new Promise<undefined>((r) => setTimeout(() => r(undefined), CLOSE_EXIT_GRACE_MS).unref());
+      void Promise.race([opts.exited, grace]).then((how) =>
+        finish(new PluginStartError(how ? `plugin exited before its handshake (${how})` : 'plugin closed stdout before printing its handshake')),
+      );
+    });
     opts.exited.then((how) => finish(new PluginStartError(`plugin exited before its handshake (${how})`)));
   });
 }

@@ -1,0 +1,142 @@
+/**
+ * The plugin runtime with real child processes over real gRPC: start-up
+ * failures, crash and restart, graceful stop, and sidecar mode.
+ */
+import test from 'ava';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { CloudCallError, PluginUnavailableError } from '../../host/errors.js';
+import { silentLogger } from '../../host/log.js';
+import { GrpcCloud } from '../../host/plugin/grpc-cloud.js';
+import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
+import { LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
+import { waitFor } from '../helpers/wait.js';
+
+const MISBEHAVING = fileURLToPath(new URL('../fixtures/plugins/misbehaving.js', import.meta.url));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true; // a zombie would still answer here: only a reaped process is ESRCH
+  } catch {
+    return false;
+  }
+}
+
+function supervisor(mode: PluginMode, extra: Partial<ConstructorParameters<typeof PluginSupervisor>[0]> = {}): PluginSupervisor {
+  return new PluginSupervisor({
+    name: 'test',
+    mode,
+    startTimeoutMs: 10_000,
+    shutdownGraceMs: 2_000,
+    configure: { cloudConfig: Buffer.alloc(0), clusterName: 'runtime-test', hostVersion: 'test' },
+    log: silentLogger(),
+    restart: { initialMs: 200, maxMs: 2_000 },
+    probeIntervalMs: 300,
+    ...extra,
+  });
+}
+
+const node = (name: string) => ({ name, addresses: [], labels: {} });
+
+const startFailures = [
+  { description: 'a handshake for a protocol the host does not speak', mode: 'wrong-version', want: /plugin speaks protocol 9, host speaks 1: upgrade the host/ },
+  { description: 'no handshake within the start timeout (SIGTERM ignored)', mode: 'silent', want: /no handshake within 1500 ms/ },
+  { description: 'an exit before the handshake', mode: 'crash', want: /exited before its handshake \(exit code 3\)/ },
+];
+
+for (const c of startFailures) {
+  test(`start fails clearly and leaves no process behind: ${c.description}`, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+    const pidFile = join(dir, 'pid');
+    const sup = supervisor(
+      { kind: 'exec', path: MISBEHAVING, env: [`FIXTURE_MODE=${c.mode}`, `FIXTURE_PID_FILE=${pidFile}`] },
+      { startTimeoutMs: 1500 },
+    );
+    const err = await t.throwsAsync(sup.start());
+    t.regex(err!.message, c.want);
+    const pid = Number(await readFile(pidFile, 'utf8'));
+    t.false(alive(pid), `plugin pid ${pid} is gone and reaped`);
+  });
+}
+
+test('kill -9 mid-call: in-flight calls fail at once, the plugin restarts with backoff, calls succeed again', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+  const state = join(dir, 'cloud');
+  await localcloud(state, 'instance', 'add', 'n1', '--address', '127.0.3.1');
+  const sup = supervisor({ kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`] });
+  t.teardown(() => sup.stop());
+  await sup.start();
+  const cloud = new GrpcCloud(sup, { readMs: 60_000, mutateMs: 60_000 });
+  const instances = cloud.instances()!;
+  t.is((await instances.instanceMetadata(node('n1'))).providerId.startsWith('local://'), true);
+
+  await localcloud(state, 'knobs', 'set', 'latencyMs=30000');
+  const firstPid = sup.pid!;
+  const inflight = [instances.instanceMetadata(node('n1')), instances.instanceExists(node('n1'))];
+  await new Promise((r) => setTimeout(r, 300));
+  const killedAt = Date.now();
+  process.kill(firstPid, 'SIGKILL');
+  for (const r of await Promise.allSettled(inflight)) {
+    t.is(r.status, 'rejected');
+    const err = (r as PromiseRejectedResult).reason as Error;
+    // Either the host saw the exit first (PluginUnavailableError) or gRPC saw the socket drop first (UNAVAILABLE).
+    const transient = err instanceof PluginUnavailableError || (err instanceof CloudCallError && err.code === 'UNAVAILABLE');
+    t.true(transient, `rejected as transient, got ${err.name}: ${err.message}`);
+  }
+  // Rejected because the process died, not because the 60 s deadline passed.
+  t.true(Date.now() - killedAt < 30_000);
+  await localcloud(state, 'knobs', 'unset', 'latencyMs');
+  await waitFor(() => sup.state === 'ready' && sup.pid !== firstPid, { what: 'plugin restarted', timeoutMs: 30_000 });
+  t.is(sup.restartCount, 1);
+  t.false(alive(firstPid));
+  const m = await instances.instanceMetadata(node('n1'));
+  t.is(m.nodeAddresses.find((a) => a.type === 'InternalIP')?.address, '127.0.3.1');
+});
+
+test('graceful stop: Shutdown, the process exits and its socket directory is removed', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+  const sup = supervisor({ kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`] });
+  const identity = await sup.start();
+  t.is(identity.capabilities.providerName, 'local');
+  const pid = sup.pid!;
+  const socketDir = join(sup.connection().target.replace(/^unix:\/\//, ''), '..');
+  t.true(existsSync(socketDir));
+  await sup.stop();
+  t.is(sup.state, 'stopped');
+  t.false(alive(pid));
+  t.false(existsSync(socketDir));
+  t.throws(() => sup.connection(), { instanceOf: PluginUnavailableError });
+});
+
+test('sidecar mode: dials a separately started provider, redials after it restarts, never signals it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+  const state = join(dir, 'cloud');
+  const socket = join(dir, 'sidecar.sock');
+  await localcloud(state, 'instance', 'add', 'side-1', '--address', '127.0.3.9');
+  const startSidecar = () =>
+    execa(process.execPath, [LOCAL_PLUGIN, `--endpoint=unix://${socket}`], { env: { LOCALCLOUD_STATE_DIR: state }, reject: false, stdin: 'ignore' });
+  let sidecar = startSidecar();
+  t.teardown(() => {
+    sidecar.kill('SIGKILL');
+  });
+  const sup = supervisor({ kind: 'socket', endpoint: `unix://${socket}` });
+  await sup.start();
+  const instances = new GrpcCloud(sup, { readMs: 5_000, mutateMs: 5_000 }).instances()!;
+  t.true(await instances.instanceExists(node('side-1')));
+
+  sidecar.kill('SIGKILL');
+  await sidecar;
+  await waitFor(() => sup.state !== 'ready', { what: 'sidecar loss noticed', timeoutMs: 30_000 });
+  await t.throwsAsync(instances.instanceExists(node('side-1')), { instanceOf: PluginUnavailableError });
+  sidecar = startSidecar();
+  await waitFor(() => sup.state === 'ready', { what: 'redialed the restarted sidecar', timeoutMs: 30_000 });
+  t.true(await instances.instanceExists(node('side-1')));
+
+  await sup.stop();
+  t.true(alive(sidecar.pid!), 'the host never stops a sidecar');
+});
