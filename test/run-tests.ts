@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { ensureBinaries } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
 
@@ -30,7 +31,8 @@ async function main(): Promise<number> {
   };
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
-  const avaCli = createRequire(import.meta.url).resolve('ava/entrypoints/cli.mjs');
+  // The CLI is not an exported subpath: find it next to the package's main entry.
+  const avaCli = join(dirname(createRequire(import.meta.url).resolve('ava')), 'cli.mjs');
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, [avaCli, ...process.argv.slice(2)], {
       stdio: ['ignore', 'pipe', 'pipe'],
