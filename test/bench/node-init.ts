@@ -1,0 +1,121 @@
+/**
+ * Node initialization against a real control plane: N tainted nodes whose
+ * instances exist in the local cloud (latency knob per call), the host as a
+ * separate process with the given --concurrent-node-syncs. Measures seconds
+ * from the first node creation until every node has lost its taint, and the
+ * host's peak RSS.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { execa } from 'execa';
+import type { ControlPlane } from '../controlplane/controlplane.js';
+import { freePorts } from '../controlplane/probe.js';
+import { localcloud } from '../helpers/localcloud.js';
+import { waitFor } from '../helpers/wait.js';
+
+const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+const CREATE_CONCURRENCY = 32;
+
+export interface NodeInitSettings {
+  nodes: number;
+  workers: number;
+  latencyMs: number;
+  qps: number;
+  burst: number;
+}
+
+export interface NodeInitFigures extends NodeInitSettings {
+  seconds: number;
+  createSeconds: number;
+  hostPeakRssMb: number;
+  pluginCalls: number;
+}
+
+async function peakRssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, runId: string, log: (s: string) => void): Promise<NodeInitFigures> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-bench-init-'));
+  const state = join(dir, 'cloud');
+  const names = Array.from({ length: s.nodes }, (_, i) => `bench-${runId}-${i}`);
+  await localcloud(state, 'instance', 'add', ...names);
+  await localcloud(state, 'knobs', 'set', `latencyMs=${s.latencyMs}`);
+
+  const [port] = await freePorts(1);
+  const hostLog = createWriteStream(join(dir, 'host.log'));
+  const host = execa(
+    process.execPath,
+    [
+      HOST_MAIN,
+      '--cloud-provider=local',
+      `--kubeconfig=${cp.kubeconfigPath}`,
+      '--cluster-name=bench',
+      '--controllers=cloud-node',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+      `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+      `--kube-api-qps=${s.qps}`,
+      `--kube-api-burst=${s.burst}`,
+      `--concurrent-node-syncs=${s.workers}`,
+    ],
+    { reject: false, stdin: 'ignore', all: true, buffer: false },
+  );
+  host.all!.pipe(hostLog);
+  let started = false;
+  host.all!.on('data', (d: Buffer) => {
+    if (d.toString().includes('cloud-controller-manager started')) started = true;
+  });
+  await waitFor(() => started, { what: 'host started', timeoutMs: 60_000 });
+
+  const core = cp.kubeConfig().makeApiClient(CoreV1Api);
+  log(`node-init: creating ${s.nodes} tainted nodes (workers=${s.workers})`);
+  const t0 = Date.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CREATE_CONCURRENCY }, async () => {
+      while (next < names.length) {
+        const name = names[next++]!;
+        await core.createNode({
+          body: {
+            metadata: { name, labels: { 'bench-run': runId } },
+            spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+            status: { addresses: [{ type: 'Hostname', address: name }] },
+          },
+        });
+      }
+    }),
+  );
+  const createSeconds = (Date.now() - t0) / 1000;
+  await waitFor(
+    async () => {
+      const list = await core.listNode({ labelSelector: `bench-run=${runId}` });
+      const done = list.items.filter((n: V1Node) => !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED)).length;
+      return done === s.nodes;
+    },
+    { what: `${s.nodes} nodes initialized`, timeoutMs: 15 * 60_000, intervalMs: 250 },
+  );
+  const seconds = (Date.now() - t0) / 1000;
+  const hostPeakRssMb = await peakRssMb(host.pid!);
+  const pluginCalls = await metadataCalls(port);
+  host.kill('SIGTERM');
+  await host;
+  log(`node-init: workers=${s.workers} done in ${seconds.toFixed(1)} s`);
+  await core.deleteCollectionNode({ labelSelector: `bench-run=${runId}` });
+  return { ...s, seconds, createSeconds, hostPeakRssMb, pluginCalls };
+}
+
+/** Metadata calls the host made to the plugin (single and batch), from its /metrics. */
+async function metadataCalls(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^ccm_plugin_rpc_duration_seconds_count\{[^}]*method="(?:GetInstancesMetadata|InstanceMetadata)"[^}]*\} (\d+)/gm)) n += Number(m[1]);
+  return n;
+}

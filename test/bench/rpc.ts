@@ -1,0 +1,98 @@
+/**
+ * Host → plugin RPC overhead: the local cloud plugin runs as a separate
+ * process (compiled JS) behind the real supervisor and connection; the host
+ * side calls it over the Unix socket. A plain grpc-js client/server pair on
+ * the same machine is measured as the baseline.
+ */
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { credentials, Metadata } from '@grpc/grpc-js';
+import { execa } from 'execa';
+import { IdentityServiceClient } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { silentLogger } from '../../host/log.js';
+import { GrpcCloud } from '../../host/plugin/grpc-cloud.js';
+import { PluginSupervisor } from '../../host/plugin/supervisor.js';
+import { LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
+import { load, percentile, type LoadResult } from './stats.js';
+
+const PLAIN_SERVER = fileURLToPath(new URL('./plain-server.js', import.meta.url));
+const BATCH_NODES = 500;
+
+export interface RpcFigures {
+  plainC1: LoadResult;
+  plainC64: LoadResult;
+  hostProbeC1: LoadResult;
+  hostProbeC64: LoadResult;
+  hostMetadataC1: LoadResult;
+  hostMetadataC64: LoadResult;
+  batch500: { iterations: number; p50Ms: number; p99Ms: number };
+}
+
+export async function benchRpc(log: (s: string) => void): Promise<RpcFigures> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-bench-rpc-'));
+  const state = join(dir, 'cloud');
+  const names = Array.from({ length: BATCH_NODES }, (_, i) => `bench-${i}`);
+  await localcloud(state, 'instance', 'add', ...names);
+
+  // Baseline: plain grpc-js server and client, no SDK, no host wrapper.
+  const socket = join(dir, 'plain.sock');
+  const plain = execa(process.execPath, [PLAIN_SERVER, socket], { stdin: 'pipe', reject: false });
+  await new Promise<void>((resolve) => plain.stdout!.once('data', () => resolve()));
+  const client = new IdentityServiceClient(`unix://${socket}`, credentials.createInsecure());
+  const plainProbe = () =>
+    new Promise<void>((resolve, reject) => client.probe({}, new Metadata(), { deadline: Date.now() + 10_000 }, (e) => (e ? reject(e) : resolve())));
+  log('rpc: plain grpc-js pair');
+  const plainC1 = await load(plainProbe, { concurrency: 1, calls: 5000 });
+  const plainC64 = await load(plainProbe, { concurrency: 64, calls: 20000 });
+  client.close();
+  plain.stdin!.end();
+  await plain;
+
+  const sup = new PluginSupervisor({
+    name: 'local',
+    mode: { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`] },
+    startTimeoutMs: 30_000,
+    shutdownGraceMs: 5_000,
+    configure: { cloudConfig: Buffer.alloc(0), clusterName: 'bench', hostVersion: 'bench' },
+    log: silentLogger(),
+  });
+  await sup.start();
+  try {
+    const conn = sup.connection();
+    const cloud = new GrpcCloud(sup, { readMs: 10_000, mutateMs: 60_000 });
+    const instances = cloud.instances()!;
+    const probe = () => conn.unary(conn.identity, 'Probe', {}, 10_000);
+    const node = { name: 'bench-7', addresses: [], labels: {} };
+    const metadata = () => instances.instanceMetadata(node);
+    log('rpc: host → local plugin');
+    const hostProbeC1 = await load(probe, { concurrency: 1, calls: 5000 });
+    const hostProbeC64 = await load(probe, { concurrency: 64, calls: 20000 });
+    const hostMetadataC1 = await load(metadata, { concurrency: 1, calls: 5000 });
+    const hostMetadataC64 = await load(metadata, { concurrency: 64, calls: 20000 });
+
+    log('rpc: 500-node batch');
+    const refs = names.map((name) => ({ name, addresses: [], labels: {} }));
+    const batchTimes: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const s = process.hrtime.bigint();
+      const results = await instances.instancesMetadata(refs);
+      const ms = Number(process.hrtime.bigint() - s) / 1e6;
+      if (results.some((r) => !r.metadata)) throw new Error('batch had failures');
+      if (i >= 10) batchTimes.push(ms); // the first ten are warm-up
+    }
+    batchTimes.sort((a, b) => a - b);
+    return {
+      plainC1,
+      plainC64,
+      hostProbeC1,
+      hostProbeC64,
+      hostMetadataC1,
+      hostMetadataC64,
+      batch500: { iterations: batchTimes.length, p50Ms: percentile(batchTimes, 50), p99Ms: percentile(batchTimes, 99) },
+    };
+  } finally {
+    await sup.stop();
+  }
+}
