@@ -4,6 +4,7 @@
  * callers turn a non-empty list into InvalidCloudResponseError, so a bad
  * answer becomes an event and a retry, never an invalid write.
  */
+import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { InstanceMetadata, NodeAddress, NodeAddressType } from '../cloud.js';
 
@@ -48,6 +49,8 @@ export function dnsNameProblem(v: string): string | undefined {
 export function ipProblem(v: string): string | undefined {
   if (!ipaddr.isValid(v) || v.includes('%') || v.includes('/')) return `${quote(v)} is not an IP address`;
   if (ipaddr.IPv4.isValid(v) && !ipaddr.IPv4.isValidFourPartDecimal(v)) return `${quote(v)} is not a dotted-quad IPv4 address`;
+  // ipaddr.js also accepts IPv6 with a non-dotted-quad embedded IPv4 ("::ffff:0x7f.0.0.1", "::ffff:01.2.3.4").
+  if (isIP(v) === 0) return `${quote(v)} is not an IP address`;
   return undefined;
 }
 
