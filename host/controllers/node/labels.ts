@@ -32,8 +32,9 @@ export function initLabels(current: Record<string, string>, m: InstanceMetadata)
   const skipped: LabelPlan['skipped'] = [];
   for (const [k, v] of Object.entries(m.additionalLabels)) {
     if (RESERVED_LABEL.test(k)) skipped.push({ key: k, why: 'reserved kubernetes.io/k8s.io namespace' });
-    else if (k in current && current[k] !== v) skipped.push({ key: k, why: 'label already set to a different value' });
-    else if (!(k in current)) set[k] = v;
+    // Object.hasOwn, not `in`: label keys such as "constructor" are not inherited members.
+    else if (Object.hasOwn(current, k) && current[k] !== v) skipped.push({ key: k, why: 'label already set to a different value' });
+    else if (!Object.hasOwn(current, k)) set[k] = v;
   }
   return { set, skipped };
 }
