@@ -79,6 +79,16 @@ with more than one worker.
 }
 
 async function main(): Promise<void> {
+  // BENCH_ONLY=node-init measures just that part and prints it (docs are written only by a full run).
+  if (process.env.BENCH_ONLY === 'node-init') {
+    const cp = await ControlPlane.start();
+    try {
+      for (const workers of (process.env.BENCH_WORKERS ?? '10,1').split(',').map(Number)) log(JSON.stringify(await benchNodeInit(cp, { nodes: 1000, workers, latencyMs: 50, qps: 100, burst: 200 }, `w${workers}`, log)));
+    } finally {
+      await cp.stop();
+    }
+    return;
+  }
   const when = new Date();
   log('host → plugin RPC');
   const rpc = await benchRpc(log);

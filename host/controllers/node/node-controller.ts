@@ -135,10 +135,13 @@ export class CloudNodeController {
     const meta = await this.batcher.get(toNodeRef(cached));
     const current = nodeAddresses(cached);
     const addresses = desiredAddresses(meta.nodeAddresses, current, cached.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
+    let base = cached;
     if (addresses.length > 0 && addressesChanged(addresses, current)) {
-      await patchNodeStatus(this.o.core, name, { status: { addresses } }, 'merge');
+      // The answer carries the new resourceVersion: the conditional patch below
+      // starts from it instead of from the (now stale) cached node.
+      base = await patchNodeStatus(this.o.core, name, { status: { addresses } }, 'merge');
     }
-    const done = await this.removeTaintWithMetadata(cached, meta);
+    const done = await this.removeTaintWithMetadata(base, meta);
     if (!done) return;
     const created = Date.parse(String(cached.metadata?.creationTimestamp ?? ''));
     const now = Date.now();
@@ -176,6 +179,7 @@ export class CloudNodeController {
       } catch (err) {
         if (isNotFound(err)) return false;
         if (!isConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
+        this.log.debug({ node: name, attempt }, 'node changed while initializing it; re-reading');
         node = await this.o.core.readNode({ name });
       }
     }
