@@ -4,15 +4,15 @@
  * limiter (client-go's rest.Config QPS/Burst) and is counted in
  * `rest_client_requests_total`.
  *
- * client-node 2.x builds requests in generated API classes from a
+ * client-node (1.x) builds requests in generated API classes from a
  * `Configuration` (createConfiguration: base server, auth methods,
  * middleware, httpApi). We install our own `httpApi` wrapping the default
  * fetch library rather than a middleware: it sees request and response
  * together (for the metric), and unlike static middleware it cannot be
  * dropped by a per-call `{ middleware }` option (whose default merge strategy
  * is "replace"). Watches (client-node `Watch`) do not use `httpApi` and are
- * therefore neither limited nor counted, like long-running requests upstream
- * are exempt from the limiter's accounting of request latency.
+ * therefore neither limited nor counted (client-go throttles watch requests
+ * too; here the informer's reconnect backoff bounds their rate).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -101,7 +101,7 @@ export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): KubeConfig {
 }
 
 /**
- * client-node 2.x refuses `http:` servers unless the cluster says
+ * client-node (1.x) refuses `http:` servers unless the cluster says
  * skipTLSVerify (there is no TLS to verify); an explicit plain-HTTP --master
  * is taken as that consent, as upstream accepts such URLs.
  */

@@ -4,14 +4,17 @@
  * resourceVersion, keep the last-seen object per key, and tell handlers about
  * adds, updates (with the previous object) and deletes.
  *
- * Unlike client-node's own informer (which stops for good on a list error and
- * reports updates without the old object), this one never gives up: after any
- * list or watch error, including 410 Gone, it waits with exponential backoff
- * (800 ms doubling to 30 s, jittered, as the upstream reflector), relists, and
- * emits the add/update/delete differences between its cache and the new list,
- * so handlers see everything that changed while it was disconnected. A watch
- * that simply ends (server timeout, or client-node's 30 s inactivity timeout)
- * is resumed from the last resourceVersion without relisting.
+ * Unlike client-node's own informer (which stops for good after a list or
+ * watch error, and reports updates without the old object), this one never
+ * gives up: after any list or watch error, including 410 Gone, it waits with
+ * exponential backoff (800 ms doubling to 30 s, jittered, as the upstream
+ * reflector), relists, and emits the add/update/delete differences between
+ * its cache and the new list, so handlers see everything that changed while
+ * it was disconnected. Each
+ * watch asks the server to end it after 5-10 min (`timeoutSeconds`, as the
+ * reflector does), which also recycles connections that died silently; a
+ * watch that ends that way is resumed from the last resourceVersion without
+ * relisting.
  *
  * Objects handed out (to handlers, `list`, `get`) are the cache's own: callers
  * must not mutate them; copy first (`structuredClone`) to build a patch.
@@ -27,6 +30,8 @@ export const INFORMER_INITIAL_BACKOFF_MS = 800;
 export const INFORMER_MAX_BACKOFF_MS = 30_000;
 /** A watch that ends cleanly sooner than this without delivering events counts as a failure, in ms. */
 const MIN_HEALTHY_WATCH_MS = 1000;
+/** Server-side watch timeout is drawn from [MIN, 2*MIN), in seconds (upstream reflector: 5 min). */
+const MIN_WATCH_TIMEOUT_S = 300;
 
 /** What a list function returns (a client-node `V1NodeList` etc. fits). */
 export interface ListResult<T> {
@@ -55,16 +60,16 @@ export interface InformerOptions {
   labelSelector?: string;
   /** Field selector for the watch; the list function must apply the same one. */
   fieldSelector?: string;
-  /** Source of randomness for backoff jitter (tests). Default Math.random. */
+  /** Source of randomness for backoff jitter and watch timeouts (tests). Default Math.random. */
   random?: () => number;
 }
 
 /** How one watch connection ended. */
 type WatchOutcome =
   | { kind: 'stopped' }
-  | { kind: 'closed'; reason: 'timeout' | 'ended' }
+  | { kind: 'closed' }
   | { kind: 'expired' }
-  | { kind: 'failed'; err: string };
+  | { kind: 'failed'; err: string; code?: number };
 
 /**
  * Keeps a cache of the objects at `path` (e.g. `/api/v1/nodes`) current and
@@ -74,6 +79,7 @@ export class Informer<T extends KubernetesObject> {
   private readonly watch: Watch;
   private readonly log: Logger;
   private readonly backoff: Backoff;
+  private readonly random: () => number;
   private readonly handlers: InformerHandler<T>[] = [];
   private cache = new Map<string, T>();
   private resourceVersion = '';
@@ -95,12 +101,13 @@ export class Informer<T extends KubernetesObject> {
   ) {
     this.watch = new Watch(kc);
     this.log = opts.log.child({ resource: path });
+    this.random = opts.random ?? Math.random;
     this.backoff = new Backoff({
       initialMs: INFORMER_INITIAL_BACKOFF_MS,
       maxMs: INFORMER_MAX_BACKOFF_MS,
       factor: 2,
       jitter: 1,
-      random: opts.random,
+      random: this.random,
     });
   }
 
@@ -193,7 +200,7 @@ export class Informer<T extends KubernetesObject> {
           return;
         case 'closed':
           this.backoff.reset();
-          this.log.debug({ resourceVersion: this.resourceVersion, reason: outcome.reason }, 'watch closed; resuming');
+          this.log.debug({ resourceVersion: this.resourceVersion }, 'watch closed; resuming');
           break;
         case 'expired': {
           needList = true;
@@ -205,7 +212,7 @@ export class Informer<T extends KubernetesObject> {
         case 'failed': {
           needList = true;
           const delayMs = this.backoff.next();
-          this.log.info({ err: outcome.err, delayMs }, 'watch failed; relisting after backoff');
+          this.log.info({ err: outcome.err, code: outcome.code, delayMs }, 'watch failed; relisting after backoff');
           await sleep(delayMs, signal);
           break;
         }
@@ -259,6 +266,7 @@ export class Informer<T extends KubernetesObject> {
     const query = {
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
+      timeoutSeconds: Math.floor(MIN_WATCH_TIMEOUT_S * (1 + this.random())),
       labelSelector: this.opts.labelSelector,
       fieldSelector: this.opts.fieldSelector,
     };
@@ -290,17 +298,16 @@ export class Informer<T extends KubernetesObject> {
     signal.removeEventListener('abort', onStop);
     if (signal.aborted) return { kind: 'stopped' };
     if (status) {
-      return status.code === 410 ? { kind: 'expired' } : { kind: 'failed', err: `watch error event: ${status.code} ${status.message ?? ''}` };
+      return status.code === 410 ? { kind: 'expired' } : { kind: 'failed', err: status.message ?? 'watch error event', code: status.code };
     }
     if (err) {
-      if (statusCodeOf(err) === 410) return { kind: 'expired' };
-      if (err instanceof Error && err.name === 'TimeoutError') return { kind: 'closed', reason: 'timeout' };
-      return { kind: 'failed', err: errorMessage(err) };
+      const code = statusCodeOf(err);
+      return code === 410 ? { kind: 'expired' } : { kind: 'failed', err: errorMessage(err), code };
     }
     if (events === 0 && performance.now() - startedAt < MIN_HEALTHY_WATCH_MS) {
       return { kind: 'failed', err: 'watch ended immediately' };
     }
-    return { kind: 'closed', reason: 'ended' };
+    return { kind: 'closed' };
   }
 
   /** Applies one watch event to the cache and notifies handlers. */

@@ -1,5 +1,5 @@
 /**
- * PATCH requests with an explicit patch type. client-node 2.x generated
+ * PATCH requests with an explicit patch type. client-node (1.x) generated
  * clients always pick the first media type the endpoint accepts
  * (`application/json-patch+json`) and JSON-serialize the body as-is; the only
  * way to send a merge or strategic-merge patch is to override the
@@ -33,7 +33,7 @@ const CONTENT_TYPES: Record<PatchType, PatchStrategy> = {
 };
 
 /**
- * Per-call options that make a client-node 2.x `patch*` call send `type`'s
+ * Per-call options that make a client-node (1.x) `patch*` call send `type`'s
  * Content-Type; pass as the second argument, e.g.
  * `core.patchNamespacedPod({ name, namespace, body }, patchOptions('merge'))`.
  */

@@ -1,0 +1,195 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import { ApiException, Observable, ResponseContext, type HttpLibrary, type RequestContext } from '@kubernetes/client-node';
+import { Counter, Registry } from 'prom-client';
+import {
+  isConflict,
+  isNotFound,
+  loadKubeConfig,
+  makeClients,
+  throttledHttpLibrary,
+  type LoadKubeConfigOptions,
+} from '../../../host/kube/client.js';
+import { BucketRateLimiter } from '../../../host/kube/ratelimiter.js';
+import { startCaptureServer } from './capture-server.js';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-client-test-'));
+test.after.always(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function kubeconfigFile(name: string, server: string): string {
+  const file = path.join(tmp, name);
+  fs.writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{ name: ${name}, cluster: { server: "${server}" } }]`,
+      `users: [{ name: ${name}, user: { token: t } }]`,
+      `contexts: [{ name: ${name}, context: { cluster: ${name}, user: ${name} } }]`,
+      `current-context: ${name}`,
+    ].join('\n'),
+  );
+  return file;
+}
+
+const fileA = kubeconfigFile('a', 'https://a.example:6443');
+const fileB = kubeconfigFile('b', 'https://b.example:6443');
+const saRoot = path.join(tmp, 'sa');
+fs.mkdirSync(path.join(saRoot, 'var/run/secrets/kubernetes.io/serviceaccount'), { recursive: true });
+fs.writeFileSync(path.join(saRoot, 'var/run/secrets/kubernetes.io/serviceaccount/token'), 'sa-token');
+
+const ENV_KEYS = ['KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'] as const;
+
+const loadTable: {
+  name: string;
+  env: Partial<Record<(typeof ENV_KEYS)[number], string>>;
+  opts: LoadKubeConfigOptions;
+  want: string | RegExp;
+}[] = [
+  { name: '--kubeconfig', env: {}, opts: { kubeconfig: fileA }, want: 'https://a.example:6443' },
+  { name: 'KUBECONFIG', env: { KUBECONFIG: fileB }, opts: {}, want: 'https://b.example:6443' },
+  { name: 'KUBECONFIG list: first file context wins', env: { KUBECONFIG: `${fileB}${path.delimiter}${fileA}` }, opts: {}, want: 'https://b.example:6443' },
+  { name: '--kubeconfig beats KUBECONFIG', env: { KUBECONFIG: fileB }, opts: { kubeconfig: fileA }, want: 'https://a.example:6443' },
+  { name: '--master overrides the server', env: {}, opts: { kubeconfig: fileA, master: 'https://m.example' }, want: 'https://m.example' },
+  {
+    name: 'in-cluster',
+    env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    opts: { inClusterPathPrefix: saRoot },
+    want: 'https://10.0.0.1:443',
+  },
+  {
+    name: 'KUBECONFIG beats in-cluster',
+    env: { KUBECONFIG: fileB, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    opts: { inClusterPathPrefix: saRoot },
+    want: 'https://b.example:6443',
+  },
+  {
+    name: 'in-cluster needs the token file',
+    env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    opts: { inClusterPathPrefix: path.join(tmp, 'nowhere') },
+    want: /pass --kubeconfig/,
+  },
+  { name: '--master alone', env: {}, opts: { master: 'http://127.0.0.1:8080' }, want: 'http://127.0.0.1:8080' },
+  { name: 'nothing', env: {}, opts: { inClusterPathPrefix: path.join(tmp, 'nowhere') }, want: /pass --kubeconfig/ },
+  { name: 'missing file', env: {}, opts: { kubeconfig: path.join(tmp, 'missing') }, want: /cannot load kubeconfig .*missing from --kubeconfig/ },
+];
+
+for (const { name, env, opts, want } of loadTable) {
+  test.serial(`loadKubeConfig: ${name}`, (t) => {
+    const saved = ENV_KEYS.map((k) => process.env[k]);
+    try {
+      for (const k of ENV_KEYS) {
+        if (env[k] === undefined) delete process.env[k];
+        else process.env[k] = env[k];
+      }
+      if (typeof want === 'string') t.is(loadKubeConfig(opts).getCurrentCluster()?.server, want);
+      else t.throws(() => loadKubeConfig(opts), { message: want });
+    } finally {
+      ENV_KEYS.forEach((k, i) => {
+        if (saved[i] === undefined) delete process.env[k];
+        else process.env[k] = saved[i];
+      });
+    }
+  });
+}
+
+/** An HttpLibrary answering every request with `status`, recording arrival times. */
+function stubLibrary(status: number | Error): HttpLibrary & { arrivals: number[] } {
+  const arrivals: number[] = [];
+  return {
+    arrivals,
+    send(request: RequestContext) {
+      void request;
+      arrivals.push(performance.now());
+      if (status instanceof Error) return new Observable<ResponseContext>(Promise.reject(status));
+      const body = { text: async () => '{}', binary: async () => Buffer.from('{}'), stream: () => null };
+      return new Observable(Promise.resolve(new ResponseContext(status, {}, body)));
+    },
+  };
+}
+
+const requestTo = (url: string): RequestContext =>
+  ({ getHttpMethod: () => 'GET', getUrl: () => url }) as unknown as RequestContext;
+
+test('throttledHttpLibrary: burst goes at once, the rest at qps', async (t) => {
+  const inner = stubLibrary(200);
+  const lib = throttledHttpLibrary(inner, new BucketRateLimiter(50, 2));
+  const start = performance.now();
+  await Promise.all(Array.from({ length: 5 }, () => lib.send(requestTo('http://h:1/api')).toPromise()));
+  const offsets = inner.arrivals.map((a) => a - start);
+  t.true(offsets[4]! >= 55, `fifth request waits ~60 ms at 50 qps: ${offsets.join(', ')}`);
+  t.true(offsets[1]! < offsets[4]! - 40, `the burst of 2 is not delayed: ${offsets.join(', ')}`);
+});
+
+test('throttledHttpLibrary: counts codes, and <error> when no response', async (t) => {
+  const registry = new Registry();
+  const counter = new Counter({ name: 'c', help: 'h', labelNames: ['code', 'method', 'host'] as const, registers: [registry] });
+  await throttledHttpLibrary(stubLibrary(404), new BucketRateLimiter(100, 100), counter).send(requestTo('http://h:1/x')).toPromise();
+  const failing = throttledHttpLibrary(stubLibrary(new Error('ECONNREFUSED')), new BucketRateLimiter(100, 100), counter);
+  await t.throwsAsync(failing.send(requestTo('http://h:1/x')).toPromise(), { message: 'ECONNREFUSED' });
+  const values = (await counter.get()).values.map((v) => ({ ...v.labels, value: v.value }));
+  t.deepEqual(values, [
+    { code: '404', method: 'GET', host: 'h:1', value: 1 },
+    { code: '<error>', method: 'GET', host: 'h:1', value: 1 },
+  ]);
+});
+
+test('makeClients: every client shares the limiter, sends user agent and credentials, is counted', async (t) => {
+  const server = await startCaptureServer((req) =>
+    req.url.startsWith('/api/v1/nodes')
+      ? { status: 200, body: { kind: 'NodeList', apiVersion: 'v1', metadata: {}, items: [] } }
+      : { status: 200, body: { kind: 'LeaseList', apiVersion: 'coordination.k8s.io/v1', metadata: {}, items: [] } },
+  );
+  t.teardown(() => server.close());
+  const registry = new Registry();
+  const clients = makeClients(server.kubeConfig('tok'), { qps: 50, burst: 1, userAgent: 'ccm-test/1.0', registry });
+  const start = performance.now();
+  await Promise.all([
+    clients.core.listNode({}),
+    clients.coordination.listNamespacedLease({ namespace: 'kube-system' }),
+    clients.core.listNode({}),
+  ]);
+  const offsets = server.requests.map((r) => r.at - start).sort((a, b) => a - b);
+  t.is(server.requests.length, 3);
+  t.true(offsets[2]! >= 35, `3 requests at 50 qps, burst 1 take >= 40 ms: ${offsets.join(', ')}`);
+  for (const r of server.requests) {
+    t.is(r.headers['user-agent'], 'ccm-test/1.0');
+    t.is(r.headers.authorization, 'Bearer tok');
+  }
+  const counted = (await (registry.getSingleMetric('rest_client_requests_total') as Counter).get()).values;
+  t.deepEqual(
+    counted.map((v) => [v.labels.code, v.labels.method, v.labels.host, v.value]),
+    [['200', 'GET', new URL(server.url).host, 3]],
+  );
+});
+
+const statusTable: { status: number; conflict: boolean; notFound: boolean }[] = [
+  { status: 404, conflict: false, notFound: true },
+  { status: 409, conflict: true, notFound: false },
+  { status: 500, conflict: false, notFound: false },
+];
+for (const { status, conflict, notFound } of statusTable) {
+  test(`isConflict/isNotFound: HTTP ${status}`, async (t) => {
+    const server = await startCaptureServer(() => ({ status, body: { kind: 'Status', apiVersion: 'v1', code: status } }));
+    t.teardown(() => server.close());
+    const { core } = makeClients(server.kubeConfig(), { userAgent: 'ccm-test' });
+    const err = await t.throwsAsync(core.readNode({ name: 'n1' }));
+    t.true(err instanceof ApiException);
+    t.is(isConflict(err), conflict);
+    t.is(isNotFound(err), notFound);
+  });
+}
+
+test('isConflict/isNotFound: other values are neither', (t) => {
+  for (const v of [undefined, null, new Error('x'), { code: 404 }, 'nope']) {
+    t.false(isConflict(v));
+    t.false(isNotFound(v));
+  }
+});
+
+test.serial('loadKubeConfig: a plain-HTTP --master is allowed (skipTLSVerify), an https one keeps verification', (t) => {
+  t.true(loadKubeConfig({ kubeconfig: fileA, master: 'http://127.0.0.1:8080' }).getCurrentCluster()?.skipTLSVerify);
+  t.falsy(loadKubeConfig({ kubeconfig: fileA, master: 'https://m.example' }).getCurrentCluster()?.skipTLSVerify);
+});

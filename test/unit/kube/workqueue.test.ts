@@ -1,0 +1,346 @@
+import test from 'ava';
+import { Registry, type Metric } from 'prom-client';
+import { silentLogger } from '../../../host/log.js';
+import { ItemExponentialRateLimiter, type RateLimiter } from '../../../host/kube/ratelimiter.js';
+import { WorkQueue, runWorkers, type GetResult } from '../../../host/kube/workqueue.js';
+
+/** Resolves after pending timers/IO callbacks of this turn have run. */
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Polls `pred` every few ms until it holds; fails the wait after `timeoutMs`. */
+async function until(pred: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!pred()) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Takes every queued item right now (each get resolves synchronously when the queue is non-empty). */
+async function drainNow(q: WorkQueue): Promise<string[]> {
+  const out: string[] = [];
+  while (q.len() > 0) {
+    const r = await q.get();
+    if (r.shutdown) break;
+    out.push(r.item);
+  }
+  return out;
+}
+
+/** Whether `p` has settled, without waiting for it. */
+async function settled<T>(p: Promise<T>): Promise<boolean> {
+  const marker = Symbol('pending');
+  return (await Promise.race([p, tick().then(() => marker)])) !== marker;
+}
+
+const dedupeTable: { name: string; adds: string[]; want: string[] }[] = [
+  { name: 'distinct items keep FIFO order', adds: ['a', 'b', 'c'], want: ['a', 'b', 'c'] },
+  { name: 'repeats are dropped, first position kept', adds: ['a', 'b', 'a', 'c', 'b', 'a'], want: ['a', 'b', 'c'] },
+  { name: 'single item added many times', adds: ['x', 'x', 'x', 'x'], want: ['x'] },
+  { name: 'empty', adds: [], want: [] },
+];
+for (const { name, adds, want } of dedupeTable) {
+  test(`dedupe: ${name}`, async (t) => {
+    const q = new WorkQueue();
+    for (const a of adds) q.add(a);
+    t.is(q.len(), want.length);
+    t.deepEqual(await drainNow(q), want);
+  });
+}
+
+test('an in-flight item is not handed to a second worker until done', async (t) => {
+  const q = new WorkQueue();
+  q.add('a');
+  const first = await q.get();
+  t.deepEqual(first, { item: 'a', shutdown: false });
+  q.add('a');
+  t.is(q.len(), 0, 're-added in-flight item is not queued');
+  const second = q.get();
+  t.false(await settled(second), 'second worker waits');
+  q.done('a');
+  t.deepEqual(await second, { item: 'a', shutdown: false });
+});
+
+const requeueTable: { name: string; readds: number; want: number }[] = [
+  { name: 'not re-added: not requeued', readds: 0, want: 0 },
+  { name: 're-added once: requeued once', readds: 1, want: 1 },
+  { name: 're-added five times: requeued once', readds: 5, want: 1 },
+];
+for (const { name, readds, want } of requeueTable) {
+  test(`re-add while processing: ${name}`, async (t) => {
+    const q = new WorkQueue();
+    q.add('a');
+    await q.get();
+    for (let i = 0; i < readds; i++) q.add('a');
+    q.done('a');
+    t.is(q.len(), want);
+    const again = await drainNow(q);
+    t.deepEqual(again, want ? ['a'] : []);
+    for (const item of again) q.done(item);
+    t.is(q.len(), 0, 'processed once more, then gone');
+  });
+}
+
+test('done for an item that is not in flight is a no-op', (t) => {
+  const q = new WorkQueue();
+  q.add('a');
+  q.done('a');
+  q.done('zzz');
+  t.is(q.len(), 1);
+});
+
+test('waiting gets are served in order', async (t) => {
+  const q = new WorkQueue();
+  const g1 = q.get();
+  const g2 = q.get();
+  q.add('a');
+  q.add('b');
+  t.deepEqual(await g1, { item: 'a', shutdown: false });
+  t.deepEqual(await g2, { item: 'b', shutdown: false });
+});
+
+/** A rate limiter that records the delays it hands out. */
+function recording<T>(inner: RateLimiter<T>): RateLimiter<T> & { delays: number[] } {
+  const delays: number[] = [];
+  return {
+    delays,
+    when: (item) => {
+      const d = inner.when(item);
+      delays.push(d);
+      return d;
+    },
+    forget: (item) => inner.forget(item),
+    numRequeues: (item) => inner.numRequeues(item),
+  };
+}
+
+test('addRateLimited: delays 5 ms doubling to the cap', async (t) => {
+  const limiter = recording(new ItemExponentialRateLimiter<string>(5, 40));
+  const q = new WorkQueue({ rateLimiter: limiter });
+  for (let i = 0; i < 6; i++) {
+    q.addRateLimited('a');
+    const r = await q.get();
+    t.deepEqual(r, { item: 'a', shutdown: false });
+    q.done('a');
+  }
+  t.deepEqual(limiter.delays, [5, 10, 20, 40, 40, 40]);
+  t.is(q.numRequeues('a'), 6);
+});
+
+test('addRateLimited: the item arrives only after its delay', async (t) => {
+  const q = new WorkQueue({ rateLimiter: new ItemExponentialRateLimiter<string>(40, 1000) });
+  const start = performance.now();
+  q.addRateLimited('a');
+  t.is(q.len(), 0);
+  await q.get();
+  t.true(performance.now() - start >= 38);
+});
+
+test('forget resets the backoff', async (t) => {
+  const limiter = recording(new ItemExponentialRateLimiter<string>(5, 1000));
+  const q = new WorkQueue({ rateLimiter: limiter });
+  for (let i = 0; i < 3; i++) {
+    q.addRateLimited('a');
+    await q.get();
+    q.done('a');
+  }
+  t.is(q.numRequeues('a'), 3);
+  q.forget('a');
+  t.is(q.numRequeues('a'), 0);
+  q.addRateLimited('a');
+  await q.get();
+  t.deepEqual(limiter.delays, [5, 10, 20, 5]);
+});
+
+test('addAfter: items come out in ready-time order', async (t) => {
+  const q = new WorkQueue();
+  q.addAfter('a', 60);
+  q.addAfter('b', 20);
+  q.addAfter('c', 40);
+  q.addAfter('d', 0);
+  q.add('e');
+  const got: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await q.get();
+    if (!r.shutdown) {
+      got.push(r.item);
+      q.done(r.item);
+    }
+  }
+  t.deepEqual(got, ['d', 'e', 'b', 'c', 'a']);
+});
+
+const rescheduleTable: { name: string; first: number; second: number; arrivesBy: number; notBefore: number }[] = [
+  { name: 'an earlier time replaces a later one', first: 3000, second: 20, notBefore: 18, arrivesBy: 2000 },
+  { name: 'a later time is ignored', first: 20, second: 3000, notBefore: 18, arrivesBy: 2000 },
+];
+for (const { name, first, second, arrivesBy, notBefore } of rescheduleTable) {
+  test(`addAfter twice: ${name}`, async (t) => {
+    const q = new WorkQueue();
+    const start = performance.now();
+    q.addAfter('a', first);
+    q.addAfter('a', second);
+    const r = await q.get();
+    const elapsed = performance.now() - start;
+    t.deepEqual(r, { item: 'a', shutdown: false });
+    t.true(elapsed >= notBefore && elapsed < arrivesBy, `arrived after ${elapsed} ms`);
+    q.done('a');
+    await new Promise((resolve) => setTimeout(resolve, Math.max(first, second) + 50));
+    t.is(q.len(), 0, 'delivered once only');
+    q.shutDown();
+  });
+}
+
+test('addAfter of a queued item still dedupes when it fires', async (t) => {
+  const q = new WorkQueue();
+  q.add('a');
+  q.addAfter('a', 5);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  t.is(q.len(), 1);
+});
+
+test('shutDown releases waiting gets and ignores new adds', async (t) => {
+  const q = new WorkQueue();
+  const waiting = [q.get(), q.get()];
+  q.shutDown();
+  t.deepEqual(await Promise.all(waiting), [{ shutdown: true }, { shutdown: true }]);
+  q.add('a');
+  q.addAfter('b', 1);
+  q.addRateLimited('c');
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  t.is(q.len(), 0);
+  t.deepEqual(await q.get(), { shutdown: true });
+  t.true(q.isShuttingDown());
+});
+
+test('shutDown still hands out already-queued items, then shutdown', async (t) => {
+  const q = new WorkQueue();
+  q.add('a');
+  q.add('b');
+  q.shutDown();
+  const got: GetResult<string>[] = [await q.get(), await q.get(), await q.get()];
+  t.deepEqual(got, [{ item: 'a', shutdown: false }, { item: 'b', shutdown: false }, { shutdown: true }]);
+});
+
+test('shutDown drops delayed items', async (t) => {
+  const q = new WorkQueue();
+  q.addAfter('a', 10);
+  q.shutDown();
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  t.is(q.len(), 0);
+});
+
+test('shutDownWithDrain waits for in-flight items to be done', async (t) => {
+  const q = new WorkQueue();
+  q.add('a');
+  q.add('b');
+  await q.get();
+  await q.get();
+  const drained = q.shutDownWithDrain();
+  t.false(await settled(drained));
+  q.done('a');
+  t.false(await settled(drained));
+  q.done('b');
+  t.true(await settled(drained));
+});
+
+test('shutDownWithDrain with nothing in flight resolves at once', async (t) => {
+  const q = new WorkQueue();
+  t.true(await settled(q.shutDownWithDrain()));
+});
+
+async function metricValues(m: Metric | undefined): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  if (!m) return out;
+  for (const v of (await m.get()).values) {
+    out[`${(v as { metricName?: string }).metricName ?? ''}${JSON.stringify(v.labels)}`] = v.value;
+  }
+  return out;
+}
+
+test('metrics: depth, adds, durations and retries per queue name', async (t) => {
+  const registry = new Registry();
+  const q = new WorkQueue({ name: 'nodes', registry });
+  const other = new WorkQueue({ name: 'services', registry });
+  q.add('a');
+  q.add('a');
+  q.add('b');
+  other.add('x');
+  const depth = await metricValues(registry.getSingleMetric('workqueue_depth'));
+  t.is(depth['{"name":"nodes"}'], 2);
+  t.is(depth['{"name":"services"}'], 1);
+  await q.get();
+  q.add('a'); // dirty while in flight: counts as an add and in depth, as upstream
+  q.done('a');
+  q.addAfter('c', 0);
+  const adds = await metricValues(registry.getSingleMetric('workqueue_adds_total'));
+  t.is(adds['{"name":"nodes"}'], 4);
+  t.is((await metricValues(registry.getSingleMetric('workqueue_depth')))['{"name":"nodes"}'], 3);
+  t.is((await metricValues(registry.getSingleMetric('workqueue_retries_total')))['{"name":"nodes"}'], 1);
+  const queued = await metricValues(registry.getSingleMetric('workqueue_queue_duration_seconds'));
+  t.is(queued['workqueue_queue_duration_seconds_count{"name":"nodes"}'], 1);
+  const work = await metricValues(registry.getSingleMetric('workqueue_work_duration_seconds'));
+  t.is(work['workqueue_work_duration_seconds_count{"name":"nodes"}'], 1);
+});
+
+test('runWorkers: success forgets, errors requeue rate-limited, RetryError requeues after its delay', async (t) => {
+  const limiter = recording(new ItemExponentialRateLimiter<string>(1, 100));
+  const q = new WorkQueue({ rateLimiter: limiter });
+  const seen: string[] = [];
+  let failuresLeft = 2;
+  const ac = new AbortController();
+  const run = runWorkers(
+    q,
+    2,
+    async (item) => {
+      seen.push(item);
+      if (item === 'flaky' && failuresLeft-- > 0) throw new Error('boom');
+      if (item === 'later' && !seen.includes('later-retried')) {
+        seen.push('later-retried');
+        throw Object.assign(new Error('not yet'), { retryAfterMs: 15 });
+      }
+      if (item === 'done') ac.abort();
+    },
+    { log: silentLogger(), signal: ac.signal },
+  );
+  q.add('ok');
+  q.add('flaky');
+  q.add('later');
+  const count = (item: string): number => seen.filter((s) => s === item).length;
+  await until(() => count('flaky') === 3 && count('later') === 2 && q.len() === 0);
+  t.is(count('flaky'), 3, 'two failures, then success');
+  t.deepEqual(limiter.delays, [1, 2], 'only plain errors use the rate limiter');
+  t.is(q.numRequeues('flaky'), 0, 'forgotten after success');
+  t.is(count('later'), 2, 'one RetryError, then success');
+  q.add('done');
+  await run;
+  t.true(q.isShuttingDown(), 'abort shuts the queue down');
+});
+
+test('runWorkers: at most one worker per item, all workers used', async (t) => {
+  const q = new WorkQueue();
+  const active = new Set<string>();
+  let concurrent = 0;
+  let maxConcurrent = 0;
+  const run = runWorkers(
+    q,
+    3,
+    async (item) => {
+      t.false(active.has(item), `${item} processed twice at once`);
+      active.add(item);
+      maxConcurrent = Math.max(maxConcurrent, ++concurrent);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      active.delete(item);
+      concurrent--;
+    },
+    { log: silentLogger() },
+  );
+  for (let round = 0; round < 5; round++) {
+    for (const k of ['a', 'b', 'c', 'a', 'b']) q.add(k);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  await until(() => q.len() === 0 && concurrent === 0);
+  t.is(maxConcurrent, 3);
+  await q.shutDownWithDrain();
+  await run;
+});
