@@ -105,6 +105,7 @@ export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, runId
   const seconds = (Date.now() - t0) / 1000;
   const hostPeakRssMb = await peakRssMb(host.pid!);
   const pluginCalls = await metadataCalls(port);
+  if (process.env.BENCH_DEBUG) log((await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).split('\n').filter((l) => /^(nodejs_heap_s|nodejs_external|process_resident)/.test(l)).join(' | '));
   host.kill('SIGTERM');
   await host;
   log(`node-init: workers=${s.workers} done in ${seconds.toFixed(1)} s`);
