@@ -27,6 +27,8 @@ export interface NodeInitSettings {
   latencyMs: number;
   qps: number;
   burst: number;
+  /** V8 flags for the host process, e.g. ['--max-semi-space-size=2']. */
+  nodeFlags: string[];
 }
 
 export interface NodeInitFigures extends NodeInitSettings {
@@ -54,6 +56,7 @@ export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, runId
   const host = execa(
     process.execPath,
     [
+      ...s.nodeFlags,
       HOST_MAIN,
       '--cloud-provider=local',
       `--kubeconfig=${cp.kubeconfigPath}`,
