@@ -6,10 +6,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../host/log.js';
 import { ensureBinaries, type Binaries } from './binaries.js';
 import { ManagedProcess } from './managed-process.js';
@@ -36,12 +35,6 @@ export const ADMIN_USER = 'ccm-admin';
 const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log'];
 
 const PORT_ATTEMPTS = 3;
-
-// client-node is required lazily, in kubeConfig() only, so that starting a
-// control plane (cli.js, the test runner) works even where client-node cannot
-// load: 2.0.1 depends on undici 8, which needs Node >= 22.19. (A failed ESM
-// import of it cannot even be caught on Node 20; a require() of it can.)
-const requireFromHere = createRequire(import.meta.url);
 
 class PortClashError extends Error {}
 
@@ -108,18 +101,9 @@ export class ControlPlane {
     return cp;
   }
 
-  /**
-   * A client-node KubeConfig loaded from kubeconfigPath (admin token, cluster
-   * CA). Throws if @kubernetes/client-node cannot be loaded on this Node.
-   */
+  /** A client-node KubeConfig loaded from kubeconfigPath (admin token, cluster CA). */
   kubeConfig(): KubeConfig {
-    let clientNode: typeof import('@kubernetes/client-node');
-    try {
-      clientNode = requireFromHere('@kubernetes/client-node') as typeof clientNode;
-    } catch (err) {
-      throw new Error(`@kubernetes/client-node failed to load on Node ${process.version} (${(err as Error).message}); its undici 8 dependency needs Node >= 22.19. Use a newer Node, or read ${this.kubeconfigPath} with another client`);
-    }
-    const kc = new clientNode.KubeConfig();
+    const kc = new KubeConfig();
     kc.loadFromFile(this.kubeconfigPath);
     return kc;
   }
