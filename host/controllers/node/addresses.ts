@@ -2,6 +2,7 @@
  * How cloud addresses become a Node's status.addresses (upstream
  * cloud-provider node/helpers/address.go semantics).
  */
+import ipaddr from 'ipaddr.js';
 import type { NodeAddress } from '../../cloud.js';
 
 /** The cloud's addresses did not include the IP the kubelet was told to use. */
@@ -26,12 +27,22 @@ export function desiredAddresses(cloud: NodeAddress[], current: NodeAddress[], p
   const provided = (providedNodeIp ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   // Last first, so that the first provided IP ends up first.
   for (const ip of [...provided].reverse()) {
-    const match = out.find((a) => a.address === ip && (a.type === 'InternalIP' || a.type === 'ExternalIP'));
+    const match = out.find((a) => (a.type === 'InternalIP' || a.type === 'ExternalIP') && sameIp(a.address, ip));
     if (!match) throw new ProvidedIpMismatchError(`node IP ${ip} (from --node-ip) is not among the addresses the cloud reports for this node`);
     const family = ipFamily(ip);
     out = [match, ...out.filter((a) => a !== match && !(a.type === match.type && ipFamily(a.address) === family))];
   }
   return out;
+}
+
+/** Compares IPs as addresses, not strings (`fd00:0::1` equals `fd00::1`), as upstream does. */
+function sameIp(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return ipaddr.parse(a).toNormalizedString() === ipaddr.parse(b).toNormalizedString();
+  } catch {
+    return false;
+  }
 }
 
 function ipFamily(address: string): 4 | 6 {

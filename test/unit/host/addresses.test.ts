@@ -65,6 +65,12 @@ const cases: Case[] = [
     want: [I('10.0.0.2'), I('fd00::1'), E('203.0.113.1'), H('node-1')],
   },
   {
+    description: 'provided IP matches the cloud address as an address, not as text',
+    cloud: [I('10.0.0.1'), I('fd00::2'), I('fd00::1')],
+    provided: 'fd00:0:0::1',
+    want: [I('fd00::1'), I('10.0.0.1')],
+  },
+  {
     description: 'dual-stack provided IPs with IPv6 first and spaces',
     cloud: [I('10.0.0.1'), I('fd00::1')],
     provided: ' fd00::1 , 10.0.0.1 ',
