@@ -9,6 +9,9 @@ import { parseHostArgs } from './config/flags.js';
 import { createLogger, errorMessage } from './log.js';
 import { COMPONENT_NAME } from './names.js';
 
+/** Time allowed on top of the plugin's grace period for the whole shutdown. */
+const SHUTDOWN_SLACK_MS = 20_000;
+
 async function main(): Promise<void> {
   const parsed = parseHostArgs(process.argv.slice(2));
   if ('errors' in parsed) {
@@ -20,13 +23,22 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const config = parsed.config;
+  const shutdownBoundMs = config.pluginShutdownGraceMs + SHUTDOWN_SLACK_MS;
   const log = createLogger({ verbosity: config.verbosity, format: config.loggingFormat });
   let stopping = false;
   let host: Awaited<ReturnType<typeof startHost>> | undefined;
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting without waiting for a clean stop');
+      process.exit(1);
+    }
     stopping = true;
     log.info({ signal }, 'shutting down');
+    // Every stage of stop() is bounded; this is the backstop for the whole of it.
+    setTimeout(() => {
+      log.error({ timeoutMs: shutdownBoundMs }, 'shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, shutdownBoundMs).unref();
     await host?.stop();
     log.info('stopped');
     process.exit(0);
