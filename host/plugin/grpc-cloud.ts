@@ -8,10 +8,11 @@ import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js
 import type { NodeRef as PbNodeRef, NodeAddress as PbNodeAddress } from '../../proto/gen/ccm/provider/v1/common.js';
 import { NodeAddressType as PbAddrType } from '../../proto/gen/ccm/provider/v1/common.js';
 import type {
-  GetInstancesMetadataResponse,
-  GetInstancesStatusResponse,
   InstanceMetadata as PbInstanceMetadata,
+  InstanceMetadataResult,
+  InstanceStatusResult,
 } from '../../proto/gen/ccm/provider/v1/instances.js';
+import type { Status as PbStatus } from '../../proto/gen/google/rpc/status.js';
 import { fromStatus } from '../../sdk/errors.js';
 import {
   MAX_BATCH_NODES,
@@ -26,6 +27,7 @@ import {
   type StatusResult,
 } from '../cloud.js';
 import { InstanceNotFoundError, InvalidCloudResponseError, NotImplementedError } from '../errors.js';
+import { mapLimit } from '../util/map-limit.js';
 import { decodedToCloudError } from './connection.js';
 import type { PluginSupervisor } from './supervisor.js';
 import { instanceMetadataProblems } from './validate.js';
@@ -64,20 +66,6 @@ function fromPbAddresses(addrs: PbNodeAddress[], method: string): NodeAddress[] 
   const bad = addrs.filter((a) => !FROM_PB_ADDR.has(a.type));
   if (bad.length) throw new InvalidCloudResponseError(method, [`${bad.length} address(es) with unknown or unspecified type`]);
   return addrs.map((a) => ({ type: FROM_PB_ADDR.get(a.type)!, address: a.address }));
-}
-
-/** Runs `fn` over items with at most `limit` in flight, keeping order. */
-async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
@@ -161,60 +149,71 @@ class GrpcInstances implements Instances {
   }
 
   async instancesMetadata(nodes: NodeRef[]): Promise<MetadataResult[]> {
-    if (!this.batched) {
-      return mapLimit(nodes, FANOUT_CONCURRENCY, async (n) => {
-        try {
-          return { nodeName: n.name, metadata: await this.instanceMetadata(n) };
-        } catch (error) {
-          return { nodeName: n.name, error: error as Error };
-        }
-      });
-    }
-    const out: MetadataResult[] = [];
-    for (const chunk of chunks(nodes, MAX_BATCH_NODES)) {
-      const r = await this.cloud.read<GetInstancesMetadataResponse>('instances', 'GetInstancesMetadata', { nodes: chunk.map(toPbNode) });
-      this.checkBatchShape('GetInstancesMetadata', chunk, r.results);
-      chunk.forEach((n, i) => {
-        const item = r.results[i]!;
-        if (item.error && item.error.code !== 0) {
-          out.push({ nodeName: n.name, error: decodedToCloudError('GetInstancesMetadata', fromStatus(item.error)) });
-          return;
-        }
-        try {
-          out.push({ nodeName: n.name, metadata: this.checked(n, item.metadata, 'GetInstancesMetadata') });
-        } catch (error) {
-          out.push({ nodeName: n.name, error: error as Error });
-        }
-      });
-    }
-    return out;
+    const results = await this.eachNode<InstanceMetadata, InstanceMetadataResult>(nodes, {
+      single: (n) => this.instanceMetadata(n),
+      batchMethod: 'GetInstancesMetadata',
+      fromItem: (n, item) => this.checked(n, item.metadata, 'GetInstancesMetadata'),
+    });
+    return results.map((r) => ('error' in r ? r : { nodeName: r.nodeName, metadata: r.value }));
   }
 
   async instancesStatus(nodes: NodeRef[]): Promise<StatusResult[]> {
+    const gone = { exists: false, shutdown: false };
+    const results = await this.eachNode<{ exists: boolean; shutdown: boolean }, InstanceStatusResult>(nodes, {
+      single: async (n) => {
+        const exists = await this.instanceExists(n);
+        return { exists, shutdown: exists ? await this.instanceShutdown(n) : false };
+      },
+      batchMethod: 'GetInstancesStatus',
+      fromItem: (_n, item) => ({ exists: item.exists, shutdown: item.exists && item.shutdown }),
+      // INSTANCE_NOT_FOUND means "does not exist" on every path.
+      onItemError: (err) => (err instanceof InstanceNotFoundError ? gone : undefined),
+    });
+    return results.map((r) => ('error' in r ? r : { nodeName: r.nodeName, ...r.value }));
+  }
+
+  /**
+   * The shared shape of the batch lookups: one result per input node, in
+   * order. With the batch capability: chunks of MAX_BATCH_NODES, the answer's
+   * shape checked, per-item errors decoded (or mapped by `onItemError`) and
+   * per-item values converted by `fromItem` (which may throw to reject the
+   * item). Without it: `single` per node with bounded concurrency.
+   */
+  private async eachNode<V, Item extends { nodeName: string; error?: PbStatus }>(
+    nodes: NodeRef[],
+    how: {
+      single: (n: NodeRef) => Promise<V>;
+      batchMethod: 'GetInstancesMetadata' | 'GetInstancesStatus';
+      fromItem: (n: NodeRef, item: Item) => V;
+      onItemError?: (err: Error) => V | undefined;
+    },
+  ): Promise<({ nodeName: string; value: V } | { nodeName: string; error: Error })[]> {
     if (!this.batched) {
       return mapLimit(nodes, FANOUT_CONCURRENCY, async (n) => {
         try {
-          const exists = await this.instanceExists(n);
-          const shutdown = exists ? await this.instanceShutdown(n) : false;
-          return { nodeName: n.name, exists, shutdown };
+          return { nodeName: n.name, value: await how.single(n) };
         } catch (error) {
           return { nodeName: n.name, error: error as Error };
         }
       });
     }
-    const out: StatusResult[] = [];
+    const out: ({ nodeName: string; value: V } | { nodeName: string; error: Error })[] = [];
     for (const chunk of chunks(nodes, MAX_BATCH_NODES)) {
-      const r = await this.cloud.read<GetInstancesStatusResponse>('instances', 'GetInstancesStatus', { nodes: chunk.map(toPbNode) });
-      this.checkBatchShape('GetInstancesStatus', chunk, r.results);
+      const r = await this.cloud.read<{ results: Item[] }>('instances', how.batchMethod, { nodes: chunk.map(toPbNode) });
+      this.checkBatchShape(how.batchMethod, chunk, r.results);
       chunk.forEach((n, i) => {
         const item = r.results[i]!;
         if (item.error && item.error.code !== 0) {
-          const error = decodedToCloudError('GetInstancesStatus', fromStatus(item.error));
-          if (error instanceof InstanceNotFoundError) out.push({ nodeName: n.name, exists: false, shutdown: false });
-          else out.push({ nodeName: n.name, error });
-          return;
+          const error = decodedToCloudError(how.batchMethod, fromStatus(item.error));
+          const mapped = how.onItemError?.(error);
+          out.push(mapped !== undefined ? { nodeName: n.name, value: mapped } : { nodeName: n.name, error });
+        } else {
+          try {
+            out.push({ nodeName: n.name, value: how.fromItem(n, item) });
+          } catch (error) {
+            out.push({ nodeName: n.name, error: error as Error });
+          }
         }
-        out.push({ nodeName: n.name, exists: item.exists, shutdown: item.exists && item.shutdown });
       });
     }
     return out;

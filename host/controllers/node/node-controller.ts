@@ -18,7 +18,7 @@
  */
 import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
 import type { Histogram } from 'prom-client';
-import type { Instances, InstanceMetadata } from '../../cloud.js';
+import type { Instances, InstanceMetadata, NodeAddress } from '../../cloud.js';
 import { InstanceNotFoundError, InvalidCloudResponseError } from '../../errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
@@ -28,6 +28,7 @@ import { patchNode, patchNodeStatus } from '../../kube/patch.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import type { Registry } from 'prom-client';
 import { errorMessage, type Logger } from '../../log.js';
+import { mapLimit } from '../../util/map-limit.js';
 import { Annotations, EventReasons, Taints } from '../../names.js';
 import { nodeAddresses, toNodeRef } from '../node-ref.js';
 import { addressesChanged, desiredAddresses } from './addresses.js';
@@ -221,7 +222,7 @@ export class CloudNodeController {
     const nodes = this.o.nodes.list().filter((n) => !hasUninitializedTaint(n) && (n.spec?.providerID ?? '').startsWith(prefix));
     if (nodes.length === 0) return;
     const results = await this.o.instances.instancesMetadata(nodes.map(toNodeRef));
-    const writes: (() => Promise<void>)[] = [];
+    const writes: { name: string; addresses: NodeAddress[] }[] = [];
     nodes.forEach((node, i) => {
       const r = results[i]!;
       const name = node.metadata!.name!;
@@ -230,26 +231,21 @@ export class CloudNodeController {
         return;
       }
       if (r.metadata.nodeAddresses.length === 0) return; // never clear addresses
-      let desired;
+      const current = nodeAddresses(node);
       try {
-        desired = desiredAddresses(r.metadata.nodeAddresses, nodeAddresses(node), node.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
+        const desired = desiredAddresses(r.metadata.nodeAddresses, current, node.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
+        if (addressesChanged(desired, current)) writes.push({ name, addresses: desired });
       } catch (err) {
         this.log.warn({ node: name, err: errorMessage(err) }, 'skipping address refresh for node');
-        return;
       }
-      if (!addressesChanged(desired, nodeAddresses(node))) return;
-      writes.push(async () => {
-        await patchNodeStatus(this.o.core, name, { status: { addresses: desired } }, 'merge');
-        this.log.info({ node: name }, 'updated node addresses');
-      });
     });
-    let next = 0;
-    const worker = async () => {
-      while (next < writes.length) {
-        const w = writes[next++]!;
-        await w().catch((err) => this.log.warn({ err: errorMessage(err) }, 'failed to update node addresses'));
+    await mapLimit(writes, this.o.statusUpdateConcurrency, async ({ name, addresses }) => {
+      try {
+        await patchNodeStatus(this.o.core, name, { status: { addresses } }, 'merge');
+        this.log.info({ node: name }, 'updated node addresses');
+      } catch (err) {
+        this.log.warn({ node: name, err: errorMessage(err) }, 'failed to update node addresses');
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.o.statusUpdateConcurrency, writes.length) }, worker));
+    });
   }
 }
