@@ -1,0 +1,84 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class NodeAddressType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NODE_ADDRESS_TYPE_UNSPECIFIED: _ClassVar[NodeAddressType]
+    NODE_ADDRESS_TYPE_HOSTNAME: _ClassVar[NodeAddressType]
+    NODE_ADDRESS_TYPE_INTERNAL_IP: _ClassVar[NodeAddressType]
+    NODE_ADDRESS_TYPE_EXTERNAL_IP: _ClassVar[NodeAddressType]
+    NODE_ADDRESS_TYPE_INTERNAL_DNS: _ClassVar[NodeAddressType]
+    NODE_ADDRESS_TYPE_EXTERNAL_DNS: _ClassVar[NodeAddressType]
+NODE_ADDRESS_TYPE_UNSPECIFIED: NodeAddressType
+NODE_ADDRESS_TYPE_HOSTNAME: NodeAddressType
+NODE_ADDRESS_TYPE_INTERNAL_IP: NodeAddressType
+NODE_ADDRESS_TYPE_EXTERNAL_IP: NodeAddressType
+NODE_ADDRESS_TYPE_INTERNAL_DNS: NodeAddressType
+NODE_ADDRESS_TYPE_EXTERNAL_DNS: NodeAddressType
+
+class RequestMeta(_message.Message):
+    __slots__ = ("operation_id", "cluster_name", "attempt")
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    operation_id: str
+    cluster_name: str
+    attempt: int
+    def __init__(self, operation_id: _Optional[str] = ..., cluster_name: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class NodeAddress(_message.Message):
+    __slots__ = ("type", "address")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    type: NodeAddressType
+    address: str
+    def __init__(self, type: _Optional[_Union[NodeAddressType, str]] = ..., address: _Optional[str] = ...) -> None: ...
+
+class NodeRef(_message.Message):
+    __slots__ = ("name", "provider_id", "addresses", "labels", "uid", "annotations")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    provider_id: str
+    addresses: _containers.RepeatedCompositeFieldContainer[NodeAddress]
+    labels: _containers.ScalarMap[str, str]
+    uid: str
+    annotations: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., provider_id: _Optional[str] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., labels: _Optional[_Mapping[str, str]] = ..., uid: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class Topology(_message.Message):
+    __slots__ = ("segments",)
+    class SegmentsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    segments: _containers.ScalarMap[str, str]
+    def __init__(self, segments: _Optional[_Mapping[str, str]] = ...) -> None: ...

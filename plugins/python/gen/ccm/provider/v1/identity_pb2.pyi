@@ -1,0 +1,97 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Service(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SERVICE_UNSPECIFIED: _ClassVar[Service]
+    SERVICE_INSTANCES: _ClassVar[Service]
+    SERVICE_ZONES: _ClassVar[Service]
+    SERVICE_CLUSTERS: _ClassVar[Service]
+    SERVICE_LOAD_BALANCERS: _ClassVar[Service]
+    SERVICE_ROUTES: _ClassVar[Service]
+    SERVICE_VOLUMES: _ClassVar[Service]
+
+class Capability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CAPABILITY_UNSPECIFIED: _ClassVar[Capability]
+    CAPABILITY_INSTANCES_BATCH: _ClassVar[Capability]
+    CAPABILITY_INSTANCES_LEGACY: _ClassVar[Capability]
+    CAPABILITY_LOAD_BALANCER_BATCH_HOSTS: _ClassVar[Capability]
+    CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY: _ClassVar[Capability]
+    CAPABILITY_ROUTES_RECONCILE: _ClassVar[Capability]
+    CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES: _ClassVar[Capability]
+    CAPABILITY_VOLUMES_EXPAND_ONLINE: _ClassVar[Capability]
+SERVICE_UNSPECIFIED: Service
+SERVICE_INSTANCES: Service
+SERVICE_ZONES: Service
+SERVICE_CLUSTERS: Service
+SERVICE_LOAD_BALANCERS: Service
+SERVICE_ROUTES: Service
+SERVICE_VOLUMES: Service
+CAPABILITY_UNSPECIFIED: Capability
+CAPABILITY_INSTANCES_BATCH: Capability
+CAPABILITY_INSTANCES_LEGACY: Capability
+CAPABILITY_LOAD_BALANCER_BATCH_HOSTS: Capability
+CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY: Capability
+CAPABILITY_ROUTES_RECONCILE: Capability
+CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES: Capability
+CAPABILITY_VOLUMES_EXPAND_ONLINE: Capability
+
+class GetPluginInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPluginInfoResponse(_message.Message):
+    __slots__ = ("name", "vendor_version", "protocol_version", "protocol_minor", "instance_id", "manifest")
+    class ManifestEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VENDOR_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_MINOR_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    MANIFEST_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    vendor_version: str
+    protocol_version: int
+    protocol_minor: int
+    instance_id: str
+    manifest: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., vendor_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., protocol_minor: _Optional[int] = ..., instance_id: _Optional[str] = ..., manifest: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class GetPluginCapabilitiesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPluginCapabilitiesResponse(_message.Message):
+    __slots__ = ("services", "capabilities", "provider_name", "has_cluster_id")
+    SERVICES_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_NAME_FIELD_NUMBER: _ClassVar[int]
+    HAS_CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    services: _containers.RepeatedScalarFieldContainer[Service]
+    capabilities: _containers.RepeatedScalarFieldContainer[Capability]
+    provider_name: str
+    has_cluster_id: bool
+    def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ...) -> None: ...
+
+class ProbeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ProbeResponse(_message.Message):
+    __slots__ = ("ready",)
+    READY_FIELD_NUMBER: _ClassVar[int]
+    ready: bool
+    def __init__(self, ready: bool = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""mempy: an in-memory cloud provider for the grpc cloud-controller-manager."""
