@@ -1,0 +1,121 @@
+/** IdentityService and LifecycleService.Configure checks. */
+import { setTimeout as delay } from 'node:timers/promises';
+import { Capability, Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
+import { expect, skip, type Check, type Kit } from '../kit.js';
+import { Code, RpcError } from '../rpc.js';
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** Which service each capability belongs to. */
+const CAPABILITY_SERVICE: Record<number, Service> = {
+  [Capability.CAPABILITY_INSTANCES_BATCH]: Service.SERVICE_INSTANCES,
+  [Capability.CAPABILITY_INSTANCES_LEGACY]: Service.SERVICE_INSTANCES,
+  [Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS]: Service.SERVICE_LOAD_BALANCERS,
+  [Capability.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY]: Service.SERVICE_LOAD_BALANCERS,
+  [Capability.CAPABILITY_ROUTES_RECONCILE]: Service.SERVICE_ROUTES,
+  [Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES]: Service.SERVICE_VOLUMES,
+  [Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE]: Service.SERVICE_VOLUMES,
+};
+
+/** One cheap call per service, to see that an undeclared service answers UNIMPLEMENTED. */
+export function probeCall(k: Kit, s: Service): [object, string, object] | undefined {
+  const c = k.rpc.conn;
+  const meta = k.meta();
+  switch (s) {
+    case Service.SERVICE_INSTANCES:
+      return [c.instances, 'InstanceExists', { meta, node: k.nodeRef(`${k.prefix}-absent`) }];
+    case Service.SERVICE_ZONES:
+      return [c.zones, 'GetZone', { meta }];
+    case Service.SERVICE_CLUSTERS:
+      return [c.clusters, 'ListClusters', { meta }];
+    case Service.SERVICE_LOAD_BALANCERS:
+      return [c.loadBalancers, 'GetLoadBalancerName', { meta, service: { uid: '00000000-0000-0000-0000-000000000000', namespace: 'default', name: 'x', annotations: {}, labels: {}, ports: [] } }];
+    case Service.SERVICE_ROUTES:
+      return [c.routes, 'ListRoutes', { meta, pageSize: 1, pageToken: '' }];
+    case Service.SERVICE_VOLUMES:
+      return [c.volumes, 'ListVolumes', { meta, pageSize: 1, pageToken: '' }];
+    default:
+      return undefined;
+  }
+}
+
+export const identityChecks: Check[] = [
+  {
+    id: 'identity/plugin-info',
+    title: 'GetPluginInfo names the provider, its version and the negotiated protocol, and echoes the launch nonce',
+    run: async (k) => {
+      const info = await k.rpc.call<GetPluginInfoResponse>(k.rpc.conn.identity, 'GetPluginInfo', {});
+      k.info = info;
+      expect(info.name.length > 0, 'name is empty');
+      expect(info.vendorVersion.length > 0, 'vendor_version is empty');
+      expect(SUPPORTED_PROTOCOL_VERSIONS.includes(info.protocolVersion), `protocol_version ${info.protocolVersion} is not one the host speaks (${SUPPORTED_PROTOCOL_VERSIONS.join(',')})`);
+      if (k.handshakeLine) {
+        const hs = Number(k.handshakeLine.split('|')[2]);
+        expect(info.protocolVersion === hs, `protocol_version ${info.protocolVersion} differs from the handshake's ${hs}`);
+      }
+      if (k.proc) expect(info.instanceId === k.proc.instanceId, `instance_id ${JSON.stringify(info.instanceId)} does not echo CCM_PLUGIN_INSTANCE_ID ${JSON.stringify(k.proc.instanceId)}`);
+    },
+  },
+  {
+    id: 'identity/capabilities',
+    title: 'GetPluginCapabilities is valid, consistent and stable',
+    run: async (k) => {
+      const caps = await k.rpc.call<GetPluginCapabilitiesResponse>(k.rpc.conn.identity, 'GetPluginCapabilities', {});
+      k.capsValue = caps;
+      expect(DNS_LABEL.test(caps.providerName), `provider_name ${JSON.stringify(caps.providerName)} is not a lowercase DNS label`);
+      expect(!caps.services.includes(Service.SERVICE_UNSPECIFIED), 'services lists SERVICE_UNSPECIFIED');
+      expect(!caps.capabilities.includes(Capability.CAPABILITY_UNSPECIFIED), 'capabilities lists CAPABILITY_UNSPECIFIED');
+      expect(new Set(caps.services).size === caps.services.length, 'services has duplicates');
+      expect(new Set(caps.capabilities).size === caps.capabilities.length, 'capabilities has duplicates');
+      for (const c of caps.capabilities) {
+        const s = CAPABILITY_SERVICE[c];
+        expect(s === undefined || caps.services.includes(s), `capability ${Capability[c]} is declared without its service ${s === undefined ? '' : Service[s]}`);
+      }
+      const again = await k.rpc.call<GetPluginCapabilitiesResponse>(k.rpc.conn.identity, 'GetPluginCapabilities', {});
+      expect(JSON.stringify(again) === JSON.stringify(caps), 'a second GetPluginCapabilities answered differently; the answer must not change during the life of the process');
+    },
+  },
+  {
+    id: 'lifecycle/configure',
+    title: 'Configure accepts the cloud config, and a second identical call is a no-op',
+    run: async (k) => {
+      const req = { cloudConfig: k.opts.cloudConfig, clusterName: k.cluster, hostVersion: 'ccm-provider-conformance' };
+      await k.rpc.call(k.rpc.conn.lifecycle, 'Configure', req);
+      await k.rpc.call(k.rpc.conn.lifecycle, 'Configure', req);
+    },
+  },
+  {
+    id: 'identity/probe',
+    title: 'Probe reports ready (polled within the start timeout)',
+    run: async (k) => {
+      const deadline = Date.now() + k.opts.startTimeoutMs;
+      for (;;) {
+        const r = await k.rpc.call<{ ready: boolean }>(k.rpc.conn.identity, 'Probe', {});
+        if (r.ready) return;
+        expect(Date.now() < deadline, `Probe still says ready=false after ${k.opts.startTimeoutMs} ms`);
+        await delay(200);
+      }
+    },
+  },
+  {
+    id: 'identity/undeclared-unimplemented',
+    title: 'services the provider does not declare answer UNIMPLEMENTED',
+    run: async (k) => {
+      const undeclared = [Service.SERVICE_INSTANCES, Service.SERVICE_ZONES, Service.SERVICE_CLUSTERS, Service.SERVICE_LOAD_BALANCERS, Service.SERVICE_ROUTES, Service.SERVICE_VOLUMES].filter(
+        (s) => !k.caps.services.includes(s),
+      );
+      if (undeclared.length === 0) skip('every service is declared');
+      for (const s of undeclared) {
+        const [client, method, req] = probeCall(k, s)!;
+        try {
+          await k.rpc.call(client, method, req);
+        } catch (err) {
+          expect(err instanceof RpcError && err.code === Code.UNIMPLEMENTED, `${Service[s]} is not declared, but ${method} failed with ${(err as Error).message} instead of UNIMPLEMENTED`);
+          continue;
+        }
+        expect(false, `${Service[s]} is not declared, but ${method} succeeded; declare the service or answer UNIMPLEMENTED`);
+      }
+    },
+  },
+];

@@ -1,0 +1,115 @@
+/** InstancesService checks (NOT_FOUND/INSTANCE_NOT_FOUND semantics, batch shape). */
+import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
+import type { GetInstancesMetadataResponse, GetInstancesStatusResponse, InstanceMetadataResponse } from '../../proto/gen/ccm/provider/v1/instances.js';
+import { ErrorReason } from '../../sdk/protocol.js';
+import { expect, type Check } from '../kit.js';
+import { Code, RpcError } from '../rpc.js';
+import { addressProblem, expectCode, expectItemInstanceNotFound, instanceAbsent } from './common.js';
+
+export const instanceChecks: Check[] = [
+  {
+    id: 'instances/absent',
+    title: 'an absent instance: InstanceExists false, InstanceShutdown and InstanceMetadata NOT_FOUND/INSTANCE_NOT_FOUND',
+    run: async (k) => {
+      k.needService(Service.SERVICE_INSTANCES);
+      const i = k.rpc.conn.instances;
+      const byName = k.nodeRef(`${k.prefix}-absent`);
+      const byId = k.nodeRef(`${k.prefix}-absent`, `${k.caps.providerName}://${k.prefix}-absent-id`);
+      for (const node of [byName, byId]) {
+        expect(await instanceAbsent(k, node), `InstanceExists says an instance ${node.providerId ? `with providerID ${node.providerId}` : `named ${node.name}`} exists`);
+        await expectCode(k, i, 'InstanceShutdown', { meta: k.meta(), node }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+        await expectCode(k, i, 'InstanceMetadata', { meta: k.meta(), node }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+      }
+    },
+  },
+  {
+    id: 'instances/test-instance',
+    title: 'a test instance made by the hook is found by node name and by providerID, with valid metadata',
+    run: async (k) => {
+      k.needService(Service.SERVICE_INSTANCES);
+      const name = `${k.prefix}-node-a`;
+      const hookId = await k.hooks.createInstance(name);
+      k.created.instances.set(name, hookId);
+      const i = k.rpc.conn.instances;
+      const md = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name) })).metadata;
+      expect(md, 'InstanceMetadata answered without metadata');
+      expect(md.providerId === hookId, `providerID ${JSON.stringify(md.providerId)} differs from the hook's ${JSON.stringify(hookId)}`);
+      expect(md.providerId.startsWith(`${k.caps.providerName}://`) && md.providerId.length > k.caps.providerName.length + 3, `providerID ${JSON.stringify(md.providerId)} is not "${k.caps.providerName}://<id>"`);
+      expect(md.nodeAddresses.length <= 64, `${md.nodeAddresses.length} addresses; at most 64`);
+      const keys = new Set<string>();
+      for (const a of md.nodeAddresses) {
+        const problem = addressProblem(a);
+        expect(!problem, problem!);
+        expect(!keys.has(`${a.type}/${a.address}`), `duplicate address ${a.address}`);
+        keys.add(`${a.type}/${a.address}`);
+      }
+      for (const key of Object.keys(md.additionalLabels)) {
+        expect(!/(^|\.)(kubernetes\.io|k8s\.io)\//.test(key), `additional label ${key} is in a reserved namespace`);
+      }
+      const again = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name, md.providerId) })).metadata;
+      expect(again?.providerId === md.providerId, 'InstanceMetadata by providerID found another instance');
+      k.testNode = { name, providerId: md.providerId, zone: md.zone };
+    },
+  },
+  {
+    id: 'instances/exists-and-shutdown',
+    title: 'InstanceExists is true and InstanceShutdown false for the running test instance, by name and by providerID',
+    run: async (k) => {
+      const t = k.needTestNode();
+      for (const node of [k.nodeRef(t.name), k.nodeRef(t.name, t.providerId)]) {
+        expect(!(await instanceAbsent(k, node)), `InstanceExists says the test instance does not exist (${node.providerId || node.name})`);
+        const r = await k.rpc.call<{ shutdown: boolean }>(k.rpc.conn.instances, 'InstanceShutdown', { meta: k.meta(), node });
+        expect(r.shutdown === false, 'InstanceShutdown says the running test instance is shut down');
+      }
+    },
+  },
+  {
+    id: 'instances/batch-status',
+    title: 'GetInstancesStatus answers one result per node, in input order, with per-item errors',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_INSTANCES_BATCH);
+      const t = k.needTestNode();
+      const absent = `${k.prefix}-absent`;
+      const nodes = [k.nodeRef(t.name), k.nodeRef(absent), k.nodeRef(t.name, t.providerId)];
+      const r = await k.rpc.call<GetInstancesStatusResponse>(k.rpc.conn.instances, 'GetInstancesStatus', { meta: k.meta(), nodes });
+      expect(r.results.length === 3, `${r.results.length} results for 3 nodes`);
+      expect(r.results.map((x) => x.nodeName).join() === [t.name, absent, t.name].join(), `results are not in input order: ${r.results.map((x) => x.nodeName).join(', ')}`);
+      for (const idx of [0, 2]) expect(!r.results[idx]!.error && r.results[idx]!.exists && !r.results[idx]!.shutdown, `result ${idx} for the running test instance: ${JSON.stringify(r.results[idx])}`);
+      const mid = r.results[1]!;
+      if (mid.error) expectItemInstanceNotFound('GetInstancesStatus', mid.error);
+      else expect(!mid.exists, 'GetInstancesStatus says an absent instance exists');
+    },
+  },
+  {
+    id: 'instances/batch-metadata',
+    title: 'GetInstancesMetadata answers one result per node, in input order, absent ones NOT_FOUND/INSTANCE_NOT_FOUND',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_INSTANCES_BATCH);
+      const t = k.needTestNode();
+      const absent = `${k.prefix}-absent`;
+      const nodes = [k.nodeRef(absent), k.nodeRef(t.name)];
+      const r = await k.rpc.call<GetInstancesMetadataResponse>(k.rpc.conn.instances, 'GetInstancesMetadata', { meta: k.meta(), nodes });
+      expect(r.results.length === 2, `${r.results.length} results for 2 nodes`);
+      expect(r.results[0]!.nodeName === absent && r.results[1]!.nodeName === t.name, 'results are not in input order');
+      expectItemInstanceNotFound('GetInstancesMetadata', r.results[0]!.error);
+      expect(!r.results[1]!.error && r.results[1]!.metadata?.providerId === t.providerId, `result for the test instance: ${JSON.stringify(r.results[1])}`);
+    },
+  },
+  {
+    id: 'instances/batch-limits',
+    title: 'batch calls with more than 500 nodes answer INVALID_ARGUMENT; no nodes gives no results or INVALID_ARGUMENT',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_INSTANCES_BATCH);
+      const many = Array.from({ length: 501 }, (_, n) => k.nodeRef(`${k.prefix}-n${n}`));
+      for (const method of ['GetInstancesStatus', 'GetInstancesMetadata']) {
+        try {
+          const r = await k.rpc.call<{ results: unknown[] }>(k.rpc.conn.instances, method, { meta: k.meta(), nodes: [] });
+          expect(r.results.length === 0, `${method} with no nodes answered ${r.results.length} results`);
+        } catch (err) {
+          expect(err instanceof RpcError && err.code === Code.INVALID_ARGUMENT, `${method} with no nodes: ${(err as Error).message}; want no results or INVALID_ARGUMENT`);
+        }
+        await expectCode(k, k.rpc.conn.instances, method, { meta: k.meta(), nodes: many }, Code.INVALID_ARGUMENT);
+      }
+    },
+  },
+];

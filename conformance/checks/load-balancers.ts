@@ -1,0 +1,137 @@
+/** LoadBalancersService checks: idempotent Ensure/Update/Delete, NOT_FOUND, batch shape. */
+import { randomInt, randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { Protocol, type EnsureLoadBalancerResponse, type GetLoadBalancerResponse, type LoadBalancerStatus, type ServiceRef, type UpdateLoadBalancerHostsResponse } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
+import { expect, skip, type Check, type Kit } from '../kit.js';
+import { Code } from '../rpc.js';
+import { expectCode } from './common.js';
+
+/** A Service of type LoadBalancer the kit owns. */
+function service(k: Kit, suffix: string): ServiceRef {
+  return {
+    uid: randomUUID(),
+    namespace: 'ccm-conformance',
+    name: `${k.prefix}-${suffix}`,
+    annotations: {},
+    labels: {},
+    // A high, random port: a cloud that opens real listeners must not collide with another run.
+    ports: [{ name: 'web', protocol: Protocol.PROTOCOL_TCP, port: 20_000 + randomInt(20_000), nodePort: 30_000 + randomInt(2_000), appProtocol: '' }],
+    loadBalancerIp: '',
+    loadBalancerSourceRanges: [],
+    ipFamilies: [],
+    externalTrafficPolicy: 0,
+    healthCheckNodePort: 0,
+    sessionAffinity: 0,
+    loadBalancerClass: '',
+    sessionAffinityTimeoutSeconds: 0,
+  };
+}
+
+/** Backend nodes: the test instance when there is one, else a made-up node. */
+function nodes(k: Kit): object[] {
+  return [k.nodeRef(k.testNode?.name ?? `${k.prefix}-backend`, k.testNode?.providerId ?? '')];
+}
+
+function ingressText(s: LoadBalancerStatus | undefined): string {
+  return JSON.stringify((s?.ingress ?? []).map((i) => [i.ip, i.hostname]));
+}
+
+function checkStatus(s: LoadBalancerStatus | undefined): void {
+  expect(s, 'no status');
+  expect(s.ingress.length <= 64, `${s.ingress.length} ingress points; at most 64`);
+  for (const i of s.ingress) {
+    expect(i.ip || i.hostname, 'an ingress point has neither ip nor hostname');
+    expect(!i.ip || isIP(i.ip) !== 0, `ingress ip ${JSON.stringify(i.ip)} is not an IP literal`);
+  }
+}
+
+/** The kit's main load balancer, once load-balancers/ensure-twice made it. */
+const mainLb = new WeakMap<Kit, ServiceRef>();
+
+export const loadBalancerChecks: Check[] = [
+  {
+    id: 'load-balancers/name',
+    title: 'GetLoadBalancerName is non-empty and deterministic',
+    run: async (k) => {
+      k.needService(Service.SERVICE_LOAD_BALANCERS);
+      const svc = service(k, 'name');
+      const lb = k.rpc.conn.loadBalancers;
+      const a = await k.rpc.call<{ name: string }>(lb, 'GetLoadBalancerName', { meta: k.meta(), service: svc });
+      const b = await k.rpc.call<{ name: string }>(lb, 'GetLoadBalancerName', { meta: k.meta(), service: svc });
+      expect(a.name.length > 0, 'empty name');
+      expect(a.name === b.name, `two calls gave ${a.name} and ${b.name}`);
+    },
+  },
+  {
+    id: 'load-balancers/absent',
+    title: 'for a Service without a load balancer: GetLoadBalancer exists=false, UpdateLoadBalancer NOT_FOUND, EnsureLoadBalancerDeleted succeeds',
+    run: async (k) => {
+      k.needService(Service.SERVICE_LOAD_BALANCERS);
+      const svc = service(k, 'absent');
+      const lb = k.rpc.conn.loadBalancers;
+      const got = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: svc });
+      expect(!got.exists, 'GetLoadBalancer says a never-created load balancer exists');
+      await expectCode(k, lb, 'UpdateLoadBalancer', { meta: k.meta(), service: svc, nodes: nodes(k) }, Code.NOT_FOUND);
+      await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: svc });
+    },
+  },
+  {
+    id: 'load-balancers/ensure-twice',
+    title: 'EnsureLoadBalancer twice with the same input succeeds both times with the same status; GetLoadBalancer agrees',
+    run: async (k) => {
+      k.needService(Service.SERVICE_LOAD_BALANCERS);
+      const svc = service(k, 'lb');
+      const lb = k.rpc.conn.loadBalancers;
+      const req = { meta: k.meta(`svc-${svc.uid}`), service: svc, nodes: nodes(k) };
+      k.created.loadBalancers.set(svc.uid, svc);
+      const a = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', req);
+      checkStatus(a.status);
+      mainLb.set(k, svc);
+      const b = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', { ...req, meta: { ...req.meta, attempt: 2 } });
+      expect(ingressText(a.status) === ingressText(b.status), `the second EnsureLoadBalancer changed the ingress from ${ingressText(a.status)} to ${ingressText(b.status)}`);
+      const got = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: svc });
+      expect(got.exists, 'GetLoadBalancer says the ensured load balancer does not exist');
+      expect(ingressText(got.status) === ingressText(a.status), `GetLoadBalancer status ${ingressText(got.status)} differs from EnsureLoadBalancer's ${ingressText(a.status)}`);
+    },
+  },
+  {
+    id: 'load-balancers/update-twice',
+    title: 'UpdateLoadBalancer twice with the same nodes succeeds both times',
+    run: async (k) => {
+      const svc = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
+      const req = { meta: k.meta(), service: svc, nodes: nodes(k) };
+      await k.rpc.call(k.rpc.conn.loadBalancers, 'UpdateLoadBalancer', req);
+      await k.rpc.call(k.rpc.conn.loadBalancers, 'UpdateLoadBalancer', req);
+    },
+  },
+  {
+    id: 'load-balancers/batch-hosts',
+    title: 'UpdateLoadBalancerHosts answers one result per Service, in input order; a missing one fails alone',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS);
+      const svc = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
+      const absent = service(k, 'absent-batch');
+      const req = { meta: k.meta(), services: [absent, svc], nodes: nodes(k) };
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const r = await k.rpc.call<UpdateLoadBalancerHostsResponse>(k.rpc.conn.loadBalancers, 'UpdateLoadBalancerHosts', req);
+        expect(r.results.length === 2, `${r.results.length} results for 2 services`);
+        expect(r.results[0]!.serviceUid === absent.uid && r.results[1]!.serviceUid === svc.uid, 'results are not in input order');
+        expect(r.results[0]!.error && r.results[0]!.error.code !== Code.OK, 'no per-item error for a Service without a load balancer');
+        expect(!r.results[1]!.error || r.results[1]!.error.code === Code.OK, `the existing load balancer failed: ${r.results[1]!.error?.message}`);
+      }
+    },
+  },
+  {
+    id: 'load-balancers/delete-twice',
+    title: 'EnsureLoadBalancerDeleted twice succeeds both times, and the load balancer is gone',
+    run: async (k) => {
+      const svc = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
+      const lb = k.rpc.conn.loadBalancers;
+      await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: svc });
+      await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: svc });
+      const got = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: svc });
+      expect(!got.exists, 'GetLoadBalancer still finds the deleted load balancer');
+    },
+  },
+];
