@@ -5,16 +5,16 @@
  * shuts down in reverse order (controllers → informers → plugin → server).
  */
 import { readFile } from 'node:fs/promises';
-import { VersionApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { VersionApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Cloud } from './cloud.js';
 import type { HostConfig } from './config/config.js';
-import { CloudNodeController } from './controllers/node/node-controller.js';
+import { CONTROLLER_FACTORIES } from './controllers/registry.js';
 import { EventRecorder } from './kube/events.js';
-import { Informer } from './kube/informer.js';
+import { InformerFactory } from './kube/informer-factory.js';
 import { loadKubeConfig, makeClients } from './kube/client.js';
 import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, observePluginRpc, setControllerRunning, type HostMetrics } from './metrics.js';
-import { COMPONENT_NAME, Controllers, EventComponents, IMPLEMENTED_CONTROLLERS, type ControllerName } from './names.js';
+import { COMPONENT_NAME, EventComponents } from './names.js';
 import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
@@ -122,62 +122,56 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     // does, so a burst of events never delays the controllers' own writes.
     const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent });
 
-    const nodes = new Informer<V1Node>(kc, '/api/v1/nodes', () => clients.core.listNode({}), { log: log.child({ informer: 'nodes' }) });
+    const informers = new InformerFactory({
+      kc,
+      clients,
+      log,
+      nodeSelector: config.nodeSelector,
+      namespace: config.watchNamespace,
+    });
     const controllers = new AbortController();
     const running: Promise<void>[] = [];
     cleanups.push(async () => {
       controllers.abort();
       await Promise.allSettled(running);
-      await nodes.stop();
+      await informers.stop();
     });
 
-    const startController = (name: ControllerName, run: (signal: AbortSignal) => Promise<void>, healthy?: () => boolean) => {
-      setControllerRunning(metrics, name, true);
-      server?.addCheck(name, () => {
-        if (healthy && !healthy()) throw new Error(`${name} is not making progress`);
-      });
-      running.push(
-        run(controllers.signal)
-          .catch((err) => log.error({ controller: name, err: errorMessage(err) }, 'controller stopped with an error'))
-          .finally(() => setControllerRunning(metrics, name, false)),
-      );
-    };
-
     for (const name of config.enabledControllers) {
-      if (!IMPLEMENTED_CONTROLLERS.includes(name)) {
-        log.info({ controller: name }, 'controller is not available in this build yet; skipping it');
+      const factory = CONTROLLER_FACTORIES[name];
+      const controllerLog = log.child({ controller: name });
+      if (!factory) {
+        controllerLog.info('controller is not available in this build yet; skipping it');
         continue;
       }
-      if (name === Controllers.CLOUD_NODE) {
-        const instances = cloud.instances();
-        if (!instances) {
-          log.warn({ controller: name }, 'the cloud provider does not implement instances; not starting the controller');
-          continue;
-        }
-        const controllerLog = log.child({ controller: name });
-        const nodeController = new CloudNodeController({
-          core: clients.core,
-          nodes,
-          instances,
-          providerName: cloud.info().providerName,
-          recorder: new EventRecorder(eventClients.core, { component: EventComponents[name], log: controllerLog }),
-          log: controllerLog,
-          registry: metrics.registry,
-          metrics: {
-            taintRemovalDelay: metrics.taintRemovalDelay,
-            initialSyncDelay: metrics.initialNodeSyncDelay,
-            initDuration: metrics.nodeInitializationDuration,
-          },
-          workers: config.concurrentNodeSyncs,
-          statusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
-          statusUpdateConcurrency: config.concurrentNodeStatusUpdates,
-        });
-        // After a plugin outage, retry waiting nodes at once instead of at their backoff.
-        supervisor.on('ready', () => nodeController.requeueTainted());
-        startController(name, (signal) => nodeController.run(signal), () => nodeController.healthy());
+      const made = factory({
+        name,
+        config,
+        cloud,
+        supervisor,
+        clients,
+        informers,
+        recorder: new EventRecorder(eventClients.core, { component: EventComponents[name], log: controllerLog }),
+        log: controllerLog,
+        metrics,
+        registry: metrics.registry,
+      });
+      if ('skip' in made) {
+        controllerLog.warn({ reason: made.skip }, 'not starting the controller');
+        continue;
       }
+      setControllerRunning(metrics, name, true);
+      server?.addCheck(name, () => {
+        if (made.healthy && !made.healthy()) throw new Error(`${name} is not making progress`);
+      });
+      running.push(
+        made
+          .run(controllers.signal)
+          .catch((err) => controllerLog.error({ err: errorMessage(err) }, 'controller stopped with an error'))
+          .finally(() => setControllerRunning(metrics, name, false)),
+      );
     }
-    nodes.start();
+    informers.start();
     log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'cloud-controller-manager started');
     return { cloud, supervisor, metrics, healthPort: server?.port, stop: stopAll };
   } catch (err) {

@@ -22,9 +22,6 @@ export const ControllerAliases: Record<string, ControllerName> = {
   route: Controllers.NODE_ROUTE,
 };
 
-/** Controllers this build implements (others are accepted by name and reported as not available yet). */
-export const IMPLEMENTED_CONTROLLERS: readonly ControllerName[] = [Controllers.CLOUD_NODE];
-
 /** Well-known keys. */
 export const Taints = {
   UNINITIALIZED: 'node.cloudprovider.kubernetes.io/uninitialized',

@@ -78,6 +78,10 @@ export interface HostConfig {
   readonly routeReconciliationPeriodMs: number;
   readonly concurrentServiceSyncs: number;
   readonly nodeDeletionGracePeriodMs: number;
+  /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
+  readonly nodeSelector: string;
+  /** `--watch-namespace`: namespace for namespaced informers; '' = all namespaces. */
+  readonly watchNamespace: string;
   /** Accepted but questionable settings, one line each, for main to log (cluster-name excluded: see clusterNameDefaulted). */
   readonly warnings: readonly string[];
 }
@@ -185,6 +189,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     routeReconciliationPeriodMs: p.duration('route-reconciliation-period', o.routeReconciliationPeriod, { positive: true }),
     concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
     nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
+    nodeSelector: checkLabelSelector(o.nodeSelector, p),
+    watchNamespace: checkNamespace(o.watchNamespace, p),
     warnings: Object.freeze(warnings),
   };
   if (p.errors.length > 0 || plugin === undefined) return { errors: p.errors };
@@ -259,6 +265,28 @@ function checkClusterCidrs(text: string | undefined, p: Problems): readonly stri
     p.add(`--cluster-cidr=${JSON.stringify(text)} is invalid: two CIDRs must be one IPv4 and one IPv6 (dual-stack); ${how}`);
   }
   return Object.freeze(cidrs);
+}
+
+/** Label selector terms: `key`, `!key`, `key=v`, `key==v`, `key!=v`, `key in (a,b)`, `key notin (a,b)`. */
+const SELECTOR_TERM = /^\s*(!?[A-Za-z0-9./_-]+|[A-Za-z0-9./_-]+\s*(==|=|!=)\s*[A-Za-z0-9._-]*|[A-Za-z0-9./_-]+\s+(in|notin)\s+\([A-Za-z0-9._,\s-]*\))\s*$/;
+
+/** Splits on commas outside parentheses and checks each term's shape; the API server has the last word. */
+function checkLabelSelector(text: string | undefined, p: Problems): string {
+  if (text === undefined || text.trim() === '') return '';
+  const terms = text.split(/,(?![^(]*\))/);
+  const bad = terms.filter((t) => !SELECTOR_TERM.test(t));
+  if (bad.length > 0) {
+    p.add(`--node-selector=${JSON.stringify(text)} is invalid: ${bad.map((b) => JSON.stringify(b.trim())).join(', ')} is not a label selector term; want e.g. pool=a or pool in (a,b)`);
+  }
+  return text.trim();
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function checkNamespace(text: string | undefined, p: Problems): string {
+  if (text === undefined || text === '') return '';
+  if (!DNS_LABEL.test(text)) p.add(`--watch-namespace=${JSON.stringify(text)} is invalid: want a namespace name (a DNS label), or leave it out to watch all namespaces`);
+  return text;
 }
 
 function deepFreeze<T>(value: T): T {

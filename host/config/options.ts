@@ -52,6 +52,8 @@ export interface HostOptions {
   routeReconciliationPeriod?: string;
   concurrentServiceSyncs?: string;
   nodeDeletionGracePeriod?: string;
+  nodeSelector?: string;
+  watchNamespace?: string;
 }
 
 /**

@@ -15,6 +15,7 @@ import { silentLogger } from '../../host/log.js';
 import { GrpcCloud } from '../../host/plugin/grpc-cloud.js';
 import { PluginSupervisor } from '../../host/plugin/supervisor.js';
 import { LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
+import { f1, f3, int, type BenchSection } from './section.js';
 import { load, percentile, type LoadResult } from './stats.js';
 
 const PLAIN_SERVER = fileURLToPath(new URL('./plain-server.js', import.meta.url));
@@ -96,3 +97,36 @@ export async function benchRpc(log: (s: string) => void): Promise<RpcFigures> {
     await sup.stop();
   }
 }
+
+function rpcRow(name: string, r: LoadResult): string {
+  return `| ${name} | ${int(r.calls)} | ${f3(r.p50Ms)} | ${f3(r.p99Ms)} | ${int(r.callsPerSecond)} |`;
+}
+
+export const rpcSection: BenchSection = {
+  name: 'rpc',
+  async run(ctx) {
+    const rpc = await benchRpc(ctx.log);
+    return `## Host → plugin RPC over the Unix socket
+
+The local cloud plugin runs as a separate process (compiled JS, started by the
+host's supervisor); calls go through the host's connection layer (deadline,
+in-flight tracking, error mapping, metrics) and, for InstanceMetadata, the
+response validation. Baseline: a plain grpc-js client and server (no SDK, no
+host layer) on the same machine. Latency is per call as seen by the caller.
+
+| call | calls | p50 ms | p99 ms | calls/s |
+|---|---|---|---|---|
+${rpcRow('plain grpc-js Probe, concurrency 1', rpc.plainC1)}
+${rpcRow('plain grpc-js Probe, concurrency 64', rpc.plainC64)}
+${rpcRow('host → plugin Probe, concurrency 1', rpc.hostProbeC1)}
+${rpcRow('host → plugin Probe, concurrency 64', rpc.hostProbeC64)}
+${rpcRow('host → plugin InstanceMetadata (validated), concurrency 1', rpc.hostMetadataC1)}
+${rpcRow('host → plugin InstanceMetadata (validated), concurrency 64', rpc.hostMetadataC64)}
+
+500-node batch InstanceMetadata (GetInstancesMetadata, validated per item):
+p50 **${f1(rpc.batch500.p50Ms)} ms**, p99 ${f1(rpc.batch500.p99Ms)} ms over ${rpc.batch500.iterations} calls.
+
+Targets (issue 3): p50 ≤ 1 ms per unary call, ≥ 3,000 calls/s at concurrency 64, the 500-node batch ≤ 50 ms.
+`;
+  },
+};

@@ -91,6 +91,8 @@ const cases: Case[] = [
       routeReconciliationPeriodMs: 10_000,
       concurrentServiceSyncs: 4,
       nodeDeletionGracePeriodMs: 0,
+      nodeSelector: '',
+      watchNamespace: '',
       warnings: [],
     },
   },
@@ -157,6 +159,13 @@ const cases: Case[] = [
   { description: 'min-resync-period', argv: [...BASE, '--min-resync-period=1h'], want: { minResyncPeriodMs: 3_600_000 } },
   { description: 'route-reconciliation-period', argv: [...BASE, '--route-reconciliation-period=30s'], want: { routeReconciliationPeriodMs: 30_000 } },
   { description: 'node-deletion-grace-period', argv: [...BASE, '--node-deletion-grace-period=2m'], want: { nodeDeletionGracePeriodMs: 120_000 } },
+
+  // Scoping (not in upstream)
+  { description: 'node-selector equality', argv: [...BASE, '--node-selector=pool=a'], want: { nodeSelector: 'pool=a' } },
+  { description: 'node-selector set terms', argv: [...BASE, '--node-selector=pool in (a,b),!spot,zone!=z1'], want: { nodeSelector: 'pool in (a,b),!spot,zone!=z1' } },
+  { description: 'node-selector garbage', argv: [...BASE, '--node-selector=a=b=c'], errors: ['--node-selector="a=b=c" is invalid'] },
+  { description: 'watch-namespace', argv: [...BASE, '--watch-namespace=team-a'], want: { watchNamespace: 'team-a' } },
+  { description: 'watch-namespace invalid', argv: [...BASE, '--watch-namespace=Team_A'], errors: ['--watch-namespace="Team_A" is invalid'] },
 
   // --plugin-env
   {

@@ -1,0 +1,44 @@
+/**
+ * What a controller gets from the host when it starts: configuration, the
+ * cloud's capabilities, API clients, shared informers, its own logger and
+ * event recorder, and metrics. Controllers are registered in registry.ts.
+ */
+import type { Registry } from 'prom-client';
+import type { Cloud } from '../cloud.js';
+import type { HostConfig } from '../config/config.js';
+import type { KubeClients } from '../kube/client.js';
+import type { EventRecorder } from '../kube/events.js';
+import type { InformerFactory } from '../kube/informer-factory.js';
+import type { Logger } from '../log.js';
+import type { HostMetrics } from '../metrics.js';
+import type { ControllerName } from '../names.js';
+import type { PluginSupervisor } from '../plugin/supervisor.js';
+
+export interface ControllerContext {
+  name: ControllerName;
+  config: HostConfig;
+  cloud: Cloud;
+  supervisor: PluginSupervisor;
+  /** Clients for the controller's own reads and writes (--kube-api-qps/burst). */
+  clients: KubeClients;
+  informers: InformerFactory;
+  /** Event recorder with this controller's upstream component name, on its own client. */
+  recorder: EventRecorder;
+  log: Logger;
+  metrics: HostMetrics;
+  registry: Registry;
+}
+
+/** A controller the host runs until the signal aborts. */
+export interface RunnableController {
+  /** Runs until `signal` aborts; waits for informer sync itself. */
+  run(signal: AbortSignal): Promise<void>;
+  /** For /healthz: false when the controller is stuck. */
+  healthy?(): boolean;
+}
+
+/**
+ * Creates a controller, or returns a one-line reason why it cannot run with
+ * this cloud/configuration (the host logs it and does not start it).
+ */
+export type ControllerFactory = (ctx: ControllerContext) => RunnableController | { skip: string };

@@ -1,0 +1,11 @@
+/**
+ * The controllers this build implements, by canonical name. Adding a
+ * controller = one entry here (plus its name in host/names.ts).
+ */
+import type { ControllerName } from '../names.js';
+import type { ControllerFactory } from './context.js';
+import { startCloudNodeController } from './node/start.js';
+
+export const CONTROLLER_FACTORIES: Partial<Record<ControllerName, ControllerFactory>> = {
+  'cloud-node-controller': startCloudNodeController,
+};

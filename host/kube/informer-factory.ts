@@ -1,0 +1,93 @@
+/**
+ * Shared informers (client-go's SharedInformerFactory): one cache per
+ * resource for the whole host, created on first use by any controller and
+ * started together once every controller has registered its handlers. The
+ * host's scoping flags apply here: `--node-selector` to Nodes and
+ * `--watch-namespace` to namespaced resources.
+ */
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import type { KubeClients } from './client.js';
+import { Informer, type ListResult } from './informer.js';
+
+export interface InformerFactoryOptions {
+  kc: KubeConfig;
+  clients: KubeClients;
+  log: Logger;
+  /** Label selector for Nodes; '' = all. */
+  nodeSelector: string;
+  /** Namespace for namespaced resources; '' = all. */
+  namespace: string;
+}
+
+/** Arguments a resource's list function receives: the selectors the watch uses too. */
+export interface ListArgs {
+  labelSelector?: string;
+  namespace?: string;
+}
+
+/** How to list and watch one resource. */
+export interface ResourceSpec<T extends KubernetesObject> {
+  /** Cache key and log name, e.g. "services". */
+  name: string;
+  /** Watch path for all namespaces / cluster-scoped, e.g. `/api/v1/services`. */
+  path: string;
+  /** Watch path inside one namespace, e.g. (ns) => `/api/v1/namespaces/${ns}/services`; absent for cluster-scoped resources. */
+  namespacedPath?: (namespace: string) => string;
+  /** Lists with the same scope as the watch. */
+  list(clients: KubeClients, args: ListArgs): Promise<ListResult<T>>;
+  /** Whether `--node-selector` applies (Nodes only). */
+  nodeScoped?: boolean;
+}
+
+export class InformerFactory {
+  private readonly informers = new Map<string, Informer<KubernetesObject>>();
+  private started = false;
+
+  constructor(private readonly o: InformerFactoryOptions) {}
+
+  /** The shared informer of `spec.name`, created on first use. Handlers added after start() still get every cached object. */
+  for<T extends KubernetesObject>(spec: ResourceSpec<T>): Informer<T> {
+    const existing = this.informers.get(spec.name);
+    if (existing) return existing as unknown as Informer<T>;
+    const labelSelector = spec.nodeScoped && this.o.nodeSelector ? this.o.nodeSelector : undefined;
+    const namespace = spec.namespacedPath && this.o.namespace ? this.o.namespace : undefined;
+    const path = namespace ? spec.namespacedPath!(namespace) : spec.path;
+    const args: ListArgs = { labelSelector, namespace };
+    const informer = new Informer<T>(this.o.kc, path, () => spec.list(this.o.clients, args), {
+      log: this.o.log.child({ informer: spec.name }),
+      labelSelector,
+    });
+    this.informers.set(spec.name, informer as unknown as Informer<KubernetesObject>);
+    if (this.started) informer.start();
+    return informer;
+  }
+
+  /** The Nodes informer (scoped by --node-selector). */
+  nodes(): Informer<V1Node> {
+    return this.for(NODES);
+  }
+
+  /** Starts every informer created so far, and any created later. */
+  start(): void {
+    this.started = true;
+    for (const i of this.informers.values()) i.start();
+  }
+
+  /** Whether every informer has completed its first list. */
+  hasSynced(): boolean {
+    return [...this.informers.values()].every((i) => i.hasSynced());
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.informers.values()].map((i) => i.stop()));
+  }
+}
+
+export const NODES: ResourceSpec<V1Node> = {
+  name: 'nodes',
+  path: '/api/v1/nodes',
+  nodeScoped: true,
+  list: (c, a) => c.core.listNode({ labelSelector: a.labelSelector }),
+};

@@ -1,0 +1,25 @@
+/**
+ * One part of `npm run bench`. Each section measures one issue's figures and
+ * renders its own markdown; run.ts writes it between
+ * `<!-- bench:<name> -->` markers in docs/benchmarks.md, so running one
+ * section (`BENCH_ONLY=<name>`) replaces only its own text.
+ */
+import type { ControlPlane } from '../controlplane/controlplane.js';
+
+export interface BenchContext {
+  /** Started lazily on first use and shared by the sections of one run. */
+  controlPlane(): Promise<ControlPlane>;
+  log(line: string): void;
+}
+
+export interface BenchSection {
+  /** Marker name and BENCH_ONLY value, e.g. "node-init". */
+  name: string;
+  /** Measures and returns markdown starting with a `## ` heading. */
+  run(ctx: BenchContext): Promise<string>;
+}
+
+export const f1 = (n: number) => n.toFixed(1);
+export const f2 = (n: number) => n.toFixed(2);
+export const f3 = (n: number) => n.toFixed(3);
+export const int = (n: number) => Math.round(n).toLocaleString('en-US');
