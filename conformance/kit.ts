@@ -132,13 +132,16 @@ export class Kit {
   }
 }
 
+/** Checks that set up what others need: they run even when --focus leaves them out. */
+const PREREQUISITES = new Set(['launch/handshake', 'setup/hooks', 'identity/capabilities', 'lifecycle/configure', 'identity/probe', 'instances/test-instance', 'cleanup/no-leftovers', 'lifecycle/shutdown']);
+
 /** Runs `checks` in order against one provider; never throws. */
 export async function runChecks(k: Kit, checks: readonly Check[]): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   for (const c of checks) {
     const started = Date.now();
     let r: CheckResult;
-    if (k.opts.focus && !k.opts.focus.test(c.id) && !c.id.startsWith('setup/')) {
+    if (k.opts.focus && !k.opts.focus.test(c.id) && !PREREQUISITES.has(c.id)) {
       r = { id: c.id, title: c.title, outcome: 'skip', message: 'not selected by --focus', durationMs: 0 };
     } else {
       try {

@@ -1,0 +1,130 @@
+/**
+ * The Go and Python providers (plugins/go, plugins/python) as runnable
+ * executables for tests, built on first use and cached outside the repository:
+ *   ~/.cache/ccm-host/providers/go-<source hash>/ccm-provider-memgo
+ *   ~/.cache/ccm-host/providers/python-<requirements hash>/venv
+ * Go modules come from the Go module proxy, Python packages from PyPI. A
+ * directory lock keeps parallel test files from building the same thing twice.
+ */
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+
+/** The repository root (dist/test/helpers → ../../..). */
+export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+export const GO_DIR = join(REPO, 'plugins', 'go');
+export const PYTHON_DIR = join(REPO, 'plugins', 'python');
+const LOCK_STALE_MS = 15 * 60_000;
+
+function cacheRoot(): string {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
+}
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function filesUnder(dir: string, keep: (rel: string) => boolean): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile()) continue;
+    const parent = (e as { parentPath?: string; path?: string }).parentPath ?? (e as { path?: string }).path ?? dir; // parentPath: Node >= 20.12
+    const rel = relative(dir, join(parent, e.name));
+    if (keep(rel)) out.push(rel);
+  }
+  return out.sort();
+}
+
+async function hashFiles(dir: string, files: string[], extra: string): Promise<string> {
+  const h = createHash('sha256').update(extra);
+  for (const f of files) h.update(f).update('\0').update(await readFile(join(dir, f))).update('\0');
+  return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * Makes `final` exist by running `build(tmp)` and renaming tmp into place,
+ * under a directory lock so only one process builds.
+ */
+async function buildOnce(final: string, build: (tmp: string) => Promise<void>): Promise<void> {
+  if (await exists(final)) return;
+  await mkdir(join(final, '..'), { recursive: true });
+  const lock = `${final}.lock`;
+  for (;;) {
+    try {
+      await mkdir(lock);
+      break;
+    } catch {
+      if (await exists(final)) return;
+      const st = await stat(lock).catch(() => undefined);
+      if (st && Date.now() - st.mtimeMs > LOCK_STALE_MS) await rm(lock, { recursive: true, force: true });
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  try {
+    if (await exists(final)) return;
+    const tmp = `${final}.tmp-${process.pid}`;
+    await rm(tmp, { recursive: true, force: true });
+    await build(tmp);
+    await rename(tmp, final);
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
+let goBinary: Promise<string> | undefined;
+
+/** Path of the built Go provider (go build on first use). */
+export function goProviderBinary(): Promise<string> {
+  return (goBinary ??= (async () => {
+    const files = await filesUnder(GO_DIR, (f) => /^(go\.mod|go\.sum|[^/]+\.go|gen\/.+\.go)$/.test(f));
+    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
+    const dir = join(cacheRoot(), `go-${await hashFiles(GO_DIR, files, goVersion)}`);
+    await buildOnce(dir, async (tmp) => {
+      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-memgo'), '.'], { cwd: GO_DIR });
+    });
+    return join(dir, 'ccm-provider-memgo');
+  })());
+}
+
+let venvPython: Promise<string> | undefined;
+
+/** The Python interpreter of a venv with plugins/python/requirements-dev.txt installed. */
+export function pythonProviderInterpreter(): Promise<string> {
+  return (venvPython ??= (async () => {
+    const base = process.env.CCM_TEST_PYTHON || 'python3';
+    const version = (await execa(base, ['--version'])).stdout.trim();
+    const dir = join(cacheRoot(), `python-${await hashFiles(PYTHON_DIR, ['requirements.txt', 'requirements-dev.txt'], version)}`);
+    await buildOnce(dir, async (tmp) => {
+      await execa(base, ['-m', 'venv', join(tmp, 'venv')]);
+      // Only bin/python is used afterwards, which keeps working after the rename.
+      await execa(join(tmp, 'venv', 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', join(PYTHON_DIR, 'requirements-dev.txt')]);
+    });
+    return join(dir, 'venv', 'bin', 'python');
+  })());
+}
+
+/** Writes an executable launcher for the Python provider into `dir` and returns its path. */
+export async function pythonProviderLauncher(dir: string): Promise<string> {
+  const python = await pythonProviderInterpreter();
+  const path = join(dir, 'ccm-provider-mempy');
+  await writeFile(path, `#!/bin/sh\nexec '${python}' '${join(PYTHON_DIR, 'main.py')}' "$@"\n`);
+  await chmod(path, 0o755);
+  return path;
+}
+
+/** A provider under test: how to run it and what it calls itself. */
+export interface ProviderUnderTest {
+  /** --cloud-provider and providerID prefix. */
+  name: 'memgo' | 'mempy';
+  /** An executable for --plugin-path (exec) or to start as a sidecar. */
+  executable(dir: string): Promise<string>;
+}
+
+export const GO_PROVIDER: ProviderUnderTest = { name: 'memgo', executable: () => goProviderBinary() };
+export const PYTHON_PROVIDER: ProviderUnderTest = { name: 'mempy', executable: (dir) => pythonProviderLauncher(dir) };

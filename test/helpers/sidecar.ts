@@ -1,0 +1,61 @@
+/**
+ * Runs a provider executable in sidecar mode, as a container next to the host
+ * would: no magic cookie, `--endpoint=unix://<dir>/provider.sock`. Resolves
+ * once the socket accepts connections.
+ */
+import { join } from 'node:path';
+import { connect } from 'node:net';
+import { execa, type ResultPromise } from 'execa';
+import { waitFor } from './wait.js';
+
+export interface Sidecar {
+  endpoint: string;
+  socketPath: string;
+  stop(): Promise<void>;
+}
+
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Starts `executable` as a sidecar listening in `dir`; `env` entries are NAME=VALUE. */
+export async function startSidecar(executable: string, dir: string, env: Record<string, string> = {}): Promise<Sidecar> {
+  const socketPath = join(dir, 'provider.sock');
+  const endpoint = `unix://${socketPath}`;
+  const { CCM_PLUGIN_MAGIC_COOKIE: _cookie, ...inherited } = process.env;
+  void _cookie;
+  const child: ResultPromise = execa(executable, [`--endpoint=${endpoint}`], {
+    env: { ...inherited, ...env },
+    extendEnv: false,
+    stdin: 'ignore',
+    stdout: 'ignore',
+    stderr: 'pipe',
+    reject: false,
+    buffer: { stderr: true },
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  try {
+    await waitFor(() => answers(socketPath), { what: `sidecar socket ${socketPath}`, timeoutMs: 60_000, intervalMs: 100 });
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw new Error(`${(err as Error).message}; stderr: ${stderr}`);
+  }
+  return {
+    endpoint,
+    socketPath,
+    async stop() {
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await child;
+      clearTimeout(t);
+    },
+  };
+}

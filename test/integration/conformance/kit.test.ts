@@ -1,0 +1,114 @@
+/**
+ * The conformance kit against real provider processes: the local cloud (a
+ * command test hook), the Go and Python providers (their TestHooksService) in
+ * exec and sidecar mode, the CLI with JUnit output, and a deliberately
+ * nonconforming provider whose violations the kit must report.
+ */
+import test from 'ava';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import type { KitOptions, TargetSpec } from '../../../conformance/kit.js';
+import type { CheckResult } from '../../../conformance/report.js';
+import { runConformance } from '../../../conformance/run.js';
+import { LOCAL_PLUGIN } from '../../helpers/localcloud.js';
+import { GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
+import { startSidecar } from '../../helpers/sidecar.js';
+
+const CLI = fileURLToPath(new URL('../../../conformance/cli.js', import.meta.url));
+const LOCAL_HOOK = fileURLToPath(new URL('../../../conformance/hooks/localcloud.js', import.meta.url));
+const NONCONFORMING = fileURLToPath(new URL('../../fixtures/nonconforming-provider.js', import.meta.url));
+
+function options(target: TargetSpec, extra: Partial<KitOptions> = {}): KitOptions {
+  return { target, cloudConfig: Buffer.alloc(0), startTimeoutMs: 60_000, shutdownGraceMs: 2_000, ...extra };
+}
+
+function outcome(results: CheckResult[], id: string): string | undefined {
+  return results.find((r) => r.id === id)?.outcome;
+}
+
+function failures(results: CheckResult[]): string[] {
+  return results.filter((r) => r.outcome === 'fail').map((r) => `${r.id}: ${r.message}`);
+}
+
+test('the local cloud passes the kit (exec mode, command test hook), with every service and capability checked', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-local-'));
+  const state = join(dir, 'cloud');
+  const results = await runConformance(
+    options(
+      { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.78.0/24'] },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'` },
+    ),
+  );
+  t.deepEqual(failures(results), []);
+  const skipped = results.filter((r) => r.outcome === 'skip').map((r) => r.id);
+  t.deepEqual(skipped, ['identity/undeclared-unimplemented'], 'the reference provider declares everything, so nothing else is skipped');
+});
+
+for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
+  test(`the ${p.name} provider passes the kit in exec mode`, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-`));
+    const results = await runConformance(options({ kind: 'exec', path: await p.executable(dir), env: [] }));
+    t.deepEqual(failures(results), []);
+    for (const id of ['launch/protocol-mismatch', 'launch/stdout-hygiene', 'lifecycle/shutdown', 'launch/stdin-eof-exit', 'errors/retry-info', 'cleanup/no-leftovers', 'volumes/publish-twice']) {
+      t.is(outcome(results, id), 'pass', id);
+    }
+    // The Python provider declares no batch capabilities: those checks are skipped, not failed.
+    const batch = p.name === 'memgo' ? 'pass' : 'skip';
+    t.is(outcome(results, 'instances/batch-status'), batch);
+    t.is(outcome(results, 'routes/reconcile'), batch);
+  });
+
+  test(`the ${p.name} provider passes the kit in sidecar mode`, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-sc-`));
+    const sidecar = await startSidecar(await p.executable(dir), dir, { CCM_PROVIDER_TEST_HOOKS: '1' });
+    try {
+      const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }));
+      t.deepEqual(failures(results), []);
+      t.is(outcome(results, 'launch/handshake'), 'skip', 'no handshake in sidecar mode');
+      t.is(outcome(results, 'lifecycle/shutdown'), 'skip', 'the kit never stops somebody else\'s sidecar');
+      t.is(outcome(results, 'cleanup/no-leftovers'), 'pass');
+      t.is(outcome(results, 'instances/test-instance'), 'pass');
+    } finally {
+      await sidecar.stop();
+    }
+  });
+}
+
+test('the CLI prints one line per check and a summary, writes JUnit XML, and exits 0 for a conforming provider', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-cli-'));
+  const junit = join(dir, 'junit.xml');
+  const r = await execa(process.execPath, [CLI, '--plugin-path', await PYTHON_PROVIDER.executable(dir), '--junit', junit], { reject: false });
+  t.is(r.exitCode, 0, r.stdout);
+  t.regex(r.stdout, /^PASS {2}launch\/handshake /m);
+  t.regex(r.stdout, /^SKIP {2}instances\/batch-status .*\n {6}provider does not declare CAPABILITY_INSTANCES_BATCH$/m);
+  t.regex(r.stdout, /^conformance: \d+ passed, 0 failed, \d+ skipped$/m);
+  const xml = await readFile(junit, 'utf8');
+  t.regex(xml, /^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="ccm-provider-conformance" tests="\d+" failures="0" skipped="\d+"/);
+  t.regex(xml, /<testcase classname="ccm-provider-conformance.instances" name="instances\/batch-status: [^"]*" time="[\d.]+">\n\s+<skipped message="provider does not declare CAPABILITY_INSTANCES_BATCH"\/>/);
+  const cases = xml.match(/<testcase /g)?.length ?? 0;
+  t.is(cases, r.stdout.match(/^(PASS|FAIL|SKIP) {2}/gm)?.length ?? -1);
+});
+
+test('the CLI rejects bad arguments with one line each and exit code 2', async (t) => {
+  const r = await execa(process.execPath, [CLI, '--plugin-endpoint', 'tcp://x', '--plugin-env', 'nope'], { reject: false });
+  t.is(r.exitCode, 2);
+  t.regex(r.stderr, /--plugin-endpoint "tcp:\/\/x" is not unix:\/\/\/absolute\/path/);
+  t.regex(r.stderr, /--plugin-env "nope" is not NAME=VALUE/);
+});
+
+test('a nonconforming provider fails exactly the checks it violates, and the CLI exits 1', async (t) => {
+  const results = await runConformance(options({ kind: 'exec', path: NONCONFORMING, env: [] }));
+  t.deepEqual(
+    results.filter((r) => r.outcome === 'fail').map((r) => r.id),
+    ['instances/absent', 'load-balancers/ensure-twice', 'launch/stdout-hygiene'],
+  );
+  t.regex(results.find((r) => r.id === 'instances/absent')!.message!, /without ErrorInfo reason INSTANCE_NOT_FOUND/);
+  t.regex(results.find((r) => r.id === 'launch/stdout-hygiene')!.message!, /debug: provider started/);
+  t.is(outcome(results, 'instances/test-instance'), 'skip', 'no test hook: instance checks are skipped');
+  const cli = await execa(process.execPath, [CLI, '--plugin-path', NONCONFORMING, '--focus', '^instances/'], { reject: false });
+  t.is(cli.exitCode, 1);
+  t.regex(cli.stdout, /^FAIL {2}instances\/absent /m);
+});
