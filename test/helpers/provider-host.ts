@@ -1,0 +1,62 @@
+/**
+ * The real host against a provider other than the built-in local cloud: the
+ * Go or Python provider in exec mode (--plugin-path) or as a sidecar
+ * (--plugin-endpoint), with its cloud config, for the multi-provider host
+ * tests. Scoped like every test host (--node-selector, --controllers).
+ */
+import { createWriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startHost } from '../../host/app.js';
+import { parseHostArgs } from '../../host/config/flags.js';
+import { createLogger } from '../../host/log.js';
+import { testKubeConfig } from '../controlplane/shared.js';
+import type { TestHost } from './host.js';
+import type { ProviderUnderTest } from './providers.js';
+import { startSidecar, type Sidecar } from './sidecar.js';
+
+export type ProviderMode = 'exec' | 'sidecar';
+
+export interface ProviderHost {
+  host: TestHost;
+  sidecar?: Sidecar;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `provider` in `mode` and a host using it. `cloudConfig` is written
+ * to `<dir>/cloud.json` and passed with --cloud-config; `args` are extra flags.
+ */
+export async function startProviderHost(dir: string, provider: ProviderUnderTest, mode: ProviderMode, cloudConfig: unknown, args: string[]): Promise<ProviderHost> {
+  const configPath = join(dir, 'cloud.json');
+  await writeFile(configPath, JSON.stringify(cloudConfig));
+  const executable = await provider.executable(dir);
+  const sidecar = mode === 'sidecar' ? await startSidecar(executable, dir, { CCM_PROVIDER_TEST_HOOKS: '1' }) : undefined;
+  const parsed = parseHostArgs([
+    `--cloud-provider=${provider.name}`,
+    sidecar ? `--plugin-endpoint=${sidecar.endpoint}` : `--plugin-path=${executable}`,
+    `--cloud-config=${configPath}`,
+    '--cluster-name=test',
+    '--secure-port=0',
+    '--bind-address=127.0.0.1',
+    '-v=2',
+    ...args,
+  ]);
+  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  const logPath = join(dir, 'host.log');
+  const log = createLogger({ verbosity: 2, destination: createWriteStream(logPath, { flags: 'a' }) });
+  try {
+    const host = Object.assign(await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() }), { logPath });
+    return {
+      host,
+      sidecar,
+      async stop() {
+        await host.stop();
+        await sidecar?.stop();
+      },
+    };
+  } catch (err) {
+    await sidecar?.stop();
+    throw err;
+  }
+}
