@@ -51,3 +51,8 @@ test('buf breaking against the v1 baseline passes today and names an incompatibl
   t.not(r.exitCode, 0);
   t.regex(r.stdout + r.stderr, /InstanceExistsResponse/);
 });
+
+test('docs/protocol.md carries the service reference generated from the current proto comments (run npm run docs:protocol)', async (t) => {
+  const r = await execa(process.execPath, [join(REPO, 'dist', 'tools', 'protocol-doc.js'), '--check'], { reject: false });
+  t.is(r.exitCode, 0, r.stderr);
+});
