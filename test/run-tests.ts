@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ensureBinaries } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
+import { prepareTestProviders } from './helpers/providers.js';
 
 const ANSI = /\u001b\[[0-9;]*m/g;
 
@@ -23,6 +24,7 @@ async function main(): Promise<number> {
   const t0 = Date.now();
   process.stderr.write('[test] checking control-plane binaries (first run builds them from Go modules)\n');
   await ensureBinaries({ onProgress: (line) => process.stderr.write(`[controlplane] ${line}\n`) });
+  await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
   const cp = await ControlPlane.start();
   process.stderr.write(`[test] control plane ready at ${cp.server} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   let output = '';

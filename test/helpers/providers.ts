@@ -128,3 +128,15 @@ export interface ProviderUnderTest {
 
 export const GO_PROVIDER: ProviderUnderTest = { name: 'memgo', executable: () => goProviderBinary() };
 export const PYTHON_PROVIDER: ProviderUnderTest = { name: 'mempy', executable: (dir) => pythonProviderLauncher(dir) };
+
+/**
+ * Builds both providers before the tests start (the test runner calls this),
+ * so a first run on a fresh machine does not spend a test's timeout on go
+ * build or pip install.
+ */
+export async function prepareTestProviders(say: (line: string) => void): Promise<void> {
+  const t0 = Date.now();
+  say('building the Go provider and the Python provider venv if needed (first run: Go proxy and PyPI)');
+  const [go, py] = await Promise.all([goProviderBinary(), pythonProviderInterpreter()]);
+  say(`providers ready in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${go}, ${py}`);
+}
