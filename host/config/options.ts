@@ -51,6 +51,7 @@ export interface HostOptions {
   cidrAllocatorType?: string;
   routeReconciliationPeriod?: string;
   concurrentServiceSyncs?: string;
+  lbResyncPeriod?: string;
   nodeDeletionGracePeriod?: string;
   nodeSelector?: string;
   watchNamespace?: string;
@@ -99,6 +100,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   cidrAllocatorType: 'RangeAllocator',
   routeReconciliationPeriod: '10s',
   concurrentServiceSyncs: String(DEFAULT_CONCURRENT_SERVICE_SYNCS),
+  /** Not in upstream (which never re-ensures an unchanged Service): periodic drift repair. */
+  lbResyncPeriod: '10m',
   nodeDeletionGracePeriod: '0s',
 });
 
