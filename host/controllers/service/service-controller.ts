@@ -26,7 +26,7 @@
 import type { CoreV1Api, V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
-import { CloudCallError, ImplementedElsewhereError, InvalidCloudResponseError, NotImplementedError } from '../../errors.js';
+import { CloudCallError, ImplementedElsewhereError } from '../../errors.js';
 import { sleep } from '../../kube/backoff.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
@@ -235,17 +235,13 @@ export class ServiceController {
     }
   }
 
-  /** EnsureLoadBalancerDeleted, with events when a load balancer existed. `svc` is undefined once the Service is gone. */
+  /**
+   * EnsureLoadBalancerDeleted (idempotent), announced by events while the
+   * Service exists. No GetLoadBalancer first (upstream asks): one cloud call
+   * less to fail, and an unreadable status can never keep a load balancer alive.
+   * `svc` is undefined once the Service is gone.
+   */
   private async deleteLoadBalancer(svc: V1Service | undefined, ref: ServiceRef): Promise<void> {
-    let exists = true;
-    try {
-      exists = (await this.o.lbs.getLoadBalancer(this.o.clusterName, ref)) !== undefined;
-    } catch (err) {
-      // An unreadable status must not keep a load balancer alive: delete anyway.
-      if (err instanceof ImplementedElsewhereError) return;
-      if (!(err instanceof InvalidCloudResponseError || err instanceof NotImplementedError)) throw err;
-    }
-    if (!exists) return;
     if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETING_LB, 'Deleting load balancer');
     await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, ref);
     this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer deleted');
