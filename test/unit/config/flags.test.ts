@@ -328,7 +328,7 @@ test('--help and -h return the help text, with defaults', (t) => {
     t.deepEqual(result.errors, []);
     t.regex(result.help, /--cloud-provider <name>/);
     t.regex(result.help, /--plugin-start-timeout <duration>[\s\S]*\(default 60s\)/);
-    t.regex(result.help, /--concurrent-service-syncs[\s\S]*\(default 4\)/);
+    t.regex(result.help, /--concurrent-service-syncs[\s\S]*\(default 10\)/);
     t.regex(result.help, /-v, --v <level>/);
   }
 });
