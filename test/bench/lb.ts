@@ -70,7 +70,7 @@ async function createServices(core: CoreV1Api, ns: string, n: number): Promise<v
   await mapLimit(
     Array.from({ length: n }, (_, i) => i),
     CREATE_CONCURRENCY,
-    (i) => core.createNamespacedService({ namespace: ns, body: lbService(`s${i}`, ns, [{ port: 80 }]) }),
+    (i) => core.createNamespacedService({ namespace: ns, body: lbService(`s${i}`, ns, [{ port: 8080 }]) }),
   );
 }
 

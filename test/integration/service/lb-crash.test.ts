@@ -51,7 +51,7 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
   const deleted: string[] = [];
   for (let i = 0; i < CYCLES; i++) {
     const name = `c${i}`;
-    await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 80 }]) });
+    await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8080 }]) });
     live.push(name);
     // Delete about every other Service, some right away, some later.
     if (Math.random() < 0.5 && live.length > 0) {

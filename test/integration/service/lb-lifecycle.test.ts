@@ -131,7 +131,7 @@ test.serial('loadBalancerClass set → ignored; type change LoadBalancer → Clu
 test.serial('nodes added, removed and excluded: backends follow, one batch update per change, none for heartbeats', async (t) => {
   const { core, cloud, host } = t.context;
   // Two LBs; lbit-a and lbit-b exist from the first test.
-  for (const name of ['n1', 'n2']) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 83 }]) });
+  for (const name of ['n1', 'n2']) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8083 }]) });
   await waitFor(async () => ingressIp(await readSvc(core, 'n1')) && ingressIp(await readSvc(core, 'n2')), { what: 'both ensured' });
   const backendsOf = async () => {
     const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
@@ -169,7 +169,7 @@ test.serial('nodes added, removed and excluded: backends follow, one batch updat
   const nodePort = (await readSvc(core, 'n1'))!.spec!.ports![0]!.nodePort!;
   const extra = [await startTcpBackend('a', '127.0.52.1', nodePort), await startTcpBackend('b', '127.0.52.2', nodePort)];
   t.context.backends.push(...extra);
-  for (let i = 0; i < 4; i++) t.is(await tcpRequest(ip, 83), 'a', 'the excluded node gets no traffic');
+  for (let i = 0; i < 4; i++) t.is(await tcpRequest(ip, 8083), 'a', 'the excluded node gets no traffic');
   t.is(await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer'), ensures0, 'node changes never re-ensure');
   const updated = await serviceEvents(core, (await readSvc(core, 'n1'))!);
   t.true(updated.some((e) => e.reason === 'UpdatedLoadBalancer'));

@@ -89,7 +89,7 @@ const cases: Case[] = [
       allocateNodeCidrs: false,
       cidrAllocatorType: 'RangeAllocator',
       routeReconciliationPeriodMs: 10_000,
-      concurrentServiceSyncs: 4,
+      concurrentServiceSyncs: 10,
       nodeDeletionGracePeriodMs: 0,
       nodeSelector: '',
       watchNamespace: '',
