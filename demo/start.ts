@@ -3,9 +3,12 @@
  * (etcd + kube-apiserver), the host with the local cloud plugin, adds three
  * instances to the local cloud and registers their Nodes the way a kubelet
  * with --cloud-provider=external would (tainted), then shows them
- * initialized. Runs until Ctrl-C, then stops everything it started.
+ * initialized, then creates a LoadBalancer Service whose ingress carries
+ * real traffic to small HTTP backends on the nodes' nodePort. Runs until
+ * Ctrl-C, then stops everything it started.
  */
 import { createWriteStream } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
@@ -51,11 +54,13 @@ async function main(): Promise<void> {
   say(`cloud-controller-manager running with the local cloud plugin (pid ${host.supervisor.pid}); log: ${hostLog}`);
   say(`health and metrics: http://127.0.0.1:${host.healthPort}/healthz  http://127.0.0.1:${host.healthPort}/metrics`);
 
+  const servers: Server[] = [];
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
     say('stopping');
+    for (const s of servers) s.close();
     await host.stop();
     await cp.stop();
     say('stopped');
@@ -90,9 +95,29 @@ async function main(): Promise<void> {
     const ip = (n.status?.addresses ?? []).find((a) => a.type === 'InternalIP')?.address ?? '';
     say(`  ${n.metadata?.name}  providerID=${n.spec?.providerID}  zone=${l['topology.kubernetes.io/zone']}  type=${l['node.kubernetes.io/instance-type']}  internalIP=${ip}`);
   }
+  // A LoadBalancer Service whose ingress carries real traffic: a small HTTP
+  // backend on every node's InternalIP at the nodePort the API server assigned.
+  const svc = await core.createNamespacedService({
+    namespace: 'default',
+    body: { metadata: { name: 'demo-web' }, spec: { type: 'LoadBalancer', selector: { app: 'demo-web' }, ports: [{ name: 'http', port: 8080, targetPort: 8080 as never }] } },
+  });
+  const nodePort = svc.spec!.ports![0]!.nodePort!;
+  for (const n of DEMO_NODES) {
+    const server = createServer((_req, res) => res.end(`hello from ${n.name} (${n.ip}:${nodePort})\n`));
+    await new Promise<void>((ok) => server.listen(nodePort, n.ip, ok));
+    servers.push(server);
+  }
+  const ingress = await waitFor(
+    async () => (await core.readNamespacedService({ name: 'demo-web', namespace: 'default' })).status?.loadBalancer?.ingress?.[0],
+    { timeoutMs: 120_000, what: 'demo-web load balancer ingress' },
+  );
+  say(`LoadBalancer Service default/demo-web: ingress ${ingress.ip} (ipMode ${ingress.ipMode}), backends ${DEMO_NODES.map((n) => `${n.ip}:${nodePort}`).join(', ')}`);
   say('try it:');
+  say(`  curl http://${ingress.ip}:8080/      (repeat: the local cloud balances over the three nodes)`);
   say(`  export KUBECONFIG=${cp.kubeconfigPath}`);
   say('  kubectl get nodes -L topology.kubernetes.io/zone,node.kubernetes.io/instance-type');
+  say('  kubectl get service demo-web; kubectl describe service demo-web   (events: EnsuringLoadBalancer, EnsuredLoadBalancer)');
+  say(`  node dist/plugins/local/cli.js --state ${cloudDir} lb list`);
   say(`  node dist/plugins/local/cli.js --state ${cloudDir} instance list`);
   say('press Ctrl-C to stop everything');
 }

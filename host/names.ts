@@ -25,10 +25,14 @@ export const ControllerAliases: Record<string, ControllerName> = {
 /** Well-known keys. */
 export const Taints = {
   UNINITIALIZED: 'node.cloudprovider.kubernetes.io/uninitialized',
+  /** Cluster Autoscaler marks nodes it is about to remove (not load balancer backends). */
+  TO_BE_DELETED_BY_CA: 'ToBeDeletedByClusterAutoscaler',
   SHUTDOWN: 'node.cloudprovider.kubernetes.io/shutdown',
 } as const;
 
 export const Labels = {
+  /** Nodes carrying it (any value that does not parse as false) are not load balancer backends. */
+  EXCLUDE_FROM_EXTERNAL_LBS: 'node.kubernetes.io/exclude-from-external-load-balancers',
   INSTANCE_TYPE: 'node.kubernetes.io/instance-type',
   INSTANCE_TYPE_BETA: 'beta.kubernetes.io/instance-type',
   ZONE: 'topology.kubernetes.io/zone',
@@ -42,11 +46,25 @@ export const Annotations = {
   PROVIDED_NODE_IP: 'alpha.kubernetes.io/provided-node-ip',
 } as const;
 
+/** Finalizers. */
+export const Finalizers = {
+  /** Held by a LoadBalancer Service until its cloud load balancer is deleted (upstream). */
+  LB_CLEANUP: 'service.kubernetes.io/load-balancer-cleanup',
+} as const;
+
 /** Event reasons (upstream spelling). */
 export const EventReasons = {
   SYNCED: 'Synced',
   FAILED_TO_SYNC_NODE: 'FailedToSyncNode',
   INVALID_CLOUD_RESPONSE: 'InvalidCloudResponse',
+  ENSURING_LB: 'EnsuringLoadBalancer',
+  ENSURED_LB: 'EnsuredLoadBalancer',
+  SYNC_LB_FAILED: 'SyncLoadBalancerFailed',
+  DELETING_LB: 'DeletingLoadBalancer',
+  DELETED_LB: 'DeletedLoadBalancer',
+  UPDATED_LB: 'UpdatedLoadBalancer',
+  LB_UPDATE_FAILED: 'LoadBalancerUpdateFailed',
+  UNAVAILABLE_LB: 'UnAvailableLoadBalancer',
 } as const;
 
 /** Event source component of each controller (upstream values). */

@@ -77,6 +77,8 @@ export interface HostConfig {
   readonly cidrAllocatorType: string;
   readonly routeReconciliationPeriodMs: number;
   readonly concurrentServiceSyncs: number;
+  /** `--lb-resync-period`: every LoadBalancer Service is re-ensured this often; 0 = never (upstream). */
+  readonly lbResyncPeriodMs: number;
   readonly nodeDeletionGracePeriodMs: number;
   /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
   readonly nodeSelector: string;
@@ -188,6 +190,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     cidrAllocatorType: o.cidrAllocatorType,
     routeReconciliationPeriodMs: p.duration('route-reconciliation-period', o.routeReconciliationPeriod, { positive: true }),
     concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
+    lbResyncPeriodMs: p.duration('lb-resync-period', o.lbResyncPeriod),
     nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
     nodeSelector: checkLabelSelector(o.nodeSelector, p),
     watchNamespace: checkNamespace(o.watchNamespace, p),

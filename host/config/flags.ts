@@ -72,6 +72,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'cidr-allocator-type', key: 'cidrAllocatorType', kind: 'string', value: 'type', help: 'Pod CIDR allocator for --allocate-node-cidrs.' },
   { name: 'route-reconciliation-period', key: 'routeReconciliationPeriod', kind: 'string', value: 'duration', help: 'Period of the route reconciliation.' },
   { name: 'concurrent-service-syncs', key: 'concurrentServiceSyncs', kind: 'string', value: 'int', help: 'Service (load balancer) workers, and the fan-out of node → load balancer updates. Upstream defaults to 1.' },
+  { name: 'lb-resync-period', key: 'lbResyncPeriod', kind: 'string', value: 'duration', help: 'Re-ensure every LoadBalancer Service this often, so a load balancer deleted or changed behind the controller\'s back comes back (not in upstream); 0 disables.' },
   { name: 'node-selector', key: 'nodeSelector', kind: 'string', value: 'selector', help: 'Label selector limiting the Nodes this host watches and manages, e.g. pool=a (not in upstream: for sharding and tests). Default all nodes.' },
   { name: 'watch-namespace', key: 'watchNamespace', kind: 'string', value: 'namespace', help: 'Namespace limiting the namespaced objects (Services, claims) this host watches (not in upstream). Default all namespaces.' },
   { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'How long a node whose instance is gone is kept before it is deleted.' },

@@ -51,6 +51,7 @@ export interface HostOptions {
   cidrAllocatorType?: string;
   routeReconciliationPeriod?: string;
   concurrentServiceSyncs?: string;
+  lbResyncPeriod?: string;
   nodeDeletionGracePeriod?: string;
   nodeSelector?: string;
   watchNamespace?: string;
@@ -60,13 +61,16 @@ export interface HostOptions {
  * Default of `--concurrent-service-syncs`. Upstream ships 1, and a single
  * worker is the most reported service-controller problem (upstream-ccm.md §5
  * #1): one slow EnsureLoadBalancer (minutes on some clouds) stalls every other
- * Service, and after a restart every LB Service is re-ensured one by one.
- * Workers here are async tasks, not threads, so they cost almost nothing;
- * 4 lets independent Services progress while keeping the node→LB fan-out
- * (which uses the same number) well below the point where cloud APIs start
- * throttling (kops saw throttling at 30 workers and no gain beyond 10).
+ * Service, and after a restart every LB Service is re-ensured one by one
+ * (1,000 Services × 200 ms = over 3 minutes). Workers here are async tasks,
+ * not threads, so they cost almost nothing, and one Service is still never
+ * handled by two at once. 10 brings 1,000 new Services under a minute at
+ * 200 ms per cloud call (docs/benchmarks.md) while staying where kops found
+ * cloud APIs stop getting faster and start throttling (no gain beyond 10,
+ * throttling at 30); node-set changes use one batch call when the provider
+ * has one, so the fan-out rarely uses them all.
  */
-export const DEFAULT_CONCURRENT_SERVICE_SYNCS = 4;
+export const DEFAULT_CONCURRENT_SERVICE_SYNCS = 10;
 
 /** The `--cluster-name` default (upstream); main warns when it is used. */
 export const DEFAULT_CLUSTER_NAME = 'kubernetes';
@@ -99,6 +103,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   cidrAllocatorType: 'RangeAllocator',
   routeReconciliationPeriod: '10s',
   concurrentServiceSyncs: String(DEFAULT_CONCURRENT_SERVICE_SYNCS),
+  /** Not in upstream (which never re-ensures an unchanged Service): periodic drift repair. */
+  lbResyncPeriod: '10m',
   nodeDeletionGracePeriod: '0s',
 });
 

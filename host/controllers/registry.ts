@@ -5,7 +5,9 @@
 import type { ControllerName } from '../names.js';
 import type { ControllerFactory } from './context.js';
 import { startCloudNodeController } from './node/start.js';
+import { startServiceController } from './service/start.js';
 
 export const CONTROLLER_FACTORIES: Partial<Record<ControllerName, ControllerFactory>> = {
   'cloud-node-controller': startCloudNodeController,
+  'service-lb-controller': startServiceController,
 };

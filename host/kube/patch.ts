@@ -55,6 +55,11 @@ export function patchNodeStatus(core: CoreV1Api, name: string, patch: unknown, t
   return core.patchNodeStatus({ name, body: patch }, patchOptions(type));
 }
 
+/** Patches a Service's metadata/spec (e.g. finalizers with a strategic merge patch). */
+export function patchService(core: CoreV1Api, namespace: string, name: string, patch: unknown, type: PatchType): Promise<V1Service> {
+  return core.patchNamespacedService({ namespace, name, body: patch }, patchOptions(type));
+}
+
 /** Patches a Service's status subresource (e.g. `status.loadBalancer`). */
 export function patchServiceStatus(
   core: CoreV1Api,

@@ -31,6 +31,8 @@ import { mapLimit } from '../util/map-limit.js';
 import { decodedToCloudError } from './connection.js';
 import type { PluginSupervisor } from './supervisor.js';
 import { instanceMetadataProblems } from './validate.js';
+import type { LoadBalancers } from '../cloud-load-balancers.js';
+import { GrpcLoadBalancers } from './grpc-load-balancers.js';
 
 export interface CallTimeouts {
   /** Deadline for read-only calls. */
@@ -76,6 +78,14 @@ function chunks<T>(items: T[], size: number): T[][] {
 
 export class GrpcCloud implements Cloud {
   private readonly instancesImpl = new GrpcInstances(this);
+  private readonly lbImpl = new GrpcLoadBalancers({
+    callLb: (method, request, mutating) => {
+      const conn = this.supervisor.connection();
+      return conn.unary(conn.loadBalancers, method, request, mutating ? this.timeouts.mutateMs : this.timeouts.readMs);
+    },
+    hasBatchHosts: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS),
+    toPbNode,
+  });
 
   constructor(
     readonly supervisor: PluginSupervisor,
@@ -103,6 +113,10 @@ export class GrpcCloud implements Cloud {
 
   instances(): Instances | undefined {
     return this.hasService(Service.SERVICE_INSTANCES) ? this.instancesImpl : undefined;
+  }
+
+  loadBalancers(): LoadBalancers | undefined {
+    return this.hasService(Service.SERVICE_LOAD_BALANCERS) ? this.lbImpl : undefined;
   }
 
   /** Sends one read-only call to the current plugin connection. */

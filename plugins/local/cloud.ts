@@ -42,6 +42,8 @@ export interface LocalCloudOptions extends SettingsInput {
   /** Bound on waiting for the state lock, in ms. */
   lockWaitMs?: number;
   logger?: LocalCloudLogger;
+  /** Load balancer data plane to keep in step after each load balancer change (forwarder.ts). */
+  forwarder?: { sync(): Promise<void>; close(): Promise<void> };
 }
 
 /** The local cloud provider plus handles for tests and tools. */
@@ -66,7 +68,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
   const initial = resolveSettings(opts, env);
   const envKnobs = knobsFromEnv(env);
   const log = opts.logger ?? silentLogger;
-  const c: CloudContext = { store, settings: initial, log };
+  const c: CloudContext = { store, settings: initial, log, forwarder: opts.forwarder };
   const faults = new FaultInjector({ random: opts.random, now: opts.now });
 
   let knobsSource: KnobSettings | undefined;
@@ -125,6 +127,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
     },
 
     async close() {
+      await opts.forwarder?.close();
       log.debug({}, 'closed');
     },
 

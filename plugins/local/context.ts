@@ -23,6 +23,8 @@ export interface CloudContext {
   store: StateStore;
   settings: CloudSettings;
   log: LocalCloudLogger;
+  /** The load balancer data plane, when this process runs one (the provider executable does). */
+  forwarder?: { sync(): Promise<void> };
 }
 
 /** Topology label of a zone. */

@@ -1,8 +1,8 @@
 /**
  * LoadBalancersService of the local cloud. A load balancer is a record: an
  * ingress IP from the pool (default 127.0.10.0/24, loopback), its listeners
- * (port → nodePort) and its backends (node name → address). No traffic is
- * forwarded yet; the record holds everything a forwarder needs:
+ * (port → nodePort) and its backends (node name → address). The provider
+ * process's forwarder (forwarder.ts) carries the traffic:
  * `ingressIp:port/protocol` goes to `<backend address>:nodePort`.
  *
  * Annotation `local.ccm.dev/ip-mode: Proxy|VIP` selects the ingress ipMode
@@ -173,6 +173,7 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
         if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
         return lb;
       });
+      await c.forwarder?.sync();
       return { status: statusOf(record) };
     },
 
@@ -180,6 +181,7 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
       const svc = requireService(req.service);
       const name = nameOf(c, req.meta, svc);
       await c.store.update((draft) => setBackends(draft, name, svc, req.nodes));
+      await c.forwarder?.sync();
       return {};
     },
 
@@ -192,6 +194,7 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
         draft.loadBalancers = draft.loadBalancers.filter((l) => l.name !== name);
         if (draft.loadBalancers.length !== before) c.log.info({ lb: name }, 'load balancer deleted');
       });
+      await c.forwarder?.sync();
       return {};
     },
 
@@ -207,6 +210,7 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
           }
         }),
       );
+      await c.forwarder?.sync();
       return { results };
     },
   };

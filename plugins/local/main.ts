@@ -13,19 +13,28 @@ import { parseArgs } from 'node:util';
 import { createProviderLogger } from '../../sdk/log.js';
 import { serve } from '../../sdk/serve.js';
 import { createLocalCloud, type LocalCloud } from './cloud.js';
+import { Forwarder } from './forwarder.js';
+import { resolveStateDir, StateStore } from './state.js';
 import { PROVIDER_NAME } from './names.js';
 
 const log = createProviderLogger(PROVIDER_NAME);
 
 let cloud: LocalCloud;
+let forwarder: Forwarder | undefined;
 try {
   const { values } = parseArgs({ options: { state: { type: 'string' } }, strict: false, allowPositionals: true });
   if (values.state !== undefined && typeof values.state !== 'string') throw new Error('--state needs a directory');
-  cloud = createLocalCloud({ stateDir: values.state, logger: log });
+  const store = new StateStore(resolveStateDir(values.state, process.env));
+  // LOCALCLOUD_FORWARD=false keeps load balancers as records only (no listeners).
+  const forward = !/^(0|false|no|off)$/i.test(process.env.LOCALCLOUD_FORWARD ?? '');
+  forwarder = forward ? new Forwarder(store, log) : undefined;
+  cloud = createLocalCloud({ store, logger: log, forwarder });
 } catch (err) {
   log.error({ error: err instanceof Error ? err.message : String(err) }, 'invalid local cloud settings');
   process.exit(1);
 }
 
+// Listeners of existing load balancers come back before the host sees us ready.
+await forwarder?.start();
 await serve(cloud, { logger: log });
 log.info({ stateDir: cloud.store.dir, knobs: cloud.currentKnobs() }, 'local cloud ready');

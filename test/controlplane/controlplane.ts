@@ -206,7 +206,7 @@ export class ControlPlane {
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
       `--cert-dir=${certDir}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      '--service-cluster-ip-range=10.0.0.0/16',
       '--allow-privileged=true',
       '--disable-admission-plugins=ServiceAccount',
       '--authorization-mode=RBAC',

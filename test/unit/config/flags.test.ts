@@ -89,7 +89,7 @@ const cases: Case[] = [
       allocateNodeCidrs: false,
       cidrAllocatorType: 'RangeAllocator',
       routeReconciliationPeriodMs: 10_000,
-      concurrentServiceSyncs: 4,
+      concurrentServiceSyncs: 10,
       nodeDeletionGracePeriodMs: 0,
       nodeSelector: '',
       watchNamespace: '',
@@ -203,6 +203,9 @@ const cases: Case[] = [
   { description: 'concurrent-node-status-updates explicit', argv: [...BASE, '--concurrent-node-syncs=2', '--concurrent-node-status-updates=7'], want: { concurrentNodeSyncs: 2, concurrentNodeStatusUpdates: 7 } },
   { description: 'concurrent-node-status-updates negative', argv: [...BASE, '--concurrent-node-status-updates=-1'], errors: ['--concurrent-node-status-updates="-1" is invalid'] },
   { description: 'concurrent-service-syncs', argv: [...BASE, '--concurrent-service-syncs=10'], want: { concurrentServiceSyncs: 10 } },
+  { description: 'lb-resync-period', argv: [...BASE, '--lb-resync-period=30s'], want: { lbResyncPeriodMs: 30_000 } },
+  { description: 'lb-resync-period 0 disables', argv: [...BASE, '--lb-resync-period=0'], want: { lbResyncPeriodMs: 0 } },
+  { description: 'lb-resync-period invalid', argv: [...BASE, '--lb-resync-period=often'], errors: ['--lb-resync-period="often" is invalid'] },
   { description: 'concurrent-service-syncs 0', argv: [...BASE, '--concurrent-service-syncs=0'], errors: ['--concurrent-service-syncs="0" is invalid'] },
 
   // API client limits
@@ -325,7 +328,7 @@ test('--help and -h return the help text, with defaults', (t) => {
     t.deepEqual(result.errors, []);
     t.regex(result.help, /--cloud-provider <name>/);
     t.regex(result.help, /--plugin-start-timeout <duration>[\s\S]*\(default 60s\)/);
-    t.regex(result.help, /--concurrent-service-syncs[\s\S]*\(default 4\)/);
+    t.regex(result.help, /--concurrent-service-syncs[\s\S]*\(default 10\)/);
     t.regex(result.help, /-v, --v <level>/);
   }
 });

@@ -1,0 +1,93 @@
+/**
+ * The load balancer capability (upstream cloudprovider.LoadBalancer) as the
+ * service controller sees it. Implemented over gRPC in
+ * host/plugin/grpc-load-balancers.ts, which validates every answer.
+ *
+ * Every method takes the host's --cluster-name (the provider tags and names
+ * cloud objects with it) and treats its inputs as read-only. Errors are the
+ * classes of host/errors.ts:
+ *  - ImplementedElsewhereError: another implementation owns this Service's
+ *    load balancer; the controller skips it silently.
+ *  - RetryAfterError: retry after exactly `retryAfterMs`.
+ *  - InvalidCloudResponseError: the answer was invalid; nothing was written.
+ *  - anything else: retry with the per-Service exponential backoff.
+ */
+import type { NodeRef } from './cloud.js';
+
+export type LbProtocol = 'TCP' | 'UDP' | 'SCTP';
+
+/** One Service port. */
+export interface LbServicePort {
+  name: string;
+  protocol: LbProtocol;
+  port: number;
+  /** 0 when the Service has none (allocateLoadBalancerNodePorts=false). */
+  nodePort: number;
+  appProtocol: string;
+}
+
+/** The parts of a Service a load balancer depends on. Read-only input. */
+export interface ServiceRef {
+  uid: string;
+  namespace: string;
+  name: string;
+  annotations: Record<string, string>;
+  labels: Record<string, string>;
+  ports: LbServicePort[];
+  loadBalancerIp: string;
+  loadBalancerSourceRanges: string[];
+  ipFamilies: ('IPv4' | 'IPv6')[];
+  externalTrafficPolicy: 'Cluster' | 'Local';
+  healthCheckNodePort: number;
+  sessionAffinity: 'None' | 'ClientIP';
+  sessionAffinityTimeoutSeconds: number;
+  loadBalancerClass: string;
+}
+
+/** One port of an ingress point (status.loadBalancer.ingress[].ports[]). */
+export interface LbPortStatus {
+  port: number;
+  protocol: LbProtocol;
+  /** CamelCase reason, or undefined when the port is fine. */
+  error?: string;
+}
+
+/** One ingress point, in the shape of Kubernetes' LoadBalancerIngress (empty fields omitted). */
+export interface LbIngress {
+  ip?: string;
+  hostname?: string;
+  ipMode?: 'VIP' | 'Proxy';
+  ports?: LbPortStatus[];
+}
+
+/** A load balancer's status (validated): becomes status.loadBalancer.ingress. */
+export interface LbStatus {
+  ingress: LbIngress[];
+}
+
+/** Per-Service outcome of a batch host update: no error means success. */
+export interface HostsUpdateResult {
+  uid: string;
+  error?: Error;
+}
+
+export interface LoadBalancers {
+  /** The load balancer's status, or undefined when none exists. Read-only. */
+  getLoadBalancer(clusterName: string, svc: ServiceRef): Promise<LbStatus | undefined>;
+  /** The provider's cloud name of the Service's load balancer (deterministic). Read-only. */
+  getLoadBalancerName(clusterName: string, svc: ServiceRef): Promise<string>;
+  /** Creates or converges the load balancer to `svc` and `nodes`; idempotent. */
+  ensureLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<LbStatus>;
+  /** Replaces the backend set only; idempotent. A NOT_FOUND CloudCallError when it does not exist. */
+  updateLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<void>;
+  /**
+   * The same backend set for many Services in one call (requires `batchHosts`):
+   * one result per Service, in input order. Rejects only when the call as a
+   * whole failed.
+   */
+  updateLoadBalancerHosts(clusterName: string, svcs: ServiceRef[], nodes: NodeRef[]): Promise<HostsUpdateResult[]>;
+  /** Deletes the load balancer; succeeds when there is none. Idempotent. */
+  ensureLoadBalancerDeleted(clusterName: string, svc: ServiceRef): Promise<void>;
+  /** Whether the provider has the batch host update (CAPABILITY_LOAD_BALANCER_BATCH_HOSTS). */
+  readonly batchHosts: boolean;
+}

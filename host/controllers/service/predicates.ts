@@ -1,0 +1,89 @@
+/**
+ * Which Services want a cloud load balancer, which need cleanup, which
+ * changes need a re-ensure, and which Nodes are backends. Pure functions on
+ * Kubernetes objects, following upstream kubernetes/cloud-provider
+ * controllers/service (wantsLoadBalancer, needsCleanup, needsUpdate,
+ * stableNodeSetPredicates) except where noted.
+ */
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import { parseGoBool } from '../../config/values.js';
+import { Finalizers, Labels, Taints } from '../../names.js';
+
+/** type=LoadBalancer without a loadBalancerClass (a class belongs to another controller). */
+export function wantsLoadBalancer(svc: V1Service): boolean {
+  return svc.spec?.type === 'LoadBalancer' && !svc.spec?.loadBalancerClass;
+}
+
+export function hasLbFinalizer(svc: V1Service): boolean {
+  return (svc.metadata?.finalizers ?? []).includes(Finalizers.LB_CLEANUP);
+}
+
+/**
+ * Carries our finalizer and is being deleted or no longer wants a load
+ * balancer. Unlike upstream (which only looks at the type) a Service whose
+ * loadBalancerClass became set is cleaned up too, as the issue asks.
+ */
+export function needsCleanup(svc: V1Service): boolean {
+  return hasLbFinalizer(svc) && (svc.metadata?.deletionTimestamp !== undefined || !wantsLoadBalancer(svc));
+}
+
+/**
+ * Everything a load balancer depends on, as one comparable string (upstream
+ * needsUpdate's field list; ipFamilies compared in full rather than by count).
+ * Labels, selector, status and traffic fields that only kube-proxy reads are
+ * left out, so unrelated changes cause no cloud call.
+ */
+export function lbSpecSignature(svc: V1Service): string {
+  const s = svc.spec ?? {};
+  const annotations = Object.entries(svc.metadata?.annotations ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify([
+    svc.metadata?.uid ?? '',
+    wantsLoadBalancer(svc),
+    (s.ports ?? []).map((p) => [p.name ?? '', p.protocol ?? 'TCP', p.port, p.nodePort ?? 0, String(p.targetPort ?? ''), p.appProtocol ?? '']),
+    s.loadBalancerSourceRanges ?? [],
+    s.sessionAffinity ?? '',
+    s.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 0,
+    s.loadBalancerIP ?? '',
+    s.externalIPs ?? [],
+    annotations,
+    s.externalTrafficPolicy ?? '',
+    s.healthCheckNodePort ?? 0,
+    s.ipFamilies ?? [],
+  ]);
+}
+
+/** Whether an update from `old` to `cur` needs the load balancer re-ensured. */
+export function needsUpdate(old: V1Service, cur: V1Service): boolean {
+  return lbSpecSignature(old) !== lbSpecSignature(cur);
+}
+
+/**
+ * A backend of load balancers: not being deleted, not labelled
+ * exclude-from-external-load-balancers (unless the value parses as false),
+ * not still uninitialized (its addresses and providerID are not final yet:
+ * this predicate is ours, upstream has none for it), not about to be removed
+ * by the Cluster Autoscaler. NotReady and unschedulable nodes stay backends,
+ * as upstream: health is the load balancer's health check's business.
+ */
+export function isBackendNode(node: V1Node): boolean {
+  if (node.metadata?.deletionTimestamp) return false;
+  const exclude = node.metadata?.labels?.[Labels.EXCLUDE_FROM_EXTERNAL_LBS];
+  if (exclude !== undefined && parseGoBool(exclude) !== false) return false;
+  return !(node.spec?.taints ?? []).some((t) => t.key === Taints.UNINITIALIZED || t.key === Taints.TO_BE_DELETED_BY_CA);
+}
+
+/**
+ * What of a backend node a load balancer uses: eligibility, name,
+ * providerID and IP addresses. Nodes whose key did not change (heartbeats,
+ * unrelated labels, conditions) cause no cloud call.
+ */
+export function backendKey(node: V1Node): string {
+  if (!isBackendNode(node)) return '';
+  const ips = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => `${a.type}=${a.address}`);
+  return `${node.metadata?.name ?? ''}|${node.spec?.providerID ?? ''}|${ips.join(',')}`;
+}
+
+/** One string for a backend set (order-independent). */
+export function backendSetKey(nodes: V1Node[]): string {
+  return nodes.map(backendKey).sort().join('\n');
+}

@@ -1,0 +1,321 @@
+/**
+ * The service (load balancer) controller, upstream kubernetes/cloud-provider
+ * controllers/service: gives every Service of type LoadBalancer without a
+ * loadBalancerClass a cloud load balancer, keeps its backends equal to the
+ * eligible Nodes, and deletes it when the Service goes away or stops wanting
+ * one.
+ *
+ * Guarantees:
+ *  - the finalizer service.kubernetes.io/load-balancer-cleanup is written
+ *    before any cloud call that could create something, and removed only after
+ *    EnsureLoadBalancerDeleted succeeded: a Service never finishes deleting
+ *    while its load balancer exists, and (since deletion waits for us) no load
+ *    balancer outlives its Service, across crashes and restarts;
+ *  - status.loadBalancer.ingress is validated and written (status
+ *    subresource) only when it changed;
+ *  - one Service is never worked on by two workers, and a node-set change
+ *    never overlaps a Service's own sync (per-Service lock).
+ *
+ * Better than upstream, on purpose: several workers by default; node-set
+ * changes use the provider's batch host update (one call for every affected
+ * load balancer); a periodic re-ensure (--lb-resync-period) repairs load
+ * balancers deleted or changed behind the controller's back; a node's IP
+ * address change updates backends too (upstream only reacts to eligibility
+ * and providerID).
+ */
+import type { CoreV1Api, V1Node, V1Service } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
+import { CloudCallError, ImplementedElsewhereError } from '../../errors.js';
+import { sleep } from '../../kube/backoff.js';
+import type { EventRecorder } from '../../kube/events.js';
+import type { Informer } from '../../kube/informer.js';
+import { isNotFound } from '../../kube/client.js';
+import { keyOf } from '../../kube/keys.js';
+import { patchService, patchServiceStatus } from '../../kube/patch.js';
+import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
+import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
+import { errorMessage, type Logger } from '../../log.js';
+import { EventReasons, Finalizers } from '../../names.js';
+import { KeyedMutex } from '../../util/keyed-mutex.js';
+import { mapLimit } from '../../util/map-limit.js';
+import { toNodeRef } from '../node-ref.js';
+import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
+import { ingressEqual, toServiceRef } from './service-ref.js';
+
+/** Upstream's per-item retry delays of the service and node queues. */
+export const MIN_RETRY_DELAY_MS = 5_000;
+export const MAX_RETRY_DELAY_MS = 300_000;
+/** Services per batch host update call. */
+const MAX_BATCH_SERVICES = 1000;
+/** Node names listed in an event message at most (upstream's limit). */
+const MAX_NODE_NAMES_IN_EVENT = 20;
+const NODES_KEY = 'nodes';
+
+/** The Service's spec cannot be turned into a load balancer (bad input); retried with backoff after a change. */
+export class InvalidServiceError extends Error {
+  override name = 'InvalidServiceError';
+}
+
+export interface ServiceControllerOptions {
+  core: CoreV1Api;
+  services: Informer<V1Service>;
+  nodes: Informer<V1Node>;
+  lbs: LoadBalancers;
+  clusterName: string;
+  recorder: EventRecorder;
+  log: Logger;
+  registry?: Registry;
+  /** --concurrent-service-syncs: service workers and the fan-out of single host updates. */
+  workers: number;
+  /** --lb-resync-period; 0 disables the periodic re-ensure. */
+  resyncPeriodMs: number;
+}
+
+/** What the controller last did for a Service it ensured. */
+interface Synced {
+  uid: string;
+  ref: ServiceRef;
+  specSig: string;
+  /** Backend set the cloud has, or undefined when unknown (the last ensure failed). */
+  nodesSig: string | undefined;
+}
+
+export class ServiceController {
+  private readonly queue: WorkQueue<string>;
+  private readonly nodeQueue: WorkQueue<string>;
+  private readonly lock = new KeyedMutex<string>();
+  /** Services this controller ensured (upstream serviceCache + lastSyncedNodes). */
+  private readonly synced = new Map<string, Synced>();
+  private readonly log: Logger;
+
+  constructor(private readonly o: ServiceControllerOptions) {
+    this.log = o.log;
+    this.queue = new WorkQueue<string>({ name: 'service', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
+    this.nodeQueue = new WorkQueue<string>({ name: 'node', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
+    o.services.addEventHandler({
+      onAdd: (s) => {
+        if (wantsLoadBalancer(s) || needsCleanup(s)) this.enqueue(s);
+      },
+      onUpdate: (old, s) => {
+        if (needsUpdate(old, s) || needsCleanup(s) || (wantsLoadBalancer(s) && !hasLbFinalizer(s))) this.enqueue(s);
+      },
+      // With the finalizer a deletion arrives as an update; this covers Services this
+      // controller ensured whose finalizer someone removed by hand.
+      onDelete: (s) => {
+        if (this.synced.has(keyOf(s))) this.enqueue(s);
+      },
+    });
+    o.nodes.addEventHandler({
+      onAdd: () => this.nodeQueue.add(NODES_KEY),
+      onDelete: () => this.nodeQueue.add(NODES_KEY),
+      onUpdate: (old, n) => {
+        if (backendKey(old) !== backendKey(n)) this.nodeQueue.add(NODES_KEY);
+      },
+    });
+  }
+
+  private enqueue(svc: V1Service): void {
+    this.queue.add(keyOf(svc));
+  }
+
+  /** Re-ensures every Service that wants a load balancer (periodic drift repair; after a plugin restart). */
+  resyncAll(): void {
+    for (const s of this.o.services.list()) if (wantsLoadBalancer(s) || needsCleanup(s)) this.enqueue(s);
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    this.log.info({ workers: this.o.workers, resyncPeriodMs: this.o.resyncPeriodMs }, 'Starting service controller');
+    if (!(await this.o.services.waitForSync(signal)) || !(await this.o.nodes.waitForSync(signal))) return;
+    const resync = this.resyncLoop(signal);
+    await Promise.all([
+      runWorkers(this.queue, this.o.workers, (key) => this.sync(key), { log: this.log, signal }),
+      runWorkers(this.nodeQueue, 1, () => this.syncNodes(), { log: this.log, signal }),
+    ]);
+    await resync;
+    this.log.info('Shutting down service controller');
+  }
+
+  private async resyncLoop(signal: AbortSignal): Promise<void> {
+    if (!(this.o.resyncPeriodMs > 0)) return;
+    while (await sleep(this.o.resyncPeriodMs, signal)) {
+      this.log.debug({}, 'periodic load balancer re-ensure');
+      this.resyncAll();
+    }
+  }
+
+  /** Eligible backend nodes from the cache. */
+  private backendNodes(): V1Node[] {
+    return this.o.nodes.list().filter(isBackendNode);
+  }
+
+  /** Level-triggered reconcile of one Service key; a rejection requeues it (RetryAfterError: after exactly its delay). */
+  async sync(key: string): Promise<void> {
+    await this.lock.run(key, async () => {
+      const svc = this.o.services.get(key);
+      const prev = this.synced.get(key);
+      if (!svc) {
+        // Deleted without our finalizer (removed by hand): still never leave the load balancer behind.
+        if (prev) await this.deleteLoadBalancer(undefined, prev.ref);
+        this.synced.delete(key);
+        return;
+      }
+      try {
+        if (prev && prev.uid !== svc.metadata?.uid) {
+          // Deleted and recreated under the same name: the old load balancer goes first.
+          await this.deleteLoadBalancer(undefined, prev.ref);
+          this.synced.delete(key);
+        }
+        if (needsCleanup(svc) || !wantsLoadBalancer(svc)) {
+          if (hasLbFinalizer(svc) || prev) await this.cleanup(key, svc);
+          return;
+        }
+        await this.ensure(key, svc, prev);
+      } catch (err) {
+        if (err instanceof ImplementedElsewhereError) {
+          this.log.debug({ service: key }, 'load balancer is implemented elsewhere; skipping');
+          return;
+        }
+        const entry = this.synced.get(key);
+        if (entry) entry.nodesSig = undefined;
+        this.o.recorder.event(svc, 'Warning', EventReasons.SYNC_LB_FAILED, `Error syncing load balancer: ${errorMessage(err)}`);
+        throw err;
+      }
+    });
+  }
+
+  private async ensure(key: string, cached: V1Service, prev: Synced | undefined): Promise<void> {
+    const { ref, problems } = toServiceRef(cached);
+    if (problems.length) throw new InvalidServiceError(`invalid Service for a load balancer: ${problems.join('; ')}`);
+    const specSig = lbSpecSignature(cached);
+    // A periodic re-ensure of an unchanged Service stays quiet unless it finds drift.
+    const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);
+    if (changed) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
+    if (!hasLbFinalizer(cached)) {
+      // Before any cloud call that may create something.
+      await patchService(this.o.core, ref.namespace, ref.name, { metadata: { finalizers: [Finalizers.LB_CLEANUP] } }, 'strategic');
+    }
+    const nodes = this.backendNodes();
+    if (nodes.length === 0 && changed) {
+      this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
+    }
+    const status = await this.o.lbs.ensureLoadBalancer(this.o.clusterName, ref, nodes.map(toNodeRef));
+    this.synced.set(key, { uid: ref.uid, ref, specSig, nodesSig: backendSetKey(nodes) });
+    const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
+    if (statusChanged) {
+      try {
+        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { status: { loadBalancer: { ingress: status.ingress } } }, 'merge');
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      this.log.info({ service: key, ingress: status.ingress.map((i) => i.ip ?? i.hostname) }, 'load balancer status updated');
+    }
+    if (changed || statusChanged) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURED_LB, 'Ensured load balancer');
+  }
+
+  /** Deletes the load balancer, clears the status, then removes the finalizer (in this order). */
+  private async cleanup(key: string, svc: V1Service): Promise<void> {
+    const { ref } = toServiceRef(svc);
+    await this.deleteLoadBalancer(svc, ref);
+    this.synced.delete(key);
+    if (!svc.metadata?.deletionTimestamp && (svc.status?.loadBalancer?.ingress ?? []).length > 0) {
+      try {
+        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { status: { loadBalancer: { ingress: null } } }, 'merge');
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    if (hasLbFinalizer(svc)) {
+      try {
+        await patchService(this.o.core, ref.namespace, ref.name, { metadata: { [`$deleteFromPrimitiveList/finalizers`]: [Finalizers.LB_CLEANUP] } }, 'strategic');
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      this.log.info({ service: key }, 'load balancer cleanup finalizer removed');
+    }
+  }
+
+  /**
+   * EnsureLoadBalancerDeleted (idempotent), announced by events while the
+   * Service exists. No GetLoadBalancer first (upstream asks): one cloud call
+   * less to fail, and an unreadable status can never keep a load balancer alive.
+   * `svc` is undefined once the Service is gone.
+   */
+  private async deleteLoadBalancer(svc: V1Service | undefined, ref: ServiceRef): Promise<void> {
+    if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETING_LB, 'Deleting load balancer');
+    await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, ref);
+    this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer deleted');
+    if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETED_LB, 'Deleted load balancer');
+  }
+
+  /**
+   * The node worker: brings every ensured load balancer whose backend set
+   * differs from the eligible nodes up to date, with one batch call when the
+   * provider has it, else one UpdateLoadBalancer per load balancer.
+   */
+  async syncNodes(): Promise<void> {
+    const stale = () => {
+      const want = backendSetKey(this.backendNodes());
+      return [...this.synced.entries()].filter(([key, s]) => {
+        const svc = this.o.services.get(key);
+        return s.nodesSig !== undefined && s.nodesSig !== want && svc !== undefined && wantsLoadBalancer(svc) && !needsCleanup(svc);
+      });
+    };
+    const keys = stale().map(([k]) => k);
+    if (keys.length === 0) return;
+    await this.lock.runAll(keys, async () => {
+      // Service syncs that ran while we waited for the locks may have covered some already.
+      const todo = stale();
+      if (todo.length === 0) return;
+      const nodes = this.backendNodes();
+      const sig = backendSetKey(nodes);
+      const refs = nodes.map(toNodeRef);
+      this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
+      const results: { key: string; error?: Error }[] = [];
+      if (this.o.lbs.batchHosts) {
+        for (let i = 0; i < todo.length; i += MAX_BATCH_SERVICES) {
+          const chunk = todo.slice(i, i + MAX_BATCH_SERVICES);
+          const r = await this.o.lbs.updateLoadBalancerHosts(this.o.clusterName, chunk.map(([, s]) => s.ref), refs);
+          chunk.forEach(([key], j) => results.push({ key, error: r[j]!.error }));
+        }
+      } else {
+        results.push(
+          ...(await mapLimit(todo, this.o.workers, async ([key, s]) => {
+            try {
+              await this.o.lbs.updateLoadBalancer(this.o.clusterName, s.ref, refs);
+              return { key };
+            } catch (error) {
+              return { key, error: error as Error };
+            }
+          })),
+        );
+      }
+      for (const { key, error } of results) this.afterHostsUpdate(key, sig, nodes, error);
+    });
+  }
+
+  private afterHostsUpdate(key: string, sig: string, nodes: V1Node[], error: Error | undefined): void {
+    const entry = this.synced.get(key);
+    const svc = this.o.services.get(key);
+    if (!entry || !svc) return;
+    if (!error || error instanceof ImplementedElsewhereError) {
+      entry.nodesSig = sig;
+      if (!error) {
+        if (nodes.length === 0) this.o.recorder.event(svc, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
+        else this.o.recorder.event(svc, 'Normal', EventReasons.UPDATED_LB, 'Updated load balancer with new hosts');
+      }
+      return;
+    }
+    entry.nodesSig = undefined;
+    if (error instanceof CloudCallError && error.code === 'NOT_FOUND') {
+      // The load balancer is gone (e.g. deleted behind our back): EnsureLoadBalancer recreates it.
+      this.queue.add(key);
+      return;
+    }
+    const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
+    const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
+    this.o.recorder.event(svc, 'Warning', EventReasons.LB_UPDATE_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
+    // Retried through EnsureLoadBalancer, with the Service's backoff (as upstream).
+    this.queue.addRateLimited(key);
+  }
+}

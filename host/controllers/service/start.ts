@@ -1,0 +1,24 @@
+/** Wires the service (load balancer) controller into the host (registry.ts). */
+import type { ControllerFactory } from '../context.js';
+import { ServiceController } from './service-controller.js';
+import { SERVICES } from './services-informer.js';
+
+export const startServiceController: ControllerFactory = (ctx) => {
+  const lbs = ctx.cloud.loadBalancers();
+  if (!lbs) return { skip: 'the cloud provider does not support external load balancers' };
+  const controller = new ServiceController({
+    core: ctx.clients.core,
+    services: ctx.informers.for(SERVICES),
+    nodes: ctx.informers.nodes(),
+    lbs,
+    clusterName: ctx.config.clusterName,
+    recorder: ctx.recorder,
+    log: ctx.log,
+    registry: ctx.registry,
+    workers: ctx.config.concurrentServiceSyncs,
+    resyncPeriodMs: ctx.config.lbResyncPeriodMs,
+  });
+  // After a plugin restart, re-ensure everything at once rather than at the next resync.
+  ctx.supervisor.on('ready', () => controller.resyncAll());
+  return { run: (signal) => controller.run(signal) };
+};

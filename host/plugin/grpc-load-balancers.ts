@@ -1,0 +1,138 @@
+/**
+ * LoadBalancers (host/cloud-load-balancers.ts) over the plugin's
+ * LoadBalancersService: builds requests from the host's types and validates
+ * every answer (validate-load-balancers.ts) before returning it.
+ */
+import type { NodeRef as PbNodeRef } from '../../proto/gen/ccm/provider/v1/common.js';
+import {
+  ExternalTrafficPolicy,
+  IpFamily,
+  IpMode,
+  Protocol,
+  SessionAffinity,
+  type LoadBalancerStatus as PbStatus,
+  type ServiceRef as PbServiceRef,
+  type UpdateLoadBalancerHostsResult,
+} from '../../proto/gen/ccm/provider/v1/load_balancers.js';
+import { fromStatus } from '../../sdk/errors.js';
+import type { NodeRef } from '../cloud.js';
+import type { HostsUpdateResult, LbIngress, LbProtocol, LbStatus, LoadBalancers, ServiceRef } from '../cloud-load-balancers.js';
+import { InvalidCloudResponseError } from '../errors.js';
+import { decodedToCloudError } from './connection.js';
+import { lbStatusProblems } from './validate-load-balancers.js';
+
+/** What GrpcLoadBalancers needs from GrpcCloud. */
+export interface LbTransport {
+  /** One call to LoadBalancersService; `mutating` selects the longer deadline. */
+  callLb<Res>(method: string, request: object, mutating: boolean): Promise<Res>;
+  hasBatchHosts(): boolean;
+  toPbNode(n: NodeRef): PbNodeRef;
+}
+
+const TO_PB_PROTOCOL: Record<LbProtocol, Protocol> = { TCP: Protocol.PROTOCOL_TCP, UDP: Protocol.PROTOCOL_UDP, SCTP: Protocol.PROTOCOL_SCTP };
+const FROM_PB_PROTOCOL = new Map<number, LbProtocol>(Object.entries(TO_PB_PROTOCOL).map(([k, v]) => [v, k as LbProtocol]));
+
+function toPbService(s: ServiceRef): PbServiceRef {
+  return {
+    uid: s.uid,
+    namespace: s.namespace,
+    name: s.name,
+    annotations: s.annotations,
+    labels: s.labels,
+    ports: s.ports.map((p) => ({ name: p.name, protocol: TO_PB_PROTOCOL[p.protocol], port: p.port, nodePort: p.nodePort, appProtocol: p.appProtocol })),
+    loadBalancerIp: s.loadBalancerIp,
+    loadBalancerSourceRanges: s.loadBalancerSourceRanges,
+    ipFamilies: s.ipFamilies.map((f) => (f === 'IPv6' ? IpFamily.IP_FAMILY_IPV6 : IpFamily.IP_FAMILY_IPV4)),
+    externalTrafficPolicy: s.externalTrafficPolicy === 'Local' ? ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL : ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_CLUSTER,
+    healthCheckNodePort: s.healthCheckNodePort,
+    sessionAffinity: s.sessionAffinity === 'ClientIP' ? SessionAffinity.SESSION_AFFINITY_CLIENT_IP : SessionAffinity.SESSION_AFFINITY_NONE,
+    loadBalancerClass: s.loadBalancerClass,
+    sessionAffinityTimeoutSeconds: s.sessionAffinityTimeoutSeconds,
+  };
+}
+
+/** Converts and validates a status answer; throws InvalidCloudResponseError. */
+export function checkedStatus(method: string, pb: PbStatus | undefined): LbStatus {
+  if (!pb) throw new InvalidCloudResponseError(method, ['status is missing']);
+  const problems: string[] = [];
+  const ingress = pb.ingress.map((i, n): LbIngress => {
+    const out: LbIngress = {};
+    if (i.ip) out.ip = i.ip;
+    if (i.hostname) out.hostname = i.hostname;
+    if (i.ipMode === IpMode.IP_MODE_VIP) out.ipMode = 'VIP';
+    else if (i.ipMode === IpMode.IP_MODE_PROXY) out.ipMode = 'Proxy';
+    else if (i.ipMode !== IpMode.IP_MODE_UNSPECIFIED) problems.push(`ingress[${n}]: unknown ipMode ${i.ipMode}`);
+    if (i.ports.length > 0) {
+      out.ports = i.ports.map((p) => {
+        const protocol = FROM_PB_PROTOCOL.get(p.protocol);
+        if (!protocol) problems.push(`ingress[${n}]: port ${p.port} has no valid protocol`);
+        return p.error ? { port: p.port, protocol: protocol ?? 'TCP', error: p.error } : { port: p.port, protocol: protocol ?? 'TCP' };
+      });
+    }
+    return out;
+  });
+  const status = { ingress };
+  problems.push(...lbStatusProblems(status));
+  if (problems.length) throw new InvalidCloudResponseError(method, problems);
+  return status;
+}
+
+export class GrpcLoadBalancers implements LoadBalancers {
+  constructor(private readonly t: LbTransport) {}
+
+  get batchHosts(): boolean {
+    return this.t.hasBatchHosts();
+  }
+
+  /** RequestMeta: the operation id is stable per Service so a provider can use it as an idempotency token. */
+  private meta(clusterName: string, svc?: ServiceRef) {
+    return { clusterName, operationId: svc ? `svc-${svc.uid}` : '', attempt: 1 };
+  }
+
+  async getLoadBalancer(clusterName: string, svc: ServiceRef): Promise<LbStatus | undefined> {
+    const r = await this.t.callLb<{ exists: boolean; status?: PbStatus }>('GetLoadBalancer', { meta: this.meta(clusterName), service: toPbService(svc) }, false);
+    return r.exists ? checkedStatus('GetLoadBalancer', r.status ?? { ingress: [] }) : undefined;
+  }
+
+  async getLoadBalancerName(clusterName: string, svc: ServiceRef): Promise<string> {
+    const r = await this.t.callLb<{ name: string }>('GetLoadBalancerName', { meta: this.meta(clusterName), service: toPbService(svc) }, false);
+    if (!r.name || r.name.length > 255) throw new InvalidCloudResponseError('GetLoadBalancerName', ['name must be 1..255 characters']);
+    return r.name;
+  }
+
+  async ensureLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<LbStatus> {
+    const r = await this.t.callLb<{ status?: PbStatus }>(
+      'EnsureLoadBalancer',
+      { meta: this.meta(clusterName, svc), service: toPbService(svc), nodes: nodes.map((n) => this.t.toPbNode(n)) },
+      true,
+    );
+    return checkedStatus('EnsureLoadBalancer', r.status);
+  }
+
+  async updateLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<void> {
+    await this.t.callLb('UpdateLoadBalancer', { meta: this.meta(clusterName, svc), service: toPbService(svc), nodes: nodes.map((n) => this.t.toPbNode(n)) }, true);
+  }
+
+  async updateLoadBalancerHosts(clusterName: string, svcs: ServiceRef[], nodes: NodeRef[]): Promise<HostsUpdateResult[]> {
+    const r = await this.t.callLb<{ results: UpdateLoadBalancerHostsResult[] }>(
+      'UpdateLoadBalancerHosts',
+      { meta: this.meta(clusterName), services: svcs.map(toPbService), nodes: nodes.map((n) => this.t.toPbNode(n)) },
+      true,
+    );
+    if (r.results.length !== svcs.length) {
+      throw new InvalidCloudResponseError('UpdateLoadBalancerHosts', [`${r.results.length} results for ${svcs.length} services`]);
+    }
+    return svcs.map((s, i) => {
+      const item = r.results[i]!;
+      if (item.serviceUid !== s.uid) {
+        return { uid: s.uid, error: new InvalidCloudResponseError('UpdateLoadBalancerHosts', [`result ${i} is for service uid ${JSON.stringify(item.serviceUid)}, expected ${s.uid}`]) };
+      }
+      if (item.error && item.error.code !== 0) return { uid: s.uid, error: decodedToCloudError('UpdateLoadBalancerHosts', fromStatus(item.error)) };
+      return { uid: s.uid };
+    });
+  }
+
+  async ensureLoadBalancerDeleted(clusterName: string, svc: ServiceRef): Promise<void> {
+    await this.t.callLb('EnsureLoadBalancerDeleted', { meta: this.meta(clusterName, svc), service: toPbService(svc) }, true);
+  }
+}

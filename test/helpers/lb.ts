@@ -1,0 +1,64 @@
+/** Helpers for load balancer tests against the real API server and the local cloud. */
+import type { CoreV1Api, CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { patchNodeStatus } from '../../host/kube/patch.js';
+import { localcloud } from './localcloud.js';
+
+export const LB_FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
+
+/** Creates the namespace if it does not exist yet. */
+export async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {
+  await core.createNamespace({ body: { metadata: { name } } }).catch((err: { code?: number }) => {
+    if (err.code !== 409) throw err;
+  });
+}
+
+/** A ready, initialized Node with `labels` and an InternalIP (status written like a kubelet would). */
+export async function createBackendNode(core: CoreV1Api, name: string, ip: string, labels: Record<string, string>): Promise<V1Node> {
+  const addresses = [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }];
+  // Registered with its addresses in one write, as a kubelet does.
+  const node = await core.createNode({ body: { metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } }, status: { addresses } } });
+  if ((node.status?.addresses ?? []).some((a) => a.type === 'InternalIP')) return node;
+  return patchNodeStatus(core, name, { status: { addresses } }, 'merge');
+}
+
+/** A LoadBalancer Service with one TCP port (or the given ports). */
+export function lbService(name: string, namespace: string, ports: { name?: string; port: number; protocol?: string }[] = [{ port: 80 }], extra: Partial<V1Service['spec']> = {}, annotations: Record<string, string> = {}): V1Service {
+  return {
+    metadata: { name, namespace, annotations },
+    spec: { type: 'LoadBalancer', ports: ports.map((p, i) => ({ name: p.name ?? `p${i}`, port: p.port, protocol: p.protocol ?? 'TCP', targetPort: p.port as never })), ...extra },
+  };
+}
+
+export interface CloudLb {
+  name: string;
+  clusterName: string;
+  serviceUid: string;
+  serviceNamespace: string;
+  serviceName: string;
+  ingressIp: string;
+  ipMode: string;
+  ports: { port: number; nodePort: number; protocol: string }[];
+  backends: { nodeName: string; address: string }[];
+}
+
+/** The local cloud's load balancers (`localcloud lb list -o json`). */
+export async function cloudLbs(stateDir: string): Promise<CloudLb[]> {
+  return JSON.parse(await localcloud(stateDir, 'lb', 'list', '-o', 'json')) as CloudLb[];
+}
+
+/** Events about a Service, by reason. */
+export async function serviceEvents(core: CoreV1Api, svc: V1Service): Promise<CoreV1Event[]> {
+  const list = await core.listNamespacedEvent({ namespace: svc.metadata!.namespace!, fieldSelector: `involvedObject.name=${svc.metadata!.name}` });
+  return list.items.filter((e) => !svc.metadata?.uid || e.involvedObject.uid === svc.metadata.uid);
+}
+
+/** Plugin calls of `method` the host made so far (ccm_plugin_rpc_duration_seconds count, any code). */
+export async function pluginCalls(registry: Registry, method: string): Promise<number> {
+  const text = await registry.metrics();
+  let n = 0;
+  for (const m of text.matchAll(/^ccm_plugin_rpc_duration_seconds_count\{([^}]*)\} (\d+)/gm)) {
+    if (m[1]!.includes(`method="${method}"`)) n += Number(m[2]);
+  }
+  return n;
+}

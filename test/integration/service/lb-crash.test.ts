@@ -1,0 +1,95 @@
+/**
+ * No orphans, no leaks across crashes: the host runs as its own process and
+ * is SIGKILLed at random points while 50 LoadBalancer Services are created and
+ * deleted; it is restarted each time, and once everything settles the cloud's
+ * load balancers must be exactly those of the Services that want one, and no
+ * Service may be stuck on the finalizer.
+ *
+ * Scoping: namespace lb-crash, nodes labelled lbtest=crash (none are
+ * created: load balancers without backends are enough here), ingress pool
+ * 127.0.53.0/24.
+ */
+import test from 'ava';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import { kubeconfigFile, startHostProcess, type HostProcess } from '../../helpers/host-process.js';
+import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService } from '../../helpers/lb.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const NS = 'lb-crash';
+const CYCLES = 50;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Services that want one', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-lb-crash-'));
+  const state = join(dir, 'cloud');
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  await ensureNamespace(core, NS);
+  const args = [
+    '--cloud-provider=local',
+    `--kubeconfig=${await kubeconfigFile(dir)}`,
+    '--cluster-name=crash',
+    '--controllers=service',
+    `--watch-namespace=${NS}`,
+    '--node-selector=lbtest=crash',
+    '--secure-port=0',
+    `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+    '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.53.0/24',
+    // Some cloud latency widens the windows between finalizer, cloud call and status write.
+    '--plugin-env=LOCALCLOUD_LATENCY_MS=30',
+  ];
+  const logPath = join(dir, 'host.log');
+  let host: HostProcess | undefined = await startHostProcess(args, logPath);
+  t.teardown(async () => {
+    await host?.stop();
+  });
+  let kills = 0;
+  const live: string[] = [];
+  const deleted: string[] = [];
+  for (let i = 0; i < CYCLES; i++) {
+    const name = `c${i}`;
+    await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8080 }]) });
+    live.push(name);
+    // Delete about every other Service, some right away, some later.
+    if (Math.random() < 0.5 && live.length > 0) {
+      const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0]!;
+      await sleep(Math.random() * 150);
+      await core.deleteNamespacedService({ name: victim, namespace: NS });
+      deleted.push(victim);
+    }
+    await sleep(Math.random() * 120);
+    if (Math.random() < 0.16) {
+      await host!.kill();
+      kills++;
+      host = undefined;
+      await sleep(Math.random() * 300);
+      host = await startHostProcess(args, logPath);
+    }
+  }
+  t.log(`${CYCLES} Services created, ${deleted.length} deleted, host SIGKILLed ${kills} times`);
+
+  // Settle: every deleted Service is gone, every live one has an ingress, and the cloud matches.
+  const settled = await waitFor(
+    async () => {
+      const list = (await core.listNamespacedService({ namespace: NS })).items;
+      const byName = new Map(list.map((s) => [s.metadata!.name!, s]));
+      if (deleted.some((d) => byName.has(d))) return undefined;
+      if (live.some((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip)) return undefined;
+      const lbs = (await cloudLbs(state)).filter((l) => l.clusterName === 'crash');
+      const want = new Set(live.map((n) => byName.get(n)!.metadata!.uid!));
+      const have = new Set(lbs.map((l) => l.serviceUid));
+      if (want.size !== have.size || [...want].some((u) => !have.has(u))) return undefined;
+      return { list, lbs };
+    },
+    { what: 'cloud load balancers == Services that want one', timeoutMs: 120_000, intervalMs: 500 },
+  );
+  t.is(settled.lbs.length, live.length, 'zero orphans, zero leaks');
+  t.true(settled.list.every((s) => s.metadata?.finalizers?.includes(LB_FINALIZER)), 'every live LB Service keeps its finalizer');
+  t.is(new Set(settled.lbs.map((l) => l.ingressIp)).size, settled.lbs.length, 'no ingress address handed out twice');
+  for (const name of live) await core.deleteNamespacedService({ name, namespace: NS });
+  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.length === 0, { what: 'cleanup', timeoutMs: 60_000 });
+  t.is((await cloudLbs(state)).filter((l) => l.clusterName === 'crash').length, 0, 'deleting the rest leaves no cloud LB');
+});

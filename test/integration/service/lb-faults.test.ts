@@ -1,0 +1,148 @@
+/**
+ * Service controller error handling against the real API server, with the
+ * local cloud wrapped in a fault fixture (test/fixtures/lb-fault-provider.ts)
+ * as a real plugin process: RetryInfo honoured exactly, random errors
+ * converging with Warning events and no hot loop, and bad input (invalid
+ * annotation or loadBalancerIP, a malformed ingress IP from the plugin)
+ * turned into a Warning event with nothing invalid written.
+ *
+ * Scoping: namespace lb-faults, nodes labelled lbtest=faults (none), ingress
+ * pool 127.0.54.0/24.
+ */
+import anyTest, { type TestFn } from 'ava';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
+import { startHost, type HostHandle } from '../../../host/app.js';
+import { parseHostArgs } from '../../../host/config/flags.js';
+import { createLogger } from '../../../host/log.js';
+import { updateKnobs } from '../../../plugins/local/knobs.js';
+import { StateStore } from '../../../plugins/local/state.js';
+import { testKubeConfig } from '../../controlplane/shared.js';
+/** Written by the fixture (test/fixtures/lb-fault-provider.ts; importing it would start it). */
+const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
+import { cloudLbs, ensureNamespace, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const NS = 'lb-faults';
+const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
+const test = anyTest as TestFn<{ dir: string; state: string; host: HostHandle; core: CoreV1Api }>;
+
+test.before(async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-lb-faults-'));
+  const state = join(dir, 'cloud');
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  await ensureNamespace(core, NS);
+  const parsed = parseHostArgs([
+    '--cloud-provider=local',
+    `--plugin-path=${FIXTURE}`,
+    '--cluster-name=faults',
+    '--controllers=service',
+    `--watch-namespace=${NS}`,
+    '--node-selector=lbtest=faults',
+    '--secure-port=0',
+    `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+    '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.54.0/24',
+    '-v=2',
+  ]);
+  if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
+  const log = createLogger({ verbosity: 2, destination: createWriteStream(join(dir, 'host.log'), { flags: 'a' }) });
+  const host = await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() });
+  t.context = { dir, state, host, core };
+});
+
+test.after.always(async (t) => {
+  await t.context.host?.stop();
+});
+
+async function readSvc(core: CoreV1Api, name: string): Promise<V1Service> {
+  return core.readNamespacedService({ name, namespace: NS });
+}
+
+async function ensureCalls(state: string, uid: string): Promise<number[]> {
+  const text = await readFile(join(state, ENSURE_CALLS_FILE), 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { uid: string; at: number })
+    .filter((c) => c.uid === uid)
+    .map((c) => c.at);
+}
+
+test.serial('RESOURCE_EXHAUSTED with RetryInfo 2 s is retried after that delay, not the exponential backoff', async (t) => {
+  const { core, state } = t.context;
+  const svc = await core.createNamespacedService({
+    namespace: NS,
+    body: lbService('throttled', NS, [{ port: 80 }], {}, { 'fault.test/retry-after-ms': '2000', 'fault.test/retry-times': '2' }),
+  });
+  await waitFor(async () => (await readSvc(core, 'throttled')).status?.loadBalancer?.ingress?.[0]?.ip, { what: 'ingress after the throttling' });
+  const calls = await ensureCalls(state, svc.metadata!.uid!);
+  t.is(calls.length, 3, 'two throttled calls, then success');
+  const gaps = calls.slice(1).map((at, i) => at - calls[i]!);
+  t.log(`gaps between attempts: ${gaps.join(' ms, ')} ms`);
+  // Never earlier than asked; the per-Service backoff would start at 5 s and double.
+  for (const g of gaps) t.true(g >= 1_900, `retried after ${g} ms`);
+  const events = await serviceEvents(core, svc);
+  t.true(events.some((e) => e.type === 'Warning' && e.reason === 'SyncLoadBalancerFailed' && /throttled/.test(e.message ?? '')));
+});
+
+test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress IP from the plugin → Warning event, no invalid write', async (t) => {
+  const { core, state } = t.context;
+  const cases: { name: string; body: V1Service; want: RegExp }[] = [
+    { name: 'bad-ipmode', body: lbService('bad-ipmode', NS, [{ port: 80 }], {}, { 'local.ccm.dev/ip-mode': 'Sideways' }), want: /ip-mode must be VIP or Proxy/ },
+    { name: 'bad-lbip', body: lbService('bad-lbip', NS, [{ port: 80 }], { loadBalancerIP: '10.9.9.9' }), want: /not in the load balancer pool/ },
+    { name: 'bad-ingress', body: lbService('bad-ingress', NS, [{ port: 80 }], {}, { 'fault.test/bad-ingress-ip': '999.1.2.3' }), want: /invalid EnsureLoadBalancer response.*999\.1\.2\.3/ },
+  ];
+  for (const c of cases) {
+    const svc = await core.createNamespacedService({ namespace: NS, body: c.body });
+    const warning = await waitFor(
+      async () => (await serviceEvents(core, svc)).find((e) => e.type === 'Warning' && e.reason === 'SyncLoadBalancerFailed'),
+      { what: `Warning event for ${c.name}` },
+    );
+    t.regex(warning.message ?? '', c.want, c.name);
+    t.true((warning.message ?? '').length < 1024, 'short message');
+    const now = await readSvc(core, c.name);
+    t.falsy(now.status?.loadBalancer?.ingress?.length, `${c.name}: nothing written to status`);
+  }
+  // The bad-ingress LB exists in the cloud (its status was the problem) and is cleaned up on delete.
+  for (const c of cases) await core.deleteNamespacedService({ name: c.name, namespace: NS });
+  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.every((s) => !cases.some((c) => c.name === s.metadata?.name)), {
+    what: 'bad Services deleted',
+  });
+  t.false((await cloudLbs(state)).some((l) => cases.some((c) => c.name === l.serviceName)), 'no cloud LB left behind');
+});
+
+test.serial('30 % random cloud errors: every Service converges, Warning events, no hot loop', async (t) => {
+  // A Service can be unlucky several times in a row, and its backoff doubles from 5 s.
+  t.timeout(480_000);
+  const { core, state, host } = t.context;
+  const store = new StateStore(state);
+  await updateKnobs(store, { errorRate: 0.3 });
+  t.teardown(() => updateKnobs(store, {}, ['errorRate']).then(() => undefined));
+  const before = await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer');
+  const names = Array.from({ length: 8 }, (_, i) => `flaky-${i}`);
+  for (const name of names) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 80 }]) });
+  await waitFor(
+    async () => {
+      const list = (await core.listNamespacedService({ namespace: NS })).items.filter((s) => names.includes(s.metadata!.name!));
+      return list.length === names.length && list.every((s) => s.status?.loadBalancer?.ingress?.[0]?.ip);
+    },
+    { what: 'all Services converged', timeoutMs: 220_000, intervalMs: 500 },
+  );
+  const calls = (await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer')) - before;
+  t.log(`${calls} EnsureLoadBalancer calls for ${names.length} Services at a 30 % error rate`);
+  // A hot loop would make hundreds; with backoff each failure costs one more call.
+  t.true(calls >= names.length && calls < names.length * 4, `${calls} calls`);
+  const warned = await Promise.all(names.map(async (n) => (await serviceEvents(core, await readSvc(core, n))).some((e) => e.type === 'Warning')));
+  t.true(warned.some(Boolean), 'failures are reported as Warning events');
+  for (const name of names) await core.deleteNamespacedService({ name, namespace: NS });
+  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => names.includes(s.metadata!.name!)), {
+    what: 'deleted',
+    timeoutMs: 220_000,
+    intervalMs: 500,
+  });
+  t.false((await cloudLbs(state)).some((l) => names.includes(l.serviceName)), 'no orphans despite the errors');
+});

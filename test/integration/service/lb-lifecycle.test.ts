@@ -1,0 +1,176 @@
+/**
+ * The service controller end to end: the real host with --controllers=service,
+ * the local cloud as a real plugin process whose load balancers carry TCP
+ * traffic, and the real kube-apiserver. Backends are small TCP servers on the
+ * nodes' (loopback) InternalIPs at the nodePort the API server assigned.
+ *
+ * Scoping for the shared API server: namespace lb-lifecycle, nodes labelled
+ * lbtest=lifecycle, loopback addresses 127.0.51.0/24 (ingress pool) and
+ * 127.0.52.0/24 (nodes).
+ */
+import anyTest, { type TestFn } from 'ava';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
+import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { cloudLbs, createBackendNode, ensureNamespace, LB_FINALIZER, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const NS = 'lb-lifecycle';
+const SELECTOR = { lbtest: 'lifecycle' };
+const test = anyTest as TestFn<{ dir: string; cloud: string; host: TestHost; core: CoreV1Api; backends: Backend[]; nodes: string[] }>;
+
+test.before(async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-lb-it-'));
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  await ensureNamespace(core, NS);
+  const host = await startTestHost(dir, [
+    '--controllers=service',
+    `--watch-namespace=${NS}`,
+    '--node-selector=lbtest=lifecycle',
+    '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.51.0/24',
+  ]);
+  t.context = { dir, cloud: join(dir, 'cloud'), host, core, backends: [], nodes: [] };
+});
+
+test.after.always(async (t) => {
+  const { host, core, backends, nodes } = t.context;
+  await host?.stop();
+  await Promise.all((backends ?? []).map((b) => b.close()));
+  for (const name of nodes ?? []) await core.deleteNode({ name }).catch(() => undefined);
+});
+
+async function addNode(t: { context: { core: CoreV1Api; nodes: string[] } }, name: string, ip: string): Promise<void> {
+  await createBackendNode(t.context.core, name, ip, SELECTOR);
+  t.context.nodes.push(name);
+}
+
+async function readSvc(core: CoreV1Api, name: string): Promise<V1Service | undefined> {
+  return core.readNamespacedService({ name, namespace: NS }).catch((err: { code?: number }) => {
+    if (err.code === 404) return undefined;
+    throw err;
+  });
+}
+
+const ingressIp = (s: V1Service | undefined) => s?.status?.loadBalancer?.ingress?.[0]?.ip;
+
+test.serial('create → finalizer, ingress, TCP round trip; port change → traffic follows; delete → LB gone, then finalizer, then Service', async (t) => {
+  const { core, cloud, backends } = t.context;
+  await addNode(t, 'lbit-a', '127.0.52.1');
+  await addNode(t, 'lbit-b', '127.0.52.2');
+  const created = await core.createNamespacedService({ namespace: NS, body: lbService('web', NS, [{ port: 8080 }]) });
+  const nodePort = created.spec!.ports![0]!.nodePort!;
+  backends.push(await startTcpBackend('a', '127.0.52.1', nodePort), await startTcpBackend('b', '127.0.52.2', nodePort));
+
+  const svc = await waitFor(async () => {
+    const s = await readSvc(core, 'web');
+    return ingressIp(s) ? s : undefined;
+  }, { what: 'ingress in status' });
+  t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
+  const ing = svc.status!.loadBalancer!.ingress![0]!;
+  t.regex(ing.ip!, /^127\.0\.51\./);
+  t.is(ing.ipMode, 'VIP');
+  const seen = new Set<string>();
+  for (let i = 0; i < 4; i++) seen.add(await tcpRequest(ing.ip!, 8080));
+  t.deepEqual([...seen].sort(), ['a', 'b'], 'traffic reaches both backend nodes');
+  const events = await waitFor(async () => {
+    const ev = await serviceEvents(core, svc);
+    return ev.some((e) => e.reason === 'EnsuredLoadBalancer') ? ev : undefined;
+  }, { what: 'EnsuredLoadBalancer event' });
+  t.true(events.some((e) => e.reason === 'EnsuringLoadBalancer'));
+
+  // Change the port: the load balancer listens on the new one.
+  await core.patchNamespacedService(
+    { name: 'web', namespace: NS, body: [{ op: 'replace', path: '/spec/ports/0/port', value: 9090 }] },
+  );
+  await waitFor(async () => (await cloudLbs(cloud)).some((l) => l.serviceName === 'web' && l.ports[0]?.port === 9090), { what: 'LB on port 9090' });
+  t.is(await waitFor(() => tcpRequest(ing.ip!, 9090), { what: 'traffic on the new port' }).then((r) => /^[ab]$/.test(r)), true);
+  await t.throwsAsync(tcpRequest(ing.ip!, 8080), undefined, 'the old port no longer answers');
+
+  // Delete: the cloud LB goes first, then the finalizer, then the Service.
+  await core.deleteNamespacedService({ name: 'web', namespace: NS });
+  await waitFor(async () => (await readSvc(core, 'web')) === undefined, { what: 'Service gone' });
+  t.false((await cloudLbs(cloud)).some((l) => l.serviceName === 'web'), 'no cloud LB left');
+  await t.throwsAsync(tcpRequest(ing.ip!, 9090), undefined, 'the listener is closed');
+  const del = await serviceEvents(core, svc);
+  t.true(del.some((e) => e.reason === 'DeletedLoadBalancer'));
+});
+
+test.serial('loadBalancerClass set → ignored; type change LoadBalancer → ClusterIP → LB deleted and finalizer removed', async (t) => {
+  const { core, cloud } = t.context;
+  await core.createNamespacedService({ namespace: NS, body: lbService('classy', NS, [{ port: 81 }], { loadBalancerClass: 'example.com/other' }) });
+  await core.createNamespacedService({ namespace: NS, body: lbService('flip', NS, [{ port: 82 }]) });
+  await waitFor(async () => ingressIp(await readSvc(core, 'flip')), { what: 'flip ensured' });
+  // The queue has moved past "classy" (created first): it got nothing.
+  const classy = await readSvc(core, 'classy');
+  t.falsy(classy?.metadata?.finalizers?.includes(LB_FINALIZER));
+  t.falsy(ingressIp(classy));
+  t.false((await cloudLbs(cloud)).some((l) => l.serviceName === 'classy'));
+
+  await core.patchNamespacedService({
+    name: 'flip',
+    namespace: NS,
+    body: [
+      { op: 'replace', path: '/spec/type', value: 'ClusterIP' },
+      { op: 'remove', path: '/spec/ports/0/nodePort' },
+    ],
+  });
+  const flipped = await waitFor(async () => {
+    const s = await readSvc(core, 'flip');
+    return s && !s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined;
+  }, { what: 'finalizer removed after the type change' });
+  t.false((await cloudLbs(cloud)).some((l) => l.serviceName === 'flip'), 'cloud LB deleted');
+  t.falsy(ingressIp(flipped), 'status cleared');
+  await core.deleteNamespacedService({ name: 'flip', namespace: NS });
+  await core.deleteNamespacedService({ name: 'classy', namespace: NS });
+});
+
+test.serial('nodes added, removed and excluded: backends follow, one batch update per change, none for heartbeats', async (t) => {
+  const { core, cloud, host } = t.context;
+  // Two LBs; lbit-a and lbit-b exist from the first test.
+  for (const name of ['n1', 'n2']) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8083 }]) });
+  await waitFor(async () => ingressIp(await readSvc(core, 'n1')) && ingressIp(await readSvc(core, 'n2')), { what: 'both ensured' });
+  const backendsOf = async () => {
+    const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
+    return lbs.map((l) => l.backends.map((b) => b.nodeName).sort().join(','));
+  };
+  const settle = async (want: string, what: string) => {
+    await waitFor(async () => (await backendsOf()).every((b) => b === want) && (await backendsOf()).length === 2, { what });
+  };
+  await settle('lbit-a,lbit-b', 'initial backends');
+  const ensures0 = await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer');
+  let batches = await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts');
+
+  // A heartbeat-like status change and an unrelated label: no cloud call. Then a real change.
+  await core.patchNodeStatus(
+    { name: 'lbit-a', body: { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: new Date() }] } } },
+    (await import('../../../host/kube/patch.js')).patchOptions('strategic'),
+  );
+  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { unrelated: 'x' } } } }, (await import('../../../host/kube/patch.js')).patchOptions('merge'));
+  await addNode(t, 'lbit-c', '127.0.52.3');
+  await settle('lbit-a,lbit-b,lbit-c', 'node added');
+  t.is(await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'), batches + 1, 'one batch call for both LBs (heartbeat and label changes made none)');
+  batches += 1;
+
+  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' } } } }, (await import('../../../host/kube/patch.js')).patchOptions('merge'));
+  await settle('lbit-a,lbit-c', 'excluded node removed');
+  t.is(await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'), batches + 1);
+  batches += 1;
+
+  await core.deleteNode({ name: 'lbit-c' });
+  await settle('lbit-a', 'deleted node removed');
+  t.is(await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'), batches + 1);
+
+  // Traffic goes only to the remaining backend node.
+  const ip = ingressIp(await readSvc(core, 'n1'))!;
+  const nodePort = (await readSvc(core, 'n1'))!.spec!.ports![0]!.nodePort!;
+  const extra = [await startTcpBackend('a', '127.0.52.1', nodePort), await startTcpBackend('b', '127.0.52.2', nodePort)];
+  t.context.backends.push(...extra);
+  for (let i = 0; i < 4; i++) t.is(await tcpRequest(ip, 8083), 'a', 'the excluded node gets no traffic');
+  t.is(await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer'), ensures0, 'node changes never re-ensure');
+  const updated = await serviceEvents(core, (await readSvc(core, 'n1'))!);
+  t.true(updated.some((e) => e.reason === 'UpdatedLoadBalancer'));
+});
