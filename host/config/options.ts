@@ -52,6 +52,9 @@ export interface HostOptions {
   routeReconciliationPeriod?: string;
   concurrentServiceSyncs?: string;
   nodeDeletionGracePeriod?: string;
+  nodeCidrMaskSize?: string;
+  nodeCidrMaskSizeIpv4?: string;
+  nodeCidrMaskSizeIpv6?: string;
   nodeSelector?: string;
   watchNamespace?: string;
 }
@@ -100,6 +103,10 @@ export const DEFAULT_OPTIONS = Object.freeze({
   routeReconciliationPeriod: '10s',
   concurrentServiceSyncs: String(DEFAULT_CONCURRENT_SERVICE_SYNCS),
   nodeDeletionGracePeriod: '0s',
+  /** 0 = unset: 24 for IPv4 and 64 for IPv6 (upstream). */
+  nodeCidrMaskSize: '0',
+  nodeCidrMaskSizeIpv4: '0',
+  nodeCidrMaskSizeIpv6: '0',
 });
 
 /** Flags that have a default. */
