@@ -24,6 +24,7 @@ import type { Informer } from '../../kube/informer.js';
 import { isNotFound } from '../../kube/client.js';
 import { sleep } from '../../kube/backoff.js';
 import { patchNodeStatus } from '../../kube/patch.js';
+import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
@@ -86,7 +87,8 @@ export class RouteController {
 
   constructor(private readonly o: RouteControllerOptions) {
     this.log = o.log;
-    this.queue = new WorkQueue<string>({ name: 'Routes', registry: o.registry });
+    // A failed reconcile is retried after 1 s, doubling up to the period (the ticker adds the key every period anyway).
+    this.queue = new WorkQueue<string>({ name: 'Routes', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter<string>(1000, Math.max(1000, o.periodMs)) });
     if (o.registry) {
       this.syncs = new Counter({ name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).', registers: [o.registry] });
     }
@@ -116,9 +118,8 @@ export class RouteController {
         if (!(await sleep(this.o.periodMs, signal))) return;
       }
     })();
+    // Triggers arriving during a reconcile are kept by the queue (one more reconcile follows).
     await runWorkers(this.queue, 1, async () => {
-      // Forget first: triggers arriving during the reconcile are kept (upstream does the same).
-      this.queue.forget(KEY);
       await this.reconcile();
     }, { log: this.log, signal });
     await ticker;
@@ -178,7 +179,6 @@ export class RouteController {
       });
     }
     report.failed = [...failures.values()].reduce((n, l) => n + l.length, 0);
-    if (report.created || report.deleted || report.failed) this.log.info({ ...report }, 'reconciled routes');
 
     const byName = new Map(cached.map((n) => [n.metadata!.name!, n]));
     const patches: { node: V1Node; ok: boolean }[] = [];
@@ -195,6 +195,7 @@ export class RouteController {
     await mapLimit(patches, PATCH_CONCURRENCY, async ({ node, ok }) => {
       if (await this.setCondition(node, ok)) report.conditionsPatched++;
     });
+    if (report.created || report.deleted || report.failed || report.conditionsPatched) this.log.info({ ...report }, 'reconciled routes');
     this.lastSuccess = Date.now();
     return report;
   }
