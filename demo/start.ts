@@ -48,6 +48,9 @@ async function main(): Promise<void> {
     '--bind-address=127.0.0.1',
     '--secure-port=10258',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${cloudDir}`,
+    // The route controller needs the pod network; the node IPAM controller hands out ranges of it.
+    '--cluster-cidr=10.244.0.0/16',
+    '--allocate-node-cidrs=true',
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   const host = await startHost(parsed.config, { log: createLogger({ destination: createWriteStream(hostLog, { flags: 'a' }) }) });

@@ -12,6 +12,7 @@ import { CONTROLLER_FACTORIES } from './controllers/registry.js';
 import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
 import { loadKubeConfig, makeClients } from './kube/client.js';
+import { HostStartError } from './errors.js';
 import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, observePluginRpc, setControllerRunning, type HostMetrics } from './metrics.js';
 import { COMPONENT_NAME, EventComponents } from './names.js';
@@ -20,10 +21,7 @@ import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
 import { HOST_VERSION } from './version.js';
 
-/** A start-up problem the operator must fix; main prints its message as one line. */
-export class HostStartError extends Error {
-  override name = 'HostStartError';
-}
+export { HostStartError } from './errors.js';
 
 export interface HostHandle {
   readonly cloud: Cloud;

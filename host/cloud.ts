@@ -12,6 +12,7 @@
  */
 
 import type { LoadBalancers } from './cloud-load-balancers.js';
+import type { Routes } from './cloud-routes.js';
 
 /** Kubernetes NodeAddressType values. */
 export type NodeAddressType = 'Hostname' | 'InternalIP' | 'ExternalIP' | 'InternalDNS' | 'ExternalDNS';
@@ -92,6 +93,7 @@ export interface Cloud {
   info(): CloudInfo;
   instances(): Instances | undefined;
   loadBalancers(): LoadBalancers | undefined;
+  routes(): Routes | undefined;
 }
 
 /** Largest batch sent in one RPC (the protocol's limit). */

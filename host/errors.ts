@@ -62,3 +62,12 @@ export class InvalidCloudResponseError extends Error {
     super(`provider returned an invalid ${method} response: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`);
   }
 }
+
+/**
+ * A start-up problem the operator must fix (also thrown by a controller
+ * factory for a configuration it cannot run with); main prints its message
+ * as one line and exits non-zero.
+ */
+export class HostStartError extends Error {
+  override name = 'HostStartError';
+}

@@ -11,6 +11,8 @@ export const Controllers = {
   CLOUD_NODE_LIFECYCLE: 'cloud-node-lifecycle-controller',
   SERVICE_LB: 'service-lb-controller',
   NODE_ROUTE: 'node-route-controller',
+  /** Upstream's optional nodeipam controller (RangeAllocator); runs only with --allocate-node-cidrs. */
+  NODE_IPAM: 'node-ipam-controller',
 } as const;
 export type ControllerName = (typeof Controllers)[keyof typeof Controllers];
 
@@ -20,6 +22,7 @@ export const ControllerAliases: Record<string, ControllerName> = {
   'cloud-node-lifecycle': Controllers.CLOUD_NODE_LIFECYCLE,
   service: Controllers.SERVICE_LB,
   route: Controllers.NODE_ROUTE,
+  nodeipam: Controllers.NODE_IPAM,
 };
 
 /** Well-known keys. */
@@ -65,6 +68,30 @@ export const EventReasons = {
   UPDATED_LB: 'UpdatedLoadBalancer',
   LB_UPDATE_FAILED: 'LoadBalancerUpdateFailed',
   UNAVAILABLE_LB: 'UnAvailableLoadBalancer',
+  /** Lifecycle (upstream): Normal, before a Node whose instance is gone is deleted. */
+  DELETING_NODE: 'DeletingNode',
+  /** Lifecycle (upstream): Warning, the delete failed. */
+  DELETING_NODE_FAILED: 'DeletingNodeFailed',
+  /** Route (upstream): Warning on the Node, a route for one of its pod CIDRs could not be created. */
+  FAILED_TO_CREATE_ROUTE: 'FailedToCreateRoute',
+  /** Node IPAM (upstream): Warning, no free pod CIDR range is left. */
+  CIDR_NOT_AVAILABLE: 'CIDRNotAvailable',
+  /** Node IPAM (upstream): Warning, writing the allocated pod CIDRs to the Node failed. */
+  CIDR_ASSIGNMENT_FAILED: 'CIDRAssignmentFailed',
+  /** Not upstream: Warning, the Node's pod CIDRs overlap another Node's or lie outside --cluster-cidr. */
+  POD_CIDR_CONFLICT: 'PodCIDRConflict',
+} as const;
+
+/** Node condition written by the route controller (upstream spelling). */
+export const NodeConditions = {
+  NETWORK_UNAVAILABLE: 'NetworkUnavailable',
+  READY: 'Ready',
+} as const;
+
+/** Reasons of the NetworkUnavailable condition (upstream). */
+export const NetworkReasons = {
+  ROUTE_CREATED: 'RouteCreated',
+  NO_ROUTE_CREATED: 'NoRouteCreated',
 } as const;
 
 /** Event source component of each controller (upstream values). */
@@ -73,6 +100,7 @@ export const EventComponents: Record<ControllerName, string> = {
   [Controllers.CLOUD_NODE_LIFECYCLE]: 'cloud-node-lifecycle-controller',
   [Controllers.SERVICE_LB]: 'service-controller',
   [Controllers.NODE_ROUTE]: 'route_controller',
+  [Controllers.NODE_IPAM]: 'cidrAllocator',
 };
 
 /** The upstream CCM's secure port. */

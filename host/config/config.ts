@@ -9,6 +9,7 @@ import ipaddr from 'ipaddr.js';
 import type { LogFormat } from '../log.js';
 import type { ControllerName } from '../names.js';
 import { controllerSpecErrors, resolveEnabledControllers } from './controllers.js';
+import { nodeCidrMaskSizes as nodeCidrMaskSizes_ } from './node-cidr.js';
 import { addDefaults, type HostOptions } from './options.js';
 import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { Problems } from './validate.js';
@@ -75,6 +76,8 @@ export interface HostConfig {
   readonly clusterCidrs: readonly string[];
   readonly allocateNodeCidrs: boolean;
   readonly cidrAllocatorType: string;
+  /** Node pod CIDR mask size per entry of clusterCidrs (resolved; empty unless allocateNodeCidrs). */
+  readonly nodeCidrMaskSizes: readonly number[];
   readonly routeReconciliationPeriodMs: number;
   readonly concurrentServiceSyncs: number;
   /** `--lb-resync-period`: every LoadBalancer Service is re-ensured this often; 0 = never (upstream). */
@@ -153,8 +156,16 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
 
   const clusterCidrs = checkClusterCidrs(o.clusterCidr, p);
   const allocateNodeCidrs = p.bool('allocate-node-cidrs', o.allocateNodeCidrs);
-  if (allocateNodeCidrs) warnings.push('--allocate-node-cidrs=true is stored, but no controller in this build allocates node CIDRs');
   if (o.cidrAllocatorType === '') p.add('--cidr-allocator-type must not be empty: leave it out to use RangeAllocator');
+  else if (allocateNodeCidrs && o.cidrAllocatorType !== 'RangeAllocator') {
+    p.add(`--cidr-allocator-type=${JSON.stringify(o.cidrAllocatorType)} is not supported by this build: use RangeAllocator`);
+  }
+  const maskFlags = {
+    size: p.int('node-cidr-mask-size', o.nodeCidrMaskSize, { min: 0, max: 128, want: 'an integer from 0 (unset) to 128' }),
+    ipv4: p.int('node-cidr-mask-size-ipv4', o.nodeCidrMaskSizeIpv4, { min: 0, max: 32, want: 'an integer from 0 (unset) to 32' }),
+    ipv6: p.int('node-cidr-mask-size-ipv6', o.nodeCidrMaskSizeIpv6, { min: 0, max: 128, want: 'an integer from 0 (unset) to 128' }),
+  };
+  const nodeCidrMaskSizes = allocateNodeCidrs ? nodeCidrMaskSizes_(clusterCidrs, maskFlags, p) : [];
 
   const config: HostConfig = {
     cloudProvider: cloudProvider ?? '',
@@ -188,6 +199,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     clusterCidrs,
     allocateNodeCidrs,
     cidrAllocatorType: o.cidrAllocatorType,
+    nodeCidrMaskSizes,
     routeReconciliationPeriodMs: p.duration('route-reconciliation-period', o.routeReconciliationPeriod, { positive: true }),
     concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
     lbResyncPeriodMs: p.duration('lb-resync-period', o.lbResyncPeriod),

@@ -68,14 +68,17 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'min-resync-period', key: 'minResyncPeriod', kind: 'string', value: 'duration', help: 'Informers resync every min-resync-period × [1,2).' },
   { name: 'configure-cloud-routes', key: 'configureCloudRoutes', kind: 'bool', help: 'Let the route controller create cloud routes for pod CIDRs.' },
   { name: 'cluster-cidr', key: 'clusterCidr', kind: 'string', value: 'cidrs', help: 'Pod CIDR, or an IPv4,IPv6 pair for dual-stack; needed by the route controller.' },
-  { name: 'allocate-node-cidrs', key: 'allocateNodeCidrs', kind: 'bool', help: 'Allocate pod CIDRs to nodes (stored; no controller in this build uses it yet).' },
-  { name: 'cidr-allocator-type', key: 'cidrAllocatorType', kind: 'string', value: 'type', help: 'Pod CIDR allocator for --allocate-node-cidrs.' },
+  { name: 'allocate-node-cidrs', key: 'allocateNodeCidrs', kind: 'bool', help: 'Let the node-ipam-controller give nodes without spec.podCIDRs ranges from --cluster-cidr.' },
+  { name: 'cidr-allocator-type', key: 'cidrAllocatorType', kind: 'string', value: 'type', help: 'Pod CIDR allocator for --allocate-node-cidrs; this build has RangeAllocator.' },
+  { name: 'node-cidr-mask-size', key: 'nodeCidrMaskSize', kind: 'string', value: 'int', help: 'Mask size of node pod CIDRs in a single-stack cluster; 0 = 24 (IPv4) or 64 (IPv6).' },
+  { name: 'node-cidr-mask-size-ipv4', key: 'nodeCidrMaskSizeIpv4', kind: 'string', value: 'int', help: 'Mask size of IPv4 node pod CIDRs; 0 = 24.' },
+  { name: 'node-cidr-mask-size-ipv6', key: 'nodeCidrMaskSizeIpv6', kind: 'string', value: 'int', help: 'Mask size of IPv6 node pod CIDRs; 0 = 64.' },
   { name: 'route-reconciliation-period', key: 'routeReconciliationPeriod', kind: 'string', value: 'duration', help: 'Period of the route reconciliation.' },
   { name: 'concurrent-service-syncs', key: 'concurrentServiceSyncs', kind: 'string', value: 'int', help: 'Service (load balancer) workers, and the fan-out of node → load balancer updates. Upstream defaults to 1.' },
   { name: 'lb-resync-period', key: 'lbResyncPeriod', kind: 'string', value: 'duration', help: 'Re-ensure every LoadBalancer Service this often, so a load balancer deleted or changed behind the controller\'s back comes back (not in upstream); 0 disables.' },
   { name: 'node-selector', key: 'nodeSelector', kind: 'string', value: 'selector', help: 'Label selector limiting the Nodes this host watches and manages, e.g. pool=a (not in upstream: for sharding and tests). Default all nodes.' },
   { name: 'watch-namespace', key: 'watchNamespace', kind: 'string', value: 'namespace', help: 'Namespace limiting the namespaced objects (Services, claims) this host watches (not in upstream). Default all namespaces.' },
-  { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'How long a node whose instance is gone is kept before it is deleted.' },
+  { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'Keep a NotReady node whose instance is reported gone until it was reported gone on two consecutive checks at least this far apart; 0 deletes at once (upstream).' },
 ];
 
 /** Result of parseHostArgs: a config, or problems (and the help text when --help was asked for). */

@@ -53,6 +53,9 @@ export interface HostOptions {
   concurrentServiceSyncs?: string;
   lbResyncPeriod?: string;
   nodeDeletionGracePeriod?: string;
+  nodeCidrMaskSize?: string;
+  nodeCidrMaskSizeIpv4?: string;
+  nodeCidrMaskSizeIpv6?: string;
   nodeSelector?: string;
   watchNamespace?: string;
 }
@@ -106,6 +109,10 @@ export const DEFAULT_OPTIONS = Object.freeze({
   /** Not in upstream (which never re-ensures an unchanged Service): periodic drift repair. */
   lbResyncPeriod: '10m',
   nodeDeletionGracePeriod: '0s',
+  /** 0 = unset: 24 for IPv4 and 64 for IPv6 (upstream). */
+  nodeCidrMaskSize: '0',
+  nodeCidrMaskSizeIpv4: '0',
+  nodeCidrMaskSizeIpv6: '0',
 });
 
 /** Flags that have a default. */

@@ -4,10 +4,16 @@
  */
 import type { ControllerName } from '../names.js';
 import type { ControllerFactory } from './context.js';
+import { startNodeLifecycleController } from './lifecycle/start.js';
+import { startNodeIpamController } from './nodeipam/start.js';
 import { startCloudNodeController } from './node/start.js';
+import { startRouteController } from './route/start.js';
 import { startServiceController } from './service/start.js';
 
 export const CONTROLLER_FACTORIES: Partial<Record<ControllerName, ControllerFactory>> = {
   'cloud-node-controller': startCloudNodeController,
+  'cloud-node-lifecycle-controller': startNodeLifecycleController,
   'service-lb-controller': startServiceController,
+  'node-route-controller': startRouteController,
+  'node-ipam-controller': startNodeIpamController,
 };

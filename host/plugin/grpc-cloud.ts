@@ -27,8 +27,10 @@ import {
   type StatusResult,
 } from '../cloud.js';
 import { InstanceNotFoundError, InvalidCloudResponseError, NotImplementedError } from '../errors.js';
+import type { Routes } from '../cloud-routes.js';
 import { mapLimit } from '../util/map-limit.js';
 import { decodedToCloudError } from './connection.js';
+import { GrpcRoutes } from './grpc-routes.js';
 import type { PluginSupervisor } from './supervisor.js';
 import { instanceMetadataProblems } from './validate.js';
 import type { LoadBalancers } from '../cloud-load-balancers.js';
@@ -86,6 +88,7 @@ export class GrpcCloud implements Cloud {
     hasBatchHosts: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS),
     toPbNode,
   });
+  private readonly routesImpl = new GrpcRoutes(this);
 
   constructor(
     readonly supervisor: PluginSupervisor,
@@ -117,6 +120,10 @@ export class GrpcCloud implements Cloud {
 
   loadBalancers(): LoadBalancers | undefined {
     return this.hasService(Service.SERVICE_LOAD_BALANCERS) ? this.lbImpl : undefined;
+  }
+
+  routes(): Routes | undefined {
+    return this.hasService(Service.SERVICE_ROUTES) ? this.routesImpl : undefined;
   }
 
   /** Sends one read-only call to the current plugin connection. */
@@ -175,8 +182,16 @@ class GrpcInstances implements Instances {
     const gone = { exists: false, shutdown: false };
     const results = await this.eachNode<{ exists: boolean; shutdown: boolean }, InstanceStatusResult>(nodes, {
       single: async (n) => {
-        const exists = await this.instanceExists(n);
-        return { exists, shutdown: exists ? await this.instanceShutdown(n) : false };
+        if (!(await this.instanceExists(n))) return gone;
+        try {
+          return { exists: true, shutdown: await this.instanceShutdown(n) };
+        } catch (err) {
+          // Gone between the two calls: INSTANCE_NOT_FOUND means "does not exist" here too.
+          if (err instanceof InstanceNotFoundError) return gone;
+          // A provider without InstanceShutdown: running, as upstream treats NotImplemented.
+          if (err instanceof NotImplementedError) return { exists: true, shutdown: false };
+          throw err;
+        }
       },
       batchMethod: 'GetInstancesStatus',
       fromItem: (_n, item) => ({ exists: item.exists, shutdown: item.exists && item.shutdown }),

@@ -10,6 +10,7 @@
  *   localcloud instance list [-o json]
  *   localcloud lb list [--cluster C] [-o json]
  *   localcloud route list [--cluster C] [-o json]
+ *   localcloud route add CIDR --node N [--cluster C] | route delete NAME|CIDR [--cluster C]
  *   localcloud volume list [-o json]
  *   localcloud knobs set KEY=VALUE... | unset KEY... | reset | show [-o json]
  *
@@ -19,6 +20,7 @@ import { Command, Option } from 'commander';
 import { addInstances, deleteInstance, inventoryDefaults, parseAddress, parseLabel, setInstanceState, type NewInstanceSpec } from './inventory.js';
 import { KNOB_ENV, KNOB_NAMES, knobName, knobsFromEnv, mergeKnobs, parseKnobValue, updateKnobs } from './knobs.js';
 import { providerIdOf } from './names.js';
+import { addRoute, deleteRoutes } from './route-admin.js';
 import { resolveStateDir, StateStore, type InstanceRecord, type KnobSettings } from './state.js';
 import { formatTable } from './table.js';
 
@@ -154,9 +156,30 @@ program
 
 // ---- route ----
 
-program
-  .command('route')
-  .description('routes')
+const route = program.command('route').description('routes');
+
+route
+  .command('add')
+  .description('add a route by hand (as someone using the cloud console would)')
+  .argument('<cidr>', 'destination CIDR')
+  .requiredOption('--node <name>', 'target node name')
+  .option('--cluster <name>', 'cluster name', 'kubernetes')
+  .action(async (cidr: string, o: { node: string; cluster: string }) => {
+    const r = await addRoute(store(), o.cluster, o.node, cidr);
+    print(r.name);
+  });
+
+route
+  .command('delete')
+  .description('delete routes by name or destination CIDR')
+  .argument('<name-or-cidr>')
+  .option('--cluster <name>', 'cluster name', 'kubernetes')
+  .action(async (ref: string, o: { cluster: string }) => {
+    const n = await deleteRoutes(store(), o.cluster, ref);
+    if (n === 0) throw new Error(`no route ${JSON.stringify(ref)} in cluster ${o.cluster}`);
+  });
+
+route
   .command('list')
   .description('list routes (BLACKHOLE: no instance has the target node name)')
   .option('--cluster <name>', 'only this cluster')

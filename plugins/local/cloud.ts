@@ -70,6 +70,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
   const log = opts.logger ?? silentLogger;
   const c: CloudContext = { store, settings: initial, log, forwarder: opts.forwarder };
   const faults = new FaultInjector({ random: opts.random, now: opts.now });
+  // LOCALCLOUD_NO_BATCH=1: a provider without the batch RPCs (the host then makes single calls).
+  const noBatch = /^(1|true|yes|on)$/i.test(env.LOCALCLOUD_NO_BATCH ?? '');
 
   let knobsSource: KnobSettings | undefined;
   let knobs: Knobs = mergeKnobs(envKnobs, opts.knobs);
@@ -131,11 +133,17 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       log.debug({}, 'closed');
     },
 
-    instances: instrument('instances', createInstancesService(c)),
+    instances: instrument('instances', withoutBatch(createInstancesService(c), noBatch, ['getInstancesStatus', 'getInstancesMetadata'])),
     zones: instrument('zones', createZonesService(c)),
     clusters: instrument('clusters', createClustersService(c)),
     loadBalancers: instrument('loadBalancers', createLoadBalancersService(c)),
-    routes: instrument('routes', createRoutesService(c)),
+    routes: instrument('routes', withoutBatch(createRoutesService(c), noBatch, ['reconcileRoutes'])),
     volumes: instrument('volumes', createVolumesService(c)),
   };
+}
+
+/** `impl` without the methods `names` when `drop` (capabilities follow the methods present). */
+function withoutBatch<S extends object>(impl: S, drop: boolean, names: string[]): S {
+  if (!drop) return impl;
+  return Object.fromEntries(Object.entries(impl).filter(([k]) => !names.includes(k))) as S;
 }

@@ -12,12 +12,13 @@ import { cpus, totalmem, release } from 'node:os';
 import { ensureBinaries } from '../controlplane/binaries.js';
 import { ControlPlane } from '../controlplane/controlplane.js';
 import { lbCreateSection, lbNodesSection } from './lb.js';
+import { lifecycleSection, routesSection } from './lifecycle-routes.js';
 import { nodeInitSection } from './node-init.js';
 import { rpcSection } from './rpc.js';
 import { f1, type BenchSection } from './section.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, nodeInitSection, lbCreateSection, lbNodesSection];
+const SECTIONS: BenchSection[] = [rpcSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection];
 
 const DOC = 'docs/benchmarks.md';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);

@@ -1,0 +1,242 @@
+/**
+ * The route controller (upstream kubernetes/cloud-provider controllers/route):
+ * keeps one cloud route per node pod CIDR and reports the outcome in the
+ * Node condition NetworkUnavailable.
+ *
+ * A reconcile runs every --route-reconciliation-period (fixed rate, as
+ * upstream's NonSlidingUntil) and whenever a Node is added or deleted or its
+ * pod CIDRs or addresses change (all triggers share one queue key, so a
+ * burst of node events costs one or two reconciles). A failed reconcile is
+ * retried with backoff.
+ *
+ * One reconcile: plan (plan.ts) → with the provider's batch ReconcileRoutes,
+ * one call; else ListRoutes (all pages), then deletes, then creates, each
+ * with at most ROUTE_CONCURRENCY calls in flight → per node with pod CIDRs,
+ * NetworkUnavailable False/RouteCreated when all its routes exist, else
+ * True/NoRouteCreated (patched only when status or reason changes). A route
+ * that could not be created emits Warning `FailedToCreateRoute` on the Node.
+ */
+import type { CoreV1Api, V1Node, V1NodeCondition } from '@kubernetes/client-node';
+import { Counter, type Registry } from 'prom-client';
+import type { CloudRoute, DesiredRoute, Routes } from '../../cloud-routes.js';
+import type { EventRecorder } from '../../kube/events.js';
+import type { Informer } from '../../kube/informer.js';
+import { isNotFound } from '../../kube/client.js';
+import { sleep } from '../../kube/backoff.js';
+import { patchNodeStatus } from '../../kube/patch.js';
+import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
+import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
+import { errorMessage, type Logger } from '../../log.js';
+import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
+import { parseCidr, type Cidr } from '../../util/cidr.js';
+import { mapLimit } from '../../util/map-limit.js';
+import { nodeAddresses } from '../node-ref.js';
+import { planRoutes, type NodeProblem, type PlanNode } from './plan.js';
+
+/** Route creates/deletes in flight at once (upstream: 200). */
+export const ROUTE_CONCURRENCY = 32;
+/** Condition patches in flight at once (the client's QPS limit is the real bound). */
+const PATCH_CONCURRENCY = 32;
+/** Above this many routes, single calls are used even when the provider has the batch RPC (message size). */
+export const MAX_BATCH_ROUTES = 10_000;
+/** The same Warning for the same node is repeated at most this often. */
+const EVENT_REPEAT_MS = 5 * 60_000;
+const KEY = 'routes';
+
+export interface RouteControllerOptions {
+  core: CoreV1Api;
+  nodes: Informer<V1Node>;
+  routes: Routes;
+  recorder: EventRecorder;
+  log: Logger;
+  registry?: Registry;
+  clusterName: string;
+  /** Parsed --cluster-cidr (1 or 2). */
+  clusterCidrs: readonly Cidr[];
+  /** --route-reconciliation-period. */
+  periodMs: number;
+}
+
+/** What one reconcile did (returned for tests, logged). */
+export interface ReconcileReport {
+  mode: 'batch' | 'single';
+  created: number;
+  deleted: number;
+  failed: number;
+  conditionsPatched: number;
+}
+
+export function podCidrsOf(node: V1Node): string[] {
+  const list = node.spec?.podCIDRs?.length ? node.spec.podCIDRs : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
+  return [...list];
+}
+
+function networkCondition(node: V1Node): V1NodeCondition | undefined {
+  return (node.status?.conditions ?? []).find((c) => c.type === NodeConditions.NETWORK_UNAVAILABLE);
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+export class RouteController {
+  private readonly queue: WorkQueue<string>;
+  private readonly log: Logger;
+  private readonly syncs?: Counter;
+  /** Last Warning per node: message and time, to avoid repeating it every reconcile. */
+  private readonly warned = new Map<string, { message: string; at: number }>();
+  private lastSuccess = 0;
+
+  constructor(private readonly o: RouteControllerOptions) {
+    this.log = o.log;
+    // A failed reconcile is retried after 1 s, doubling up to the period (the ticker adds the key every period anyway).
+    this.queue = new WorkQueue<string>({ name: 'Routes', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter<string>(1000, Math.max(1000, o.periodMs)) });
+    if (o.registry) {
+      this.syncs = new Counter({ name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).', registers: [o.registry] });
+    }
+    o.nodes.addEventHandler({
+      onAdd: () => this.queue.add(KEY),
+      onDelete: () => this.queue.add(KEY),
+      onUpdate: (old, cur) => {
+        const addrs = (n: V1Node) => nodeAddresses(n).map((a) => `${a.type}=${a.address}`);
+        if (!sameList(podCidrsOf(old), podCidrsOf(cur)) || !sameList(addrs(old), addrs(cur))) this.queue.add(KEY);
+      },
+    });
+  }
+
+  /** Healthy while reconciles keep succeeding now and then (a cloud outage makes it unhealthy after a while). */
+  healthy(): boolean {
+    return this.lastSuccess === 0 || Date.now() - this.lastSuccess < 30 * this.o.periodMs + 300_000;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    this.log.info({ periodMs: this.o.periodMs, batched: this.o.routes.batched, clusterCidrs: this.o.clusterCidrs.map((c) => c.text) }, 'Starting route controller');
+    if (!(await this.o.nodes.waitForSync(signal))) return;
+    this.lastSuccess = Date.now();
+    const ticker = (async () => {
+      // Fixed rate, as upstream's NonSlidingUntil: the period does not include the reconcile.
+      while (!signal.aborted) {
+        this.queue.add(KEY);
+        if (!(await sleep(this.o.periodMs, signal))) return;
+      }
+    })();
+    // Triggers arriving during a reconcile are kept by the queue (one more reconcile follows).
+    await runWorkers(this.queue, 1, async () => {
+      await this.reconcile();
+    }, { log: this.log, signal });
+    await ticker;
+    this.log.info('Shutting down route controller');
+  }
+
+  /** One full reconcile; rejects when the cloud could not be read or the batch call failed. */
+  async reconcile(): Promise<ReconcileReport> {
+    this.syncs?.inc();
+    const cached = this.o.nodes.list();
+    const planNodes: PlanNode[] = cached.map((n) => ({
+      name: n.metadata!.name!,
+      createdMs: Date.parse(String(n.metadata?.creationTimestamp ?? '')) || 0,
+      podCidrs: podCidrsOf(n),
+      addresses: nodeAddresses(n),
+    }));
+    const useBatch = this.o.routes.batched && planNodes.length <= MAX_BATCH_ROUTES;
+    let plan = planRoutes(planNodes, undefined, this.o.clusterCidrs);
+    const conflicts = [...plan.problems.values()].some((ps) => ps.some((p) => p.reason === 'conflict'));
+    let existing: CloudRoute[] | undefined;
+    if (!useBatch || conflicts) {
+      // Single calls need the current routes; conflicts are resolved in favour of existing routes.
+      existing = await this.o.routes.listRoutes(this.o.clusterName);
+      plan = planRoutes(planNodes, existing, this.o.clusterCidrs);
+    }
+
+    const failures = new Map<string, string[]>();
+    const fail = (route: DesiredRoute, err: unknown) => {
+      failures.set(route.targetNode, [...(failures.get(route.targetNode) ?? []), `${route.destinationCidr}: ${errorMessage(err)}`]);
+    };
+    const report: ReconcileReport = { mode: useBatch ? 'batch' : 'single', created: 0, deleted: 0, failed: 0, conditionsPatched: 0 };
+    if (useBatch) {
+      const desired = [...plan.desired.values()].flat();
+      const r = await this.o.routes.reconcileRoutes(this.o.clusterName, desired, this.o.clusterCidrs.map((c) => c.text));
+      report.created = r.created.length;
+      report.deleted = r.deleted.length;
+      for (const f of r.failed) fail(f.route, f.error);
+    } else {
+      await mapLimit(plan.toDelete, ROUTE_CONCURRENCY, async (route) => {
+        try {
+          await this.o.routes.deleteRoute(this.o.clusterName, route);
+          report.deleted++;
+          this.log.info({ route: route.name, destination: route.destinationCidr, node: route.targetNode, blackhole: route.blackhole }, 'deleted route');
+        } catch (err) {
+          this.log.warn({ route: route.name, destination: route.destinationCidr, err: errorMessage(err) }, 'failed to delete route');
+        }
+      });
+      const uids = new Map(cached.map((n) => [n.metadata!.name!, n.metadata?.uid ?? '']));
+      await mapLimit(plan.toCreate, ROUTE_CONCURRENCY, async (route) => {
+        try {
+          // Upstream's name hint is the node UID.
+          await this.o.routes.createRoute(this.o.clusterName, uids.get(route.targetNode) || route.targetNode, route);
+          report.created++;
+        } catch (err) {
+          fail(route, err);
+        }
+      });
+    }
+    report.failed = [...failures.values()].reduce((n, l) => n + l.length, 0);
+
+    const byName = new Map(cached.map((n) => [n.metadata!.name!, n]));
+    const patches: { node: V1Node; ok: boolean }[] = [];
+    for (const [name, routes] of plan.desired) {
+      const node = byName.get(name)!;
+      const problems = plan.problems.get(name) ?? [];
+      const failed = failures.get(name) ?? [];
+      this.warn(node, problems, failed);
+      const ok = failed.length === 0 && problems.length === 0 && routes.length > 0;
+      const cond = networkCondition(node);
+      const want = ok ? { status: 'False', reason: NetworkReasons.ROUTE_CREATED } : { status: 'True', reason: NetworkReasons.NO_ROUTE_CREATED };
+      if (cond?.status !== want.status || cond?.reason !== want.reason) patches.push({ node, ok });
+    }
+    await mapLimit(patches, PATCH_CONCURRENCY, async ({ node, ok }) => {
+      if (await this.setCondition(node, ok)) report.conditionsPatched++;
+    });
+    if (report.created || report.deleted || report.failed || report.conditionsPatched) this.log.info({ ...report }, 'reconciled routes');
+    this.lastSuccess = Date.now();
+    return report;
+  }
+
+  /** Warning events for pod CIDRs without a route; the same message is repeated at most every EVENT_REPEAT_MS. */
+  private warn(node: V1Node, problems: NodeProblem[], failed: string[]): void {
+    const name = node.metadata!.name!;
+    if (problems.length === 0 && failed.length === 0) {
+      this.warned.delete(name);
+      return;
+    }
+    const conflict = problems.some((p) => p.reason === 'conflict');
+    const reason = conflict ? EventReasons.POD_CIDR_CONFLICT : EventReasons.FAILED_TO_CREATE_ROUTE;
+    const message = [...problems.map((p) => p.message), ...failed.map((f) => `Could not create route ${f}`)].join('; ');
+    const last = this.warned.get(name);
+    const now = Date.now();
+    if (last && last.message === message && now - last.at < EVENT_REPEAT_MS) return;
+    this.warned.set(name, { message, at: now });
+    this.log.warn({ node: name, reason, problem: message }, 'node has pod CIDRs without a route');
+    this.o.recorder.event(node, 'Warning', reason, message.length > 1000 ? message.slice(0, 1000) + '…' : message);
+  }
+
+  /** Strategic-merge patch of the NetworkUnavailable condition (merged by type). Returns false when the node is gone. */
+  private async setCondition(node: V1Node, ok: boolean): Promise<boolean> {
+    const name = node.metadata!.name!;
+    const now = new Date().toISOString();
+    const condition = ok
+      ? { type: NodeConditions.NETWORK_UNAVAILABLE, status: 'False', reason: NetworkReasons.ROUTE_CREATED, message: 'RouteController created a route' }
+      : { type: NodeConditions.NETWORK_UNAVAILABLE, status: 'True', reason: NetworkReasons.NO_ROUTE_CREATED, message: 'RouteController failed to create a route' };
+    try {
+      await patchNodeStatus(this.o.core, name, { status: { conditions: [{ ...condition, lastTransitionTime: now, lastHeartbeatTime: now }] } }, 'strategic');
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      this.log.warn({ node: name, err: errorMessage(err) }, 'failed to update the NetworkUnavailable condition');
+      return false;
+    }
+  }
+}
+
+/** Parses already-validated --cluster-cidr values. */
+export function parseClusterCidrs(texts: readonly string[]): Cidr[] {
+  return texts.map((t) => parseCidr(t)).filter((c): c is Cidr => c !== undefined);
+}

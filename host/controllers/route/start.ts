@@ -1,0 +1,33 @@
+/**
+ * Wires the route controller into the host (registry.ts). As upstream, it
+ * runs only with --configure-cloud-routes=true and a provider that has
+ * routes; then --cluster-cidr is required, and its absence stops the host at
+ * start-up with one line (upstream exits fatally too).
+ */
+import { HostStartError } from '../../errors.js';
+import type { ControllerFactory } from '../context.js';
+import { RouteController, parseClusterCidrs } from './route-controller.js';
+
+export const startRouteController: ControllerFactory = (ctx) => {
+  if (!ctx.config.configureCloudRoutes) return { skip: '--configure-cloud-routes=false' };
+  const routes = ctx.cloud.routes();
+  if (!routes) return { skip: 'the cloud provider does not implement routes' };
+  const clusterCidrs = parseClusterCidrs(ctx.config.clusterCidrs);
+  if (clusterCidrs.length === 0) {
+    throw new HostStartError(
+      '--cluster-cidr is required by the route controller (the provider implements routes and --configure-cloud-routes=true): pass the pod network, e.g. --cluster-cidr=10.244.0.0/16, or set --configure-cloud-routes=false',
+    );
+  }
+  const controller = new RouteController({
+    core: ctx.clients.core,
+    nodes: ctx.informers.nodes(),
+    routes,
+    recorder: ctx.recorder,
+    log: ctx.log,
+    registry: ctx.registry,
+    clusterName: ctx.config.clusterName,
+    clusterCidrs,
+    periodMs: ctx.config.routeReconciliationPeriodMs,
+  });
+  return { run: (signal) => controller.run(signal), healthy: () => controller.healthy() };
+};

@@ -1,0 +1,28 @@
+/**
+ * Validation of routes a provider answers (ListRoutes, CreateRoute,
+ * ReconcileRoutes). A route the host cannot interpret (its destination is not
+ * a CIDR, an address has an unknown type) makes the whole answer invalid: the
+ * route controller then changes nothing rather than deleting on bad data.
+ */
+import type { NodeAddressType } from '../cloud.js';
+import type { Route as PbRoute } from '../../proto/gen/ccm/provider/v1/routes.js';
+import { parseCidr } from '../util/cidr.js';
+import { MAX_ADDRESSES } from './validate.js';
+
+/** Longest accepted route name or target node name. */
+const MAX_NAME_CHARS = 1024;
+
+const quote = (s: string) => JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s);
+
+/** The route's canonical destination CIDR, or its problems. */
+export function routeProblems(r: PbRoute, addressTypes: ReadonlyMap<number, NodeAddressType>): { cidr: string } | { problems: string[] } {
+  const problems: string[] = [];
+  const cidr = parseCidr(r.destinationCidr);
+  if (!cidr) problems.push(`destination_cidr ${quote(r.destinationCidr)} is not a CIDR`);
+  if (r.name.length > MAX_NAME_CHARS) problems.push(`route name is longer than ${MAX_NAME_CHARS} characters`);
+  if (r.targetNode.length > MAX_NAME_CHARS) problems.push(`target_node is longer than ${MAX_NAME_CHARS} characters`);
+  if (r.targetNodeAddresses.length > MAX_ADDRESSES) problems.push(`more than ${MAX_ADDRESSES} target node addresses`);
+  const badTypes = r.targetNodeAddresses.filter((a) => !addressTypes.has(a.type)).length;
+  if (badTypes) problems.push(`${badTypes} target node address(es) with unknown or unspecified type`);
+  return problems.length || !cidr ? { problems } : { cidr: cidr.text };
+}

@@ -1,0 +1,75 @@
+/**
+ * Nodes for tests against the shared API server: labelled with the test's
+ * own `--node-selector` label (other test files' hosts must never see them),
+ * and without a kubelet, so the test sets the Ready condition itself.
+ */
+import { randomBytes } from 'node:crypto';
+import type { CoreV1Api, CoreV1Event, V1Node, V1NodeCondition } from '@kubernetes/client-node';
+import { patchNodeStatus } from '../../host/kube/patch.js';
+
+/** A unique label for one test host: pass `selector` to --node-selector and `labels` to every node. */
+export function testScope(prefix: string): { key: string; value: string; selector: string; labels: Record<string, string>; prefix: string } {
+  const value = `${prefix}-${randomBytes(4).toString('hex')}`;
+  const key = 'ccm-test-scope';
+  return { key, value, selector: `${key}=${value}`, labels: { [key]: value }, prefix: value };
+}
+
+export interface TestNodeOptions {
+  labels: Record<string, string>;
+  podCidrs?: string[];
+  /** Sets the Ready condition after creating the node (status subresource). */
+  ready?: boolean;
+  taints?: { key: string; value?: string; effect: string }[];
+}
+
+export async function createTestNode(core: CoreV1Api, name: string, o: TestNodeOptions): Promise<V1Node> {
+  const node = await core.createNode({
+    body: {
+      metadata: { name, labels: { ...o.labels, 'kubernetes.io/hostname': name } },
+      spec: { ...(o.podCidrs ? { podCIDR: o.podCidrs[0], podCIDRs: o.podCidrs } : {}), ...(o.taints ? { taints: o.taints } : {}) },
+    },
+  });
+  if (o.ready !== undefined) return setReady(core, name, o.ready);
+  return node;
+}
+
+/** Sets the Ready condition, as a kubelet would. */
+export async function setReady(core: CoreV1Api, name: string, ready: boolean): Promise<V1Node> {
+  const now = new Date().toISOString();
+  const cond: V1NodeCondition = {
+    type: 'Ready',
+    status: ready ? 'True' : 'False',
+    reason: ready ? 'KubeletReady' : 'KubeletNotReady',
+    message: ready ? 'kubelet is posting ready status' : 'test says not ready',
+    lastHeartbeatTime: now as unknown as Date,
+    lastTransitionTime: now as unknown as Date,
+  };
+  return patchNodeStatus(core, name, { status: { conditions: [cond] } }, 'strategic');
+}
+
+export function condition(node: V1Node, type: string): V1NodeCondition | undefined {
+  return (node.status?.conditions ?? []).find((c) => c.type === type);
+}
+
+export const hasTaint = (node: V1Node, key: string) => (node.spec?.taints ?? []).some((t) => t.key === key);
+
+/** Events about the named node (cluster-scoped objects' events live in `default`). */
+export async function nodeEvents(core: CoreV1Api, name: string): Promise<CoreV1Event[]> {
+  const list = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+  return list.items;
+}
+
+/** Reads a node; undefined when it does not exist. */
+export async function readNodeOrUndefined(core: CoreV1Api, name: string): Promise<V1Node | undefined> {
+  try {
+    return await core.readNode({ name });
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
+}
+
+/** Deletes every node with the scope label. */
+export async function deleteScopedNodes(core: CoreV1Api, selector: string): Promise<void> {
+  await core.deleteCollectionNode({ labelSelector: selector }).catch(() => undefined);
+}
