@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	tpb "ccm.example/provider-go/gen/ccm/provider/testing/v1"
@@ -90,4 +91,25 @@ func (s *testHooksServer) SetThrottle(_ context.Context, req *tpb.SetThrottleReq
 	throttle.enabled, throttle.delay = req.Enabled, time.Duration(req.RetryDelayMs)*time.Millisecond
 	throttle.Unlock()
 	return &tpb.SetThrottleResponse{}, nil
+}
+
+// ListTestLoadBalancers reports what the load balancer store holds (this
+// cloud has no data plane, so tests check the store instead of traffic).
+func (s *testHooksServer) ListTestLoadBalancers(_ context.Context, _ *tpb.ListTestLoadBalancersRequest) (*tpb.ListTestLoadBalancersResponse, error) {
+	s.cloud.mu.Lock()
+	defer s.cloud.mu.Unlock()
+	out := &tpb.ListTestLoadBalancersResponse{}
+	for _, lb := range s.cloud.lbs {
+		ports := make([]int32, 0, len(lb.Ports))
+		for _, p := range lb.Ports {
+			ports = append(ports, p.Port)
+		}
+		nodes := slices.Clone(lb.Nodes)
+		slices.Sort(nodes)
+		out.LoadBalancers = append(out.LoadBalancers, &tpb.TestLoadBalancer{
+			ClusterName: lb.Cluster, ServiceUid: lb.UID, Name: lb.Name,
+			IngressIps: []string{lb.IP.String()}, Ports: ports, NodeNames: nodes,
+		})
+	}
+	return out, nil
 }

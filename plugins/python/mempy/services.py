@@ -354,3 +354,15 @@ class TestHooks(test_hooks_pb2_grpc.TestHooksServiceServicer):
         with self.cloud.lock:
             self.cloud.throttle = request.retry_delay_ms if request.enabled else None
         return test_hooks_pb2.SetThrottleResponse()
+
+    @rpc
+    def ListTestLoadBalancers(self, request, context):
+        # This cloud has no data plane: tests check the store instead of traffic.
+        with self.cloud.lock:
+            out = [
+                test_hooks_pb2.TestLoadBalancer(
+                    cluster_name=cluster, service_uid=uid, name=lb["name"], ingress_ips=[lb["ip"]],
+                    ports=[p.port for p in lb["ports"]], node_names=sorted(lb["nodes"]))
+                for (cluster, uid), lb in self.cloud.lbs.items()
+            ]
+        return test_hooks_pb2.ListTestLoadBalancersResponse(load_balancers=out)

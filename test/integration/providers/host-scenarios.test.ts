@@ -4,8 +4,14 @@
  * the real host, the real kube-apiserver, the provider as a real process.
  *
  * Every scenario is a function of a running (provider, mode) pair, so a new
- * one (e.g. the service controller's load balancer scenario) is a few lines
- * in SCENARIOS below.
+ * one is a few lines in SCENARIOS below.
+ *
+ * The load balancer scenario checks the cloud side through the providers'
+ * test-only TestHooksService.ListTestLoadBalancers (served with
+ * CCM_PROVIDER_TEST_HOOKS=1, in exec mode passed with --plugin-env): the Go
+ * and Python providers keep load balancers in memory and have no data plane,
+ * so unlike test/integration/service/lb-lifecycle.test.ts (the local cloud,
+ * which forwards real TCP) there is no traffic to send.
  */
 import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -13,15 +19,19 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
-import { TestHooksServiceClient } from '../../../proto/gen/ccm/provider/testing/v1/test_hooks.js';
+import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
+import { TestHooksServiceClient, type TestLoadBalancer } from '../../../proto/gen/ccm/provider/testing/v1/test_hooks.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
+import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SELECTOR_LABEL = 'ccm-test/provider-scenario';
+const EXCLUDE_FROM_LBS = 'node.kubernetes.io/exclude-from-external-load-balancers';
+/** Each provider's load balancer address pool (plugins/go/loadbalancers.go, plugins/python/mempy/cloud.py). */
+const LB_POOL: Record<ProviderUnderTest['name'], RegExp> = { memgo: /^203\.0\.113\./, mempy: /^198\.51\.100\./ };
 
 /** What a scenario gets: a host running against one provider in one mode. */
 interface ScenarioContext {
@@ -37,6 +47,8 @@ interface Scenario {
   name: string;
   /** Host flags beyond the common ones (which controllers run). */
   controllers: string;
+  /** More host flags; `prefix` is also the scenario's namespace name. */
+  flags?(prefix: string): string[];
   /** Instances the provider's cloud config declares (names get the prefix). */
   instances(prefix: string): object[];
   run(t: ExecutionContext, c: ScenarioContext): Promise<void>;
@@ -45,10 +57,10 @@ interface Scenario {
 const initialized = (n: V1Node) => !(n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED);
 
 /** Registers a Node like kubelet --cloud-provider=external, labelled for this scenario's host. */
-async function registerNode(c: ScenarioContext, name: string): Promise<void> {
+async function registerNode(c: ScenarioContext, name: string, labels: Record<string, string> = {}): Promise<void> {
   await c.core.createNode({
     body: {
-      metadata: { name, labels: { 'kubernetes.io/hostname': name, [SELECTOR_LABEL]: c.prefix } },
+      metadata: { name, labels: { 'kubernetes.io/hostname': name, [SELECTOR_LABEL]: c.prefix, ...labels } },
       spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
       status: { addresses: [{ type: 'Hostname', address: name }] },
     },
@@ -60,6 +72,32 @@ async function waitInitialized(c: ScenarioContext, name: string): Promise<V1Node
     const n = await c.core.readNode({ name });
     return initialized(n) ? n : undefined;
   }, { what: `node ${name} initialized by ${c.provider.name} (${c.mode})`, timeoutMs: 120_000 });
+}
+
+/**
+ * The provider's TestHooksService on the socket the scenario's host uses:
+ * the sidecar's endpoint, or in exec mode the socket the host launched the
+ * provider on (which serves the hooks because of --plugin-env).
+ */
+function providerHooks(c: ScenarioContext): TestHooksServiceClient {
+  const target = c.running.sidecar?.endpoint ?? c.running.host.supervisor.connection().target;
+  return new TestHooksServiceClient(target, credentials.createInsecure());
+}
+
+function listProviderLbs(hooks: TestHooksServiceClient): Promise<TestLoadBalancer[]> {
+  return new Promise((resolve, reject) => hooks.listTestLoadBalancers({}, (err, res) => (err ? reject(err) : resolve(res.loadBalancers))));
+}
+
+/** The provider's load balancer of Service `uid` (cluster "test", the host's --cluster-name), if it holds one. */
+async function providerLb(hooks: TestHooksServiceClient, uid: string): Promise<TestLoadBalancer | undefined> {
+  return (await listProviderLbs(hooks)).find((l) => l.serviceUid === uid && l.clusterName === 'test');
+}
+
+async function readService(c: ScenarioContext, name: string): Promise<V1Service | undefined> {
+  return c.core.readNamespacedService({ name, namespace: c.prefix }).catch((err: { code?: number }) => {
+    if (err.code === 404) return undefined;
+    throw err;
+  });
 }
 
 const SCENARIOS: Scenario[] = [
@@ -108,8 +146,73 @@ const SCENARIOS: Scenario[] = [
       }
     },
   },
-  // TODO(issue 5): the load balancer scenario (service controller) goes here:
-  // { name: 'load balancer', controllers: 'service', instances: ..., run: ... }
+  {
+    // cloud-node too: only initialized nodes are load balancer backends.
+    name: 'load balancer',
+    controllers: 'cloud-node,service',
+    flags: (p) => [`--watch-namespace=${p}`, '--plugin-env=CCM_PROVIDER_TEST_HOOKS=1'],
+    instances: (p) => [
+      { name: `${p}-a`, type: 'mem.small', zone: 'zone-1', region: 'region-x', addresses: [{ type: 'InternalIP', address: '10.9.1.1' }] },
+      { name: `${p}-b`, type: 'mem.small', zone: 'zone-1', region: 'region-x', addresses: [{ type: 'InternalIP', address: '10.9.1.2' }] },
+      { name: `${p}-x`, type: 'mem.small', zone: 'zone-1', region: 'region-x', addresses: [{ type: 'InternalIP', address: '10.9.1.3' }] },
+    ],
+    async run(t, c) {
+      const [a, b, x, unknown] = ['a', 'b', 'x', 'unknown'].map((s) => `${c.prefix}-${s}`) as [string, string, string, string];
+      const nodes = [a, b, x, unknown];
+      const hooks = providerHooks(c);
+      try {
+        // Eligible: a. Not eligible: x (excluded by label), unknown (the cloud
+        // has no instance for it, so it stays uninitialized).
+        await registerNode(c, a);
+        await registerNode(c, x, { [EXCLUDE_FROM_LBS]: 'true' });
+        await registerNode(c, unknown);
+        await waitInitialized(c, a);
+        await waitInitialized(c, x);
+        await ensureNamespace(c.core, c.prefix);
+        const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
+        const uid = created.metadata!.uid!;
+
+        const svc = await waitFor(async () => {
+          const s = await readService(c, 'web');
+          return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+        }, { what: `ingress of web (${c.provider.name}, ${c.mode})`, timeoutMs: 120_000 });
+        t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
+        const ingress = svc.status!.loadBalancer!.ingress!;
+        t.is(ingress.length, 1);
+        t.regex(ingress[0]!.ip!, LB_POOL[c.provider.name]);
+        t.is(ingress[0]!.ipMode, 'VIP');
+
+        // The cloud side: the provider holds the load balancer, on the
+        // Service's port, with exactly the eligible nodes.
+        const lb = await providerLb(hooks, uid);
+        t.truthy(lb, 'the provider holds a load balancer for the Service');
+        t.is(lb!.name, `a${uid.replaceAll('-', '')}`.slice(0, 32), "upstream's default load balancer name");
+        t.deepEqual(lb!.ingressIps, [ingress[0]!.ip!]);
+        t.deepEqual(lb!.ports, [8080]);
+        t.deepEqual(lb!.nodeNames, [a]);
+        const events = await waitFor(async () => {
+          const ev = await serviceEvents(c.core, svc);
+          return ev.some((e) => e.reason === 'EnsuredLoadBalancer') ? ev : undefined;
+        }, { what: 'EnsuredLoadBalancer event' });
+        t.true(events.some((e) => e.reason === 'EnsuringLoadBalancer'));
+
+        // A new node becomes a backend once initialized.
+        await registerNode(c, b);
+        await waitInitialized(c, b);
+        await waitFor(async () => (await providerLb(hooks, uid))?.nodeNames.join(',') === [a, b].sort().join(','), { what: `backends ${a},${b} in the provider` });
+
+        // Delete: finalizer removed, Service gone, the provider's load balancer gone.
+        await c.core.deleteNamespacedService({ name: 'web', namespace: c.prefix });
+        await waitFor(async () => (await readService(c, 'web')) === undefined, { what: 'Service web gone (finalizer removed)', timeoutMs: 120_000 });
+        // The host deletes the load balancer before it removes the finalizer.
+        t.is(await providerLb(hooks, uid), undefined, 'no load balancer left in the provider once the Service is gone');
+        t.true((await serviceEvents(c.core, svc)).some((e) => e.reason === 'DeletedLoadBalancer'));
+      } finally {
+        hooks.close();
+        for (const name of nodes) await c.core.deleteNode({ name }).catch(() => undefined);
+      }
+    },
+  },
 ];
 
 for (const provider of [GO_PROVIDER, PYTHON_PROVIDER]) {
@@ -122,6 +225,7 @@ for (const provider of [GO_PROVIDER, PYTHON_PROVIDER]) {
           `--controllers=${scenario.controllers}`,
           `--node-selector=${SELECTOR_LABEL}=${prefix}`,
           '--node-status-update-frequency=2s',
+          ...(scenario.flags?.(prefix) ?? []),
         ]);
         try {
           t.is(running.host.supervisor.identity?.capabilities.providerName, provider.name);

@@ -75,6 +75,32 @@ export interface SetThrottleRequest {
 export interface SetThrottleResponse {
 }
 
+/** Empty. */
+export interface ListTestLoadBalancersRequest {
+}
+
+/** One load balancer as the provider holds it. */
+export interface TestLoadBalancer {
+  /** RequestMeta.cluster_name it was made for. */
+  clusterName: string;
+  /** UID of the Service it belongs to. */
+  serviceUid: string;
+  /** The provider's name for it (GetLoadBalancerName). */
+  name: string;
+  /** Ingress IP addresses it answers on (as in its LoadBalancerStatus). */
+  ingressIps: string[];
+  /** Service ports it listens on. */
+  ports: number[];
+  /** Names of its backend nodes, sorted. */
+  nodeNames: string[];
+}
+
+/** Response of ListTestLoadBalancers. */
+export interface ListTestLoadBalancersResponse {
+  /** Every load balancer, in no particular order. */
+  loadBalancers: TestLoadBalancer[];
+}
+
 function createBaseCreateTestInstanceRequest(): CreateTestInstanceRequest {
   return { name: "", internalIp: "", zone: "" };
 }
@@ -513,6 +539,312 @@ export const SetThrottleResponse: MessageFns<SetThrottleResponse> = {
   },
 };
 
+function createBaseListTestLoadBalancersRequest(): ListTestLoadBalancersRequest {
+  return {};
+}
+
+export const ListTestLoadBalancersRequest: MessageFns<ListTestLoadBalancersRequest> = {
+  encode(_: ListTestLoadBalancersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTestLoadBalancersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTestLoadBalancersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListTestLoadBalancersRequest {
+    return {};
+  },
+
+  toJSON(_: ListTestLoadBalancersRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListTestLoadBalancersRequest>, I>>(base?: I): ListTestLoadBalancersRequest {
+    return ListTestLoadBalancersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListTestLoadBalancersRequest>, I>>(_: I): ListTestLoadBalancersRequest {
+    const message = createBaseListTestLoadBalancersRequest();
+    return message;
+  },
+};
+
+function createBaseTestLoadBalancer(): TestLoadBalancer {
+  return { clusterName: "", serviceUid: "", name: "", ingressIps: [], ports: [], nodeNames: [] };
+}
+
+export const TestLoadBalancer: MessageFns<TestLoadBalancer> = {
+  encode(message: TestLoadBalancer, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.clusterName !== "") {
+      writer.uint32(10).string(message.clusterName);
+    }
+    if (message.serviceUid !== "") {
+      writer.uint32(18).string(message.serviceUid);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    for (const v of message.ingressIps) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.ports.length !== 0) {
+      writer.uint32(42).fork();
+      for (const v of message.ports) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    for (const v of message.nodeNames) {
+      writer.uint32(50).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TestLoadBalancer {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTestLoadBalancer();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.clusterName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.serviceUid = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ingressIps.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag === 40) {
+              message.ports.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 42) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.ports.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nodeNames.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TestLoadBalancer {
+    return {
+      clusterName: isSet(object.clusterName)
+        ? globalThis.String(object.clusterName)
+        : isSet(object.cluster_name)
+        ? globalThis.String(object.cluster_name)
+        : "",
+      serviceUid: isSet(object.serviceUid)
+        ? globalThis.String(object.serviceUid)
+        : isSet(object.service_uid)
+        ? globalThis.String(object.service_uid)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      ingressIps: globalThis.Array.isArray(object?.ingressIps)
+        ? object.ingressIps.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.ingress_ips)
+        ? object.ingress_ips.map((e: any) => globalThis.String(e))
+        : [],
+      ports: globalThis.Array.isArray(object?.ports) ? object.ports.map((e: any) => globalThis.Number(e)) : [],
+      nodeNames: globalThis.Array.isArray(object?.nodeNames)
+        ? object.nodeNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.node_names)
+        ? object.node_names.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: TestLoadBalancer): unknown {
+    const obj: any = {};
+    if (message.clusterName !== "") {
+      obj.clusterName = message.clusterName;
+    }
+    if (message.serviceUid !== "") {
+      obj.serviceUid = message.serviceUid;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.ingressIps?.length) {
+      obj.ingressIps = message.ingressIps;
+    }
+    if (message.ports?.length) {
+      obj.ports = message.ports.map((e) => Math.round(e));
+    }
+    if (message.nodeNames?.length) {
+      obj.nodeNames = message.nodeNames;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TestLoadBalancer>, I>>(base?: I): TestLoadBalancer {
+    return TestLoadBalancer.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TestLoadBalancer>, I>>(object: I): TestLoadBalancer {
+    const message = createBaseTestLoadBalancer();
+    message.clusterName = object.clusterName ?? "";
+    message.serviceUid = object.serviceUid ?? "";
+    message.name = object.name ?? "";
+    message.ingressIps = object.ingressIps?.map((e) => e) || [];
+    message.ports = object.ports?.map((e) => e) || [];
+    message.nodeNames = object.nodeNames?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseListTestLoadBalancersResponse(): ListTestLoadBalancersResponse {
+  return { loadBalancers: [] };
+}
+
+export const ListTestLoadBalancersResponse: MessageFns<ListTestLoadBalancersResponse> = {
+  encode(message: ListTestLoadBalancersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.loadBalancers) {
+      TestLoadBalancer.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTestLoadBalancersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTestLoadBalancersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.loadBalancers.push(TestLoadBalancer.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListTestLoadBalancersResponse {
+    return {
+      loadBalancers: globalThis.Array.isArray(object?.loadBalancers)
+        ? object.loadBalancers.map((e: any) => TestLoadBalancer.fromJSON(e))
+        : globalThis.Array.isArray(object?.load_balancers)
+        ? object.load_balancers.map((e: any) => TestLoadBalancer.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListTestLoadBalancersResponse): unknown {
+    const obj: any = {};
+    if (message.loadBalancers?.length) {
+      obj.loadBalancers = message.loadBalancers.map((e) => TestLoadBalancer.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListTestLoadBalancersResponse>, I>>(base?: I): ListTestLoadBalancersResponse {
+    return ListTestLoadBalancersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListTestLoadBalancersResponse>, I>>(
+    object: I,
+  ): ListTestLoadBalancersResponse {
+    const message = createBaseListTestLoadBalancersResponse();
+    message.loadBalancers = object.loadBalancers?.map((e) => TestLoadBalancer.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * Test-instance and throttle hooks. Served on the provider's socket next to
  * the ccm.provider.v1 services.
@@ -566,6 +898,23 @@ export const TestHooksServiceService = {
     responseSerialize: (value: SetThrottleResponse): Buffer => Buffer.from(SetThrottleResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetThrottleResponse => SetThrottleResponse.decode(value),
   },
+  /**
+   * Lists the load balancers the provider holds, in every cluster, with their
+   * backend node names: lets a test see what the cloud made for a Service
+   * when the cloud has no data plane to send traffic through. Read-only,
+   * never throttled. Optional: UNIMPLEMENTED when the provider cannot list.
+   */
+  listTestLoadBalancers: {
+    path: "/ccm.provider.testing.v1.TestHooksService/ListTestLoadBalancers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListTestLoadBalancersRequest): Buffer =>
+      Buffer.from(ListTestLoadBalancersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListTestLoadBalancersRequest => ListTestLoadBalancersRequest.decode(value),
+    responseSerialize: (value: ListTestLoadBalancersResponse): Buffer =>
+      Buffer.from(ListTestLoadBalancersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListTestLoadBalancersResponse => ListTestLoadBalancersResponse.decode(value),
+  },
 } as const;
 
 export interface TestHooksServiceServer extends UntypedServiceImplementation {
@@ -588,6 +937,13 @@ export interface TestHooksServiceServer extends UntypedServiceImplementation {
    * are never throttled. Optional: UNIMPLEMENTED skips the kit's check.
    */
   setThrottle: handleUnaryCall<SetThrottleRequest, SetThrottleResponse>;
+  /**
+   * Lists the load balancers the provider holds, in every cluster, with their
+   * backend node names: lets a test see what the cloud made for a Service
+   * when the cloud has no data plane to send traffic through. Read-only,
+   * never throttled. Optional: UNIMPLEMENTED when the provider cannot list.
+   */
+  listTestLoadBalancers: handleUnaryCall<ListTestLoadBalancersRequest, ListTestLoadBalancersResponse>;
 }
 
 export interface TestHooksServiceClient extends Client {
@@ -651,6 +1007,27 @@ export interface TestHooksServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetThrottleResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Lists the load balancers the provider holds, in every cluster, with their
+   * backend node names: lets a test see what the cloud made for a Service
+   * when the cloud has no data plane to send traffic through. Read-only,
+   * never throttled. Optional: UNIMPLEMENTED when the provider cannot list.
+   */
+  listTestLoadBalancers(
+    request: ListTestLoadBalancersRequest,
+    callback: (error: ServiceError | null, response: ListTestLoadBalancersResponse) => void,
+  ): ClientUnaryCall;
+  listTestLoadBalancers(
+    request: ListTestLoadBalancersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListTestLoadBalancersResponse) => void,
+  ): ClientUnaryCall;
+  listTestLoadBalancers(
+    request: ListTestLoadBalancersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListTestLoadBalancersResponse) => void,
   ): ClientUnaryCall;
 }
 

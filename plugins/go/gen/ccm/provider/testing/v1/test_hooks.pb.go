@@ -318,6 +318,180 @@ func (*SetThrottleResponse) Descriptor() ([]byte, []int) {
 	return file_ccm_provider_testing_v1_test_hooks_proto_rawDescGZIP(), []int{5}
 }
 
+// Empty.
+type ListTestLoadBalancersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTestLoadBalancersRequest) Reset() {
+	*x = ListTestLoadBalancersRequest{}
+	mi := &file_ccm_provider_testing_v1_test_hooks_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTestLoadBalancersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTestLoadBalancersRequest) ProtoMessage() {}
+
+func (x *ListTestLoadBalancersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_testing_v1_test_hooks_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTestLoadBalancersRequest.ProtoReflect.Descriptor instead.
+func (*ListTestLoadBalancersRequest) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_testing_v1_test_hooks_proto_rawDescGZIP(), []int{6}
+}
+
+// One load balancer as the provider holds it.
+type TestLoadBalancer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RequestMeta.cluster_name it was made for.
+	ClusterName string `protobuf:"bytes,1,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	// UID of the Service it belongs to.
+	ServiceUid string `protobuf:"bytes,2,opt,name=service_uid,json=serviceUid,proto3" json:"service_uid,omitempty"`
+	// The provider's name for it (GetLoadBalancerName).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Ingress IP addresses it answers on (as in its LoadBalancerStatus).
+	IngressIps []string `protobuf:"bytes,4,rep,name=ingress_ips,json=ingressIps,proto3" json:"ingress_ips,omitempty"`
+	// Service ports it listens on.
+	Ports []int32 `protobuf:"varint,5,rep,packed,name=ports,proto3" json:"ports,omitempty"`
+	// Names of its backend nodes, sorted.
+	NodeNames     []string `protobuf:"bytes,6,rep,name=node_names,json=nodeNames,proto3" json:"node_names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestLoadBalancer) Reset() {
+	*x = TestLoadBalancer{}
+	mi := &file_ccm_provider_testing_v1_test_hooks_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestLoadBalancer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestLoadBalancer) ProtoMessage() {}
+
+func (x *TestLoadBalancer) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_testing_v1_test_hooks_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestLoadBalancer.ProtoReflect.Descriptor instead.
+func (*TestLoadBalancer) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_testing_v1_test_hooks_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TestLoadBalancer) GetClusterName() string {
+	if x != nil {
+		return x.ClusterName
+	}
+	return ""
+}
+
+func (x *TestLoadBalancer) GetServiceUid() string {
+	if x != nil {
+		return x.ServiceUid
+	}
+	return ""
+}
+
+func (x *TestLoadBalancer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TestLoadBalancer) GetIngressIps() []string {
+	if x != nil {
+		return x.IngressIps
+	}
+	return nil
+}
+
+func (x *TestLoadBalancer) GetPorts() []int32 {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+func (x *TestLoadBalancer) GetNodeNames() []string {
+	if x != nil {
+		return x.NodeNames
+	}
+	return nil
+}
+
+// Response of ListTestLoadBalancers.
+type ListTestLoadBalancersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every load balancer, in no particular order.
+	LoadBalancers []*TestLoadBalancer `protobuf:"bytes,1,rep,name=load_balancers,json=loadBalancers,proto3" json:"load_balancers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTestLoadBalancersResponse) Reset() {
+	*x = ListTestLoadBalancersResponse{}
+	mi := &file_ccm_provider_testing_v1_test_hooks_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTestLoadBalancersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTestLoadBalancersResponse) ProtoMessage() {}
+
+func (x *ListTestLoadBalancersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_testing_v1_test_hooks_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTestLoadBalancersResponse.ProtoReflect.Descriptor instead.
+func (*ListTestLoadBalancersResponse) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_testing_v1_test_hooks_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListTestLoadBalancersResponse) GetLoadBalancers() []*TestLoadBalancer {
+	if x != nil {
+		return x.LoadBalancers
+	}
+	return nil
+}
+
 var File_ccm_provider_testing_v1_test_hooks_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_testing_v1_test_hooks_proto_rawDesc = "" +
@@ -337,11 +511,25 @@ const file_ccm_provider_testing_v1_test_hooks_proto_rawDesc = "" +
 	"\x12SetThrottleRequest\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12$\n" +
 	"\x0eretry_delay_ms\x18\x02 \x01(\rR\fretryDelayMs\"\x15\n" +
-	"\x13SetThrottleResponse2\xfa\x02\n" +
+	"\x13SetThrottleResponse\"\x1e\n" +
+	"\x1cListTestLoadBalancersRequest\"\xc0\x01\n" +
+	"\x10TestLoadBalancer\x12!\n" +
+	"\fcluster_name\x18\x01 \x01(\tR\vclusterName\x12\x1f\n" +
+	"\vservice_uid\x18\x02 \x01(\tR\n" +
+	"serviceUid\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1f\n" +
+	"\vingress_ips\x18\x04 \x03(\tR\n" +
+	"ingressIps\x12\x14\n" +
+	"\x05ports\x18\x05 \x03(\x05R\x05ports\x12\x1d\n" +
+	"\n" +
+	"node_names\x18\x06 \x03(\tR\tnodeNames\"q\n" +
+	"\x1dListTestLoadBalancersResponse\x12P\n" +
+	"\x0eload_balancers\x18\x01 \x03(\v2).ccm.provider.testing.v1.TestLoadBalancerR\rloadBalancers2\x83\x04\n" +
 	"\x10TestHooksService\x12}\n" +
 	"\x12CreateTestInstance\x122.ccm.provider.testing.v1.CreateTestInstanceRequest\x1a3.ccm.provider.testing.v1.CreateTestInstanceResponse\x12}\n" +
 	"\x12DeleteTestInstance\x122.ccm.provider.testing.v1.DeleteTestInstanceRequest\x1a3.ccm.provider.testing.v1.DeleteTestInstanceResponse\x12h\n" +
-	"\vSetThrottle\x12+.ccm.provider.testing.v1.SetThrottleRequest\x1a,.ccm.provider.testing.v1.SetThrottleResponseB\xeb\x01\n" +
+	"\vSetThrottle\x12+.ccm.provider.testing.v1.SetThrottleRequest\x1a,.ccm.provider.testing.v1.SetThrottleResponse\x12\x86\x01\n" +
+	"\x15ListTestLoadBalancers\x125.ccm.provider.testing.v1.ListTestLoadBalancersRequest\x1a6.ccm.provider.testing.v1.ListTestLoadBalancersResponseB\xeb\x01\n" +
 	"\x1bcom.ccm.provider.testing.v1B\x0eTestHooksProtoP\x01Z=ccm.example/provider-go/gen/ccm/provider/testing/v1;testingv1\xa2\x02\x03CPT\xaa\x02\x17Ccm.Provider.Testing.V1\xca\x02\x17Ccm\\Provider\\Testing\\V1\xe2\x02#Ccm\\Provider\\Testing\\V1\\GPBMetadata\xea\x02\x1aCcm::Provider::Testing::V1b\x06proto3"
 
 var (
@@ -356,27 +544,33 @@ func file_ccm_provider_testing_v1_test_hooks_proto_rawDescGZIP() []byte {
 	return file_ccm_provider_testing_v1_test_hooks_proto_rawDescData
 }
 
-var file_ccm_provider_testing_v1_test_hooks_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_ccm_provider_testing_v1_test_hooks_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_ccm_provider_testing_v1_test_hooks_proto_goTypes = []any{
-	(*CreateTestInstanceRequest)(nil),  // 0: ccm.provider.testing.v1.CreateTestInstanceRequest
-	(*CreateTestInstanceResponse)(nil), // 1: ccm.provider.testing.v1.CreateTestInstanceResponse
-	(*DeleteTestInstanceRequest)(nil),  // 2: ccm.provider.testing.v1.DeleteTestInstanceRequest
-	(*DeleteTestInstanceResponse)(nil), // 3: ccm.provider.testing.v1.DeleteTestInstanceResponse
-	(*SetThrottleRequest)(nil),         // 4: ccm.provider.testing.v1.SetThrottleRequest
-	(*SetThrottleResponse)(nil),        // 5: ccm.provider.testing.v1.SetThrottleResponse
+	(*CreateTestInstanceRequest)(nil),     // 0: ccm.provider.testing.v1.CreateTestInstanceRequest
+	(*CreateTestInstanceResponse)(nil),    // 1: ccm.provider.testing.v1.CreateTestInstanceResponse
+	(*DeleteTestInstanceRequest)(nil),     // 2: ccm.provider.testing.v1.DeleteTestInstanceRequest
+	(*DeleteTestInstanceResponse)(nil),    // 3: ccm.provider.testing.v1.DeleteTestInstanceResponse
+	(*SetThrottleRequest)(nil),            // 4: ccm.provider.testing.v1.SetThrottleRequest
+	(*SetThrottleResponse)(nil),           // 5: ccm.provider.testing.v1.SetThrottleResponse
+	(*ListTestLoadBalancersRequest)(nil),  // 6: ccm.provider.testing.v1.ListTestLoadBalancersRequest
+	(*TestLoadBalancer)(nil),              // 7: ccm.provider.testing.v1.TestLoadBalancer
+	(*ListTestLoadBalancersResponse)(nil), // 8: ccm.provider.testing.v1.ListTestLoadBalancersResponse
 }
 var file_ccm_provider_testing_v1_test_hooks_proto_depIdxs = []int32{
-	0, // 0: ccm.provider.testing.v1.TestHooksService.CreateTestInstance:input_type -> ccm.provider.testing.v1.CreateTestInstanceRequest
-	2, // 1: ccm.provider.testing.v1.TestHooksService.DeleteTestInstance:input_type -> ccm.provider.testing.v1.DeleteTestInstanceRequest
-	4, // 2: ccm.provider.testing.v1.TestHooksService.SetThrottle:input_type -> ccm.provider.testing.v1.SetThrottleRequest
-	1, // 3: ccm.provider.testing.v1.TestHooksService.CreateTestInstance:output_type -> ccm.provider.testing.v1.CreateTestInstanceResponse
-	3, // 4: ccm.provider.testing.v1.TestHooksService.DeleteTestInstance:output_type -> ccm.provider.testing.v1.DeleteTestInstanceResponse
-	5, // 5: ccm.provider.testing.v1.TestHooksService.SetThrottle:output_type -> ccm.provider.testing.v1.SetThrottleResponse
-	3, // [3:6] is the sub-list for method output_type
-	0, // [0:3] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	7, // 0: ccm.provider.testing.v1.ListTestLoadBalancersResponse.load_balancers:type_name -> ccm.provider.testing.v1.TestLoadBalancer
+	0, // 1: ccm.provider.testing.v1.TestHooksService.CreateTestInstance:input_type -> ccm.provider.testing.v1.CreateTestInstanceRequest
+	2, // 2: ccm.provider.testing.v1.TestHooksService.DeleteTestInstance:input_type -> ccm.provider.testing.v1.DeleteTestInstanceRequest
+	4, // 3: ccm.provider.testing.v1.TestHooksService.SetThrottle:input_type -> ccm.provider.testing.v1.SetThrottleRequest
+	6, // 4: ccm.provider.testing.v1.TestHooksService.ListTestLoadBalancers:input_type -> ccm.provider.testing.v1.ListTestLoadBalancersRequest
+	1, // 5: ccm.provider.testing.v1.TestHooksService.CreateTestInstance:output_type -> ccm.provider.testing.v1.CreateTestInstanceResponse
+	3, // 6: ccm.provider.testing.v1.TestHooksService.DeleteTestInstance:output_type -> ccm.provider.testing.v1.DeleteTestInstanceResponse
+	5, // 7: ccm.provider.testing.v1.TestHooksService.SetThrottle:output_type -> ccm.provider.testing.v1.SetThrottleResponse
+	8, // 8: ccm.provider.testing.v1.TestHooksService.ListTestLoadBalancers:output_type -> ccm.provider.testing.v1.ListTestLoadBalancersResponse
+	5, // [5:9] is the sub-list for method output_type
+	1, // [1:5] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_testing_v1_test_hooks_proto_init() }
@@ -390,7 +584,7 @@ func file_ccm_provider_testing_v1_test_hooks_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_testing_v1_test_hooks_proto_rawDesc), len(file_ccm_provider_testing_v1_test_hooks_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,9 +31,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TestHooksService_CreateTestInstance_FullMethodName = "/ccm.provider.testing.v1.TestHooksService/CreateTestInstance"
-	TestHooksService_DeleteTestInstance_FullMethodName = "/ccm.provider.testing.v1.TestHooksService/DeleteTestInstance"
-	TestHooksService_SetThrottle_FullMethodName        = "/ccm.provider.testing.v1.TestHooksService/SetThrottle"
+	TestHooksService_CreateTestInstance_FullMethodName    = "/ccm.provider.testing.v1.TestHooksService/CreateTestInstance"
+	TestHooksService_DeleteTestInstance_FullMethodName    = "/ccm.provider.testing.v1.TestHooksService/DeleteTestInstance"
+	TestHooksService_SetThrottle_FullMethodName           = "/ccm.provider.testing.v1.TestHooksService/SetThrottle"
+	TestHooksService_ListTestLoadBalancers_FullMethodName = "/ccm.provider.testing.v1.TestHooksService/ListTestLoadBalancers"
 )
 
 // TestHooksServiceClient is the client API for TestHooksService service.
@@ -56,6 +57,11 @@ type TestHooksServiceClient interface {
 	// RetryInfo of retry_delay. Identity, Lifecycle, health and this service
 	// are never throttled. Optional: UNIMPLEMENTED skips the kit's check.
 	SetThrottle(ctx context.Context, in *SetThrottleRequest, opts ...grpc.CallOption) (*SetThrottleResponse, error)
+	// Lists the load balancers the provider holds, in every cluster, with their
+	// backend node names: lets a test see what the cloud made for a Service
+	// when the cloud has no data plane to send traffic through. Read-only,
+	// never throttled. Optional: UNIMPLEMENTED when the provider cannot list.
+	ListTestLoadBalancers(ctx context.Context, in *ListTestLoadBalancersRequest, opts ...grpc.CallOption) (*ListTestLoadBalancersResponse, error)
 }
 
 type testHooksServiceClient struct {
@@ -96,6 +102,16 @@ func (c *testHooksServiceClient) SetThrottle(ctx context.Context, in *SetThrottl
 	return out, nil
 }
 
+func (c *testHooksServiceClient) ListTestLoadBalancers(ctx context.Context, in *ListTestLoadBalancersRequest, opts ...grpc.CallOption) (*ListTestLoadBalancersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTestLoadBalancersResponse)
+	err := c.cc.Invoke(ctx, TestHooksService_ListTestLoadBalancers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TestHooksServiceServer is the server API for TestHooksService service.
 // All implementations must embed UnimplementedTestHooksServiceServer
 // for forward compatibility.
@@ -116,6 +132,11 @@ type TestHooksServiceServer interface {
 	// RetryInfo of retry_delay. Identity, Lifecycle, health and this service
 	// are never throttled. Optional: UNIMPLEMENTED skips the kit's check.
 	SetThrottle(context.Context, *SetThrottleRequest) (*SetThrottleResponse, error)
+	// Lists the load balancers the provider holds, in every cluster, with their
+	// backend node names: lets a test see what the cloud made for a Service
+	// when the cloud has no data plane to send traffic through. Read-only,
+	// never throttled. Optional: UNIMPLEMENTED when the provider cannot list.
+	ListTestLoadBalancers(context.Context, *ListTestLoadBalancersRequest) (*ListTestLoadBalancersResponse, error)
 	mustEmbedUnimplementedTestHooksServiceServer()
 }
 
@@ -134,6 +155,9 @@ func (UnimplementedTestHooksServiceServer) DeleteTestInstance(context.Context, *
 }
 func (UnimplementedTestHooksServiceServer) SetThrottle(context.Context, *SetThrottleRequest) (*SetThrottleResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetThrottle not implemented")
+}
+func (UnimplementedTestHooksServiceServer) ListTestLoadBalancers(context.Context, *ListTestLoadBalancersRequest) (*ListTestLoadBalancersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTestLoadBalancers not implemented")
 }
 func (UnimplementedTestHooksServiceServer) mustEmbedUnimplementedTestHooksServiceServer() {}
 func (UnimplementedTestHooksServiceServer) testEmbeddedByValue()                          {}
@@ -210,6 +234,24 @@ func _TestHooksService_SetThrottle_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TestHooksService_ListTestLoadBalancers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTestLoadBalancersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TestHooksServiceServer).ListTestLoadBalancers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TestHooksService_ListTestLoadBalancers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TestHooksServiceServer).ListTestLoadBalancers(ctx, req.(*ListTestLoadBalancersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TestHooksService_ServiceDesc is the grpc.ServiceDesc for TestHooksService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -228,6 +270,10 @@ var TestHooksService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetThrottle",
 			Handler:    _TestHooksService_SetThrottle_Handler,
+		},
+		{
+			MethodName: "ListTestLoadBalancers",
+			Handler:    _TestHooksService_ListTestLoadBalancers_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

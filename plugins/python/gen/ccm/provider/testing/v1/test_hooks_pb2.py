@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(ccm/provider/testing/v1/test_hooks.proto\x12\x17\x63\x63m.provider.testing.v1\"L\n\x19\x43reateTestInstanceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0binternal_ip\x18\x02 \x01(\t\x12\x0c\n\x04zone\x18\x03 \x01(\t\"1\n\x1a\x43reateTestInstanceResponse\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\")\n\x19\x44\x65leteTestInstanceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x1c\n\x1a\x44\x65leteTestInstanceResponse\"=\n\x12SetThrottleRequest\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x16\n\x0eretry_delay_ms\x18\x02 \x01(\r\"\x15\n\x13SetThrottleResponse2\xfa\x02\n\x10TestHooksService\x12}\n\x12\x43reateTestInstance\x12\x32.ccm.provider.testing.v1.CreateTestInstanceRequest\x1a\x33.ccm.provider.testing.v1.CreateTestInstanceResponse\x12}\n\x12\x44\x65leteTestInstance\x12\x32.ccm.provider.testing.v1.DeleteTestInstanceRequest\x1a\x33.ccm.provider.testing.v1.DeleteTestInstanceResponse\x12h\n\x0bSetThrottle\x12+.ccm.provider.testing.v1.SetThrottleRequest\x1a,.ccm.provider.testing.v1.SetThrottleResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(ccm/provider/testing/v1/test_hooks.proto\x12\x17\x63\x63m.provider.testing.v1\"L\n\x19\x43reateTestInstanceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0binternal_ip\x18\x02 \x01(\t\x12\x0c\n\x04zone\x18\x03 \x01(\t\"1\n\x1a\x43reateTestInstanceResponse\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\")\n\x19\x44\x65leteTestInstanceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x1c\n\x1a\x44\x65leteTestInstanceResponse\"=\n\x12SetThrottleRequest\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x16\n\x0eretry_delay_ms\x18\x02 \x01(\r\"\x15\n\x13SetThrottleResponse\"\x1e\n\x1cListTestLoadBalancersRequest\"\x83\x01\n\x10TestLoadBalancer\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12\x13\n\x0bservice_uid\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x13\n\x0bingress_ips\x18\x04 \x03(\t\x12\r\n\x05ports\x18\x05 \x03(\x05\x12\x12\n\nnode_names\x18\x06 \x03(\t\"b\n\x1dListTestLoadBalancersResponse\x12\x41\n\x0eload_balancers\x18\x01 \x03(\x0b\x32).ccm.provider.testing.v1.TestLoadBalancer2\x83\x04\n\x10TestHooksService\x12}\n\x12\x43reateTestInstance\x12\x32.ccm.provider.testing.v1.CreateTestInstanceRequest\x1a\x33.ccm.provider.testing.v1.CreateTestInstanceResponse\x12}\n\x12\x44\x65leteTestInstance\x12\x32.ccm.provider.testing.v1.DeleteTestInstanceRequest\x1a\x33.ccm.provider.testing.v1.DeleteTestInstanceResponse\x12h\n\x0bSetThrottle\x12+.ccm.provider.testing.v1.SetThrottleRequest\x1a,.ccm.provider.testing.v1.SetThrottleResponse\x12\x86\x01\n\x15ListTestLoadBalancers\x12\x35.ccm.provider.testing.v1.ListTestLoadBalancersRequest\x1a\x36.ccm.provider.testing.v1.ListTestLoadBalancersResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,6 +43,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SETTHROTTLEREQUEST']._serialized_end=332
   _globals['_SETTHROTTLERESPONSE']._serialized_start=334
   _globals['_SETTHROTTLERESPONSE']._serialized_end=355
-  _globals['_TESTHOOKSSERVICE']._serialized_start=358
-  _globals['_TESTHOOKSSERVICE']._serialized_end=736
+  _globals['_LISTTESTLOADBALANCERSREQUEST']._serialized_start=357
+  _globals['_LISTTESTLOADBALANCERSREQUEST']._serialized_end=387
+  _globals['_TESTLOADBALANCER']._serialized_start=390
+  _globals['_TESTLOADBALANCER']._serialized_end=521
+  _globals['_LISTTESTLOADBALANCERSRESPONSE']._serialized_start=523
+  _globals['_LISTTESTLOADBALANCERSRESPONSE']._serialized_end=621
+  _globals['_TESTHOOKSSERVICE']._serialized_start=624
+  _globals['_TESTHOOKSSERVICE']._serialized_end=1139
 # @@protoc_insertion_point(module_scope)

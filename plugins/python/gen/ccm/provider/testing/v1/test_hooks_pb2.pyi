@@ -1,6 +1,8 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -41,3 +43,29 @@ class SetThrottleRequest(_message.Message):
 class SetThrottleResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ListTestLoadBalancersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TestLoadBalancer(_message.Message):
+    __slots__ = ("cluster_name", "service_uid", "name", "ingress_ips", "ports", "node_names")
+    CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_UID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INGRESS_IPS_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    cluster_name: str
+    service_uid: str
+    name: str
+    ingress_ips: _containers.RepeatedScalarFieldContainer[str]
+    ports: _containers.RepeatedScalarFieldContainer[int]
+    node_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cluster_name: _Optional[str] = ..., service_uid: _Optional[str] = ..., name: _Optional[str] = ..., ingress_ips: _Optional[_Iterable[str]] = ..., ports: _Optional[_Iterable[int]] = ..., node_names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListTestLoadBalancersResponse(_message.Message):
+    __slots__ = ("load_balancers",)
+    LOAD_BALANCERS_FIELD_NUMBER: _ClassVar[int]
+    load_balancers: _containers.RepeatedCompositeFieldContainer[TestLoadBalancer]
+    def __init__(self, load_balancers: _Optional[_Iterable[_Union[TestLoadBalancer, _Mapping]]] = ...) -> None: ...

@@ -51,6 +51,11 @@ class TestHooksServiceStub(object):
                 request_serializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.SetThrottleRequest.SerializeToString,
                 response_deserializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.SetThrottleResponse.FromString,
                 _registered_method=True)
+        self.ListTestLoadBalancers = channel.unary_unary(
+                '/ccm.provider.testing.v1.TestHooksService/ListTestLoadBalancers',
+                request_serializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.ListTestLoadBalancersRequest.SerializeToString,
+                response_deserializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.ListTestLoadBalancersResponse.FromString,
+                _registered_method=True)
 
 
 class TestHooksServiceServicer(object):
@@ -86,6 +91,16 @@ class TestHooksServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTestLoadBalancers(self, request, context):
+        """Lists the load balancers the provider holds, in every cluster, with their
+        backend node names: lets a test see what the cloud made for a Service
+        when the cloud has no data plane to send traffic through. Read-only,
+        never throttled. Optional: UNIMPLEMENTED when the provider cannot list.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TestHooksServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -103,6 +118,11 @@ def add_TestHooksServiceServicer_to_server(servicer, server):
                     servicer.SetThrottle,
                     request_deserializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.SetThrottleRequest.FromString,
                     response_serializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.SetThrottleResponse.SerializeToString,
+            ),
+            'ListTestLoadBalancers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTestLoadBalancers,
+                    request_deserializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.ListTestLoadBalancersRequest.FromString,
+                    response_serializer=ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.ListTestLoadBalancersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -188,6 +208,33 @@ class TestHooksService(object):
             '/ccm.provider.testing.v1.TestHooksService/SetThrottle',
             ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.SetThrottleRequest.SerializeToString,
             ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.SetThrottleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTestLoadBalancers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ccm.provider.testing.v1.TestHooksService/ListTestLoadBalancers',
+            ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.ListTestLoadBalancersRequest.SerializeToString,
+            ccm_dot_provider_dot_testing_dot_v1_dot_test__hooks__pb2.ListTestLoadBalancersResponse.FromString,
             options,
             channel_credentials,
             insecure,
