@@ -9,9 +9,10 @@ import ipaddr from 'ipaddr.js';
 import type { LogFormat } from '../log.js';
 import type { ControllerName } from '../names.js';
 import { controllerSpecErrors, resolveEnabledControllers } from './controllers.js';
-import { addDefaults, type HostOptions } from './options.js';
+import { addDefaults, type HostOptions, type HostOptionsWithDefaults } from './options.js';
 import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { Problems } from './validate.js';
+import { JITTER_FACTOR } from '../kube/leader-election.js';
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
@@ -64,8 +65,12 @@ export interface HostConfig {
   readonly securePort: number;
   /** `--tls-cert-file` and `--tls-private-key-file`; undefined serves plain HTTP. */
   readonly tls: TlsFiles | undefined;
-  /** Always false: this build refuses `--leader-elect=true`. */
-  readonly leaderElect: false;
+  /** `--leader-elect`. */
+  readonly leaderElect: boolean;
+  /** The `--leader-elect-*` settings (validated only when leaderElect is true). */
+  readonly leaderElection: LeaderElectionSettings;
+  /** `--use-service-account-credentials`: one ServiceAccount token per controller. */
+  readonly useServiceAccountCredentials: boolean;
   /** `-v`. */
   readonly verbosity: number;
   readonly loggingFormat: LogFormat;
@@ -84,6 +89,17 @@ export interface HostConfig {
   readonly watchNamespace: string;
   /** Accepted but questionable settings, one line each, for main to log (cluster-name excluded: see clusterNameDefaulted). */
   readonly warnings: readonly string[];
+}
+
+/** `--leader-elect-*`, parsed. */
+export interface LeaderElectionSettings {
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  /** Always `leases`: the only lock type (as upstream controller managers today). */
+  readonly resourceLock: 'leases';
+  readonly resourceName: string;
+  readonly resourceNamespace: string;
 }
 
 /** Dependencies of compileHostConfig that tests replace. */
@@ -143,9 +159,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   checkIp('bind-address', o.bindAddress, p);
   const securePort = p.int('secure-port', o.securePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the server' });
   const tls = checkTls(o.tlsCertFile, o.tlsPrivateKeyFile, p);
-  if (p.bool('leader-elect', o.leaderElect)) {
-    p.add('--leader-elect=true is not supported yet by this build: run a single replica with --leader-elect=false');
-  }
+  const leaderElect = p.bool('leader-elect', o.leaderElect);
+  const leaderElection = checkLeaderElection(o, leaderElect, p);
   const verbosity = p.int('v', o.verbosity, NON_NEGATIVE_INT);
   const loggingFormat = p.oneOf<LogFormat>('logging-format', o.loggingFormat, ['json', 'text']);
 
@@ -178,7 +193,9 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     bindAddress: o.bindAddress,
     securePort,
     tls,
-    leaderElect: false,
+    leaderElect,
+    leaderElection,
+    useServiceAccountCredentials: p.bool('use-service-account-credentials', o.useServiceAccountCredentials),
     verbosity,
     loggingFormat,
     minResyncPeriodMs: p.duration('min-resync-period', o.minResyncPeriod, { positive: true }),
@@ -196,6 +213,43 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   if (p.errors.length > 0 || plugin === undefined) return { errors: p.errors };
   return { config: deepFreeze(config) };
 }
+
+/**
+ * client-go's validation (tools/leaderelection NewLeaderElector), checked only
+ * with --leader-elect=true as upstream: all durations > 0, lease duration >
+ * renew deadline > retry period × JITTER_FACTOR.
+ */
+function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Problems): LeaderElectionSettings {
+  const q = enabled ? p : new Problems();
+  const lease = q.duration('leader-elect-lease-duration', o.leaderElectLeaseDuration, { positive: true });
+  const renew = q.duration('leader-elect-renew-deadline', o.leaderElectRenewDeadline, { positive: true });
+  const retry = q.duration('leader-elect-retry-period', o.leaderElectRetryPeriod, { positive: true });
+  if (!(lease > renew) && !Number.isNaN(lease) && !Number.isNaN(renew)) {
+    q.add(`--leader-elect-lease-duration=${o.leaderElectLeaseDuration} must be greater than --leader-elect-renew-deadline=${o.leaderElectRenewDeadline}: a leader must give up before others may take over`);
+  }
+  if (!(renew > retry * JITTER_FACTOR) && !Number.isNaN(renew) && !Number.isNaN(retry)) {
+    q.add(`--leader-elect-renew-deadline=${o.leaderElectRenewDeadline} must be greater than ${JITTER_FACTOR} × --leader-elect-retry-period=${o.leaderElectRetryPeriod}: the leader needs room for at least one jittered retry`);
+  }
+  if (o.leaderElectResourceLock !== 'leases') {
+    q.add(`--leader-elect-resource-lock=${JSON.stringify(o.leaderElectResourceLock)} is not supported: use leases (coordination.k8s.io/v1 Lease)`);
+  }
+  if (!DNS_SUBDOMAIN.test(o.leaderElectResourceName)) {
+    q.add(`--leader-elect-resource-name=${JSON.stringify(o.leaderElectResourceName)} is invalid: want a Lease name (lowercase DNS subdomain), e.g. cloud-controller-manager`);
+  }
+  if (!DNS_LABEL.test(o.leaderElectResourceNamespace)) {
+    q.add(`--leader-elect-resource-namespace=${JSON.stringify(o.leaderElectResourceNamespace)} is invalid: want a namespace name (a DNS label), e.g. kube-system`);
+  }
+  return {
+    leaseDurationMs: lease,
+    renewDeadlineMs: renew,
+    retryPeriodMs: retry,
+    resourceLock: 'leases',
+    resourceName: o.leaderElectResourceName,
+    resourceNamespace: o.leaderElectResourceNamespace,
+  };
+}
+
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function checkCloudProvider(name: string | undefined, p: Problems): string | undefined {
   if (name === undefined || name === '') {

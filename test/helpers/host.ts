@@ -24,6 +24,9 @@ export async function startTestHost(dir: string, args: string[] = []): Promise<T
     '--bind-address=127.0.0.1',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
     '-v=2',
+    // Many test files run hosts at once against one API server: no election
+    // unless a test asks for one (with its own lease name and namespace).
+    '--leader-elect=false',
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
