@@ -24,6 +24,7 @@ import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
 import { HOST_VERSION } from './version.js';
+import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from './redact.js';
 import { Gauge } from 'prom-client';
 
 /** A start-up problem the operator must fix; main prints its message as one line. */
@@ -86,6 +87,9 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   } catch (err) {
     throw new HostStartError(errorMessage(err));
   }
+  registerCloudConfigSecrets(cloudConfig);
+  registerEnvSecrets(config.pluginEnv);
+  registerSecret(kc.getCurrentUser()?.token);
   await checkApiServer(kc);
 
   const metrics = createHostMetrics();

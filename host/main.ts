@@ -8,6 +8,7 @@ import { startHost, HostStartError } from './app.js';
 import { parseHostArgs } from './config/flags.js';
 import { createLogger, errorMessage } from './log.js';
 import { COMPONENT_NAME } from './names.js';
+import { redact } from './redact.js';
 
 /** Time allowed on top of the plugin's grace period for the whole shutdown. */
 const SHUTDOWN_SLACK_MS = 20_000;
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
     });
   } catch (err) {
     const msg = err instanceof HostStartError ? err.message : `unexpected start-up failure: ${errorMessage(err)}`;
-    process.stderr.write(`${COMPONENT_NAME}: ${msg}\n`);
+    process.stderr.write(redact(`${COMPONENT_NAME}: ${msg}\n`));
     process.exit(1);
   }
 }

@@ -17,6 +17,7 @@ import { ClustersServiceClient, ZonesServiceClient } from '../../proto/gen/ccm/p
 import { fromServiceError, type DecodedStatus } from '../../sdk/errors.js';
 import { ErrorReason, HEALTH_SERVICE_NAME, MAX_MESSAGE_BYTES } from '../../sdk/protocol.js';
 import { CALLER_METADATA_KEY, MUTATING_METHODS } from '../../sdk/mutations.js';
+import { redact } from '../redact.js';
 import {
   CloudCallError,
   ImplementedElsewhereError,
@@ -58,7 +59,8 @@ export function toCloudError(method: string, err: Partial<ServiceError>): Error 
 /** Maps a decoded google.rpc.Status (a failed call or a failed batch item) to a host error. */
 export function decodedToCloudError(method: string, s: DecodedStatus): Error {
   const code = Code[s.code] ?? String(s.code);
-  const msg = `${method}: ${s.message}`;
+  // The plugin controls this text and it reaches logs and Events.
+  const msg = redact(`${method}: ${s.message}`);
   if (s.retryAfterMs !== undefined) return new RetryAfterError(method, code, msg, s.reason, s.retryAfterMs);
   if (s.reason === ErrorReason.INSTANCE_NOT_FOUND) return new InstanceNotFoundError(method, code, msg, s.reason);
   if (s.reason === ErrorReason.IMPLEMENTED_ELSEWHERE) return new ImplementedElsewhereError(method, code, msg, s.reason);

@@ -21,6 +21,7 @@ import { Backoff } from '../kube/backoff.js';
 import { PluginConnection, type CallObserver, type CallPolicy } from './connection.js';
 import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
+import { socketProblem } from './file-checks.js';
 
 export type PluginMode =
   | { kind: 'exec'; path: string; args?: string[]; env?: string[] }
@@ -184,6 +185,10 @@ export class PluginSupervisor extends EventEmitter {
       this.conn = new PluginConnection(proc.target, this.opts.observeCall, this.opts.callPolicy);
       proc.exited.then((how) => this.onExit(proc, how));
     } else {
+      // A sidecar may share a group with the host (0660 + fsGroup), so this only warns.
+      const path = mode.endpoint.replace(/^unix:\/\//, '');
+      const unsafe = await socketProblem(path);
+      if (unsafe && !unsafe.startsWith('cannot stat')) this.log.warn({ problem: unsafe }, 'plugin sidecar socket is not private');
       this.conn = new PluginConnection(mode.endpoint, this.opts.observeCall, this.opts.callPolicy);
     }
     try {
