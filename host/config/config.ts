@@ -69,8 +69,8 @@ export interface HostConfig {
   readonly leaderElect: boolean;
   /** The `--leader-elect-*` settings (validated only when leaderElect is true). */
   readonly leaderElection: LeaderElectionSettings;
-  /** `--use-service-account-credentials`: one ServiceAccount token per controller. */
-  readonly useServiceAccountCredentials: boolean;
+  /** `--use-service-account-credentials`: always false, true is refused until per-controller credentials land. */
+  readonly useServiceAccountCredentials: false;
   /** `-v`. */
   readonly verbosity: number;
   readonly loggingFormat: LogFormat;
@@ -195,7 +195,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     tls,
     leaderElect,
     leaderElection,
-    useServiceAccountCredentials: p.bool('use-service-account-credentials', o.useServiceAccountCredentials),
+    useServiceAccountCredentials: checkServiceAccountCredentials(o.useServiceAccountCredentials, p),
     verbosity,
     loggingFormat,
     minResyncPeriodMs: p.duration('min-resync-period', o.minResyncPeriod, { positive: true }),
@@ -247,6 +247,14 @@ function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Pr
     resourceName: o.leaderElectResourceName,
     resourceNamespace: o.leaderElectResourceNamespace,
   };
+}
+
+/** Parsed so upstream manifests are understood, but per-controller credentials are not built yet. */
+function checkServiceAccountCredentials(text: string, p: Problems): false {
+  if (p.bool('use-service-account-credentials', text)) {
+    p.add('--use-service-account-credentials=true is not supported yet by this build: leave it out; every controller uses the host\'s ServiceAccount (deploy/rbac.yaml)');
+  }
+  return false;
 }
 
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
