@@ -15,6 +15,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { startTestHost } from '../helpers/host.js';
 import { localcloud } from '../helpers/localcloud.js';
+import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
@@ -44,9 +45,10 @@ test('planted secrets never appear in logs, events, metrics or error messages', 
   ]);
   const kc = await testKubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
-  const token = kc.getCurrentUser()?.token ?? '';
-  t.true(token.length > 10, 'the test API identity has a token to guard');
-  const secrets = { cloudCanary, envCanary, token };
+  // The host's own API token (the shipped ServiceAccount's) is a secret too.
+  const token = (await hostKubeConfig()).getCurrentUser()?.token ?? '';
+  t.true(token.length > 10, 'the host identity has a token to guard');
+  const secrets = { cloudCanary, envCanary, token: `CANARY-token-${token}` };
 
   const outputs: Record<string, string> = {};
   try {
