@@ -1,8 +1,12 @@
 /**
  * The host process wiring: API server check, health/metrics server, plugin
- * supervisor, shared informers and the enabled controllers. `startHost`
- * resolves once everything is running and returns a handle whose `stop()`
- * shuts down in reverse order (controllers → informers → plugin → server).
+ * supervisor, then (with --leader-elect, once this replica holds the Lease)
+ * the shared informers and the enabled controllers. The plugin starts before
+ * leadership so a standby is ready to take over, but only the leader runs
+ * controllers, and the plugin connection refuses mutating calls unless this
+ * replica holds a fresh lease. `startHost` resolves once the plugin is up and
+ * the election (or the controllers) runs; `stop()` shuts down in reverse:
+ * controllers (bounded) → informers → lease released → plugin → server.
  */
 import { readFile } from 'node:fs/promises';
 import { VersionApi, type KubeConfig } from '@kubernetes/client-node';
@@ -11,8 +15,9 @@ import type { HostConfig } from './config/config.js';
 import { CONTROLLER_FACTORIES } from './controllers/registry.js';
 import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
-import { loadKubeConfig, makeClients } from './kube/client.js';
+import { loadKubeConfig, makeClients, type KubeClients } from './kube/client.js';
 import { HostStartError } from './errors.js';
+import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from './kube/leader-election.js';
 import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, observePluginRpc, setControllerRunning, type HostMetrics } from './metrics.js';
 import { COMPONENT_NAME, EventComponents } from './names.js';
@@ -20,10 +25,16 @@ import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
 import { HOST_VERSION } from './version.js';
+import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from './redact.js';
+import { Gauge } from 'prom-client';
 
 export { HostStartError } from './errors.js';
 
 export interface HostHandle {
+  /** Leader-election identity (`hostname_uuid`), also sent to the plugin as the caller. */
+  readonly identity: string;
+  /** Whether this host runs its controllers now (always once started without --leader-elect). */
+  isLeading(): boolean;
   readonly cloud: Cloud;
   readonly supervisor: PluginSupervisor;
   readonly metrics: HostMetrics;
@@ -36,7 +47,16 @@ export interface StartHostOptions {
   log: Logger;
   /** A KubeConfig to use instead of --kubeconfig/--master (tests, demo). */
   kubeConfig?: KubeConfig;
+  /**
+   * Called once when the lease could not be renewed in time: the controllers
+   * are already stopping. main exits non-zero, as upstream, so the kubelet
+   * restarts the process clean.
+   */
+  onLeadershipLost?: () => void;
 }
+
+/** Bound on waiting for controllers (and then informers) to stop. */
+export const CONTROLLER_STOP_TIMEOUT_MS = 10_000;
 
 const API_CHECK_TIMEOUT_MS = 10_000;
 
@@ -65,6 +85,9 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   } catch (err) {
     throw new HostStartError(errorMessage(err));
   }
+  registerCloudConfigSecrets(cloudConfig);
+  registerEnvSecrets(config.pluginEnv);
+  registerSecret(kc.getCurrentUser()?.token);
   await checkApiServer(kc);
 
   const metrics = createHostMetrics();
@@ -81,6 +104,27 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       cleanups.push(() => s.close());
     }
 
+    const identity = newLeaderIdentity();
+    const elector = config.leaderElect
+      ? new LeaderElector({
+          lock: new KubeLeaseLock(
+            makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} leader-election`, registry: metrics.registry }).coordination,
+            config.leaderElection.resourceNamespace,
+            config.leaderElection.resourceName,
+          ),
+          identity,
+          log,
+          ...config.leaderElection,
+        })
+      : undefined;
+    // Only the leader, and only while its lease is fresh, sends cloud mutations.
+    let stoppingHost = false;
+    const refuseMutation = (): string | undefined => {
+      if (stoppingHost) return 'the host is stopping';
+      if (elector && !elector.holdsFreshLease()) return 'this replica is not the leader';
+      return undefined;
+    };
+
     const mode: PluginMode =
       config.plugin.kind === 'exec'
         ? { kind: 'exec', path: config.plugin.file, env: Object.entries(config.pluginEnv).map(([k, v]) => `${k}=${v}`) }
@@ -94,6 +138,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       log,
       pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
       observeCall: (method, code, seconds) => observePluginRpc(metrics, { plugin: config.cloudProvider, method, code }, seconds),
+      callPolicy: { caller: identity, refuseMutation },
     });
     const pluginLabels = { plugin: config.cloudProvider };
     supervisor.on('state', (s: string) => metrics.pluginReady.set(pluginLabels, s === 'ready' ? 1 : 0));
@@ -103,6 +148,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     });
     const abortStart = new AbortController();
     cleanups.push(async () => {
+      stoppingHost = true;
       abortStart.abort();
       await supervisor.stop();
     });
@@ -120,61 +166,134 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     // does, so a burst of events never delays the controllers' own writes.
     const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent });
 
-    const informers = new InformerFactory({
-      kc,
-      clients,
-      log,
-      nodeSelector: config.nodeSelector,
-      namespace: config.watchNamespace,
-    });
-    const controllers = new AbortController();
-    const running: Promise<void>[] = [];
-    cleanups.push(async () => {
-      controllers.abort();
-      await Promise.allSettled(running);
-      await informers.stop();
-    });
+    let leadingNow = false;
+    let informers: InformerFactory | undefined;
+    server?.addCheck('informer-sync', () => {
+      if (leadingNow && informers && !informers.hasSynced()) throw new Error('informer caches are not synced yet');
+    }, 'readyz');
 
-    for (const name of config.enabledControllers) {
-      const factory = CONTROLLER_FACTORIES[name];
-      const controllerLog = log.child({ controller: name });
-      if (!factory) {
-        controllerLog.info('controller is not available in this build yet; skipping it');
-        continue;
-      }
-      const made = factory({
-        name,
-        config,
-        cloud,
-        supervisor,
-        clients,
-        informers,
-        recorder: new EventRecorder(eventClients.core, { component: EventComponents[name], log: controllerLog }),
-        log: controllerLog,
-        metrics,
-        registry: metrics.registry,
+    /** Runs every enabled controller until `leading` aborts; resolves once they and the informers stopped (bounded). */
+    const runControllers = async (leading: AbortSignal): Promise<void> => {
+      leadingNow = true;
+      const factory = new InformerFactory({ kc, clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
+      informers = factory;
+      const running = startControllers({ config, cloud, supervisor, clients, eventClients, informers: factory, log, metrics, server, signal: leading });
+      factory.start();
+      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'controllers started');
+      await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
+      leadingNow = false;
+      // In-flight work finishes or is abandoned within the bound; the gate
+      // already refuses new cloud mutations.
+      const settled = await within(Promise.allSettled(running), CONTROLLER_STOP_TIMEOUT_MS);
+      if (!settled) log.warn({ timeoutMs: CONTROLLER_STOP_TIMEOUT_MS }, 'controllers did not stop in time; continuing shutdown');
+      await within(factory.stop(), CONTROLLER_STOP_TIMEOUT_MS);
+    };
+
+    const stopping = new AbortController();
+    let done: Promise<unknown>;
+    if (elector) {
+      // Upstream (client-go leaderelection metrics) name and meaning.
+      const leaderStatus = new Gauge({
+        name: 'leader_election_master_status',
+        help: 'Whether this replica holds the leader lease (1) or not (0), by lease name.',
+        labelNames: ['name'],
+        registers: [metrics.registry],
       });
-      if ('skip' in made) {
-        controllerLog.warn({ reason: made.skip }, 'not starting the controller');
-        continue;
-      }
-      setControllerRunning(metrics, name, true);
-      server?.addCheck(name, () => {
-        if (made.healthy && !made.healthy()) throw new Error(`${name} is not making progress`);
-      });
-      running.push(
-        made
-          .run(controllers.signal)
-          .catch((err) => controllerLog.error({ err: errorMessage(err) }, 'controller stopped with an error'))
-          .finally(() => setControllerRunning(metrics, name, false)),
-      );
+      leaderStatus.set({ name: config.leaderElection.resourceName }, 0);
+      server?.addCheck('leaderElection', () => elector.check(), 'healthz');
+      done = elector
+        .run(stopping.signal, runControllers, (leader) => leaderStatus.set({ name: config.leaderElection.resourceName }, leader === identity ? 1 : 0))
+        .then((outcome) => {
+          if (outcome === 'lost') opts.onLeadershipLost?.();
+        });
+    } else {
+      done = runControllers(stopping.signal).catch((err) => log.error({ err: errorMessage(err) }, 'controllers failed to start'));
     }
-    informers.start();
-    log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'cloud-controller-manager started');
-    return { cloud, supervisor, metrics, healthPort: server?.port, stop: stopAll };
+    cleanups.push(async () => {
+      stopping.abort();
+      await done;
+    });
+    log.info({ version: HOST_VERSION, provider: config.cloudProvider, leaderElect: config.leaderElect, identity }, 'cloud-controller-manager started');
+    return {
+      cloud,
+      supervisor,
+      metrics,
+      healthPort: server?.port,
+      identity,
+      isLeading: () => leadingNow,
+      stop: stopAll,
+    };
   } catch (err) {
     await stopAll();
     throw err;
+  }
+}
+
+interface StartControllersArgs {
+  config: HostConfig;
+  cloud: Cloud;
+  supervisor: PluginSupervisor;
+  clients: KubeClients;
+  eventClients: KubeClients;
+  informers: InformerFactory;
+  log: Logger;
+  metrics: HostMetrics;
+  server: HealthServer | undefined;
+  signal: AbortSignal;
+}
+
+/** Starts every enabled controller that this build and cloud support; returns their run promises. */
+function startControllers(a: StartControllersArgs): Promise<void>[] {
+  const running: Promise<void>[] = [];
+  for (const name of a.config.enabledControllers) {
+    const factory = CONTROLLER_FACTORIES[name];
+    const controllerLog = a.log.child({ controller: name });
+    if (!factory) {
+      controllerLog.info('controller is not available in this build yet; skipping it');
+      continue;
+    }
+    const made = factory({
+      name,
+      config: a.config,
+      cloud: a.cloud,
+      supervisor: a.supervisor,
+      clients: a.clients,
+      informers: a.informers,
+      recorder: new EventRecorder(a.eventClients.core, { component: EventComponents[name], log: controllerLog }),
+      log: controllerLog,
+      metrics: a.metrics,
+      registry: a.metrics.registry,
+    });
+    if ('skip' in made) {
+      controllerLog.warn({ reason: made.skip }, 'not starting the controller');
+      continue;
+    }
+    setControllerRunning(a.metrics, name, true);
+    try {
+      a.server?.addCheck(name, () => {
+        if (made.healthy && !made.healthy()) throw new Error(`${name} is not making progress`);
+      });
+    } catch {
+      // Registered by an earlier term of leadership in this process.
+    }
+    running.push(
+      made
+        .run(a.signal)
+        .catch((err) => controllerLog.error({ err: errorMessage(err) }, 'controller stopped with an error'))
+        .finally(() => setControllerRunning(a.metrics, name, false)),
+    );
+  }
+  return running;
+}
+
+/** Whether `p` settles within `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -4,6 +4,7 @@
  * Logs are for operators; users get Kubernetes Events instead.
  */
 import { pino, type Logger as PinoLogger, type LevelWithSilent } from 'pino';
+import { redact } from './redact.js';
 
 export type Logger = PinoLogger;
 
@@ -44,6 +45,8 @@ export function createLogger(opts: LogOptions = {}): Logger {
     base: undefined,
     formatters: { level: (label: string) => ({ level: label }) },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // Every line, whatever logged it (plugin stderr included), loses known secrets.
+    hooks: { streamWrite: redact },
   };
   if (opts.format === 'text') {
     const stream = {

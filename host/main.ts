@@ -8,6 +8,7 @@ import { startHost, HostStartError } from './app.js';
 import { parseHostArgs } from './config/flags.js';
 import { createLogger, errorMessage } from './log.js';
 import { COMPONENT_NAME } from './names.js';
+import { redact } from './redact.js';
 
 /** Time allowed on top of the plugin's grace period for the whole shutdown. */
 const SHUTDOWN_SLACK_MS = 20_000;
@@ -27,8 +28,10 @@ async function main(): Promise<void> {
   const log = createLogger({ verbosity: config.verbosity, format: config.loggingFormat });
   let stopping = false;
   let host: Awaited<ReturnType<typeof startHost>> | undefined;
-  const shutdown = async (signal: string) => {
+  /** Stops everything (bounded) and exits with `code`: 0 on a requested stop, 1 when leadership was lost. */
+  const shutdown = async (signal: string, code = 0) => {
     if (stopping) {
+      if (code !== 0) return; // already stopping; a lost lease during a stop changes nothing
       log.warn({ signal }, 'second signal: exiting without waiting for a clean stop');
       process.exit(1);
     }
@@ -41,15 +44,22 @@ async function main(): Promise<void> {
     }, shutdownBoundMs).unref();
     await host?.stop();
     log.info('stopped');
-    process.exit(0);
+    process.exit(code);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   try {
-    host = await startHost(config, { log });
+    host = await startHost(config, {
+      log,
+      // As upstream: exit non-zero so the kubelet restarts the process clean.
+      onLeadershipLost: () => {
+        log.error({ lease: `${config.leaderElection.resourceNamespace}/${config.leaderElection.resourceName}` }, 'leaderelection lost');
+        void shutdown('leadership lost', 1);
+      },
+    });
   } catch (err) {
     const msg = err instanceof HostStartError ? err.message : `unexpected start-up failure: ${errorMessage(err)}`;
-    process.stderr.write(`${COMPONENT_NAME}: ${msg}\n`);
+    process.stderr.write(redact(`${COMPONENT_NAME}: ${msg}\n`));
     process.exit(1);
   }
 }

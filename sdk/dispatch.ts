@@ -7,6 +7,7 @@ import type { handleUnaryCall, MethodDefinition, sendUnaryData, ServerUnaryCall,
 import type { Logger } from 'pino';
 import { Code, ProviderError, toServiceError } from './errors.js';
 import type { CallContext } from './provider.js';
+import { CALLER_METADATA_KEY } from './mutations.js';
 import { fullMethodName, hasMethod, type UntypedProviderService } from './services.js';
 
 /** setTimeout cannot wait longer than this (larger values fire at once). */
@@ -70,6 +71,8 @@ export class InFlight {
     this.controllers.add(controller);
     const ctx: CallContext = { signal: controller.signal };
     if (Number.isFinite(deadlineMs)) ctx.deadlineMs = deadlineMs;
+    const caller = call.metadata?.get(CALLER_METADATA_KEY)[0];
+    if (typeof caller === 'string' && caller !== '') ctx.caller = caller;
     return {
       ctx,
       done: () => {

@@ -24,6 +24,8 @@ export interface CallContext {
   signal: AbortSignal;
   /** Absolute deadline in ms since the epoch, if the host set one. */
   deadlineMs?: number;
+  /** The calling host replica's identity (metadata `x-ccm-caller`), when the host sent one. */
+  caller?: string;
 }
 
 /** Turns a generated gRPC server interface into optional async methods. */

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { ensureBinaries } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareTestProviders } from './helpers/providers.js';
+import { prepareHostIdentity } from './helpers/service-account.js';
 
 const ANSI = /\u001b\[[0-9;]*m/g;
 
@@ -27,6 +28,9 @@ async function main(): Promise<number> {
   await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
   const cp = await ControlPlane.start();
   process.stderr.write(`[test] control plane ready at ${cp.server} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  // Test hosts authenticate as the shipped ServiceAccount, under the shipped RBAC.
+  const hostKubeconfigPath = join(cp.dir, 'host-kubeconfig');
+  await prepareHostIdentity(cp.kubeConfig(), hostKubeconfigPath);
   let output = '';
   const stop = async () => {
     await cp.stop().catch((err) => process.stderr.write(`[test] control plane stop failed: ${String(err)}\n`));
@@ -38,7 +42,7 @@ async function main(): Promise<number> {
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, [avaCli, ...process.argv.slice(2)], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, CCM_TEST_KUBECONFIG: cp.kubeconfigPath },
+      env: { ...process.env, CCM_TEST_KUBECONFIG: cp.kubeconfigPath, CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath },
     });
     child.stdout.on('data', (d: Buffer) => {
       output += d.toString();

@@ -10,9 +10,10 @@ import type { LogFormat } from '../log.js';
 import type { ControllerName } from '../names.js';
 import { controllerSpecErrors, resolveEnabledControllers } from './controllers.js';
 import { nodeCidrMaskSizes as nodeCidrMaskSizes_ } from './node-cidr.js';
-import { addDefaults, type HostOptions } from './options.js';
+import { addDefaults, type HostOptions, type HostOptionsWithDefaults } from './options.js';
 import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { Problems } from './validate.js';
+import { JITTER_FACTOR } from '../kube/leader-election.js';
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
@@ -65,8 +66,12 @@ export interface HostConfig {
   readonly securePort: number;
   /** `--tls-cert-file` and `--tls-private-key-file`; undefined serves plain HTTP. */
   readonly tls: TlsFiles | undefined;
-  /** Always false: this build refuses `--leader-elect=true`. */
-  readonly leaderElect: false;
+  /** `--leader-elect`. */
+  readonly leaderElect: boolean;
+  /** The `--leader-elect-*` settings (validated only when leaderElect is true). */
+  readonly leaderElection: LeaderElectionSettings;
+  /** `--use-service-account-credentials`: always false, true is refused until per-controller credentials land. */
+  readonly useServiceAccountCredentials: false;
   /** `-v`. */
   readonly verbosity: number;
   readonly loggingFormat: LogFormat;
@@ -89,6 +94,17 @@ export interface HostConfig {
   readonly watchNamespace: string;
   /** Accepted but questionable settings, one line each, for main to log (cluster-name excluded: see clusterNameDefaulted). */
   readonly warnings: readonly string[];
+}
+
+/** `--leader-elect-*`, parsed. */
+export interface LeaderElectionSettings {
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  /** Always `leases`: the only lock type (as upstream controller managers today). */
+  readonly resourceLock: 'leases';
+  readonly resourceName: string;
+  readonly resourceNamespace: string;
 }
 
 /** Dependencies of compileHostConfig that tests replace. */
@@ -148,9 +164,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   checkIp('bind-address', o.bindAddress, p);
   const securePort = p.int('secure-port', o.securePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the server' });
   const tls = checkTls(o.tlsCertFile, o.tlsPrivateKeyFile, p);
-  if (p.bool('leader-elect', o.leaderElect)) {
-    p.add('--leader-elect=true is not supported yet by this build: run a single replica with --leader-elect=false');
-  }
+  const leaderElect = p.bool('leader-elect', o.leaderElect);
+  const leaderElection = checkLeaderElection(o, leaderElect, p);
   const verbosity = p.int('v', o.verbosity, NON_NEGATIVE_INT);
   const loggingFormat = p.oneOf<LogFormat>('logging-format', o.loggingFormat, ['json', 'text']);
 
@@ -191,7 +206,9 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     bindAddress: o.bindAddress,
     securePort,
     tls,
-    leaderElect: false,
+    leaderElect,
+    leaderElection,
+    useServiceAccountCredentials: checkServiceAccountCredentials(o.useServiceAccountCredentials, p),
     verbosity,
     loggingFormat,
     minResyncPeriodMs: p.duration('min-resync-period', o.minResyncPeriod, { positive: true }),
@@ -211,6 +228,51 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   if (p.errors.length > 0 || plugin === undefined) return { errors: p.errors };
   return { config: deepFreeze(config) };
 }
+
+/**
+ * client-go's validation (tools/leaderelection NewLeaderElector), checked only
+ * with --leader-elect=true as upstream: all durations > 0, lease duration >
+ * renew deadline > retry period × JITTER_FACTOR.
+ */
+function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Problems): LeaderElectionSettings {
+  const q = enabled ? p : new Problems();
+  const lease = q.duration('leader-elect-lease-duration', o.leaderElectLeaseDuration, { positive: true });
+  const renew = q.duration('leader-elect-renew-deadline', o.leaderElectRenewDeadline, { positive: true });
+  const retry = q.duration('leader-elect-retry-period', o.leaderElectRetryPeriod, { positive: true });
+  if (!(lease > renew) && !Number.isNaN(lease) && !Number.isNaN(renew)) {
+    q.add(`--leader-elect-lease-duration=${o.leaderElectLeaseDuration} must be greater than --leader-elect-renew-deadline=${o.leaderElectRenewDeadline}: a leader must give up before others may take over`);
+  }
+  if (!(renew > retry * JITTER_FACTOR) && !Number.isNaN(renew) && !Number.isNaN(retry)) {
+    q.add(`--leader-elect-renew-deadline=${o.leaderElectRenewDeadline} must be greater than ${JITTER_FACTOR} × --leader-elect-retry-period=${o.leaderElectRetryPeriod}: the leader needs room for at least one jittered retry`);
+  }
+  if (o.leaderElectResourceLock !== 'leases') {
+    q.add(`--leader-elect-resource-lock=${JSON.stringify(o.leaderElectResourceLock)} is not supported: use leases (coordination.k8s.io/v1 Lease)`);
+  }
+  if (!DNS_SUBDOMAIN.test(o.leaderElectResourceName)) {
+    q.add(`--leader-elect-resource-name=${JSON.stringify(o.leaderElectResourceName)} is invalid: want a Lease name (lowercase DNS subdomain), e.g. cloud-controller-manager`);
+  }
+  if (!DNS_LABEL.test(o.leaderElectResourceNamespace)) {
+    q.add(`--leader-elect-resource-namespace=${JSON.stringify(o.leaderElectResourceNamespace)} is invalid: want a namespace name (a DNS label), e.g. kube-system`);
+  }
+  return {
+    leaseDurationMs: lease,
+    renewDeadlineMs: renew,
+    retryPeriodMs: retry,
+    resourceLock: 'leases',
+    resourceName: o.leaderElectResourceName,
+    resourceNamespace: o.leaderElectResourceNamespace,
+  };
+}
+
+/** Parsed so upstream manifests are understood, but per-controller credentials are not built yet. */
+function checkServiceAccountCredentials(text: string, p: Problems): false {
+  if (p.bool('use-service-account-credentials', text)) {
+    p.add('--use-service-account-credentials=true is not supported yet by this build: leave it out; every controller uses the host\'s ServiceAccount (deploy/rbac.yaml)');
+  }
+  return false;
+}
+
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function checkCloudProvider(name: string | undefined, p: Problems): string | undefined {
   if (name === undefined || name === '') {

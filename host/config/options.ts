@@ -41,6 +41,13 @@ export interface HostOptions {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   leaderElect?: string;
+  leaderElectLeaseDuration?: string;
+  leaderElectRenewDeadline?: string;
+  leaderElectRetryPeriod?: string;
+  leaderElectResourceLock?: string;
+  leaderElectResourceName?: string;
+  leaderElectResourceNamespace?: string;
+  useServiceAccountCredentials?: string;
   /** `-v` / `--v`. */
   verbosity?: string;
   loggingFormat?: string;
@@ -95,8 +102,14 @@ export const DEFAULT_OPTIONS = Object.freeze({
   kubeApiBurst: '30',
   bindAddress: '0.0.0.0',
   securePort: String(DEFAULT_SECURE_PORT),
-  /** Upstream defaults to true; this build has no leader election yet. */
-  leaderElect: 'false',
+  leaderElect: 'true',
+  leaderElectLeaseDuration: '15s',
+  leaderElectRenewDeadline: '10s',
+  leaderElectRetryPeriod: '2s',
+  leaderElectResourceLock: 'leases',
+  leaderElectResourceName: 'cloud-controller-manager',
+  leaderElectResourceNamespace: 'kube-system',
+  useServiceAccountCredentials: 'false',
   verbosity: '0',
   /** Upstream (component-base) defaults to text; this host logs JSON by default. */
   loggingFormat: 'json',

@@ -9,6 +9,7 @@ import os from 'node:os';
 import type { CoreV1Api, CoreV1Event, KubernetesObject, V1ObjectReference } from '@kubernetes/client-node';
 import { errorMessage, type Logger } from '../log.js';
 import { isNotFound } from './client.js';
+import { redact } from '../redact.js';
 import { patchEvent } from './patch.js';
 
 /** Event severity, as in core/v1 (`Normal` for information, `Warning` for problems). */
@@ -83,7 +84,8 @@ export class EventRecorder {
    * Never throws; drops the event (debug log) when it cannot be built or when
    * {@link MAX_PENDING_EVENTS} writes are already pending.
    */
-  event(obj: KubernetesObject, type: EventType, reason: string, message: string): void {
+  event(obj: KubernetesObject, type: EventType, reason: string, rawMessage: string): void {
+    const message = redact(rawMessage);
     const meta = obj.metadata;
     if (!obj.kind || !meta?.name) {
       this.log.debug({ kind: obj.kind, name: meta?.name, reason }, 'event dropped: object lacks kind or name');

@@ -16,6 +16,8 @@ import { VolumesServiceClient } from '../../proto/gen/ccm/provider/v1/volumes.js
 import { ClustersServiceClient, ZonesServiceClient } from '../../proto/gen/ccm/provider/v1/zones.js';
 import { fromServiceError, type DecodedStatus } from '../../sdk/errors.js';
 import { ErrorReason, HEALTH_SERVICE_NAME, MAX_MESSAGE_BYTES } from '../../sdk/protocol.js';
+import { CALLER_METADATA_KEY, MUTATING_METHODS } from '../../sdk/mutations.js';
+import { redact } from '../redact.js';
 import {
   CloudCallError,
   ImplementedElsewhereError,
@@ -34,6 +36,18 @@ const HealthClient = makeGenericClientConstructor(healthService as never, 'Healt
   check(req: { service: string }, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res?: { status: unknown }) => void): ClientUnaryCall;
 };
 
+/** Per-connection call policy: who is calling, and whether cloud mutations may be sent now. */
+export interface CallPolicy {
+  /** Sent as metadata `x-ccm-caller` on every call (the leader-election identity). */
+  caller?: string;
+  /**
+   * Asked before every mutating call (sdk/mutations.ts); when it returns a
+   * reason, the call is refused locally with PluginUnavailableError and never
+   * reaches the plugin. Used so that only the current leader changes the cloud.
+   */
+  refuseMutation?: () => string | undefined;
+}
+
 /** Observes each finished call (metrics). `code` is the gRPC code name. */
 export type CallObserver = (method: string, code: string, seconds: number) => void;
 
@@ -45,7 +59,8 @@ export function toCloudError(method: string, err: Partial<ServiceError>): Error 
 /** Maps a decoded google.rpc.Status (a failed call or a failed batch item) to a host error. */
 export function decodedToCloudError(method: string, s: DecodedStatus): Error {
   const code = Code[s.code] ?? String(s.code);
-  const msg = `${method}: ${s.message}`;
+  // The plugin controls this text and it reaches logs and Events.
+  const msg = redact(`${method}: ${s.message}`);
   if (s.retryAfterMs !== undefined) return new RetryAfterError(method, code, msg, s.reason, s.retryAfterMs);
   if (s.reason === ErrorReason.INSTANCE_NOT_FOUND) return new InstanceNotFoundError(method, code, msg, s.reason);
   if (s.reason === ErrorReason.IMPLEMENTED_ELSEWHERE) return new ImplementedElsewhereError(method, code, msg, s.reason);
@@ -82,6 +97,7 @@ export class PluginConnection {
   constructor(
     readonly target: string,
     private readonly observe: CallObserver = () => undefined,
+    private readonly policy: CallPolicy = {},
   ) {
     const options = {
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
@@ -112,6 +128,12 @@ export class PluginConnection {
     if (this.closedWith) return Promise.reject(this.closedWith);
     const fn = (client as Record<string, UnaryMethod<Req, Res>>)[lowerFirst(method)];
     if (typeof fn !== 'function') return Promise.reject(new Error(`unknown plugin method ${method}`));
+    if (MUTATING_METHODS.has(method)) {
+      const refused = this.policy.refuseMutation?.();
+      if (refused !== undefined) return Promise.reject(new PluginUnavailableError(`${method} not sent: ${refused}`));
+    }
+    const metadata = new Metadata();
+    if (this.policy.caller) metadata.set(CALLER_METADATA_KEY, this.policy.caller);
     const started = process.hrtime.bigint();
     return new Promise<Res>((resolve, reject) => {
       const entry: InFlight = { reject };
@@ -124,7 +146,7 @@ export class PluginConnection {
         settle('UNAVAILABLE');
         reject(err);
       };
-      entry.call = fn.call(client, request, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+      entry.call = fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (!this.inflight.has(entry)) return; // already rejected by rejectAll
         if (err) {
           settle(Code[err.code] ?? String(err.code));

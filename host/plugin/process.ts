@@ -22,6 +22,7 @@ import {
 import type { Logger } from '../log.js';
 import { readHandshake, PluginStartError } from './handshake.js';
 import { forwardStderr } from './stderr.js';
+import { executableProblem, socketProblem } from './file-checks.js';
 
 /** Host environment variables a provider may see; everything else is withheld. */
 export const DEFAULT_ENV_ALLOWLIST = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
@@ -55,6 +56,8 @@ export class PluginProcess {
    * handshake, an early exit, or the start timeout.
    */
   static async start(opts: SpawnOptions): Promise<PluginProcess> {
+    const refused = await executableProblem(opts.path);
+    if (refused) throw new PluginStartError(`refusing to start the plugin: ${refused}`);
     const socketDir = await mkdtemp(join(tmpdir(), 'ccm-plugin-'));
     await chmod(socketDir, 0o700);
     const socketPath = join(socketDir, 'provider.sock');
@@ -113,6 +116,10 @@ export class PluginProcess {
       });
       if (handshake.network === 'unix' && handshake.address !== socketPath) {
         log.info({ expected: socketPath, got: handshake.address }, 'plugin listens on a socket other than the one offered');
+      }
+      if (handshake.network === 'unix') {
+        const unsafe = await socketProblem(handshake.address, { privateDir: handshake.address === socketPath ? socketDir : undefined });
+        if (unsafe) throw new PluginStartError(`refusing the plugin's socket: ${unsafe}`);
       }
       return new PluginProcess(child, pid, handshake, instanceId, socketDir, exited);
     } catch (err) {

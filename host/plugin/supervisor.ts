@@ -18,9 +18,10 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
 import { PluginUnavailableError } from '../errors.js';
 import { errorMessage, type Logger } from '../log.js';
 import { Backoff } from '../kube/backoff.js';
-import { PluginConnection, type CallObserver } from './connection.js';
+import { PluginConnection, type CallObserver, type CallPolicy } from './connection.js';
 import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
+import { socketProblem } from './file-checks.js';
 
 export type PluginMode =
   | { kind: 'exec'; path: string; args?: string[]; env?: string[] }
@@ -42,6 +43,8 @@ export interface SupervisorOptions {
   restart?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
   log: Logger;
   observeCall?: CallObserver;
+  /** Caller identity and mutation gate applied to every connection (see CallPolicy). */
+  callPolicy?: CallPolicy;
   pluginLogLevel?: string;
 }
 
@@ -179,10 +182,14 @@ export class PluginSupervisor extends EventEmitter {
       });
       this.proc = proc;
       expectedInstance = proc.instanceId;
-      this.conn = new PluginConnection(proc.target, this.opts.observeCall);
+      this.conn = new PluginConnection(proc.target, this.opts.observeCall, this.opts.callPolicy);
       proc.exited.then((how) => this.onExit(proc, how));
     } else {
-      this.conn = new PluginConnection(mode.endpoint, this.opts.observeCall);
+      // A sidecar may share a group with the host (0660 + fsGroup), so this only warns.
+      const path = mode.endpoint.replace(/^unix:\/\//, '');
+      const unsafe = await socketProblem(path);
+      if (unsafe && !unsafe.startsWith('cannot stat')) this.log.warn({ problem: unsafe }, 'plugin sidecar socket is not private');
+      this.conn = new PluginConnection(mode.endpoint, this.opts.observeCall, this.opts.callPolicy);
     }
     try {
       this.identityValue = await this.initialize(this.conn, expectedInstance, deadline);

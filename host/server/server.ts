@@ -7,7 +7,9 @@
  *                             `?verbose` lists the checks on success too,
  *                             `?exclude=name` (repeatable) skips checks
  *   GET /healthz/<name>       one check: 200 "ok" or 500 "internal server error: reason"
- *   GET /readyz[/<name>]      the same checks, for now (upstream CCM has no /readyz)
+ *   GET /readyz[/<name>]      the same, over the readiness checks (upstream CCM has
+ *                             no /readyz); a check is added for both endpoints
+ *                             unless it names one
  *   GET /metrics              the Prometheus registry
  *   anything else             404 (405 for other methods on these paths)
  *
@@ -55,12 +57,15 @@ export interface HealthServer {
    * unless it throws, rejects or outlives the timeout. Names are unique and
    * use [a-z0-9._-]; adding one twice throws.
    */
-  addCheck(name: string, fn: HealthCheck): void;
+  addCheck(name: string, fn: HealthCheck, only?: CheckEndpoint): void;
   /** Stops listening and drops open connections. Safe to call twice. */
   close(): Promise<void>;
 }
 
 const CHECK_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/** The endpoint a check is limited to (liveness: healthz; readiness: readyz). */
+export type CheckEndpoint = 'healthz' | 'readyz';
 
 /**
  * Starts the server and resolves once it listens; rejects (with a message
@@ -72,6 +77,8 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   const log = opts.log.child({ component: 'health-server' });
   const timeoutMs = opts.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
   const checks = new Map<string, HealthCheck>([['ping', () => {}]]);
+  const limitedTo = new Map<string, CheckEndpoint>();
+  const checksOf = (root: string) => new Map([...checks].filter(([n]) => (limitedTo.get(n) ?? root) === root));
 
   const handler: http.RequestListener = (req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -94,12 +101,12 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
       const body = await opts.registry.metrics();
       return send(res, 200, body, opts.registry.contentType);
     }
-    if (name !== undefined && name !== '') return handleOne(res, safeDecode(name));
+    if (name !== undefined && name !== '') return handleOne(res, root!, safeDecode(name));
     return handleAll(res, root!, url.searchParams);
   }
 
-  async function handleOne(res: http.ServerResponse, name: string): Promise<void> {
-    const fn = checks.get(name);
+  async function handleOne(res: http.ServerResponse, root: string, name: string): Promise<void> {
+    const fn = checksOf(root).get(name);
     if (fn === undefined) return send(res, 404, `404 page not found: no check named ${JSON.stringify(name)}\n`);
     const [result] = await runChecks([[name, fn]], timeoutMs);
     if (result!.error === undefined) return send(res, 200, 'ok');
@@ -109,10 +116,11 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
 
   async function handleAll(res: http.ServerResponse, root: string, params: URLSearchParams): Promise<void> {
     const excluded = new Set(params.getAll('exclude'));
-    const selected = [...checks].filter(([n]) => !excluded.has(n));
+    const these = checksOf(root);
+    const selected = [...these].filter(([n]) => !excluded.has(n));
     const results = await runChecks(selected, timeoutMs);
     const failed = results.filter((r) => r.error !== undefined);
-    const lines = [...results.map(statusLine), ...[...excluded].filter((n) => checks.has(n)).map((n) => `[+]${n} excluded: ok`)];
+    const lines = [...results.map(statusLine), ...[...excluded].filter((n) => these.has(n)).map((n) => `[+]${n} excluded: ok`)];
     if (failed.length > 0) {
       log.warn({ endpoint: root, failed: Object.fromEntries(failed.map((r) => [r.name, r.error])) }, 'health checks failed');
       return send(res, 500, `${lines.join('\n')}\n${root} check failed\n`);
@@ -129,10 +137,11 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   let closing: Promise<void> | undefined;
   return {
     port,
-    addCheck(name, fn) {
+    addCheck(name, fn, only) {
       if (!CHECK_NAME.test(name)) throw new Error(`health check name ${JSON.stringify(name)} is invalid: use letters, digits, ".", "_" and "-"`);
       if (checks.has(name)) throw new Error(`health check ${JSON.stringify(name)} is already registered: use a different name`);
       checks.set(name, fn);
+      if (only) limitedTo.set(name, only);
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

@@ -13,6 +13,7 @@ import { silentLogger, type CloudContext, type LocalCloudLogger } from './contex
 import { createInstancesService } from './instances.js';
 import { FaultInjector, knobsFromEnv, mergeKnobs, type Knobs } from './knobs.js';
 import { createLoadBalancersService } from './load-balancers.js';
+import { Journal, journalModeFromEnv } from './journal.js';
 import { LockTimeoutError } from './lock.js';
 import { PROVIDER_NAME } from './names.js';
 import { createRoutesService } from './routes.js';
@@ -72,6 +73,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
   const faults = new FaultInjector({ random: opts.random, now: opts.now });
   // LOCALCLOUD_NO_BATCH=1: a provider without the batch RPCs (the host then makes single calls).
   const noBatch = /^(1|true|yes|on)$/i.test(env.LOCALCLOUD_NO_BATCH ?? '');
+  const journal = new Journal(store.dir, journalModeFromEnv(env));
 
   let knobsSource: KnobSettings | undefined;
   let knobs: Knobs = mergeKnobs(envKnobs, opts.knobs);
@@ -89,13 +91,20 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
     const out: Record<string, AsyncMethod> = {};
     for (const [method, fn] of Object.entries(impl) as [string, AsyncMethod][]) {
       const label = `${service}.${method}`;
+      const journaled = journal.covers(method);
       out[method] = async (req, ctx) => {
-        await faults.before(currentKnobs(), ctx, label);
+        const start = Date.now();
+        let ok = false;
         try {
-          return await fn(req, ctx);
+          await faults.before(currentKnobs(), ctx, label);
+          const res = await fn(req, ctx);
+          ok = true;
+          return res;
         } catch (err) {
           if (err instanceof LockTimeoutError) throw new UnavailableError(err.message);
           throw err;
+        } finally {
+          if (journaled) await journal.record({ caller: ctx.caller ?? '', method: label, methodName: method, request: req, start, end: Date.now(), ok });
         }
       };
     }

@@ -4,7 +4,10 @@
  *
  * Cloud config (the --cloud-config file; empty is fine), all keys optional:
  *   { "zone": "local-a", "region": "local",
- *     "loadBalancerCidr": "127.0.10.0/24", "masterAddress": "127.0.0.1" }
+ *     "loadBalancerCidr": "127.0.10.0/24", "masterAddress": "127.0.0.1",
+ *     "apiToken": "..." }
+ * `apiToken` stands for a real cloud's credential: it is a secret (the host
+ * treats secret-named keys as such), never logged or echoed in an error.
  */
 import { InvalidArgumentError } from '../../sdk/errors.js';
 import { IpPool } from './ip.js';
@@ -40,6 +43,8 @@ export interface CloudSettings {
   clusterName: string;
   /** Answer of ClustersService.Master. */
   masterAddress: string;
+  /** Cloud config `apiToken`: a stand-in credential; secret. */
+  apiToken?: string;
 }
 
 /** Settings overrides accepted by createLocalCloud. */
@@ -66,7 +71,7 @@ export function resolveSettings(input: SettingsInput = {}, env: NodeJS.ProcessEn
   };
 }
 
-const CLOUD_CONFIG_KEYS = ['zone', 'region', 'loadBalancerCidr', 'masterAddress'] as const;
+const CLOUD_CONFIG_KEYS = ['zone', 'region', 'loadBalancerCidr', 'masterAddress', 'apiToken'] as const;
 
 /**
  * Applies a Configure request's cloud config (JSON, possibly empty) on top
@@ -83,7 +88,9 @@ export function applyCloudConfig(base: CloudSettings, raw: Uint8Array, clusterNa
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
       doc = parsed as Record<string, unknown>;
     } catch (err) {
-      throw new InvalidArgumentError(`cloud config is not a JSON object: ${(err as Error).message}`);
+      // JSON.parse quotes the input in its message, and the input holds secrets: keep only the position.
+      const at = /position \d+/.exec((err as Error).message)?.[0];
+      throw new InvalidArgumentError(`cloud config is not a JSON object${at ? ` (syntax error at ${at})` : ''}`);
     }
   }
   for (const key of Object.keys(doc)) {
@@ -110,7 +117,14 @@ export function applyCloudConfig(base: CloudSettings, raw: Uint8Array, clusterNa
     }
   }
   return {
-    settings: { zone, region, lbPool, clusterName: clusterName || base.clusterName, masterAddress: str('masterAddress') ?? base.masterAddress },
+    settings: {
+      zone,
+      region,
+      lbPool,
+      clusterName: clusterName || base.clusterName,
+      masterAddress: str('masterAddress') ?? base.masterAddress,
+      apiToken: str('apiToken') ?? base.apiToken,
+    },
     warnings,
   };
 }

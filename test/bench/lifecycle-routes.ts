@@ -71,6 +71,7 @@ async function lifecycleRun(cp: ControlPlane, state: string, dir: string, runId:
   const host = await startHostProcess(
     [
       '--cloud-provider=local',
+      '--leader-elect=false',
       `--kubeconfig=${cp.kubeconfigPath}`,
       '--cluster-name=bench',
       '--controllers=cloud-node-lifecycle',
@@ -146,6 +147,7 @@ async function routesRun(cp: ControlPlane, batch: boolean, log: (s: string) => v
   const host = await startHostProcess(
     [
       '--cloud-provider=local',
+      '--leader-elect=false',
       `--kubeconfig=${cp.kubeconfigPath}`,
       '--cluster-name=bench',
       '--controllers=route',

@@ -63,6 +63,7 @@ export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, runId
       `--kubeconfig=${cp.kubeconfigPath}`,
       '--cluster-name=bench',
       '--controllers=cloud-node',
+      '--leader-elect=false',
       '--bind-address=127.0.0.1',
       `--secure-port=${port}`,
       `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,

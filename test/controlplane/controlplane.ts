@@ -45,6 +45,8 @@ export class ControlPlane {
   private apiserver?: ManagedProcess;
   private serverUrl = '';
   private stopping?: Promise<void>;
+  /** How kube-apiserver was started, so it can be restarted on the same port (fault tests). */
+  private apiserverCmd?: { bin: string; args: string[]; logPath: string; ca: string };
 
   private constructor(
     /** Directory holding the cluster's state, certs, keys and logs. */
@@ -106,6 +108,28 @@ export class ControlPlane {
     const kc = new KubeConfig();
     kc.loadFromFile(this.kubeconfigPath);
     return kc;
+  }
+
+  /** Stops kube-apiserver only (etcd keeps the state), for outage tests. */
+  async stopApiServer(): Promise<void> {
+    await this.apiserver?.stop(10_000);
+  }
+
+  /** Starts kube-apiserver again with the same flags and port; resolves once /readyz is ok. */
+  async startApiServer(timeoutMs = 60_000): Promise<void> {
+    const cmd = this.apiserverCmd;
+    if (!cmd) throw new Error('the control plane never started kube-apiserver');
+    const deadline = Date.now() + timeoutMs;
+    this.apiserver = ManagedProcess.spawn('kube-apiserver', cmd.bin, cmd.args, `${cmd.logPath}.${Date.now()}`);
+    await pollUntil(
+      deadline,
+      async () => {
+        await this.failIfExited(this.apiserver!);
+        const r = await get(`${this.serverUrl}/readyz`, { ca: cmd.ca, token: this.token }).catch(() => undefined);
+        return r?.status === 200 ? true : undefined;
+      },
+      () => this.timeoutError(this.apiserver!, 'GET /readyz after restart', timeoutMs),
+    );
   }
 
   /** Undefined while both processes run; otherwise which one ended and how. */
@@ -200,7 +224,7 @@ export class ControlPlane {
     // Static token file format: token,user,uid,"group1,group2"
     await writeFile(tokens, `${this.token},${ADMIN_USER},${ADMIN_USER},"system:masters"\n`, { mode: 0o600 });
 
-    this.apiserver = ManagedProcess.spawn('kube-apiserver', bins.kubeApiserver, [
+    const apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
       `--secure-port=${apiPort}`,
       '--bind-address=127.0.0.1',
@@ -214,7 +238,8 @@ export class ControlPlane {
       `--service-account-issuer=${this.serverUrl}/`,
       `--service-account-key-file=${saPub}`,
       `--service-account-signing-key-file=${saKey}`,
-    ], join(this.dir, 'kube-apiserver.log'));
+    ];
+    this.apiserver = ManagedProcess.spawn('kube-apiserver', bins.kubeApiserver, apiserverArgs, join(this.dir, 'kube-apiserver.log'));
 
     // The apiserver writes a self-signed serving cert (with its CA appended)
     // into cert-dir before it serves; clients trust exactly that.
@@ -236,6 +261,7 @@ export class ControlPlane {
     for (const path of ['/readyz', '/api/v1/namespaces/default', '/api/v1/namespaces/kube-system']) {
       await pollUntil(deadline, () => probe(path), () => this.timeoutError(this.apiserver!, `GET ${path}`, timeoutMs));
     }
+    this.apiserverCmd = { bin: bins.kubeApiserver, args: apiserverArgs, logPath: join(this.dir, 'kube-apiserver.log'), ca };
     await writeFile(this.kubeconfigPath, kubeconfigYaml(this.serverUrl, ca, this.token), { mode: 0o600 });
   }
 

@@ -30,6 +30,8 @@ export async function kubeconfigFile(dir: string): Promise<string> {
 
 /** Starts `node dist/host/main.js <args>` and waits until it logs that it started. Output is appended to `logPath`. */
 export async function startHostProcess(args: string[], logPath: string): Promise<HostProcess> {
+  // One replica: no lease to wait for after a SIGKILL (unless the caller asks for leader election).
+  if (!args.some((a) => a.startsWith('--leader-elect'))) args = ['--leader-elect=false', ...args];
   const child: ResultPromise = execa(process.execPath, [HOST_MAIN, ...args], { reject: false, stdin: 'ignore', all: true, buffer: false });
   child.all!.pipe(createWriteStream(logPath, { flags: 'a' }));
   let started = false;

@@ -2,21 +2,33 @@
  * Starts the real host (startHost) for a test: flags parsed like the binary
  * does, the local cloud plugin as a real child process, the shared real
  * control plane. Logs go to `<dir>/host.log` for post-mortems.
+ *
+ * The host authenticates as the shipped ServiceAccount (deploy/rbac.yaml;
+ * see service-account.ts), so every controller test runs under the shipped
+ * RBAC: `stop()` fails (throws) when the host met any 403 Forbidden, counted
+ * in rest_client_requests_total or logged by a watch.
  */
 import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { startHost, type HostHandle } from '../../host/app.js';
 import { parseHostArgs } from '../../host/config/flags.js';
 import { createLogger } from '../../host/log.js';
-import { testKubeConfig } from '../controlplane/shared.js';
+import { readFile } from 'node:fs/promises';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { hostKubeConfig } from './service-account.js';
 
 export interface TestHost extends HostHandle {
   logPath: string;
 }
 
+export interface TestHostOptions {
+  /** Run with this identity instead of the shipped ServiceAccount (e.g. the admin, for tests about other RBAC). */
+  kubeConfig?: KubeConfig;
+}
+
 /** `args` are extra flags (e.g. `--controllers=cloud-node`); `dir` holds the log and the local cloud state. */
-export async function startTestHost(dir: string, args: string[] = []): Promise<TestHost> {
-  const kc = await testKubeConfig();
+export async function startTestHost(dir: string, args: string[] = [], opts: TestHostOptions = {}): Promise<TestHost> {
+  const kc = opts.kubeConfig ?? (await hostKubeConfig());
   const parsed = parseHostArgs([
     '--cloud-provider=local',
     '--cluster-name=test',
@@ -24,11 +36,31 @@ export async function startTestHost(dir: string, args: string[] = []): Promise<T
     '--bind-address=127.0.0.1',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
     '-v=2',
+    // Many test files run hosts at once against one API server: no election
+    // unless a test asks for one (with its own lease name and namespace).
+    '--leader-elect=false',
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
   const logPath = join(dir, 'host.log');
   const log = createLogger({ verbosity: 2, destination: createWriteStream(logPath, { flags: 'a' }) });
   const host = await startHost(parsed.config, { log, kubeConfig: kc });
-  return Object.assign(host, { logPath });
+  const stop = host.stop;
+  return Object.assign(host, {
+    logPath,
+    async stop() {
+      await stop();
+      const forbidden = await forbiddenCount(host, logPath);
+      if (forbidden > 0) throw new Error(`the test host met ${forbidden} 403 Forbidden answer(s): the shipped RBAC (deploy/rbac.yaml) lacks a permission; see ${logPath}`);
+    },
+  });
+}
+
+/** 403s in rest_client_requests_total plus watch failures with code 403 in the log. */
+async function forbiddenCount(host: HostHandle, logPath: string): Promise<number> {
+  const metric = await host.metrics.registry.getSingleMetric('rest_client_requests_total')?.get();
+  const fromMetric = (metric?.values ?? []).filter((v) => v.labels.code === '403').reduce((n, v) => n + v.value, 0);
+  const log = await readFile(logPath, 'utf8').catch(() => '');
+  const fromLog = log.split('\n').filter((l) => /"code":403\b/.test(l)).length;
+  return fromMetric + fromLog;
 }

@@ -99,6 +99,26 @@ test('readyz runs the same checks', async (t) => {
   t.is((await get(`${t.context.url}/readyz/ping`)).status, 200);
 });
 
+test('a check limited to one endpoint runs only there', async (t) => {
+  const { server, url } = t.context;
+  server.addCheck('live-only', () => {
+    throw new Error('stuck renew loop');
+  }, 'healthz');
+  server.addCheck('ready-only', () => {
+    throw new Error('caches not synced');
+  }, 'readyz');
+  const health = await get(`${url}/healthz?verbose`);
+  t.is(health.status, 500);
+  t.regex(health.body, /\[-\]live-only failed: stuck renew loop/);
+  t.notRegex(health.body, /ready-only/);
+  const ready = await get(`${url}/readyz?verbose`);
+  t.is(ready.status, 500);
+  t.regex(ready.body, /\[-\]ready-only failed: caches not synced/);
+  t.notRegex(ready.body, /live-only/);
+  t.is((await get(`${url}/readyz/live-only`)).status, 404);
+  t.is((await get(`${url}/healthz/live-only`)).status, 500);
+});
+
 test('metrics serves the registry in Prometheus text format', async (t) => {
   const res = await get(`${t.context.url}/metrics`);
   t.is(res.status, 200);

@@ -1,0 +1,422 @@
+/**
+ * Leader election over a coordination.k8s.io/v1 Lease, with client-go's
+ * semantics (tools/leaderelection; client-node ships no elector):
+ *
+ * - Candidates try to acquire every retry period × [1, 2.2) (JitterUntil with
+ *   factor 1.2). A lease held by another identity may be taken only after a
+ *   full lease duration has passed, measured on the LOCAL monotonic clock
+ *   from the moment this process first observed the current record (so clock
+ *   skew between replicas does not matter; clock rate skew does).
+ * - The leader renews every retry period; each renewal is retried every
+ *   retry period until it succeeds or the renew deadline passes, and then
+ *   leadership is lost (the host exits, as upstream). The renew deadline is
+ *   shorter than the lease duration, so a leader gives up before anyone else
+ *   may take over (there is no fencing: this ordering is the guard).
+ * - Release (on a requested stop, after the guarded work stopped) clears the
+ *   holder and sets a 1 s lease, so a candidate takes over within about one
+ *   retry period.
+ * - Updates carry the resourceVersion read, so two candidates racing for an
+ *   expired lease cannot both win (the loser gets 409 Conflict).
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { ApiException, V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import { errorMessage, type Logger } from '../log.js';
+
+/** client-go's JitterFactor. */
+export const JITTER_FACTOR = 1.2;
+
+/** Upstream's leader healthz tolerance (controller-manager: NewLeaderHealthzAdaptor(20s)). */
+export const LEADER_HEALTHZ_TOLERANCE_MS = 20_000;
+
+/** The fields of a Lease that hold the election record. */
+export interface LeaseRecord {
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  acquireTime?: Date;
+  renewTime?: Date;
+  leaseTransitions: number;
+}
+
+/** A record as read, with the version to update it at. */
+export interface ObservedLease {
+  record: LeaseRecord;
+  resourceVersion: string;
+}
+
+/**
+ * The lock object. Implementations throw on any failure; `create` and
+ * `update` must fail (409) when someone else wrote first.
+ */
+export interface LeaseLock {
+  /** The record, or undefined when the Lease does not exist. */
+  get(signal: AbortSignal): Promise<ObservedLease | undefined>;
+  /** Creates the Lease; returns the new resourceVersion. */
+  create(record: LeaseRecord, signal: AbortSignal): Promise<string>;
+  /** Replaces the record if the Lease is still at `resourceVersion`; returns the new one. */
+  update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<string>;
+  /** `namespace/name`, for logs. */
+  describe(): string;
+}
+
+/** Timing of the election; see the module comment. Validated by the config. */
+export interface LeaderElectionTiming {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/**
+ * client-go's checks, as one-line problems (empty when valid): all > 0,
+ * lease duration > renew deadline > retry period × JITTER_FACTOR.
+ */
+export function leaderElectionProblems(t: LeaderElectionTiming): string[] {
+  const out: string[] = [];
+  if (!(t.leaseDurationMs > 0) || !(t.renewDeadlineMs > 0) || !(t.retryPeriodMs > 0)) out.push('lease duration, renew deadline and retry period must all be greater than 0');
+  if (!(t.leaseDurationMs > t.renewDeadlineMs)) out.push('lease duration must be greater than the renew deadline');
+  if (!(t.renewDeadlineMs > t.retryPeriodMs * JITTER_FACTOR)) out.push(`renew deadline must be greater than retry period × ${JITTER_FACTOR}`);
+  return out;
+}
+
+/** `hostname_uuid`, so two processes on one machine never share an identity (as upstream). */
+export function newLeaderIdentity(): string {
+  return `${hostname()}_${randomUUID()}`;
+}
+
+export interface LeaderElectorOptions extends LeaderElectionTiming {
+  lock: LeaseLock;
+  identity: string;
+  log: Logger;
+  /** Monotonic milliseconds (tests replace it). Default performance.now. */
+  now?: () => number;
+  /** Wall clock for the record's timestamps. Default `new Date()`. */
+  wallNow?: () => Date;
+  /** Randomness for the acquire jitter, in [0, 1). */
+  random?: () => number;
+}
+
+/** How a run of the elector ended. */
+export type ElectionOutcome =
+  /** Stopped (signal) before ever leading. */
+  | 'stopped'
+  /** Led, then the signal asked to stop; the lease was released. */
+  | 'released'
+  /** Led, then could not renew within the renew deadline. */
+  | 'lost';
+
+/**
+ * One candidate. `run` acquires, calls `onStartedLeading` with a signal that
+ * aborts when leadership ends, renews until the run signal aborts or renewal
+ * fails, and resolves with how it ended. Single use.
+ */
+export class LeaderElector {
+  private observed?: ObservedLease;
+  /** Local monotonic time at which `observed` was first seen (or written). */
+  private observedAt = 0;
+  private readonly now: () => number;
+  private readonly wallNow: () => Date;
+  private readonly random: () => number;
+  private readonly log: Logger;
+  private leaderNotified = '';
+
+  constructor(private readonly o: LeaderElectorOptions) {
+    const problems = leaderElectionProblems(o);
+    if (problems.length > 0) throw new Error(`invalid leader election settings: ${problems.join('; ')}`);
+    this.now = o.now ?? (() => performance.now());
+    this.wallNow = o.wallNow ?? (() => new Date());
+    this.random = o.random ?? Math.random;
+    this.log = o.log.child({ lease: o.lock.describe(), identity: o.identity });
+  }
+
+  get identity(): string {
+    return this.o.identity;
+  }
+
+  /** Whether the last record this process saw or wrote names it as holder. */
+  isLeader(): boolean {
+    return this.observed?.record.holderIdentity === this.o.identity;
+  }
+
+  /**
+   * Whether this process leads AND renewed less than a renew deadline ago:
+   * past that point it is about to give up, and another replica may take over
+   * one lease duration after its last renewal, so it must not act any more.
+   */
+  holdsFreshLease(): boolean {
+    return this.isLeader() && this.now() < this.observedAt + this.o.renewDeadlineMs;
+  }
+
+  /** Holder of the last record seen ('' when released or unknown). */
+  get currentLeader(): string {
+    return this.observed?.record.holderIdentity ?? '';
+  }
+
+  /**
+   * The /healthz check (upstream HealthzAdaptor): throws when this process
+   * leads but has not renewed for longer than the lease duration plus
+   * `toleranceMs`, i.e. its renew loop is stuck.
+   */
+  check(toleranceMs = LEADER_HEALTHZ_TOLERANCE_MS): void {
+    if (!this.isLeader()) return;
+    const overdue = this.now() - (this.observedAt + this.o.leaseDurationMs + toleranceMs);
+    if (overdue > 0) throw new Error(`failed to renew leadership on lease ${this.o.lock.describe()} (overdue by ${Math.round(overdue)}ms)`);
+  }
+
+  /**
+   * Runs the election until `signal` aborts or leadership is lost.
+   * `onStartedLeading(leading)` runs once leadership is acquired; `leading`
+   * aborts the moment leadership ends (lost, or stop requested). The lease is
+   * released only after `onStartedLeading`'s promise settles, so the guarded
+   * work has stopped before anyone else can start.
+   */
+  async run(signal: AbortSignal, onStartedLeading: (leading: AbortSignal) => Promise<void>, onNewLeader?: (identity: string) => void): Promise<ElectionOutcome> {
+    this.onNewLeader = onNewLeader;
+    if (!(await this.acquire(signal))) return 'stopped';
+    const leading = new AbortController();
+    const work = onStartedLeading(leading.signal).catch((err) => this.log.error({ err: errorMessage(err) }, 'leader work failed'));
+    const renewed = await this.renew(signal);
+    leading.abort(new Error(renewed ? 'stopping' : 'leadership lost'));
+    if (!renewed) {
+      this.log.error({}, 'leader election lost');
+      return 'lost';
+    }
+    await work;
+    await this.release();
+    return 'released';
+  }
+
+  private onNewLeader?: (identity: string) => void;
+
+  /** Tries every retry period × [1, 1 + JITTER_FACTOR) until it leads (true) or `signal` aborts (false). */
+  private async acquire(signal: AbortSignal): Promise<boolean> {
+    this.log.info({}, 'attempting to acquire leader lease');
+    while (!signal.aborted) {
+      const ok = await this.tryAcquireOrRenew(AbortSignal.any([signal, AbortSignal.timeout(this.o.renewDeadlineMs)]));
+      this.reportTransition();
+      if (ok) {
+        this.log.info({}, 'successfully acquired lease');
+        return true;
+      }
+      await sleep(this.o.retryPeriodMs * (1 + this.random() * JITTER_FACTOR), signal);
+    }
+    return false;
+  }
+
+  /** Renews every retry period; false when a renewal did not succeed within the renew deadline, true when `signal` aborted. */
+  private async renew(signal: AbortSignal): Promise<boolean> {
+    while (!signal.aborted) {
+      const deadline = this.now() + this.o.renewDeadlineMs;
+      const attempt = AbortSignal.any([signal, AbortSignal.timeout(this.o.renewDeadlineMs)]);
+      let ok = false;
+      for (;;) {
+        ok = await this.tryAcquireOrRenew(attempt);
+        if (ok || attempt.aborted || this.now() >= deadline) break;
+        await sleep(Math.min(this.o.retryPeriodMs, Math.max(0, deadline - this.now())), attempt);
+        if (attempt.aborted) break;
+      }
+      this.reportTransition();
+      if (signal.aborted) return true;
+      if (!ok) {
+        this.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
+        return false;
+      }
+      await sleep(this.o.retryPeriodMs, signal);
+    }
+    return true;
+  }
+
+  /** client-go tryAcquireOrRenew: true when this process holds the lease afterwards. */
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+    const lock = this.o.lock;
+    const now = this.now();
+    const wall = this.wallNow();
+    const desired: LeaseRecord = {
+      holderIdentity: this.o.identity,
+      leaseDurationSeconds: Math.max(1, Math.floor(this.o.leaseDurationMs / 1000)),
+      acquireTime: wall,
+      renewTime: wall,
+      leaseTransitions: 0,
+    };
+    // Fast path: still leading within the lease, renew on the version we wrote.
+    if (this.isLeader() && this.observed && now < this.observedAt + this.o.leaseDurationMs) {
+      const old = this.observed;
+      const record = { ...desired, acquireTime: old.record.acquireTime, leaseTransitions: old.record.leaseTransitions };
+      try {
+        const rv = await lock.update(record, old.resourceVersion, signal);
+        this.setObserved({ record, resourceVersion: rv }, now);
+        return true;
+      } catch (err) {
+        this.log.debug({ err: errorMessage(err) }, 'optimistic lease renewal failed; re-reading the lease');
+      }
+    }
+    let current: ObservedLease | undefined;
+    try {
+      current = await lock.get(signal);
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'error retrieving lease');
+      return false;
+    }
+    if (!current) {
+      try {
+        const rv = await lock.create(desired, signal);
+        this.setObserved({ record: desired, resourceVersion: rv }, this.now());
+        return true;
+      } catch (err) {
+        this.log.warn({ err: errorMessage(err) }, 'error creating lease');
+        return false;
+      }
+    }
+    if (current.resourceVersion !== this.observed?.resourceVersion) this.setObserved(current, this.now());
+    const held = current.record.holderIdentity;
+    const expiresAt = this.observedAt + current.record.leaseDurationSeconds * 1000;
+    if (held !== '' && held !== this.o.identity && this.now() < expiresAt) {
+      this.log.debug({ holder: held }, 'lease is held by another candidate and has not expired');
+      return false;
+    }
+    const record: LeaseRecord =
+      held === this.o.identity
+        ? { ...desired, acquireTime: current.record.acquireTime, leaseTransitions: current.record.leaseTransitions }
+        : { ...desired, leaseTransitions: current.record.leaseTransitions + 1 };
+    try {
+      const rv = await lock.update(record, current.resourceVersion, signal);
+      this.setObserved({ record, resourceVersion: rv }, this.now());
+      return true;
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'failed to update lease');
+      return false;
+    }
+  }
+
+  /** Gives the lease up (holder '', 1 s duration) if this process holds it. Bounded by the renew deadline; never throws. */
+  private async release(): Promise<void> {
+    const old = this.observed;
+    if (!this.isLeader() || !old) return;
+    const wall = this.wallNow();
+    const record: LeaseRecord = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: wall, renewTime: wall, leaseTransitions: old.record.leaseTransitions };
+    try {
+      const rv = await this.o.lock.update(record, old.resourceVersion, AbortSignal.timeout(this.o.renewDeadlineMs));
+      this.setObserved({ record, resourceVersion: rv }, this.now());
+      this.log.info({}, 'released leader lease');
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'failed to release lease; another replica takes over when it expires');
+    }
+  }
+
+  private setObserved(o: ObservedLease, at: number): void {
+    this.observed = o;
+    this.observedAt = at;
+  }
+
+  private reportTransition(): void {
+    const holder = this.currentLeader;
+    if (holder === this.leaderNotified) return;
+    this.leaderNotified = holder;
+    if (holder !== '' && holder !== this.o.identity) this.log.info({ leader: holder }, 'new leader elected');
+    this.onNewLeader?.(holder);
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A Lease in the API server, read and written through `api` (the host's limited clients). */
+export class KubeLeaseLock implements LeaseLock {
+  constructor(
+    private readonly api: CoordinationV1Api,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
+
+  describe(): string {
+    return `${this.namespace}/${this.name}`;
+  }
+
+  async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
+    try {
+      const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, withSignal(signal));
+      return fromLease(lease);
+    } catch (err) {
+      if (err instanceof ApiException && err.code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async create(record: LeaseRecord, signal: AbortSignal): Promise<string> {
+    const lease = await this.api.createNamespacedLease(
+      { namespace: this.namespace, body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record) } },
+      withSignal(signal),
+    );
+    return lease.metadata?.resourceVersion ?? '';
+  }
+
+  async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<string> {
+    const lease = await this.api.replaceNamespacedLease(
+      {
+        name: this.name,
+        namespace: this.namespace,
+        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace, resourceVersion }, spec: toSpec(record) },
+      },
+      withSignal(signal),
+    );
+    return lease.metadata?.resourceVersion ?? '';
+  }
+}
+
+function toSpec(r: LeaseRecord): NonNullable<V1Lease['spec']> {
+  const micro = (d: Date | undefined) => (d ? new V1MicroTime(d.getTime()) : undefined);
+  return {
+    holderIdentity: r.holderIdentity,
+    leaseDurationSeconds: r.leaseDurationSeconds,
+    acquireTime: micro(r.acquireTime),
+    renewTime: micro(r.renewTime),
+    leaseTransitions: r.leaseTransitions,
+  };
+}
+
+function fromLease(lease: V1Lease): ObservedLease {
+  const s = lease.spec ?? {};
+  const date = (v: unknown) => (v === undefined || v === null ? undefined : new Date(v as string | Date));
+  return {
+    resourceVersion: lease.metadata?.resourceVersion ?? '',
+    record: {
+      holderIdentity: s.holderIdentity ?? '',
+      leaseDurationSeconds: s.leaseDurationSeconds ?? 0,
+      acquireTime: date(s.acquireTime),
+      renewTime: date(s.renewTime),
+      leaseTransitions: s.leaseTransitions ?? 0,
+    },
+  };
+}
+
+/**
+ * Per-call option that ties the HTTP request to `signal` (client-node has no
+ * per-call timeout). The object-parameter API passes options to its
+ * observable layer, whose middleware returns `{ toPromise() }` objects.
+ */
+function withSignal(signal: AbortSignal) {
+  const observable = <T>(v: T) => ({ toPromise: () => Promise.resolve(v) });
+  return {
+    middleware: [
+      {
+        pre: (ctx: { setSignal(s: AbortSignal): void }) => {
+          ctx.setSignal(signal);
+          return observable(ctx);
+        },
+        post: <R>(rsp: R) => observable(rsp),
+      },
+    ],
+    middlewareMergeStrategy: 'append' as const,
+  } as never;
+}

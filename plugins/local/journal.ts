@@ -1,0 +1,88 @@
+/**
+ * The journal of cloud calls: one JSON line per call in `<state>/journal.jsonl`
+ * with the caller's identity (gRPC metadata `x-ccm-caller`, sent by the host:
+ * its leader-election identity), the method, a key naming the object, and
+ * start and end times. Tests read it to check that two host replicas never
+ * changed the cloud at overlapping times and that nothing was created twice.
+ *
+ * `LOCALCLOUD_JOURNAL`: `mutations` (default: calls that change the cloud,
+ * sdk/mutations.ts), `all` (every cloud call, reads too), `off`.
+ * Lines are appended with O_APPEND, so processes sharing the state directory
+ * may write at once.
+ */
+import { appendFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isMutatingMethod } from '../../sdk/mutations.js';
+
+export const JOURNAL_FILE = 'journal.jsonl';
+export const JOURNAL_ENV = 'LOCALCLOUD_JOURNAL';
+
+export type JournalMode = 'mutations' | 'all' | 'off';
+
+/** One journal line. Times are ms since the epoch. */
+export interface JournalEntry {
+  caller: string;
+  /** `service.Method`, e.g. `loadBalancers.ensureLoadBalancer`. */
+  method: string;
+  mutating: boolean;
+  /** What the call was about (service uid, route, volume or node name), if the request says. */
+  key?: string;
+  start: number;
+  end: number;
+  ok: boolean;
+  /** The provider process, to tell replicas apart when no caller was sent. */
+  pid: number;
+}
+
+/** The journal mode from the environment; throws on an unknown value. */
+export function journalModeFromEnv(env: NodeJS.ProcessEnv): JournalMode {
+  const v = env[JOURNAL_ENV] ?? 'mutations';
+  if (v === 'mutations' || v === 'all' || v === 'off') return v;
+  throw new TypeError(`${JOURNAL_ENV}=${JSON.stringify(v)} is invalid: use mutations, all or off`);
+}
+
+/** A key naming the request's object, from the usual request fields. */
+function keyOf(req: unknown): string | undefined {
+  const r = (req ?? {}) as Record<string, unknown>;
+  const svc = r.service as { uid?: string } | undefined;
+  const route = r.route as { name?: string; destinationCidr?: string } | undefined;
+  const node = r.node as { name?: string } | undefined;
+  return svc?.uid || route?.name || route?.destinationCidr || (r.name as string | undefined) || (r.volumeId as string | undefined) || node?.name || undefined;
+}
+
+export class Journal {
+  constructor(
+    private readonly dir: string,
+    private readonly mode: JournalMode,
+  ) {}
+
+  /** Whether `method` (provider object key, lowerCamel) is journaled. */
+  covers(method: string): boolean {
+    return this.mode === 'all' || (this.mode === 'mutations' && isMutatingMethod(method));
+  }
+
+  /** Appends one entry; a failed write is ignored (the journal must never fail a call). */
+  async record(e: Omit<JournalEntry, 'pid' | 'key' | 'mutating'> & { request: unknown; methodName: string }): Promise<void> {
+    const entry: JournalEntry = {
+      caller: e.caller,
+      method: e.method,
+      mutating: isMutatingMethod(e.methodName),
+      key: keyOf(e.request),
+      start: e.start,
+      end: e.end,
+      ok: e.ok,
+      pid: process.pid,
+    };
+    await appendFile(join(this.dir, JOURNAL_FILE), JSON.stringify(entry) + '\n').catch(() => undefined);
+  }
+}
+
+/** Reads a journal file (tests, tools); a missing file is an empty journal. */
+export async function readJournal(stateDir: string): Promise<JournalEntry[]> {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(join(stateDir, JOURNAL_FILE), 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as JournalEntry);
+}

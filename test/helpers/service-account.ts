@@ -1,0 +1,69 @@
+/**
+ * The identity test hosts run as: the shipped ServiceAccount
+ * (deploy/rbac.yaml), with a token from the TokenRequest API. The test
+ * runner applies the RBAC and mints the token once (`prepareHostIdentity`)
+ * and passes the kubeconfig in CCM_TEST_HOST_KUBECONFIG; a test file run on
+ * its own does the same against its private control plane. Test code keeps
+ * the admin kubeconfig (testKubeConfig).
+ */
+import { writeFile } from 'node:fs/promises';
+import { CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { testKubeConfig } from '../controlplane/shared.js';
+import { loadManifest } from './manifests.js';
+
+export const HOST_SERVICE_ACCOUNT = { namespace: 'kube-system', name: 'cloud-controller-manager' } as const;
+/** The user name the API server gives that ServiceAccount. */
+export const HOST_USER = `system:serviceaccount:${HOST_SERVICE_ACCOUNT.namespace}:${HOST_SERVICE_ACCOUNT.name}`;
+
+/** Applies deploy/rbac.yaml (server-side apply, idempotent) with the admin `kc`. */
+export async function applyShippedRbac(admin: KubeConfig): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(admin);
+  for (const obj of await loadManifest('rbac.yaml')) {
+    await api.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
+  }
+}
+
+/** A kubeconfig for `admin`'s cluster whose user is the ServiceAccount, with a fresh token (24 h). */
+export async function serviceAccountKubeConfig(admin: KubeConfig): Promise<KubeConfig> {
+  const core = admin.makeApiClient(CoreV1Api);
+  const tr = await core.createNamespacedServiceAccountToken({
+    ...HOST_SERVICE_ACCOUNT,
+    body: { spec: { expirationSeconds: 24 * 3600, audiences: [] } },
+  });
+  const cluster = admin.getCurrentCluster()!;
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: HOST_USER, token: tr.status!.token }],
+    contexts: [{ name: 'host', cluster: cluster.name, user: HOST_USER }],
+    currentContext: 'host',
+  });
+  return kc;
+}
+
+/** Runner side: applies the RBAC, mints a token and writes the host kubeconfig to `path`. */
+export async function prepareHostIdentity(admin: KubeConfig, path: string): Promise<void> {
+  await applyShippedRbac(admin);
+  const kc = await serviceAccountKubeConfig(admin);
+  await writeFile(path, kc.exportConfig(), { mode: 0o600 });
+}
+
+let shared: Promise<string> | undefined;
+
+/** The KubeConfig test hosts use: CCM_TEST_HOST_KUBECONFIG, else prepared here once per process. */
+export async function hostKubeConfig(): Promise<KubeConfig> {
+  shared ??= (async () => {
+    const path = process.env.CCM_TEST_HOST_KUBECONFIG;
+    if (path) {
+      const kc = new KubeConfig();
+      kc.loadFromFile(path);
+      return kc.exportConfig();
+    }
+    const admin = await testKubeConfig();
+    await applyShippedRbac(admin);
+    return (await serviceAccountKubeConfig(admin)).exportConfig();
+  })();
+  const kc = new KubeConfig();
+  kc.loadFromString(await shared);
+  return kc;
+}

@@ -1,0 +1,187 @@
+/**
+ * The plugin boundary with real child processes: environment allowlist,
+ * refusal of plugin files others could change, socket and directory modes,
+ * socket removal, and (as root) that another user cannot connect.
+ */
+import test from 'ava';
+import { existsSync } from 'node:fs';
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { PluginUnavailableError } from '../../host/errors.js';
+import { silentLogger } from '../../host/log.js';
+import { readJournal } from '../../plugins/local/journal.js';
+import { LOCAL_PLUGIN } from '../helpers/localcloud.js';
+import { EnsureLoadBalancerRequest, Protocol } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
+import { executableProblem } from '../../host/plugin/file-checks.js';
+import { DEFAULT_ENV_ALLOWLIST } from '../../host/plugin/process.js';
+import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
+
+const ENV_REPORTER = fileURLToPath(new URL('../fixtures/plugins/env-reporter.js', import.meta.url));
+const ECHO = fileURLToPath(new URL('../fixtures/echo-provider.js', import.meta.url));
+const isRoot = process.getuid?.() === 0;
+const OTHER_UID = 4321;
+
+function supervisor(mode: PluginMode): PluginSupervisor {
+  return new PluginSupervisor({
+    name: 'hardening',
+    mode,
+    startTimeoutMs: 15_000,
+    shutdownGraceMs: 2_000,
+    configure: { cloudConfig: Buffer.alloc(0), clusterName: 'hardening', hostVersion: 'test' },
+    log: silentLogger(),
+    restart: { initialMs: 200, maxMs: 2_000 },
+  });
+}
+
+/** A plugin file in a fresh 0755 directory: a .js that loads the echo provider. */
+async function pluginFile(fileMode = 0o644): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-harden-'));
+  await chmod(dir, 0o755);
+  const file = join(dir, 'ccm-provider-echo.js');
+  await writeFile(file, `import ${JSON.stringify(ECHO)};\n`);
+  await chmod(file, fileMode);
+  return file;
+}
+
+test('the plugin gets only the allowlisted environment, the --plugin-env entries and the protocol variables', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-env-'));
+  const report = join(dir, 'env.json');
+  process.env.CCM_TEST_CANARY_SECRET = 'canary-do-not-pass';
+  process.env.CCM_TEST_PASSED = 'passed-by-name';
+  t.teardown(() => {
+    delete process.env.CCM_TEST_CANARY_SECRET;
+    delete process.env.CCM_TEST_PASSED;
+  });
+  const s = supervisor({ kind: 'exec', path: ENV_REPORTER, env: [`ENV_REPORT_FILE=${report}`, 'CCM_TEST_PASSED', 'CCM_TEST_UNSET'] });
+  await s.start();
+  await s.stop();
+  const env = JSON.parse(await readFile(report, 'utf8')) as Record<string, string>;
+  const allowed = new Set([...DEFAULT_ENV_ALLOWLIST, 'ENV_REPORT_FILE', 'CCM_TEST_PASSED']);
+  // Node itself may add nothing; anything else came from the host and is a leak.
+  const extra = Object.keys(env).filter((k) => !allowed.has(k) && !k.startsWith('CCM_PLUGIN_'));
+  t.deepEqual(extra, []);
+  t.is(env.CCM_TEST_PASSED, 'passed-by-name');
+  t.false("CCM_TEST_CANARY_SECRET" in env);
+  t.false(JSON.stringify(env).includes('canary-do-not-pass'));
+  for (const k of ['CCM_PLUGIN_MAGIC_COOKIE', 'CCM_PLUGIN_ENDPOINT', 'CCM_PLUGIN_INSTANCE_ID', 'CCM_PLUGIN_PROTOCOL_VERSIONS']) t.truthy(env[k], k);
+});
+
+test('a world-writable plugin file is refused before it runs', async (t) => {
+  const file = await pluginFile(0o666);
+  await chmod(file, 0o666); // umask-proof
+  const s = supervisor({ kind: 'exec', path: file });
+  const err = await t.throwsAsync(s.start());
+  t.regex(err!.message, /refusing to start the plugin: plugin .* is world-writable \(mode 0666\)/);
+});
+
+test('a plugin file owned by another non-root user is refused', async (t) => {
+  const file = await pluginFile();
+  if (isRoot) {
+    await chown(file, OTHER_UID, OTHER_UID);
+    const err = await t.throwsAsync(supervisor({ kind: 'exec', path: file }).start());
+    t.regex(err!.message, new RegExp(`owned by uid ${OTHER_UID}, which is neither root nor the host's user`));
+  } else {
+    // Without root the file cannot be given away: check as if the host were someone else.
+    const problem = await executableProblem(file, { uid: (process.getuid?.() ?? 0) + 1 });
+    t.regex(problem ?? '', /which is neither root nor the host's user/);
+  }
+});
+
+test('a plugin in a world-writable, non-sticky directory is refused; a relative path too', async (t) => {
+  const file = await pluginFile();
+  await chmod(dirname(file), 0o777);
+  const err = await t.throwsAsync(supervisor({ kind: 'exec', path: file }).start());
+  t.regex(err!.message, /is in world-writable directory/);
+  t.regex((await executableProblem('relative/ccm-provider-x')) ?? '', /is not absolute/);
+  await chmod(dirname(file), 0o1777); // sticky, like /tmp: accepted
+  t.is(await executableProblem(file), undefined);
+});
+
+test('exec mode: the socket is 0600 in a 0700 directory, refused to other users, and removed with its directory at stop', async (t) => {
+  const file = await pluginFile();
+  const s = supervisor({ kind: 'exec', path: file });
+  await s.start();
+  const target = s.connection().target.replace(/^unix:\/\//, '');
+  const sock = await lstat(target);
+  t.true(sock.isSocket());
+  t.is(sock.mode & 0o777, 0o600);
+  t.is((await stat(dirname(target))).mode & 0o777, 0o700);
+  if (isRoot) {
+    // Another user cannot even reach the socket (the directory is 0700).
+    const r = await execa(process.execPath, ['-e', `require('net').connect(${JSON.stringify(target)}).on('error', e => { console.log(e.code); process.exit(0) }).on('connect', () => { console.log('CONNECTED'); process.exit(0) })`], {
+      uid: OTHER_UID,
+      gid: OTHER_UID,
+      reject: false,
+    });
+    t.is(r.stdout.trim(), 'EACCES');
+  }
+  await s.stop();
+  t.false(existsSync(target), 'socket removed');
+  t.false(existsSync(dirname(target)), 'private directory removed');
+});
+
+test('sidecar mode: a stale socket file from a killed provider is replaced at start and removed at exit', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-side-'));
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, 'provider.sock');
+  // A provider that is SIGKILLed leaves its socket file behind.
+  const first = execa(process.execPath, [ECHO, `--endpoint=unix://${path}`], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
+  await waitForFile(path);
+  first.kill('SIGKILL');
+  await first;
+  t.true((await lstat(path)).isSocket(), 'stale socket left behind');
+  const second = execa(process.execPath, [ECHO, `--endpoint=unix://${path}`], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
+  const s = supervisor({ kind: 'socket', endpoint: `unix://${path}` });
+  await s.start();
+  t.is((await lstat(path)).mode & 0o777, 0o600);
+  await s.stop();
+  second.kill('SIGTERM');
+  await second;
+  t.false(existsSync(path), 'socket removed at exit');
+});
+
+async function waitForFile(path: string): Promise<void> {
+  for (let i = 0; i < 200 && !existsSync(path); i++) await new Promise((r) => setTimeout(r, 50));
+}
+
+test('copying a safe plugin keeps it runnable (control)', async (t) => {
+  const file = await pluginFile();
+  const copy = join(dirname(file), 'copy.js');
+  await copyFile(file, copy);
+  t.is(await executableProblem(copy), undefined);
+});
+
+test('every call carries the caller identity; mutations are refused locally while the policy says so', async (t) => {
+  const state = await mkdtemp(join(tmpdir(), 'ccm-caller-'));
+  let refuse: string | undefined = 'this replica is not the leader';
+  const s = new PluginSupervisor({
+    name: 'local',
+    mode: { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_JOURNAL=all'] },
+    startTimeoutMs: 15_000,
+    shutdownGraceMs: 2_000,
+    configure: { cloudConfig: Buffer.alloc(0), clusterName: 'caller', hostVersion: 'test' },
+    log: silentLogger(),
+    callPolicy: { caller: 'replica-1_abc', refuseMutation: () => refuse },
+  });
+  await s.start();
+  t.teardown(() => s.stop());
+  const conn = s.connection();
+  const req = EnsureLoadBalancerRequest.fromPartial({
+    meta: { clusterName: 'caller' },
+    service: { uid: 'uid-caller', namespace: 'default', name: 'svc', ports: [{ name: 'p', protocol: Protocol.PROTOCOL_TCP, port: 80, nodePort: 30080 }] },
+  });
+  const err = await t.throwsAsync(conn.unary(conn.loadBalancers, 'EnsureLoadBalancer', req, 5000));
+  t.true(err instanceof PluginUnavailableError);
+  t.regex(err!.message, /EnsureLoadBalancer not sent: this replica is not the leader/);
+  await conn.unary(conn.loadBalancers, 'GetLoadBalancer', req, 5000); // reads always pass
+  refuse = undefined;
+  await conn.unary(conn.loadBalancers, 'EnsureLoadBalancer', req, 5000);
+  const entries = await readJournal(state);
+  t.deepEqual(entries.map((e) => [e.method, e.caller]), [
+    ['loadBalancers.getLoadBalancer', 'replica-1_abc'],
+    ['loadBalancers.ensureLoadBalancer', 'replica-1_abc'],
+  ]);
+});

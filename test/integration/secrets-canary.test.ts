@@ -1,0 +1,100 @@
+/**
+ * Secret canaries: a secret field of the cloud config, a secret-named
+ * --plugin-env value and the host's API token are planted, the host does
+ * normal and failing work (node initialization, Warning events, a failed
+ * plugin start), and then every output is searched for them: the host log
+ * (plugin stderr is forwarded into it), the Events of the whole cluster,
+ * /metrics, and the error messages the host returned.
+ */
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { testKubeConfig } from '../controlplane/shared.js';
+import { startTestHost } from '../helpers/host.js';
+import { localcloud } from '../helpers/localcloud.js';
+import { hostKubeConfig } from '../helpers/service-account.js';
+import { waitFor } from '../helpers/wait.js';
+
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+/** Whether `text` holds any 8 consecutive characters of the secret's random part (error snippets quote fragments). */
+function leaks(text: string, secret: string): boolean {
+  const random = secret.replace(/^CANARY-[a-z]+-/, '');
+  for (let i = 0; i + 8 <= random.length; i++) if (text.includes(random.slice(i, i + 8))) return true;
+  return false;
+}
+
+test('planted secrets never appear in logs, events, metrics or error messages', async (t) => {
+  const id = randomBytes(4).toString('hex');
+  const cloudCanary = `CANARY-cloud-${randomBytes(12).toString('hex')}`;
+  const envCanary = `CANARY-env-${randomBytes(12).toString('hex')}`;
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-canary-'));
+  const cloudConfig = join(dir, 'cloud.json');
+  // An unknown key too: the plugin warns about it (by name) through the host's log.
+  await writeFile(cloudConfig, JSON.stringify({ zone: 'canary-zone', apiToken: cloudCanary, surpriseKey: 'x' }));
+  const label = `canary-${id}`;
+  const host = await startTestHost(dir, [
+    '--controllers=cloud-node',
+    `--node-selector=ccm-test=${label}`,
+    `--cloud-config=${cloudConfig}`,
+    `--plugin-env=LOCALCLOUD_API_TOKEN=${envCanary}`,
+    '-v=4', // trace: the most there is to leak
+  ]);
+  const kc = await testKubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  // The host's own API token (the shipped ServiceAccount's) is a secret too.
+  const token = (await hostKubeConfig()).getCurrentUser()?.token ?? '';
+  t.true(token.length > 10, 'the host identity has a token to guard');
+  const secrets = { cloudCanary, envCanary, token: `CANARY-token-${token}` };
+
+  const outputs: Record<string, string> = {};
+  try {
+    // Work that succeeds and work that fails with Warning events.
+    await localcloud(join(dir, 'cloud'), 'instance', 'add', `canary-ok-${id}`, '--address', '127.0.3.1');
+    for (const name of [`canary-ok-${id}`, `canary-missing-${id}`]) {
+      await core.createNode({
+        body: {
+          metadata: { name, labels: { 'ccm-test': label } },
+          spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+        },
+      });
+    }
+    t.teardown(async () => {
+      for (const name of [`canary-ok-${id}`, `canary-missing-${id}`]) await core.deleteNode({ name }).catch(() => undefined);
+    });
+    await waitFor(async () => !(await core.readNode({ name: `canary-ok-${id}` })).spec?.taints?.some((x) => x.key === UNINITIALIZED), { what: 'node initialized' });
+    await waitFor(async () => {
+      const ev = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=canary-missing-${id}` });
+      return ev.items.some((e) => e.reason === 'FailedToSyncNode');
+    }, { what: 'Warning event for the node without an instance' });
+    // What /metrics serves (the test host runs without the HTTP server).
+    outputs.metrics = await host.metrics.registry.metrics();
+  } finally {
+    await host.stop();
+  }
+
+  // A plugin that fails to start on a malformed config holding the secret.
+  const badConfig = join(dir, 'bad.json');
+  // The secret left unquoted (a typo): JSON.parse quotes the input around the error.
+  await writeFile(badConfig, `{"apiToken": z${cloudCanary.replace(/^CANARY-[a-z]+-/, '')}}`);
+  await mkdir(join(dir, 'bad'));
+  const err = await t.throwsAsync(startTestHost(join(dir, 'bad'), ['--controllers=cloud-node', `--node-selector=ccm-test=${label}`, `--cloud-config=${badConfig}`]));
+  t.regex(err!.message, /cloud config is not a JSON object/);
+  outputs.startError = err!.message;
+
+  outputs.hostLog = await readFile(host.logPath, 'utf8');
+  outputs.badHostLog = await readFile(join(dir, 'bad', 'host.log'), 'utf8').catch(() => '');
+  const events = await core.listEventForAllNamespaces();
+  outputs.events = JSON.stringify(events.items);
+
+  t.true(outputs.hostLog.includes('surpriseKey'), 'the plugin log reached the host log (the search covers it)');
+  t.true(outputs.events.includes(`canary-missing-${id}`), 'the events of this test are in the search');
+  for (const [where, text] of Object.entries(outputs)) {
+    for (const [what, secret] of Object.entries(secrets)) {
+      t.false(leaks(text, secret), `${what} (or 8+ characters of it) found in ${where}`);
+    }
+  }
+});

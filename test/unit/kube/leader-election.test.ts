@@ -1,0 +1,165 @@
+/**
+ * LeaderElector against an in-memory Lease with the API server's optimistic
+ * concurrency (resourceVersion; 409 on a stale write), with real timers and
+ * short durations. The end-to-end tests against kube-apiserver are in
+ * test/integration/ha/.
+ */
+import test from 'ava';
+import { LeaderElector, leaderElectionProblems, type LeaseLock, type LeaseRecord, type ObservedLease } from '../../../host/kube/leader-election.js';
+import { createLogger } from '../../../host/log.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const log = createLogger({ verbosity: 0, destination: { write: () => true } as never });
+const TIMING = { leaseDurationMs: 900, renewDeadlineMs: 600, retryPeriodMs: 100 };
+
+class MemoryLease {
+  record?: LeaseRecord;
+  version = 0;
+  writes: { holder: string; at: number }[] = [];
+}
+
+/** One candidate's view of the lease; `cut` makes every call fail, like a partition. */
+class MemoryLock implements LeaseLock {
+  cut = false;
+  constructor(private readonly lease: MemoryLease) {}
+  describe() {
+    return 'mem/lease';
+  }
+  private check(signal: AbortSignal) {
+    if (this.cut) throw new Error('connection refused');
+    if (signal.aborted) throw new Error('aborted');
+  }
+  async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
+    this.check(signal);
+    const l = this.lease;
+    return l.record ? { record: structuredClone(l.record), resourceVersion: String(l.version) } : undefined;
+  }
+  async create(record: LeaseRecord, signal: AbortSignal): Promise<string> {
+    this.check(signal);
+    if (this.lease.record) throw new Error('409 already exists');
+    return this.write(record);
+  }
+  async update(record: LeaseRecord, rv: string, signal: AbortSignal): Promise<string> {
+    this.check(signal);
+    if (String(this.lease.version) !== rv) throw new Error('409 conflict');
+    return this.write(record);
+  }
+  private write(record: LeaseRecord): string {
+    this.lease.record = structuredClone(record);
+    this.lease.version++;
+    this.lease.writes.push({ holder: record.holderIdentity, at: Date.now() });
+    return String(this.lease.version);
+  }
+}
+
+function candidate(lease: MemoryLease, identity: string) {
+  const lock = new MemoryLock(lease);
+  const elector = new LeaderElector({ lock, identity, log, ...TIMING });
+  const stop = new AbortController();
+  let leadingSince: number | undefined;
+  let leadingUntil: number | undefined;
+  const outcome = elector.run(stop.signal, async (leading) => {
+    leadingSince = Date.now();
+    await new Promise<void>((r) => leading.addEventListener('abort', () => r(), { once: true }));
+    leadingUntil = Date.now();
+  });
+  return { lock, elector, stop, outcome, get leadingSince() { return leadingSince; }, get leadingUntil() { return leadingUntil; } };
+}
+
+test('validation mirrors client-go', (t) => {
+  t.deepEqual(leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }), []);
+  t.true(leaderElectionProblems({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }).some((p) => p.includes('lease duration must be greater')));
+  t.true(leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }).some((p) => p.includes('retry period × 1.2')));
+  t.true(leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 0 }).some((p) => p.includes('greater than 0')));
+  t.throws(() => new LeaderElector({ lock: new MemoryLock(new MemoryLease()), identity: 'x', log, leaseDurationMs: 1, renewDeadlineMs: 2, retryPeriodMs: 1 }), {
+    message: /invalid leader election settings/,
+  });
+});
+
+test('a lone candidate creates the lease, leads, renews, and releases on stop', async (t) => {
+  const lease = new MemoryLease();
+  const a = candidate(lease, 'a');
+  await waitFor(() => a.elector.isLeader(), { what: 'a leads' });
+  t.is(lease.record?.holderIdentity, 'a');
+  t.is(lease.record?.leaseTransitions, 0);
+  const writes = lease.writes.length;
+  await waitFor(() => lease.writes.length >= writes + 3, { what: 'renewals' });
+  t.true(a.elector.holdsFreshLease());
+  t.notThrows(() => a.elector.check());
+  a.stop.abort();
+  t.is(await a.outcome, 'released');
+  t.is(lease.record?.holderIdentity, '', 'holder cleared');
+  t.is(lease.record?.leaseDurationSeconds, 1);
+  t.truthy(a.leadingUntil);
+});
+
+test('two candidates: exactly one leads; after a release the other takes over and transitions count', async (t) => {
+  const lease = new MemoryLease();
+  const a = candidate(lease, 'a');
+  await waitFor(() => a.elector.isLeader(), { what: 'a leads' });
+  const b = candidate(lease, 'b');
+  // b keeps trying for a while but never leads while a renews.
+  await new Promise((r) => setTimeout(r, 3 * TIMING.leaseDurationMs));
+  t.false(b.elector.isLeader());
+  t.is(b.leadingSince, undefined);
+  t.is(b.elector.currentLeader, 'a');
+  a.stop.abort();
+  t.is(await a.outcome, 'released');
+  await waitFor(() => b.elector.isLeader(), { what: 'b leads' });
+  t.true(b.leadingSince! >= a.leadingUntil!, 'b starts only after a stopped');
+  t.is(lease.record?.leaseTransitions, 1);
+  b.stop.abort();
+  await b.outcome;
+});
+
+test('a leader cut off from the lock loses leadership after the renew deadline; the other takes over only after the lease expires, never overlapping', async (t) => {
+  const lease = new MemoryLease();
+  const a = candidate(lease, 'a');
+  await waitFor(() => a.elector.isLeader(), { what: 'a leads' });
+  const b = candidate(lease, 'b');
+  await new Promise((r) => setTimeout(r, 300));
+  // Sample "may act" on both sides while the partition plays out.
+  let overlaps = 0;
+  const sampler = setInterval(() => {
+    if (a.elector.holdsFreshLease() && b.elector.holdsFreshLease()) overlaps++;
+  }, 5);
+  a.lock.cut = true;
+  t.is(await a.outcome, 'lost');
+  t.false(a.elector.holdsFreshLease(), 'a no longer acts');
+  await waitFor(() => b.elector.isLeader(), { what: 'b takes over' });
+  clearInterval(sampler);
+  t.is(overlaps, 0);
+  t.true(b.leadingSince! >= a.leadingUntil!);
+  t.is(lease.record?.holderIdentity, 'b');
+  b.stop.abort();
+  await b.outcome;
+});
+
+test('the healthz check fails when the leader has not renewed for lease duration + tolerance', async (t) => {
+  let now = 0;
+  const lease = new MemoryLease();
+  const lock = new MemoryLock(lease);
+  const elector = new LeaderElector({ lock, identity: 'a', log, ...TIMING, now: () => now });
+  const stop = new AbortController();
+  const run = elector.run(stop.signal, async () => undefined);
+  await waitFor(() => elector.isLeader(), { what: 'leads' });
+  t.notThrows(() => elector.check(1000));
+  now += TIMING.leaseDurationMs + 1001;
+  t.throws(() => elector.check(1000), { message: /failed to renew leadership on lease mem\/lease/ });
+  t.false(elector.holdsFreshLease());
+  stop.abort();
+  await run;
+});
+
+test('a stop before leading resolves "stopped" without touching a held lease', async (t) => {
+  const lease = new MemoryLease();
+  const a = candidate(lease, 'a');
+  await waitFor(() => a.elector.isLeader(), { what: 'a leads' });
+  const b = candidate(lease, 'b');
+  await new Promise((r) => setTimeout(r, 250));
+  b.stop.abort();
+  t.is(await b.outcome, 'stopped');
+  t.is(lease.record?.holderIdentity, 'a');
+  a.stop.abort();
+  await a.outcome;
+});
