@@ -11,6 +11,8 @@
  *    was written; retry with backoff and tell the user.
  */
 
+import type { Volumes } from './cloud-volumes.js';
+
 /** Kubernetes NodeAddressType values. */
 export type NodeAddressType = 'Hostname' | 'InternalIP' | 'ExternalIP' | 'InternalDNS' | 'ExternalDNS';
 
@@ -89,6 +91,8 @@ export interface CloudInfo {
 export interface Cloud {
   info(): CloudInfo;
   instances(): Instances | undefined;
+  /** Cloud volumes (host/cloud-volumes.ts). */
+  volumes(): Volumes | undefined;
 }
 
 /** Largest batch sent in one RPC (the protocol's limit). */

@@ -11,6 +11,14 @@ export const Controllers = {
   CLOUD_NODE_LIFECYCLE: 'cloud-node-lifecycle-controller',
   SERVICE_LB: 'service-lb-controller',
   NODE_ROUTE: 'node-route-controller',
+  /** Not upstream (see host/controllers/volume/): CreateVolume/DeleteVolume for claims of --volume-provisioner-name. */
+  VOLUME_PROVISIONER: 'volume-provisioner-controller',
+  /** Not upstream: ControllerPublish/Unpublish for VolumeAttachments of --volume-provisioner-name. */
+  VOLUME_ATTACHER: 'volume-attacher-controller',
+  /** Not upstream: ControllerExpandVolume for grown claims. */
+  VOLUME_RESIZER: 'volume-resizer-controller',
+  /** Upstream's old PersistentVolumeLabel controller/admission plugin, as a webhook plus a pass over existing PVs. */
+  PV_LABEL: 'persistentvolume-label-controller',
 } as const;
 export type ControllerName = (typeof Controllers)[keyof typeof Controllers];
 
@@ -20,6 +28,10 @@ export const ControllerAliases: Record<string, ControllerName> = {
   'cloud-node-lifecycle': Controllers.CLOUD_NODE_LIFECYCLE,
   service: Controllers.SERVICE_LB,
   route: Controllers.NODE_ROUTE,
+  'volume-provisioner': Controllers.VOLUME_PROVISIONER,
+  'volume-attacher': Controllers.VOLUME_ATTACHER,
+  'volume-resizer': Controllers.VOLUME_RESIZER,
+  pvl: Controllers.PV_LABEL,
 };
 
 /** Well-known keys. */
@@ -40,13 +52,51 @@ export const Labels = {
 export const Annotations = {
   /** kubelet --node-ip (upstream api.AnnotationAlphaProvidedIPAddr). */
   PROVIDED_NODE_IP: 'alpha.kubernetes.io/provided-node-ip',
+  /** On a PV: the provisioner that created it (external-provisioner). */
+  PROVISIONED_BY: 'pv.kubernetes.io/provisioned-by',
+  /** On a PVC: the provisioner the PV binder expects to provision it. */
+  STORAGE_PROVISIONER: 'volume.kubernetes.io/storage-provisioner',
+  STORAGE_PROVISIONER_BETA: 'volume.beta.kubernetes.io/storage-provisioner',
+  /** On a PVC of a WaitForFirstConsumer class: the node the scheduler picked. */
+  SELECTED_NODE: 'volume.kubernetes.io/selected-node',
+  /** On a VolumeAttachment: the node id (providerID) the volume was published to (external-attacher). */
+  VA_NODE_ID: 'csi.alpha.kubernetes.io/node-id',
+  /** On a Node: the attach/detach controller (not the kubelet) attaches its volumes. */
+  CONTROLLER_MANAGED_ATTACH_DETACH: 'volumes.kubernetes.io/controller-managed-attach-detach',
 } as const;
+
+/** Finalizers (upstream spelling). */
+export const Finalizers = {
+  /** On PVs we provisioned: removed only after DeleteVolume succeeded (or the PV is retained). */
+  PROVISIONER: 'external-provisioner.volume.kubernetes.io/finalizer',
+  /** On VolumeAttachments we published: `external-attacher/<driver with non-alphanumerics as ->`. */
+  attacher: (driver: string) => `external-attacher/${driver.replace(/[^a-zA-Z0-9-]/g, '-')}`,
+} as const;
+
+/**
+ * On a VolumeAttachment we published: the volume handle, so a detach works
+ * even when the PV is already gone (not upstream: external-attacher puts a
+ * finalizer on the PV instead).
+ */
+export const VOLUME_HANDLE_ANNOTATION = 'volume.ccm.dev/volume-handle';
+
+/** Key of spec.csi.volumeAttributes naming the provisioner instance (external-provisioner). */
+export const PROVISIONER_IDENTITY_ATTRIBUTE = 'storage.kubernetes.io/csiProvisionerIdentity';
 
 /** Event reasons (upstream spelling). */
 export const EventReasons = {
   SYNCED: 'Synced',
   FAILED_TO_SYNC_NODE: 'FailedToSyncNode',
   INVALID_CLOUD_RESPONSE: 'InvalidCloudResponse',
+  // Volume controllers, as external-provisioner/-resizer spell them.
+  PROVISIONING: 'Provisioning',
+  PROVISIONING_SUCCEEDED: 'ProvisioningSucceeded',
+  PROVISIONING_FAILED: 'ProvisioningFailed',
+  VOLUME_FAILED_DELETE: 'VolumeFailedDelete',
+  RESIZING: 'Resizing',
+  VOLUME_RESIZE_SUCCESSFUL: 'VolumeResizeSuccessful',
+  VOLUME_RESIZE_FAILED: 'VolumeResizeFailed',
+  FILE_SYSTEM_RESIZE_REQUIRED: 'FileSystemResizeRequired',
 } as const;
 
 /** Event source component of each controller (upstream values). */
@@ -55,7 +105,14 @@ export const EventComponents: Record<ControllerName, string> = {
   [Controllers.CLOUD_NODE_LIFECYCLE]: 'cloud-node-lifecycle-controller',
   [Controllers.SERVICE_LB]: 'service-controller',
   [Controllers.NODE_ROUTE]: 'route_controller',
+  [Controllers.VOLUME_PROVISIONER]: 'volume-provisioner-controller',
+  [Controllers.VOLUME_ATTACHER]: 'volume-attacher-controller',
+  [Controllers.VOLUME_RESIZER]: 'volume-resizer-controller',
+  [Controllers.PV_LABEL]: 'persistentvolume-label-controller',
 };
+
+/** The upstream CCM's webhook port (--webhook-secure-port). */
+export const DEFAULT_WEBHOOK_SECURE_PORT = 10260;
 
 /** The upstream CCM's secure port. */
 export const DEFAULT_SECURE_PORT = 10258;

@@ -5,7 +5,10 @@
 import type { ControllerName } from '../names.js';
 import type { ControllerFactory } from './context.js';
 import { startCloudNodeController } from './node/start.js';
+import { startVolumeAttacher, startVolumeProvisioner } from './volume/start.js';
 
 export const CONTROLLER_FACTORIES: Partial<Record<ControllerName, ControllerFactory>> = {
   'cloud-node-controller': startCloudNodeController,
+  'volume-provisioner-controller': startVolumeProvisioner,
+  'volume-attacher-controller': startVolumeAttacher,
 };

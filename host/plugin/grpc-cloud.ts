@@ -26,7 +26,9 @@ import {
   type NodeRef,
   type StatusResult,
 } from '../cloud.js';
+import type { Volumes } from '../cloud-volumes.js';
 import { InstanceNotFoundError, InvalidCloudResponseError, NotImplementedError } from '../errors.js';
+import { GrpcVolumes } from './grpc-volumes.js';
 import { mapLimit } from '../util/map-limit.js';
 import { decodedToCloudError } from './connection.js';
 import type { PluginSupervisor } from './supervisor.js';
@@ -103,6 +105,11 @@ export class GrpcCloud implements Cloud {
 
   instances(): Instances | undefined {
     return this.hasService(Service.SERVICE_INSTANCES) ? this.instancesImpl : undefined;
+  }
+
+  volumes(): Volumes | undefined {
+    if (!this.hasService(Service.SERVICE_VOLUMES)) return undefined;
+    return new GrpcVolumes(this.supervisor, this.timeouts, this.hasCapability(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES));
   }
 
   /** Sends one read-only call to the current plugin connection. */

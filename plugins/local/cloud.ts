@@ -88,7 +88,9 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       out[method] = async (req, ctx) => {
         await faults.before(currentKnobs(), ctx, label);
         try {
-          return await fn(req, ctx);
+          const res = await fn(req, ctx);
+          await faults.after(currentKnobs(), ctx);
+          return res;
         } catch (err) {
           if (err instanceof LockTimeoutError) throw new UnavailableError(err.message);
           throw err;

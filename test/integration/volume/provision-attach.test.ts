@@ -1,0 +1,140 @@
+/**
+ * The volume provisioner and attacher end to end, with the genuine flow of a
+ * cluster: claim → our provisioner (CreateVolume, PV) → kube-controller-
+ * manager's binder binds → a Pod on a node → kube-controller-manager's
+ * attach/detach controller creates the VolumeAttachment → our attacher
+ * (ControllerPublish) → attached; and back. The real host, the local cloud as
+ * a real plugin process, a real kube-apiserver, etcd and kube-controller-manager.
+ */
+import anyTest, { type TestFn } from 'ava';
+import { mkdtemp, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1VolumeAttachment } from '@kubernetes/client-node';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { waitFor } from '../../helpers/wait.js';
+import {
+  addNode,
+  cloudVolumes,
+  createClaim,
+  createClass,
+  createPod,
+  deletePod,
+  eventsFor,
+  hostFlags,
+  volumeTestEnv,
+  waitBound,
+  type VolumeTestEnv,
+} from '../../helpers/volumes.js';
+
+const test = anyTest as TestFn<{ env: VolumeTestEnv; host: TestHost; node: string }>;
+
+test.before(async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-vol-flow-'));
+  const env = await volumeTestEnv(await testKubeConfig(), 'vflow', dir);
+  const host = await startTestHost(dir, hostFlags(env, 'volume-provisioner,volume-attacher', ['--volume-attach-reconcile-period=2s']));
+  const node = `${env.id}-n1`;
+  await addNode(env, node);
+  await createClass(env, `${env.id}-delete`);
+  await createClass(env, `${env.id}-retain`, { reclaimPolicy: 'Retain' });
+  t.context = { env, host, node };
+});
+
+test.after.always(async (t) => {
+  await t.context.host?.stop();
+});
+
+async function attachmentFor(env: VolumeTestEnv, pvName: string): Promise<V1VolumeAttachment | undefined> {
+  const list = await env.storage.listVolumeAttachment();
+  return list.items.find((va) => va.spec.source.persistentVolumeName === pvName);
+}
+
+test.serial('claim → provisioned, bound, attached to the pod\'s node, detached, deleted with its cloud volume', async (t) => {
+  const { env, node } = t.context;
+  const claim = await createClaim(env, 'data', `${env.id}-delete`);
+  const bound = await waitBound(env, 'data');
+  const pvName = `pvc-${claim.metadata!.uid}`;
+  t.is(bound.spec?.volumeName, pvName);
+
+  const pv = await env.core.readPersistentVolume({ name: pvName });
+  t.is(pv.spec?.csi?.driver, env.driver);
+  t.is(pv.spec?.claimRef?.uid, claim.metadata!.uid);
+  t.is(pv.spec?.persistentVolumeReclaimPolicy, 'Delete');
+  t.is(pv.spec?.capacity?.storage, '1Gi');
+  t.true(pv.metadata?.finalizers?.includes('external-provisioner.volume.kubernetes.io/finalizer'));
+  t.is(pv.metadata?.annotations?.['pv.kubernetes.io/provisioned-by'], env.driver);
+  const term = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0];
+  t.deepEqual(term?.matchExpressions?.find((e) => e.key === 'topology.kubernetes.io/zone')?.values, ['local-a']);
+
+  const vols = await cloudVolumes(env);
+  const vol = vols.find((v) => v.name === pvName);
+  t.truthy(vol, 'the cloud volume is named after the claim uid');
+  t.is(pv.spec?.csi?.volumeHandle, vol!.id);
+  t.is(vols.filter((v) => v.name === pvName).length, 1);
+  t.is((await stat(join(env.stateDir, 'volumes', `${vol!.id}.img`))).size, 1024 ** 3, 'a sparse file of the requested size');
+  const events = await eventsFor(env, 'data');
+  t.true(events.some((e) => e.reason === 'ProvisioningSucceeded'));
+
+  await createPod(env, 'app', node, 'data');
+  const va = await waitFor(async () => {
+    const a = await attachmentFor(env, pvName);
+    return a?.status?.attached ? a : undefined;
+  }, { what: 'VolumeAttachment attached', timeoutMs: 120_000 });
+  t.is(va.spec.attacher, env.driver);
+  t.is(va.spec.nodeName, node);
+  t.truthy(va.status?.attachmentMetadata?.devicePath);
+  t.true(va.metadata?.finalizers?.some((f) => f.startsWith('external-attacher/')));
+  const attached = (await cloudVolumes(env)).find((v) => v.id === vol!.id)!;
+  t.is(attached.attachments.length, 1);
+
+  await deletePod(env, 'app', node);
+  await waitFor(async () => !(await attachmentFor(env, pvName)), { what: 'VolumeAttachment deleted', timeoutMs: 120_000 });
+  t.is((await cloudVolumes(env)).find((v) => v.id === vol!.id)!.attachments.length, 0, 'detached in the cloud');
+
+  await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'data', namespace: env.namespace });
+  await waitFor(async () => {
+    const pvs = await env.core.listPersistentVolume();
+    return !pvs.items.some((p) => p.metadata?.name === pvName);
+  }, { what: 'PV deleted', timeoutMs: 120_000 });
+  t.false((await cloudVolumes(env)).some((v) => v.id === vol!.id), 'cloud volume deleted');
+  await t.throwsAsync(stat(join(env.stateDir, 'volumes', `${vol!.id}.img`)));
+});
+
+test.serial('reclaim policy Retain keeps the released PV and its cloud volume', async (t) => {
+  const { env } = t.context;
+  const claim = await createClaim(env, 'kept', `${env.id}-retain`);
+  await waitBound(env, 'kept');
+  const pvName = `pvc-${claim.metadata!.uid}`;
+  await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'kept', namespace: env.namespace });
+  await waitFor(async () => (await env.core.readPersistentVolume({ name: pvName })).status?.phase === 'Released', { what: 'PV released' });
+  // Give the provisioner several chances to act wrongly.
+  await new Promise((r) => setTimeout(r, 3000));
+  const pv = await env.core.readPersistentVolume({ name: pvName });
+  t.is(pv.status?.phase, 'Released');
+  t.falsy(pv.metadata?.deletionTimestamp);
+  t.true((await cloudVolumes(env)).some((v) => v.id === pv.spec?.csi?.volumeHandle));
+});
+
+test.serial('an attachment the cloud lost is repaired by the periodic comparison with ListVolumes', async (t) => {
+  const { env, node } = t.context;
+  const claim = await createClaim(env, 'drift', `${env.id}-delete`);
+  await waitBound(env, 'drift');
+  const pvName = `pvc-${claim.metadata!.uid}`;
+  await createPod(env, 'drifter', node, 'drift');
+  await waitFor(async () => (await attachmentFor(env, pvName))?.status?.attached, { what: 'attached', timeoutMs: 120_000 });
+  const handle = (await env.core.readPersistentVolume({ name: pvName })).spec!.csi!.volumeHandle;
+  // Someone detaches the volume behind Kubernetes' back.
+  const { StateStore } = await import('../../../plugins/local/state.js');
+  const store = new StateStore(env.stateDir);
+  await store.update((draft) => {
+    const v = draft.volumes.find((x) => x.id === handle)!;
+    v.attachments = [];
+  });
+  await waitFor(async () => (await cloudVolumes(env)).find((v) => v.id === handle)?.attachments.length === 1, {
+    what: 'volume attached again by the reconciler',
+    timeoutMs: 60_000,
+  });
+  t.pass();
+  await deletePod(env, 'drifter', node);
+});
