@@ -6,6 +6,7 @@ import { driverNameProblem } from '../../config/volumes.js';
 import type { ControllerContext, ControllerFactory } from '../context.js';
 import { VolumeAttacher } from './attacher.js';
 import { VolumeProvisioner } from './provisioner.js';
+import { VolumeResizer } from './resizer.js';
 import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
 
 /** The provisioner name of this host, or a reason it has none. */
@@ -61,4 +62,22 @@ export const startVolumeAttacher: ControllerFactory = (ctx) => {
     reconcilePeriodMs: ctx.config.volumes.attachReconcilePeriodMs,
   });
   return { run: (signal) => c.run(signal), healthy: () => c.healthy() };
+};
+
+export const startVolumeResizer: ControllerFactory = (ctx) => {
+  const v = volumesAndName(ctx);
+  if ('skip' in v) return v;
+  const c = new VolumeResizer({
+    driver: v.driver,
+    volumes: v.volumes,
+    core: ctx.clients.core,
+    claims: ctx.informers.for(PERSISTENT_VOLUME_CLAIMS),
+    pvs: ctx.informers.for(PERSISTENT_VOLUMES),
+    classes: ctx.informers.for(STORAGE_CLASSES),
+    recorder: ctx.recorder,
+    log: ctx.log.child({ driver: v.driver }),
+    registry: ctx.registry,
+    workers: ctx.config.volumes.concurrentSyncs,
+  });
+  return { run: (signal) => c.run(signal) };
 };
