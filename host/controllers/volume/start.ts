@@ -6,7 +6,10 @@ import { driverNameProblem } from '../../config/volumes.js';
 import type { ControllerContext, ControllerFactory } from '../context.js';
 import { VolumeAttacher } from './attacher.js';
 import { VolumeProvisioner } from './provisioner.js';
+import { PvLabeler } from './labeler.js';
 import { VolumeResizer } from './resizer.js';
+import { webhookCert } from './webhook-cert.js';
+import { PvLabelWebhook } from './webhook.js';
 import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
 
 /** The provisioner name of this host, or a reason it has none. */
@@ -80,4 +83,25 @@ export const startVolumeResizer: ControllerFactory = (ctx) => {
     workers: ctx.config.volumes.concurrentSyncs,
   });
   return { run: (signal) => c.run(signal) };
+};
+
+/** The labeller, with the webhook server when --webhook-secure-port is not 0 (the certificate is loaded or made when it starts). */
+export const startPvLabelController: ControllerFactory = (ctx) => {
+  const v = volumesAndName(ctx);
+  if ('skip' in v) return v;
+  const cfg = ctx.config.volumes;
+  const log = ctx.log.child({ driver: v.driver });
+  const pvs = ctx.informers.for(PERSISTENT_VOLUMES);
+  return {
+    run: async (signal) => {
+      let webhook: PvLabelWebhook | undefined;
+      if (cfg.webhookPort > 0) {
+        const cert = await webhookCert({ tls: cfg.webhookTls, certDir: cfg.webhookCertDir });
+        log.info({ certificate: cert.source }, 'PersistentVolume label webhook certificate');
+        webhook = new PvLabelWebhook({ driver: v.driver, volumes: v.volumes, cert: cert.cert, key: cert.key, bindAddress: cfg.webhookBindAddress, port: cfg.webhookPort, log });
+      }
+      const c = new PvLabeler({ driver: v.driver, volumes: v.volumes, core: ctx.clients.core, pvs, webhook, log, registry: ctx.registry, workers: cfg.concurrentSyncs });
+      await c.run(signal);
+    },
+  };
 };
