@@ -118,6 +118,9 @@ test.serial('a PV of this provider created before the webhook existed is labelle
   }, { what: 'existing PV labelled' });
   t.is(pv.metadata?.labels?.[ZONE], 'local-a');
   t.is(pv.metadata?.labels?.[REGION], 'local');
+  // Node affinity may still be set on a PV that has none.
+  const exprs = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
+  t.deepEqual(exprs.find((e) => e.key === ZONE)?.values, ['local-a']);
 });
 
 test.serial('with the webhook down and failurePolicy Ignore, PVs are still created', async (t) => {
