@@ -14,9 +14,10 @@ import { ControlPlane } from '../controlplane/controlplane.js';
 import { nodeInitSection } from './node-init.js';
 import { rpcSection } from './rpc.js';
 import { f1, type BenchSection } from './section.js';
+import { volumesSection } from './volumes.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, nodeInitSection];
+const SECTIONS: BenchSection[] = [rpcSection, nodeInitSection, volumesSection];
 
 const DOC = 'docs/benchmarks.md';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
