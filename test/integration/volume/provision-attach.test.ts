@@ -11,6 +11,7 @@ import { mkdtemp, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1VolumeAttachment } from '@kubernetes/client-node';
+import { patchOptions } from '../../../host/kube/patch.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -38,6 +39,7 @@ test.before(async (t) => {
   await addNode(env, node);
   await createClass(env, `${env.id}-delete`);
   await createClass(env, `${env.id}-retain`, { reclaimPolicy: 'Retain' });
+  await createClass(env, `${env.id}-wffc`, { volumeBindingMode: 'WaitForFirstConsumer' });
   t.context = { env, host, node };
 });
 
@@ -114,6 +116,28 @@ test.serial('reclaim policy Retain keeps the released PV and its cloud volume', 
   t.is(pv.status?.phase, 'Released');
   t.falsy(pv.metadata?.deletionTimestamp);
   t.true((await cloudVolumes(env)).some((v) => v.id === pv.spec?.csi?.volumeHandle));
+});
+
+test.serial('WaitForFirstConsumer: nothing until the scheduler picks a node, then the volume is placed in that node\'s zone', async (t) => {
+  const { env } = t.context;
+  const nodeB = `${env.id}-nb`;
+  await addNode(env, nodeB, 'local-b');
+  const claim = await createClaim(env, 'late', `${env.id}-wffc`);
+  const volName = `pvc-${claim.metadata!.uid}`;
+  // The binder leaves such a claim to the scheduler; no volume may appear yet.
+  await new Promise((r) => setTimeout(r, 2000));
+  t.false((await cloudVolumes(env)).some((v) => v.name === volName));
+  // What the scheduler does for a pod using the claim on nodeB.
+  await env.core.patchNamespacedPersistentVolumeClaim(
+    { name: 'late', namespace: env.namespace, body: { metadata: { annotations: { 'volume.kubernetes.io/selected-node': nodeB } } } },
+    patchOptions('merge'),
+  );
+  await waitBound(env, 'late');
+  const vol = (await cloudVolumes(env)).find((v) => v.name === volName)!;
+  t.is(vol.zone, 'local-b');
+  const pv = await env.core.readPersistentVolume({ name: volName });
+  const exprs = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
+  t.deepEqual(exprs.find((e) => e.key === 'topology.kubernetes.io/zone')?.values, ['local-b']);
 });
 
 test.serial('an attachment the cloud lost is repaired by the periodic comparison with ListVolumes', async (t) => {
