@@ -14,6 +14,7 @@ import type { V1VolumeAttachment } from '@kubernetes/client-node';
 import { patchOptions } from '../../../host/kube/patch.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 import {
   addNode,
@@ -138,6 +139,50 @@ test.serial('WaitForFirstConsumer: nothing until the scheduler picks a node, the
   const pv = await env.core.readPersistentVolume({ name: volName });
   const exprs = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
   t.deepEqual(exprs.find((e) => e.key === 'topology.kubernetes.io/zone')?.values, ['local-b']);
+});
+
+test.serial('a single-attach volume wanted on a second node: attachError (FAILED_PRECONDITION) until the first pod goes', async (t) => {
+  const { env, node } = t.context;
+  const node2 = `${env.id}-n2`;
+  await addNode(env, node2);
+  // ReadWriteMany lets the attach/detach controller ask for two attachments;
+  // the cloud volume (no multiAttach parameter) takes one instance only.
+  await env.core.createNamespacedPersistentVolumeClaim({
+    namespace: env.namespace,
+    body: { metadata: { name: 'shared' }, spec: { accessModes: ['ReadWriteMany'], storageClassName: `${env.id}-delete`, resources: { requests: { storage: '1Gi' } } } },
+  });
+  const bound = await waitBound(env, 'shared');
+  const pvName = bound.spec!.volumeName!;
+  const vaOn = async (n: string) => (await env.storage.listVolumeAttachment()).items.find((va) => va.spec.source.persistentVolumeName === pvName && va.spec.nodeName === n);
+  await createPod(env, 'first', node, 'shared');
+  await waitFor(async () => (await vaOn(node))?.status?.attached, { what: 'attached to the first node', timeoutMs: 120_000 });
+  await createPod(env, 'second', node2, 'shared');
+  const refused = await waitFor(async () => {
+    const va = await vaOn(node2);
+    return va?.status?.attachError ? va : undefined;
+  }, { what: 'attachError on the second node', timeoutMs: 120_000 });
+  t.regex(refused.status!.attachError!.message ?? '', /detach it first/);
+  t.falsy(refused.status?.attached);
+  await deletePod(env, 'first', node);
+  await waitFor(async () => (await vaOn(node2))?.status?.attached, { what: 'attached to the second node once the first let go', timeoutMs: 120_000 });
+  t.pass();
+  await deletePod(env, 'second', node2);
+  await waitFor(async () => !(await vaOn(node2)), { what: 'detached from the second node', timeoutMs: 120_000 });
+});
+
+test.serial('detach succeeds when the instance no longer exists', async (t) => {
+  const { env } = t.context;
+  const doomed = `${env.id}-doomed`;
+  await addNode(env, doomed);
+  await createClaim(env, 'lost', `${env.id}-delete`);
+  const bound = await waitBound(env, 'lost');
+  const pvName = bound.spec!.volumeName!;
+  await createPod(env, 'orphaned', doomed, 'lost');
+  await waitFor(async () => (await attachmentFor(env, pvName))?.status?.attached, { what: 'attached', timeoutMs: 120_000 });
+  await localcloud(env.stateDir, 'instance', 'delete', doomed);
+  await deletePod(env, 'orphaned', doomed);
+  await waitFor(async () => !(await attachmentFor(env, pvName)), { what: 'VolumeAttachment released', timeoutMs: 120_000 });
+  t.pass();
 });
 
 test.serial('an attachment the cloud lost is repaired by the periodic comparison with ListVolumes', async (t) => {
