@@ -165,8 +165,10 @@ export class VolumeProvisioner {
     if (!className) return false;
     const sc = this.o.classes.get(className);
     if (!sc) {
-      if (annotated === this.o.driver) throw new Error(`StorageClass ${className} of claim ${keyOf(claim as never)} not found`);
-      return false;
+      if (annotated !== this.o.driver) return false;
+      const message = `StorageClass ${JSON.stringify(className)} not found; create it or fix the claim's storageClassName`;
+      this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, message);
+      throw new Error(message);
     }
     if (sc.provisioner !== this.o.driver) return false;
     if (this.o.pvs.get(volumeNameFor(claim))) return false; // provisioned; the binder binds it
