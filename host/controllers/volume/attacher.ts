@@ -22,6 +22,7 @@ import type { KubeClients } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
+import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { Annotations, Finalizers, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
 import { setFinalizer } from './finalizers.js';
@@ -49,7 +50,7 @@ export class VolumeAttacher {
   private lastReconcile = 0;
 
   constructor(private readonly o: AttacherOptions) {
-    this.queue = new WorkQueue<string>({ name: 'volume-attacher', registry: o.registry });
+    this.queue = new WorkQueue<string>({ name: 'volume-attacher', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     this.storage = o.clients.make(StorageV1Api);
     this.core = o.clients.core;
     this.finalizer = Finalizers.attacher(o.driver);

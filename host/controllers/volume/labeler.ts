@@ -13,6 +13,7 @@ import { CloudCallError } from '../../errors.js';
 import type { Informer } from '../../kube/informer.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
+import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { Labels } from '../../names.js';
 import { affinityWithLabels, missingLabels } from './pv-labels.js';
@@ -42,7 +43,7 @@ export class PvLabeler {
   private readonly done = new Map<string, string>();
 
   constructor(private readonly o: LabelerOptions) {
-    this.queue = new WorkQueue<string>({ name: 'persistentvolume-label', registry: o.registry });
+    this.queue = new WorkQueue<string>({ name: 'persistentvolume-label', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     const add = (pv: V1PersistentVolume) => {
       if (pv.spec?.csi?.driver === o.driver && !pv.metadata?.deletionTimestamp && lacksTopology(pv)) this.queue.add(pv.metadata!.name!);
     };

@@ -22,6 +22,7 @@ import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
+import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { Annotations, EventReasons, Finalizers } from '../../names.js';
 import { setFinalizer } from './finalizers.js';
@@ -64,8 +65,8 @@ export class VolumeProvisioner {
 
   constructor(private readonly o: ProvisionerOptions) {
     this.identity = `${Date.now()}-${o.driver}`;
-    this.claimQueue = new WorkQueue<string>({ name: 'volume-provisioner-claims', registry: o.registry });
-    this.pvQueue = new WorkQueue<string>({ name: 'volume-provisioner-pvs', registry: o.registry });
+    this.claimQueue = new WorkQueue<string>({ name: 'volume-provisioner-claims', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    this.pvQueue = new WorkQueue<string>({ name: 'volume-provisioner-pvs', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     const claimKey = (c: V1PersistentVolumeClaim) => this.claimQueue.add(keyOf(c as { metadata: { name: string; namespace?: string } }));
     o.claims.addEventHandler({ onAdd: claimKey, onUpdate: (_o, c) => claimKey(c), onDelete: claimKey });
     const pvKey = (pv: V1PersistentVolume) => {
@@ -94,6 +95,11 @@ export class VolumeProvisioner {
         if (pv) this.pvQueue.add(pv);
       },
     });
+  }
+
+  /** Retries every create whose outcome is unknown at once, e.g. when the plugin is ready again after a restart. */
+  requeueInFlight(): void {
+    for (const key of this.inFlight.keys()) this.claimQueue.add(key);
   }
 
   async run(signal: AbortSignal): Promise<void> {

@@ -23,6 +23,7 @@ import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
+import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons } from '../../names.js';
 import { bytesToQuantity, quantityToBytes } from './quantity.js';
@@ -64,7 +65,7 @@ export class VolumeResizer {
   private readonly queue: WorkQueue<string>;
 
   constructor(private readonly o: ResizerOptions) {
-    this.queue = new WorkQueue<string>({ name: 'volume-resizer', registry: o.registry });
+    this.queue = new WorkQueue<string>({ name: 'volume-resizer', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     const add = (c: V1PersistentVolumeClaim) => this.queue.add(claimKey(c));
     o.claims.addEventHandler({ onAdd: add, onUpdate: (_o, c) => add(c) });
     o.pvs.addEventHandler({

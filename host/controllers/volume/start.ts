@@ -45,6 +45,8 @@ export const startVolumeProvisioner: ControllerFactory = (ctx) => {
     registry: ctx.registry,
     workers: ctx.config.volumes.concurrentSyncs,
   });
+  // After a plugin restart, learn the outcome of interrupted creates now, not at their backoff.
+  ctx.supervisor.on('ready', () => c.requeueInFlight());
   return { run: (signal) => c.run(signal) };
 };
 
