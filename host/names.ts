@@ -63,12 +63,20 @@ export const Annotations = {
   VA_NODE_ID: 'csi.alpha.kubernetes.io/node-id',
   /** On a Node: the attach/detach controller (not the kubelet) attaches its volumes. */
   CONTROLLER_MANAGED_ATTACH_DETACH: 'volumes.kubernetes.io/controller-managed-attach-detach',
+  /** On a claim with the provisioning finalizer: the CreateVolume request (JSON), repeated unchanged until it has a final answer. */
+  CREATE_REQUEST: 'volume.ccm.dev/create-request',
 } as const;
 
 /** Finalizers (upstream spelling). */
 export const Finalizers = {
   /** On PVs we provisioned: removed only after DeleteVolume succeeded (or the PV is retained). */
   PROVISIONER: 'external-provisioner.volume.kubernetes.io/finalizer',
+  /**
+   * On a claim while its CreateVolume has no final answer (not upstream):
+   * a claim deleted meanwhile stays until the create is resolved and any
+   * volume it made is deleted, even across host restarts.
+   */
+  PROVISIONING_CLAIM: 'volume.ccm.dev/provisioning',
   /** On VolumeAttachments we published: `external-attacher/<driver with non-alphanumerics as ->`. */
   attacher: (driver: string) => `external-attacher/${driver.replace(/[^a-zA-Z0-9-]/g, '-')}`,
 } as const;

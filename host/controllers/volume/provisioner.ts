@@ -6,11 +6,14 @@
  * then their finalizer, then the object.
  *
  * A CreateVolume that failed transiently (timeout, UNAVAILABLE, plugin
- * restart) may still be running in the cloud: the request is remembered and
- * repeated, with the same name, until a final answer, even when the claim has
- * been deleted meanwhile; a volume that then exists without a claim is
- * deleted. So a half-created volume is never leaked while this host runs.
- * (As upstream, that memory does not survive a host restart.)
+ * restart) may still be running in the cloud: the request is repeated, with
+ * the same name, until a final answer, even when the claim has been deleted
+ * meanwhile; a volume that then exists without a claim is deleted. Before
+ * the first call the claim gets a finalizer and the request as an
+ * annotation, removed once the PV exists (or the create failed for good), so
+ * this holds across host restarts too (upstream keeps it in memory only). A
+ * claim whose finalizer was removed by hand is still covered by the
+ * in-memory record while this host runs.
  */
 import type { CoreV1Api, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass, V1VolumeAttachment } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
@@ -27,6 +30,30 @@ import { errorMessage, type Logger } from '../../log.js';
 import { Annotations, EventReasons, Finalizers } from '../../names.js';
 import { setFinalizer } from './finalizers.js';
 import { BadClaimError, claimProvisioner, createRequestFor, persistentVolumeFor, volumeNameFor } from './pv-spec.js';
+
+/** Whether the claim carries our provisioning finalizer. */
+function holdsClaim(claim: V1PersistentVolumeClaim): boolean {
+  return (claim.metadata?.finalizers ?? []).includes(Finalizers.PROVISIONING_CLAIM);
+}
+
+/** The request persisted on the claim, if it is one (name = this claim's volume name). */
+export function persistedRequest(claim: V1PersistentVolumeClaim): CreateVolumeRequest | undefined {
+  const text = claim.metadata?.annotations?.[Annotations.CREATE_REQUEST];
+  if (!text) return undefined;
+  try {
+    const r = JSON.parse(text) as CreateVolumeRequest;
+    const ok =
+      r.name === volumeNameFor(claim) &&
+      Number.isSafeInteger(r.requiredBytes) &&
+      Number.isSafeInteger(r.limitBytes) &&
+      typeof r.parameters === 'object' &&
+      Array.isArray(r.requisite) &&
+      Array.isArray(r.preferred);
+    return ok ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface ProvisionerOptions {
   driver: string;
@@ -121,8 +148,14 @@ export class VolumeProvisioner {
       if (!claim) return;
     }
     if (!claim) return;
+    if (claim.metadata?.deletionTimestamp) {
+      if (holdsClaim(claim)) await this.finishDeletedClaim(key, claim);
+      return;
+    }
     if (!(await this.wantsVolume(claim))) {
       if (pending && this.o.pvs.get(pending.request.name)) this.inFlight.delete(key);
+      // The PV exists (or the claim is bound): a finalizer left by an interrupted sync goes.
+      if (holdsClaim(claim) && (claim.spec?.volumeName || this.o.pvs.get(volumeNameFor(claim)))) await this.releaseClaim(claim);
       return;
     }
     const sc = this.o.classes.get(claim.spec!.storageClassName!)!;
@@ -135,16 +168,30 @@ export class VolumeProvisioner {
       this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`);
       throw err;
     }
-    const entry: InFlight = this.inFlight.get(key) ?? { uid: claim.metadata!.uid!, request, attempts: 0 };
-    // Never change an in-progress request: the cloud may be acting on it.
+    // Never change an in-progress request (remembered here or persisted on the claim by an earlier attempt): the cloud may be acting on it.
+    const entry: InFlight = this.inFlight.get(key) ?? { uid: claim.metadata!.uid!, request: persistedRequest(claim) ?? request, attempts: 0 };
     if (!pending || pending.uid !== entry.uid) this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING, `External provisioner is provisioning volume for claim "${key}"`);
     this.inFlight.set(key, entry);
+    let held: V1PersistentVolumeClaim | undefined = claim;
+    if (!holdsClaim(claim) || !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) {
+      held = await setFinalizer(this.claimAccess(claim), claim, Finalizers.PROVISIONING_CLAIM, true, {
+        annotations: { [Annotations.CREATE_REQUEST]: JSON.stringify(entry.request) },
+      });
+      if (!held) {
+        this.inFlight.delete(key);
+        return; // claim gone before anything was asked of the cloud
+      }
+    }
     entry.attempts++;
     let volume;
     try {
       volume = await this.o.volumes.createVolume(entry.request, entry.attempts);
     } catch (err) {
-      if (!mayBeInProgress(err)) this.inFlight.delete(key); // final: nothing was created
+      if (!mayBeInProgress(err)) {
+        // Final: nothing was created.
+        this.inFlight.delete(key);
+        await this.releaseClaim(held);
+      }
       this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`);
       throw err;
     }
@@ -158,6 +205,7 @@ export class VolumeProvisioner {
       }
     }
     this.inFlight.delete(key);
+    await this.releaseClaim(held);
     this.o.log.info({ claim: key, pv: pv.metadata!.name, volume: volume.volumeId, bytes: volume.capacityBytes }, 'provisioned volume');
     this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING_SUCCEEDED, `Successfully provisioned volume ${pv.metadata!.name}`);
   }
@@ -191,6 +239,43 @@ export class VolumeProvisioner {
       if (isNotFound(err)) throw new BadClaimError(`selected node ${name} does not exist`);
       throw err;
     }
+  }
+
+  private claimAccess(claim: V1PersistentVolumeClaim) {
+    const { name, namespace } = claim.metadata as { name: string; namespace: string };
+    return {
+      read: () => this.o.core.readNamespacedPersistentVolumeClaim({ name, namespace }),
+      patch: (metadata: Record<string, unknown>) => this.o.core.patchNamespacedPersistentVolumeClaim({ name, namespace, body: { metadata } }, patchOptions('merge')),
+    };
+  }
+
+  /** Removes the provisioning finalizer and the persisted request. */
+  private async releaseClaim(claim: V1PersistentVolumeClaim): Promise<void> {
+    if (!holdsClaim(claim) && !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) return;
+    await setFinalizer(this.claimAccess(claim), claim, Finalizers.PROVISIONING_CLAIM, false, { annotations: { [Annotations.CREATE_REQUEST]: null } });
+  }
+
+  /**
+   * A claim deleted while its create had no final answer (our finalizer holds
+   * it): repeat the persisted request until it has one, delete a volume no PV
+   * records, then let the claim go.
+   */
+  private async finishDeletedClaim(key: string, claim: V1PersistentVolumeClaim): Promise<void> {
+    const request = this.inFlight.get(key)?.request ?? persistedRequest(claim);
+    if (request) {
+      let volumeId: string | undefined;
+      try {
+        volumeId = (await this.o.volumes.createVolume(request)).volumeId;
+      } catch (err) {
+        if (mayBeInProgress(err)) throw err; // still unknown: ask again
+      }
+      if (volumeId && !this.o.pvs.get(request.name)) {
+        await this.o.volumes.deleteVolume(volumeId);
+        this.o.log.info({ claim: key, volume: volumeId }, 'deleted volume whose claim was deleted while it was created');
+      }
+    }
+    this.inFlight.delete(key);
+    await this.releaseClaim(claim);
   }
 
   /** The claim of an in-flight create is gone: learn the outcome, and delete a volume nobody wants. */
