@@ -155,7 +155,7 @@ export class VolumeProvisioner {
     if (!(await this.wantsVolume(claim))) {
       if (pending && this.o.pvs.get(pending.request.name)) this.inFlight.delete(key);
       // The PV exists (or the claim is bound): a finalizer left by an interrupted sync goes.
-      if (holdsClaim(claim) && (claim.spec?.volumeName || this.o.pvs.get(volumeNameFor(claim)))) await this.releaseClaim(claim);
+      if (holdsClaim(claim) && (claim.spec?.volumeName || this.o.pvs.get(volumeNameFor(claim)))) await this.releaseClaim(claim, true);
       return;
     }
     const sc = this.o.classes.get(claim.spec!.storageClassName!)!;
@@ -172,11 +172,9 @@ export class VolumeProvisioner {
     const entry: InFlight = this.inFlight.get(key) ?? { uid: claim.metadata!.uid!, request: persistedRequest(claim) ?? request, attempts: 0 };
     if (!pending || pending.uid !== entry.uid) this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING, `External provisioner is provisioning volume for claim "${key}"`);
     this.inFlight.set(key, entry);
-    let held: V1PersistentVolumeClaim | undefined = claim;
     if (!holdsClaim(claim) || !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) {
-      held = await setFinalizer(this.claimAccess(claim), claim, Finalizers.PROVISIONING_CLAIM, true, {
-        annotations: { [Annotations.CREATE_REQUEST]: JSON.stringify(entry.request) },
-      });
+      // Strategic merge: finalizers merge as a set, so this needs no resourceVersion (the binder annotates claims at the same time).
+      const held = await this.patchClaim(claim, { finalizers: [Finalizers.PROVISIONING_CLAIM], annotations: { [Annotations.CREATE_REQUEST]: JSON.stringify(entry.request) } });
       if (!held) {
         this.inFlight.delete(key);
         return; // claim gone before anything was asked of the cloud
@@ -190,7 +188,7 @@ export class VolumeProvisioner {
       if (!mayBeInProgress(err)) {
         // Final: nothing was created.
         this.inFlight.delete(key);
-        await this.releaseClaim(held);
+        await this.releaseClaim(claim, true);
       }
       this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`);
       throw err;
@@ -205,7 +203,7 @@ export class VolumeProvisioner {
       }
     }
     this.inFlight.delete(key);
-    await this.releaseClaim(held);
+    await this.releaseClaim(claim, true);
     this.o.log.info({ claim: key, pv: pv.metadata!.name, volume: volume.volumeId, bytes: volume.capacityBytes }, 'provisioned volume');
     this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING_SUCCEEDED, `Successfully provisioned volume ${pv.metadata!.name}`);
   }
@@ -241,18 +239,25 @@ export class VolumeProvisioner {
     }
   }
 
-  private claimAccess(claim: V1PersistentVolumeClaim) {
+  /** Strategic-merge-patches the claim's metadata; undefined when the claim is gone. */
+  private async patchClaim(claim: V1PersistentVolumeClaim, metadata: Record<string, unknown>): Promise<V1PersistentVolumeClaim | undefined> {
     const { name, namespace } = claim.metadata as { name: string; namespace: string };
-    return {
-      read: () => this.o.core.readNamespacedPersistentVolumeClaim({ name, namespace }),
-      patch: (metadata: Record<string, unknown>) => this.o.core.patchNamespacedPersistentVolumeClaim({ name, namespace, body: { metadata } }, patchOptions('merge')),
-    };
+    try {
+      return await this.o.core.patchNamespacedPersistentVolumeClaim({ name, namespace, body: { metadata } }, patchOptions('strategic'));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
-  /** Removes the provisioning finalizer and the persisted request. */
-  private async releaseClaim(claim: V1PersistentVolumeClaim): Promise<void> {
-    if (!holdsClaim(claim) && !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) return;
-    await setFinalizer(this.claimAccess(claim), claim, Finalizers.PROVISIONING_CLAIM, false, { annotations: { [Annotations.CREATE_REQUEST]: null } });
+  /**
+   * Removes the provisioning finalizer and the persisted request (other
+   * finalizers untouched). `known` = this sync added them, so the cached
+   * claim cannot tell.
+   */
+  private async releaseClaim(claim: V1PersistentVolumeClaim, known = false): Promise<void> {
+    if (!known && !holdsClaim(claim) && !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) return;
+    await this.patchClaim(claim, { '$deleteFromPrimitiveList/finalizers': [Finalizers.PROVISIONING_CLAIM], annotations: { [Annotations.CREATE_REQUEST]: null } });
   }
 
   /**

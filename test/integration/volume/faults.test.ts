@@ -136,4 +136,5 @@ test.serial('a provisioned claim carries no provisioning finalizer or request an
     return x.metadata?.finalizers?.includes('volume.ccm.dev/provisioning') ? undefined : x;
   }, { what: 'finalizer removed' });
   t.falsy(c.metadata?.annotations?.['volume.ccm.dev/create-request']);
+  t.true(c.metadata?.finalizers?.includes('kubernetes.io/pvc-protection'), 'other finalizers are kept');
 });
