@@ -17,7 +17,7 @@ import type { ControlPlane } from '../controlplane/controlplane.js';
 import { freePorts } from '../controlplane/probe.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
-import { f1, type BenchSection } from './section.js';
+import { f1, f2, type BenchSection } from './section.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 const CREATE_CONCURRENCY = 32;
@@ -38,6 +38,22 @@ export interface VolumeBenchFigures extends VolumeBenchSettings {
   podsSeconds: number;
   attachedSeconds: number;
   attachedFromStartSeconds: number;
+  /** Mean seconds per plugin call, by method, from the host's /metrics. */
+  rpcMeanSeconds: Record<string, number>;
+}
+
+/** Mean duration of each volume RPC the host made, from ccm_plugin_rpc_duration_seconds. */
+async function rpcMeans(port: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = new Map<string, number>();
+  const count = new Map<string, number>();
+  for (const m of text.matchAll(/^ccm_plugin_rpc_duration_seconds_(sum|count)\{[^}]*method="([A-Za-z]+)"[^}]*\} ([0-9.e+-]+)/gm)) {
+    const into = m[1] === 'sum' ? sum : count;
+    into.set(m[2]!, (into.get(m[2]!) ?? 0) + Number(m[3]));
+  }
+  const out: Record<string, number> = {};
+  for (const [method, n] of count) if (n > 0 && /Volume/.test(method)) out[method] = (sum.get(method) ?? 0) / n;
+  return out;
 }
 
 async function inParallel<T>(items: T[], fn: (item: T) => Promise<unknown>): Promise<void> {
@@ -134,7 +150,8 @@ export async function benchVolumes(cp: ControlPlane, s: VolumeBenchSettings, log
     }, { what: `${s.claims} attachments attached`, timeoutMs: 15 * 60_000, intervalMs: 250 });
     const attachedSeconds = (Date.now() - t1) / 1000;
     log(`volumes: all attached ${f1(attachedSeconds)} s after the pods were created`);
-    return { ...s, createSeconds, boundSeconds, podsSeconds, attachedSeconds, attachedFromStartSeconds: (Date.now() - t0) / 1000 };
+    const attachedFromStartSeconds = (Date.now() - t0) / 1000;
+    return { ...s, createSeconds, boundSeconds, podsSeconds, attachedSeconds, attachedFromStartSeconds, rpcMeanSeconds: await rpcMeans(port!) };
   } finally {
     host.kill('SIGTERM');
     await host;
@@ -170,9 +187,13 @@ attach/detach) created once every claim was bound, creates the VolumeAttachments
 Machine load (1-minute load average, ${cpus().length} cores): ${f1(loadBefore)} when the run started, ${f1(loadAfter)} when
 it ended${loadBefore > cpus().length ? ' — the machine was busy with other work, so these figures are pessimistic' : ''}.
 
-Each claim costs one CreateVolume (plus the latency) and one PV create; each attachment one finalizer patch,
-one ControllerPublishVolume and one status patch. The local cloud serializes its writes through one state
-file lock.
+Mean plugin call time seen by the host (100 ms of it is the injected latency; the rest is the local
+cloud serializing its writes through one state-file lock, on a busy machine):
+${Object.entries(r.rpcMeanSeconds).map(([m, sec]) => `${m} ${f2(sec)} s`).join(', ')}.
+
+Each claim costs one CreateVolume (plus the latency), one PV create and two claim patches (the provisioning
+finalizer and request annotation, added before the create and removed once the PV exists); each attachment
+one finalizer patch, one ControllerPublishVolume and one status patch.
 `;
   },
 };
