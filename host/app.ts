@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { VersionApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Cloud } from './cloud.js';
 import type { HostConfig } from './config/config.js';
-import { CONTROLLER_FACTORIES } from './controllers/registry.js';
+import { CONTROLLER_FACTORIES, CONTROLLER_PREFLIGHTS } from './controllers/registry.js';
 import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
 import { loadKubeConfig, makeClients, type KubeClients } from './kube/client.js';
@@ -159,6 +159,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     }
     const cloud = new GrpcCloud(supervisor, { readMs: config.pluginCallTimeoutMs, mutateMs: config.pluginMutationTimeoutMs });
     if (!cloud.info().hasClusterId) log.warn('the cloud provider does not tag cloud objects with the cluster name (HasClusterID=false)');
+    for (const name of config.enabledControllers) CONTROLLER_PREFLIGHTS[name]?.(config, cloud);
 
     const userAgent = `${COMPONENT_NAME}/${HOST_VERSION}`;
     const clients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry });

@@ -13,6 +13,7 @@
 
 import type { LoadBalancers } from './cloud-load-balancers.js';
 import type { Routes } from './cloud-routes.js';
+import type { Volumes } from './cloud-volumes.js';
 
 /** Kubernetes NodeAddressType values. */
 export type NodeAddressType = 'Hostname' | 'InternalIP' | 'ExternalIP' | 'InternalDNS' | 'ExternalDNS';
@@ -94,6 +95,8 @@ export interface Cloud {
   instances(): Instances | undefined;
   loadBalancers(): LoadBalancers | undefined;
   routes(): Routes | undefined;
+  /** Cloud volumes (host/cloud-volumes.ts). */
+  volumes(): Volumes | undefined;
 }
 
 /** Largest batch sent in one RPC (the protocol's limit). */

@@ -13,6 +13,14 @@ export const Controllers = {
   NODE_ROUTE: 'node-route-controller',
   /** Upstream's optional nodeipam controller (RangeAllocator); runs only with --allocate-node-cidrs. */
   NODE_IPAM: 'node-ipam-controller',
+  /** Not upstream (see host/controllers/volume/): CreateVolume/DeleteVolume for claims of --volume-provisioner-name. */
+  VOLUME_PROVISIONER: 'volume-provisioner-controller',
+  /** Not upstream: ControllerPublish/Unpublish for VolumeAttachments of --volume-provisioner-name. */
+  VOLUME_ATTACHER: 'volume-attacher-controller',
+  /** Not upstream: ControllerExpandVolume for grown claims. */
+  VOLUME_RESIZER: 'volume-resizer-controller',
+  /** Upstream's old PersistentVolumeLabel controller/admission plugin, as a webhook plus a pass over existing PVs. */
+  PV_LABEL: 'persistentvolume-label-controller',
 } as const;
 export type ControllerName = (typeof Controllers)[keyof typeof Controllers];
 
@@ -23,6 +31,10 @@ export const ControllerAliases: Record<string, ControllerName> = {
   service: Controllers.SERVICE_LB,
   route: Controllers.NODE_ROUTE,
   nodeipam: Controllers.NODE_IPAM,
+  'volume-provisioner': Controllers.VOLUME_PROVISIONER,
+  'volume-attacher': Controllers.VOLUME_ATTACHER,
+  'volume-resizer': Controllers.VOLUME_RESIZER,
+  pvl: Controllers.PV_LABEL,
 };
 
 /** Well-known keys. */
@@ -47,13 +59,46 @@ export const Labels = {
 export const Annotations = {
   /** kubelet --node-ip (upstream api.AnnotationAlphaProvidedIPAddr). */
   PROVIDED_NODE_IP: 'alpha.kubernetes.io/provided-node-ip',
+  /** On a PV: the provisioner that created it (external-provisioner). */
+  PROVISIONED_BY: 'pv.kubernetes.io/provisioned-by',
+  /** On a PVC: the provisioner the PV binder expects to provision it. */
+  STORAGE_PROVISIONER: 'volume.kubernetes.io/storage-provisioner',
+  STORAGE_PROVISIONER_BETA: 'volume.beta.kubernetes.io/storage-provisioner',
+  /** On a PVC of a WaitForFirstConsumer class: the node the scheduler picked. */
+  SELECTED_NODE: 'volume.kubernetes.io/selected-node',
+  /** On a VolumeAttachment: the node id (providerID) the volume was published to (external-attacher). */
+  VA_NODE_ID: 'csi.alpha.kubernetes.io/node-id',
+  /** On a Node: the attach/detach controller (not the kubelet) attaches its volumes. */
+  CONTROLLER_MANAGED_ATTACH_DETACH: 'volumes.kubernetes.io/controller-managed-attach-detach',
+  /** On a claim with the provisioning finalizer: the CreateVolume request (JSON), repeated unchanged until it has a final answer. */
+  CREATE_REQUEST: 'volume.ccm.dev/create-request',
 } as const;
 
-/** Finalizers. */
+/** Finalizers (upstream spelling). */
 export const Finalizers = {
   /** Held by a LoadBalancer Service until its cloud load balancer is deleted (upstream). */
   LB_CLEANUP: 'service.kubernetes.io/load-balancer-cleanup',
+  /** On PVs we provisioned: removed only after DeleteVolume succeeded (or the PV is retained). */
+  PROVISIONER: 'external-provisioner.volume.kubernetes.io/finalizer',
+  /**
+   * On a claim while its CreateVolume has no final answer (not upstream):
+   * a claim deleted meanwhile stays until the create is resolved and any
+   * volume it made is deleted, even across host restarts.
+   */
+  PROVISIONING_CLAIM: 'volume.ccm.dev/provisioning',
+  /** On VolumeAttachments we published: `external-attacher/<driver with non-alphanumerics as ->`. */
+  attacher: (driver: string) => `external-attacher/${driver.replace(/[^a-zA-Z0-9-]/g, '-')}`,
 } as const;
+
+/**
+ * On a VolumeAttachment we published: the volume handle, so a detach works
+ * even when the PV is already gone (not upstream: external-attacher puts a
+ * finalizer on the PV instead).
+ */
+export const VOLUME_HANDLE_ANNOTATION = 'volume.ccm.dev/volume-handle';
+
+/** Key of spec.csi.volumeAttributes naming the provisioner instance (external-provisioner). */
+export const PROVISIONER_IDENTITY_ATTRIBUTE = 'storage.kubernetes.io/csiProvisionerIdentity';
 
 /** Event reasons (upstream spelling). */
 export const EventReasons = {
@@ -80,6 +125,15 @@ export const EventReasons = {
   CIDR_ASSIGNMENT_FAILED: 'CIDRAssignmentFailed',
   /** Not upstream: Warning, the Node's pod CIDRs overlap another Node's or lie outside --cluster-cidr. */
   POD_CIDR_CONFLICT: 'PodCIDRConflict',
+  // Volume controllers, as external-provisioner/-resizer spell them.
+  PROVISIONING: 'Provisioning',
+  PROVISIONING_SUCCEEDED: 'ProvisioningSucceeded',
+  PROVISIONING_FAILED: 'ProvisioningFailed',
+  VOLUME_FAILED_DELETE: 'VolumeFailedDelete',
+  RESIZING: 'Resizing',
+  VOLUME_RESIZE_SUCCESSFUL: 'VolumeResizeSuccessful',
+  VOLUME_RESIZE_FAILED: 'VolumeResizeFailed',
+  FILE_SYSTEM_RESIZE_REQUIRED: 'FileSystemResizeRequired',
 } as const;
 
 /** Node condition written by the route controller (upstream spelling). */
@@ -101,7 +155,14 @@ export const EventComponents: Record<ControllerName, string> = {
   [Controllers.SERVICE_LB]: 'service-controller',
   [Controllers.NODE_ROUTE]: 'route_controller',
   [Controllers.NODE_IPAM]: 'cidrAllocator',
+  [Controllers.VOLUME_PROVISIONER]: 'volume-provisioner-controller',
+  [Controllers.VOLUME_ATTACHER]: 'volume-attacher-controller',
+  [Controllers.VOLUME_RESIZER]: 'volume-resizer-controller',
+  [Controllers.PV_LABEL]: 'persistentvolume-label-controller',
 };
+
+/** The upstream CCM's webhook port (--webhook-secure-port). */
+export const DEFAULT_WEBHOOK_SECURE_PORT = 10260;
 
 /** The upstream CCM's secure port. */
 export const DEFAULT_SECURE_PORT = 10258;

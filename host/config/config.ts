@@ -14,6 +14,7 @@ import { addDefaults, type HostOptions, type HostOptionsWithDefaults } from './o
 import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { Problems } from './validate.js';
 import { JITTER_FACTOR } from '../kube/leader-election.js';
+import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
@@ -92,6 +93,8 @@ export interface HostConfig {
   readonly nodeSelector: string;
   /** `--watch-namespace`: namespace for namespaced informers; '' = all namespaces. */
   readonly watchNamespace: string;
+  /** Volume controllers and PV label webhook (volumes.ts). */
+  readonly volumes: VolumeConfig;
   /** Accepted but questionable settings, one line each, for main to log (cluster-name excluded: see clusterNameDefaulted). */
   readonly warnings: readonly string[];
 }
@@ -162,6 +165,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   }
 
   checkIp('bind-address', o.bindAddress, p);
+  checkIp('webhook-bind-address', o.webhookBindAddress, p);
   const securePort = p.int('secure-port', o.securePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the server' });
   const tls = checkTls(o.tlsCertFile, o.tlsPrivateKeyFile, p);
   const leaderElect = p.bool('leader-elect', o.leaderElect);
@@ -223,6 +227,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
     nodeSelector: checkLabelSelector(o.nodeSelector, p),
     watchNamespace: checkNamespace(o.watchNamespace, p),
+    volumes: compileVolumeConfig(o, p),
     warnings: Object.freeze(warnings),
   };
   if (p.errors.length > 0 || plugin === undefined) return { errors: p.errors };

@@ -85,6 +85,14 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'lb-resync-period', key: 'lbResyncPeriod', kind: 'string', value: 'duration', help: 'Re-ensure every LoadBalancer Service this often, so a load balancer deleted or changed behind the controller\'s back comes back (not in upstream); 0 disables.' },
   { name: 'node-selector', key: 'nodeSelector', kind: 'string', value: 'selector', help: 'Label selector limiting the Nodes this host watches and manages, e.g. pool=a (not in upstream: for sharding and tests). Default all nodes.' },
   { name: 'watch-namespace', key: 'watchNamespace', kind: 'string', value: 'namespace', help: 'Namespace limiting the namespaced objects (Services, claims) this host watches (not in upstream). Default all namespaces.' },
+  { name: 'volume-provisioner-name', key: 'volumeProvisionerName', kind: 'string', value: 'name', help: 'Provisioner (CSI driver) name the volume controllers answer for: StorageClass.provisioner, VolumeAttachment.spec.attacher, PV spec.csi.driver. Default: the plugin\'s name.' },
+  { name: 'concurrent-volume-syncs', key: 'concurrentVolumeSyncs', kind: 'string', value: 'int', help: 'Workers of each volume controller (provisioner, attacher, resizer, labeller).' },
+  { name: 'volume-attach-reconcile-period', key: 'volumeAttachReconcilePeriod', kind: 'string', value: 'duration', help: 'How often VolumeAttachments are compared with the cloud\'s attachments (ListVolumes) and drift is repaired.' },
+  { name: 'webhook-secure-port', key: 'webhookSecurePort', kind: 'string', value: 'port', help: 'HTTPS port of the PersistentVolume label admission webhook (with persistentvolume-label-controller); 0 disables it.' },
+  { name: 'webhook-bind-address', key: 'webhookBindAddress', kind: 'string', value: 'ip', help: 'Address of the webhook server.' },
+  { name: 'webhook-tls-cert-file', key: 'webhookTlsCertFile', kind: 'string', value: 'file', help: 'Serving certificate of the webhook; with --webhook-tls-private-key-file. Without both, a self-signed certificate is generated.' },
+  { name: 'webhook-tls-private-key-file', key: 'webhookTlsPrivateKeyFile', kind: 'string', value: 'file', help: 'Private key matching --webhook-tls-cert-file.' },
+  { name: 'webhook-cert-dir', key: 'webhookCertDir', kind: 'string', value: 'dir', help: 'Where a generated webhook certificate is written (webhook.crt, webhook.key), e.g. to build the caBundle. Default: kept in memory.' },
   { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'Keep a NotReady node whose instance is reported gone until it was reported gone on two consecutive checks at least this far apart; 0 deletes at once (upstream).' },
 ];
 

@@ -7,7 +7,7 @@
  * Defaults are upstream's (kubernetes/cloud-provider:options and
  * controller-manager config/v1alpha1/defaults.go) except where noted.
  */
-import { DEFAULT_SECURE_PORT } from '../names.js';
+import { DEFAULT_SECURE_PORT, DEFAULT_WEBHOOK_SECURE_PORT } from '../names.js';
 
 /**
  * Flag values as the operator gave them. Every field is optional text (or a
@@ -65,6 +65,14 @@ export interface HostOptions {
   nodeCidrMaskSizeIpv6?: string;
   nodeSelector?: string;
   watchNamespace?: string;
+  volumeProvisionerName?: string;
+  concurrentVolumeSyncs?: string;
+  volumeAttachReconcilePeriod?: string;
+  webhookSecurePort?: string;
+  webhookBindAddress?: string;
+  webhookTlsCertFile?: string;
+  webhookTlsPrivateKeyFile?: string;
+  webhookCertDir?: string;
 }
 
 /**
@@ -126,6 +134,10 @@ export const DEFAULT_OPTIONS = Object.freeze({
   nodeCidrMaskSize: '0',
   nodeCidrMaskSizeIpv4: '0',
   nodeCidrMaskSizeIpv6: '0',
+  concurrentVolumeSyncs: '20',
+  volumeAttachReconcilePeriod: '1m',
+  webhookSecurePort: String(DEFAULT_WEBHOOK_SECURE_PORT),
+  webhookBindAddress: '0.0.0.0',
 });
 
 /** Flags that have a default. */

@@ -42,3 +42,9 @@ export interface RunnableController {
  * this cloud/configuration (the host logs it and does not start it).
  */
 export type ControllerFactory = (ctx: ControllerContext) => RunnableController | { skip: string };
+
+/**
+ * Checks, before leader election, whether a controller's configuration can
+ * work with this cloud; throws HostStartError (one line) when it cannot.
+ */
+export type ControllerPreflight = (config: HostConfig, cloud: Cloud) => void;

@@ -26,8 +26,10 @@ import {
   type NodeRef,
   type StatusResult,
 } from '../cloud.js';
+import type { Volumes } from '../cloud-volumes.js';
 import { InstanceNotFoundError, InvalidCloudResponseError, NotImplementedError } from '../errors.js';
 import type { Routes } from '../cloud-routes.js';
+import { GrpcVolumes } from './grpc-volumes.js';
 import { mapLimit } from '../util/map-limit.js';
 import { decodedToCloudError } from './connection.js';
 import { GrpcRoutes } from './grpc-routes.js';
@@ -124,6 +126,11 @@ export class GrpcCloud implements Cloud {
 
   routes(): Routes | undefined {
     return this.hasService(Service.SERVICE_ROUTES) ? this.routesImpl : undefined;
+  }
+
+  volumes(): Volumes | undefined {
+    if (!this.hasService(Service.SERVICE_VOLUMES)) return undefined;
+    return new GrpcVolumes(this.supervisor, this.timeouts, this.hasCapability(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES));
   }
 
   /** Sends one read-only call to the current plugin connection. */

@@ -99,6 +99,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
           await faults.before(currentKnobs(), ctx, label);
           const res = await fn(req, ctx);
           ok = true;
+          await faults.after(currentKnobs(), ctx);
           return res;
         } catch (err) {
           if (err instanceof LockTimeoutError) throw new UnavailableError(err.message);

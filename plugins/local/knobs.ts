@@ -26,6 +26,13 @@ export interface Knobs {
   rateLimitBurst: number;
   /** Every call fails with UNAVAILABLE (simulated outage). */
   failAll: boolean;
+  /**
+   * Added after a call has done its work, before it answers, in
+   * milliseconds: a call cancelled or timed out (or a provider killed) in
+   * that window has changed the cloud without saying so, like a real cloud
+   * API whose reply was lost.
+   */
+  replyLatencyMs: number;
 }
 
 /** The knob names. */
@@ -39,6 +46,7 @@ export const DEFAULT_KNOBS: Readonly<Knobs> = {
   rateLimitQps: 0,
   rateLimitBurst: 0,
   failAll: false,
+  replyLatencyMs: 0,
 };
 
 /** Environment variable of each knob. */
@@ -49,6 +57,7 @@ export const KNOB_ENV: Readonly<Record<KnobName, string>> = {
   rateLimitQps: 'LOCALCLOUD_RATE_LIMIT_QPS',
   rateLimitBurst: 'LOCALCLOUD_RATE_LIMIT_BURST',
   failAll: 'LOCALCLOUD_FAIL_ALL',
+  replyLatencyMs: 'LOCALCLOUD_REPLY_LATENCY_MS',
 };
 
 /** Largest accepted latency knob, in milliseconds (10 minutes). */
@@ -85,7 +94,7 @@ function checkKnob(name: KnobName, value: unknown): string | undefined {
   if (name === 'failAll') return typeof value === 'boolean' ? undefined : `knob ${name} must be true or false`;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `knob ${name} must be a number >= 0`;
   if (name === 'errorRate' && value > 1) return `knob ${name} must be between 0 and 1`;
-  if ((name === 'latencyMs' || name === 'latencyJitterMs') && value > MAX_LATENCY_MS) return `knob ${name} must be <= ${MAX_LATENCY_MS} ms`;
+  if ((name === 'latencyMs' || name === 'latencyJitterMs' || name === 'replyLatencyMs') && value > MAX_LATENCY_MS) return `knob ${name} must be <= ${MAX_LATENCY_MS} ms`;
   return undefined;
 }
 
@@ -204,6 +213,11 @@ export class FaultInjector {
     if (knobs.errorRate > 0 && this.random() < knobs.errorRate) {
       throw new UnavailableError(`injected failure (errorRate ${knobs.errorRate}): ${method}`);
     }
+  }
+
+  /** Runs after the body of a call that succeeded: the reply latency (an abortable sleep). */
+  async after(knobs: Knobs, ctx: CallContext): Promise<void> {
+    if (knobs.replyLatencyMs > 0) await sleep(knobs.replyLatencyMs, ctx);
   }
 
   private takeToken(knobs: Knobs): number {

@@ -167,6 +167,7 @@ export interface KnobSettings {
   rateLimitQps?: number;
   rateLimitBurst?: number;
   failAll?: boolean;
+  replyLatencyMs?: number;
 }
 
 /** The whole state document. */

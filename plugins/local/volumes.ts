@@ -49,14 +49,30 @@ export function sizeFor(range: CapacityRange | undefined): number {
   return limitBytes > 0 ? Math.min(limitBytes, DEFAULT_VOLUME_BYTES) : DEFAULT_VOLUME_BYTES;
 }
 
-/** Zone and region for a new volume: preferred ∩ requisite, else requisite, else preferred, else the defaults. */
-function placementFor(req: TopologyRequirement | undefined, zone: string, region: string): { zone: string; region: string } {
+/**
+ * Zone and region for a new volume: preferred ∩ requisite, else requisite,
+ * else preferred; without topology, a zone that has instances (so the volume
+ * can be attached somewhere): the default zone when an instance is there (or
+ * there are no instances at all), else the zone with the most instances.
+ */
+export function placementFor(
+  req: TopologyRequirement | undefined,
+  zone: string,
+  region: string,
+  instances: readonly { zone: string; region: string }[] = [],
+): { zone: string; region: string } {
   const zoned = (ts: Topology[] | undefined) => (ts ?? []).filter((t) => t.segments[ZONE_LABEL]);
   const requisite = zoned(req?.requisite);
   const preferred = zoned(req?.preferred);
   const allowed = (t: Topology) => requisite.length === 0 || requisite.some((r) => r.segments[ZONE_LABEL] === t.segments[ZONE_LABEL]);
   const pick = preferred.find(allowed) ?? requisite[0] ?? preferred[0];
-  if (!pick) return { zone, region };
+  if (!pick) {
+    if (instances.length === 0 || instances.some((i) => i.zone === zone)) return { zone, region };
+    const counts = new Map<string, { n: number; region: string }>();
+    for (const i of instances) counts.set(i.zone, { n: (counts.get(i.zone)?.n ?? 0) + 1, region: i.region });
+    const [bestZone, best] = [...counts.entries()].sort(([za, a], [zb, b]) => b.n - a.n || za.localeCompare(zb))[0]!;
+    return { zone: bestZone, region: best.region };
+  }
   return { zone: pick.segments[ZONE_LABEL] as string, region: pick.segments[REGION_LABEL] || region };
 }
 
@@ -106,7 +122,7 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
       if (multi !== undefined && multi !== 'true' && multi !== 'false') {
         throw new InvalidArgumentError(`parameter ${MULTI_ATTACH_PARAMETER} must be "true" or "false", got ${JSON.stringify(multi)}`);
       }
-      const place = placementFor(req.accessibilityRequirements, c.settings.zone, c.settings.region);
+      const place = placementFor(req.accessibilityRequirements, c.settings.zone, c.settings.region, store.read().instances);
       const record = await store.update(async (draft) => {
         const existing = draft.volumes.find((v) => v.name === name);
         if (existing) {

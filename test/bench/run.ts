@@ -16,9 +16,10 @@ import { lifecycleSection, routesSection } from './lifecycle-routes.js';
 import { nodeInitSection } from './node-init.js';
 import { rpcSection } from './rpc.js';
 import { f1, type BenchSection } from './section.js';
+import { volumesSection } from './volumes.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection];
+const SECTIONS: BenchSection[] = [rpcSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection];
 
 const DOC = 'docs/benchmarks.md';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);

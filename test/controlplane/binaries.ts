@@ -1,13 +1,18 @@
 /**
- * Locates (or, once per machine, builds) the real kube-apiserver and etcd
- * binaries that test control planes run. Nothing here fakes an API server.
+ * Locates (or, once per machine, builds) the real kube-apiserver,
+ * kube-controller-manager and etcd binaries that test control planes run.
+ * Nothing here fakes an API server.
  *
  * Resolution order, modelled on controller-runtime envtest:
- *   1. `TEST_ASSET_KUBE_APISERVER` / `TEST_ASSET_ETCD` (paths to the binaries),
- *   2. `KUBEBUILDER_ASSETS` (a directory holding `kube-apiserver` and `etcd`),
+ *   1. `TEST_ASSET_KUBE_APISERVER` / `TEST_ASSET_ETCD` /
+ *      `TEST_ASSET_KUBE_CONTROLLER_MANAGER` (paths to the binaries),
+ *   2. `KUBEBUILDER_ASSETS` (a directory holding `kube-apiserver` and `etcd`;
+ *      envtest ships no kube-controller-manager, so it is taken from there
+ *      only when present),
  *   3. the version-keyed cache (`CCM_CONTROLPLANE_CACHE`, default
  *      `${XDG_CACHE_HOME:-~/.cache}/ccm-host/controlplane`), filled by
- *      `build-binaries.sh` from Go modules the first time it is needed.
+ *      `build-binaries.sh` from Go modules the first time it is needed. Each
+ *      binary has its own directory, so adding one never rebuilds the others.
  */
 import { constants as fsc } from 'node:fs';
 import { access, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -18,15 +23,17 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import type { Logger } from '../../host/log.js';
 
-/** Kubernetes version of the kube-apiserver built into the cache. */
+/** Kubernetes version of the kube-apiserver and kube-controller-manager built into the cache. */
 export const K8S_VERSION = 'v1.34.4';
 /** etcd version built into the cache. */
 export const ETCD_VERSION = 'v3.6.16';
 
-/** Paths of the two control-plane binaries. */
+/** Paths of the control-plane binaries. */
 export interface Binaries {
   kubeApiserver: string;
   etcd: string;
+  /** Same Kubernetes version as kubeApiserver; runs the PV binder, attach/detach and protection controllers. */
+  kubeControllerManager: string;
 }
 
 export interface EnsureBinariesOptions {
@@ -58,6 +65,7 @@ export function cachedBinaries(cache = cacheDir()): Binaries {
   return {
     kubeApiserver: join(cache, `kube-apiserver-${K8S_VERSION}`, 'kube-apiserver'),
     etcd: join(cache, `etcd-${ETCD_VERSION}`, 'etcd'),
+    kubeControllerManager: join(cache, `kube-controller-manager-${K8S_VERSION}`, 'kube-controller-manager'),
   };
 }
 
@@ -75,15 +83,25 @@ export async function ensureBinaries(opts: EnsureBinariesOptions = {}): Promise<
   const say = progressSink(opts);
   const kubeApiserver = await explicitBinary('kube-apiserver', 'TEST_ASSET_KUBE_APISERVER');
   const etcd = await explicitBinary('etcd', 'TEST_ASSET_ETCD');
-  if (kubeApiserver && etcd) return { kubeApiserver, etcd };
+  const kubeControllerManager = await explicitBinary('kube-controller-manager', 'TEST_ASSET_KUBE_CONTROLLER_MANAGER', { optionalInAssets: true });
+  if (kubeApiserver && etcd && kubeControllerManager) return { kubeApiserver, etcd, kubeControllerManager };
   const cached = await ensureCached(cacheDir(), say, opts.log);
-  return { kubeApiserver: kubeApiserver ?? cached.kubeApiserver, etcd: etcd ?? cached.etcd };
+  return {
+    kubeApiserver: kubeApiserver ?? cached.kubeApiserver,
+    etcd: etcd ?? cached.etcd,
+    kubeControllerManager: kubeControllerManager ?? cached.kubeControllerManager,
+  };
 }
 
-/** The binary named by TEST_ASSET_* or KUBEBUILDER_ASSETS, checked; undefined when neither is set. */
-async function explicitBinary(file: string, envName: string): Promise<string | undefined> {
+/**
+ * The binary named by TEST_ASSET_* or KUBEBUILDER_ASSETS, checked; undefined
+ * when neither is set (or, with `optionalInAssets`, when KUBEBUILDER_ASSETS
+ * lacks it: the cache provides it then).
+ */
+async function explicitBinary(file: string, envName: string, opts: { optionalInAssets?: boolean } = {}): Promise<string | undefined> {
   const direct = process.env[envName];
   const assets = process.env.KUBEBUILDER_ASSETS;
+  if (!direct && assets && opts.optionalInAssets && !(await isExecutable(join(assets, file)))) return undefined;
   const path = direct || (assets ? join(assets, file) : undefined);
   if (path && !(await isExecutable(path))) {
     const from = direct ? envName : `KUBEBUILDER_ASSETS=${assets}`;
@@ -125,7 +143,7 @@ async function ensureCached(cache: string, say: (line: string) => void, log?: Lo
     if (await haveAll(bins)) return bins;
     await runBuild(cache, say, log);
     if (!(await haveAll(bins))) {
-      throw new Error(`build-binaries.sh finished but ${bins.kubeApiserver} or ${bins.etcd} is missing; see the build output above`);
+      throw new Error(`build-binaries.sh finished but ${bins.kubeApiserver}, ${bins.kubeControllerManager} or ${bins.etcd} is missing; see the build output above`);
     }
     return bins;
   } finally {
@@ -136,7 +154,7 @@ async function ensureCached(cache: string, say: (line: string) => void, log?: Lo
 async function runBuild(cache: string, say: (line: string) => void, log?: Logger): Promise<void> {
   const script = await buildScript();
   const started = Date.now();
-  say(`building kube-apiserver ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`);
+  say(`building the missing ones of kube-apiserver ${K8S_VERSION}, kube-controller-manager ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`);
   log?.info({ script, cache }, 'building control-plane binaries');
   const child = execa('bash', [script, cache, K8S_VERSION, ETCD_VERSION], {
     stdin: 'ignore',
@@ -186,7 +204,7 @@ async function requireGo(cache: string): Promise<void> {
   try {
     await execa('go', ['version'], { timeout: 30_000 });
   } catch {
-    throw new Error(`Go is needed once to build kube-apiserver ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd`);
+    throw new Error(`Go is needed once to build kube-apiserver and kube-controller-manager ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver, kube-controller-manager and etcd`);
   }
 }
 
@@ -239,7 +257,7 @@ export function pidAlive(pid: number): boolean {
 }
 
 async function haveAll(b: Binaries): Promise<boolean> {
-  return (await isExecutable(b.kubeApiserver)) && (await isExecutable(b.etcd));
+  return (await isExecutable(b.kubeApiserver)) && (await isExecutable(b.etcd)) && (await isExecutable(b.kubeControllerManager));
 }
 
 async function isExecutable(path: string): Promise<boolean> {

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from Go modules into a cache directory outside
-# the repository, keyed by version. Nothing here is committed: the Go sources
-# come from the module proxy at build time.
+# Builds kube-apiserver, kube-controller-manager and etcd from Go modules into
+# a cache directory outside the repository, keyed by version. Nothing here is
+# committed: the Go sources come from the module proxy at build time.
 #
 # Usage: build-binaries.sh CACHE_DIR K8S_VERSION ETCD_VERSION
-# Produces CACHE_DIR/kube-apiserver-K8S_VERSION/kube-apiserver and
+# Produces CACHE_DIR/kube-apiserver-K8S_VERSION/kube-apiserver,
+#          CACHE_DIR/kube-controller-manager-K8S_VERSION/kube-controller-manager and
 #          CACHE_DIR/etcd-ETCD_VERSION/etcd
+# Only missing binaries are built; each has its own directory, so adding a
+# binary never invalidates the ones already cached.
 # Each binary is built in a scratch module and moved into place only when the
 # build succeeded, so a half-built binary is never mistaken for a cached one.
 set -euo pipefail
@@ -20,10 +23,13 @@ trap cleanup EXIT
 
 step() { printf '[controlplane-build] %s\n' "$*" >&2; }
 
-build_apiserver() {
-  local out="$cache/kube-apiserver-$k8s"
-  [ -x "$out/kube-apiserver" ] && return 0
-  local work; work=$(mktemp -d "$cache/.build-apiserver.XXXXXX")
+# build_k8s_cmd NAME: builds k8s.io/kubernetes/cmd/NAME at $k8s into
+# $cache/NAME-$k8s/NAME (kube-apiserver, kube-controller-manager).
+build_k8s_cmd() {
+  local name=$1
+  local out="$cache/$name-$k8s"
+  [ -x "$out/$name" ] && return 0
+  local work; work=$(mktemp -d "$cache/.build-$name.XXXXXX")
   scratch+=("$work")
   local minor=${k8s#v1.}             # 34.4
   local staging="v0.$minor"          # v0.34.4
@@ -38,17 +44,17 @@ build_apiserver() {
     modfile=$(sed -n 's/.*"GoMod": "\(.*\)".*/\1/p' "$work/dl.json")
   fi
   {
-    printf 'module ccmbuild/apiserver\n\ngo 1.24.0\n\n'
+    printf 'module ccmbuild/%s\n\ngo 1.24.0\n\n' "$name"
     grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$modfile" | awk -v v="$staging" '{print "replace " $1 " => " $1 " " v}'
   } > "$work/go.mod"
   step "downloading modules (first run only; this takes a few minutes)"
-  (cd "$work" && go get "k8s.io/kubernetes/cmd/kube-apiserver@$k8s" >&2)
-  step "compiling kube-apiserver $k8s (first run only; this takes several minutes on 2 cores)"
+  (cd "$work" && go get "k8s.io/kubernetes/cmd/$name@$k8s" >&2)
+  step "compiling $name $k8s (first run only; this takes several minutes on 2 cores)"
   local pkg=k8s.io/component-base/version
   local ld="-s -w -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
-  (cd "$work" && go build -trimpath -ldflags "$ld" -o "$work/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2)
-  mkdir -p "$out" && mv "$work/kube-apiserver" "$out/kube-apiserver"
-  step "kube-apiserver ready: $out/kube-apiserver"
+  (cd "$work" && go build -trimpath -ldflags "$ld" -o "$work/$name" "k8s.io/kubernetes/cmd/$name" >&2)
+  mkdir -p "$out" && mv "$work/$name" "$out/$name"
+  step "$name ready: $out/$name"
 }
 
 build_etcd() {
@@ -67,4 +73,5 @@ build_etcd() {
 
 mkdir -p "$cache"
 build_etcd
-build_apiserver
+build_k8s_cmd kube-apiserver
+build_k8s_cmd kube-controller-manager

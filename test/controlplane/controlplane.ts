@@ -1,7 +1,9 @@
 /**
  * A real, throw-away Kubernetes control plane: etcd plus kube-apiserver on
- * loopback ports, configured like controller-runtime's envtest. No kubelet,
- * scheduler or controller-manager run, so Nodes exist only if created via API.
+ * loopback ports, configured like controller-runtime's envtest, plus a
+ * kube-controller-manager running only the storage controllers
+ * (KCM_CONTROLLERS). No kubelet or scheduler run, so Nodes exist only if
+ * created via API and Pods only run where a test sets spec.nodeName.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -26,13 +28,41 @@ export interface ControlPlaneOptions {
   startTimeoutMs?: number;
   /** Binaries to run; default: ensureBinaries(). */
   binaries?: Binaries;
+  /** Start kube-controller-manager with KCM_CONTROLLERS (default true). */
+  controllerManager?: boolean;
 }
+
+/**
+ * The kube-controller-manager controllers the control plane runs: exactly
+ * what the PersistentVolume flow of a cloud-controller-manager's volume
+ * controllers needs, and nothing that touches Nodes or Services (node
+ * lifecycle, IPAM, route and service controllers would fight the CCM hosts
+ * under test):
+ *  - persistentvolume-binder: binds claims to the PVs our provisioner creates,
+ *    sets `volume.kubernetes.io/storage-provisioner`, marks PVs Released;
+ *  - persistentvolume-attach-detach: creates/deletes VolumeAttachments for
+ *    Pods with spec.nodeName on nodes annotated for controller-managed attach;
+ *  - persistentvolume-protection / persistentvolumeclaim-protection: the API
+ *    server's StorageObjectInUseProtection admission plugin (on by default)
+ *    puts `kubernetes.io/pv-protection` / `kubernetes.io/pvc-protection`
+ *    finalizers on every PV/PVC, and only these controllers remove them, so
+ *    without them no PV or PVC could ever be deleted;
+ *  - persistentvolume-expander: as in a real cluster, it marks claims whose
+ *    CSI driver must resize them (`volume.kubernetes.io/storage-resizer`).
+ */
+export const KCM_CONTROLLERS = [
+  'persistentvolume-binder-controller',
+  'persistentvolume-attach-detach-controller',
+  'persistentvolume-protection-controller',
+  'persistentvolumeclaim-protection-controller',
+  'persistentvolume-expander-controller',
+] as const;
 
 /** The admin identity written into tokens.csv and the kubeconfig. */
 export const ADMIN_USER = 'ccm-admin';
 
 /** Entries start() owns inside a state dir; only these are reset. */
-const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log'];
+const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log', 'kube-controller-manager.log'];
 
 const PORT_ATTEMPTS = 3;
 
@@ -43,6 +73,7 @@ export class ControlPlane {
   readonly kubeconfigPath: string;
   private etcd?: ManagedProcess;
   private apiserver?: ManagedProcess;
+  private controllerManager?: ManagedProcess;
   private serverUrl = '';
   private stopping?: Promise<void>;
   /** How kube-apiserver was started, so it can be restarted on the same port (fault tests). */
@@ -86,7 +117,7 @@ export class ControlPlane {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await cp.boot(bins, opts.startTimeoutMs ?? 60_000);
+          await cp.boot(bins, opts.startTimeoutMs ?? 60_000, opts.controllerManager ?? true);
           break;
         } catch (err) {
           if (!(err instanceof PortClashError) || attempt >= PORT_ATTEMPTS) throw err;
@@ -132,16 +163,16 @@ export class ControlPlane {
     );
   }
 
-  /** Undefined while both processes run; otherwise which one ended and how. */
+  /** Undefined while every process runs; otherwise which one ended and how. */
   unexpectedExit(): string | undefined {
-    for (const p of [this.etcd, this.apiserver]) {
+    for (const p of [this.etcd, this.apiserver, this.controllerManager]) {
       if (p?.exit !== undefined) return `${p.name} ${p.exit} (log: ${p.logPath})`;
     }
     return undefined;
   }
 
   /**
-   * Stops kube-apiserver, then etcd (SIGTERM, up to 10 s each, then SIGKILL),
+   * Stops kube-controller-manager, kube-apiserver, then etcd (SIGTERM, up to 10 s each, then SIGKILL),
    * and removes a temp dir unless CCM_KEEP_CONTROLPLANE=1. Safe to call twice.
    */
   stop(): Promise<void> {
@@ -160,8 +191,9 @@ export class ControlPlane {
     return this.stopping;
   }
 
-  /** SIGKILLs both processes and removes a temp dir, synchronously (for 'exit' handlers). */
+  /** SIGKILLs every process and removes a temp dir, synchronously (for 'exit' handlers). */
   killNow(): void {
+    this.controllerManager?.killNow();
     this.apiserver?.killNow();
     this.etcd?.killNow();
     if (this.removeDirOnStop && process.env.CCM_KEEP_CONTROLPLANE !== '1') {
@@ -175,15 +207,15 @@ export class ControlPlane {
 
   private async stopProcesses(): Promise<void> {
     const errors: unknown[] = [];
-    for (const p of [this.apiserver, this.etcd]) {
+    for (const p of [this.controllerManager, this.apiserver, this.etcd]) {
       await p?.stop(10_000).catch((err: unknown) => errors.push(err));
     }
     if (errors.length > 0) throw errors[0];
   }
 
-  private async boot(bins: Binaries, timeoutMs: number): Promise<void> {
+  private async boot(bins: Binaries, timeoutMs: number, withControllerManager: boolean): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    const [etcdPort, peerPort, apiPort] = await freePorts(3);
+    const [etcdPort, peerPort, apiPort, kcmPort] = await freePorts(4);
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     this.serverUrl = `https://127.0.0.1:${apiPort}`;
@@ -263,6 +295,42 @@ export class ControlPlane {
     }
     this.apiserverCmd = { bin: bins.kubeApiserver, args: apiserverArgs, logPath: join(this.dir, 'kube-apiserver.log'), ca };
     await writeFile(this.kubeconfigPath, kubeconfigYaml(this.serverUrl, ca, this.token), { mode: 0o600 });
+    if (withControllerManager) await this.startControllerManager(bins, kcmPort!, deadline, timeoutMs);
+  }
+
+  /**
+   * kube-controller-manager as a cluster with an external cloud provider runs
+   * it, limited to KCM_CONTROLLERS. It uses the admin kubeconfig (no
+   * per-controller service accounts: --use-service-account-credentials is
+   * off), serves /healthz on a loopback port with a self-signed certificate
+   * (the probe only checks it is up), and syncs claims every 5 s instead of
+   * 15 s so a missed event costs a test little.
+   */
+  private async startControllerManager(bins: Binaries, port: number, deadline: number, timeoutMs: number): Promise<void> {
+    this.controllerManager = ManagedProcess.spawn('kube-controller-manager', bins.kubeControllerManager, [
+      `--kubeconfig=${this.kubeconfigPath}`,
+      '--cloud-provider=external',
+      `--controllers=${KCM_CONTROLLERS.join(',')}`,
+      '--leader-elect=false',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+      `--cert-dir=${join(this.dir, 'certs', 'kcm')}`,
+      '--pvclaimbinder-sync-period=5s',
+      '--attach-detach-reconcile-sync-period=5s',
+      '--kube-api-qps=100',
+      '--kube-api-burst=200',
+      '-v=2',
+    ], join(this.dir, 'kube-controller-manager.log'));
+    const healthz = `https://127.0.0.1:${port}/healthz`;
+    await pollUntil(
+      deadline,
+      async () => {
+        await this.failIfExited(this.controllerManager!);
+        const r = await get(healthz, { insecure: true }).catch(() => undefined);
+        return r?.status === 200 ? true : undefined;
+      },
+      () => this.timeoutError(this.controllerManager!, `GET ${healthz}`, timeoutMs),
+    );
   }
 
   private async failIfExited(p: ManagedProcess): Promise<void> {

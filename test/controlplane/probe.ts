@@ -35,6 +35,8 @@ export async function freePorts(n: number): Promise<number[]> {
 export interface ProbeOptions {
   /** PEM CA bundle that must sign the server's certificate (https only). */
   ca?: string | Buffer;
+  /** Accept any server certificate (a self-signed health endpoint, where only "is it up" matters). */
+  insecure?: boolean;
   /** Sent as `Authorization: Bearer <token>`. */
   token?: string;
   /** Per-request limit; the request is abandoned after this. */
@@ -60,6 +62,7 @@ export function get(url: string, opts: ProbeOptions = {}): Promise<ProbeResult> 
       {
         method: 'GET',
         ca: opts.ca,
+        rejectUnauthorized: !opts.insecure,
         headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
         timeout,
         agent: false,

@@ -5,19 +5,25 @@
  * start-up with one line (upstream exits fatally too).
  */
 import { HostStartError } from '../../errors.js';
-import type { ControllerFactory } from '../context.js';
+import type { ControllerFactory, ControllerPreflight } from '../context.js';
 import { RouteController, parseClusterCidrs } from './route-controller.js';
+
+/** Runs before leader election, so a replica that could never lead usefully fails at start-up. */
+export const routePreflight: ControllerPreflight = (config, cloud) => {
+  if (!config.configureCloudRoutes || !cloud.routes()) return;
+  if (parseClusterCidrs(config.clusterCidrs).length === 0) {
+    throw new HostStartError(
+      '--cluster-cidr is required by the route controller (the provider implements routes and --configure-cloud-routes=true): pass the pod network, e.g. --cluster-cidr=10.244.0.0/16, or set --configure-cloud-routes=false',
+    );
+  }
+};
 
 export const startRouteController: ControllerFactory = (ctx) => {
   if (!ctx.config.configureCloudRoutes) return { skip: '--configure-cloud-routes=false' };
   const routes = ctx.cloud.routes();
   if (!routes) return { skip: 'the cloud provider does not implement routes' };
+  routePreflight(ctx.config, ctx.cloud);
   const clusterCidrs = parseClusterCidrs(ctx.config.clusterCidrs);
-  if (clusterCidrs.length === 0) {
-    throw new HostStartError(
-      '--cluster-cidr is required by the route controller (the provider implements routes and --configure-cloud-routes=true): pass the pod network, e.g. --cluster-cidr=10.244.0.0/16, or set --configure-cloud-routes=false',
-    );
-  }
   const controller = new RouteController({
     core: ctx.clients.core,
     nodes: ctx.informers.nodes(),

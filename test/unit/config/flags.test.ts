@@ -37,6 +37,7 @@ test.after.always(() => fs.rmSync(DIR, { recursive: true, force: true }));
 /** Flags every case needs unless it is about them. */
 const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
 const ALL = Object.values(Controllers);
+const VOLUME_CONTROLLERS = [Controllers.VOLUME_PROVISIONER, Controllers.VOLUME_ATTACHER, Controllers.VOLUME_RESIZER, Controllers.PV_LABEL];
 
 interface Case {
   description: string;
@@ -196,12 +197,13 @@ const cases: Case[] = [
   { description: 'cluster-name empty', argv: [...BASE, '--cluster-name='], errors: ['--cluster-name must not be empty'] },
 
   // --controllers
-  { description: 'controllers * minus one', argv: [...BASE, '--controllers=*,-route'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.CLOUD_NODE_LIFECYCLE, Controllers.SERVICE_LB, Controllers.NODE_IPAM] } },
+  { description: 'controllers * minus one', argv: [...BASE, '--controllers=*,-route'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.CLOUD_NODE_LIFECYCLE, Controllers.SERVICE_LB, Controllers.NODE_IPAM, ...VOLUME_CONTROLLERS] } },
   { description: 'controllers by alias only', argv: [...BASE, '--controllers=cloud-node'], want: { controllers: ['cloud-node'], enabledControllers: [Controllers.CLOUD_NODE] } },
   { description: 'controllers by canonical name', argv: [...BASE, '--controllers=service-lb-controller,node-route-controller'], want: { enabledControllers: [Controllers.SERVICE_LB, Controllers.NODE_ROUTE] } },
-  { description: 'controllers disable before *', argv: [...BASE, '--controllers=-cloud-node-lifecycle,*'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.SERVICE_LB, Controllers.NODE_ROUTE, Controllers.NODE_IPAM] } },
+  { description: 'controllers disable before *', argv: [...BASE, '--controllers=-cloud-node-lifecycle,*'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.SERVICE_LB, Controllers.NODE_ROUTE, Controllers.NODE_IPAM, ...VOLUME_CONTROLLERS] } },
   { description: 'controllers first entry wins (enable)', argv: [...BASE, '--controllers=route,-route'], want: { enabledControllers: [Controllers.NODE_ROUTE] } },
-  { description: 'controllers first entry wins (disable)', argv: [...BASE, '--controllers=-route,route,*'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.CLOUD_NODE_LIFECYCLE, Controllers.SERVICE_LB, Controllers.NODE_IPAM] } },
+  { description: 'controllers first entry wins (disable)', argv: [...BASE, '--controllers=-route,route,*'], want: { enabledControllers: [Controllers.CLOUD_NODE, Controllers.CLOUD_NODE_LIFECYCLE, Controllers.SERVICE_LB, Controllers.NODE_IPAM, ...VOLUME_CONTROLLERS] } },
+  { description: 'volume controllers by alias', argv: [...BASE, '--controllers=volume-provisioner,volume-attacher,volume-resizer,pvl'], want: { enabledControllers: VOLUME_CONTROLLERS } },
   { description: 'controllers nodeipam alias', argv: [...BASE, '--controllers=nodeipam'], want: { enabledControllers: [Controllers.NODE_IPAM] } },
   { description: 'controllers repeated flag appends', argv: [...BASE, '--controllers', 'cloud-node', '--controllers=service'], want: { controllers: ['cloud-node', 'service'], enabledControllers: [Controllers.CLOUD_NODE, Controllers.SERVICE_LB] } },
   { description: 'controllers empty enables none, with a warning', argv: [...BASE, '--controllers='], want: { controllers: [], enabledControllers: [], warnings: ['--controllers= enables no controller: the host will only serve /healthz and /metrics'] } },
@@ -295,6 +297,26 @@ const cases: Case[] = [
   { description: 'cluster-cidr two IPv4', argv: [...BASE, '--cluster-cidr=10.0.0.0/16,10.1.0.0/16'], errors: ['one IPv4 and one IPv6'] },
   { description: 'cluster-cidr three', argv: [...BASE, '--cluster-cidr=10.0.0.0/16,fd00::/56,10.1.0.0/16'], errors: ['at most 2 CIDRs'] },
   { description: 'cidr-allocator-type stored', argv: [...BASE, '--cidr-allocator-type=CloudAllocator'], want: { cidrAllocatorType: 'CloudAllocator' } },
+
+  // Volume controllers and the PV label webhook
+  {
+    description: 'volume defaults',
+    argv: BASE,
+    want: { volumes: { provisionerName: '', concurrentSyncs: 20, attachReconcilePeriodMs: 60_000, webhookPort: 10260, webhookBindAddress: '0.0.0.0', webhookTls: undefined, webhookCertDir: '' } },
+  },
+  {
+    description: 'volume flags',
+    argv: [...BASE, '--volume-provisioner-name=disk.example.com', '--concurrent-volume-syncs=50', '--volume-attach-reconcile-period=30s', '--webhook-secure-port=0', '--webhook-bind-address=127.0.0.1', `--webhook-tls-cert-file=${CERT}`, `--webhook-tls-private-key-file=${KEY}`, `--webhook-cert-dir=${DIR}`],
+    want: { volumes: { provisionerName: 'disk.example.com', concurrentSyncs: 50, attachReconcilePeriodMs: 30_000, webhookPort: 0, webhookBindAddress: '127.0.0.1', webhookTls: { certFile: CERT, keyFile: KEY }, webhookCertDir: DIR } },
+  },
+  { description: 'volume-provisioner-name invalid', argv: [...BASE, '--volume-provisioner-name=Disk_Example'], errors: ['--volume-provisioner-name: "Disk_Example" is not a valid CSI driver name'] },
+  { description: 'volume-provisioner-name too long', argv: [...BASE, `--volume-provisioner-name=${'a'.repeat(64)}`], errors: ['is not a valid CSI driver name'] },
+  { description: 'concurrent-volume-syncs 0', argv: [...BASE, '--concurrent-volume-syncs=0'], errors: ['--concurrent-volume-syncs="0" is invalid'] },
+  { description: 'volume-attach-reconcile-period 0', argv: [...BASE, '--volume-attach-reconcile-period=0'], errors: ['--volume-attach-reconcile-period'] },
+  { description: 'webhook-secure-port out of range', argv: [...BASE, '--webhook-secure-port=70000'], errors: ['--webhook-secure-port="70000" is invalid'] },
+  { description: 'webhook-bind-address not an IP', argv: [...BASE, '--webhook-bind-address=localhost'], errors: ['--webhook-bind-address="localhost" is invalid'] },
+  { description: 'webhook cert without key', argv: [...BASE, `--webhook-tls-cert-file=${CERT}`], errors: ['--webhook-tls-cert-file and --webhook-tls-private-key-file go together'] },
+  { description: 'webhook cert unreadable', argv: [...BASE, `--webhook-tls-cert-file=${MISSING}`, `--webhook-tls-private-key-file=${KEY}`], errors: ['cannot read --webhook-tls-cert-file'] },
 
   // Unknown flags, arguments, missing values
   { description: 'unknown flag', argv: [...BASE, '--bogus'], errors: ['unknown flag --bogus', '--help'], errorCount: 1 },

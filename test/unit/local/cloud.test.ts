@@ -494,3 +494,12 @@ test('Configure applies JSON cloud config, warns on unknown keys, rejects garbag
   t.is(cloud.currentSettings().zone, 'local-a');
   t.true(await cloud.probe!(ctx()));
 });
+
+test('volumes without topology go to a zone that has instances', async (t) => {
+  const { placementFor } = await import('../../../plugins/local/volumes.js');
+  const at = (zone: string) => ({ zone, region: `r-${zone}` });
+  t.deepEqual(placementFor(undefined, 'local-a', 'local', []), { zone: 'local-a', region: 'local' }, 'no instances: the default');
+  t.deepEqual(placementFor(undefined, 'local-a', 'local', [at('local-b'), at('local-a')]), { zone: 'local-a', region: 'local' }, 'the default has an instance');
+  t.deepEqual(placementFor(undefined, 'local-a', 'local', [at('z2'), at('z1'), at('z2')]), { zone: 'z2', region: 'r-z2' }, 'the most populated zone');
+  t.deepEqual(placementFor(undefined, 'local-a', 'local', [at('z2'), at('z1')]), { zone: 'z1', region: 'r-z1' }, 'ties: by name');
+});

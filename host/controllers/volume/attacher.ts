@@ -1,0 +1,199 @@
+/**
+ * The volume attacher (external-attacher semantics): VolumeAttachments whose
+ * `spec.attacher` is our name — created by kube-controller-manager's
+ * attach/detach controller for Pods on nodes — are published to the node's
+ * instance (ControllerPublishVolume to its providerID) and marked attached;
+ * deleted ones are unpublished and released.
+ *
+ * Order of an attach: finalizer + node-id annotation (so a detach can always
+ * find the instance, even after the Node object is gone), then the cloud
+ * call, then status. A detach unpublishes from the annotated instance (an
+ * instance that no longer exists counts as detached), clears the status and
+ * removes the finalizer. Every `--volume-attach-reconcile-period` the
+ * attachments marked attached are compared with ListVolumes; one the cloud
+ * does not show is marked detached, which makes the next sync publish again.
+ */
+import { StorageV1Api, type CoreV1Api, type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { Volumes } from '../../cloud-volumes.js';
+import { InstanceNotFoundError } from '../../errors.js';
+import { sleep } from '../../kube/backoff.js';
+import type { KubeClients } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import { patchOptions } from '../../kube/patch.js';
+import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
+import { volumeRateLimiter } from './retry.js';
+import { errorMessage, type Logger } from '../../log.js';
+import { Annotations, Finalizers, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
+import { setFinalizer } from './finalizers.js';
+
+export interface AttacherOptions {
+  driver: string;
+  volumes: Volumes;
+  clients: KubeClients;
+  attachments: Informer<V1VolumeAttachment>;
+  pvs: Informer<V1PersistentVolume>;
+  nodes: Informer<V1Node>;
+  /** True when --node-selector limits the Nodes informer: VolumeAttachments for other nodes belong to another host. */
+  nodesSharded: boolean;
+  log: Logger;
+  registry?: Registry;
+  workers: number;
+  reconcilePeriodMs: number;
+}
+
+export class VolumeAttacher {
+  private readonly queue: WorkQueue<string>;
+  private readonly storage: StorageV1Api;
+  private readonly core: CoreV1Api;
+  private readonly finalizer: string;
+  private lastReconcile = 0;
+
+  constructor(private readonly o: AttacherOptions) {
+    this.queue = new WorkQueue<string>({ name: 'volume-attacher', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    this.storage = o.clients.make(StorageV1Api);
+    this.core = o.clients.core;
+    this.finalizer = Finalizers.attacher(o.driver);
+    const add = (va: V1VolumeAttachment) => {
+      if (va.spec?.attacher === o.driver) this.queue.add(va.metadata!.name!);
+    };
+    o.attachments.addEventHandler({ onAdd: add, onUpdate: (_o, va) => add(va), onDelete: add });
+    // A node that gets its providerID (or appears) unblocks waiting attachments.
+    o.nodes.addEventHandler({
+      onUpdate: (old, n) => {
+        if (old.spec?.providerID !== n.spec?.providerID) this.requeueNode(n.metadata!.name!);
+      },
+      onAdd: (n) => this.requeueNode(n.metadata!.name!),
+    });
+  }
+
+  private requeueNode(node: string): void {
+    for (const va of this.o.attachments.list()) if (va.spec?.attacher === this.o.driver && va.spec.nodeName === node) this.queue.add(va.metadata!.name!);
+  }
+
+  healthy(): boolean {
+    return this.lastReconcile === 0 || Date.now() - this.lastReconcile < 3 * this.o.reconcilePeriodMs + 60_000;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    this.o.log.info({ driver: this.o.driver, workers: this.o.workers }, 'Starting volume attacher');
+    for (const i of [this.o.attachments, this.o.pvs, this.o.nodes]) if (!(await i.waitForSync(signal))) return;
+    this.lastReconcile = Date.now();
+    const loop = this.reconcileLoop(signal);
+    await runWorkers(this.queue, this.o.workers, (k) => this.sync(k), { log: this.o.log, signal });
+    await loop;
+    this.o.log.info('Shutting down volume attacher');
+  }
+
+  async sync(name: string): Promise<void> {
+    const va = this.o.attachments.get(name);
+    if (!va || va.spec?.attacher !== this.o.driver) return;
+    if (va.metadata?.deletionTimestamp) return this.detach(va);
+    if (va.status?.attached) return;
+    return this.attach(va);
+  }
+
+  private volumeHandle(va: V1VolumeAttachment): string | undefined {
+    const pvName = va.spec?.source?.persistentVolumeName;
+    const pv = pvName ? this.o.pvs.get(pvName) : undefined;
+    return pv?.spec?.csi?.volumeHandle ?? va.spec?.source?.inlineVolumeSpec?.csi?.volumeHandle ?? va.metadata?.annotations?.[VOLUME_HANDLE_ANNOTATION];
+  }
+
+  private async attach(va: V1VolumeAttachment): Promise<void> {
+    const name = va.metadata!.name!;
+    const nodeName = va.spec!.nodeName;
+    const node = this.o.nodes.get(nodeName);
+    if (!node && this.o.nodesSharded) return; // another host's node
+    try {
+      if (!node) throw new Error(`node ${nodeName} not found`);
+      const providerId = node.spec?.providerID;
+      if (!providerId) throw new Error(`node ${nodeName} has no providerID yet (not initialized by the cloud node controller)`);
+      const pvName = va.spec!.source?.persistentVolumeName;
+      const pv = pvName ? this.o.pvs.get(pvName) : undefined;
+      const csi = pv?.spec?.csi ?? va.spec!.source?.inlineVolumeSpec?.csi;
+      if (!csi) throw new Error(`PersistentVolume ${pvName ?? '(inline)'} not found or has no csi source`);
+      if (csi.driver !== this.o.driver) throw new Error(`volume is of driver ${csi.driver}, not ${this.o.driver}`);
+      if (pv?.metadata?.deletionTimestamp) throw new Error(`PersistentVolume ${pvName} is being deleted`);
+      const updated = await setFinalizer(
+        { read: () => this.storage.readVolumeAttachment({ name }), patch: (metadata) => this.storage.patchVolumeAttachment({ name, body: { metadata } }, patchOptions('merge')) },
+        va,
+        this.finalizer,
+        true,
+        { annotations: { [Annotations.VA_NODE_ID]: providerId, [VOLUME_HANDLE_ANNOTATION]: csi.volumeHandle } },
+      );
+      if (!updated || updated.metadata?.deletionTimestamp) return;
+      const metadata = await this.o.volumes.controllerPublish(csi.volumeHandle, providerId, !!csi.readOnly, csi.volumeAttributes ?? {});
+      await this.patchStatus(name, { attached: true, attachmentMetadata: metadata, attachError: null });
+      this.o.log.info({ attachment: name, volume: csi.volumeHandle, node: nodeName }, 'attached volume');
+    } catch (err) {
+      const message = errorMessage(err);
+      await this.patchStatus(name, { attached: false, attachError: { time: new Date().toISOString(), message } }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async detach(va: V1VolumeAttachment): Promise<void> {
+    const name = va.metadata!.name!;
+    if (!(va.metadata?.finalizers ?? []).includes(this.finalizer)) return;
+    const nodeId = va.metadata?.annotations?.[Annotations.VA_NODE_ID] ?? this.o.nodes.get(va.spec!.nodeName)?.spec?.providerID;
+    const handle = this.volumeHandle(va);
+    // Without an annotation the volume was never published (the annotation comes first).
+    if (nodeId && handle) {
+      try {
+        await this.o.volumes.controllerUnpublish(handle, nodeId);
+      } catch (err) {
+        // The instance is gone, so the volume is not attached to it.
+        if (!(err instanceof InstanceNotFoundError)) {
+          await this.patchStatus(name, { detachError: { time: new Date().toISOString(), message: errorMessage(err) } }).catch(() => undefined);
+          throw err;
+        }
+      }
+    }
+    await this.patchStatus(name, { attached: false, attachmentMetadata: null, detachError: null }).catch((err) => {
+      this.o.log.debug({ attachment: name, err: errorMessage(err) }, 'could not clear attachment status');
+    });
+    await setFinalizer(
+      { read: () => this.storage.readVolumeAttachment({ name }), patch: (metadata) => this.storage.patchVolumeAttachment({ name, body: { metadata } }, patchOptions('merge')) },
+      va,
+      this.finalizer,
+      false,
+    );
+    this.o.log.info({ attachment: name, volume: handle, node: va.spec?.nodeName }, 'detached volume');
+  }
+
+  private async patchStatus(name: string, status: Record<string, unknown>): Promise<void> {
+    await this.storage.patchVolumeAttachmentStatus({ name, body: { status } }, patchOptions('merge'));
+  }
+
+  private async reconcileLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (!(await sleep(this.o.reconcilePeriodMs, signal))) return;
+      try {
+        await this.reconcile();
+      } catch (err) {
+        this.o.log.warn({ err: errorMessage(err) }, 'attachment reconciliation failed');
+      }
+      this.lastReconcile = Date.now();
+    }
+  }
+
+  /** One drift check: attachments marked attached that the cloud does not show are marked detached (and so re-published). */
+  async reconcile(): Promise<number> {
+    if (!this.o.volumes.listsPublishedNodes) return 0;
+    const mine = this.o.attachments.list().filter((va) => va.spec?.attacher === this.o.driver && va.status?.attached && !va.metadata?.deletionTimestamp);
+    if (mine.length === 0) return 0;
+    const published = new Map<string, Set<string>>();
+    for (const e of await this.o.volumes.listVolumes()) published.set(e.volume.volumeId, new Set(e.publishedNodeIds));
+    let repaired = 0;
+    for (const va of mine) {
+      const handle = this.volumeHandle(va);
+      const nodeId = va.metadata?.annotations?.[Annotations.VA_NODE_ID];
+      if (!handle || !nodeId || published.get(handle)?.has(nodeId)) continue;
+      const name = va.metadata!.name!;
+      this.o.log.warn({ attachment: name, volume: handle, node: va.spec?.nodeName }, 'volume is not attached in the cloud; attaching it again');
+      await this.patchStatus(name, { attached: false }).catch((err) => this.o.log.warn({ attachment: name, err: errorMessage(err) }, 'could not mark attachment for repair'));
+      repaired++;
+    }
+    return repaired;
+  }
+}

@@ -1,0 +1,354 @@
+/**
+ * The volume provisioner (external-provisioner semantics, no upstream CCM
+ * counterpart): claims of StorageClasses whose `provisioner` is our name get
+ * a cloud volume (CreateVolume named `pvc-<claim uid>`) and a PV pre-bound
+ * to them; released PVs with reclaim policy Delete lose their cloud volume,
+ * then their finalizer, then the object.
+ *
+ * A CreateVolume that failed transiently (timeout, UNAVAILABLE, plugin
+ * restart) may still be running in the cloud: the request is repeated, with
+ * the same name, until a final answer, even when the claim has been deleted
+ * meanwhile; a volume that then exists without a claim is deleted. Before
+ * the first call the claim gets a finalizer and the request as an
+ * annotation, removed once the PV exists (or the create failed for good), so
+ * this holds across host restarts too (upstream keeps it in memory only). A
+ * claim whose finalizer was removed by hand is still covered by the
+ * in-memory record while this host runs.
+ */
+import type { CoreV1Api, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass, V1VolumeAttachment } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { CreateVolumeRequest, Volumes } from '../../cloud-volumes.js';
+import { CloudCallError, PluginUnavailableError } from '../../errors.js';
+import { isConflict, isNotFound } from '../../kube/client.js';
+import type { EventRecorder } from '../../kube/events.js';
+import type { Informer } from '../../kube/informer.js';
+import { keyOf } from '../../kube/keys.js';
+import { patchOptions } from '../../kube/patch.js';
+import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
+import { volumeRateLimiter } from './retry.js';
+import { errorMessage, type Logger } from '../../log.js';
+import { Annotations, EventReasons, Finalizers } from '../../names.js';
+import { setFinalizer } from './finalizers.js';
+import { BadClaimError, claimProvisioner, createRequestFor, persistentVolumeFor, volumeNameFor } from './pv-spec.js';
+
+/** Whether the claim carries our provisioning finalizer. */
+function holdsClaim(claim: V1PersistentVolumeClaim): boolean {
+  return (claim.metadata?.finalizers ?? []).includes(Finalizers.PROVISIONING_CLAIM);
+}
+
+/** The request persisted on the claim, if it is one (name = this claim's volume name). */
+export function persistedRequest(claim: V1PersistentVolumeClaim): CreateVolumeRequest | undefined {
+  const text = claim.metadata?.annotations?.[Annotations.CREATE_REQUEST];
+  if (!text) return undefined;
+  try {
+    const r = JSON.parse(text) as CreateVolumeRequest;
+    const ok =
+      r.name === volumeNameFor(claim) &&
+      Number.isSafeInteger(r.requiredBytes) &&
+      Number.isSafeInteger(r.limitBytes) &&
+      typeof r.parameters === 'object' &&
+      Array.isArray(r.requisite) &&
+      Array.isArray(r.preferred);
+    return ok ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface ProvisionerOptions {
+  driver: string;
+  volumes: Volumes;
+  core: CoreV1Api;
+  claims: Informer<V1PersistentVolumeClaim>;
+  pvs: Informer<V1PersistentVolume>;
+  classes: Informer<V1StorageClass>;
+  attachments: Informer<V1VolumeAttachment>;
+  nodes: Informer<V1Node>;
+  recorder: EventRecorder;
+  log: Logger;
+  registry?: Registry;
+  workers: number;
+}
+
+/** A CreateVolume whose outcome is not known yet. */
+interface InFlight {
+  uid: string;
+  request: CreateVolumeRequest;
+  attempts: number;
+}
+
+/** Whether an error means "the operation may still be in progress". */
+export function mayBeInProgress(err: unknown): boolean {
+  if (err instanceof PluginUnavailableError) return true;
+  return err instanceof CloudCallError && err.transient;
+}
+
+export class VolumeProvisioner {
+  private readonly claimQueue: WorkQueue<string>;
+  private readonly pvQueue: WorkQueue<string>;
+  private readonly inFlight = new Map<string, InFlight>();
+  /** Written into every PV's volumeAttributes, as external-provisioner does. */
+  private readonly identity: string;
+
+  constructor(private readonly o: ProvisionerOptions) {
+    this.identity = `${Date.now()}-${o.driver}`;
+    this.claimQueue = new WorkQueue<string>({ name: 'volume-provisioner-claims', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    this.pvQueue = new WorkQueue<string>({ name: 'volume-provisioner-pvs', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    const claimKey = (c: V1PersistentVolumeClaim) => this.claimQueue.add(keyOf(c as { metadata: { name: string; namespace?: string } }));
+    o.claims.addEventHandler({ onAdd: claimKey, onUpdate: (_o, c) => claimKey(c), onDelete: claimKey });
+    const pvKey = (pv: V1PersistentVolume) => {
+      if (pv.spec?.csi?.driver === o.driver) this.pvQueue.add(pv.metadata!.name!);
+    };
+    o.pvs.addEventHandler({
+      onAdd: pvKey,
+      onUpdate: (_o, pv) => pvKey(pv),
+      // A PV deleted by hand before its claim was bound: the claim needs a new one.
+      onDelete: (pv) => {
+        const ref = pv.spec?.claimRef;
+        if (pv.spec?.csi?.driver === o.driver && ref?.name) this.claimQueue.add(ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);
+      },
+    });
+    // A class created after its claims: look at the claims again.
+    o.classes.addEventHandler({
+      onAdd: (sc) => {
+        if (sc.provisioner !== o.driver) return;
+        for (const c of o.claims.list()) if (c.spec?.storageClassName === sc.metadata?.name) claimKey(c);
+      },
+    });
+    // A VolumeAttachment gone may unblock a PV deletion.
+    o.attachments.addEventHandler({
+      onDelete: (va) => {
+        const pv = va.spec?.source?.persistentVolumeName;
+        if (pv) this.pvQueue.add(pv);
+      },
+    });
+  }
+
+  /** Retries every create whose outcome is unknown at once, e.g. when the plugin is ready again after a restart. */
+  requeueInFlight(): void {
+    for (const key of this.inFlight.keys()) this.claimQueue.add(key);
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    this.o.log.info({ driver: this.o.driver, workers: this.o.workers }, 'Starting volume provisioner');
+    for (const i of [this.o.claims, this.o.pvs, this.o.classes, this.o.attachments]) if (!(await i.waitForSync(signal))) return;
+    await Promise.all([
+      runWorkers(this.claimQueue, this.o.workers, (k) => this.syncClaim(k), { log: this.o.log, signal }),
+      runWorkers(this.pvQueue, this.o.workers, (k) => this.syncVolume(k), { log: this.o.log, signal }),
+    ]);
+    this.o.log.info('Shutting down volume provisioner');
+  }
+
+  /** Level-triggered: provision the claim if it is ours and has no volume yet; finish orphaned creates. */
+  async syncClaim(key: string): Promise<void> {
+    const claim = this.o.claims.get(key);
+    const pending = this.inFlight.get(key);
+    if (pending && (!claim || claim.metadata?.uid !== pending.uid)) {
+      await this.finishOrphan(key, pending);
+      if (!claim) return;
+    }
+    if (!claim) return;
+    if (claim.metadata?.deletionTimestamp) {
+      if (holdsClaim(claim)) await this.finishDeletedClaim(key, claim);
+      return;
+    }
+    if (!(await this.wantsVolume(claim))) {
+      if (pending && this.o.pvs.get(pending.request.name)) this.inFlight.delete(key);
+      // The PV exists (or the claim is bound): a finalizer left by an interrupted sync goes.
+      if (holdsClaim(claim) && (claim.spec?.volumeName || this.o.pvs.get(volumeNameFor(claim)))) await this.releaseClaim(claim, true);
+      return;
+    }
+    const sc = this.o.classes.get(claim.spec!.storageClassName!)!;
+    const selected = claim.metadata?.annotations?.[Annotations.SELECTED_NODE];
+    let request: CreateVolumeRequest;
+    try {
+      const node = selected ? await this.node(selected) : undefined;
+      request = createRequestFor(claim, sc, node);
+    } catch (err) {
+      this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`);
+      throw err;
+    }
+    // Never change an in-progress request (remembered here or persisted on the claim by an earlier attempt): the cloud may be acting on it.
+    const entry: InFlight = this.inFlight.get(key) ?? { uid: claim.metadata!.uid!, request: persistedRequest(claim) ?? request, attempts: 0 };
+    if (!pending || pending.uid !== entry.uid) this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING, `External provisioner is provisioning volume for claim "${key}"`);
+    this.inFlight.set(key, entry);
+    if (!holdsClaim(claim) || !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) {
+      // Strategic merge: finalizers merge as a set, so this needs no resourceVersion (the binder annotates claims at the same time).
+      const held = await this.patchClaim(claim, { finalizers: [Finalizers.PROVISIONING_CLAIM], annotations: { [Annotations.CREATE_REQUEST]: JSON.stringify(entry.request) } });
+      if (!held) {
+        this.inFlight.delete(key);
+        return; // claim gone before anything was asked of the cloud
+      }
+    }
+    entry.attempts++;
+    let volume;
+    try {
+      volume = await this.o.volumes.createVolume(entry.request, entry.attempts);
+    } catch (err) {
+      if (!mayBeInProgress(err)) {
+        // Final: nothing was created.
+        this.inFlight.delete(key);
+        await this.releaseClaim(claim, true);
+      }
+      this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`);
+      throw err;
+    }
+    const pv = persistentVolumeFor(claim, sc, volume, this.o.driver, this.identity);
+    try {
+      await this.o.core.createPersistentVolume({ body: pv });
+    } catch (err) {
+      if (!isConflict(err)) {
+        this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `created volume ${volume.volumeId} but not its PersistentVolume: ${errorMessage(err)}`);
+        throw err; // CreateVolume is repeated (same name → same volume), then the PV.
+      }
+    }
+    this.inFlight.delete(key);
+    await this.releaseClaim(claim, true);
+    this.o.log.info({ claim: key, pv: pv.metadata!.name, volume: volume.volumeId, bytes: volume.capacityBytes }, 'provisioned volume');
+    this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING_SUCCEEDED, `Successfully provisioned volume ${pv.metadata!.name}`);
+  }
+
+  /** Whether the claim is ours and still needs a volume. */
+  private async wantsVolume(claim: V1PersistentVolumeClaim): Promise<boolean> {
+    if (claim.spec?.volumeName || claim.metadata?.deletionTimestamp) return false;
+    const annotated = claimProvisioner(claim);
+    if (annotated !== undefined && annotated !== this.o.driver) return false;
+    const className = claim.spec?.storageClassName;
+    if (!className) return false;
+    const sc = this.o.classes.get(className);
+    if (!sc) {
+      if (annotated !== this.o.driver) return false;
+      const message = `StorageClass ${JSON.stringify(className)} not found; create it or fix the claim's storageClassName`;
+      this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, message);
+      throw new Error(message);
+    }
+    if (sc.provisioner !== this.o.driver) return false;
+    if (this.o.pvs.get(volumeNameFor(claim))) return false; // provisioned; the binder binds it
+    if (sc.volumeBindingMode === 'WaitForFirstConsumer' && !claim.metadata?.annotations?.[Annotations.SELECTED_NODE]) return false;
+    return true;
+  }
+
+  private async node(name: string): Promise<V1Node> {
+    const cached = this.o.nodes.get(name);
+    if (cached) return cached;
+    try {
+      return await this.o.core.readNode({ name });
+    } catch (err) {
+      if (isNotFound(err)) throw new BadClaimError(`selected node ${name} does not exist`);
+      throw err;
+    }
+  }
+
+  /** Strategic-merge-patches the claim's metadata; undefined when the claim is gone. */
+  private async patchClaim(claim: V1PersistentVolumeClaim, metadata: Record<string, unknown>): Promise<V1PersistentVolumeClaim | undefined> {
+    const { name, namespace } = claim.metadata as { name: string; namespace: string };
+    try {
+      return await this.o.core.patchNamespacedPersistentVolumeClaim({ name, namespace, body: { metadata } }, patchOptions('strategic'));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Removes the provisioning finalizer and the persisted request (other
+   * finalizers untouched). `known` = this sync added them, so the cached
+   * claim cannot tell.
+   */
+  private async releaseClaim(claim: V1PersistentVolumeClaim, known = false): Promise<void> {
+    if (!known && !holdsClaim(claim) && !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) return;
+    await this.patchClaim(claim, { '$deleteFromPrimitiveList/finalizers': [Finalizers.PROVISIONING_CLAIM], annotations: { [Annotations.CREATE_REQUEST]: null } });
+  }
+
+  /**
+   * A claim deleted while its create had no final answer (our finalizer holds
+   * it): repeat the persisted request until it has one, delete a volume no PV
+   * records, then let the claim go.
+   */
+  private async finishDeletedClaim(key: string, claim: V1PersistentVolumeClaim): Promise<void> {
+    const request = this.inFlight.get(key)?.request ?? persistedRequest(claim);
+    if (request) {
+      let volumeId: string | undefined;
+      try {
+        volumeId = (await this.o.volumes.createVolume(request)).volumeId;
+      } catch (err) {
+        if (mayBeInProgress(err)) throw err; // still unknown: ask again
+      }
+      if (volumeId && !this.o.pvs.get(request.name)) {
+        await this.o.volumes.deleteVolume(volumeId);
+        this.o.log.info({ claim: key, volume: volumeId }, 'deleted volume whose claim was deleted while it was created');
+      }
+    }
+    this.inFlight.delete(key);
+    await this.releaseClaim(claim);
+  }
+
+  /** The claim of an in-flight create is gone: learn the outcome, and delete a volume nobody wants. */
+  private async finishOrphan(key: string, pending: InFlight): Promise<void> {
+    pending.attempts++;
+    let volumeId: string;
+    try {
+      volumeId = (await this.o.volumes.createVolume(pending.request, pending.attempts)).volumeId;
+    } catch (err) {
+      if (mayBeInProgress(err)) throw err; // still unknown: ask again
+      this.inFlight.delete(key);
+      this.o.log.info({ claim: key, name: pending.request.name, err: errorMessage(err) }, 'create for a deleted claim ended without a volume');
+      return;
+    }
+    if (!this.o.pvs.get(pending.request.name)) {
+      await this.o.volumes.deleteVolume(volumeId);
+      this.o.log.info({ claim: key, volume: volumeId }, 'deleted volume whose claim was deleted while it was created');
+    }
+    this.inFlight.delete(key);
+  }
+
+  /** Level-triggered: delete the cloud volume of a released PV with reclaim policy Delete, then the PV. */
+  async syncVolume(name: string): Promise<void> {
+    const pv = this.o.pvs.get(name);
+    if (!pv || pv.spec?.csi?.driver !== this.o.driver) return;
+    if (pv.metadata?.annotations?.[Annotations.PROVISIONED_BY] !== this.o.driver) return;
+    const deleting = !!pv.metadata?.deletionTimestamp;
+    const phase = pv.status?.phase;
+    const hasFinalizer = (pv.metadata?.finalizers ?? []).includes(Finalizers.PROVISIONER);
+    const policy = pv.spec?.persistentVolumeReclaimPolicy ?? 'Delete';
+    if (policy !== 'Delete') {
+      // Retained: the cloud volume stays; only let a deleted object go.
+      if (deleting && hasFinalizer) await this.removeFinalizer(pv);
+      return;
+    }
+    if (!(phase === 'Released' || phase === 'Failed' || (deleting && phase !== 'Bound'))) return;
+    if (!deleting && !hasFinalizer && phase === 'Failed') return;
+    const attached = this.o.attachments.list().filter((va) => va.spec?.source?.persistentVolumeName === name);
+    if (attached.length > 0) throw new Error(`PersistentVolume ${name} is still used by VolumeAttachment ${attached[0]!.metadata?.name}; deleting its volume later`);
+    const handle = pv.spec!.csi!.volumeHandle;
+    try {
+      await this.o.volumes.deleteVolume(handle);
+    } catch (err) {
+      this.o.recorder.event(pv, 'Warning', EventReasons.VOLUME_FAILED_DELETE, `failed to delete volume ${handle}: ${errorMessage(err)}`);
+      throw err;
+    }
+    this.o.log.info({ pv: name, volume: handle }, 'deleted volume');
+    if (!deleting) {
+      try {
+        await this.o.core.deletePersistentVolume({ name });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    await this.removeFinalizer(pv);
+  }
+
+  private async removeFinalizer(pv: V1PersistentVolume): Promise<void> {
+    const name = pv.metadata!.name!;
+    await setFinalizer(
+      {
+        read: () => this.o.core.readPersistentVolume({ name }),
+        patch: (metadata) => this.o.core.patchPersistentVolume({ name, body: { metadata } }, patchOptions('merge')),
+      },
+      pv,
+      Finalizers.PROVISIONER,
+      false,
+    );
+  }
+}
+

@@ -1,0 +1,109 @@
+/**
+ * Wires the volume controllers into the host (registry.ts). They share one
+ * provisioner name: --volume-provisioner-name, else the plugin's name.
+ */
+import { driverNameProblem } from '../../config/volumes.js';
+import type { ControllerContext, ControllerFactory } from '../context.js';
+import { VolumeAttacher } from './attacher.js';
+import { VolumeProvisioner } from './provisioner.js';
+import { PvLabeler } from './labeler.js';
+import { VolumeResizer } from './resizer.js';
+import { webhookCert } from './webhook-cert.js';
+import { PvLabelWebhook } from './webhook.js';
+import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
+
+/** The provisioner name of this host, or a reason it has none. */
+export function provisionerName(ctx: ControllerContext): { name: string } | { skip: string } {
+  const name = ctx.config.volumes.provisionerName || ctx.cloud.info().name;
+  const problem = driverNameProblem(name);
+  if (problem) return { skip: `no usable provisioner name (${problem}); pass --volume-provisioner-name` };
+  return { name };
+}
+
+function volumesAndName(ctx: ControllerContext) {
+  const volumes = ctx.cloud.volumes();
+  if (!volumes) return { skip: 'the cloud provider does not implement volumes' };
+  const named = provisionerName(ctx);
+  if ('skip' in named) return named;
+  return { volumes, driver: named.name };
+}
+
+export const startVolumeProvisioner: ControllerFactory = (ctx) => {
+  const v = volumesAndName(ctx);
+  if ('skip' in v) return v;
+  const c = new VolumeProvisioner({
+    driver: v.driver,
+    volumes: v.volumes,
+    core: ctx.clients.core,
+    claims: ctx.informers.for(PERSISTENT_VOLUME_CLAIMS),
+    pvs: ctx.informers.for(PERSISTENT_VOLUMES),
+    classes: ctx.informers.for(STORAGE_CLASSES),
+    attachments: ctx.informers.for(VOLUME_ATTACHMENTS),
+    nodes: ctx.informers.nodes(),
+    recorder: ctx.recorder,
+    log: ctx.log.child({ driver: v.driver }),
+    registry: ctx.registry,
+    workers: ctx.config.volumes.concurrentSyncs,
+  });
+  // After a plugin restart, learn the outcome of interrupted creates now, not at their backoff.
+  ctx.supervisor.on('ready', () => c.requeueInFlight());
+  return { run: (signal) => c.run(signal) };
+};
+
+export const startVolumeAttacher: ControllerFactory = (ctx) => {
+  const v = volumesAndName(ctx);
+  if ('skip' in v) return v;
+  const c = new VolumeAttacher({
+    driver: v.driver,
+    volumes: v.volumes,
+    clients: ctx.clients,
+    attachments: ctx.informers.for(VOLUME_ATTACHMENTS),
+    pvs: ctx.informers.for(PERSISTENT_VOLUMES),
+    nodes: ctx.informers.nodes(),
+    nodesSharded: ctx.config.nodeSelector !== '',
+    log: ctx.log.child({ driver: v.driver }),
+    registry: ctx.registry,
+    workers: ctx.config.volumes.concurrentSyncs,
+    reconcilePeriodMs: ctx.config.volumes.attachReconcilePeriodMs,
+  });
+  return { run: (signal) => c.run(signal), healthy: () => c.healthy() };
+};
+
+export const startVolumeResizer: ControllerFactory = (ctx) => {
+  const v = volumesAndName(ctx);
+  if ('skip' in v) return v;
+  const c = new VolumeResizer({
+    driver: v.driver,
+    volumes: v.volumes,
+    core: ctx.clients.core,
+    claims: ctx.informers.for(PERSISTENT_VOLUME_CLAIMS),
+    pvs: ctx.informers.for(PERSISTENT_VOLUMES),
+    classes: ctx.informers.for(STORAGE_CLASSES),
+    recorder: ctx.recorder,
+    log: ctx.log.child({ driver: v.driver }),
+    registry: ctx.registry,
+    workers: ctx.config.volumes.concurrentSyncs,
+  });
+  return { run: (signal) => c.run(signal) };
+};
+
+/** The labeller, with the webhook server when --webhook-secure-port is not 0 (the certificate is loaded or made when it starts). */
+export const startPvLabelController: ControllerFactory = (ctx) => {
+  const v = volumesAndName(ctx);
+  if ('skip' in v) return v;
+  const cfg = ctx.config.volumes;
+  const log = ctx.log.child({ driver: v.driver });
+  const pvs = ctx.informers.for(PERSISTENT_VOLUMES);
+  return {
+    run: async (signal) => {
+      let webhook: PvLabelWebhook | undefined;
+      if (cfg.webhookPort > 0) {
+        const cert = await webhookCert({ tls: cfg.webhookTls, certDir: cfg.webhookCertDir });
+        log.info({ certificate: cert.source }, 'PersistentVolume label webhook certificate');
+        webhook = new PvLabelWebhook({ driver: v.driver, volumes: v.volumes, cert: cert.cert, key: cert.key, bindAddress: cfg.webhookBindAddress, port: cfg.webhookPort, log });
+      }
+      const c = new PvLabeler({ driver: v.driver, volumes: v.volumes, core: ctx.clients.core, pvs, webhook, log, registry: ctx.registry, workers: cfg.concurrentSyncs });
+      await c.run(signal);
+    },
+  };
+};

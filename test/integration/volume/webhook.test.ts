@@ -1,0 +1,133 @@
+/**
+ * The PersistentVolume label webhook, called by the real kube-apiserver over
+ * HTTPS (caBundle = the host's generated self-signed certificate), and the
+ * labelling of PVs created before the webhook existed. Real host, plugin
+ * process, kube-apiserver and etcd.
+ */
+import anyTest, { type TestFn } from 'ava';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AdmissionregistrationV1Api, type V1PersistentVolume } from '@kubernetes/client-node';
+import type { Volumes } from '../../../host/cloud-volumes.js';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import { freePorts } from '../../controlplane/probe.js';
+import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { waitFor } from '../../helpers/wait.js';
+import { hostFlags, volumeTestEnv, type VolumeTestEnv } from '../../helpers/volumes.js';
+
+interface Ctx {
+  env: VolumeTestEnv;
+  host: TestHost;
+  volumes: Volumes;
+  admission: AdmissionregistrationV1Api;
+  webhookName: string;
+}
+const test = anyTest as TestFn<Ctx>;
+
+const ZONE = 'topology.kubernetes.io/zone';
+const REGION = 'topology.kubernetes.io/region';
+
+test.before(async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-vol-webhook-'));
+  const kc = await testKubeConfig();
+  const env = await volumeTestEnv(kc, 'vhook', dir);
+  const [port] = await freePorts(1);
+  const host = await startTestHost(
+    dir,
+    hostFlags(env, 'pvl', [`--webhook-secure-port=${port}`, '--webhook-bind-address=127.0.0.1', `--webhook-cert-dir=${join(dir, 'webhook-certs')}`]),
+  );
+  const caBundle = await waitFor(() => readFile(join(dir, 'webhook-certs', 'webhook.crt'), 'utf8'), { what: 'generated webhook certificate' });
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  const webhookName = `${env.id}-pvl`;
+  // Only this file's PVs named <id>-hooked-* go to this webhook, so the
+  // other test files sharing the API server are not affected.
+  await admission.createMutatingWebhookConfiguration({
+    body: {
+      metadata: { name: webhookName },
+      webhooks: [
+        {
+          name: 'persistentvolume-label.ccm.test',
+          clientConfig: { url: `https://127.0.0.1:${port}/mutate-v1-persistentvolume`, caBundle: Buffer.from(caBundle).toString('base64') },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['persistentvolumes'] }],
+          failurePolicy: 'Ignore',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          timeoutSeconds: 5,
+          matchConditions: [{ name: 'this-test-only', expression: `object.metadata.name.startsWith('${env.id}-hooked-')` }],
+        },
+      ],
+    },
+  });
+  const volumes = host.cloud.volumes()!;
+  t.context = { env, host, volumes, admission, webhookName };
+});
+
+test.after.always(async (t) => {
+  await t.context.admission?.deleteMutatingWebhookConfiguration({ name: t.context.webhookName }).catch(() => undefined);
+  await t.context.host?.stop();
+});
+
+function handPv(name: string, driver: string, volumeHandle: string): V1PersistentVolume {
+  return {
+    metadata: { name },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: 'Retain',
+      csi: { driver, volumeHandle },
+    },
+  };
+}
+
+test.serial('a PV created by hand for this provider gets zone/region labels and node affinity from the webhook', async (t) => {
+  const { env, volumes } = t.context;
+  const vol = await volumes.createVolume({ name: `${env.id}-v1`, requiredBytes: 1024 ** 2, limitBytes: 0, parameters: {}, requisite: [{ [ZONE]: 'local-b', [REGION]: 'local' }], preferred: [] });
+  // The webhook may take a moment to serve after the host starts: retry the create until labelled.
+  const name = `${env.id}-hooked-pv1`;
+  const created = await waitFor(async () => {
+    const pv = await env.core.createPersistentVolume({ body: handPv(name, env.driver, vol.volumeId) });
+    if (pv.metadata?.labels?.[ZONE]) return pv;
+    await env.core.deletePersistentVolume({ name });
+    await waitFor(async () => !(await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === name), { what: 'PV gone' });
+    return undefined;
+  }, { what: 'PV labelled at creation', timeoutMs: 60_000, intervalMs: 1000 });
+  t.is(created.metadata?.labels?.[ZONE], 'local-b');
+  t.is(created.metadata?.labels?.[REGION], 'local');
+  const exprs = created.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
+  t.deepEqual(exprs.find((e) => e.key === ZONE)?.values, ['local-b']);
+  t.deepEqual(exprs.find((e) => e.key === REGION)?.values, ['local']);
+});
+
+test.serial('a PV of another driver is left as it is', async (t) => {
+  const { env } = t.context;
+  const pv = await env.core.createPersistentVolume({ body: handPv(`${env.id}-hooked-other`, 'other.example.com', 'vol-x') });
+  t.falsy(pv.metadata?.labels?.[ZONE]);
+  t.falsy(pv.spec?.nodeAffinity);
+});
+
+test.serial('a PV of this provider created before the webhook existed is labelled by the controller', async (t) => {
+  const { env, volumes } = t.context;
+  const vol = await volumes.createVolume({ name: `${env.id}-v2`, requiredBytes: 1024 ** 2, limitBytes: 0, parameters: {}, requisite: [], preferred: [] });
+  const name = `${env.id}-old`; // not routed to the webhook (see matchConditions)
+  const before = await env.core.createPersistentVolume({ body: handPv(name, env.driver, vol.volumeId) });
+  t.falsy(before.metadata?.labels?.[ZONE]);
+  const pv = await waitFor(async () => {
+    const p = await env.core.readPersistentVolume({ name });
+    return p.metadata?.labels?.[ZONE] ? p : undefined;
+  }, { what: 'existing PV labelled' });
+  t.is(pv.metadata?.labels?.[ZONE], 'local-a');
+  t.is(pv.metadata?.labels?.[REGION], 'local');
+  // Node affinity may still be set on a PV that has none.
+  const exprs = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
+  t.deepEqual(exprs.find((e) => e.key === ZONE)?.values, ['local-a']);
+});
+
+test.serial('with the webhook down and failurePolicy Ignore, PVs are still created', async (t) => {
+  const { env } = t.context;
+  await t.context.host.stop();
+  const pv = await env.core.createPersistentVolume({ body: handPv(`${env.id}-hooked-unrelated`, 'other.example.com', 'vol-y') });
+  t.is(pv.metadata?.name, `${env.id}-hooked-unrelated`);
+  const ours = await env.core.createPersistentVolume({ body: handPv(`${env.id}-hooked-unlabelled`, env.driver, 'vol-z') });
+  t.falsy(ours.metadata?.labels?.[ZONE], 'created without labels while the webhook is down');
+});
