@@ -55,7 +55,8 @@ async function main(): Promise<number> {
     child.on('close', (c) => resolve(c ?? 1));
   });
   await stop();
-  const passed = count(output, /(\d+) tests? passed/g);
+  // ava prints no "N tests passed" line when some failed: count the ticks then.
+  const passed = Math.max(count(output, /(\d+) tests? passed/g), (output.replace(ANSI, '').match(/^\s*✔/gm) ?? []).length);
   let failed = count(output, /(\d+) tests? failed/g) + count(output, /(\d+) uncaught exceptions?/g) + count(output, /(\d+) unhandled rejections?/g);
   const skipped = count(output, /(\d+) tests? skipped/g);
   if (code !== 0 && failed === 0) failed = 1; // ava failed before counting (e.g. a file crashed)
