@@ -256,6 +256,8 @@ export class StateStore {
   private readonly fsync: boolean;
   private cache?: CacheEntry;
   private dirReady = false;
+  /** Settles when this process's previous update has finished (FIFO turn). */
+  private turn: Promise<void> = Promise.resolve();
 
   constructor(dir: string, opts: StateStoreOptions = {}) {
     if (!dir) throw new TypeError('state directory must not be empty');
@@ -317,6 +319,21 @@ export class StateStore {
    */
   async update<T>(fn: (draft: LocalCloudState) => T | Promise<T>): Promise<T> {
     this.ensureDir();
+    // Callers in this process take turns before going for the file lock, so
+    // they queue in order instead of polling the lock directory against each
+    // other (polling cost tens of ms per update with 10 concurrent callers).
+    const previous = this.turn;
+    let done!: () => void;
+    this.turn = new Promise<void>((resolve) => (done = resolve));
+    try {
+      await previous;
+      return await this.updateLocked(fn);
+    } finally {
+      done();
+    }
+  }
+
+  private updateLocked<T>(fn: (draft: LocalCloudState) => T | Promise<T>): Promise<T> {
     return this.lock.withLock(async () => {
       this.view();
       const raw = this.cache?.raw ?? '';

@@ -54,6 +54,29 @@ test('an update that throws writes nothing', async (t) => {
   t.is(store.read().instances.length, 1);
 });
 
+test('concurrent updates on one store run one at a time, in call order, and a failing one does not block the rest', async (t) => {
+  const store = new StateStore(await tempDir(t));
+  let inside = 0;
+  let maxInside = 0;
+  const order: number[] = [];
+  const results = await Promise.allSettled(
+    Array.from({ length: 20 }, (_, i) =>
+      store.update(async (d) => {
+        maxInside = Math.max(maxInside, ++inside);
+        await new Promise((r) => setTimeout(r, 1));
+        order.push(i);
+        inside--;
+        if (i === 5) throw new Error('update 5 fails');
+        d.instances.push(fakeInstance(`i${i}`));
+      }),
+    ),
+  );
+  t.is(maxInside, 1);
+  t.deepEqual(order, Array.from({ length: 20 }, (_, i) => i));
+  t.is(results.filter((r) => r.status === 'rejected').length, 1);
+  t.is(store.read().instances.length, 19);
+});
+
 test('many async writers on separate stores lose no update', async (t) => {
   const dir = await tempDir(t);
   const stores = [new StateStore(dir), new StateStore(dir), new StateStore(dir)];
