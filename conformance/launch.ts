@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
-import { DEFAULT_ENV_ALLOWLIST } from '../host/plugin/process.js';
+import { allowedPluginEnv } from '../host/plugin/process.js';
 import {
   ENV_ENDPOINT,
   ENV_INSTANCE_ID,
@@ -59,12 +59,7 @@ export class Launched {
     await chmod(socketDir, 0o700);
     const socketPath = join(socketDir, 'provider.sock');
     const instanceId = randomUUID();
-    const env: Record<string, string> = {};
-    for (const name of DEFAULT_ENV_ALLOWLIST) if (process.env[name] !== undefined) env[name] = process.env[name]!;
-    for (const entry of opts.env ?? []) {
-      const eq = entry.indexOf('=');
-      if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
-    }
+    const env = allowedPluginEnv(opts.env ?? []);
     if (opts.cookie !== null) env[MAGIC_COOKIE_KEY] = opts.cookie ?? MAGIC_COOKIE_VALUE;
     env[ENV_PROTOCOL_VERSIONS] = opts.protocolVersions ?? SUPPORTED_PROTOCOL_VERSIONS.join(',');
     env[ENV_ENDPOINT] = `unix://${socketPath}`;

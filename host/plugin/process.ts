@@ -27,6 +27,23 @@ import { executableProblem, socketProblem } from './file-checks.js';
 /** Host environment variables a provider may see; everything else is withheld. */
 export const DEFAULT_ENV_ALLOWLIST = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
 
+/**
+ * The environment a plugin starts with (before the protocol's CCM_PLUGIN_*
+ * variables): the allowlisted host variables, then `entries` (`NAME=VALUE`
+ * sets one; `NAME` passes the host's value, if any). Nothing else of the
+ * host's environment is passed.
+ */
+export function allowedPluginEnv(entries: readonly string[], hostEnv: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of DEFAULT_ENV_ALLOWLIST) if (hostEnv[name] !== undefined) env[name] = hostEnv[name]!;
+  for (const entry of entries) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
+    else if (hostEnv[entry] !== undefined) env[entry] = hostEnv[entry]!;
+  }
+  return env;
+}
+
 export interface SpawnOptions {
   /** The executable; a `.js` file is run with this Node binary. */
   path: string;
@@ -62,13 +79,7 @@ export class PluginProcess {
     await chmod(socketDir, 0o700);
     const socketPath = join(socketDir, 'provider.sock');
     const instanceId = randomUUID();
-    const env: Record<string, string> = {};
-    for (const name of DEFAULT_ENV_ALLOWLIST) if (process.env[name] !== undefined) env[name] = process.env[name]!;
-    for (const entry of opts.env ?? []) {
-      const eq = entry.indexOf('=');
-      if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
-      else if (process.env[entry] !== undefined) env[entry] = process.env[entry]!;
-    }
+    const env = allowedPluginEnv(opts.env ?? []);
     Object.assign(env, {
       [MAGIC_COOKIE_KEY]: MAGIC_COOKIE_VALUE,
       [ENV_PROTOCOL_VERSIONS]: SUPPORTED_PROTOCOL_VERSIONS.join(','),
