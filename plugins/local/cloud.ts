@@ -95,17 +95,19 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       out[method] = async (req, ctx) => {
         const start = Date.now();
         let ok = false;
+        let result: unknown;
         try {
           await faults.before(currentKnobs(), ctx, label);
           const res = await fn(req, ctx);
           ok = true;
+          result = res;
           await faults.after(currentKnobs(), ctx);
           return res;
         } catch (err) {
           if (err instanceof LockTimeoutError) throw new UnavailableError(err.message);
           throw err;
         } finally {
-          if (journaled) await journal.record({ caller: ctx.caller ?? '', method: label, methodName: method, request: req, start, end: Date.now(), ok });
+          if (journaled) await journal.record({ caller: ctx.caller ?? '', method: label, methodName: method, request: req, start, end: Date.now(), ok, result });
         }
       };
     }

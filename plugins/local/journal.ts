@@ -32,6 +32,21 @@ export interface JournalEntry {
   ok: boolean;
   /** The provider process, to tell replicas apart when no caller was sent. */
   pid: number;
+  /** Set when the call created a new object (e.g. EnsureLoadBalancer made a new load balancer rather than updating one). */
+  created?: true;
+}
+
+/**
+ * Results of calls that created a new object. A service method adds its
+ * result here (markCreated); the journal reads it, so the result sent to the
+ * host is unchanged.
+ */
+const createdResults = new WeakSet<object>();
+
+/** Marks `result` as the answer of a call that created a new object; returns it. */
+export function markCreated<T extends object>(result: T, created: boolean): T {
+  if (created) createdResults.add(result);
+  return result;
 }
 
 /** The journal mode from the environment; throws on an unknown value. */
@@ -62,7 +77,7 @@ export class Journal {
   }
 
   /** Appends one entry; a failed write is ignored (the journal must never fail a call). */
-  async record(e: Omit<JournalEntry, 'pid' | 'key' | 'mutating'> & { request: unknown; methodName: string }): Promise<void> {
+  async record(e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created'> & { request: unknown; methodName: string; result?: unknown }): Promise<void> {
     const entry: JournalEntry = {
       caller: e.caller,
       method: e.method,
@@ -73,6 +88,7 @@ export class Journal {
       ok: e.ok,
       pid: process.pid,
     };
+    if (typeof e.result === 'object' && e.result !== null && createdResults.has(e.result)) entry.created = true;
     await appendFile(join(this.dir, JOURNAL_FILE), JSON.stringify(entry) + '\n').catch(() => undefined);
   }
 }

@@ -21,6 +21,7 @@ import {
 } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { clusterOf, nowIso, required, type CloudContext } from './context.js';
 import { canonicalIp } from './ip.js';
+import { markCreated } from './journal.js';
 import { loadBalancerName } from './names.js';
 import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
 
@@ -135,6 +136,7 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
         if (!wanted) throw new InvalidArgumentError(`loadBalancerIP ${JSON.stringify(svc.loadBalancerIp)} is not an IP address`);
         if (!pool.has(wanted)) throw new InvalidArgumentError(`loadBalancerIP ${wanted} is not in the load balancer pool ${pool.cidr.text}`);
       }
+      let created = false;
       const record = await c.store.update((draft) => {
         const existing = draft.loadBalancers.find((l) => l.name === name);
         if (existing && existing.serviceUid !== svc.uid) throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
@@ -170,11 +172,12 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
         };
         if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
         else draft.loadBalancers.push(lb);
+        created = !existing;
         if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
         return lb;
       });
       await c.forwarder?.sync();
-      return { status: statusOf(record) };
+      return markCreated({ status: statusOf(record) }, created);
     },
 
     async updateLoadBalancer(req) {

@@ -2,10 +2,16 @@
  * High availability with real host processes against the real API server:
  * two replicas share one Lease (own name and namespace) and one local cloud
  * (shared state dir, journaling every cloud call with the caller identity).
+ * They run the cloud-node and service controllers, so leaders really change
+ * the cloud: LoadBalancer Services are created and deleted before, during
+ * and after each hand-over, with initialized nodes as backends.
  * Exactly one leads; SIGKILL of the leader → the standby takes over; SIGTERM
  * of the leader → it exits 0 after releasing, and the standby takes over at
- * once. The journal shows no two identities calling the cloud at
- * overlapping times. Hand-over times are logged (measured, not asserted).
+ * once. The journal shows every leader changing the cloud, no two
+ * identities calling the cloud at overlapping times, and exactly one create
+ * per load balancer; in the end the cloud's load balancers are exactly those
+ * of the Services that want one. Hand-over times are logged (measured, not
+ * asserted).
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -13,28 +19,19 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { readJournal, type JournalEntry } from '../../../plugins/local/journal.js';
+import { readJournal } from '../../../plugins/local/journal.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
+import { lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
+import { ENSURE_LB, lbCreatesByUid, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
+const CLUSTER = 'ha';
 
-/** Pairs of journal entries from different callers whose [start, end] intervals overlap. */
-export function overlaps(entries: JournalEntry[]): [JournalEntry, JournalEntry][] {
-  const out: [JournalEntry, JournalEntry][] = [];
-  const sorted = [...entries].sort((a, b) => a.start - b.start);
-  for (let i = 0; i < sorted.length; i++) {
-    for (let j = i + 1; j < sorted.length && sorted[j]!.start <= sorted[i]!.end; j++) {
-      if (sorted[j]!.caller !== sorted[i]!.caller) out.push([sorted[i]!, sorted[j]!]);
-    }
-  }
-  return out;
-}
-
-test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; cloud calls never overlap between identities', async (t) => {
+test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; every leader changes the cloud, never at overlapping times, one create per load balancer', async (t) => {
   t.timeout(240_000);
   const id = randomBytes(4).toString('hex');
   const dir = await mkdtemp(join(tmpdir(), 'ccm-ha-'));
@@ -57,10 +54,11 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; clou
     const h = spawnHost(
       [
         '--cloud-provider=local',
-        '--cluster-name=ha',
+        `--cluster-name=${CLUSTER}`,
         `--kubeconfig=${kubeconfig}`,
-        '--controllers=cloud-node',
+        '--controllers=cloud-node,service',
         `--node-selector=ccm-test=${label}`,
+        `--watch-namespace=${namespace}`,
         '--secure-port=0',
         '--leader-elect=true',
         `--leader-elect-resource-namespace=${namespace}`,
@@ -70,6 +68,8 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; clou
         `--leader-elect-retry-period=${LEASE.retryS}s`,
         `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
         '--plugin-env=LOCALCLOUD_JOURNAL=all',
+        // Own ingress pool: the load balancers really listen on loopback.
+        '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.61.0/24',
         '-v=2',
       ],
       join(dir, `host-${n}.log`),
@@ -81,9 +81,21 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; clou
   const nodes: string[] = [];
   const initNode = async (name: string) => {
     nodes.push(name);
+    // The cloud-node controller copies this InternalIP to the node: a load balancer backend.
     await localcloud(state, 'instance', 'add', name, '--address', `127.0.4.${nodes.length}`);
     await core.createNode({ body: { metadata: { name, labels: { 'ccm-test': label } }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } } });
     await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), { what: `node ${name} initialized`, timeoutMs: 90_000 });
+  };
+  const live: string[] = [];
+  const gone: string[] = [];
+  const createSvc = async (name: string) => {
+    await core.createNamespacedService({ namespace, body: lbService(name, namespace, [{ port: 8080 }]) });
+    live.push(name);
+  };
+  const deleteSvc = async (name: string) => {
+    await core.deleteNamespacedService({ name, namespace });
+    live.splice(live.indexOf(name), 1);
+    gone.push(name);
   };
 
   const a = start(1);
@@ -96,40 +108,69 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; clou
   const leader = ids.get(first)!;
   const standby = leader === a ? b : a;
   await initNode(`ha-${id}-1`);
-  // Exactly one identity has called the cloud so far: the leader.
-  t.deepEqual([...new Set((await readJournal(state)).map((e) => e.caller))], [first]);
+  await createSvc('s1');
+  await createSvc('s2');
+  await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone, backends: nodes });
+  // Exactly one identity has called the cloud so far: the leader, and it created both load balancers.
+  const before = await readJournal(state);
+  t.deepEqual([...new Set(before.map((e) => e.caller))], [first]);
+  t.is(before.filter((e) => e.method === ENSURE_LB && e.created).length, 2);
 
-  // SIGKILL: no release; the standby waits out the lease.
+  // SIGKILL: no release; the standby waits out the lease. Meanwhile (no
+  // leader) a Service is created and one deleted: the next leader's work.
   const killedAt = Date.now();
   leader.kill('SIGKILL');
+  await createSvc('s3');
+  await deleteSvc('s1');
   const second = await standby.identity;
   await waitFor(async () => (await holder()) === second, { what: 'standby takes over after SIGKILL', timeoutMs: 60_000 });
   const killHandOverMs = Date.now() - killedAt;
   await initNode(`ha-${id}-2`);
 
   // A replacement replica joins as standby; SIGTERM the leader: release, exit 0.
+  // Services created just before the SIGTERM (either leader may take them)
+  // and just after the hand-over (the new leader's).
   const c = start(3);
   const third = await c.identity;
   await new Promise((r) => setTimeout(r, 2 * LEASE.retryS * 1000));
   t.is(await holder(), second, 'the new replica stands by');
+  await createSvc('s4');
   const termAt = Date.now();
   standby.kill('SIGTERM');
   await waitFor(async () => (await holder()) === third, { what: 'hand-over after SIGTERM', timeoutMs: 60_000 });
   const termHandOverMs = Date.now() - termAt;
+  await createSvc('s5');
+  await deleteSvc('s2');
   t.is(await standby.exited, 0, 'a SIGTERMed leader exits 0');
   await initNode(`ha-${id}-3`);
+
+  // Converged: one cloud load balancer per live Service (same uid), all three nodes as backends, none left for deleted ones.
+  const { services, lbs } = await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone, backends: nodes });
+  t.is(lbs.length, live.length);
 
   const journal = await readJournal(state);
   const callers = new Set(journal.map((e) => e.caller));
   t.deepEqual([...callers].sort(), [first, second, third].sort(), 'each leader in turn called the cloud');
+  const mutations = mutationsByCaller(journal);
+  for (const who of [first, second, third]) t.true((mutations.get(who) ?? 0) > 0, `leader ${who} changed the cloud`);
   t.deepEqual(overlaps(journal), [], 'no two identities called the cloud at overlapping times');
+  t.deepEqual(overlaps(journal.filter((e) => e.mutating)), [], 'no two identities changed the cloud at overlapping times');
   // Each identity's calls form one contiguous term, in leadership order.
   const order = journal.map((e) => e.caller).filter((c, i, all) => i === 0 || all[i - 1] !== c);
   t.deepEqual(order, [first, second, third]);
+  // Exactly one create per load balancer: one per live Service, at most one for each deleted one (s1 and s2 had theirs).
+  const creates = lbCreatesByUid(journal);
+  for (const s of services) t.is(creates.get(s.metadata!.uid!), 1, `one load balancer create for ${s.metadata!.name}`);
+  t.deepEqual([...creates.values()].filter((n) => n !== 1), [], 'no load balancer created twice');
+  t.is(creates.size, live.length + gone.length, 'deleted Services had exactly one create each too');
   const lease = await coordination.readNamespacedLease({ name: 'ccm', namespace });
   t.is(lease.spec?.leaseTransitions, 2);
   t.log(`hand-over after SIGKILL: ${(killHandOverMs / 1000).toFixed(1)} s (lease ${LEASE.durationS} s + 2 × retry ${LEASE.retryS} s = ${LEASE.durationS + 2 * LEASE.retryS} s)`);
   t.log(`hand-over after SIGTERM: ${(termHandOverMs / 1000).toFixed(1)} s (2 × retry = ${2 * LEASE.retryS} s)`);
+  t.log(`journaled calls: ${journal.length}; mutating per leader: ${[first, second, third].map((w) => mutations.get(w) ?? 0).join(', ')}; load balancer creates: ${[...creates.values()].reduce((x, y) => x + y, 0)}`);
+  // Deleting the rest leaves no load balancer behind (and no finalizer to block the namespace's deletion).
+  for (const n of [...live]) await deleteSvc(n);
+  t.deepEqual((await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone })).lbs, []);
   c.kill('SIGTERM');
   t.is(await c.exited, 0);
 });

@@ -1,0 +1,80 @@
+/**
+ * Checks shared by the HA tests: what the local cloud's journal (one state
+ * dir shared by every replica) and the cloud's load balancers must show
+ * after leadership changed hands while LoadBalancer Services were being
+ * created and deleted.
+ */
+import type { CoreV1Api, V1Service } from '@kubernetes/client-node';
+import type { JournalEntry } from '../../../plugins/local/journal.js';
+import { cloudLbs, type CloudLb } from '../../helpers/lb.js';
+import { waitFor } from '../../helpers/wait.js';
+
+export const ENSURE_LB = 'loadBalancers.ensureLoadBalancer';
+
+/** Pairs of journal entries from different callers whose [start, end] intervals overlap. */
+export function overlaps(entries: JournalEntry[]): [JournalEntry, JournalEntry][] {
+  const out: [JournalEntry, JournalEntry][] = [];
+  const sorted = [...entries].sort((a, b) => a.start - b.start);
+  for (let i = 0; i < sorted.length; i++) {
+    for (let j = i + 1; j < sorted.length && sorted[j]!.start <= sorted[i]!.end; j++) {
+      if (sorted[j]!.caller !== sorted[i]!.caller) out.push([sorted[i]!, sorted[j]!]);
+    }
+  }
+  return out;
+}
+
+/** Mutating calls per caller identity. */
+export function mutationsByCaller(entries: JournalEntry[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of entries) if (e.mutating) out.set(e.caller, (out.get(e.caller) ?? 0) + 1);
+  return out;
+}
+
+/**
+ * Load balancer creates per service uid: EnsureLoadBalancer calls the local
+ * cloud marked `created` (a new record, not an update of an existing one),
+ * whether or not the call then reported success.
+ */
+export function lbCreatesByUid(entries: JournalEntry[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of entries) if (e.method === ENSURE_LB && e.created && e.key) out.set(e.key, (out.get(e.key) ?? 0) + 1);
+  return out;
+}
+
+/**
+ * Waits until the Services of `namespace` named in `live` all have an
+ * ingress IP, those in `gone` no longer exist, and the cloud's load
+ * balancers of `clusterName` are exactly one per live Service (same uid),
+ * each with `backends` (node names) when given. Returns the live Services
+ * and the cloud's load balancers; on timeout, the error names what differed.
+ */
+export async function settledLbs(
+  core: CoreV1Api,
+  state: string,
+  opts: { namespace: string; clusterName: string; live: string[]; gone: string[]; backends?: string[]; timeoutMs?: number },
+): Promise<{ services: V1Service[]; lbs: CloudLb[] }> {
+  let last = '';
+  try {
+    return await waitFor(
+      async () => {
+        const list = (await core.listNamespacedService({ namespace: opts.namespace })).items;
+        const byName = new Map(list.map((s) => [s.metadata!.name!, s]));
+        const lbs = (await cloudLbs(state)).filter((l) => l.clusterName === opts.clusterName);
+        const services = opts.live.map((n) => byName.get(n)).filter((s): s is V1Service => s !== undefined);
+        const wantUids = services.map((s) => s.metadata!.uid!).sort();
+        const haveUids = lbs.map((l) => l.serviceUid).sort();
+        const pending = opts.live.filter((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip);
+        const lingering = opts.gone.filter((n) => byName.has(n));
+        const wrongBackends = opts.backends
+          ? lbs.filter((l) => l.backends.map((b) => b.nodeName).sort().join(',') !== [...opts.backends!].sort().join(',')).map((l) => l.serviceName)
+          : [];
+        last = `without ingress: [${pending.join(', ')}]; deleted but present: [${lingering.join(', ')}]; cloud LB uids [${haveUids.join(', ')}] vs Service uids [${wantUids.join(', ')}]; LBs with other backends: [${wrongBackends.join(', ')}]`;
+        const done = pending.length === 0 && lingering.length === 0 && wantUids.join() === haveUids.join() && wrongBackends.length === 0;
+        return done ? { services, lbs } : undefined;
+      },
+      { what: 'Services and cloud load balancers to settle', timeoutMs: opts.timeoutMs ?? 90_000, intervalMs: 500 },
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message} (${last})`);
+  }
+}
