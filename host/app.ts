@@ -17,10 +17,11 @@ import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
 import { loadKubeConfig, makeClients, type KubeClients } from './kube/client.js';
 import { HostStartError } from './errors.js';
+import { ServiceAccountCredentials } from './kube/service-account-credentials.js';
 import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from './kube/leader-election.js';
 import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, observePluginRpc, setControllerRunning, type HostMetrics } from './metrics.js';
-import { COMPONENT_NAME, EventComponents } from './names.js';
+import { COMPONENT_NAME, EventComponents, type ControllerName } from './names.js';
 import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
@@ -166,6 +167,15 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     // Events get their own client and limiter, as upstream's event broadcaster
     // does, so a burst of events never delays the controllers' own writes.
     const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent });
+    // --use-service-account-credentials: each controller's clients and Events
+    // authenticate as its own ServiceAccount; informers, leader election and
+    // the start-up checks keep the host's credentials, as upstream.
+    const perController = config.useServiceAccountCredentials ? new ServiceAccountCredentials({ kc, hostCore: clients.core, log }) : undefined;
+    const clientsOf = (name: ControllerName): ControllerClients => {
+      if (!perController) return { clients, eventClients };
+      const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${userAgent}/${name}` };
+      return { clients: perController.clientsFor(name, { ...o, registry: metrics.registry }), eventClients: perController.clientsFor(name, o) };
+    };
 
     let leadingNow = false;
     let informers: InformerFactory | undefined;
@@ -178,7 +188,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       leadingNow = true;
       const factory = new InformerFactory({ kc, clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
       informers = factory;
-      const running = startControllers({ config, cloud, supervisor, clients, eventClients, informers: factory, log, metrics, server, signal: leading });
+      const running = startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
       factory.start();
       log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
@@ -230,12 +240,18 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   }
 }
 
+interface ControllerClients {
+  clients: KubeClients;
+  /** Events' own clients and limiter. */
+  eventClients: KubeClients;
+}
+
 interface StartControllersArgs {
   config: HostConfig;
   cloud: Cloud;
   supervisor: PluginSupervisor;
-  clients: KubeClients;
-  eventClients: KubeClients;
+  /** The API clients of one controller: the host's, or its ServiceAccount's. */
+  clientsOf: (name: ControllerName) => ControllerClients;
   informers: InformerFactory;
   log: Logger;
   metrics: HostMetrics;
@@ -253,14 +269,15 @@ function startControllers(a: StartControllersArgs): Promise<void>[] {
       controllerLog.info('controller is not available in this build yet; skipping it');
       continue;
     }
+    const { clients, eventClients } = a.clientsOf(name);
     const made = factory({
       name,
       config: a.config,
       cloud: a.cloud,
       supervisor: a.supervisor,
-      clients: a.clients,
+      clients,
       informers: a.informers,
-      recorder: new EventRecorder(a.eventClients.core, { component: EventComponents[name], log: controllerLog }),
+      recorder: new EventRecorder(eventClients.core, { component: EventComponents[name], log: controllerLog }),
       log: controllerLog,
       metrics: a.metrics,
       registry: a.metrics.registry,

@@ -71,8 +71,12 @@ export interface HostConfig {
   readonly leaderElect: boolean;
   /** The `--leader-elect-*` settings (validated only when leaderElect is true). */
   readonly leaderElection: LeaderElectionSettings;
-  /** `--use-service-account-credentials`: always false, true is refused until per-controller credentials land. */
-  readonly useServiceAccountCredentials: false;
+  /**
+   * `--use-service-account-credentials`: each controller's API clients (and
+   * its Events) authenticate as ServiceAccount kube-system/<controller name>
+   * with a token the host requests (host/kube/service-account-credentials.ts).
+   */
+  readonly useServiceAccountCredentials: boolean;
   /** `-v`. */
   readonly verbosity: number;
   readonly loggingFormat: LogFormat;
@@ -212,7 +216,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     tls,
     leaderElect,
     leaderElection,
-    useServiceAccountCredentials: checkServiceAccountCredentials(o.useServiceAccountCredentials, p),
+    useServiceAccountCredentials: p.bool('use-service-account-credentials', o.useServiceAccountCredentials),
     verbosity,
     loggingFormat,
     minResyncPeriodMs: p.duration('min-resync-period', o.minResyncPeriod, { positive: true }),
@@ -267,14 +271,6 @@ function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Pr
     resourceName: o.leaderElectResourceName,
     resourceNamespace: o.leaderElectResourceNamespace,
   };
-}
-
-/** Parsed so upstream manifests are understood, but per-controller credentials are not built yet. */
-function checkServiceAccountCredentials(text: string, p: Problems): false {
-  if (p.bool('use-service-account-credentials', text)) {
-    p.add('--use-service-account-credentials=true is not supported yet by this build: leave it out; every controller uses the host\'s ServiceAccount (deploy/rbac.yaml)');
-  }
-  return false;
 }
 
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

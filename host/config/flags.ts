@@ -69,7 +69,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'leader-elect-resource-lock', key: 'leaderElectResourceLock', kind: 'string', value: 'type', help: 'Lock object type; only "leases" is supported.' },
   { name: 'leader-elect-resource-name', key: 'leaderElectResourceName', kind: 'string', value: 'name', help: 'Name of the Lease object.' },
   { name: 'leader-elect-resource-namespace', key: 'leaderElectResourceNamespace', kind: 'string', value: 'namespace', help: 'Namespace of the Lease object.' },
-  { name: 'use-service-account-credentials', key: 'useServiceAccountCredentials', kind: 'bool', help: 'Give each controller its own ServiceAccount credentials, as upstream. Not supported yet by this build: every controller uses the host\'s credentials.' },
+  { name: 'use-service-account-credentials', key: 'useServiceAccountCredentials', kind: 'bool', help: 'Give each controller its own ServiceAccount (kube-system/<controller name>, created if missing) and use the host\'s credentials only to request their tokens, as upstream. Needs deploy/rbac-per-controller.yaml.' },
   { name: 'v', short: 'v', key: 'verbosity', kind: 'string', value: 'level', help: 'Log verbosity: 0 info, 1-3 debug, 4+ trace.' },
   { name: 'logging-format', key: 'loggingFormat', kind: 'string', value: 'json|text', help: 'Log line format.' },
   { name: 'min-resync-period', key: 'minResyncPeriod', kind: 'string', value: 'duration', help: 'Informers resync every min-resync-period × [1,2).' },

@@ -31,6 +31,7 @@ import {
   type HttpLibrary,
   type RequestContext,
   type ResponseContext,
+  type SecurityAuthentication,
 } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
 import { sleep } from './backoff.js';
@@ -159,6 +160,8 @@ export interface MakeClientsOptions {
   userAgent: string;
   /** Where to publish `rest_client_requests_total`; not counted when absent. */
   registry?: Registry;
+  /** Authenticates requests instead of `kc`'s user (per-controller tokens); TLS settings still come from it. */
+  auth?: SecurityAuthentication;
 }
 
 /** API clients sharing one limiter, one metric and one connection configuration. */
@@ -193,7 +196,7 @@ export function makeClients(kc: KubeConfig, opts: MakeClientsOptions): KubeClien
     : undefined;
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kc },
+    authMethods: { default: opts.auth ?? kc },
     middleware: [setHeaderMiddleware('User-Agent', opts.userAgent)],
     httpApi: throttledHttpLibrary(new IsomorphicFetchHttpLibrary(), limiter, requests),
   });

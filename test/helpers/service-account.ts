@@ -15,27 +15,28 @@ export const HOST_SERVICE_ACCOUNT = { namespace: 'kube-system', name: 'cloud-con
 /** The user name the API server gives that ServiceAccount. */
 export const HOST_USER = `system:serviceaccount:${HOST_SERVICE_ACCOUNT.namespace}:${HOST_SERVICE_ACCOUNT.name}`;
 
-/** Applies deploy/rbac.yaml (server-side apply, idempotent) with the admin `kc`. */
-export async function applyShippedRbac(admin: KubeConfig): Promise<void> {
+/** Applies deploy/rbac.yaml, or another file of deploy/ (server-side apply, idempotent) with the admin `kc`. */
+export async function applyShippedRbac(admin: KubeConfig, file = 'rbac.yaml'): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(admin);
-  for (const obj of await loadManifest('rbac.yaml')) {
+  for (const obj of await loadManifest(file)) {
     await api.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
   }
 }
 
-/** A kubeconfig for `admin`'s cluster whose user is the ServiceAccount, with a fresh token (24 h). */
-export async function serviceAccountKubeConfig(admin: KubeConfig): Promise<KubeConfig> {
+/** A kubeconfig for `admin`'s cluster whose user is the ServiceAccount (default: the host's), with a fresh token (24 h). */
+export async function serviceAccountKubeConfig(admin: KubeConfig, sa: { namespace: string; name: string } = HOST_SERVICE_ACCOUNT): Promise<KubeConfig> {
   const core = admin.makeApiClient(CoreV1Api);
+  const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
   const tr = await core.createNamespacedServiceAccountToken({
-    ...HOST_SERVICE_ACCOUNT,
+    ...sa,
     body: { spec: { expirationSeconds: 24 * 3600, audiences: [] } },
   });
   const cluster = admin.getCurrentCluster()!;
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [cluster],
-    users: [{ name: HOST_USER, token: tr.status!.token }],
-    contexts: [{ name: 'host', cluster: cluster.name, user: HOST_USER }],
+    users: [{ name: user, token: tr.status!.token }],
+    contexts: [{ name: 'host', cluster: cluster.name, user }],
     currentContext: 'host',
   });
   return kc;
