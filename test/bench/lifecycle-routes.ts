@@ -185,7 +185,7 @@ async function routesRun(cp: ControlPlane, batch: boolean, log: (s: string) => v
 }
 
 /** The machine is shared: say how loaded it was (1-minute load average on ${cpus().length} cores). */
-const busy = () => `\nMeasured on a shared machine: 1-minute load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores at the end of the run (other builds and tests were running).\n`;
+const busy = () => `\nMachine load at the end of the run: 1-minute load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores.\n`;
 
 export const lifecycleSection: BenchSection = {
   name: 'lifecycle',

@@ -188,7 +188,7 @@ Machine load (1-minute load average, ${cpus().length} cores): ${f1(loadBefore)} 
 it ended${loadBefore > cpus().length ? ' — the machine was busy with other work, so these figures are pessimistic' : ''}.
 
 Mean plugin call time seen by the host (100 ms of it is the injected latency; the rest is the local
-cloud serializing its writes through one state-file lock, on a busy machine):
+cloud serializing its writes through one state-file lock):
 ${Object.entries(r.rpcMeanSeconds).map(([m, sec]) => `${m} ${f2(sec)} s`).join(', ')}.
 
 Each claim costs one CreateVolume (plus the latency), one PV create and two claim patches (the provisioning
