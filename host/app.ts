@@ -25,6 +25,7 @@ import { COMPONENT_NAME, EventComponents, type ControllerName } from './names.js
 import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
+import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from './redact.js';
 import { Gauge } from 'prom-client';
@@ -302,17 +303,6 @@ function startControllers(a: StartControllersArgs): Promise<void>[] {
     );
   }
   return running;
-}
-
-/** Whether `p` settles within `ms`. */
-async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([p.then(() => true, () => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Fails fast, with one line, when the API server cannot be reached (upstream waits up to 10 s). */

@@ -23,6 +23,7 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { ApiException, V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import { errorMessage, type Logger } from '../log.js';
+import { sleep } from './backoff.js';
 
 /** client-go's JitterFactor. */
 export const JITTER_FACTOR = 1.2;
@@ -315,20 +316,6 @@ export class LeaderElector {
     if (holder !== '' && holder !== this.o.identity) this.log.info({ leader: holder }, 'new leader elected');
     this.onNewLeader?.(holder);
   }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /** A Lease in the API server, read and written through `api` (the host's limited clients). */
