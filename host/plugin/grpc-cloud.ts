@@ -30,6 +30,7 @@ import type { Volumes } from '../cloud-volumes.js';
 import { InstanceNotFoundError, InvalidCloudResponseError, NotImplementedError } from '../errors.js';
 import type { Routes } from '../cloud-routes.js';
 import { GrpcVolumes } from './grpc-volumes.js';
+import { chunks } from '../util/chunks.js';
 import { mapLimit } from '../util/map-limit.js';
 import { decodedToCloudError } from './connection.js';
 import { GrpcRoutes } from './grpc-routes.js';
@@ -72,12 +73,6 @@ function fromPbAddresses(addrs: PbNodeAddress[], method: string): NodeAddress[] 
   const bad = addrs.filter((a) => !FROM_PB_ADDR.has(a.type));
   if (bad.length) throw new InvalidCloudResponseError(method, [`${bad.length} address(es) with unknown or unspecified type`]);
   return addrs.map((a) => ({ type: FROM_PB_ADDR.get(a.type)!, address: a.address }));
-}
-
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }
 
 export class GrpcCloud implements Cloud {

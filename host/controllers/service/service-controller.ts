@@ -38,6 +38,7 @@ import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, Finalizers } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
+import { chunks } from '../../util/chunks.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
@@ -273,8 +274,7 @@ export class ServiceController {
       this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
       const results: { key: string; error?: Error }[] = [];
       if (this.o.lbs.batchHosts) {
-        for (let i = 0; i < todo.length; i += MAX_BATCH_SERVICES) {
-          const chunk = todo.slice(i, i + MAX_BATCH_SERVICES);
+        for (const chunk of chunks(todo, MAX_BATCH_SERVICES)) {
           const r = await this.o.lbs.updateLoadBalancerHosts(this.o.clusterName, chunk.map(([, s]) => s.ref), refs);
           chunk.forEach(([key], j) => results.push({ key, error: r[j]!.error }));
         }
