@@ -49,14 +49,15 @@ export interface CallTimeouts {
 /** How many single calls run at once when a batch is emulated. */
 const FANOUT_CONCURRENCY = 16;
 
-const TO_PB_ADDR: Record<NodeAddressType, PbAddrType> = {
+/** Address type mapping between the controllers' types and the protocol's enum. */
+export const TO_PB_ADDR: Record<NodeAddressType, PbAddrType> = {
   Hostname: PbAddrType.NODE_ADDRESS_TYPE_HOSTNAME,
   InternalIP: PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_IP,
   ExternalIP: PbAddrType.NODE_ADDRESS_TYPE_EXTERNAL_IP,
   InternalDNS: PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_DNS,
   ExternalDNS: PbAddrType.NODE_ADDRESS_TYPE_EXTERNAL_DNS,
 };
-const FROM_PB_ADDR = new Map<number, NodeAddressType>(Object.entries(TO_PB_ADDR).map(([k, v]) => [v, k as NodeAddressType]));
+export const FROM_PB_ADDR = new Map<number, NodeAddressType>(Object.entries(TO_PB_ADDR).map(([k, v]) => [v, k as NodeAddressType]));
 
 function toPbNode(n: NodeRef): PbNodeRef {
   return {

@@ -4,14 +4,14 @@
  * (validate-routes.ts), so controllers only ever see well-formed routes.
  */
 import { Capability } from '../../proto/gen/ccm/provider/v1/identity.js';
-import { NodeAddressType as PbAddrType, type NodeAddress as PbNodeAddress } from '../../proto/gen/ccm/provider/v1/common.js';
+import type { NodeAddress as PbNodeAddress } from '../../proto/gen/ccm/provider/v1/common.js';
 import type { ListRoutesResponse, ReconcileRoutesResponse, Route as PbRoute } from '../../proto/gen/ccm/provider/v1/routes.js';
 import { fromStatus } from '../../sdk/errors.js';
-import type { NodeAddress, NodeAddressType } from '../cloud.js';
+import type { NodeAddress } from '../cloud.js';
 import type { CloudRoute, DesiredRoute, RouteReconcileResult, Routes } from '../cloud-routes.js';
 import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
-import type { GrpcCloud } from './grpc-cloud.js';
+import { FROM_PB_ADDR, TO_PB_ADDR, type GrpcCloud } from './grpc-cloud.js';
 import { routeProblems } from './validate-routes.js';
 
 /** Routes asked for per ListRoutes page (providers may return fewer). */
@@ -19,20 +19,11 @@ export const ROUTE_PAGE_SIZE = 1000;
 /** Bound on pages per listing: a provider that never ends its listing is an invalid answer. */
 const MAX_ROUTE_PAGES = 10_000;
 
-const TO_PB: Record<NodeAddressType, PbAddrType> = {
-  Hostname: PbAddrType.NODE_ADDRESS_TYPE_HOSTNAME,
-  InternalIP: PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_IP,
-  ExternalIP: PbAddrType.NODE_ADDRESS_TYPE_EXTERNAL_IP,
-  InternalDNS: PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_DNS,
-  ExternalDNS: PbAddrType.NODE_ADDRESS_TYPE_EXTERNAL_DNS,
-};
-const FROM_PB = new Map<number, NodeAddressType>(Object.entries(TO_PB).map(([k, v]) => [v, k as NodeAddressType]));
-
 function toPbRoute(r: DesiredRoute | CloudRoute): PbRoute {
   return {
     name: 'name' in r ? r.name : '',
     targetNode: r.targetNode,
-    targetNodeAddresses: r.targetNodeAddresses.map((a) => ({ type: TO_PB[a.type], address: a.address })),
+    targetNodeAddresses: r.targetNodeAddresses.map((a) => ({ type: TO_PB_ADDR[a.type], address: a.address })),
     destinationCidr: r.destinationCidr,
     blackhole: 'blackhole' in r ? r.blackhole : false,
   };
@@ -41,9 +32,9 @@ function toPbRoute(r: DesiredRoute | CloudRoute): PbRoute {
 /** Validates and converts one route of an answer; throws InvalidCloudResponseError. */
 function fromPbRoute(pb: PbRoute | undefined, method: string, where: string): CloudRoute {
   if (!pb) throw new InvalidCloudResponseError(method, [`${where}: route is missing`]);
-  const checked = routeProblems(pb, FROM_PB);
+  const checked = routeProblems(pb, FROM_PB_ADDR);
   if ('problems' in checked) throw new InvalidCloudResponseError(method, checked.problems.map((p) => `${where}: ${p}`));
-  const addresses: NodeAddress[] = pb.targetNodeAddresses.map((a: PbNodeAddress) => ({ type: FROM_PB.get(a.type)!, address: a.address }));
+  const addresses: NodeAddress[] = pb.targetNodeAddresses.map((a: PbNodeAddress) => ({ type: FROM_PB_ADDR.get(a.type)!, address: a.address }));
   return { name: pb.name, targetNode: pb.targetNode, targetNodeAddresses: addresses, destinationCidr: checked.cidr, blackhole: pb.blackhole };
 }
 

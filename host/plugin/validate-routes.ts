@@ -7,12 +7,10 @@
 import type { NodeAddressType } from '../cloud.js';
 import type { Route as PbRoute } from '../../proto/gen/ccm/provider/v1/routes.js';
 import { parseCidr } from '../util/cidr.js';
-import { MAX_ADDRESSES } from './validate.js';
+import { MAX_ADDRESSES, quote } from './validate.js';
 
 /** Longest accepted route name or target node name. */
 const MAX_NAME_CHARS = 1024;
-
-const quote = (s: string) => JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s);
 
 /** The route's canonical destination CIDR, or its problems. */
 export function routeProblems(r: PbRoute, addressTypes: ReadonlyMap<number, NodeAddressType>): { cidr: string } | { problems: string[] } {

@@ -15,7 +15,8 @@ const LABEL_NAME = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const PROVIDER_ID = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:\/\/\S+$/;
 
-const quote = (s: string) => JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s);
+/** A value for an error message: JSON-quoted, cut at 80 characters. */
+export const quote = (s: string) => JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s);
 
 /** A Kubernetes label value: empty, or ≤ 63 chars of [A-Za-z0-9_.-] starting and ending alphanumeric. */
 export function labelValueProblem(v: string): string | undefined {

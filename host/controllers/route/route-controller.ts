@@ -136,8 +136,10 @@ export class RouteController {
       podCidrs: podCidrsOf(n),
       addresses: nodeAddresses(n),
     }));
-    const useBatch = this.o.routes.batched && planNodes.length <= MAX_BATCH_ROUTES;
     let plan = planRoutes(planNodes, undefined, this.o.clusterCidrs);
+    // The limit counts routes (two per node on dual-stack), not nodes.
+    const routeCount = [...plan.desired.values()].reduce((n, routes) => n + routes.length, 0);
+    const useBatch = this.o.routes.batched && routeCount <= MAX_BATCH_ROUTES;
     const conflicts = [...plan.problems.values()].some((ps) => ps.some((p) => p.reason === 'conflict'));
     let existing: CloudRoute[] | undefined;
     if (!useBatch || conflicts) {

@@ -75,7 +75,6 @@ export interface ServiceControllerOptions {
 
 /** What the controller last did for a Service it ensured. */
 interface Synced {
-  uid: string;
   ref: ServiceRef;
   specSig: string;
   /** Backend set the cloud has, or undefined when unknown (the last ensure failed). */
@@ -162,7 +161,7 @@ export class ServiceController {
         return;
       }
       try {
-        if (prev && prev.uid !== svc.metadata?.uid) {
+        if (prev && prev.ref.uid !== svc.metadata?.uid) {
           // Deleted and recreated under the same name: the old load balancer goes first.
           await this.deleteLoadBalancer(undefined, prev.ref);
           this.synced.delete(key);
@@ -201,7 +200,7 @@ export class ServiceController {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
     const status = await this.o.lbs.ensureLoadBalancer(this.o.clusterName, ref, nodes.map(toNodeRef));
-    this.synced.set(key, { uid: ref.uid, ref, specSig, nodesSig: backendSetKey(nodes) });
+    this.synced.set(key, { ref, specSig, nodesSig: backendSetKey(nodes) });
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
     if (statusChanged) {
       try {
