@@ -167,7 +167,8 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const clients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry });
     // Events get their own client and limiter, as upstream's event broadcaster
     // does, so a burst of events never delays the controllers' own writes.
-    const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent });
+    // Counted in rest_client_requests_total like every other client, so a 403 on an Event shows there too.
+    const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry });
     // --use-service-account-credentials: each controller's clients and Events
     // authenticate as its own ServiceAccount; informers, leader election and
     // the start-up checks keep the host's credentials, as upstream.
@@ -175,7 +176,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const clientsOf = (name: ControllerName): ControllerClients => {
       if (!perController) return { clients, eventClients };
       const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${userAgent}/${name}` };
-      return { clients: perController.clientsFor(name, { ...o, registry: metrics.registry }), eventClients: perController.clientsFor(name, o) };
+      return { clients: perController.clientsFor(name, { ...o, registry: metrics.registry }), eventClients: perController.clientsFor(name, { ...o, registry: metrics.registry }) };
     };
 
     let leadingNow = false;

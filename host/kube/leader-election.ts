@@ -21,9 +21,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { ApiException, V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import { V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import { errorMessage, type Logger } from '../log.js';
 import { sleep } from './backoff.js';
+import { isNotFound } from './client.js';
 
 /** client-go's JitterFactor. */
 export const JITTER_FACTOR = 1.2;
@@ -335,7 +336,7 @@ export class KubeLeaseLock implements LeaseLock {
       const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, withSignal(signal));
       return fromLease(lease);
     } catch (err) {
-      if (err instanceof ApiException && err.code === 404) return undefined;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }

@@ -54,6 +54,11 @@ export class GrpcVolumes implements Volumes {
     readonly listsPublishedNodes: boolean,
   ) {}
 
+  /** RequestMeta: the operation's idempotency id, the cluster name (so providers can tag volumes) and the attempt. */
+  private meta(operationId: string, attempt = 1) {
+    return { operationId, clusterName: this.supervisor.clusterName, attempt };
+  }
+
   private call<Res>(method: string, request: object, mutating: boolean): Promise<Res> {
     const conn = this.supervisor.connection();
     return conn.unary<object, Res>(conn.volumes, method, request, mutating ? this.timeouts.mutateMs : this.timeouts.readMs);
@@ -63,7 +68,7 @@ export class GrpcVolumes implements Volumes {
     const r = await this.call<CreateVolumeResponse>(
       'CreateVolume',
       {
-        meta: { operationId: req.name, clusterName: '', attempt },
+        meta: this.meta(req.name, attempt),
         name: req.name,
         capacityRange: { requiredBytes: req.requiredBytes, limitBytes: req.limitBytes },
         parameters: req.parameters,
@@ -81,13 +86,13 @@ export class GrpcVolumes implements Volumes {
   }
 
   async deleteVolume(volumeId: string): Promise<void> {
-    await this.call('DeleteVolume', { meta: { operationId: `delete-${volumeId}`, clusterName: '', attempt: 1 }, volumeId }, true);
+    await this.call('DeleteVolume', { meta: this.meta(`delete-${volumeId}`), volumeId }, true);
   }
 
   async controllerPublish(volumeId: string, nodeId: string, readonly: boolean, volumeContext: Record<string, string>): Promise<Record<string, string>> {
     const r = await this.call<ControllerPublishVolumeResponse>(
       'ControllerPublishVolume',
-      { meta: { operationId: `publish-${volumeId}-${nodeId}`, clusterName: '', attempt: 1 }, volumeId, nodeId, readonly, volumeContext },
+      { meta: this.meta(`publish-${volumeId}-${nodeId}`), volumeId, nodeId, readonly, volumeContext },
       true,
     );
     const ctx = { ...(r.publishContext ?? {}) };
@@ -96,13 +101,13 @@ export class GrpcVolumes implements Volumes {
   }
 
   async controllerUnpublish(volumeId: string, nodeId: string): Promise<void> {
-    await this.call('ControllerUnpublishVolume', { meta: { operationId: `unpublish-${volumeId}-${nodeId}`, clusterName: '', attempt: 1 }, volumeId, nodeId }, true);
+    await this.call('ControllerUnpublishVolume', { meta: this.meta(`unpublish-${volumeId}-${nodeId}`), volumeId, nodeId }, true);
   }
 
   async expandVolume(volumeId: string, requiredBytes: number): Promise<ExpandResult> {
     const r = await this.call<ControllerExpandVolumeResponse>(
       'ControllerExpandVolume',
-      { meta: { operationId: `expand-${volumeId}-${requiredBytes}`, clusterName: '', attempt: 1 }, volumeId, capacityRange: { requiredBytes, limitBytes: 0 } },
+      { meta: this.meta(`expand-${volumeId}-${requiredBytes}`), volumeId, capacityRange: { requiredBytes, limitBytes: 0 } },
       true,
     );
     const capacityBytes = Number(r.capacityBytes);

@@ -20,6 +20,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../sdk/protocol.js';
 import type { Logger } from '../log.js';
+import { within } from '../../sdk/server.js';
 import { readHandshake, PluginStartError } from './handshake.js';
 import { forwardStderr } from './stderr.js';
 import { executableProblem, socketProblem } from './file-checks.js';
@@ -165,8 +166,7 @@ export class PluginProcess {
    */
   async stop(opts: { graceMs: number; termMs?: number }): Promise<string> {
     this.child.stdin?.end();
-    const waitFor = (ms: number) =>
-      Promise.race([this.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+    const waitFor = (ms: number) => within(this.exited, ms);
     if (!(await waitFor(opts.graceMs))) {
       this.signal('SIGTERM');
       if (!(await waitFor(opts.termMs ?? 2000))) this.signal('SIGKILL');

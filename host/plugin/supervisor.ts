@@ -70,6 +70,11 @@ export class PluginSupervisor extends EventEmitter {
   private restartTimer?: NodeJS.Timeout;
   private readonly log: Logger;
 
+  /** The --cluster-name sent in Configure; requests carry it in RequestMeta too. */
+  get clusterName(): string {
+    return this.opts.configure.clusterName;
+  }
+
   constructor(private readonly opts: SupervisorOptions) {
     super();
     this.log = opts.log.child({ plugin: opts.name });

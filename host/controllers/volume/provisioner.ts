@@ -94,7 +94,7 @@ export class VolumeProvisioner {
     this.identity = `${Date.now()}-${o.driver}`;
     this.claimQueue = new WorkQueue<string>({ name: 'volume-provisioner-claims', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     this.pvQueue = new WorkQueue<string>({ name: 'volume-provisioner-pvs', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
-    const claimKey = (c: V1PersistentVolumeClaim) => this.claimQueue.add(keyOf(c as { metadata: { name: string; namespace?: string } }));
+    const claimKey = (c: V1PersistentVolumeClaim) => this.claimQueue.add(keyOf(c));
     o.claims.addEventHandler({ onAdd: claimKey, onUpdate: (_o, c) => claimKey(c), onDelete: claimKey });
     const pvKey = (pv: V1PersistentVolume) => {
       if (pv.spec?.csi?.driver === o.driver) this.pvQueue.add(pv.metadata!.name!);
@@ -105,7 +105,7 @@ export class VolumeProvisioner {
       // A PV deleted by hand before its claim was bound: the claim needs a new one.
       onDelete: (pv) => {
         const ref = pv.spec?.claimRef;
-        if (pv.spec?.csi?.driver === o.driver && ref?.name) this.claimQueue.add(ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);
+        if (pv.spec?.csi?.driver === o.driver && ref?.name) this.claimQueue.add(keyOf({ metadata: ref }));
       },
     });
     // A class created after its claims: look at the claims again.

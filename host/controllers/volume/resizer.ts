@@ -51,7 +51,7 @@ export interface ResizerOptions {
   workers: number;
 }
 
-const claimKey = (c: V1PersistentVolumeClaim) => keyOf(c as { metadata: { name: string; namespace?: string } });
+const claimKey = (c: V1PersistentVolumeClaim) => keyOf(c);
 
 /** The claim's conditions without `types`, plus `add` (lastTransitionTime kept when already present). */
 function withConditions(claim: V1PersistentVolumeClaim, drop: string[], add?: string): V1PersistentVolumeClaimCondition[] {
