@@ -14,6 +14,7 @@ import type { V1VolumeAttachment } from '@kubernetes/client-node';
 import { patchOptions } from '../../../host/kube/patch.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { pluginCalls } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 import {
@@ -193,6 +194,7 @@ test.serial('an attachment the cloud lost is repaired by the periodic comparison
   await createPod(env, 'drifter', node, 'drift');
   await waitFor(async () => (await attachmentFor(env, pvName))?.status?.attached, { what: 'attached', timeoutMs: 120_000 });
   const handle = (await env.core.readPersistentVolume({ name: pvName })).spec!.csi!.volumeHandle;
+  const publishesBefore = await pluginCalls(t.context.host.metrics.registry, 'ControllerPublishVolume');
   // Someone detaches the volume behind Kubernetes' back.
   const { StateStore } = await import('../../../plugins/local/state.js');
   const store = new StateStore(env.stateDir);
@@ -200,10 +202,12 @@ test.serial('an attachment the cloud lost is repaired by the periodic comparison
     const v = draft.volumes.find((x) => x.id === handle)!;
     v.attachments = [];
   });
+  // The edit must have stuck, and the repair must be a new publish call.
+  t.is(store.read().volumes.find((v) => v.id === handle)?.attachments.length, 0);
   await waitFor(async () => (await cloudVolumes(env)).find((v) => v.id === handle)?.attachments.length === 1, {
     what: 'volume attached again by the reconciler',
     timeoutMs: 60_000,
   });
-  t.pass();
+  t.true((await pluginCalls(t.context.host.metrics.registry, 'ControllerPublishVolume')) > publishesBefore);
   await deletePod(env, 'drifter', node);
 });
