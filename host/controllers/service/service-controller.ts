@@ -200,7 +200,12 @@ export class ServiceController {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
     const status = await this.o.lbs.ensureLoadBalancer(this.o.clusterName, ref, nodes.map(toNodeRef));
-    this.synced.set(key, { ref, specSig, nodesSig: backendSetKey(nodes) });
+    const nodesSig = backendSetKey(nodes);
+    this.synced.set(key, { ref, specSig, nodesSig });
+    // The node set may have changed while the ensure was in flight; a node
+    // sync that ran meanwhile skipped this Service (not ensured yet), so hand
+    // the difference to the node worker (it waits for this Service's lock).
+    if (backendSetKey(this.backendNodes()) !== nodesSig) this.nodeQueue.add(NODES_KEY);
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
     if (statusChanged) {
       try {
