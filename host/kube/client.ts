@@ -218,3 +218,24 @@ export function isConflict(err: unknown): boolean {
 export function isNotFound(err: unknown): boolean {
   return hasStatus(err, 404);
 }
+
+/**
+ * Whether a write guarded by the object's uid (`metadata.uid` in the patch
+ * body) failed because that object is gone: 404, or 422 Invalid with the
+ * cause `metadata.uid` (the name now belongs to another object, and the API
+ * server refuses to change a uid).
+ */
+export function isGoneOrReplaced(err: unknown): boolean {
+  if (isNotFound(err)) return true;
+  if (!(err instanceof ApiException) || err.code !== 422) return false;
+  let body: unknown = err.body;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return false;
+    }
+  }
+  const causes = (body as { details?: { causes?: { field?: string }[] } } | undefined)?.details?.causes ?? [];
+  return causes.some((c) => c.field === 'metadata.uid');
+}

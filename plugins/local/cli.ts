@@ -240,7 +240,7 @@ knobs
       const eq = pair.indexOf('=');
       if (eq < 0) throw new Error(`${JSON.stringify(pair)} must be KEY=VALUE`);
       const name = parseKnobName(pair.slice(0, eq));
-      (changes as Record<string, number | boolean>)[name] = parseKnobValue(name, pair.slice(eq + 1));
+      (changes as Record<string, number | boolean | string>)[name] = parseKnobValue(name, pair.slice(eq + 1));
     }
     await updateKnobs(store(), changes);
   });

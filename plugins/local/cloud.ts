@@ -97,6 +97,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
         let ok = false;
         let result: unknown;
         try {
+          await faults.hold(currentKnobs, ctx, label);
           await faults.before(currentKnobs(), ctx, label);
           const res = await fn(req, ctx);
           ok = true;

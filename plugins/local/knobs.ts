@@ -33,6 +33,13 @@ export interface Knobs {
    * API whose reply was lost.
    */
   replyLatencyMs: number;
+  /**
+   * Comma-separated method names (`EnsureLoadBalancer`, `createVolume`, or
+   * `loadBalancers.ensureLoadBalancer`; case-insensitive): a call of one of
+   * them waits before doing anything until the knob no longer names it (or
+   * the call is cancelled). Tests use it to act while a call is in flight.
+   */
+  hold: string;
 }
 
 /** The knob names. */
@@ -47,6 +54,7 @@ export const DEFAULT_KNOBS: Readonly<Knobs> = {
   rateLimitBurst: 0,
   failAll: false,
   replyLatencyMs: 0,
+  hold: '',
 };
 
 /** Environment variable of each knob. */
@@ -58,7 +66,13 @@ export const KNOB_ENV: Readonly<Record<KnobName, string>> = {
   rateLimitBurst: 'LOCALCLOUD_RATE_LIMIT_BURST',
   failAll: 'LOCALCLOUD_FAIL_ALL',
   replyLatencyMs: 'LOCALCLOUD_REPLY_LATENCY_MS',
+  hold: 'LOCALCLOUD_HOLD',
 };
+
+/** Longest accepted `hold` value, in characters. */
+const MAX_HOLD_LENGTH = 1024;
+/** How often a held call re-reads the knobs, in milliseconds. */
+const HOLD_POLL_MS = 50;
 
 /** Largest accepted latency knob, in milliseconds (10 minutes). */
 export const MAX_LATENCY_MS = 600_000;
@@ -76,8 +90,13 @@ export function knobName(name: string): KnobName | undefined {
 }
 
 /** Parses a knob value given as text; throws a one-line error when invalid. */
-export function parseKnobValue(name: KnobName, text: string): number | boolean {
+export function parseKnobValue(name: KnobName, text: string): number | boolean | string {
   const t = text.trim();
+  if (name === 'hold') {
+    const problem = checkKnob(name, t);
+    if (problem) throw new RangeError(problem);
+    return t;
+  }
   if (name === 'failAll') {
     if (/^(1|true|yes|on)$/i.test(t)) return true;
     if (/^(0|false|no|off|)$/i.test(t)) return false;
@@ -92,6 +111,7 @@ export function parseKnobValue(name: KnobName, text: string): number | boolean {
 /** Why `value` is not valid for `name`, or undefined when it is. */
 function checkKnob(name: KnobName, value: unknown): string | undefined {
   if (name === 'failAll') return typeof value === 'boolean' ? undefined : `knob ${name} must be true or false`;
+  if (name === 'hold') return typeof value === 'string' && value.length <= MAX_HOLD_LENGTH ? undefined : `knob ${name} must be method names separated by commas, at most ${MAX_HOLD_LENGTH} characters`;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `knob ${name} must be a number >= 0`;
   if (name === 'errorRate' && value > 1) return `knob ${name} must be between 0 and 1`;
   if ((name === 'latencyMs' || name === 'latencyJitterMs' || name === 'replyLatencyMs') && value > MAX_LATENCY_MS) return `knob ${name} must be <= ${MAX_LATENCY_MS} ms`;
@@ -100,7 +120,7 @@ function checkKnob(name: KnobName, value: unknown): string | undefined {
 
 /** Knob settings from the environment; throws on the first invalid value. */
 export function knobsFromEnv(env: NodeJS.ProcessEnv = process.env): KnobSettings {
-  const out: Record<string, number | boolean> = {};
+  const out: Record<string, number | boolean | string> = {};
   for (const name of KNOB_NAMES) {
     const raw = env[KNOB_ENV[name]];
     if (raw === undefined || raw.trim() === '') continue;
@@ -202,6 +222,15 @@ export class FaultInjector {
     this.now = opts.now ?? Date.now;
   }
 
+  /**
+   * Waits while the knobs `current()` returns name `method` in `hold`
+   * (rejects with {@link abortError} when the call is aborted meanwhile).
+   * `method` is `service.method`, e.g. `loadBalancers.ensureLoadBalancer`.
+   */
+  async hold(current: () => Knobs, ctx: CallContext, method: string): Promise<void> {
+    while (holds(current().hold, method)) await sleep(HOLD_POLL_MS, ctx);
+  }
+
   /** Runs before the body of the cloud call `method`. */
   async before(knobs: Knobs, ctx: CallContext, method: string): Promise<void> {
     throwIfAborted(ctx);
@@ -231,6 +260,17 @@ export class FaultInjector {
     }
     return this.bucket.take(this.now());
   }
+}
+
+/** Whether the `hold` knob value names `method` (`service.method`), by full name or method name alone. */
+export function holds(hold: string, method: string): boolean {
+  if (!hold) return false;
+  const full = method.toLowerCase();
+  const short = full.slice(full.indexOf('.') + 1);
+  return hold.split(',').some((h) => {
+    const want = h.trim().toLowerCase();
+    return want !== '' && (want === full || want === short);
+  });
 }
 
 /** The error for a call whose signal fired: DEADLINE_EXCEEDED past the deadline, else CANCELLED. */

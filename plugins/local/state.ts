@@ -168,6 +168,7 @@ export interface KnobSettings {
   rateLimitBurst?: number;
   failAll?: boolean;
   replyLatencyMs?: number;
+  hold?: string;
 }
 
 /** The whole state document. */

@@ -14,7 +14,14 @@
  *  - status.loadBalancer.ingress is validated and written (status
  *    subresource) only when it changed;
  *  - one Service is never worked on by two workers, and a node-set change
- *    never overlaps a Service's own sync (per-Service lock).
+ *    never overlaps a Service's own sync (per-Service lock);
+ *  - the finalizer alone is not trusted: kube-apiserver can remove a Service
+ *    whose finalizer was added after its DELETE read the object
+ *    (kubernetes/kubernetes#77988). So every deletion of a Service that wants
+ *    or had a load balancer is queued with the uid it had (even while its
+ *    first ensure is in flight), and a Service found gone right after an
+ *    ensure (404 or another uid on the status write) gets the load balancer
+ *    just made for it deleted at once.
  *
  * Better than upstream, on purpose: several workers by default; node-set
  * changes use the provider's batch host update (one call for every affected
@@ -30,7 +37,7 @@ import { CloudCallError, ImplementedElsewhereError } from '../../errors.js';
 import { sleep } from '../../kube/backoff.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
-import { isNotFound } from '../../kube/client.js';
+import { isGoneOrReplaced } from '../../kube/client.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchService, patchServiceStatus } from '../../kube/patch.js';
 import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
@@ -85,8 +92,10 @@ export class ServiceController {
   private readonly queue: WorkQueue<string>;
   private readonly nodeQueue: WorkQueue<string>;
   private readonly lock = new KeyedMutex<string>();
-  /** Services this controller ensured (upstream serviceCache + lastSyncedNodes). */
+  /** Services this controller ensured or is ensuring (upstream serviceCache + lastSyncedNodes). */
   private readonly synced = new Map<string, Synced>();
+  /** Deleted Services that wanted or had a load balancer, by key, until their sync deleted it. */
+  private readonly deleted = new Map<string, ServiceRef>();
   private readonly log: Logger;
 
   constructor(private readonly o: ServiceControllerOptions) {
@@ -100,10 +109,15 @@ export class ServiceController {
       onUpdate: (old, s) => {
         if (needsUpdate(old, s) || needsCleanup(s) || (wantsLoadBalancer(s) && !hasLbFinalizer(s))) this.enqueue(s);
       },
-      // With the finalizer a deletion arrives as an update; this covers Services this
-      // controller ensured whose finalizer someone removed by hand.
+      // With the finalizer a deletion arrives as an update. This covers a finalizer
+      // removed by hand, and a Service the API server removed although our finalizer
+      // was on it (kubernetes/kubernetes#77988), also while its first ensure is in
+      // flight: the ref keeps the uid the load balancer was made for.
       onDelete: (s) => {
-        if (this.synced.has(keyOf(s))) this.enqueue(s);
+        const key = keyOf(s);
+        if (!hasLbFinalizer(s) && !this.synced.has(key)) return;
+        this.deleted.set(key, toServiceRef(s).ref);
+        this.queue.add(key);
       },
     });
     o.nodes.addEventHandler({
@@ -153,19 +167,12 @@ export class ServiceController {
   async sync(key: string): Promise<void> {
     await this.lock.run(key, async () => {
       const svc = this.o.services.get(key);
+      // Load balancers of Services gone from under this name (deleted without our
+      // finalizer, or deleted and recreated) go first.
+      await this.deleteGone(key, svc?.metadata?.uid);
+      if (!svc) return;
       const prev = this.synced.get(key);
-      if (!svc) {
-        // Deleted without our finalizer (removed by hand): still never leave the load balancer behind.
-        if (prev) await this.deleteLoadBalancer(undefined, prev.ref);
-        this.synced.delete(key);
-        return;
-      }
       try {
-        if (prev && prev.ref.uid !== svc.metadata?.uid) {
-          // Deleted and recreated under the same name: the old load balancer goes first.
-          await this.deleteLoadBalancer(undefined, prev.ref);
-          this.synced.delete(key);
-        }
         if (needsCleanup(svc) || !wantsLoadBalancer(svc)) {
           if (hasLbFinalizer(svc) || prev) await this.cleanup(key, svc);
           return;
@@ -184,6 +191,23 @@ export class ServiceController {
     });
   }
 
+  /**
+   * Deletes the load balancers made for earlier objects under `key` (the last
+   * ensured one and the last deleted one) whose uid is not `uid`. Their
+   * bookkeeping is dropped only after the delete succeeded, so a failure is
+   * retried with the right uid.
+   */
+  private async deleteGone(key: string, uid: string | undefined): Promise<void> {
+    const prev = this.synced.get(key);
+    if (prev && prev.ref.uid !== uid) {
+      await this.deleteLoadBalancer(undefined, prev.ref);
+      this.synced.delete(key);
+    }
+    const tomb = this.deleted.get(key);
+    if (tomb && tomb.uid !== uid && tomb.uid !== prev?.ref.uid) await this.deleteLoadBalancer(undefined, tomb);
+    this.deleted.delete(key);
+  }
+
   private async ensure(key: string, cached: V1Service, prev: Synced | undefined): Promise<void> {
     const { ref, problems } = toServiceRef(cached);
     if (problems.length) throw new InvalidServiceError(`invalid Service for a load balancer: ${problems.join('; ')}`);
@@ -192,13 +216,17 @@ export class ServiceController {
     const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);
     if (changed) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
     if (!hasLbFinalizer(cached)) {
-      // Before any cloud call that may create something.
-      await patchService(this.o.core, ref.namespace, ref.name, { metadata: { finalizers: [Finalizers.LB_CLEANUP] } }, 'strategic');
+      // Before any cloud call that may create something; the uid makes the API
+      // server refuse the patch if the name now belongs to another Service.
+      await patchService(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid, finalizers: [Finalizers.LB_CLEANUP] } }, 'strategic');
     }
     const nodes = this.backendNodes();
     if (nodes.length === 0 && changed) {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
+    // Known before the call: a deletion that arrives while it is in flight (or
+    // after it failed half-way) is queued with this uid.
+    this.synced.set(key, { ref, specSig: prev?.specSig ?? '', nodesSig: undefined });
     const status = await this.o.lbs.ensureLoadBalancer(this.o.clusterName, ref, nodes.map(toNodeRef));
     const nodesSig = backendSetKey(nodes);
     this.synced.set(key, { ref, specSig, nodesSig });
@@ -209,9 +237,16 @@ export class ServiceController {
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
     if (statusChanged) {
       try {
-        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { status: { loadBalancer: { ingress: status.ingress } } }, 'merge');
+        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid }, status: { loadBalancer: { ingress: status.ingress } } }, 'merge');
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isGoneOrReplaced(err)) throw err;
+        // The Service went away while its load balancer was being made (its
+        // deletion may not even reach this informer in time): delete it now.
+        this.log.info({ service: key, uid: ref.uid }, 'Service gone while its load balancer was ensured; deleting the load balancer');
+        await this.deleteLoadBalancer(undefined, ref);
+        this.synced.delete(key);
+        if (this.deleted.get(key)?.uid === ref.uid) this.deleted.delete(key);
+        return;
       }
       this.log.info({ service: key, ingress: status.ingress.map((i) => i.ip ?? i.hostname) }, 'load balancer status updated');
     }
@@ -223,18 +258,19 @@ export class ServiceController {
     const { ref } = toServiceRef(svc);
     await this.deleteLoadBalancer(svc, ref);
     this.synced.delete(key);
+    // Both writes carry the uid: a Service recreated under the name is not touched.
     if (!svc.metadata?.deletionTimestamp && (svc.status?.loadBalancer?.ingress ?? []).length > 0) {
       try {
-        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { status: { loadBalancer: { ingress: null } } }, 'merge');
+        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid }, status: { loadBalancer: { ingress: null } } }, 'merge');
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isGoneOrReplaced(err)) throw err;
       }
     }
     if (hasLbFinalizer(svc)) {
       try {
-        await patchService(this.o.core, ref.namespace, ref.name, { metadata: { [`$deleteFromPrimitiveList/finalizers`]: [Finalizers.LB_CLEANUP] } }, 'strategic');
+        await patchService(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid, [`$deleteFromPrimitiveList/finalizers`]: [Finalizers.LB_CLEANUP] } }, 'strategic');
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isGoneOrReplaced(err)) throw err;
       }
       this.log.info({ service: key }, 'load balancer cleanup finalizer removed');
     }

@@ -5,6 +5,9 @@
  * load balancers must be exactly those of the Services that want one, and no
  * Service may be stuck on the finalizer.
  *
+ * The random points come from a seed (CCM_TEST_SEED replays a run); the
+ * seed, the host log and the cloud state directory are named in the failure.
+ *
  * Scoping: namespace lb-crash, nodes labelled lbtest=crash (none are
  * created: load balancers without backends are enough here), ingress pool
  * 127.0.53.0/24.
@@ -17,6 +20,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { kubeconfigFile, startHostProcess, type HostProcess } from '../../helpers/host-process.js';
 import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService } from '../../helpers/lb.js';
+import { seededRandom } from '../../helpers/seed.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const NS = 'lb-crash';
@@ -24,6 +28,8 @@ const CYCLES = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Services that want one', async (t) => {
+  const { random, describe: seed } = seededRandom();
+  t.log(seed);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-lb-crash-'));
   const state = join(dir, 'cloud');
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
@@ -54,38 +60,43 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
     await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8080 }]) });
     live.push(name);
     // Delete about every other Service, some right away, some later.
-    if (Math.random() < 0.5 && live.length > 0) {
-      const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0]!;
-      await sleep(Math.random() * 150);
+    if (random() < 0.5 && live.length > 0) {
+      const victim = live.splice(Math.floor(random() * live.length), 1)[0]!;
+      await sleep(random() * 150);
       await core.deleteNamespacedService({ name: victim, namespace: NS });
       deleted.push(victim);
     }
-    await sleep(Math.random() * 120);
-    if (Math.random() < 0.16) {
+    await sleep(random() * 120);
+    if (random() < 0.16) {
       await host!.kill();
       kills++;
       host = undefined;
-      await sleep(Math.random() * 300);
+      await sleep(random() * 300);
       host = await startHostProcess(args, logPath);
     }
   }
   t.log(`${CYCLES} Services created, ${deleted.length} deleted, host SIGKILLed ${kills} times`);
 
   // Settle: every deleted Service is gone, every live one has an ingress, and the cloud matches.
+  let difference = '';
   const settled = await waitFor(
     async () => {
       const list = (await core.listNamespacedService({ namespace: NS })).items;
       const byName = new Map(list.map((s) => [s.metadata!.name!, s]));
-      if (deleted.some((d) => byName.has(d))) return undefined;
-      if (live.some((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip)) return undefined;
+      const lingering = deleted.filter((d) => byName.has(d));
+      const noIngress = live.filter((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip);
       const lbs = (await cloudLbs(state)).filter((l) => l.clusterName === 'crash');
-      const want = new Set(live.map((n) => byName.get(n)!.metadata!.uid!));
-      const have = new Set(lbs.map((l) => l.serviceUid));
-      if (want.size !== have.size || [...want].some((u) => !have.has(u))) return undefined;
+      const want = new Set(list.filter((s) => live.includes(s.metadata!.name!)).map((s) => s.metadata!.uid!));
+      const orphans = lbs.filter((l) => !want.has(l.serviceUid)).map((l) => `${l.name} (for ${l.serviceNamespace}/${l.serviceName} uid ${l.serviceUid})`);
+      const missing = [...want].filter((u) => !lbs.some((l) => l.serviceUid === u));
+      difference = JSON.stringify({ lingering, noIngress, orphans, missing });
+      if (lingering.length || noIngress.length || orphans.length || missing.length || want.size !== live.length) return undefined;
       return { list, lbs };
     },
     { what: 'cloud load balancers == Services that want one', timeoutMs: 120_000, intervalMs: 500 },
-  );
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last difference ${difference}; ${seed}; host log ${logPath}; cloud state ${state}`);
+  });
   t.is(settled.lbs.length, live.length, 'zero orphans, zero leaks');
   t.true(settled.list.every((s) => s.metadata?.finalizers?.includes(LB_FINALIZER)), 'every live LB Service keeps its finalizer');
   t.is(new Set(settled.lbs.map((l) => l.ingressIp)).size, settled.lbs.length, 'no ingress address handed out twice');

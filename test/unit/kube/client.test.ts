@@ -6,6 +6,7 @@ import { ApiException, Observable, ResponseContext, type HttpLibrary, type Reque
 import { Counter, Registry } from 'prom-client';
 import {
   isConflict,
+  isGoneOrReplaced,
   isNotFound,
   loadKubeConfig,
   makeClients,
@@ -179,6 +180,23 @@ for (const { status, conflict, notFound } of statusTable) {
     t.true(err instanceof ApiException);
     t.is(isConflict(err), conflict);
     t.is(isNotFound(err), notFound);
+  });
+}
+
+const uidCause = { kind: 'Status', apiVersion: 'v1', code: 422, reason: 'Invalid', details: { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.uid' }] } };
+const otherCause = { kind: 'Status', apiVersion: 'v1', code: 422, reason: 'Invalid', details: { causes: [{ reason: 'FieldValueForbidden', field: 'status.loadBalancer.ingress' }] } };
+const goneTable: { name: string; status: number; body: object; gone: boolean }[] = [
+  { name: '404', status: 404, body: { kind: 'Status', apiVersion: 'v1', code: 404 }, gone: true },
+  { name: '422 on metadata.uid (name taken by another object)', status: 422, body: uidCause, gone: true },
+  { name: '422 on another field', status: 422, body: otherCause, gone: false },
+  { name: '409', status: 409, body: { kind: 'Status', apiVersion: 'v1', code: 409 }, gone: false },
+];
+for (const { name, status, body, gone } of goneTable) {
+  test(`isGoneOrReplaced: ${name}`, async (t) => {
+    const server = await startCaptureServer(() => ({ status, body }));
+    t.teardown(() => server.close());
+    const { core } = makeClients(server.kubeConfig(), { userAgent: 'ccm-test' });
+    t.is(isGoneOrReplaced(await t.throwsAsync(core.readNode({ name: 'n1' }))), gone);
   });
 }
 

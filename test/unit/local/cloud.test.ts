@@ -481,6 +481,25 @@ test('knobs: failAll flips at runtime through the state and back', async (t) => 
   await t.throwsAsync(newCloud(t, { env: { LOCALCLOUD_RATE_LIMIT_QPS: '-1' } }), { message: /LOCALCLOUD_RATE_LIMIT_QPS/ });
 });
 
+test('knobs: hold keeps a named call waiting until unset, and ends with the call', async (t) => {
+  const cloud = await newCloud(t);
+  await seed(cloud);
+  await updateKnobs(cloud.store, { hold: 'InstanceExists, routes.createRoute' });
+  let done = false;
+  const held = cloud.instances!.instanceExists!({ meta: meta(), node: node('n1') }, ctx()).then((r) => ((done = true), r));
+  // Other methods are not held.
+  t.true((await cloud.instances!.instanceShutdown!({ meta: meta(), node: node('n1') }, ctx())).shutdown === false);
+  t.false(done);
+  await updateKnobs(cloud.store, {}, ['hold']);
+  t.true((await held).exists);
+  await updateKnobs(cloud.store, { hold: 'instanceExists' });
+  const aborted = new AbortController();
+  const cancelled = failure(cloud.instances!.instanceExists!({ meta: meta(), node: node('n1') }, ctx(aborted)));
+  aborted.abort();
+  t.is((await cancelled).code, Code.CANCELLED);
+  await t.throwsAsync(updateKnobs(cloud.store, { hold: 'x'.repeat(2000) }), { message: /at most 1024/ });
+});
+
 test('Configure applies JSON cloud config, warns on unknown keys, rejects garbage', async (t) => {
   const cloud = await newCloud(t);
   const res = await cloud.configure!({ cloudConfig: Buffer.from('{"zone":"z9","region":"r9","extra":1}'), clusterName: 'prod', hostVersion: 'test' }, ctx());
