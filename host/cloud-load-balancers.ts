@@ -65,6 +65,15 @@ export interface LbStatus {
   ingress: LbIngress[];
 }
 
+/** A load balancer as the provider lists it: the Service it was made for (validated). */
+export interface LbSummary {
+  /** The provider's cloud name. */
+  name: string;
+  serviceUid: string;
+  serviceNamespace: string;
+  serviceName: string;
+}
+
 /** Per-Service outcome of a batch host update: no error means success. */
 export interface HostsUpdateResult {
   uid: string;
@@ -90,4 +99,13 @@ export interface LoadBalancers {
   ensureLoadBalancerDeleted(clusterName: string, svc: ServiceRef): Promise<void>;
   /** Whether the provider has the batch host update (CAPABILITY_LOAD_BALANCER_BATCH_HOSTS). */
   readonly batchHosts: boolean;
+  /**
+   * Every load balancer the provider holds for `clusterName`, all pages
+   * (requires `canList`). Read-only. Rejects with InvalidCloudResponseError
+   * when any entry is invalid or names another cluster, or the listing
+   * exceeds a bound: a sweep acts on a whole, valid listing or not at all.
+   */
+  listLoadBalancers(clusterName: string): Promise<LbSummary[]>;
+  /** Whether the provider lists its load balancers (CAPABILITY_LOAD_BALANCER_LIST). */
+  readonly canList: boolean;
 }

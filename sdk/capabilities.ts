@@ -23,6 +23,7 @@ export const LEGACY_INSTANCES_METHODS: readonly string[] = [
  * - INSTANCES_BATCH: instances has getInstancesStatus AND getInstancesMetadata;
  * - INSTANCES_LEGACY: instances has any legacy method;
  * - LOAD_BALANCER_BATCH_HOSTS: loadBalancers has updateLoadBalancerHosts;
+ * - LOAD_BALANCER_LIST: loadBalancers has listLoadBalancers;
  * - LOAD_BALANCER_IP_MODE_PROXY: info.loadBalancerIpModeProxy and loadBalancers present;
  * - ROUTES_RECONCILE: routes has reconcileRoutes;
  * - VOLUMES_LIST_PUBLISHED_NODES: volumes has listVolumes;
@@ -40,6 +41,7 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
   if (hasMethod(instances, 'getInstancesStatus') && hasMethod(instances, 'getInstancesMetadata')) caps.add(Capability.CAPABILITY_INSTANCES_BATCH);
   if (LEGACY_INSTANCES_METHODS.some((m) => hasMethod(instances, m))) caps.add(Capability.CAPABILITY_INSTANCES_LEGACY);
   if (hasMethod(loadBalancers, 'updateLoadBalancerHosts')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS);
+  if (hasMethod(loadBalancers, 'listLoadBalancers')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_LIST);
   if (loadBalancers && provider.info.loadBalancerIpModeProxy) caps.add(Capability.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY);
   if (hasMethod(routes, 'reconcileRoutes')) caps.add(Capability.CAPABILITY_ROUTES_RECONCILE);
   if (hasMethod(volumes, 'listVolumes')) caps.add(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES);

@@ -1,8 +1,17 @@
-/** LoadBalancersService checks: idempotent Ensure/Update/Delete, NOT_FOUND, batch shape. */
+/** LoadBalancersService checks: idempotent Ensure/Update/Delete, NOT_FOUND, batch shape, listing. */
 import { randomInt, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
-import { Protocol, type EnsureLoadBalancerResponse, type GetLoadBalancerResponse, type LoadBalancerStatus, type ServiceRef, type UpdateLoadBalancerHostsResponse } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
+import {
+  Protocol,
+  type EnsureLoadBalancerResponse,
+  type GetLoadBalancerResponse,
+  type ListLoadBalancersResponse,
+  type LoadBalancerStatus,
+  type LoadBalancerSummary,
+  type ServiceRef,
+  type UpdateLoadBalancerHostsResponse,
+} from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { expect, skip, type Check, type Kit } from '../kit.js';
 import { Code } from '../rpc.js';
 import { expectCode } from './common.js';
@@ -120,6 +129,37 @@ export const loadBalancerChecks: Check[] = [
         expect(r.results[0]!.error && r.results[0]!.error.code !== Code.OK, 'no per-item error for a Service without a load balancer');
         expect(!r.results[1]!.error || r.results[1]!.error.code === Code.OK, `the existing load balancer failed: ${r.results[1]!.error?.message}`);
       }
+    },
+  },
+  {
+    id: 'load-balancers/list',
+    title: 'ListLoadBalancers lists the ensured load balancer with its Service, once, across pages of one; never for another cluster name; a bad token answers ABORTED',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST);
+      const svc = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
+      const lb = k.rpc.conn.loadBalancers;
+      const listAll = async (clusterName: string): Promise<LoadBalancerSummary[]> => {
+        const out: LoadBalancerSummary[] = [];
+        let pageToken = '';
+        for (let pages = 0; pages < 10_000; pages++) {
+          const r = await k.rpc.call<ListLoadBalancersResponse>(lb, 'ListLoadBalancers', { meta: { ...k.meta(), clusterName }, pageSize: 1, pageToken });
+          expect(r.loadBalancers.length <= 1, `page_size 1 gave ${r.loadBalancers.length} entries`);
+          out.push(...r.loadBalancers);
+          if (!r.nextPageToken) return out;
+          pageToken = r.nextPageToken;
+        }
+        throw new Error('ListLoadBalancers did not end within 10,000 pages');
+      };
+      const mine = (await listAll(k.cluster)).filter((l) => l.serviceUid === svc.uid);
+      expect(mine.length === 1, `the ensured load balancer is listed ${mine.length} times`);
+      const [entry] = mine;
+      expect(entry!.clusterName === k.cluster, `cluster_name ${JSON.stringify(entry!.clusterName)}, expected ${JSON.stringify(k.cluster)}`);
+      expect(entry!.serviceNamespace === svc.namespace && entry!.serviceName === svc.name, `listed for ${entry!.serviceNamespace}/${entry!.serviceName}, made for ${svc.namespace}/${svc.name}`);
+      const name = await k.rpc.call<{ name: string }>(lb, 'GetLoadBalancerName', { meta: k.meta(), service: svc });
+      expect(entry!.name === name.name, `listed as ${JSON.stringify(entry!.name)}, GetLoadBalancerName says ${JSON.stringify(name.name)}`);
+      const other = await listAll(`${k.cluster}-other`);
+      expect(!other.some((l) => l.serviceUid === svc.uid || l.clusterName !== `${k.cluster}-other`), 'a listing for another cluster name shows load balancers not made for it');
+      await expectCode(k, lb, 'ListLoadBalancers', { meta: k.meta(), pageSize: 1, pageToken: 'not-a-token' }, Code.ABORTED);
     },
   },
   {

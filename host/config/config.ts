@@ -92,6 +92,8 @@ export interface HostConfig {
   readonly concurrentServiceSyncs: number;
   /** `--lb-resync-period`: every LoadBalancer Service is re-ensured this often; 0 = never (upstream). */
   readonly lbResyncPeriodMs: number;
+  /** `--lb-orphan-sweep-period`, `--lb-orphan-grace-period`, `--lb-orphan-sweep-dry-run` (orphan-sweep.ts); period 0 = off. */
+  readonly lbOrphanSweep: { readonly periodMs: number; readonly graceMs: number; readonly dryRun: boolean };
   readonly nodeDeletionGracePeriodMs: number;
   /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
   readonly nodeSelector: string;
@@ -228,6 +230,11 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     routeReconciliationPeriodMs: p.duration('route-reconciliation-period', o.routeReconciliationPeriod, { positive: true }),
     concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
     lbResyncPeriodMs: p.duration('lb-resync-period', o.lbResyncPeriod),
+    lbOrphanSweep: {
+      periodMs: p.duration('lb-orphan-sweep-period', o.lbOrphanSweepPeriod),
+      graceMs: p.duration('lb-orphan-grace-period', o.lbOrphanGracePeriod),
+      dryRun: p.bool('lb-orphan-sweep-dry-run', o.lbOrphanSweepDryRun),
+    },
     nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
     nodeSelector: checkLabelSelector(o.nodeSelector, p),
     watchNamespace: checkNamespace(o.watchNamespace, p),

@@ -59,6 +59,9 @@ export interface HostOptions {
   routeReconciliationPeriod?: string;
   concurrentServiceSyncs?: string;
   lbResyncPeriod?: string;
+  lbOrphanSweepPeriod?: string;
+  lbOrphanGracePeriod?: string;
+  lbOrphanSweepDryRun?: string;
   nodeDeletionGracePeriod?: string;
   nodeCidrMaskSize?: string;
   nodeCidrMaskSizeIpv4?: string;
@@ -129,6 +132,11 @@ export const DEFAULT_OPTIONS = Object.freeze({
   concurrentServiceSyncs: String(DEFAULT_CONCURRENT_SERVICE_SYNCS),
   /** Not in upstream (which never re-ensures an unchanged Service): periodic drift repair. */
   lbResyncPeriod: '10m',
+  /** Not in upstream: deletes load balancers whose Service is gone (needs the provider's ListLoadBalancers). */
+  lbOrphanSweepPeriod: '10m',
+  /** An orphan is deleted only when seen on two sweeps at least this far apart. */
+  lbOrphanGracePeriod: '5m',
+  lbOrphanSweepDryRun: 'false',
   nodeDeletionGracePeriod: '0s',
   /** 0 = unset: 24 for IPv4 and 64 for IPv6 (upstream). */
   nodeCidrMaskSize: '0',

@@ -84,6 +84,7 @@ export class GrpcCloud implements Cloud {
       return conn.unary(conn.loadBalancers, method, request, mutating ? this.timeouts.mutateMs : this.timeouts.readMs);
     },
     hasBatchHosts: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS),
+    hasList: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST),
     toPbNode,
   });
   private readonly routesImpl = new GrpcRoutes(this);

@@ -10,22 +10,29 @@ import {
   IpMode,
   Protocol,
   SessionAffinity,
+  type ListLoadBalancersResponse,
   type LoadBalancerStatus as PbStatus,
   type ServiceRef as PbServiceRef,
   type UpdateLoadBalancerHostsResult,
 } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { fromStatus } from '../../sdk/errors.js';
 import type { NodeRef } from '../cloud.js';
-import type { HostsUpdateResult, LbIngress, LbProtocol, LbStatus, LoadBalancers, ServiceRef } from '../cloud-load-balancers.js';
+import type { HostsUpdateResult, LbIngress, LbProtocol, LbStatus, LbSummary, LoadBalancers, ServiceRef } from '../cloud-load-balancers.js';
 import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
-import { lbStatusProblems } from './validate-load-balancers.js';
+import { lbStatusProblems, lbSummaryProblems } from './validate-load-balancers.js';
+
+/** Load balancers asked for per ListLoadBalancers page. */
+const LIST_PAGE_SIZE = 500;
+/** Most load balancers one listing may hold (memory bound against a provider that never stops paging). */
+export const MAX_LISTED_LOAD_BALANCERS = 100_000;
 
 /** What GrpcLoadBalancers needs from GrpcCloud. */
 export interface LbTransport {
   /** One call to LoadBalancersService; `mutating` selects the longer deadline. */
   callLb<Res>(method: string, request: object, mutating: boolean): Promise<Res>;
   hasBatchHosts(): boolean;
+  hasList(): boolean;
   toPbNode(n: NodeRef): PbNodeRef;
 }
 
@@ -84,6 +91,10 @@ export class GrpcLoadBalancers implements LoadBalancers {
     return this.t.hasBatchHosts();
   }
 
+  get canList(): boolean {
+    return this.t.hasList();
+  }
+
   /** RequestMeta: the operation id is stable per Service so a provider can use it as an idempotency token. */
   private meta(clusterName: string, svc?: ServiceRef) {
     return { clusterName, operationId: svc ? `svc-${svc.uid}` : '', attempt: 1 };
@@ -130,6 +141,26 @@ export class GrpcLoadBalancers implements LoadBalancers {
       if (item.error && item.error.code !== 0) return { uid: s.uid, error: decodedToCloudError('UpdateLoadBalancerHosts', fromStatus(item.error)) };
       return { uid: s.uid };
     });
+  }
+
+  async listLoadBalancers(clusterName: string): Promise<LbSummary[]> {
+    const out: LbSummary[] = [];
+    const tokens = new Set<string>();
+    let pageToken = '';
+    do {
+      const r = await this.t.callLb<ListLoadBalancersResponse>('ListLoadBalancers', { meta: this.meta(clusterName), pageSize: LIST_PAGE_SIZE, pageToken }, false);
+      const problems: string[] = [];
+      for (const [i, lb] of r.loadBalancers.entries()) {
+        problems.push(...lbSummaryProblems(lb, clusterName).map((p) => `load_balancers[${i}]: ${p}`));
+        out.push({ name: lb.name, serviceUid: lb.serviceUid, serviceNamespace: lb.serviceNamespace, serviceName: lb.serviceName });
+      }
+      if (out.length > MAX_LISTED_LOAD_BALANCERS) problems.push(`more than ${MAX_LISTED_LOAD_BALANCERS} load balancers`);
+      pageToken = r.nextPageToken;
+      if (pageToken && tokens.has(pageToken)) problems.push(`next_page_token ${JSON.stringify(pageToken.slice(0, 64))} was already returned (the listing would never end)`);
+      tokens.add(pageToken);
+      if (problems.length) throw new InvalidCloudResponseError('ListLoadBalancers', problems);
+    } while (pageToken);
+    return out;
   }
 
   async ensureLoadBalancerDeleted(clusterName: string, svc: ServiceRef): Promise<void> {

@@ -28,12 +28,14 @@ type instance struct {
 func (i *instance) providerID() string { return providerName + "://" + i.ID }
 
 type loadBalancer struct {
-	Name    string
-	UID     string
-	Cluster string
-	IP      netip.Addr
-	Ports   []*pb.ServicePort
-	Nodes   []string
+	Name      string
+	UID       string
+	Namespace string
+	Service   string
+	Cluster   string
+	IP        netip.Addr
+	Ports     []*pb.ServicePort
+	Nodes     []string
 }
 
 type route struct {

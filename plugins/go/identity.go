@@ -32,7 +32,7 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *pb.GetPluginCap
 		Capabilities: []pb.Capability{
 			pb.Capability_CAPABILITY_INSTANCES_BATCH, pb.Capability_CAPABILITY_LOAD_BALANCER_BATCH_HOSTS,
 			pb.Capability_CAPABILITY_ROUTES_RECONCILE, pb.Capability_CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES,
-			pb.Capability_CAPABILITY_VOLUMES_EXPAND_ONLINE,
+			pb.Capability_CAPABILITY_VOLUMES_EXPAND_ONLINE, pb.Capability_CAPABILITY_LOAD_BALANCER_LIST,
 		},
 		ProviderName: providerName, HasClusterId: true,
 	}, nil

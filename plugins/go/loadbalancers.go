@@ -114,7 +114,7 @@ func (s *loadBalancersServer) EnsureLoadBalancer(_ context.Context, req *pb.Ensu
 		if err != nil {
 			return nil, err
 		}
-		lb = &loadBalancer{Name: lbName(req.Service.Uid), UID: req.Service.Uid, Cluster: clusterOf(req.Meta), IP: ip}
+		lb = &loadBalancer{Name: lbName(req.Service.Uid), UID: req.Service.Uid, Namespace: req.Service.Namespace, Service: req.Service.Name, Cluster: clusterOf(req.Meta), IP: ip}
 		s.cloud.lbs[key] = lb
 	}
 	lb.Ports, lb.Nodes = req.Service.Ports, nodes
@@ -171,4 +171,29 @@ func (s *loadBalancersServer) EnsureLoadBalancerDeleted(_ context.Context, req *
 	defer s.cloud.mu.Unlock()
 	delete(s.cloud.lbs, clusterOf(req.Meta)+"/"+req.Service.Uid)
 	return &pb.EnsureLoadBalancerDeletedResponse{}, nil
+}
+
+// ListLoadBalancers: this cluster's load balancers with the Service each was made for, paged by name.
+func (s *loadBalancersServer) ListLoadBalancers(_ context.Context, req *pb.ListLoadBalancersRequest) (*pb.ListLoadBalancersResponse, error) {
+	cluster := clusterOf(req.Meta)
+	s.cloud.mu.Lock()
+	defer s.cloud.mu.Unlock()
+	byName := map[string]*loadBalancer{}
+	keys := []string{}
+	for _, lb := range s.cloud.lbs {
+		if lb.Cluster == cluster {
+			byName[lb.Name] = lb
+			keys = append(keys, lb.Name)
+		}
+	}
+	page, next, err := paginate(keys, req.PageSize, req.PageToken, "loadBalancers", cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.ListLoadBalancersResponse{NextPageToken: next}
+	for _, k := range page {
+		lb := byName[k]
+		out.LoadBalancers = append(out.LoadBalancers, &pb.LoadBalancerSummary{Name: lb.Name, ClusterName: lb.Cluster, ServiceUid: lb.UID, ServiceNamespace: lb.Namespace, ServiceName: lb.Service})
+	}
+	return out, nil
 }

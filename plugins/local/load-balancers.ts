@@ -22,6 +22,7 @@ import {
 import { clusterOf, nowIso, required, type CloudContext } from './context.js';
 import { canonicalIp } from './ip.js';
 import { markCreated } from './journal.js';
+import { paginate } from './paging.js';
 import { loadBalancerName } from './names.js';
 import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
 
@@ -199,6 +200,16 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
       });
       await c.forwarder?.sync();
       return {};
+    },
+
+    async listLoadBalancers(req) {
+      const cluster = clusterOf(c, req.meta);
+      const mine = c.store.view().state.loadBalancers.filter((l) => l.clusterName === cluster);
+      const { page, nextPageToken } = paginate(mine, (l) => l.name, req, 'loadBalancers', cluster);
+      return {
+        loadBalancers: page.map((l) => ({ name: l.name, clusterName: l.clusterName, serviceUid: l.serviceUid, serviceNamespace: l.serviceNamespace, serviceName: l.serviceName })),
+        nextPageToken,
+      };
     },
 
     async updateLoadBalancerHosts(req) {

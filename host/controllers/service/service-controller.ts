@@ -28,7 +28,8 @@
  * load balancer); a periodic re-ensure (--lb-resync-period) repairs load
  * balancers deleted or changed behind the controller's back; a node's IP
  * address change updates backends too (upstream only reacts to eligibility
- * and providerID).
+ * and providerID); an orphan sweep (orphan-sweep.ts) deletes load balancers
+ * whose Service is gone in ways no controller can see.
  */
 import type { CoreV1Api, V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
@@ -49,6 +50,7 @@ import { chunks } from '../../util/chunks.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
+import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
 
 /** Upstream's per-item retry delays of the service and node queues. */
@@ -78,6 +80,8 @@ export interface ServiceControllerOptions {
   workers: number;
   /** --lb-resync-period; 0 disables the periodic re-ensure. */
   resyncPeriodMs: number;
+  /** --lb-orphan-sweep-*; off when the period is 0 or the provider cannot list its load balancers. */
+  orphanSweep?: Omit<OrphanSweepSettings, 'namespace'> & { namespace?: string };
 }
 
 /** What the controller last did for a Service it ensured. */
@@ -97,9 +101,26 @@ export class ServiceController {
   /** Deleted Services that wanted or had a load balancer, by key, until their sync deleted it. */
   private readonly deleted = new Map<string, ServiceRef>();
   private readonly log: Logger;
+  /** Undefined when the sweep is off. */
+  readonly sweeper?: OrphanSweeper;
 
   constructor(private readonly o: ServiceControllerOptions) {
     this.log = o.log;
+    const sweep = o.orphanSweep;
+    if (sweep && sweep.periodMs > 0 && o.lbs.canList) {
+      this.sweeper = new OrphanSweeper({
+        ...sweep,
+        namespace: sweep.namespace ?? '',
+        lbs: o.lbs,
+        clusterName: o.clusterName,
+        services: o.services,
+        lock: this.lock,
+        busyUids: () => new Set([...[...this.synced.values()].map((s) => s.ref.uid), ...[...this.deleted.values()].map((r) => r.uid)]),
+        recorder: o.recorder,
+        log: o.log,
+        registry: o.registry,
+      });
+    }
     this.queue = new WorkQueue<string>({ name: 'service', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
     this.nodeQueue = new WorkQueue<string>({ name: 'node', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
     o.services.addEventHandler({
@@ -139,15 +160,33 @@ export class ServiceController {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    this.log.info({ workers: this.o.workers, resyncPeriodMs: this.o.resyncPeriodMs }, 'Starting service controller');
+    const sweep = this.o.orphanSweep;
+    this.log.info(
+      { workers: this.o.workers, resyncPeriodMs: this.o.resyncPeriodMs, orphanSweepPeriodMs: this.sweeper ? sweep?.periodMs : 0, orphanSweepDryRun: sweep?.dryRun ?? false },
+      'Starting service controller',
+    );
+    if (sweep && sweep.periodMs > 0 && !this.sweeper) this.log.info({}, 'orphan load balancer sweep off: the provider does not list its load balancers (no CAPABILITY_LOAD_BALANCER_LIST)');
     if (!(await this.o.services.waitForSync(signal)) || !(await this.o.nodes.waitForSync(signal))) return;
     const resync = this.resyncLoop(signal);
+    const sweeping = this.sweepLoop(signal);
     await Promise.all([
       runWorkers(this.queue, this.o.workers, (key) => this.sync(key), { log: this.log, signal }),
       runWorkers(this.nodeQueue, 1, () => this.syncNodes(), { log: this.log, signal }),
     ]);
-    await resync;
+    await Promise.all([resync, sweeping]);
     this.log.info('Shutting down service controller');
+  }
+
+  private async sweepLoop(signal: AbortSignal): Promise<void> {
+    if (!this.sweeper) return;
+    while (await sleep(this.o.orphanSweep!.periodMs, signal)) {
+      try {
+        const r = await this.sweeper.sweep();
+        this.log.debug({ listed: r.listed, orphans: r.orphans, deleted: r.deleted.length, reported: r.reported.length, failed: r.failed }, 'orphan load balancer sweep');
+      } catch (err) {
+        this.log.warn({ err: errorMessage(err) }, 'orphan load balancer sweep failed; nothing was deleted, retried next period');
+      }
+    }
   }
 
   private async resyncLoop(signal: AbortSignal): Promise<void> {

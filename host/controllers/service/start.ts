@@ -17,6 +17,7 @@ export const startServiceController: ControllerFactory = (ctx) => {
     registry: ctx.registry,
     workers: ctx.config.concurrentServiceSyncs,
     resyncPeriodMs: ctx.config.lbResyncPeriodMs,
+    orphanSweep: { ...ctx.config.lbOrphanSweep, namespace: ctx.config.watchNamespace },
   });
   // After a plugin restart, re-ensure everything at once rather than at the next resync.
   ctx.supervisor.on('ready', () => controller.resyncAll());

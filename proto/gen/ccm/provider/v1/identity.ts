@@ -110,6 +110,8 @@ export enum Capability {
   CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES = 6,
   /** CAPABILITY_VOLUMES_EXPAND_ONLINE - VolumesService.ControllerExpandVolume works while the volume is attached. */
   CAPABILITY_VOLUMES_EXPAND_ONLINE = 7,
+  /** CAPABILITY_LOAD_BALANCER_LIST - LoadBalancersService.ListLoadBalancers (the host's orphan sweep). */
+  CAPABILITY_LOAD_BALANCER_LIST = 8,
 }
 
 export function capabilityFromJSON(object: any): Capability {
@@ -138,6 +140,9 @@ export function capabilityFromJSON(object: any): Capability {
     case 7:
     case "CAPABILITY_VOLUMES_EXPAND_ONLINE":
       return Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE;
+    case 8:
+    case "CAPABILITY_LOAD_BALANCER_LIST":
+      return Capability.CAPABILITY_LOAD_BALANCER_LIST;
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }
@@ -161,6 +166,8 @@ export function capabilityToJSON(object: Capability): string {
       return "CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES";
     case Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE:
       return "CAPABILITY_VOLUMES_EXPAND_ONLINE";
+    case Capability.CAPABILITY_LOAD_BALANCER_LIST:
+      return "CAPABILITY_LOAD_BALANCER_LIST";
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }

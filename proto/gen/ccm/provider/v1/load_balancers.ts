@@ -428,6 +428,40 @@ export interface UpdateLoadBalancerHostsResponse {
   results: UpdateLoadBalancerHostsResult[];
 }
 
+/** Request for ListLoadBalancers. */
+export interface ListLoadBalancersRequest {
+  /** Request context; cluster_name selects the load balancers. */
+  meta?:
+    | RequestMeta
+    | undefined;
+  /** Maximum load balancers per page; 0 lets the provider choose. */
+  pageSize: number;
+  /** Token from the previous page; empty for the first page. */
+  pageToken: string;
+}
+
+/** A load balancer as ListLoadBalancers reports it. */
+export interface LoadBalancerSummary {
+  /** The provider's cloud name (as GetLoadBalancerName returns it). */
+  name: string;
+  /** The cluster name it was made for (equal to the request's). */
+  clusterName: string;
+  /** The uid of the Service it was made for. */
+  serviceUid: string;
+  /** The namespace of that Service. */
+  serviceNamespace: string;
+  /** The name of that Service. */
+  serviceName: string;
+}
+
+/** Response of ListLoadBalancers. */
+export interface ListLoadBalancersResponse {
+  /** Load balancers of this page. */
+  loadBalancers: LoadBalancerSummary[];
+  /** Token of the next page; empty on the last page. */
+  nextPageToken: string;
+}
+
 function createBaseServicePort(): ServicePort {
   return { name: "", protocol: 0, port: 0, nodePort: 0, appProtocol: "" };
 }
@@ -2515,6 +2549,359 @@ export const UpdateLoadBalancerHostsResponse: MessageFns<UpdateLoadBalancerHosts
   },
 };
 
+function createBaseListLoadBalancersRequest(): ListLoadBalancersRequest {
+  return { meta: undefined, pageSize: 0, pageToken: "" };
+}
+
+export const ListLoadBalancersRequest: MessageFns<ListLoadBalancersRequest> = {
+  encode(message: ListLoadBalancersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.meta !== undefined) {
+      RequestMeta.encode(message.meta, writer.uint32(10).fork()).join();
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(16).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(26).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListLoadBalancersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListLoadBalancersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.meta = RequestMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListLoadBalancersRequest {
+    return {
+      meta: isSet(object.meta) ? RequestMeta.fromJSON(object.meta) : undefined,
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListLoadBalancersRequest): unknown {
+    const obj: any = {};
+    if (message.meta !== undefined) {
+      obj.meta = RequestMeta.toJSON(message.meta);
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListLoadBalancersRequest>, I>>(base?: I): ListLoadBalancersRequest {
+    return ListLoadBalancersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListLoadBalancersRequest>, I>>(object: I): ListLoadBalancersRequest {
+    const message = createBaseListLoadBalancersRequest();
+    message.meta = (object.meta !== undefined && object.meta !== null)
+      ? RequestMeta.fromPartial(object.meta)
+      : undefined;
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseLoadBalancerSummary(): LoadBalancerSummary {
+  return { name: "", clusterName: "", serviceUid: "", serviceNamespace: "", serviceName: "" };
+}
+
+export const LoadBalancerSummary: MessageFns<LoadBalancerSummary> = {
+  encode(message: LoadBalancerSummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.clusterName !== "") {
+      writer.uint32(18).string(message.clusterName);
+    }
+    if (message.serviceUid !== "") {
+      writer.uint32(26).string(message.serviceUid);
+    }
+    if (message.serviceNamespace !== "") {
+      writer.uint32(34).string(message.serviceNamespace);
+    }
+    if (message.serviceName !== "") {
+      writer.uint32(42).string(message.serviceName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadBalancerSummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoadBalancerSummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.clusterName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.serviceUid = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.serviceNamespace = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.serviceName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LoadBalancerSummary {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      clusterName: isSet(object.clusterName)
+        ? globalThis.String(object.clusterName)
+        : isSet(object.cluster_name)
+        ? globalThis.String(object.cluster_name)
+        : "",
+      serviceUid: isSet(object.serviceUid)
+        ? globalThis.String(object.serviceUid)
+        : isSet(object.service_uid)
+        ? globalThis.String(object.service_uid)
+        : "",
+      serviceNamespace: isSet(object.serviceNamespace)
+        ? globalThis.String(object.serviceNamespace)
+        : isSet(object.service_namespace)
+        ? globalThis.String(object.service_namespace)
+        : "",
+      serviceName: isSet(object.serviceName)
+        ? globalThis.String(object.serviceName)
+        : isSet(object.service_name)
+        ? globalThis.String(object.service_name)
+        : "",
+    };
+  },
+
+  toJSON(message: LoadBalancerSummary): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.clusterName !== "") {
+      obj.clusterName = message.clusterName;
+    }
+    if (message.serviceUid !== "") {
+      obj.serviceUid = message.serviceUid;
+    }
+    if (message.serviceNamespace !== "") {
+      obj.serviceNamespace = message.serviceNamespace;
+    }
+    if (message.serviceName !== "") {
+      obj.serviceName = message.serviceName;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoadBalancerSummary>, I>>(base?: I): LoadBalancerSummary {
+    return LoadBalancerSummary.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadBalancerSummary>, I>>(object: I): LoadBalancerSummary {
+    const message = createBaseLoadBalancerSummary();
+    message.name = object.name ?? "";
+    message.clusterName = object.clusterName ?? "";
+    message.serviceUid = object.serviceUid ?? "";
+    message.serviceNamespace = object.serviceNamespace ?? "";
+    message.serviceName = object.serviceName ?? "";
+    return message;
+  },
+};
+
+function createBaseListLoadBalancersResponse(): ListLoadBalancersResponse {
+  return { loadBalancers: [], nextPageToken: "" };
+}
+
+export const ListLoadBalancersResponse: MessageFns<ListLoadBalancersResponse> = {
+  encode(message: ListLoadBalancersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.loadBalancers) {
+      LoadBalancerSummary.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListLoadBalancersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListLoadBalancersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.loadBalancers.push(LoadBalancerSummary.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListLoadBalancersResponse {
+    return {
+      loadBalancers: globalThis.Array.isArray(object?.loadBalancers)
+        ? object.loadBalancers.map((e: any) => LoadBalancerSummary.fromJSON(e))
+        : globalThis.Array.isArray(object?.load_balancers)
+        ? object.load_balancers.map((e: any) => LoadBalancerSummary.fromJSON(e))
+        : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListLoadBalancersResponse): unknown {
+    const obj: any = {};
+    if (message.loadBalancers?.length) {
+      obj.loadBalancers = message.loadBalancers.map((e) => LoadBalancerSummary.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListLoadBalancersResponse>, I>>(base?: I): ListLoadBalancersResponse {
+    return ListLoadBalancersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListLoadBalancersResponse>, I>>(object: I): ListLoadBalancersResponse {
+    const message = createBaseListLoadBalancersResponse();
+    message.loadBalancers = object.loadBalancers?.map((e) => LoadBalancerSummary.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
 /**
  * Load balancer management. A load balancer is identified by the Service's
  * uid together with RequestMeta.cluster_name; the provider derives its cloud
@@ -2622,6 +3009,25 @@ export const LoadBalancersServiceService = {
     responseDeserialize: (value: Buffer): UpdateLoadBalancerHostsResponse =>
       UpdateLoadBalancerHostsResponse.decode(value),
   },
+  /**
+   * The load balancers the provider holds for RequestMeta.cluster_name, each
+   * with the Service it was made for, paged. Must never list a load balancer
+   * of another cluster name. Read-only, idempotent. The host's orphan sweep
+   * deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
+   * longer exists or no longer wants a load balancer. An invalid page_token
+   * answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+   */
+  listLoadBalancers: {
+    path: "/ccm.provider.v1.LoadBalancersService/ListLoadBalancers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListLoadBalancersRequest): Buffer =>
+      Buffer.from(ListLoadBalancersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListLoadBalancersRequest => ListLoadBalancersRequest.decode(value),
+    responseSerialize: (value: ListLoadBalancersResponse): Buffer =>
+      Buffer.from(ListLoadBalancersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListLoadBalancersResponse => ListLoadBalancersResponse.decode(value),
+  },
 } as const;
 
 export interface LoadBalancersServiceServer extends UntypedServiceImplementation {
@@ -2661,6 +3067,15 @@ export interface LoadBalancersServiceServer extends UntypedServiceImplementation
    * does not fail the others. Requires CAPABILITY_LOAD_BALANCER_BATCH_HOSTS.
    */
   updateLoadBalancerHosts: handleUnaryCall<UpdateLoadBalancerHostsRequest, UpdateLoadBalancerHostsResponse>;
+  /**
+   * The load balancers the provider holds for RequestMeta.cluster_name, each
+   * with the Service it was made for, paged. Must never list a load balancer
+   * of another cluster name. Read-only, idempotent. The host's orphan sweep
+   * deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
+   * longer exists or no longer wants a load balancer. An invalid page_token
+   * answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+   */
+  listLoadBalancers: handleUnaryCall<ListLoadBalancersRequest, ListLoadBalancersResponse>;
 }
 
 export interface LoadBalancersServiceClient extends Client {
@@ -2783,6 +3198,29 @@ export interface LoadBalancersServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdateLoadBalancerHostsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The load balancers the provider holds for RequestMeta.cluster_name, each
+   * with the Service it was made for, paged. Must never list a load balancer
+   * of another cluster name. Read-only, idempotent. The host's orphan sweep
+   * deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
+   * longer exists or no longer wants a load balancer. An invalid page_token
+   * answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+   */
+  listLoadBalancers(
+    request: ListLoadBalancersRequest,
+    callback: (error: ServiceError | null, response: ListLoadBalancersResponse) => void,
+  ): ClientUnaryCall;
+  listLoadBalancers(
+    request: ListLoadBalancersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListLoadBalancersResponse) => void,
+  ): ClientUnaryCall;
+  listLoadBalancers(
+    request: ListLoadBalancersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListLoadBalancersResponse) => void,
   ): ClientUnaryCall;
 }
 

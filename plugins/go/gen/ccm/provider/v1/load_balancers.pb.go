@@ -1401,6 +1401,207 @@ func (x *UpdateLoadBalancerHostsResponse) GetResults() []*UpdateLoadBalancerHost
 	return nil
 }
 
+// Request for ListLoadBalancers.
+type ListLoadBalancersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Request context; cluster_name selects the load balancers.
+	Meta *RequestMeta `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	// Maximum load balancers per page; 0 lets the provider choose.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Token from the previous page; empty for the first page.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoadBalancersRequest) Reset() {
+	*x = ListLoadBalancersRequest{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoadBalancersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoadBalancersRequest) ProtoMessage() {}
+
+func (x *ListLoadBalancersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoadBalancersRequest.ProtoReflect.Descriptor instead.
+func (*ListLoadBalancersRequest) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListLoadBalancersRequest) GetMeta() *RequestMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ListLoadBalancersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListLoadBalancersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// A load balancer as ListLoadBalancers reports it.
+type LoadBalancerSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The provider's cloud name (as GetLoadBalancerName returns it).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The cluster name it was made for (equal to the request's).
+	ClusterName string `protobuf:"bytes,2,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	// The uid of the Service it was made for.
+	ServiceUid string `protobuf:"bytes,3,opt,name=service_uid,json=serviceUid,proto3" json:"service_uid,omitempty"`
+	// The namespace of that Service.
+	ServiceNamespace string `protobuf:"bytes,4,opt,name=service_namespace,json=serviceNamespace,proto3" json:"service_namespace,omitempty"`
+	// The name of that Service.
+	ServiceName   string `protobuf:"bytes,5,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBalancerSummary) Reset() {
+	*x = LoadBalancerSummary{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBalancerSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBalancerSummary) ProtoMessage() {}
+
+func (x *LoadBalancerSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBalancerSummary.ProtoReflect.Descriptor instead.
+func (*LoadBalancerSummary) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *LoadBalancerSummary) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LoadBalancerSummary) GetClusterName() string {
+	if x != nil {
+		return x.ClusterName
+	}
+	return ""
+}
+
+func (x *LoadBalancerSummary) GetServiceUid() string {
+	if x != nil {
+		return x.ServiceUid
+	}
+	return ""
+}
+
+func (x *LoadBalancerSummary) GetServiceNamespace() string {
+	if x != nil {
+		return x.ServiceNamespace
+	}
+	return ""
+}
+
+func (x *LoadBalancerSummary) GetServiceName() string {
+	if x != nil {
+		return x.ServiceName
+	}
+	return ""
+}
+
+// Response of ListLoadBalancers.
+type ListLoadBalancersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Load balancers of this page.
+	LoadBalancers []*LoadBalancerSummary `protobuf:"bytes,1,rep,name=load_balancers,json=loadBalancers,proto3" json:"load_balancers,omitempty"`
+	// Token of the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoadBalancersResponse) Reset() {
+	*x = ListLoadBalancersResponse{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoadBalancersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoadBalancersResponse) ProtoMessage() {}
+
+func (x *ListLoadBalancersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoadBalancersResponse.ProtoReflect.Descriptor instead.
+func (*ListLoadBalancersResponse) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListLoadBalancersResponse) GetLoadBalancers() []*LoadBalancerSummary {
+	if x != nil {
+		return x.LoadBalancers
+	}
+	return nil
+}
+
+func (x *ListLoadBalancersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_ccm_provider_v1_load_balancers_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
@@ -1483,7 +1684,22 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"serviceUid\x12(\n" +
 	"\x05error\x18\x02 \x01(\v2\x12.google.rpc.StatusR\x05error\"k\n" +
 	"\x1fUpdateLoadBalancerHostsResponse\x12H\n" +
-	"\aresults\x18\x01 \x03(\v2..ccm.provider.v1.UpdateLoadBalancerHostsResultR\aresults*[\n" +
+	"\aresults\x18\x01 \x03(\v2..ccm.provider.v1.UpdateLoadBalancerHostsResultR\aresults\"\x88\x01\n" +
+	"\x18ListLoadBalancersRequest\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.ccm.provider.v1.RequestMetaR\x04meta\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xbd\x01\n" +
+	"\x13LoadBalancerSummary\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fcluster_name\x18\x02 \x01(\tR\vclusterName\x12\x1f\n" +
+	"\vservice_uid\x18\x03 \x01(\tR\n" +
+	"serviceUid\x12+\n" +
+	"\x11service_namespace\x18\x04 \x01(\tR\x10serviceNamespace\x12!\n" +
+	"\fservice_name\x18\x05 \x01(\tR\vserviceName\"\x90\x01\n" +
+	"\x19ListLoadBalancersResponse\x12K\n" +
+	"\x0eload_balancers\x18\x01 \x03(\v2$.ccm.provider.v1.LoadBalancerSummaryR\rloadBalancers\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*[\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x01\x12\x10\n" +
@@ -1504,14 +1720,15 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x06IpMode\x12\x17\n" +
 	"\x13IP_MODE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vIP_MODE_VIP\x10\x01\x12\x11\n" +
-	"\rIP_MODE_PROXY\x10\x022\xcf\x05\n" +
+	"\rIP_MODE_PROXY\x10\x022\xbb\x06\n" +
 	"\x14LoadBalancersService\x12d\n" +
 	"\x0fGetLoadBalancer\x12'.ccm.provider.v1.GetLoadBalancerRequest\x1a(.ccm.provider.v1.GetLoadBalancerResponse\x12p\n" +
 	"\x13GetLoadBalancerName\x12+.ccm.provider.v1.GetLoadBalancerNameRequest\x1a,.ccm.provider.v1.GetLoadBalancerNameResponse\x12m\n" +
 	"\x12EnsureLoadBalancer\x12*.ccm.provider.v1.EnsureLoadBalancerRequest\x1a+.ccm.provider.v1.EnsureLoadBalancerResponse\x12m\n" +
 	"\x12UpdateLoadBalancer\x12*.ccm.provider.v1.UpdateLoadBalancerRequest\x1a+.ccm.provider.v1.UpdateLoadBalancerResponse\x12\x82\x01\n" +
 	"\x19EnsureLoadBalancerDeleted\x121.ccm.provider.v1.EnsureLoadBalancerDeletedRequest\x1a2.ccm.provider.v1.EnsureLoadBalancerDeletedResponse\x12|\n" +
-	"\x17UpdateLoadBalancerHosts\x12/.ccm.provider.v1.UpdateLoadBalancerHostsRequest\x1a0.ccm.provider.v1.UpdateLoadBalancerHostsResponseB\xbf\x01\n" +
+	"\x17UpdateLoadBalancerHosts\x12/.ccm.provider.v1.UpdateLoadBalancerHostsRequest\x1a0.ccm.provider.v1.UpdateLoadBalancerHostsResponse\x12j\n" +
+	"\x11ListLoadBalancers\x12).ccm.provider.v1.ListLoadBalancersRequest\x1a*.ccm.provider.v1.ListLoadBalancersResponseB\xbf\x01\n" +
 	"\x13com.ccm.provider.v1B\x12LoadBalancersProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
@@ -1527,7 +1744,7 @@ func file_ccm_provider_v1_load_balancers_proto_rawDescGZIP() []byte {
 }
 
 var file_ccm_provider_v1_load_balancers_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_ccm_provider_v1_load_balancers_proto_goTypes = []any{
 	(Protocol)(0),                             // 0: ccm.provider.v1.Protocol
 	(IpFamily)(0),                             // 1: ccm.provider.v1.IpFamily
@@ -1552,16 +1769,19 @@ var file_ccm_provider_v1_load_balancers_proto_goTypes = []any{
 	(*UpdateLoadBalancerHostsRequest)(nil),    // 20: ccm.provider.v1.UpdateLoadBalancerHostsRequest
 	(*UpdateLoadBalancerHostsResult)(nil),     // 21: ccm.provider.v1.UpdateLoadBalancerHostsResult
 	(*UpdateLoadBalancerHostsResponse)(nil),   // 22: ccm.provider.v1.UpdateLoadBalancerHostsResponse
-	nil,                                       // 23: ccm.provider.v1.ServiceRef.AnnotationsEntry
-	nil,                                       // 24: ccm.provider.v1.ServiceRef.LabelsEntry
-	(*RequestMeta)(nil),                       // 25: ccm.provider.v1.RequestMeta
-	(*NodeRef)(nil),                           // 26: ccm.provider.v1.NodeRef
-	(*status.Status)(nil),                     // 27: google.rpc.Status
+	(*ListLoadBalancersRequest)(nil),          // 23: ccm.provider.v1.ListLoadBalancersRequest
+	(*LoadBalancerSummary)(nil),               // 24: ccm.provider.v1.LoadBalancerSummary
+	(*ListLoadBalancersResponse)(nil),         // 25: ccm.provider.v1.ListLoadBalancersResponse
+	nil,                                       // 26: ccm.provider.v1.ServiceRef.AnnotationsEntry
+	nil,                                       // 27: ccm.provider.v1.ServiceRef.LabelsEntry
+	(*RequestMeta)(nil),                       // 28: ccm.provider.v1.RequestMeta
+	(*NodeRef)(nil),                           // 29: ccm.provider.v1.NodeRef
+	(*status.Status)(nil),                     // 30: google.rpc.Status
 }
 var file_ccm_provider_v1_load_balancers_proto_depIdxs = []int32{
 	0,  // 0: ccm.provider.v1.ServicePort.protocol:type_name -> ccm.provider.v1.Protocol
-	23, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
-	24, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
+	26, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
+	27, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
 	5,  // 3: ccm.provider.v1.ServiceRef.ports:type_name -> ccm.provider.v1.ServicePort
 	1,  // 4: ccm.provider.v1.ServiceRef.ip_families:type_name -> ccm.provider.v1.IpFamily
 	2,  // 5: ccm.provider.v1.ServiceRef.external_traffic_policy:type_name -> ccm.provider.v1.ExternalTrafficPolicy
@@ -1570,42 +1790,46 @@ var file_ccm_provider_v1_load_balancers_proto_depIdxs = []int32{
 	4,  // 8: ccm.provider.v1.LoadBalancerIngress.ip_mode:type_name -> ccm.provider.v1.IpMode
 	7,  // 9: ccm.provider.v1.LoadBalancerIngress.ports:type_name -> ccm.provider.v1.PortStatus
 	8,  // 10: ccm.provider.v1.LoadBalancerStatus.ingress:type_name -> ccm.provider.v1.LoadBalancerIngress
-	25, // 11: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	28, // 11: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 12: ccm.provider.v1.GetLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
 	9,  // 13: ccm.provider.v1.GetLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	25, // 14: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	28, // 14: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 15: ccm.provider.v1.GetLoadBalancerNameRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	25, // 16: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	28, // 16: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 17: ccm.provider.v1.EnsureLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	26, // 18: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	29, // 18: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
 	9,  // 19: ccm.provider.v1.EnsureLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	25, // 20: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	28, // 20: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 21: ccm.provider.v1.UpdateLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	26, // 22: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	25, // 23: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	29, // 22: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	28, // 23: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 24: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	25, // 25: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	28, // 25: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 26: ccm.provider.v1.UpdateLoadBalancerHostsRequest.services:type_name -> ccm.provider.v1.ServiceRef
-	26, // 27: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	27, // 28: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
+	29, // 27: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	30, // 28: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
 	21, // 29: ccm.provider.v1.UpdateLoadBalancerHostsResponse.results:type_name -> ccm.provider.v1.UpdateLoadBalancerHostsResult
-	10, // 30: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
-	12, // 31: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
-	14, // 32: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
-	16, // 33: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
-	18, // 34: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
-	20, // 35: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
-	11, // 36: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
-	13, // 37: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
-	15, // 38: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
-	17, // 39: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
-	19, // 40: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
-	22, // 41: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
-	36, // [36:42] is the sub-list for method output_type
-	30, // [30:36] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	28, // 30: ccm.provider.v1.ListLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	24, // 31: ccm.provider.v1.ListLoadBalancersResponse.load_balancers:type_name -> ccm.provider.v1.LoadBalancerSummary
+	10, // 32: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
+	12, // 33: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
+	14, // 34: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
+	16, // 35: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
+	18, // 36: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
+	20, // 37: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
+	23, // 38: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:input_type -> ccm.provider.v1.ListLoadBalancersRequest
+	11, // 39: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
+	13, // 40: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
+	15, // 41: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
+	17, // 42: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
+	19, // 43: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
+	22, // 44: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
+	25, // 45: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:output_type -> ccm.provider.v1.ListLoadBalancersResponse
+	39, // [39:46] is the sub-list for method output_type
+	32, // [32:39] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_load_balancers_proto_init() }
@@ -1620,7 +1844,7 @@ func file_ccm_provider_v1_load_balancers_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_v1_load_balancers_proto_rawDesc), len(file_ccm_provider_v1_load_balancers_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

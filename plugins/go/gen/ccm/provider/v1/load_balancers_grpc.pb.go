@@ -28,6 +28,7 @@ const (
 	LoadBalancersService_UpdateLoadBalancer_FullMethodName        = "/ccm.provider.v1.LoadBalancersService/UpdateLoadBalancer"
 	LoadBalancersService_EnsureLoadBalancerDeleted_FullMethodName = "/ccm.provider.v1.LoadBalancersService/EnsureLoadBalancerDeleted"
 	LoadBalancersService_UpdateLoadBalancerHosts_FullMethodName   = "/ccm.provider.v1.LoadBalancersService/UpdateLoadBalancerHosts"
+	LoadBalancersService_ListLoadBalancers_FullMethodName         = "/ccm.provider.v1.LoadBalancersService/ListLoadBalancers"
 )
 
 // LoadBalancersServiceClient is the client API for LoadBalancersService service.
@@ -63,6 +64,13 @@ type LoadBalancersServiceClient interface {
 	// listed Service. One result per service, in input order; a failure of one
 	// does not fail the others. Requires CAPABILITY_LOAD_BALANCER_BATCH_HOSTS.
 	UpdateLoadBalancerHosts(ctx context.Context, in *UpdateLoadBalancerHostsRequest, opts ...grpc.CallOption) (*UpdateLoadBalancerHostsResponse, error)
+	// The load balancers the provider holds for RequestMeta.cluster_name, each
+	// with the Service it was made for, paged. Must never list a load balancer
+	// of another cluster name. Read-only, idempotent. The host's orphan sweep
+	// deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
+	// longer exists or no longer wants a load balancer. An invalid page_token
+	// answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+	ListLoadBalancers(ctx context.Context, in *ListLoadBalancersRequest, opts ...grpc.CallOption) (*ListLoadBalancersResponse, error)
 }
 
 type loadBalancersServiceClient struct {
@@ -133,6 +141,16 @@ func (c *loadBalancersServiceClient) UpdateLoadBalancerHosts(ctx context.Context
 	return out, nil
 }
 
+func (c *loadBalancersServiceClient) ListLoadBalancers(ctx context.Context, in *ListLoadBalancersRequest, opts ...grpc.CallOption) (*ListLoadBalancersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListLoadBalancersResponse)
+	err := c.cc.Invoke(ctx, LoadBalancersService_ListLoadBalancers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LoadBalancersServiceServer is the server API for LoadBalancersService service.
 // All implementations must embed UnimplementedLoadBalancersServiceServer
 // for forward compatibility.
@@ -166,6 +184,13 @@ type LoadBalancersServiceServer interface {
 	// listed Service. One result per service, in input order; a failure of one
 	// does not fail the others. Requires CAPABILITY_LOAD_BALANCER_BATCH_HOSTS.
 	UpdateLoadBalancerHosts(context.Context, *UpdateLoadBalancerHostsRequest) (*UpdateLoadBalancerHostsResponse, error)
+	// The load balancers the provider holds for RequestMeta.cluster_name, each
+	// with the Service it was made for, paged. Must never list a load balancer
+	// of another cluster name. Read-only, idempotent. The host's orphan sweep
+	// deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
+	// longer exists or no longer wants a load balancer. An invalid page_token
+	// answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+	ListLoadBalancers(context.Context, *ListLoadBalancersRequest) (*ListLoadBalancersResponse, error)
 	mustEmbedUnimplementedLoadBalancersServiceServer()
 }
 
@@ -193,6 +218,9 @@ func (UnimplementedLoadBalancersServiceServer) EnsureLoadBalancerDeleted(context
 }
 func (UnimplementedLoadBalancersServiceServer) UpdateLoadBalancerHosts(context.Context, *UpdateLoadBalancerHostsRequest) (*UpdateLoadBalancerHostsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateLoadBalancerHosts not implemented")
+}
+func (UnimplementedLoadBalancersServiceServer) ListLoadBalancers(context.Context, *ListLoadBalancersRequest) (*ListLoadBalancersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListLoadBalancers not implemented")
 }
 func (UnimplementedLoadBalancersServiceServer) mustEmbedUnimplementedLoadBalancersServiceServer() {}
 func (UnimplementedLoadBalancersServiceServer) testEmbeddedByValue()                              {}
@@ -323,6 +351,24 @@ func _LoadBalancersService_UpdateLoadBalancerHosts_Handler(srv interface{}, ctx 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LoadBalancersService_ListLoadBalancers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListLoadBalancersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LoadBalancersServiceServer).ListLoadBalancers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LoadBalancersService_ListLoadBalancers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LoadBalancersServiceServer).ListLoadBalancers(ctx, req.(*ListLoadBalancersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LoadBalancersService_ServiceDesc is the grpc.ServiceDesc for LoadBalancersService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -353,6 +399,10 @@ var LoadBalancersService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateLoadBalancerHosts",
 			Handler:    _LoadBalancersService_UpdateLoadBalancerHosts_Handler,
+		},
+		{
+			MethodName: "ListLoadBalancers",
+			Handler:    _LoadBalancersService_ListLoadBalancers_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

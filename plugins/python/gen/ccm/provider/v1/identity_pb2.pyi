@@ -27,6 +27,7 @@ class Capability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CAPABILITY_ROUTES_RECONCILE: _ClassVar[Capability]
     CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES: _ClassVar[Capability]
     CAPABILITY_VOLUMES_EXPAND_ONLINE: _ClassVar[Capability]
+    CAPABILITY_LOAD_BALANCER_LIST: _ClassVar[Capability]
 SERVICE_UNSPECIFIED: Service
 SERVICE_INSTANCES: Service
 SERVICE_ZONES: Service
@@ -42,6 +43,7 @@ CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY: Capability
 CAPABILITY_ROUTES_RECONCILE: Capability
 CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES: Capability
 CAPABILITY_VOLUMES_EXPAND_ONLINE: Capability
+CAPABILITY_LOAD_BALANCER_LIST: Capability
 
 class GetPluginInfoRequest(_message.Message):
     __slots__ = ()

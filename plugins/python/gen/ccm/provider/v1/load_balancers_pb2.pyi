@@ -239,3 +239,35 @@ class UpdateLoadBalancerHostsResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[UpdateLoadBalancerHostsResult]
     def __init__(self, results: _Optional[_Iterable[_Union[UpdateLoadBalancerHostsResult, _Mapping]]] = ...) -> None: ...
+
+class ListLoadBalancersRequest(_message.Message):
+    __slots__ = ("meta", "page_size", "page_token")
+    META_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    meta: _common_pb2.RequestMeta
+    page_size: int
+    page_token: str
+    def __init__(self, meta: _Optional[_Union[_common_pb2.RequestMeta, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class LoadBalancerSummary(_message.Message):
+    __slots__ = ("name", "cluster_name", "service_uid", "service_namespace", "service_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_UID_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    cluster_name: str
+    service_uid: str
+    service_namespace: str
+    service_name: str
+    def __init__(self, name: _Optional[str] = ..., cluster_name: _Optional[str] = ..., service_uid: _Optional[str] = ..., service_namespace: _Optional[str] = ..., service_name: _Optional[str] = ...) -> None: ...
+
+class ListLoadBalancersResponse(_message.Message):
+    __slots__ = ("load_balancers", "next_page_token")
+    LOAD_BALANCERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    load_balancers: _containers.RepeatedCompositeFieldContainer[LoadBalancerSummary]
+    next_page_token: str
+    def __init__(self, load_balancers: _Optional[_Iterable[_Union[LoadBalancerSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -68,6 +68,11 @@ class LoadBalancersServiceStub(object):
                 request_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.UpdateLoadBalancerHostsRequest.SerializeToString,
                 response_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.UpdateLoadBalancerHostsResponse.FromString,
                 _registered_method=True)
+        self.ListLoadBalancers = channel.unary_unary(
+                '/ccm.provider.v1.LoadBalancersService/ListLoadBalancers',
+                request_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersRequest.SerializeToString,
+                response_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersResponse.FromString,
+                _registered_method=True)
 
 
 class LoadBalancersServiceServicer(object):
@@ -131,6 +136,18 @@ class LoadBalancersServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLoadBalancers(self, request, context):
+        """The load balancers the provider holds for RequestMeta.cluster_name, each
+        with the Service it was made for, paged. Must never list a load balancer
+        of another cluster name. Read-only, idempotent. The host's orphan sweep
+        deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
+        longer exists or no longer wants a load balancer. An invalid page_token
+        answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LoadBalancersServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -163,6 +180,11 @@ def add_LoadBalancersServiceServicer_to_server(servicer, server):
                     servicer.UpdateLoadBalancerHosts,
                     request_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.UpdateLoadBalancerHostsRequest.FromString,
                     response_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.UpdateLoadBalancerHostsResponse.SerializeToString,
+            ),
+            'ListLoadBalancers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLoadBalancers,
+                    request_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersRequest.FromString,
+                    response_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -331,6 +353,33 @@ class LoadBalancersService(object):
             '/ccm.provider.v1.LoadBalancersService/UpdateLoadBalancerHosts',
             ccm_dot_provider_dot_v1_dot_load__balancers__pb2.UpdateLoadBalancerHostsRequest.SerializeToString,
             ccm_dot_provider_dot_v1_dot_load__balancers__pb2.UpdateLoadBalancerHostsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLoadBalancers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ccm.provider.v1.LoadBalancersService/ListLoadBalancers',
+            ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersRequest.SerializeToString,
+            ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersResponse.FromString,
             options,
             channel_credentials,
             insecure,
