@@ -4,8 +4,16 @@
  * the whole run, runs every test file with ava against it
  * (CCM_TEST_KUBECONFIG), stops the control plane, and prints a closing
  * `tests: N passed, N failed` line. Exit code: ava's.
+ *
+ * Artifacts: the test processes get TMPDIR set to one artifacts folder, so
+ * every test's temporary directory (host logs, local cloud state and
+ * journal, plugin sockets) is made there. When a test fails, kube-apiserver's
+ * audit log is copied in too and the folder is kept and named on the last
+ * lines; on success it is removed.
  */
 import { spawn } from 'node:child_process';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ensureBinaries } from './controlplane/binaries.js';
@@ -26,11 +34,13 @@ async function main(): Promise<number> {
   process.stderr.write('[test] checking control-plane binaries (first run builds them from Go modules)\n');
   await ensureBinaries({ onProgress: (line) => process.stderr.write(`[controlplane] ${line}\n`) });
   await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
-  const cp = await ControlPlane.start();
+  const cp = await ControlPlane.start({ auditLog: true });
   process.stderr.write(`[test] control plane ready at ${cp.server} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   // Test hosts authenticate as the shipped ServiceAccount, under the shipped RBAC.
   const hostKubeconfigPath = join(cp.dir, 'host-kubeconfig');
   await prepareHostIdentity(cp.kubeConfig(), hostKubeconfigPath);
+  // Short: plugin socket paths under it must stay within the 108-byte limit.
+  const artifacts = await mkdtemp(join(tmpdir(), 'ccm-test-'));
   let output = '';
   const stop = async () => {
     await cp.stop().catch((err) => process.stderr.write(`[test] control plane stop failed: ${String(err)}\n`));
@@ -42,7 +52,7 @@ async function main(): Promise<number> {
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, [avaCli, ...process.argv.slice(2)], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, CCM_TEST_KUBECONFIG: cp.kubeconfigPath, CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath },
+      env: { ...process.env, CCM_TEST_KUBECONFIG: cp.kubeconfigPath, CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath, TMPDIR: artifacts, CCM_TEST_ARTIFACTS: artifacts },
     });
     child.stdout.on('data', (d: Buffer) => {
       output += d.toString();
@@ -54,7 +64,10 @@ async function main(): Promise<number> {
     });
     child.on('close', (c) => resolve(c ?? 1));
   });
+  if (code !== 0) await copyFile(cp.auditLogPath, join(artifacts, 'kube-apiserver-audit.log')).catch(() => undefined);
   await stop();
+  if (code === 0) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
+  else process.stdout.write(`\nartifacts (host logs, local cloud state and journals, kube-apiserver audit log): ${artifacts}\n`);
   // ava prints no "N tests passed" line when some failed: count the ticks then.
   const passed = Math.max(count(output, /(\d+) tests? passed/g), (output.replace(ANSI, '').match(/^\s*✔/gm) ?? []).length);
   let failed = count(output, /(\d+) tests? failed/g) + count(output, /(\d+) uncaught exceptions?/g) + count(output, /(\d+) unhandled rejections?/g);

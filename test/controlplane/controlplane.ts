@@ -30,6 +30,8 @@ export interface ControlPlaneOptions {
   binaries?: Binaries;
   /** Start kube-controller-manager with KCM_CONTROLLERS (default true). */
   controllerManager?: boolean;
+  /** Write kube-apiserver's audit log (AUDIT_POLICY) to auditLogPath (default false: benchmarks and the demo do without). */
+  auditLog?: boolean;
 }
 
 /**
@@ -62,7 +64,28 @@ export const KCM_CONTROLLERS = [
 export const ADMIN_USER = 'ccm-admin';
 
 /** Entries start() owns inside a state dir; only these are reset. */
-const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log', 'kube-controller-manager.log'];
+const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log', 'kube-controller-manager.log', 'audit-policy.yaml', 'audit.log'];
+
+/**
+ * kube-apiserver's audit policy: every write to the objects the CCM's
+ * controllers own or race with, with request and response bodies, so a
+ * failing test can tell who changed what when (e.g. a DELETE that removed a
+ * Service its finalizer should have kept). Nothing else is logged.
+ */
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: RequestResponse
+    verbs: [create, update, patch, delete, deletecollection]
+    resources:
+      - group: ""
+        resources: [services, services/status, persistentvolumeclaims, persistentvolumeclaims/status, persistentvolumes, nodes, nodes/status]
+  - level: None
+`;
+/** Audit log rotation: at most (1 + backups) × this many MB. */
+const AUDIT_LOG_MAX_MB = 200;
+const AUDIT_LOG_BACKUPS = 1;
 
 const PORT_ATTEMPTS = 3;
 
@@ -117,7 +140,7 @@ export class ControlPlane {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await cp.boot(bins, opts.startTimeoutMs ?? 60_000, opts.controllerManager ?? true);
+          await cp.boot(bins, opts.startTimeoutMs ?? 60_000, opts.controllerManager ?? true, opts.auditLog ?? false);
           break;
         } catch (err) {
           if (!(err instanceof PortClashError) || attempt >= PORT_ATTEMPTS) throw err;
@@ -132,6 +155,11 @@ export class ControlPlane {
     }
     opts.log?.info({ dir, server: cp.server, ms: Date.now() - started }, 'control plane ready');
     return cp;
+  }
+
+  /** kube-apiserver's audit log (writes to Services, claims, PVs and Nodes; see AUDIT_POLICY). */
+  get auditLogPath(): string {
+    return join(this.dir, 'audit.log');
   }
 
   /** A client-node KubeConfig loaded from kubeconfigPath (admin token, cluster CA). */
@@ -213,7 +241,7 @@ export class ControlPlane {
     if (errors.length > 0) throw errors[0];
   }
 
-  private async boot(bins: Binaries, timeoutMs: number, withControllerManager: boolean): Promise<void> {
+  private async boot(bins: Binaries, timeoutMs: number, withControllerManager: boolean, auditLog: boolean): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     const [etcdPort, peerPort, apiPort, kcmPort] = await freePorts(4);
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
@@ -256,8 +284,19 @@ export class ControlPlane {
     // Static token file format: token,user,uid,"group1,group2"
     await writeFile(tokens, `${this.token},${ADMIN_USER},${ADMIN_USER},"system:masters"\n`, { mode: 0o600 });
 
+    if (auditLog) await writeFile(join(this.dir, 'audit-policy.yaml'), AUDIT_POLICY);
+    const audit = auditLog
+      ? [
+          `--audit-policy-file=${join(this.dir, 'audit-policy.yaml')}`,
+          `--audit-log-path=${this.auditLogPath}`,
+          '--audit-log-format=json',
+          `--audit-log-maxsize=${AUDIT_LOG_MAX_MB}`,
+          `--audit-log-maxbackup=${AUDIT_LOG_BACKUPS}`,
+        ]
+      : [];
     const apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
+      ...audit,
       `--secure-port=${apiPort}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
