@@ -12,6 +12,12 @@
  * removes the finalizer. Every `--volume-attach-reconcile-period` the
  * attachments marked attached are compared with ListVolumes; one the cloud
  * does not show is marked detached, which makes the next sync publish again.
+ *
+ * The finalizer alone is not trusted (kube-apiserver can delete an object
+ * whose finalizer was added after the DELETE read it, kubernetes#77988; or
+ * someone removes it by hand): what this host published, or is publishing, is
+ * remembered by name and uid, and an attachment found gone (from the cache,
+ * or a 404 on the status write right after the publish) is unpublished.
  */
 import { StorageV1Api, type CoreV1Api, type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
@@ -20,6 +26,7 @@ import { InstanceNotFoundError } from '../../errors.js';
 import { sleep } from '../../kube/backoff.js';
 import type { KubeClients } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
+import { isNotFound } from '../../kube/client.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import { volumeRateLimiter } from './retry.js';
@@ -48,6 +55,8 @@ export class VolumeAttacher {
   private readonly core: CoreV1Api;
   private readonly finalizer: string;
   private lastReconcile = 0;
+  /** Attachments published (or being published) by this host, by VolumeAttachment name. */
+  private readonly published = new Map<string, { uid: string; handle: string; nodeId: string }>();
 
   constructor(private readonly o: AttacherOptions) {
     this.queue = new WorkQueue<string>({ name: 'volume-attacher', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
@@ -87,6 +96,8 @@ export class VolumeAttacher {
 
   async sync(name: string): Promise<void> {
     const va = this.o.attachments.get(name);
+    const rec = this.published.get(name);
+    if (rec && rec.uid !== va?.metadata?.uid) await this.unpublishGone(name, rec);
     if (!va || va.spec?.attacher !== this.o.driver) return;
     if (va.metadata?.deletionTimestamp) return this.detach(va);
     if (va.status?.attached) return;
@@ -122,8 +133,15 @@ export class VolumeAttacher {
         { annotations: { [Annotations.VA_NODE_ID]: providerId, [VOLUME_HANDLE_ANNOTATION]: csi.volumeHandle } },
       );
       if (!updated || updated.metadata?.deletionTimestamp) return;
+      const rec = { uid: va.metadata!.uid!, handle: csi.volumeHandle, nodeId: providerId };
+      this.published.set(name, rec);
       const metadata = await this.o.volumes.controllerPublish(csi.volumeHandle, providerId, !!csi.readOnly, csi.volumeAttributes ?? {});
-      await this.patchStatus(name, { attached: true, attachmentMetadata: metadata, attachError: null });
+      try {
+        await this.patchStatus(name, { attached: true, attachmentMetadata: metadata, attachError: null });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        return await this.unpublishGone(name, rec);
+      }
       this.o.log.info({ attachment: name, volume: csi.volumeHandle, node: nodeName }, 'attached volume');
     } catch (err) {
       const message = errorMessage(err);
@@ -158,7 +176,19 @@ export class VolumeAttacher {
       this.finalizer,
       false,
     );
+    this.published.delete(name);
     this.o.log.info({ attachment: name, volume: handle, node: va.spec?.nodeName }, 'detached volume');
+  }
+
+  /** Unpublishes an attachment whose VolumeAttachment is gone (or replaced); forgets it once the cloud agrees. */
+  private async unpublishGone(name: string, rec: { uid: string; handle: string; nodeId: string }): Promise<void> {
+    this.o.log.info({ attachment: name, uid: rec.uid, volume: rec.handle, nodeId: rec.nodeId }, 'VolumeAttachment gone while published; unpublishing the volume');
+    try {
+      await this.o.volumes.controllerUnpublish(rec.handle, rec.nodeId);
+    } catch (err) {
+      if (!(err instanceof InstanceNotFoundError)) throw err;
+    }
+    if (this.published.get(name) === rec) this.published.delete(name);
   }
 
   private async patchStatus(name: string, status: Record<string, unknown>): Promise<void> {
