@@ -15,6 +15,7 @@ import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { Problems } from './validate.js';
 import { JITTER_FACTOR } from '../kube/leader-election.js';
 import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
+import { parseDeletionLimit, type DeletionLimit } from '../controllers/lifecycle/deletion-brake.js';
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
@@ -93,6 +94,9 @@ export interface HostConfig {
   /** `--lb-resync-period`: every LoadBalancer Service is re-ensured this often; 0 = never (upstream). */
   readonly lbResyncPeriodMs: number;
   readonly nodeDeletionGracePeriodMs: number;
+  /** `--node-deletion-limit`: the lifecycle controller's mass-deletion brake; null = off. */
+  readonly nodeDeletionLimit: DeletionLimit | null;
+  readonly nodeDeletionLimitWindowMs: number;
   /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
   readonly nodeSelector: string;
   /** `--watch-namespace`: namespace for namespaced informers; '' = all namespaces. */
@@ -229,6 +233,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
     lbResyncPeriodMs: p.duration('lb-resync-period', o.lbResyncPeriod),
     nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
+    nodeDeletionLimit: deletionLimit(o.nodeDeletionLimit, p),
+    nodeDeletionLimitWindowMs: p.duration('node-deletion-limit-window', o.nodeDeletionLimitWindow, { positive: true }),
     nodeSelector: checkLabelSelector(o.nodeSelector, p),
     watchNamespace: checkNamespace(o.watchNamespace, p),
     volumes: compileVolumeConfig(o, p),
@@ -373,4 +379,14 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value)) deepFreeze(v);
   }
   return value;
+}
+
+/** `--node-deletion-limit`: `N` or `P%`; 0 turns the brake off. */
+function deletionLimit(text: string, p: Problems): DeletionLimit | null {
+  const limit = parseDeletionLimit(text);
+  if (limit === undefined) {
+    p.add(`--node-deletion-limit=${JSON.stringify(text)} is invalid: use a count of nodes (e.g. 5; 0 turns the limit off) or a percentage of the nodes (e.g. 10%)`);
+    return null;
+  }
+  return limit;
 }

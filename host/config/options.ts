@@ -60,6 +60,8 @@ export interface HostOptions {
   concurrentServiceSyncs?: string;
   lbResyncPeriod?: string;
   nodeDeletionGracePeriod?: string;
+  nodeDeletionLimit?: string;
+  nodeDeletionLimitWindow?: string;
   nodeCidrMaskSize?: string;
   nodeCidrMaskSizeIpv4?: string;
   nodeCidrMaskSizeIpv6?: string;
@@ -130,6 +132,9 @@ export const DEFAULT_OPTIONS = Object.freeze({
   /** Not in upstream (which never re-ensures an unchanged Service): periodic drift repair. */
   lbResyncPeriod: '10m',
   nodeDeletionGracePeriod: '0s',
+  /** Not in upstream (which has no brake): at most max(10% of the nodes, 5) deletions per window. */
+  nodeDeletionLimit: '10%',
+  nodeDeletionLimitWindow: '5m',
   /** 0 = unset: 24 for IPv4 and 64 for IPv6 (upstream). */
   nodeCidrMaskSize: '0',
   nodeCidrMaskSizeIpv4: '0',
