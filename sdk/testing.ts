@@ -8,7 +8,9 @@
  *   await p.close();
  *
  * The server behaves as in sidecar mode: no handshake, no stdin watching, and
- * Shutdown only aborts in-flight calls.
+ * Shutdown only aborts in-flight calls. Like the host, startInProcess sends
+ * Configure before it resolves (an empty config unless `configure` says
+ * otherwise; `configure: false` leaves the provider answering NOT_CONFIGURED).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
