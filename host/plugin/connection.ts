@@ -23,6 +23,7 @@ import {
   ImplementedElsewhereError,
   InstanceNotFoundError,
   NotImplementedError,
+  PluginNotConfiguredError,
   PluginUnavailableError,
   RetryAfterError,
 } from '../errors.js';
@@ -54,10 +55,6 @@ export type CallObserver = (method: string, code: string, seconds: number) => vo
 /** How often a connectivity watch is re-armed (grpc-js needs a deadline). */
 const CONNECTIVITY_WATCH_MS = 60_000;
 
-/** The provider answered NOT_CONFIGURED: it lost (or never had) its configuration. */
-export class PluginNotConfiguredError extends PluginUnavailableError {
-  override name = 'PluginNotConfiguredError';
-}
 
 /** Maps a failed call to the host error classes of host/errors.ts. */
 export function toCloudError(method: string, err: Partial<ServiceError>): Error {

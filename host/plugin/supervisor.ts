@@ -92,7 +92,7 @@ export class PluginSupervisor extends EventEmitter {
     return this.stateValue;
   }
 
-  /** Number of restarts (exec) or redials (socket) since start. */
+  /** Number of restarts (exec), redials (socket) and re-runs of the start sequence since start. */
   get restartCount(): number {
     return this.restarts;
   }
@@ -233,7 +233,8 @@ export class PluginSupervisor extends EventEmitter {
   private becomeReady(previous: PluginIdentity | undefined): void {
     this.readyAt = Date.now();
     const { info, capabilities } = this.identityValue!;
-    const newProcess = previous !== undefined && (info.instanceId === '' || info.instanceId !== previous.info.instanceId);
+    // Whether this start found a different process than the last one ('unknown' without instance ids).
+    const newProcess = previous === undefined ? undefined : info.instanceId === '' ? 'unknown' : info.instanceId !== previous.info.instanceId;
     this.log.info(
       { name: info.name, version: info.vendorVersion, protocol: info.protocolVersion, pid: this.proc?.pid, providerName: capabilities.providerName, instanceId: info.instanceId, newProcess },
       'plugin ready',

@@ -44,6 +44,7 @@ import type { Informer } from '../../kube/informer.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, NodeConditions, Taints } from '../../names.js';
 import { mapLimit } from '../../util/map-limit.js';
+import { formatGoDuration } from '../../config/values.js';
 import { toNodeRef } from '../node-ref.js';
 import { hasTaint, setTaint } from './taint.js';
 import { DeletionBrake, type DeletionLimit } from './deletion-brake.js';
@@ -234,7 +235,7 @@ export class NodeLifecycleController {
     const ordered = [...doomed].sort((a, b) => since(a) - since(b) || a.metadata!.name!.localeCompare(b.metadata!.name!));
     const held = ordered.slice(allowed);
     const bound = this.brake.bound(nodes);
-    const window = `${Math.round(this.brake.windowMs / 1000)}s`;
+    const window = formatGoDuration(this.brake.windowMs);
     const fresh: string[] = [];
     for (const node of held) {
       const name = node.metadata!.name!;

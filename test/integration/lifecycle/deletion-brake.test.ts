@@ -54,7 +54,7 @@ test.serial('default limit: of 12 Nodes reported gone, 5 are deleted; the other 
   for (const n of kept) {
     const ev = await waitFor(async () => (await nodeEvents(core, n)).find((e) => e.reason === 'DeletingNodeHeldBack'), { what: `DeletingNodeHeldBack on ${n}` });
     t.is(ev.type, 'Warning');
-    t.regex(ev.message ?? '', /at most 5 nodes are deleted per 300s \(--node-deletion-limit\)/);
+    t.regex(ev.message ?? '', /at most 5 nodes are deleted per 5m0s \(--node-deletion-limit\)/);
   }
   t.true((await heldBackTotal(u.host)) >= kept.length);
   t.true((await readFile(u.host.logPath, 'utf8')).includes('node deletion limit reached'), 'one log line says why');
