@@ -52,6 +52,15 @@ export class PluginUnavailableError extends Error {
   readonly transient = true;
 }
 
+/**
+ * The provider answered NOT_CONFIGURED: it lost (or never had) its
+ * configuration. "Not ready", never an answer; the supervisor configures it
+ * again.
+ */
+export class PluginNotConfiguredError extends PluginUnavailableError {
+  override name = 'PluginNotConfiguredError';
+}
+
 /** The provider answered something invalid; nothing was written to Kubernetes. */
 export class InvalidCloudResponseError extends Error {
   override name = 'InvalidCloudResponseError';

@@ -117,6 +117,8 @@ export const EventReasons = {
   DELETING_NODE: 'DeletingNode',
   /** Lifecycle (upstream): Warning, the delete failed. */
   DELETING_NODE_FAILED: 'DeletingNodeFailed',
+  /** Not upstream: Warning, the Node's deletion is held back by --node-deletion-limit. */
+  DELETING_NODE_HELD_BACK: 'DeletingNodeHeldBack',
   /** Route (upstream): Warning on the Node, a route for one of its pod CIDRs could not be created. */
   FAILED_TO_CREATE_ROUTE: 'FailedToCreateRoute',
   /** Node IPAM (upstream): Warning, no free pod CIDR range is left. */

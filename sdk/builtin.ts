@@ -9,7 +9,7 @@ import { IdentityServiceService, type GetPluginCapabilitiesResponse } from '../p
 import { LifecycleServiceService, type ShutdownRequest, type ShutdownResponse } from '../proto/gen/ccm/provider/v1/lifecycle.js';
 import { deriveCapabilities } from './capabilities.js';
 import { unaryHandler, type DispatchDeps } from './dispatch.js';
-import { Code, ProviderError } from './errors.js';
+import { Code, NotConfiguredError, ProviderError } from './errors.js';
 import { PROTOCOL_MINOR } from './protocol.js';
 import type { CloudProvider } from './provider.js';
 import { fullMethodName } from './services.js';
@@ -22,12 +22,34 @@ export const MAX_SHUTDOWN_GRACE_MS = 120_000;
 /** Identity facts fixed at start. */
 export interface IdentityFacts {
   protocolVersion: number;
-  /** CCM_PLUGIN_INSTANCE_ID, or "" outside exec mode. */
+  /** CCM_PLUGIN_INSTANCE_ID in exec mode; an id generated at process start otherwise. */
   instanceId: string;
 }
 
+/**
+ * Whether Configure has succeeded since the server started. Until it has,
+ * cloud calls answer NOT_CONFIGURED and Probe answers ready=false, so a
+ * provider restarted under a running host never answers from an empty state.
+ */
+export class ConfigureState {
+  private done = false;
+
+  get configured(): boolean {
+    return this.done;
+  }
+
+  markConfigured(): void {
+    this.done = true;
+  }
+
+  /** The answer for a cloud call right now: NOT_CONFIGURED before Configure, else undefined. */
+  refusal(): ProviderError | undefined {
+    return this.done ? undefined : new NotConfiguredError();
+  }
+}
+
 /** IdentityService handlers. Capabilities are derived once, here. */
-export function identityService(provider: CloudProvider, facts: IdentityFacts, deps: DispatchDeps): UntypedServiceImplementation {
+export function identityService(provider: CloudProvider, facts: IdentityFacts, state: ConfigureState, deps: DispatchDeps): UntypedServiceImplementation {
   const capabilities: GetPluginCapabilitiesResponse = deriveCapabilities(provider);
   const def = IdentityServiceService;
   return {
@@ -41,7 +63,7 @@ export function identityService(provider: CloudProvider, facts: IdentityFacts, d
     }), deps),
     getPluginCapabilities: unaryHandler(def.getPluginCapabilities, fullMethodName(def.getPluginCapabilities.path), async () => capabilities, deps),
     probe: unaryHandler(def.probe, fullMethodName(def.probe.path), async (_req, ctx) => ({
-      ready: provider.probe ? (await provider.probe.call(provider, ctx)) === true : true,
+      ready: state.configured && (provider.probe ? (await provider.probe.call(provider, ctx)) === true : true),
     }), deps),
   };
 }
@@ -60,17 +82,19 @@ export function shuttingDownError(): ProviderError {
 }
 
 /**
- * LifecycleService handlers. Shutdown aborts every in-flight call's signal,
+ * LifecycleService handlers. A successful Configure marks `state`
+ * configured (a failed one leaves it as it was). Shutdown aborts every in-flight call's signal,
  * answers, and then (on the next turn, after the answer was handed to the
  * transport) calls `onShutdown(graceMs)`, if given. Shutdown itself is never
  * refused or aborted, so it stays idempotent.
  */
-export function lifecycleService(provider: CloudProvider, deps: DispatchDeps, onShutdown?: (graceMs: number) => void): UntypedServiceImplementation {
+export function lifecycleService(provider: CloudProvider, state: ConfigureState, deps: DispatchDeps, onShutdown?: (graceMs: number) => void): UntypedServiceImplementation {
   const def = LifecycleServiceService;
   return {
     configure: unaryHandler(def.configure, fullMethodName(def.configure.path), async (req, ctx) => {
-      if (!provider.configure) return { warnings: [] };
-      return provider.configure.call(provider, req as Parameters<NonNullable<CloudProvider['configure']>>[0], ctx);
+      const res = provider.configure ? await provider.configure.call(provider, req as Parameters<NonNullable<CloudProvider['configure']>>[0], ctx) : { warnings: [] };
+      state.markConfigured();
+      return res;
     }, deps),
     shutdown: ((call, callback) => {
       const graceMs = shutdownGraceMs(call.request);

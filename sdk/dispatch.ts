@@ -91,6 +91,8 @@ export class InFlight {
 export interface DispatchDeps {
   inFlight: InFlight;
   log: Logger;
+  /** Asked before each call; an error answers the call without running provider code (e.g. NOT_CONFIGURED). */
+  precondition?: () => ProviderError | undefined;
 }
 
 /**
@@ -127,7 +129,7 @@ export function unaryHandler(
   deps: DispatchDeps,
 ): handleUnaryCall<unknown, unknown> {
   return (call: AnyCall, callback: sendUnaryData<unknown>) => {
-    const refusal = deps.inFlight.refusal;
+    const refusal = deps.inFlight.refusal ?? deps.precondition?.();
     if (refusal) {
       callback(toServiceError(refusal));
       return;

@@ -123,6 +123,18 @@ export class UnavailableError extends ProviderError {
   }
 }
 
+/**
+ * The provider has not received Configure yet. The SDK answers every cloud
+ * call with it until the first successful Configure (see
+ * LifecycleService.Configure); the host configures the provider again.
+ */
+export class NotConfiguredError extends ProviderError {
+  override name = 'NotConfiguredError';
+  constructor(message = 'the provider has not been configured yet (no Configure since it started); the host configures it and retries') {
+    super(Code.FAILED_PRECONDITION, message, { reason: ErrorReason.NOT_CONFIGURED });
+  }
+}
+
 /** The provider does not implement this call. */
 export class NotImplementedError extends ProviderError {
   override name = 'NotImplementedError';

@@ -27,6 +27,7 @@ export {
   ImplementedElsewhereError,
   InstanceNotFoundError,
   InUseError,
+  NotConfiguredError,
   InvalidArgumentError,
   NotFoundError,
   NotImplementedError,

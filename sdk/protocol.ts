@@ -73,6 +73,7 @@ export const ErrorReason = {
   IMPLEMENTED_ELSEWHERE: 'IMPLEMENTED_ELSEWHERE',
   CLOUD_API_ERROR: 'CLOUD_API_ERROR',
   IN_USE: 'IN_USE',
+  NOT_CONFIGURED: 'NOT_CONFIGURED',
 } as const;
 export type ErrorReason = (typeof ErrorReason)[keyof typeof ErrorReason];
 

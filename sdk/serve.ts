@@ -10,13 +10,19 @@
  *
  * Sidecar mode (no magic cookie, but an endpoint from `opts.endpoint`,
  *   CCM_PROVIDER_ENDPOINT or `--endpoint=unix:///path.sock`): listen there,
- *   no handshake, no stdin watching. A Shutdown RPC only aborts in-flight
- *   calls; the provider keeps serving the next host. SIGTERM/SIGINT stop it,
- *   remove the socket and exit 0.
+ *   no handshake, no stdin watching. GetPluginInfo reports a random instance
+ *   id generated at start, so a host can tell this process from the next one
+ *   behind the same socket. A Shutdown RPC only aborts in-flight calls; the
+ *   provider keeps serving the next host. SIGTERM/SIGINT stop it, remove the
+ *   socket and exit 0.
+ *
+ * Both modes: cloud calls answer FAILED_PRECONDITION/NOT_CONFIGURED and Probe
+ * answers ready=false until the first successful Configure.
  *
  * Anything else (run by hand, wrong cookie, no common protocol, unusable
  * socket) prints one message on stderr and exits 1.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from './builtin.js';
 import { createProviderLogger } from './log.js';
@@ -67,6 +73,8 @@ export interface ServeHandle {
   mode: 'exec' | 'sidecar';
   /** Protocol major in use (negotiated in exec mode, the newest supported in sidecar mode). */
   protocolVersion: number;
+  /** What GetPluginInfo reports as instance_id: the launch nonce (exec) or a random id of this process (sidecar). */
+  instanceId: string;
   /**
    * Stops serving (bounded by stopGraceMs plus provider.close time), removes
    * the socket and detaches the stdin and signal listeners. Does not exit the
@@ -209,11 +217,13 @@ export async function serve(provider: CloudProvider, opts: ServeOptions = {}): P
     if (!socketPath) fail(`sidecar endpoint ${JSON.stringify(mode.endpoint)} is not a unix:///absolute/path endpoint.`);
   }
 
+  // Sidecar mode has no launch nonce: a per-process id lets the host notice a restart.
+  const instanceId = mode.kind === 'exec' ? mode.instanceId : randomUUID();
   try {
     server = await startProviderServer(provider, {
       socketPath,
       protocolVersion,
-      instanceId: mode.kind === 'exec' ? mode.instanceId : '',
+      instanceId,
       log,
       // Sidecar mode: Shutdown only aborts in-flight calls (see LifecycleService docs).
       onShutdown: mode.kind === 'exec' ? (graceMs) => stopAndExit('shutdown requested', graceMs) : undefined,
@@ -229,12 +239,13 @@ export async function serve(provider: CloudProvider, opts: ServeOptions = {}): P
     hooks.onStdinEof(() => stopAndExit('stdin closed', stopGraceMs));
     writeHandshakeLine(formatHandshake({ protocol: protocolVersion, network: 'unix', address: socketPath }));
   }
-  log.info({ mode: mode.kind, endpoint: server.endpoint, protocolVersion }, 'provider serving');
+  log.info({ mode: mode.kind, endpoint: server.endpoint, protocolVersion, instanceId }, 'provider serving');
 
   return {
     endpoint: server.endpoint,
     mode: mode.kind,
     protocolVersion,
+    instanceId,
     stop: () => stopWith(stopGraceMs),
   };
 }

@@ -8,7 +8,7 @@ import { chmod } from 'node:fs/promises';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { identityService, lifecycleService, shuttingDownError } from './builtin.js';
+import { ConfigureState, identityService, lifecycleService, shuttingDownError } from './builtin.js';
 import { bindProviderService, InFlight, type DispatchDeps } from './dispatch.js';
 import { IdentityServiceService } from '../proto/gen/ccm/provider/v1/identity.js';
 import { LifecycleServiceService } from '../proto/gen/ccm/provider/v1/lifecycle.js';
@@ -32,7 +32,7 @@ export interface ProviderServerConfig {
   socketPath: string;
   /** Protocol major reported by GetPluginInfo. */
   protocolVersion: number;
-  /** Echoed by GetPluginInfo; "" outside exec mode. */
+  /** Reported by GetPluginInfo: the launch nonce in exec mode, an id unique to this process otherwise. */
   instanceId: string;
   log: Logger;
   /**
@@ -96,12 +96,15 @@ export async function startProviderServer(provider: CloudProvider, cfg: Provider
   const server = new Server({ ...GRPC_MESSAGE_SIZE_OPTIONS });
   const health = new HealthImplementation({ '': 'SERVING', [HEALTH_SERVICE_NAME]: 'SERVING' });
 
-  server.addService(IdentityServiceService, identityService(provider, cfg, deps));
-  server.addService(LifecycleServiceService, lifecycleService(provider, deps, cfg.onShutdown));
+  const configureState = new ConfigureState();
+  server.addService(IdentityServiceService, identityService(provider, cfg, configureState, deps));
+  server.addService(LifecycleServiceService, lifecycleService(provider, configureState, deps, cfg.onShutdown));
   health.addToServer(server);
+  // Cloud calls before the first Configure answer NOT_CONFIGURED (LifecycleService.Configure).
+  const cloudDeps: DispatchDeps = { ...deps, precondition: () => configureState.refusal() };
   for (const entry of PROVIDER_SERVICES) {
     const impl = providerService(provider, entry.key);
-    if (impl) server.addService(entry.definition, bindProviderService(entry.definition, impl, deps));
+    if (impl) server.addService(entry.definition, bindProviderService(entry.definition, impl, cloudDeps));
   }
 
   await prepareSocketPath(socketPath);

@@ -8,7 +8,9 @@
  *   await p.close();
  *
  * The server behaves as in sidecar mode: no handshake, no stdin watching, and
- * Shutdown only aborts in-flight calls.
+ * Shutdown only aborts in-flight calls. Like the host, startInProcess sends
+ * Configure before it resolves (an empty config unless `configure` says
+ * otherwise; `configure: false` leaves the provider answering NOT_CONFIGURED).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,7 +20,8 @@ import { createProviderLogger } from './log.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from './protocol.js';
 import type { CloudProvider } from './provider.js';
 import { startProviderServer } from './server.js';
-import { createProviderClients, type ProviderClients } from './clients.js';
+import { createProviderClients, unary as unaryCall, type ProviderClients } from './clients.js';
+import type { ConfigureRequest } from '../proto/gen/ccm/provider/v1/lifecycle.js';
 
 export { unary, createProviderClients, type ProviderClients, type UnaryOptions, type HealthClient } from './clients.js';
 
@@ -33,6 +36,12 @@ export interface InProcessOptions {
   protocolVersion?: number;
   /** Logger for the SDK's lines (default: stderr at CCM_PLUGIN_LOG_LEVEL, else warn). */
   logger?: Logger;
+  /**
+   * Sent as Configure before startInProcess resolves, as the host does at
+   * start (default: an empty cloud config). `false` leaves the provider
+   * unconfigured: its cloud calls then answer NOT_CONFIGURED.
+   */
+  configure?: ConfigureRequest | false;
 }
 
 /** A provider served inside the test process. */
@@ -63,14 +72,24 @@ export async function startInProcess(provider: CloudProvider, opts: InProcessOpt
   }
   const clients = createProviderClients(server.endpoint);
   let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      clients.close();
+      await server.stop(IN_PROCESS_STOP_GRACE_MS);
+      await rm(dir, { recursive: true, force: true });
+    })());
+  if (opts.configure !== false) {
+    const request = opts.configure ?? { cloudConfig: Buffer.alloc(0), clusterName: '', hostVersion: 'in-process' };
+    try {
+      await unaryCall(clients.lifecycle.configure.bind(clients.lifecycle), request);
+    } catch (err) {
+      await close();
+      throw err;
+    }
+  }
   return {
     endpoint: server.endpoint,
     clients,
-    close: () =>
-      (closing ??= (async () => {
-        clients.close();
-        await server.stop(IN_PROCESS_STOP_GRACE_MS);
-        await rm(dir, { recursive: true, force: true });
-      })()),
+    close,
   };
 }

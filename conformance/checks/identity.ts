@@ -1,8 +1,8 @@
 /** IdentityService and LifecycleService.Configure checks. */
 import { setTimeout as delay } from 'node:timers/promises';
 import { Capability, Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
-import { expect, skip, type Check, type Kit } from '../kit.js';
+import { ErrorReason, SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
+import { CheckFailed, expect, skip, type Check, type Kit } from '../kit.js';
 import { Code, RpcError } from '../rpc.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -44,7 +44,7 @@ export function probeCall(k: Kit, s: Service): [object, string, object] | undefi
 export const identityChecks: Check[] = [
   {
     id: 'identity/plugin-info',
-    title: 'GetPluginInfo names the provider, its version and the negotiated protocol, and echoes the launch nonce',
+    title: 'GetPluginInfo names the provider, its version and the negotiated protocol, and echoes the launch nonce (a per-process id in sidecar mode)',
     run: async (k) => {
       const info = await k.rpc.call<GetPluginInfoResponse>(k.rpc.conn.identity, 'GetPluginInfo', {});
       k.info = info;
@@ -56,6 +56,11 @@ export const identityChecks: Check[] = [
         expect(info.protocolVersion === hs, `protocol_version ${info.protocolVersion} differs from the handshake's ${hs}`);
       }
       if (k.proc) expect(info.instanceId === k.proc.instanceId, `instance_id ${JSON.stringify(info.instanceId)} does not echo CCM_PLUGIN_INSTANCE_ID ${JSON.stringify(k.proc.instanceId)}`);
+      else {
+        expect(info.instanceId !== '', 'instance_id is empty: in sidecar mode report an id generated at process start (e.g. a random UUID), so the host can tell a restarted provider and configure it again');
+        const again = await k.rpc.call<GetPluginInfoResponse>(k.rpc.conn.identity, 'GetPluginInfo', {});
+        expect(again.instanceId === info.instanceId, `instance_id changed from ${JSON.stringify(info.instanceId)} to ${JSON.stringify(again.instanceId)}; it must stay the same for the life of the process`);
+      }
     },
   },
   {
@@ -75,6 +80,30 @@ export const identityChecks: Check[] = [
       }
       const again = await k.rpc.call<GetPluginCapabilitiesResponse>(k.rpc.conn.identity, 'GetPluginCapabilities', {});
       expect(JSON.stringify(again) === JSON.stringify(caps), 'a second GetPluginCapabilities answered differently; the answer must not change during the life of the process');
+    },
+  },
+  {
+    id: 'lifecycle/not-configured',
+    title: 'before Configure, cloud calls answer FAILED_PRECONDITION with reason NOT_CONFIGURED and Probe answers ready=false',
+    run: async (k) => {
+      const service = k.caps.services.find((s) => probeCall(k, s) !== undefined);
+      if (service === undefined) skip('the provider declares no cloud service');
+      const [client, method, req] = probeCall(k, service)!;
+      let err: RpcError;
+      try {
+        err = await k.rpc.callError(client, method, req);
+      } catch {
+        const fresh = k.exec ? '' : ' (in sidecar mode, run the kit against a freshly started provider that no host has configured)';
+        throw new CheckFailed(
+          `${method} succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED} until the first Configure, so a restarted provider never answers from an empty state${fresh}`,
+        );
+      }
+      expect(
+        err.code === Code.FAILED_PRECONDITION && err.reason === ErrorReason.NOT_CONFIGURED,
+        `${method} before Configure: want FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED}, got ${err.message} (reason ${err.reason ?? 'none'})`,
+      );
+      const probe = await k.rpc.call<{ ready: boolean }>(k.rpc.conn.identity, 'Probe', {});
+      expect(!probe.ready, 'Probe answered ready=true before Configure; answer ready=false until the provider is configured');
     },
   },
   {

@@ -15,6 +15,7 @@ import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { Problems } from './validate.js';
 import { JITTER_FACTOR } from '../kube/leader-election.js';
 import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
+import { parseDeletionLimit, type DeletionLimit } from '../controllers/lifecycle/deletion-brake.js';
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
@@ -95,6 +96,9 @@ export interface HostConfig {
   /** `--lb-orphan-sweep-period`, `--lb-orphan-grace-period`, `--lb-orphan-sweep-dry-run` (orphan-sweep.ts); period 0 = off. */
   readonly lbOrphanSweep: { readonly periodMs: number; readonly graceMs: number; readonly dryRun: boolean };
   readonly nodeDeletionGracePeriodMs: number;
+  /** `--node-deletion-limit`: the lifecycle controller's mass-deletion brake; null = off. */
+  readonly nodeDeletionLimit: DeletionLimit | null;
+  readonly nodeDeletionLimitWindowMs: number;
   /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
   readonly nodeSelector: string;
   /** `--watch-namespace`: namespace for namespaced informers; '' = all namespaces. */
@@ -236,6 +240,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
       dryRun: p.bool('lb-orphan-sweep-dry-run', o.lbOrphanSweepDryRun),
     },
     nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
+    nodeDeletionLimit: deletionLimit(o.nodeDeletionLimit, p),
+    nodeDeletionLimitWindowMs: p.duration('node-deletion-limit-window', o.nodeDeletionLimitWindow, { positive: true }),
     nodeSelector: checkLabelSelector(o.nodeSelector, p),
     watchNamespace: checkNamespace(o.watchNamespace, p),
     volumes: compileVolumeConfig(o, p),
@@ -380,4 +386,14 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value)) deepFreeze(v);
   }
   return value;
+}
+
+/** `--node-deletion-limit`: `N` or `P%`; 0 turns the brake off. */
+function deletionLimit(text: string, p: Problems): DeletionLimit | null {
+  const limit = parseDeletionLimit(text);
+  if (limit === undefined) {
+    p.add(`--node-deletion-limit=${JSON.stringify(text)} is invalid: use a count of nodes (e.g. 5; 0 turns the limit off) or a percentage of the nodes (e.g. 10%)`);
+    return null;
+  }
+  return limit;
 }

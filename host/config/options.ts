@@ -63,6 +63,8 @@ export interface HostOptions {
   lbOrphanGracePeriod?: string;
   lbOrphanSweepDryRun?: string;
   nodeDeletionGracePeriod?: string;
+  nodeDeletionLimit?: string;
+  nodeDeletionLimitWindow?: string;
   nodeCidrMaskSize?: string;
   nodeCidrMaskSizeIpv4?: string;
   nodeCidrMaskSizeIpv6?: string;
@@ -138,6 +140,9 @@ export const DEFAULT_OPTIONS = Object.freeze({
   lbOrphanGracePeriod: '5m',
   lbOrphanSweepDryRun: 'false',
   nodeDeletionGracePeriod: '0s',
+  /** Not in upstream (which has no brake): at most max(10% of the nodes, 5) deletions per window. */
+  nodeDeletionLimit: '10%',
+  nodeDeletionLimitWindow: '5m',
   /** 0 = unset: 24 for IPv4 and 64 for IPv6 (upstream). */
   nodeCidrMaskSize: '0',
   nodeCidrMaskSizeIpv4: '0',

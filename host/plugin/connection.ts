@@ -5,7 +5,7 @@
  * rejected at once when the plugin dies (instead of each waiting out its
  * deadline).
  */
-import { credentials, makeGenericClientConstructor, Metadata, status as Code, type Client, type ServiceError, type ClientUnaryCall } from '@grpc/grpc-js';
+import { connectivityState, credentials, makeGenericClientConstructor, Metadata, status as Code, type Client, type ServiceError, type ClientUnaryCall } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { IdentityServiceClient } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { LifecycleServiceClient } from '../../proto/gen/ccm/provider/v1/lifecycle.js';
@@ -23,6 +23,7 @@ import {
   ImplementedElsewhereError,
   InstanceNotFoundError,
   NotImplementedError,
+  PluginNotConfiguredError,
   PluginUnavailableError,
   RetryAfterError,
 } from '../errors.js';
@@ -51,6 +52,10 @@ export interface CallPolicy {
 /** Observes each finished call (metrics). `code` is the gRPC code name. */
 export type CallObserver = (method: string, code: string, seconds: number) => void;
 
+/** How often a connectivity watch is re-armed (grpc-js needs a deadline). */
+const CONNECTIVITY_WATCH_MS = 60_000;
+
+
 /** Maps a failed call to the host error classes of host/errors.ts. */
 export function toCloudError(method: string, err: Partial<ServiceError>): Error {
   return decodedToCloudError(method, fromServiceError(err));
@@ -61,6 +66,8 @@ export function decodedToCloudError(method: string, s: DecodedStatus): Error {
   const code = Code[s.code] ?? String(s.code);
   // The plugin controls this text and it reaches logs and Events.
   const msg = redact(`${method}: ${s.message}`);
+  // "Not configured" is "not ready", never an answer (least of all "not found").
+  if (s.reason === ErrorReason.NOT_CONFIGURED) return new PluginNotConfiguredError(`${msg}: the plugin is being configured again; the call will be retried`);
   if (s.retryAfterMs !== undefined) return new RetryAfterError(method, code, msg, s.reason, s.retryAfterMs);
   if (s.reason === ErrorReason.INSTANCE_NOT_FOUND) return new InstanceNotFoundError(method, code, msg, s.reason);
   if (s.reason === ErrorReason.IMPLEMENTED_ELSEWHERE) return new ImplementedElsewhereError(method, code, msg, s.reason);
@@ -98,6 +105,8 @@ export class PluginConnection {
     readonly target: string,
     private readonly observe: CallObserver = () => undefined,
     private readonly policy: CallPolicy = {},
+    /** Called when a call is answered NOT_CONFIGURED (the supervisor configures the provider again). */
+    private readonly onNotConfigured: () => void = () => undefined,
   ) {
     const options = {
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
@@ -150,7 +159,9 @@ export class PluginConnection {
         if (!this.inflight.has(entry)) return; // already rejected by rejectAll
         if (err) {
           settle(Code[err.code] ?? String(err.code));
-          reject(toCloudError(method, err));
+          const mapped = toCloudError(method, err);
+          if (mapped instanceof PluginNotConfiguredError) this.onNotConfigured();
+          reject(mapped);
         } else {
           settle('OK');
           resolve(res as Res);
@@ -166,6 +177,28 @@ export class PluginConnection {
         resolve(!err && (res?.status === 'SERVING' || res?.status === 1));
       });
     });
+  }
+
+  /**
+   * Calls `onLost` each time the channel, having been connected, loses its
+   * connection: with a unix socket that means the process behind it went
+   * away, and whatever answers next may be a new, unconfigured process.
+   * Stops watching when the connection is closed.
+   */
+  watchConnection(onLost: () => void): void {
+    const channel = this.identity.getChannel();
+    let wasReady = false;
+    const watch = () => {
+      if (this.closedWith) return;
+      const state = channel.getConnectivityState(false);
+      if (state === connectivityState.READY) wasReady = true;
+      else if (wasReady) {
+        wasReady = false;
+        onLost();
+      }
+      channel.watchConnectivityState(state, Date.now() + CONNECTIVITY_WATCH_MS, watch);
+    };
+    watch();
   }
 
   /** Rejects every in-flight call with `err` and cancels it on the wire. */

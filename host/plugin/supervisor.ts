@@ -10,6 +10,12 @@
  * Start-up sequence (both modes): grpc.health.v1 Check → GetPluginInfo
  * (protocol and launch nonce checked) → GetPluginCapabilities → Configure →
  * Probe until ready, all within the start timeout.
+ *
+ * The provider behind a connection must stay the one that was configured.
+ * The sequence runs again (state `starting`, so no cloud call is sent
+ * meanwhile) when a sidecar's connection drops (whatever answers next may be
+ * a new process), when a periodic check finds a different
+ * GetPluginInfo.instance_id, and when a call is answered NOT_CONFIGURED.
  */
 import { EventEmitter } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -86,7 +92,7 @@ export class PluginSupervisor extends EventEmitter {
     return this.stateValue;
   }
 
-  /** Number of restarts (exec) or redials (socket) since start. */
+  /** Number of restarts (exec), redials (socket) and re-runs of the start sequence since start. */
   get restartCount(): number {
     return this.restarts;
   }
@@ -187,15 +193,18 @@ export class PluginSupervisor extends EventEmitter {
       });
       this.proc = proc;
       expectedInstance = proc.instanceId;
-      this.conn = new PluginConnection(proc.target, this.opts.observeCall, this.opts.callPolicy);
+      this.conn = this.newConnection(proc.target);
       proc.exited.then((how) => this.onExit(proc, how));
     } else {
       // A sidecar may share a group with the host (0660 + fsGroup), so this only warns.
       const path = mode.endpoint.replace(/^unix:\/\//, '');
       const unsafe = await socketProblem(path);
       if (unsafe && !unsafe.startsWith('cannot stat')) this.log.warn({ problem: unsafe }, 'plugin sidecar socket is not private');
-      this.conn = new PluginConnection(mode.endpoint, this.opts.observeCall, this.opts.callPolicy);
+      this.conn = this.newConnection(mode.endpoint);
+      const conn = this.conn;
+      conn.watchConnection(() => this.rerun(conn, 'the connection to the plugin sidecar was lost'));
     }
+    const previous = this.identityValue;
     try {
       this.identityValue = await this.initialize(this.conn, expectedInstance, deadline);
     } catch (err) {
@@ -211,14 +220,68 @@ export class PluginSupervisor extends EventEmitter {
       throw err;
     }
     if (this.isStopping()) return;
+    this.becomeReady(previous);
+  }
+
+  private newConnection(target: string): PluginConnection {
+    const conn: PluginConnection = new PluginConnection(target, this.opts.observeCall, this.opts.callPolicy, () =>
+      this.rerun(conn, 'the plugin answered NOT_CONFIGURED'),
+    );
+    return conn;
+  }
+
+  private becomeReady(previous: PluginIdentity | undefined): void {
     this.readyAt = Date.now();
-    const { info, capabilities } = this.identityValue;
+    const { info, capabilities } = this.identityValue!;
+    // Whether this start found a different process than the last one ('unknown' without instance ids).
+    const newProcess = previous === undefined ? undefined : info.instanceId === '' ? 'unknown' : info.instanceId !== previous.info.instanceId;
     this.log.info(
-      { name: info.name, version: info.vendorVersion, protocol: info.protocolVersion, pid: this.proc?.pid, providerName: capabilities.providerName },
+      { name: info.name, version: info.vendorVersion, protocol: info.protocolVersion, pid: this.proc?.pid, providerName: capabilities.providerName, instanceId: info.instanceId, newProcess },
       'plugin ready',
     );
+    if (this.opts.mode.kind === 'socket' && info.instanceId === '' && previous === undefined) {
+      this.log.warn({}, 'plugin sidecar reports no instance id: a restart is noticed only when the connection drops; upgrade the provider (see GetPluginInfoResponse.instance_id)');
+    }
     this.setState('ready');
     this.startProbing();
+  }
+
+  /**
+   * Runs the start sequence again on `conn` (Configure included) because the
+   * provider behind it may have changed or lost its configuration; no cloud
+   * call is sent until it succeeds. On failure: redial (sidecar) or restart
+   * the process (exec) with backoff. Ignored unless `conn` is the live
+   * connection of a ready plugin (so one cause triggers one re-run).
+   */
+  private rerun(conn: PluginConnection, reason: string): void {
+    if (conn !== this.conn || this.stateValue !== 'ready') return;
+    this.log.warn({ reason }, 'plugin may have changed behind its connection; running the start sequence again before any further cloud call');
+    clearInterval(this.probeTimer);
+    // Calls already sent may reach the new process before it is configured.
+    conn.rejectAll(new PluginUnavailableError(`${reason}: the call will be retried`));
+    this.setState('starting');
+    this.restarts++;
+    this.emit('restart', this.restarts);
+    const previous = this.identityValue;
+    const expected = this.opts.mode.kind === 'exec' ? (previous?.info.instanceId ?? '') : '';
+    this.initialize(conn, expected, Date.now() + this.opts.startTimeoutMs).then(
+      (identity) => {
+        if (this.isStopping() || conn !== this.conn) return;
+        this.identityValue = identity;
+        this.becomeReady(previous);
+      },
+      async (err: unknown) => {
+        // A dead exec plugin leaves the restart to us (onExit ignores a run in `starting`).
+        if (this.isStopping() || this.stateValue !== 'starting' || (this.conn !== undefined && this.conn !== conn)) return;
+        this.log.error({ err: errorMessage(err) }, 'plugin start sequence failed after a reconnect');
+        this.conn = undefined;
+        conn.close('plugin start sequence failed');
+        const proc = this.proc;
+        this.proc = undefined;
+        if (proc) await proc.stop({ graceMs: 0 });
+        if (!this.isStopping()) this.scheduleRestart();
+      },
+    );
   }
 
   private async initialize(conn: PluginConnection, expectedInstance: string, deadline: number): Promise<PluginIdentity> {
@@ -260,12 +323,19 @@ export class PluginSupervisor extends EventEmitter {
     clearInterval(this.probeTimer);
     const every = this.opts.probeIntervalMs ?? 10_000;
     let failures = 0;
+    const known = this.identityValue?.info.instanceId ?? '';
     this.probeTimer = setInterval(() => {
       const conn = this.conn;
       if (!conn || this.stateValue !== 'ready') return;
+      // GetPluginInfo first: a different instance id is a new process that was never configured.
       conn
-        .unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, PROBE_TIMEOUT_MS)
-        .then((r) => {
+        .unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, PROBE_TIMEOUT_MS)
+        .then(async (info) => {
+          if (info.instanceId !== known) {
+            this.rerun(conn, `a different provider process answers (instance id ${JSON.stringify(info.instanceId)}, configured ${JSON.stringify(known)})`);
+            return;
+          }
+          const r = await conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, PROBE_TIMEOUT_MS);
           if (!r.ready) throw new Error('Probe answered ready=false');
           failures = 0;
         })

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -62,9 +61,7 @@ func throttleInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInf
 	throttle.Lock()
 	on, delay := throttle.enabled, throttle.delay
 	throttle.Unlock()
-	if on && strings.HasPrefix(info.FullMethod, "/ccm.provider.v1.") &&
-		!strings.HasPrefix(info.FullMethod, "/ccm.provider.v1.IdentityService/") &&
-		!strings.HasPrefix(info.FullMethod, "/ccm.provider.v1.LifecycleService/") {
+	if on && cloudMethod(info.FullMethod) {
 		st, err := status.New(codes.ResourceExhausted, "cloud API rate limit exceeded").WithDetails(
 			&errdetails.ErrorInfo{Reason: reasonRateLimited, Domain: errorDomain},
 			&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)},

@@ -39,7 +39,7 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *pb.GetPluginCap
 }
 
 func (s *identityServer) Probe(context.Context, *pb.ProbeRequest) (*pb.ProbeResponse, error) {
-	return &pb.ProbeResponse{Ready: true}, nil
+	return &pb.ProbeResponse{Ready: configured.Load()}, nil
 }
 
 type lifecycleServer struct {
@@ -53,6 +53,7 @@ func (s *lifecycleServer) Configure(_ context.Context, req *pb.ConfigureRequest)
 	if err != nil {
 		return nil, err
 	}
+	configured.Store(true)
 	return &pb.ConfigureResponse{Warnings: warnings}, nil
 }
 

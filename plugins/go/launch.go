@@ -123,7 +123,7 @@ func resolveMode() launchMode {
 		if !ok {
 			fail("sidecar endpoint %q is not a unix:///absolute/path endpoint.", endpoint)
 		}
-		return launchMode{socketPath: path, protocol: slices.Max(supportedVersions)}
+		return launchMode{socketPath: path, protocol: slices.Max(supportedVersions), instanceID: randomInstanceID()}
 	}
 	fail("%s", notByHand)
 	return launchMode{}
@@ -231,7 +231,7 @@ func serve(register func(*grpc.Server, launchMode, func(time.Duration))) {
 	if err != nil {
 		fail("cannot serve on %s: %v", mode.socketPath, err)
 	}
-	server := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes), grpc.ChainUnaryInterceptor(throttleInterceptor))
+	server := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes), grpc.ChainUnaryInterceptor(notConfiguredInterceptor, throttleInterceptor))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(healthServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -27,7 +27,7 @@ def main():
     cloud = Cloud()
 
     def register(server, exec_mode, protocol, instance_id, on_shutdown):
-        identity_pb2_grpc.add_IdentityServiceServicer_to_server(services.Identity(protocol, instance_id), server)
+        identity_pb2_grpc.add_IdentityServiceServicer_to_server(services.Identity(protocol, instance_id, cloud), server)
         lifecycle_pb2_grpc.add_LifecycleServiceServicer_to_server(services.Lifecycle(cloud, on_shutdown), server)
         instances_pb2_grpc.add_InstancesServiceServicer_to_server(services.Instances(cloud), server)
         load_balancers_pb2_grpc.add_LoadBalancersServiceServicer_to_server(services.LoadBalancers(cloud), server)

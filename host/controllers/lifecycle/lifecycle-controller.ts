@@ -27,10 +27,15 @@
  *   was recreated or changed since the check is not deleted (it is checked
  *   again on the next pass);
  * - the shutdown taint is also removed from a NotReady node whose instance
- *   is running again (upstream removes it only once the node is Ready).
+ *   is running again (upstream removes it only once the node is Ready);
+ * - a mass-deletion brake (deletion-brake.ts): at most --node-deletion-limit
+ *   deletions per --node-deletion-limit-window. Nodes beyond it are held
+ *   back (Warning event `DeletingNodeHeldBack` once per node, one log line,
+ *   metrics) and deleted on a later pass, oldest hold first, if their
+ *   instance is still reported gone when the window allows.
  */
 import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
-import { Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Instances, StatusResult } from '../../cloud.js';
 import { sleep } from '../../kube/backoff.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
@@ -39,8 +44,10 @@ import type { Informer } from '../../kube/informer.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, NodeConditions, Taints } from '../../names.js';
 import { mapLimit } from '../../util/map-limit.js';
+import { formatGoDuration } from '../../config/values.js';
 import { toNodeRef } from '../node-ref.js';
 import { hasTaint, setTaint } from './taint.js';
+import { DeletionBrake, type DeletionLimit } from './deletion-brake.js';
 
 /** API writes (taints, deletes) in flight at once during a pass. */
 const WRITE_CONCURRENCY = 16;
@@ -58,6 +65,10 @@ export interface LifecycleControllerOptions {
   periodMs: number;
   /** --node-deletion-grace-period; 0 = delete on the first "gone" (upstream). */
   deletionGraceMs: number;
+  /** --node-deletion-limit; null = no brake (upstream). */
+  deletionLimit: DeletionLimit | null;
+  /** --node-deletion-limit-window. */
+  deletionLimitWindowMs: number;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -69,6 +80,8 @@ export interface TickReport {
   deleted: string[];
   tainted: string[];
   untainted: string[];
+  /** Nodes whose instance is gone but whose deletion the brake held back this pass. */
+  heldBack: string[];
   /** Nodes whose status lookup failed (nothing was done to them). */
   errors: number;
   /** The whole status lookup failed (nothing was done to NotReady nodes). */
@@ -94,10 +107,26 @@ export class NodeLifecycleController {
   private lastPassEnd = 0;
   private readonly tickDuration?: Histogram;
   private readonly notReadyGauge?: Gauge;
+  private readonly heldBackTotal?: Counter;
+  private readonly heldBackGauge?: Gauge;
+  private readonly brake: DeletionBrake;
+  /** Nodes held back by the brake → when they were first held back (oldest go first). */
+  private readonly heldSince = new Map<string, number>();
 
   constructor(private readonly o: LifecycleControllerOptions) {
     this.now = o.now ?? Date.now;
+    this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, this.now);
     if (o.registry) {
+      this.heldBackTotal = new Counter({
+        name: 'ccm_node_lifecycle_deletions_held_back_total',
+        help: 'Deletions of Nodes whose instance is gone that the --node-deletion-limit brake held back, counted once per node and pass.',
+        registers: [o.registry],
+      });
+      this.heldBackGauge = new Gauge({
+        name: 'ccm_node_lifecycle_nodes_held_back',
+        help: 'Nodes whose deletion the --node-deletion-limit brake held back in the last pass.',
+        registers: [o.registry],
+      });
       this.tickDuration = new Histogram({
         name: 'ccm_node_lifecycle_pass_duration_seconds',
         help: 'Duration of one node lifecycle pass (status lookup and API writes).',
@@ -118,13 +147,16 @@ export class NodeLifecycleController {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    this.o.log.info({ periodMs: this.o.periodMs, deletionGraceMs: this.o.deletionGraceMs }, 'Starting cloud node lifecycle controller');
+    this.o.log.info(
+      { periodMs: this.o.periodMs, deletionGraceMs: this.o.deletionGraceMs, deletionLimit: this.o.deletionLimit, deletionLimitWindowMs: this.o.deletionLimitWindowMs },
+      'Starting cloud node lifecycle controller',
+    );
     if (!(await this.o.nodes.waitForSync(signal))) return;
     this.lastPassEnd = Date.now();
     while (!signal.aborted) {
       try {
         const r = await this.tick();
-        this.o.log.debug({ ...r, deleted: r.deleted.length, tainted: r.tainted.length, untainted: r.untainted.length }, 'node lifecycle pass');
+        this.o.log.debug({ ...r, deleted: r.deleted.length, tainted: r.tainted.length, untainted: r.untainted.length, heldBack: r.heldBack.length }, 'node lifecycle pass');
       } catch (err) {
         this.o.log.warn({ err: errorMessage(err) }, 'node lifecycle pass failed');
       }
@@ -138,7 +170,7 @@ export class NodeLifecycleController {
   /** One pass over the cached nodes. */
   async tick(): Promise<TickReport> {
     const started = this.now();
-    const report: TickReport = { nodes: 0, notReady: 0, deleted: [], tainted: [], untainted: [], errors: 0, lookupFailed: false, durationMs: 0 };
+    const report: TickReport = { nodes: 0, notReady: 0, deleted: [], tainted: [], untainted: [], heldBack: [], errors: 0, lookupFailed: false, durationMs: 0 };
     const byName = new Map<string, V1Node>();
     for (const n of this.o.nodes.list()) {
       const name = n.metadata?.name;
@@ -146,12 +178,13 @@ export class NodeLifecycleController {
     }
     report.nodes = byName.size;
     for (const name of this.gone.keys()) if (!byName.has(name)) this.gone.delete(name);
+    for (const name of this.heldSince.keys()) if (!byName.has(name)) this.heldSince.delete(name);
 
     const writes: (() => Promise<void>)[] = [];
     const notReady: V1Node[] = [];
     for (const node of byName.values()) {
       if (isNodeReady(node)) {
-        this.gone.delete(node.metadata!.name!);
+        this.forget(node.metadata!.name!);
         if (hasTaint(node, Taints.SHUTDOWN)) writes.push(() => this.untaint(node, report));
       } else {
         notReady.push(node);
@@ -168,20 +201,67 @@ export class NodeLifecycleController {
         report.lookupFailed = true;
         this.o.log.warn({ nodes: notReady.length, err: errorMessage(err) }, 'instance status lookup failed; no NotReady node is changed this pass');
       }
+      const doomed: V1Node[] = [];
       results?.forEach((r, i) => {
         const node = notReady[i]!;
         const write = this.decide(node, r, started, report);
-        if (write) writes.push(write);
+        if (write === 'delete') doomed.push(node);
+        else if (write) writes.push(write);
       });
+      for (const node of this.applyBrake(doomed, byName.size, started, report)) writes.push(() => this.deleteNode(node, report));
     }
+    this.heldBackGauge?.set(report.heldBack.length);
     await mapLimit(writes, WRITE_CONCURRENCY, (w) => w());
     report.durationMs = this.now() - started;
     this.tickDuration?.observe(report.durationMs / 1000);
     return report;
   }
 
+  /** The node's instance is not gone (or the node is Ready): no grace period or hold runs for it. */
+  private forget(name: string): void {
+    this.gone.delete(name);
+    this.heldSince.delete(name);
+  }
+
+  /**
+   * Of the nodes to delete, those the brake allows now (held longest first);
+   * the rest are held back with a Warning event (once per node), one log
+   * line and the metrics.
+   */
+  private applyBrake(doomed: V1Node[], nodes: number, now: number, report: TickReport): V1Node[] {
+    const allowed = this.brake.allowance(nodes);
+    if (doomed.length <= allowed) return doomed;
+    const since = (n: V1Node) => this.heldSince.get(n.metadata!.name!) ?? now;
+    const ordered = [...doomed].sort((a, b) => since(a) - since(b) || a.metadata!.name!.localeCompare(b.metadata!.name!));
+    const held = ordered.slice(allowed);
+    const bound = this.brake.bound(nodes);
+    const window = formatGoDuration(this.brake.windowMs);
+    const fresh: string[] = [];
+    for (const node of held) {
+      const name = node.metadata!.name!;
+      report.heldBack.push(name);
+      if (this.heldSince.has(name)) continue;
+      this.heldSince.set(name, now);
+      fresh.push(name);
+      this.o.recorder.event(
+        node,
+        'Warning',
+        EventReasons.DELETING_NODE_HELD_BACK,
+        `Not deleting node ${name} yet although its instance does not exist in the cloud provider: at most ${bound} nodes are deleted per ${window} (--node-deletion-limit); it is deleted on a later pass if its instance is still gone`,
+      );
+    }
+    this.heldBackTotal?.inc(held.length);
+    if (fresh.length > 0) {
+      this.o.log.warn(
+        { heldBack: held.length, newlyHeldBack: fresh.length, nodes: fresh.slice(0, 10), limit: bound, windowMs: this.brake.windowMs, candidates: doomed.length },
+        'node deletion limit reached: holding back deletions of nodes whose instance is reported gone; check the cloud provider if this is unexpected',
+      );
+    }
+    return ordered.slice(0, allowed);
+  }
+
   /** What to do about one NotReady node given its instance status; undefined = nothing. */
-  private decide(node: V1Node, r: StatusResult, now: number, report: TickReport): (() => Promise<void>) | undefined {
+  private decide(node: V1Node, r: StatusResult, now: number, report: TickReport): (() => Promise<void>) | 'delete' | undefined {
     const name = node.metadata!.name!;
     const uid = node.metadata?.uid ?? '';
     if (r.error || r.exists === undefined) {
@@ -190,7 +270,7 @@ export class NodeLifecycleController {
       return undefined;
     }
     if (r.exists) {
-      this.gone.delete(name);
+      this.forget(name);
       if (r.shutdown) return hasTaint(node, Taints.SHUTDOWN) ? undefined : () => this.taint(node, report);
       return hasTaint(node, Taints.SHUTDOWN) ? () => this.untaint(node, report) : undefined;
     }
@@ -204,7 +284,7 @@ export class NodeLifecycleController {
       rec.checks++;
       if (rec.checks < 2 || now - rec.firstGoneAt < this.o.deletionGraceMs) return undefined;
     }
-    return () => this.deleteNode(node, report);
+    return 'delete';
   }
 
   private async deleteNode(node: V1Node, report: TickReport): Promise<void> {
@@ -213,7 +293,8 @@ export class NodeLifecycleController {
     this.o.recorder.event(node, 'Normal', EventReasons.DELETING_NODE, `Deleting node ${name} because it does not exist in the cloud provider`);
     try {
       await this.o.core.deleteNode({ name, body: { preconditions: { uid: node.metadata?.uid, resourceVersion: node.metadata?.resourceVersion } } });
-      this.gone.delete(name);
+      this.brake.record();
+      this.forget(name);
       report.deleted.push(name);
     } catch (err) {
       if (isNotFound(err)) return;

@@ -14,6 +14,8 @@ export const startNodeLifecycleController: ControllerFactory = (ctx) => {
     registry: ctx.registry,
     periodMs: ctx.config.nodeMonitorPeriodMs,
     deletionGraceMs: ctx.config.nodeDeletionGracePeriodMs,
+    deletionLimit: ctx.config.nodeDeletionLimit,
+    deletionLimitWindowMs: ctx.config.nodeDeletionLimitWindowMs,
   });
   return { run: (signal) => controller.run(signal), healthy: () => controller.healthy() };
 };

@@ -49,6 +49,9 @@ class Cloud:
         self.routes = {}  # (cluster, destination) -> dict(name, target, addresses, dest)
         self.volumes = {}  # name -> dict(id, name, bytes, zone, params, attached:set)
         self.throttle = None  # retry delay in ms while throttled
+        # True after the first successful Configure; until then cloud calls
+        # answer NOT_CONFIGURED and Probe says not ready (protocol rule).
+        self.configured = False
 
     # ---- configuration ----
 

@@ -9,13 +9,14 @@ import stat
 import sys
 import threading
 import time
+import uuid
 from concurrent import futures
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from .errors import RATE_LIMITED, ProviderError
+from .errors import NOT_CONFIGURED, RATE_LIMITED, ProviderError
 
 MAGIC_COOKIE_KEY = "CCM_PLUGIN_MAGIC_COOKIE"
 MAGIC_COOKIE_VALUE = "b7c6c4f1a3e04d0e9d1f2a7c5e8b6a90-ccm-provider"
@@ -102,7 +103,8 @@ def resolve_mode(env, args):
         path = unix_path(endpoint)
         if not path:
             fail(f"sidecar endpoint {endpoint!r} is not a unix:///absolute/path endpoint.")
-        return False, path, max(SUPPORTED_VERSIONS), ""
+        # No launch nonce in sidecar mode: a per-process id lets the host notice a restart.
+        return False, path, max(SUPPORTED_VERSIONS), str(uuid.uuid4())
     fail(NOT_BY_HAND)
 
 
@@ -127,23 +129,46 @@ def prepare_socket(path):
         s.close()
 
 
+def cloud_method(method):
+    """A call of a cloud service (not Identity, Lifecycle, health or the test hooks)."""
+    exempt = ("/ccm.provider.v1.IdentityService/", "/ccm.provider.v1.LifecycleService/")
+    return method.startswith("/ccm.provider.v1.") and not method.startswith(exempt)
+
+
+def _fail_with(error):
+    status = rpc_status.to_status(error.to_status())
+    return grpc.unary_unary_rpc_method_handler(lambda request, context: context.abort_with_status(status))
+
+
+class NotConfigured(grpc.ServerInterceptor):
+    """Until the first successful Configure, cloud-service calls fail with
+    FAILED_PRECONDITION and reason NOT_CONFIGURED (never an answer from an
+    empty state)."""
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+
+    def intercept_service(self, continuation, details):
+        if self.cloud.configured or not cloud_method(details.method):
+            return continuation(details)
+        return _fail_with(ProviderError(grpc.StatusCode.FAILED_PRECONDITION,
+                                        "the provider has not been configured yet (no Configure since it started)",
+                                        reason=NOT_CONFIGURED))
+
+
 class Throttle(grpc.ServerInterceptor):
     """Test hook: while cloud.throttle is set, cloud-service calls fail with
     RESOURCE_EXHAUSTED, reason RATE_LIMITED and a RetryInfo."""
-
-    EXEMPT = ("/ccm.provider.v1.IdentityService/", "/ccm.provider.v1.LifecycleService/")
 
     def __init__(self, cloud):
         self.cloud = cloud
 
     def intercept_service(self, continuation, details):
         delay = self.cloud.throttle
-        method = details.method
-        if delay is None or not method.startswith("/ccm.provider.v1.") or method.startswith(self.EXEMPT):
+        if delay is None or not cloud_method(details.method):
             return continuation(details)
-        status = rpc_status.to_status(ProviderError(grpc.StatusCode.RESOURCE_EXHAUSTED, "cloud API rate limit exceeded",
-                                                    reason=RATE_LIMITED, retry_after_ms=delay).to_status())
-        return grpc.unary_unary_rpc_method_handler(lambda request, context: context.abort_with_status(status))
+        return _fail_with(ProviderError(grpc.StatusCode.RESOURCE_EXHAUSTED, "cloud API rate limit exceeded",
+                                        reason=RATE_LIMITED, retry_after_ms=delay))
 
 
 def serve(cloud, register):
@@ -153,7 +178,7 @@ def serve(cloud, register):
     log = Log()
     done = threading.Event()
     stopping = threading.Lock()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=[Throttle(cloud)],
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=[NotConfigured(cloud), Throttle(cloud)],
                          options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
     health_servicer = health.HealthServicer()

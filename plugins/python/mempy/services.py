@@ -36,9 +36,10 @@ def cluster_of(meta):
 
 
 class Identity(identity_pb2_grpc.IdentityServiceServicer):
-    def __init__(self, protocol, instance_id):
+    def __init__(self, protocol, instance_id, cloud):
         self.protocol = protocol
         self.instance_id = instance_id
+        self.cloud = cloud
 
     @rpc
     def GetPluginInfo(self, request, context):
@@ -57,7 +58,7 @@ class Identity(identity_pb2_grpc.IdentityServiceServicer):
 
     @rpc
     def Probe(self, request, context):
-        return identity_pb2.ProbeResponse(ready=True)
+        return identity_pb2.ProbeResponse(ready=self.cloud.configured)
 
 
 class Lifecycle(lifecycle_pb2_grpc.LifecycleServiceServicer):
@@ -67,7 +68,9 @@ class Lifecycle(lifecycle_pb2_grpc.LifecycleServiceServicer):
 
     @rpc
     def Configure(self, request, context):
-        return lifecycle_pb2.ConfigureResponse(warnings=self.cloud.configure(request.cloud_config))
+        warnings = self.cloud.configure(request.cloud_config)
+        self.cloud.configured = True
+        return lifecycle_pb2.ConfigureResponse(warnings=warnings)
 
     @rpc
     def Shutdown(self, request, context):

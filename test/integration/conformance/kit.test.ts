@@ -5,7 +5,7 @@
  * nonconforming provider whose violations the kit must report.
  */
 import test from 'ava';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import { startSidecar } from '../../helpers/sidecar.js';
 const CLI = fileURLToPath(new URL('../../../conformance/cli.js', import.meta.url));
 const LOCAL_HOOK = fileURLToPath(new URL('../../../conformance/hooks/localcloud.js', import.meta.url));
 const NONCONFORMING = fileURLToPath(new URL('../../fixtures/nonconforming-provider.js', import.meta.url));
+const UNGUARDED = fileURLToPath(new URL('../../fixtures/unguarded-provider.js', import.meta.url));
 
 function options(target: TargetSpec, extra: Partial<KitOptions> = {}): KitOptions {
   return { target, cloudConfig: Buffer.alloc(0), startTimeoutMs: 60_000, shutdownGraceMs: 2_000, ...extra };
@@ -45,6 +46,7 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
   t.deepEqual(failures(results), []);
   const skipped = results.filter((r) => r.outcome === 'skip').map((r) => r.id);
   t.deepEqual(skipped, ['identity/undeclared-unimplemented'], 'the reference provider declares everything, so nothing else is skipped');
+  t.is(outcome(results, 'lifecycle/not-configured'), 'pass');
 });
 
 for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
@@ -52,7 +54,7 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
     const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-`));
     const results = await runConformance(options({ kind: 'exec', path: await p.executable(dir), env: [] }));
     t.deepEqual(failures(results), []);
-    for (const id of ['launch/protocol-mismatch', 'launch/stdout-hygiene', 'lifecycle/shutdown', 'launch/stdin-eof-exit', 'errors/retry-info', 'cleanup/no-leftovers', 'volumes/publish-twice']) {
+    for (const id of ['launch/protocol-mismatch', 'launch/stdout-hygiene', 'lifecycle/not-configured', 'lifecycle/shutdown', 'launch/stdin-eof-exit', 'errors/retry-info', 'cleanup/no-leftovers', 'volumes/publish-twice']) {
       t.is(outcome(results, id), 'pass', id);
     }
     // The Python provider declares no batch capabilities: those checks are skipped, not failed.
@@ -71,6 +73,8 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
       t.is(outcome(results, 'lifecycle/shutdown'), 'skip', 'the kit never stops somebody else\'s sidecar');
       t.is(outcome(results, 'cleanup/no-leftovers'), 'pass');
       t.is(outcome(results, 'instances/test-instance'), 'pass');
+      t.is(outcome(results, 'lifecycle/not-configured'), 'pass');
+      t.is(outcome(results, 'identity/plugin-info'), 'pass', 'a per-process instance id in sidecar mode');
     } finally {
       await sidecar.stop();
     }
@@ -111,4 +115,21 @@ test('a nonconforming provider fails exactly the checks it violates, and the CLI
   const cli = await execa(process.execPath, [CLI, '--plugin-path', NONCONFORMING, '--focus', '^instances/'], { reject: false });
   t.is(cli.exitCode, 1);
   t.regex(cli.stdout, /^FAIL {2}instances\/absent /m);
+});
+
+test('a provider that answers from an empty state before Configure fails lifecycle/not-configured; one without a sidecar instance id fails identity/plugin-info', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-unguarded-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${UNGUARDED}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const sidecar = await startSidecar(launcher, dir, { FIXTURE_INSTANCE_ID: 'empty' });
+  try {
+    const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }));
+    t.is(outcome(results, 'lifecycle/not-configured'), 'fail');
+    t.regex(results.find((r) => r.id === 'lifecycle/not-configured')!.message!, /InstanceExists succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason NOT_CONFIGURED/);
+    t.is(outcome(results, 'identity/plugin-info'), 'fail');
+    t.regex(results.find((r) => r.id === 'identity/plugin-info')!.message!, /instance_id is empty: in sidecar mode report an id generated at process start/);
+  } finally {
+    await sidecar.stop();
+  }
 });

@@ -16,6 +16,7 @@ import { Code, fromServiceError } from '../../../sdk/errors.js';
 import { ENV_ENDPOINT, ENV_INSTANCE_ID, ENV_LOG_LEVEL, ENV_PROTOCOL_VERSIONS, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, parseHandshake } from '../../../sdk/protocol.js';
 import { NodeAddressType, type NodeRef } from '../../../proto/gen/ccm/provider/v1/common.js';
 import { InstancesServiceClient } from '../../../proto/gen/ccm/provider/v1/instances.js';
+import { LifecycleServiceClient } from '../../../proto/gen/ccm/provider/v1/lifecycle.js';
 
 const DIST = fileURLToPath(new URL('../../../', import.meta.url));
 const CLI = join(DIST, 'plugins/local/cli.js');
@@ -155,6 +156,10 @@ test('provider: serves instances the CLI added, sees CLI changes and knobs live,
   const { child, endpoint, stderr } = await startProvider(t, dir);
   const client = new InstancesServiceClient(endpoint, credentials.createInsecure());
   t.teardown(() => client.close());
+  // Configured first, as the host does (cloud calls answer NOT_CONFIGURED before).
+  const lifecycle = new LifecycleServiceClient(endpoint, credentials.createInsecure());
+  t.teardown(() => lifecycle.close());
+  await call(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.alloc(0), clusterName: 'cli-test', hostVersion: 'test' });
 
   const md = await call(client.instanceMetadata.bind(client), { node: nodeRef('worker-1') });
   t.is(md.metadata?.providerId, providerId);

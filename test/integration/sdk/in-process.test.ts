@@ -182,3 +182,16 @@ test('close() runs provider.close, removes the socket, and is idempotent', async
   t.is(closed, 1);
   t.false(existsSync(path));
 });
+
+test('configure: false leaves the provider unconfigured: cloud calls answer NOT_CONFIGURED until a Configure', async (t) => {
+  const p = await startInProcess(createEchoProvider(silent), { logger: silent, configure: false });
+  t.teardown(() => p.close());
+  const { instances, lifecycle, identity } = p.clients;
+  const req = { node: { name: 'n1', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} } };
+  const err = await failure(unary(instances.instanceExists.bind(instances), req));
+  t.is(err.code, Code.FAILED_PRECONDITION);
+  t.is(err.reason, ErrorReason.NOT_CONFIGURED);
+  t.false((await unary(identity.probe.bind(identity), {})).ready);
+  await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.alloc(0), clusterName: '', hostVersion: '' });
+  t.true((await unary(instances.instanceExists.bind(instances), req)).exists);
+});

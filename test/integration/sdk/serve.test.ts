@@ -24,13 +24,20 @@ import { NOT_BY_HAND_MESSAGE } from '../../../sdk/serve.js';
 import { echoMetadata } from '../../fixtures/echo-provider-lib.js';
 import { launchPlugin, withTimeout, WAIT_MS, type LaunchOptions, type PluginProcess } from './plugin-process.js';
 
-/** Launches the echo provider in exec mode, waits for the handshake and connects. */
-async function started(t: { teardown(fn: () => unknown): void }, opts: LaunchOptions = {}): Promise<{ p: PluginProcess; c: ProviderClients; line: string }> {
+const CONFIGURE = { cloudConfig: Buffer.alloc(0), clusterName: 'test', hostVersion: 'test' };
+
+/** Launches the echo provider in exec mode, waits for the handshake, connects and (unless told not to) configures it, as the host does. */
+async function started(
+  t: { teardown(fn: () => unknown): void },
+  opts: LaunchOptions = {},
+  configure = true,
+): Promise<{ p: PluginProcess; c: ProviderClients; line: string }> {
   const p = await launchPlugin(opts);
   t.teardown(() => p.cleanup());
   const line = await p.handshake();
   const c = createProviderClients(p.endpoint);
   t.teardown(() => c.close());
+  if (configure) await unary(c.lifecycle.configure.bind(c.lifecycle), CONFIGURE);
   return { p, c, line };
 }
 
@@ -257,7 +264,8 @@ test('sidecar mode (--endpoint, no cookie): no handshake, survives Shutdown, SIG
   const c = createProviderClients(`unix://${socketPath}`);
   t.teardown(() => c.close());
   const info = await unary(c.identity.getPluginInfo.bind(c.identity), {});
-  t.is(info.instanceId, '');
+  t.regex(info.instanceId, /^[0-9a-f-]{36}$/, 'a per-process instance id, as there is no launch nonce');
+  t.is((await unary(c.identity.getPluginInfo.bind(c.identity), {})).instanceId, info.instanceId, 'stable for the life of the process');
   await unary(c.lifecycle.shutdown.bind(c.lifecycle), {});
   // Still serving the next host.
   t.is((await unary(c.identity.getPluginInfo.bind(c.identity), {})).name, 'echo.ccm.dev');
@@ -269,3 +277,24 @@ test('sidecar mode (--endpoint, no cookie): no handshake, survives Shutdown, SIG
 function node(name: string) {
   return { name, providerId: '', addresses: [], labels: {}, uid: '', annotations: {} };
 }
+
+test('before the first successful Configure: cloud calls answer FAILED_PRECONDITION/NOT_CONFIGURED and Probe says not ready', async (t) => {
+  const { c } = await started(t, {}, false);
+  t.false((await unary(c.identity.probe.bind(c.identity), {})).ready);
+  const calls: [string, Promise<unknown>][] = [
+    ['InstanceExists', unary(c.instances.instanceExists.bind(c.instances), { node: node('n1') })],
+    ['GetInstancesStatus', unary(c.instances.getInstancesStatus.bind(c.instances), { nodes: [node('n1')] })],
+    ['ListRoutes', unary(c.routes.listRoutes.bind(c.routes), { pageSize: 0, pageToken: '' })],
+  ];
+  for (const [method, call] of calls) {
+    const err = await failure(call);
+    t.is(err.code, Code.FAILED_PRECONDITION, method);
+    t.is(err.reason, ErrorReason.NOT_CONFIGURED, method);
+  }
+  // Identity answers throughout; a method the provider lacks stays UNIMPLEMENTED.
+  t.is((await unary(c.identity.getPluginInfo.bind(c.identity), {})).name, 'echo.ccm.dev');
+  t.is((await failure(unary(c.loadBalancers.getLoadBalancer.bind(c.loadBalancers), {}))).code, Code.UNIMPLEMENTED);
+  await unary(c.lifecycle.configure.bind(c.lifecycle), CONFIGURE);
+  t.true((await unary(c.identity.probe.bind(c.identity), {})).ready);
+  t.true((await unary(c.instances.instanceExists.bind(c.instances), { node: node('n1') })).exists);
+});

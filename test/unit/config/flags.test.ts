@@ -102,6 +102,8 @@ const cases: Case[] = [
       routeReconciliationPeriodMs: 10_000,
       concurrentServiceSyncs: 10,
       nodeDeletionGracePeriodMs: 0,
+      nodeDeletionLimit: { percent: 10 },
+      nodeDeletionLimitWindowMs: 300_000,
       nodeSelector: '',
       watchNamespace: '',
       warnings: [],
@@ -170,6 +172,11 @@ const cases: Case[] = [
   { description: 'min-resync-period', argv: [...BASE, '--min-resync-period=1h'], want: { minResyncPeriodMs: 3_600_000 } },
   { description: 'route-reconciliation-period', argv: [...BASE, '--route-reconciliation-period=30s'], want: { routeReconciliationPeriodMs: 30_000 } },
   { description: 'node-deletion-grace-period', argv: [...BASE, '--node-deletion-grace-period=2m'], want: { nodeDeletionGracePeriodMs: 120_000 } },
+  { description: 'node-deletion-limit count and window', argv: [...BASE, '--node-deletion-limit=3', '--node-deletion-limit-window=1m'], want: { nodeDeletionLimit: { count: 3 }, nodeDeletionLimitWindowMs: 60_000 } },
+  { description: 'node-deletion-limit percentage', argv: [...BASE, '--node-deletion-limit=25%'], want: { nodeDeletionLimit: { percent: 25 } } },
+  { description: 'node-deletion-limit 0 turns the brake off', argv: [...BASE, '--node-deletion-limit=0'], want: { nodeDeletionLimit: null } },
+  { description: 'node-deletion-limit garbage', argv: [...BASE, '--node-deletion-limit=lots'], errors: ['--node-deletion-limit="lots" is invalid: use a count of nodes'] },
+  { description: 'node-deletion-limit-window zero', argv: [...BASE, '--node-deletion-limit-window=0s'], errors: ['--node-deletion-limit-window="0s" is invalid: want a duration greater than 0'] },
 
   // Scoping (not in upstream)
   { description: 'node-selector equality', argv: [...BASE, '--node-selector=pool=a'], want: { nodeSelector: 'pool=a' } },

@@ -1,13 +1,15 @@
 /**
  * The lifecycle pass with fakes (no API server): one status lookup per pass
  * for all NotReady nodes, errors never delete, the grace period needs two
- * consecutive "gone" answers, each node at most once per pass.
+ * consecutive "gone" answers, each node at most once per pass, and the
+ * mass-deletion brake (--node-deletion-limit) with its window arithmetic.
  */
 import test from 'ava';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import type { Instances, NodeRef, StatusResult } from '../../../host/cloud.js';
 import { CloudCallError } from '../../../host/errors.js';
 import { NodeLifecycleController } from '../../../host/controllers/lifecycle/lifecycle-controller.js';
+import { DeletionBrake, parseDeletionLimit, type DeletionLimit } from '../../../host/controllers/lifecycle/deletion-brake.js';
 import type { EventRecorder } from '../../../host/kube/events.js';
 import type { Informer } from '../../../host/kube/informer.js';
 import { createLogger } from '../../../host/log.js';
@@ -25,7 +27,7 @@ function mkNode(name: string, ready: boolean | undefined, taints: string[] = [])
   };
 }
 
-function harness(nodes: V1Node[], answer: (n: NodeRef) => Omit<StatusResult, 'nodeName'>, graceMs = 0) {
+function harness(nodes: V1Node[], answer: (n: NodeRef) => Omit<StatusResult, 'nodeName'>, graceMs = 0, limit: DeletionLimit | null = null, windowMs = 300_000) {
   const calls: string[][] = [];
   const deleted: string[] = [];
   const patched: string[] = [];
@@ -56,6 +58,8 @@ function harness(nodes: V1Node[], answer: (n: NodeRef) => Omit<StatusResult, 'no
     log: silent,
     periodMs: 1000,
     deletionGraceMs: graceMs,
+    deletionLimit: limit,
+    deletionLimitWindowMs: windowMs,
     now: () => now,
   });
   return { c, calls, deleted, patched, events, advance: (ms: number) => (now += ms) };
@@ -113,4 +117,88 @@ test('grace period: deleted only after two consecutive "gone" answers spanning t
   h.advance(10_000);
   await h.c.tick();
   t.deepEqual(h.deleted, ['a']);
+});
+
+test('parseDeletionLimit: counts, percentages, 0 = off, garbage rejected', (t) => {
+  const rows: [string, DeletionLimit | null | undefined][] = [
+    ['5', { count: 5 }],
+    ['0', null],
+    ['10%', { percent: 10 }],
+    ['0%', { percent: 0 }],
+    ['100%', { percent: 100 }],
+    ['101%', undefined],
+    ['-1', undefined],
+    ['1.5', undefined],
+    ['ten', undefined],
+    ['', undefined],
+  ];
+  for (const [text, want] of rows) t.deepEqual(parseDeletionLimit(text), want, text);
+});
+
+test('DeletionBrake.bound: a count as given; a percentage of the nodes, rounded down, never below 5', (t) => {
+  const rows: [DeletionLimit | null, number, number][] = [
+    [{ count: 3 }, 1000, 3],
+    [{ percent: 10 }, 12, 5],
+    [{ percent: 10 }, 59, 5],
+    [{ percent: 10 }, 60, 6],
+    [{ percent: 10 }, 1000, 100],
+    [{ percent: 0 }, 1000, 5],
+    [null, 1000, Infinity],
+  ];
+  for (const [limit, nodes, want] of rows) t.is(new DeletionBrake(limit, 60_000).bound(nodes), want, `${JSON.stringify(limit)} of ${nodes}`);
+});
+
+test('DeletionBrake window: deletions count for exactly one window, then free their slot', (t) => {
+  let now = 0;
+  const b = new DeletionBrake({ count: 2 }, 60_000, () => now);
+  t.is(b.allowance(10), 2);
+  b.record();
+  now = 10_000;
+  b.record();
+  t.is(b.allowance(10), 0);
+  now = 59_999;
+  t.is(b.allowance(10), 0, 'the first deletion is still inside the window');
+  now = 60_000;
+  t.is(b.allowance(10), 1, 'the first deletion left the window');
+  now = 70_000;
+  t.is(b.allowance(10), 2);
+});
+
+test('brake: of many "gone" nodes only the bound is deleted; the rest get one Warning each and go on later passes, oldest hold first', async (t) => {
+  const nodes = Array.from({ length: 8 }, (_, i) => mkNode(`n${i}`, false));
+  const h = harness(nodes, () => ({ exists: false }), 0, { count: 3 }, 60_000);
+  const r1 = await h.c.tick();
+  t.deepEqual(h.deleted, ['n0', 'n1', 'n2']);
+  t.deepEqual(r1.heldBack, ['n3', 'n4', 'n5', 'n6', 'n7']);
+  t.is(h.events.filter((e) => e === 'DeletingNodeHeldBack').length, 5);
+
+  // Within the window: nothing more is deleted, and no second Warning per node.
+  nodes.splice(0, 3);
+  h.advance(30_000);
+  const r2 = await h.c.tick();
+  t.deepEqual(h.deleted, ['n0', 'n1', 'n2']);
+  t.is(r2.heldBack.length, 5);
+  t.is(h.events.filter((e) => e === 'DeletingNodeHeldBack').length, 5);
+
+  // The window has passed: the next three held back go.
+  h.advance(30_000);
+  await h.c.tick();
+  t.deepEqual(h.deleted, ['n0', 'n1', 'n2', 'n3', 'n4', 'n5']);
+});
+
+test('brake: a node reported to exist again leaves the hold; a node held again gets a new Warning', async (t) => {
+  const nodes = [mkNode('a', false), mkNode('b', false)];
+  let gone = true;
+  const h = harness(nodes, () => (gone ? { exists: false } : { exists: true, shutdown: false }), 0, { count: 1 }, 60_000);
+  await h.c.tick();
+  t.deepEqual(h.deleted, ['a']);
+  t.is(h.events.filter((e) => e === 'DeletingNodeHeldBack').length, 1);
+  nodes.shift();
+  gone = false;
+  h.advance(1_000);
+  t.deepEqual((await h.c.tick()).heldBack, []);
+  gone = true;
+  h.advance(1_000);
+  t.deepEqual((await h.c.tick()).heldBack, ['b']);
+  t.is(h.events.filter((e) => e === 'DeletingNodeHeldBack').length, 2);
 });

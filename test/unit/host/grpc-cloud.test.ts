@@ -15,6 +15,7 @@ import {
   InstanceNotFoundError as HostInstanceNotFoundError,
   InvalidCloudResponseError,
   NotImplementedError as HostNotImplementedError,
+  PluginUnavailableError,
   RetryAfterError,
 } from '../../../host/errors.js';
 import { createLogger } from '../../../host/log.js';
@@ -25,6 +26,7 @@ import { NodeAddressType } from '../../../proto/gen/ccm/provider/v1/common.js';
 import type { InstanceMetadata, InstanceMetadataResult, InstanceStatusResult } from '../../../proto/gen/ccm/provider/v1/instances.js';
 import {
   InstanceNotFoundError,
+  NotConfiguredError,
   RateLimitedError,
   RetryError,
   toStatus,
@@ -32,6 +34,7 @@ import {
   type CloudProvider,
 } from '../../../sdk/index.js';
 import { startInProcess } from '../../../sdk/testing.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const test = anyTest as TestFn<unknown>;
 const PROVIDER = 'acme';
@@ -606,4 +609,28 @@ test('property: a random InstanceMetadata answer is rejected with InvalidCloudRe
   );
   t.true(seen.accepted > 0, 'some answers were valid');
   t.true(seen.rejected > 0, 'some answers were rejected');
+});
+
+test('NOT_CONFIGURED is "not ready", never "not found": the call fails as unavailable and the supervisor configures the provider again', async (t) => {
+  let configures = 0;
+  let lost = false;
+  const { cloud, instances } = await cloudFor(t, {
+    async configure() {
+      configures++;
+      lost = false;
+    },
+    instances: {
+      async instanceExists() {
+        if (lost) throw new NotConfiguredError();
+        return { exists: true };
+      },
+    },
+  });
+  t.is(configures, 2, 'startInProcess and the supervisor each configured it');
+  lost = true;
+  const err = await rejection(t, instances.instanceExists(node('n1')));
+  t.true(err instanceof PluginUnavailableError, `${err.name}: ${err.message}`);
+  t.false(err instanceof HostInstanceNotFoundError);
+  await waitFor(() => configures === 3 && cloud.supervisor.state === 'ready', { what: 'Configure sent again', timeoutMs: 10_000 });
+  t.true(await instances.instanceExists(node('n1')));
 });

@@ -188,9 +188,16 @@ export interface GetPluginInfoResponse {
   /** Additive protocol revision within the major version. */
   protocolMinor: number;
   /**
-   * The value of CCM_PLUGIN_INSTANCE_ID the host passed at launch, echoed
-   * back so the host can tell it reached the process it started. Empty when
-   * the provider was not launched by a host (sidecar mode).
+   * Identity of this provider process, so the host can tell whether the
+   * process behind the socket is still the one it configured. Exec mode: the
+   * value of CCM_PLUGIN_INSTANCE_ID the host passed at launch, echoed back.
+   * Sidecar mode (no launch nonce): an id the provider generates once at
+   * process start (e.g. a random UUID), never reused by another process and
+   * unchanged for the life of this one. The host calls GetPluginInfo again on
+   * every reconnect and with every Probe; a different value means a new
+   * process, which the host configures again (Configure) before any further
+   * cloud call. Empty (older sidecar providers) makes the host reconfigure on
+   * every reconnect, as it cannot tell.
    */
   instanceId: string;
   /** Free-form build facts (commit, build date). */
@@ -940,8 +947,9 @@ export const IdentityServiceService = {
   },
   /**
    * Whether the provider is ready to serve cloud calls. ready=false means
-   * "still initializing, ask again"; an error (FAILED_PRECONDITION) means
-   * unhealthy, e.g. cloud credentials rejected. Read-only, idempotent.
+   * "still initializing, ask again" (a provider not configured yet answers
+   * ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
+   * credentials rejected. Read-only, idempotent.
    */
   probe: {
     path: "/ccm.provider.v1.IdentityService/Probe" as const,
@@ -964,8 +972,9 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   getPluginCapabilities: handleUnaryCall<GetPluginCapabilitiesRequest, GetPluginCapabilitiesResponse>;
   /**
    * Whether the provider is ready to serve cloud calls. ready=false means
-   * "still initializing, ask again"; an error (FAILED_PRECONDITION) means
-   * unhealthy, e.g. cloud credentials rejected. Read-only, idempotent.
+   * "still initializing, ask again" (a provider not configured yet answers
+   * ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
+   * credentials rejected. Read-only, idempotent.
    */
   probe: handleUnaryCall<ProbeRequest, ProbeResponse>;
 }
@@ -1008,8 +1017,9 @@ export interface IdentityServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Whether the provider is ready to serve cloud calls. ready=false means
-   * "still initializing, ask again"; an error (FAILED_PRECONDITION) means
-   * unhealthy, e.g. cloud credentials rejected. Read-only, idempotent.
+   * "still initializing, ask again" (a provider not configured yet answers
+   * ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
+   * credentials rejected. Read-only, idempotent.
    */
   probe(
     request: ProbeRequest,

@@ -19,6 +19,12 @@
 //                        classify. Code INTERNAL or UNAVAILABLE.
 //   IN_USE               the object is still in use (e.g. volume attached).
 //                        Code FAILED_PRECONDITION.
+//   NOT_CONFIGURED       the provider has not received Configure yet (e.g.
+//                        it restarted under a running host). Code
+//                        FAILED_PRECONDITION. Every cloud call answers it
+//                        until Configure succeeds; the host treats it as
+//                        "provider not ready", configures the provider
+//                        again and retries, and never reads it as a result.
 // A google.rpc.RetryInfo detail means "retry after exactly this delay"; the
 // host honours it instead of its own backoff.
 // Codes: UNIMPLEMENTED means the provider does not offer the RPC (the host

@@ -217,9 +217,16 @@ type GetPluginInfoResponse struct {
 	ProtocolVersion uint32 `protobuf:"varint,3,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	// Additive protocol revision within the major version.
 	ProtocolMinor uint32 `protobuf:"varint,4,opt,name=protocol_minor,json=protocolMinor,proto3" json:"protocol_minor,omitempty"`
-	// The value of CCM_PLUGIN_INSTANCE_ID the host passed at launch, echoed
-	// back so the host can tell it reached the process it started. Empty when
-	// the provider was not launched by a host (sidecar mode).
+	// Identity of this provider process, so the host can tell whether the
+	// process behind the socket is still the one it configured. Exec mode: the
+	// value of CCM_PLUGIN_INSTANCE_ID the host passed at launch, echoed back.
+	// Sidecar mode (no launch nonce): an id the provider generates once at
+	// process start (e.g. a random UUID), never reused by another process and
+	// unchanged for the life of this one. The host calls GetPluginInfo again on
+	// every reconnect and with every Probe; a different value means a new
+	// process, which the host configures again (Configure) before any further
+	// cloud call. Empty (older sidecar providers) makes the host reconfigure on
+	// every reconnect, as it cannot tell.
 	InstanceId string `protobuf:"bytes,5,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	// Free-form build facts (commit, build date).
 	Manifest      map[string]string `protobuf:"bytes,6,rep,name=manifest,proto3" json:"manifest,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`

@@ -41,8 +41,9 @@ type IdentityServiceClient interface {
 	// not change during the life of the process. Read-only, idempotent.
 	GetPluginCapabilities(ctx context.Context, in *GetPluginCapabilitiesRequest, opts ...grpc.CallOption) (*GetPluginCapabilitiesResponse, error)
 	// Whether the provider is ready to serve cloud calls. ready=false means
-	// "still initializing, ask again"; an error (FAILED_PRECONDITION) means
-	// unhealthy, e.g. cloud credentials rejected. Read-only, idempotent.
+	// "still initializing, ask again" (a provider not configured yet answers
+	// ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
+	// credentials rejected. Read-only, idempotent.
 	Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*ProbeResponse, error)
 }
 
@@ -99,8 +100,9 @@ type IdentityServiceServer interface {
 	// not change during the life of the process. Read-only, idempotent.
 	GetPluginCapabilities(context.Context, *GetPluginCapabilitiesRequest) (*GetPluginCapabilitiesResponse, error)
 	// Whether the provider is ready to serve cloud calls. ready=false means
-	// "still initializing, ask again"; an error (FAILED_PRECONDITION) means
-	// unhealthy, e.g. cloud credentials rejected. Read-only, idempotent.
+	// "still initializing, ask again" (a provider not configured yet answers
+	// ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
+	// credentials rejected. Read-only, idempotent.
 	Probe(context.Context, *ProbeRequest) (*ProbeResponse, error)
 	mustEmbedUnimplementedIdentityServiceServer()
 }

@@ -32,9 +32,18 @@ const (
 // Start-up configuration and shutdown.
 type LifecycleServiceClient interface {
 	// Hands the provider its configuration. The host calls it once after the
-	// handshake and again after every restart of the provider, before any cloud
-	// call. Idempotent: a second call with the same input is a no-op; a call
-	// with different input replaces the configuration.
+	// handshake and again after every restart of the provider (and whenever a
+	// new process answers at the same endpoint, see
+	// GetPluginInfoResponse.instance_id), before any cloud call. Idempotent: a
+	// second call with the same input is a no-op; a call with different input
+	// replaces the configuration.
+	// Until its first successful Configure, a provider answers every call of
+	// every other service except IdentityService and grpc.health.v1 with
+	// FAILED_PRECONDITION and ErrorInfo reason NOT_CONFIGURED, and Probe
+	// answers ready=false: an unconfigured provider must never answer a lookup
+	// from an empty state (an "instance not found" would make the host delete
+	// the Node). The host treats NOT_CONFIGURED as "provider not ready" and
+	// configures it again; it never reads it as "not found".
 	// Errors: INVALID_ARGUMENT when the cloud config cannot be parsed (the host
 	// reports it and does not retry until restarted with a fixed config).
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
@@ -81,9 +90,18 @@ func (c *lifecycleServiceClient) Shutdown(ctx context.Context, in *ShutdownReque
 // Start-up configuration and shutdown.
 type LifecycleServiceServer interface {
 	// Hands the provider its configuration. The host calls it once after the
-	// handshake and again after every restart of the provider, before any cloud
-	// call. Idempotent: a second call with the same input is a no-op; a call
-	// with different input replaces the configuration.
+	// handshake and again after every restart of the provider (and whenever a
+	// new process answers at the same endpoint, see
+	// GetPluginInfoResponse.instance_id), before any cloud call. Idempotent: a
+	// second call with the same input is a no-op; a call with different input
+	// replaces the configuration.
+	// Until its first successful Configure, a provider answers every call of
+	// every other service except IdentityService and grpc.health.v1 with
+	// FAILED_PRECONDITION and ErrorInfo reason NOT_CONFIGURED, and Probe
+	// answers ready=false: an unconfigured provider must never answer a lookup
+	// from an empty state (an "instance not found" would make the host delete
+	// the Node). The host treats NOT_CONFIGURED as "provider not ready" and
+	// configures it again; it never reads it as "not found".
 	// Errors: INVALID_ARGUMENT when the cloud config cannot be parsed (the host
 	// reports it and does not retry until restarted with a fixed config).
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)

@@ -79,8 +79,9 @@ class IdentityServiceServicer(object):
 
     def Probe(self, request, context):
         """Whether the provider is ready to serve cloud calls. ready=false means
-        "still initializing, ask again"; an error (FAILED_PRECONDITION) means
-        unhealthy, e.g. cloud credentials rejected. Read-only, idempotent.
+        "still initializing, ask again" (a provider not configured yet answers
+        ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
+        credentials rejected. Read-only, idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

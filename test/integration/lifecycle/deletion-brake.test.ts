@@ -1,0 +1,82 @@
+/**
+ * The mass-deletion brake (--node-deletion-limit) end to end: a provider
+ * that reports every instance gone (the unguarded fixture configured with no
+ * instances) and many NotReady Nodes. The host deletes at most the bound per
+ * window, holds back the rest with a Warning event each and the metric, and
+ * resumes once the window allows.
+ */
+import test from 'ava';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import type { TestHost } from '../../helpers/host.js';
+import { createTestNode, deleteScopedNodes, nodeEvents, readNodeOrUndefined, testScope } from '../../helpers/nodes.js';
+import { startUnguarded } from '../../helpers/unguarded.js';
+import { waitFor } from '../../helpers/wait.js';
+
+async function heldBackTotal(host: TestHost): Promise<number> {
+  const m = await host.metrics.registry.getSingleMetric('ccm_node_lifecycle_deletions_held_back_total')!.get();
+  return m.values.reduce((n, v) => n + v.value, 0);
+}
+
+async function existing(core: CoreV1Api, names: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const n of names) if (await readNodeOrUndefined(core, n)) out.push(n);
+  return out;
+}
+
+test.serial('default limit: of 12 Nodes reported gone, 5 are deleted; the other 7 are held back with a Warning each and the metric', async (t) => {
+  const scope = testScope('brk');
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-deletion-brake-'));
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  const u = await startUnguarded(dir, [], 'random', ['--controllers=cloud-node-lifecycle', '--node-monitor-period=1s', `--node-selector=${scope.selector}`]);
+  t.teardown(async () => {
+    await u.stop();
+    await deleteScopedNodes(core, scope.selector);
+  });
+  const names = Array.from({ length: 12 }, (_, i) => `${scope.prefix}-n${String(i).padStart(2, '0')}`);
+  for (const n of names) await createTestNode(core, n, { labels: scope.labels, ready: false });
+
+  const kept = await waitFor(async () => {
+    const left = await existing(core, names);
+    return left.length <= names.length - 5 ? left : undefined;
+  }, { what: '5 nodes deleted' });
+  t.is(kept.length, 7, 'no more than max(10% of 12, 5) = 5 deleted');
+
+  // Three more passes over the held-back nodes delete nothing more.
+  const lookups = async () => (await u.calls()).filter((c) => c.method === 'InstanceExists' && c.node === kept[0]).length;
+  const before = await lookups();
+  await waitFor(async () => (await lookups()) >= before + 3, { what: 'three more lifecycle passes' });
+  t.deepEqual(await existing(core, names), kept);
+
+  for (const n of kept) {
+    const ev = await waitFor(async () => (await nodeEvents(core, n)).find((e) => e.reason === 'DeletingNodeHeldBack'), { what: `DeletingNodeHeldBack on ${n}` });
+    t.is(ev.type, 'Warning');
+    t.regex(ev.message ?? '', /at most 5 nodes are deleted per 5m0s \(--node-deletion-limit\)/);
+  }
+  t.true((await heldBackTotal(u.host)) >= kept.length);
+  t.true((await readFile(u.host.logPath, 'utf8')).includes('node deletion limit reached'), 'one log line says why');
+});
+
+test.serial('the brake resumes: held-back Nodes still reported gone are deleted as the window allows', async (t) => {
+  const scope = testScope('brr');
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-deletion-brake-'));
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  const u = await startUnguarded(dir, [], 'random', [
+    '--controllers=cloud-node-lifecycle',
+    '--node-monitor-period=1s',
+    '--node-deletion-limit=3',
+    '--node-deletion-limit-window=2s',
+    `--node-selector=${scope.selector}`,
+  ]);
+  t.teardown(async () => {
+    await u.stop();
+    await deleteScopedNodes(core, scope.selector);
+  });
+  const names = Array.from({ length: 8 }, (_, i) => `${scope.prefix}-n${i}`);
+  for (const n of names) await createTestNode(core, n, { labels: scope.labels, ready: false });
+  await waitFor(async () => (await existing(core, names)).length === 0, { what: 'every node deleted in the end' });
+  t.true((await heldBackTotal(u.host)) > 0, 'some deletions were held back on the way');
+});
