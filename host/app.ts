@@ -16,6 +16,7 @@ import { CONTROLLER_FACTORIES, CONTROLLER_PREFLIGHTS } from './controllers/regis
 import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
 import { loadKubeConfig, makeClients, type KubeClients } from './kube/client.js';
+import { ConnectionPool } from './kube/connections.js';
 import { HostStartError } from './errors.js';
 import { ServiceAccountCredentials } from './kube/service-account-credentials.js';
 import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from './kube/leader-election.js';
@@ -98,6 +99,10 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     for (const c of cleanups.reverse()) await c().catch((err) => log.warn({ err: errorMessage(err) }, 'error while stopping'));
   };
 
+  // One set of keep-alive connections for every client and watch of the host
+  // (per-controller tokens included), closed last.
+  const connections = new ConnectionPool();
+  cleanups.push(async () => connections.destroy());
   let server: HealthServer | undefined;
   try {
     if (config.securePort > 0) {
@@ -110,7 +115,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const elector = config.leaderElect
       ? new LeaderElector({
           lock: new KubeLeaseLock(
-            makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} leader-election`, registry: metrics.registry }).coordination,
+            makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} leader-election`, registry: metrics.registry, connections }).coordination,
             config.leaderElection.resourceNamespace,
             config.leaderElection.resourceName,
           ),
@@ -164,18 +169,18 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     for (const name of config.enabledControllers) CONTROLLER_PREFLIGHTS[name]?.(config, cloud);
 
     const userAgent = `${COMPONENT_NAME}/${HOST_VERSION}`;
-    const clients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry });
+    const clients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry, connections });
     // Events get their own client and limiter, as upstream's event broadcaster
     // does, so a burst of events never delays the controllers' own writes.
     // Counted in rest_client_requests_total like every other client, so a 403 on an Event shows there too.
-    const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry });
+    const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry, connections });
     // --use-service-account-credentials: each controller's clients and Events
     // authenticate as its own ServiceAccount; informers, leader election and
     // the start-up checks keep the host's credentials, as upstream.
     const perController = config.useServiceAccountCredentials ? new ServiceAccountCredentials({ kc, hostCore: clients.core, log }) : undefined;
     const clientsOf = (name: ControllerName): ControllerClients => {
       if (!perController) return { clients, eventClients };
-      const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${userAgent}/${name}` };
+      const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${userAgent}/${name}`, connections };
       return { clients: perController.clientsFor(name, { ...o, registry: metrics.registry }), eventClients: perController.clientsFor(name, { ...o, registry: metrics.registry }) };
     };
 
