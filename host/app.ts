@@ -166,7 +166,10 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     }
     const cloud = new GrpcCloud(supervisor, { readMs: config.pluginCallTimeoutMs, mutateMs: config.pluginMutationTimeoutMs });
     if (!cloud.info().hasClusterId) log.warn('the cloud provider does not tag cloud objects with the cluster name (HasClusterID=false)');
-    for (const name of config.enabledControllers) CONTROLLER_PREFLIGHTS[name]?.(config, cloud);
+    for (const name of config.enabledControllers) {
+      const preflight = CONTROLLER_PREFLIGHTS[name];
+      if (preflight) (await preflight())(config, cloud);
+    }
 
     const userAgent = `${COMPONENT_NAME}/${HOST_VERSION}`;
     const clients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry, connections });
@@ -195,7 +198,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       leadingNow = true;
       const factory = new InformerFactory({ kc, clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
       informers = factory;
-      const running = startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
+      const running = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
       factory.start();
       log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
@@ -266,16 +269,17 @@ interface StartControllersArgs {
   signal: AbortSignal;
 }
 
-/** Starts every enabled controller that this build and cloud support; returns their run promises. */
-function startControllers(a: StartControllersArgs): Promise<void>[] {
+/** Loads and starts every enabled controller that this build and cloud support; returns their run promises. */
+async function startControllers(a: StartControllersArgs): Promise<Promise<void>[]> {
   const running: Promise<void>[] = [];
   for (const name of a.config.enabledControllers) {
-    const factory = CONTROLLER_FACTORIES[name];
+    const load = CONTROLLER_FACTORIES[name];
     const controllerLog = a.log.child({ controller: name });
-    if (!factory) {
+    if (!load) {
       controllerLog.info('controller is not available in this build yet; skipping it');
       continue;
     }
+    const factory = await load();
     const { clients, eventClients } = a.clientsOf(name);
     const made = factory({
       name,

@@ -17,6 +17,7 @@ import { InformerFactory, type ResourceSpec } from '../../host/kube/informer-fac
 import { silentLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { HOST_USER, hostKubeConfig } from '../helpers/service-account.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Requests this process sends from now on that `pick` selects, with their socket and agent. */
 function observeRequests(pick: (r: ClientRequest) => boolean): { seen: { socket?: Socket; agent: Agent; path: string }[]; stop(): void } {
@@ -81,13 +82,14 @@ test('informer watches go over the pool: one keep-alive watch agent, apart from 
   factory.for(secrets);
   factory.start();
   await clients.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'probe' } } });
-  const deadline = Date.now() + 30_000;
-  while (!cmInformer.get(`${namespace}/probe`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  t.truthy(cmInformer.get(`${namespace}/probe`), 'the watch delivered the ConfigMap');
-
-  const watches = observed.seen.filter((s) => s.path.includes('watch=true'));
-  const requests = observed.seen.filter((s) => !s.path.includes('watch=true'));
-  t.is(watches.length, 2);
+  await waitFor(() => cmInformer.get(`${namespace}/probe`), { what: 'the watch delivers the ConfigMap', timeoutMs: 30_000 });
+  const isWatch = (s: { path: string }) => s.path.includes('watch=true');
+  // The first watch of each resource, once it has its connection.
+  const watches = await waitFor(() => {
+    const w = ['configmaps', 'secrets'].map((r) => observed.seen.find((s) => isWatch(s) && s.path.includes(`/${r}?`)));
+    return w.every((x) => x?.socket) ? (w as { socket: Socket; agent: Agent }[]) : undefined;
+  }, { what: 'both watches on their connections', timeoutMs: 30_000 });
+  const requests = observed.seen.filter((s) => !isWatch(s));
   t.is(new Set(watches.map((w) => w.agent)).size, 1, 'both watches use one agent');
   const watchAgent = watches[0]!.agent as Agent & { keepAlive: boolean };
   t.true(watchAgent.keepAlive);
