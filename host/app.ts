@@ -16,6 +16,7 @@ import { CONTROLLER_FACTORIES, CONTROLLER_PREFLIGHTS } from './controllers/regis
 import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
 import { loadKubeConfig, makeClients, type KubeClients } from './kube/client.js';
+import { ConnectionPool } from './kube/connections.js';
 import { HostStartError } from './errors.js';
 import { ServiceAccountCredentials } from './kube/service-account-credentials.js';
 import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from './kube/leader-election.js';
@@ -98,6 +99,10 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     for (const c of cleanups.reverse()) await c().catch((err) => log.warn({ err: errorMessage(err) }, 'error while stopping'));
   };
 
+  // One set of keep-alive connections for every client and watch of the host
+  // (per-controller tokens included), closed last.
+  const connections = new ConnectionPool();
+  cleanups.push(async () => connections.destroy());
   let server: HealthServer | undefined;
   try {
     if (config.securePort > 0) {
@@ -110,7 +115,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const elector = config.leaderElect
       ? new LeaderElector({
           lock: new KubeLeaseLock(
-            makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} leader-election`, registry: metrics.registry }).coordination,
+            makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} leader-election`, registry: metrics.registry, connections }).coordination,
             config.leaderElection.resourceNamespace,
             config.leaderElection.resourceName,
           ),
@@ -161,21 +166,24 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     }
     const cloud = new GrpcCloud(supervisor, { readMs: config.pluginCallTimeoutMs, mutateMs: config.pluginMutationTimeoutMs });
     if (!cloud.info().hasClusterId) log.warn('the cloud provider does not tag cloud objects with the cluster name (HasClusterID=false)');
-    for (const name of config.enabledControllers) CONTROLLER_PREFLIGHTS[name]?.(config, cloud);
+    for (const name of config.enabledControllers) {
+      const preflight = CONTROLLER_PREFLIGHTS[name];
+      if (preflight) (await preflight())(config, cloud);
+    }
 
     const userAgent = `${COMPONENT_NAME}/${HOST_VERSION}`;
-    const clients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry });
+    const clients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry, connections });
     // Events get their own client and limiter, as upstream's event broadcaster
     // does, so a burst of events never delays the controllers' own writes.
     // Counted in rest_client_requests_total like every other client, so a 403 on an Event shows there too.
-    const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry });
+    const eventClients = makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent, registry: metrics.registry, connections });
     // --use-service-account-credentials: each controller's clients and Events
     // authenticate as its own ServiceAccount; informers, leader election and
     // the start-up checks keep the host's credentials, as upstream.
     const perController = config.useServiceAccountCredentials ? new ServiceAccountCredentials({ kc, hostCore: clients.core, log }) : undefined;
     const clientsOf = (name: ControllerName): ControllerClients => {
       if (!perController) return { clients, eventClients };
-      const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${userAgent}/${name}` };
+      const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${userAgent}/${name}`, connections };
       return { clients: perController.clientsFor(name, { ...o, registry: metrics.registry }), eventClients: perController.clientsFor(name, { ...o, registry: metrics.registry }) };
     };
 
@@ -190,7 +198,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       leadingNow = true;
       const factory = new InformerFactory({ kc, clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
       informers = factory;
-      const running = startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
+      const running = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
       factory.start();
       log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
@@ -261,16 +269,17 @@ interface StartControllersArgs {
   signal: AbortSignal;
 }
 
-/** Starts every enabled controller that this build and cloud support; returns their run promises. */
-function startControllers(a: StartControllersArgs): Promise<void>[] {
+/** Loads and starts every enabled controller that this build and cloud support; returns their run promises. */
+async function startControllers(a: StartControllersArgs): Promise<Promise<void>[]> {
   const running: Promise<void>[] = [];
   for (const name of a.config.enabledControllers) {
-    const factory = CONTROLLER_FACTORIES[name];
+    const load = CONTROLLER_FACTORIES[name];
     const controllerLog = a.log.child({ controller: name });
-    if (!factory) {
+    if (!load) {
       controllerLog.info('controller is not available in this build yet; skipping it');
       continue;
     }
+    const factory = await load();
     const { clients, eventClients } = a.clientsOf(name);
     const made = factory({
       name,

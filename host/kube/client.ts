@@ -6,13 +6,14 @@
  *
  * client-node (1.x) builds requests in generated API classes from a
  * `Configuration` (createConfiguration: base server, auth methods,
- * middleware, httpApi). We install our own `httpApi` wrapping the default
- * fetch library rather than a middleware: it sees request and response
- * together (for the metric), and unlike static middleware it cannot be
+ * middleware, httpApi). We install our own `httpApi` (throttling and
+ * counting around http-library.ts) rather than a middleware: it sees request
+ * and response together (for the metric), and unlike static middleware it cannot be
  * dropped by a per-call `{ middleware }` option (whose default merge strategy
  * is "replace"). Watches (client-node `Watch`) do not use `httpApi` and are
  * therefore neither limited nor counted (client-go throttles watch requests
- * too; here the informer's reconnect backoff bounds their rate).
+ * too; here the informer's reconnect backoff bounds their rate). Requests go
+ * over keep-alive connections from a {@link ConnectionPool} (connections.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,7 +21,6 @@ import {
   ApiException,
   CoordinationV1Api,
   CoreV1Api,
-  IsomorphicFetchHttpLibrary,
   KubeConfig,
   ServerConfiguration,
   createConfiguration,
@@ -35,6 +35,8 @@ import {
 } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
 import { sleep } from './backoff.js';
+import { ConnectionPool, pooledAuthentication } from './connections.js';
+import { NodeHttpLibrary } from './http-library.js';
 import { registeredMetric } from './metrics.js';
 import { BucketRateLimiter } from './ratelimiter.js';
 
@@ -162,12 +164,16 @@ export interface MakeClientsOptions {
   registry?: Registry;
   /** Authenticates requests instead of `kc`'s user (per-controller tokens); TLS settings still come from it. */
   auth?: SecurityAuthentication;
+  /** Keep-alive connections to share with other clients of the process; default a pool of these clients' own. */
+  connections?: ConnectionPool;
 }
 
 /** API clients sharing one limiter, one metric and one connection configuration. */
 export interface KubeClients {
   core: CoreV1Api;
   coordination: CoordinationV1Api;
+  /** The connections their requests go over (watches of the same identity may use it too). */
+  connections: ConnectionPool;
   /** Builds any other generated API class (e.g. `DiscoveryV1Api`) on the same limited configuration. */
   make<T extends ApiType>(api: ApiConstructor<T>): T;
 }
@@ -175,7 +181,8 @@ export interface KubeClients {
 /**
  * Creates API clients for `kc`'s current cluster and user. All requests made
  * through them (from any of the clients) share one token bucket of `qps`
- * requests per second and `burst` size, carry `userAgent`, and are counted in
+ * requests per second and `burst` size, carry `userAgent`, go over
+ * keep-alive connections of `connections`, and are counted in
  * `rest_client_requests_total` when `registry` is given. Throws if `kc`
  * selects no cluster or the limits are out of range.
  */
@@ -194,14 +201,15 @@ export function makeClients(kc: KubeConfig, opts: MakeClientsOptions): KubeClien
         }),
       )
     : undefined;
+  const connections = opts.connections ?? new ConnectionPool();
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: opts.auth ?? kc },
+    authMethods: { default: pooledAuthentication(opts.auth ?? kc, connections) },
     middleware: [setHeaderMiddleware('User-Agent', opts.userAgent)],
-    httpApi: throttledHttpLibrary(new IsomorphicFetchHttpLibrary(), limiter, requests),
+    httpApi: throttledHttpLibrary(wrapHttpLibrary(new NodeHttpLibrary()), limiter, requests),
   });
   const make = <T extends ApiType>(api: ApiConstructor<T>): T => new api(configuration);
-  return { core: make(CoreV1Api), coordination: make(CoordinationV1Api), make };
+  return { core: make(CoreV1Api), coordination: make(CoordinationV1Api), connections, make };
 }
 
 /** Whether `err` is a client-node API error with HTTP status `code`. */

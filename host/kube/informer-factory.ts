@@ -3,12 +3,16 @@
  * resource for the whole host, created on first use by any controller and
  * started together once every controller has registered its handlers. The
  * host's scoping flags apply here: `--node-selector` to Nodes and
- * `--watch-namespace` to namespaced resources.
+ * `--watch-namespace` to namespaced resources. The caches keep objects
+ * without fields no controller reads (cache-transforms.ts). Watches go over keep-alive
+ * connections of the clients' pool (its watch agent, apart from requests).
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { V1Node } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
+import { dropManagedFields, slimNode } from './cache-transforms.js';
 import type { KubeClients } from './client.js';
+import { pooledWatchConfig } from './connections.js';
 import { Informer, type ListResult } from './informer.js';
 
 export interface InformerFactoryOptions {
@@ -39,13 +43,18 @@ export interface ResourceSpec<T extends KubernetesObject> {
   list(clients: KubeClients, args: ListArgs): Promise<ListResult<T>>;
   /** Whether `--node-selector` applies (Nodes only). */
   nodeScoped?: boolean;
+  /** What the cache keeps of each object (cache-transforms.ts); default: all but managedFields. */
+  transform?: (obj: T) => T;
 }
 
 export class InformerFactory {
   private readonly informers = new Map<string, Informer<KubernetesObject>>();
   private started = false;
+  private readonly watchConfig: KubeConfig;
 
-  constructor(private readonly o: InformerFactoryOptions) {}
+  constructor(private readonly o: InformerFactoryOptions) {
+    this.watchConfig = pooledWatchConfig(o.kc, o.clients.connections);
+  }
 
   /** The shared informer of `spec.name`, created on first use. Handlers added after start() still get every cached object. */
   for<T extends KubernetesObject>(spec: ResourceSpec<T>): Informer<T> {
@@ -55,9 +64,10 @@ export class InformerFactory {
     const namespace = spec.namespacedPath && this.o.namespace ? this.o.namespace : undefined;
     const path = namespace ? spec.namespacedPath!(namespace) : spec.path;
     const args: ListArgs = { labelSelector, namespace };
-    const informer = new Informer<T>(this.o.kc, path, () => spec.list(this.o.clients, args), {
+    const informer = new Informer<T>(this.watchConfig, path, () => spec.list(this.o.clients, args), {
       log: this.o.log.child({ informer: spec.name }),
       labelSelector,
+      transform: spec.transform ?? dropManagedFields,
     });
     this.informers.set(spec.name, informer as unknown as Informer<KubernetesObject>);
     if (this.started) informer.start();
@@ -90,4 +100,5 @@ export const NODES: ResourceSpec<V1Node> = {
   path: '/api/v1/nodes',
   nodeScoped: true,
   list: (c, a) => c.core.listNode({ labelSelector: a.labelSelector }),
+  transform: slimNode,
 };

@@ -54,7 +54,7 @@ export interface InformerHandler<T> {
 }
 
 /** Options of an {@link Informer}. */
-export interface InformerOptions {
+export interface InformerOptions<T = KubernetesObject> {
   log: Logger;
   /** Label selector for the watch; the list function must apply the same one. */
   labelSelector?: string;
@@ -62,6 +62,12 @@ export interface InformerOptions {
   fieldSelector?: string;
   /** Source of randomness for backoff jitter and watch timeouts (tests). Default Math.random. */
   random?: () => number;
+  /**
+   * Applied to every object (listed or watched) before it is cached or handed
+   * to handlers, e.g. to drop fields nobody reads (client-go's SetTransform).
+   * May change and return its argument; must keep name and namespace.
+   */
+  transform?: (obj: T) => T;
 }
 
 /** How one watch connection ended. */
@@ -97,7 +103,7 @@ export class Informer<T extends KubernetesObject> {
     kc: KubeConfig,
     private readonly path: string,
     private readonly listFn: () => Promise<ListResult<T>>,
-    private readonly opts: InformerOptions,
+    private readonly opts: InformerOptions<T>,
   ) {
     this.watch = new Watch(kc);
     this.log = opts.log.child({ resource: path });
@@ -226,7 +232,9 @@ export class Informer<T extends KubernetesObject> {
     if (signal.aborted) return;
     const itemKind = list.kind?.endsWith('List') ? list.kind.slice(0, -'List'.length) : undefined;
     const fresh = new Map<string, T>();
-    for (const item of list.items) {
+    const transform = this.opts.transform;
+    for (const listed of list.items) {
+      const item = transform ? transform(listed) : listed;
       item.kind ??= itemKind;
       item.apiVersion ??= list.apiVersion;
       fresh.set(keyOf(item), item);
@@ -311,8 +319,10 @@ export class Informer<T extends KubernetesObject> {
   }
 
   /** Applies one watch event to the cache and notifies handlers. */
-  private apply(phase: string, obj: T): void {
+  private apply(phase: string, watched: T): void {
+    let obj = watched;
     try {
+      if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') obj = this.opts.transform?.(watched) ?? watched;
       if (phase === 'ADDED' || phase === 'MODIFIED') {
         const key = keyOf(obj);
         const prev = this.cache.get(key);

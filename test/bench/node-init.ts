@@ -36,13 +36,29 @@ export interface NodeInitFigures extends NodeInitSettings {
   seconds: number;
   createSeconds: number;
   hostPeakRssMb: number;
+  /** Host RSS once it logged that it started, before any node exists. */
+  hostStartRssMb: number;
+  /** Host user+system CPU seconds from start until every node is initialized. */
+  hostCpuSeconds: number;
   pluginCalls: number;
 }
 
-async function peakRssMb(pid: number): Promise<number> {
+/** `VmHWM` (peak) or `VmRSS` (now) of `pid`, in MB. */
+async function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   return kb / 1024;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/** User+system CPU seconds `pid` has used so far. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, runId: string, log: (s: string) => void): Promise<NodeInitFigures> {
@@ -79,6 +95,7 @@ export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, runId
     if (d.toString().includes('cloud-controller-manager started')) started = true;
   });
   await waitFor(() => started, { what: 'host started', timeoutMs: 60_000 });
+  const hostStartRssMb = await rssMb(host.pid!, 'VmRSS');
 
   const core = cp.kubeConfig().makeApiClient(CoreV1Api);
   log(`node-init: creating ${s.nodes} tainted nodes (workers=${s.workers})`);
@@ -108,14 +125,15 @@ export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, runId
     { what: `${s.nodes} nodes initialized`, timeoutMs: 15 * 60_000, intervalMs: 250 },
   );
   const seconds = (Date.now() - t0) / 1000;
-  const hostPeakRssMb = await peakRssMb(host.pid!);
+  const hostPeakRssMb = await rssMb(host.pid!, 'VmHWM');
+  const hostCpuSeconds = await cpuSeconds(host.pid!);
   const pluginCalls = await metadataCalls(port);
   if (process.env.BENCH_DEBUG) log((await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).split('\n').filter((l) => /^(nodejs_heap_s|nodejs_external|process_resident)/.test(l)).join(' | '));
   host.kill('SIGTERM');
   await host;
   log(`node-init: workers=${s.workers} done in ${seconds.toFixed(1)} s`);
   await core.deleteCollectionNode({ labelSelector: `bench-run=${runId}` });
-  return { ...s, seconds, createSeconds, hostPeakRssMb, pluginCalls };
+  return { ...s, seconds, createSeconds, hostPeakRssMb, hostStartRssMb, hostCpuSeconds, pluginCalls };
 }
 
 /** Metadata calls the host made to the plugin (single and batch), from its /metrics. */
@@ -143,13 +161,13 @@ export const nodeInitSection: BenchSection = {
 ${init[0]?.nodes ?? 0} nodes registered with the \`node.cloudprovider.kubernetes.io/uninitialized\` taint
 (32 concurrent creates from the benchmark's own client); the host runs as its own process with
 \`--kube-api-qps=${init[0]?.qps} --kube-api-burst=${init[0]?.burst}\`; the local cloud adds ${init[0]?.latencyMs} ms to every call.
-Time runs from the first create until every node has lost its taint. Each initialized node costs the host
+Time runs from the first create until every node has lost its taint; host CPU counts from the host's start. Each initialized node costs the host
 two API writes (status addresses, then a conditional patch of providerID, labels and taints) plus one event
 (on a separate client and limiter).
 
-| --concurrent-node-syncs | host V8 flags | nodes | seconds to all initialized | creating the nodes took (s) | metadata calls to the plugin | host peak RSS (MB) |
-|---|---|---|---|---|---|---|
-${init.map((r) => `| ${r.workers} | ${r.nodeFlags.join(' ') || 'Node defaults'} | ${r.nodes} | **${f1(r.seconds)}** | ${f1(r.createSeconds)} | ${int(r.pluginCalls)} | ${f1(r.hostPeakRssMb)} |`).join('\n')}
+| --concurrent-node-syncs | host V8 flags | nodes | seconds to all initialized | creating the nodes took (s) | metadata calls to the plugin | host CPU (s) | host RSS at start (MB) | host peak RSS (MB) |
+|---|---|---|---|---|---|---|---|---|
+${init.map((r) => `| ${r.workers} | ${r.nodeFlags.join(' ') || 'Node defaults'} | ${r.nodes} | **${f1(r.seconds)}** | ${f1(r.createSeconds)} | ${int(r.pluginCalls)} | ${f1(r.hostCpuSeconds)} | ${f1(r.hostStartRssMb)} | ${f1(r.hostPeakRssMb)} |`).join('\n')}
 
 Targets (issue 3): all 1,000 initialized in ≤ 30 s (the client QPS bound is about 20 s); host RSS ≤ 200 MB.
 With Node's default heap sizing (on this 24 GiB machine V8 lets the heap grow lazily) the peak RSS is mostly

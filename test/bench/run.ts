@@ -11,6 +11,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem, release } from 'node:os';
 import { ensureBinaries } from '../controlplane/binaries.js';
 import { ControlPlane } from '../controlplane/controlplane.js';
+import { apiRequestsSection } from './api-requests.js';
+import { informerCacheSection } from './informer-cache.js';
 import { lbCreateSection, lbNodesSection } from './lb.js';
 import { lifecycleSection, routesSection } from './lifecycle-routes.js';
 import { nodeInitSection } from './node-init.js';
@@ -19,7 +21,7 @@ import { f1, type BenchSection } from './section.js';
 import { volumesSection } from './volumes.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection];
+const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection];
 
 const DOC = 'docs/benchmarks.md';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);

@@ -8,7 +8,8 @@ import anyTest, { type TestFn } from 'ava';
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Api, KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
 import { makeClients } from '../../host/kube/client.js';
-import { Informer, type InformerHandler, type ListResult } from '../../host/kube/informer.js';
+import { dropManagedFields } from '../../host/kube/cache-transforms.js';
+import { Informer, type InformerHandler, type InformerOptions, type ListResult } from '../../host/kube/informer.js';
 import { silentLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { waitFor } from '../helpers/wait.js';
@@ -81,7 +82,7 @@ interface Scope {
   setLabels(n: string, labels: Record<string, string>): Promise<V1ConfigMap>;
   remove(n: string): Promise<void>;
   list(): Promise<ListResult<V1ConfigMap>>;
-  informer(listFn?: () => Promise<ListResult<V1ConfigMap>>): Informer<V1ConfigMap>;
+  informer(listFn?: () => Promise<ListResult<V1ConfigMap>>, opts?: Partial<InformerOptions<V1ConfigMap>>): Informer<V1ConfigMap>;
 }
 
 function scope(t: { context: { kc: KubeConfig; core: CoreV1Api; ns: string; informers: Informer<V1ConfigMap>[] } }): Scope {
@@ -108,12 +109,13 @@ function scope(t: { context: { kc: KubeConfig; core: CoreV1Api; ns: string; info
       await core.deleteNamespacedConfigMap({ namespace: ns, name: name(n) });
     },
     list,
-    informer: (listFn = list) => {
+    informer: (listFn = list, opts = {}) => {
       const inf = new Informer<V1ConfigMap>(kc, `/api/v1/namespaces/${ns}/configmaps`, listFn, {
         log: silentLogger(),
         labelSelector: selector,
         // No jitter: backoff delays are exactly 800 ms, 1.6 s, 3.2 s, ...
         random: () => 0,
+        ...opts,
       });
       informers.push(inf);
       return inf;
@@ -347,4 +349,23 @@ test('label selector: objects outside it never appear; leaving it is a delete, e
   t.deepEqual(rec.summary(), [`add ${s.name('in-1')}`, `add ${s.name('in-2')}`, `add ${s.name('out-3')}`, `delete ${s.name('in-1')}`].sort());
   t.false(rec.calls.some((c) => c.name === s.name('out-1') || c.name === s.name('out-2')));
   t.deepEqual(inf.list().map((o) => o.metadata?.name).sort(), [s.name('in-2'), s.name('out-3')]);
+});
+
+test('transform: applied to listed and watched objects before they are cached or handed to handlers', async (t) => {
+  const s = scope(t);
+  const listed = await s.create('listed');
+  t.truthy(listed.metadata?.managedFields, 'the server records managedFields');
+  const inf = s.informer(undefined, { transform: dropManagedFields });
+  const rec = new Recorder();
+  inf.addEventHandler(rec);
+  inf.start();
+  await rec.waitFor('add', s.name('listed'));
+  await s.create('watched');
+  await rec.waitFor('add', s.name('watched'));
+  await s.setData('listed', { v: '2' });
+  await rec.waitFor('update', s.name('listed'));
+  await s.remove('watched');
+  await rec.waitFor('delete', s.name('watched'));
+  t.deepEqual(rec.calls.filter((c) => c.obj.metadata?.managedFields).map((c) => `${c.type} ${c.name}`), []);
+  t.deepEqual(inf.list().map((o) => [o.metadata?.name, o.metadata?.managedFields]), [[s.name('listed'), undefined]]);
 });

@@ -9,7 +9,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 
 export interface ServingCert {
   cert: string;
@@ -36,6 +35,8 @@ export async function webhookCert(opts: { tls?: { certFile: string; keyFile: str
   }
   const names = [...new Set(['localhost', hostname(), ...(opts.dnsNames ?? [])])];
   const notBefore = new Date(Date.now() - 60_000);
+  // Loaded only here: most hosts never generate a certificate, and the package is large.
+  const { generate } = await import('selfsigned');
   const pems = await generate([{ name: 'commonName', value: 'cloud-controller-manager-webhook' }], {
     keyType: 'ec',
     curve: 'P-256',

@@ -14,6 +14,8 @@ export interface CapturedRequest {
   body: string;
   /** performance.now() when the request arrived. */
   at: number;
+  /** Client port of the connection it came on: equal ports, same connection. */
+  remotePort: number;
 }
 
 export interface CannedResponse {
@@ -42,6 +44,7 @@ export async function startCaptureServer(respond: (req: CapturedRequest) => Cann
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         at: performance.now(),
+        remotePort: req.socket.remotePort ?? 0,
       };
       requests.push(captured);
       const { status, body } = respond(captured);

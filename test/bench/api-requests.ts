@@ -1,0 +1,118 @@
+/**
+ * API request cost against a real kube-apiserver (TLS, bearer token): 1,000
+ * GETs through client-node's own `makeApiClient` (its default: a new
+ * `https.Agent`, hence a new TCP+TLS connection, per request) and through the
+ * host's clients (`makeClients`), counting the connections opened, latency,
+ * and this process's CPU per request. The benchmark process does nothing
+ * else meanwhile, so its CPU time is the client's.
+ */
+import dc from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
+import type { Socket } from 'node:net';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { ConnectionPool } from '../../host/kube/connections.js';
+import { makeClients } from '../../host/kube/client.js';
+import { f2, f3, int, type BenchSection } from './section.js';
+import { percentile } from './stats.js';
+
+const REQUESTS = 1000;
+const WARMUP = 50;
+/** High enough that the client-side limiter never delays a request here. */
+const UNTHROTTLED = 1_000_000;
+
+export interface ApiRequestFigures {
+  client: string;
+  concurrency: number;
+  requests: number;
+  connections: number;
+  meanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuMsPerRequest: number;
+}
+
+/** Counts the distinct sockets HTTP requests of this process go out on (= connections opened). */
+function countConnections(): { count(): number; stop(): void } {
+  const seen = new WeakSet<Socket>();
+  let n = 0;
+  const note = (s: Socket) => {
+    if (!seen.has(s)) {
+      seen.add(s);
+      n++;
+    }
+  };
+  const onStart = (msg: unknown) => {
+    const request = (msg as { request: ClientRequest }).request;
+    if (request.socket) note(request.socket);
+    else request.once('socket', note);
+  };
+  dc.subscribe('http.client.request.start', onStart);
+  return { count: () => n, stop: () => dc.unsubscribe('http.client.request.start', onStart) };
+}
+
+async function measure(client: string, get: () => Promise<unknown>, concurrency: number): Promise<ApiRequestFigures> {
+  for (let i = 0; i < WARMUP; i++) await get();
+  const connections = countConnections();
+  const latencies: number[] = [];
+  let started = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (started < REQUESTS) {
+        started++;
+        const s = performance.now();
+        await get();
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  connections.stop();
+  latencies.sort((a, b) => a - b);
+  return {
+    client,
+    concurrency,
+    requests: latencies.length,
+    connections: connections.count(),
+    meanMs: (wallMs * concurrency) / latencies.length,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    cpuMsPerRequest: (cpu.user + cpu.system) / 1000 / latencies.length,
+  };
+}
+
+export const apiRequestsSection: BenchSection = {
+  name: 'api-requests',
+  async run(ctx) {
+    const cp = await ctx.controlPlane();
+    const kc = cp.kubeConfig();
+    const plain = kc.makeApiClient(CoreV1Api);
+    const connections = new ConnectionPool();
+    const host = makeClients(kc, { qps: UNTHROTTLED, burst: UNTHROTTLED, userAgent: 'bench', connections }).core;
+    const rows: ApiRequestFigures[] = [];
+    try {
+      for (const [client, core, concurrency] of [
+        ['client-node makeApiClient', plain, 1],
+        ['host makeClients', host, 1],
+        ['host makeClients', host, 16],
+      ] as const) {
+        ctx.log(`api-requests: ${client}, ${concurrency} concurrent`);
+        rows.push(await measure(client, () => core.readNamespace({ name: 'default' }), concurrency));
+      }
+    } finally {
+      connections.destroy();
+    }
+    return `## API request cost
+
+${int(REQUESTS)} GETs of Namespace \`default\` against the real kube-apiserver (TLS, bearer token) from the benchmark
+process, after ${WARMUP} untimed ones; the client-side limiter is set high enough never to delay. Connections are the
+distinct sockets the requests went out on; CPU is this process's user+system time per request.
+
+| client | concurrent | requests | connections opened | mean (ms) | p50 (ms) | p99 (ms) | client CPU per request (ms) |
+|---|---|---|---|---|---|---|---|
+${rows.map((r) => `| ${r.client} | ${r.concurrency} | ${int(r.requests)} | **${int(r.connections)}** | ${f2(r.meanMs)} | ${f2(r.p50Ms)} | ${f2(r.p99Ms)} | **${f3(r.cpuMsPerRequest)}** |`).join('\n')}
+`;
+  },
+};
