@@ -1,7 +1,7 @@
 /** Helpers for load balancer tests against the real API server and the local cloud. */
 import type { CoreV1Api, CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import { patchNodeStatus } from '../../host/kube/patch.js';
+import { patchNodeStatus, patchService } from '../../host/kube/patch.js';
 import { localcloud } from './localcloud.js';
 
 export const LB_FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -61,4 +61,13 @@ export async function pluginCalls(registry: Registry, method: string): Promise<n
     if (m[1]!.includes(`method="${method}"`)) n += Number(m[2]);
   }
   return n;
+}
+
+/** Removes every finalizer of the Service by hand, guarded by its uid (what an impatient user does). */
+export async function dropFinalizers(core: CoreV1Api, svc: V1Service): Promise<void> {
+  const ops = [
+    { op: 'test', path: '/metadata/uid', value: svc.metadata!.uid },
+    { op: 'remove', path: '/metadata/finalizers' },
+  ];
+  await patchService(core, svc.metadata!.namespace!, svc.metadata!.name!, ops, 'json');
 }

@@ -22,7 +22,7 @@ import { patchService } from '../../../host/kube/patch.js';
 import { readJournal } from '../../../plugins/local/journal.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
-import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService } from '../../helpers/lb.js';
+import { cloudLbs, dropFinalizers, ensureNamespace, LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { SLOW_DELETE_LABEL, startSlowDeleteWebhook, type SlowDeleteWebhook } from '../../helpers/slow-delete-webhook.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -57,15 +57,6 @@ async function readSvc(core: CoreV1Api, name: string): Promise<V1Service | undef
     if (err.code === 404) return undefined;
     throw err;
   });
-}
-
-/** Removes every finalizer of the Service by hand (a JSON patch guarded by its uid). */
-async function dropFinalizers(core: CoreV1Api, svc: V1Service): Promise<void> {
-  const ops = [
-    { op: 'test', path: '/metadata/uid', value: svc.metadata!.uid },
-    { op: 'remove', path: '/metadata/finalizers' },
-  ];
-  await patchService(core, NS, svc.metadata!.name!, ops, 'json');
 }
 
 async function deleteAndWaitGone(core: CoreV1Api, name: string): Promise<void> {

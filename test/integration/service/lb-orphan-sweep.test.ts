@@ -22,7 +22,7 @@ import { patchService } from '../../../host/kube/patch.js';
 import { StateStore } from '../../../plugins/local/state.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
-import { cloudLbs, ensureNamespace, lbService, serviceEvents } from '../../helpers/lb.js';
+import { cloudLbs, dropFinalizers, ensureNamespace, lbService, serviceEvents } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const NS = 'lb-sweep';
@@ -38,15 +38,6 @@ async function sweepUids(state: string): Promise<Set<string>> {
 async function orphanCount(host: TestHost, outcome: string): Promise<number> {
   const m = await host.metrics.registry.getSingleMetric('ccm_orphan_load_balancers_total')?.get();
   return (m?.values ?? []).filter((v) => v.labels.outcome === outcome).reduce((n, v) => n + v.value, 0);
-}
-
-/** Removes our finalizer by hand, guarded by the uid (what an impatient user does). */
-async function dropFinalizers(core: CoreV1Api, svc: V1Service): Promise<void> {
-  const ops = [
-    { op: 'test', path: '/metadata/uid', value: svc.metadata!.uid },
-    { op: 'remove', path: '/metadata/finalizers' },
-  ];
-  await patchService(core, svc.metadata!.namespace!, svc.metadata!.name!, ops, 'json');
 }
 
 test('orphans made while no host ran are deleted by the sweep (dry run first), and nothing else', async (t) => {
