@@ -19,9 +19,10 @@ import { nodeInitSection } from './node-init.js';
 import { rpcSection } from './rpc.js';
 import { f1, type BenchSection } from './section.js';
 import { volumesSection } from './volumes.js';
+import { crashSoakSection } from './crash-soak.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection];
+const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection, crashSoakSection];
 
 const DOC = 'docs/benchmarks.md';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
