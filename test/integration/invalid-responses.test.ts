@@ -12,7 +12,6 @@
  */
 import anyTest, { type TestFn } from 'ava';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +23,7 @@ import { createLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { BAD_PROVIDER_NAME, HUGE_ADDRESS_CHARS, INVALID_IP, VALID_PARTS, type BadMode } from '../fixtures/bad-provider-lib.js';
 import { waitFor } from '../helpers/wait.js';
+import { logFile } from '../helpers/log-file.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const NODE_PREFIX = 'badresp-';
@@ -46,10 +46,12 @@ async function startBadHost(dir: string): Promise<HostHandle & { logPath: string
     '--secure-port=0',
     '--bind-address=127.0.0.1',
     '-v=2',
+    // No election on the shared default Lease (kube-system/cloud-controller-manager): other files' hosts run at the same time.
+    '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
   const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: createWriteStream(logPath, { flags: 'a' }) });
+  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   const host = await startHost(parsed.config, { log, kubeConfig: kc });
   return Object.assign(host, { logPath });
 }
