@@ -74,22 +74,26 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
   // Settle: every deleted Service is gone, every live one has an ingress, and the cloud matches.
   const settled = await waitFor(
     async () => {
+      // Each unmet condition throws: the timeout error names the last one.
       const list = (await core.listNamespacedService({ namespace: NS })).items;
       const byName = new Map(list.map((s) => [s.metadata!.name!, s]));
-      if (deleted.some((d) => byName.has(d))) return undefined;
-      if (live.some((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip)) return undefined;
+      const stuck = deleted.filter((d) => byName.has(d));
+      if (stuck.length) throw new Error(`deleted Services still present: ${stuck.join(', ')}`);
+      const pending = live.filter((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip);
+      if (pending.length) throw new Error(`Services without ingress: ${pending.join(', ')}`);
       const lbs = (await cloudLbs(state)).filter((l) => l.clusterName === 'crash');
       const want = new Set(live.map((n) => byName.get(n)!.metadata!.uid!));
-      const have = new Set(lbs.map((l) => l.serviceUid));
-      if (want.size !== have.size || [...want].some((u) => !have.has(u))) return undefined;
+      const extra = lbs.filter((l) => !want.has(l.serviceUid)).map((l) => `${l.serviceName} (${l.serviceUid})`);
+      const missing = live.filter((n) => !lbs.some((l) => l.serviceUid === byName.get(n)!.metadata!.uid));
+      if (extra.length || missing.length) throw new Error(`cloud load balancers without a Service: [${extra.join(', ')}]; Services without one: [${missing.join(', ')}]`);
       return { list, lbs };
     },
-    { what: 'cloud load balancers == Services that want one', timeoutMs: 120_000, intervalMs: 500 },
+    { what: 'cloud load balancers == Services that want one', timeoutMs: 120_000, intervalMs: 500, log: logPath },
   );
   t.is(settled.lbs.length, live.length, 'zero orphans, zero leaks');
   t.true(settled.list.every((s) => s.metadata?.finalizers?.includes(LB_FINALIZER)), 'every live LB Service keeps its finalizer');
   t.is(new Set(settled.lbs.map((l) => l.ingressIp)).size, settled.lbs.length, 'no ingress address handed out twice');
   for (const name of live) await core.deleteNamespacedService({ name, namespace: NS });
-  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.length === 0, { what: 'cleanup', timeoutMs: 60_000 });
+  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.length === 0, { what: 'cleanup', timeoutMs: 60_000, log: logPath });
   t.is((await cloudLbs(state)).filter((l) => l.clusterName === 'crash').length, 0, 'deleting the rest leaves no cloud LB');
 });
