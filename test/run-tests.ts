@@ -16,12 +16,30 @@ import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { DEFAULT_OPTIONS } from '../host/config/options.js';
 import { ensureBinaries } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
 
 const ANSI = /\u001b\[[0-9;]*m/g;
+
+/**
+ * Whether a test host elected on the host's default Lease. Test files run
+ * hosts at the same time, so such a host waits for (or blocks) every other
+ * file's: a failure by timing only, hence this check on the whole run.
+ */
+async function defaultLeaseTaken(kc: KubeConfig): Promise<boolean> {
+  const name = DEFAULT_OPTIONS.leaderElectResourceName;
+  const namespace = DEFAULT_OPTIONS.leaderElectResourceNamespace;
+  try {
+    await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name, namespace });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function count(out: string, what: RegExp): number {
   let n = 0;
@@ -64,17 +82,24 @@ async function main(): Promise<number> {
     });
     child.on('close', (c) => resolve(c ?? 1));
   });
-  if (code !== 0) await copyFile(cp.auditLogPath, join(artifacts, 'kube-apiserver-audit.log')).catch(() => undefined);
+  const leaseTaken = await defaultLeaseTaken(cp.kubeConfig());
+  const kept = code !== 0 || leaseTaken;
+  if (kept) await copyFile(cp.auditLogPath, join(artifacts, 'kube-apiserver-audit.log')).catch(() => undefined);
   await stop();
-  if (code === 0) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
+  if (!kept) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
   else process.stdout.write(`\nartifacts (host logs, local cloud state and journals, kube-apiserver audit log): ${artifacts}\n`);
   // ava prints no "N tests passed" line when some failed: count the ticks then.
   const passed = Math.max(count(output, /(\d+) tests? passed/g), (output.replace(ANSI, '').match(/^\s*✔/gm) ?? []).length);
   let failed = count(output, /(\d+) tests? failed/g) + count(output, /(\d+) uncaught exceptions?/g) + count(output, /(\d+) unhandled rejections?/g);
   const skipped = count(output, /(\d+) tests? skipped/g);
   if (code !== 0 && failed === 0) failed = 1; // ava failed before counting (e.g. a file crashed)
+  if (leaseTaken) {
+    const lease = `${DEFAULT_OPTIONS.leaderElectResourceNamespace}/${DEFAULT_OPTIONS.leaderElectResourceName}`;
+    process.stderr.write(`[test] a test host elected on the default Lease ${lease}: give every test host --leader-elect=false or a Lease of its own\n`);
+    failed++;
+  }
   process.stdout.write(`\ntests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
-  return code;
+  return leaseTaken && code === 0 ? 1 : code;
 }
 
 main().then(

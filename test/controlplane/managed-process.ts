@@ -1,6 +1,6 @@
 /**
- * A long-running child process (etcd, kube-apiserver) whose stdout and stderr
- * go straight to a log file, that can be stopped gracefully with a bounded
+ * A long-running child process (etcd, kube-apiserver, a test host) whose
+ * stdout and stderr go straight to a log file, that can be stopped gracefully with a bounded
  * wait, and that is SIGKILLed if this Node process exits without stopping it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -23,7 +23,8 @@ function installExitHook(): void {
 export class ManagedProcess {
   private readonly child: ChildProcess;
   private exitInfo: string | undefined;
-  private readonly exited: Promise<void>;
+  /** Resolves with the exit code, or the name of the signal that ended the process (-1: it never started). */
+  readonly exited: Promise<number | string>;
 
   private constructor(
     /** Short name used in messages ("etcd", "kube-apiserver"). */
@@ -32,6 +33,7 @@ export class ManagedProcess {
     readonly logPath: string,
     bin: string,
     args: string[],
+    keepAlive: boolean,
   ) {
     // The log file descriptor is handed to the child directly, so the log is
     // complete even if this process dies, and no pipe keeps Node busy.
@@ -42,30 +44,34 @@ export class ManagedProcess {
       closeSync(fd);
     }
     live.add(this);
-    this.exited = new Promise<void>((resolve) => {
+    this.exited = new Promise<number | string>((resolve) => {
       this.child.once('exit', (code, signal) => {
         this.exitInfo = signal ? `killed by ${signal}` : `exited with code ${code}`;
         live.delete(this);
-        resolve();
+        resolve(signal ?? code ?? -1);
       });
       this.child.once('error', (err) => {
         // Spawn failures (ENOENT, EACCES) come here and no 'exit' follows.
         if (this.child.pid === undefined) {
           this.exitInfo = `failed to start: ${err.message}`;
           live.delete(this);
-          resolve();
+          resolve(-1);
         }
       });
     });
     // Do not keep the event loop alive for the child: tests that forget to
     // stop still end, and the exit hook then kills the child.
-    this.child.unref();
+    if (!keepAlive) this.child.unref();
   }
 
-  /** Starts `bin args...` (no shell) with output appended to `logPath`. */
-  static spawn(name: string, bin: string, args: string[], logPath: string): ManagedProcess {
+  /**
+   * Starts `bin args...` (no shell) with output appended to `logPath`.
+   * `keepAlive`: the child keeps this process's event loop alive, as a test
+   * that awaits its exit with nothing else running needs.
+   */
+  static spawn(name: string, bin: string, args: string[], logPath: string, opts: { keepAlive?: boolean } = {}): ManagedProcess {
     installExitHook();
-    return new ManagedProcess(name, logPath, bin, args);
+    return new ManagedProcess(name, logPath, bin, args, opts.keepAlive ?? false);
   }
 
   get pid(): number | undefined {
@@ -101,15 +107,20 @@ export class ManagedProcess {
     throw new Error(`${this.name} (pid ${this.pid}) did not exit after SIGKILL; kill it by hand`);
   }
 
-  /** Synchronous SIGKILL for exit handlers; does not wait. */
-  killNow(): void {
+  /** Sends `sig` if the process still runs; does not wait. */
+  signal(sig: NodeJS.Signals): void {
     if (this.exitInfo === undefined) {
       try {
-        this.child.kill('SIGKILL');
+        this.child.kill(sig);
       } catch {
         // already gone
       }
     }
+  }
+
+  /** Synchronous SIGKILL for exit handlers; does not wait. */
+  killNow(): void {
+    this.signal('SIGKILL');
   }
 
   private async waitExit(ms: number): Promise<boolean> {

@@ -1,17 +1,22 @@
 /**
  * The host as a real process (`node dist/host/main.js`), for tests that kill,
- * signal and restart it. stderr (JSON log lines) goes to a file and is
- * scanned for the leader-election identity.
+ * signal and restart it. Its stdout and stderr (JSON log lines) go straight
+ * to a file descriptor of the log file, so a SIGKILLed host (or a crashed
+ * test worker) loses nothing it wrote; the log is scanned for the
+ * leader-election identity.
  */
-import { createWriteStream } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { execa, type ResultPromise } from 'execa';
+import { ManagedProcess } from '../controlplane/managed-process.js';
 
 const MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
+/** Longest log read for the start line: the host logs it within its first lines. */
+const MAX_SCAN_BYTES = 4 * 1024 * 1024;
 
 export interface HostProcess {
   readonly pid: number;
-  /** Leader-election identity, once the host logged it. */
+  /** Leader-election identity, once the host logged that it started (pending forever if it exits first). */
   readonly identity: Promise<string>;
   /** Exit code (or signal name) once the process ended. */
   readonly exited: Promise<number | string>;
@@ -19,32 +24,33 @@ export interface HostProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Spawns the host with `args`, appending its log to `logPath`. */
+/** Spawns the host with `args`, appending its output to `logPath`. */
 export function spawnHost(args: string[], logPath: string): HostProcess {
-  const child: ResultPromise = execa(process.execPath, [MAIN, ...args], { reject: false, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe', buffer: false, cleanup: true });
-  const log = createWriteStream(logPath, { flags: 'a' });
-  let resolveId!: (id: string) => void;
-  const identity = new Promise<string>((r) => (resolveId = r));
-  let pending = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    log.write(d);
-    pending += d.toString();
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) {
-      const m = /"identity":"([^"]+)"/.exec(line);
-      if (m && line.includes('cloud-controller-manager started')) resolveId(m[1]!);
+  // Only this process's lines count: the log may hold an earlier run's.
+  const offset = existsSync(logPath) ? statSync(logPath).size : 0;
+  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true });
+  let ended = false;
+  void child.exited.then(() => (ended = true));
+  const identity = (async () => {
+    for (;;) {
+      const line = (await readFrom(logPath, offset)).split('\n').find((l) => l.includes('cloud-controller-manager started'));
+      const m = line && /"identity":"([^"]+)"/.exec(line);
+      if (m) return m[1]!;
+      if (ended) return new Promise<string>(() => undefined);
+      await new Promise((r) => setTimeout(r, 100));
     }
-  });
-  const exited = child.then((r) => (r.signal ? r.signal : (r.exitCode ?? -1)));
-  void exited.finally(() => log.end());
-  return {
-    pid: child.pid!,
-    identity,
-    exited,
-    logPath,
-    kill: (signal) => {
-      child.kill(signal);
-    },
-  };
+  })();
+  return { pid: child.pid ?? -1, identity, exited: child.exited, logPath, kill: (signal) => child.signal(signal) };
+}
+
+/** The log's text from byte `offset` on (bounded). */
+async function readFrom(path: string, offset: number): Promise<string> {
+  const f = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(Math.max(0, Math.min(MAX_SCAN_BYTES, (await f.stat()).size - offset)));
+    const { bytesRead } = await f.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await f.close();
+  }
 }

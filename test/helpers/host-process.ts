@@ -1,19 +1,16 @@
 /**
  * The host as a separate OS process (`node dist/host/main.js`), for tests
- * that must kill it for real (SIGKILL). Its output goes to a log file.
+ * that must kill it for real (SIGKILL). Its output goes straight to a log
+ * file (see ha-host-process.ts).
  */
-import { createWriteStream } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { execa, type ResultPromise } from 'execa';
-import { testKubeConfig } from '../controlplane/shared.js';
-import { waitFor } from './wait.js';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-
-const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
+import { testKubeConfig } from '../controlplane/shared.js';
+import { spawnHost } from './ha-host-process.js';
 
 export interface HostProcess {
   pid: number;
+  logPath: string;
   /** SIGKILL, then wait for the exit. */
   kill(): Promise<void>;
   /** SIGTERM (graceful), then wait for the exit. */
@@ -32,25 +29,28 @@ export async function kubeconfigFile(dir: string): Promise<string> {
 export async function startHostProcess(args: string[], logPath: string): Promise<HostProcess> {
   // One replica: no lease to wait for after a SIGKILL (unless the caller asks for leader election).
   if (!args.some((a) => a.startsWith('--leader-elect'))) args = ['--leader-elect=false', ...args];
-  const child: ResultPromise = execa(process.execPath, [HOST_MAIN, ...args], { reject: false, stdin: 'ignore', all: true, buffer: false });
-  child.all!.pipe(createWriteStream(logPath, { flags: 'a' }));
-  let started = false;
-  let exited = false;
-  child.all!.on('data', (d: Buffer) => {
-    if (d.toString().includes('cloud-controller-manager started')) started = true;
-  });
-  void child.then(() => (exited = true));
-  await waitFor(() => started || exited, { what: 'host process started', timeoutMs: 60_000, intervalMs: 50 });
-  if (!started) throw new Error(`host process exited during start; see ${logPath}`);
+  const host = spawnHost(args, logPath);
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    host.identity.then(() => 'started' as const),
+    host.exited.then((code) => `exited (${code}) during start` as const),
+    new Promise<string>((r) => (timer = setTimeout(() => r('did not log that it started within 60 s'), 60_000))),
+  ]);
+  clearTimeout(timer);
+  if (outcome !== 'started') {
+    host.kill('SIGKILL');
+    throw new Error(`host process ${outcome}; see ${logPath}`);
+  }
   return {
-    pid: child.pid!,
+    pid: host.pid,
+    logPath,
     kill: async () => {
-      child.kill('SIGKILL');
-      await child;
+      host.kill('SIGKILL');
+      await host.exited;
     },
     stop: async () => {
-      child.kill('SIGTERM');
-      await child;
+      host.kill('SIGTERM');
+      await host.exited;
     },
   };
 }

@@ -8,7 +8,6 @@
  * RBAC: `stop()` fails (throws) when the host met any 403 Forbidden, counted
  * in rest_client_requests_total or logged by a watch.
  */
-import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { startHost, type HostHandle } from '../../host/app.js';
 import { parseHostArgs } from '../../host/config/flags.js';
@@ -16,6 +15,7 @@ import { createLogger } from '../../host/log.js';
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { hostKubeConfig } from './service-account.js';
+import { logFile } from './log-file.js';
 
 export interface TestHost extends HostHandle {
   logPath: string;
@@ -24,6 +24,11 @@ export interface TestHost extends HostHandle {
 export interface TestHostOptions {
   /** Run with this identity instead of the shipped ServiceAccount (e.g. the admin, for tests about other RBAC). */
   kubeConfig?: KubeConfig;
+}
+
+/** Where startTestHost(dir) keeps its log. */
+export function testHostLogPath(dir: string): string {
+  return join(dir, 'host.log');
 }
 
 /** `args` are extra flags (e.g. `--controllers=cloud-node`); `dir` holds the log and the local cloud state. */
@@ -42,8 +47,8 @@ export async function startTestHost(dir: string, args: string[] = [], opts: Test
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
-  const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: createWriteStream(logPath, { flags: 'a' }) });
+  const logPath = testHostLogPath(dir);
+  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   const host = await startHost(parsed.config, { log, kubeConfig: kc });
   const stop = host.stop;
   return Object.assign(host, {

@@ -4,7 +4,6 @@
  * (--plugin-endpoint), with its cloud config, for the multi-provider host
  * tests. Scoped like every test host (--node-selector, --controllers).
  */
-import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startHost } from '../../host/app.js';
@@ -14,6 +13,7 @@ import { testKubeConfig } from '../controlplane/shared.js';
 import type { TestHost } from './host.js';
 import type { ProviderUnderTest } from './providers.js';
 import { startSidecar, type Sidecar } from './sidecar.js';
+import { logFile } from './log-file.js';
 
 export type ProviderMode = 'exec' | 'sidecar';
 
@@ -40,11 +40,13 @@ export async function startProviderHost(dir: string, provider: ProviderUnderTest
     '--secure-port=0',
     '--bind-address=127.0.0.1',
     '-v=2',
+    // No election on the shared default Lease (kube-system/cloud-controller-manager): other files' hosts run at the same time.
+    '--leader-elect=false',
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
   const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: createWriteStream(logPath, { flags: 'a' }) });
+  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   try {
     const host = Object.assign(await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() }), { logPath });
     return {

@@ -15,6 +15,7 @@ import {
   type V1StorageClass,
 } from '@kubernetes/client-node';
 import { patchOptions } from '../../host/kube/patch.js';
+import { testHostLogPath } from './host.js';
 import { localcloud } from './localcloud.js';
 import { waitFor } from './wait.js';
 
@@ -26,6 +27,8 @@ export interface VolumeTestEnv {
   namespace: string;
   driver: string;
   stateDir: string;
+  /** The log of startTestHost(dir), named when a wait times out. */
+  hostLog: string;
   core: CoreV1Api;
   storage: StorageV1Api;
 }
@@ -36,7 +39,7 @@ export async function volumeTestEnv(kc: KubeConfig, prefix: string, dir: string)
   const core = kc.makeApiClient(CoreV1Api);
   const storage = kc.makeApiClient(StorageV1Api);
   await core.createNamespace({ body: { metadata: { name: id } } });
-  return { id, namespace: id, driver: `${id}.volumes.test`, stateDir: join(dir, 'cloud'), core, storage };
+  return { id, namespace: id, driver: `${id}.volumes.test`, stateDir: join(dir, 'cloud'), hostLog: testHostLogPath(dir), core, storage };
 }
 
 /** Host flags scoping a test host to this env. */
@@ -91,7 +94,7 @@ export async function waitBound(env: VolumeTestEnv, name: string, timeoutMs = 90
   return waitFor(async () => {
     const c = await env.core.readNamespacedPersistentVolumeClaim({ name, namespace: env.namespace });
     return c.status?.phase === 'Bound' ? c : undefined;
-  }, { what: `claim ${name} bound`, timeoutMs });
+  }, { what: `claim ${name} bound`, timeoutMs, log: env.hostLog });
 }
 
 /** A Pod already "scheduled" to `node` (no scheduler runs), using `claim`. */

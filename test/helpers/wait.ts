@@ -5,11 +5,14 @@ export interface WaitOptions {
   intervalMs?: number;
   /** What is being waited for, used in the timeout error. */
   what?: string;
+  /** Log file of the process doing the awaited work, named in the timeout error. */
+  log?: string;
 }
 
 /**
  * Calls `fn` until it returns a value other than undefined/false (which is
- * returned) or the timeout passes (rejects, naming `what` and the last error).
+ * returned) or the timeout passes (rejects, naming `what`, the last error and
+ * the log to read).
  */
 export async function waitFor<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, opts: WaitOptions = {}): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
@@ -23,7 +26,8 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | false> | T | 
     }
     if (Date.now() > deadline) {
       const why = lastErr ? `: last error: ${lastErr instanceof Error ? lastErr.message : String(lastErr)}` : '';
-      throw new Error(`timed out waiting for ${opts.what ?? 'condition'}${why}`);
+      const see = opts.log ? `; see ${opts.log}` : '';
+      throw new Error(`timed out waiting for ${opts.what ?? 'condition'}${why}${see}`);
     }
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 200));
   }

@@ -7,12 +7,11 @@
  * short message.
  *
  * Other test files may run hosts against the same API server at the same
- * time: this file only looks at its own nodes (named badresp-*), and its
- * provider answers INSTANCE_NOT_FOUND for everybody else's.
+ * time: this file's host sees only its own nodes (--node-selector), and its
+ * provider answers INSTANCE_NOT_FOUND for any other name.
  */
 import anyTest, { type TestFn } from 'ava';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,10 +22,13 @@ import { parseHostArgs } from '../../host/config/flags.js';
 import { createLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { BAD_PROVIDER_NAME, HUGE_ADDRESS_CHARS, INVALID_IP, VALID_PARTS, type BadMode } from '../fixtures/bad-provider-lib.js';
+import { logFile } from '../helpers/log-file.js';
+import { testScope } from '../helpers/nodes.js';
 import { waitFor } from '../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const NODE_PREFIX = 'badresp-';
+const scope = testScope('badresp');
 const BAD_PROVIDER = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 /** Upstream caps event messages at 1 KiB (events.k8s.io note); ours must stay well below that. */
 const MAX_MESSAGE_CHARS = 1024;
@@ -42,14 +44,17 @@ async function startBadHost(dir: string): Promise<HostHandle & { logPath: string
     '--plugin-env=BAD_PROVIDER_MODE=by-name',
     `--plugin-env=BAD_PROVIDER_NODE_PREFIX=${NODE_PREFIX}`,
     '--controllers=cloud-node',
+    `--node-selector=${scope.selector}`,
     '--cluster-name=test',
     '--secure-port=0',
     '--bind-address=127.0.0.1',
     '-v=2',
+    // No election on the shared default Lease (kube-system/cloud-controller-manager): other files' hosts run at the same time.
+    '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
   const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: createWriteStream(logPath, { flags: 'a' }) });
+  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   const host = await startHost(parsed.config, { log, kubeConfig: kc });
   return Object.assign(host, { logPath });
 }
@@ -70,7 +75,7 @@ test.after.always(async (t) => {
 async function registerNode(core: CoreV1Api, name: string): Promise<V1Node> {
   return core.createNode({
     body: {
-      metadata: { name, labels: { 'kubernetes.io/hostname': name } },
+      metadata: { name, labels: { ...scope.labels, 'kubernetes.io/hostname': name } },
       spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
       status: { addresses: [{ type: 'Hostname', address: name }] },
     },
@@ -134,7 +139,7 @@ for (const c of cases) {
     const node = await core.readNode({ name });
     t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED && x.effect === 'NoSchedule'), 'the uninitialized taint stays');
     t.falsy(node.spec?.providerID, 'no providerID');
-    t.deepEqual(node.metadata?.labels, { 'kubernetes.io/hostname': name }, 'no labels from the provider');
+    t.deepEqual(node.metadata?.labels, { ...scope.labels, 'kubernetes.io/hostname': name }, 'no labels from the provider');
     t.is(node.metadata?.labels?.[VALID_PARTS.label[0]], undefined);
     t.deepEqual(
       (node.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })),

@@ -11,14 +11,17 @@ import { CoreV1Api, type CoreV1Event, type V1Node } from '@kubernetes/client-nod
 import { testKubeConfig } from '../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../helpers/host.js';
 import { localcloud } from '../helpers/localcloud.js';
+import { testScope } from '../helpers/nodes.js';
 import { waitFor } from '../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const test = anyTest as TestFn<{ dir: string; host: TestHost; core: CoreV1Api }>;
+/** This file's host sees only its own nodes: other files' hosts run against the same API server. */
+const scope = testScope('nodectl');
 
 test.before(async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-node-it-'));
-  const host = await startTestHost(dir, ['--controllers=cloud-node', '--node-status-update-frequency=2s']);
+  const host = await startTestHost(dir, ['--controllers=cloud-node', '--node-status-update-frequency=2s', `--node-selector=${scope.selector}`]);
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   t.context = { dir, host, core };
 });
@@ -31,7 +34,7 @@ test.after.always(async (t) => {
 async function registerNode(core: CoreV1Api, name: string, opts: { tainted?: boolean } = {}): Promise<V1Node> {
   return core.createNode({
     body: {
-      metadata: { name, labels: { 'kubernetes.io/hostname': name } },
+      metadata: { name, labels: { ...scope.labels, 'kubernetes.io/hostname': name } },
       spec: opts.tainted === false ? {} : { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
       status: { addresses: [{ type: 'Hostname', address: name }] },
     },
@@ -88,7 +91,6 @@ test.serial('a node whose instance the cloud does not know keeps its taint and g
   const { dir, core } = t.context;
   const name = 'unknown-instance';
   await registerNode(core, name);
-  // Match on the reason: another test file's host (another cloud) may comment on this node too.
   const warning = await waitFor(async () => (await nodeEvents(core, name)).find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode'), {
     what: 'Warning event FailedToSyncNode',
   });

@@ -169,17 +169,17 @@ export class VolumeProvisioner {
       throw err;
     }
     // Never change an in-progress request (remembered here or persisted on the claim by an earlier attempt): the cloud may be acting on it.
-    const entry: InFlight = this.inFlight.get(key) ?? { uid: claim.metadata!.uid!, request: persistedRequest(claim) ?? request, attempts: 0 };
-    if (!pending || pending.uid !== entry.uid) this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING, `External provisioner is provisioning volume for claim "${key}"`);
-    this.inFlight.set(key, entry);
+    const known = this.inFlight.get(key);
+    const entry: InFlight = known ?? { uid: claim.metadata!.uid!, request: persistedRequest(claim) ?? request, attempts: 0 };
+    if (!known) this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING, `External provisioner is provisioning volume for claim "${key}"`);
     if (!holdsClaim(claim) || !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) {
       // Strategic merge: finalizers merge as a set, so this needs no resourceVersion (the binder annotates claims at the same time).
       const held = await this.patchClaim(claim, { finalizers: [Finalizers.PROVISIONING_CLAIM], annotations: { [Annotations.CREATE_REQUEST]: JSON.stringify(entry.request) } });
-      if (!held) {
-        this.inFlight.delete(key);
-        return; // claim gone before anything was asked of the cloud
-      }
+      // Claim gone. A create an earlier attempt asked for (known) stays recorded: its volume is deleted once the deletion is seen (finishOrphan).
+      if (!held) return;
     }
+    // Recorded from here on, before the cloud is asked: a deletion seen while the call runs finds the record.
+    this.inFlight.set(key, entry);
     entry.attempts++;
     let volume;
     try {

@@ -78,29 +78,28 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
   t.log(`${CYCLES} Services created, ${deleted.length} deleted, host SIGKILLed ${kills} times`);
 
   // Settle: every deleted Service is gone, every live one has an ingress, and the cloud matches.
-  let difference = '';
   const settled = await waitFor(
     async () => {
+      // Each unmet condition throws: the timeout error names the last one.
       const list = (await core.listNamespacedService({ namespace: NS })).items;
       const byName = new Map(list.map((s) => [s.metadata!.name!, s]));
-      const lingering = deleted.filter((d) => byName.has(d));
-      const noIngress = live.filter((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip);
+      const stuck = deleted.filter((d) => byName.has(d));
+      if (stuck.length) throw new Error(`deleted Services still present: ${stuck.join(', ')}`);
+      const pending = live.filter((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip);
+      if (pending.length) throw new Error(`Services without ingress: ${pending.join(', ')}`);
       const lbs = (await cloudLbs(state)).filter((l) => l.clusterName === 'crash');
-      const want = new Set(list.filter((s) => live.includes(s.metadata!.name!)).map((s) => s.metadata!.uid!));
-      const orphans = lbs.filter((l) => !want.has(l.serviceUid)).map((l) => `${l.name} (for ${l.serviceNamespace}/${l.serviceName} uid ${l.serviceUid})`);
-      const missing = [...want].filter((u) => !lbs.some((l) => l.serviceUid === u));
-      difference = JSON.stringify({ lingering, noIngress, orphans, missing });
-      if (lingering.length || noIngress.length || orphans.length || missing.length || want.size !== live.length) return undefined;
+      const want = new Set(live.map((n) => byName.get(n)!.metadata!.uid!));
+      const extra = lbs.filter((l) => !want.has(l.serviceUid)).map((l) => `${l.serviceName} (${l.serviceUid})`);
+      const missing = live.filter((n) => !lbs.some((l) => l.serviceUid === byName.get(n)!.metadata!.uid));
+      if (extra.length || missing.length) throw new Error(`cloud load balancers without a Service: [${extra.join(', ')}]; Services without one: [${missing.join(', ')}]`);
       return { list, lbs };
     },
-    { what: 'cloud load balancers == Services that want one', timeoutMs: 120_000, intervalMs: 500 },
-  ).catch((err: Error) => {
-    throw new Error(`${err.message}; last difference ${difference}; ${seed}; host log ${logPath}; cloud state ${state}`);
-  });
+    { what: `cloud load balancers == Services that want one (${seed}; cloud state ${state})`, timeoutMs: 120_000, intervalMs: 500, log: logPath },
+  );
   t.is(settled.lbs.length, live.length, 'zero orphans, zero leaks');
   t.true(settled.list.every((s) => s.metadata?.finalizers?.includes(LB_FINALIZER)), 'every live LB Service keeps its finalizer');
   t.is(new Set(settled.lbs.map((l) => l.ingressIp)).size, settled.lbs.length, 'no ingress address handed out twice');
   for (const name of live) await core.deleteNamespacedService({ name, namespace: NS });
-  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.length === 0, { what: 'cleanup', timeoutMs: 60_000 });
+  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.length === 0, { what: 'cleanup', timeoutMs: 60_000, log: logPath });
   t.is((await cloudLbs(state)).filter((l) => l.clusterName === 'crash').length, 0, 'deleting the rest leaves no cloud LB');
 });

@@ -10,7 +10,6 @@
  * pool 127.0.54.0/24.
  */
 import anyTest, { type TestFn } from 'ava';
-import { createWriteStream } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +25,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
 import { cloudLbs, ensureNamespace, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
+import { logFile } from '../../helpers/log-file.js';
 
 const NS = 'lb-faults';
 const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
@@ -47,9 +47,11 @@ test.before(async (t) => {
     `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
     '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.54.0/24',
     '-v=2',
+    // No election on the shared default Lease (kube-system/cloud-controller-manager): other files' hosts run at the same time.
+    '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
-  const log = createLogger({ verbosity: 2, destination: createWriteStream(join(dir, 'host.log'), { flags: 'a' }) });
+  const log = createLogger({ verbosity: 2, destination: logFile(join(dir, 'host.log')) });
   const host = await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() });
   t.context = { dir, state, host, core };
 });

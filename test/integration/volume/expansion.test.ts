@@ -50,14 +50,14 @@ test.serial('1Gi → 2Gi grows the sparse file, the PV and the claim status (nod
   const pv = await waitFor(async () => {
     const p = await env.core.readPersistentVolume({ name: pvName });
     return p.spec?.capacity?.storage === '2Gi' ? p : undefined;
-  }, { what: 'PV capacity 2Gi' });
+  }, { what: 'PV capacity 2Gi', log: env.hostLog });
   const vol = (await cloudVolumes(env)).find((v) => v.id === pv.spec?.csi?.volumeHandle)!;
   t.is(vol.capacityBytes, 2 * GI);
   t.is((await stat(join(env.stateDir, 'volumes', `${vol.id}.img`))).size, 2 * GI, 'the sparse file grew');
   const claim = await waitFor(async () => {
     const c = await env.core.readNamespacedPersistentVolumeClaim({ name: 'grow', namespace: env.namespace });
     return c.status?.allocatedResourceStatuses?.storage === 'NodeResizePending' ? c : undefined;
-  }, { what: 'claim NodeResizePending' });
+  }, { what: 'claim NodeResizePending', log: env.hostLog });
   t.is(claim.status?.allocatedResources?.storage, '2Gi');
   t.true(claim.status?.conditions?.some((c) => c.type === 'FileSystemResizePending' && c.status === 'True'));
   t.false(claim.status?.conditions?.some((c) => c.type === 'Resizing') ?? false);
@@ -72,6 +72,7 @@ test.serial('1Gi → 2Gi grows the sparse file, the PV and the claim status (nod
   await resize(env, 'grow', '1536Mi');
   const warning = await waitFor(async () => (await eventsFor(env, 'grow')).find((e) => e.type === 'Warning' && e.reason === 'VolumeResizeFailed'), {
     what: 'shrink refused',
+    log: env.hostLog,
   });
   t.regex(warning.message ?? '', /shrinking/);
   t.is((await env.core.readPersistentVolume({ name: pvName })).spec?.capacity?.storage, '2Gi');
@@ -91,6 +92,7 @@ test.serial('a class without volume expansion: Warning event, nothing resized', 
   t.context.hosts.current = await startTestHost(dir, hostFlags(env, CONTROLLERS));
   const warning = await waitFor(async () => (await eventsFor(env, 'fixed')).find((e) => e.type === 'Warning' && e.reason === 'VolumeResizeFailed'), {
     what: 'VolumeResizeFailed event',
+    log: env.hostLog,
   });
   t.regex(warning.message ?? '', /does not allow volume expansion/);
   const pv = await env.core.readPersistentVolume({ name: bound.spec!.volumeName! });

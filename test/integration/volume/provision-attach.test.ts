@@ -84,7 +84,7 @@ test.serial('claim → provisioned, bound, attached to the pod\'s node, detached
   const va = await waitFor(async () => {
     const a = await attachmentFor(env, pvName);
     return a?.status?.attached ? a : undefined;
-  }, { what: 'VolumeAttachment attached', timeoutMs: 120_000 });
+  }, { what: 'VolumeAttachment attached', timeoutMs: 120_000, log: env.hostLog });
   t.is(va.spec.attacher, env.driver);
   t.is(va.spec.nodeName, node);
   t.truthy(va.status?.attachmentMetadata?.devicePath);
@@ -93,14 +93,14 @@ test.serial('claim → provisioned, bound, attached to the pod\'s node, detached
   t.is(attached.attachments.length, 1);
 
   await deletePod(env, 'app', node);
-  await waitFor(async () => !(await attachmentFor(env, pvName)), { what: 'VolumeAttachment deleted', timeoutMs: 120_000 });
+  await waitFor(async () => !(await attachmentFor(env, pvName)), { what: 'VolumeAttachment deleted', timeoutMs: 120_000, log: env.hostLog });
   t.is((await cloudVolumes(env)).find((v) => v.id === vol!.id)!.attachments.length, 0, 'detached in the cloud');
 
   await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'data', namespace: env.namespace });
   await waitFor(async () => {
     const pvs = await env.core.listPersistentVolume();
     return !pvs.items.some((p) => p.metadata?.name === pvName);
-  }, { what: 'PV deleted', timeoutMs: 120_000 });
+  }, { what: 'PV deleted', timeoutMs: 120_000, log: env.hostLog });
   t.false((await cloudVolumes(env)).some((v) => v.id === vol!.id), 'cloud volume deleted');
   await t.throwsAsync(stat(join(env.stateDir, 'volumes', `${vol!.id}.img`)));
 });
@@ -111,7 +111,7 @@ test.serial('reclaim policy Retain keeps the released PV and its cloud volume', 
   await waitBound(env, 'kept');
   const pvName = `pvc-${claim.metadata!.uid}`;
   await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'kept', namespace: env.namespace });
-  await waitFor(async () => (await env.core.readPersistentVolume({ name: pvName })).status?.phase === 'Released', { what: 'PV released' });
+  await waitFor(async () => (await env.core.readPersistentVolume({ name: pvName })).status?.phase === 'Released', { what: 'PV released', log: env.hostLog });
   // Give the provisioner several chances to act wrongly.
   await new Promise((r) => setTimeout(r, 3000));
   const pv = await env.core.readPersistentVolume({ name: pvName });
@@ -156,19 +156,19 @@ test.serial('a single-attach volume wanted on a second node: attachError (FAILED
   const pvName = bound.spec!.volumeName!;
   const vaOn = async (n: string) => (await env.storage.listVolumeAttachment()).items.find((va) => va.spec.source.persistentVolumeName === pvName && va.spec.nodeName === n);
   await createPod(env, 'first', node, 'shared');
-  await waitFor(async () => (await vaOn(node))?.status?.attached, { what: 'attached to the first node', timeoutMs: 120_000 });
+  await waitFor(async () => (await vaOn(node))?.status?.attached, { what: 'attached to the first node', timeoutMs: 120_000, log: env.hostLog });
   await createPod(env, 'second', node2, 'shared');
   const refused = await waitFor(async () => {
     const va = await vaOn(node2);
     return va?.status?.attachError ? va : undefined;
-  }, { what: 'attachError on the second node', timeoutMs: 120_000 });
+  }, { what: 'attachError on the second node', timeoutMs: 120_000, log: env.hostLog });
   t.regex(refused.status!.attachError!.message ?? '', /detach it first/);
   t.falsy(refused.status?.attached);
   await deletePod(env, 'first', node);
-  await waitFor(async () => (await vaOn(node2))?.status?.attached, { what: 'attached to the second node once the first let go', timeoutMs: 120_000 });
+  await waitFor(async () => (await vaOn(node2))?.status?.attached, { what: 'attached to the second node once the first let go', timeoutMs: 120_000, log: env.hostLog });
   t.pass();
   await deletePod(env, 'second', node2);
-  await waitFor(async () => !(await vaOn(node2)), { what: 'detached from the second node', timeoutMs: 120_000 });
+  await waitFor(async () => !(await vaOn(node2)), { what: 'detached from the second node', timeoutMs: 120_000, log: env.hostLog });
 });
 
 test.serial('detach succeeds when the instance no longer exists', async (t) => {
@@ -179,10 +179,10 @@ test.serial('detach succeeds when the instance no longer exists', async (t) => {
   const bound = await waitBound(env, 'lost');
   const pvName = bound.spec!.volumeName!;
   await createPod(env, 'orphaned', doomed, 'lost');
-  await waitFor(async () => (await attachmentFor(env, pvName))?.status?.attached, { what: 'attached', timeoutMs: 120_000 });
+  await waitFor(async () => (await attachmentFor(env, pvName))?.status?.attached, { what: 'attached', timeoutMs: 120_000, log: env.hostLog });
   await localcloud(env.stateDir, 'instance', 'delete', doomed);
   await deletePod(env, 'orphaned', doomed);
-  await waitFor(async () => !(await attachmentFor(env, pvName)), { what: 'VolumeAttachment released', timeoutMs: 120_000 });
+  await waitFor(async () => !(await attachmentFor(env, pvName)), { what: 'VolumeAttachment released', timeoutMs: 120_000, log: env.hostLog });
   t.pass();
 });
 
@@ -192,7 +192,7 @@ test.serial('an attachment the cloud lost is repaired by the periodic comparison
   await waitBound(env, 'drift');
   const pvName = `pvc-${claim.metadata!.uid}`;
   await createPod(env, 'drifter', node, 'drift');
-  await waitFor(async () => (await attachmentFor(env, pvName))?.status?.attached, { what: 'attached', timeoutMs: 120_000 });
+  await waitFor(async () => (await attachmentFor(env, pvName))?.status?.attached, { what: 'attached', timeoutMs: 120_000, log: env.hostLog });
   const handle = (await env.core.readPersistentVolume({ name: pvName })).spec!.csi!.volumeHandle;
   const publishesBefore = await pluginCalls(t.context.host.metrics.registry, 'ControllerPublishVolume');
   // Someone detaches the volume behind Kubernetes' back.

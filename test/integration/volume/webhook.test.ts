@@ -37,7 +37,7 @@ test.before(async (t) => {
     dir,
     hostFlags(env, 'pvl', [`--webhook-secure-port=${port}`, '--webhook-bind-address=127.0.0.1', `--webhook-cert-dir=${join(dir, 'webhook-certs')}`]),
   );
-  const caBundle = await waitFor(() => readFile(join(dir, 'webhook-certs', 'webhook.crt'), 'utf8'), { what: 'generated webhook certificate' });
+  const caBundle = await waitFor(() => readFile(join(dir, 'webhook-certs', 'webhook.crt'), 'utf8'), { what: 'generated webhook certificate', log: env.hostLog });
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   const webhookName = `${env.id}-pvl`;
   // Only this file's PVs named <id>-hooked-* go to this webhook, so the
@@ -89,9 +89,9 @@ test.serial('a PV created by hand for this provider gets zone/region labels and 
     const pv = await env.core.createPersistentVolume({ body: handPv(name, env.driver, vol.volumeId) });
     if (pv.metadata?.labels?.[ZONE]) return pv;
     await env.core.deletePersistentVolume({ name });
-    await waitFor(async () => !(await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === name), { what: 'PV gone' });
+    await waitFor(async () => !(await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === name), { what: 'PV gone', log: env.hostLog });
     return undefined;
-  }, { what: 'PV labelled at creation', timeoutMs: 60_000, intervalMs: 1000 });
+  }, { what: 'PV labelled at creation', timeoutMs: 60_000, intervalMs: 1000, log: env.hostLog });
   t.is(created.metadata?.labels?.[ZONE], 'local-b');
   t.is(created.metadata?.labels?.[REGION], 'local');
   const exprs = created.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
@@ -115,7 +115,7 @@ test.serial('a PV of this provider created before the webhook existed is labelle
   const pv = await waitFor(async () => {
     const p = await env.core.readPersistentVolume({ name });
     return p.metadata?.labels?.[ZONE] ? p : undefined;
-  }, { what: 'existing PV labelled' });
+  }, { what: 'existing PV labelled', log: env.hostLog });
   t.is(pv.metadata?.labels?.[ZONE], 'local-a');
   t.is(pv.metadata?.labels?.[REGION], 'local');
   // Node affinity may still be set on a PV that has none.
