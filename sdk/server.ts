@@ -109,7 +109,14 @@ export async function startProviderServer(provider: CloudProvider, cfg: Provider
 
   await prepareSocketPath(socketPath);
   try {
-    await bind(server, socketPath);
+    // Created owner-only: a chmod after the bind alone would leave a moment in
+    // which the socket is open to others.
+    const previousUmask = process.umask(0o177);
+    try {
+      await bind(server, socketPath);
+    } finally {
+      process.umask(previousUmask);
+    }
     await chmod(socketPath, 0o600);
   } catch (err) {
     server.forceShutdown();

@@ -160,7 +160,11 @@ func listen(path string) (net.Listener, error) {
 		}
 		_ = os.Remove(path)
 	}
+	// Created owner-only: a chmod after the bind alone would leave a moment
+	// in which the socket is open to others.
+	previous := syscall.Umask(0o177)
 	l, err := net.Listen("unix", path)
+	syscall.Umask(previous)
 	if err != nil {
 		return nil, err
 	}

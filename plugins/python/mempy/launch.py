@@ -206,8 +206,14 @@ def serve(cloud, register):
     register(server, exec_mode, protocol, instance_id, on_shutdown)
     try:
         prepare_socket(path)
-        server.add_insecure_port("unix://" + path)
-        server.start()
+        # Created owner-only: a chmod after the bind would leave a moment in
+        # which the socket is open to others (and a checker can see it so).
+        previous_umask = os.umask(0o177)
+        try:
+            server.add_insecure_port("unix://" + path)
+            server.start()
+        finally:
+            os.umask(previous_umask)
         os.chmod(path, 0o600)
     except Exception as e:  # noqa: BLE001 - any failure to listen ends the process with one line
         fail(f"cannot serve on {path}: {e}")
