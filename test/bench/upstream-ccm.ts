@@ -1,0 +1,125 @@
+/**
+ * Locates (or, once per source change, builds) tools/upstream-ccm: the
+ * upstream Go cloud-controller-manager from k8s.io/cloud-provider at the
+ * control plane's Kubernetes version, with a cloud provider that forwards
+ * every call to a provider plugin over our protocol. Only `npm run bench`
+ * needs it; `npm test` never builds it.
+ *
+ * The binary lives outside the repository in
+ * `${XDG_CACHE_HOME:-~/.cache}/ccm-host/upstream-ccm-<version>-<hash>/`, the
+ * hash covering our Go sources (the forwarder and the generated stubs it
+ * links), so editing them builds a new one and an unchanged tree never does.
+ * `go test` in tools/upstream-ccm checks its error mapping and conversions.
+ */
+import { createHash } from 'node:crypto';
+import { access, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join, relative } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { K8S_VERSION } from '../controlplane/binaries.js';
+
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+const SOURCE = join(REPO, 'tools', 'upstream-ccm');
+/** Inputs of the build besides the module cache: ours only. */
+const HASHED = [SOURCE, join(REPO, 'plugins', 'go', 'go.mod'), join(REPO, 'plugins', 'go', 'go.sum'), join(REPO, 'plugins', 'go', 'gen')];
+/** How long a from-scratch build (module download + compile) may take. */
+const BUILD_TIMEOUT_MS = 45 * 60_000;
+/** How often a person watching the build is told it is still going. */
+const TICK_MS = 30_000;
+
+/** k8s.io/cloud-provider's version for a Kubernetes version: v1.34.4 → v0.34.4. */
+export const CLOUD_PROVIDER_VERSION = K8S_VERSION.replace(/^v1\./, 'v0.');
+
+/** Every file under the hashed paths (go.mod, go.sum, *.go but tests), sorted, as paths relative to the repository. */
+async function hashedFiles(): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (p: string): Promise<void> => {
+    const entries = await readdir(p, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOTDIR') return undefined;
+      throw err;
+    });
+    if (!entries) {
+      out.push(relative(REPO, p));
+      return;
+    }
+    for (const e of entries) {
+      const child = join(p, e.name);
+      if (e.isDirectory()) await walk(child);
+      // Tests do not go into the binary, so they do not change its hash.
+      else if (/(?<!_test)\.go$|^go\.(mod|sum)$/.test(e.name)) out.push(relative(REPO, child));
+    }
+  };
+  for (const p of HASHED) await walk(p);
+  return out.sort();
+}
+
+async function sourceHash(): Promise<string> {
+  const h = createHash('sha256');
+  for (const f of await hashedFiles()) h.update(f).update('\0').update(await readFile(join(REPO, f))).update('\0');
+  return h.digest('hex').slice(0, 12);
+}
+
+/** go.mod must pin k8s.io/cloud-provider at the control plane's version, so both sides run the same Kubernetes code. */
+async function checkPinnedVersion(): Promise<void> {
+  const mod = await readFile(join(SOURCE, 'go.mod'), 'utf8');
+  const pinned = /k8s\.io\/cloud-provider (v\S+)/.exec(mod)?.[1];
+  if (pinned !== CLOUD_PROVIDER_VERSION) {
+    throw new Error(`tools/upstream-ccm/go.mod pins k8s.io/cloud-provider ${pinned ?? '(nothing)'} but the control plane runs Kubernetes ${K8S_VERSION}; run \`go get k8s.io/cloud-provider@${CLOUD_PROVIDER_VERSION} && go mod tidy\` in tools/upstream-ccm`);
+  }
+}
+
+/**
+ * Path of the upstream-ccm binary for the current sources, building it when
+ * missing (`progress` receives the build's output and a tick every 30 s).
+ * Fails with what to do when Go is missing or the build fails.
+ */
+export async function ensureUpstreamCcm(progress: (line: string) => void): Promise<string> {
+  await checkPinnedVersion();
+  const xdg = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  const dir = join(xdg, 'ccm-host', `upstream-ccm-${CLOUD_PROVIDER_VERSION}-${await sourceHash()}`);
+  const bin = join(dir, 'upstream-ccm');
+  if (await access(bin).then(() => true, () => false)) return bin;
+
+  await execa('go', ['version'], { timeout: 30_000 }).catch(() => {
+    throw new Error(`Go is needed once to build the upstream cloud-controller-manager (tools/upstream-ccm) into ${dir}: install Go (https://go.dev/dl)`);
+  });
+  await mkdir(dir, { recursive: true });
+  // Built under a name of its own and renamed when done, so a half-built or
+  // concurrently built binary is never mistaken for a finished one.
+  const partial = join(dir, `.upstream-ccm.${process.pid}`);
+  const started = Date.now();
+  progress(`building the upstream cloud-controller-manager (k8s.io/cloud-provider ${CLOUD_PROVIDER_VERSION}, tools/upstream-ccm) into ${dir} (once per source change; several minutes on 2 cores)`);
+  const child = execa('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', partial, '.'], {
+    cwd: SOURCE,
+    env: { GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },
+    stdin: 'ignore',
+    all: true,
+    buffer: false,
+    timeout: BUILD_TIMEOUT_MS,
+    reject: false,
+  });
+  const tail: string[] = [];
+  const lines = createInterface({ input: child.all! });
+  lines.on('line', (line) => {
+    tail.push(line);
+    if (tail.length > 30) tail.shift();
+    progress(line);
+  });
+  const tick = setInterval(() => progress(`still building upstream-ccm (${Math.round((Date.now() - started) / 1000)}s elapsed)`), TICK_MS);
+  try {
+    const r = await child;
+    if (r.exitCode !== 0) {
+      await rm(partial, { force: true });
+      const why = r.timedOut ? `exceeded ${BUILD_TIMEOUT_MS / 60_000} min` : `exited ${r.exitCode ?? r.signal}`;
+      throw new Error(`building tools/upstream-ccm failed (go build ${why}); last output:\n${tail.join('\n')}`);
+    }
+  } finally {
+    clearInterval(tick);
+    lines.close();
+  }
+  await rename(partial, bin);
+  progress(`upstream-ccm built in ${Math.round((Date.now() - started) / 1000)}s: ${bin}`);
+  return bin;
+}
