@@ -1,8 +1,17 @@
 /**
- * Coalesces the InstanceMetadata lookups that concurrent node workers make at
- * the same moment into one batch call (when the provider has batch RPCs), so
- * that initializing N nodes with W workers costs about N/W cloud calls
- * instead of N. Lookups wait at most `maxWaitMs` for company.
+ * Coalesces InstanceMetadata lookups into batch calls (when the provider has
+ * batch RPCs), so that initializing N nodes costs about N/500 cloud calls
+ * instead of N, whatever the number of node workers:
+ *  - lookups made at the same moment by concurrent workers share one call
+ *    (a lookup waits at most `maxWaitMs` for company);
+ *  - each call also asks for the other nodes still waiting to be initialized
+ *    (`companions`), and keeps their answers for `prefetchTtlMs`: a worker that
+ *    comes to one of them finds its metadata at hand. So with one worker (the
+ *    upstream default) node initialization is bounded by the API server, not
+ *    by cloud latency × nodes.
+ * A companion is asked for at most once per `prefetchTtlMs` (failed or not),
+ * so nodes the cloud cannot answer for do not make every call bigger; an
+ * answer is used once, and never after its TTL.
  */
 import type { InstanceMetadata, Instances, NodeRef } from '../../cloud.js';
 import { MAX_BATCH_NODES } from '../../cloud.js';
@@ -13,23 +22,71 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
+/** How long a prefetched answer (and a companion's "recently asked") lasts, by default. */
+export const PREFETCH_TTL_MS = 30_000;
+
 export class MetadataBatcher {
   private pending: Pending[] = [];
   private timer?: NodeJS.Timeout;
+  /** Prefetched answers by node name. */
+  private readonly prefetched = new Map<string, { meta: InstanceMetadata; at: number }>();
+  /** When each node was last asked for as a companion (ms). */
+  private readonly askedAt = new Map<string, number>();
+
+  private readonly companions: () => NodeRef[];
+  private readonly maxWaitMs: number;
+  private readonly prefetchTtlMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly instances: Instances,
-    private readonly maxWaitMs = 2,
-  ) {}
+    opts: {
+      /** Other nodes worth looking up in the same call (e.g. the nodes still to initialize). */
+      companions?: () => NodeRef[];
+      /** How long a lookup waits for company (default 2 ms). */
+      maxWaitMs?: number;
+      prefetchTtlMs?: number;
+      now?: () => number;
+    } = {},
+  ) {
+    this.companions = opts.companions ?? (() => []);
+    this.maxWaitMs = opts.maxWaitMs ?? 2;
+    this.prefetchTtlMs = opts.prefetchTtlMs ?? PREFETCH_TTL_MS;
+    this.now = opts.now ?? Date.now;
+  }
 
   /** Same contract as Instances.instanceMetadata. */
   get(node: NodeRef): Promise<InstanceMetadata> {
     if (!this.instances.batched) return this.instances.instanceMetadata(node);
+    const hit = this.prefetched.get(node.name);
+    if (hit) {
+      this.prefetched.delete(node.name);
+      if (this.now() - hit.at < this.prefetchTtlMs) return Promise.resolve(hit.meta);
+    }
     return new Promise((resolve, reject) => {
       this.pending.push({ node, resolve, reject });
       if (this.pending.length >= MAX_BATCH_NODES) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.maxWaitMs);
     });
+  }
+
+  /** Companions to add to a call for `batch`: not asked for within the TTL, not in the call already. */
+  private extra(batch: Pending[]): NodeRef[] {
+    const now = this.now();
+    for (const [name, at] of this.askedAt) if (now - at >= this.prefetchTtlMs) this.askedAt.delete(name);
+    for (const [name, p] of this.prefetched) if (now - p.at >= this.prefetchTtlMs) this.prefetched.delete(name);
+    const room = MAX_BATCH_NODES - batch.length;
+    const inCall = new Set(batch.map((p) => p.node.name));
+    for (const name of inCall) this.askedAt.set(name, now);
+    const out: NodeRef[] = [];
+    for (const n of this.companions()) {
+      if (out.length >= room) break;
+      if (inCall.has(n.name) || this.askedAt.has(n.name) || this.prefetched.has(n.name)) continue;
+      inCall.add(n.name);
+      out.push(n);
+      this.askedAt.set(n.name, now);
+    }
+    return out;
   }
 
   private flush(): void {
@@ -38,13 +95,20 @@ export class MetadataBatcher {
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return;
-    this.instances.instancesMetadata(batch.map((p) => p.node)).then(
-      (results) =>
+    const extra = this.extra(batch);
+    this.instances.instancesMetadata([...batch.map((p) => p.node), ...extra]).then(
+      (results) => {
         batch.forEach((p, i) => {
           const r = results[i];
           if (r?.metadata) p.resolve(r.metadata);
           else p.reject(r?.error ?? new Error('no result for node'));
-        }),
+        });
+        const at = this.now();
+        extra.forEach((n, i) => {
+          const r = results[batch.length + i];
+          if (r?.metadata) this.prefetched.set(n.name, { meta: r.metadata, at });
+        });
+      },
       (err: Error) => batch.forEach((p) => p.reject(err)),
     );
   }

@@ -5,7 +5,8 @@
  * addresses current.
  *
  * For a tainted node: InstanceMetadata (coalesced into batch calls when the
- * provider supports them) → status.addresses → providerID, instance type,
+ * provider supports them, each also prefetching the other nodes still to
+ * initialize: metadata-batcher.ts) → status.addresses → providerID, instance type,
  * zone and region labels (GA and beta) and the provider's extra labels, with
  * the taint removed in the same conditional write. Any failure keeps the
  * taint, emits a Warning event and retries with backoff.
@@ -77,7 +78,8 @@ export class CloudNodeController {
   constructor(private readonly o: NodeControllerOptions) {
     this.log = o.log;
     this.queue = new WorkQueue<string>({ name: 'Nodes', registry: o.registry });
-    this.batcher = new MetadataBatcher(o.instances);
+    // Every lookup also asks for the other nodes still waiting for initialization.
+    this.batcher = new MetadataBatcher(o.instances, { companions: () => o.nodes.list().filter(hasUninitializedTaint).map(toNodeRef) });
     o.nodes.addEventHandler({
       onAdd: (n) => this.enqueue(n),
       onUpdate: (_old, n) => this.enqueue(n),

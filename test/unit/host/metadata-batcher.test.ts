@@ -2,7 +2,9 @@
  * MetadataBatcher (host/controllers/node/metadata-batcher.ts) with a fake
  * Instances that records calls: concurrent lookups of a batched provider
  * become one batch call, per-item errors reach only their caller, a failed
- * batch rejects every caller, and non-batched providers are called per node.
+ * batch rejects every caller, and non-batched providers are called per node;
+ * a call also prefetches companions, each at most once per TTL, and a
+ * prefetched answer serves one lookup within its TTL.
  */
 import test from 'ava';
 import type { InstanceMetadata, Instances, MetadataResult, NodeRef, StatusResult } from '../../../host/cloud.js';
@@ -179,7 +181,7 @@ for (const c of cases) {
   test(c.description, async (t) => {
     const fake = new FakeInstances(c.batched, c.items);
     c.configure?.(fake);
-    const batcher = new MetadataBatcher(fake, 5);
+    const batcher = new MetadataBatcher(fake, { maxWaitMs: 5 });
     const results = await Promise.all(c.nodes.map((n) => settle(batcher.get(node(n)))));
     t.deepEqual(fake.batchCalls, c.batchCalls);
     t.deepEqual(fake.singleCalls, c.singleCalls);
@@ -201,7 +203,7 @@ for (const c of cases) {
 
 test('lookups in separate windows are separate batches', async (t) => {
   const fake = new FakeInstances(true);
-  const batcher = new MetadataBatcher(fake, 5);
+  const batcher = new MetadataBatcher(fake, { maxWaitMs: 5 });
   const first = Promise.all([batcher.get(node('a')), batcher.get(node('b'))]);
   await first;
   await Promise.all([batcher.get(node('c'))]);
@@ -211,7 +213,7 @@ test('lookups in separate windows are separate batches', async (t) => {
 test('lookups made while a batch is in flight go into the next batch', async (t) => {
   const fake = new FakeInstances(true);
   fake.delayMs = 50;
-  const batcher = new MetadataBatcher(fake, 2);
+  const batcher = new MetadataBatcher(fake, { maxWaitMs: 2 });
   const a = batcher.get(node('a'));
   await new Promise((r) => setTimeout(r, 20)); // the first batch is now in flight
   const b = batcher.get(node('b'));
@@ -224,7 +226,7 @@ test('lookups made while a batch is in flight go into the next batch', async (t)
 test(`${MAX_BATCH_NODES} pending lookups flush at once, the rest go into the next batch`, async (t) => {
   const fake = new FakeInstances(true);
   // A long wait: only the size limit can trigger the first flush quickly.
-  const batcher = new MetadataBatcher(fake, 60_000);
+  const batcher = new MetadataBatcher(fake, { maxWaitMs: 60_000 });
   const names = Array.from({ length: MAX_BATCH_NODES + 3 }, (_, i) => `n${i}`);
   const pending = names.map((n) => batcher.get(node(n)));
   const firstBatch = Promise.all(pending.slice(0, MAX_BATCH_NODES));
@@ -242,10 +244,40 @@ test(`${MAX_BATCH_NODES} pending lookups flush at once, the rest go into the nex
 test('a batch failure does not poison the next batch', async (t) => {
   const fake = new FakeInstances(true);
   fake.batchError = boom;
-  const batcher = new MetadataBatcher(fake, 2);
+  const batcher = new MetadataBatcher(fake, { maxWaitMs: 2 });
   await t.throwsAsync(batcher.get(node('a')), { is: boom });
   fake.batchError = undefined;
   const m = await batcher.get(node('a'));
   t.is(m.providerId, 'fake://a');
   t.deepEqual(fake.batchCalls, [['a'], ['a']]);
+});
+
+test('a lookup prefetches the companions; their lookups then need no call, once, within the TTL', async (t) => {
+  const fake = new FakeInstances(true, { bad: boom });
+  let now = 0;
+  const companions = ['a', 'b', 'c', 'bad'].map(node);
+  const batcher = new MetadataBatcher(fake, { maxWaitMs: 1, companions: () => companions, prefetchTtlMs: 1000, now: () => now });
+  t.is((await batcher.get(node('a'))).providerId, 'fake://a');
+  t.deepEqual(fake.batchCalls, [['a', 'b', 'c', 'bad']], 'one call for the lookup and its companions');
+  t.is((await batcher.get(node('b'))).providerId, 'fake://b');
+  t.is(fake.batchCalls.length, 1, 'a prefetched answer needs no call');
+  // A failed companion is not kept, and not asked for again within the TTL.
+  await t.throwsAsync(batcher.get(node('bad')), { is: boom });
+  t.deepEqual(fake.batchCalls[1], ['bad']);
+  // Used once: b again is a call (with no companions: all were asked for within the TTL).
+  await batcher.get(node('b'));
+  t.deepEqual(fake.batchCalls[2], ['b']);
+  // Past the TTL a prefetched answer is not used, and companions are asked for again.
+  now = 5000;
+  await batcher.get(node('c'));
+  t.deepEqual(fake.batchCalls[3], ['c', 'a', 'b', 'bad']);
+});
+
+test('companions fill a call up to the batch limit only', async (t) => {
+  const fake = new FakeInstances(true);
+  const many = Array.from({ length: MAX_BATCH_NODES + 50 }, (_, i) => node(`m${i}`));
+  const batcher = new MetadataBatcher(fake, { maxWaitMs: 1, companions: () => many });
+  await batcher.get(node('x'));
+  t.is(fake.batchCalls[0]!.length, MAX_BATCH_NODES);
+  t.is(fake.batchCalls[0]![0], 'x');
 });
