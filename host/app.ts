@@ -146,6 +146,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
       observeCall: (method, code, seconds) => observePluginRpc(metrics, { plugin: config.cloudProvider, method, code }, seconds),
       callPolicy: { caller: identity, refuseMutation },
+      onOutputDropped: (stream) => metrics.pluginOutputDropped.inc({ plugin: config.cloudProvider, stream }),
     });
     const pluginLabels = { plugin: config.cloudProvider };
     supervisor.on('state', (s: string) => metrics.pluginReady.set(pluginLabels, s === 'ready' ? 1 : 0));

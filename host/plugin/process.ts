@@ -23,7 +23,11 @@ import type { Logger } from '../log.js';
 import { within } from '../../sdk/server.js';
 import { readHandshake, PluginStartError } from './handshake.js';
 import { forwardStderr } from './stderr.js';
+import { OutputLimiter, type PluginStream } from './output-limiter.js';
 import { executableProblem, socketProblem } from './file-checks.js';
+
+/** Characters of a stray stdout line that are logged (stdout is for the handshake only). */
+const STDOUT_LOGGED_CHARS = 512;
 
 /** Host environment variables a provider may see; everything else is withheld. */
 export const DEFAULT_ENV_ALLOWLIST = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
@@ -54,6 +58,8 @@ export interface SpawnOptions {
   env?: string[];
   logLevel?: string;
   log: Logger;
+  /** Told about every output line dropped by the log rate limit (see OutputLimiter). */
+  onOutputDropped?: (stream: PluginStream) => void;
 }
 
 /** A started provider process. */
@@ -118,13 +124,20 @@ export class PluginProcess {
     exited.catch(() => undefined);
     const pid = child.pid ?? -1;
     const log = opts.log.child({ pid });
-    if (child.stderr) void forwardStderr(child.stderr, log);
+    const limiter = new OutputLimiter({ log, onDropped: opts.onOutputDropped });
+    void exited.then(() => limiter.close());
+    if (child.stderr) void forwardStderr(child.stderr, log, limiter);
     child.stdin?.on('error', () => undefined); // EPIPE once the plugin is gone
     try {
       const handshake = await readHandshake(child.stdout!, {
         timeoutMs: opts.startTimeoutMs,
         exited,
-        onOtherLine: (line) => log.warn({ line: line.slice(0, 512) }, 'ignoring plugin stdout line that is not the handshake'),
+        onOtherLine: (line, cutBytes) => {
+          if (!limiter.admit('stdout')) return;
+          const shown = line.slice(0, STDOUT_LOGGED_CHARS);
+          const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(shown);
+          log.warn({ line: shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) }, 'ignoring plugin stdout line that is not the handshake');
+        },
       });
       if (handshake.network === 'unix' && handshake.address !== socketPath) {
         log.info({ expected: socketPath, got: handshake.address }, 'plugin listens on a socket other than the one offered');

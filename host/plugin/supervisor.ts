@@ -27,6 +27,7 @@ import { Backoff } from '../kube/backoff.js';
 import { PluginConnection, type CallObserver, type CallPolicy } from './connection.js';
 import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
+import type { PluginStream } from './output-limiter.js';
 import { socketProblem } from './file-checks.js';
 
 export type PluginMode =
@@ -52,6 +53,8 @@ export interface SupervisorOptions {
   /** Caller identity and mutation gate applied to every connection (see CallPolicy). */
   callPolicy?: CallPolicy;
   pluginLogLevel?: string;
+  /** Told about every plugin output line dropped by the log rate limit (exec mode). */
+  onOutputDropped?: (stream: PluginStream) => void;
 }
 
 /** What the provider said about itself at start-up. */
@@ -190,6 +193,7 @@ export class PluginSupervisor extends EventEmitter {
         startTimeoutMs: this.opts.startTimeoutMs,
         logLevel: this.opts.pluginLogLevel,
         log: this.log,
+        onOutputDropped: this.opts.onOutputDropped,
       });
       this.proc = proc;
       expectedInstance = proc.instanceId;
