@@ -29,6 +29,7 @@ import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
 import type { PluginStream } from './output-limiter.js';
 import { socketProblem } from './file-checks.js';
+import { removeStaleSocketDirs } from './socket-dir.js';
 
 export type PluginMode =
   | { kind: 'exec'; path: string; args?: string[]; env?: string[] }
@@ -119,12 +120,15 @@ export class PluginSupervisor extends EventEmitter {
   }
 
   /**
-   * First start. Exec mode: rejects with PluginStartError if the plugin
-   * cannot be started (the host reports it and exits). Socket mode: keeps
+   * First start. Exec mode: removes socket directories left by host
+   * processes that are gone (see socket-dir.ts), then rejects with
+   * PluginStartError if the plugin cannot be started (the host reports it
+   * and exits). Socket mode: keeps
    * redialing with backoff until the sidecar answers or `signal` aborts.
    */
   async start(signal?: AbortSignal): Promise<PluginIdentity> {
     if (this.stateValue !== 'idle') throw new Error(`start called in state ${this.stateValue}`);
+    if (this.opts.mode.kind === 'exec') await removeStaleSocketDirs(this.log);
     for (;;) {
       try {
         await this.runOnce();

@@ -1,7 +1,9 @@
 /**
  * The plugin boundary with real child processes: environment allowlist,
  * refusal of plugin files others could change, socket and directory modes,
- * socket removal, and (as root) that another user cannot connect.
+ * socket and socket directory removal (after a crash too, and of dead
+ * hosts' directories at start), and (as root) that another user cannot
+ * connect.
  */
 import test from 'ava';
 import { existsSync } from 'node:fs';
@@ -17,10 +19,13 @@ import { LOCAL_PLUGIN } from '../helpers/localcloud.js';
 import { EnsureLoadBalancerRequest, Protocol } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { executableProblem } from '../../host/plugin/file-checks.js';
 import { DEFAULT_ENV_ALLOWLIST } from '../../host/plugin/process.js';
+import { createSocketDir, OWNER_MARKER, removeStaleSocketDirs } from '../../host/plugin/socket-dir.js';
+import { waitFor } from '../helpers/wait.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
 
 const ENV_REPORTER = fileURLToPath(new URL('../fixtures/plugins/env-reporter.js', import.meta.url));
 const ECHO = fileURLToPath(new URL('../fixtures/echo-provider.js', import.meta.url));
+const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 const isRoot = process.getuid?.() === 0;
 const OTHER_UID = 4321;
 
@@ -121,6 +126,54 @@ test('exec mode: the socket is 0600 in a 0700 directory, refused to other users,
   await s.stop();
   t.false(existsSync(target), 'socket removed');
   t.false(existsSync(dirname(target)), 'private directory removed');
+});
+
+test('exec mode: the socket directory of every crashed plugin process is removed at once, the last one at stop', async (t) => {
+  const crashes = 5;
+  const s = new PluginSupervisor({
+    name: 'crashing',
+    mode: { kind: 'exec', path: BAD, env: ['BAD_PROVIDER_CRASH_AFTER_MS=1500'] },
+    startTimeoutMs: 15_000,
+    shutdownGraceMs: 2_000,
+    configure: { cloudConfig: Buffer.alloc(0), clusterName: 'hardening', hostVersion: 'test' },
+    log: silentLogger(),
+    restart: { initialMs: 100, maxMs: 300 },
+  });
+  const dirs: string[] = [];
+  s.on('ready', () => dirs.push(dirname(s.connection().target.replace(/^unix:\/\//, ''))));
+  t.teardown(() => s.stop());
+  await s.start();
+  await waitFor(() => dirs.length > crashes || undefined, { what: `${crashes} crashes and restarts`, timeoutMs: 120_000, intervalMs: 100 });
+  t.is(new Set(dirs).size, dirs.length, 'every process got its own directory');
+  t.deepEqual(dirs.slice(0, crashes).filter(existsSync), [], 'crashed processes left no directory');
+  await s.stop();
+  t.deepEqual(dirs.filter(existsSync), []);
+});
+
+test('at start, socket directories of host processes that are gone are removed, and only those', async (t) => {
+  const parent = await mkdtemp(join(tmpdir(), 'ccm-stale-'));
+  const dead = execa(process.execPath, ['-e', '']);
+  const deadPid = dead.pid!;
+  await dead;
+  const cases: { name: string; marker?: string; removed: boolean }[] = [
+    { name: 'ccm-plugin-dead', marker: String(deadPid), removed: true },
+    { name: 'ccm-plugin-live', marker: String(process.pid), removed: false },
+    { name: 'ccm-plugin-unmarked', removed: false },
+    { name: 'ccm-plugin-garbage', marker: 'not a pid', removed: false },
+    { name: 'ccm-plugin-huge', marker: `${deadPid}${' '.repeat(100)}`, removed: false },
+    { name: 'someone-else-dead', marker: String(deadPid), removed: false },
+  ];
+  for (const c of cases) {
+    const dir = join(parent, c.name);
+    await mkdir(dir, { mode: 0o700 });
+    await writeFile(join(dir, 'provider.sock'), '');
+    if (c.marker !== undefined) await writeFile(join(dir, OWNER_MARKER), c.marker);
+  }
+  const ours = await createSocketDir(parent);
+  const removed = await removeStaleSocketDirs(silentLogger(), parent);
+  t.deepEqual(removed, [join(parent, 'ccm-plugin-dead')]);
+  for (const c of cases) t.is(existsSync(join(parent, c.name)), !c.removed, c.name);
+  t.true(existsSync(ours), "this process's own directory stays");
 });
 
 test('sidecar mode: a stale socket file from a killed provider is replaced at start and removed at exit', async (t) => {
