@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { existsSync } from 'node:fs';
-import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,8 @@ import { readJournal } from '../../plugins/local/journal.js';
 import { LOCAL_PLUGIN } from '../helpers/localcloud.js';
 import { EnsureLoadBalancerRequest, Protocol } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { executableProblem } from '../../host/plugin/file-checks.js';
+import { MAX_CLOUD_CONFIG_BYTES } from '../../host/config/cloud-config.js';
+import { kubeconfigFile } from '../helpers/host-process.js';
 import { DEFAULT_ENV_ALLOWLIST } from '../../host/plugin/process.js';
 import { createSocketDir, OWNER_MARKER, removeStaleSocketDirs } from '../../host/plugin/socket-dir.js';
 import { waitFor } from '../helpers/wait.js';
@@ -26,6 +28,7 @@ import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.
 const ENV_REPORTER = fileURLToPath(new URL('../fixtures/plugins/env-reporter.js', import.meta.url));
 const ECHO = fileURLToPath(new URL('../fixtures/echo-provider.js', import.meta.url));
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
+const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 const isRoot = process.getuid?.() === 0;
 const OTHER_UID = 4321;
 
@@ -237,4 +240,51 @@ test('every call carries the caller identity; mutations are refused locally whil
     ['loadBalancers.getLoadBalancer', 'replica-1_abc'],
     ['loadBalancers.ensureLoadBalancer', 'replica-1_abc'],
   ]);
+});
+
+/** Runs the host binary with `args` until it exits (as `uid` when given); start-up errors go to its stderr. */
+async function hostFailsToStart(args: string[], uid?: number): Promise<{ exitCode?: number; stderr: string }> {
+  const r = await execa(process.execPath, [HOST_MAIN, '--leader-elect=false', '--secure-port=0', ...args], {
+    reject: false,
+    timeout: 60_000,
+    ...(uid === undefined ? {} : { uid, gid: uid }),
+  });
+  return { exitCode: r.exitCode, stderr: String(r.stderr) };
+}
+
+test('an oversized --cloud-config is refused at start, naming the flag and the limit, without reading it all', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-cloudcfg-'));
+  const cases = [
+    { size: MAX_CLOUD_CONFIG_BYTES + 1, want: new RegExp(`--cloud-config \\S+ is larger than ${MAX_CLOUD_CONFIG_BYTES} bytes, the limit`) },
+    // Sparse: reading it whole would take 3 GiB (Node refuses files over 2 GiB with its own message).
+    { size: 3 * 1024 ** 3, want: new RegExp(`--cloud-config \\S+ is larger than ${MAX_CLOUD_CONFIG_BYTES} bytes, the limit`) },
+  ];
+  const kubeconfig = await kubeconfigFile(dir);
+  for (const c of cases) {
+    const file = join(dir, `cloud-${c.size}.json`);
+    await writeFile(file, '');
+    await truncate(file, c.size);
+    const r = await hostFailsToStart(['--cloud-provider=local', `--cloud-config=${file}`, `--kubeconfig=${kubeconfig}`]);
+    t.not(r.exitCode, 0, `${c.size} bytes`);
+    t.regex(r.stderr, c.want, `${c.size} bytes`);
+  }
+});
+
+test('a --plugin-path directory the host may not search is reported as permission denied, not as missing files', async (t) => {
+  // Under /tmp itself: the suite's TMPDIR is private to root, so another user could not even reach it.
+  const dir = await mkdtemp(join(isRoot ? '/tmp' : tmpdir(), 'ccm-plugindir-'));
+  const plugins = join(dir, 'plugins');
+  t.teardown(async () => {
+    await chmod(plugins, 0o755);
+    await rm(dir, { recursive: true, force: true });
+  });
+  await mkdir(plugins);
+  await writeFile(join(plugins, 'ccm-provider-foo.js'), '');
+  // Root searches any directory: run the host as another user, who may reach `dir` but not search `plugins`.
+  await chmod(dir, 0o755);
+  await chmod(plugins, isRoot ? 0o700 : 0o000);
+  const r = await hostFailsToStart(['--cloud-provider=foo', `--plugin-path=${plugins}`], isRoot ? OTHER_UID : undefined);
+  t.not(r.exitCode, 0);
+  t.regex(r.stderr, /--plugin-path \S+: cannot look up ccm-provider-foo: permission denied: give the host's user read and search permission/);
+  t.notRegex(r.stderr, /holds neither/);
 });
