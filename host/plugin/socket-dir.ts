@@ -4,23 +4,40 @@
  * starting later can remove the directories of hosts that died without
  * cleaning up (SIGKILL, OOM) and never touches anyone else's: only
  * directories named `ccm-plugin-*`, owned by this user, whose marker names a
- * process that no longer exists.
+ * process of this pid namespace that no longer exists (a host in another
+ * container sharing the directory may be alive although its pid is not
+ * visible here).
  */
 import { chmod, lstat, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { errorMessage, type Logger } from '../log.js';
 
 const PREFIX = 'ccm-plugin-';
-/** Marker file: the decimal pid of the host process that created the directory. */
+/** Marker file: "<pid> <pid namespace>" of the host process that created the directory. */
 export const OWNER_MARKER = 'ccm-host.pid';
-const MAX_MARKER_BYTES = 32;
+const MAX_MARKER_BYTES = 64;
+
+/** This process's pid namespace, e.g. "pid:[4026531836]" ('' where /proc does not say). */
+function pidNamespace(): string {
+  try {
+    return readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return '';
+  }
+}
+
+/** The marker text for process `pid` of this pid namespace. */
+export function ownerMarker(pid: number): string {
+  return `${pid} ${pidNamespace()}`;
+}
 
 /** Creates a fresh private socket directory under `parent` (default: the OS temp directory), marked as this process's. */
 export async function createSocketDir(parent = tmpdir()): Promise<string> {
   const dir = await mkdtemp(join(parent, PREFIX));
   await chmod(dir, 0o700);
-  await writeFile(join(dir, OWNER_MARKER), String(process.pid), { mode: 0o600 });
+  await writeFile(join(dir, OWNER_MARKER), ownerMarker(process.pid), { mode: 0o600 });
   return dir;
 }
 
@@ -55,8 +72,9 @@ export async function removeStaleSocketDirs(log: Logger, parent = tmpdir()): Pro
       const marker = join(dir, OWNER_MARKER);
       const mst = await lstat(marker).catch(() => undefined);
       if (!mst?.isFile() || mst.size > MAX_MARKER_BYTES) continue;
-      const pid = Number((await readFile(marker, 'utf8')).trim());
-      if (!Number.isSafeInteger(pid) || pid <= 0 || processExists(pid)) continue;
+      const [pidText = '', namespace = ''] = (await readFile(marker, 'utf8')).trim().split(' ');
+      const pid = Number(pidText);
+      if (namespace !== pidNamespace() || !Number.isSafeInteger(pid) || pid <= 0 || processExists(pid)) continue;
       await rm(dir, { recursive: true, force: true });
       removed.push(dir);
     } catch (err) {

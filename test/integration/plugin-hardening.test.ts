@@ -21,7 +21,7 @@ import { executableProblem } from '../../host/plugin/file-checks.js';
 import { MAX_CLOUD_CONFIG_BYTES } from '../../host/config/cloud-config.js';
 import { kubeconfigFile } from '../helpers/host-process.js';
 import { DEFAULT_ENV_ALLOWLIST } from '../../host/plugin/process.js';
-import { createSocketDir, OWNER_MARKER, removeStaleSocketDirs } from '../../host/plugin/socket-dir.js';
+import { createSocketDir, OWNER_MARKER, ownerMarker, removeStaleSocketDirs } from '../../host/plugin/socket-dir.js';
 import { waitFor } from '../helpers/wait.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
 
@@ -159,12 +159,13 @@ test('at start, socket directories of host processes that are gone are removed, 
   const deadPid = dead.pid!;
   await dead;
   const cases: { name: string; marker?: string; removed: boolean }[] = [
-    { name: 'ccm-plugin-dead', marker: String(deadPid), removed: true },
-    { name: 'ccm-plugin-live', marker: String(process.pid), removed: false },
+    { name: 'ccm-plugin-dead', marker: ownerMarker(deadPid), removed: true },
+    { name: 'ccm-plugin-live', marker: ownerMarker(process.pid), removed: false },
+    { name: 'ccm-plugin-other-pid-namespace', marker: `${deadPid} pid:[1]`, removed: false },
     { name: 'ccm-plugin-unmarked', removed: false },
     { name: 'ccm-plugin-garbage', marker: 'not a pid', removed: false },
-    { name: 'ccm-plugin-huge', marker: `${deadPid}${' '.repeat(100)}`, removed: false },
-    { name: 'someone-else-dead', marker: String(deadPid), removed: false },
+    { name: 'ccm-plugin-huge', marker: `${ownerMarker(deadPid)}${' '.repeat(100)}`, removed: false },
+    { name: 'someone-else-dead', marker: ownerMarker(deadPid), removed: false },
   ];
   for (const c of cases) {
     const dir = join(parent, c.name);
