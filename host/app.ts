@@ -8,10 +8,10 @@
  * the election (or the controllers) runs; `stop()` shuts down in reverse:
  * controllers (bounded) → informers → lease released → plugin → server.
  */
-import { readFile } from 'node:fs/promises';
 import { VersionApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Cloud } from './cloud.js';
 import type { HostConfig } from './config/config.js';
+import { readCloudConfig } from './config/cloud-config.js';
 import { CONTROLLER_FACTORIES, CONTROLLER_PREFLIGHTS } from './controllers/registry.js';
 import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
@@ -73,14 +73,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   }
   for (const w of config.warnings) log.warn({ warning: w }, 'configuration warning');
 
-  let cloudConfig = Buffer.alloc(0);
-  if (config.cloudConfigPath) {
-    try {
-      cloudConfig = await readFile(config.cloudConfigPath);
-    } catch (err) {
-      throw new HostStartError(`cannot read --cloud-config ${config.cloudConfigPath}: ${errorMessage(err)}`);
-    }
-  }
+  const cloudConfig = config.cloudConfigPath ? await readCloudConfig(config.cloudConfigPath) : Buffer.alloc(0);
 
   let kc: KubeConfig;
   try {
@@ -146,6 +139,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
       observeCall: (method, code, seconds) => observePluginRpc(metrics, { plugin: config.cloudProvider, method, code }, seconds),
       callPolicy: { caller: identity, refuseMutation },
+      onOutputDropped: (stream) => metrics.pluginOutputDropped.inc({ plugin: config.cloudProvider, stream }),
     });
     const pluginLabels = { plugin: config.cloudProvider };
     supervisor.on('state', (s: string) => metrics.pluginReady.set(pluginLabels, s === 'ready' ? 1 : 0));

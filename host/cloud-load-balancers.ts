@@ -8,7 +8,7 @@
  * classes of host/errors.ts:
  *  - ImplementedElsewhereError: another implementation owns this Service's
  *    load balancer; the controller skips it silently.
- *  - RetryAfterError: retry after exactly `retryAfterMs`.
+ *  - RetryAfterError: retry after `retryAfterMs` (clamped by runWorkers).
  *  - InvalidCloudResponseError: the answer was invalid; nothing was written.
  *  - anything else: retry with the per-Service exponential backoff.
  */

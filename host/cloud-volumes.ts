@@ -9,7 +9,7 @@
  *    or PluginUnavailableError: the operation MAY still be in progress; repeat
  *    the identical request until a final answer (never give up on a create,
  *    or a half-created volume leaks).
- *  - RetryAfterError: repeat after exactly `retryAfterMs`.
+ *  - RetryAfterError: repeat after `retryAfterMs` (clamped by runWorkers).
  *  - CloudCallError with code INVALID_ARGUMENT / ALREADY_EXISTS /
  *    FAILED_PRECONDITION / NOT_FOUND / OUT_OF_RANGE: final for this request;
  *    tell the user and retry slowly (they may fix the object).

@@ -5,7 +5,7 @@
  *
  * Errors: every method rejects with an error from host/errors.ts.
  *  - InstanceNotFoundError: the cloud has no such instance (final).
- *  - RetryAfterError (has `retryAfterMs`): retry after exactly that delay.
+ *  - RetryAfterError (has `retryAfterMs`): retry after that delay (runWorkers clamps it).
  *  - PluginUnavailableError / CloudCallError with a transient code: retry with backoff.
  *  - InvalidCloudResponseError: the provider answered something invalid; nothing
  *    was written; retry with backoff and tell the user.

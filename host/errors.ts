@@ -1,7 +1,8 @@
 /**
  * Errors the cloud layer rejects with. Controllers branch on these classes
  * the way upstream branches on InstanceNotFound, ImplementedElsewhere and
- * RetryError; the work queue reads `retryAfterMs` to choose addAfter.
+ * RetryError; the work queue reads `retryAfterMs` (clamped, see runWorkers)
+ * to choose the requeue delay.
  */
 
 /** A cloud call failed; `code` is the gRPC status code name (e.g. "UNAVAILABLE"). */

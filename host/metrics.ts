@@ -17,6 +17,7 @@ export const MetricNames = {
   PLUGIN_RPC_ERRORS: 'ccm_plugin_rpc_errors_total',
   PLUGIN_RESTARTS: 'ccm_plugin_restarts_total',
   PLUGIN_READY: 'ccm_plugin_ready',
+  PLUGIN_OUTPUT_DROPPED: 'ccm_plugin_output_lines_dropped_total',
   TAINT_REMOVAL_DELAY: 'node_controller_cloud_provider_taint_removal_delay_seconds',
   INITIAL_NODE_SYNC_DELAY: 'node_controller_initial_node_sync_delay_seconds',
   RUNNING_MANAGED_CONTROLLERS: 'running_managed_controllers',
@@ -46,6 +47,8 @@ export interface HostMetrics {
   readonly pluginRestarts: Counter<'plugin'>;
   /** 1 while the plugin is connected and reports ready, else 0. */
   readonly pluginReady: Gauge<'plugin'>;
+  /** Plugin stdout/stderr lines not logged because of the output rate limit. */
+  readonly pluginOutputDropped: Counter<'plugin' | 'stream'>;
   /** Upstream: node creation → uninitialized taint removed. */
   readonly taintRemovalDelay: Histogram;
   /** Upstream: node creation → first successful sync by the node controller. */
@@ -93,6 +96,12 @@ export function createHostMetrics(opts: HostMetricsOptions = {}): HostMetrics {
       name: MetricNames.PLUGIN_READY,
       help: '1 when the provider plugin is connected and reports ready, 0 otherwise.',
       labelNames: ['plugin'],
+      registers,
+    }),
+    pluginOutputDropped: new Counter({
+      name: MetricNames.PLUGIN_OUTPUT_DROPPED,
+      help: 'Lines the provider plugin wrote to stdout or stderr that the host did not log because they exceeded the output rate limit.',
+      labelNames: ['plugin', 'stream'],
       registers,
     }),
     taintRemovalDelay: new Histogram({

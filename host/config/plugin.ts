@@ -108,7 +108,19 @@ function pathSource(given: string, cloudProvider: string | undefined, problems: 
   if (!stat.isDirectory()) return execSource(abs, 'plugin-path', problems);
   if (cloudProvider === undefined) return undefined; // cannot name the file; --cloud-provider is already reported
   const names = pluginFileNames(cloudProvider);
-  const found = names.map((n) => path.join(abs, n)).find((f) => fs.existsSync(f));
+  let found: string | undefined;
+  for (const file of names.map((n) => path.join(abs, n))) {
+    try {
+      fs.statSync(file);
+      found = file;
+      break;
+    } catch (err) {
+      // Only "not there" means try the next name; anything else (a directory the host may not search) is the answer.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      problems.add(`--plugin-path ${given}: cannot look up ${path.basename(file)}: ${fsErrorReason(err)}: give the host's user read and search permission (r-x) on the directory`);
+      return undefined;
+    }
+  }
   if (found === undefined) {
     problems.add(`--plugin-path ${given} holds neither ${names[0]} nor ${names[1]}: install the plugin there, or pass the plugin file itself`);
     return undefined;

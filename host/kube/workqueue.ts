@@ -30,6 +30,9 @@ export interface WorkQueueOptions<T> {
   registry?: Registry;
 }
 
+/** Longest delay setTimeout accepts (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Upstream histogram buckets for queue/work durations: 1e-8 s to 10 s, ×10 each. */
 const DURATION_BUCKETS_SECONDS = Array.from({ length: 10 }, (_, i) => 1e-8 * 10 ** i);
 
@@ -189,6 +192,16 @@ export class WorkQueue<T = string> {
     this.addAfter(item, this.rateLimiter.when(item));
   }
 
+  /**
+   * Like {@link WorkQueue.addRateLimited} (the requeue counts in the rate
+   * limiter's history), but waits at least `minMs`. Returns the delay used.
+   */
+  addRateLimitedAtLeast(item: T, minMs: number): number {
+    const delayMs = Math.max(minMs, this.rateLimiter.when(item));
+    this.addAfter(item, delayMs);
+    return delayMs;
+  }
+
   /** Clears `item`'s rate-limiter history (call after it was processed successfully). Does not dequeue it. */
   forget(item: T): void {
     this.rateLimiter.forget(item);
@@ -297,7 +310,8 @@ export class WorkQueue<T = string> {
       this.waitTimer = undefined;
       return;
     }
-    this.waitTimer = setTimeout(() => this.releaseReady(), Math.max(0, head.readyAt - performance.now()));
+    // Longer timeouts overflow to 1 ms in Node; releaseReady re-arms for the rest.
+    this.waitTimer = setTimeout(() => this.releaseReady(), Math.min(MAX_TIMER_MS, Math.max(0, head.readyAt - performance.now())));
   }
 
   /** Adds every delayed item whose time has come, then re-arms the timer. */
@@ -320,23 +334,36 @@ export interface RunWorkersOptions {
   signal?: AbortSignal;
 }
 
+/** Shortest requeue delay a provider's RetryInfo gets (README "Errors"): shorter ones, zero included, are raised to it. */
+export const MIN_RETRY_AFTER_MS = 1000;
+/** Longest requeue delay a provider's RetryInfo gets: longer ones are cut to it. */
+export const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
+
 /**
- * The delay requested by an error carrying a numeric, finite, non-negative
+ * The delay requested by an error carrying a numeric, non-negative
  * `retryAfterMs` property (a cloud provider RetryError), else undefined.
  */
 function retryAfterMsOf(err: unknown): number | undefined {
   if (typeof err !== 'object' || err === null || !('retryAfterMs' in err)) return undefined;
   const ms = err.retryAfterMs;
-  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+  return typeof ms === 'number' && ms >= 0 ? ms : undefined;
+}
+
+/** A provider's requested delay within [MIN_RETRY_AFTER_MS, MAX_RETRY_AFTER_MS]. */
+export function clampRetryAfterMs(requestedMs: number): number {
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_RETRY_AFTER_MS, requestedMs));
 }
 
 /**
  * Runs `workers` concurrent copies of the upstream controller loop until the
  * queue is shut down (or `signal` aborts, which shuts it down): get an item,
  * `await handler(item)`, then on success `forget(item)`; on an error with a
- * numeric `retryAfterMs` `addAfter(item, retryAfterMs)` (rate-limiter history
- * kept); on any other error `addRateLimited(item)`; always `done(item)`.
- * Handler errors never escape. Resolves when every worker has exited.
+ * numeric `retryAfterMs` `addRateLimitedAtLeast(item, clampRetryAfterMs(..))`
+ * (the provider's delay within [MIN_RETRY_AFTER_MS, MAX_RETRY_AFTER_MS], and
+ * never shorter than the rate limiter's, so a provider cannot make an item
+ * spin nor park it for weeks); on any other error `addRateLimited(item)`;
+ * always `done(item)`. Handler errors never escape. Resolves when every
+ * worker has exited.
  */
 export async function runWorkers<T>(
   queue: WorkQueue<T>,
@@ -357,10 +384,10 @@ export async function runWorkers<T>(
         await handler(item);
         queue.forget(item);
       } catch (err) {
-        const retryAfterMs = retryAfterMsOf(err);
-        if (retryAfterMs !== undefined) {
-          log.warn({ key: item, retryAfterMs, err: errorMessage(err) }, 'requeue after retry delay');
-          queue.addAfter(item, retryAfterMs);
+        const requestedMs = retryAfterMsOf(err);
+        if (requestedMs !== undefined) {
+          const delayMs = queue.addRateLimitedAtLeast(item, clampRetryAfterMs(requestedMs));
+          log.warn({ key: item, requestedMs, delayMs, err: errorMessage(err) }, 'requeue after retry delay');
         } else {
           log.error({ key: item, requeues: queue.numRequeues(item), err: errorMessage(err) }, 'requeue after error');
           queue.addRateLimited(item);

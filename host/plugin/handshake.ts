@@ -4,9 +4,9 @@
  * them) and waiting goes on; a malformed handshake, the process exiting, or
  * the timeout ends the wait with a PluginStartError.
  */
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { parseHandshake, SUPPORTED_PROTOCOL_VERSIONS, type Handshake } from '../../sdk/protocol.js';
+import { readBoundedLines, type LineHandler } from './lines.js';
 
 /** How long to wait for the exit status after stdout closes, to report it. */
 const CLOSE_EXIT_GRACE_MS = 1000;
@@ -20,7 +20,8 @@ export interface ReadHandshakeOptions {
   timeoutMs: number;
   /** Resolves when the process has exited (with a description of how). */
   exited: Promise<string>;
-  onOtherLine?: (line: string) => void;
+  /** Every other line, bounded by readBoundedLines (`cutBytes` > 0: the line was cut). */
+  onOtherLine?: LineHandler;
   offered?: readonly number[];
 }
 
@@ -29,34 +30,35 @@ export interface ReadHandshakeOptions {
  * `onOtherLine` (a provider must print nothing after the handshake).
  */
 export function readHandshake(stdout: Readable, opts: ReadHandshakeOptions): Promise<Handshake> {
-  const rl = createInterface({ input: stdout, crlfDelay: Infinity });
   return new Promise<Handshake>((resolve, reject) => {
     let done = false;
+    let failed = false;
     const finish = (err?: Error, h?: Handshake) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       if (err) {
-        rl.close();
+        failed = true;
         reject(err);
       } else resolve(h!);
     };
     const timer = setTimeout(
-      () => finish(new PluginStartError(`plugin printed no handshake within ${opts.timeoutMs} ms: check that it uses the ccm provider SDK or prints the CCMPLUGIN line (see docs/protocol.md)`)),
+      () => finish(new PluginStartError(`plugin printed no handshake within ${opts.timeoutMs} ms (--plugin-start-timeout): check that it uses the ccm provider SDK or prints the CCMPLUGIN line (see docs/protocol.md), or raise --plugin-start-timeout if it is only slow`)),
       opts.timeoutMs,
     );
-    rl.on('line', (line) => {
-      if (done) {
-        opts.onOtherLine?.(line);
+    const closed = readBoundedLines(stdout, (line, cutBytes) => {
+      if (failed) return;
+      if (done || cutBytes > 0) {
+        opts.onOtherLine?.(line, cutBytes);
         return;
       }
       const parsed = parseHandshake(line, opts.offered ?? SUPPORTED_PROTOCOL_VERSIONS);
-      if (parsed.kind === 'other') opts.onOtherLine?.(line);
+      if (parsed.kind === 'other') opts.onOtherLine?.(line, 0);
       else if (parsed.kind === 'invalid') finish(new PluginStartError(`invalid plugin handshake: ${parsed.reason}`));
       else finish(undefined, parsed.handshake);
     });
     // stdout usually closes because the process exited: say how, if that is known soon.
-    rl.once('close', () => {
+    void closed.then(() => {
       const grace = new Promise<undefined>((r) => setTimeout(() => r(undefined), CLOSE_EXIT_GRACE_MS).unref());
       void Promise.race([opts.exited, grace]).then((how) =>
         finish(new PluginStartError(how ? `plugin exited before its handshake (${how})` : 'plugin closed stdout before printing its handshake')),

@@ -5,8 +5,6 @@
  * whole life, and EOF tells it that the host is gone.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, chmod } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import type { Handshake } from '../../sdk/protocol.js';
@@ -23,7 +21,12 @@ import type { Logger } from '../log.js';
 import { within } from '../../sdk/server.js';
 import { readHandshake, PluginStartError } from './handshake.js';
 import { forwardStderr } from './stderr.js';
+import { OutputLimiter, type PluginStream } from './output-limiter.js';
 import { executableProblem, socketProblem } from './file-checks.js';
+import { createSocketDir, removeSocketDir } from './socket-dir.js';
+
+/** Characters of a stray stdout line that are logged (stdout is for the handshake only). */
+const STDOUT_LOGGED_CHARS = 512;
 
 /** Host environment variables a provider may see; everything else is withheld. */
 export const DEFAULT_ENV_ALLOWLIST = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
@@ -54,6 +57,8 @@ export interface SpawnOptions {
   env?: string[];
   logLevel?: string;
   log: Logger;
+  /** Told about every output line dropped by the log rate limit (see OutputLimiter). */
+  onOutputDropped?: (stream: PluginStream) => void;
 }
 
 /** A started provider process. */
@@ -63,7 +68,6 @@ export class PluginProcess {
     readonly pid: number,
     readonly handshake: Handshake,
     readonly instanceId: string,
-    private readonly socketDir: string,
     /** Resolves once the process has exited and been reaped. */
     readonly exited: Promise<string>,
   ) {}
@@ -76,8 +80,7 @@ export class PluginProcess {
   static async start(opts: SpawnOptions): Promise<PluginProcess> {
     const refused = await executableProblem(opts.path);
     if (refused) throw new PluginStartError(`refusing to start the plugin: ${refused}`);
-    const socketDir = await mkdtemp(join(tmpdir(), 'ccm-plugin-'));
-    await chmod(socketDir, 0o700);
+    const socketDir = await createSocketDir();
     const socketPath = join(socketDir, 'provider.sock');
     const instanceId = randomUUID();
     const env = allowedPluginEnv(opts.env ?? []);
@@ -106,10 +109,12 @@ export class PluginProcess {
         shell: false,
       });
     } catch (err) {
-      await rm(socketDir, { recursive: true, force: true });
+      await removeSocketDir(socketDir);
       throw new PluginStartError(`cannot start plugin ${opts.path}: ${(err as Error).message}`);
     }
-    const exited = child.then((r) => {
+    // However the process ends (crash, kill, stop), its socket directory goes with it.
+    const exited = child.then(async (r) => {
+      await removeSocketDir(socketDir);
       if (r.signal) return `killed by ${r.signal}`;
       if (r.failed && r.exitCode === undefined) return `failed to start: ${r.originalMessage || r.shortMessage}`;
       return `exit code ${r.exitCode}`;
@@ -118,13 +123,20 @@ export class PluginProcess {
     exited.catch(() => undefined);
     const pid = child.pid ?? -1;
     const log = opts.log.child({ pid });
-    if (child.stderr) void forwardStderr(child.stderr, log);
+    const limiter = new OutputLimiter({ log, onDropped: opts.onOutputDropped });
+    void exited.then(() => limiter.close());
+    if (child.stderr) void forwardStderr(child.stderr, log, limiter);
     child.stdin?.on('error', () => undefined); // EPIPE once the plugin is gone
     try {
       const handshake = await readHandshake(child.stdout!, {
         timeoutMs: opts.startTimeoutMs,
         exited,
-        onOtherLine: (line) => log.warn({ line: line.slice(0, 512) }, 'ignoring plugin stdout line that is not the handshake'),
+        onOtherLine: (line, cutBytes) => {
+          if (!limiter.admit('stdout')) return;
+          const shown = line.slice(0, STDOUT_LOGGED_CHARS);
+          const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(shown);
+          log.warn({ line: shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) }, 'ignoring plugin stdout line that is not the handshake');
+        },
       });
       if (handshake.network === 'unix' && handshake.address !== socketPath) {
         log.info({ expected: socketPath, got: handshake.address }, 'plugin listens on a socket other than the one offered');
@@ -133,9 +145,9 @@ export class PluginProcess {
         const unsafe = await socketProblem(handshake.address, { privateDir: handshake.address === socketPath ? socketDir : undefined });
         if (unsafe) throw new PluginStartError(`refusing the plugin's socket: ${unsafe}`);
       }
-      return new PluginProcess(child, pid, handshake, instanceId, socketDir, exited);
+      return new PluginProcess(child, pid, handshake, instanceId, exited);
     } catch (err) {
-      const proc = new PluginProcess(child, pid, { core: 1, protocol: 0, network: 'unix', address: '', transport: 'grpc' }, instanceId, socketDir, exited);
+      const proc = new PluginProcess(child, pid, { core: 1, protocol: 0, network: 'unix', address: '', transport: 'grpc' }, instanceId, exited);
       await proc.stop({ graceMs: 0 });
       throw err;
     }
@@ -161,8 +173,8 @@ export class PluginProcess {
 
   /**
    * Escalating stop: close stdin (the plugin's cue to exit), wait `graceMs`,
-   * then SIGTERM, wait `termMs`, then SIGKILL. Always reaps the process and
-   * removes the private socket directory. Idempotent.
+   * then SIGTERM, wait `termMs`, then SIGKILL. Always reaps the process (which
+   * removes the private socket directory). Idempotent.
    */
   async stop(opts: { graceMs: number; termMs?: number }): Promise<string> {
     this.child.stdin?.end();
@@ -171,8 +183,6 @@ export class PluginProcess {
       this.signal('SIGTERM');
       if (!(await waitFor(opts.termMs ?? 2000))) this.signal('SIGKILL');
     }
-    const how = await this.exited;
-    await rm(this.socketDir, { recursive: true, force: true });
-    return how;
+    return this.exited;
   }
 }

@@ -5,18 +5,17 @@
  * looks like a crash (`panic:`, `Error:` at the start, an uncaught exception),
  * the rest of the output is logged at error level so the cause is visible.
  */
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../log.js';
+import { readBoundedLines } from './lines.js';
+import type { OutputLimiter } from './output-limiter.js';
 
 type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 const LEVELS = new Set<Level>(['trace', 'debug', 'info', 'warn', 'error', 'fatal']);
 const PINO_NUMERIC: Record<number, Level> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
-const MAX_LINE_CHARS = 16 * 1024;
 
-/** Parses one stderr line into a level, message and fields. */
-export function parseStderrLine(line: string, crashed: boolean): { level: Level; msg: string; fields: Record<string, unknown> } {
-  const text = line.length > MAX_LINE_CHARS ? line.slice(0, MAX_LINE_CHARS) + '…' : line;
+/** Parses one stderr line (already bounded by readBoundedLines) into a level, message and fields. */
+export function parseStderrLine(text: string, crashed: boolean): { level: Level; msg: string; fields: Record<string, unknown> } {
   if (text.startsWith('{')) {
     try {
       const obj = JSON.parse(text) as Record<string, unknown>;
@@ -43,15 +42,19 @@ export function parseStderrLine(line: string, crashed: boolean): { level: Level;
 
 const CRASH_START = /^(panic:|fatal error:|Uncaught|Traceback \(most recent call last\))|^\S*Error: /;
 
-/** Reads `stream` until it ends, logging every line through `log` (which carries plugin name and pid). */
-export function forwardStderr(stream: Readable, log: Logger): Promise<void> {
-  const rl = createInterface({ input: stream, crlfDelay: Infinity });
+/**
+ * Reads `stream` until it ends, logging every line through `log` (which
+ * carries plugin name and pid) as far as `limiter` admits it. A line cut at
+ * the length limit is logged with `truncatedBytes` (and, being cut, is never
+ * parsed as JSON).
+ */
+export function forwardStderr(stream: Readable, log: Logger, limiter: OutputLimiter): Promise<void> {
   let crashed = false;
-  rl.on('line', (line) => {
-    if (line.length === 0) return;
+  return readBoundedLines(stream, (line, cutBytes) => {
+    if (line.length === 0 && cutBytes === 0) return;
     if (!crashed && CRASH_START.test(line)) crashed = true;
-    const { level, msg, fields } = parseStderrLine(line, crashed);
-    log[level]({ ...fields, source: 'plugin-stderr' }, msg);
+    if (!limiter.admit('stderr')) return;
+    const { level, msg, fields } = cutBytes > 0 ? parseStderrLine(line + '…', crashed) : parseStderrLine(line, crashed);
+    log[level]({ ...fields, ...(cutBytes > 0 ? { truncatedBytes: cutBytes } : {}), source: 'plugin-stderr' }, msg);
   });
-  return new Promise((resolve) => rl.once('close', () => resolve()));
 }

@@ -27,7 +27,9 @@ import { Backoff } from '../kube/backoff.js';
 import { PluginConnection, type CallObserver, type CallPolicy } from './connection.js';
 import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
+import type { PluginStream } from './output-limiter.js';
 import { socketProblem } from './file-checks.js';
+import { removeStaleSocketDirs } from './socket-dir.js';
 
 export type PluginMode =
   | { kind: 'exec'; path: string; args?: string[]; env?: string[] }
@@ -52,6 +54,8 @@ export interface SupervisorOptions {
   /** Caller identity and mutation gate applied to every connection (see CallPolicy). */
   callPolicy?: CallPolicy;
   pluginLogLevel?: string;
+  /** Told about every plugin output line dropped by the log rate limit (exec mode). */
+  onOutputDropped?: (stream: PluginStream) => void;
 }
 
 /** What the provider said about itself at start-up. */
@@ -116,12 +120,15 @@ export class PluginSupervisor extends EventEmitter {
   }
 
   /**
-   * First start. Exec mode: rejects with PluginStartError if the plugin
-   * cannot be started (the host reports it and exits). Socket mode: keeps
+   * First start. Exec mode: removes socket directories left by host
+   * processes that are gone (see socket-dir.ts), then rejects with
+   * PluginStartError if the plugin cannot be started (the host reports it
+   * and exits). Socket mode: keeps
    * redialing with backoff until the sidecar answers or `signal` aborts.
    */
   async start(signal?: AbortSignal): Promise<PluginIdentity> {
     if (this.stateValue !== 'idle') throw new Error(`start called in state ${this.stateValue}`);
+    if (this.opts.mode.kind === 'exec') await removeStaleSocketDirs(this.log);
     for (;;) {
       try {
         await this.runOnce();
@@ -190,6 +197,7 @@ export class PluginSupervisor extends EventEmitter {
         startTimeoutMs: this.opts.startTimeoutMs,
         logLevel: this.opts.pluginLogLevel,
         log: this.log,
+        onOutputDropped: this.opts.onOutputDropped,
       });
       this.proc = proc;
       expectedInstance = proc.instanceId;
@@ -286,11 +294,27 @@ export class PluginSupervisor extends EventEmitter {
 
   private async initialize(conn: PluginConnection, expectedInstance: string, deadline: number): Promise<PluginIdentity> {
     const remaining = () => Math.max(1, deadline - Date.now());
+    const timedOut = (what: string, cause?: unknown) =>
+      new PluginStartError(
+        `plugin did not become ready within the start timeout of ${this.opts.startTimeoutMs / 1000} s (--plugin-start-timeout): ${what}` +
+          `${cause === undefined ? '' : ` (${errorMessage(cause)})`}; see the plugin's log lines, or raise --plugin-start-timeout if it is only slow`,
+        { cause },
+      );
+    // A call cut short by the start deadline is the timeout, not the call's own failure.
+    const call = async <T>(method: string, send: (ms: number) => Promise<T>, capMs = Infinity): Promise<T> => {
+      if (Date.now() >= deadline) throw timedOut(`${method} was not answered in time`);
+      try {
+        return await send(Math.min(capMs, remaining()));
+      } catch (err) {
+        if (Date.now() >= deadline) throw timedOut(`${method} was not answered in time`, err);
+        throw err;
+      }
+    };
     while (!(await conn.healthCheck(Math.min(2000, remaining())))) {
-      if (Date.now() >= deadline) throw new PluginStartError(`plugin at ${conn.target} did not report SERVING on grpc.health.v1 within the start timeout`);
+      if (Date.now() >= deadline) throw timedOut(`${conn.target} never reported SERVING on grpc.health.v1`);
       await delay(STARTUP_POLL_MS);
     }
-    const info = await conn.unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, remaining());
+    const info = await call('GetPluginInfo', (ms) => conn.unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, ms));
     if (!SUPPORTED_PROTOCOL_VERSIONS.includes(info.protocolVersion)) {
       const side = info.protocolVersion > Math.max(...SUPPORTED_PROTOCOL_VERSIONS) ? 'upgrade the host' : 'upgrade the plugin';
       throw new PluginStartError(`plugin ${info.name} speaks protocol ${info.protocolVersion}, host speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(',')}: ${side}`);
@@ -298,22 +322,19 @@ export class PluginSupervisor extends EventEmitter {
     if (expectedInstance && info.instanceId !== expectedInstance) {
       throw new PluginStartError(`plugin answered with instance id ${JSON.stringify(info.instanceId)}, expected the one the host launched (${expectedInstance}): another process owns the socket`);
     }
-    const capabilities = await conn.unary<object, GetPluginCapabilitiesResponse>(conn.identity, 'GetPluginCapabilities', {}, remaining());
+    const capabilities = await call('GetPluginCapabilities', (ms) => conn.unary<object, GetPluginCapabilitiesResponse>(conn.identity, 'GetPluginCapabilities', {}, ms));
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(capabilities.providerName)) {
       throw new PluginStartError(`plugin declares provider name ${JSON.stringify(capabilities.providerName)}, which is not a lowercase DNS label: fix the plugin`);
     }
     const cfg = this.opts.configure;
-    const configured = await conn.unary<object, { warnings: string[] }>(
-      conn.lifecycle,
-      'Configure',
-      { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion },
-      remaining(),
+    const configured = await call('Configure', (ms) =>
+      conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion }, ms),
     );
     for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
-    for (;;) {
-      const probe = await conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, Math.min(PROBE_TIMEOUT_MS, remaining()));
+    for (let answeredNotReady = false; ; answeredNotReady = true) {
+      if (answeredNotReady && Date.now() >= deadline) throw timedOut('Probe kept answering ready=false');
+      const probe = await call('Probe', (ms) => conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, ms), PROBE_TIMEOUT_MS);
       if (probe.ready) break;
-      if (Date.now() >= deadline) throw new PluginStartError('plugin did not become ready (Probe) within the start timeout');
       await delay(STARTUP_POLL_MS);
     }
     return { info, capabilities };

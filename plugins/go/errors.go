@@ -1,6 +1,7 @@
 // Errors in the protocol's error model: a canonical code, plus a
 // google.rpc.ErrorInfo reason (domain ccm.provider.v1) where the code alone
-// is ambiguous, plus a google.rpc.RetryInfo for "retry after exactly this".
+// is ambiguous, plus a google.rpc.RetryInfo for "retry after this" (the host
+// keeps it within 1 s .. 1 h).
 package main
 
 import (

@@ -1,11 +1,13 @@
 /**
  * The plugin boundary with real child processes: environment allowlist,
  * refusal of plugin files others could change, socket and directory modes,
- * socket removal, and (as root) that another user cannot connect.
+ * socket and socket directory removal (after a crash too, and of dead
+ * hosts' directories at start), and (as root) that another user cannot
+ * connect.
  */
 import test from 'ava';
 import { existsSync } from 'node:fs';
-import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,11 +18,17 @@ import { readJournal } from '../../plugins/local/journal.js';
 import { LOCAL_PLUGIN } from '../helpers/localcloud.js';
 import { EnsureLoadBalancerRequest, Protocol } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { executableProblem } from '../../host/plugin/file-checks.js';
+import { MAX_CLOUD_CONFIG_BYTES } from '../../host/config/cloud-config.js';
+import { kubeconfigFile } from '../helpers/host-process.js';
 import { DEFAULT_ENV_ALLOWLIST } from '../../host/plugin/process.js';
+import { createSocketDir, OWNER_MARKER, ownerMarker, removeStaleSocketDirs } from '../../host/plugin/socket-dir.js';
+import { waitFor } from '../helpers/wait.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
 
 const ENV_REPORTER = fileURLToPath(new URL('../fixtures/plugins/env-reporter.js', import.meta.url));
 const ECHO = fileURLToPath(new URL('../fixtures/echo-provider.js', import.meta.url));
+const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
+const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 const isRoot = process.getuid?.() === 0;
 const OTHER_UID = 4321;
 
@@ -123,6 +131,55 @@ test('exec mode: the socket is 0600 in a 0700 directory, refused to other users,
   t.false(existsSync(dirname(target)), 'private directory removed');
 });
 
+test('exec mode: the socket directory of every crashed plugin process is removed at once, the last one at stop', async (t) => {
+  const crashes = 5;
+  const s = new PluginSupervisor({
+    name: 'crashing',
+    mode: { kind: 'exec', path: BAD, env: ['BAD_PROVIDER_CRASH_AFTER_MS=1500'] },
+    startTimeoutMs: 15_000,
+    shutdownGraceMs: 2_000,
+    configure: { cloudConfig: Buffer.alloc(0), clusterName: 'hardening', hostVersion: 'test' },
+    log: silentLogger(),
+    restart: { initialMs: 100, maxMs: 300 },
+  });
+  const dirs: string[] = [];
+  s.on('ready', () => dirs.push(dirname(s.connection().target.replace(/^unix:\/\//, ''))));
+  t.teardown(() => s.stop());
+  await s.start();
+  await waitFor(() => dirs.length > crashes || undefined, { what: `${crashes} crashes and restarts`, timeoutMs: 120_000, intervalMs: 100 });
+  t.is(new Set(dirs).size, dirs.length, 'every process got its own directory');
+  t.deepEqual(dirs.slice(0, crashes).filter(existsSync), [], 'crashed processes left no directory');
+  await s.stop();
+  t.deepEqual(dirs.filter(existsSync), []);
+});
+
+test('at start, socket directories of host processes that are gone are removed, and only those', async (t) => {
+  const parent = await mkdtemp(join(tmpdir(), 'ccm-stale-'));
+  const dead = execa(process.execPath, ['-e', '']);
+  const deadPid = dead.pid!;
+  await dead;
+  const cases: { name: string; marker?: string; removed: boolean }[] = [
+    { name: 'ccm-plugin-dead', marker: ownerMarker(deadPid), removed: true },
+    { name: 'ccm-plugin-live', marker: ownerMarker(process.pid), removed: false },
+    { name: 'ccm-plugin-other-pid-namespace', marker: `${deadPid} pid:[1]`, removed: false },
+    { name: 'ccm-plugin-unmarked', removed: false },
+    { name: 'ccm-plugin-garbage', marker: 'not a pid', removed: false },
+    { name: 'ccm-plugin-huge', marker: `${ownerMarker(deadPid)}${' '.repeat(100)}`, removed: false },
+    { name: 'someone-else-dead', marker: ownerMarker(deadPid), removed: false },
+  ];
+  for (const c of cases) {
+    const dir = join(parent, c.name);
+    await mkdir(dir, { mode: 0o700 });
+    await writeFile(join(dir, 'provider.sock'), '');
+    if (c.marker !== undefined) await writeFile(join(dir, OWNER_MARKER), c.marker);
+  }
+  const ours = await createSocketDir(parent);
+  const removed = await removeStaleSocketDirs(silentLogger(), parent);
+  t.deepEqual(removed, [join(parent, 'ccm-plugin-dead')]);
+  for (const c of cases) t.is(existsSync(join(parent, c.name)), !c.removed, c.name);
+  t.true(existsSync(ours), "this process's own directory stays");
+});
+
 test('sidecar mode: a stale socket file from a killed provider is replaced at start and removed at exit', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-side-'));
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -184,4 +241,51 @@ test('every call carries the caller identity; mutations are refused locally whil
     ['loadBalancers.getLoadBalancer', 'replica-1_abc'],
     ['loadBalancers.ensureLoadBalancer', 'replica-1_abc'],
   ]);
+});
+
+/** Runs the host binary with `args` until it exits (as `uid` when given); start-up errors go to its stderr. */
+async function hostFailsToStart(args: string[], uid?: number): Promise<{ exitCode?: number; stderr: string }> {
+  const r = await execa(process.execPath, [HOST_MAIN, '--leader-elect=false', '--secure-port=0', ...args], {
+    reject: false,
+    timeout: 60_000,
+    ...(uid === undefined ? {} : { uid, gid: uid }),
+  });
+  return { exitCode: r.exitCode, stderr: String(r.stderr) };
+}
+
+test('an oversized --cloud-config is refused at start, naming the flag and the limit, without reading it all', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-cloudcfg-'));
+  const cases = [
+    { size: MAX_CLOUD_CONFIG_BYTES + 1, want: new RegExp(`--cloud-config \\S+ is larger than ${MAX_CLOUD_CONFIG_BYTES} bytes, the limit`) },
+    // Sparse: reading it whole would take 3 GiB (Node refuses files over 2 GiB with its own message).
+    { size: 3 * 1024 ** 3, want: new RegExp(`--cloud-config \\S+ is larger than ${MAX_CLOUD_CONFIG_BYTES} bytes, the limit`) },
+  ];
+  const kubeconfig = await kubeconfigFile(dir);
+  for (const c of cases) {
+    const file = join(dir, `cloud-${c.size}.json`);
+    await writeFile(file, '');
+    await truncate(file, c.size);
+    const r = await hostFailsToStart(['--cloud-provider=local', `--cloud-config=${file}`, `--kubeconfig=${kubeconfig}`]);
+    t.not(r.exitCode, 0, `${c.size} bytes`);
+    t.regex(r.stderr, c.want, `${c.size} bytes`);
+  }
+});
+
+test('a --plugin-path directory the host may not search is reported as permission denied, not as missing files', async (t) => {
+  // Under /tmp itself: the suite's TMPDIR is private to root, so another user could not even reach it.
+  const dir = await mkdtemp(join(isRoot ? '/tmp' : tmpdir(), 'ccm-plugindir-'));
+  const plugins = join(dir, 'plugins');
+  t.teardown(async () => {
+    await chmod(plugins, 0o755);
+    await rm(dir, { recursive: true, force: true });
+  });
+  await mkdir(plugins);
+  await writeFile(join(plugins, 'ccm-provider-foo.js'), '');
+  // Root searches any directory: run the host as another user, who may reach `dir` but not search `plugins`.
+  await chmod(dir, 0o755);
+  await chmod(plugins, isRoot ? 0o700 : 0o000);
+  const r = await hostFailsToStart(['--cloud-provider=foo', `--plugin-path=${plugins}`], isRoot ? OTHER_UID : undefined);
+  t.not(r.exitCode, 0);
+  t.regex(r.stderr, /--plugin-path \S+: cannot look up ccm-provider-foo: permission denied: give the host's user read and search permission/);
+  t.notRegex(r.stderr, /holds neither/);
 });

@@ -17,6 +17,7 @@ import { LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
 
 const MISBEHAVING = fileURLToPath(new URL('../fixtures/plugins/misbehaving.js', import.meta.url));
+const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 
 function alive(pid: number): boolean {
   try {
@@ -45,7 +46,7 @@ const node = (name: string) => ({ name, addresses: [], labels: {} });
 
 const startFailures = [
   { description: 'a handshake for a protocol the host does not speak', mode: 'wrong-version', want: /plugin speaks protocol 9, host speaks 1: upgrade the host/ },
-  { description: 'no handshake within the start timeout (SIGTERM ignored)', mode: 'silent', want: /no handshake within 1500 ms/ },
+  { description: 'no handshake within the start timeout (SIGTERM ignored)', mode: 'silent', want: /no handshake within 1500 ms \(--plugin-start-timeout\)/ },
   { description: 'an exit before the handshake', mode: 'crash', want: /exited before its handshake \(exit code 3\)/ },
 ];
 
@@ -63,6 +64,14 @@ for (const c of startFailures) {
     t.false(alive(pid), `plugin pid ${pid} is gone and reaped`);
   });
 }
+
+test('a plugin that never becomes ready: the error names the start timeout and its flag, not a call deadline', async (t) => {
+  const sup = supervisor({ kind: 'exec', path: BAD, env: ['BAD_PROVIDER_NEVER_READY=1'] }, { startTimeoutMs: 2500 });
+  const err = await t.throwsAsync(sup.start());
+  t.regex(err!.message, /^plugin did not become ready within the start timeout of 2\.5 s \(--plugin-start-timeout\): Probe (kept answering ready=false|was not answered in time)/);
+  t.notRegex(err!.message, /Deadline exceeded/);
+  t.is(sup.pid, undefined, 'the process was stopped');
+});
 
 test('kill -9 mid-call: in-flight calls fail at once, the plugin restarts with backoff, calls succeed again', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));

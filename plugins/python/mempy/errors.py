@@ -1,6 +1,7 @@
 """Errors in the protocol's error model: a canonical code, a google.rpc.ErrorInfo
 reason (domain ccm.provider.v1) where the code alone is ambiguous, and a
-google.rpc.RetryInfo for "retry after exactly this long"."""
+google.rpc.RetryInfo for "retry after this long" (the host keeps it within
+1 s .. 1 h)."""
 import functools
 
 import grpc

@@ -1,14 +1,19 @@
 /**
  * Plugin stderr forwarding (host/plugin/stderr.ts): how one line becomes a
- * log record (parseStderrLine), and how forwardStderr switches to error level
- * once the output looks like a crash.
+ * log record (parseStderrLine), how forwardStderr switches to error level
+ * once the output looks like a crash, and how it cuts overlong lines.
  */
 import test from 'ava';
 import { PassThrough } from 'node:stream';
 import type { Logger } from '../../../host/log.js';
 import { forwardStderr, parseStderrLine } from '../../../host/plugin/stderr.js';
+import { OutputLimiter } from '../../../host/plugin/output-limiter.js';
+import { MAX_PLUGIN_LINE_BYTES } from '../../../host/plugin/lines.js';
 
-const MAX = 16 * 1024;
+const MAX = MAX_PLUGIN_LINE_BYTES;
+
+/** A limiter that admits every line of these small inputs. */
+const unlimited = () => new OutputLimiter({ log: recordingLogger().log, burst: 1e9 });
 
 interface Case {
   description: string;
@@ -58,20 +63,6 @@ const cases: Case[] = [
   { description: 'prefix keeps its level after a crash', line: '[DEBUG] detail', crashed: true, level: 'debug', msg: 'detail' },
   { description: 'unknown bracket prefix is plain text', line: '[NOTICE] x', level: 'info', msg: '[NOTICE] x' },
   { description: 'prefix not at the start is plain text', line: 'x [ERROR] y', level: 'info', msg: 'x [ERROR] y' },
-  { description: `line of exactly ${MAX} characters is kept whole`, line: 'a'.repeat(MAX), level: 'info', msg: 'a'.repeat(MAX) },
-  { description: 'oversize plain line is truncated with an ellipsis', line: 'b'.repeat(MAX + 5000), level: 'info', msg: 'b'.repeat(MAX) + '…' },
-  {
-    description: 'oversize JSON line is truncated and then not JSON: logged as text at info',
-    line: `{"level":"error","msg":"${'c'.repeat(MAX)}"}`,
-    level: 'info',
-    msg: `{"level":"error","msg":"${'c'.repeat(MAX - 24)}…`,
-  },
-  {
-    description: 'oversize [ERROR] line keeps its prefix level',
-    line: `[ERROR] ${'d'.repeat(MAX * 2)}`,
-    level: 'error',
-    msg: 'd'.repeat(MAX - 8) + '…',
-  },
 ];
 
 for (const c of cases) {
@@ -96,7 +87,7 @@ function recordingLogger() {
 interface ForwardCase {
   description: string;
   input: string;
-  want: { level: string; msg: string }[];
+  want: { level: string; msg: string; truncatedBytes?: number }[];
 }
 
 const forwardCases: ForwardCase[] = [
@@ -142,19 +133,38 @@ const forwardCases: ForwardCase[] = [
     input: 'no newline at end',
     want: [{ level: 'info', msg: 'no newline at end' }],
   },
+  { description: `a line of exactly ${MAX} bytes is kept whole`, input: 'a'.repeat(MAX) + '\n', want: [{ level: 'info', msg: 'a'.repeat(MAX) }] },
+  {
+    description: 'an oversize plain line is cut, marked with an ellipsis and counted',
+    input: 'b'.repeat(MAX + 5000) + '\nnext\n',
+    want: [
+      { level: 'info', msg: 'b'.repeat(MAX) + '…', truncatedBytes: 5000 },
+      { level: 'info', msg: 'next' },
+    ],
+  },
+  {
+    description: 'an oversize JSON line is cut and then not JSON: logged as text at info',
+    input: `{"level":"error","msg":"${'c'.repeat(MAX)}"}\n`,
+    want: [{ level: 'info', msg: `{"level":"error","msg":"${'c'.repeat(MAX - 24)}…`, truncatedBytes: 26 }],
+  },
+  {
+    description: 'an oversize [ERROR] line keeps its prefix level',
+    input: `[ERROR] ${'d'.repeat(MAX * 2)}\n`,
+    want: [{ level: 'error', msg: 'd'.repeat(MAX - 8) + '…', truncatedBytes: MAX + 8 }],
+  },
 ];
 
 for (const c of forwardCases) {
   test(`forwardStderr: ${c.description}`, async (t) => {
     const { log, records } = recordingLogger();
     const stream = new PassThrough();
-    const done = forwardStderr(stream, log);
+    const done = forwardStderr(stream, log, unlimited());
     // Written in small chunks so lines are split across writes.
     for (let i = 0; i < c.input.length; i += 7) stream.write(c.input.slice(i, i + 7));
     stream.end();
     await done;
     t.deepEqual(
-      records.map((r) => ({ level: r.level, msg: r.msg })),
+      records.map((r) => ({ level: r.level, msg: r.msg, ...(r.fields.truncatedBytes === undefined ? {} : { truncatedBytes: r.fields.truncatedBytes }) })),
       c.want,
     );
     t.true(records.every((r) => r.fields.source === 'plugin-stderr'), 'every record is marked as plugin stderr');
@@ -164,7 +174,7 @@ for (const c of forwardCases) {
 test('forwardStderr: JSON fields reach the log record next to source', async (t) => {
   const { log, records } = recordingLogger();
   const stream = new PassThrough();
-  const done = forwardStderr(stream, log);
+  const done = forwardStderr(stream, log, unlimited());
   stream.end('{"level":"warn","msg":"m","node":"n1","source":"provider"}\n');
   await done;
   t.deepEqual(records, [{ level: 'warn', msg: 'm', fields: { node: 'n1', source: 'plugin-stderr' } }]);

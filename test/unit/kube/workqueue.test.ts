@@ -2,7 +2,7 @@ import test from 'ava';
 import { Registry, type Metric } from 'prom-client';
 import { silentLogger } from '../../../host/log.js';
 import { ItemExponentialRateLimiter, type RateLimiter } from '../../../host/kube/ratelimiter.js';
-import { WorkQueue, runWorkers, type GetResult } from '../../../host/kube/workqueue.js';
+import { MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, WorkQueue, runWorkers, type GetResult } from '../../../host/kube/workqueue.js';
 
 /** Resolves after pending timers/IO callbacks of this turn have run. */
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -100,13 +100,16 @@ test('waiting gets are served in order', async (t) => {
 });
 
 /** A rate limiter that records the delays it hands out. */
-function recording<T>(inner: RateLimiter<T>): RateLimiter<T> & { delays: number[] } {
+function recording<T>(inner: RateLimiter<T>): RateLimiter<T> & { delays: number[]; items: T[] } {
   const delays: number[] = [];
+  const items: T[] = [];
   return {
     delays,
+    items,
     when: (item) => {
       const d = inner.when(item);
       delays.push(d);
+      items.push(item);
       return d;
     },
     forget: (item) => inner.forget(item),
@@ -283,7 +286,7 @@ test('metrics: depth, adds, durations and retries per queue name', async (t) => 
   t.is(work['workqueue_work_duration_seconds_count{"name":"nodes"}'], 1);
 });
 
-test('runWorkers: success forgets, errors requeue rate-limited, RetryError requeues after its delay', async (t) => {
+test('runWorkers: success forgets, errors requeue rate-limited, RetryError requeues after its delay (at least 1 s)', async (t) => {
   const limiter = recording(new ItemExponentialRateLimiter<string>(1, 100));
   const q = new WorkQueue({ rateLimiter: limiter });
   const seen: string[] = [];
@@ -309,7 +312,8 @@ test('runWorkers: success forgets, errors requeue rate-limited, RetryError reque
   const count = (item: string): number => seen.filter((s) => s === item).length;
   await until(() => count('flaky') === 3 && count('later') === 2 && q.len() === 0);
   t.is(count('flaky'), 3, 'two failures, then success');
-  t.deepEqual(limiter.delays, [1, 2], 'only plain errors use the rate limiter');
+  t.deepEqual(limiter.items.filter((i) => i === 'flaky').length, 2, 'every plain error goes through the rate limiter');
+  t.deepEqual(limiter.items.filter((i) => i === 'later').length, 1, 'a RetryError too: its delay is the floor');
   t.is(q.numRequeues('flaky'), 0, 'forgotten after success');
   t.is(count('later'), 2, 'one RetryError, then success');
   q.add('done');
@@ -343,4 +347,72 @@ test('runWorkers: at most one worker per item, all workers used', async (t) => {
   t.is(maxConcurrent, 3);
   await q.shutDownWithDrain();
   await run;
+});
+
+/** A queue that records addAfter delays instead of waiting them out. */
+class DelayRecordingQueue extends WorkQueue<string> {
+  readonly delays: number[] = [];
+  override addAfter(_item: string, delayMs: number): void {
+    this.delays.push(delayMs);
+  }
+}
+
+/** The requeue delays runWorkers chooses when the handler fails with `errors`, one after the other. */
+async function requeueDelays(errors: unknown[], rateLimiter: RateLimiter<string>): Promise<number[]> {
+  const q = new DelayRecordingQueue({ rateLimiter });
+  const ac = new AbortController();
+  let next = 0;
+  const run = runWorkers(q, 1, () => Promise.reject(errors[next++]), { log: silentLogger(), signal: ac.signal });
+  for (let n = 1; n <= errors.length; n++) {
+    q.add('item');
+    await until(() => q.delays.length === n);
+  }
+  ac.abort();
+  await run;
+  return q.delays;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const retry = (retryAfterMs: number) => Object.assign(new Error('throttled'), { retryAfterMs });
+
+const retryCases: { description: string; errors: unknown[]; limiter?: RateLimiter<string>; want: number[] }[] = [
+  { description: 'a delay within the range is kept', errors: [retry(5000)], want: [5000] },
+  { description: 'zero is raised to the minimum', errors: [retry(0)], want: [MIN_RETRY_AFTER_MS] },
+  { description: 'a few ms are raised to the minimum', errors: [retry(15)], want: [MIN_RETRY_AFTER_MS] },
+  { description: '30 days (beyond setTimeout) are cut to the maximum', errors: [retry(30 * DAY_MS)], want: [MAX_RETRY_AFTER_MS] },
+  { description: 'Infinity is cut to the maximum', errors: [retry(Infinity)], want: [MAX_RETRY_AFTER_MS] },
+  { description: 'NaN is an ordinary error (rate limited)', errors: [retry(NaN)], want: [5] },
+  { description: 'a negative delay is an ordinary error', errors: [retry(-1)], want: [5] },
+  {
+    description: 'the rate limiter is the floor',
+    errors: [retry(2000)],
+    limiter: new ItemExponentialRateLimiter<string>(10_000, 100_000),
+    want: [10_000],
+  },
+  {
+    description: 'repeated zero delays back off with the rate limiter',
+    errors: [retry(0), retry(0), retry(0), retry(0), retry(0)],
+    limiter: new ItemExponentialRateLimiter<string>(500, 1_000_000),
+    want: [1000, 1000, 2000, 4000, 8000],
+  },
+];
+
+for (const c of retryCases) {
+  test(`runWorkers RetryError delay: ${c.description}`, async (t) => {
+    t.deepEqual(await requeueDelays(c.errors, c.limiter ?? new ItemExponentialRateLimiter<string>(5, 1000)), c.want);
+  });
+}
+
+test('addAfter beyond the setTimeout range (24.8 days) waits instead of firing at once', async (t) => {
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.name);
+  process.on('warning', onWarning);
+  t.teardown(() => process.off('warning', onWarning));
+  const q = new WorkQueue<string>();
+  q.add('now');
+  q.addAfter('later', 30 * DAY_MS);
+  await new Promise((r) => setTimeout(r, 100));
+  t.deepEqual(await drainNow(q), ['now'], 'the delayed item is still waiting');
+  t.deepEqual(warnings, []);
+  q.shutDown();
 });

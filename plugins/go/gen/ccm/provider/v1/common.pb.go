@@ -25,8 +25,9 @@
 //                        until Configure succeeds; the host treats it as
 //                        "provider not ready", configures the provider
 //                        again and retries, and never reads it as a result.
-// A google.rpc.RetryInfo detail means "retry after exactly this delay"; the
-// host honours it instead of its own backoff.
+// A google.rpc.RetryInfo detail means "retry after this delay"; the host
+// raises it to at least 1 s and to its own backoff for the object, and cuts it
+// to at most 1 h.
 // Codes: UNIMPLEMENTED means the provider does not offer the RPC (the host
 // falls back or disables the feature; never retried). INVALID_ARGUMENT means
 // the request is malformed (not retried until the object changes).
