@@ -31,13 +31,12 @@ test.serial('default limit: of 12 Nodes reported gone, 5 are deleted; the other 
   const scope = testScope('brk');
   const dir = await mkdtemp(join(tmpdir(), 'ccm-deletion-brake-'));
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
-  const u = await startUnguarded(dir, [], 'random', ['--controllers=cloud-node-lifecycle', '--node-monitor-period=1s', `--node-selector=${scope.selector}`]);
-  t.teardown(async () => {
-    await u.stop();
-    await deleteScopedNodes(core, scope.selector);
-  });
+  // All Nodes exist (with their status) before the host starts: it would otherwise delete one between its create and its status write.
   const names = Array.from({ length: 12 }, (_, i) => `${scope.prefix}-n${String(i).padStart(2, '0')}`);
+  t.teardown(() => deleteScopedNodes(core, scope.selector));
   for (const n of names) await createTestNode(core, n, { labels: scope.labels, ready: false });
+  const u = await startUnguarded(dir, [], 'random', ['--controllers=cloud-node-lifecycle', '--node-monitor-period=1s', `--node-selector=${scope.selector}`]);
+  t.teardown(() => u.stop());
 
   const kept = await waitFor(async () => {
     const left = await existing(core, names);
@@ -64,6 +63,10 @@ test.serial('the brake resumes: held-back Nodes still reported gone are deleted 
   const scope = testScope('brr');
   const dir = await mkdtemp(join(tmpdir(), 'ccm-deletion-brake-'));
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  // All Nodes exist (with their status) before the host starts: it would otherwise delete one between its create and its status write.
+  const names = Array.from({ length: 8 }, (_, i) => `${scope.prefix}-n${i}`);
+  t.teardown(() => deleteScopedNodes(core, scope.selector));
+  for (const n of names) await createTestNode(core, n, { labels: scope.labels, ready: false });
   const u = await startUnguarded(dir, [], 'random', [
     '--controllers=cloud-node-lifecycle',
     '--node-monitor-period=1s',
@@ -71,12 +74,7 @@ test.serial('the brake resumes: held-back Nodes still reported gone are deleted 
     '--node-deletion-limit-window=2s',
     `--node-selector=${scope.selector}`,
   ]);
-  t.teardown(async () => {
-    await u.stop();
-    await deleteScopedNodes(core, scope.selector);
-  });
-  const names = Array.from({ length: 8 }, (_, i) => `${scope.prefix}-n${i}`);
-  for (const n of names) await createTestNode(core, n, { labels: scope.labels, ready: false });
+  t.teardown(() => u.stop());
   await waitFor(async () => (await existing(core, names)).length === 0, { what: 'every node deleted in the end' });
   t.true((await heldBackTotal(u.host)) > 0, 'some deletions were held back on the way');
 });
