@@ -333,7 +333,14 @@ export class PluginSupervisor extends EventEmitter {
     for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
     for (let answeredNotReady = false; ; answeredNotReady = true) {
       if (answeredNotReady && Date.now() >= deadline) throw timedOut('Probe kept answering ready=false');
-      const probe = await call('Probe', (ms) => conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, ms), PROBE_TIMEOUT_MS);
+      let probe: { ready: boolean };
+      try {
+        probe = await call('Probe', (ms) => conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, ms), PROBE_TIMEOUT_MS);
+      } catch (err) {
+        // The last Probe cut short by the deadline says nothing new: the plugin was answering not ready.
+        if (answeredNotReady && Date.now() >= deadline) throw timedOut('Probe kept answering ready=false');
+        throw err;
+      }
       if (probe.ready) break;
       await delay(STARTUP_POLL_MS);
     }

@@ -244,12 +244,16 @@ test('every call carries the caller identity; mutations are refused locally whil
 });
 
 /** Runs the host binary with `args` until it exits (as `uid` when given); start-up errors go to its stderr. */
-async function hostFailsToStart(args: string[], uid?: number): Promise<{ exitCode?: number; stderr: string }> {
-  const r = await execa(process.execPath, [HOST_MAIN, '--leader-elect=false', '--secure-port=0', ...args], {
-    reject: false,
-    timeout: 60_000,
-    ...(uid === undefined ? {} : { uid, gid: uid }),
-  });
+/**
+ * Runs the host binary until it exits. `withoutCapabilities` (as root): the
+ * host runs as root with an empty capability set (util-linux setpriv), so
+ * file permissions apply to it like to any user, while the repository, wherever
+ * it was cloned, stays readable (root owns it).
+ */
+async function hostFailsToStart(args: string[], withoutCapabilities = false): Promise<{ exitCode?: number; stderr: string }> {
+  const command = [process.execPath, HOST_MAIN, '--leader-elect=false', '--secure-port=0', ...args];
+  const [file, ...rest] = withoutCapabilities ? ['setpriv', '--bounding-set=-all', '--inh-caps=-all', '--', ...command] : command;
+  const r = await execa(file!, rest, { reject: false, timeout: 60_000 });
   return { exitCode: r.exitCode, stderr: String(r.stderr) };
 }
 
@@ -272,8 +276,7 @@ test('an oversized --cloud-config is refused at start, naming the flag and the l
 });
 
 test('a --plugin-path directory the host may not search is reported as permission denied, not as missing files', async (t) => {
-  // Under /tmp itself: the suite's TMPDIR is private to root, so another user could not even reach it.
-  const dir = await mkdtemp(join(isRoot ? '/tmp' : tmpdir(), 'ccm-plugindir-'));
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-plugindir-'));
   const plugins = join(dir, 'plugins');
   t.teardown(async () => {
     await chmod(plugins, 0o755);
@@ -281,10 +284,9 @@ test('a --plugin-path directory the host may not search is reported as permissio
   });
   await mkdir(plugins);
   await writeFile(join(plugins, 'ccm-provider-foo.js'), '');
-  // Root searches any directory: run the host as another user, who may reach `dir` but not search `plugins`.
-  await chmod(dir, 0o755);
-  await chmod(plugins, isRoot ? 0o700 : 0o000);
-  const r = await hostFailsToStart(['--cloud-provider=foo', `--plugin-path=${plugins}`], isRoot ? OTHER_UID : undefined);
+  await chmod(plugins, 0o000);
+  // Root searches any directory unless it runs without capabilities.
+  const r = await hostFailsToStart(['--cloud-provider=foo', `--plugin-path=${plugins}`], isRoot);
   t.not(r.exitCode, 0);
   t.regex(r.stderr, /--plugin-path \S+: cannot look up ccm-provider-foo: permission denied: give the host's user read and search permission/);
   t.notRegex(r.stderr, /holds neither/);
