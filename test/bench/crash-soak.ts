@@ -3,8 +3,8 @@
  * points, while LoadBalancer Services are created, changed, turned into
  * ClusterIP and back, and deleted. After the last kill: the time until the
  * cloud's load balancers equal the Services that want one, and whatever is
- * left wrong: orphans, missing load balancers, load balancers created twice
- * for one Service (journal), Services stuck on the cleanup finalizer, plugin
+ * left wrong: orphans, missing load balancers, a load balancer created again
+ * for a Service whose earlier one was never deleted (journal), Services stuck on the cleanup finalizer, plugin
  * socket directories left behind.
  *
  * Three modes: one host without leader election, one host with it (its own
@@ -195,9 +195,18 @@ async function soak(cp: ControlPlane, mode: Mode, index: number, kills: number, 
       await exited;
     }),
   );
-  const creates = new Map<string, number>();
-  for (const e of await readJournal(state)) if (e.created && e.key) creates.set(e.key, (creates.get(e.key) ?? 0) + 1);
-  const duplicates = [...creates.values()].filter((n) => n > 1).length;
+  // A load balancer created again for a Service while its earlier one had not been deleted (a flip to
+  // ClusterIP and back legitimately deletes and creates again).
+  const exists = new Set<string>();
+  const doubled = new Set<string>();
+  for (const e of (await readJournal(state)).filter((x) => x.ok && x.key).sort((a, b) => a.end - b.end)) {
+    if (e.method === 'loadBalancers.ensureLoadBalancerDeleted') exists.delete(e.key!);
+    else if (e.created) {
+      if (exists.has(e.key!)) doubled.add(e.key!);
+      exists.add(e.key!);
+    }
+  }
+  const duplicates = doubled.size;
   const socketDirs = (await readdir(hostTmp)).filter((e) => e.startsWith('ccm-plugin-')).length;
   return { mode: mode.name, kills: counts, ops, convergeS, ...last, duplicates, socketDirs };
 }
@@ -225,8 +234,9 @@ LoadBalancer Services (at most ${MAX_LIVE} at once) are created, get a new port,
 back, and are deleted; a stand-in kubelet restarts a killed host after 0-300 ms. Cloud latency 20 ms per
 call. Counted after the last kill: seconds until the cloud's load balancers equal the Services that want
 one (every one with its address, none stuck deleting), and what was still wrong then or at the
-${CONVERGE_TIMEOUT_MS / 1000} s limit. Duplicate creates: Services for which the local cloud's journal shows
-more than one load balancer created. Socket directories: the plugins' private directories left in the
+${CONVERGE_TIMEOUT_MS / 1000} s limit. Duplicate creates: Services for which the local cloud's journal shows a load
+balancer created while the one created earlier had not been deleted (a flip to ClusterIP and back deletes and creates
+again, legitimately). Socket directories: the plugins' private directories left in the
 hosts' TMPDIR after the final graceful stop. ${describe.replace('CCM_TEST_SEED', 'CRASH_SOAK_SEED')}.
 This host only: the upstream CCM has no equivalent run here yet.
 
