@@ -207,7 +207,15 @@ export class VolumeAttacher {
     }
   }
 
-  /** One drift check: attachments marked attached that the cloud does not show are marked detached (and so re-published). */
+  /**
+   * One drift check: attachments marked attached that the cloud does not show
+   * are published again on the spot. Only a failed re-publish marks the
+   * attachment detached (the normal attach path then retries with backoff);
+   * an instance that no longer exists leaves the status alone, so
+   * kube-controller-manager still detaches (deletes) the attachment, which
+   * then counts as detached (an attached=false would stop it from ever
+   * detaching, and the re-publish could never succeed).
+   */
   async reconcile(): Promise<number> {
     if (!this.o.volumes.listsPublishedNodes) return 0;
     const mine = this.o.attachments.list().filter((va) => va.spec?.attacher === this.o.driver && va.status?.attached && !va.metadata?.deletionTimestamp);
@@ -221,8 +229,19 @@ export class VolumeAttacher {
       if (!handle || !nodeId || published.get(handle)?.has(nodeId)) continue;
       const name = va.metadata!.name!;
       this.o.log.warn({ attachment: name, volume: handle, node: va.spec?.nodeName }, 'volume is not attached in the cloud; attaching it again');
-      await this.patchStatus(name, { attached: false }).catch((err) => this.o.log.warn({ attachment: name, err: errorMessage(err) }, 'could not mark attachment for repair'));
-      repaired++;
+      const pvName = va.spec?.source?.persistentVolumeName;
+      const csi = (pvName ? this.o.pvs.get(pvName)?.spec?.csi : undefined) ?? va.spec?.source?.inlineVolumeSpec?.csi;
+      try {
+        await this.o.volumes.controllerPublish(handle, nodeId, !!csi?.readOnly, csi?.volumeAttributes ?? {});
+        repaired++;
+      } catch (err) {
+        if (err instanceof InstanceNotFoundError) {
+          this.o.log.info({ attachment: name, volume: handle, nodeId }, 'instance of a lost attachment no longer exists; left to the detach');
+          continue;
+        }
+        this.o.log.warn({ attachment: name, err: errorMessage(err) }, 'could not attach a lost attachment again; retried through the attach path');
+        await this.patchStatus(name, { attached: false }).catch((e) => this.o.log.warn({ attachment: name, err: errorMessage(e) }, 'could not mark attachment for repair'));
+      }
     }
     return repaired;
   }
