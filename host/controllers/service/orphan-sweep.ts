@@ -91,9 +91,10 @@ export class OrphanSweeper {
     return svc?.metadata?.uid === lb.serviceUid ? svc : undefined;
   }
 
-  private isOrphan(lb: LbSummary): boolean {
+  /** `busy`: the controller's uids (busyUids), taken once per sweep rather than per load balancer. */
+  private isOrphan(lb: LbSummary, busy: Set<string>): boolean {
     if (this.o.namespace && lb.serviceNamespace !== this.o.namespace) return false;
-    if (this.o.busyUids().has(lb.serviceUid)) return false;
+    if (busy.has(lb.serviceUid)) return false;
     const svc = this.owner(lb);
     return !svc || (!wantsLoadBalancer(svc) && !hasLbFinalizer(svc));
   }
@@ -104,7 +105,8 @@ export class OrphanSweeper {
     if (!this.o.services.hasSynced()) return report;
     const listed = await this.o.lbs.listLoadBalancers(this.o.clusterName);
     report.listed = listed.length;
-    const orphans = listed.filter((lb) => this.isOrphan(lb));
+    const busy = this.o.busyUids();
+    const orphans = listed.filter((lb) => this.isOrphan(lb, busy));
     report.orphans = orphans.length;
     const now = this.now();
     const current = new Set(orphans.map((lb) => lb.serviceUid));
@@ -124,7 +126,7 @@ export class OrphanSweeper {
       }
       try {
         const deleted = await this.o.lock.run(`${lb.serviceNamespace}/${lb.serviceName}`, async () => {
-          if (!this.isOrphan(lb)) return false; // the controller or a new Service claimed it meanwhile
+          if (!this.isOrphan(lb, this.o.busyUids())) return false; // the controller or a new Service claimed it meanwhile
           await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, orphanRef(lb));
           return true;
         });
