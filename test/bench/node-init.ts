@@ -8,27 +8,20 @@
  * (from /proc), the cloud calls (the local cloud's journal) and the node and
  * event writes (the kube-apiserver's request counter).
  */
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
-import { execa, type ResultPromise } from 'execa';
 import type { ControlPlane } from '../controlplane/controlplane.js';
-import { freePorts, get } from '../controlplane/probe.js';
-import { LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
-import { startSidecar, type Sidecar } from '../helpers/sidecar.js';
+import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
+import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, startCcm, type Side } from './ccm-sides.js';
 import { f1, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from './upstream-ccm.js';
 
-const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CREATE_CONCURRENCY = 32;
 
-/** Which CCM runs: our host, or the upstream Go CCM with the gRPC forwarder (tools/upstream-ccm). */
-export type NodeInitSide = { kind: 'ours'; nodeFlags: string[] } | { kind: 'upstream'; bin: string };
 
 export interface NodeInitSettings {
   nodes: number;
@@ -55,121 +48,15 @@ export interface NodeInitFigures {
   eventWrites: number;
 }
 
-/** `VmHWM` (peak) or `VmRSS` (now) of `pid`, in MB. */
-async function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-  return kb / 1024;
-}
-
-/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
-const CLOCK_TICKS = 100;
-
-/** User+system CPU seconds `pid` has used so far. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-
-/** Sum of kube-apiserver's apiserver_request_total for `resource` and the given verbs. */
-async function apiRequests(cp: ControlPlane, resource: string, verbs: string[]): Promise<number> {
-  const r = await get(`${cp.server}/metrics`, { insecure: true, token: cp.token, timeoutMs: 10_000 });
-  if (r.status !== 200) throw new Error(`kube-apiserver /metrics answered ${r.status}`);
-  let n = 0;
-  for (const m of r.body.matchAll(/^apiserver_request_total\{([^}]*)\} (\d+)/gm)) {
-    const labels = m[1]!;
-    if (labels.includes(`resource="${resource}"`) && verbs.some((v) => labels.includes(`verb="${v}"`))) n += Number(m[2]);
-  }
-  return n;
-}
-
-/** Cloud calls in the local cloud's journal (LOCALCLOUD_JOURNAL=all: one line per call). */
-async function journaledCalls(state: string): Promise<number> {
-  return (await readFile(join(state, 'journal.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
-}
-
-interface RunningCcm {
-  pid: number;
-  stop(): Promise<void>;
-}
-
-function common(cp: ControlPlane, s: NodeInitSettings, port: number): string[] {
-  return [
-    `--kubeconfig=${cp.kubeconfigPath}`,
-    '--cluster-name=bench',
-    '--controllers=cloud-node',
-    '--leader-elect=false',
-    '--bind-address=127.0.0.1',
-    `--secure-port=${port}`,
-    `--kube-api-qps=${s.qps}`,
-    `--kube-api-burst=${s.burst}`,
-    ...(s.workers === undefined ? [] : [`--concurrent-node-syncs=${s.workers}`]),
-  ];
-}
-
-async function stopChild(child: ResultPromise): Promise<void> {
-  child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await child;
-  clearTimeout(t);
-}
-
-/** Our host, with the local cloud as its exec-mode plugin; resolves once it logged that it started. */
-async function startOurs(cp: ControlPlane, s: NodeInitSettings, nodeFlags: string[], state: string, dir: string): Promise<RunningCcm> {
-  const [port] = await freePorts(1);
-  const host = execa(
-    process.execPath,
-    [...nodeFlags, HOST_MAIN, '--cloud-provider=local', ...common(cp, s, port!), `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`, '--plugin-env=LOCALCLOUD_JOURNAL=all'],
-    { reject: false, stdin: 'ignore', all: true, buffer: false },
-  );
-  host.all!.pipe(createWriteStream(join(dir, 'host.log')));
-  let started = false;
-  host.all!.on('data', (d: Buffer) => {
-    if (d.toString().includes('cloud-controller-manager started')) started = true;
-  });
-  await waitFor(() => started, { what: 'host started', timeoutMs: 60_000 });
-  return { pid: host.pid!, stop: () => stopChild(host) };
-}
-
-/** The upstream CCM with the local cloud as a sidecar on a socket; resolves once /healthz answers. */
-async function startUpstream(cp: ControlPlane, s: NodeInitSettings, bin: string, state: string, dir: string): Promise<RunningCcm> {
-  // The compiled plugin is a .js file: a launcher runs it with this Node, as a container's entrypoint would.
-  const launcher = join(dir, 'localcloud-sidecar');
-  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const sidecar: Sidecar = await startSidecar(launcher, dir, { LOCALCLOUD_STATE_DIR: state, LOCALCLOUD_JOURNAL: 'all' });
-  const [port] = await freePorts(1);
-  const ccm = execa(bin, ['--cloud-provider=grpc', ...common(cp, s, port!)], {
-    env: { CCM_PROVIDER_ENDPOINT: sidecar.endpoint },
-    reject: false,
-    stdin: 'ignore',
-    all: true,
-    buffer: false,
-  });
-  ccm.all!.pipe(createWriteStream(join(dir, 'upstream-ccm.log')));
-  const healthy = () => get(`https://127.0.0.1:${port}/healthz`, { insecure: true }).then((r) => r.status === 200, () => false);
-  await waitFor(async () => {
-    if (ccm.exitCode !== undefined && ccm.exitCode !== null) throw new Error(`upstream-ccm exited ${ccm.exitCode}; see ${join(dir, 'upstream-ccm.log')}`);
-    return healthy();
-  }, { what: 'upstream-ccm healthy', timeoutMs: 60_000 });
-  return {
-    pid: ccm.pid!,
-    async stop() {
-      await stopChild(ccm);
-      await sidecar.stop();
-    },
-  };
-}
-
-export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, side: NodeInitSide, runId: string, log: (s: string) => void): Promise<NodeInitFigures> {
+export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, side: Side, runId: string, log: (s: string) => void): Promise<NodeInitFigures> {
   const dir = await mkdtemp(join(tmpdir(), `ccm-bench-init-${side.kind}-`));
   const state = join(dir, 'cloud');
   const names = Array.from({ length: s.nodes }, (_, i) => `bench-${runId}-${i}`);
   await localcloud(state, 'instance', 'add', ...names);
   await localcloud(state, 'knobs', 'set', `latencyMs=${s.latencyMs}`);
 
-  const ccm = side.kind === 'ours' ? await startOurs(cp, s, side.nodeFlags, state, dir) : await startUpstream(cp, s, side.bin, state, dir);
+  const flags = s.workers === undefined ? [] : [`--concurrent-node-syncs=${s.workers}`];
+  const ccm = await startCcm(cp, side, { controllers: 'cloud-node', qps: s.qps, burst: s.burst, flags }, state, dir);
   const startRssMb = await rssMb(ccm.pid, 'VmRSS');
   const calls0 = await journaledCalls(state);
   const nodeWrites0 = await apiRequests(cp, 'nodes', ['PATCH', 'PUT', 'UPDATE']);
@@ -240,7 +127,6 @@ const ROWS: Row[] = [
   { label: '10, our host with README\'s V8 flags', workers: 10, oursFlags: TUNED_FLAGS },
 ];
 
-const ratio = (ours: number, upstream: number) => (upstream > 0 ? `${(ours / upstream).toFixed(2)}×` : '—');
 
 export const nodeInitSection: BenchSection = {
   name: 'node-init',
@@ -258,14 +144,9 @@ export const nodeInitSection: BenchSection = {
     }
     const minutes = (Date.now() - sectionStart) / 60_000;
     const loadAfter = loadavg()[0]!;
-    const line = (what: string, pick: (f: NodeInitFigures) => number, fmt: (n: number) => string, bold = false) =>
-      results
-        .map(({ row, ours, upstream }) => {
-          const o = fmt(pick(ours));
-          return `| ${what} | ${row.label} | ${bold ? `**${o}**` : o} | ${fmt(pick(upstream))} | ${ratio(pick(ours), pick(upstream))} |`;
-        })
-        .join('\n');
-    return `## Node initialization against a real kube-apiserver, beside the upstream CCM
+    const labelled = results.map(({ row, ours, upstream }) => ({ label: row.label, ours, upstream }));
+    const line = (what: string, pick: (f: NodeInitFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(labelled, what, pick, fmt, bold);
+    const markdown = `## Node initialization against a real kube-apiserver, beside the upstream CCM
 
 ${NODE_INIT.nodes} nodes registered with the \`node.cloudprovider.kubernetes.io/uninitialized\` taint
 (32 concurrent creates from the benchmark's own client). Each side runs on the same control plane, one after the
@@ -303,5 +184,10 @@ call per node (its periodic existence checks run every 5 minutes, outside these 
 in ≤ 30 s (issue 3; the client QPS bound is about 20 s: two node writes per node at 100 QPS); with one worker on both
 sides ≥ 3× faster than upstream and within 1.2× of that bound (issue 12); host RSS ≤ 200 MB.
 `;
+    const figures = {
+      settings: { ...NODE_INIT, upstream: CLOUD_PROVIDER_VERSION },
+      rows: results.map(({ row, ours, upstream }) => ({ setting: row.label, workers: row.workers ?? 'default', oursV8Flags: row.oursFlags, ours, upstream })),
+    };
+    return { markdown, figures };
   },
 };

@@ -25,6 +25,8 @@ import { crashSoakSection } from './crash-soak.js';
 const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection, crashSoakSection];
 
 const DOC = 'docs/benchmarks.md';
+/** The same figures as data, for programs comparing runs: `{ machine, sections: { <name>: { measuredAt, figures } } }`. */
+const JSON_DOC = 'docs/benchmarks.json';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 
 function header(when: Date): string {
@@ -71,21 +73,44 @@ async function main(): Promise<void> {
       })()),
   };
   const texts = new Map(previous);
+  const figures = await existingFigures();
   const when = new Date();
   try {
     for (const section of SECTIONS) {
       if (only && !only.includes(section.name)) continue;
       log(`section ${section.name}`);
       const measuredAt = new Date().toISOString();
-      const body = await section.run(ctx);
+      const result = await section.run(ctx);
+      const body = typeof result === 'string' ? result : result.markdown;
       texts.set(section.name, `${body.trimEnd()}\n\n_Measured ${measuredAt}._\n`);
+      figures[section.name] = { measuredAt, figures: typeof result === 'string' ? null : result.figures };
       // Written after every section so a later failure keeps what was measured.
       await write(texts, when);
+      await writeFigures(figures);
     }
   } finally {
     if (cp) await (await cp).stop();
   }
   log(`wrote ${DOC}`);
+}
+
+type Figures = Record<string, { measuredAt: string; figures: unknown }>;
+
+/** Sections already in docs/benchmarks.json; a missing or unreadable file starts empty. */
+async function existingFigures(): Promise<Figures> {
+  try {
+    const doc = JSON.parse(await readFile(JSON_DOC, 'utf8')) as { sections?: Figures };
+    return doc.sections ?? {};
+  } catch {
+    return {};
+  }
+}
+
+async function writeFigures(sections: Figures): Promise<void> {
+  const cpu = cpus();
+  const machine = { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, memoryGiB: Number(f1(totalmem() / 2 ** 30)), kernel: release(), node: process.version };
+  const ordered = Object.fromEntries(SECTIONS.filter((s) => sections[s.name]).map((s) => [s.name, sections[s.name]]));
+  await writeFile(JSON_DOC, JSON.stringify({ machine, sections: ordered }, null, 2) + '\n');
 }
 
 async function write(texts: Map<string, string>, when: Date): Promise<void> {
