@@ -6,15 +6,14 @@
  *   other (ccm-sides.ts); seconds until every Service has its ingress, cloud
  *   calls, API writes, CPU and RSS.
  * - lb-nodes: M load balancers over K nodes, one node added; seconds until
- *   every load balancer in the cloud has it, and the cloud calls it took.
+ *   every load balancer in the cloud has it, and the cloud calls it took,
+ *   both sides too.
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { ControlPlane } from '../controlplane/controlplane.js';
-import { freePorts } from '../controlplane/probe.js';
-import { startHostProcess } from '../helpers/host-process.js';
 import { createBackendNode, dropFinalizers, ensureNamespace, lbService } from '../helpers/lb.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
@@ -29,47 +28,6 @@ const CREATE_CONCURRENCY = 32;
 const LATENCY_MS = 200;
 const QPS = 100;
 const BURST = 200;
-
-interface Run {
-  dir: string;
-  state: string;
-  port: number;
-  stop(): Promise<void>;
-}
-
-async function startBenchHost(cp: ControlPlane, runId: string, workers: number, latencyMs: number): Promise<Run> {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-bench-lb-'));
-  const state = join(dir, 'cloud');
-  const [port] = await freePorts(1);
-  const host = await startHostProcess(
-    [
-      '--cloud-provider=local',
-      `--kubeconfig=${cp.kubeconfigPath}`,
-      `--cluster-name=bench-${runId}`,
-      '--controllers=service',
-      `--watch-namespace=bench-${runId}`,
-      `--node-selector=bench-lb=${runId}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${port}`,
-      `--kube-api-qps=${QPS}`,
-      `--kube-api-burst=${BURST}`,
-      `--concurrent-service-syncs=${workers}`,
-      `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
-      '--plugin-env=LOCALCLOUD_LB_CIDR=127.64.0.0/16',
-      `--plugin-env=LOCALCLOUD_LATENCY_MS=${latencyMs}`,
-    ],
-    join(dir, 'host.log'),
-  );
-  return { dir, state, port: port!, stop: () => host.stop() };
-}
-
-/** Plugin calls by method, from the host's /metrics. */
-async function calls(port: number): Promise<Record<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^ccm_plugin_rpc_duration_seconds_count\{[^}]*method="(\w+)"[^}]*\} (\d+)/gm)) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
-  return out;
-}
 
 async function createServices(core: CoreV1Api, ns: string, n: number): Promise<void> {
   await mapLimit(
@@ -159,31 +117,48 @@ async function benchCreate(cp: ControlPlane, side: Side, services: number, worke
 }
 
 interface NodesFigures {
-  services: number;
-  nodes: number;
-  latencyMs: number;
   seconds: number;
-  batchCalls: number;
-  singleCalls: number;
-  ensureCalls: number;
+  /** Cloud calls from the node's creation until every load balancer has it (a batch call counts once). */
+  cloudCalls: number;
+  /** Load balancer calls among them, by method (journal names). */
+  byMethod: Record<string, number>;
+  cpuSeconds: number;
+  /** Peak RSS over the whole run (500 load balancers made, then the node added). */
+  peakRssMb: number;
 }
 
-async function benchNodes(cp: ControlPlane, services: number, nodes: number, latencyMs: number, log: (s: string) => void): Promise<NodesFigures> {
-  const runId = `n-${Date.now().toString(36)}`;
+/** Calls in the local cloud's journal by method, from line `from` on. */
+async function journalByMethod(state: string, from: number): Promise<Record<string, number>> {
+  const lines = (await readFile(join(state, 'journal.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).slice(from);
+  const out: Record<string, number> = {};
+  for (const l of lines) {
+    const m = (JSON.parse(l) as { method: string }).method.replace(/^loadBalancers\./, '');
+    out[m] = (out[m] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** M load balancers over K nodes under `side`, then one node added; seconds until every load balancer has it. */
+async function benchNodes(cp: ControlPlane, side: Side, runId: string, log: (s: string) => void): Promise<NodesFigures> {
+  const { services, nodes, workers } = LB_NODES;
+  const dir = await mkdtemp(join(tmpdir(), `ccm-bench-lbnodes-${side.kind}-`));
+  const state = join(dir, 'cloud');
+  await localcloud(state, 'knobs', 'set', `latencyMs=${LATENCY_MS}`);
   const ns = `bench-${runId}`;
   const core = cp.kubeConfig().makeApiClient(CoreV1Api);
   await ensureNamespace(core, ns);
-  const run = await startBenchHost(cp, runId, DEFAULT_CONCURRENT_SERVICE_SYNCS, latencyMs);
+  const ip = (i: number) => `127.61.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+  await mapLimit(Array.from({ length: nodes }, (_, i) => i), CREATE_CONCURRENCY, (i) => createBackendNode(core, `bench-lb-${runId}-n${i}`, ip(i), { 'bench-lb': runId }));
+  const settings = { controllers: 'service', qps: QPS, burst: BURST, flags: [`--concurrent-service-syncs=${workers}`] };
+  const ccm = await startCcm(cp, side, settings, state, dir, { LOCALCLOUD_LB_CIDR: '127.64.0.0/16' });
   try {
-    const ip = (i: number) => `127.61.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-    await mapLimit(Array.from({ length: nodes }, (_, i) => i), CREATE_CONCURRENCY, (i) => createBackendNode(core, `bench-lb-${runId}-n${i}`, ip(i), { 'bench-lb': runId }));
-    log(`lb-nodes: ${nodes} nodes, creating ${services} Services`);
+    log(`lb-nodes: ${side.kind}: ${nodes} nodes, creating ${services} Services, logs in ${dir}`);
     await createServices(core, ns, services);
     await waitFor(() => allIngress(core, ns, services), { what: 'every ingress set', timeoutMs: 30 * 60_000, intervalMs: 500 });
-    const store = new StateStore(run.state);
+    const store = new StateStore(state);
     const full = () => store.read().loadBalancers.filter((l) => l.backends.length === nodes).length;
     await waitFor(() => full() === services, { what: 'every LB has every node', timeoutMs: 10 * 60_000, intervalMs: 250 });
-    const before = await calls(run.port);
+    const calls0 = await journaledCalls(state);
     const added = `bench-lb-${runId}-added`;
     const t0 = Date.now();
     await createBackendNode(core, added, ip(nodes), { 'bench-lb': runId });
@@ -194,15 +169,24 @@ async function benchNodes(cp: ControlPlane, services: number, nodes: number, lat
     });
     const seconds = (Date.now() - t0) / 1000;
     await new Promise((r) => setTimeout(r, 2000)); // let any straggling call show up in the counts
-    const after = await calls(run.port);
-    const d = (m: string) => (after[m] ?? 0) - (before[m] ?? 0);
-    log(`lb-nodes: done in ${f2(seconds)} s`);
-    return { services, nodes, latencyMs, seconds, batchCalls: d('UpdateLoadBalancerHosts'), singleCalls: d('UpdateLoadBalancer'), ensureCalls: d('EnsureLoadBalancer') };
+    const byMethod = await journalByMethod(state, calls0);
+    const figures = {
+      seconds,
+      cloudCalls: Object.values(byMethod).reduce((a, b) => a + b, 0),
+      byMethod,
+      cpuSeconds: await cpuSeconds(ccm.pid),
+      peakRssMb: await rssMb(ccm.pid, 'VmHWM'),
+    };
+    log(`lb-nodes: ${side.kind}: done in ${f2(seconds)} s, ${figures.cloudCalls} cloud calls`);
+    return figures;
   } finally {
-    await run.stop();
+    await ccm.stop();
+    await deleteServices(core, ns);
     await cleanup(core, ns, runId);
   }
 }
+
+const LB_NODES = { services: 500, nodes: 200, workers: DEFAULT_CONCURRENT_SERVICE_SYNCS };
 
 const LB_CREATE = { services: 1000, latencyMs: LATENCY_MS, qps: QPS, burst: BURST };
 /** Equal workers on both sides: upstream's default (1), then ours (10). */
@@ -261,19 +245,35 @@ ${(LB_CREATE.services * LATENCY_MS) / 1000} s for a CCM that makes one call per 
 export const lbNodesSection: BenchSection = {
   name: 'lb-nodes',
   async run(ctx) {
+    const bin = await ensureUpstreamCcm((l) => ctx.log(l));
     const cp = await ctx.controlPlane();
-    const r = await benchNodes(cp, 500, 200, LATENCY_MS, ctx.log);
-    return `## One node added under ${r.services} load balancers
+    const before = loadavg()[0]!;
+    const ours = await benchNodes(cp, { kind: 'ours', nodeFlags: [] }, `no-${Date.now().toString(36)}`, ctx.log);
+    const upstream = await benchNodes(cp, { kind: 'upstream', bin }, `nu-${Date.now().toString(36)}`, ctx.log);
+    const results = [{ label: `${LB_NODES.workers} (equal)`, ours, upstream }];
+    const line = (what: string, pick: (f: NodesFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(results, what, pick, fmt, bold);
+    const methods = [...new Set([...Object.keys(ours.byMethod), ...Object.keys(upstream.byMethod)])].sort();
+    const markdown = `## One node added under ${int(LB_NODES.services)} load balancers, beside the upstream CCM
 
-${r.services} LoadBalancer Services over ${r.nodes} eligible nodes (local cloud latency ${r.latencyMs} ms per call,
-default workers); then one node is added. Time runs from the node's creation until every load balancer in the
-cloud's state has it as a backend.
+${int(LB_NODES.services)} LoadBalancer Services over ${int(LB_NODES.nodes)} backend nodes, a fresh local cloud adding ${LATENCY_MS} ms to every call;
+each side runs \`--controllers=service --kube-api-qps=${QPS} --kube-api-burst=${BURST} --concurrent-service-syncs=${LB_NODES.workers}\` as its
+own process (upstream: \`k8s.io/cloud-provider\` ${CLOUD_PROVIDER_VERSION} forwarding to the local cloud as a sidecar). Once every
+load balancer has every node, one node is added; time runs from its creation until every load balancer in the
+cloud's state has it as a backend. Cloud calls are the local cloud's journal meanwhile; CPU and peak RSS the CCM
+process's own over the whole run (making the ${int(LB_NODES.services)} load balancers included); ${`the machine's 1-minute load average was ${f1(before)} before and ${f1(loadavg()[0]!)} after`}.
 
-| load balancers | nodes | seconds until every LB has the new node | UpdateLoadBalancerHosts (batch) calls | UpdateLoadBalancer calls | EnsureLoadBalancer calls |
-|---|---|---|---|---|---|
-| ${int(r.services)} | ${int(r.nodes)} → ${int(r.nodes + 1)} | **${f2(r.seconds)}** | ${r.batchCalls} | ${r.singleCalls} | ${r.ensureCalls} |
+| figure | --concurrent-service-syncs | ours | upstream | ours ÷ upstream |
+|---|---|---|---|---|
+${line('seconds until every LB has the new node', (f) => f.seconds, f2, true)}
+${line('cloud calls', (f) => f.cloudCalls, int)}
+${methods.map((m) => line(`… ${m}`, (f) => f.byMethod[m] ?? 0, int)).join('\n')}
+${line('CPU (s), whole run', (f) => f.cpuSeconds, f1, true)}
+${line('peak RSS (MB), whole run', (f) => f.peakRssMb, f1, true)}
 
-Targets (issue 5): ≤ 5 s; 1 batch call where the provider supports it (the local cloud does).
+Our host sends one node-set change to every load balancer in batch calls (UpdateLoadBalancerHosts) where the
+provider supports it (the local cloud does); upstream calls UpdateLoadBalancer once per load balancer.
+Targets (issue 5): ≤ 5 s; 1 batch call where the provider supports it.
 `;
+    return { markdown, figures: { settings: { ...LB_NODES, latencyMs: LATENCY_MS, qps: QPS, burst: BURST, upstream: CLOUD_PROVIDER_VERSION }, rows: results } };
   },
 };
