@@ -5,6 +5,12 @@
  * rename must keep the old name as an alias.
  */
 
+/**
+ * The Kubernetes version this build targets: its upstream CCM is the one we
+ * match (flags, names, behaviour), and the test control plane runs it.
+ */
+export const K8S_VERSION = 'v1.34.4';
+
 /** Canonical controller names accepted by --controllers, with their upstream aliases. */
 export const Controllers = {
   CLOUD_NODE: 'cloud-node-controller',

@@ -10,9 +10,11 @@
  * one run rather than one per attempt.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { COMPONENT_NAME } from '../names.js';
+import { COMPONENT_NAME, K8S_VERSION } from '../names.js';
+import { HOST_VERSION } from '../version.js';
 import { compileHostConfig, type HostConfig } from './config.js';
 import { DEFAULT_OPTIONS, type HostOptions } from './options.js';
+import { INERT_FLAGS } from './upstream-flags.js';
 
 /** How a flag takes its value. */
 type FlagKind =
@@ -101,7 +103,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'Keep a NotReady node whose instance is reported gone until it was reported gone on two consecutive checks at least this far apart; 0 deletes at once (upstream).' },
 ];
 
-/** Result of parseHostArgs: a config, or problems (and the help text when --help was asked for). */
+/**
+ * Result of parseHostArgs: a config, or problems (and the help text when
+ * --help was asked for, or the version text for --version).
+ */
 export type ParseHostArgsResult = { config: HostConfig } | { errors: string[]; help?: string };
 
 /** Test seams of parseHostArgs. */
@@ -119,7 +124,10 @@ export function parseHostArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   const parsed = parseFlags(argv);
   if ('help' in parsed) return { errors: [], help: parsed.help };
   const compiled = compileHostConfig(parsed.options, { env, localPluginPath: opts.localPluginPath });
-  if ('config' in compiled && parsed.errors.length === 0) return compiled;
+  if ('config' in compiled && parsed.errors.length === 0) {
+    if (parsed.inert.length === 0) return compiled;
+    return { config: Object.freeze({ ...compiled.config, warnings: Object.freeze([...compiled.config.warnings, ...parsed.inert]) }) };
+  }
   return { errors: [...parsed.errors, ...('errors' in compiled ? compiled.errors : [])] };
 }
 
@@ -128,10 +136,48 @@ export function hostHelp(): string {
   return newProgram().helpInformation();
 }
 
-/** Step 1: argv → HostOptions (text values) plus tokenizing problems, or the help text. */
-export function parseFlags(argv: readonly string[]): { options: HostOptions; errors: string[] } | { help: string } {
+/** The text `--version` prints: ours and the Kubernetes version this build targets (`raw`: as JSON). */
+export function versionText(raw = false): string {
+  if (!raw) return `${COMPONENT_NAME} ${HOST_VERSION} (Kubernetes ${K8S_VERSION})`;
+  return JSON.stringify({ component: COMPONENT_NAME, version: HOST_VERSION, kubernetesVersion: K8S_VERSION, nodeVersion: process.version, platform: `${process.platform}/${process.arch}` }, null, 2);
+}
+
+/**
+ * Upstream's `--version[=true|raw|false|vX.Y.Z]`: true and raw print (as the
+ * help does: a result, not an error), false is nothing, and a version to
+ * report has no effect here (a warning). Removed from `argv`.
+ */
+function takeVersion(argv: readonly string[], inert: string[]): { rest: string[]; print?: string } {
+  const rest: string[] = [];
+  let print: string | undefined;
+  for (const [i, word] of argv.entries()) {
+    if (word === '--') {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    const m = /^--version(?:=(.*))?$/.exec(word);
+    if (!m) {
+      rest.push(word);
+      continue;
+    }
+    const value = m[1] ?? 'true';
+    if (value === 'true') print = versionText();
+    else if (value === 'raw') print = versionText(true);
+    else if (value !== 'false') inert.push(`--version=${value} has no effect: this host reports its own version (${HOST_VERSION})`);
+  }
+  return { rest, print };
+}
+
+/**
+ * Step 1: argv → HostOptions (text values) plus tokenizing problems and the
+ * warnings for upstream flags that have no effect here, or the help text.
+ */
+export function parseFlags(argv: readonly string[]): { options: HostOptions; errors: string[]; inert: string[] } | { help: string } {
   const errors: string[] = [];
-  let tokens = normalize(argv, errors);
+  const inert: string[] = [];
+  const version = takeVersion(argv, inert);
+  if (version.print !== undefined) return { help: version.print };
+  let tokens = normalize(version.rest, errors);
   for (;;) {
     const program = newProgram();
     let out = '';
@@ -149,10 +195,11 @@ export function parseFlags(argv: readonly string[]): { options: HostOptions; err
         continue;
       }
       errors.push(err.message.replace(/^error: /, ''));
-      return { options: {}, errors };
+      return { options: {}, errors, inert };
     }
     errors.push(...leftoverErrors(program.args));
-    return { options: collect(program), errors };
+    inert.push(...inertWarnings(program));
+    return { options: collect(program), errors, inert };
   }
 }
 
@@ -164,7 +211,19 @@ function newProgram(): Command {
     .allowExcessArguments()
     .helpOption('-h, --help', 'Show this help.');
   for (const f of FLAGS) program.addOption(toOption(f));
+  for (const f of INERT_FLAGS) {
+    program.addOption(toOption({ name: f.name, key: f.name as keyof HostOptions, kind: f.kind, value: f.value, help: `Accepted for upstream compatibility; no effect: ${f.why}.` }));
+  }
+  program.addOption(new Option('--version [raw]', 'Print the version (raw: as JSON) and exit.'));
   return program;
+}
+
+/** One warning per upstream flag given that has no effect here. */
+function inertWarnings(program: Command): string[] {
+  const values = program.opts<Record<string, unknown>>();
+  return INERT_FLAGS.filter((f) => values[program.options.find((o) => o.long === `--${f.name}`)!.attributeName()] !== undefined).map(
+    (f) => `--${f.name} has no effect: ${f.why}`,
+  );
 }
 
 function toOption(f: FlagSpec): Option {
@@ -200,7 +259,7 @@ function collect(program: Command): HostOptions {
   return options as HostOptions;
 }
 
-const BOOL_FLAGS = new Set(FLAGS.filter((f) => f.kind === 'bool').map((f) => `--${f.name}`));
+const BOOL_FLAGS = new Set([...FLAGS, ...INERT_FLAGS].filter((f) => f.kind === 'bool').map((f) => `--${f.name}`));
 const SHORT_FLAGS = new Map(FLAGS.filter((f) => f.short).map((f) => [`-${f.short}`, `--${f.name}`]));
 
 /**

@@ -22,9 +22,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import type { Logger } from '../../host/log.js';
+import { K8S_VERSION } from '../../host/names.js';
 
-/** Kubernetes version of the kube-apiserver and kube-controller-manager built into the cache. */
-export const K8S_VERSION = 'v1.34.4';
+/** Kubernetes version of the kube-apiserver and kube-controller-manager built into the cache: the one the host targets. */
+export { K8S_VERSION };
 /** etcd version built into the cache. */
 export const ETCD_VERSION = 'v3.6.16';
 

@@ -1,0 +1,96 @@
+/**
+ * Every flag of the upstream cloud-controller-manager (the fixture generated
+ * from its --help by `npm run upstream:flags`) is accepted: the ones this
+ * host implements parse, the rest are accepted with one warning each saying
+ * why they have no effect. And `--version` answers as upstream's does.
+ */
+import fs from 'node:fs';
+import test from 'ava';
+import { parseHostArgs } from '../../../host/config/flags.js';
+import { INERT_FLAGS } from '../../../host/config/upstream-flags.js';
+import { FLAGS } from '../../../host/config/flags.js';
+import { K8S_VERSION } from '../../../host/names.js';
+import { HOST_VERSION } from '../../../host/version.js';
+
+const FIXTURE = new URL('../../../../test/fixtures/upstream-ccm-flags.txt', import.meta.url);
+const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
+
+/** Upstream flags as `[name, type]`; type is empty for booleans. */
+const UPSTREAM: [string, string][] = fs
+  .readFileSync(FIXTURE, 'utf8')
+  .split('\n')
+  .filter((l) => l.startsWith('--'))
+  .map((l) => {
+    const [flag, type = ''] = l.split(' ');
+    return [flag!.slice(2), type];
+  });
+
+/** A well-formed value for each upstream flag type. */
+const SAMPLE: Record<string, string> = {
+  '': 'true',
+  string: 'x',
+  duration: '5s',
+  int: '1',
+  int32: '1',
+  float32: '1',
+  strings: 'a',
+  ip: '127.0.0.1',
+  mapStringBool: 'AllAlpha=false',
+  namedCertKey: 'a.crt,a.key',
+  quantity: '1',
+  'pattern=N,...': 'x=1',
+  Level: '2',
+};
+
+test('the fixture lists upstream v0.34 flags', (t) => {
+  t.true(UPSTREAM.length >= 70, `${UPSTREAM.length} flags`);
+  t.true(UPSTREAM.some(([n]) => n === 'concurrent-service-syncs'));
+});
+
+for (const [name, type] of UPSTREAM) {
+  if (name === 'version') continue;
+  test(`upstream flag --${name} is accepted`, (t) => {
+    t.true(type in SAMPLE, `no sample value for type ${JSON.stringify(type)}: add one`);
+    const r = parseHostArgs([...BASE, `--${name}=${SAMPLE[type]}`]);
+    const errors = 'errors' in r ? r.errors : [];
+    t.deepEqual(errors.filter((e) => /unknown flag|unexpected argument/.test(e)), []);
+    if (INERT_FLAGS.some((f) => f.name === name)) {
+      t.true('config' in r, errors.join('; '));
+      if ('config' in r) t.true(r.config.warnings.some((w) => w.startsWith(`--${name} has no effect: `)), r.config.warnings.join('; '));
+    }
+  });
+}
+
+test('inert flags are upstream flags the host does not implement', (t) => {
+  const upstream = new Set(UPSTREAM.map(([n]) => n));
+  const implemented = new Set(FLAGS.map((f) => f.name));
+  for (const f of INERT_FLAGS) {
+    t.true(upstream.has(f.name), `--${f.name} is not an upstream flag`);
+    t.false(implemented.has(f.name), `--${f.name} is both implemented and inert`);
+  }
+});
+
+test('an inert boolean flag given bare does not swallow the next flag', (t) => {
+  const r = parseHostArgs(['--profiling', ...BASE]);
+  t.true('config' in r, 'errors' in r ? r.errors.join('; ') : '');
+});
+
+const VERSION_CASES: { argv: string[]; check: (text: string) => boolean; what: string }[] = [
+  { argv: ['--version'], check: (s) => s.includes(HOST_VERSION) && s.includes(K8S_VERSION), what: 'ours and the Kubernetes version' },
+  { argv: ['--version=true', '--bogus'], check: (s) => s.includes(HOST_VERSION), what: 'printed even beside a bad flag, as upstream' },
+  { argv: ['--version=raw'], check: (s) => (JSON.parse(s) as { kubernetesVersion: string }).kubernetesVersion === K8S_VERSION, what: 'JSON' },
+];
+
+for (const c of VERSION_CASES) {
+  test(`${c.argv.join(' ')} prints the version: ${c.what}`, (t) => {
+    const r = parseHostArgs(c.argv);
+    t.true('errors' in r && r.errors.length === 0 && r.help !== undefined && c.check(r.help), JSON.stringify(r));
+  });
+}
+
+test('--version=false runs as usual; --version=vX.Y.Z is accepted with a warning', (t) => {
+  const off = parseHostArgs([...BASE, '--version=false']);
+  t.true('config' in off);
+  const set = parseHostArgs([...BASE, '--version=v9.9.9']);
+  t.true('config' in set && set.config.warnings.some((w) => w.startsWith('--version=v9.9.9 has no effect')));
+});
