@@ -10,6 +10,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { COMPONENT_NAME, ControllerAliases, type ControllerName } from './names.js';
+import { HOST_VERSION } from './version.js';
 
 /** Metric names, as scraped. */
 export const MetricNames = {
@@ -22,6 +23,7 @@ export const MetricNames = {
   INITIAL_NODE_SYNC_DELAY: 'node_controller_initial_node_sync_delay_seconds',
   RUNNING_MANAGED_CONTROLLERS: 'running_managed_controllers',
   NODE_INITIALIZATION_DURATION: 'ccm_node_initialization_duration_seconds',
+  BUILD_INFO: 'kubernetes_build_info',
 } as const;
 
 /** Plugin call latency buckets: 0.5 ms (a local socket round trip) to 60 s (the default mutation deadline). */
@@ -70,6 +72,7 @@ export function createHostMetrics(opts: HostMetricsOptions = {}): HostMetrics {
   const registry = new Registry();
   const registers = [registry];
   if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  registerBuildInfo(registry);
   const rpcLabels: PluginRpcLabels[] = ['plugin', 'method', 'code'];
   return {
     registry,
@@ -129,6 +132,35 @@ export function createHostMetrics(opts: HostMetricsOptions = {}): HostMetrics {
       registers,
     }),
   };
+}
+
+/**
+ * Upstream's constant `kubernetes_build_info` (component-base), labelled with
+ * this build: git_version is ours (`v` + package version), go_version and
+ * compiler name the Node.js runtime, as dashboards only need the labels to
+ * exist and say what runs.
+ */
+function registerBuildInfo(registry: Registry): void {
+  const [major = '0', minor = '0'] = HOST_VERSION.split('.');
+  new Gauge({
+    name: MetricNames.BUILD_INFO,
+    help: "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.",
+    labelNames: ['major', 'minor', 'git_version', 'git_commit', 'git_tree_state', 'build_date', 'go_version', 'compiler', 'platform'],
+    registers: [registry],
+  }).set(
+    {
+      major,
+      minor,
+      git_version: `v${HOST_VERSION}`,
+      git_commit: '',
+      git_tree_state: '',
+      build_date: '',
+      go_version: process.version,
+      compiler: 'node',
+      platform: `${process.platform}/${process.arch}`,
+    },
+    1,
+  );
 }
 
 /** Upstream's `name` label of running_managed_controllers: the short alias ("cloud-node", "service", ...). */

@@ -36,6 +36,28 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Upstream histogram buckets for queue/work durations: 1e-8 s to 10 s, ×10 each. */
 const DURATION_BUCKETS_SECONDS = Array.from({ length: 10 }, (_, i) => 1e-8 * 10 ** i);
 
+/** The queues publishing into each registry, for the in-flight gauges computed at scrape time. */
+const queuesByRegistry = new WeakMap<Registry, Set<QueueMetrics<unknown>>>();
+
+/**
+ * A gauge per queue computed when scraped (client-go updates the same two
+ * every 500 ms from a timer; computing on scrape needs none).
+ */
+function inFlightGauge(registry: Registry, name: string, help: string, value: (q: QueueMetrics<unknown>, now: number) => number): void {
+  registeredMetric(registry, name, Gauge, () =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['name'],
+      registers: [registry],
+      collect() {
+        const now = performance.now();
+        for (const q of queuesByRegistry.get(registry) ?? []) this.set({ name: q.name }, value(q, now));
+      },
+    }),
+  );
+}
+
 /** Per-queue view of the upstream `workqueue_*` metric families. */
 class QueueMetrics<T> {
   private readonly depth: Gauge.Internal<'name'>;
@@ -48,9 +70,27 @@ class QueueMetrics<T> {
   /** When each in-flight item was handed out, in ms (performance.now). */
   private readonly startTimes = new Map<T, number>();
 
-  constructor(registry: Registry, name: string) {
+  constructor(
+    registry: Registry,
+    readonly name: string,
+  ) {
     const labels = { name };
     const registers = [registry];
+    let queues = queuesByRegistry.get(registry);
+    if (!queues) queuesByRegistry.set(registry, (queues = new Set()));
+    queues.add(this as QueueMetrics<unknown>);
+    inFlightGauge(
+      registry,
+      'workqueue_unfinished_work_seconds',
+      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+      (q, now) => q.unfinishedSeconds(now),
+    );
+    inFlightGauge(
+      registry,
+      'workqueue_longest_running_processor_seconds',
+      'How many seconds has the longest running processor for workqueue been running.',
+      (q, now) => q.longestRunningSeconds(now),
+    );
     this.depth = registeredMetric(registry, 'workqueue_depth', Gauge, () =>
       new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'], registers }),
     ).labels(labels);
@@ -107,6 +147,20 @@ class QueueMetrics<T> {
 
   retry(): void {
     this.retries.inc();
+  }
+
+  /** Seconds the items being processed now have been processed, together. */
+  unfinishedSeconds(now: number): number {
+    let total = 0;
+    for (const started of this.startTimes.values()) total += now - started;
+    return total / 1000;
+  }
+
+  /** Seconds the oldest item being processed now has been processed (0 when none). */
+  longestRunningSeconds(now: number): number {
+    let oldest = now;
+    for (const started of this.startTimes.values()) oldest = Math.min(oldest, started);
+    return (now - oldest) / 1000;
   }
 }
 

@@ -286,6 +286,29 @@ test('metrics: depth, adds, durations and retries per queue name', async (t) => 
   t.is(work['workqueue_work_duration_seconds_count{"name":"nodes"}'], 1);
 });
 
+test('metrics: unfinished work and longest running processor, per queue, computed when scraped', async (t) => {
+  const registry = new Registry();
+  const q = new WorkQueue({ name: 'nodes', registry });
+  new WorkQueue({ name: 'idle', registry });
+  const read = async (name: string) => metricValues(registry.getSingleMetric(name));
+  t.is((await read('workqueue_unfinished_work_seconds'))['{"name":"nodes"}'], 0);
+  q.add('a');
+  q.add('b');
+  await q.get();
+  await new Promise((r) => setTimeout(r, 20));
+  await q.get();
+  const unfinished = (await read('workqueue_unfinished_work_seconds'))['{"name":"nodes"}']!;
+  const longest = (await read('workqueue_longest_running_processor_seconds'))['{"name":"nodes"}']!;
+  t.true(longest > 0, `longest ${longest}`);
+  // Two items in flight: together at least as long as the oldest alone.
+  t.true(unfinished >= longest, `unfinished ${unfinished} < longest ${longest}`);
+  t.is((await read('workqueue_longest_running_processor_seconds'))['{"name":"idle"}'], 0);
+  q.done('a');
+  q.done('b');
+  t.is((await read('workqueue_unfinished_work_seconds'))['{"name":"nodes"}'], 0);
+  t.is((await read('workqueue_longest_running_processor_seconds'))['{"name":"nodes"}'], 0);
+});
+
 test('runWorkers: success forgets, errors requeue rate-limited, RetryError requeues after its delay (at least 1 s)', async (t) => {
   const limiter = recording(new ItemExponentialRateLimiter<string>(1, 100));
   const q = new WorkQueue({ rateLimiter: limiter });
