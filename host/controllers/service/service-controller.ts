@@ -27,8 +27,9 @@
  * use the provider's batch ensure (ensure-batcher.ts: concurrent ensures
  * share a call, and each call also ensures queued Services ahead of their
  * sync, whose worker then only writes the status); node-set changes use the
- * provider's batch host update (one call for every affected load balancer); a periodic re-ensure (--lb-resync-period) repairs load
- * balancers deleted or changed behind the controller's back; a node's IP
+ * provider's batch host update (one call for every affected load balancer);
+ * a periodic re-ensure (--lb-resync-period) repairs load balancers deleted
+ * or changed behind the controller's back; a node's IP
  * address change updates backends too (upstream only reacts to eligibility
  * and providerID); an orphan sweep (orphan-sweep.ts) deletes load balancers
  * whose Service is gone in ways no controller can see.
