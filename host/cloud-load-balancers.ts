@@ -80,6 +80,12 @@ export interface HostsUpdateResult {
   error?: Error;
 }
 
+/** Per-Service outcome of a batch ensure: a status, or the error EnsureLoadBalancer would have thrown. */
+export type EnsureResult = { uid: string; status: LbStatus; error?: undefined } | { uid: string; status?: undefined; error: Error };
+
+/** Most Services per batch ensure call (the protocol's bound for EnsureLoadBalancers). */
+export const MAX_BATCH_ENSURE = 500;
+
 export interface LoadBalancers {
   /** The load balancer's status, or undefined when none exists. Read-only. */
   getLoadBalancer(clusterName: string, svc: ServiceRef): Promise<LbStatus | undefined>;
@@ -95,6 +101,15 @@ export interface LoadBalancers {
    * whole failed.
    */
   updateLoadBalancerHosts(clusterName: string, svcs: ServiceRef[], nodes: NodeRef[]): Promise<HostsUpdateResult[]>;
+  /**
+   * EnsureLoadBalancer for many Services with the same backend set in one
+   * call (requires `batchEnsure`; 1..MAX_BATCH_ENSURE Services, distinct
+   * uids): one result per Service, in input order, each validated like the
+   * single call's answer. Rejects only when the call as a whole failed.
+   */
+  ensureLoadBalancers(clusterName: string, svcs: ServiceRef[], nodes: NodeRef[]): Promise<EnsureResult[]>;
+  /** Whether the provider has the batch ensure (CAPABILITY_LOAD_BALANCER_BATCH_ENSURE). */
+  readonly batchEnsure: boolean;
   /** Deletes the load balancer; succeeds when there is none. Idempotent. */
   ensureLoadBalancerDeleted(clusterName: string, svc: ServiceRef): Promise<void>;
   /** Whether the provider has the batch host update (CAPABILITY_LOAD_BALANCER_BATCH_HOSTS). */

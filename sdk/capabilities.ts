@@ -23,6 +23,8 @@ export const LEGACY_INSTANCES_METHODS: readonly string[] = [
  * - INSTANCES_BATCH: instances has getInstancesStatus AND getInstancesMetadata;
  * - INSTANCES_LEGACY: instances has any legacy method;
  * - LOAD_BALANCER_BATCH_HOSTS: loadBalancers has updateLoadBalancerHosts;
+ * - LOAD_BALANCER_BATCH_ENSURE: loadBalancers has ensureLoadBalancers (a
+ *   provider with only ensureLoadBalancer gets single calls from the host);
  * - LOAD_BALANCER_LIST: loadBalancers has listLoadBalancers;
  * - LOAD_BALANCER_IP_MODE_PROXY: info.loadBalancerIpModeProxy and loadBalancers present;
  * - ROUTES_RECONCILE: routes has reconcileRoutes;
@@ -41,6 +43,7 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
   if (hasMethod(instances, 'getInstancesStatus') && hasMethod(instances, 'getInstancesMetadata')) caps.add(Capability.CAPABILITY_INSTANCES_BATCH);
   if (LEGACY_INSTANCES_METHODS.some((m) => hasMethod(instances, m))) caps.add(Capability.CAPABILITY_INSTANCES_LEGACY);
   if (hasMethod(loadBalancers, 'updateLoadBalancerHosts')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS);
+  if (hasMethod(loadBalancers, 'ensureLoadBalancers')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE);
   if (hasMethod(loadBalancers, 'listLoadBalancers')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_LIST);
   if (loadBalancers && provider.info.loadBalancerIpModeProxy) caps.add(Capability.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY);
   if (hasMethod(routes, 'reconcileRoutes')) caps.add(Capability.CAPABILITY_ROUTES_RECONCILE);

@@ -14,6 +14,7 @@ export const MUTATING_METHODS: ReadonlySet<string> = new Set([
   'UpdateLoadBalancer',
   'EnsureLoadBalancerDeleted',
   'UpdateLoadBalancerHosts',
+  'EnsureLoadBalancers',
   'CreateRoute',
   'DeleteRoute',
   'ReconcileRoutes',

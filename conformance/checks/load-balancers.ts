@@ -1,10 +1,11 @@
-/** LoadBalancersService checks: idempotent Ensure/Update/Delete, NOT_FOUND, batch shape, listing. */
+/** LoadBalancersService checks: idempotent Ensure/Update/Delete, NOT_FOUND, batch shape and answers, listing. */
 import { randomInt, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
 import {
   Protocol,
   type EnsureLoadBalancerResponse,
+  type EnsureLoadBalancersResponse,
   type GetLoadBalancerResponse,
   type ListLoadBalancersResponse,
   type LoadBalancerStatus,
@@ -129,6 +130,45 @@ export const loadBalancerChecks: Check[] = [
         expect(r.results[0]!.error && r.results[0]!.error.code !== Code.OK, 'no per-item error for a Service without a load balancer');
         expect(!r.results[1]!.error || r.results[1]!.error.code === Code.OK, `the existing load balancer failed: ${r.results[1]!.error?.message}`);
       }
+    },
+  },
+  {
+    id: 'load-balancers/batch-ensure',
+    title: 'EnsureLoadBalancers answers each entry, in input order, as EnsureLoadBalancer does; a bad entry fails alone; a uid twice is INVALID_ARGUMENT',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE);
+      const existing = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
+      const lb = k.rpc.conn.loadBalancers;
+      const fresh = service(k, 'batch-new');
+      const bad = { ...service(k, 'batch-bad'), ports: [{ name: 'web', protocol: Protocol.PROTOCOL_UNSPECIFIED, port: 80, nodePort: 30080, appProtocol: '' }] };
+      k.created.loadBalancers.set(fresh.uid, fresh);
+      k.created.loadBalancers.set(bad.uid, bad);
+      // What the single call answers for the bad entry (an error code, or OK): the batch must answer alike.
+      const single = await k.rpc.call(lb, 'EnsureLoadBalancer', { meta: k.meta(), service: bad, nodes: nodes(k) }).then(
+        () => Code.OK,
+        (err: { code?: number }) => err.code ?? Code.UNKNOWN,
+      );
+      const before = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: existing });
+      const req = { meta: k.meta(), services: [existing, bad, fresh], nodes: nodes(k) };
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const r = await k.rpc.call<EnsureLoadBalancersResponse>(lb, 'EnsureLoadBalancers', req);
+        expect(r.results.length === 3, `${r.results.length} results for 3 services`);
+        expect(r.results.every((x, i) => x.serviceUid === req.services[i]!.uid), 'results are not in input order');
+        const [a, b, c] = r.results as [(typeof r.results)[0], (typeof r.results)[0], (typeof r.results)[0]];
+        expect(!a.error || a.error.code === Code.OK, `the existing load balancer failed: ${a.error?.message}`);
+        checkStatus(a.status);
+        expect(ingressText(a.status) === ingressText(before.status), `the batch changed the existing load balancer's ingress from ${ingressText(before.status)} to ${ingressText(a.status)}`);
+        expect((b.error?.code ?? Code.OK) === single, `the bad entry answered code ${b.error?.code ?? Code.OK}, EnsureLoadBalancer answered ${single}`);
+        expect(!c.error || c.error.code === Code.OK, `the new load balancer failed: ${c.error?.message}`);
+        checkStatus(c.status);
+        const got = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: fresh });
+        expect(got.exists && ingressText(got.status) === ingressText(c.status), `GetLoadBalancer status ${ingressText(got.status)} differs from the batch's ${ingressText(c.status)}`);
+        const again = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', { meta: k.meta(), service: fresh, nodes: nodes(k) });
+        expect(ingressText(again.status) === ingressText(c.status), `EnsureLoadBalancer after the batch changed the ingress from ${ingressText(c.status)} to ${ingressText(again.status)}`);
+      }
+      await expectCode(k, lb, 'EnsureLoadBalancers', { meta: k.meta(), services: [fresh, fresh], nodes: nodes(k) }, Code.INVALID_ARGUMENT);
+      await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: fresh });
+      await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: bad });
     },
   },
   {

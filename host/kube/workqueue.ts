@@ -299,6 +299,11 @@ export class WorkQueue<T = string> {
     return this.queue.length;
   }
 
+  /** Up to `limit` items waiting to be handed out, in the order they will be (not in-flight or delayed ones). */
+  peek(limit: number): T[] {
+    return this.queue.slice(0, limit);
+  }
+
   /** Whether {@link WorkQueue.shutDown} or {@link WorkQueue.shutDownWithDrain} was called. */
   isShuttingDown(): boolean {
     return this.shuttingDown;

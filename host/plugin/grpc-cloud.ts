@@ -85,6 +85,7 @@ export class GrpcCloud implements Cloud {
     },
     hasBatchHosts: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS),
     hasList: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST),
+    hasBatchEnsure: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE),
     toPbNode,
   });
   private readonly routesImpl = new GrpcRoutes(this);

@@ -13,11 +13,12 @@ import {
   type ListLoadBalancersResponse,
   type LoadBalancerStatus as PbStatus,
   type ServiceRef as PbServiceRef,
+  type EnsureLoadBalancersResult,
   type UpdateLoadBalancerHostsResult,
 } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { fromStatus } from '../../sdk/errors.js';
 import type { NodeRef } from '../cloud.js';
-import type { HostsUpdateResult, LbIngress, LbProtocol, LbStatus, LbSummary, LoadBalancers, ServiceRef } from '../cloud-load-balancers.js';
+import type { EnsureResult, HostsUpdateResult, LbIngress, LbProtocol, LbStatus, LbSummary, LoadBalancers, ServiceRef } from '../cloud-load-balancers.js';
 import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
 import { lbStatusProblems, lbSummaryProblems } from './validate-load-balancers.js';
@@ -33,6 +34,7 @@ export interface LbTransport {
   callLb<Res>(method: string, request: object, mutating: boolean): Promise<Res>;
   hasBatchHosts(): boolean;
   hasList(): boolean;
+  hasBatchEnsure(): boolean;
   toPbNode(n: NodeRef): PbNodeRef;
 }
 
@@ -91,6 +93,10 @@ export class GrpcLoadBalancers implements LoadBalancers {
     return this.t.hasBatchHosts();
   }
 
+  get batchEnsure(): boolean {
+    return this.t.hasBatchEnsure();
+  }
+
   get canList(): boolean {
     return this.t.hasList();
   }
@@ -118,6 +124,26 @@ export class GrpcLoadBalancers implements LoadBalancers {
       true,
     );
     return checkedStatus('EnsureLoadBalancer', r.status);
+  }
+
+  async ensureLoadBalancers(clusterName: string, svcs: ServiceRef[], nodes: NodeRef[]): Promise<EnsureResult[]> {
+    const method = 'EnsureLoadBalancers';
+    const r = await this.t.callLb<{ results: EnsureLoadBalancersResult[] }>(
+      method,
+      { meta: this.meta(clusterName), services: svcs.map(toPbService), nodes: nodes.map((n) => this.t.toPbNode(n)) },
+      true,
+    );
+    if (r.results.length !== svcs.length) throw new InvalidCloudResponseError(method, [`${r.results.length} results for ${svcs.length} services`]);
+    return svcs.map((s, i): EnsureResult => {
+      const item = r.results[i]!;
+      try {
+        if (item.serviceUid !== s.uid) throw new InvalidCloudResponseError(method, [`result ${i} is for service uid ${JSON.stringify(item.serviceUid)}, expected ${s.uid}`]);
+        if (item.error && item.error.code !== 0) return { uid: s.uid, error: decodedToCloudError(method, fromStatus(item.error)) };
+        return { uid: s.uid, status: checkedStatus(method, item.status) };
+      } catch (error) {
+        return { uid: s.uid, error: error as Error };
+      }
+    });
   }
 
   async updateLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<void> {

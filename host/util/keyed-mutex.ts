@@ -20,6 +20,24 @@ export class KeyedMutex<K> {
     }
   }
 
+  /**
+   * Takes `key` only if nobody holds or waits for it: returns the function
+   * that releases it, or undefined (never waits, so it cannot deadlock).
+   */
+  tryAcquire(key: K): (() => void) | undefined {
+    if (this.tails.has(key)) return undefined;
+    let release!: () => void;
+    const tail = new Promise<void>((r) => (release = r));
+    this.tails.set(key, tail);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      release();
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    };
+  }
+
   /** Runs `fn` holding every key of `keys` (taken in sorted order, so two callers never deadlock). */
   async runAll<T>(keys: K[], fn: () => Promise<T>): Promise<T> {
     const sorted = [...new Set(keys)].sort();

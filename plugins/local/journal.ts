@@ -34,6 +34,10 @@ export interface JournalEntry {
   pid: number;
   /** Set when the call created a new object (e.g. EnsureLoadBalancer made a new load balancer rather than updating one). */
   created?: true;
+  /** A batch call (EnsureLoadBalancers): the uids of its services, in request order. */
+  keys?: string[];
+  /** A batch call: the keys whose object it created. */
+  createdKeys?: string[];
 }
 
 /**
@@ -49,11 +53,25 @@ export function markCreated<T extends object>(result: T, created: boolean): T {
   return result;
 }
 
+const createdKeysOf = new WeakMap<object, string[]>();
+
+/** Marks `result` as the answer of a batch call that created the objects named by `keys`; returns it. */
+export function markCreatedKeys<T extends object>(result: T, keys: string[]): T {
+  if (keys.length > 0) createdKeysOf.set(result, keys);
+  return result;
+}
+
 /** The journal mode from the environment; throws on an unknown value. */
 export function journalModeFromEnv(env: NodeJS.ProcessEnv): JournalMode {
   const v = env[JOURNAL_ENV] ?? 'mutations';
   if (v === 'mutations' || v === 'all' || v === 'off') return v;
   throw new TypeError(`${JOURNAL_ENV}=${JSON.stringify(v)} is invalid: use mutations, all or off`);
+}
+
+/** The service uids of a batch request. */
+function keysOf(req: unknown): string[] | undefined {
+  const services = ((req ?? {}) as { services?: { uid?: string }[] }).services;
+  return Array.isArray(services) ? services.map((s) => s.uid ?? '') : undefined;
 }
 
 /** A key naming the request's object, from the usual request fields. */
@@ -77,7 +95,7 @@ export class Journal {
   }
 
   /** Appends one entry; a failed write is ignored (the journal must never fail a call). */
-  async record(e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created'> & { request: unknown; methodName: string; result?: unknown }): Promise<void> {
+  async record(e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys'> & { request: unknown; methodName: string; result?: unknown }): Promise<void> {
     const entry: JournalEntry = {
       caller: e.caller,
       method: e.method,
@@ -88,7 +106,13 @@ export class Journal {
       ok: e.ok,
       pid: process.pid,
     };
-    if (typeof e.result === 'object' && e.result !== null && createdResults.has(e.result)) entry.created = true;
+    const keys = keysOf(e.request);
+    if (keys) entry.keys = keys;
+    if (typeof e.result === 'object' && e.result !== null) {
+      if (createdResults.has(e.result)) entry.created = true;
+      const created = createdKeysOf.get(e.result);
+      if (created) entry.createdKeys = created;
+    }
     await appendFile(join(this.dir, JOURNAL_FILE), JSON.stringify(entry) + '\n').catch(() => undefined);
   }
 }

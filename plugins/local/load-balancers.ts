@@ -21,7 +21,7 @@ import {
 } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { clusterOf, nowIso, required, type CloudContext } from './context.js';
 import { canonicalIp } from './ip.js';
-import { markCreated } from './journal.js';
+import { markCreated, markCreatedKeys } from './journal.js';
 import { paginate } from './paging.js';
 import { loadBalancerName } from './names.js';
 import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
@@ -104,6 +104,19 @@ export function protocolToProto(p: LbProtocol): Protocol {
   return PROTOCOL_TO_PROTO[p];
 }
 
+/** Most entries of one EnsureLoadBalancers call (the protocol's bound). */
+export const MAX_BATCH_ENSURE = 500;
+
+/** The checked inputs of one ensure. */
+interface EnsurePlan {
+  name: string;
+  clusterName: string;
+  ports: LbPortRecord[];
+  ipMode: 'VIP' | 'Proxy';
+  /** The Service's loadBalancerIP, canonical, if set. */
+  wanted?: string;
+}
+
 /** The LoadBalancersService implementation. */
 export function createLoadBalancersService(c: CloudContext): LoadBalancersProvider {
   /** Replaces the backends of an existing load balancer inside an update; NotFoundError when absent. */
@@ -111,6 +124,60 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
     const lb = draft.loadBalancers.find((l) => l.name === name);
     if (!lb) throw new NotFoundError(`load balancer ${name} for service ${svc.namespace}/${svc.name} does not exist`);
     lb.backends = backendsOf(draft, nodes);
+  }
+
+  /** What an ensure of `svc` will write, checked before the state update (InvalidArgumentError). */
+  function planEnsure(meta: RequestMeta | undefined, svc: ServiceRef): EnsurePlan {
+    const pool = c.settings.lbPool;
+    let wanted: string | undefined;
+    if (svc.loadBalancerIp) {
+      wanted = canonicalIp(svc.loadBalancerIp);
+      if (!wanted) throw new InvalidArgumentError(`loadBalancerIP ${JSON.stringify(svc.loadBalancerIp)} is not an IP address`);
+      if (!pool.has(wanted)) throw new InvalidArgumentError(`loadBalancerIP ${wanted} is not in the load balancer pool ${pool.cidr.text}`);
+    }
+    return { name: nameOf(c, meta, svc), clusterName: clusterOf(c, meta), ports: portsOf(svc), ipMode: ipModeOf(svc), wanted };
+  }
+
+  /** Creates or converges the load balancer of `svc` inside a state update. */
+  function applyEnsure(draft: LocalCloudState, plan: EnsurePlan, svc: ServiceRef, nodes: readonly NodeRef[]): { record: LoadBalancerRecord; created: boolean } {
+    const { name, wanted } = plan;
+    const pool = c.settings.lbPool;
+    const existing = draft.loadBalancers.find((l) => l.name === name);
+    if (existing && existing.serviceUid !== svc.uid) throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
+    const others = draft.loadBalancers.filter((l) => l !== existing);
+    const used = new Set(others.map((l) => l.ingressIp));
+    let ip: string;
+    if (wanted) {
+      const holder = others.find((l) => l.ingressIp === wanted);
+      if (holder) throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
+      ip = wanted;
+    } else if (existing) {
+      ip = existing.ingressIp;
+    } else {
+      const free = pool.allocate(used);
+      if (!free) throw new QuotaExceededError(`load balancer pool ${pool.cidr.text} has no free address`);
+      ip = free;
+    }
+    const lb: LoadBalancerRecord = {
+      name,
+      clusterName: plan.clusterName,
+      serviceUid: svc.uid,
+      serviceNamespace: svc.namespace,
+      serviceName: svc.name,
+      ingressIp: ip,
+      ipMode: plan.ipMode,
+      ports: plan.ports,
+      backends: backendsOf(draft, nodes),
+      sourceRanges: [...svc.loadBalancerSourceRanges],
+      externalTrafficPolicy: svc.externalTrafficPolicy === ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL ? 'Local' : 'Cluster',
+      healthCheckNodePort: svc.healthCheckNodePort,
+      sessionAffinity: svc.sessionAffinity === SessionAffinity.SESSION_AFFINITY_CLIENT_IP ? 'ClientIP' : 'None',
+      createdAt: existing?.createdAt ?? nowIso(),
+    };
+    if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
+    else draft.loadBalancers.push(lb);
+    if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
+    return { record: lb, created: !existing };
   }
 
   return {
@@ -126,59 +193,32 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
 
     async ensureLoadBalancer(req) {
       const svc = requireService(req.service);
-      const name = nameOf(c, req.meta, svc);
-      const clusterName = clusterOf(c, req.meta);
-      const ports = portsOf(svc);
-      const ipMode = ipModeOf(svc);
-      const pool = c.settings.lbPool;
-      let wanted: string | undefined;
-      if (svc.loadBalancerIp) {
-        wanted = canonicalIp(svc.loadBalancerIp);
-        if (!wanted) throw new InvalidArgumentError(`loadBalancerIP ${JSON.stringify(svc.loadBalancerIp)} is not an IP address`);
-        if (!pool.has(wanted)) throw new InvalidArgumentError(`loadBalancerIP ${wanted} is not in the load balancer pool ${pool.cidr.text}`);
-      }
-      let created = false;
-      const record = await c.store.update((draft) => {
-        const existing = draft.loadBalancers.find((l) => l.name === name);
-        if (existing && existing.serviceUid !== svc.uid) throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
-        const others = draft.loadBalancers.filter((l) => l !== existing);
-        const used = new Set(others.map((l) => l.ingressIp));
-        let ip: string;
-        if (wanted) {
-          const holder = others.find((l) => l.ingressIp === wanted);
-          if (holder) throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
-          ip = wanted;
-        } else if (existing) {
-          ip = existing.ingressIp;
-        } else {
-          const free = pool.allocate(used);
-          if (!free) throw new QuotaExceededError(`load balancer pool ${pool.cidr.text} has no free address`);
-          ip = free;
-        }
-        const lb: LoadBalancerRecord = {
-          name,
-          clusterName,
-          serviceUid: svc.uid,
-          serviceNamespace: svc.namespace,
-          serviceName: svc.name,
-          ingressIp: ip,
-          ipMode,
-          ports,
-          backends: backendsOf(draft, req.nodes),
-          sourceRanges: [...svc.loadBalancerSourceRanges],
-          externalTrafficPolicy: svc.externalTrafficPolicy === ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL ? 'Local' : 'Cluster',
-          healthCheckNodePort: svc.healthCheckNodePort,
-          sessionAffinity: svc.sessionAffinity === SessionAffinity.SESSION_AFFINITY_CLIENT_IP ? 'ClientIP' : 'None',
-          createdAt: existing?.createdAt ?? nowIso(),
-        };
-        if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
-        else draft.loadBalancers.push(lb);
-        created = !existing;
-        if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
-        return lb;
-      });
+      const plan = planEnsure(req.meta, svc);
+      const { record, created } = await c.store.update((draft) => applyEnsure(draft, plan, svc, req.nodes));
       await c.forwarder?.sync();
       return markCreated({ status: statusOf(record) }, created);
+    },
+
+    async ensureLoadBalancers(req) {
+      if (req.services.length > MAX_BATCH_ENSURE) throw new InvalidArgumentError(`at most ${MAX_BATCH_ENSURE} services per EnsureLoadBalancers call, got ${req.services.length}`);
+      const uids = new Set(req.services.map((s) => s.uid));
+      if (uids.size !== req.services.length) throw new InvalidArgumentError('a service uid appears twice in EnsureLoadBalancers');
+      const created: string[] = [];
+      // One state update for the whole batch; each entry fails on its own.
+      const results = await c.store.update((draft) =>
+        req.services.map((service) => {
+          try {
+            const svc = requireService(service);
+            const r = applyEnsure(draft, planEnsure(req.meta, svc), svc, req.nodes);
+            if (r.created) created.push(svc.uid);
+            return { serviceUid: service.uid, status: statusOf(r.record) };
+          } catch (err) {
+            return { serviceUid: service.uid, error: toStatus(err) };
+          }
+        }),
+      );
+      await c.forwarder?.sync();
+      return markCreatedKeys({ results }, created);
     },
 
     async updateLoadBalancer(req) {

@@ -23,10 +23,13 @@
  *    ensure (404 or another uid on the status write) gets the load balancer
  *    just made for it deleted at once.
  *
- * Better than upstream, on purpose: several workers by default; node-set
- * changes use the provider's batch host update (one call for every affected
- * load balancer); a periodic re-ensure (--lb-resync-period) repairs load
- * balancers deleted or changed behind the controller's back; a node's IP
+ * Better than upstream, on purpose: several workers by default; ensures
+ * use the provider's batch ensure (ensure-batcher.ts: concurrent ensures
+ * share a call, and each call also ensures queued Services ahead of their
+ * sync, whose worker then only writes the status); node-set changes use the
+ * provider's batch host update (one call for every affected load balancer);
+ * a periodic re-ensure (--lb-resync-period) repairs load balancers deleted
+ * or changed behind the controller's back; a node's IP
  * address change updates backends too (upstream only reacts to eligibility
  * and providerID); an orphan sweep (orphan-sweep.ts) deletes load balancers
  * whose Service is gone in ways no controller can see.
@@ -50,6 +53,7 @@ import { chunks } from '../../util/chunks.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
+import { EnsureBatcher, type Companion } from './ensure-batcher.js';
 import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
 
@@ -61,6 +65,10 @@ const MAX_BATCH_SERVICES = 1000;
 /** Node names listed in an event message at most (upstream's limit). */
 const MAX_NODE_NAMES_IN_EVENT = 20;
 const NODES_KEY = 'nodes';
+/** Finalizer writes in flight at once while companions are prepared (the client's QPS limit meters them). */
+const COMPANION_FINALIZER_CONCURRENCY = 16;
+/** Queued keys looked at per companion slot (skipped ones included). */
+const COMPANION_SCAN_FACTOR = 4;
 
 /** The Service's spec cannot be turned into a load balancer (bad input); retried with backoff after a change. */
 export class InvalidServiceError extends Error {
@@ -101,11 +109,13 @@ export class ServiceController {
   /** Deleted Services that wanted or had a load balancer, by key, until their sync deleted it. */
   private readonly deleted = new Map<string, ServiceRef>();
   private readonly log: Logger;
+  private readonly batcher: EnsureBatcher;
   /** Undefined when the sweep is off. */
   readonly sweeper?: OrphanSweeper;
 
   constructor(private readonly o: ServiceControllerOptions) {
     this.log = o.log;
+    this.batcher = new EnsureBatcher(o.lbs, o.clusterName, o.log, { companions: (room, nodesSig, skip) => this.companions(room, nodesSig, skip) });
     const sweep = o.orphanSweep;
     if (sweep && sweep.periodMs > 0 && o.lbs.canList) {
       this.sweeper = new OrphanSweeper({
@@ -254,20 +264,16 @@ export class ServiceController {
     // A periodic re-ensure of an unchanged Service stays quiet unless it finds drift.
     const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);
     if (changed) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
-    if (!hasLbFinalizer(cached)) {
-      // Before any cloud call that may create something; the uid makes the API
-      // server refuse the patch if the name now belongs to another Service.
-      await patchService(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid, finalizers: [Finalizers.LB_CLEANUP] } }, 'strategic');
-    }
+    if (!hasLbFinalizer(cached)) await this.addFinalizer(ref);
     const nodes = this.backendNodes();
+    const nodesSig = backendSetKey(nodes);
     if (nodes.length === 0 && changed) {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
     // Known before the call: a deletion that arrives while it is in flight (or
     // after it failed half-way) is queued with this uid.
     this.synced.set(key, { ref, specSig: prev?.specSig ?? '', nodesSig: undefined });
-    const status = await this.o.lbs.ensureLoadBalancer(this.o.clusterName, ref, nodes.map(toNodeRef));
-    const nodesSig = backendSetKey(nodes);
+    const status = await this.batcher.ensure({ key, ref, nodes: nodes.map(toNodeRef), nodesSig });
     this.synced.set(key, { ref, specSig, nodesSig });
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
@@ -290,6 +296,60 @@ export class ServiceController {
       this.log.info({ service: key, ingress: status.ingress.map((i) => i.ip ?? i.hostname) }, 'load balancer status updated');
     }
     if (changed || statusChanged) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURED_LB, 'Ensured load balancer');
+  }
+
+  /**
+   * Before any cloud call that may create something; the uid makes the API
+   * server refuse the patch if the name now belongs to another Service.
+   */
+  private async addFinalizer(ref: ServiceRef): Promise<void> {
+    await patchService(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid, finalizers: [Finalizers.LB_CLEANUP] } }, 'strategic');
+  }
+
+  /**
+   * Companions for a batch ensure (see ensure-batcher.ts): queued Services,
+   * in queue order, whose sync would ensure them now with the backend set
+   * `nodesSig`: in the cache, wanting a load balancer, valid, no earlier
+   * object under the name waiting for its deletion, not locked by anyone.
+   * Each is then prepared exactly as ensure() prepares its own Service before
+   * the call: locked (released when the call is over), finalizer written
+   * (a Service whose write fails is left to its own sync), tracked so that a
+   * deletion during the call is queued with its uid. Its worker later syncs
+   * it as usual (events, status write, the gone-after-ensure deletion) and
+   * finds the result at hand.
+   */
+  private async companions(room: number, nodesSig: string, skip: (key: string) => boolean): Promise<Companion[]> {
+    if (backendSetKey(this.backendNodes()) !== nodesSig) return [];
+    const picked: { key: string; svc: V1Service; ref: ServiceRef; release: () => void }[] = [];
+    for (const key of this.queue.peek(room * COMPANION_SCAN_FACTOR)) {
+      if (picked.length >= room) break;
+      if (skip(key) || this.deleted.has(key)) continue;
+      const svc = this.o.services.get(key);
+      if (!svc || !wantsLoadBalancer(svc) || needsCleanup(svc) || svc.metadata?.deletionTimestamp) continue;
+      const prev = this.synced.get(key);
+      if (prev && prev.ref.uid !== svc.metadata?.uid) continue;
+      const { ref, problems } = toServiceRef(svc);
+      if (problems.length) continue;
+      const release = this.lock.tryAcquire(key);
+      if (release) picked.push({ key, svc, ref, release });
+    }
+    const ready = await mapLimit(picked, COMPANION_FINALIZER_CONCURRENCY, async (p) => {
+      if (hasLbFinalizer(p.svc)) return p;
+      try {
+        await this.addFinalizer(p.ref);
+        return p;
+      } catch (err) {
+        p.release();
+        this.log.debug({ service: p.key, err: errorMessage(err) }, 'companion left to its own sync: finalizer not written');
+        return undefined;
+      }
+    });
+    return ready
+      .filter((p) => p !== undefined)
+      .map((p) => {
+        this.synced.set(p.key, { ref: p.ref, specSig: this.synced.get(p.key)?.specSig ?? '', nodesSig: undefined });
+        return { key: p.key, ref: p.ref, release: p.release };
+      });
   }
 
   /** Deletes the load balancer, clears the status, then removes the finalizer (in this order). */

@@ -10,6 +10,8 @@ import { cloudLbs, type CloudLb } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 
 export const ENSURE_LB = 'loadBalancers.ensureLoadBalancer';
+/** The batch ensure (journaled once per call, naming the uids it created). */
+export const ENSURE_LBS = 'loadBalancers.ensureLoadBalancers';
 
 /** Pairs of journal entries from different callers whose [start, end] intervals overlap. */
 export function overlaps(entries: JournalEntry[]): [JournalEntry, JournalEntry][] {
@@ -33,11 +35,16 @@ export function mutationsByCaller(entries: JournalEntry[]): Map<string, number> 
 /**
  * Load balancer creates per service uid: EnsureLoadBalancer calls the local
  * cloud marked `created` (a new record, not an update of an existing one),
- * whether or not the call then reported success.
+ * and the uids EnsureLoadBalancers calls created, whether or not the call
+ * then reported success.
  */
 export function lbCreatesByUid(entries: JournalEntry[]): Map<string, number> {
   const out = new Map<string, number>();
-  for (const e of entries) if (e.method === ENSURE_LB && e.created && e.key) out.set(e.key, (out.get(e.key) ?? 0) + 1);
+  const add = (uid: string) => out.set(uid, (out.get(uid) ?? 0) + 1);
+  for (const e of entries) {
+    if (e.method === ENSURE_LB && e.created && e.key) add(e.key);
+    if (e.method === ENSURE_LBS) for (const uid of e.createdKeys ?? []) add(uid);
+  }
   return out;
 }
 

@@ -10,8 +10,10 @@ import fc from 'fast-check';
 import { isIP } from 'node:net';
 import { pino } from 'pino';
 import type { InstanceMetadata as HostMetadata, Instances, NodeRef } from '../../../host/cloud.js';
+import type { ServiceRef as HostServiceRef } from '../../../host/cloud-load-balancers.js';
 import {
   CloudCallError,
+  ImplementedElsewhereError as HostImplementedElsewhereError,
   InstanceNotFoundError as HostInstanceNotFoundError,
   InvalidCloudResponseError,
   NotImplementedError as HostNotImplementedError,
@@ -25,6 +27,7 @@ import { instanceMetadataProblems } from '../../../host/plugin/validate.js';
 import { NodeAddressType } from '../../../proto/gen/ccm/provider/v1/common.js';
 import type { InstanceMetadata, InstanceMetadataResult, InstanceStatusResult } from '../../../proto/gen/ccm/provider/v1/instances.js';
 import {
+  ImplementedElsewhereError,
   InstanceNotFoundError,
   NotConfiguredError,
   RateLimitedError,
@@ -633,4 +636,52 @@ test('NOT_CONFIGURED is "not ready", never "not found": the call fails as unavai
   t.false(err instanceof HostInstanceNotFoundError);
   await waitFor(() => configures === 3 && cloud.supervisor.state === 'ready', { what: 'Configure sent again', timeoutMs: 10_000 });
   t.true(await instances.instanceExists(node('n1')));
+});
+
+const hostSvc = (name: string): HostServiceRef => ({
+  uid: `uid-${name}`,
+  namespace: 'ns',
+  name,
+  annotations: {},
+  labels: {},
+  ports: [{ name: '', protocol: 'TCP', port: 80, nodePort: 30080, appProtocol: '' }],
+  loadBalancerIp: '',
+  loadBalancerSourceRanges: [],
+  ipFamilies: ['IPv4'],
+  externalTrafficPolicy: 'Cluster',
+  healthCheckNodePort: 0,
+  sessionAffinity: 'None',
+  sessionAffinityTimeoutSeconds: 0,
+  loadBalancerClass: '',
+});
+
+test('EnsureLoadBalancers: each entry is validated and mapped on its own (status, RetryInfo, IMPLEMENTED_ELSEWHERE, invalid status, wrong uid); a wrong result count rejects the call', async (t) => {
+  const status = (ip: string) => ({ ingress: [{ ip, hostname: '', ipMode: 0, ports: [] }] });
+  const { cloud } = await cloudFor(t, {
+    instances: {},
+    loadBalancers: {
+      ensureLoadBalancers: async (req) => {
+        if (req.services.length === 1) return { results: [] };
+        return {
+          results: [
+            { serviceUid: 'uid-ok', status: status('10.0.0.1') },
+            { serviceUid: 'uid-retry', error: toStatus(new RetryError('address pending', 3_000)) },
+            { serviceUid: 'uid-elsewhere', error: toStatus(new ImplementedElsewhereError()) },
+            { serviceUid: 'uid-badip', status: status('10.0.0.300') },
+            { serviceUid: 'uid-other', status: status('10.0.0.2') },
+          ],
+        };
+      },
+    },
+  });
+  const lbs = cloud.loadBalancers()!;
+  t.true(lbs.batchEnsure);
+  const r = await lbs.ensureLoadBalancers('test', ['ok', 'retry', 'elsewhere', 'badip', 'wrong'].map(hostSvc), [node('n1')]);
+  t.deepEqual(r[0], { uid: 'uid-ok', status: { ingress: [{ ip: '10.0.0.1' }] } });
+  t.true(r[1]!.error instanceof RetryAfterError && r[1]!.error.retryAfterMs === 3_000, String(r[1]!.error));
+  t.true(r[2]!.error instanceof HostImplementedElsewhereError, String(r[2]!.error));
+  t.true(r[3]!.error instanceof InvalidCloudResponseError, String(r[3]!.error));
+  t.true(r[4]!.error instanceof InvalidCloudResponseError && /result 4 is for service uid "uid-other"/.test(r[4]!.error.message), String(r[4]!.error));
+  const err = await rejection(t, lbs.ensureLoadBalancers('test', [hostSvc('one')], []));
+  t.true(err instanceof InvalidCloudResponseError && /0 results for 1 services/.test(err.message), err.message);
 });

@@ -89,6 +89,20 @@ test('done for an item that is not in flight is a no-op', (t) => {
   t.is(q.len(), 1);
 });
 
+test('peek lists waiting items in hand-out order, without in-flight or delayed ones', async (t) => {
+  const q = new WorkQueue();
+  for (const i of ['a', 'b', 'c', 'd']) q.add(i);
+  q.addAfter('later', 60_000);
+  const first = await q.get();
+  t.is(first.shutdown ? undefined : first.item, 'a');
+  q.add('a');
+  t.deepEqual(q.peek(10), ['b', 'c', 'd']);
+  t.deepEqual(q.peek(2), ['b', 'c']);
+  q.done('a');
+  t.deepEqual(q.peek(10), ['b', 'c', 'd', 'a']);
+  q.shutDown();
+});
+
 test('waiting gets are served in order', async (t) => {
   const q = new WorkQueue();
   const g1 = q.get();

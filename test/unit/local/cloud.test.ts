@@ -234,6 +234,31 @@ test('load balancer pool exhaustion answers QUOTA_EXCEEDED', async (t) => {
   t.is(f.reason, ErrorReason.QUOTA_EXCEEDED);
 });
 
+test('batch ensure: one result per entry in order, each as the single call answers; a uid twice or too many entries is INVALID_ARGUMENT', async (t) => {
+  const cloud = await newCloud(t, { loadBalancerCidr: '127.0.10.0/30' });
+  const lbs = cloud.loadBalancers!;
+  const existing = await lbs.ensureLoadBalancer!({ meta: meta(), service: service('a'), nodes: [] }, ctx());
+  const services = [service('a'), service('bad', { ports: [] }), service('b'), service('c')];
+  const r = await lbs.ensureLoadBalancers!({ meta: meta(), services, nodes: [node('n1')] }, ctx());
+  t.deepEqual(
+    r.results.map((x) => [x.serviceUid, x.error ? fromStatus(x.error).code : x.status?.ingress[0]?.ip]),
+    [
+      ['a', existing.status?.ingress[0]?.ip],
+      ['bad', Code.INVALID_ARGUMENT],
+      ['b', '127.0.10.2'],
+      ['c', Code.RESOURCE_EXHAUSTED],
+    ],
+  );
+  t.is(fromStatus(r.results[3]!.error!).reason, ErrorReason.QUOTA_EXCEEDED);
+  t.deepEqual(cloud.store.view().state.loadBalancers.map((l) => [l.serviceUid, l.backends.map((b) => b.nodeName)]), [
+    ['a', ['n1']],
+    ['b', ['n1']],
+  ]);
+  t.is((await failure(lbs.ensureLoadBalancers!({ meta: meta(), services: [service('d'), service('d')], nodes: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
+  const many = Array.from({ length: 501 }, (_, i) => service(`m${i}`));
+  t.is((await failure(lbs.ensureLoadBalancers!({ meta: meta(), services: many, nodes: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
+});
+
 test('routes: idempotent create, conflict, delete absent, blackhole', async (t) => {
   const cloud = await newCloud(t);
   await seed(cloud);

@@ -40,6 +40,13 @@ const cases: Case[] = [
     services: [Service.SERVICE_LOAD_BALANCERS],
     capabilities: [Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS, Capability.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY],
   },
+  {
+    name: 'load balancer batch ensure; the single ensure alone is not batch',
+    provider: { info, loadBalancers: { ensureLoadBalancers: fn, ensureLoadBalancer: fn } },
+    services: [Service.SERVICE_LOAD_BALANCERS],
+    capabilities: [Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE],
+  },
+  { name: 'single ensure only', provider: { info, loadBalancers: { ensureLoadBalancer: fn } }, services: [Service.SERVICE_LOAD_BALANCERS], capabilities: [] },
   { name: 'ip mode proxy without the service is dropped', provider: { info: { ...info, loadBalancerIpModeProxy: true } }, services: [], capabilities: [] },
   { name: 'routes reconcile', provider: { info, routes: { reconcileRoutes: fn, listRoutes: fn } }, services: [Service.SERVICE_ROUTES], capabilities: [Capability.CAPABILITY_ROUTES_RECONCILE] },
   {

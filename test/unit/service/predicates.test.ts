@@ -115,3 +115,24 @@ test('KeyedMutex serializes per key and runAll takes every key', async (t) => {
   t.deepEqual(order.slice(0, 4), ['a1+', 'a1-', 'a2+', 'a2-']);
   t.deepEqual(order.slice(4), ['all+', 'all-']);
 });
+
+test('KeyedMutex.tryAcquire takes only a free key, never waits, and its release lets waiters in', async (t) => {
+  const m = new KeyedMutex<string>();
+  const release = m.tryAcquire('a');
+  t.truthy(release);
+  t.is(m.tryAcquire('a'), undefined, 'held');
+  const order: string[] = [];
+  const waiter = m.run('a', async () => void order.push('run'));
+  await new Promise((r) => setImmediate(r));
+  t.deepEqual(order, [], 'run waits for the holder');
+  release!();
+  release!();
+  await waiter;
+  t.deepEqual(order, ['run']);
+  const busy = m.run('b', () => new Promise((r) => setTimeout(r, 5)));
+  t.is(m.tryAcquire('b'), undefined, 'a key being run is not free');
+  await busy;
+  const again = m.tryAcquire('a');
+  t.truthy(again, 'free again once everyone is done');
+  again!();
+});

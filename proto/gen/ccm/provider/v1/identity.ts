@@ -112,6 +112,8 @@ export enum Capability {
   CAPABILITY_VOLUMES_EXPAND_ONLINE = 7,
   /** CAPABILITY_LOAD_BALANCER_LIST - LoadBalancersService.ListLoadBalancers (the host's orphan sweep). */
   CAPABILITY_LOAD_BALANCER_LIST = 8,
+  /** CAPABILITY_LOAD_BALANCER_BATCH_ENSURE - LoadBalancersService.EnsureLoadBalancers (batch ensure). */
+  CAPABILITY_LOAD_BALANCER_BATCH_ENSURE = 9,
 }
 
 export function capabilityFromJSON(object: any): Capability {
@@ -143,6 +145,9 @@ export function capabilityFromJSON(object: any): Capability {
     case 8:
     case "CAPABILITY_LOAD_BALANCER_LIST":
       return Capability.CAPABILITY_LOAD_BALANCER_LIST;
+    case 9:
+    case "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE":
+      return Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE;
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }
@@ -168,6 +173,8 @@ export function capabilityToJSON(object: Capability): string {
       return "CAPABILITY_VOLUMES_EXPAND_ONLINE";
     case Capability.CAPABILITY_LOAD_BALANCER_LIST:
       return "CAPABILITY_LOAD_BALANCER_LIST";
+    case Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE:
+      return "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE";
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }

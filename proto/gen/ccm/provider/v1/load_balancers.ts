@@ -462,6 +462,42 @@ export interface ListLoadBalancersResponse {
   nextPageToken: string;
 }
 
+/** Request for EnsureLoadBalancers. */
+export interface EnsureLoadBalancersRequest {
+  /** Request context (operation_id is empty: each entry is its own operation). */
+  meta?:
+    | RequestMeta
+    | undefined;
+  /** The Services to ensure (1..500, distinct uids). */
+  services: ServiceRef[];
+  /**
+   * Eligible backend nodes for every listed Service (already filtered by the
+   * host).
+   */
+  nodes: NodeRef[];
+}
+
+/** Result for one Service of a batch ensure. */
+export interface EnsureLoadBalancersResult {
+  /** The Service's uid (equal to the entry's). */
+  serviceUid: string;
+  /** The resulting status on success; unset when error is set. */
+  status?:
+    | LoadBalancerStatus
+    | undefined;
+  /**
+   * Per-entry failure, as EnsureLoadBalancer would have failed; unset on
+   * success.
+   */
+  error?: Status | undefined;
+}
+
+/** Response of EnsureLoadBalancers. */
+export interface EnsureLoadBalancersResponse {
+  /** One result per input service, in input order. */
+  results: EnsureLoadBalancersResult[];
+}
+
 function createBaseServicePort(): ServicePort {
   return { name: "", protocol: 0, port: 0, nodePort: 0, appProtocol: "" };
 }
@@ -2902,6 +2938,291 @@ export const ListLoadBalancersResponse: MessageFns<ListLoadBalancersResponse> = 
   },
 };
 
+function createBaseEnsureLoadBalancersRequest(): EnsureLoadBalancersRequest {
+  return { meta: undefined, services: [], nodes: [] };
+}
+
+export const EnsureLoadBalancersRequest: MessageFns<EnsureLoadBalancersRequest> = {
+  encode(message: EnsureLoadBalancersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.meta !== undefined) {
+      RequestMeta.encode(message.meta, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.services) {
+      ServiceRef.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.nodes) {
+      NodeRef.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnsureLoadBalancersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnsureLoadBalancersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.meta = RequestMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.services.push(ServiceRef.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nodes.push(NodeRef.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EnsureLoadBalancersRequest {
+    return {
+      meta: isSet(object.meta) ? RequestMeta.fromJSON(object.meta) : undefined,
+      services: globalThis.Array.isArray(object?.services)
+        ? object.services.map((e: any) => ServiceRef.fromJSON(e))
+        : [],
+      nodes: globalThis.Array.isArray(object?.nodes) ? object.nodes.map((e: any) => NodeRef.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: EnsureLoadBalancersRequest): unknown {
+    const obj: any = {};
+    if (message.meta !== undefined) {
+      obj.meta = RequestMeta.toJSON(message.meta);
+    }
+    if (message.services?.length) {
+      obj.services = message.services.map((e) => ServiceRef.toJSON(e));
+    }
+    if (message.nodes?.length) {
+      obj.nodes = message.nodes.map((e) => NodeRef.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EnsureLoadBalancersRequest>, I>>(base?: I): EnsureLoadBalancersRequest {
+    return EnsureLoadBalancersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnsureLoadBalancersRequest>, I>>(object: I): EnsureLoadBalancersRequest {
+    const message = createBaseEnsureLoadBalancersRequest();
+    message.meta = (object.meta !== undefined && object.meta !== null)
+      ? RequestMeta.fromPartial(object.meta)
+      : undefined;
+    message.services = object.services?.map((e) => ServiceRef.fromPartial(e)) || [];
+    message.nodes = object.nodes?.map((e) => NodeRef.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseEnsureLoadBalancersResult(): EnsureLoadBalancersResult {
+  return { serviceUid: "", status: undefined, error: undefined };
+}
+
+export const EnsureLoadBalancersResult: MessageFns<EnsureLoadBalancersResult> = {
+  encode(message: EnsureLoadBalancersResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.serviceUid !== "") {
+      writer.uint32(10).string(message.serviceUid);
+    }
+    if (message.status !== undefined) {
+      LoadBalancerStatus.encode(message.status, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      Status.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnsureLoadBalancersResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnsureLoadBalancersResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.serviceUid = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = LoadBalancerStatus.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = Status.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EnsureLoadBalancersResult {
+    return {
+      serviceUid: isSet(object.serviceUid)
+        ? globalThis.String(object.serviceUid)
+        : isSet(object.service_uid)
+        ? globalThis.String(object.service_uid)
+        : "",
+      status: isSet(object.status) ? LoadBalancerStatus.fromJSON(object.status) : undefined,
+      error: isSet(object.error) ? Status.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: EnsureLoadBalancersResult): unknown {
+    const obj: any = {};
+    if (message.serviceUid !== "") {
+      obj.serviceUid = message.serviceUid;
+    }
+    if (message.status !== undefined) {
+      obj.status = LoadBalancerStatus.toJSON(message.status);
+    }
+    if (message.error !== undefined) {
+      obj.error = Status.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EnsureLoadBalancersResult>, I>>(base?: I): EnsureLoadBalancersResult {
+    return EnsureLoadBalancersResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnsureLoadBalancersResult>, I>>(object: I): EnsureLoadBalancersResult {
+    const message = createBaseEnsureLoadBalancersResult();
+    message.serviceUid = object.serviceUid ?? "";
+    message.status = (object.status !== undefined && object.status !== null)
+      ? LoadBalancerStatus.fromPartial(object.status)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? Status.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEnsureLoadBalancersResponse(): EnsureLoadBalancersResponse {
+  return { results: [] };
+}
+
+export const EnsureLoadBalancersResponse: MessageFns<EnsureLoadBalancersResponse> = {
+  encode(message: EnsureLoadBalancersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      EnsureLoadBalancersResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnsureLoadBalancersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnsureLoadBalancersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(EnsureLoadBalancersResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EnsureLoadBalancersResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => EnsureLoadBalancersResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: EnsureLoadBalancersResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => EnsureLoadBalancersResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EnsureLoadBalancersResponse>, I>>(base?: I): EnsureLoadBalancersResponse {
+    return EnsureLoadBalancersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnsureLoadBalancersResponse>, I>>(object: I): EnsureLoadBalancersResponse {
+    const message = createBaseEnsureLoadBalancersResponse();
+    message.results = object.results?.map((e) => EnsureLoadBalancersResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * Load balancer management. A load balancer is identified by the Service's
  * uid together with RequestMeta.cluster_name; the provider derives its cloud
@@ -3028,6 +3349,30 @@ export const LoadBalancersServiceService = {
       Buffer.from(ListLoadBalancersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListLoadBalancersResponse => ListLoadBalancersResponse.decode(value),
   },
+  /**
+   * Batch EnsureLoadBalancer: each listed Service gets exactly what
+   * EnsureLoadBalancer would do for it with the given backend nodes (the same
+   * nodes for every entry), with the same per-Service guarantees (idempotent,
+   * never two load balancers for one Service). At most 500 entries and no
+   * Service uid twice (else INVALID_ARGUMENT, nothing done). One result per
+   * entry, in input order: a status, or that entry's error (a google.rpc.Status
+   * with the same details EnsureLoadBalancer would return, incl. RetryInfo and
+   * ErrorInfo reason IMPLEMENTED_ELSEWHERE); a failure of one entry does not
+   * fail the others. A call-level error means no entry was answered; the host
+   * then retries each Service on its own. Requires
+   * CAPABILITY_LOAD_BALANCER_BATCH_ENSURE.
+   */
+  ensureLoadBalancers: {
+    path: "/ccm.provider.v1.LoadBalancersService/EnsureLoadBalancers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EnsureLoadBalancersRequest): Buffer =>
+      Buffer.from(EnsureLoadBalancersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EnsureLoadBalancersRequest => EnsureLoadBalancersRequest.decode(value),
+    responseSerialize: (value: EnsureLoadBalancersResponse): Buffer =>
+      Buffer.from(EnsureLoadBalancersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EnsureLoadBalancersResponse => EnsureLoadBalancersResponse.decode(value),
+  },
 } as const;
 
 export interface LoadBalancersServiceServer extends UntypedServiceImplementation {
@@ -3076,6 +3421,20 @@ export interface LoadBalancersServiceServer extends UntypedServiceImplementation
    * answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
    */
   listLoadBalancers: handleUnaryCall<ListLoadBalancersRequest, ListLoadBalancersResponse>;
+  /**
+   * Batch EnsureLoadBalancer: each listed Service gets exactly what
+   * EnsureLoadBalancer would do for it with the given backend nodes (the same
+   * nodes for every entry), with the same per-Service guarantees (idempotent,
+   * never two load balancers for one Service). At most 500 entries and no
+   * Service uid twice (else INVALID_ARGUMENT, nothing done). One result per
+   * entry, in input order: a status, or that entry's error (a google.rpc.Status
+   * with the same details EnsureLoadBalancer would return, incl. RetryInfo and
+   * ErrorInfo reason IMPLEMENTED_ELSEWHERE); a failure of one entry does not
+   * fail the others. A call-level error means no entry was answered; the host
+   * then retries each Service on its own. Requires
+   * CAPABILITY_LOAD_BALANCER_BATCH_ENSURE.
+   */
+  ensureLoadBalancers: handleUnaryCall<EnsureLoadBalancersRequest, EnsureLoadBalancersResponse>;
 }
 
 export interface LoadBalancersServiceClient extends Client {
@@ -3221,6 +3580,34 @@ export interface LoadBalancersServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListLoadBalancersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Batch EnsureLoadBalancer: each listed Service gets exactly what
+   * EnsureLoadBalancer would do for it with the given backend nodes (the same
+   * nodes for every entry), with the same per-Service guarantees (idempotent,
+   * never two load balancers for one Service). At most 500 entries and no
+   * Service uid twice (else INVALID_ARGUMENT, nothing done). One result per
+   * entry, in input order: a status, or that entry's error (a google.rpc.Status
+   * with the same details EnsureLoadBalancer would return, incl. RetryInfo and
+   * ErrorInfo reason IMPLEMENTED_ELSEWHERE); a failure of one entry does not
+   * fail the others. A call-level error means no entry was answered; the host
+   * then retries each Service on its own. Requires
+   * CAPABILITY_LOAD_BALANCER_BATCH_ENSURE.
+   */
+  ensureLoadBalancers(
+    request: EnsureLoadBalancersRequest,
+    callback: (error: ServiceError | null, response: EnsureLoadBalancersResponse) => void,
+  ): ClientUnaryCall;
+  ensureLoadBalancers(
+    request: EnsureLoadBalancersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EnsureLoadBalancersResponse) => void,
+  ): ClientUnaryCall;
+  ensureLoadBalancers(
+    request: EnsureLoadBalancersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EnsureLoadBalancersResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -114,6 +114,8 @@ const (
 	Capability_CAPABILITY_VOLUMES_EXPAND_ONLINE Capability = 7
 	// LoadBalancersService.ListLoadBalancers (the host's orphan sweep).
 	Capability_CAPABILITY_LOAD_BALANCER_LIST Capability = 8
+	// LoadBalancersService.EnsureLoadBalancers (batch ensure).
+	Capability_CAPABILITY_LOAD_BALANCER_BATCH_ENSURE Capability = 9
 )
 
 // Enum value maps for Capability.
@@ -128,6 +130,7 @@ var (
 		6: "CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES",
 		7: "CAPABILITY_VOLUMES_EXPAND_ONLINE",
 		8: "CAPABILITY_LOAD_BALANCER_LIST",
+		9: "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED":                  0,
@@ -139,6 +142,7 @@ var (
 		"CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES": 6,
 		"CAPABILITY_VOLUMES_EXPAND_ONLINE":        7,
 		"CAPABILITY_LOAD_BALANCER_LIST":           8,
+		"CAPABILITY_LOAD_BALANCER_BATCH_ENSURE":   9,
 	}
 )
 
@@ -536,7 +540,7 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x10SERVICE_CLUSTERS\x10\x03\x12\x1a\n" +
 	"\x16SERVICE_LOAD_BALANCERS\x10\x04\x12\x12\n" +
 	"\x0eSERVICE_ROUTES\x10\x05\x12\x13\n" +
-	"\x0fSERVICE_VOLUMES\x10\x06*\xd6\x02\n" +
+	"\x0fSERVICE_VOLUMES\x10\x06*\x81\x03\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x1e\n" +
@@ -547,7 +551,8 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x1bCAPABILITY_ROUTES_RECONCILE\x10\x05\x12+\n" +
 	"'CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES\x10\x06\x12$\n" +
 	" CAPABILITY_VOLUMES_EXPAND_ONLINE\x10\a\x12!\n" +
-	"\x1dCAPABILITY_LOAD_BALANCER_LIST\x10\b2\xb1\x02\n" +
+	"\x1dCAPABILITY_LOAD_BALANCER_LIST\x10\b\x12)\n" +
+	"%CAPABILITY_LOAD_BALANCER_BATCH_ENSURE\x10\t2\xb1\x02\n" +
 	"\x0fIdentityService\x12^\n" +
 	"\rGetPluginInfo\x12%.ccm.provider.v1.GetPluginInfoRequest\x1a&.ccm.provider.v1.GetPluginInfoResponse\x12v\n" +
 	"\x15GetPluginCapabilities\x12-.ccm.provider.v1.GetPluginCapabilitiesRequest\x1a..ccm.provider.v1.GetPluginCapabilitiesResponse\x12F\n" +

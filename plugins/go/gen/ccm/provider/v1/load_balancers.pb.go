@@ -1602,6 +1602,182 @@ func (x *ListLoadBalancersResponse) GetNextPageToken() string {
 	return ""
 }
 
+// Request for EnsureLoadBalancers.
+type EnsureLoadBalancersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Request context (operation_id is empty: each entry is its own operation).
+	Meta *RequestMeta `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	// The Services to ensure (1..500, distinct uids).
+	Services []*ServiceRef `protobuf:"bytes,2,rep,name=services,proto3" json:"services,omitempty"`
+	// Eligible backend nodes for every listed Service (already filtered by the
+	// host).
+	Nodes         []*NodeRef `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureLoadBalancersRequest) Reset() {
+	*x = EnsureLoadBalancersRequest{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureLoadBalancersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureLoadBalancersRequest) ProtoMessage() {}
+
+func (x *EnsureLoadBalancersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureLoadBalancersRequest.ProtoReflect.Descriptor instead.
+func (*EnsureLoadBalancersRequest) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *EnsureLoadBalancersRequest) GetMeta() *RequestMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *EnsureLoadBalancersRequest) GetServices() []*ServiceRef {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+func (x *EnsureLoadBalancersRequest) GetNodes() []*NodeRef {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// Result for one Service of a batch ensure.
+type EnsureLoadBalancersResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Service's uid (equal to the entry's).
+	ServiceUid string `protobuf:"bytes,1,opt,name=service_uid,json=serviceUid,proto3" json:"service_uid,omitempty"`
+	// The resulting status on success; unset when error is set.
+	Status *LoadBalancerStatus `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// Per-entry failure, as EnsureLoadBalancer would have failed; unset on
+	// success.
+	Error         *status.Status `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureLoadBalancersResult) Reset() {
+	*x = EnsureLoadBalancersResult{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureLoadBalancersResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureLoadBalancersResult) ProtoMessage() {}
+
+func (x *EnsureLoadBalancersResult) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureLoadBalancersResult.ProtoReflect.Descriptor instead.
+func (*EnsureLoadBalancersResult) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *EnsureLoadBalancersResult) GetServiceUid() string {
+	if x != nil {
+		return x.ServiceUid
+	}
+	return ""
+}
+
+func (x *EnsureLoadBalancersResult) GetStatus() *LoadBalancerStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *EnsureLoadBalancersResult) GetError() *status.Status {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// Response of EnsureLoadBalancers.
+type EnsureLoadBalancersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One result per input service, in input order.
+	Results       []*EnsureLoadBalancersResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureLoadBalancersResponse) Reset() {
+	*x = EnsureLoadBalancersResponse{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureLoadBalancersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureLoadBalancersResponse) ProtoMessage() {}
+
+func (x *EnsureLoadBalancersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureLoadBalancersResponse.ProtoReflect.Descriptor instead.
+func (*EnsureLoadBalancersResponse) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *EnsureLoadBalancersResponse) GetResults() []*EnsureLoadBalancersResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_ccm_provider_v1_load_balancers_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
@@ -1699,7 +1875,18 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\fservice_name\x18\x05 \x01(\tR\vserviceName\"\x90\x01\n" +
 	"\x19ListLoadBalancersResponse\x12K\n" +
 	"\x0eload_balancers\x18\x01 \x03(\v2$.ccm.provider.v1.LoadBalancerSummaryR\rloadBalancers\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*[\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb7\x01\n" +
+	"\x1aEnsureLoadBalancersRequest\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.ccm.provider.v1.RequestMetaR\x04meta\x127\n" +
+	"\bservices\x18\x02 \x03(\v2\x1b.ccm.provider.v1.ServiceRefR\bservices\x12.\n" +
+	"\x05nodes\x18\x03 \x03(\v2\x18.ccm.provider.v1.NodeRefR\x05nodes\"\xa3\x01\n" +
+	"\x19EnsureLoadBalancersResult\x12\x1f\n" +
+	"\vservice_uid\x18\x01 \x01(\tR\n" +
+	"serviceUid\x12;\n" +
+	"\x06status\x18\x02 \x01(\v2#.ccm.provider.v1.LoadBalancerStatusR\x06status\x12(\n" +
+	"\x05error\x18\x03 \x01(\v2\x12.google.rpc.StatusR\x05error\"c\n" +
+	"\x1bEnsureLoadBalancersResponse\x12D\n" +
+	"\aresults\x18\x01 \x03(\v2*.ccm.provider.v1.EnsureLoadBalancersResultR\aresults*[\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x01\x12\x10\n" +
@@ -1720,7 +1907,7 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x06IpMode\x12\x17\n" +
 	"\x13IP_MODE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vIP_MODE_VIP\x10\x01\x12\x11\n" +
-	"\rIP_MODE_PROXY\x10\x022\xbb\x06\n" +
+	"\rIP_MODE_PROXY\x10\x022\xad\a\n" +
 	"\x14LoadBalancersService\x12d\n" +
 	"\x0fGetLoadBalancer\x12'.ccm.provider.v1.GetLoadBalancerRequest\x1a(.ccm.provider.v1.GetLoadBalancerResponse\x12p\n" +
 	"\x13GetLoadBalancerName\x12+.ccm.provider.v1.GetLoadBalancerNameRequest\x1a,.ccm.provider.v1.GetLoadBalancerNameResponse\x12m\n" +
@@ -1728,7 +1915,8 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x12UpdateLoadBalancer\x12*.ccm.provider.v1.UpdateLoadBalancerRequest\x1a+.ccm.provider.v1.UpdateLoadBalancerResponse\x12\x82\x01\n" +
 	"\x19EnsureLoadBalancerDeleted\x121.ccm.provider.v1.EnsureLoadBalancerDeletedRequest\x1a2.ccm.provider.v1.EnsureLoadBalancerDeletedResponse\x12|\n" +
 	"\x17UpdateLoadBalancerHosts\x12/.ccm.provider.v1.UpdateLoadBalancerHostsRequest\x1a0.ccm.provider.v1.UpdateLoadBalancerHostsResponse\x12j\n" +
-	"\x11ListLoadBalancers\x12).ccm.provider.v1.ListLoadBalancersRequest\x1a*.ccm.provider.v1.ListLoadBalancersResponseB\xbf\x01\n" +
+	"\x11ListLoadBalancers\x12).ccm.provider.v1.ListLoadBalancersRequest\x1a*.ccm.provider.v1.ListLoadBalancersResponse\x12p\n" +
+	"\x13EnsureLoadBalancers\x12+.ccm.provider.v1.EnsureLoadBalancersRequest\x1a,.ccm.provider.v1.EnsureLoadBalancersResponseB\xbf\x01\n" +
 	"\x13com.ccm.provider.v1B\x12LoadBalancersProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
@@ -1744,7 +1932,7 @@ func file_ccm_provider_v1_load_balancers_proto_rawDescGZIP() []byte {
 }
 
 var file_ccm_provider_v1_load_balancers_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_ccm_provider_v1_load_balancers_proto_goTypes = []any{
 	(Protocol)(0),                             // 0: ccm.provider.v1.Protocol
 	(IpFamily)(0),                             // 1: ccm.provider.v1.IpFamily
@@ -1772,16 +1960,19 @@ var file_ccm_provider_v1_load_balancers_proto_goTypes = []any{
 	(*ListLoadBalancersRequest)(nil),          // 23: ccm.provider.v1.ListLoadBalancersRequest
 	(*LoadBalancerSummary)(nil),               // 24: ccm.provider.v1.LoadBalancerSummary
 	(*ListLoadBalancersResponse)(nil),         // 25: ccm.provider.v1.ListLoadBalancersResponse
-	nil,                                       // 26: ccm.provider.v1.ServiceRef.AnnotationsEntry
-	nil,                                       // 27: ccm.provider.v1.ServiceRef.LabelsEntry
-	(*RequestMeta)(nil),                       // 28: ccm.provider.v1.RequestMeta
-	(*NodeRef)(nil),                           // 29: ccm.provider.v1.NodeRef
-	(*status.Status)(nil),                     // 30: google.rpc.Status
+	(*EnsureLoadBalancersRequest)(nil),        // 26: ccm.provider.v1.EnsureLoadBalancersRequest
+	(*EnsureLoadBalancersResult)(nil),         // 27: ccm.provider.v1.EnsureLoadBalancersResult
+	(*EnsureLoadBalancersResponse)(nil),       // 28: ccm.provider.v1.EnsureLoadBalancersResponse
+	nil,                                       // 29: ccm.provider.v1.ServiceRef.AnnotationsEntry
+	nil,                                       // 30: ccm.provider.v1.ServiceRef.LabelsEntry
+	(*RequestMeta)(nil),                       // 31: ccm.provider.v1.RequestMeta
+	(*NodeRef)(nil),                           // 32: ccm.provider.v1.NodeRef
+	(*status.Status)(nil),                     // 33: google.rpc.Status
 }
 var file_ccm_provider_v1_load_balancers_proto_depIdxs = []int32{
 	0,  // 0: ccm.provider.v1.ServicePort.protocol:type_name -> ccm.provider.v1.Protocol
-	26, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
-	27, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
+	29, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
+	30, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
 	5,  // 3: ccm.provider.v1.ServiceRef.ports:type_name -> ccm.provider.v1.ServicePort
 	1,  // 4: ccm.provider.v1.ServiceRef.ip_families:type_name -> ccm.provider.v1.IpFamily
 	2,  // 5: ccm.provider.v1.ServiceRef.external_traffic_policy:type_name -> ccm.provider.v1.ExternalTrafficPolicy
@@ -1790,46 +1981,54 @@ var file_ccm_provider_v1_load_balancers_proto_depIdxs = []int32{
 	4,  // 8: ccm.provider.v1.LoadBalancerIngress.ip_mode:type_name -> ccm.provider.v1.IpMode
 	7,  // 9: ccm.provider.v1.LoadBalancerIngress.ports:type_name -> ccm.provider.v1.PortStatus
 	8,  // 10: ccm.provider.v1.LoadBalancerStatus.ingress:type_name -> ccm.provider.v1.LoadBalancerIngress
-	28, // 11: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	31, // 11: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 12: ccm.provider.v1.GetLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
 	9,  // 13: ccm.provider.v1.GetLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	28, // 14: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	31, // 14: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 15: ccm.provider.v1.GetLoadBalancerNameRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	28, // 16: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	31, // 16: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 17: ccm.provider.v1.EnsureLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	29, // 18: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	32, // 18: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
 	9,  // 19: ccm.provider.v1.EnsureLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	28, // 20: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	31, // 20: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 21: ccm.provider.v1.UpdateLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	29, // 22: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	28, // 23: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	32, // 22: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	31, // 23: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 24: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	28, // 25: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	31, // 25: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	6,  // 26: ccm.provider.v1.UpdateLoadBalancerHostsRequest.services:type_name -> ccm.provider.v1.ServiceRef
-	29, // 27: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	30, // 28: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
+	32, // 27: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	33, // 28: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
 	21, // 29: ccm.provider.v1.UpdateLoadBalancerHostsResponse.results:type_name -> ccm.provider.v1.UpdateLoadBalancerHostsResult
-	28, // 30: ccm.provider.v1.ListLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	31, // 30: ccm.provider.v1.ListLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
 	24, // 31: ccm.provider.v1.ListLoadBalancersResponse.load_balancers:type_name -> ccm.provider.v1.LoadBalancerSummary
-	10, // 32: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
-	12, // 33: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
-	14, // 34: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
-	16, // 35: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
-	18, // 36: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
-	20, // 37: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
-	23, // 38: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:input_type -> ccm.provider.v1.ListLoadBalancersRequest
-	11, // 39: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
-	13, // 40: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
-	15, // 41: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
-	17, // 42: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
-	19, // 43: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
-	22, // 44: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
-	25, // 45: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:output_type -> ccm.provider.v1.ListLoadBalancersResponse
-	39, // [39:46] is the sub-list for method output_type
-	32, // [32:39] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	31, // 32: ccm.provider.v1.EnsureLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	6,  // 33: ccm.provider.v1.EnsureLoadBalancersRequest.services:type_name -> ccm.provider.v1.ServiceRef
+	32, // 34: ccm.provider.v1.EnsureLoadBalancersRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	9,  // 35: ccm.provider.v1.EnsureLoadBalancersResult.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	33, // 36: ccm.provider.v1.EnsureLoadBalancersResult.error:type_name -> google.rpc.Status
+	27, // 37: ccm.provider.v1.EnsureLoadBalancersResponse.results:type_name -> ccm.provider.v1.EnsureLoadBalancersResult
+	10, // 38: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
+	12, // 39: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
+	14, // 40: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
+	16, // 41: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
+	18, // 42: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
+	20, // 43: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
+	23, // 44: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:input_type -> ccm.provider.v1.ListLoadBalancersRequest
+	26, // 45: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:input_type -> ccm.provider.v1.EnsureLoadBalancersRequest
+	11, // 46: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
+	13, // 47: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
+	15, // 48: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
+	17, // 49: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
+	19, // 50: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
+	22, // 51: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
+	25, // 52: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:output_type -> ccm.provider.v1.ListLoadBalancersResponse
+	28, // 53: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:output_type -> ccm.provider.v1.EnsureLoadBalancersResponse
+	46, // [46:54] is the sub-list for method output_type
+	38, // [38:46] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_load_balancers_proto_init() }
@@ -1844,7 +2043,7 @@ func file_ccm_provider_v1_load_balancers_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_v1_load_balancers_proto_rawDesc), len(file_ccm_provider_v1_load_balancers_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	LoadBalancersService_EnsureLoadBalancerDeleted_FullMethodName = "/ccm.provider.v1.LoadBalancersService/EnsureLoadBalancerDeleted"
 	LoadBalancersService_UpdateLoadBalancerHosts_FullMethodName   = "/ccm.provider.v1.LoadBalancersService/UpdateLoadBalancerHosts"
 	LoadBalancersService_ListLoadBalancers_FullMethodName         = "/ccm.provider.v1.LoadBalancersService/ListLoadBalancers"
+	LoadBalancersService_EnsureLoadBalancers_FullMethodName       = "/ccm.provider.v1.LoadBalancersService/EnsureLoadBalancers"
 )
 
 // LoadBalancersServiceClient is the client API for LoadBalancersService service.
@@ -71,6 +72,18 @@ type LoadBalancersServiceClient interface {
 	// longer exists or no longer wants a load balancer. An invalid page_token
 	// answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
 	ListLoadBalancers(ctx context.Context, in *ListLoadBalancersRequest, opts ...grpc.CallOption) (*ListLoadBalancersResponse, error)
+	// Batch EnsureLoadBalancer: each listed Service gets exactly what
+	// EnsureLoadBalancer would do for it with the given backend nodes (the same
+	// nodes for every entry), with the same per-Service guarantees (idempotent,
+	// never two load balancers for one Service). At most 500 entries and no
+	// Service uid twice (else INVALID_ARGUMENT, nothing done). One result per
+	// entry, in input order: a status, or that entry's error (a google.rpc.Status
+	// with the same details EnsureLoadBalancer would return, incl. RetryInfo and
+	// ErrorInfo reason IMPLEMENTED_ELSEWHERE); a failure of one entry does not
+	// fail the others. A call-level error means no entry was answered; the host
+	// then retries each Service on its own. Requires
+	// CAPABILITY_LOAD_BALANCER_BATCH_ENSURE.
+	EnsureLoadBalancers(ctx context.Context, in *EnsureLoadBalancersRequest, opts ...grpc.CallOption) (*EnsureLoadBalancersResponse, error)
 }
 
 type loadBalancersServiceClient struct {
@@ -151,6 +164,16 @@ func (c *loadBalancersServiceClient) ListLoadBalancers(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *loadBalancersServiceClient) EnsureLoadBalancers(ctx context.Context, in *EnsureLoadBalancersRequest, opts ...grpc.CallOption) (*EnsureLoadBalancersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnsureLoadBalancersResponse)
+	err := c.cc.Invoke(ctx, LoadBalancersService_EnsureLoadBalancers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LoadBalancersServiceServer is the server API for LoadBalancersService service.
 // All implementations must embed UnimplementedLoadBalancersServiceServer
 // for forward compatibility.
@@ -191,6 +214,18 @@ type LoadBalancersServiceServer interface {
 	// longer exists or no longer wants a load balancer. An invalid page_token
 	// answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
 	ListLoadBalancers(context.Context, *ListLoadBalancersRequest) (*ListLoadBalancersResponse, error)
+	// Batch EnsureLoadBalancer: each listed Service gets exactly what
+	// EnsureLoadBalancer would do for it with the given backend nodes (the same
+	// nodes for every entry), with the same per-Service guarantees (idempotent,
+	// never two load balancers for one Service). At most 500 entries and no
+	// Service uid twice (else INVALID_ARGUMENT, nothing done). One result per
+	// entry, in input order: a status, or that entry's error (a google.rpc.Status
+	// with the same details EnsureLoadBalancer would return, incl. RetryInfo and
+	// ErrorInfo reason IMPLEMENTED_ELSEWHERE); a failure of one entry does not
+	// fail the others. A call-level error means no entry was answered; the host
+	// then retries each Service on its own. Requires
+	// CAPABILITY_LOAD_BALANCER_BATCH_ENSURE.
+	EnsureLoadBalancers(context.Context, *EnsureLoadBalancersRequest) (*EnsureLoadBalancersResponse, error)
 	mustEmbedUnimplementedLoadBalancersServiceServer()
 }
 
@@ -221,6 +256,9 @@ func (UnimplementedLoadBalancersServiceServer) UpdateLoadBalancerHosts(context.C
 }
 func (UnimplementedLoadBalancersServiceServer) ListLoadBalancers(context.Context, *ListLoadBalancersRequest) (*ListLoadBalancersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListLoadBalancers not implemented")
+}
+func (UnimplementedLoadBalancersServiceServer) EnsureLoadBalancers(context.Context, *EnsureLoadBalancersRequest) (*EnsureLoadBalancersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EnsureLoadBalancers not implemented")
 }
 func (UnimplementedLoadBalancersServiceServer) mustEmbedUnimplementedLoadBalancersServiceServer() {}
 func (UnimplementedLoadBalancersServiceServer) testEmbeddedByValue()                              {}
@@ -369,6 +407,24 @@ func _LoadBalancersService_ListLoadBalancers_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LoadBalancersService_EnsureLoadBalancers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnsureLoadBalancersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LoadBalancersServiceServer).EnsureLoadBalancers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LoadBalancersService_EnsureLoadBalancers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LoadBalancersServiceServer).EnsureLoadBalancers(ctx, req.(*EnsureLoadBalancersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LoadBalancersService_ServiceDesc is the grpc.ServiceDesc for LoadBalancersService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -403,6 +459,10 @@ var LoadBalancersService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListLoadBalancers",
 			Handler:    _LoadBalancersService_ListLoadBalancers_Handler,
+		},
+		{
+			MethodName: "EnsureLoadBalancers",
+			Handler:    _LoadBalancersService_EnsureLoadBalancers_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -28,6 +28,7 @@ class Capability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES: _ClassVar[Capability]
     CAPABILITY_VOLUMES_EXPAND_ONLINE: _ClassVar[Capability]
     CAPABILITY_LOAD_BALANCER_LIST: _ClassVar[Capability]
+    CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: _ClassVar[Capability]
 SERVICE_UNSPECIFIED: Service
 SERVICE_INSTANCES: Service
 SERVICE_ZONES: Service
@@ -44,6 +45,7 @@ CAPABILITY_ROUTES_RECONCILE: Capability
 CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES: Capability
 CAPABILITY_VOLUMES_EXPAND_ONLINE: Capability
 CAPABILITY_LOAD_BALANCER_LIST: Capability
+CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: Capability
 
 class GetPluginInfoRequest(_message.Message):
     __slots__ = ()

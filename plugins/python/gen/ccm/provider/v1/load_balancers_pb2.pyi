@@ -271,3 +271,29 @@ class ListLoadBalancersResponse(_message.Message):
     load_balancers: _containers.RepeatedCompositeFieldContainer[LoadBalancerSummary]
     next_page_token: str
     def __init__(self, load_balancers: _Optional[_Iterable[_Union[LoadBalancerSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class EnsureLoadBalancersRequest(_message.Message):
+    __slots__ = ("meta", "services", "nodes")
+    META_FIELD_NUMBER: _ClassVar[int]
+    SERVICES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    meta: _common_pb2.RequestMeta
+    services: _containers.RepeatedCompositeFieldContainer[ServiceRef]
+    nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.NodeRef]
+    def __init__(self, meta: _Optional[_Union[_common_pb2.RequestMeta, _Mapping]] = ..., services: _Optional[_Iterable[_Union[ServiceRef, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[_common_pb2.NodeRef, _Mapping]]] = ...) -> None: ...
+
+class EnsureLoadBalancersResult(_message.Message):
+    __slots__ = ("service_uid", "status", "error")
+    SERVICE_UID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    service_uid: str
+    status: LoadBalancerStatus
+    error: _status_pb2.Status
+    def __init__(self, service_uid: _Optional[str] = ..., status: _Optional[_Union[LoadBalancerStatus, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class EnsureLoadBalancersResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[EnsureLoadBalancersResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[EnsureLoadBalancersResult, _Mapping]]] = ...) -> None: ...

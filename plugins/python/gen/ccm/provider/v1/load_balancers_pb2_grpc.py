@@ -73,6 +73,11 @@ class LoadBalancersServiceStub(object):
                 request_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersRequest.SerializeToString,
                 response_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersResponse.FromString,
                 _registered_method=True)
+        self.EnsureLoadBalancers = channel.unary_unary(
+                '/ccm.provider.v1.LoadBalancersService/EnsureLoadBalancers',
+                request_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.EnsureLoadBalancersRequest.SerializeToString,
+                response_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.EnsureLoadBalancersResponse.FromString,
+                _registered_method=True)
 
 
 class LoadBalancersServiceServicer(object):
@@ -148,6 +153,23 @@ class LoadBalancersServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EnsureLoadBalancers(self, request, context):
+        """Batch EnsureLoadBalancer: each listed Service gets exactly what
+        EnsureLoadBalancer would do for it with the given backend nodes (the same
+        nodes for every entry), with the same per-Service guarantees (idempotent,
+        never two load balancers for one Service). At most 500 entries and no
+        Service uid twice (else INVALID_ARGUMENT, nothing done). One result per
+        entry, in input order: a status, or that entry's error (a google.rpc.Status
+        with the same details EnsureLoadBalancer would return, incl. RetryInfo and
+        ErrorInfo reason IMPLEMENTED_ELSEWHERE); a failure of one entry does not
+        fail the others. A call-level error means no entry was answered; the host
+        then retries each Service on its own. Requires
+        CAPABILITY_LOAD_BALANCER_BATCH_ENSURE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LoadBalancersServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -185,6 +207,11 @@ def add_LoadBalancersServiceServicer_to_server(servicer, server):
                     servicer.ListLoadBalancers,
                     request_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersRequest.FromString,
                     response_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersResponse.SerializeToString,
+            ),
+            'EnsureLoadBalancers': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnsureLoadBalancers,
+                    request_deserializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.EnsureLoadBalancersRequest.FromString,
+                    response_serializer=ccm_dot_provider_dot_v1_dot_load__balancers__pb2.EnsureLoadBalancersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -380,6 +407,33 @@ class LoadBalancersService(object):
             '/ccm.provider.v1.LoadBalancersService/ListLoadBalancers',
             ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersRequest.SerializeToString,
             ccm_dot_provider_dot_v1_dot_load__balancers__pb2.ListLoadBalancersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnsureLoadBalancers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ccm.provider.v1.LoadBalancersService/EnsureLoadBalancers',
+            ccm_dot_provider_dot_v1_dot_load__balancers__pb2.EnsureLoadBalancersRequest.SerializeToString,
+            ccm_dot_provider_dot_v1_dot_load__balancers__pb2.EnsureLoadBalancersResponse.FromString,
             options,
             channel_credentials,
             insecure,
