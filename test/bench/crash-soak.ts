@@ -199,12 +199,15 @@ async function soak(cp: ControlPlane, mode: Mode, index: number, kills: number, 
   // ClusterIP and back legitimately deletes and creates again).
   const exists = new Set<string>();
   const doubled = new Set<string>();
-  for (const e of (await readJournal(state)).filter((x) => x.ok && x.key).sort((a, b) => a.end - b.end)) {
-    if (e.method === 'loadBalancers.ensureLoadBalancerDeleted') exists.delete(e.key!);
-    else if (e.created) {
-      if (exists.has(e.key!)) doubled.add(e.key!);
-      exists.add(e.key!);
-    }
+  const markCreated = (uid: string) => {
+    if (exists.has(uid)) doubled.add(uid);
+    exists.add(uid);
+  };
+  for (const e of (await readJournal(state)).filter((x) => x.ok).sort((a, b) => a.end - b.end)) {
+    if (e.method === 'loadBalancers.ensureLoadBalancerDeleted' && e.key) exists.delete(e.key);
+    else if (e.created && e.key) markCreated(e.key);
+    // A batch ensure names the Services whose load balancer it created.
+    for (const uid of e.createdKeys ?? []) markCreated(uid);
   }
   const duplicates = doubled.size;
   const socketDirs = (await readdir(hostTmp)).filter((e) => e.startsWith('ccm-plugin-')).length;
