@@ -26,7 +26,7 @@ const PROVIDER_ID = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:\/\/[\x21-\x7e]+$/;
  * turn into U+FFFD, so the stored value would differ from the answer).
  */
 // eslint-disable-next-line no-control-regex
-const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * A value for an error message: JSON-quoted, cut at 80 characters, and
