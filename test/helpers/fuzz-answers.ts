@@ -40,6 +40,10 @@ export function field(valid: fc.Arbitrary<string>, maxLong = 600): fc.Arbitrary<
   );
 }
 
+/** How a generator draws one field from that field's valid values. */
+type Field = (valid: fc.Arbitrary<string>, maxLong: number) => fc.Arbitrary<string>;
+const valid: Field = (v) => v;
+
 const alnum = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789'.split(''));
 const labelChar = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.'.split(''));
 const dnsLabel = fc
@@ -52,6 +56,8 @@ const validLabelValue = fc.oneof(fc.constant(''), plainLabelValue);
 const validLabelKey = fc.oneof(plainLabelValue, fc.tuple(dnsName, plainLabelValue).map(([p, n]) => `${p}/${n}`));
 export const labelValueArb = field(validLabelValue, 100);
 export const labelKeyArb = field(validLabelKey, 300);
+/** Labels (e.g. GetVolumeLabels): half valid throughout, half with any key or value hostile. */
+export const labelMapArb = fc.oneof(fc.dictionary(validLabelKey, validLabelValue, { maxKeys: 3 }), fc.dictionary(labelKeyArb, labelValueArb, { maxKeys: 3 }));
 const validProviderId = (provider: string) =>
   fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-_/.:'.split('')), minLength: 1, maxLength: 40 }).map((id) => `${provider}://${id}`);
 
@@ -59,11 +65,11 @@ const ipArb = fc.oneof(fc.ipV4(), fc.ipV6(), fc.ipV4Extended());
 const TYPES: NodeAddressType[] = ['Hostname', 'InternalIP', 'ExternalIP', 'InternalDNS', 'ExternalDNS'];
 const validAddress = (type: NodeAddressType) =>
   type === 'InternalIP' || type === 'ExternalIP' ? fc.oneof(fc.ipV4(), fc.ipV6()) : type === 'Hostname' ? dnsName.map((d) => d.toUpperCase()) : dnsName;
-const addressOf = (f: (v: fc.Arbitrary<string>, maxLong: number) => fc.Arbitrary<string>): fc.Arbitrary<NodeAddress> =>
+const addressOf = (f: Field): fc.Arbitrary<NodeAddress> =>
   fc.constantFrom(...TYPES).chain((type) => fc.record({ type: fc.constant(type), address: f(validAddress(type), 300) }));
 
-/** Metadata where every field is drawn by `f` from its valid values (identity: all valid; `field`: each may be hostile). */
-function metadataOf(provider: string, f: (v: fc.Arbitrary<string>, maxLong: number) => fc.Arbitrary<string>): fc.Arbitrary<InstanceMetadata> {
+/** Metadata where every field is drawn by `f` from its valid values (`valid`: all valid; `field`: each may be hostile). */
+function metadataOf(provider: string, f: Field): fc.Arbitrary<InstanceMetadata> {
   return fc.record({
     providerId: f(validProviderId(provider), 700),
     instanceType: f(validLabelValue, 100),
@@ -77,8 +83,8 @@ function metadataOf(provider: string, f: (v: fc.Arbitrary<string>, maxLong: numb
 /** Instance metadata: a third valid throughout, a third with at most one hostile field, a third with any field hostile. */
 export const instanceMetadataArb = (provider: string): fc.Arbitrary<InstanceMetadata> =>
   fc.oneof(
-    metadataOf(provider, (v) => v),
-    fc.tuple(metadataOf(provider, (v) => v), metadataOf(provider, field), fc.constantFrom('providerId', 'instanceType', 'zone', 'region', 'nodeAddresses', 'additionalLabels') as fc.Arbitrary<keyof InstanceMetadata>).map(
+    metadataOf(provider, valid),
+    fc.tuple(metadataOf(provider, valid), metadataOf(provider, field), fc.constantFrom('providerId', 'instanceType', 'zone', 'region', 'nodeAddresses', 'additionalLabels') as fc.Arbitrary<keyof InstanceMetadata>).map(
       ([good, bad, k]) => ({ ...good, [k]: bad[k] }),
     ),
     metadataOf(provider, field),
@@ -88,17 +94,28 @@ export const instanceMetadataArb = (provider: string): fc.Arbitrary<InstanceMeta
 const freeText = field(fc.string({ unit: fc.constantFrom(...'abcXYZ019 =:/.,-_'.split('')), maxLength: 30 }), 5000);
 export const stringMapArb = fc.dictionary(freeText, freeText, { maxKeys: 4 });
 
-const topologyArb = fc.dictionary(fc.constantFrom('topology.kubernetes.io/zone', 'topology.kubernetes.io/region').chain((k) => field(fc.constant(k), 300)), labelValueArb, {
-  minKeys: 1,
-  maxKeys: 2,
-});
+const topologyOf = (f: Field) =>
+  fc.dictionary(fc.constantFrom('topology.kubernetes.io/zone', 'topology.kubernetes.io/region').chain((k) => f(fc.constant(k), 300)), f(plainLabelValue, 100), {
+    minKeys: 1,
+    maxKeys: 2,
+  });
 
-export const cloudVolumeArb: fc.Arbitrary<CloudVolume> = fc.record({
-  volumeId: field(fc.string({ unit: fc.constantFrom(...'abcdef0123456789-/:'.split('')), minLength: 1, maxLength: 40 }).map((s) => `vol-${s}`), 1500),
-  capacityBytes: fc.oneof(fc.constantFrom(0, 1, 1024, 2 ** 30, 10 * 2 ** 40), fc.nat()),
-  volumeContext: stringMapArb,
-  accessibleTopology: fc.array(topologyArb, { maxLength: 3 }),
-});
+function volumeOf(f: Field): fc.Arbitrary<CloudVolume> {
+  const text = f(fc.string({ unit: fc.constantFrom(...'abcXYZ019 =:/.,-_'.split('')), maxLength: 30 }), 5000);
+  return fc.record({
+    volumeId: f(fc.string({ unit: fc.constantFrom(...'abcdef0123456789-/:'.split('')), minLength: 1, maxLength: 40 }).map((s) => `vol-${s}`), 1500),
+    capacityBytes: fc.oneof(fc.constantFrom(0, 1, 1024, 2 ** 30, 10 * 2 ** 40), fc.nat()),
+    volumeContext: fc.dictionary(text, text, { maxKeys: 4 }),
+    accessibleTopology: fc.array(topologyOf(f), { maxLength: 3 }),
+  });
+}
+
+/** Volumes: a third valid throughout, a third with at most one hostile field, a third with any field hostile. */
+export const cloudVolumeArb: fc.Arbitrary<CloudVolume> = fc.oneof(
+  volumeOf(valid),
+  fc.tuple(volumeOf(valid), volumeOf(field), fc.constantFrom('volumeId', 'volumeContext', 'accessibleTopology') as fc.Arbitrary<keyof CloudVolume>).map(([good, bad, k]) => ({ ...good, [k]: bad[k] })),
+  volumeOf(field),
+);
 
 /** A route as a provider answers it (protocol types); address types include unknown numbers. */
 export const pbRouteArb: fc.Arbitrary<PbRoute> = fc.record({
