@@ -19,9 +19,19 @@ export const MAX_MAP_BYTES = 256 * 1024;
 /** Most topologies a volume may report. */
 export const MAX_TOPOLOGIES = 16;
 
-/** The volume id becomes spec.csi.volumeHandle and annotation values: printable ASCII, no spaces. */
+/** A volume id the provider answers becomes spec.csi.volumeHandle and annotation values: printable ASCII, no spaces. */
 export function volumeIdProblem(id: string): string | undefined {
   return printableIdProblem('volume_id', id, MAX_VOLUME_ID_CHARS);
+}
+
+/**
+ * A volume handle from a PersistentVolume someone else created, before it is
+ * sent to the provider: bounded and without hidden characters, but not held
+ * to the rule for answers (the host did not choose it).
+ */
+export function volumeHandleProblem(handle: string): string | undefined {
+  if (handle.length === 0 || handle.length > MAX_VOLUME_ID_CHARS) return `volume handle must be 1..${MAX_VOLUME_ID_CHARS} characters`;
+  return plainTextProblem('volume handle', handle);
 }
 
 /** A string map stored on an object (volumeAttributes, attachmentMetadata). */
