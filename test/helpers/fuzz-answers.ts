@@ -12,6 +12,7 @@
 import fc from 'fast-check';
 import type { InstanceMetadata, NodeAddress, NodeAddressType } from '../../host/cloud.js';
 import type { CloudVolume } from '../../host/cloud-volumes.js';
+import type { LbIngress, LbStatus } from '../../host/cloud-load-balancers.js';
 import { NodeAddressType as PbAddrType } from '../../proto/gen/ccm/provider/v1/common.js';
 import type { Route as PbRoute } from '../../proto/gen/ccm/provider/v1/routes.js';
 
@@ -128,6 +129,34 @@ export const pbRouteArb: fc.Arbitrary<PbRoute> = fc.record({
   destinationCidr: field(fc.oneof(fc.tuple(fc.ipV4(), fc.integer({ min: 0, max: 32 })), fc.tuple(fc.ipV6(), fc.integer({ min: 0, max: 128 }))).map(([ip, n]) => `${ip}/${n}`)),
   blackhole: fc.boolean(),
 });
+
+const camelReason = fc.tuple(fc.constantFrom(...'ABCXYZ'.split('')), fc.string({ unit: fc.constantFrom(...'abcXYZ019'.split('')), maxLength: 30 })).map(([a, b]) => a + b);
+
+function ingressOf(f: Field): fc.Arbitrary<LbIngress> {
+  return fc
+    .record(
+      {
+        ip: f(fc.oneof(fc.ipV4(), fc.ipV6()), 100),
+        hostname: f(dnsName, 300),
+        ipMode: fc.constantFrom('VIP' as const, 'Proxy' as const),
+        ports: fc.array(
+          fc.record(
+            { port: fc.oneof(fc.integer({ min: 1, max: 65535 }), fc.integer({ min: -1, max: 70000 })), protocol: fc.constantFrom('TCP' as const, 'UDP' as const, 'SCTP' as const), error: f(camelReason, 400) },
+            { requiredKeys: ['port', 'protocol'] },
+          ),
+          { maxLength: 3 },
+        ),
+      },
+      { requiredKeys: [] },
+    );
+}
+
+/** Load balancer statuses: a third valid throughout, a third with one hostile ingress, a third with anything hostile. */
+export const lbStatusArb: fc.Arbitrary<LbStatus> = fc.oneof(
+  fc.record({ ingress: fc.array(ingressOf(valid), { maxLength: 3 }) }),
+  fc.tuple(fc.array(ingressOf(valid), { maxLength: 2 }), ingressOf(field)).map(([good, bad]) => ({ ingress: [...good, bad] })),
+  fc.record({ ingress: fc.array(ingressOf(field), { maxLength: 3 }) }),
+);
 
 /** Error text a plugin might send back (it reaches Events and VolumeAttachment errors). */
 export const errorTextArb = fc.oneof(

@@ -11,6 +11,7 @@
  * - volumes: the PersistentVolume the provisioner would create, with the
  *   labels GetVolumeLabels would add;
  * - publish contexts and error text: a VolumeAttachment's status;
+ * - load balancer statuses: a Service's status.loadBalancer;
  * - error text: a core/v1 Event's message and an events.k8s.io/v1 note
  *   (whose 1 KiB limit the API server enforces).
  *
@@ -27,10 +28,11 @@ import { persistentVolumeFor } from '../../host/controllers/volume/pv-spec.js';
 import { makeClients } from '../../host/kube/client.js';
 import { sanitizeMessage } from '../../host/kube/message-text.js';
 import { patchOptions } from '../../host/kube/patch.js';
+import { lbStatusProblems } from '../../host/plugin/validate-load-balancers.js';
 import { labelMapProblems, stringMapProblems, volumeProblems } from '../../host/plugin/validate-volumes.js';
 import { instanceMetadataProblems } from '../../host/plugin/validate.js';
 import { testKubeConfig } from '../controlplane/shared.js';
-import { cloudVolumeArb, errorTextArb, instanceMetadataArb, labelMapArb, stringMapArb } from '../helpers/fuzz-answers.js';
+import { cloudVolumeArb, errorTextArb, instanceMetadataArb, labelMapArb, lbStatusArb, stringMapArb } from '../helpers/fuzz-answers.js';
 import { testScope } from '../helpers/nodes.js';
 
 const PROVIDER = 'apifuzz';
@@ -51,6 +53,11 @@ test.before(async (t) => {
   t.context = { core: clients.core, storage: clients.make(StorageV1Api), events: clients.make(EventsV1Api), node, va, ns };
   await clients.core.createNamespace({ body: { metadata: { name: ns } } });
   await clients.core.createNode({ body: { metadata: { name: node, labels: scope.labels } } });
+  // A class no controller implements: only this test writes its status.
+  await clients.core.createNamespacedService({
+    namespace: ns,
+    body: { metadata: { name: 'lb' }, spec: { type: 'LoadBalancer', loadBalancerClass: 'example.com/apifuzz-none', ports: [{ port: 80, protocol: 'TCP' }] } },
+  });
   await t.context.storage.createVolumeAttachment({
     body: { metadata: { name: va }, spec: { attacher: DRIVER, nodeName: node, source: { persistentVolumeName: `apifuzz-pv-${id}` } } },
   });
@@ -162,6 +169,27 @@ test('a publish context the host accepts, and any error text once sanitized, fit
     { numRuns: RUNS, includeErrorInReport: true },
   );
   report(t, 'publish contexts', n);
+});
+
+test('a load balancer status the host accepts is accepted as a Service status', async (t) => {
+  const { core, ns } = t.context;
+  const n: Tally = { accepted: 0, refused: 0, refusedButStorable: 0 };
+  await fc.assert(
+    fc.asyncProperty(lbStatusArb, async (s) => {
+      const ok = lbStatusProblems(s).length === 0;
+      const body = { status: { loadBalancer: { ingress: s.ingress } } };
+      const refused = await refusal(core.patchNamespacedServiceStatus({ namespace: ns, name: 'lb', body, dryRun: DRY_RUN }, patchOptions('merge')));
+      if (ok) {
+        n.accepted++;
+        if (refused) throw new Error(`the host accepted ${JSON.stringify(s).slice(0, 400)}, the API server refused it: ${refused}`);
+      } else {
+        n.refused++;
+        if (!refused) n.refusedButStorable++;
+      }
+    }),
+    { numRuns: RUNS, includeErrorInReport: true },
+  );
+  report(t, 'load balancer statuses', n);
 });
 
 test('error text once sanitized is accepted as a core/v1 Event message and as an events.k8s.io/v1 note', async (t) => {

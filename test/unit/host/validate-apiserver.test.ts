@@ -3,8 +3,8 @@
  * server's rules (test/helpers/apiserver-rules.ts) for the fields it is
  * written into, and is printable ASCII where Kubernetes expects it. One
  * property per answer kind: instance metadata (Node), volumes (PV),
- * publish contexts (VolumeAttachment status), volume labels, routes, error
- * text. Each also checks that both verdicts occur, so a generator that only
+ * publish contexts (VolumeAttachment status), volume labels, routes, load
+ * balancer statuses (Service status), error text. Each also checks that both verdicts occur, so a generator that only
  * ever produces valid or only invalid values fails loudly.
  */
 import test from 'ava';
@@ -14,6 +14,7 @@ import { initLabels } from '../../../host/controllers/node/labels.js';
 import { nodeAffinityFor } from '../../../host/controllers/volume/pv-spec.js';
 import { MAX_MESSAGE_BYTES, sanitizeMessage } from '../../../host/kube/message-text.js';
 import { FROM_PB_ADDR } from '../../../host/plugin/grpc-cloud.js';
+import { lbStatusProblems } from '../../../host/plugin/validate-load-balancers.js';
 import { routeProblems } from '../../../host/plugin/validate-routes.js';
 import { labelMapProblems, stringMapProblems, volumeProblems } from '../../../host/plugin/validate-volumes.js';
 import { instanceMetadataProblems } from '../../../host/plugin/validate.js';
@@ -21,6 +22,7 @@ import { parseCidr } from '../../../host/util/cidr.js';
 import {
   attachmentMetadataBytes,
   HIDDEN_CHARACTER,
+  isDns1123Subdomain,
   isPrintableAsciiId,
   isQualifiedName,
   isValidLabelValue,
@@ -28,7 +30,7 @@ import {
   MAX_ATTACHMENT_METADATA_BYTES,
   MAX_NOTE_BYTES,
 } from '../../helpers/apiserver-rules.js';
-import { cloudVolumeArb, errorTextArb, instanceMetadataArb, labelMapArb, pbRouteArb, stringMapArb } from '../../helpers/fuzz-answers.js';
+import { cloudVolumeArb, errorTextArb, instanceMetadataArb, labelMapArb, lbStatusArb, pbRouteArb, stringMapArb } from '../../helpers/fuzz-answers.js';
 
 const PROVIDER = 'fuzz';
 const RUNS = 3000;
@@ -113,6 +115,23 @@ test('property: an accepted route has a canonical CIDR and printable-ASCII names
     if ('problems' in checked) return false;
     if (parseCidr(checked.cidr)?.text !== checked.cidr) fail('destination', r.destinationCidr);
     for (const s of [r.name, r.targetNode]) if (s !== '' && !isPrintableAsciiId(s)) fail('route name or target node', s);
+    return true;
+  });
+});
+
+test('property: an accepted load balancer status has IP literals, DNS hostnames that are not IPs, ports in range and CamelCase port errors', (t) => {
+  both(t, lbStatusArb, (s) => {
+    if (lbStatusProblems(s).length) return false;
+    for (const ing of s.ingress) {
+      if (!ing.ip && !ing.hostname) fail('empty ingress', ing);
+      if (ing.ip && isIP(ing.ip) === 0) fail('ingress ip', ing.ip);
+      if (ing.hostname && (!isDns1123Subdomain(ing.hostname) || isIP(ing.hostname) !== 0)) fail('ingress hostname', ing.hostname);
+      if (ing.ipMode && !ing.ip) fail('ipMode without ip', ing);
+      for (const p of ing.ports ?? []) {
+        if (!(p.port >= 1 && p.port <= 65535)) fail('port', p);
+        if (p.error !== undefined && !/^[A-Za-z][A-Za-z0-9]{0,315}$/.test(p.error)) fail('port error', p.error);
+      }
+    }
     return true;
   });
 });
