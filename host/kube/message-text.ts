@@ -29,6 +29,17 @@ const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u206
 /** A UTF-16 surrogate without its pair (not encodable as UTF-8): becomes U+FFFD. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+const ANY_HIDDEN = new RegExp(`${BREAKS.source}|${HIDDEN.source}|${LONE_SURROGATE.source}`);
+
+/**
+ * Whether `text` has a character {@link sanitizeMessage} would change: a line
+ * break, tab, control, bidi or invisible character, or a lone surrogate (which
+ * the API server would store as U+FFFD, so the stored value would differ).
+ */
+export function hasHiddenCharacters(text: string): boolean {
+  return ANY_HIDDEN.test(text);
+}
+
 const escape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /**

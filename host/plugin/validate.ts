@@ -7,6 +7,7 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { InstanceMetadata, NodeAddress, NodeAddressType } from '../cloud.js';
+import { hasHiddenCharacters } from '../kube/message-text.js';
 
 export const MAX_ADDRESSES = 64;
 export const MAX_ADDITIONAL_LABELS = 64;
@@ -20,15 +21,6 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
  */
 const PROVIDER_ID = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:\/\/[\x21-\x7e]+$/;
 /**
- * Characters that change how surrounding text is shown or read: C0/C1
- * controls, DEL, bidi embeddings/overrides/isolates/marks, zero-width
- * characters, BOM, and lone surrogates (which the API server would silently
- * turn into U+FFFD, so the stored value would differ from the answer).
- */
-// eslint-disable-next-line no-control-regex
-const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/**
  * A value for an error message: JSON-quoted, cut at 80 characters, and
  * everything outside printable ASCII escaped (`\u202e`), so a problem shows
  * exactly what was wrong and cannot itself carry hidden characters.
@@ -38,7 +30,7 @@ export const quote = (s: string) =>
 
 /** Free text stored as is (volume attributes, attachment metadata): no control, bidi or invisible characters. */
 export function plainTextProblem(what: string, v: string): string | undefined {
-  return HIDDEN.test(v) ? `${what} ${quote(v)} contains control, bidi or invisible characters` : undefined;
+  return hasHiddenCharacters(v) ? `${what} ${quote(v)} contains control, bidi or invisible characters` : undefined;
 }
 
 /** An identifier the host stores or shows (volume id, route name): 1..max printable ASCII characters without spaces. */
