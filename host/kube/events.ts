@@ -10,6 +10,7 @@ import type { CoreV1Api, CoreV1Event, KubernetesObject, V1ObjectReference } from
 import { errorMessage, type Logger } from '../log.js';
 import { isNotFound } from './client.js';
 import { redact } from '../redact.js';
+import { sanitizeMessage } from './message-text.js';
 import { patchEvent } from './patch.js';
 
 /** Event severity, as in core/v1 (`Normal` for information, `Warning` for problems). */
@@ -76,7 +77,8 @@ export class EventRecorder {
 
   /**
    * Records that `reason` (UpperCamelCase, machine-readable) happened to `obj`,
-   * with a human-readable `message`. `obj` needs `kind`, `apiVersion` and
+   * with a human-readable `message` (secrets redacted, made one line and
+   * truncated to MAX_MESSAGE_BYTES, see message-text.ts). `obj` needs `kind`, `apiVersion` and
    * `metadata.name` (objects from informer caches have them); Events
    * about objects without a namespace go to `default`. A repeat of the same
    * (object uid, type, reason, message) within
@@ -85,7 +87,8 @@ export class EventRecorder {
    * {@link MAX_PENDING_EVENTS} writes are already pending.
    */
   event(obj: KubernetesObject, type: EventType, reason: string, rawMessage: string): void {
-    const message = redact(rawMessage);
+    // Every Event passes here: secrets out, then one line, bounded (plugin error text is part of many messages).
+    const message = sanitizeMessage(redact(rawMessage));
     const meta = obj.metadata;
     if (!obj.kind || !meta?.name) {
       this.log.debug({ kind: obj.kind, name: meta?.name, reason }, 'event dropped: object lacks kind or name');

@@ -13,6 +13,7 @@ import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
 import { FROM_PB_ADDR, TO_PB_ADDR, type GrpcCloud } from './grpc-cloud.js';
 import { routeProblems } from './validate-routes.js';
+import { quote } from './validate.js';
 
 /** Routes asked for per ListRoutes page (providers may return fewer). */
 export const ROUTE_PAGE_SIZE = 1000;
@@ -74,7 +75,7 @@ export class GrpcRoutes implements Routes {
     );
     const created = fromPbRoute(r.route, 'CreateRoute', 'route');
     if (created.destinationCidr !== route.destinationCidr || created.targetNode !== route.targetNode) {
-      throw new InvalidCloudResponseError('CreateRoute', [`asked for ${route.destinationCidr} → ${route.targetNode}, got ${created.destinationCidr} → ${created.targetNode}`]);
+      throw new InvalidCloudResponseError('CreateRoute', [`asked for ${route.destinationCidr} → ${route.targetNode}, got ${quote(created.destinationCidr)} → ${quote(created.targetNode)}`]);
     }
     return created;
   }

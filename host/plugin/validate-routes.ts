@@ -7,7 +7,7 @@
 import type { NodeAddressType } from '../cloud.js';
 import type { Route as PbRoute } from '../../proto/gen/ccm/provider/v1/routes.js';
 import { parseCidr } from '../util/cidr.js';
-import { MAX_ADDRESSES, quote } from './validate.js';
+import { MAX_ADDRESSES, printableIdProblem, quote } from './validate.js';
 
 /** Longest accepted route name or target node name. */
 const MAX_NAME_CHARS = 1024;
@@ -17,8 +17,11 @@ export function routeProblems(r: PbRoute, addressTypes: ReadonlyMap<number, Node
   const problems: string[] = [];
   const cidr = parseCidr(r.destinationCidr);
   if (!cidr) problems.push(`destination_cidr ${quote(r.destinationCidr)} is not a CIDR`);
-  if (r.name.length > MAX_NAME_CHARS) problems.push(`route name is longer than ${MAX_NAME_CHARS} characters`);
-  if (r.targetNode.length > MAX_NAME_CHARS) problems.push(`target_node is longer than ${MAX_NAME_CHARS} characters`);
+  // Both reach logs and Events, and target_node is compared with Node names: printable ASCII only.
+  for (const [what, v] of [['route name', r.name], ['target_node', r.targetNode]] as const) {
+    const p = v === '' ? undefined : printableIdProblem(what, v, MAX_NAME_CHARS);
+    if (p) problems.push(p);
+  }
   if (r.targetNodeAddresses.length > MAX_ADDRESSES) problems.push(`more than ${MAX_ADDRESSES} target node addresses`);
   const badTypes = r.targetNodeAddresses.filter((a) => !addressTypes.has(a.type)).length;
   if (badTypes) problems.push(`${badTypes} target node address(es) with unknown or unspecified type`);

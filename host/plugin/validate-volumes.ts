@@ -6,7 +6,7 @@
  * rejecting it.
  */
 import type { CloudVolume, TopologySegments } from '../cloud-volumes.js';
-import { labelKeyProblem, labelValueProblem } from './validate.js';
+import { labelKeyProblem, labelValueProblem, plainTextProblem, printableIdProblem, quote } from './validate.js';
 
 /** Longest volume id accepted (CSI allows 128 bytes; some drivers use more). */
 export const MAX_VOLUME_ID_CHARS = 1024;
@@ -14,17 +14,24 @@ export const MAX_VOLUME_ID_CHARS = 1024;
 export const MAX_MAP_ENTRIES = 64;
 /** Longest key or value in those maps. */
 export const MAX_MAP_CHARS = 4096;
+/** Most UTF-8 bytes of all keys and values of one map (the API server's limit for attachment metadata). */
+export const MAX_MAP_BYTES = 256 * 1024;
 /** Most topologies a volume may report. */
 export const MAX_TOPOLOGIES = 16;
 
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
+/** A volume id the provider answers becomes spec.csi.volumeHandle and annotation values: printable ASCII, no spaces. */
 export function volumeIdProblem(id: string): string | undefined {
-  if (id.length === 0) return 'volume_id is empty';
-  if (id.length > MAX_VOLUME_ID_CHARS) return `volume_id is longer than ${MAX_VOLUME_ID_CHARS} characters`;
-  if (CONTROL.test(id)) return 'volume_id contains control characters';
-  return undefined;
+  return printableIdProblem('volume_id', id, MAX_VOLUME_ID_CHARS);
+}
+
+/**
+ * A volume handle from a PersistentVolume someone else created, before it is
+ * sent to the provider: bounded and without hidden characters, but not held
+ * to the rule for answers (the host did not choose it).
+ */
+export function volumeHandleProblem(handle: string): string | undefined {
+  if (handle.length === 0 || handle.length > MAX_VOLUME_ID_CHARS) return `volume handle must be 1..${MAX_VOLUME_ID_CHARS} characters`;
+  return plainTextProblem('volume handle', handle);
 }
 
 /** A string map stored on an object (volumeAttributes, attachmentMetadata). */
@@ -32,10 +39,17 @@ export function stringMapProblems(what: string, m: Record<string, string>): stri
   const entries = Object.entries(m);
   if (entries.length > MAX_MAP_ENTRIES) return [`${what} has ${entries.length} entries (at most ${MAX_MAP_ENTRIES})`];
   const problems: string[] = [];
+  let bytes = 0;
   for (const [k, v] of entries) {
     if (k.length === 0) problems.push(`${what} has an empty key`);
-    if (k.length > MAX_MAP_CHARS || v.length > MAX_MAP_CHARS) problems.push(`${what} entry ${JSON.stringify(k.slice(0, 40))} is longer than ${MAX_MAP_CHARS} characters`);
+    if (k.length > MAX_MAP_CHARS || v.length > MAX_MAP_CHARS) problems.push(`${what} entry ${quote(k.slice(0, 40))} is longer than ${MAX_MAP_CHARS} characters`);
+    else {
+      const p = plainTextProblem(`${what} key`, k) ?? plainTextProblem(`${what} value of ${quote(k.slice(0, 40))}`, v);
+      if (p) problems.push(p);
+    }
+    bytes += Buffer.byteLength(k) + Buffer.byteLength(v);
   }
+  if (bytes > MAX_MAP_BYTES) problems.push(`${what} has ${bytes} bytes of keys and values (at most ${MAX_MAP_BYTES})`);
   return problems;
 }
 

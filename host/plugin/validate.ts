@@ -7,16 +7,38 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { InstanceMetadata, NodeAddress, NodeAddressType } from '../cloud.js';
+import { hasHiddenCharacters } from '../kube/message-text.js';
 
 export const MAX_ADDRESSES = 64;
 export const MAX_ADDITIONAL_LABELS = 64;
 const MAX_PROVIDER_ID_CHARS = 512;
 const LABEL_NAME = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const PROVIDER_ID = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:\/\/\S+$/;
+/**
+ * The API server accepts any providerID once, then never a change: the host
+ * allows only printable ASCII without spaces (what every cloud uses), so a
+ * bad answer cannot become permanent.
+ */
+const PROVIDER_ID = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:\/\/[\x21-\x7e]+$/;
+/**
+ * A value for an error message: JSON-quoted, cut at 80 characters, and
+ * everything outside printable ASCII escaped (`\u202e`), so a problem shows
+ * exactly what was wrong and cannot itself carry hidden characters.
+ */
+export const quote = (s: string) =>
+  JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s).replace(/[^\x20-\x7e]/g, (c) => (c === '…' ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 
-/** A value for an error message: JSON-quoted, cut at 80 characters. */
-export const quote = (s: string) => JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s);
+/** Free text stored as is (volume attributes, attachment metadata): no control, bidi or invisible characters. */
+export function plainTextProblem(what: string, v: string): string | undefined {
+  return hasHiddenCharacters(v) ? `${what} ${quote(v)} contains control, bidi or invisible characters` : undefined;
+}
+
+/** An identifier the host stores or shows (volume id, route name): 1..max printable ASCII characters without spaces. */
+export function printableIdProblem(what: string, v: string, max: number): string | undefined {
+  if (v.length === 0 || v.length > max) return `${what} must be 1..${max} characters`;
+  if (!/^[\x21-\x7e]+$/.test(v)) return `${what} ${quote(v)} has characters outside printable ASCII (or spaces)`;
+  return undefined;
+}
 
 /** A Kubernetes label value: empty, or ≤ 63 chars of [A-Za-z0-9_.-] starting and ending alphanumeric. */
 export function labelValueProblem(v: string): string | undefined {
@@ -57,7 +79,7 @@ export function ipProblem(v: string): string | undefined {
 
 export function providerIdProblem(v: string): string | undefined {
   if (v.length > MAX_PROVIDER_ID_CHARS) return `providerID is longer than ${MAX_PROVIDER_ID_CHARS} characters`;
-  if (!PROVIDER_ID.test(v)) return `providerID ${quote(v)} is not of the form <provider>://<id>`;
+  if (!PROVIDER_ID.test(v)) return `providerID ${quote(v)} is not of the form <provider>://<id> (printable ASCII, no spaces)`;
   return undefined;
 }
 
@@ -78,8 +100,9 @@ export function addressesProblems(addrs: NodeAddress[]): string[] {
 }
 
 function hostnameProblem(v: string): string | undefined {
-  // Kubelet reports hostnames that may contain upper case; accept them as DNS-ish names.
-  return dnsNameProblem(v.toLowerCase());
+  // Kubelet reports hostnames that may contain upper case; accept them as DNS-ish names. ASCII
+  // letters only: toLowerCase() would turn the Kelvin sign U+212A into "k" and let it through.
+  return dnsNameProblem(v.replace(/[A-Z]/g, (c) => c.toLowerCase()));
 }
 
 /**

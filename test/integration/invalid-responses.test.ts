@@ -21,6 +21,7 @@ import { startHost, type HostHandle } from '../../host/app.js';
 import { parseHostArgs } from '../../host/config/flags.js';
 import { createLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
+import { readFile } from 'node:fs/promises';
 import { BAD_PROVIDER_NAME, HUGE_ADDRESS_CHARS, INVALID_IP, VALID_PARTS, type BadMode } from '../fixtures/bad-provider-lib.js';
 import { logFile } from '../helpers/log-file.js';
 import { testScope } from '../helpers/nodes.js';
@@ -30,8 +31,8 @@ const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const NODE_PREFIX = 'badresp-';
 const scope = testScope('badresp');
 const BAD_PROVIDER = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
-/** Upstream caps event messages at 1 KiB (events.k8s.io note); ours must stay well below that. */
-const MAX_MESSAGE_CHARS = 1024;
+/** Upstream caps event messages at 1 KiB (events.k8s.io note); ours must stay within that. */
+const MAX_MESSAGE_BYTES = 1024;
 
 const test = anyTest as TestFn<{ dir: string; host: HostHandle & { logPath: string }; core: CoreV1Api; created: string[] }>;
 
@@ -92,6 +93,8 @@ interface Case {
   mode: BadMode;
   /** The event message must match (it names the problem). */
   problem: RegExp;
+  /** A host log line 'requeue after error' must have an `err` matching this (names the field and the rule). */
+  logged?: RegExp;
 }
 
 const cases: Case[] = [
@@ -110,7 +113,23 @@ const cases: Case[] = [
     mode: 'bad-label',
     problem: /additional label: label value "not a valid value!" has characters outside/,
   },
+  {
+    description: 'a providerID with a control character (the API server would store it and never allow a change)',
+    mode: 'control-provider-id',
+    problem: /providerID "bad:\/\/i-badresp-control-provider-id-[0-9a-f]+\\u001b\[2J" is not of the form <provider>:\/\/<id> \(printable ASCII, no spaces\)/,
+    logged: /providerID "bad:\/\/i-badresp-control-provider-id-[0-9a-f]+\\u001b\[2J" is not of the form <provider>:\/\/<id> \(printable ASCII, no spaces\)/,
+  },
 ];
+
+/** The host's log lines (JSON) with `msg`. */
+async function logLines(path: string, msg: string): Promise<Record<string, unknown>[]> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter((l) => l.includes(msg))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.msg === msg);
+}
 
 for (const c of cases) {
   test(`a provider answering ${c.description}: the node keeps its taint, gets nothing from the provider, and an InvalidCloudResponse event says why`, async (t) => {
@@ -131,7 +150,9 @@ for (const c of cases) {
     t.log(`event (count ${event.count}): ${message}`);
     t.regex(message, /^failed to initialize node: provider returned an invalid InstanceMetadata response: /);
     t.regex(message, c.problem);
-    t.true(message.length <= MAX_MESSAGE_CHARS, `event message is ${message.length} characters`);
+    t.true(Buffer.byteLength(message) <= MAX_MESSAGE_BYTES, `event message is ${Buffer.byteLength(message)} bytes`);
+    // eslint-disable-next-line no-control-regex
+    t.false(/[\u0000-\u001f\u007f\u202e]/.test(message), 'no raw control or bidi characters in the event');
     t.false(message.includes('7'.repeat(200)), 'no raw payload in the event');
     t.is(event.source?.component, 'cloud-node-controller');
 
@@ -148,8 +169,37 @@ for (const c of cases) {
     );
     t.false(JSON.stringify(node).includes(VALID_PARTS.zone), 'no zone anywhere on the node');
 
+    if (c.logged) {
+      const lines = await logLines(host.logPath, 'requeue after error');
+      t.true(
+        lines.some((l) => l.key === name && c.logged!.test(String(l.err))),
+        `a 'requeue after error' line for ${name} names the field and the rule`,
+      );
+    }
+
     // The bad answers did not hurt the plugin: still ready, never restarted.
     t.is(host.supervisor.state, 'ready');
     t.is(host.supervisor.restartCount, 0);
   });
 }
+
+test('a provider error that forges Event lines with control characters, 8 KiB long: the Event gets one sanitized line of at most 1 KiB', async (t) => {
+  const { core } = t.context;
+  const name = `${NODE_PREFIX}forged-error-${randomBytes(4).toString('hex')}`;
+  t.context.created.push(name);
+  const registered = await registerNode(core, name);
+  const event = await waitFor(
+    async () => {
+      const ev = (await eventsAbout(core, registered)).find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode');
+      return ev && (ev.count ?? 1) >= 2 ? ev : undefined;
+    },
+    { what: `a repeated FailedToSyncNode Warning event on ${name}`, timeoutMs: 90_000 },
+  );
+  const message = event.message ?? '';
+  t.log(`event (count ${event.count}): ${message.slice(0, 200)}…`);
+  t.regex(message, /^failed to initialize node: InstanceMetadata: instance lookup failed Normal {2}Synced {2}Node synced successfully \\u001b\[2J\\u202egnp\.exe x+ \.\.\.$/);
+  t.is(Buffer.byteLength(message), MAX_MESSAGE_BYTES, 'truncated to 1024 bytes');
+  const node = await core.readNode({ name });
+  t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED), 'the uninitialized taint stays');
+  t.falsy(node.spec?.providerID, 'no providerID');
+});

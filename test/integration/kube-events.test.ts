@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
 import { makeClients } from '../../host/kube/client.js';
 import { EventRecorder } from '../../host/kube/events.js';
+import { MAX_MESSAGE_BYTES, TRUNCATION_SUFFIX } from '../../host/kube/message-text.js';
 import { silentLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { waitFor } from '../helpers/wait.js';
@@ -77,6 +78,21 @@ test('an event about a Node lands in default with the involved object, source, t
   t.is(ev.count, 1);
   t.truthy(ev.firstTimestamp);
   t.truthy(ev.lastTimestamp);
+});
+
+test('a plugin-style message with forged lines, control and bidi characters and 8 KiB is written as one bounded line', async (t) => {
+  const { core, ns } = t.context;
+  const cm = await configMap(core, ns);
+  const rec = recorder(core);
+  const forged = `CreateVolume: failed\nNormal  Synced  Volume ready\r\n\u001b[2J\u0000\u202egnp.exe ${'x'.repeat(8192)}`;
+  rec.event(cm, 'Warning', 'ProvisioningFailed', forged);
+  await rec.flush();
+
+  const [ev] = await eventsAbout(core, ns, cm.metadata!.uid!);
+  const message = ev?.message ?? '';
+  t.is(message.slice(0, 90), 'CreateVolume: failed Normal  Synced  Volume ready \\u001b[2J\\u0000\\u202egnp.exe xxxxxxxxxxx');
+  t.is(Buffer.byteLength(message), MAX_MESSAGE_BYTES);
+  t.true(message.endsWith(TRUNCATION_SUFFIX));
 });
 
 test('an event about a namespaced ConfigMap lands in its namespace', async (t) => {

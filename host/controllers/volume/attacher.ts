@@ -27,6 +27,7 @@ import { sleep } from '../../kube/backoff.js';
 import type { KubeClients } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import { isNotFound } from '../../kube/client.js';
+import { sanitizeMessage } from '../../kube/message-text.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import { volumeRateLimiter } from './retry.js';
@@ -144,7 +145,7 @@ export class VolumeAttacher {
       }
       this.o.log.info({ attachment: name, volume: csi.volumeHandle, node: nodeName }, 'attached volume');
     } catch (err) {
-      const message = errorMessage(err);
+      const message = sanitizeMessage(errorMessage(err));
       await this.patchStatus(name, { attached: false, attachError: { time: new Date().toISOString(), message } }).catch(() => undefined);
       throw err;
     }
@@ -162,7 +163,7 @@ export class VolumeAttacher {
       } catch (err) {
         // The instance is gone, so the volume is not attached to it.
         if (!(err instanceof InstanceNotFoundError)) {
-          await this.patchStatus(name, { detachError: { time: new Date().toISOString(), message: errorMessage(err) } }).catch(() => undefined);
+          await this.patchStatus(name, { detachError: { time: new Date().toISOString(), message: sanitizeMessage(errorMessage(err)) } }).catch(() => undefined);
           throw err;
         }
       }

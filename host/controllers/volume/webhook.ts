@@ -21,6 +21,7 @@ import type { V1PersistentVolume } from '@kubernetes/client-node';
 import type { Volumes } from '../../cloud-volumes.js';
 import { CloudCallError, InvalidCloudResponseError } from '../../errors.js';
 import { errorMessage, type Logger } from '../../log.js';
+import { sanitizeMessage } from '../../kube/message-text.js';
 import { labelPatch } from './pv-labels.js';
 
 /** Path the MutatingWebhookConfiguration points at. */
@@ -76,9 +77,9 @@ export async function admit(req: AdmissionRequest, driver: string, volumes: Volu
   } catch (err) {
     const final = err instanceof InvalidCloudResponseError || (err instanceof CloudCallError && !err.transient);
     if (final) {
-      return { uid: req.uid, allowed: false, status: { code: 403, message: `cannot label PersistentVolume for volume ${handle}: ${errorMessage(err)}` } };
+      return { uid: req.uid, allowed: false, status: { code: 403, message: sanitizeMessage(`cannot label PersistentVolume for volume ${handle}: ${errorMessage(err)}`) } };
     }
-    return { ...allowed, warnings: [`topology labels not added yet (cloud unavailable: ${errorMessage(err)}); the cloud-controller-manager adds them later`] };
+    return { ...allowed, warnings: [sanitizeMessage(`topology labels not added yet (cloud unavailable: ${errorMessage(err)}); the cloud-controller-manager adds them later`)] };
   } finally {
     clearTimeout(timer);
   }

@@ -149,6 +149,14 @@ checkerTable('providerIdProblem', providerIdProblem, [
   { value: 'aws://i 1', problem: /not of the form/, why: 'whitespace in id' },
   { value: 'aws://i-1\n', problem: /not of the form/, why: 'trailing newline' },
   { value: `aws://${'i'.repeat(600)}`, problem: /longer than 512/ },
+  // The API server stores any providerID once and refuses every change after: these would be permanent.
+  { value: 'aws://i-1\u0000', problem: /"aws:\/\/i-1\\u0000" is not of the form/, why: 'NUL (escaped in the problem)' },
+  { value: 'aws://i-\u001b[31m1', problem: /not of the form/, why: 'ESC' },
+  { value: 'aws://i-1\u007f', problem: /not of the form/, why: 'DEL' },
+  { value: 'aws://i-\u202e1', problem: /"aws:\/\/i-\\u202e1" is not of the form/, why: 'right-to-left override' },
+  { value: 'aws://i-東京', problem: /not of the form/, why: 'CJK' },
+  { value: 'aws://i-\u00a01', problem: /not of the form/, why: 'no-break space' },
+  { value: 'aws://i-\ud8001', problem: /not of the form/, why: 'lone surrogate' },
 ]);
 
 // ---------------------------------------------------------------------------
@@ -172,6 +180,8 @@ const addrCases: AddrCase[] = [
   },
   { description: 'dual-stack internal IPs', addrs: [addr('InternalIP', '10.0.0.1'), addr('InternalIP', 'fd00::1')], problems: [] },
   { description: 'upper-case Hostname (kubelets report those)', addrs: [addr('Hostname', 'NODE-1.Example')], problems: [] },
+  { description: 'Hostname with a Kelvin sign (lower-cases to "k")', addrs: [addr('Hostname', 'node-\u212a')], problems: [/^Hostname address: .*not a valid lowercase DNS name/] },
+  { description: 'Hostname with a dotted capital I', addrs: [addr('Hostname', '\u0130node')], problems: [/^Hostname address: /] },
   { description: 'same address under two types is not a duplicate', addrs: [addr('InternalIP', '10.0.0.1'), addr('ExternalIP', '10.0.0.1')], problems: [] },
   { description: 'invalid InternalIP', addrs: [addr('InternalIP', '1.2.3')], problems: [/^InternalIP address: .*dotted-quad/] },
   { description: 'invalid ExternalIP', addrs: [addr('ExternalIP', '::zz')], problems: [/^ExternalIP address: .*not an IP/] },

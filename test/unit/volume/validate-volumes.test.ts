@@ -1,5 +1,5 @@
 import test from 'ava';
-import { labelMapProblems, stringMapProblems, topologyProblems, volumeIdProblem, volumeProblems } from '../../../host/plugin/validate-volumes.js';
+import { labelMapProblems, stringMapProblems, topologyProblems, volumeHandleProblem, volumeIdProblem, volumeProblems } from '../../../host/plugin/validate-volumes.js';
 
 const ok = { volumeId: 'vol-1', capacityBytes: 1024, volumeContext: { a: 'b' }, accessibleTopology: [{ 'topology.kubernetes.io/zone': 'a' }] };
 
@@ -27,4 +27,35 @@ test('maps are bounded', (t) => {
   t.regex(stringMapProblems('ctx', Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v']))).join(), /at most 64/);
   t.regex(stringMapProblems('ctx', { '': 'v' }).join(), /empty key/);
   t.regex(labelMapProblems('labels', { 'topology.kubernetes.io/zone': 'a b' }).join(), /label value/);
+});
+
+const idCases: { id: string; problem?: RegExp; why: string }[] = [
+  { id: 'vol-1', why: 'plain' },
+  { id: 'projects/p/zones/z/disks/d', why: 'path-like' },
+  { id: 'vol 1', problem: /outside printable ASCII \(or spaces\)/, why: 'space' },
+  { id: 'vol-\u0000', problem: /"vol-\\u0000"/, why: 'NUL, escaped in the problem' },
+  { id: 'vol-\u202e1', problem: /outside printable ASCII/, why: 'right-to-left override' },
+  { id: 'vol-東京', problem: /outside printable ASCII/, why: 'CJK' },
+];
+for (const c of idCases) {
+  test(`volume_id ${JSON.stringify(c.id)} (${c.why}) is ${c.problem ? 'refused' : 'accepted'}`, (t) => {
+    const p = volumeIdProblem(c.id);
+    if (c.problem) t.regex(p ?? '', c.problem);
+    else t.is(p, undefined);
+  });
+}
+
+test('a volume handle from a PV only has to be bounded and free of hidden characters', (t) => {
+  t.is(volumeHandleProblem('vol 東京'), undefined);
+  t.regex(volumeHandleProblem('vol\u001b') ?? '', /hidden|control/);
+  t.regex(volumeHandleProblem('') ?? '', /1\.\.1024/);
+});
+
+test('map text may not hide characters, and a map holds at most 256 KiB', (t) => {
+  t.deepEqual(stringMapProblems('ctx', { path: '/dev/disk/by-id/x', note: 'zone 東京' }), []);
+  t.regex(stringMapProblems('ctx', { 'k\n': 'v' }).join(), /ctx key "k\\n" contains control, bidi or invisible characters/);
+  t.regex(stringMapProblems('ctx', { k: 'a\u202eb' }).join(), /ctx value of "k" .* contains control, bidi or invisible/);
+  t.regex(stringMapProblems('ctx', { k: 'a\ud800' }).join(), /invisible/, 'lone surrogate');
+  const big = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`k${i}`, 'v'.repeat(4096)]));
+  t.regex(stringMapProblems('ctx', big).join(), /has 262\d+ bytes of keys and values \(at most 262144\)/);
 });
