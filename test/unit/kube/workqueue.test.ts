@@ -311,8 +311,9 @@ test('metrics: unfinished work and longest running processor, per queue, compute
   await q.get();
   await new Promise((r) => setTimeout(r, 20));
   await q.get();
-  const unfinished = (await read('workqueue_unfinished_work_seconds'))['{"name":"nodes"}']!;
+  // Longest first: the later scrape's total then covers at least the earlier scrape's oldest item.
   const longest = (await read('workqueue_longest_running_processor_seconds'))['{"name":"nodes"}']!;
+  const unfinished = (await read('workqueue_unfinished_work_seconds'))['{"name":"nodes"}']!;
   t.true(longest > 0, `longest ${longest}`);
   // Two items in flight: together at least as long as the oldest alone.
   t.true(unfinished >= longest, `unfinished ${unfinished} < longest ${longest}`);
