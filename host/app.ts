@@ -127,7 +127,12 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
 
     const mode: PluginMode =
       config.plugin.kind === 'exec'
-        ? { kind: 'exec', path: config.plugin.file, env: Object.entries(config.pluginEnv).map(([k, v]) => `${k}=${v}`) }
+        ? {
+            kind: 'exec',
+            path: config.plugin.file,
+            env: Object.entries(config.pluginEnv).map(([k, v]) => `${k}=${v}`),
+            allow: { tcp: config.pluginAllowTcp, externalSocket: config.pluginAllowExternalSocket },
+          }
         : { kind: 'socket', endpoint: config.plugin.endpoint };
     const supervisor = new PluginSupervisor({
       name: config.cloudProvider,
