@@ -20,9 +20,10 @@ import { rpcSection } from './rpc.js';
 import { f1, type BenchSection } from './section.js';
 import { volumesSection } from './volumes.js';
 import { crashSoakSection } from './crash-soak.js';
+import { pluginFloodSection } from './plugin-flood.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection, crashSoakSection];
+const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, volumesSection, crashSoakSection, pluginFloodSection];
 
 const DOC = 'docs/benchmarks.md';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
