@@ -47,7 +47,11 @@ const MIN_SECRET_LENGTH = 6;
 const secrets = new Set<string>();
 /** Matches every form of every secret; rebuilt lazily after registrations (a config may register many). */
 let pattern: RegExp | undefined;
+/** Every form of every secret (see rebuildPattern), for redactCut. */
+let forms: string[] = [];
 let stale = false;
+/** The shortest start of a secret that redactCut hides at the end of cut text; shorter ones tell too little. */
+const MIN_CUT_PREFIX = 3;
 
 /** JSON string escaping without the quotes. */
 const escapeJson = (s: string) => JSON.stringify(s).slice(1, -1);
@@ -69,10 +73,24 @@ function rebuildPattern(): void {
   stale = false;
   // A secret with quotes or backslashes appears escaped inside JSON log lines, and twice
   // escaped when a plugin logs it JSON-quoted (its stderr line becomes a JSON string field).
-  const forms = new Set([...secrets].flatMap((x) => [x, escapeJson(x), escapeJson(escapeJson(x))]));
   // Longest first, so a secret that contains another is replaced whole.
-  const sorted = [...forms].sort((a, b) => b.length - a.length);
-  pattern = new RegExp(sorted.map((x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+  forms = [...new Set([...secrets].flatMap((x) => [x, escapeJson(x), escapeJson(escapeJson(x))]))].sort((a, b) => b.length - a.length);
+  pattern = new RegExp(forms.map((x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+}
+
+/**
+ * redact() for text that was cut at a length limit: a secret the cut split
+ * left only its start at the end, which redact() cannot recognize; that start
+ * is replaced too (from MIN_CUT_PREFIX characters on).
+ */
+export function redactCut(text: string): string {
+  const out = redact(text);
+  for (const form of forms) {
+    for (let n = Math.min(form.length - 1, out.length); n >= MIN_CUT_PREFIX; n--) {
+      if (out.endsWith(form.slice(0, n))) return out.slice(0, out.length - n) + REDACTED;
+    }
+  }
+  return out;
 }
 
 /** The secret parts of one string value: `Name=value;` pairs with secret names, and a URL's password. */

@@ -24,6 +24,7 @@ import { forwardStderr } from './stderr.js';
 import { OutputLimiter, type PluginStream } from './output-limiter.js';
 import { executableProblem, socketProblem } from './file-checks.js';
 import { createSocketDir, removeSocketDir } from './socket-dir.js';
+import { redact, redactCut } from '../redact.js';
 
 /** Characters of a stray stdout line that are logged (stdout is for the handshake only). */
 const STDOUT_LOGGED_CHARS = 512;
@@ -153,9 +154,10 @@ export class PluginProcess {
         exited,
         onOtherLine: (line, cutBytes) => {
           if (!limiter.admit('stdout')) return;
-          const shown = line.slice(0, STDOUT_LOGGED_CHARS);
-          const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(shown);
-          log.warn({ line: shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) }, 'ignoring plugin stdout line that is not the handshake');
+          const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(line.slice(0, STDOUT_LOGGED_CHARS));
+          // Redacted before the cut, so that the cut cannot split a secret beyond recognition.
+          const shown = redact(line).slice(0, STDOUT_LOGGED_CHARS);
+          log.warn({ line: truncatedBytes > 0 ? redactCut(shown) : shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) }, 'ignoring plugin stdout line that is not the handshake');
         },
       });
       const refused = handshakeRefusal(handshake, socketPath, opts.allow ?? {});

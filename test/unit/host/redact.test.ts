@@ -3,7 +3,7 @@ import test from 'ava';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../../host/log.js';
 import { decodedToCloudError } from '../../../host/plugin/connection.js';
-import { isSecretName, REDACTED, redact, registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from '../../../host/redact.js';
+import { isSecretName, REDACTED, redact, redactCut, registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from '../../../host/redact.js';
 
 test('registered secrets are replaced, short values are not tracked', (t) => {
   registerSecret('s3cr3t-value-one');
@@ -149,4 +149,14 @@ test('plugin error messages are redacted before they become host errors', (t) =>
   const err = decodedToCloudError('InstanceMetadata', { code: 13, message: 'auth failed with key s3cr3t-value-one' } as never);
   t.false(err.message.includes('s3cr3t-value-one'));
   t.regex(err.message, /\[redacted\]/);
+});
+
+test('text cut at a limit loses the start of a secret the cut split (3 characters on), nothing else', (t) => {
+  registerSecret('cut-here-secret-42');
+  for (const [text, want] of [
+    ['log line ending in cut-here-se', `log line ending in ${REDACTED}`],
+    ['both cut-here-secret-42 and cut', `both ${REDACTED} and ${REDACTED}`],
+    ['too short to tell: cu', 'too short to tell: cu'],
+    ['an ordinary ending', 'an ordinary ending'],
+  ]) t.is(redactCut(text!), want, text);
 });
