@@ -28,7 +28,7 @@ import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
 import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
-import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from './redact.js';
+import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
 import { Gauge } from 'prom-client';
 
 export { HostStartError } from './errors.js';
@@ -84,6 +84,12 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   registerCloudConfigSecrets(cloudConfig);
   registerEnvSecrets(config.pluginEnv);
   registerSecret(kc.getCurrentUser()?.token);
+  if (untrackedSecrets() > 0) {
+    log.warn(
+      { untracked: untrackedSecrets() },
+      'some secret values of --cloud-config or --plugin-env are too many or too long (a single line over 4 KiB) to be redacted from logs and events: keep bulky secrets in files the provider reads',
+    );
+  }
   await checkApiServer(kc);
 
   const metrics = createHostMetrics();

@@ -42,6 +42,14 @@ export function isSecretName(name: string): boolean {
 export const REDACTED = '[redacted]';
 
 const MIN_SECRET_LENGTH = 6;
+/**
+ * Longest value tracked whole (an RSA 4096 PEM key is about 3.2 KiB); a
+ * longer one is tracked by its lines. Together with MAX_SECRETS this bounds
+ * the pattern every log line is matched against.
+ */
+const MAX_SECRET_LENGTH = 4096;
+/** Most values tracked; a config with more secret values than this is reported at start (untrackedSecrets). */
+const MAX_SECRETS = 512;
 
 /** Process-wide: one host process has one set of credentials (tests run several hosts; the set only grows). */
 const secrets = new Set<string>();
@@ -50,17 +58,35 @@ let pattern: RegExp | undefined;
 /** Every form of every secret (see rebuildPattern), for redactCut. */
 let forms: string[] = [];
 let stale = false;
+let untracked = 0;
 /** The shortest start of a secret that redactCut hides at the end of cut text; shorter ones tell too little. */
 const MIN_CUT_PREFIX = 3;
 
 /** JSON string escaping without the quotes. */
 const escapeJson = (s: string) => JSON.stringify(s).slice(1, -1);
 
-/** Tracks `value` as a secret from now on. */
+/**
+ * Tracks `value` as a secret from now on, and each line of a multi-line value
+ * on its own (a provider may print it line by line).
+ */
 export function registerSecret(value: string | undefined): void {
   if (value === undefined || value.length < MIN_SECRET_LENGTH || secrets.has(value)) return;
+  if (value.includes('\n')) for (const line of value.split(/\r?\n/)) registerSecret(line);
+  if (value.length > MAX_SECRET_LENGTH) {
+    if (!value.includes('\n')) untracked++;
+    return;
+  }
+  if (secrets.size >= MAX_SECRETS) {
+    untracked++;
+    return;
+  }
   secrets.add(value);
   stale = true;
+}
+
+/** How many secret values were not tracked, being too many or too long (the host warns at start). */
+export function untrackedSecrets(): number {
+  return untracked;
 }
 
 /** `text` with every tracked secret replaced by REDACTED (also in once or twice JSON-escaped form). */
@@ -131,17 +157,26 @@ function registerDocumentSecrets(doc: unknown): void {
   walk(doc, false);
 }
 
-/** One `name = value` or `name: value` line (INI, YAML, pretty JSON); no nested quantifiers, so linear on any line. */
-const RAW_ASSIGNMENT = /^\s*["']?([\w.-]+)["']?\s*[:=](.*)$/;
+/** A line that is one `name = value` / `name: value` (INI, YAML): the value may hold spaces. */
+const RAW_LINE = /^\s*["']?([\w.-]{1,64})["']?\s*[:=](.*)$/;
+/** `name: value` pairs anywhere in a line (JSON, flow YAML, also malformed); names bounded, so linear. */
+const RAW_PAIR = /(?<![\w.-])["']?([\w.-]{1,64})["']?\s*[:=]\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;}\]]+)/g;
 
-/** Registers secret values as written in the file: with and without their quotes, before any unescaping. */
+/** Registers `value` as written and, when it is quoted, without its quotes (before any unescaping). */
+function registerRawValue(value: string): void {
+  registerSecret(value);
+  if (/^(["']).*\1$/.test(value)) registerSecret(value.slice(1, -1));
+}
+
+/**
+ * Registers secret values as the file writes them, even where no parser
+ * accepts the file (a provider may echo a malformed config in its error).
+ */
 function registerRawSecrets(text: string): void {
   for (const line of text.split('\n')) {
-    const m = RAW_ASSIGNMENT.exec(line);
-    if (!m || !isSecretName(m[1]!)) continue;
-    const value = m[2]!.trim().replace(/,$/, '');
-    registerSecret(value);
-    if (/^(["']).*\1$/.test(value)) registerSecret(value.slice(1, -1));
+    const whole = RAW_LINE.exec(line);
+    if (whole && isSecretName(whole[1]!)) registerRawValue(whole[2]!.trim().replace(/,$/, ''));
+    for (const m of line.matchAll(RAW_PAIR)) if (isSecretName(m[1]!)) registerRawValue(m[2]!);
   }
 }
 

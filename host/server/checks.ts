@@ -3,7 +3,6 @@
  * turns their failures into one-line reasons for the /healthz body.
  */
 import { errorMessage } from '../log.js';
-import { redact } from '../redact.js';
 
 /** A health check: passes unless it throws or rejects. */
 export type HealthCheck = () => Promise<void> | void;
@@ -21,8 +20,7 @@ export async function runChecks(checks: Iterable<[string, HealthCheck]>, timeout
       await withTimeout(fn, timeoutMs);
       return { name };
     } catch (err) {
-      // The body is served to anyone who can reach the port, and a plugin's text may be in the error.
-      return { name, error: oneLine(redact(errorMessage(err))) || 'failed without a message' };
+      return { name, error: oneLine(errorMessage(err)) || 'failed without a message' };
     }
   }));
 }

@@ -1,9 +1,9 @@
 /** Secret tracking and redaction: logs, plugin error messages, config and env sources. */
 import test from 'ava';
 import { Writable } from 'node:stream';
-import { createLogger } from '../../../host/log.js';
+import { createLogger, errorMessage } from '../../../host/log.js';
 import { decodedToCloudError } from '../../../host/plugin/connection.js';
-import { isSecretName, REDACTED, redact, redactCut, registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from '../../../host/redact.js';
+import { isSecretName, REDACTED, redact, redactCut, registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from '../../../host/redact.js';
 
 test('registered secrets are replaced, short values are not tracked', (t) => {
   registerSecret('s3cr3t-value-one');
@@ -99,6 +99,12 @@ const CLOUD_CONFIGS: { name: string; config: string; hidden: string[]; visible: 
     visible: ['json-keypair-name', 'AKIAJSONVISIBLE', 'jsonacct', 'core.windows.net'],
   },
   {
+    name: 'malformed JSON (a provider may quote it in its parse error): pairs are found as written',
+    config: '{"clientSecret": unquoted-typo-secret, "zone": "typo-zone-1", "apiToken": "quoted-typo-token" "missing": "comma"}',
+    hidden: ['unquoted-typo-secret', 'quoted-typo-token', '"quoted-typo-token"'],
+    visible: ['typo-zone-1'],
+  },
+  {
     name: 'AWS cloud.conf (INI without secrets: nothing is hidden)',
     config: ['[Global]', 'Zone = us-east-1a', 'RoleARN = arn:aws:iam::123456789012:role/ccm', 'KubernetesClusterTag = aws-cluster-x'].join('\n'),
     hidden: [],
@@ -159,4 +165,20 @@ test('text cut at a limit loses the start of a secret the cut split (3 character
     ['too short to tell: cu', 'too short to tell: cu'],
     ['an ordinary ending', 'an ordinary ending'],
   ]) t.is(redactCut(text!), want, text);
+});
+
+test('error text taken with errorMessage is redacted, whatever was thrown', (t) => {
+  registerSecret('thrown-secret-77');
+  t.is(errorMessage(new Error('failed with thrown-secret-77')), `failed with ${REDACTED}`);
+  t.is(errorMessage('thrown-secret-77'), REDACTED);
+});
+
+test('a multi-line secret is also tracked line by line; an over-long single line is counted as untracked, not matched', (t) => {
+  const pem = ['-----BEGIN PRIVATE KEY-----', 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7', 'b3Blbi1zZWNyZXQta2V5LWxpbmUtdHdv', '-----END PRIVATE KEY-----'].join('\n');
+  registerCloudConfigSecrets(Buffer.from(JSON.stringify({ privateKey: pem })));
+  t.is(redact('line: b3Blbi1zZWNyZXQta2V5LWxpbmUtdHdv'), `line: ${REDACTED}`);
+  const before = untrackedSecrets();
+  registerSecret('z'.repeat(5000));
+  t.is(untrackedSecrets(), before + 1);
+  t.is(redact('zzzzzz'), 'zzzzzz');
 });
