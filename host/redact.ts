@@ -11,10 +11,11 @@
  * any depth, is a secret. Inside any string value, the secret-named parts of
  * a connection string (`AccountKey=...;`) and the password of a URL
  * (`https://user:pw@host`) are secrets too. So are values as the file writes
- * them (quoted, escaped) on `name = value` / `name: value` lines with a secret
- * name, since a provider may echo the file itself. Values shorter than
- * MIN_SECRET_LENGTH are not tracked, since replacing them would mangle
- * ordinary words.
+ * them (quoted, escaped) in `name = value` / `name: value` pairs with a
+ * secret name, even in a file no parser accepts, since a provider may echo
+ * the file itself. Values shorter than MIN_SECRET_LENGTH are not tracked,
+ * since replacing them would mangle ordinary words; MAX_SECRET_LENGTH and
+ * MAX_SECRETS bound the pattern every log line is matched against.
  */
 import ini from 'ini';
 import yaml from 'js-yaml';
