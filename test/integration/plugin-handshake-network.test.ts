@@ -4,7 +4,8 @@
  * Unix socket outside the host's private directory. Both are refused unless
  * the operator allowed them (--plugin-allow-tcp,
  * --plugin-allow-external-socket), with a one-line error saying what to do;
- * allowed, the host connects and configures the provider.
+ * allowed, the host connects and configures the provider. The last case
+ * goes through the host's flags and start-up.
  */
 import test from 'ava';
 import { existsSync } from 'node:fs';
@@ -12,8 +13,13 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { silentLogger } from '../../host/log.js';
+import { startHost } from '../../host/app.js';
+import { parseHostArgs } from '../../host/config/flags.js';
+import { createLogger, silentLogger } from '../../host/log.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
+import { testKubeConfig } from '../controlplane/shared.js';
+import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
+import { logFile } from '../helpers/log-file.js';
 
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 
@@ -69,3 +75,27 @@ for (const c of CASES) {
     }
   });
 }
+
+test('the flags reach the plugin start: the host refuses a TCP plugin without --plugin-allow-tcp and runs it with the flag', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-tcp-host-'));
+  const start = async (extra: string[]) => {
+    const parsed = parseHostArgs([
+      `--cloud-provider=${BAD_PROVIDER_NAME}`,
+      `--plugin-path=${BAD}`,
+      '--plugin-env=BAD_PROVIDER_LISTEN=tcp',
+      '--plugin-env=BAD_PROVIDER_NODE_PREFIX=tcp-host-nobody-',
+      '--controllers=cloud-node',
+      '--node-selector=ccm-test=tcp-host-none',
+      '--cluster-name=test',
+      '--secure-port=0',
+      '--leader-elect=false',
+      ...extra,
+    ]);
+    if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
+    return startHost(parsed.config, { log: createLogger({ destination: logFile(join(dir, 'host.log')) }), kubeConfig: await testKubeConfig() });
+  };
+  const err = await t.throwsAsync(start([]));
+  t.regex(err!.message, /only Unix sockets are accepted: .*--plugin-allow-tcp/);
+  const host = await start(['--plugin-allow-tcp']);
+  await host.stop();
+});
