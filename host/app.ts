@@ -28,7 +28,7 @@ import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
 import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
-import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret } from './redact.js';
+import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
 import { Gauge } from 'prom-client';
 
 export { HostStartError } from './errors.js';
@@ -84,6 +84,12 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   registerCloudConfigSecrets(cloudConfig);
   registerEnvSecrets(config.pluginEnv);
   registerSecret(kc.getCurrentUser()?.token);
+  if (untrackedSecrets() > 0) {
+    log.warn(
+      { untracked: untrackedSecrets() },
+      'some secret values of --cloud-config or --plugin-env are too many or too long (a single line over 4 KiB) to be redacted from logs and events: keep bulky secrets in files the provider reads',
+    );
+  }
   await checkApiServer(kc);
 
   const metrics = createHostMetrics();
@@ -127,7 +133,12 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
 
     const mode: PluginMode =
       config.plugin.kind === 'exec'
-        ? { kind: 'exec', path: config.plugin.file, env: Object.entries(config.pluginEnv).map(([k, v]) => `${k}=${v}`) }
+        ? {
+            kind: 'exec',
+            path: config.plugin.file,
+            env: Object.entries(config.pluginEnv).map(([k, v]) => `${k}=${v}`),
+            allow: { tcp: config.pluginAllowTcp, externalSocket: config.pluginAllowExternalSocket },
+          }
         : { kind: 'socket', endpoint: config.plugin.endpoint };
     const supervisor = new PluginSupervisor({
       name: config.cloudProvider,

@@ -68,8 +68,11 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-/** Message of any thrown value, without assuming it is an Error. */
+/**
+ * Message of any thrown value, without assuming it is an Error, with known
+ * secrets redacted: this is how error text reaches Events, API object
+ * statuses (e.g. VolumeAttachment attachError), webhook answers and /healthz.
+ */
 export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
+  return redact(err instanceof Error ? err.message : String(err));
 }

@@ -40,6 +40,10 @@ export interface HostConfig {
   readonly pluginCallTimeoutMs: number;
   /** `--plugin-mutation-timeout`: deadline of plugin calls that change the cloud. */
   readonly pluginMutationTimeoutMs: number;
+  /** `--plugin-allow-tcp`: a spawned plugin may hand shake on a TCP loopback address (default: Unix sockets only). */
+  readonly pluginAllowTcp: boolean;
+  /** `--plugin-allow-external-socket`: a spawned plugin may listen outside its private directory. */
+  readonly pluginAllowExternalSocket: boolean;
   /**
    * `--plugin-env`, resolved: the only host variables the plugin inherits
    * (besides the protocol's CCM_PLUGIN_*). `NAME` entries take the host's
@@ -204,6 +208,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
     pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),
     pluginMutationTimeoutMs: p.duration('plugin-mutation-timeout', o.pluginMutationTimeout, { positive: true }),
+    pluginAllowTcp: p.bool('plugin-allow-tcp', o.pluginAllowTcp),
+    pluginAllowExternalSocket: p.bool('plugin-allow-external-socket', o.pluginAllowExternalSocket),
     pluginEnv,
     kubeconfig: o.kubeconfig === undefined ? undefined : path.resolve(o.kubeconfig),
     master: o.master,

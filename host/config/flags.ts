@@ -49,6 +49,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'plugin-shutdown-grace', key: 'pluginShutdownGrace', kind: 'string', value: 'duration', help: 'How long the plugin may take to exit before it is killed.' },
   { name: 'plugin-call-timeout', key: 'pluginCallTimeout', kind: 'string', value: 'duration', help: 'Deadline of read-only plugin calls.' },
   { name: 'plugin-mutation-timeout', key: 'pluginMutationTimeout', kind: 'string', value: 'duration', help: 'Deadline of plugin calls that change the cloud.' },
+  { name: 'plugin-allow-tcp', key: 'pluginAllowTcp', kind: 'bool', help: 'Accept a spawned plugin whose handshake names a TCP loopback address instead of a Unix socket. Any local process can then reach the provider: keep it false unless the plugin cannot listen on a Unix socket.' },
+  { name: 'plugin-allow-external-socket', key: 'pluginAllowExternalSocket', kind: 'bool', help: 'Accept a spawned plugin listening on a Unix socket outside the private directory the host made for it (CCM_PLUGIN_ENDPOINT). The socket must still be 0600 and owned by the host\'s user or root.' },
   { name: 'plugin-env', key: 'pluginEnv', kind: 'array', value: 'NAME[=VALUE]', help: 'Environment variable the plugin gets (repeatable): NAME passes the host\'s value, NAME=VALUE sets one. The plugin gets no other host variables.' },
   { name: 'kubeconfig', key: 'kubeconfig', kind: 'string', value: 'file', help: 'Path of a kubeconfig file; without it, KUBECONFIG or the in-cluster service account is used.' },
   { name: 'master', key: 'master', kind: 'string', value: 'url', help: 'API server address; overrides the kubeconfig\'s server.' },

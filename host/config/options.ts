@@ -23,6 +23,8 @@ export interface HostOptions {
   pluginShutdownGrace?: string;
   pluginCallTimeout?: string;
   pluginMutationTimeout?: string;
+  pluginAllowTcp?: string;
+  pluginAllowExternalSocket?: string;
   /** `--plugin-env`, one entry per use: `NAME` or `NAME=VALUE`. */
   pluginEnv?: string[];
   kubeconfig?: string;
@@ -104,6 +106,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   pluginShutdownGrace: '10s',
   pluginCallTimeout: '10s',
   pluginMutationTimeout: '60s',
+  pluginAllowTcp: 'false',
+  pluginAllowExternalSocket: 'false',
   pluginEnv: [] as readonly string[],
   clusterName: DEFAULT_CLUSTER_NAME,
   controllers: ['*'] as readonly string[],

@@ -24,6 +24,7 @@ import { forwardStderr } from './stderr.js';
 import { OutputLimiter, type PluginStream } from './output-limiter.js';
 import { executableProblem, socketProblem } from './file-checks.js';
 import { createSocketDir, removeSocketDir } from './socket-dir.js';
+import { redact, redactCut } from '../redact.js';
 
 /** Characters of a stray stdout line that are logged (stdout is for the handshake only). */
 const STDOUT_LOGGED_CHARS = 512;
@@ -48,6 +49,14 @@ export function allowedPluginEnv(entries: readonly string[], hostEnv: NodeJS.Pro
   return env;
 }
 
+/** Handshakes accepted besides the default (a Unix socket at CCM_PLUGIN_ENDPOINT); both default to false. */
+export interface HandshakeAllowances {
+  /** `--plugin-allow-tcp`: a TCP loopback address. */
+  tcp?: boolean;
+  /** `--plugin-allow-external-socket`: a Unix socket outside the host's private directory. */
+  externalSocket?: boolean;
+}
+
 export interface SpawnOptions {
   /** The executable; a `.js` file is run with this Node binary. */
   path: string;
@@ -55,10 +64,22 @@ export interface SpawnOptions {
   startTimeoutMs: number;
   /** Extra environment: NAME (copied from the host) or NAME=VALUE. */
   env?: string[];
+  allow?: HandshakeAllowances;
   logLevel?: string;
   log: Logger;
   /** Told about every output line dropped by the log rate limit (see OutputLimiter). */
   onOutputDropped?: (stream: PluginStream) => void;
+}
+
+/** Why a handshake is refused under `allow`, with what to do; undefined when it is accepted. */
+export function handshakeRefusal(h: Handshake, offeredSocket: string, allow: HandshakeAllowances): string | undefined {
+  if (h.network === 'tcp' && !allow.tcp) {
+    return `it names TCP address ${h.address}, and only Unix sockets are accepted: make the plugin listen on CCM_PLUGIN_ENDPOINT (the SDKs do), or start the host with --plugin-allow-tcp`;
+  }
+  if (h.network === 'unix' && h.address !== offeredSocket && !allow.externalSocket) {
+    return `it names socket ${h.address}, outside the host's private directory: make the plugin listen on CCM_PLUGIN_ENDPOINT (${offeredSocket}), or start the host with --plugin-allow-external-socket`;
+  }
+  return undefined;
 }
 
 /** A started provider process. */
@@ -133,13 +154,18 @@ export class PluginProcess {
         exited,
         onOtherLine: (line, cutBytes) => {
           if (!limiter.admit('stdout')) return;
-          const shown = line.slice(0, STDOUT_LOGGED_CHARS);
-          const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(shown);
-          log.warn({ line: shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) }, 'ignoring plugin stdout line that is not the handshake');
+          const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(line.slice(0, STDOUT_LOGGED_CHARS));
+          // Redacted before the cut, so that the cut cannot split a secret beyond recognition.
+          const shown = redact(line).slice(0, STDOUT_LOGGED_CHARS);
+          log.warn({ line: truncatedBytes > 0 ? redactCut(shown) : shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) }, 'ignoring plugin stdout line that is not the handshake');
         },
       });
-      if (handshake.network === 'unix' && handshake.address !== socketPath) {
-        log.info({ expected: socketPath, got: handshake.address }, 'plugin listens on a socket other than the one offered');
+      const refused = handshakeRefusal(handshake, socketPath, opts.allow ?? {});
+      if (refused) throw new PluginStartError(`refusing the plugin's handshake: ${refused}`);
+      if (handshake.network === 'tcp') {
+        log.warn({ address: handshake.address }, 'plugin listens on TCP loopback (--plugin-allow-tcp): any local process can reach it');
+      } else if (handshake.address !== socketPath) {
+        log.warn({ expected: socketPath, got: handshake.address }, 'plugin listens outside its private directory (--plugin-allow-external-socket)');
       }
       if (handshake.network === 'unix') {
         const unsafe = await socketProblem(handshake.address, { privateDir: handshake.address === socketPath ? socketDir : undefined });

@@ -7,6 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Logger } from '../log.js';
+import { redactCut } from '../redact.js';
 import { readBoundedLines } from './lines.js';
 import type { OutputLimiter } from './output-limiter.js';
 
@@ -54,7 +55,7 @@ export function forwardStderr(stream: Readable, log: Logger, limiter: OutputLimi
     if (line.length === 0 && cutBytes === 0) return;
     if (!crashed && CRASH_START.test(line)) crashed = true;
     if (!limiter.admit('stderr')) return;
-    const { level, msg, fields } = cutBytes > 0 ? parseStderrLine(line + '…', crashed) : parseStderrLine(line, crashed);
+    const { level, msg, fields } = cutBytes > 0 ? parseStderrLine(redactCut(line) + '…', crashed) : parseStderrLine(line, crashed);
     log[level]({ ...fields, ...(cutBytes > 0 ? { truncatedBytes: cutBytes } : {}), source: 'plugin-stderr' }, msg);
   });
 }

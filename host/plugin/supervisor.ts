@@ -28,11 +28,12 @@ import { PluginConnection, type CallObserver, type CallPolicy } from './connecti
 import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
 import type { PluginStream } from './output-limiter.js';
+import type { HandshakeAllowances } from './process.js';
 import { socketProblem } from './file-checks.js';
 import { removeStaleSocketDirs } from './socket-dir.js';
 
 export type PluginMode =
-  | { kind: 'exec'; path: string; args?: string[]; env?: string[] }
+  | { kind: 'exec'; path: string; args?: string[]; env?: string[]; allow?: HandshakeAllowances }
   | { kind: 'socket'; endpoint: string };
 
 export type PluginState = 'idle' | 'starting' | 'ready' | 'backoff' | 'stopping' | 'stopped';
@@ -194,6 +195,7 @@ export class PluginSupervisor extends EventEmitter {
         path: mode.path,
         args: mode.args,
         env: mode.env,
+        allow: mode.allow,
         startTimeoutMs: this.opts.startTimeoutMs,
         logLevel: this.opts.pluginLogLevel,
         log: this.log,

@@ -21,9 +21,10 @@ import { f1, type BenchSection } from './section.js';
 import { volumesSection } from './volumes.js';
 import { crashSoakSection } from './crash-soak.js';
 import { scaleSection } from './scale.js';
+import { pluginFloodSection } from './plugin-flood.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, scaleSection, volumesSection, crashSoakSection];
+const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, scaleSection, volumesSection, crashSoakSection, pluginFloodSection];
 
 const DOC = 'docs/benchmarks.md';
 /** The same figures as data, for programs comparing runs: `{ machine, sections: { <name>: { measuredAt, figures } } }`. */

@@ -4,16 +4,24 @@
  * normal and failing work (node initialization, Warning events, a failed
  * plugin start), and then every output is searched for them: the host log
  * (plugin stderr is forwarded into it), the Events of the whole cluster,
- * /metrics, and the error messages the host returned.
+ * /metrics, and the error messages the host returned. Then a careless
+ * provider echoes an INI cloud config into its errors and its stderr.
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
+import { startHost } from '../../host/app.js';
+import { parseHostArgs } from '../../host/config/flags.js';
+import { createLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
+import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { startTestHost } from '../helpers/host.js';
+import { logFile } from '../helpers/log-file.js';
+import { testScope } from '../helpers/nodes.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
@@ -96,5 +104,72 @@ test('planted secrets never appear in logs, events, metrics or error messages', 
     for (const [what, secret] of Object.entries(secrets)) {
       t.false(leaks(text, secret), `${what} (or 8+ characters of it) found in ${where}`);
     }
+  }
+});
+
+const BAD_PROVIDER = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
+
+test('a provider echoing an INI cloud config into errors and stderr leaks no secret to logs or events', async (t) => {
+  const scope = testScope('canary-echo');
+  const rand = () => randomBytes(12).toString('hex');
+  // OpenStack- and vSphere-style gcfg: quoted with an escape, unquoted with a comment, a repeated key, a connection string.
+  const secrets = {
+    password: `CANARY-ini-q\\"${rand()}`,
+    appSecret: `CANARY-ini-${rand()}`,
+    vcPassword: `CANARY-ini-${rand()}`,
+    accountKey: `CANARY-ini-${rand()}==`,
+  };
+  const visible = `canary-user-${scope.prefix}`;
+  const config = [
+    '[Global]',
+    'auth-url = https://keystone.example.com:5000/v3',
+    `username = "${visible}"`,
+    `password = "${secrets.password}"`,
+    `application-credential-secret = ${secrets.appSecret} ; from the vault`,
+    `storage-connection = "DefaultEndpointsProtocol=https;AccountName=canary;AccountKey=${secrets.accountKey}"`,
+    '[VirtualCenter "10.0.0.1"]',
+    'password = "first-is-overridden"',
+    `password = "${secrets.vcPassword}"`,
+  ].join('\n');
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-canary-echo-'));
+  const cloudConfig = join(dir, 'cloud.conf');
+  await writeFile(cloudConfig, config);
+  const parsed = parseHostArgs([
+    `--cloud-provider=${BAD_PROVIDER_NAME}`,
+    `--plugin-path=${BAD_PROVIDER}`,
+    '--plugin-env=BAD_PROVIDER_ECHO_CONFIG=1',
+    `--plugin-env=BAD_PROVIDER_NODE_PREFIX=${scope.prefix}-`,
+    `--cloud-config=${cloudConfig}`,
+    '--controllers=cloud-node',
+    `--node-selector=${scope.selector}`,
+    '--cluster-name=test',
+    '--secure-port=0',
+    '--bind-address=127.0.0.1',
+    '-v=4',
+    '--leader-elect=false',
+  ]);
+  if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
+  const logPath = join(dir, 'host.log');
+  const host = await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await testKubeConfig() });
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  const node = `${scope.prefix}-x1`;
+  let events = '';
+  try {
+    await core.createNode({
+      body: { metadata: { name: node, labels: scope.labels }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } },
+    });
+    t.teardown(() => core.deleteNode({ name: node }).then(() => undefined, () => undefined));
+    await waitFor(async () => {
+      const ev = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${node}` });
+      events = JSON.stringify(ev.items.map((e) => e.message));
+      return events.includes(visible);
+    }, { what: 'a Warning event quoting the echoed config' });
+  } finally {
+    await host.stop();
+  }
+  const hostLog = await readFile(logPath, 'utf8');
+  t.true(hostLog.includes('loaded cloud config') && hostLog.includes(visible), 'the echo on stderr reached the host log (the search covers it)');
+  for (const [where, text] of Object.entries({ hostLog, events })) {
+    for (const [what, secret] of Object.entries(secrets)) t.false(leaks(text, secret), `${what} (or 8+ characters of it) found in ${where}`);
   }
 });

@@ -9,6 +9,7 @@ import type { Logger } from '../../../host/log.js';
 import { forwardStderr, parseStderrLine } from '../../../host/plugin/stderr.js';
 import { OutputLimiter } from '../../../host/plugin/output-limiter.js';
 import { MAX_PLUGIN_LINE_BYTES } from '../../../host/plugin/lines.js';
+import { REDACTED, registerSecret } from '../../../host/redact.js';
 
 const MAX = MAX_PLUGIN_LINE_BYTES;
 
@@ -178,4 +179,18 @@ test('forwardStderr: JSON fields reach the log record next to source', async (t)
   stream.end('{"level":"warn","msg":"m","node":"n1","source":"provider"}\n');
   await done;
   t.deepEqual(records, [{ level: 'warn', msg: 'm', fields: { node: 'n1', source: 'plugin-stderr' } }]);
+});
+
+test('forwardStderr: a secret split by the line length cut is hidden, not logged by its start', async (t) => {
+  const secret = 'stderr-cut-secret-0123456789';
+  registerSecret(secret);
+  const { log, records } = recordingLogger();
+  const stream = new PassThrough();
+  const done = forwardStderr(stream, log, unlimited());
+  // The cut falls 10 characters into the secret.
+  stream.end(`${'a'.repeat(MAX - 10)}${secret}\n`);
+  await done;
+  t.is(records.length, 1);
+  t.false(records[0]!.msg.includes(secret.slice(0, 10)));
+  t.true(records[0]!.msg.endsWith(`${REDACTED}…`));
 });
