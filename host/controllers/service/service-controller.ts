@@ -52,6 +52,7 @@ import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { chunks } from '../../util/chunks.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
+import { serviceMetrics, type ServiceMetrics } from './metrics.js';
 import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
 import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
@@ -103,6 +104,8 @@ interface Synced {
 export class ServiceController {
   private readonly queue: WorkQueue<string>;
   private readonly nodeQueue: WorkQueue<string>;
+  /** Upstream's service_controller_* metrics; none without a registry. */
+  private readonly metrics?: ServiceMetrics;
   private readonly lock = new KeyedMutex<string>();
   /** Services this controller ensured or is ensuring (upstream serviceCache + lastSyncedNodes). */
   private readonly synced = new Map<string, Synced>();
@@ -131,6 +134,7 @@ export class ServiceController {
         registry: o.registry,
       });
     }
+    if (o.registry) this.metrics = serviceMetrics(o.registry);
     this.queue = new WorkQueue<string>({ name: 'service', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
     this.nodeQueue = new WorkQueue<string>({ name: 'node', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
     o.services.addEventHandler({
@@ -394,6 +398,15 @@ export class ServiceController {
    * provider has it, else one UpdateLoadBalancer per load balancer.
    */
   async syncNodes(): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.syncNodesOnce();
+    } finally {
+      this.metrics?.nodeSyncLatency.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  private async syncNodesOnce(): Promise<void> {
     const stale = () => {
       const want = backendSetKey(this.backendNodes());
       return [...this.synced.entries()].filter(([key, s]) => {
@@ -414,21 +427,31 @@ export class ServiceController {
       const results: { key: string; error?: Error }[] = [];
       if (this.o.lbs.batchHosts) {
         for (const chunk of chunks(todo, MAX_BATCH_SERVICES)) {
+          const callStarted = performance.now();
           const r = await this.o.lbs.updateLoadBalancerHosts(this.o.clusterName, chunk.map(([, s]) => s.ref), refs);
-          chunk.forEach(([key], j) => results.push({ key, error: r[j]!.error }));
+          const seconds = (performance.now() - callStarted) / 1000;
+          chunk.forEach(([key], j) => {
+            this.metrics?.updateHostLatency.observe(seconds);
+            results.push({ key, error: r[j]!.error });
+          });
         }
       } else {
         results.push(
           ...(await mapLimit(todo, this.o.workers, async ([key, s]) => {
+            const callStarted = performance.now();
             try {
               await this.o.lbs.updateLoadBalancer(this.o.clusterName, s.ref, refs);
               return { key };
             } catch (error) {
               return { key, error: error as Error };
+            } finally {
+              this.metrics?.updateHostLatency.observe((performance.now() - callStarted) / 1000);
             }
           })),
         );
       }
+      this.metrics?.loadBalancerSyncs.inc(todo.length);
+      this.metrics?.nodeSyncErrors.inc(results.filter((r) => r.error && !(r.error instanceof ImplementedElsewhereError)).length);
       for (const { key, error } of results) this.afterHostsUpdate(key, sig, nodes, error);
     });
   }
