@@ -9,7 +9,7 @@
  *   exists in the cloud and every node has NetworkUnavailable=False.
  */
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import { freePorts } from '../controlplane/probe.js';
 import { setReady } from '../helpers/nodes.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
+import { StateStore } from '../../plugins/local/state.js';
 import { f1, f2, int, type BenchSection } from './section.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
@@ -169,9 +170,9 @@ async function routesRun(cp: ControlPlane, batch: boolean, log: (s: string) => v
     await core.createNode({ body: { metadata: { name, labels: { 'bench-run': runId } }, spec: { podCIDR: cidr, podCIDRs: [cidr] } } });
   });
   const createSeconds = (Date.now() - t0) / 1000;
+  const routeStore = new StateStore(state);
   await waitFor(async () => {
-    const doc = JSON.parse(await readFile(join(state, 'state.json'), 'utf8')) as { routes: unknown[] };
-    if (doc.routes.length < N) return false;
+    if (routeStore.read().routes.length < N) return false;
     const list = await core.listNode({ labelSelector: `bench-run=${runId}` });
     return list.items.filter((n: V1Node) => (n.status?.conditions ?? []).some((c) => c.type === 'NetworkUnavailable' && c.status === 'False')).length === N;
   }, { what: 'all routes and conditions', timeoutMs: 15 * 60_000, intervalMs: 500 });
