@@ -17,14 +17,16 @@ export type RecordOf<K extends RecordKind> = LocalCloudState[K][number];
 /** Every record kind, in document order. */
 export const RECORD_KINDS: readonly RecordKind[] = ['instances', 'loadBalancers', 'routes', 'volumes', 'sshKeys'];
 
-/** The fields naming a record, unique within its kind (joined by a space, which occurs in none). */
-const KEYS: { readonly [K in RecordKind]: (r: RecordOf<K>) => unknown[] } = {
-  instances: (r) => [r.id],
-  loadBalancers: (r) => [r.name],
-  // Routes are unique per (cluster, destination), not by name.
-  routes: (r) => [r.clusterName, r.destinationCidr],
-  volumes: (r) => [r.id],
-  sshKeys: (r) => [r.user, r.fingerprint],
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** The identity of a record, unique within its kind (undefined: it has none). */
+const KEYS: { readonly [K in RecordKind]: (r: RecordOf<K>) => string | undefined } = {
+  instances: (r) => str(r.id),
+  loadBalancers: (r) => str(r.name),
+  // Routes are unique per (cluster, destination), not by name; a space occurs in neither.
+  routes: (r) => str(r.clusterName) && str(r.destinationCidr) && `${r.clusterName} ${r.destinationCidr}`,
+  volumes: (r) => str(r.id),
+  sshKeys: (r) => str(r.user) && str(r.fingerprint) && `${r.user} ${r.fingerprint}`,
 };
 
 /** Records of each kind by key, in list order. */
@@ -41,11 +43,9 @@ export interface Indexed {
 
 /** The key of a record; throws when it has none. */
 export function keyOf(kind: RecordKind, record: unknown, where: string): string {
-  const parts = typeof record === 'object' && record !== null ? (KEYS[kind] as (r: unknown) => unknown[])(record) : [undefined];
-  if (!parts.every((p) => typeof p === 'string' && p !== '')) {
-    throw new Error(`${where}: a ${kind} record has no valid key (${JSON.stringify(record)?.slice(0, 200)}); fix or remove it`);
-  }
-  return parts.join(' ');
+  const key = typeof record === 'object' && record !== null ? (KEYS[kind] as (r: unknown) => string | undefined)(record) : undefined;
+  if (key === undefined) throw new Error(`${where}: a ${kind} record has no valid key (${JSON.stringify(record)?.slice(0, 200)}); fix or remove it`);
+  return key;
 }
 
 /** Indexes the records of a state by key; throws on a missing or duplicate key. */

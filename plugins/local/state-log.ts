@@ -161,6 +161,7 @@ export class StateLog<V extends Indexed> {
       const { ino, size } = fstatSync(fd);
       const { header, bytes } = readHeader(fd, this.path);
       const snapshotEnd = bytes + header.snapshotBytes;
+      if (snapshotEnd > size) throw new Error(`state log ${this.path} has a truncated snapshot; move it away to start from an empty state`);
       let kept: V | undefined;
       if (this.fd !== undefined && header.base?.generation === this.generation) {
         // Finish the old generation: whatever was appended before the compaction.

@@ -227,8 +227,8 @@ has \`NetworkUnavailable=False\` (reason RouteCreated). Each node costs one stat
 ${rows.map((r) => `| ${r.batch ? 'batch (ReconcileRoutes)' : 'single calls (ListRoutes + CreateRoute, 32 in flight)'} | ${int(r.nodes)} | **${f1(r.seconds)}** | ${f1(r.createSeconds)} | ${f1(r.seconds - r.createSeconds)} | ${int(r.routeCalls)} |`).join('\n')}
 
 Target (issue 4): ≤ 60 s at \`--kube-api-qps=100\` (2,000 condition patches alone take 20 s at that rate).
-In single-call mode every CreateRoute is one locked rewrite of the local cloud's state file, which grows with
-the route table; a real cloud's per-call cost differs.
+In single-call mode every CreateRoute is one locked append to the local cloud's state log (its cost does not grow
+with the route table); a real cloud's per-call cost differs.
 ${busy()}`;
   },
 };
