@@ -2,7 +2,7 @@
  * The state log: `<state>/state.jsonl`, the local cloud's state as a
  * snapshot followed by the changes made since, one JSON line per update.
  *
- *   line 1   header   {"localcloudStateLog":1,"generation":G,"snapshotBytes":B,"base":{"generation":G-1,"size":S}}
+ *   line 1   header   {"localcloudStateLog":1,"generation":G,"id":"…","snapshotBytes":B,"base":{"id":"…","size":S}}
  *   line 2   snapshot the whole state document (see LocalCloudState), B bytes with its newline
  *   line 3+  update   {"changes":[{"kind":"loadBalancers","key":"lb-…","value":{…}},{"kind":"routes","key":"…"},…]}
  *            (a change without a value deletes the record; see state-changes.ts)
@@ -16,15 +16,18 @@
  * Compaction writes the current state as generation G+1 to a temporary file
  * and renames it over state.jsonl (atomic). It runs when the updates outgrow
  * the snapshot (and COMPACT_MIN_BYTES), so its cost per update is amortized
- * O(update size). `base` names the generation and length the new snapshot
- * continues: a reader that had read exactly that far keeps its state and
- * skips the snapshot instead of parsing it.
+ * O(update size). `base` names the file (by its random `id`) and the length
+ * the new snapshot continues: a reader that had read exactly that far keeps
+ * its state and skips the snapshot instead of parsing it. Stray temporary
+ * files of compactions killed midway are removed by the next compaction.
  *
  * Readers keep the file open: an open file's inode is never reused, so a
  * different inode at the path means a new generation, and the same inode with
  * the same size means nothing changed (one stat per read).
  */
-import { closeSync, fdatasyncSync, fstatSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fdatasyncSync, fstatSync, openSync, readdirSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { freeze } from 'immer';
 import writeFileAtomic from 'write-file-atomic';
 import { applyChanges, indexRecords, parseChanges, type Change, type Indexed, type Records } from './state-changes.js';
@@ -40,8 +43,10 @@ const NEWLINE = 0x0a;
 
 interface Header {
   generation: number;
+  /** Random, names this file (generation numbers restart when the file is removed). */
+  id: string;
   snapshotBytes: number;
-  base?: { generation: number; size: number };
+  base?: { id: string; size: number };
 }
 
 /** Options of {@link StateLog}. */
@@ -57,6 +62,7 @@ export class StateLog<V extends Indexed> {
   private fd?: number;
   private ino = -1;
   private generation = 0;
+  private id = '';
   /** End of the snapshot line. */
   private snapshotEnd = 0;
   /** End of the last complete line read. */
@@ -122,23 +128,41 @@ export class StateLog<V extends Indexed> {
     this.seen = this.offset;
     this.current = next;
     const updates = this.offset - this.snapshotEnd;
-    if (updates > Math.max(this.snapshotEnd, this.opts.compactMinBytes)) this.compact(next, { generation: this.generation, size: this.offset });
+    if (updates > Math.max(this.snapshotEnd, this.opts.compactMinBytes)) this.compact(next, { id: this.id, size: this.offset });
   }
 
   private compact(next: V, base: Header['base']): void {
     const snapshot = JSON.stringify(next.state) + '\n';
-    const header: Header & { localcloudStateLog: number } = { localcloudStateLog: LOG_FORMAT, generation: this.generation + 1, snapshotBytes: Buffer.byteLength(snapshot) };
+    const header: Header & { localcloudStateLog: number } = {
+      localcloudStateLog: LOG_FORMAT,
+      generation: this.generation + 1,
+      id: randomBytes(8).toString('hex'),
+      snapshotBytes: Buffer.byteLength(snapshot),
+    };
     if (base) header.base = base;
     const text = JSON.stringify(header) + '\n' + snapshot;
     // Synchronous: faster than the async variant, and the lock makes this section exclusive anyway.
     writeFileAtomic.sync(this.path, text, { fsync: this.opts.fsync, mode: 0o644 });
+    this.removeStrayTemporaries();
     const fd = openSync(this.path, 'r');
     this.close();
     this.fd = fd;
     this.ino = fstatSync(fd).ino;
     this.generation = header.generation;
+    this.id = header.id;
     this.offset = this.seen = this.snapshotEnd = Buffer.byteLength(text);
     this.current = next;
+  }
+
+  /**
+   * Removes temporary files of compactions killed before their rename
+   * (write-file-atomic names them `state.jsonl.<hash>`); the caller holds the
+   * lock, so no compaction is under way.
+   */
+  private removeStrayTemporaries(): void {
+    const dir = dirname(this.path);
+    const prefix = basename(this.path) + '.';
+    for (const name of readdirSync(dir)) if (name.startsWith(prefix)) rmSync(join(dir, name), { force: true });
   }
 
   private close(): void {
@@ -163,7 +187,7 @@ export class StateLog<V extends Indexed> {
       const snapshotEnd = bytes + header.snapshotBytes;
       if (snapshotEnd > size) throw new Error(`state log ${this.path} has a truncated snapshot; move it away to start from an empty state`);
       let kept: V | undefined;
-      if (this.fd !== undefined && header.base?.generation === this.generation) {
+      if (this.fd !== undefined && header.base?.id === this.id) {
         // Finish the old generation: whatever was appended before the compaction.
         this.readTail(fstatSync(this.fd).size);
         if (header.base.size === this.offset) kept = this.current;
@@ -173,6 +197,7 @@ export class StateLog<V extends Indexed> {
       this.fd = fd;
       this.ino = ino;
       this.generation = header.generation;
+      this.id = header.id;
       this.offset = this.seen = this.snapshotEnd = snapshotEnd;
       this.current = view;
       this.readTail(size);
@@ -220,7 +245,8 @@ function readHeader(fd: number, path: string): { header: Header; bytes: number }
     throw new Error(`state log ${path} has format ${JSON.stringify(h.localcloudStateLog)}; this build reads format ${LOG_FORMAT}`);
   }
   const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-  if (!count(h.generation) || !count(h.snapshotBytes) || (h.base !== undefined && !(count(h.base.generation) && count(h.base.size)))) {
+  const token = (v: unknown) => typeof v === 'string' && /^[0-9a-f]{16}$/.test(v);
+  if (!count(h.generation) || !token(h.id) || !count(h.snapshotBytes) || (h.base !== undefined && !(token(h.base.id) && count(h.base.size)))) {
     throw new Error(`state log ${path} has a malformed header; move it away to start from an empty state`);
   }
   return { header: h as Header, bytes: nl + 1 };

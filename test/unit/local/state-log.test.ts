@@ -45,7 +45,7 @@ function loadBalancer(name: string, nodes: readonly string[]): LoadBalancerRecor
   };
 }
 
-function header(dir: string): { generation: number; base?: { generation: number; size: number } } {
+function header(dir: string): { generation: number; id: string; base?: { id: string; size: number } } {
   return JSON.parse(readFileSync(join(dir, LOG_FILE), 'utf8').split('\n', 1)[0]!) as ReturnType<typeof header>;
 }
 
@@ -176,6 +176,7 @@ test('compaction: a caught-up reader keeps its records without re-reading the sn
   const kept = follower.view().loadBalancer('lb-keep');
   t.truthy(kept);
   sleeper.view();
+  await writeFile(join(dir, `${LOG_FILE}.0badc0de`), 'left by a compaction killed before its rename');
   let sizes = 0;
   for (let i = 0; i < 60; i++) {
     await writer.update((d) => void (d.knobs.latencyMs = i));
@@ -183,6 +184,7 @@ test('compaction: a caught-up reader keeps its records without re-reading the sn
     sizes = Math.max(sizes, readFileSync(join(dir, LOG_FILE)).length);
   }
   t.true(header(dir).generation >= 3, `generation ${header(dir).generation}: compacted more than once`);
+  t.truthy(header(dir).base, 'a compaction names the file and length it continues');
   t.is(follower.view().loadBalancer('lb-keep'), kept, 'same record object: the follower never re-parsed a snapshot');
   t.deepEqual(sleeper.read(), writer.read());
   const snapshot = readFileSync(join(dir, LOG_FILE), 'utf8').split('\n')[1]!.length;
@@ -190,7 +192,7 @@ test('compaction: a caught-up reader keeps its records without re-reading the sn
   t.deepEqual(
     (await readdir(dir)).filter((f) => f !== 'volumes'),
     [LOG_FILE],
-    'no temporary files left behind',
+    'stray temporary files are removed',
   );
 });
 
@@ -211,7 +213,7 @@ test('a directory written by an older version (state.json only) loads, and the f
   }
 });
 
-const LOG_HEADER = JSON.stringify({ localcloudStateLog: 1, generation: 1, snapshotBytes: JSON.stringify(emptyState()).length + 1 });
+const LOG_HEADER = JSON.stringify({ localcloudStateLog: 1, generation: 1, id: '0123456789abcdef', snapshotBytes: JSON.stringify(emptyState()).length + 1 });
 const CORRUPT: { what: string; file: string; text: string; message: RegExp }[] = [
   { what: 'state.json that is not JSON', file: LEGACY_STATE_FILE, text: '{"instances": [', message: /state\.json is not valid JSON/ },
   { what: 'state.json of another version', file: LEGACY_STATE_FILE, text: '{"version": 7}', message: /has version 7/ },
