@@ -2,16 +2,23 @@
  * Cost of one local-cloud state change at scale: `node dist/test/bench/local-store.js [LBS] [NODES] [UPDATES]`
  * (defaults 500 load balancers × 200 nodes as backends, 1000 updates).
  *
- * Each update is what UpdateLoadBalancer does: replace one load balancer's
- * backends (here: drop one node, or put it back). A second store on the same
- * directory (another provider process, or the CLI) then reads the change.
+ * Store: each update is what UpdateLoadBalancer does to the state: replace
+ * one load balancer's backends (drop one node, or put it back). A second store
+ * on the same directory (another provider process, or the CLI) then reads the
+ * change. Provider: the UpdateLoadBalancer call itself, on a local cloud with
+ * its forwarder (listeners on 127.20.0.0/16), which the call waits for.
  * Prints per-call times; plugins/local/README.md quotes them.
  */
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createLocalCloud } from '../../plugins/local/cloud.js';
+import { silentLogger } from '../../plugins/local/context.js';
+import { Forwarder } from '../../plugins/local/forwarder.js';
 import { StateStore, type InstanceRecord, type LbBackendRecord, type LoadBalancerRecord } from '../../plugins/local/state.js';
+import type { NodeRef } from '../../proto/gen/ccm/provider/v1/common.js';
+import { Protocol, type ServiceRef } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 
 const [lbs = 500, nodes = 200, updates = 1000] = process.argv.slice(2).map(Number);
 
@@ -51,7 +58,10 @@ function summary(label: string, ms: number[]): string {
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'local-store-bench-'));
-try {
+await storePhase().finally(() => rm(dir, { recursive: true, force: true }));
+await providerPhase();
+
+async function storePhase(): Promise<void> {
   const writer = new StateStore(dir);
   const reader = new StateStore(dir);
   const all = Array.from({ length: nodes }, (_, i) => instance(i));
@@ -82,6 +92,54 @@ try {
   console.log(`${lbs} load balancers × ${nodes} backends, ${nodes} instances; state files ${(bytes / 1e6).toFixed(1)} MB at the end`);
   console.log(summary('update (writer)', write));
   console.log(summary('view after it (other store)', read));
-} finally {
-  await rm(dir, { recursive: true, force: true });
+}
+
+function nodeRef(inst: InstanceRecord): NodeRef {
+  return { name: inst.name, providerId: `local://${inst.id}`, addresses: [], labels: {}, uid: '', annotations: {} };
+}
+
+function service(i: number): ServiceRef {
+  return {
+    uid: `00000000-0000-4000-8000-${i.toString().padStart(12, '0')}`,
+    namespace: 'default',
+    name: `svc-${i}`,
+    annotations: {},
+    labels: {},
+    ports: [{ name: 'http', protocol: Protocol.PROTOCOL_TCP, port: 18080, nodePort: 30080, appProtocol: '' }],
+    loadBalancerIp: '',
+    loadBalancerSourceRanges: [],
+    ipFamilies: [],
+    externalTrafficPolicy: 0,
+    healthCheckNodePort: 0,
+    sessionAffinity: 0,
+    loadBalancerClass: '',
+    sessionAffinityTimeoutSeconds: 0,
+  };
+}
+
+async function providerPhase(): Promise<void> {
+  const pdir = await mkdtemp(join(tmpdir(), 'local-store-bench-provider-'));
+  const store = new StateStore(pdir);
+  const forwarder = new Forwarder(store, silentLogger);
+  const cloud = createLocalCloud({ store, env: {}, loadBalancerCidr: '127.20.0.0/16', forwarder });
+  const lbApi = cloud.loadBalancers!;
+  const meta = { operationId: '', clusterName: 'bench', attempt: 1 };
+  const signal = { signal: new AbortController().signal };
+  try {
+    const all = Array.from({ length: nodes }, (_, i) => instance(i));
+    await store.update((d) => void d.instances.push(...all));
+    const refs = all.map(nodeRef);
+    for (let i = 0; i < lbs; i++) await lbApi.ensureLoadBalancer!({ meta, service: service(i), nodes: refs }, signal);
+    const calls: number[] = [];
+    for (let u = 0; u < Math.min(updates, 300); u++) {
+      const subset = u % 2 === 0 ? refs.filter((_, i) => i !== u % nodes) : refs;
+      const t0 = performance.now();
+      await lbApi.updateLoadBalancer!({ meta, service: service(u % lbs), nodes: subset }, signal);
+      calls.push(performance.now() - t0);
+    }
+    console.log(summary('UpdateLoadBalancer call (provider with forwarder)', calls));
+  } finally {
+    await forwarder.close();
+    await rm(pdir, { recursive: true, force: true });
+  }
 }
