@@ -7,7 +7,7 @@
  * loadBalancerSourceRanges. On Linux the whole 127.0.0.0/8 is bindable, so
  * the default pool 127.0.10.0/24 needs no privileges.
  *
- * The listeners follow the state document, not the calls: `sync()` after a
+ * The listeners follow the state, not the calls: `sync()` after a
  * mutation (the call returns once its listeners are bound) and a poll pick
  * up changes made by other processes (the CLI, a previous provider process).
  * A provider restart therefore restores every listener from disk, and a
@@ -46,10 +46,18 @@ interface Target {
 
 const backendId = (b: Backend) => `${b.address}:${b.port}`;
 
-function targetsOf(lbs: readonly LoadBalancerRecord[], log: LocalCloudLogger): Map<string, Target> {
-  const out = new Map<string, Target>();
-  for (const lb of lbs) {
-    if (!ipaddr.isValid(lb.ingressIp)) continue;
+/**
+ * Targets of each load balancer record. Records are immutable and shared
+ * between state views while unchanged, so a pass after one load balancer
+ * changed rebuilds only that one's targets, not every backend list.
+ */
+const targetsByRecord = new WeakMap<LoadBalancerRecord, Target[]>();
+
+function targetsOfLb(lb: LoadBalancerRecord, log: LocalCloudLogger): Target[] {
+  const cached = targetsByRecord.get(lb);
+  if (cached) return cached;
+  const out: Target[] = [];
+  if (ipaddr.isValid(lb.ingressIp)) {
     const sourceRanges: Target['sourceRanges'] = [];
     for (const r of lb.sourceRanges) {
       try {
@@ -62,9 +70,16 @@ function targetsOf(lbs: readonly LoadBalancerRecord[], log: LocalCloudLogger): M
       if (p.protocol !== 'TCP' && p.protocol !== 'UDP') continue; // SCTP: recorded, not forwarded
       const key = `${p.protocol}/${lb.ingressIp}/${p.port}`;
       const backends = p.nodePort > 0 ? lb.backends.filter((b) => b.address).map((b) => ({ address: b.address, port: p.nodePort })) : [];
-      out.set(key, { key, protocol: p.protocol, ip: lb.ingressIp, port: p.port, lb: lb.name, backends, sourceRanges, clientIpAffinity: lb.sessionAffinity === 'ClientIP' });
+      out.push({ key, protocol: p.protocol, ip: lb.ingressIp, port: p.port, lb: lb.name, backends, sourceRanges, clientIpAffinity: lb.sessionAffinity === 'ClientIP' });
     }
   }
+  targetsByRecord.set(lb, out);
+  return out;
+}
+
+function targetsOf(lbs: readonly LoadBalancerRecord[], log: LocalCloudLogger): Map<string, Target> {
+  const out = new Map<string, Target>();
+  for (const lb of lbs) for (const t of targetsOfLb(lb, log)) out.set(t.key, t);
   return out;
 }
 
@@ -316,7 +331,7 @@ export class Forwarder {
     for (const [key, t] of targets) {
       const existing = this.listeners.get(key);
       if (existing && !this.failed.has(key)) {
-        existing.update(t);
+        if (existing.target !== t) existing.update(t);
         continue;
       }
       existing?.close();

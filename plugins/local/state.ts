@@ -1,42 +1,41 @@
 /**
- * The local cloud's persistent state: one JSON document in the state
- * directory, shared by the provider process and the `localcloud` CLI.
+ * The local cloud's persistent state, shared by the provider processes and
+ * the `localcloud` CLI through a state directory:
  *
- * Layout of a state directory:
- *   state.json        instances, load balancers, routes, volumes, knobs
+ *   state.jsonl       snapshot + one line per update (see state-log.ts)
  *   state.lock/       present while a writer holds the lock (see lock.ts)
  *   volumes/<id>.img  one sparse file per volume, of the volume's size
+ *   state.json        older versions' whole-document state; read while there
+ *                     is no state.jsonl, removed by the first write
  *
  * Writers go through {@link StateStore.update}: take the cross-process lock,
- * re-read, modify a private copy, write it atomically (temp file + rename),
- * release. Readers go through {@link StateStore.view}, which costs one
- * stat(2) when nothing changed: the parsed state and its indexes are cached
- * and re-read only when the file's identity (inode, size, mtime, ctime)
- * changes, or when it was modified so recently that a same-tick rewrite could
- * hide behind an unchanged timestamp.
+ * catch up with the log, let the caller change an immer draft of the state,
+ * and append the changed records as one line; the cost is O(changed records)
+ * (plus pointer comparisons), not O(state). Readers go through
+ * {@link StateStore.view}: one stat(2) when nothing changed, else only the
+ * appended lines are read. Views are deep-frozen and share unchanged records.
  */
-import { mkdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, type Stats } from 'node:fs';
 import { join, resolve } from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
+import { current, freeze, Immer, isDraft, isDraftable, type Draft } from 'immer';
 import { DirLock, LOCK_WAIT_MS } from './lock.js';
+import { applyChanges, diffState, indexRecords, type Records } from './state-changes.js';
+import { COMPACT_MIN_BYTES, StateLog } from './state-log.js';
 
 /** Directory used when neither --state nor LOCALCLOUD_STATE_DIR is given (relative to cwd). */
 export const DEFAULT_STATE_DIR = '.localcloud';
 /** Environment variable naming the state directory. */
 export const ENV_STATE_DIR = 'LOCALCLOUD_STATE_DIR';
-/** The state document inside the state directory. */
-export const STATE_FILE = 'state.json';
+/** The state log inside the state directory (see state-log.ts). */
+export const LOG_FILE = 'state.jsonl';
+/** The state document of older versions, read (and replaced by the log on the first write) when there is no log. */
+export const LEGACY_STATE_FILE = 'state.json';
 /** The lock directory inside the state directory. */
 export const LOCK_DIR = 'state.lock';
 /** Directory of volume images inside the state directory. */
 export const VOLUMES_DIR = 'volumes';
 /** Version of the state document this build reads and writes. */
 export const STATE_VERSION = 1;
-/**
- * A file modified less than this long ago is re-read even if its stat looks
- * unchanged, because timestamps are coarse (ms).
- */
-const RACY_WINDOW_MS = 50;
 
 /** Kubernetes node address types, as strings (NodeAddressType). */
 export type AddressType = 'InternalIP' | 'ExternalIP' | 'Hostname' | 'InternalDNS' | 'ExternalDNS';
@@ -196,19 +195,23 @@ export function resolveStateDir(flag?: string, env: NodeJS.ProcessEnv = process.
   return resolve(cwd, dir);
 }
 
-/** An immutable parsed state with lookup indexes built on first use. */
+/** An immutable (deep-frozen) state with lookup indexes. */
 export class StateView {
-  private byId?: Map<string, InstanceRecord>;
+  /** Records of each kind by key (see state-changes.ts). */
+  readonly records: Records;
   private byName?: Map<string, InstanceRecord>;
-  private lbByName?: Map<string, LoadBalancerRecord>;
-  private volById?: Map<string, VolumeRecord>;
 
-  constructor(readonly state: Readonly<LocalCloudState>) {}
+  /** `records` must index `state` (built from it when not given). */
+  constructor(
+    readonly state: Readonly<LocalCloudState>,
+    records?: Records,
+  ) {
+    this.records = records ?? indexRecords(state, 'state');
+  }
 
   /** The instance with this id, if any. */
   instanceById(id: string): InstanceRecord | undefined {
-    this.byId ??= new Map(this.state.instances.map((i) => [i.id, i]));
-    return this.byId.get(id);
+    return this.records.instances.get(id);
   }
 
   /** The instance with this node name, if any. */
@@ -219,14 +222,12 @@ export class StateView {
 
   /** The load balancer with this cloud name, if any. */
   loadBalancer(name: string): LoadBalancerRecord | undefined {
-    this.lbByName ??= new Map(this.state.loadBalancers.map((lb) => [lb.name, lb]));
-    return this.lbByName.get(name);
+    return this.records.loadBalancers.get(name);
   }
 
   /** The volume with this id, if any. */
   volumeById(id: string): VolumeRecord | undefined {
-    this.volById ??= new Map(this.state.volumes.map((v) => [v.id, v]));
-    return this.volById.get(id);
+    return this.records.volumes.get(id);
   }
 }
 
@@ -234,28 +235,30 @@ export class StateView {
 export interface StateStoreOptions {
   /** Bound on waiting for the cross-process lock, in milliseconds. */
   lockWaitMs?: number;
-  /** fsync the state file on every write (default false: durable across process restarts, not power loss). */
+  /** fsync the state log on every write (default false: durable across process restarts, not power loss). */
   fsync?: boolean;
+  /** Updates are compacted into a new snapshot once they exceed it and this many bytes (default 1 MiB). */
+  compactMinBytes?: number;
 }
 
-interface CacheEntry {
-  key: string;
-  mtimeMs: number;
-  raw: string;
-  view: StateView;
-}
-
-/** Reads and writes one state directory. Safe to use from several processes at once. */
+/**
+ * Reads and writes one state directory. Safe to use from several processes
+ * at once. Keeps the state log open for the life of the process.
+ */
 export class StateStore {
   /** Absolute state directory. */
   readonly dir: string;
-  /** Absolute path of state.json. */
+  /** Absolute path of the state log, state.jsonl. */
   readonly file: string;
+  /** Absolute path of the state document of older versions, state.json (read when there is no log). */
+  readonly legacyFile: string;
   /** Absolute path of the volume image directory. */
   readonly volumesDir: string;
   private readonly lock: DirLock;
-  private readonly fsync: boolean;
-  private cache?: CacheEntry;
+  private readonly log: StateLog<StateView>;
+  /** Drafts of updates; results are frozen, so every view shares unchanged records. */
+  private readonly immer = new Immer({ autoFreeze: true, useStrictIteration: false });
+  private legacy?: { key: string; view: StateView };
   private dirReady = false;
   /** Settles when this process's previous update has finished (FIFO turn). */
   private turn: Promise<void> = Promise.resolve();
@@ -263,10 +266,11 @@ export class StateStore {
   constructor(dir: string, opts: StateStoreOptions = {}) {
     if (!dir) throw new TypeError('state directory must not be empty');
     this.dir = resolve(dir);
-    this.file = join(this.dir, STATE_FILE);
+    this.file = join(this.dir, LOG_FILE);
+    this.legacyFile = join(this.dir, LEGACY_STATE_FILE);
     this.volumesDir = join(this.dir, VOLUMES_DIR);
     this.lock = new DirLock(join(this.dir, LOCK_DIR), { waitMs: opts.lockWaitMs ?? LOCK_WAIT_MS });
-    this.fsync = opts.fsync ?? false;
+    this.log = new StateLog(this.file, { fsync: opts.fsync ?? false, compactMinBytes: opts.compactMinBytes ?? COMPACT_MIN_BYTES }, (x) => new StateView(x.state, x.records));
   }
 
   /** Path of a volume's image file. */
@@ -282,29 +286,17 @@ export class StateStore {
     this.dirReady = true;
   }
 
-  /** The current state (cached; costs one stat when unchanged). Do not mutate it. */
+  /**
+   * The current state, deep-frozen. Costs one stat when nothing changed, and
+   * reading the appended updates when something did.
+   */
   view(): StateView {
-    let st: Stats | undefined;
-    try {
-      st = statSync(this.file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    const fromLog = this.log.refresh();
+    if (fromLog) {
+      this.legacy = undefined;
+      return fromLog;
     }
-    if (!st) {
-      if (this.cache?.key !== 'absent') this.cache = { key: 'absent', mtimeMs: 0, raw: '', view: new StateView(emptyState()) };
-      return this.cache.view;
-    }
-    const key = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-    const cached = this.cache;
-    if (cached && cached.key === key && Date.now() - cached.mtimeMs > RACY_WINDOW_MS) return cached.view;
-    const raw = readFileSync(this.file, 'utf8');
-    if (cached && cached.raw === raw) {
-      this.cache = { ...cached, key, mtimeMs: st.mtimeMs };
-      return cached.view;
-    }
-    const view = new StateView(parseState(raw, this.file));
-    this.cache = { key, mtimeMs: st.mtimeMs, raw, view };
-    return view;
+    return this.legacyView();
   }
 
   /** Shorthand for `view().state`. */
@@ -313,10 +305,16 @@ export class StateStore {
   }
 
   /**
-   * Read-modify-write under the cross-process lock. `fn` gets a private copy
-   * of the current state to modify in place; the copy is written back only
-   * if it changed. If `fn` throws, nothing is written and the error
-   * propagates. Returns what `fn` returns.
+   * Read-modify-write under the cross-process lock. `fn` gets a draft of the
+   * current state to modify in place (an immer draft: it behaves like plain
+   * objects, but is only valid during `fn`). The records it changed are
+   * appended to the state log; nothing is written when nothing changed. If
+   * `fn` throws, nothing is written and the error propagates. Returns what
+   * `fn` returns, with drafts in it replaced by plain copies.
+   *
+   * Each list keeps insertion order: a changed record keeps its place, a new
+   * one goes last (reordering a list is not recorded). Two records with one
+   * key (see state-changes.ts) in a list fail the update.
    */
   async update<T>(fn: (draft: LocalCloudState) => T | Promise<T>): Promise<T> {
     this.ensureDir();
@@ -336,30 +334,60 @@ export class StateStore {
 
   private updateLocked<T>(fn: (draft: LocalCloudState) => T | Promise<T>): Promise<T> {
     return this.lock.withLock(async () => {
-      this.view();
-      const raw = this.cache?.raw ?? '';
-      const draft = raw ? parseState(raw, this.file) : emptyState();
-      const result = await fn(draft);
-      const text = JSON.stringify(draft, null, 2) + '\n';
-      if (text !== raw) {
-        // Synchronous: several times faster than the async variant, and the
-        // lock already makes this section exclusive.
-        writeFileAtomic.sync(this.file, text, { fsync: this.fsync, mode: 0o644 });
-        const st = statSync(this.file);
-        this.cache = {
-          key: `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`,
-          mtimeMs: st.mtimeMs,
-          raw: text,
-          view: new StateView(parseState(text, this.file)),
-        };
-      }
+      const base = this.view();
+      const draft = this.immer.createDraft(base.state as LocalCloudState);
+      const result = detach(await fn(draft));
+      const next = this.immer.finishDraft(draft);
+      const { changes, line } = diffState(base, next);
+      if (changes.length === 0) return result;
+      const migrating = !this.log.exists && this.legacy?.key !== ABSENT;
+      const after = applyChanges(base, changes);
+      this.log.commit(new StateView(after.state, after.records), line);
+      // The log now holds everything state.json did.
+      if (migrating) rmSync(this.legacyFile, { force: true });
       return result;
     });
   }
+
+  /** The state in state.json, for directories written by older versions; empty when there is none. */
+  private legacyView(): StateView {
+    let st: Stats | undefined;
+    try {
+      st = statSync(this.legacyFile);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    const key = st ? `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : ABSENT;
+    if (this.legacy?.key !== key) {
+      const state = st ? parseState(readFileSync(this.legacyFile, 'utf8'), this.legacyFile) : emptyState();
+      this.legacy = { key, view: new StateView(freeze(state, true)) };
+    }
+    return this.legacy.view;
+  }
+}
+
+const ABSENT = 'absent';
+
+/**
+ * `value` with every immer draft in it replaced by a plain copy, so it stays
+ * usable after the draft is finished (drafts are revoked then). Walks only
+ * plain objects and arrays that are not frozen: frozen ones are state
+ * records, which hold no drafts.
+ */
+function detach<T>(value: T): T {
+  if (isDraft(value)) return current(value as Draft<T>) as T;
+  if (typeof value !== 'object' || value === null || !isDraftable(value) || Object.isFrozen(value)) return value;
+  const obj = value as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    const child = obj[key];
+    const plain = detach(child);
+    if (plain !== child) obj[key] = plain;
+  }
+  return value;
 }
 
 /** Parses and normalizes a state document; throws one clear line on garbage. */
-export function parseState(raw: string, file = STATE_FILE): LocalCloudState {
+export function parseState(raw: string, file = LEGACY_STATE_FILE): LocalCloudState {
   let doc: unknown;
   try {
     doc = JSON.parse(raw);
