@@ -29,10 +29,12 @@ const BACKENDS = 3;
 /** Instances are added to the local cloud this many at a time (one CLI process each). */
 const INSTANCE_CHUNK = 1000;
 
-const CONFIGS = [
-  { nodes: 1000, services: 1000 },
-  { nodes: 5000, services: 10000 },
-];
+/** The sizes measured; `BENCH_SCALE=NODESxSERVICES,...` (e.g. `1000x1000`) picks others. */
+const CONFIGS = (process.env.BENCH_SCALE ?? '1000x1000,5000x10000').split(',').map((c) => {
+  const m = /^(\d+)x(\d+)$/.exec(c.trim());
+  if (!m) throw new Error(`BENCH_SCALE entry ${JSON.stringify(c)} is not NODESxSERVICES, e.g. 1000x1000`);
+  return { nodes: Number(m[1]), services: Number(m[2]) };
+});
 
 interface ScaleFigures {
   seconds: number;
