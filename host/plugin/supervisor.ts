@@ -29,7 +29,7 @@ import { PluginStartError } from './handshake.js';
 import { PluginProcess } from './process.js';
 import type { PluginStream } from './output-limiter.js';
 import { socketProblem } from './file-checks.js';
-import { removeStaleSocketDirs } from './socket-dir.js';
+import { watchStaleSocketDirs } from './socket-dir.js';
 
 export type PluginMode =
   | { kind: 'exec'; path: string; args?: string[]; env?: string[] }
@@ -78,6 +78,7 @@ export class PluginSupervisor extends EventEmitter {
   private restarts = 0;
   private probeTimer?: NodeJS.Timeout;
   private restartTimer?: NodeJS.Timeout;
+  private stopStaleDirWatch?: () => void;
   private readonly log: Logger;
 
   /** The --cluster-name sent in Configure; requests carry it in RequestMeta too. */
@@ -121,20 +122,24 @@ export class PluginSupervisor extends EventEmitter {
 
   /**
    * First start. Exec mode: removes socket directories left by host
-   * processes that are gone (see socket-dir.ts), then rejects with
+   * processes that are gone, and keeps watching those of hosts still alive
+   * (see socket-dir.ts), then rejects with
    * PluginStartError if the plugin cannot be started (the host reports it
    * and exits). Socket mode: keeps
    * redialing with backoff until the sidecar answers or `signal` aborts.
    */
   async start(signal?: AbortSignal): Promise<PluginIdentity> {
     if (this.stateValue !== 'idle') throw new Error(`start called in state ${this.stateValue}`);
-    if (this.opts.mode.kind === 'exec') await removeStaleSocketDirs(this.log);
+    if (this.opts.mode.kind === 'exec') this.stopStaleDirWatch = await watchStaleSocketDirs(this.log);
     for (;;) {
       try {
         await this.runOnce();
         return this.identityValue!;
       } catch (err) {
-        if (this.opts.mode.kind === 'exec' || this.isStopping()) throw err;
+        if (this.opts.mode.kind === 'exec' || this.isStopping()) {
+          this.stopStaleDirWatch?.();
+          throw err;
+        }
         const wait = this.backoff.next();
         this.log.warn({ err: errorMessage(err), retryInMs: wait }, 'cannot reach plugin sidecar, retrying');
         this.setState('backoff');
@@ -150,6 +155,7 @@ export class PluginSupervisor extends EventEmitter {
     this.setState('stopping');
     clearInterval(this.probeTimer);
     clearTimeout(this.restartTimer);
+    this.stopStaleDirWatch?.();
     const conn = this.conn;
     const proc = this.proc;
     if (proc && conn) {
