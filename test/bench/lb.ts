@@ -55,7 +55,7 @@ async function startBenchHost(cp: ControlPlane, runId: string, workers: number, 
     ],
     join(dir, 'host.log'),
   );
-  return { dir, state, port: port!, stop: () => host.stop() };
+  return { dir, state, port: port!, stop: async () => void (await host.stop()) };
 }
 
 /** Plugin calls by method, from the host's /metrics. */
