@@ -1,14 +1,16 @@
 /**
- * Exit detection of exec-mode plugins, with real child processes (the bad
- * provider, test/fixtures/bad-provider.ts): a plugin that exits while a
- * process it started holds its pipes is seen as exited and restarted, and
- * that process is killed; a host stop with such a process in a session of
- * its own neither hangs nor leaves it running.
+ * Exit detection and liveness of exec-mode plugins, with real child processes
+ * (the bad provider, test/fixtures/bad-provider.ts): a plugin that exits
+ * while a process it started holds its pipes is seen as exited and restarted,
+ * and that process is killed; a host stop with such a process in a session
+ * of its own neither hangs nor leaves it running; a live plugin whose Probe
+ * hangs, or that closed its server and removed its socket, is killed and
+ * restarted (readiness false meanwhile).
  */
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -90,6 +92,20 @@ for (const c of holders) {
   });
 }
 
+test('a plugin that closes its gRPC server and removes its socket but keeps running is killed and restarted', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-live-'));
+  const closeFile = join(dir, 'close');
+  const s = supervisor([`BAD_PROVIDER_CLOSE_FILE=${closeFile}`]);
+  t.teardown(() => s.stop());
+  await s.start();
+  const firstPid = s.pid!;
+  await writeFile(closeFile, '');
+  await waitFor(() => s.state !== 'ready' || undefined, { what: 'the dead socket noticed', timeoutMs: 60_000, intervalMs: 50 });
+  await waitFor(() => (s.state === 'ready' && s.pid !== firstPid) || undefined, { what: 'the plugin restarted', timeoutMs: 60_000, intervalMs: 100 });
+  t.false(await running(firstPid), 'the process behind the dead socket was killed');
+  t.is(s.restartCount, 1);
+});
+
 /** Starts the real host with the bad provider and `env` (--plugin-env entries); returns it with its /readyz/plugin and /metrics. */
 async function hostWithBadProvider(t: { teardown(fn: () => unknown): void }, name: string, env: string[]) {
   const dir = await mkdtemp(join(tmpdir(), `ccm-${name}-`));
@@ -136,4 +152,20 @@ test('host stop with a setsid grandchild of the plugin holding its pipes: the ho
   t.false(log.includes('shutdown did not finish in time'), 'no backstop');
   t.false(await running(holder), 'the holder was killed');
   t.deepEqual(await processesWithEnv(tag), [], 'no process with the plugin environment survives');
+});
+
+test('a live plugin whose Probe hangs is killed and restarted within the liveness bound; /readyz is false meanwhile, then true', async (t) => {
+  const scratch = await mkdtemp(join(tmpdir(), 'ccm-live-'));
+  const hangFile = join(scratch, 'hang');
+  const h = await hostWithBadProvider(t, 'liveness-hang', [`BAD_PROVIDER_HANG_FILE=${hangFile}`]);
+  await waitFor(h.pluginReady, { what: '/readyz/plugin ok', timeoutMs: 60_000, log: h.logPath });
+  await writeFile(hangFile, '');
+  // Bound: two failed checks 10 s apart, each cut by a 5 s deadline, and the kill; generous on top.
+  await waitFor(async () => !(await h.pluginReady()), { what: '/readyz/plugin false once the hung plugin is given up', timeoutMs: 90_000, intervalMs: 200, log: h.logPath });
+  await rm(hangFile);
+  await waitFor(h.pluginReady, { what: '/readyz/plugin ok again after the restart', timeoutMs: 90_000, intervalMs: 200, log: h.logPath });
+  const restarts = Number(/^ccm_plugin_restarts_total\{plugin="bad"\} (\d+)$/m.exec(await h.metrics())?.[1]);
+  t.true(restarts >= 1, `restarts ${restarts}`);
+  t.true((await readFile(h.logPath, 'utf8')).includes('plugin stopped answering; killing it to restart'));
+  t.is(await h.host.stop(), 0);
 });
