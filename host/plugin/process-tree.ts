@@ -89,7 +89,8 @@ async function carriesMarker(pid: number, marker: Buffer): Promise<boolean> {
 
 /** Who belongs to a plugin: its process group leader's pid and its environment marker. */
 export interface PluginTree {
-  groupId: number;
+  /** The leader's pid, which is its group id; none for a plugin long gone (its pid may be reused). */
+  groupId?: number;
   /** `NAME=VALUE` set in the plugin's environment at launch. */
   marker: string;
   /** The leader's start time (see processStartTime): older processes cannot carry the marker, so their environment is not read. */
@@ -117,7 +118,7 @@ export async function snapshotPluginProcesses(tree: PluginTree): Promise<{ pid: 
   const found = new Set<number>();
   const notBefore = tree.startTime === undefined ? 0 : Number(tree.startTime);
   const marked = await Promise.all(
-    all.map(async (s) => s.pgrp === tree.groupId || (Number(s.startTime) >= notBefore && (await carriesMarker(s.pid, marker)))),
+    all.map(async (s) => (tree.groupId !== undefined && s.pgrp === tree.groupId) || (Number(s.startTime) >= notBefore && (await carriesMarker(s.pid, marker)))),
   );
   all.forEach((s, i) => marked[i] && found.add(s.pid));
   // Descendants of what was found, to a fixed point.
@@ -143,7 +144,7 @@ export async function killPluginProcesses(tree: PluginTree, recorded: ReadonlyMa
   const killed = new Set<number>();
   for (let round = 0; round < MAX_KILL_ROUNDS; round++) {
     try {
-      process.kill(-tree.groupId, 'SIGKILL');
+      if (tree.groupId !== undefined && tree.groupId > 0) process.kill(-tree.groupId, 'SIGKILL');
     } catch {
       // No member left.
     }

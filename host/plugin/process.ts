@@ -122,9 +122,9 @@ export class PluginProcess {
   static async start(opts: SpawnOptions): Promise<PluginProcess> {
     const refused = await executableProblem(opts.path);
     if (refused) throw new PluginStartError(`refusing to start the plugin: ${refused}`);
-    const socketDir = await createSocketDir();
-    const socketPath = join(socketDir, 'provider.sock');
     const instanceId = randomUUID();
+    const socketDir = await createSocketDir(undefined, instanceId);
+    const socketPath = join(socketDir, 'provider.sock');
     const env = allowedPluginEnv(opts.env ?? []);
     Object.assign(env, {
       [MAGIC_COOKIE_KEY]: MAGIC_COOKIE_VALUE,

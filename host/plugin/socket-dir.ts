@@ -12,18 +12,25 @@
  * started is checked again every STALE_RECHECK_MS while this host runs, so it
  * goes once that host is gone. A host that exits through process.exit (its
  * shutdown backstop included) removes its own directories on the way out;
- * only a SIGKILLed host leaves them, for the next or a running host to remove.
+ * only a SIGKILLed host leaves them, for the next or a running host to remove
+ * together with whatever processes carrying the plugin's instance id are
+ * still running (process-tree.ts).
  */
 import { chmod, lstat, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { errorMessage, type Logger } from '../log.js';
+import { ENV_INSTANCE_ID } from '../../sdk/protocol.js';
+import { killPluginProcesses } from './process-tree.js';
 
 const PREFIX = 'ccm-plugin-';
 /** Marker file: "<pid> <pid namespace>" of the host process that created the directory. */
 export const OWNER_MARKER = 'ccm-host.pid';
 const MAX_MARKER_BYTES = 64;
+/** The CCM_PLUGIN_INSTANCE_ID of the plugin that used the directory: its leftovers are killed with the stale directory. */
+export const INSTANCE_MARKER = 'plugin.instance';
+const INSTANCE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** How often directories of other live hosts are checked again (see the module comment). */
 export const STALE_RECHECK_MS = 60_000;
 
@@ -48,11 +55,16 @@ export function ownerMarker(pid: number): string {
   return `${pid} ${pidNamespace()}`;
 }
 
-/** Creates a fresh private socket directory under `parent` (default: the OS temp directory), marked as this process's. */
-export async function createSocketDir(parent = tmpdir()): Promise<string> {
+/**
+ * Creates a fresh private socket directory under `parent` (default: the OS
+ * temp directory), marked as this process's and, with `instanceId`, as that
+ * plugin's.
+ */
+export async function createSocketDir(parent = tmpdir(), instanceId?: string): Promise<string> {
   const dir = await mkdtemp(join(parent, PREFIX));
   await chmod(dir, 0o700);
   await writeFile(join(dir, OWNER_MARKER), ownerMarker(process.pid), { mode: 0o600 });
+  if (instanceId !== undefined) await writeFile(join(dir, INSTANCE_MARKER), instanceId, { mode: 0o600 });
   ownDirs.add(dir);
   if (!exitHookInstalled) {
     exitHookInstalled = true;
@@ -65,6 +77,17 @@ export async function createSocketDir(parent = tmpdir()): Promise<string> {
 export async function removeSocketDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   ownDirs.delete(dir);
+}
+
+/** Kills what the plugin of a dead host's directory left running (a SIGKILLed host could not). */
+async function killLeftovers(dir: string, log: Logger): Promise<void> {
+  const file = join(dir, INSTANCE_MARKER);
+  const st = await lstat(file).catch(() => undefined);
+  if (!st?.isFile() || st.size > MAX_MARKER_BYTES) return;
+  const id = (await readFile(file, 'utf8')).trim();
+  if (!INSTANCE_ID.test(id)) return;
+  const killed = await killPluginProcesses({ marker: `${ENV_INSTANCE_ID}=${id}` });
+  if (killed > 0) log.warn({ dir, killed }, 'killed processes left by the plugin of a host that is gone');
 }
 
 function processExists(pid: number): boolean {
@@ -125,6 +148,7 @@ async function sweepSocketDirs(log: Logger, parent: string): Promise<{ removed: 
         if (pid !== process.pid) othersAlive++;
         continue;
       }
+      await killLeftovers(dir, log);
       await rm(dir, { recursive: true, force: true });
       removed.push(dir);
     } catch (err) {

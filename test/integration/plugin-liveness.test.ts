@@ -3,9 +3,10 @@
  * (the bad provider, test/fixtures/bad-provider.ts): a plugin that exits
  * while a process it started holds its pipes is seen as exited and restarted,
  * and that process is killed; a host stop with such a process in a session
- * of its own neither hangs nor leaves it running; a live plugin whose Probe
- * hangs, or that closed its server and removed its socket, is killed and
- * restarted (readiness false meanwhile).
+ * of its own neither hangs nor leaves it running, and after a SIGKILLed host
+ * the next host kills it; a live plugin whose Probe hangs, or that closed its
+ * server and removed its socket, is killed and restarted (readiness false
+ * meanwhile).
  */
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
@@ -152,6 +153,20 @@ test('host stop with a setsid grandchild of the plugin holding its pipes: the ho
   t.false(log.includes('shutdown did not finish in time'), 'no backstop');
   t.false(await running(holder), 'the holder was killed');
   t.deepEqual(await processesWithEnv(tag), [], 'no process with the plugin environment survives');
+});
+
+test('a SIGKILLed host cannot clean up: the next host to start kills what its plugin left running', async (t) => {
+  const tag = `BAD_PROVIDER_TEST_TAG=${randomUUID()}`;
+  const scratch = await mkdtemp(join(tmpdir(), 'ccm-live-'));
+  const holderPidFile = join(scratch, 'holder.pid');
+  const first = await hostWithBadProvider(t, 'liveness-killed', ['BAD_PROVIDER_HOLDER=setsid', `BAD_PROVIDER_HOLDER_PID_FILE=${holderPidFile}`, tag]);
+  const holder = await pidFrom(holderPidFile);
+  await first.host.kill();
+  t.true(await running(holder), 'nothing killed the holder with its host');
+  const next = await hostWithBadProvider(t, 'liveness-next', []);
+  await waitFor(async () => !(await running(holder)) || undefined, { what: 'the holder killed by the next host', timeoutMs: 60_000, log: next.logPath });
+  t.deepEqual(await processesWithEnv(tag), [], 'no process of the killed host\'s plugin survives');
+  t.is(await next.host.stop(), 0);
 });
 
 test('a live plugin whose Probe hangs is killed and restarted within the liveness bound; /readyz is false meanwhile, then true', async (t) => {
