@@ -2,7 +2,9 @@
  * One run of a provider executable: spawn (never through a shell), handshake,
  * stderr forwarding, and an escalating stop. The process is its own process
  * group so a stop reaches any children it made; its stdin stays open for its
- * whole life, and EOF tells it that the host is gone.
+ * whole life, and EOF tells it that the host is gone. Its exit is taken from
+ * the process, not from its pipes (something it started may hold them), and
+ * whatever it leaves running is killed (process-tree.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -25,9 +27,42 @@ import { OutputLimiter, type PluginStream } from './output-limiter.js';
 import { executableProblem, socketProblem } from './file-checks.js';
 import { createSocketDir, removeSocketDir } from './socket-dir.js';
 import { redact, redactCut } from '../redact.js';
+import { killPluginProcesses, processStartTime, snapshotPluginProcesses, type PluginTree } from './process-tree.js';
 
 /** Characters of a stray stdout line that are logged (stdout is for the handshake only). */
 const STDOUT_LOGGED_CHARS = 512;
+
+/** How long the pipes may stay open after the plugin exited (a process it left may hold them) before they are destroyed. */
+const PIPE_LINGER_MS = 2_000;
+
+/**
+ * How the process ended, from its own exit (the 'exit' event), not from its
+ * pipes closing: a process it left behind may hold them open forever.
+ */
+function whenExited(child: ResultPromise): Promise<string> {
+  return new Promise((resolve) => {
+    child.once('exit', (code, signal) => resolve(signal ? `killed by ${signal}` : `exit code ${code}`));
+    child.once('error', (err) => {
+      if (child.pid === undefined) resolve(`failed to start: ${err.message}`);
+    });
+  });
+}
+
+/** Stops reading the plugin's pipes once they drained or PIPE_LINGER_MS passed, so a leftover holder costs nothing. */
+function releasePipes(child: ResultPromise): void {
+  const timer = setTimeout(() => {
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+  }, PIPE_LINGER_MS);
+  timer.unref();
+  let open = 0;
+  for (const s of [child.stdout, child.stderr]) {
+    if (!s || s.destroyed || s.closed) continue;
+    open++;
+    s.once('close', () => --open === 0 && clearTimeout(timer));
+  }
+  if (open === 0) clearTimeout(timer);
+}
 
 /** Host environment variables a provider may see; everything else is withheld. */
 export const DEFAULT_ENV_ALLOWLIST = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
@@ -89,8 +124,15 @@ export class PluginProcess {
     readonly pid: number,
     readonly handshake: Handshake,
     readonly instanceId: string,
-    /** Resolves once the process has exited and been reaped. */
+    /**
+     * Resolves once the process has exited and been reaped (whether or not
+     * its pipes are still open), the processes it left were killed and its
+     * socket directory removed.
+     */
     readonly exited: Promise<string>,
+    private readonly tree: PluginTree,
+    /** Processes (pid → start time) found in the plugin's tree at stop, killed at exit if still there. */
+    private readonly recorded: Map<number, string>,
   ) {}
 
   /**
@@ -101,9 +143,9 @@ export class PluginProcess {
   static async start(opts: SpawnOptions): Promise<PluginProcess> {
     const refused = await executableProblem(opts.path);
     if (refused) throw new PluginStartError(`refusing to start the plugin: ${refused}`);
-    const socketDir = await createSocketDir();
-    const socketPath = join(socketDir, 'provider.sock');
     const instanceId = randomUUID();
+    const socketDir = await createSocketDir(undefined, instanceId);
+    const socketPath = join(socketDir, 'provider.sock');
     const env = allowedPluginEnv(opts.env ?? []);
     Object.assign(env, {
       [MAGIC_COOKIE_KEY]: MAGIC_COOKIE_VALUE,
@@ -133,16 +175,25 @@ export class PluginProcess {
       await removeSocketDir(socketDir);
       throw new PluginStartError(`cannot start plugin ${opts.path}: ${(err as Error).message}`);
     }
-    // However the process ends (crash, kill, stop), its socket directory goes with it.
-    const exited = child.then(async (r) => {
+    const pid = child.pid ?? -1;
+    const tree: PluginTree = { groupId: pid, marker: `${ENV_INSTANCE_ID}=${instanceId}` };
+    const recorded = new Map<number, string>();
+    const exitSeen = whenExited(child);
+    const exited = exitSeen.then(async (how) => {
+      // The process is gone and reaped; whatever it started goes with it, and so does its socket directory.
+      const stragglers = pid > 0 ? await killPluginProcesses(tree, recorded) : 0;
+      if (stragglers > 0) opts.log.warn({ pid, killed: stragglers }, 'killed processes the plugin left running');
       await removeSocketDir(socketDir);
-      if (r.signal) return `killed by ${r.signal}`;
-      if (r.failed && r.exitCode === undefined) return `failed to start: ${r.originalMessage || r.shortMessage}`;
-      return `exit code ${r.exitCode}`;
+      releasePipes(child);
+      return how;
     });
     // Keep the exit promise from ever rejecting unobserved.
     exited.catch(() => undefined);
-    const pid = child.pid ?? -1;
+    // Older processes cannot carry the marker, so only newer ones' environments are read at the end.
+    // Not awaited: the pipes' readers must be attached before any output comes.
+    if (pid > 0) void processStartTime(pid).then((t) => (tree.startTime = t));
+    // execa's own promise settles only when the pipes close; it is not used, only kept from rejecting unobserved.
+    child.catch(() => undefined);
     const log = opts.log.child({ pid });
     const limiter = new OutputLimiter({ log, onDropped: opts.onOutputDropped });
     void exited.then(() => limiter.close());
@@ -151,7 +202,8 @@ export class PluginProcess {
     try {
       const handshake = await readHandshake(child.stdout!, {
         timeoutMs: opts.startTimeoutMs,
-        exited,
+        // The exit itself, not the clean-up after it: the reader reports it within a short grace after stdout closes.
+        exited: exitSeen,
         onOtherLine: (line, cutBytes) => {
           if (!limiter.admit('stdout')) return;
           const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(line.slice(0, STDOUT_LOGGED_CHARS));
@@ -171,9 +223,9 @@ export class PluginProcess {
         const unsafe = await socketProblem(handshake.address, { privateDir: handshake.address === socketPath ? socketDir : undefined });
         if (unsafe) throw new PluginStartError(`refusing the plugin's socket: ${unsafe}`);
       }
-      return new PluginProcess(child, pid, handshake, instanceId, exited);
+      return new PluginProcess(child, pid, handshake, instanceId, exited, tree, recorded);
     } catch (err) {
-      const proc = new PluginProcess(child, pid, { core: 1, protocol: 0, network: 'unix', address: '', transport: 'grpc' }, instanceId, exited);
+      const proc = new PluginProcess(child, pid, { core: 1, protocol: 0, network: 'unix', address: '', transport: 'grpc' }, instanceId, exited, tree, recorded);
       await proc.stop({ graceMs: 0 });
       throw err;
     }
@@ -199,10 +251,13 @@ export class PluginProcess {
 
   /**
    * Escalating stop: close stdin (the plugin's cue to exit), wait `graceMs`,
-   * then SIGTERM, wait `termMs`, then SIGKILL. Always reaps the process (which
-   * removes the private socket directory). Idempotent.
+   * then SIGTERM the group, wait `termMs`, then SIGKILL it. Always reaps the
+   * process; then every process it left is killed (process-tree.ts) and the
+   * private socket directory removed. Idempotent.
    */
   async stop(opts: { graceMs: number; termMs?: number }): Promise<string> {
+    // While the plugin lives its descendants can be found by parent pid, even those that cleared their environment.
+    for (const p of await snapshotPluginProcesses(this.tree)) this.recorded.set(p.pid, p.startTime);
     this.child.stdin?.end();
     const waitFor = (ms: number) => within(this.exited, ms);
     if (!(await waitFor(opts.graceMs))) {

@@ -30,7 +30,7 @@ import { PluginProcess } from './process.js';
 import type { PluginStream } from './output-limiter.js';
 import type { HandshakeAllowances } from './process.js';
 import { socketProblem } from './file-checks.js';
-import { removeStaleSocketDirs } from './socket-dir.js';
+import { watchStaleSocketDirs } from './socket-dir.js';
 
 export type PluginMode =
   | { kind: 'exec'; path: string; args?: string[]; env?: string[]; allow?: HandshakeAllowances }
@@ -65,7 +65,10 @@ export interface PluginIdentity {
   capabilities: GetPluginCapabilitiesResponse;
 }
 
+/** Deadline of each liveness check call. */
 const PROBE_TIMEOUT_MS = 5_000;
+/** Consecutive failed liveness checks after which the plugin is restarted (exec) or redialed (sidecar). */
+export const LIVENESS_FAILURES = 2;
 const STARTUP_POLL_MS = 100;
 
 export class PluginSupervisor extends EventEmitter {
@@ -79,6 +82,7 @@ export class PluginSupervisor extends EventEmitter {
   private restarts = 0;
   private probeTimer?: NodeJS.Timeout;
   private restartTimer?: NodeJS.Timeout;
+  private stopStaleDirWatch?: () => void;
   private readonly log: Logger;
 
   /** The --cluster-name sent in Configure; requests carry it in RequestMeta too. */
@@ -122,20 +126,24 @@ export class PluginSupervisor extends EventEmitter {
 
   /**
    * First start. Exec mode: removes socket directories left by host
-   * processes that are gone (see socket-dir.ts), then rejects with
+   * processes that are gone, and keeps watching those of hosts still alive
+   * (see socket-dir.ts), then rejects with
    * PluginStartError if the plugin cannot be started (the host reports it
    * and exits). Socket mode: keeps
    * redialing with backoff until the sidecar answers or `signal` aborts.
    */
   async start(signal?: AbortSignal): Promise<PluginIdentity> {
     if (this.stateValue !== 'idle') throw new Error(`start called in state ${this.stateValue}`);
-    if (this.opts.mode.kind === 'exec') await removeStaleSocketDirs(this.log);
+    if (this.opts.mode.kind === 'exec') this.stopStaleDirWatch = await watchStaleSocketDirs(this.log);
     for (;;) {
       try {
         await this.runOnce();
         return this.identityValue!;
       } catch (err) {
-        if (this.opts.mode.kind === 'exec' || this.isStopping()) throw err;
+        if (this.opts.mode.kind === 'exec' || this.isStopping()) {
+          this.stopStaleDirWatch?.();
+          throw err;
+        }
         const wait = this.backoff.next();
         this.log.warn({ err: errorMessage(err), retryInMs: wait }, 'cannot reach plugin sidecar, retrying');
         this.setState('backoff');
@@ -149,8 +157,9 @@ export class PluginSupervisor extends EventEmitter {
   async stop(): Promise<void> {
     if (this.stateValue === 'stopped' || this.stateValue === 'stopping') return;
     this.setState('stopping');
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     clearTimeout(this.restartTimer);
+    this.stopStaleDirWatch?.();
     const conn = this.conn;
     const proc = this.proc;
     if (proc && conn) {
@@ -266,7 +275,7 @@ export class PluginSupervisor extends EventEmitter {
   private rerun(conn: PluginConnection, reason: string): void {
     if (conn !== this.conn || this.stateValue !== 'ready') return;
     this.log.warn({ reason }, 'plugin may have changed behind its connection; running the start sequence again before any further cloud call');
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     // Calls already sent may reach the new process before it is configured.
     conn.rejectAll(new PluginUnavailableError(`${reason}: the call will be retried`));
     this.setState('starting');
@@ -349,35 +358,66 @@ export class PluginSupervisor extends EventEmitter {
     return { info, capabilities };
   }
 
+  /**
+   * The liveness policy (docs/protocol.md), the same in both modes: every
+   * probe interval, grpc.health.v1 Check, GetPluginInfo (a different
+   * instance id re-runs the start sequence) and Probe, each with a
+   * PROBE_TIMEOUT_MS deadline. After LIVENESS_FAILURES consecutive failed
+   * checks (an error, a deadline exceeded, ready=false, NOT SERVING, or a dead
+   * socket) the plugin is killed and restarted (exec mode) or redialed
+   * (sidecar mode) with backoff; readiness is false until it is ready again.
+   * Checks run one after another, never overlapping.
+   */
   private startProbing(): void {
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     const every = this.opts.probeIntervalMs ?? 10_000;
-    let failures = 0;
+    const conn = this.conn;
     const known = this.identityValue?.info.instanceId ?? '';
-    this.probeTimer = setInterval(() => {
-      const conn = this.conn;
-      if (!conn || this.stateValue !== 'ready') return;
-      // GetPluginInfo first: a different instance id is a new process that was never configured.
-      conn
-        .unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, PROBE_TIMEOUT_MS)
-        .then(async (info) => {
-          if (info.instanceId !== known) {
-            this.rerun(conn, `a different provider process answers (instance id ${JSON.stringify(info.instanceId)}, configured ${JSON.stringify(known)})`);
-            return;
-          }
-          const r = await conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, PROBE_TIMEOUT_MS);
-          if (!r.ready) throw new Error('Probe answered ready=false');
-          failures = 0;
-        })
-        .catch((err) => {
-          failures++;
-          this.log.warn({ err: errorMessage(err), failures }, 'plugin probe failed');
-          // A sidecar that stops answering is redialed; a child process that
-          // dies is handled by onExit.
-          if (this.opts.mode.kind === 'socket' && failures >= 2 && conn === this.conn) this.reconnectSidecar(conn);
-        });
-    }, every);
-    this.probeTimer.unref();
+    let failures = 0;
+    const check = async (): Promise<void> => {
+      if (!conn || conn !== this.conn || this.stateValue !== 'ready') return;
+      try {
+        if (!(await conn.healthCheck(PROBE_TIMEOUT_MS))) throw new Error(`grpc.health.v1 Check did not answer SERVING (deadline ${PROBE_TIMEOUT_MS} ms)`);
+        // A different instance id is a new process that was never configured.
+        const info = await conn.unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, PROBE_TIMEOUT_MS);
+        if (info.instanceId !== known) {
+          this.rerun(conn, `a different provider process answers (instance id ${JSON.stringify(info.instanceId)}, configured ${JSON.stringify(known)})`);
+          return;
+        }
+        const r = await conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, PROBE_TIMEOUT_MS);
+        if (!r.ready) throw new Error('Probe answered ready=false');
+        failures = 0;
+      } catch (err) {
+        if (conn !== this.conn || this.stateValue !== 'ready') return;
+        failures++;
+        this.log.warn({ err: errorMessage(err), failures, limit: LIVENESS_FAILURES }, 'plugin liveness check failed');
+        if (failures >= LIVENESS_FAILURES) {
+          this.restartUnresponsive(conn, `${failures} consecutive liveness checks failed, the last with: ${errorMessage(err)}`);
+          return;
+        }
+      }
+      this.probeTimer = setTimeout(() => void check(), every).unref();
+    };
+    this.probeTimer = setTimeout(() => void check(), every).unref();
+  }
+
+  /** A live plugin that failed its liveness checks: redial (sidecar), or kill it and restart with backoff (exec; onExit restarts). */
+  private restartUnresponsive(conn: PluginConnection, reason: string): void {
+    clearTimeout(this.probeTimer);
+    if (this.opts.mode.kind === 'socket') {
+      this.log.error({ reason }, 'plugin sidecar stopped answering; redialing');
+      this.conn = undefined;
+      conn.close('plugin sidecar stopped answering');
+      this.scheduleRestart();
+      return;
+    }
+    const proc = this.proc;
+    if (!proc) return; // already exited: onExit restarts it
+    this.log.error({ reason, pid: proc.pid }, 'plugin stopped answering; killing it to restart');
+    conn.rejectAll(new PluginUnavailableError(`plugin ${this.opts.name} stopped answering (${reason}): the call will be retried`));
+    this.setState('backoff');
+    // Unresponsive: no grace, straight to SIGTERM then SIGKILL. onExit schedules the restart.
+    void proc.stop({ graceMs: 0 });
   }
 
   private scheduleRestart(): void {
@@ -405,16 +445,9 @@ export class PluginSupervisor extends EventEmitter {
     // Reject every in-flight call now rather than letting each hit its deadline.
     conn?.close(`plugin ${this.opts.name} exited (${how})`);
     if (this.isStopping()) return;
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     this.log.error({ how, pid: proc.pid }, 'plugin exited unexpectedly');
     if (this.stateValue === 'starting') return; // runOnce reports the failure itself
-    this.scheduleRestart();
-  }
-
-  private reconnectSidecar(conn: PluginConnection): void {
-    this.conn = undefined;
-    conn.close('plugin sidecar stopped answering');
-    clearInterval(this.probeTimer);
     this.scheduleRestart();
   }
 }

@@ -13,8 +13,8 @@ export interface HostProcess {
   logPath: string;
   /** SIGKILL, then wait for the exit. */
   kill(): Promise<void>;
-  /** SIGTERM (graceful), then wait for the exit. */
-  stop(): Promise<void>;
+  /** SIGTERM (graceful), then wait for the exit; resolves to the exit code (or signal name). */
+  stop(): Promise<number | string>;
 }
 
 /** Writes the suite's kubeconfig into `dir` (a host process needs a file). */
@@ -50,7 +50,7 @@ export async function startHostProcess(args: string[], logPath: string): Promise
     },
     stop: async () => {
       host.kill('SIGTERM');
-      await host.exited;
+      return host.exited;
     },
   };
 }

@@ -1,8 +1,9 @@
 /**
  * The plugin boundary with real child processes: environment allowlist,
  * refusal of plugin files others could change, socket and directory modes,
- * socket and socket directory removal (after a crash too, and of dead
- * hosts' directories at start), and (as root) that another user cannot
+ * socket and socket directory removal (after a crash too, of dead hosts'
+ * directories at start, of hosts that were still exiting then, and of its
+ * own when a host exits through process.exit), and (as root) that another user cannot
  * connect.
  */
 import test from 'ava';
@@ -21,7 +22,7 @@ import { executableProblem } from '../../host/plugin/file-checks.js';
 import { MAX_CLOUD_CONFIG_BYTES } from '../../host/config/cloud-config.js';
 import { kubeconfigFile } from '../helpers/host-process.js';
 import { DEFAULT_ENV_ALLOWLIST } from '../../host/plugin/process.js';
-import { createSocketDir, OWNER_MARKER, ownerMarker, removeStaleSocketDirs } from '../../host/plugin/socket-dir.js';
+import { createSocketDir, OWNER_MARKER, ownerMarker, removeStaleSocketDirs, watchStaleSocketDirs } from '../../host/plugin/socket-dir.js';
 import { waitFor } from '../helpers/wait.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
 
@@ -178,6 +179,33 @@ test('at start, socket directories of host processes that are gone are removed, 
   t.deepEqual(removed, [join(parent, 'ccm-plugin-dead')]);
   for (const c of cases) t.is(existsSync(join(parent, c.name)), !c.removed, c.name);
   t.true(existsSync(ours), "this process's own directory stays");
+});
+
+test('a socket directory whose host was still alive (exiting) at start is removed once that host is gone, while this host runs', async (t) => {
+  const parent = await mkdtemp(join(tmpdir(), 'ccm-stale-'));
+  // Stands for a host that is still exiting when this one starts.
+  const exiting = execa(process.execPath, ['-e', 'setInterval(() => {}, 60000)'], { reject: false });
+  const dir = join(parent, 'ccm-plugin-exiting');
+  await mkdir(dir, { mode: 0o700 });
+  await writeFile(join(dir, OWNER_MARKER), ownerMarker(exiting.pid!));
+  const stop = await watchStaleSocketDirs(silentLogger(), { parent, intervalMs: 100 });
+  t.teardown(stop);
+  t.true(existsSync(dir), 'kept while its host lives');
+  exiting.kill('SIGKILL');
+  await exiting;
+  await waitFor(() => !existsSync(dir) || undefined, { what: 'the directory removed after its host died', timeoutMs: 30_000, intervalMs: 100 });
+  t.pass();
+});
+
+test('a host that exits through process.exit (e.g. its shutdown backstop) removes its socket directories on the way out', async (t) => {
+  const parent = await mkdtemp(join(tmpdir(), 'ccm-exit-'));
+  const socketDirModule = fileURLToPath(new URL('../../host/plugin/socket-dir.js', import.meta.url));
+  const script = `const { createSocketDir } = await import(${JSON.stringify(socketDirModule)}); console.log(await createSocketDir(${JSON.stringify(parent)})); process.exit(1);`;
+  const r = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
+  t.is(r.exitCode, 1, String(r.stderr));
+  const made = String(r.stdout).trim();
+  t.true(made.startsWith(join(parent, 'ccm-plugin-')), made);
+  t.false(existsSync(made));
 });
 
 test('sidecar mode: a stale socket file from a killed provider is replaced at start and removed at exit', async (t) => {
