@@ -7,7 +7,7 @@
  * connect.
  */
 import test from 'ava';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -134,9 +134,11 @@ test('exec mode: the socket is 0600 in a 0700 directory, refused to other users,
 
 test('exec mode: the socket directory of every crashed plugin process is removed at once, the last one at stop', async (t) => {
   const crashes = 5;
+  // Each process kills itself (SIGKILL) once it is ready: the test drops the kill file on every 'ready'.
+  const killFile = join(await mkdtemp(join(tmpdir(), 'ccm-crashing-')), 'kill');
   const s = new PluginSupervisor({
     name: 'crashing',
-    mode: { kind: 'exec', path: BAD, env: ['BAD_PROVIDER_CRASH_AFTER_MS=1500'] },
+    mode: { kind: 'exec', path: BAD, env: [`BAD_PROVIDER_KILL_FILE=${killFile}`] },
     startTimeoutMs: 15_000,
     shutdownGraceMs: 2_000,
     configure: { cloudConfig: Buffer.alloc(0), clusterName: 'hardening', hostVersion: 'test' },
@@ -144,7 +146,10 @@ test('exec mode: the socket directory of every crashed plugin process is removed
     restart: { initialMs: 100, maxMs: 300 },
   });
   const dirs: string[] = [];
-  s.on('ready', () => dirs.push(dirname(s.connection().target.replace(/^unix:\/\//, ''))));
+  s.on('ready', () => {
+    dirs.push(dirname(s.connection().target.replace(/^unix:\/\//, '')));
+    if (dirs.length <= crashes) writeFileSync(killFile, '');
+  });
   t.teardown(() => s.stop());
   await s.start();
   await waitFor(() => dirs.length > crashes || undefined, { what: `${crashes} crashes and restarts`, timeoutMs: 120_000, intervalMs: 100 });
