@@ -3,7 +3,9 @@
  * loopback ports, configured like controller-runtime's envtest, plus a
  * kube-controller-manager running only the storage controllers
  * (KCM_CONTROLLERS). No kubelet or scheduler run, so Nodes exist only if
- * created via API and Pods only run where a test sets spec.nodeName.
+ * created via API or by hollow kubelets a test starts
+ * (test/helpers/hollow-nodes.ts), and Pods only run where a test sets
+ * spec.nodeName.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
