@@ -1,14 +1,16 @@
 /**
  * Locates (or, once per machine, builds) the real kube-apiserver,
- * kube-controller-manager and etcd binaries that test control planes run.
+ * kube-controller-manager and etcd binaries that test control planes run,
+ * and the hollow kubelet (kubemark) that test nodes run.
  * Nothing here fakes an API server.
  *
  * Resolution order, modelled on controller-runtime envtest:
  *   1. `TEST_ASSET_KUBE_APISERVER` / `TEST_ASSET_ETCD` /
- *      `TEST_ASSET_KUBE_CONTROLLER_MANAGER` (paths to the binaries),
+ *      `TEST_ASSET_KUBE_CONTROLLER_MANAGER` / `TEST_ASSET_HOLLOW_KUBELET`
+ *      (paths to the binaries),
  *   2. `KUBEBUILDER_ASSETS` (a directory holding `kube-apiserver` and `etcd`;
- *      envtest ships no kube-controller-manager, so it is taken from there
- *      only when present),
+ *      envtest ships no kube-controller-manager or hollow kubelet, so those
+ *      are taken from there only when present),
  *   3. the version-keyed cache (`CCM_CONTROLPLANE_CACHE`, default
  *      `${XDG_CACHE_HOME:-~/.cache}/ccm-host/controlplane`), filled by
  *      `build-binaries.sh` from Go modules the first time it is needed. Each
@@ -35,6 +37,11 @@ export interface Binaries {
   etcd: string;
   /** Same Kubernetes version as kubeApiserver; runs the PV binder, attach/detach and protection controllers. */
   kubeControllerManager: string;
+  /**
+   * Same Kubernetes version: kubemark's hollow kubelet set up as an
+   * external-cloud kubelet (test/controlplane/hollow-kubelet/main.go).
+   */
+  hollowKubelet: string;
 }
 
 export interface EnsureBinariesOptions {
@@ -67,11 +74,13 @@ export function cachedBinaries(cache = cacheDir()): Binaries {
     kubeApiserver: join(cache, `kube-apiserver-${K8S_VERSION}`, 'kube-apiserver'),
     etcd: join(cache, `etcd-${ETCD_VERSION}`, 'etcd'),
     kubeControllerManager: join(cache, `kube-controller-manager-${K8S_VERSION}`, 'kube-controller-manager'),
+    hollowKubelet: join(cache, `hollow-kubelet-${K8S_VERSION}`, 'hollow-kubelet'),
   };
 }
 
 /**
- * Returns paths to runnable kube-apiserver and etcd binaries.
+ * Returns paths to runnable kube-apiserver, etcd, kube-controller-manager
+ * and hollow kubelet binaries.
  *
  * With `TEST_ASSET_*` or `KUBEBUILDER_ASSETS` set, those are used as given and
  * an error names the file that is missing or not executable. Otherwise the
@@ -85,13 +94,13 @@ export async function ensureBinaries(opts: EnsureBinariesOptions = {}): Promise<
   const kubeApiserver = await explicitBinary('kube-apiserver', 'TEST_ASSET_KUBE_APISERVER');
   const etcd = await explicitBinary('etcd', 'TEST_ASSET_ETCD');
   const kubeControllerManager = await explicitBinary('kube-controller-manager', 'TEST_ASSET_KUBE_CONTROLLER_MANAGER', { optionalInAssets: true });
-  if (kubeApiserver && etcd && kubeControllerManager) return { kubeApiserver, etcd, kubeControllerManager };
-  const cached = await ensureCached(cacheDir(), say, opts.log);
-  return {
-    kubeApiserver: kubeApiserver ?? cached.kubeApiserver,
-    etcd: etcd ?? cached.etcd,
-    kubeControllerManager: kubeControllerManager ?? cached.kubeControllerManager,
-  };
+  const hollowKubelet = await explicitBinary('hollow-kubelet', 'TEST_ASSET_HOLLOW_KUBELET', { optionalInAssets: true });
+  const explicit: Partial<Binaries> = { kubeApiserver, etcd, kubeControllerManager, hollowKubelet };
+  // Only what is not given explicitly is looked up in (or built into) the cache.
+  const need = (Object.keys(explicit) as (keyof Binaries)[]).filter((k) => explicit[k] === undefined);
+  if (need.length === 0) return explicit as Binaries;
+  const cached = await ensureCached(cacheDir(), need, say, opts.log);
+  return { ...cached, ...Object.fromEntries(Object.entries(explicit).filter(([, v]) => v !== undefined)) };
 }
 
 /**
@@ -111,9 +120,10 @@ async function explicitBinary(file: string, envName: string, opts: { optionalInA
   return path;
 }
 
-async function ensureCached(cache: string, say: (line: string) => void, log?: Logger): Promise<Binaries> {
+async function ensureCached(cache: string, need: (keyof Binaries)[], say: (line: string) => void, log?: Logger): Promise<Binaries> {
   const bins = cachedBinaries(cache);
-  if (await haveAll(bins)) return bins;
+  const haveAll = async () => (await Promise.all(need.map((k) => isExecutable(bins[k])))).every(Boolean);
+  if (await haveAll()) return bins;
 
   await requireGo(cache);
   await mkdir(cache, { recursive: true });
@@ -123,7 +133,7 @@ async function ensureCached(cache: string, say: (line: string) => void, log?: Lo
   for (;;) {
     if (await tryLock(lock)) break;
     // Another process is building: wait for it, then use what it built.
-    if (await haveAll(bins)) return bins;
+    if (await haveAll()) return bins;
     const owner = await lockOwner(lock);
     if (await lockIsStale(lock, owner)) {
       log?.warn({ lock, owner: owner?.pid }, 'removing stale control-plane build lock');
@@ -141,10 +151,10 @@ async function ensureCached(cache: string, say: (line: string) => void, log?: Lo
   }
   try {
     // The previous lock holder may have finished between our check and lock.
-    if (await haveAll(bins)) return bins;
+    if (await haveAll()) return bins;
     await runBuild(cache, say, log);
-    if (!(await haveAll(bins))) {
-      throw new Error(`build-binaries.sh finished but ${bins.kubeApiserver}, ${bins.kubeControllerManager} or ${bins.etcd} is missing; see the build output above`);
+    if (!(await haveAll())) {
+      throw new Error(`build-binaries.sh finished but one of ${need.map((k) => bins[k]).join(', ')} is missing; see the build output above`);
     }
     return bins;
   } finally {
@@ -155,7 +165,7 @@ async function ensureCached(cache: string, say: (line: string) => void, log?: Lo
 async function runBuild(cache: string, say: (line: string) => void, log?: Logger): Promise<void> {
   const script = await buildScript();
   const started = Date.now();
-  say(`building the missing ones of kube-apiserver ${K8S_VERSION}, kube-controller-manager ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`);
+  say(`building the missing ones of kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`);
   log?.info({ script, cache }, 'building control-plane binaries');
   const child = execa('bash', [script, cache, K8S_VERSION, ETCD_VERSION], {
     stdin: 'ignore',
@@ -205,7 +215,7 @@ async function requireGo(cache: string): Promise<void> {
   try {
     await execa('go', ['version'], { timeout: 30_000 });
   } catch {
-    throw new Error(`Go is needed once to build kube-apiserver and kube-controller-manager ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver, kube-controller-manager and etcd`);
+    throw new Error(`Go is needed once to build kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver, kube-controller-manager, hollow-kubelet and etcd`);
   }
 }
 
@@ -255,10 +265,6 @@ export function pidAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-async function haveAll(b: Binaries): Promise<boolean> {
-  return (await isExecutable(b.kubeApiserver)) && (await isExecutable(b.etcd)) && (await isExecutable(b.kubeControllerManager));
 }
 
 async function isExecutable(path: string): Promise<boolean> {

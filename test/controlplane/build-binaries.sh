@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and etcd from Go modules into
-# a cache directory outside the repository, keyed by version. Nothing here is
-# committed: the Go sources come from the module proxy at build time.
+# Builds kube-apiserver, kube-controller-manager, etcd and a hollow kubelet
+# (kubemark) from Go modules into a cache directory outside the repository,
+# keyed by version. No upstream source is committed: it comes from the module
+# proxy at build time; only the hollow kubelet's small main
+# (hollow-kubelet/main.go) is ours.
 #
 # Usage: build-binaries.sh CACHE_DIR K8S_VERSION ETCD_VERSION
 # Produces CACHE_DIR/kube-apiserver-K8S_VERSION/kube-apiserver,
-#          CACHE_DIR/kube-controller-manager-K8S_VERSION/kube-controller-manager and
+#          CACHE_DIR/kube-controller-manager-K8S_VERSION/kube-controller-manager,
+#          CACHE_DIR/hollow-kubelet-K8S_VERSION/hollow-kubelet and
 #          CACHE_DIR/etcd-ETCD_VERSION/etcd
+# (after changing hollow-kubelet/main.go, delete its cache directory to rebuild)
 # Only missing binaries are built; each has its own directory, so adding a
 # binary never invalidates the ones already cached.
 # Each binary is built in a scratch module and moved into place only when the
@@ -23,14 +27,10 @@ trap cleanup EXIT
 
 step() { printf '[controlplane-build] %s\n' "$*" >&2; }
 
-# build_k8s_cmd NAME: builds k8s.io/kubernetes/cmd/NAME at $k8s into
-# $cache/NAME-$k8s/NAME (kube-apiserver, kube-controller-manager).
-build_k8s_cmd() {
-  local name=$1
-  local out="$cache/$name-$k8s"
-  [ -x "$out/$name" ] && return 0
-  local work; work=$(mktemp -d "$cache/.build-$name.XXXXXX")
-  scratch+=("$work")
+# k8s_module WORK NAME: writes WORK/go.mod for module ccmbuild/NAME that pins
+# k8s.io/kubernetes@$k8s and its staging modules.
+k8s_module() {
+  local work=$1 name=$2
   local minor=${k8s#v1.}             # 34.4
   local staging="v0.$minor"          # v0.34.4
   step "resolving k8s.io/kubernetes@$k8s (staging modules at $staging)"
@@ -47,14 +47,48 @@ build_k8s_cmd() {
     printf 'module ccmbuild/%s\n\ngo 1.24.0\n\n' "$name"
     grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$modfile" | awk -v v="$staging" '{print "replace " $1 " => " $1 " " v}'
   } > "$work/go.mod"
+}
+
+# k8s_ldflags: strips symbols and stamps the Kubernetes version.
+k8s_ldflags() {
+  local minor=${k8s#v1.} pkg=k8s.io/component-base/version
+  printf '%s' "-s -w -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
+}
+
+# build_k8s_cmd NAME: builds k8s.io/kubernetes/cmd/NAME at $k8s into
+# $cache/NAME-$k8s/NAME (kube-apiserver, kube-controller-manager).
+build_k8s_cmd() {
+  local name=$1
+  local out="$cache/$name-$k8s"
+  [ -x "$out/$name" ] && return 0
+  local work; work=$(mktemp -d "$cache/.build-$name.XXXXXX")
+  scratch+=("$work")
+  k8s_module "$work" "$name"
   step "downloading modules (first run only; this takes a few minutes)"
   (cd "$work" && go get "k8s.io/kubernetes/cmd/$name@$k8s" >&2)
   step "compiling $name $k8s (first run only; this takes several minutes on 2 cores)"
-  local pkg=k8s.io/component-base/version
-  local ld="-s -w -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
-  (cd "$work" && go build -trimpath -ldflags "$ld" -o "$work/$name" "k8s.io/kubernetes/cmd/$name" >&2)
+  (cd "$work" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$work/$name" "k8s.io/kubernetes/cmd/$name" >&2)
   mkdir -p "$out" && mv "$work/$name" "$out/$name"
   step "$name ready: $out/$name"
+}
+
+# build_hollow_kubelet: builds our main around k8s.io/kubernetes/pkg/kubemark
+# (hollow-kubelet/main.go beside this script: kubemark's hollow kubelet set up
+# as an external-cloud kubelet) at $k8s into
+# $cache/hollow-kubelet-$k8s/hollow-kubelet.
+build_hollow_kubelet() {
+  local out="$cache/hollow-kubelet-$k8s"
+  [ -x "$out/hollow-kubelet" ] && return 0
+  local work; work=$(mktemp -d "$cache/.build-hollow-kubelet.XXXXXX")
+  scratch+=("$work")
+  k8s_module "$work" hollow-kubelet
+  cp "$(dirname "$0")/hollow-kubelet/main.go" "$work/main.go"
+  step "downloading modules for hollow-kubelet (first run only)"
+  (cd "$work" && go get "k8s.io/kubernetes@$k8s" >&2 && go mod tidy >&2)
+  step "compiling hollow-kubelet $k8s (first run only; several minutes on 2 cores)"
+  (cd "$work" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$work/hollow-kubelet" . >&2)
+  mkdir -p "$out" && mv "$work/hollow-kubelet" "$out/hollow-kubelet"
+  step "hollow-kubelet ready: $out/hollow-kubelet"
 }
 
 build_etcd() {
@@ -75,3 +109,4 @@ mkdir -p "$cache"
 build_etcd
 build_k8s_cmd kube-apiserver
 build_k8s_cmd kube-controller-manager
+build_hollow_kubelet

@@ -3,7 +3,9 @@
  * loopback ports, configured like controller-runtime's envtest, plus a
  * kube-controller-manager running only the storage controllers
  * (KCM_CONTROLLERS). No kubelet or scheduler run, so Nodes exist only if
- * created via API and Pods only run where a test sets spec.nodeName.
+ * created via API or by hollow kubelets a test starts
+ * (test/helpers/hollow-nodes.ts), and Pods only run where a test sets
+ * spec.nodeName.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -32,6 +34,14 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Write kube-apiserver's audit log (AUDIT_POLICY) to auditLogPath (default false: benchmarks and the demo do without). */
   auditLog?: boolean;
+  /**
+   * Also run KCM's node-lifecycle-controller, which marks a node Unknown (and
+   * taints it unreachable) when its kubelet stops heartbeating for
+   * `gracePeriod` (KCM's --node-monitor-grace-period, e.g. "20s"). Only for
+   * control planes whose nodes all run kubelets: nodes a test writes by hand
+   * never heartbeat and would all go Unknown.
+   */
+  nodeLifecycle?: { gracePeriod: string };
 }
 
 /**
@@ -140,7 +150,7 @@ export class ControlPlane {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await cp.boot(bins, opts.startTimeoutMs ?? 60_000, opts.controllerManager ?? true, opts.auditLog ?? false);
+          await cp.boot(bins, opts.startTimeoutMs ?? 60_000, opts.controllerManager ?? true, opts.auditLog ?? false, opts.nodeLifecycle);
           break;
         } catch (err) {
           if (!(err instanceof PortClashError) || attempt >= PORT_ATTEMPTS) throw err;
@@ -241,7 +251,7 @@ export class ControlPlane {
     if (errors.length > 0) throw errors[0];
   }
 
-  private async boot(bins: Binaries, timeoutMs: number, withControllerManager: boolean, auditLog: boolean): Promise<void> {
+  private async boot(bins: Binaries, timeoutMs: number, withControllerManager: boolean, auditLog: boolean, nodeLifecycle?: { gracePeriod: string }): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     const [etcdPort, peerPort, apiPort, kcmPort] = await freePorts(4);
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
@@ -334,7 +344,7 @@ export class ControlPlane {
     }
     this.apiserverCmd = { bin: bins.kubeApiserver, args: apiserverArgs, logPath: join(this.dir, 'kube-apiserver.log'), ca };
     await writeFile(this.kubeconfigPath, kubeconfigYaml(this.serverUrl, ca, this.token), { mode: 0o600 });
-    if (withControllerManager) await this.startControllerManager(bins, kcmPort!, deadline, timeoutMs);
+    if (withControllerManager) await this.startControllerManager(bins, kcmPort!, deadline, timeoutMs, nodeLifecycle);
   }
 
   /**
@@ -345,11 +355,13 @@ export class ControlPlane {
    * (the probe only checks it is up), and syncs claims every 5 s instead of
    * 15 s so a missed event costs a test little.
    */
-  private async startControllerManager(bins: Binaries, port: number, deadline: number, timeoutMs: number): Promise<void> {
+  private async startControllerManager(bins: Binaries, port: number, deadline: number, timeoutMs: number, nodeLifecycle?: { gracePeriod: string }): Promise<void> {
+    const controllers = nodeLifecycle ? [...KCM_CONTROLLERS, 'node-lifecycle-controller'] : KCM_CONTROLLERS;
     this.controllerManager = ManagedProcess.spawn('kube-controller-manager', bins.kubeControllerManager, [
       `--kubeconfig=${this.kubeconfigPath}`,
       '--cloud-provider=external',
-      `--controllers=${KCM_CONTROLLERS.join(',')}`,
+      `--controllers=${controllers.join(',')}`,
+      ...(nodeLifecycle ? [`--node-monitor-grace-period=${nodeLifecycle.gracePeriod}`] : []),
       '--leader-elect=false',
       '--bind-address=127.0.0.1',
       `--secure-port=${port}`,
