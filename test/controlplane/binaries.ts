@@ -16,7 +16,8 @@
  *      `build-binaries.sh` from Go modules the first time it is needed. Each
  *      binary has its own directory, so adding one never rebuilds the others.
  */
-import { constants as fsc } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { constants as fsc, readFileSync } from 'node:fs';
 import { access, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
@@ -74,8 +75,27 @@ export function cachedBinaries(cache = cacheDir()): Binaries {
     kubeApiserver: join(cache, `kube-apiserver-${K8S_VERSION}`, 'kube-apiserver'),
     etcd: join(cache, `etcd-${ETCD_VERSION}`, 'etcd'),
     kubeControllerManager: join(cache, `kube-controller-manager-${K8S_VERSION}`, 'kube-controller-manager'),
-    hollowKubelet: join(cache, `hollow-kubelet-${K8S_VERSION}`, 'hollow-kubelet'),
+    hollowKubelet: join(cache, `hollow-kubelet-${K8S_VERSION}-${hollowKubeletKey()}`, 'hollow-kubelet'),
   };
+}
+
+/**
+ * The hollow kubelet's cache key beside the version: a hash of our main.go, so
+ * editing it builds a new binary instead of reusing the old one.
+ */
+export function hollowKubeletKey(): string {
+  const candidates = [
+    fileURLToPath(new URL('./hollow-kubelet/main.go', import.meta.url)),
+    fileURLToPath(new URL('../../../test/controlplane/hollow-kubelet/main.go', import.meta.url)),
+  ];
+  for (const c of candidates) {
+    try {
+      return createHash('sha256').update(readFileSync(c)).digest('hex').slice(0, 12);
+    } catch {
+      // try the next place
+    }
+  }
+  return 'nosource';
 }
 
 /**
@@ -167,7 +187,7 @@ async function runBuild(cache: string, say: (line: string) => void, log?: Logger
   const started = Date.now();
   say(`building the missing ones of kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`);
   log?.info({ script, cache }, 'building control-plane binaries');
-  const child = execa('bash', [script, cache, K8S_VERSION, ETCD_VERSION], {
+  const child = execa('bash', [script, cache, K8S_VERSION, ETCD_VERSION, hollowKubeletKey()], {
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',

@@ -5,19 +5,19 @@
 # proxy at build time; only the hollow kubelet's small main
 # (hollow-kubelet/main.go) is ours.
 #
-# Usage: build-binaries.sh CACHE_DIR K8S_VERSION ETCD_VERSION
+# Usage: build-binaries.sh CACHE_DIR K8S_VERSION ETCD_VERSION HOLLOW_KEY
 # Produces CACHE_DIR/kube-apiserver-K8S_VERSION/kube-apiserver,
 #          CACHE_DIR/kube-controller-manager-K8S_VERSION/kube-controller-manager,
-#          CACHE_DIR/hollow-kubelet-K8S_VERSION/hollow-kubelet and
+#          CACHE_DIR/hollow-kubelet-K8S_VERSION-HOLLOW_KEY/hollow-kubelet and
 #          CACHE_DIR/etcd-ETCD_VERSION/etcd
-# (after changing hollow-kubelet/main.go, delete its cache directory to rebuild)
+# (HOLLOW_KEY is a hash of hollow-kubelet/main.go, so editing it builds anew)
 # Only missing binaries are built; each has its own directory, so adding a
 # binary never invalidates the ones already cached.
 # Each binary is built in a scratch module and moved into place only when the
 # build succeeded, so a half-built binary is never mistaken for a cached one.
 set -euo pipefail
 
-cache=$1 k8s=$2 etcd=$3
+cache=$1 k8s=$2 etcd=$3 hollow_key=$4
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 
 # Scratch modules are removed however the script ends (set -e included).
@@ -75,9 +75,9 @@ build_k8s_cmd() {
 # build_hollow_kubelet: builds our main around k8s.io/kubernetes/pkg/kubemark
 # (hollow-kubelet/main.go beside this script: kubemark's hollow kubelet set up
 # as an external-cloud kubelet) at $k8s into
-# $cache/hollow-kubelet-$k8s/hollow-kubelet.
+# $cache/hollow-kubelet-$k8s-$hollow_key/hollow-kubelet.
 build_hollow_kubelet() {
-  local out="$cache/hollow-kubelet-$k8s"
+  local out="$cache/hollow-kubelet-$k8s-$hollow_key"
   [ -x "$out/hollow-kubelet" ] && return 0
   local work; work=$(mktemp -d "$cache/.build-hollow-kubelet.XXXXXX")
   scratch+=("$work")
