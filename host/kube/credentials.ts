@@ -13,7 +13,7 @@
  *   credential is cached until its `expirationTimestamp` (for ever when it has
  *   none), and concurrent requests share one run.
  * - `auth-provider` entries (removed from kubectl in 1.26) are refused with
- *   the exec plugin to use instead.
+ *   the exec plugin to use instead, and so is a cluster's `proxy-url`.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -61,6 +61,9 @@ export class KubeCredentials implements Authenticator {
   constructor(private readonly kc: KubeConfigData) {
     const cluster = currentCluster(kc);
     if (!cluster) throw new Error(`kubeconfig selects no cluster (current context ${JSON.stringify(kc.currentContext)})`);
+    if (cluster.proxyUrl) {
+      throw new Error(`kubeconfig cluster ${JSON.stringify(cluster.name)} sets proxy-url, which the host does not support: remove it and let the host reach the API server directly`);
+    }
     this.server = cluster.server.replace(/\/$/, '');
     const user = currentUser(kc);
     if (user?.authProvider && !providerTokenFile(user)) {

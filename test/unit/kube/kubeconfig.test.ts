@@ -114,3 +114,9 @@ test('kubeconfig: an exec credential is cached until it expires', async (t) => {
   t.deepEqual(auths.map((a) => a.headers.Authorization), ['Bearer tok', 'Bearer tok']);
   t.is(fs.readFileSync(count, 'utf8'), 'run\n');
 });
+
+test('kubeconfig: proxy-url is refused, saying what to do', (t) => {
+  const file = path.join(tmp, 'proxy.yaml');
+  fs.writeFileSync(file, `${cluster('proxy-url: "http://proxy:3128"')}\n${oneUser('token: abc')}\n`);
+  t.throws(() => new KubeCredentials(loadKubeConfig({ kubeconfig: file })), { message: /proxy-url.*remove it/ });
+});
