@@ -157,9 +157,6 @@ export class CoreV1Api {
   listNamespacedService(p: InNamespace & ListParams, o?: CallOptions): Promise<V1ServiceList> {
     return this.services.list(p.namespace, listParams(p), o);
   }
-  readNamespacedService(p: Named & InNamespace, o?: CallOptions): Promise<V1Service> {
-    return this.services.read(p.namespace, p.name, o);
-  }
   patchNamespacedService(p: P<Named & InNamespace & WithBody>, o?: CallOptions): Promise<V1Service> {
     return this.services.patch(p.namespace, p.name, p.body, writeParams(p), o);
   }

@@ -29,6 +29,13 @@ export async function watch(rest: RestClient, path: string, query: Query, onEven
       req.destroy();
       resolve();
     };
+    // Rejects first, then drops the connection without an error event (none would be listened to once the response arrived).
+    let failed = false;
+    const fail = (err: Error): void => {
+      failed = true;
+      reject(err);
+      req.destroy();
+    };
     const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'GET', headers, agent }, (res) => {
       if (res.statusCode !== 200) {
         readError(res).then((body) => reject(new ApiError(res.statusCode ?? 0, body, 'WATCH', url.pathname)), reject);
@@ -37,6 +44,7 @@ export async function watch(rest: RestClient, path: string, query: Query, onEven
       let pending: Buffer[] = [];
       let pendingBytes = 0;
       res.on('data', (chunk: Buffer) => {
+        if (failed) return;
         let start = 0;
         for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
           pending.push(chunk.subarray(start, nl));
@@ -49,15 +57,15 @@ export async function watch(rest: RestClient, path: string, query: Query, onEven
           try {
             event = JSON.parse(line) as typeof event;
           } catch (err) {
-            req.destroy(new Error(`watch ${url.pathname}: an event is not JSON: ${(err as Error).message}`));
+            fail(new Error(`watch ${url.pathname}: an event is not JSON: ${(err as Error).message}`));
             return;
           }
-          if (signal.aborted) return;
+          if (signal.aborted || failed) return;
           onEvent(String(event.type), event.object);
         }
         pendingBytes += chunk.length - start;
         if (pendingBytes > MAX_WATCH_LINE_BYTES) {
-          req.destroy(new Error(`watch ${url.pathname}: an event exceeds ${MAX_WATCH_LINE_BYTES} bytes`));
+          fail(new Error(`watch ${url.pathname}: an event exceeds ${MAX_WATCH_LINE_BYTES} bytes`));
           return;
         }
         if (start < chunk.length) pending.push(chunk.subarray(start));
