@@ -265,6 +265,8 @@ export class Informer<T extends KubernetesObject> {
     const connection = new AbortController();
     const onStop = (): void => connection.abort();
     signal.addEventListener('abort', onStop, { once: true });
+    // stop() may have run between the list and here; 'abort' does not fire again.
+    if (signal.aborted) connection.abort();
     this.log.debug({ resourceVersion: this.resourceVersion }, 'watch starting');
     const query = {
       resourceVersion: this.resourceVersion,
