@@ -8,14 +8,15 @@
  * the election (or the controllers) runs; `stop()` shuts down in reverse:
  * controllers (bounded) → informers → lease released → plugin → server.
  */
-import { VersionApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Cloud } from './cloud.js';
 import type { HostConfig } from './config/config.js';
 import { readCloudConfig } from './config/cloud-config.js';
 import { CONTROLLER_FACTORIES, CONTROLLER_PREFLIGHTS } from './controllers/registry.js';
 import { EventRecorder } from './kube/events.js';
 import { InformerFactory } from './kube/informer-factory.js';
-import { loadKubeConfig, makeClients, type KubeClients } from './kube/client.js';
+import { getVersion } from './kube/api.js';
+import { makeClients, type KubeClients } from './kube/client.js';
+import { currentUser, loadKubeConfig, type KubeConfigData } from './kube/kubeconfig.js';
 import { ConnectionPool } from './kube/connections.js';
 import { HostStartError } from './errors.js';
 import { ServiceAccountCredentials } from './kube/service-account-credentials.js';
@@ -48,8 +49,8 @@ export interface HostHandle {
 
 export interface StartHostOptions {
   log: Logger;
-  /** A KubeConfig to use instead of --kubeconfig/--master (tests, demo). */
-  kubeConfig?: KubeConfig;
+  /** A kubeconfig to use instead of --kubeconfig/--master (tests, demo); a client-node `KubeConfig` fits. */
+  kubeConfig?: KubeConfigData;
   /**
    * Called once when the lease could not be renewed in time: the controllers
    * are already stopping. main exits non-zero, as upstream, so the kubelet
@@ -75,22 +76,28 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
 
   const cloudConfig = config.cloudConfigPath ? await readCloudConfig(config.cloudConfigPath) : Buffer.alloc(0);
 
-  let kc: KubeConfig;
+  let kc: KubeConfigData;
+  let versionClient: KubeClients;
   try {
     kc = opts.kubeConfig ?? loadKubeConfig({ kubeconfig: config.kubeconfig, master: config.master });
+    versionClient = makeClients(kc, { userAgent: `${COMPONENT_NAME}/${HOST_VERSION}` });
   } catch (err) {
     throw new HostStartError(errorMessage(err));
   }
   registerCloudConfigSecrets(cloudConfig);
   registerEnvSecrets(config.pluginEnv);
-  registerSecret(kc.getCurrentUser()?.token);
+  registerSecret(currentUser(kc)?.token);
   if (untrackedSecrets() > 0) {
     log.warn(
       { untracked: untrackedSecrets() },
       'some secret values of --cloud-config or --plugin-env are too many or too long (a single line over 4 KiB) to be redacted from logs and events: keep bulky secrets in files the provider reads',
     );
   }
-  await checkApiServer(kc);
+  try {
+    await checkApiServer(versionClient);
+  } finally {
+    versionClient.connections.destroy();
+  }
 
   const metrics = createHostMetrics();
   const cleanups: (() => Promise<void>)[] = [];
@@ -201,7 +208,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     /** Runs every enabled controller until `leading` aborts; resolves once they and the informers stopped (bounded). */
     const runControllers = async (leading: AbortSignal): Promise<void> => {
       leadingNow = true;
-      const factory = new InformerFactory({ kc, clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
+      const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
       informers = factory;
       const running = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
       factory.start();
@@ -321,17 +328,13 @@ async function startControllers(a: StartControllersArgs): Promise<Promise<void>[
 }
 
 /** Fails fast, with one line, when the API server cannot be reached (upstream waits up to 10 s). */
-async function checkApiServer(kc: KubeConfig): Promise<void> {
-  const server = kc.getCurrentCluster()?.server ?? '(none)';
-  const version = kc.makeApiClient(VersionApi);
+async function checkApiServer(clients: KubeClients): Promise<void> {
+  const server = clients.rest.server;
   const deadline = Date.now() + API_CHECK_TIMEOUT_MS;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
-      await Promise.race([
-        version.getCode(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), Math.max(1, deadline - Date.now())).unref()),
-      ]);
+      await getVersion(clients.rest, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) });
       return;
     } catch (err) {
       last = err;

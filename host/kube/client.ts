@@ -1,156 +1,25 @@
 /**
- * API server connection: kubeconfig loading with the CCM's flag semantics,
- * and API clients whose every request goes through a client-side QPS/burst
- * limiter (client-go's rest.Config QPS/Burst) and is counted in
- * `rest_client_requests_total`.
- *
- * client-node (1.x) builds requests in generated API classes from a
- * `Configuration` (createConfiguration: base server, auth methods,
- * middleware, httpApi). We install our own `httpApi` (throttling and
- * counting around http-library.ts) rather than a middleware: it sees request
- * and response together (for the metric), and unlike static middleware it cannot be
- * dropped by a per-call `{ middleware }` option (whose default merge strategy
- * is "replace"). Watches (client-node `Watch`) do not use `httpApi` and are
- * therefore neither limited nor counted (client-go throttles watch requests
- * too; here the informer's reconnect backoff bounds their rate). Requests go
- * over keep-alive connections from a {@link ConnectionPool} (connections.ts).
+ * API clients whose every request goes through a client-side QPS/burst
+ * limiter (client-go's rest.Config QPS/Burst), is counted in
+ * `rest_client_requests_total` and goes over keep-alive connections of a
+ * {@link ConnectionPool} (rest.ts). They are the host's own lean client, not
+ * `@kubernetes/client-node`: importing that costs ~70 MB of RSS, and its
+ * model deserialization CPU on every object. client-node stays the source of
+ * the object types (type-only imports, free at run time).
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import {
-  ApiException,
-  CoordinationV1Api,
-  CoreV1Api,
-  KubeConfig,
-  ServerConfiguration,
-  createConfiguration,
-  setHeaderMiddleware,
-  wrapHttpLibrary,
-  type ApiConstructor,
-  type ApiType,
-  type HttpLibrary,
-  type RequestContext,
-  type ResponseContext,
-  type SecurityAuthentication,
-} from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
-import { sleep } from './backoff.js';
-import { ConnectionPool, pooledAuthentication } from './connections.js';
-import { NodeHttpLibrary } from './http-library.js';
+import { CoordinationV1Api, CoreV1Api, StorageV1Api } from './api.js';
+import { ConnectionPool } from './connections.js';
+import { KubeCredentials, type Authenticator } from './credentials.js';
+import type { KubeConfigData } from './kubeconfig.js';
 import { registeredMetric } from './metrics.js';
 import { BucketRateLimiter } from './ratelimiter.js';
+import { ApiError, RestClient } from './rest.js';
 
 /** Default of `--kube-api-qps`: sustained API requests per second. */
 export const DEFAULT_KUBE_API_QPS = 20;
 /** Default of `--kube-api-burst`: API requests allowed in a burst. */
 export const DEFAULT_KUBE_API_BURST = 30;
-/** Service-account token file whose presence (with the service env vars) signals in-cluster. */
-const IN_CLUSTER_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
-/** Inputs of {@link loadKubeConfig}. */
-export interface LoadKubeConfigOptions {
-  /** `--kubeconfig`: path of a kubeconfig file. */
-  kubeconfig?: string;
-  /** `--master`: API server URL, overriding the server of the selected cluster. */
-  master?: string;
-  /** Prefix of the service-account files for in-cluster config. Default '' (tests inject). */
-  inClusterPathPrefix?: string;
-}
-
-/**
- * Loads the API server connection settings, first match wins:
- * 1. `kubeconfig` (the `--kubeconfig` flag);
- * 2. the KUBECONFIG environment variable (path-list; files merged, first file's context wins);
- * 3. in-cluster service account (KUBERNETES_SERVICE_HOST/PORT set and the token file present);
- * 4. `master` alone: that URL with no credentials (as upstream BuildConfigFromFlags).
- * Unlike kubectl, ~/.kube/config is never read implicitly. `master`, when
- * given, replaces the server URL of the selected cluster (an `http:` URL
- * also sets skipTLSVerify, which client-node requires for plain HTTP). Throws if no source
- * applies (telling the operator to pass --kubeconfig), or if a file cannot be
- * read/parsed, or the config selects no cluster.
- */
-export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): KubeConfig {
-  const env = process.env;
-  const prefix = opts.inClusterPathPrefix ?? '';
-  const kc = new KubeConfig();
-  const envPaths = (env.KUBECONFIG ?? '').split(path.delimiter).filter((p) => p);
-  if (opts.kubeconfig) {
-    loadFile(kc, opts.kubeconfig, '--kubeconfig');
-  } else if (envPaths.length > 0) {
-    loadFile(kc, envPaths[0]!, 'KUBECONFIG');
-    for (const extra of envPaths.slice(1)) {
-      const more = new KubeConfig();
-      loadFile(more, extra, 'KUBECONFIG');
-      kc.mergeConfig(more, true);
-    }
-  } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && fs.existsSync(prefix + IN_CLUSTER_TOKEN_PATH)) {
-    kc.loadFromCluster(prefix);
-  } else if (opts.master) {
-    kc.loadFromClusterAndUser({ name: 'master', server: opts.master, skipTLSVerify: isPlainHttp(opts.master) }, { name: 'anonymous' });
-  } else {
-    throw new Error(
-      'no API server configuration: pass --kubeconfig (or set KUBECONFIG), or run in a cluster with a service account',
-    );
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error(`kubeconfig selects no cluster (current context ${JSON.stringify(kc.getCurrentContext())})`);
-  const master = opts.master;
-  if (master && cluster.server !== master) {
-    kc.clusters = kc.clusters.map((c) =>
-      c === cluster ? { ...c, server: master, skipTLSVerify: c.skipTLSVerify || isPlainHttp(master) } : c,
-    );
-  }
-  return kc;
-}
-
-/**
- * client-node (1.x) refuses `http:` servers unless the cluster says
- * skipTLSVerify (there is no TLS to verify); an explicit plain-HTTP --master
- * is taken as that consent, as upstream accepts such URLs.
- */
-function isPlainHttp(url: string): boolean {
-  return url.startsWith('http:');
-}
-
-function loadFile(kc: KubeConfig, file: string, source: string): void {
-  try {
-    kc.loadFromFile(file);
-  } catch (err) {
-    throw new Error(`cannot load kubeconfig ${file} from ${source}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-}
-
-/** Something that hands out request slots: returns how long to wait (ms) for the reserved slot. */
-export interface RequestThrottle {
-  when(): number;
-}
-
-/**
- * Wraps an `HttpLibrary` so each request first waits for a slot from
- * `throttle`, then is sent and counted in `requests` (labels: `code` = HTTP
- * status or `<error>` when no response arrived, `method`, `host`).
- */
-export function throttledHttpLibrary(
-  inner: HttpLibrary,
-  throttle: RequestThrottle,
-  requests?: Counter<'code' | 'method' | 'host'>,
-): HttpLibrary {
-  return wrapHttpLibrary({
-    async send(request: RequestContext): Promise<ResponseContext> {
-      const delayMs = throttle.when();
-      if (delayMs > 0) await sleep(delayMs);
-      const labels = { method: request.getHttpMethod(), host: new URL(request.getUrl()).host };
-      try {
-        const response = await inner.send(request).toPromise();
-        requests?.inc({ ...labels, code: String(response.httpStatusCode) });
-        return response;
-      } catch (err) {
-        requests?.inc({ ...labels, code: '<error>' });
-        throw err;
-      }
-    },
-  });
-}
 
 /** Options of {@link makeClients}. */
 export interface MakeClientsOptions {
@@ -162,8 +31,8 @@ export interface MakeClientsOptions {
   userAgent: string;
   /** Where to publish `rest_client_requests_total`; not counted when absent. */
   registry?: Registry;
-  /** Authenticates requests instead of `kc`'s user (per-controller tokens); TLS settings still come from it. */
-  auth?: SecurityAuthentication;
+  /** Authenticates requests instead of `kc`'s current user (per-controller tokens). */
+  auth?: Authenticator;
   /** Keep-alive connections to share with other clients of the process; default a pool of these clients' own. */
   connections?: ConnectionPool;
 }
@@ -172,10 +41,11 @@ export interface MakeClientsOptions {
 export interface KubeClients {
   core: CoreV1Api;
   coordination: CoordinationV1Api;
+  storage: StorageV1Api;
+  /** The client under them, for other paths and for watches (watch.ts). */
+  rest: RestClient;
   /** The connections their requests go over (watches of the same identity may use it too). */
   connections: ConnectionPool;
-  /** Builds any other generated API class (e.g. `DiscoveryV1Api`) on the same limited configuration. */
-  make<T extends ApiType>(api: ApiConstructor<T>): T;
 }
 
 /**
@@ -186,9 +56,8 @@ export interface KubeClients {
  * `rest_client_requests_total` when `registry` is given. Throws if `kc`
  * selects no cluster or the limits are out of range.
  */
-export function makeClients(kc: KubeConfig, opts: MakeClientsOptions): KubeClients {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig selects no cluster');
+export function makeClients(kc: KubeConfigData, opts: MakeClientsOptions): KubeClients {
+  const credentials = new KubeCredentials(kc);
   const limiter = new BucketRateLimiter(opts.qps ?? DEFAULT_KUBE_API_QPS, opts.burst ?? DEFAULT_KUBE_API_BURST);
   const registry = opts.registry;
   const requests = registry
@@ -202,19 +71,13 @@ export function makeClients(kc: KubeConfig, opts: MakeClientsOptions): KubeClien
       )
     : undefined;
   const connections = opts.connections ?? new ConnectionPool();
-  const configuration = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: pooledAuthentication(opts.auth ?? kc, connections) },
-    middleware: [setHeaderMiddleware('User-Agent', opts.userAgent)],
-    httpApi: throttledHttpLibrary(wrapHttpLibrary(new NodeHttpLibrary()), limiter, requests),
-  });
-  const make = <T extends ApiType>(api: ApiConstructor<T>): T => new api(configuration);
-  return { core: make(CoreV1Api), coordination: make(CoordinationV1Api), connections, make };
+  const rest = new RestClient({ server: credentials.server, auth: opts.auth ?? credentials, connections, throttle: limiter, userAgent: opts.userAgent, requests });
+  return { core: new CoreV1Api(rest), coordination: new CoordinationV1Api(rest), storage: new StorageV1Api(rest), rest, connections };
 }
 
-/** Whether `err` is a client-node API error with HTTP status `code`. */
+/** Whether `err` is an API error with HTTP status `code`. */
 function hasStatus(err: unknown, code: number): boolean {
-  return err instanceof ApiException && err.code === code;
+  return err instanceof ApiError && err.code === code;
 }
 
 /** Whether `err` is a 409 Conflict from the API server (stale resourceVersion, or already exists on create). */
@@ -235,7 +98,7 @@ export function isNotFound(err: unknown): boolean {
  */
 export function isGoneOrReplaced(err: unknown): boolean {
   if (isNotFound(err)) return true;
-  if (!(err instanceof ApiException) || err.code !== 422) return false;
+  if (!(err instanceof ApiError) || err.code !== 422) return false;
   let body: unknown = err.body;
   if (typeof body === 'string') {
     try {

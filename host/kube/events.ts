@@ -6,7 +6,8 @@
  * (simplified: exact repeats only, no similar-message folding or spam filter).
  */
 import os from 'node:os';
-import type { CoreV1Api, CoreV1Event, KubernetesObject, V1ObjectReference } from '@kubernetes/client-node';
+import type { CoreV1Event, KubernetesObject, V1ObjectReference } from '@kubernetes/client-node';
+import { type CoreV1Api } from './api.js';
 import { errorMessage, type Logger } from '../log.js';
 import { isNotFound } from './client.js';
 import { redact } from '../redact.js';

@@ -1,15 +1,9 @@
 /**
- * The HTTP transport of the host's API requests: client-node's `HttpLibrary`
- * contract over `node:http(s)` with the request's agent (a pooled keep-alive
- * agent, connections.ts).
- *
- * It replaces client-node's default (node-fetch 2), whose check for
- * truncated chunked responses misfires on keep-alive connections: when a
- * request waiting for a free connection takes over the socket before the
- * previous response has emitted 'close', that response fails with a false
- * "Premature close" (node-fetch/node-fetch#1767). Responses are read whole
- * (bounded by {@link MAX_RESPONSE_BYTES}); no compression is asked for, as a
- * host sits next to its API server and gzip would cost both sides CPU.
+ * The HTTP transport of the host's API requests: one request over
+ * `node:http(s)` with the given agent (a pooled keep-alive agent,
+ * connections.ts), the response read whole (bounded by
+ * {@link MAX_RESPONSE_BYTES}). No compression is asked for, as a host sits
+ * next to its API server and gzip would cost both sides CPU.
  *
  * Like Go's transport, a GET/HEAD/OPTIONS that fails because the server
  * closed the idle keep-alive connection it was sent on is sent once more on
@@ -17,22 +11,37 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { ResponseContext, SelfDecodingBody, type PromiseHttpLibrary, type RequestContext } from '@kubernetes/client-node';
 
 /** Largest response body accepted (a list of many thousand objects fits). */
 export const MAX_RESPONSE_BYTES = 256 * 2 ** 20;
 /** Methods safe to send again when their reused connection turned out closed (Go's isReplayable). */
 const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** client-node `PromiseHttpLibrary` over node:http(s); wrap with `wrapHttpLibrary`. */
-export class NodeHttpLibrary implements PromiseHttpLibrary {
-  async send(request: RequestContext): Promise<ResponseContext> {
-    try {
-      return await exchange(request);
-    } catch (err) {
-      if (!(err instanceof StaleConnectionError) || !REPLAYABLE.has(request.getHttpMethod())) throw unwrap(err);
-      return exchange(request).catch((e: unknown) => Promise.reject(unwrap(e)));
-    }
+/** One HTTP request. */
+export interface HttpRequest {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  /** Text body (JSON), if any. */
+  body?: string;
+  agent?: http.Agent;
+  signal?: AbortSignal;
+}
+
+/** A whole HTTP response. */
+export interface HttpResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** Sends `request` and reads the whole response; see the file comment for the one retry. */
+export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
+  try {
+    return await exchange(request);
+  } catch (err) {
+    if (!(err instanceof StaleConnectionError) || !REPLAYABLE.has(request.method)) throw unwrap(err);
+    return exchange(request).catch((e: unknown) => Promise.reject(unwrap(e)));
   }
 }
 
@@ -46,15 +55,10 @@ class StaleConnectionError extends Error {
 const unwrap = (err: unknown): unknown => (err instanceof StaleConnectionError ? err.original : err);
 
 /** Sends `request` once and reads the whole response. */
-function exchange(request: RequestContext): Promise<ResponseContext> {
-  const url = new URL(request.getUrl());
-  const body = request.getBody();
-  if (body !== undefined && typeof body !== 'string') {
-    return Promise.reject(new Error(`unsupported request body (${body.constructor.name}) for ${request.getHttpMethod()} ${url.pathname}: only text bodies are sent`));
-  }
-  const agent = request.getAgent();
-  const options: https.RequestOptions = { method: request.getHttpMethod(), headers: request.getHeaders(), signal: request.getSignal() };
-  if (agent) options.agent = agent;
+function exchange(request: HttpRequest): Promise<HttpResponse> {
+  const { url, method } = request;
+  const options: https.RequestOptions = { method, headers: request.headers, signal: request.signal };
+  if (request.agent) options.agent = request.agent;
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? https : http).request(url, options, (res) => {
       const chunks: Buffer[] = [];
@@ -62,30 +66,23 @@ function exchange(request: RequestContext): Promise<ResponseContext> {
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size > MAX_RESPONSE_BYTES) {
-          req.destroy(new Error(`response to ${request.getHttpMethod()} ${url.pathname} exceeds ${MAX_RESPONSE_BYTES} bytes; narrow the request (label selector, namespace)`));
+          req.destroy(new Error(`response to ${method} ${url.pathname} exceeds ${MAX_RESPONSE_BYTES} bytes; narrow the request (label selector, namespace)`));
           return;
         }
         chunks.push(chunk);
       });
-      res.on('end', () => resolve(new ResponseContext(res.statusCode ?? 0, flatHeaders(res.headers), new SelfDecodingBody(Promise.resolve(Buffer.concat(chunks))))));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('error', reject);
       res.on('close', () => {
-        if (!res.complete) reject(new Error(`connection closed while reading the response to ${request.getHttpMethod()} ${url.pathname}`));
+        if (!res.complete) reject(new Error(`connection closed while reading the response to ${method} ${url.pathname}`));
       });
     });
     req.on('error', (err) => reject(req.reusedSocket && isReset(err) ? new StaleConnectionError(err) : err));
-    req.end(body);
+    req.end(request.body);
   });
 }
 
 function isReset(err: Error): boolean {
   const code = (err as NodeJS.ErrnoException).code;
   return code === 'ECONNRESET' || code === 'EPIPE';
-}
-
-/** Header values as one string each (repeated headers joined with ", ", as fetch does). */
-function flatHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
-  return out;
 }

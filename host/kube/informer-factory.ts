@@ -7,16 +7,14 @@
  * without fields no controller reads (cache-transforms.ts). Watches go over keep-alive
  * connections of the clients' pool (its watch agent, apart from requests).
  */
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { V1Node } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Node } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { dropManagedFields, slimNode } from './cache-transforms.js';
 import type { KubeClients } from './client.js';
-import { pooledWatchConfig } from './connections.js';
 import { Informer, type ListResult } from './informer.js';
 
 export interface InformerFactoryOptions {
-  kc: KubeConfig;
+  /** Lists go through these clients; watches through their REST client, on its pool's watch connections. */
   clients: KubeClients;
   log: Logger;
   /** Label selector for Nodes; '' = all. */
@@ -50,11 +48,7 @@ export interface ResourceSpec<T extends KubernetesObject> {
 export class InformerFactory {
   private readonly informers = new Map<string, Informer<KubernetesObject>>();
   private started = false;
-  private readonly watchConfig: KubeConfig;
-
-  constructor(private readonly o: InformerFactoryOptions) {
-    this.watchConfig = pooledWatchConfig(o.kc, o.clients.connections);
-  }
+  constructor(private readonly o: InformerFactoryOptions) {}
 
   /** The shared informer of `spec.name`, created on first use. Handlers added after start() still get every cached object. */
   for<T extends KubernetesObject>(spec: ResourceSpec<T>): Informer<T> {
@@ -64,7 +58,7 @@ export class InformerFactory {
     const namespace = spec.namespacedPath && this.o.namespace ? this.o.namespace : undefined;
     const path = namespace ? spec.namespacedPath!(namespace) : spec.path;
     const args: ListArgs = { labelSelector, namespace };
-    const informer = new Informer<T>(this.watchConfig, path, () => spec.list(this.o.clients, args), {
+    const informer = new Informer<T>(this.o.clients.rest, path, () => spec.list(this.o.clients, args), {
       log: this.o.log.child({ informer: spec.name }),
       labelSelector,
       transform: spec.transform ?? dropManagedFields,

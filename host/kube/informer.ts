@@ -19,10 +19,12 @@
  * Objects handed out (to handlers, `list`, `get`) are the cache's own: callers
  * must not mutate them; copy first (`structuredClone`) to build a patch.
  */
-import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { errorMessage, type Logger } from '../log.js';
 import { Backoff, sleep } from './backoff.js';
 import { keyOf } from './keys.js';
+import { ApiError, type RestClient } from './rest.js';
+import { watch } from './watch.js';
 
 /** First delay before relisting after an error, in ms (upstream reflector: 800 ms). */
 export const INFORMER_INITIAL_BACKOFF_MS = 800;
@@ -82,7 +84,6 @@ type WatchOutcome =
  * notifies handlers of changes. Keys are `name` or `namespace/name` (keys.ts).
  */
 export class Informer<T extends KubernetesObject> {
-  private readonly watch: Watch;
   private readonly log: Logger;
   private readonly backoff: Backoff;
   private readonly random: () => number;
@@ -100,12 +101,11 @@ export class Informer<T extends KubernetesObject> {
    * happens until {@link Informer.start}.
    */
   constructor(
-    kc: KubeConfig,
+    private readonly rest: RestClient,
     private readonly path: string,
     private readonly listFn: () => Promise<ListResult<T>>,
     private readonly opts: InformerOptions<T>,
   ) {
-    this.watch = new Watch(kc);
     this.log = opts.log.child({ resource: path });
     this.random = opts.random ?? Math.random;
     this.backoff = new Backoff({
@@ -262,14 +262,11 @@ export class Informer<T extends KubernetesObject> {
     const startedAt = performance.now();
     let events = 0;
     let status: { code?: number; message?: string } | undefined;
-    let connection: AbortController | undefined;
-    let ended!: (err: unknown) => void;
-    const done = new Promise<unknown>((resolve) => (ended = resolve));
-    const onStop = (): void => {
-      connection?.abort();
-      ended(null);
-    };
+    const connection = new AbortController();
+    const onStop = (): void => connection.abort();
     signal.addEventListener('abort', onStop, { once: true });
+    // stop() may have run between the list and here; 'abort' does not fire again.
+    if (signal.aborted) connection.abort();
     this.log.debug({ resourceVersion: this.resourceVersion }, 'watch starting');
     const query = {
       resourceVersion: this.resourceVersion,
@@ -278,31 +275,21 @@ export class Informer<T extends KubernetesObject> {
       labelSelector: this.opts.labelSelector,
       fieldSelector: this.opts.fieldSelector,
     };
-    this.watch
-      .watch(
-        this.path,
-        query,
-        (phase: string, obj: unknown) => {
-          if (signal.aborted || status) return;
-          if (phase === 'ERROR') {
-            status = (obj ?? {}) as { code?: number; message?: string };
-            connection?.abort();
-            return;
-          }
-          events++;
-          this.backoff.reset();
-          this.apply(phase, obj as T);
-        },
-        (err: unknown) => ended(err),
-      )
-      .then(
-        (c) => {
-          connection = c;
-          if (signal.aborted || status) c.abort();
-        },
-        (err: unknown) => ended(err),
-      );
-    const err = await done;
+    const onEvent = (phase: string, obj: unknown): void => {
+      if (signal.aborted || status) return;
+      if (phase === 'ERROR') {
+        status = (obj ?? {}) as { code?: number; message?: string };
+        connection.abort();
+        return;
+      }
+      events++;
+      this.backoff.reset();
+      this.apply(phase, obj as T);
+    };
+    const err = await watch(this.rest, this.path, query, onEvent, connection.signal).then(
+      () => undefined,
+      (e: unknown) => e ?? new Error('watch failed'),
+    );
     signal.removeEventListener('abort', onStop);
     if (signal.aborted) return { kind: 'stopped' };
     if (status) {
@@ -361,12 +348,9 @@ export class Informer<T extends KubernetesObject> {
   }
 }
 
-/** HTTP status carried by a client-node Watch error (`statusCode`) or ApiException (`code`). */
+/** HTTP status carried by an API error (a refused watch or list). */
 function statusCodeOf(err: unknown): number | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const e = err as { statusCode?: unknown; code?: unknown };
-  if (typeof e.statusCode === 'number') return e.statusCode;
-  return typeof e.code === 'number' ? e.code : undefined;
+  return err instanceof ApiError ? err.code : undefined;
 }
 
 /** keyOf for logging: never throws. */

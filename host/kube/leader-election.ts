@@ -21,7 +21,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import type { V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import type { CallOptions, CoordinationV1Api } from './api.js';
 import { errorMessage, type Logger } from '../log.js';
 import { sleep } from './backoff.js';
 import { isNotFound } from './client.js';
@@ -363,7 +364,8 @@ export class KubeLeaseLock implements LeaseLock {
 }
 
 function toSpec(r: LeaseRecord): NonNullable<V1Lease['spec']> {
-  const micro = (d: Date | undefined) => (d ? new V1MicroTime(d.getTime()) : undefined);
+  // metav1.MicroTime on the wire: RFC 3339 with microseconds (the typed field says Date; raw JSON carries the string).
+  const micro = (d: Date | undefined) => (d ? (d.toISOString().replace('Z', '000Z') as unknown as V1MicroTime) : undefined);
   return {
     holderIdentity: r.holderIdentity,
     leaseDurationSeconds: r.leaseDurationSeconds,
@@ -388,23 +390,7 @@ function fromLease(lease: V1Lease): ObservedLease {
   };
 }
 
-/**
- * Per-call option that ties the HTTP request to `signal` (client-node has no
- * per-call timeout). The object-parameter API passes options to its
- * observable layer, whose middleware returns `{ toPromise() }` objects.
- */
-function withSignal(signal: AbortSignal) {
-  const observable = <T>(v: T) => ({ toPromise: () => Promise.resolve(v) });
-  return {
-    middleware: [
-      {
-        pre: (ctx: { setSignal(s: AbortSignal): void }) => {
-          ctx.setSignal(signal);
-          return observable(ctx);
-        },
-        post: <R>(rsp: R) => observable(rsp),
-      },
-    ],
-    middlewareMergeStrategy: 'append' as const,
-  } as never;
+/** Per-call option that ties the HTTP request to `signal`. */
+function withSignal(signal: AbortSignal): CallOptions {
+  return { signal };
 }

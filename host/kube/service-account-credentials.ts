@@ -21,7 +21,9 @@
  * The connection settings (server, CA, TLS options, proxy) come from the
  * host's KubeConfig; only the user is replaced.
  */
-import { CoreV1Api, KubeConfig, type RequestContext, type SecurityAuthentication } from '@kubernetes/client-node';
+import type { CoreV1Api } from './api.js';
+import { KubeCredentials, type Authenticator, type RequestAuth } from './credentials.js';
+import { currentCluster, singleConfig, type KubeConfigData } from './kubeconfig.js';
 import { errorMessage, type Logger } from '../log.js';
 import { isNotFound, isConflict, makeClients, type KubeClients, type MakeClientsOptions } from './client.js';
 import { Backoff } from './backoff.js';
@@ -37,7 +39,7 @@ const EXPIRY_MARGIN_MS = 10_000;
 
 export interface ServiceAccountCredentialsOptions {
   /** The host's connection; its user gets/creates ServiceAccounts and requests tokens. */
-  kc: KubeConfig;
+  kc: KubeConfigData;
   /** Client with the host's credentials for those calls. */
   hostCore: CoreV1Api;
   log: Logger;
@@ -61,9 +63,9 @@ export class ServiceAccountCredentials {
   }
 }
 
-/** Token of one ServiceAccount, applied to requests as a SecurityAuthentication. */
-class TokenSource implements SecurityAuthentication {
-  private current?: { kc: KubeConfig; renewAt: number; expiresAt: number };
+/** Token of one ServiceAccount, applied to requests as their credentials. */
+class TokenSource implements Authenticator {
+  private current?: { credentials: KubeCredentials; renewAt: number; expiresAt: number };
   private renewing?: Promise<void>;
   private nextAttemptAt = 0;
   private lastError?: string;
@@ -80,7 +82,7 @@ class TokenSource implements SecurityAuthentication {
     return `serviceaccount:${this.namespace}:${this.name}`;
   }
 
-  async applySecurityAuthentication(context: RequestContext): Promise<void> {
+  async authenticate(): Promise<RequestAuth> {
     const now = Date.now();
     if (!this.current || now >= this.current.renewAt) {
       if (!this.renewing && now >= this.nextAttemptAt) this.renewing = this.renew().finally(() => (this.renewing = undefined));
@@ -92,7 +94,7 @@ class TokenSource implements SecurityAuthentication {
         }
       }
     }
-    await this.current.kc.applySecurityAuthentication(context);
+    return this.current.credentials.authenticate();
   }
 
   private async renew(): Promise<void> {
@@ -110,7 +112,7 @@ class TokenSource implements SecurityAuthentication {
       // The server may shorten the lifetime; trust its expiry, not our request.
       const stamp = tr.status?.expirationTimestamp ? new Date(tr.status.expirationTimestamp).getTime() : NaN;
       const expiresAt = Number.isFinite(stamp) ? stamp : requestedAt + expirationSeconds * 1000;
-      this.current = { kc: this.kubeConfigWith(token), expiresAt, renewAt: requestedAt + (expiresAt - requestedAt) * RENEW_AFTER_FRACTION };
+      this.current = { credentials: this.credentialsWith(token), expiresAt, renewAt: requestedAt + (expiresAt - requestedAt) * RENEW_AFTER_FRACTION };
       this.lastError = undefined;
       this.backoff.reset();
       this.log.debug({ expiresAt: new Date(expiresAt).toISOString() }, 'controller token renewed');
@@ -138,12 +140,8 @@ class TokenSource implements SecurityAuthentication {
     }
   }
 
-  /** The host's KubeConfig with the same cluster and this token as the only user. */
-  private kubeConfigWith(token: string): KubeConfig {
-    const cluster = this.o.kc.getCurrentCluster()!;
-    const user = this.getName();
-    const kc = new KubeConfig();
-    kc.loadFromOptions({ clusters: [cluster], users: [{ name: user, token }], contexts: [{ name: user, cluster: cluster.name, user }], currentContext: user });
-    return kc;
+  /** The host's cluster (server, CA, TLS options) with this token as the only user. */
+  private credentialsWith(token: string): KubeCredentials {
+    return new KubeCredentials(singleConfig(currentCluster(this.o.kc)!, { name: this.getName(), token }));
   }
 }

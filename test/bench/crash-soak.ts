@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
-import { patchService } from '../../host/kube/patch.js';
+import { patchService } from '../helpers/kube-patch.js';
 import { readJournal } from '../../plugins/local/journal.js';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { cloudLbs, ensureNamespace, lbService } from '../helpers/lb.js';

@@ -24,11 +24,11 @@ const clients = makeClients(kc, { userAgent: 'bench-informer-cache', qps: 1000, 
 await clients.core.listNode({ labelSelector: selector, limit: 1 });
 gc();
 const before = process.memoryUsage().heapUsed;
-const factory = new InformerFactory({ kc, clients, log, nodeSelector: selector, namespace: '' });
+const factory = new InformerFactory({ clients, log, nodeSelector: selector, namespace: '' });
 const informer =
   mode === 'host'
     ? factory.nodes()
-    : new Informer(kc, '/api/v1/nodes', () => clients.core.listNode({ labelSelector: selector }), { log, labelSelector: selector });
+    : new Informer(clients.rest, '/api/v1/nodes', () => clients.core.listNode({ labelSelector: selector }), { log, labelSelector: selector });
 if (mode === 'host') factory.start();
 else informer.start();
 await informer.waitForSync();

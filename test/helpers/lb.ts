@@ -1,7 +1,7 @@
 /** Helpers for load balancer tests against the real API server and the local cloud. */
 import type { CoreV1Api, CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import { patchNodeStatus, patchService } from '../../host/kube/patch.js';
+import { patchNodeStatus, patchService } from './kube-patch.js';
 import { localcloud } from './localcloud.js';
 
 export const LB_FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';

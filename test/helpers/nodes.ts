@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Api, CoreV1Event, V1Node, V1NodeCondition } from '@kubernetes/client-node';
-import { patchNodeStatus } from '../../host/kube/patch.js';
+import { patchNodeStatus } from './kube-patch.js';
 
 /** A unique label for one test host: pass `selector` to --node-selector and `labels` to every node. */
 export function testScope(prefix: string): { key: string; value: string; selector: string; labels: Record<string, string>; prefix: string } {

@@ -14,7 +14,7 @@ import {
   type V1PersistentVolumeClaim,
   type V1StorageClass,
 } from '@kubernetes/client-node';
-import { patchOptions } from '../../host/kube/patch.js';
+import { patchOptions } from './kube-patch.js';
 import { testHostLogPath } from './host.js';
 import { localcloud } from './localcloud.js';
 import { waitFor } from './wait.js';

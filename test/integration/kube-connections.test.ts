@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Agent, ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import test from 'ava';
-import { AuthenticationV1Api, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, type V1ConfigMap, type V1ConfigMapList, type V1SelfSubjectReview, type V1Secret, type V1SecretList } from '@kubernetes/client-node';
 import { makeClients } from '../../host/kube/client.js';
 import { ConnectionPool } from '../../host/kube/connections.js';
 import { InformerFactory, type ResourceSpec } from '../../host/kube/informer-factory.js';
@@ -43,7 +43,7 @@ test('clients with different tokens sharing one pool send their requests over on
   const observed = observeRequests((r) => r.getHeader('user-agent') === userAgent);
   t.teardown(() => observed.stop());
   const whoami = async (clients: typeof admin) =>
-    (await clients.make(AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } })).status?.userInfo?.username;
+    (await clients.rest.request<V1SelfSubjectReview>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } })).status?.userInfo?.username;
   const users: (string | undefined)[] = [];
   for (let i = 0; i < 50; i++) users.push(await whoami(i % 2 ? host : admin));
   const adminUser = users[0];
@@ -59,8 +59,9 @@ test('informer watches go over the pool: one keep-alive watch agent, apart from 
   const clients = makeClients(kc, { userAgent, qps: 1000, burst: 1000 });
   t.teardown(() => clients.connections.destroy());
   const namespace = `kube-connections-it-${randomBytes(4).toString('hex')}`;
-  await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
-  t.teardown(() => clients.core.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
+  const admin = kc.makeApiClient(CoreV1Api);
+  await admin.createNamespace({ body: { metadata: { name: namespace } } });
+  t.teardown(() => admin.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
   const observed = observeRequests((r) => r.path.startsWith(`/api/v1/namespaces/${namespace}/`) || r.getHeader('user-agent') === userAgent);
   t.teardown(() => observed.stop());
 
@@ -68,20 +69,20 @@ test('informer watches go over the pool: one keep-alive watch agent, apart from 
     name: 'configmaps',
     path: '/api/v1/configmaps',
     namespacedPath: (ns) => `/api/v1/namespaces/${ns}/configmaps`,
-    list: (c, a) => c.core.listNamespacedConfigMap({ namespace: a.namespace! }),
+    list: (c, a) => c.rest.request<V1ConfigMapList>('GET', `/api/v1/namespaces/${a.namespace!}/configmaps`),
   };
   const secrets: ResourceSpec<V1Secret> = {
     name: 'secrets',
     path: '/api/v1/secrets',
     namespacedPath: (ns) => `/api/v1/namespaces/${ns}/secrets`,
-    list: (c, a) => c.core.listNamespacedSecret({ namespace: a.namespace! }),
+    list: (c, a) => c.rest.request<V1SecretList>('GET', `/api/v1/namespaces/${a.namespace!}/secrets`),
   };
-  const factory = new InformerFactory({ kc, clients, log: silentLogger(), nodeSelector: '', namespace });
+  const factory = new InformerFactory({ clients, log: silentLogger(), nodeSelector: '', namespace });
   t.teardown(() => factory.stop());
   const cmInformer = factory.for(configMaps);
   factory.for(secrets);
   factory.start();
-  await clients.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'probe' } } });
+  await admin.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'probe' } } });
   await waitFor(() => cmInformer.get(`${namespace}/probe`), { what: 'the watch delivers the ConfigMap', timeoutMs: 30_000 });
   const isWatch = (s: { path: string }) => s.path.includes('watch=true');
   // The first watch of each resource, once it has its connection.

@@ -6,7 +6,8 @@
  */
 import anyTest, { type TestFn } from 'ava';
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
+import { CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
+import type { CoreV1Api as HostCoreV1Api } from '../../host/kube/api.js';
 import { makeClients } from '../../host/kube/client.js';
 import { EventRecorder } from '../../host/kube/events.js';
 import { MAX_MESSAGE_BYTES, TRUNCATION_SUFFIX } from '../../host/kube/message-text.js';
@@ -16,16 +17,17 @@ import { waitFor } from '../helpers/wait.js';
 
 const COMPONENT = 'kube-events-it';
 const HOST = 'kube-events-it-host';
-const test = anyTest as TestFn<{ core: CoreV1Api; ns: string; nodes: string[] }>;
+const test = anyTest as TestFn<{ core: CoreV1Api; hostCore: HostCoreV1Api; ns: string; nodes: string[] }>;
 
 const uniq = (): string => randomBytes(4).toString('hex');
 
 test.before(async (t) => {
   const kc = await testKubeConfig();
-  const { core } = makeClients(kc, { userAgent: 'kube-events-it', qps: 1000, burst: 1000 });
+  const core = kc.makeApiClient(CoreV1Api);
+  const hostCore = makeClients(kc, { userAgent: 'kube-events-it', qps: 1000, burst: 1000 }).core;
   const ns = `kube-events-it-${uniq()}`;
   await core.createNamespace({ body: { metadata: { name: ns } } });
-  t.context = { core, ns, nodes: [] };
+  t.context = { core, hostCore, ns, nodes: [] };
 });
 
 test.after.always(async (t) => {
@@ -35,7 +37,7 @@ test.after.always(async (t) => {
   await core.deleteNamespace({ name: ns }).catch(() => undefined);
 });
 
-function recorder(core: CoreV1Api): EventRecorder {
+function recorder(core: HostCoreV1Api): EventRecorder {
   return new EventRecorder(core, { component: COMPONENT, host: HOST, log: silentLogger() });
 }
 
@@ -55,7 +57,7 @@ test('an event about a Node lands in default with the involved object, source, t
   t.context.nodes.push(name);
   const node = await core.createNode({ body: { metadata: { name } } });
   t.is(node.kind, 'Node');
-  const rec = recorder(core);
+  const rec = recorder(t.context.hostCore);
   rec.event(node, 'Warning', 'SomethingFailed', `node ${name} had a problem`);
   await rec.flush();
 
@@ -83,7 +85,7 @@ test('an event about a Node lands in default with the involved object, source, t
 test('a plugin-style message with forged lines, control and bidi characters and 8 KiB is written as one bounded line', async (t) => {
   const { core, ns } = t.context;
   const cm = await configMap(core, ns);
-  const rec = recorder(core);
+  const rec = recorder(t.context.hostCore);
   const forged = `CreateVolume: failed\nNormal  Synced  Volume ready\r\n\u001b[2J\u0000\u202egnp.exe ${'x'.repeat(8192)}`;
   rec.event(cm, 'Warning', 'ProvisioningFailed', forged);
   await rec.flush();
@@ -99,7 +101,7 @@ test('an event about a namespaced ConfigMap lands in its namespace', async (t) =
   const { core, ns } = t.context;
   const cm = await configMap(core, ns);
   t.is(cm.kind, 'ConfigMap');
-  const rec = recorder(core);
+  const rec = recorder(t.context.hostCore);
   rec.event(cm, 'Normal', 'Configured', 'configmap looked at');
   await rec.flush();
 
@@ -122,7 +124,7 @@ test('an event about a namespaced ConfigMap lands in its namespace', async (t) =
 test('repeats of the same event are aggregated into one Event with a count; a different message is a separate Event', async (t) => {
   const { core, ns } = t.context;
   const cm = await configMap(core, ns);
-  const rec = recorder(core);
+  const rec = recorder(t.context.hostCore);
   for (let i = 0; i < 3; i++) rec.event(cm, 'Warning', 'Flapping', 'it flapped');
   rec.event(cm, 'Warning', 'Flapping', 'it flapped differently');
   await rec.flush();
@@ -149,7 +151,7 @@ test('recording again after the Event was deleted creates it anew', async (t) =>
   const { core, ns } = t.context;
   const cm = await configMap(core, ns);
   const uid = cm.metadata!.uid!;
-  const rec = recorder(core);
+  const rec = recorder(t.context.hostCore);
   rec.event(cm, 'Normal', 'Seen', 'seen once');
   await rec.flush();
   const [first] = await eventsAbout(core, ns, uid);

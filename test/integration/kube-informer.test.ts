@@ -6,26 +6,28 @@
  */
 import anyTest, { type TestFn } from 'ava';
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Api, KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
+import { CoreV1Api, type V1ConfigMap, type V1ConfigMapList } from '@kubernetes/client-node';
 import { makeClients } from '../../host/kube/client.js';
 import { dropManagedFields } from '../../host/kube/cache-transforms.js';
+import type { RestClient } from '../../host/kube/rest.js';
 import { Informer, type InformerHandler, type InformerOptions, type ListResult } from '../../host/kube/informer.js';
 import { silentLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { waitFor } from '../helpers/wait.js';
 
 const LABEL = 'kube-informer-it/test';
-const test = anyTest as TestFn<{ kc: KubeConfig; core: CoreV1Api; ns: string; informers: Informer<V1ConfigMap>[] }>;
+const test = anyTest as TestFn<{ rest: RestClient; core: CoreV1Api; ns: string; informers: Informer<V1ConfigMap>[] }>;
 
 /** A short random name part, valid in object names and label values. */
 const uniq = (): string => randomBytes(4).toString('hex');
 
 test.before(async (t) => {
   const kc = await testKubeConfig();
-  const { core } = makeClients(kc, { userAgent: 'kube-informer-it', qps: 1000, burst: 1000 });
+  const { rest } = makeClients(kc, { userAgent: 'kube-informer-it', qps: 1000, burst: 1000 });
+  const core = kc.makeApiClient(CoreV1Api);
   const ns = `kube-informer-it-${uniq()}`;
   await core.createNamespace({ body: { metadata: { name: ns } } });
-  t.context = { kc, core, ns, informers: [] };
+  t.context = { rest, core, ns, informers: [] };
 });
 
 test.after.always(async (t) => {
@@ -85,12 +87,12 @@ interface Scope {
   informer(listFn?: () => Promise<ListResult<V1ConfigMap>>, opts?: Partial<InformerOptions<V1ConfigMap>>): Informer<V1ConfigMap>;
 }
 
-function scope(t: { context: { kc: KubeConfig; core: CoreV1Api; ns: string; informers: Informer<V1ConfigMap>[] } }): Scope {
-  const { kc, core, ns, informers } = t.context;
+function scope(t: { context: { rest: RestClient; core: CoreV1Api; ns: string; informers: Informer<V1ConfigMap>[] } }): Scope {
+  const { rest, core, ns, informers } = t.context;
   const id = uniq();
   const selector = `${LABEL}=${id}`;
   const name = (n: string): string => `${id}-${n}`;
-  const list = () => core.listNamespacedConfigMap({ namespace: ns, labelSelector: selector });
+  const list = () => rest.request<V1ConfigMapList>('GET', `/api/v1/namespaces/${ns}/configmaps`, { query: { labelSelector: selector } });
   return {
     id,
     selector,
@@ -110,7 +112,7 @@ function scope(t: { context: { kc: KubeConfig; core: CoreV1Api; ns: string; info
     },
     list,
     informer: (listFn = list, opts = {}) => {
-      const inf = new Informer<V1ConfigMap>(kc, `/api/v1/namespaces/${ns}/configmaps`, listFn, {
+      const inf = new Informer<V1ConfigMap>(rest, `/api/v1/namespaces/${ns}/configmaps`, listFn, {
         log: silentLogger(),
         labelSelector: selector,
         // No jitter: backoff delays are exactly 800 ms, 1.6 s, 3.2 s, ...

@@ -22,12 +22,11 @@
 import anyTest, { type TestFn } from 'ava';
 import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
-import { EventsV1Api, StorageV1Api, type CoreV1Api, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
+import { CoreV1Api, EventsV1Api, StorageV1Api, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
 import { initLabels } from '../../host/controllers/node/labels.js';
 import { persistentVolumeFor } from '../../host/controllers/volume/pv-spec.js';
-import { makeClients } from '../../host/kube/client.js';
 import { sanitizeMessage } from '../../host/kube/message-text.js';
-import { patchOptions } from '../../host/kube/patch.js';
+import { patchOptions } from '../helpers/kube-patch.js';
 import { lbStatusProblems } from '../../host/plugin/validate-load-balancers.js';
 import { labelMapProblems, stringMapProblems, volumeProblems } from '../../host/plugin/validate-volumes.js';
 import { instanceMetadataProblems } from '../../host/plugin/validate.js';
@@ -45,16 +44,17 @@ const test = anyTest as TestFn<{ core: CoreV1Api; storage: StorageV1Api; events:
 
 test.before(async (t) => {
   const kc = await testKubeConfig();
-  const clients = makeClients(kc, { userAgent: 'validation-apiserver-it', qps: 1000, burst: 1000 });
+  // The API server is driven with client-node: what is checked is what it accepts, not how the host sends it.
+  const core = kc.makeApiClient(CoreV1Api);
   const id = randomBytes(4).toString('hex');
   const node = `apifuzz-${id}`;
   const va = `apifuzz-${id}`;
   const ns = `apifuzz-${id}`;
-  t.context = { core: clients.core, storage: clients.make(StorageV1Api), events: clients.make(EventsV1Api), node, va, ns };
-  await clients.core.createNamespace({ body: { metadata: { name: ns } } });
-  await clients.core.createNode({ body: { metadata: { name: node, labels: scope.labels } } });
+  t.context = { core, storage: kc.makeApiClient(StorageV1Api), events: kc.makeApiClient(EventsV1Api), node, va, ns };
+  await core.createNamespace({ body: { metadata: { name: ns } } });
+  await core.createNode({ body: { metadata: { name: node, labels: scope.labels } } });
   // A class no controller implements: only this test writes its status.
-  await clients.core.createNamespacedService({
+  await core.createNamespacedService({
     namespace: ns,
     body: { metadata: { name: 'lb' }, spec: { type: 'LoadBalancer', loadBalancerClass: 'example.com/apifuzz-none', ports: [{ port: 80, protocol: 'TCP' }] } },
   });

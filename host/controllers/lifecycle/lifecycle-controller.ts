@@ -34,7 +34,8 @@
  *   metrics) and deleted on a later pass, oldest hold first, if their
  *   instance is still reported gone when the window allows.
  */
-import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Instances, StatusResult } from '../../cloud.js';
 import { sleep } from '../../kube/backoff.js';

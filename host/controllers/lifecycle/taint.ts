@@ -5,7 +5,8 @@
  * and RemoveTaintOffNode retry on conflict. Never writes when the taint is
  * already as wanted.
  */
-import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import { patchNode } from '../../kube/patch.js';
 

@@ -17,7 +17,8 @@
  * whose providerID belongs to this provider (upstream also rewrites nodes it
  * never initialized, which made addresses flap in kubernetes/kubernetes#109793).
  */
-import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import type { Histogram } from 'prom-client';
 import type { Instances, InstanceMetadata, NodeAddress } from '../../cloud.js';
 import { InstanceNotFoundError, InvalidCloudResponseError } from '../../errors.js';

@@ -18,7 +18,8 @@
  *   refuses changes), so a Node someone else gave ranges meanwhile is left
  *   as it is.
  */
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import { isNotFound } from '../../kube/client.js';
 import type { EventRecorder } from '../../kube/events.js';

@@ -16,7 +16,8 @@
  * True/NoRouteCreated (patched only when status or reason changes). A route
  * that could not be created emits Warning `FailedToCreateRoute` on the Node.
  */
-import type { CoreV1Api, V1Node, V1NodeCondition } from '@kubernetes/client-node';
+import type { V1Node, V1NodeCondition } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import { Counter, type Registry } from 'prom-client';
 import type { CloudRoute, DesiredRoute, Routes } from '../../cloud-routes.js';
 import type { EventRecorder } from '../../kube/events.js';

@@ -34,7 +34,8 @@
  * and providerID); an orphan sweep (orphan-sweep.ts) deletes load balancers
  * whose Service is gone in ways no controller can see.
  */
-import type { CoreV1Api, V1Node, V1Service } from '@kubernetes/client-node';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
 import { CloudCallError, ImplementedElsewhereError } from '../../errors.js';

@@ -19,7 +19,8 @@
  * remembered by name and uid, and an attachment found gone (from the cache,
  * or a 404 on the status write right after the publish) is unpublished.
  */
-import { StorageV1Api, type CoreV1Api, type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from '@kubernetes/client-node';
+import { type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from '@kubernetes/client-node';
+import { type StorageV1Api, type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { Volumes } from '../../cloud-volumes.js';
 import { InstanceNotFoundError } from '../../errors.js';
@@ -61,7 +62,7 @@ export class VolumeAttacher {
 
   constructor(private readonly o: AttacherOptions) {
     this.queue = new WorkQueue<string>({ name: 'volume-attacher', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
-    this.storage = o.clients.make(StorageV1Api);
+    this.storage = o.clients.storage;
     this.core = o.clients.core;
     this.finalizer = Finalizers.attacher(o.driver);
     const add = (va: V1VolumeAttachment) => {

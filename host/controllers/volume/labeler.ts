@@ -6,7 +6,8 @@
  * only when the PV has none (it is immutable once set), else a log line says
  * why it was left.
  */
-import type { CoreV1Api, V1PersistentVolume } from '@kubernetes/client-node';
+import type { V1PersistentVolume } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { Volumes } from '../../cloud-volumes.js';
 import { CloudCallError } from '../../errors.js';

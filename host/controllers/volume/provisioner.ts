@@ -15,7 +15,8 @@
  * claim whose finalizer was removed by hand is still covered by the
  * in-memory record while this host runs.
  */
-import type { CoreV1Api, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass, V1VolumeAttachment } from '@kubernetes/client-node';
+import type { V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass, V1VolumeAttachment } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { CreateVolumeRequest, Volumes } from '../../cloud-volumes.js';
 import { CloudCallError, PluginUnavailableError } from '../../errors.js';

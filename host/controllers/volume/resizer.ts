@@ -14,7 +14,8 @@
  * (possible while a node expansion is pending) is a shrink: refused with a
  * Warning event.
  */
-import type { CoreV1Api, V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1StorageClass } from '@kubernetes/client-node';
+import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { Volumes } from '../../cloud-volumes.js';
 import { CloudCallError } from '../../errors.js';

@@ -3,13 +3,8 @@
  * objects the volume controllers watch. Claims are namespaced and honour
  * --watch-namespace; the others are cluster-scoped.
  */
-import {
-  StorageV1Api,
-  type V1PersistentVolume,
-  type V1PersistentVolumeClaim,
-  type V1StorageClass,
-  type V1VolumeAttachment,
-} from '@kubernetes/client-node';
+import { type V1PersistentVolume, type V1PersistentVolumeClaim, type V1StorageClass, type V1VolumeAttachment } from '@kubernetes/client-node';
+import { type StorageV1Api } from '../../kube/api.js';
 import type { ResourceSpec } from '../../kube/informer-factory.js';
 
 export const PERSISTENT_VOLUME_CLAIMS: ResourceSpec<V1PersistentVolumeClaim> = {
@@ -28,11 +23,11 @@ export const PERSISTENT_VOLUMES: ResourceSpec<V1PersistentVolume> = {
 export const STORAGE_CLASSES: ResourceSpec<V1StorageClass> = {
   name: 'storageclasses',
   path: '/apis/storage.k8s.io/v1/storageclasses',
-  list: (c) => c.make(StorageV1Api).listStorageClass(),
+  list: (c) => c.storage.listStorageClass(),
 };
 
 export const VOLUME_ATTACHMENTS: ResourceSpec<V1VolumeAttachment> = {
   name: 'volumeattachments',
   path: '/apis/storage.k8s.io/v1/volumeattachments',
-  list: (c) => c.make(StorageV1Api).listVolumeAttachment(),
+  list: (c) => c.storage.listVolumeAttachment(),
 };

@@ -5,6 +5,7 @@
  */
 import test from 'ava';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { makeClients } from '../../../host/kube/client.js';
 import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from '../../../host/kube/leader-election.js';
 import { createLogger } from '../../../host/log.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
@@ -17,13 +18,14 @@ test('two electors on one real Lease: one leads, renews with microsecond timesta
   const kc = await testKubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
   const coordination = kc.makeApiClient(CoordinationV1Api);
+  const hostCoordination = makeClients(kc, { userAgent: 'ha-lease-test' }).coordination;
   const namespace = `ha-lease-${Date.now().toString(36)}`;
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   t.teardown(() => core.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
 
   const make = () => {
     const identity = newLeaderIdentity();
-    const elector = new LeaderElector({ lock: new KubeLeaseLock(coordination, namespace, 'ccm'), identity, log, ...TIMING });
+    const elector = new LeaderElector({ lock: new KubeLeaseLock(hostCoordination, namespace, 'ccm'), identity, log, ...TIMING });
     const stop = new AbortController();
     let leading = false;
     const outcome = elector.run(stop.signal, async (signal) => {

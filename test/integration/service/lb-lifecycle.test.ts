@@ -147,15 +147,15 @@ test.serial('nodes added, removed and excluded: backends follow, one batch updat
   // A heartbeat-like status change and an unrelated label: no cloud call. Then a real change.
   await core.patchNodeStatus(
     { name: 'lbit-a', body: { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: new Date() }] } } },
-    (await import('../../../host/kube/patch.js')).patchOptions('strategic'),
+    (await import('../../helpers/kube-patch.js')).patchOptions('strategic'),
   );
-  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { unrelated: 'x' } } } }, (await import('../../../host/kube/patch.js')).patchOptions('merge'));
+  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { unrelated: 'x' } } } }, (await import('../../helpers/kube-patch.js')).patchOptions('merge'));
   await addNode(t, 'lbit-c', '127.0.52.3');
   await settle('lbit-a,lbit-b,lbit-c', 'node added');
   t.is(await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'), batches + 1, 'one batch call for both LBs (heartbeat and label changes made none)');
   batches += 1;
 
-  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' } } } }, (await import('../../../host/kube/patch.js')).patchOptions('merge'));
+  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' } } } }, (await import('../../helpers/kube-patch.js')).patchOptions('merge'));
   await settle('lbit-a,lbit-c', 'excluded node removed');
   t.is(await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'), batches + 1);
   batches += 1;

@@ -18,7 +18,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
-import { patchService } from '../../../host/kube/patch.js';
+import { patchService } from '../../helpers/kube-patch.js';
 import { StateStore } from '../../../plugins/local/state.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';

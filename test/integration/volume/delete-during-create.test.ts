@@ -10,7 +10,7 @@ import anyTest, { type TestFn } from 'ava';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { patchOptions } from '../../../host/kube/patch.js';
+import { patchOptions } from '../../helpers/kube-patch.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { localcloud } from '../../helpers/localcloud.js';

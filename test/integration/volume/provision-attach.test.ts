@@ -11,7 +11,7 @@ import { mkdtemp, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1VolumeAttachment } from '@kubernetes/client-node';
-import { patchOptions } from '../../../host/kube/patch.js';
+import { patchOptions } from '../../helpers/kube-patch.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { pluginCalls } from '../../helpers/lb.js';

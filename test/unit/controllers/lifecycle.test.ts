@@ -5,7 +5,8 @@
  * mass-deletion brake (--node-deletion-limit) with its window arithmetic.
  */
 import test from 'ava';
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
+import type { CoreV1Api } from '../../../host/kube/api.js';
 import type { Instances, NodeRef, StatusResult } from '../../../host/cloud.js';
 import { CloudCallError } from '../../../host/errors.js';
 import { NodeLifecycleController } from '../../../host/controllers/lifecycle/lifecycle-controller.js';

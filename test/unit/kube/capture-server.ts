@@ -1,6 +1,6 @@
 /**
  * A local HTTP endpoint that records requests and answers with canned
- * responses, for checking what client-node puts on the wire (headers, patch
+ * responses, for checking what the host's API client puts on the wire (headers, patch
  * content types, bodies). It does not emulate API server semantics.
  */
 import http from 'node:http';

@@ -1,55 +1,46 @@
-import http from 'node:http';
 import https from 'node:https';
 import test from 'ava';
 import { ConnectionPool, MAX_REQUEST_SOCKETS, MAX_WATCH_SOCKETS } from '../../../host/kube/connections.js';
 import { makeClients } from '../../../host/kube/client.js';
+import type { TlsSettings } from '../../../host/kube/credentials.js';
 import { startCaptureServer } from './capture-server.js';
-
-/** Stands in for a proxy agent client-node builds for a `proxy-url` cluster. */
-class ProxyAgent extends https.Agent {}
 
 const CA_A = Buffer.from('ca-a');
 const CA_B = Buffer.from('ca-b');
 
-const sameAgentTable: { name: string; first: () => http.Agent; second: () => http.Agent; same: boolean; secondPurpose?: 'watch' }[] = [
-  { name: 'same TLS settings share one agent', first: () => new https.Agent({ ca: CA_A }), second: () => new https.Agent({ ca: Buffer.from('ca-a') }), same: true },
-  { name: 'another CA gets another agent', first: () => new https.Agent({ ca: CA_A }), second: () => new https.Agent({ ca: CA_B }), same: false },
-  { name: 'another client certificate gets another agent', first: () => new https.Agent({ ca: CA_A, cert: 'c1', key: 'k' }), second: () => new https.Agent({ ca: CA_A, cert: 'c2', key: 'k' }), same: false },
-  { name: 'skipTLSVerify gets another agent', first: () => new https.Agent({ ca: CA_A }), second: () => new https.Agent({ ca: CA_A, rejectUnauthorized: false }), same: false },
-  { name: 'tls-server-name gets another agent', first: () => new https.Agent({ ca: CA_A }), second: () => new https.Agent({ ca: CA_A, servername: 'api' }), same: false },
-  { name: 'plain HTTP and HTTPS do not share', first: () => new https.Agent({}), second: () => new http.Agent({}), same: false },
-  { name: 'watches do not share with requests', first: () => new https.Agent({ ca: CA_A }), second: () => new https.Agent({ ca: CA_A }), same: false, secondPurpose: 'watch' },
+type Side = { secure: boolean; tls: TlsSettings; purpose?: 'request' | 'watch' };
+const https_ = (tls: TlsSettings): Side => ({ secure: true, tls });
+const sameAgentTable: { name: string; first: Side; second: Side; same: boolean }[] = [
+  { name: 'same TLS settings share one agent', first: https_({ ca: CA_A }), second: https_({ ca: Buffer.from('ca-a') }), same: true },
+  { name: 'another CA gets another agent', first: https_({ ca: CA_A }), second: https_({ ca: CA_B }), same: false },
+  { name: 'another client certificate gets another agent', first: https_({ ca: CA_A, cert: Buffer.from('c1'), key: Buffer.from('k') }), second: https_({ ca: CA_A, cert: Buffer.from('c2'), key: Buffer.from('k') }), same: false },
+  { name: 'skipTLSVerify gets another agent', first: https_({ ca: CA_A }), second: https_({ ca: CA_A, rejectUnauthorized: false }), same: false },
+  { name: 'tls-server-name gets another agent', first: https_({ ca: CA_A }), second: https_({ ca: CA_A, servername: 'api' }), same: false },
+  { name: 'plain HTTP and HTTPS do not share', first: https_({}), second: { secure: false, tls: {} }, same: false },
+  { name: 'watches do not share with requests', first: https_({ ca: CA_A }), second: { ...https_({ ca: CA_A }), purpose: 'watch' }, same: false },
 ];
 
-for (const { name, first, second, same, secondPurpose } of sameAgentTable) {
+for (const { name, first, second, same } of sameAgentTable) {
   test(`ConnectionPool.agentFor: ${name}`, (t) => {
     const pool = new ConnectionPool();
     t.teardown(() => pool.destroy());
-    const a = pool.agentFor(first());
-    const b = pool.agentFor(second(), secondPurpose);
+    const a = pool.agentFor(first.secure, first.tls, first.purpose);
+    const b = pool.agentFor(second.secure, second.tls, second.purpose);
     t.is(a === b, same);
   });
 }
 
-test('ConnectionPool.agentFor: pooled agents keep connections alive, bounded, with the built TLS settings', (t) => {
+test('ConnectionPool.agentFor: pooled agents keep connections alive, bounded, with the given TLS settings', (t) => {
   const pool = new ConnectionPool();
   t.teardown(() => pool.destroy());
-  const request = pool.agentFor(new https.Agent({ ca: CA_A, rejectUnauthorized: false }));
-  const watch = pool.agentFor(new https.Agent({ ca: CA_A, rejectUnauthorized: false }), 'watch');
+  const request = pool.agentFor(true, { ca: CA_A, rejectUnauthorized: false });
+  const watch = pool.agentFor(true, { ca: CA_A, rejectUnauthorized: false }, 'watch');
   t.true(request instanceof https.Agent);
   t.true((request as unknown as { keepAlive: boolean }).keepAlive);
   t.is(request.maxSockets, MAX_REQUEST_SOCKETS);
   t.is(watch.maxSockets, MAX_WATCH_SOCKETS);
   t.deepEqual((request as unknown as { options: https.AgentOptions }).options.ca, CA_A);
   t.false((request as unknown as { options: https.AgentOptions }).options.rejectUnauthorized);
-});
-
-test('ConnectionPool.agentFor: proxy agents and missing agents are left as they are', (t) => {
-  const pool = new ConnectionPool();
-  t.teardown(() => pool.destroy());
-  const proxy = new ProxyAgent({ ca: CA_A });
-  t.is(pool.agentFor(proxy), proxy);
-  t.is(pool.agentFor(undefined), undefined);
 });
 
 test('makeClients: sequential requests reuse one connection; clients with other tokens sharing the pool share it', async (t) => {

@@ -1,8 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import test from 'ava';
-import { HttpMethod, RequestContext } from '@kubernetes/client-node';
-import { MAX_RESPONSE_BYTES, NodeHttpLibrary } from '../../../host/kube/http-library.js';
+import { MAX_RESPONSE_BYTES, sendRequest } from '../../../host/kube/http-library.js';
 
 /**
  * A server that answers the first request on each connection and resets the
@@ -31,30 +30,24 @@ async function resettingServer(): Promise<{ url: string; connections: () => numb
   };
 }
 
-const replayTable: { method: HttpMethod; replayed: boolean }[] = [
-  { method: HttpMethod.GET, replayed: true },
-  { method: HttpMethod.POST, replayed: false },
-  { method: HttpMethod.PATCH, replayed: false },
+const replayTable: { method: string; replayed: boolean }[] = [
+  { method: 'GET', replayed: true },
+  { method: 'POST', replayed: false },
+  { method: 'PATCH', replayed: false },
 ];
 
 for (const { method, replayed } of replayTable) {
-  test(`NodeHttpLibrary: ${method} on a keep-alive connection the server reset is ${replayed ? 'sent again' : 'not sent again'}`, async (t) => {
+  test(`sendRequest: ${method} on a keep-alive connection the server reset is ${replayed ? 'sent again' : 'not sent again'}`, async (t) => {
     const server = await resettingServer();
     t.teardown(() => server.close());
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     t.teardown(() => agent.destroy());
-    const lib = new NodeHttpLibrary();
-    const request = (m: HttpMethod) => {
-      const ctx = new RequestContext(`${server.url}/x`, m);
-      ctx.setAgent(agent);
-      if (m !== HttpMethod.GET) ctx.setBody('{}');
-      return lib.send(ctx);
-    };
-    t.is((await request(HttpMethod.GET)).httpStatusCode, 200);
+    const request = (m: string) => sendRequest({ method: m, url: new URL(`${server.url}/x`), headers: {}, agent, body: m === 'GET' ? undefined : '{}' });
+    t.is((await request('GET')).status, 200);
     if (replayed) {
       const second = await request(method);
-      t.is(second.httpStatusCode, 200);
-      t.is(await second.body.text(), '{"ok":true}');
+      t.is(second.status, 200);
+      t.is(second.body.toString(), '{"ok":true}');
       t.is(server.connections(), 2);
     } else {
       await t.throwsAsync(request(method), { code: 'ECONNRESET' });
@@ -62,7 +55,7 @@ for (const { method, replayed } of replayTable) {
   });
 }
 
-test('NodeHttpLibrary: a response larger than the bound fails with an error saying so', async (t) => {
+test('sendRequest: a response larger than the bound fails with an error saying so', async (t) => {
   const chunk = Buffer.alloc(4 * 2 ** 20);
   const server = http.createServer((_req, res) => {
     const write = (left: number): void => {
@@ -73,18 +66,17 @@ test('NodeHttpLibrary: a response larger than the bound fails with an error sayi
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
-  const ctx = new RequestContext(`http://127.0.0.1:${(server.address() as AddressInfo).port}/big`, HttpMethod.GET);
-  await t.throwsAsync(new NodeHttpLibrary().send(ctx), { message: /exceeds \d+ bytes; narrow the request/ });
+  const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/big`);
+  await t.throwsAsync(sendRequest({ method: 'GET', url, headers: {} }), { message: /exceeds \d+ bytes; narrow the request/ });
 });
 
-test('NodeHttpLibrary: an aborted signal ends the request with an AbortError', async (t) => {
+test('sendRequest: an aborted signal ends the request with an AbortError', async (t) => {
   const server = http.createServer(() => undefined);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
-  const ctx = new RequestContext(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hang`, HttpMethod.GET);
+  const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hang`);
   const abort = new AbortController();
-  ctx.setSignal(abort.signal);
-  const sent = new NodeHttpLibrary().send(ctx);
+  const sent = sendRequest({ method: 'GET', url, headers: {}, signal: abort.signal });
   setTimeout(() => abort.abort(), 50);
   await t.throwsAsync(sent, { name: 'AbortError' });
 });

@@ -7,6 +7,7 @@ const CONTENT_TYPES: Record<PatchType, string> = {
   merge: 'application/merge-patch+json',
   strategic: 'application/strategic-merge-patch+json',
   json: 'application/json-patch+json',
+  apply: 'application/apply-patch+yaml',
 };
 
 const calls: {
@@ -25,7 +26,7 @@ const calls: {
 ];
 
 for (const { name, path, call } of calls) {
-  for (const type of ['merge', 'strategic', 'json'] as const) {
+  for (const type of ['merge', 'strategic', 'json', 'apply'] as const) {
     test(`${name} sends a ${type} patch`, async (t) => {
       const server = await startCaptureServer(() => ({ status: 200, body: { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } } }));
       t.teardown(() => server.close());

@@ -1,0 +1,122 @@
+/**
+ * The API client under the typed facades (api.ts): JSON requests to API
+ * paths, with no model deserialization. Objects come back as the API server
+ * sent them (typed as client-node's V1* interfaces, which are type-only
+ * imports): timestamps stay RFC 3339 strings, where client-node would have
+ * made them Date objects.
+ *
+ * Every request first waits for a slot from the client's throttle (the
+ * client-side QPS/burst limit, client-go's rest.Config QPS/Burst), carries the
+ * credentials' TLS settings and headers and the User-Agent, goes over a
+ * keep-alive connection of a {@link ConnectionPool}, and is counted in
+ * `rest_client_requests_total` (labels: `code` = HTTP status or `<error>`
+ * when no response arrived, `method`, `host`). Watches (watch.ts) take a
+ * connection of the pool's watch agent and are neither limited nor counted
+ * (client-go throttles them too; here the informer's reconnect backoff bounds
+ * their rate).
+ */
+import type http from 'node:http';
+import type { Counter } from 'prom-client';
+import { sleep } from './backoff.js';
+import type { ConnectionPool, Purpose } from './connections.js';
+import type { Authenticator } from './credentials.js';
+import { sendRequest } from './http-library.js';
+
+/** Something that hands out request slots: returns how long to wait (ms) for the reserved slot. */
+export interface RequestThrottle {
+  when(): number;
+}
+
+/** Query parameters; undefined values are left out. */
+export type Query = Record<string, string | number | boolean | undefined>;
+
+/** Options of one request. */
+export interface RequestOptions {
+  query?: Query;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Content-Type of `body`; default application/json. */
+  contentType?: string;
+  /** Aborts the request. */
+  signal?: AbortSignal;
+}
+
+/** An API server answer other than 2xx; `body` is the parsed Status (or the text, if not JSON). */
+export class ApiError extends Error {
+  constructor(
+    /** HTTP status. */
+    readonly code: number,
+    readonly body: unknown,
+    method: string,
+    path: string,
+  ) {
+    const message = (body as { message?: unknown } | undefined)?.message;
+    super(`${method} ${path}: HTTP ${code}${typeof message === 'string' ? `: ${message}` : ''}`);
+    this.name = 'ApiError';
+  }
+}
+
+/** Settings of a {@link RestClient}. */
+export interface RestClientOptions {
+  /** API server URL. */
+  server: string;
+  auth: Authenticator;
+  connections: ConnectionPool;
+  throttle: RequestThrottle;
+  userAgent: string;
+  requests?: Counter<'code' | 'method' | 'host'>;
+}
+
+/** JSON over HTTP to one API server; see the file comment. */
+export class RestClient {
+  private readonly base: URL;
+
+  constructor(private readonly o: RestClientOptions) {
+    this.base = new URL(o.server);
+  }
+
+  /** The API server URL. */
+  get server(): string {
+    return this.o.server;
+  }
+
+  /** Sends `method path` and returns the parsed JSON answer; throws {@link ApiError} on a non-2xx status. */
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const delayMs = this.o.throttle.when();
+    if (delayMs > 0) await sleep(delayMs);
+    const { url, headers, agent } = await this.prepare(path, opts.query, 'request');
+    headers.Accept = 'application/json';
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+    }
+    const labels = { method, host: url.host };
+    let response;
+    try {
+      response = await sendRequest({ method, url, headers, body, agent, signal: opts.signal });
+    } catch (err) {
+      this.o.requests?.inc({ ...labels, code: '<error>' });
+      throw err;
+    }
+    this.o.requests?.inc({ ...labels, code: String(response.status) });
+    const text = response.body.toString('utf8');
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch (err) {
+      if (response.status >= 200 && response.status < 300) throw new Error(`${method} ${url.pathname}: the answer is not JSON: ${(err as Error).message}`);
+    }
+    if (response.status < 200 || response.status >= 300) throw new ApiError(response.status, parsed, method, url.pathname);
+    return parsed as T;
+  }
+
+  /** URL, headers and agent of a request to `path` for `purpose`. */
+  async prepare(path: string, query: Query | undefined, purpose: Purpose): Promise<{ url: URL; headers: Record<string, string>; agent: http.Agent }> {
+    const url = new URL(this.base.pathname.replace(/\/$/, '') + path, this.base);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    const { tls, headers } = await this.o.auth.authenticate();
+    headers['User-Agent'] = this.o.userAgent;
+    return { url, headers, agent: this.o.connections.agentFor(url.protocol === 'https:', tls, purpose) };
+  }
+}
