@@ -90,6 +90,9 @@ export class RestClient {
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] = opts.contentType ?? 'application/json';
+      // Explicit framing: Node sends a DELETE body without Content-Length or chunking, and the
+      // API server then reads the body as the start of the connection's next request (HTTP 400).
+      headers['Content-Length'] = String(Buffer.byteLength(body));
     }
     const labels = { method, host: url.host };
     let response;

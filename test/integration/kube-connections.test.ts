@@ -97,3 +97,21 @@ test('informer watches go over the pool: one keep-alive watch agent, apart from 
   t.false(requests.some((r) => r.agent === watchAgent), 'requests do not use the watch agent');
   t.not(watches[0]!.socket, watches[1]!.socket);
 });
+
+test('requests with a body are framed on reused connections: 40 concurrent conditional node deletes all succeed', async (t) => {
+  const kc = await testKubeConfig();
+  const admin = kc.makeApiClient(CoreV1Api);
+  const { core, connections } = makeClients(kc, { userAgent: 'kube-connections-it-delete', qps: 1000, burst: 1000 });
+  t.teardown(() => connections.destroy());
+  const prefix = `kube-conn-del-${randomBytes(3).toString('hex')}`;
+  const nodes = await Promise.all(Array.from({ length: 40 }, (_, i) => admin.createNode({ body: { metadata: { name: `${prefix}-${i}` } } })));
+  t.teardown(() => Promise.all(nodes.map((n) => admin.deleteNode({ name: n.metadata!.name! }).catch(() => undefined))));
+  // A DELETE body sent without Content-Length was read by the API server as the next request (HTTP 400).
+  const results = await Promise.allSettled(
+    nodes.map((n) => core.deleteNode({ name: n.metadata!.name!, body: { preconditions: { uid: n.metadata!.uid, resourceVersion: n.metadata!.resourceVersion } } })),
+  );
+  t.deepEqual(
+    results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : [])),
+    [],
+  );
+});
