@@ -156,8 +156,13 @@ async function benchNodes(cp: ControlPlane, side: Side, runId: string, log: (s: 
     await createServices(core, ns, services);
     await waitFor(() => allIngress(core, ns, services), { what: 'every ingress set', timeoutMs: 30 * 60_000, intervalMs: 500 });
     const store = new StateStore(state);
-    const full = () => store.read().loadBalancers.filter((l) => l.backends.length === nodes).length;
-    await waitFor(() => full() === services, { what: 'every LB has every node', timeoutMs: 10 * 60_000, intervalMs: 250 });
+    // By name: other nodes of the control plane (none, normally) are backends too.
+    const names = Array.from({ length: nodes }, (_, i) => `bench-lb-${runId}-n${i}`);
+    const hasAll = (l: { backends: { nodeName: string }[] }) => {
+      const have = new Set(l.backends.map((b) => b.nodeName));
+      return names.every((n) => have.has(n));
+    };
+    await waitFor(() => store.read().loadBalancers.filter(hasAll).length === services, { what: 'every LB has every node', timeoutMs: 10 * 60_000, intervalMs: 250 });
     const calls0 = await journaledCalls(state);
     const added = `bench-lb-${runId}-added`;
     const t0 = Date.now();
