@@ -17,6 +17,7 @@ import { execa, type ResultPromise } from 'execa';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { freePorts, get } from '../controlplane/probe.js';
 import { LOCAL_PLUGIN } from '../helpers/localcloud.js';
+import { readJournal } from '../../plugins/local/journal.js';
 import { startSidecar } from '../helpers/sidecar.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -77,9 +78,8 @@ export const WRITE_VERBS = ['POST', 'CREATE', 'PATCH', 'PUT', 'UPDATE'];
 
 /** Calls in the local cloud's journal (LOCALCLOUD_JOURNAL=all: one line per call), optionally only `method`s. */
 export async function journaledCalls(state: string, method?: RegExp): Promise<number> {
-  const lines = (await readFile(join(state, 'journal.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
-  if (!method) return lines.length;
-  return lines.filter((l) => method.test((JSON.parse(l) as { method: string }).method)).length;
+  const entries = await readJournal(state);
+  return method ? entries.filter((e) => method.test(e.method)).length : entries.length;
 }
 
 function commonFlags(cp: ControlPlane, s: CommonSettings, port: number): string[] {

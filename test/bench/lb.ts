@@ -9,7 +9,7 @@
  *   every load balancer in the cloud has it, and the cloud calls it took,
  *   both sides too.
  */
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -19,6 +19,7 @@ import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
 import { DEFAULT_CONCURRENT_SERVICE_SYNCS } from '../../host/config/options.js';
 import { StateStore } from '../../plugins/local/state.js';
+import { readJournal } from '../../plugins/local/journal.js';
 import { mapLimit } from '../../host/util/map-limit.js';
 import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, startCcm, WRITE_VERBS, type Side } from './ccm-sides.js';
 import { f1, f2, int, type BenchSection } from './section.js';
@@ -127,12 +128,11 @@ interface NodesFigures {
   peakRssMb: number;
 }
 
-/** Calls in the local cloud's journal by method, from line `from` on. */
+/** Calls in the local cloud's journal by method, from entry `from` on. */
 async function journalByMethod(state: string, from: number): Promise<Record<string, number>> {
-  const lines = (await readFile(join(state, 'journal.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).slice(from);
   const out: Record<string, number> = {};
-  for (const l of lines) {
-    const m = (JSON.parse(l) as { method: string }).method.replace(/^loadBalancers\./, '');
+  for (const e of (await readJournal(state)).slice(from)) {
+    const m = e.method.replace(/^loadBalancers\./, '');
     out[m] = (out[m] ?? 0) + 1;
   }
   return out;
