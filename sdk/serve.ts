@@ -41,6 +41,7 @@ import {
 } from './protocol.js';
 import type { CloudProvider } from './provider.js';
 import { MIN_CLOSE_MS, startProviderServer, type ProviderServer } from './server.js';
+import { removeSocketFileSync } from './socket.js';
 import { guardStdout, writeHandshakeLine, writeStderrSync } from './stdio.js';
 
 /** Printed on stderr (exit 1) when the executable is run without the host. */
@@ -180,16 +181,23 @@ export async function serve(provider: CloudProvider, opts: ServeOptions = {}): P
     hooks.detach();
     await server?.stop(graceMs);
   };
-  /** Graceful stop, then exit 0; a stop that hangs past its bound still exits. */
+  /**
+   * Graceful stop, then exit 0; a stop that hangs past its bound still exits.
+   * The signal handlers stay: a signal during the stop (the host closes stdin
+   * and may send SIGTERM right after) exits at once, and every exit from here
+   * on removes the socket first, so a hurried stop leaves no file behind.
+   */
   const stopAndExit = (reason: string, graceMs: number): void => {
     if (exiting) return;
     exiting = true;
     log.info({ reason, graceMs }, 'provider stopping');
+    const path = socketPath;
+    if (path) process.once('exit', () => removeSocketFileSync(path));
     setTimeout(() => {
       log.warn({ reason }, 'provider stop did not finish; exiting anyway');
       process.exit(0);
     }, graceMs + MIN_CLOSE_MS + EXIT_BACKSTOP_MS).unref();
-    void stopWith(graceMs).then(() => process.exit(0));
+    void (server?.stop(graceMs) ?? Promise.resolve()).then(() => process.exit(0));
   };
   const onSignal = (signal: NodeJS.Signals) => {
     if (exiting) {

@@ -3,6 +3,7 @@
  * the kernel cannot bind, remove a stale socket file left by a crashed
  * process, and never remove one that something still answers on.
  */
+import { lstatSync, rmSync } from 'node:fs';
 import { lstat, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { isAbsolute } from 'node:path';
@@ -50,6 +51,15 @@ export async function prepareSocketPath(path: string): Promise<void> {
   if (!isSocket) throw new Error(`${path} exists and is not a socket; refusing to replace it`);
   if (await socketAnswers(path)) throw new Error(`another process is listening on ${path}`);
   await rm(path, { force: true });
+}
+
+/** removeSocketFile for an exit handler, where only synchronous work runs. Never throws. */
+export function removeSocketFileSync(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) rmSync(path, { force: true });
+  } catch {
+    // Already gone, or not ours to remove.
+  }
 }
 
 /** Removes the socket file at `path`; a missing file is fine. Never throws. */

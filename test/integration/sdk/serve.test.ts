@@ -182,6 +182,16 @@ test('SIGTERM stops the provider with exit 0', async (t) => {
   t.false(existsSync(p.socketPath));
 });
 
+test('a signal during a stop (the host closing stdin, then SIGTERM) exits 1 at once and still removes the socket', async (t) => {
+  const { p } = await started(t, { env: { ECHO_CLOSE_MS: String(WAIT_MS * 3) } });
+  p.child.stdin?.end();
+  await p.logLine('echo provider closing slowly');
+  p.child.kill('SIGTERM');
+  t.is(await p.exited(), 1);
+  t.is((await p.logLine('second signal during stop; exiting now')).signal, 'SIGTERM');
+  t.false(existsSync(p.socketPath), 'socket removed');
+});
+
 test('stdout carries only the handshake even when provider code writes to the console', async (t) => {
   const { p, c, line } = await started(t);
   await unary(c.instances.instanceExists.bind(c.instances), { node: node('n1') });
