@@ -1,20 +1,20 @@
 /**
  * API clients whose every request goes through a client-side QPS/burst
- * limiter (client-go's rest.Config QPS/Burst), is counted in
- * `rest_client_requests_total` and goes over keep-alive connections of a
+ * limiter (client-go's rest.Config QPS/Burst), is measured in client-go's
+ * `rest_client_*` metrics (rest-metrics.ts) and goes over keep-alive connections of a
  * {@link ConnectionPool} (rest.ts). They are the host's own lean client, not
  * `@kubernetes/client-node`: importing that costs ~70 MB of RSS, and its
  * model deserialization CPU on every object. client-node stays the source of
  * the object types (type-only imports, free at run time).
  */
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { CoordinationV1Api, CoreV1Api, StorageV1Api } from './api.js';
 import { ConnectionPool } from './connections.js';
 import { KubeCredentials, type Authenticator } from './credentials.js';
 import type { KubeConfigData } from './kubeconfig.js';
-import { registeredMetric } from './metrics.js';
 import { BucketRateLimiter } from './ratelimiter.js';
 import { ApiError, RestClient } from './rest.js';
+import { restMetrics } from './rest-metrics.js';
 
 /** Default of `--kube-api-qps`: sustained API requests per second. */
 export const DEFAULT_KUBE_API_QPS = 20;
@@ -29,7 +29,7 @@ export interface MakeClientsOptions {
   burst?: number;
   /** User-Agent header of every request, e.g. `cloud-controller-manager/v0.1.0`. */
   userAgent: string;
-  /** Where to publish `rest_client_requests_total`; not counted when absent. */
+  /** Where to publish the `rest_client_*` metrics (rest-metrics.ts); not measured when absent. */
   registry?: Registry;
   /** Authenticates requests instead of `kc`'s current user (per-controller tokens). */
   auth?: Authenticator;
@@ -52,26 +52,16 @@ export interface KubeClients {
  * Creates API clients for `kc`'s current cluster and user. All requests made
  * through them (from any of the clients) share one token bucket of `qps`
  * requests per second and `burst` size, carry `userAgent`, go over
- * keep-alive connections of `connections`, and are counted in
- * `rest_client_requests_total` when `registry` is given. Throws if `kc`
+ * keep-alive connections of `connections`, and are measured in the
+ * `rest_client_*` metrics when `registry` is given. Throws if `kc`
  * selects no cluster or the limits are out of range.
  */
 export function makeClients(kc: KubeConfigData, opts: MakeClientsOptions): KubeClients {
   const credentials = new KubeCredentials(kc);
   const limiter = new BucketRateLimiter(opts.qps ?? DEFAULT_KUBE_API_QPS, opts.burst ?? DEFAULT_KUBE_API_BURST);
-  const registry = opts.registry;
-  const requests = registry
-    ? registeredMetric(registry, 'rest_client_requests_total', Counter<'code' | 'method' | 'host'>, () =>
-        new Counter({
-          name: 'rest_client_requests_total',
-          help: 'Number of HTTP requests, partitioned by status code, method, and host.',
-          labelNames: ['code', 'method', 'host'] as const,
-          registers: [registry],
-        }),
-      )
-    : undefined;
+  const metrics = opts.registry ? restMetrics(opts.registry) : undefined;
   const connections = opts.connections ?? new ConnectionPool();
-  const rest = new RestClient({ server: credentials.server, auth: opts.auth ?? credentials, connections, throttle: limiter, userAgent: opts.userAgent, requests });
+  const rest = new RestClient({ server: credentials.server, auth: opts.auth ?? credentials, connections, throttle: limiter, userAgent: opts.userAgent, metrics });
   return { core: new CoreV1Api(rest), coordination: new CoordinationV1Api(rest), storage: new StorageV1Api(rest), rest, connections };
 }
 

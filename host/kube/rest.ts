@@ -8,19 +8,18 @@
  * Every request first waits for a slot from the client's throttle (the
  * client-side QPS/burst limit, client-go's rest.Config QPS/Burst), carries the
  * credentials' TLS settings and headers and the User-Agent, goes over a
- * keep-alive connection of a {@link ConnectionPool}, and is counted in
- * `rest_client_requests_total` (labels: `code` = HTTP status or `<error>`
- * when no response arrived, `method`, `host`). Watches (watch.ts) take a
+ * keep-alive connection of a {@link ConnectionPool}, and is measured in
+ * client-go's `rest_client_*` metrics (rest-metrics.ts). Watches (watch.ts) take a
  * connection of the pool's watch agent and are neither limited nor counted
  * (client-go throttles them too; here the informer's reconnect backoff bounds
  * their rate).
  */
 import type http from 'node:http';
-import type { Counter } from 'prom-client';
 import { sleep } from './backoff.js';
 import type { ConnectionPool, Purpose } from './connections.js';
 import type { Authenticator } from './credentials.js';
 import { sendRequest } from './http-library.js';
+import type { RestMetrics } from './rest-metrics.js';
 
 /** Something that hands out request slots: returns how long to wait (ms) for the reserved slot. */
 export interface RequestThrottle {
@@ -64,7 +63,7 @@ export interface RestClientOptions {
   connections: ConnectionPool;
   throttle: RequestThrottle;
   userAgent: string;
-  requests?: Counter<'code' | 'method' | 'host'>;
+  metrics?: RestMetrics;
 }
 
 /** JSON over HTTP to one API server; see the file comment. */
@@ -94,15 +93,22 @@ export class RestClient {
       // API server then reads the body as the start of the connection's next request (HTTP 400).
       headers['Content-Length'] = String(Buffer.byteLength(body));
     }
-    const labels = { method, host: url.host };
+    const m = this.o.metrics;
+    const labels = { verb: method, host: url.host };
+    m?.rateLimiter.observe(labels, delayMs > 0 ? delayMs / 1000 : 0);
+    m?.requestSize.observe(labels, body === undefined ? 0 : Buffer.byteLength(body));
+    const started = performance.now();
     let response;
     try {
       response = await sendRequest({ method, url, headers, body, agent, signal: opts.signal });
     } catch (err) {
-      this.o.requests?.inc({ ...labels, code: '<error>' });
+      m?.requests.inc({ method, host: url.host, code: '<error>' });
       throw err;
+    } finally {
+      m?.duration.observe(labels, (performance.now() - started) / 1000);
     }
-    this.o.requests?.inc({ ...labels, code: String(response.status) });
+    m?.requests.inc({ method, host: url.host, code: String(response.status) });
+    m?.responseSize.observe(labels, response.body.length);
     const text = response.body.toString('utf8');
     let parsed: unknown = text;
     try {
