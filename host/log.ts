@@ -13,7 +13,7 @@ export type LogFormat = 'json' | 'text';
 export interface LogOptions {
   /** klog-style verbosity: 0 = info, 1-3 = debug, >=4 = trace. */
   verbosity?: number;
-  /** `json` (default): one JSON object per line. `text`: `time level msg k=v ...`. */
+  /** `text`: klog's text format, as upstream (the host's default, see config). `json` (this function's default): one JSON object per line. */
   format?: LogFormat;
   /** Overrides the level derived from verbosity (used by tests: 'silent'). */
   level?: LevelWithSilent;
@@ -27,13 +27,28 @@ export function levelForVerbosity(v: number): LevelWithSilent {
   return 'info';
 }
 
-function textLine(obj: Record<string, unknown>): string {
-  const { time, level, msg, ...rest } = obj;
-  const fields = Object.entries(rest)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v)}`)
-    .join(' ');
-  const t = new Date(typeof time === 'number' ? time : Date.now()).toISOString();
-  return `${t} ${String(level).toUpperCase().padEnd(5)} ${String(msg ?? '')}${fields ? ' ' + fields : ''}\n`;
+const KLOG_SEVERITY: Record<string, string> = { trace: 'I', debug: 'I', info: 'I', warn: 'W', error: 'E', fatal: 'F' };
+
+/** A value as klog's text format prints it: strings quoted, numbers and booleans bare, the rest as JSON. */
+function klogValue(v: unknown): string {
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(typeof v === 'string' ? v : (v ?? null)) ?? 'null';
+}
+
+/**
+ * One pino record as a klog text line, the upstream CCM's default format:
+ * `I1125 05:56:11.123456    4242 service-controller:0] "msg" key="value" n=3`.
+ * The header's `file:line` is the logger's component and line 0 (Node.js has
+ * no cheap caller lookup), so parsers of klog headers accept the lines.
+ */
+export function klogLine(obj: Record<string, unknown>, pid = process.pid): string {
+  const { time, level, msg, component, ...rest } = obj;
+  const d = new Date(typeof time === 'number' ? time : Date.now());
+  const two = (n: number) => String(n).padStart(2, '0');
+  const stamp = `${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())} ${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())}.${String(d.getUTCMilliseconds() * 1000).padStart(6, '0')}`;
+  const fields = Object.entries(rest).map(([k, v]) => ` ${k}=${klogValue(v)}`).join('');
+  const source = typeof component === 'string' && component ? component : 'main';
+  return `${KLOG_SEVERITY[String(level)] ?? 'I'}${stamp} ${String(pid).padStart(7)} ${source}:0] ${JSON.stringify(String(msg ?? ''))}${fields}\n`;
 }
 
 /** Creates the root logger; components derive theirs with `log.child({ component })`. */
@@ -52,7 +67,7 @@ export function createLogger(opts: LogOptions = {}): Logger {
     const stream = {
       write(line: string) {
         try {
-          dest.write(textLine(JSON.parse(line) as Record<string, unknown>));
+          dest.write(klogLine(JSON.parse(line) as Record<string, unknown>));
         } catch {
           dest.write(line);
         }

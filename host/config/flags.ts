@@ -75,7 +75,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'leader-elect-resource-namespace', key: 'leaderElectResourceNamespace', kind: 'string', value: 'namespace', help: 'Namespace of the Lease object.' },
   { name: 'use-service-account-credentials', key: 'useServiceAccountCredentials', kind: 'bool', help: 'Give each controller its own ServiceAccount (kube-system/<controller name>, created if missing) and use the host\'s credentials only to request their tokens, as upstream. Needs deploy/rbac-per-controller.yaml.' },
   { name: 'v', short: 'v', key: 'verbosity', kind: 'string', value: 'level', help: 'Log verbosity: 0 info, 1-3 debug, 4+ trace.' },
-  { name: 'logging-format', key: 'loggingFormat', kind: 'string', value: 'json|text', help: 'Log line format.' },
+  { name: 'logging-format', key: 'loggingFormat', kind: 'string', value: 'text|json', help: 'Log line format: text (klog, as upstream) or json (one object per line).' },
   { name: 'min-resync-period', key: 'minResyncPeriod', kind: 'string', value: 'duration', help: 'Informers resync every min-resync-period × [1,2).' },
   { name: 'configure-cloud-routes', key: 'configureCloudRoutes', kind: 'bool', help: 'Let the route controller create cloud routes for pod CIDRs.' },
   { name: 'cluster-cidr', key: 'clusterCidr', kind: 'string', value: 'cidrs', help: 'Pod CIDR, or an IPv4,IPv6 pair for dual-stack; needed by the route controller.' },

@@ -128,8 +128,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   leaderElectResourceNamespace: 'kube-system',
   useServiceAccountCredentials: 'false',
   verbosity: '0',
-  /** Upstream (component-base) defaults to text; this host logs JSON by default. */
-  loggingFormat: 'json',
+  /** klog text, as upstream (component-base); json on request. */
+  loggingFormat: 'text',
   minResyncPeriod: '12h',
   configureCloudRoutes: 'true',
   allocateNodeCidrs: 'false',

@@ -24,8 +24,9 @@ export interface HostProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Spawns the host with `args`, appending its output to `logPath`. */
+/** Spawns the host with `args`, appending its output to `logPath` (JSON lines unless `args` choose a format). */
 export function spawnHost(args: string[], logPath: string): HostProcess {
+  if (!args.some((a) => a.startsWith('--logging-format'))) args = ['--logging-format=json', ...args];
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
   const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true });

@@ -94,7 +94,7 @@ const cases: Case[] = [
       },
       useServiceAccountCredentials: false,
       verbosity: 0,
-      loggingFormat: 'json',
+      loggingFormat: 'text',
       minResyncPeriodMs: 12 * 3_600_000,
       configureCloudRoutes: true,
       clusterCidrs: [],
