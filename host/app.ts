@@ -25,6 +25,7 @@ import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, observePluginRpc, setControllerRunning, type HostMetrics } from './metrics.js';
 import { COMPONENT_NAME, EventComponents, type ControllerName } from './names.js';
 import { GrpcCloud } from './plugin/grpc-cloud.js';
+import { PluginMetrics } from './plugin/plugin-metrics.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
 import { within } from '../sdk/server.js';
@@ -159,6 +160,8 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       callPolicy: { caller: identity, refuseMutation },
       onOutputDropped: (stream) => metrics.pluginOutputDropped.inc({ plugin: config.cloudProvider, stream }),
     });
+    const pluginMetrics = new PluginMetrics(supervisor, log);
+    metrics.registry.append = (hostText) => pluginMetrics.textAfter(hostText);
     const pluginLabels = { plugin: config.cloudProvider };
     supervisor.on('state', (s: string) => metrics.pluginReady.set(pluginLabels, s === 'ready' ? 1 : 0));
     supervisor.on('restart', () => metrics.pluginRestarts.inc(pluginLabels));

@@ -37,10 +37,26 @@ export const NODE_INITIALIZATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 
 
 type PluginRpcLabels = 'plugin' | 'method' | 'code';
 
+/**
+ * The host's registry: its text on /metrics is the host's metrics followed by
+ * `append`'s (the plugin's own metrics, see plugin/plugin-metrics.ts).
+ */
+export class HostRegistry extends Registry {
+  /** Text to serve after the host's own; gets the host's text to avoid its names. Never throws. */
+  append?: (hostText: string) => Promise<string>;
+
+  override async metrics(): Promise<string> {
+    const own = await super.metrics();
+    if (!this.append) return own;
+    const more = await this.append(own);
+    return more ? `${own}${own.endsWith('\n') ? '' : '\n'}${more}` : own;
+  }
+}
+
 /** The registry and the host's own metric objects. */
 export interface HostMetrics {
   /** Serve this on /metrics; pass it to host/kube so its metrics join. */
-  readonly registry: Registry;
+  readonly registry: HostRegistry;
   /** Plugin call latency by gRPC status code name ("OK", "UNAVAILABLE", ...). */
   readonly pluginRpcDuration: Histogram<PluginRpcLabels>;
   /** Plugin calls that did not end with OK. */
@@ -69,7 +85,7 @@ export interface HostMetricsOptions {
 
 /** Creates a registry with the host's metrics (and by default process metrics). */
 export function createHostMetrics(opts: HostMetricsOptions = {}): HostMetrics {
-  const registry = new Registry();
+  const registry = new HostRegistry();
   const registers = [registry];
   if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   registerBuildInfo(registry);

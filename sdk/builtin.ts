@@ -9,7 +9,7 @@ import { IdentityServiceService, type GetPluginCapabilitiesResponse } from '../p
 import { LifecycleServiceService, type ShutdownRequest, type ShutdownResponse } from '../proto/gen/ccm/provider/v1/lifecycle.js';
 import { deriveCapabilities } from './capabilities.js';
 import { unaryHandler, type DispatchDeps } from './dispatch.js';
-import { Code, NotConfiguredError, ProviderError } from './errors.js';
+import { Code, NotConfiguredError, NotImplementedError, ProviderError } from './errors.js';
 import { PROTOCOL_MINOR } from './protocol.js';
 import type { CloudProvider } from './provider.js';
 import { fullMethodName } from './services.js';
@@ -65,6 +65,10 @@ export function identityService(provider: CloudProvider, facts: IdentityFacts, s
     probe: unaryHandler(def.probe, fullMethodName(def.probe.path), async (_req, ctx) => ({
       ready: state.configured && (provider.probe ? (await provider.probe.call(provider, ctx)) === true : true),
     }), deps),
+    getMetrics: unaryHandler(def.getMetrics, fullMethodName(def.getMetrics.path), async (_req, ctx) => {
+      if (!provider.metrics) throw new NotImplementedError('this provider exports no metrics (CloudProvider.metrics)');
+      return { text: await provider.metrics.call(provider, ctx) };
+    }, deps),
   };
 }
 

@@ -29,7 +29,8 @@ export const LEGACY_INSTANCES_METHODS: readonly string[] = [
  * - LOAD_BALANCER_IP_MODE_PROXY: info.loadBalancerIpModeProxy and loadBalancers present;
  * - ROUTES_RECONCILE: routes has reconcileRoutes;
  * - VOLUMES_LIST_PUBLISHED_NODES: volumes has listVolumes;
- * - VOLUMES_EXPAND_ONLINE: info.volumesExpandOnline and volumes present.
+ * - VOLUMES_EXPAND_ONLINE: info.volumesExpandOnline and volumes present;
+ * - METRICS: the provider has metrics().
  * Info flags are ignored when their service is absent (a feature of a service
  * the provider does not serve means nothing). Capabilities are sorted.
  */
@@ -49,6 +50,7 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
   if (hasMethod(routes, 'reconcileRoutes')) caps.add(Capability.CAPABILITY_ROUTES_RECONCILE);
   if (hasMethod(volumes, 'listVolumes')) caps.add(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES);
   if (volumes && provider.info.volumesExpandOnline) caps.add(Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE);
+  if (typeof provider.metrics === 'function') caps.add(Capability.CAPABILITY_METRICS);
   return {
     services,
     capabilities: [...caps].sort((a, b) => a - b),

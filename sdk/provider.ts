@@ -72,6 +72,14 @@ export interface CloudProvider {
   probe?(ctx: CallContext): Promise<boolean>;
   /** Called once when the provider stops (Shutdown RPC, SIGTERM or stdin EOF). */
   close?(): Promise<void>;
+  /**
+   * The provider's metrics in the Prometheus text format (e.g. a prom-client
+   * registry's `metrics()`), served by the host on its /metrics
+   * (IdentityService.GetMetrics): prefix names with the provider name; at most
+   * 4 MiB. Implementing it announces CAPABILITY_METRICS. Called on scrapes,
+   * also before Configure.
+   */
+  metrics?(ctx: CallContext): Promise<string>;
   instances?: InstancesProvider;
   zones?: ZonesProvider;
   clusters?: ClustersProvider;

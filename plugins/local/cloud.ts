@@ -3,8 +3,8 @@
  * provider, implementing every service and method of ccm.provider.v1 on top
  * of a state directory shared with the `localcloud` CLI.
  *
- * Every cloud call first goes through the fault-injection knobs (knobs.ts);
- * Configure, probe and close do not.
+ * Every cloud call first goes through the fault-injection knobs (knobs.ts)
+ * and is counted (metrics.ts); Configure, probe, metrics and close are not.
  */
 import { UnavailableError } from '../../sdk/errors.js';
 import type { CallContext, CloudProvider } from '../../sdk/provider.js';
@@ -15,6 +15,7 @@ import { FaultInjector, knobsFromEnv, mergeKnobs, type Knobs } from './knobs.js'
 import { createLoadBalancersService } from './load-balancers.js';
 import { Journal, journalModeFromEnv } from './journal.js';
 import { LockTimeoutError } from './lock.js';
+import { LocalCloudMetrics } from './metrics.js';
 import { PROVIDER_NAME } from './names.js';
 import { createRoutesService } from './routes.js';
 import { resolveStateDir, StateStore, type KnobSettings } from './state.js';
@@ -74,6 +75,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
   // LOCALCLOUD_NO_BATCH=1: a provider without the batch RPCs (the host then makes single calls).
   const noBatch = /^(1|true|yes|on)$/i.test(env.LOCALCLOUD_NO_BATCH ?? '');
   const journal = new Journal(store.dir, journalModeFromEnv(env));
+  const metrics = new LocalCloudMetrics(store);
 
   let knobsSource: KnobSettings | undefined;
   let knobs: Knobs = mergeKnobs(envKnobs, opts.knobs);
@@ -108,6 +110,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
           if (err instanceof LockTimeoutError) throw new UnavailableError(err.message);
           throw err;
         } finally {
+          metrics.called(label, ok);
           if (journaled) await journal.record({ caller: ctx.caller ?? '', method: label, methodName: method, request: req, start, end: Date.now(), ok, result });
         }
       };
@@ -139,6 +142,10 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
     async probe() {
       store.view(); // Throws when the state cannot be read.
       return true;
+    },
+
+    async metrics() {
+      return metrics.text();
     },
 
     async close() {

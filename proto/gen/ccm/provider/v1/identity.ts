@@ -114,6 +114,8 @@ export enum Capability {
   CAPABILITY_LOAD_BALANCER_LIST = 8,
   /** CAPABILITY_LOAD_BALANCER_BATCH_ENSURE - LoadBalancersService.EnsureLoadBalancers (batch ensure). */
   CAPABILITY_LOAD_BALANCER_BATCH_ENSURE = 9,
+  /** CAPABILITY_METRICS - IdentityService.GetMetrics. */
+  CAPABILITY_METRICS = 10,
 }
 
 export function capabilityFromJSON(object: any): Capability {
@@ -148,6 +150,9 @@ export function capabilityFromJSON(object: any): Capability {
     case 9:
     case "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE":
       return Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE;
+    case 10:
+    case "CAPABILITY_METRICS":
+      return Capability.CAPABILITY_METRICS;
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }
@@ -175,6 +180,8 @@ export function capabilityToJSON(object: Capability): string {
       return "CAPABILITY_LOAD_BALANCER_LIST";
     case Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE:
       return "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE";
+    case Capability.CAPABILITY_METRICS:
+      return "CAPABILITY_METRICS";
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }
@@ -242,6 +249,19 @@ export interface GetPluginCapabilitiesResponse {
    * HasClusterID). The host warns when false.
    */
   hasClusterId: boolean;
+}
+
+/** Empty. */
+export interface GetMetricsRequest {
+}
+
+/** The provider's metrics. */
+export interface GetMetricsResponse {
+  /**
+   * Prometheus text exposition format 0.0.4: `# HELP`/`# TYPE` lines and
+   * samples, newline-separated. At most 4 MiB.
+   */
+  text: string;
 }
 
 /** Empty. */
@@ -799,6 +819,125 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
   },
 };
 
+function createBaseGetMetricsRequest(): GetMetricsRequest {
+  return {};
+}
+
+export const GetMetricsRequest: MessageFns<GetMetricsRequest> = {
+  encode(_: GetMetricsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetMetricsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetMetricsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetMetricsRequest {
+    return {};
+  },
+
+  toJSON(_: GetMetricsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetMetricsRequest>, I>>(base?: I): GetMetricsRequest {
+    return GetMetricsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetMetricsRequest>, I>>(_: I): GetMetricsRequest {
+    const message = createBaseGetMetricsRequest();
+    return message;
+  },
+};
+
+function createBaseGetMetricsResponse(): GetMetricsResponse {
+  return { text: "" };
+}
+
+export const GetMetricsResponse: MessageFns<GetMetricsResponse> = {
+  encode(message: GetMetricsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.text !== "") {
+      writer.uint32(10).string(message.text);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetMetricsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetMetricsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetMetricsResponse {
+    return { text: isSet(object.text) ? globalThis.String(object.text) : "" };
+  },
+
+  toJSON(message: GetMetricsResponse): unknown {
+    const obj: any = {};
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetMetricsResponse>, I>>(base?: I): GetMetricsResponse {
+    return GetMetricsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetMetricsResponse>, I>>(object: I): GetMetricsResponse {
+    const message = createBaseGetMetricsResponse();
+    message.text = object.text ?? "";
+    return message;
+  },
+};
+
 function createBaseProbeRequest(): ProbeRequest {
   return {};
 }
@@ -967,6 +1106,27 @@ export const IdentityServiceService = {
     responseSerialize: (value: ProbeResponse): Buffer => Buffer.from(ProbeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ProbeResponse => ProbeResponse.decode(value),
   },
+  /**
+   * The provider's own metrics in the Prometheus text exposition format
+   * (version 0.0.4), which the host appends to its /metrics: in exec mode the
+   * operator has no other port to scrape. Called only when the provider
+   * announces CAPABILITY_METRICS, also before Configure; read-only,
+   * idempotent and cheap. The host calls it when /metrics is scraped, at most
+   * once per second (scrapes in between get the last answer), with a 2 s
+   * deadline. It drops the whole answer when it exceeds 4 MiB or is not valid
+   * text format (logging the first bad line), and drops any family whose name
+   * the host serves itself: prefix metric names with the provider name.
+   * Errors: UNIMPLEMENTED when the provider has no metrics.
+   */
+  getMetrics: {
+    path: "/ccm.provider.v1.IdentityService/GetMetrics" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetMetricsRequest): Buffer => Buffer.from(GetMetricsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetMetricsRequest => GetMetricsRequest.decode(value),
+    responseSerialize: (value: GetMetricsResponse): Buffer => Buffer.from(GetMetricsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetMetricsResponse => GetMetricsResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -984,6 +1144,19 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * credentials rejected. Read-only, idempotent.
    */
   probe: handleUnaryCall<ProbeRequest, ProbeResponse>;
+  /**
+   * The provider's own metrics in the Prometheus text exposition format
+   * (version 0.0.4), which the host appends to its /metrics: in exec mode the
+   * operator has no other port to scrape. Called only when the provider
+   * announces CAPABILITY_METRICS, also before Configure; read-only,
+   * idempotent and cheap. The host calls it when /metrics is scraped, at most
+   * once per second (scrapes in between get the last answer), with a 2 s
+   * deadline. It drops the whole answer when it exceeds 4 MiB or is not valid
+   * text format (logging the first bad line), and drops any family whose name
+   * the host serves itself: prefix metric names with the provider name.
+   * Errors: UNIMPLEMENTED when the provider has no metrics.
+   */
+  getMetrics: handleUnaryCall<GetMetricsRequest, GetMetricsResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -1042,6 +1215,33 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ProbeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The provider's own metrics in the Prometheus text exposition format
+   * (version 0.0.4), which the host appends to its /metrics: in exec mode the
+   * operator has no other port to scrape. Called only when the provider
+   * announces CAPABILITY_METRICS, also before Configure; read-only,
+   * idempotent and cheap. The host calls it when /metrics is scraped, at most
+   * once per second (scrapes in between get the last answer), with a 2 s
+   * deadline. It drops the whole answer when it exceeds 4 MiB or is not valid
+   * text format (logging the first bad line), and drops any family whose name
+   * the host serves itself: prefix metric names with the provider name.
+   * Errors: UNIMPLEMENTED when the provider has no metrics.
+   */
+  getMetrics(
+    request: GetMetricsRequest,
+    callback: (error: ServiceError | null, response: GetMetricsResponse) => void,
+  ): ClientUnaryCall;
+  getMetrics(
+    request: GetMetricsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetMetricsResponse) => void,
+  ): ClientUnaryCall;
+  getMetrics(
+    request: GetMetricsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetMetricsResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -116,21 +116,24 @@ const (
 	Capability_CAPABILITY_LOAD_BALANCER_LIST Capability = 8
 	// LoadBalancersService.EnsureLoadBalancers (batch ensure).
 	Capability_CAPABILITY_LOAD_BALANCER_BATCH_ENSURE Capability = 9
+	// IdentityService.GetMetrics.
+	Capability_CAPABILITY_METRICS Capability = 10
 )
 
 // Enum value maps for Capability.
 var (
 	Capability_name = map[int32]string{
-		0: "CAPABILITY_UNSPECIFIED",
-		1: "CAPABILITY_INSTANCES_BATCH",
-		2: "CAPABILITY_INSTANCES_LEGACY",
-		3: "CAPABILITY_LOAD_BALANCER_BATCH_HOSTS",
-		4: "CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY",
-		5: "CAPABILITY_ROUTES_RECONCILE",
-		6: "CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES",
-		7: "CAPABILITY_VOLUMES_EXPAND_ONLINE",
-		8: "CAPABILITY_LOAD_BALANCER_LIST",
-		9: "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE",
+		0:  "CAPABILITY_UNSPECIFIED",
+		1:  "CAPABILITY_INSTANCES_BATCH",
+		2:  "CAPABILITY_INSTANCES_LEGACY",
+		3:  "CAPABILITY_LOAD_BALANCER_BATCH_HOSTS",
+		4:  "CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY",
+		5:  "CAPABILITY_ROUTES_RECONCILE",
+		6:  "CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES",
+		7:  "CAPABILITY_VOLUMES_EXPAND_ONLINE",
+		8:  "CAPABILITY_LOAD_BALANCER_LIST",
+		9:  "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE",
+		10: "CAPABILITY_METRICS",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED":                  0,
@@ -143,6 +146,7 @@ var (
 		"CAPABILITY_VOLUMES_EXPAND_ONLINE":        7,
 		"CAPABILITY_LOAD_BALANCER_LIST":           8,
 		"CAPABILITY_LOAD_BALANCER_BATCH_ENSURE":   9,
+		"CAPABILITY_METRICS":                      10,
 	}
 )
 
@@ -425,6 +429,90 @@ func (x *GetPluginCapabilitiesResponse) GetHasClusterId() bool {
 }
 
 // Empty.
+type GetMetricsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMetricsRequest) Reset() {
+	*x = GetMetricsRequest{}
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMetricsRequest) ProtoMessage() {}
+
+func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
+func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{4}
+}
+
+// The provider's metrics.
+type GetMetricsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Prometheus text exposition format 0.0.4: `# HELP`/`# TYPE` lines and
+	// samples, newline-separated. At most 4 MiB.
+	Text          string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMetricsResponse) Reset() {
+	*x = GetMetricsResponse{}
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMetricsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMetricsResponse) ProtoMessage() {}
+
+func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
+func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetMetricsResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// Empty.
 type ProbeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -433,7 +521,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_ccm_provider_v1_identity_proto_msgTypes[4]
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +533,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_identity_proto_msgTypes[4]
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +546,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{4}
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{6}
 }
 
 // Readiness.
@@ -472,7 +560,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_ccm_provider_v1_identity_proto_msgTypes[5]
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -484,7 +572,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_identity_proto_msgTypes[5]
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -497,7 +585,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{5}
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeResponse) GetReady() bool {
@@ -529,7 +617,10 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\bservices\x18\x01 \x03(\x0e2\x18.ccm.provider.v1.ServiceR\bservices\x12?\n" +
 	"\fcapabilities\x18\x02 \x03(\x0e2\x1b.ccm.provider.v1.CapabilityR\fcapabilities\x12#\n" +
 	"\rprovider_name\x18\x03 \x01(\tR\fproviderName\x12$\n" +
-	"\x0ehas_cluster_id\x18\x04 \x01(\bR\fhasClusterId\"\x0e\n" +
+	"\x0ehas_cluster_id\x18\x04 \x01(\bR\fhasClusterId\"\x13\n" +
+	"\x11GetMetricsRequest\"(\n" +
+	"\x12GetMetricsResponse\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\"\x0e\n" +
 	"\fProbeRequest\"%\n" +
 	"\rProbeResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready*\xa7\x01\n" +
@@ -540,7 +631,7 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x10SERVICE_CLUSTERS\x10\x03\x12\x1a\n" +
 	"\x16SERVICE_LOAD_BALANCERS\x10\x04\x12\x12\n" +
 	"\x0eSERVICE_ROUTES\x10\x05\x12\x13\n" +
-	"\x0fSERVICE_VOLUMES\x10\x06*\x81\x03\n" +
+	"\x0fSERVICE_VOLUMES\x10\x06*\x99\x03\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x1e\n" +
@@ -552,11 +643,15 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"'CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES\x10\x06\x12$\n" +
 	" CAPABILITY_VOLUMES_EXPAND_ONLINE\x10\a\x12!\n" +
 	"\x1dCAPABILITY_LOAD_BALANCER_LIST\x10\b\x12)\n" +
-	"%CAPABILITY_LOAD_BALANCER_BATCH_ENSURE\x10\t2\xb1\x02\n" +
+	"%CAPABILITY_LOAD_BALANCER_BATCH_ENSURE\x10\t\x12\x16\n" +
+	"\x12CAPABILITY_METRICS\x10\n" +
+	"2\x88\x03\n" +
 	"\x0fIdentityService\x12^\n" +
 	"\rGetPluginInfo\x12%.ccm.provider.v1.GetPluginInfoRequest\x1a&.ccm.provider.v1.GetPluginInfoResponse\x12v\n" +
 	"\x15GetPluginCapabilities\x12-.ccm.provider.v1.GetPluginCapabilitiesRequest\x1a..ccm.provider.v1.GetPluginCapabilitiesResponse\x12F\n" +
-	"\x05Probe\x12\x1d.ccm.provider.v1.ProbeRequest\x1a\x1e.ccm.provider.v1.ProbeResponseB\xba\x01\n" +
+	"\x05Probe\x12\x1d.ccm.provider.v1.ProbeRequest\x1a\x1e.ccm.provider.v1.ProbeResponse\x12U\n" +
+	"\n" +
+	"GetMetrics\x12\".ccm.provider.v1.GetMetricsRequest\x1a#.ccm.provider.v1.GetMetricsResponseB\xba\x01\n" +
 	"\x13com.ccm.provider.v1B\rIdentityProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
@@ -572,7 +667,7 @@ func file_ccm_provider_v1_identity_proto_rawDescGZIP() []byte {
 }
 
 var file_ccm_provider_v1_identity_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ccm_provider_v1_identity_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_ccm_provider_v1_identity_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_ccm_provider_v1_identity_proto_goTypes = []any{
 	(Service)(0),                          // 0: ccm.provider.v1.Service
 	(Capability)(0),                       // 1: ccm.provider.v1.Capability
@@ -580,25 +675,29 @@ var file_ccm_provider_v1_identity_proto_goTypes = []any{
 	(*GetPluginInfoResponse)(nil),         // 3: ccm.provider.v1.GetPluginInfoResponse
 	(*GetPluginCapabilitiesRequest)(nil),  // 4: ccm.provider.v1.GetPluginCapabilitiesRequest
 	(*GetPluginCapabilitiesResponse)(nil), // 5: ccm.provider.v1.GetPluginCapabilitiesResponse
-	(*ProbeRequest)(nil),                  // 6: ccm.provider.v1.ProbeRequest
-	(*ProbeResponse)(nil),                 // 7: ccm.provider.v1.ProbeResponse
-	nil,                                   // 8: ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
+	(*GetMetricsRequest)(nil),             // 6: ccm.provider.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),            // 7: ccm.provider.v1.GetMetricsResponse
+	(*ProbeRequest)(nil),                  // 8: ccm.provider.v1.ProbeRequest
+	(*ProbeResponse)(nil),                 // 9: ccm.provider.v1.ProbeResponse
+	nil,                                   // 10: ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
 }
 var file_ccm_provider_v1_identity_proto_depIdxs = []int32{
-	8, // 0: ccm.provider.v1.GetPluginInfoResponse.manifest:type_name -> ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
-	0, // 1: ccm.provider.v1.GetPluginCapabilitiesResponse.services:type_name -> ccm.provider.v1.Service
-	1, // 2: ccm.provider.v1.GetPluginCapabilitiesResponse.capabilities:type_name -> ccm.provider.v1.Capability
-	2, // 3: ccm.provider.v1.IdentityService.GetPluginInfo:input_type -> ccm.provider.v1.GetPluginInfoRequest
-	4, // 4: ccm.provider.v1.IdentityService.GetPluginCapabilities:input_type -> ccm.provider.v1.GetPluginCapabilitiesRequest
-	6, // 5: ccm.provider.v1.IdentityService.Probe:input_type -> ccm.provider.v1.ProbeRequest
-	3, // 6: ccm.provider.v1.IdentityService.GetPluginInfo:output_type -> ccm.provider.v1.GetPluginInfoResponse
-	5, // 7: ccm.provider.v1.IdentityService.GetPluginCapabilities:output_type -> ccm.provider.v1.GetPluginCapabilitiesResponse
-	7, // 8: ccm.provider.v1.IdentityService.Probe:output_type -> ccm.provider.v1.ProbeResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	10, // 0: ccm.provider.v1.GetPluginInfoResponse.manifest:type_name -> ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
+	0,  // 1: ccm.provider.v1.GetPluginCapabilitiesResponse.services:type_name -> ccm.provider.v1.Service
+	1,  // 2: ccm.provider.v1.GetPluginCapabilitiesResponse.capabilities:type_name -> ccm.provider.v1.Capability
+	2,  // 3: ccm.provider.v1.IdentityService.GetPluginInfo:input_type -> ccm.provider.v1.GetPluginInfoRequest
+	4,  // 4: ccm.provider.v1.IdentityService.GetPluginCapabilities:input_type -> ccm.provider.v1.GetPluginCapabilitiesRequest
+	8,  // 5: ccm.provider.v1.IdentityService.Probe:input_type -> ccm.provider.v1.ProbeRequest
+	6,  // 6: ccm.provider.v1.IdentityService.GetMetrics:input_type -> ccm.provider.v1.GetMetricsRequest
+	3,  // 7: ccm.provider.v1.IdentityService.GetPluginInfo:output_type -> ccm.provider.v1.GetPluginInfoResponse
+	5,  // 8: ccm.provider.v1.IdentityService.GetPluginCapabilities:output_type -> ccm.provider.v1.GetPluginCapabilitiesResponse
+	9,  // 9: ccm.provider.v1.IdentityService.Probe:output_type -> ccm.provider.v1.ProbeResponse
+	7,  // 10: ccm.provider.v1.IdentityService.GetMetrics:output_type -> ccm.provider.v1.GetMetricsResponse
+	7,  // [7:11] is the sub-list for method output_type
+	3,  // [3:7] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_identity_proto_init() }
@@ -612,7 +711,7 @@ func file_ccm_provider_v1_identity_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_v1_identity_proto_rawDesc), len(file_ccm_provider_v1_identity_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	IdentityService_GetPluginInfo_FullMethodName         = "/ccm.provider.v1.IdentityService/GetPluginInfo"
 	IdentityService_GetPluginCapabilities_FullMethodName = "/ccm.provider.v1.IdentityService/GetPluginCapabilities"
 	IdentityService_Probe_FullMethodName                 = "/ccm.provider.v1.IdentityService/Probe"
+	IdentityService_GetMetrics_FullMethodName            = "/ccm.provider.v1.IdentityService/GetMetrics"
 )
 
 // IdentityServiceClient is the client API for IdentityService service.
@@ -45,6 +46,17 @@ type IdentityServiceClient interface {
 	// ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
 	// credentials rejected. Read-only, idempotent.
 	Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*ProbeResponse, error)
+	// The provider's own metrics in the Prometheus text exposition format
+	// (version 0.0.4), which the host appends to its /metrics: in exec mode the
+	// operator has no other port to scrape. Called only when the provider
+	// announces CAPABILITY_METRICS, also before Configure; read-only,
+	// idempotent and cheap. The host calls it when /metrics is scraped, at most
+	// once per second (scrapes in between get the last answer), with a 2 s
+	// deadline. It drops the whole answer when it exceeds 4 MiB or is not valid
+	// text format (logging the first bad line), and drops any family whose name
+	// the host serves itself: prefix metric names with the provider name.
+	// Errors: UNIMPLEMENTED when the provider has no metrics.
+	GetMetrics(ctx context.Context, in *GetMetricsRequest, opts ...grpc.CallOption) (*GetMetricsResponse, error)
 }
 
 type identityServiceClient struct {
@@ -85,6 +97,16 @@ func (c *identityServiceClient) Probe(ctx context.Context, in *ProbeRequest, opt
 	return out, nil
 }
 
+func (c *identityServiceClient) GetMetrics(ctx context.Context, in *GetMetricsRequest, opts ...grpc.CallOption) (*GetMetricsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetMetricsResponse)
+	err := c.cc.Invoke(ctx, IdentityService_GetMetrics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IdentityServiceServer is the server API for IdentityService service.
 // All implementations must embed UnimplementedIdentityServiceServer
 // for forward compatibility.
@@ -104,6 +126,17 @@ type IdentityServiceServer interface {
 	// ready=false); an error (FAILED_PRECONDITION) means unhealthy, e.g. cloud
 	// credentials rejected. Read-only, idempotent.
 	Probe(context.Context, *ProbeRequest) (*ProbeResponse, error)
+	// The provider's own metrics in the Prometheus text exposition format
+	// (version 0.0.4), which the host appends to its /metrics: in exec mode the
+	// operator has no other port to scrape. Called only when the provider
+	// announces CAPABILITY_METRICS, also before Configure; read-only,
+	// idempotent and cheap. The host calls it when /metrics is scraped, at most
+	// once per second (scrapes in between get the last answer), with a 2 s
+	// deadline. It drops the whole answer when it exceeds 4 MiB or is not valid
+	// text format (logging the first bad line), and drops any family whose name
+	// the host serves itself: prefix metric names with the provider name.
+	// Errors: UNIMPLEMENTED when the provider has no metrics.
+	GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error)
 	mustEmbedUnimplementedIdentityServiceServer()
 }
 
@@ -122,6 +155,9 @@ func (UnimplementedIdentityServiceServer) GetPluginCapabilities(context.Context,
 }
 func (UnimplementedIdentityServiceServer) Probe(context.Context, *ProbeRequest) (*ProbeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Probe not implemented")
+}
+func (UnimplementedIdentityServiceServer) GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetMetrics not implemented")
 }
 func (UnimplementedIdentityServiceServer) mustEmbedUnimplementedIdentityServiceServer() {}
 func (UnimplementedIdentityServiceServer) testEmbeddedByValue()                         {}
@@ -198,6 +234,24 @@ func _IdentityService_Probe_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _IdentityService_GetMetrics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetMetricsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityServiceServer).GetMetrics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityService_GetMetrics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityServiceServer).GetMetrics(ctx, req.(*GetMetricsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IdentityService_ServiceDesc is the grpc.ServiceDesc for IdentityService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -216,6 +270,10 @@ var IdentityService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Probe",
 			Handler:    _IdentityService_Probe_Handler,
+		},
+		{
+			MethodName: "GetMetrics",
+			Handler:    _IdentityService_GetMetrics_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

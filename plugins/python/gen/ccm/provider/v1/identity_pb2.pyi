@@ -29,6 +29,7 @@ class Capability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CAPABILITY_VOLUMES_EXPAND_ONLINE: _ClassVar[Capability]
     CAPABILITY_LOAD_BALANCER_LIST: _ClassVar[Capability]
     CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: _ClassVar[Capability]
+    CAPABILITY_METRICS: _ClassVar[Capability]
 SERVICE_UNSPECIFIED: Service
 SERVICE_INSTANCES: Service
 SERVICE_ZONES: Service
@@ -46,6 +47,7 @@ CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES: Capability
 CAPABILITY_VOLUMES_EXPAND_ONLINE: Capability
 CAPABILITY_LOAD_BALANCER_LIST: Capability
 CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: Capability
+CAPABILITY_METRICS: Capability
 
 class GetPluginInfoRequest(_message.Message):
     __slots__ = ()
@@ -89,6 +91,16 @@ class GetPluginCapabilitiesResponse(_message.Message):
     provider_name: str
     has_cluster_id: bool
     def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ...) -> None: ...
+
+class GetMetricsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetMetricsResponse(_message.Message):
+    __slots__ = ("text",)
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class ProbeRequest(_message.Message):
     __slots__ = ()

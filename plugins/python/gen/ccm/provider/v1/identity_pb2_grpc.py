@@ -53,6 +53,11 @@ class IdentityServiceStub(object):
                 request_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.ProbeRequest.SerializeToString,
                 response_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.ProbeResponse.FromString,
                 _registered_method=True)
+        self.GetMetrics = channel.unary_unary(
+                '/ccm.provider.v1.IdentityService/GetMetrics',
+                request_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsRequest.SerializeToString,
+                response_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsResponse.FromString,
+                _registered_method=True)
 
 
 class IdentityServiceServicer(object):
@@ -87,6 +92,22 @@ class IdentityServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMetrics(self, request, context):
+        """The provider's own metrics in the Prometheus text exposition format
+        (version 0.0.4), which the host appends to its /metrics: in exec mode the
+        operator has no other port to scrape. Called only when the provider
+        announces CAPABILITY_METRICS, also before Configure; read-only,
+        idempotent and cheap. The host calls it when /metrics is scraped, at most
+        once per second (scrapes in between get the last answer), with a 2 s
+        deadline. It drops the whole answer when it exceeds 4 MiB or is not valid
+        text format (logging the first bad line), and drops any family whose name
+        the host serves itself: prefix metric names with the provider name.
+        Errors: UNIMPLEMENTED when the provider has no metrics.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IdentityServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -104,6 +125,11 @@ def add_IdentityServiceServicer_to_server(servicer, server):
                     servicer.Probe,
                     request_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.ProbeRequest.FromString,
                     response_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.ProbeResponse.SerializeToString,
+            ),
+            'GetMetrics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMetrics,
+                    request_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsRequest.FromString,
+                    response_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -191,6 +217,33 @@ class IdentityService(object):
             '/ccm.provider.v1.IdentityService/Probe',
             ccm_dot_provider_dot_v1_dot_identity__pb2.ProbeRequest.SerializeToString,
             ccm_dot_provider_dot_v1_dot_identity__pb2.ProbeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMetrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ccm.provider.v1.IdentityService/GetMetrics',
+            ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsRequest.SerializeToString,
+            ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,71 @@
+/**
+ * The check of a provider's GetMetrics answer before the host serves it: the
+ * Prometheus text exposition format 0.0.4, line by line, with bounds. A
+ * provider's families may not shadow the host's own (the host's text comes
+ * first and a scraper would see two families of one name).
+ */
+
+/** Largest answer served (the protocol's GetMetricsResponse limit). */
+export const MAX_PLUGIN_METRICS_BYTES = 4 * 1024 * 1024;
+/** Longest line accepted. */
+const MAX_LINE_CHARS = 64 * 1024;
+
+const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
+const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
+const VALUE = '(?:[-+]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|[-+]?Inf|NaN)';
+const SAMPLE = new RegExp(`^(${NAME})(?:\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? ${VALUE}(?: -?\\d+)?$`);
+const HELP = new RegExp(`^# HELP (${NAME})(?: .*)?$`);
+const TYPE = new RegExp(`^# TYPE (${NAME}) (?:counter|gauge|histogram|summary|untyped)$`);
+const NAME_AT_START = new RegExp(`^${NAME}`);
+
+/** The metric names a text exposition uses (samples, HELP and TYPE lines). */
+export function exposedNames(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const line of text.split('\n')) {
+    const m = line.startsWith('# ') ? /^# (?:HELP|TYPE) (\S+)/.exec(line) : NAME_AT_START.exec(line);
+    if (m) names.add(m[1] ?? m[0]);
+  }
+  return names;
+}
+
+/**
+ * `text` checked as text format: the lines to serve (every line of a family
+ * named in `reserved` left out, with the names left out), or the first
+ * problem, naming the line. Empty lines and `#` comments are kept.
+ */
+export function checkPluginMetrics(text: string, reserved: ReadonlySet<string>): { text: string; shadowed: string[] } | { problem: string } {
+  if (Buffer.byteLength(text) > MAX_PLUGIN_METRICS_BYTES) return { problem: `the answer is larger than ${MAX_PLUGIN_METRICS_BYTES} bytes` };
+  const kept: string[] = [];
+  const shadowed = new Set<string>();
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.replace(/\r$/, '');
+    if (line.trim() === '') continue;
+    if (line.length > MAX_LINE_CHARS) return { problem: `line ${i + 1} is longer than ${MAX_LINE_CHARS} characters` };
+    let name: string | undefined;
+    if (line.startsWith('#')) {
+      if (line.startsWith('# HELP ') || line.startsWith('# TYPE ')) {
+        const m = (line.startsWith('# HELP ') ? HELP : TYPE).exec(line);
+        if (!m) return { problem: `line ${i + 1} is not a valid HELP or TYPE line: ${JSON.stringify(line.slice(0, 200))}` };
+        name = m[1]!;
+      }
+    } else {
+      const m = SAMPLE.exec(line);
+      if (!m) return { problem: `line ${i + 1} is not a valid sample: ${JSON.stringify(line.slice(0, 200))}` };
+      name = m[1]!;
+    }
+    if (name !== undefined && shadows(name, reserved)) {
+      shadowed.add(name);
+      continue;
+    }
+    kept.push(line);
+  }
+  return { text: kept.length ? kept.join('\n') + '\n' : '', shadowed: [...shadowed] };
+}
+
+/** Whether `name` (or the family a histogram/summary sample belongs to) is one the host serves. */
+function shadows(name: string, reserved: ReadonlySet<string>): boolean {
+  if (reserved.has(name)) return true;
+  const family = /^(.*)_(?:bucket|sum|count|total|created)$/.exec(name)?.[1];
+  return family !== undefined && reserved.has(family);
+}
