@@ -1,0 +1,34 @@
+/**
+ * Operator docs name only flags the host has: every `--flag` written in
+ * README.md and docs/*.md is one of the host's flags or an upstream flag it
+ * accepts (so a renamed or removed flag cannot linger in the docs).
+ */
+import test from 'ava';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { FLAGS } from '../../../host/config/flags.js';
+import { INERT_FLAGS } from '../../../host/config/upstream-flags.js';
+
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+/** Flags the host handles before parsing (main.ts). */
+const SPECIAL = ['version', 'help'];
+/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kubectl, node, the localcloud CLI, the conformance kit. */
+const OTHER_PROGRAMS = [
+  'cloud-provider', 'node-ip', 'node-monitor-grace-period', 'dry-run', 'field-selector', 'max-old-space-size', 'init',
+  'state', 'address', 'type', 'zone', 'region', 'label', 'node', 'cluster', 'endpoint',
+  'test-hook-command', 'junit', 'focus', 'start-timeout', 'shutdown-grace',
+];
+
+const DOCS = ['README.md', ...readdirSync(`${ROOT}docs`).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+for (const doc of DOCS) {
+  test(`${doc} names only flags the host accepts`, (t) => {
+    const ours = [...FLAGS.map((f) => f.name), ...INERT_FLAGS.map((f) => f.name), ...SPECIAL];
+    const known = new Set([...ours, ...OTHER_PROGRAMS]);
+    const text = readFileSync(`${ROOT}${doc}`, 'utf8');
+    // `--authentication-*` names a family: some flag must start with it.
+    const isKnown = (f: string) => (f.endsWith('-') ? ours.some((o) => o.startsWith(f)) : known.has(f));
+    const unknown = [...new Set([...text.matchAll(/`--([a-z][a-z0-9-]*)/g)].map((m) => m[1]!))].filter((f) => !isKnown(f));
+    t.deepEqual(unknown, [], `${doc} mentions flags the host does not have`);
+  });
+}
