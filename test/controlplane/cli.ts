@@ -1,8 +1,11 @@
 /**
  * A local control plane for people:
- *   node dist/test/controlplane/cli.js up     # foreground until Ctrl-C
- *   node dist/test/controlplane/cli.js down   # from another terminal
+ *   node dist/test/controlplane/cli.js up [--fresh]  # foreground until Ctrl-C
+ *   node dist/test/controlplane/cli.js down          # from another terminal
  * State lives in CCM_CLUSTER_DIR or ./.localcluster (kubeconfig, logs, pid).
+ * `up` resumes the objects of the last cluster there (etcd data; new
+ * certificates, token and ports: the kubeconfig is rewritten); `--fresh`
+ * starts empty.
  */
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -23,11 +26,12 @@ async function up(): Promise<void> {
   const other = await runningPid();
   if (other) throw new Error(`a cluster is already running from ${dir} (pid ${other}); stop it with: node dist/test/controlplane/cli.js down`);
   const log = createLogger({ format: 'text' });
-  const cp = await ControlPlane.start({ log, dir });
+  const fresh = process.argv.includes('--fresh');
+  const cp = await ControlPlane.start({ log, dir, resume: !fresh });
   await writeFile(pidFile, `${process.pid}\n`);
   process.stdout.write(`\ncontrol plane ready at ${cp.server} (logs in ${dir})\n\n` +
     `  export KUBECONFIG=${cp.kubeconfigPath}\n  kubectl get nodes   # empty: no kubelet runs here\n\n` +
-    `Ctrl-C (or "cli.js down") stops it.\n`);
+    `Ctrl-C (or "cli.js down") stops it; the next "up" resumes its objects ("up --fresh" starts empty).\n`);
 
   await new Promise<void>((done) => {
     const keepAlive = setInterval(() => {

@@ -26,6 +26,13 @@ export interface ControlPlaneOptions {
    * kept on stop(). Without it a `ccm-cp-*` temp dir is made and removed.
    */
   dir?: string;
+  /**
+   * With `dir`: keep the previous cluster's etcd data (its objects) instead
+   * of replacing it; certificates, keys, tokens and ports are new each start,
+   * so the kubeconfig in `dir` is rewritten. For `cluster:up` after
+   * `cluster:down`.
+   */
+  resume?: boolean;
   /** Limit for etcd + kube-apiserver to become ready (default 60 s). Binary builds are not counted. */
   startTimeoutMs?: number;
   /** Binaries to run; default: ensureBinaries(). */
@@ -119,6 +126,8 @@ export class ControlPlane {
     readonly token: string,
     private readonly removeDirOnStop: boolean,
     private readonly log?: Logger,
+    /** Started with `resume`: the next start with `resume` finds these objects. */
+    private readonly resumable = false,
   ) {
     this.kubeconfigPath = join(dir, 'kubeconfig');
   }
@@ -139,11 +148,12 @@ export class ControlPlane {
     const bins = opts.binaries ?? (await ensureBinaries({ log: opts.log }));
     const owned = opts.dir === undefined;
     const dir = owned ? await mkdtemp(join(tmpdir(), 'ccm-cp-')) : resolve(opts.dir!);
+    const replaced = OWNED_ENTRIES.filter((e) => !(opts.resume && e === 'etcd'));
     if (!owned) {
       await mkdir(dir, { recursive: true });
-      await Promise.all(OWNED_ENTRIES.map((e) => rm(join(dir, e), { recursive: true, force: true })));
+      await Promise.all(replaced.map((e) => rm(join(dir, e), { recursive: true, force: true })));
     }
-    const cp = new ControlPlane(dir, randomBytes(24).toString('hex'), owned, opts.log);
+    const cp = new ControlPlane(dir, randomBytes(24).toString('hex'), owned, opts.log, opts.resume ?? false);
     live.add(cp);
     installExitHook();
     const started = Date.now();
@@ -156,7 +166,7 @@ export class ControlPlane {
           if (!(err instanceof PortClashError) || attempt >= PORT_ATTEMPTS) throw err;
           opts.log?.warn({ attempt }, 'a picked port was taken before use; retrying with new ports');
           await cp.stopProcesses();
-          await Promise.all(OWNED_ENTRIES.map((e) => rm(join(dir, e), { recursive: true, force: true })));
+          await Promise.all(replaced.map((e) => rm(join(dir, e), { recursive: true, force: true })));
         }
       }
     } catch (err) {
@@ -222,7 +232,7 @@ export class ControlPlane {
         if (this.removeDirOnStop && process.env.CCM_KEEP_CONTROLPLANE !== '1') {
           await rm(this.dir, { recursive: true, force: true });
         } else {
-          this.log?.info({ dir: this.dir }, 'control plane stopped; state kept');
+          this.log?.info({ dir: this.dir }, this.resumable ? 'control plane stopped; its objects are kept for the next start' : 'control plane stopped; logs kept');
         }
       }
     })();
