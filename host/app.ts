@@ -74,7 +74,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   }
   for (const w of config.warnings) log.warn({ warning: w }, 'configuration warning');
 
-  const cloudConfig = config.cloudConfigPath ? await readCloudConfig(config.cloudConfigPath) : Buffer.alloc(0);
+  const cloudConfig = await loadCloudConfig(config, log);
 
   let kc: KubeConfigData;
   let versionClient: KubeClients;
@@ -325,6 +325,15 @@ async function startControllers(a: StartControllersArgs): Promise<Promise<void>[
     );
   }
   return running;
+}
+
+/** The --cloud-config bytes; empty without the flag, or when --cloud-config-optional and the file does not exist. */
+async function loadCloudConfig(config: HostConfig, log: Logger): Promise<Buffer> {
+  if (!config.cloudConfigPath) return Buffer.alloc(0);
+  const bytes = await readCloudConfig(config.cloudConfigPath, { optional: config.cloudConfigOptional });
+  if (bytes) return bytes;
+  log.info({ path: config.cloudConfigPath }, 'the --cloud-config file does not exist: starting with an empty cloud config (--cloud-config-optional); restart the host after creating it');
+  return Buffer.alloc(0);
 }
 
 /** Fails fast, with one line, when the API server cannot be reached (upstream waits up to 10 s). */

@@ -24,11 +24,11 @@ export interface HostProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Spawns the host with `args`, appending its output to `logPath`. */
-export function spawnHost(args: string[], logPath: string): HostProcess {
+/** Spawns the host with `args`, appending its output to `logPath`; `env` replaces this process's environment. */
+export function spawnHost(args: string[], logPath: string, env?: NodeJS.ProcessEnv): HostProcess {
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
-  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true });
+  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true, env });
   let ended = false;
   void child.exited.then(() => (ended = true));
   const identity = (async () => {
