@@ -67,19 +67,17 @@ async function waitNotReady(h: Probed, check: string, what: string): Promise<str
 }
 
 test('a plugin in restart backoff fails readiness and ccm_plugin_ready, not liveness', async (t) => {
-  const h0 = await mkdtemp(join(tmpdir(), 'ccm-healthprobes-hang-'));
-  t.teardown(() => rm(h0, { recursive: true, force: true }));
-  const hangFile = join(h0, 'hang');
-  const h = await startProbed(t, 'healthprobes-backoff', () => [
+  const h = await startProbed(t, 'healthprobes-backoff', (dir) => [
     `--cloud-provider=${BAD_PROVIDER_NAME}`,
     `--plugin-path=${BAD}`,
     '--plugin-env=BAD_PROVIDER_NODE_PREFIX=healthprobes-nobody-',
-    `--plugin-env=BAD_PROVIDER_HANG_FILE=${hangFile}`,
+    `--plugin-env=BAD_PROVIDER_HANG_FILE=${join(dir, 'hang')}`,
     '--plugin-start-timeout=5s',
     '--plugin-shutdown-grace=1s',
     '--controllers=cloud-node',
   ]);
   await waitFor(async () => (await h.get('/readyz')).status === 200, { what: '/readyz ok', log: h.host.logPath });
+  const hangFile = join(h.dir, 'hang');
   // Probe hangs from now on: the host gives the plugin up, and every restart times out in Probe.
   await writeFile(hangFile, '');
   const body = await waitNotReady(h, 'plugin', '/readyz failing on the plugin');
