@@ -41,7 +41,6 @@ interface Probed {
 /** Starts the host as a process with `args(dir)` (as the shipped ServiceAccount, no leader election), serving health on a free port. */
 async function startProbed(t: { teardown(fn: () => unknown): void }, name: string, args: (dir: string) => string[]): Promise<Probed> {
   const dir = await mkdtemp(join(tmpdir(), `ccm-${name}-`));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
   const kubeconfig = join(dir, 'kubeconfig');
   await writeFile(kubeconfig, (await hostKubeConfig()).exportConfig(), { mode: 0o600 });
   const [port] = await freePorts(1);
