@@ -28,6 +28,7 @@ import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginMetrics } from './plugin/plugin-metrics.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
+import { HostHealth } from './health.js';
 import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
@@ -75,7 +76,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   }
   for (const w of config.warnings) log.warn({ warning: w }, 'configuration warning');
 
-  const cloudConfig = config.cloudConfigPath ? await readCloudConfig(config.cloudConfigPath) : Buffer.alloc(0);
+  const cloudConfig = await loadCloudConfig(config, log);
 
   let kc: KubeConfigData;
   let versionClient: KubeClients;
@@ -118,6 +119,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       cleanups.push(() => s.close());
     }
 
+    const health = new HostHealth(server);
     const identity = newLeaderIdentity();
     const elector = config.leaderElect
       ? new LeaderElector({
@@ -156,7 +158,10 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       configure: { cloudConfig, clusterName: config.clusterName, hostVersion: HOST_VERSION },
       log,
       pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
-      observeCall: (method, code, seconds) => observePluginRpc(metrics, { plugin: config.cloudProvider, method, code }, seconds),
+      observeCall: (method, code, seconds) => {
+        observePluginRpc(metrics, { plugin: config.cloudProvider, method, code }, seconds);
+        health.cloud.observe(method, code);
+      },
       callPolicy: { caller: identity, refuseMutation },
       onOutputDropped: (stream) => metrics.pluginOutputDropped.inc({ plugin: config.cloudProvider, stream }),
     });
@@ -165,9 +170,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const pluginLabels = { plugin: config.cloudProvider };
     supervisor.on('state', (s: string) => metrics.pluginReady.set(pluginLabels, s === 'ready' ? 1 : 0));
     supervisor.on('restart', () => metrics.pluginRestarts.inc(pluginLabels));
-    server?.addCheck('plugin', () => {
-      if (supervisor.state !== 'ready') throw new Error(`plugin ${config.cloudProvider} is ${supervisor.state}`);
-    });
+    health.watchPlugin(supervisor, config.cloudProvider);
     const abortStart = new AbortController();
     cleanups.push(async () => {
       stoppingHost = true;
@@ -213,9 +216,9 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       leadingNow = true;
       const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
       informers = factory;
-      const running = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
+      const { running, started } = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, health, signal: leading });
       factory.start();
-      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'controllers started');
+      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: started }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
       leadingNow = false;
       // In-flight work finishes or is abandoned within the bound; the gate
@@ -280,13 +283,14 @@ interface StartControllersArgs {
   informers: InformerFactory;
   log: Logger;
   metrics: HostMetrics;
-  server: HealthServer | undefined;
+  health: HostHealth;
   signal: AbortSignal;
 }
 
-/** Loads and starts every enabled controller that this build and cloud support; returns their run promises. */
-async function startControllers(a: StartControllersArgs): Promise<Promise<void>[]> {
+/** Loads and starts every enabled controller that this build and cloud support; returns their run promises and names. */
+async function startControllers(a: StartControllersArgs): Promise<{ running: Promise<void>[]; started: ControllerName[] }> {
   const running: Promise<void>[] = [];
+  const started: ControllerName[] = [];
   for (const name of a.config.enabledControllers) {
     const load = CONTROLLER_FACTORIES[name];
     const controllerLog = a.log.child({ controller: name });
@@ -313,21 +317,36 @@ async function startControllers(a: StartControllersArgs): Promise<Promise<void>[
       continue;
     }
     setControllerRunning(a.metrics, name, true);
-    try {
-      a.server?.addCheck(name, () => {
-        if (made.healthy && !made.healthy()) throw new Error(`${name} is not making progress`);
-      });
-    } catch {
-      // Registered by an earlier term of leadership in this process.
-    }
+    const stopped = a.health.controllerStarted(name, made.healthy ? () => made.healthy!() : undefined);
+    started.push(name);
     running.push(
       made
         .run(a.signal)
-        .catch((err) => controllerLog.error({ err: errorMessage(err) }, 'controller stopped with an error'))
+        .then(
+          () => {
+            if (!a.signal.aborted) {
+              controllerLog.error('controller stopped while this replica leads');
+              stopped('it returned while this replica leads');
+            }
+          },
+          (err) => {
+            controllerLog.error({ err: errorMessage(err) }, 'controller stopped with an error');
+            stopped(errorMessage(err));
+          },
+        )
         .finally(() => setControllerRunning(a.metrics, name, false)),
     );
   }
-  return running;
+  return { running, started };
+}
+
+/** The --cloud-config bytes; empty without the flag, or when --cloud-config-optional and the file does not exist. */
+async function loadCloudConfig(config: HostConfig, log: Logger): Promise<Buffer> {
+  if (!config.cloudConfigPath) return Buffer.alloc(0);
+  const bytes = await readCloudConfig(config.cloudConfigPath, { optional: config.cloudConfigOptional });
+  if (bytes) return bytes;
+  log.info({ path: config.cloudConfigPath }, 'the --cloud-config file does not exist: starting with an empty cloud config (--cloud-config-optional); restart the host after creating it');
+  return Buffer.alloc(0);
 }
 
 /** Fails fast, with one line, when the API server cannot be reached (upstream waits up to 10 s). */

@@ -20,6 +20,7 @@ import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_OPTIONS } from '../host/config/options.js';
 import { ensureBinaries } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
+import { prepareKustomize } from './helpers/kustomize.js';
 import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
 
@@ -52,6 +53,7 @@ async function main(): Promise<number> {
   process.stderr.write('[test] checking control-plane binaries (first run builds them from Go modules)\n');
   await ensureBinaries({ onProgress: (line) => process.stderr.write(`[controlplane] ${line}\n`) });
   await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
+  await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
   const cp = await ControlPlane.start({ auditLog: true });
   process.stderr.write(`[test] control plane ready at ${cp.server} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   // Test hosts authenticate as the shipped ServiceAccount, under the shipped RBAC.

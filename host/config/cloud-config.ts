@@ -11,16 +11,26 @@ import { fsErrorReason } from './validate.js';
 /** Largest --cloud-config the host accepts (README "Flags"). */
 export const MAX_CLOUD_CONFIG_BYTES = 1024 * 1024;
 
+/** Options of readCloudConfig. */
+export interface ReadCloudConfigOptions {
+  /** `--cloud-config-optional`: a file that does not exist is not an error (the result is undefined). */
+  optional?: boolean;
+  maxBytes?: number;
+}
+
 /**
- * The bytes of the --cloud-config file at `path`. Throws HostStartError
- * naming the flag when it cannot be read or is larger than `maxBytes`; never
- * reads more than `maxBytes` + 1 bytes.
+ * The bytes of the --cloud-config file at `path`, or undefined when it does
+ * not exist and `optional` is set. Throws HostStartError naming the flag when
+ * it cannot be read or is larger than `maxBytes`; never reads more than
+ * `maxBytes` + 1 bytes.
  */
-export async function readCloudConfig(path: string, maxBytes = MAX_CLOUD_CONFIG_BYTES): Promise<Buffer> {
+export async function readCloudConfig(path: string, opts: ReadCloudConfigOptions = {}): Promise<Buffer | undefined> {
+  const maxBytes = opts.maxBytes ?? MAX_CLOUD_CONFIG_BYTES;
   let file;
   try {
     file = await open(path, 'r');
   } catch (err) {
+    if (opts.optional && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new HostStartError(`cannot read --cloud-config ${path}: ${fsErrorReason(err)}: pass the path of a readable file`);
   }
   try {

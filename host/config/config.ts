@@ -12,7 +12,7 @@ import { controllerSpecErrors, resolveEnabledControllers } from './controllers.j
 import { nodeCidrMaskSizes as nodeCidrMaskSizes_ } from './node-cidr.js';
 import { addDefaults, type HostOptions, type HostOptionsWithDefaults } from './options.js';
 import { resolvePluginSource, type PluginSource } from './plugin.js';
-import { Problems } from './validate.js';
+import { isAbsent, Problems } from './validate.js';
 import { JITTER_FACTOR } from '../kube/leader-election.js';
 import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
 import { parseDeletionLimit, type DeletionLimit } from '../controllers/lifecycle/deletion-brake.js';
@@ -30,8 +30,10 @@ export interface TlsFiles {
 export interface HostConfig {
   /** `--cloud-provider`: the provider's name, e.g. `local`. */
   readonly cloudProvider: string;
-  /** `--cloud-config`: absolute path of a readable file, passed to the plugin's Configure. */
+  /** `--cloud-config`: absolute path of a readable file (or, with cloudConfigOptional, of none), passed to the plugin's Configure. */
   readonly cloudConfigPath: string | undefined;
+  /** `--cloud-config-optional`: a cloudConfigPath that does not exist means an empty cloud config. */
+  readonly cloudConfigOptional: boolean;
   /** From `--plugin-path` / `--plugin-endpoint` / the built-in local plugin. */
   readonly plugin: PluginSource;
   readonly pluginStartTimeoutMs: number;
@@ -151,7 +153,12 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   const warnings: string[] = [];
 
   const cloudProvider = checkCloudProvider(o.cloudProvider, p);
-  if (o.cloudConfig !== undefined) p.readableFile('cloud-config', o.cloudConfig);
+  const cloudConfigOptional = p.bool('cloud-config-optional', o.cloudConfigOptional);
+  if (o.cloudConfig === undefined) {
+    if (cloudConfigOptional) p.add('--cloud-config-optional=true needs --cloud-config: pass the path of the file that may be absent, or leave --cloud-config-optional out');
+  } else if (!(cloudConfigOptional && isAbsent(o.cloudConfig))) {
+    p.readableFile('cloud-config', o.cloudConfig);
+  }
   const plugin = resolvePluginSource(
     { cloudProvider, pluginPath: o.pluginPath, pluginEndpoint: o.pluginEndpoint, localPluginPath: deps.localPluginPath },
     p,
@@ -203,6 +210,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   const config: HostConfig = {
     cloudProvider: cloudProvider ?? '',
     cloudConfigPath: o.cloudConfig === undefined ? undefined : path.resolve(o.cloudConfig),
+    cloudConfigOptional,
     plugin: plugin!,
     pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
     pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),

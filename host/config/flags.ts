@@ -43,6 +43,7 @@ interface FlagSpec {
 export const FLAGS: readonly FlagSpec[] = [
   { name: 'cloud-provider', key: 'cloudProvider', kind: 'string', value: 'name', help: 'The provider name (required). Selects the plugin ccm-provider-<name>; "local" uses the built-in plugin.' },
   { name: 'cloud-config', key: 'cloudConfig', kind: 'string', value: 'file', help: 'Path of the provider configuration file, passed to the plugin.' },
+  { name: 'cloud-config-optional', key: 'cloudConfigOptional', kind: 'bool', help: 'Start with an empty provider configuration when the --cloud-config file does not exist (e.g. an optional Secret that was not created); any other problem with the file still stops the host (not in upstream).' },
   { name: 'plugin-path', key: 'pluginPath', kind: 'string', value: 'path', help: 'The plugin executable, or a directory holding ccm-provider-<cloud-provider>[.js]. The host spawns it. Excludes --plugin-endpoint.' },
   { name: 'plugin-endpoint', key: 'pluginEndpoint', kind: 'string', value: 'unix:///path.sock', help: 'Socket of an already running plugin (e.g. a sidecar). Excludes --plugin-path.' },
   { name: 'plugin-start-timeout', key: 'pluginStartTimeout', kind: 'string', value: 'duration', help: 'How long a spawned plugin may take to become ready.' },
@@ -73,7 +74,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'leader-elect-resource-lock', key: 'leaderElectResourceLock', kind: 'string', value: 'type', help: 'Lock object type; only "leases" is supported.' },
   { name: 'leader-elect-resource-name', key: 'leaderElectResourceName', kind: 'string', value: 'name', help: 'Name of the Lease object.' },
   { name: 'leader-elect-resource-namespace', key: 'leaderElectResourceNamespace', kind: 'string', value: 'namespace', help: 'Namespace of the Lease object.' },
-  { name: 'use-service-account-credentials', key: 'useServiceAccountCredentials', kind: 'bool', help: 'Give each controller its own ServiceAccount (kube-system/<controller name>, created if missing) and use the host\'s credentials only to request their tokens, as upstream. Needs deploy/rbac-per-controller.yaml.' },
+  { name: 'use-service-account-credentials', key: 'useServiceAccountCredentials', kind: 'bool', help: 'Give each controller its own ServiceAccount (kube-system/<controller name>, created if missing) and use the host\'s credentials only to request their tokens, as upstream. Needs the RBAC of deploy/components/per-controller-rbac.' },
   { name: 'v', short: 'v', key: 'verbosity', kind: 'string', value: 'level', help: 'Log verbosity: 0 info, 1-3 debug, 4+ trace.' },
   { name: 'logging-format', key: 'loggingFormat', kind: 'string', value: 'text|json', help: 'Log line format: text (klog, as upstream) or json (one object per line).' },
   { name: 'min-resync-period', key: 'minResyncPeriod', kind: 'string', value: 'duration', help: 'Informers resync every min-resync-period × [1,2).' },

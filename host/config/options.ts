@@ -17,6 +17,7 @@ import { DEFAULT_SECURE_PORT, DEFAULT_WEBHOOK_SECURE_PORT } from '../names.js';
 export interface HostOptions {
   cloudProvider?: string;
   cloudConfig?: string;
+  cloudConfigOptional?: string;
   pluginPath?: string;
   pluginEndpoint?: string;
   pluginStartTimeout?: string;
@@ -108,6 +109,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   pluginMutationTimeout: '60s',
   pluginAllowTcp: 'false',
   pluginAllowExternalSocket: 'false',
+  /** Not in upstream (where a missing --cloud-config file is fatal): see flags.ts. */
+  cloudConfigOptional: 'false',
   pluginEnv: [] as readonly string[],
   clusterName: DEFAULT_CLUSTER_NAME,
   controllers: ['*'] as readonly string[],

@@ -94,6 +94,16 @@ export function unreadableReason(file: string): string | undefined {
   }
 }
 
+/** True when nothing exists at `file` (it or a parent directory is missing); false for any other outcome, e.g. permission denied. */
+export function isAbsent(file: string): boolean {
+  try {
+    fs.statSync(file);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
 /** Short words for a file system error ("no such file", "permission denied"). */
 export function fsErrorReason(err: unknown): string {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;

@@ -7,6 +7,7 @@
  *                             `?verbose` lists the checks on success too,
  *                             `?exclude=name` (repeatable) skips checks
  *   GET /healthz/<name>       one check: 200 "ok" or 500 "internal server error: reason"
+ *   GET /livez[/<name>]       the same as /healthz (kube's liveness endpoint)
  *   GET /readyz[/<name>]      the same, over the readiness checks (upstream CCM has
  *                             no /readyz); a check is added for both endpoints
  *                             unless it names one
@@ -91,7 +92,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://health.invalid');
     const [, root, name, ...rest] = url.pathname.split('/');
-    const known = (root === 'healthz' || root === 'readyz') ? rest.length === 0 : root === 'metrics' && name === undefined;
+    const known = (root === 'healthz' || root === 'livez' || root === 'readyz') ? rest.length === 0 : root === 'metrics' && name === undefined;
     if (!known) return send(res, 404, '404 page not found\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
@@ -106,7 +107,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   }
 
   async function handleOne(res: http.ServerResponse, root: string, name: string): Promise<void> {
-    const fn = checksOf(root).get(name);
+    const fn = checksOf(endpointOf(root)).get(name);
     if (fn === undefined) return send(res, 404, `404 page not found: no check named ${JSON.stringify(name)}\n`);
     const [result] = await runChecks([[name, fn]], timeoutMs);
     if (result!.error === undefined) return send(res, 200, 'ok');
@@ -116,7 +117,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
 
   async function handleAll(res: http.ServerResponse, root: string, params: URLSearchParams): Promise<void> {
     const excluded = new Set(params.getAll('exclude'));
-    const these = checksOf(root);
+    const these = checksOf(endpointOf(root));
     const selected = [...these].filter(([n]) => !excluded.has(n));
     const results = await runChecks(selected, timeoutMs);
     const failed = results.filter((r) => r.error !== undefined);
@@ -151,6 +152,11 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
       return closing;
     },
   };
+}
+
+/** /livez serves the liveness (healthz) checks. */
+function endpointOf(root: string): CheckEndpoint {
+  return root === 'readyz' ? 'readyz' : 'healthz';
 }
 
 function statusLine(r: CheckResult): string {

@@ -34,12 +34,13 @@ export class ManagedProcess {
     bin: string,
     args: string[],
     keepAlive: boolean,
+    env: NodeJS.ProcessEnv | undefined,
   ) {
     // The log file descriptor is handed to the child directly, so the log is
     // complete even if this process dies, and no pipe keeps Node busy.
     const fd = openSync(logPath, 'a');
     try {
-      this.child = spawn(bin, args, { stdio: ['ignore', fd, fd], shell: false });
+      this.child = spawn(bin, args, { stdio: ['ignore', fd, fd], shell: false, env });
     } finally {
       closeSync(fd);
     }
@@ -69,9 +70,10 @@ export class ManagedProcess {
    * `keepAlive`: the child keeps this process's event loop alive, as a test
    * that awaits its exit with nothing else running needs.
    */
-  static spawn(name: string, bin: string, args: string[], logPath: string, opts: { keepAlive?: boolean } = {}): ManagedProcess {
+  /** `opts.env`: the whole environment of the process (default: this process's). */
+  static spawn(name: string, bin: string, args: string[], logPath: string, opts: { keepAlive?: boolean; env?: NodeJS.ProcessEnv } = {}): ManagedProcess {
     installExitHook();
-    return new ManagedProcess(name, logPath, bin, args, opts.keepAlive ?? false);
+    return new ManagedProcess(name, logPath, bin, args, opts.keepAlive ?? false, opts.env);
   }
 
   get pid(): number | undefined {

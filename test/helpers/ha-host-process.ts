@@ -1,6 +1,6 @@
 /**
  * The host as a real process (`node dist/host/main.js`), for tests that kill,
- * signal and restart it. Its stdout and stderr (JSON log lines) go straight
+ * signal and restart it. Its stdout and stderr (log lines) go straight
  * to a file descriptor of the log file, so a SIGKILLed host (or a crashed
  * test worker) loses nothing it wrote; the log is scanned for the
  * leader-election identity.
@@ -24,19 +24,22 @@ export interface HostProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Spawns the host with `args`, appending its output to `logPath` (JSON lines unless `args` choose a format). */
-export function spawnHost(args: string[], logPath: string): HostProcess {
-  if (!args.some((a) => a.startsWith('--logging-format'))) args = ['--logging-format=json', ...args];
+/**
+ * Spawns the host with `args`, appending its output to `logPath`; `env`
+ * replaces this process's environment. The log is in the format `args` ask
+ * for (klog text by default); the start line is found in either.
+ */
+export function spawnHost(args: string[], logPath: string, env?: NodeJS.ProcessEnv): HostProcess {
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
-  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true });
+  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true, env });
   let ended = false;
   void child.exited.then(() => (ended = true));
   const identity = (async () => {
     for (;;) {
       const line = (await readFrom(logPath, offset)).split('\n').find((l) => l.includes('cloud-controller-manager started'));
-      const m = line && /"identity":"([^"]+)"/.exec(line);
-      if (m) return m[1]!;
+      const m = line && /"identity":"([^"]+)"|\bidentity="([^"]+)"/.exec(line);
+      if (m) return (m[1] ?? m[2])!;
       if (ended) return new Promise<string>(() => undefined);
       await new Promise((r) => setTimeout(r, 100));
     }

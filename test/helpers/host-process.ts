@@ -25,11 +25,15 @@ export async function kubeconfigFile(dir: string): Promise<string> {
   return path;
 }
 
-/** Starts `node dist/host/main.js <args>` and waits until it logs that it started. Output is appended to `logPath`. */
-export async function startHostProcess(args: string[], logPath: string): Promise<HostProcess> {
+/**
+ * Starts `node dist/host/main.js <args>` and waits until it logs that it
+ * started. Output is appended to `logPath`; `env` replaces this process's
+ * environment.
+ */
+export async function startHostProcess(args: string[], logPath: string, env?: NodeJS.ProcessEnv): Promise<HostProcess> {
   // One replica: no lease to wait for after a SIGKILL (unless the caller asks for leader election).
   if (!args.some((a) => a.startsWith('--leader-elect'))) args = ['--leader-elect=false', ...args];
-  const host = spawnHost(args, logPath);
+  const host = spawnHost(args, logPath, env);
   let timer: NodeJS.Timeout | undefined;
   const outcome = await Promise.race([
     host.identity.then(() => 'started' as const),

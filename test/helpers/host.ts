@@ -3,7 +3,7 @@
  * does, the local cloud plugin as a real child process, the shared real
  * control plane. Logs go to `<dir>/host.log` for post-mortems.
  *
- * The host authenticates as the shipped ServiceAccount (deploy/rbac.yaml;
+ * The host authenticates as the shipped ServiceAccount (deploy/base/rbac.yaml;
  * see service-account.ts), so every controller test runs under the shipped
  * RBAC: `stop()` fails (throws) when the host met any 403 Forbidden, counted
  * in rest_client_requests_total or logged by a watch.
@@ -56,7 +56,7 @@ export async function startTestHost(dir: string, args: string[] = [], opts: Test
     async stop() {
       await stop();
       const forbidden = await forbiddenCount(host, logPath);
-      if (forbidden > 0) throw new Error(`the test host met ${forbidden} 403 Forbidden answer(s): the shipped RBAC (deploy/rbac.yaml) lacks a permission; see ${logPath}`);
+      if (forbidden > 0) throw new Error(`the test host met ${forbidden} 403 Forbidden answer(s): the shipped RBAC (deploy/base/rbac.yaml) lacks a permission; see ${logPath}`);
     },
   });
 }

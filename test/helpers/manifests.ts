@@ -1,11 +1,59 @@
-/** The shipped manifests (deploy/**.yaml), parsed. */
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+/** The shipped manifests (deploy/): files parsed, and kustomizations rendered by the real kustomize. */
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadAllYaml, type KubernetesObject } from '@kubernetes/client-node';
+import { renderKustomization } from './kustomize.js';
 
 /** Repository's deploy/ directory (tests run from dist/test/...). */
 export const DEPLOY_DIR = fileURLToPath(new URL('../../../deploy/', import.meta.url));
+
+/** The flavours: `kubectl apply -k deploy/overlays/<name>`. */
+export const OVERLAYS = ['exec', 'sidecar'] as const;
+export type Overlay = (typeof OVERLAYS)[number];
+
+/** What an operator applies: a flavour, alone or with the per-controller RBAC component. */
+export interface Rendering {
+  overlay: Overlay;
+  perController: boolean;
+}
+
+/** Every combination the repository supports. */
+export const RENDERINGS: readonly Rendering[] = OVERLAYS.flatMap((overlay) => [false, true].map((perController) => ({ overlay, perController })));
+
+export function renderingName(r: Rendering): string {
+  return r.perController ? `${r.overlay} + per-controller-rbac` : r.overlay;
+}
+
+/**
+ * The objects of a rendering, in kustomize's order. The component is used as
+ * its header says an operator uses it: from a kustomization of one's own
+ * (written to a temporary directory and removed afterwards).
+ */
+export async function renderDeploy(r: Rendering): Promise<KubernetesObject[]> {
+  const overlay = join(DEPLOY_DIR, 'overlays', r.overlay);
+  if (!r.perController) return renderKustomization(overlay);
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kustomization-'));
+  try {
+    // kustomize refuses absolute paths to other kustomizations.
+    await writeFile(
+      join(dir, 'kustomization.yaml'),
+      [
+        'apiVersion: kustomize.config.k8s.io/v1beta1',
+        'kind: Kustomization',
+        'resources:',
+        `  - ${relative(dir, overlay)}`,
+        'components:',
+        `  - ${relative(dir, join(DEPLOY_DIR, 'components', 'per-controller-rbac'))}`,
+        '',
+      ].join('\n'),
+    );
+    return await renderKustomization(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** Every YAML file under deploy/, recursively, sorted; paths relative to deploy/. */
 export async function manifestFiles(dir = DEPLOY_DIR, prefix = ''): Promise<string[]> {

@@ -7,27 +7,20 @@
  * directory lock keeps parallel test files from building the same thing twice.
  */
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { buildOnce } from './build-once.js';
 
 /** The repository root (dist/test/helpers → ../../..). */
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const GO_DIR = join(REPO, 'plugins', 'go');
 export const PYTHON_DIR = join(REPO, 'plugins', 'python');
-const LOCK_STALE_MS = 15 * 60_000;
 
 function cacheRoot(): string {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
-}
-
-async function exists(p: string): Promise<boolean> {
-  return stat(p).then(
-    () => true,
-    () => false,
-  );
 }
 
 async function filesUnder(dir: string, keep: (rel: string) => boolean): Promise<string[]> {
@@ -45,36 +38,6 @@ async function hashFiles(dir: string, files: string[], extra: string): Promise<s
   const h = createHash('sha256').update(extra);
   for (const f of files) h.update(f).update('\0').update(await readFile(join(dir, f))).update('\0');
   return h.digest('hex').slice(0, 16);
-}
-
-/**
- * Makes `final` exist by running `build(tmp)` and renaming tmp into place,
- * under a directory lock so only one process builds.
- */
-async function buildOnce(final: string, build: (tmp: string) => Promise<void>): Promise<void> {
-  if (await exists(final)) return;
-  await mkdir(join(final, '..'), { recursive: true });
-  const lock = `${final}.lock`;
-  for (;;) {
-    try {
-      await mkdir(lock);
-      break;
-    } catch {
-      if (await exists(final)) return;
-      const st = await stat(lock).catch(() => undefined);
-      if (st && Date.now() - st.mtimeMs > LOCK_STALE_MS) await rm(lock, { recursive: true, force: true });
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-  try {
-    if (await exists(final)) return;
-    const tmp = `${final}.tmp-${process.pid}`;
-    await rm(tmp, { recursive: true, force: true });
-    await build(tmp);
-    await rename(tmp, final);
-  } finally {
-    await rm(lock, { recursive: true, force: true });
-  }
 }
 
 let goBinary: Promise<string> | undefined;

@@ -1,13 +1,13 @@
 /**
  * The identity test hosts run as: the shipped ServiceAccount
- * (deploy/rbac.yaml), with a token from the TokenRequest API. The test
+ * (deploy/base/rbac.yaml), with a token from the TokenRequest API. The test
  * runner applies the RBAC and mints the token once (`prepareHostIdentity`)
  * and passes the kubeconfig in CCM_TEST_HOST_KUBECONFIG; a test file run on
  * its own does the same against its private control plane. Test code keeps
  * the admin kubeconfig (testKubeConfig).
  */
 import { writeFile } from 'node:fs/promises';
-import { CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { loadManifest } from './manifests.js';
 
@@ -15,10 +15,15 @@ export const HOST_SERVICE_ACCOUNT = { namespace: 'kube-system', name: 'cloud-con
 /** The user name the API server gives that ServiceAccount. */
 export const HOST_USER = `system:serviceaccount:${HOST_SERVICE_ACCOUNT.namespace}:${HOST_SERVICE_ACCOUNT.name}`;
 
-/** Applies deploy/rbac.yaml, or another file of deploy/ (server-side apply, idempotent) with the admin `kc`. */
-export async function applyShippedRbac(admin: KubeConfig, file = 'rbac.yaml'): Promise<void> {
+/** Applies deploy/base/rbac.yaml, or another file of deploy/ (server-side apply, idempotent) with the admin `kc`. */
+export async function applyShippedRbac(admin: KubeConfig, file = 'base/rbac.yaml'): Promise<void> {
+  await applyObjects(admin, await loadManifest(file));
+}
+
+/** Server-side applies `objects` (idempotent) with the admin `kc`. */
+export async function applyObjects(admin: KubeConfig, objects: KubernetesObject[]): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(admin);
-  for (const obj of await loadManifest(file)) {
+  for (const obj of objects) {
     await api.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
   }
 }

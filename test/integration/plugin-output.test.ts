@@ -66,6 +66,7 @@ test(`${FLOOD_MIB} MiB without a newline on stdout and stderr and ${FLOOD_LINES}
       `--cloud-provider=${BAD_PROVIDER_NAME}`,
       `--plugin-path=${BAD_PROVIDER}`,
       `--kubeconfig=${await kubeconfigFile(dir)}`,
+      '--logging-format=json',
       '--plugin-env=BAD_PROVIDER_NODE_PREFIX=flood-nobody-',
       `--plugin-env=BAD_PROVIDER_FLOOD_MIB=${FLOOD_MIB}`,
       `--plugin-env=BAD_PROVIDER_FLOOD_LINES=${FLOOD_LINES}`,

@@ -1,25 +1,41 @@
 /**
- * Every shipped manifest (deploy/**.yaml) passes a server-side dry run
- * against the real kube-apiserver, and the pods they describe meet the
+ * What deploy/ renders to (the real kustomize, as `kubectl apply -k`): every
+ * flavour, with and without the per-controller RBAC component, passes a
+ * server-side dry run against the real kube-apiserver; its pods meet the
  * "restricted" Pod Security Standard except for hostNetwork, the one
- * documented exception (checked by the API server's PodSecurity admission).
+ * documented exception (checked by the API server's PodSecurity admission);
+ * and no YAML file lies outside a kustomization (so nothing can be applied
+ * twice by `kubectl apply -R -f`). run-manifests.test.ts starts what they
+ * render.
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubernetesObject, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { CoreV1Api, KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject, type V1Deployment, type V1Pod, type V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { loadManifest, manifestFiles } from '../../helpers/manifests.js';
+import { renderKustomization } from '../../helpers/kustomize.js';
+import { DEPLOY_DIR, RENDERINGS, manifestFiles, renderDeploy, renderingName, type Rendering } from '../../helpers/manifests.js';
 
-test('every manifest file passes a server-side apply dry run', async (t) => {
-  const kc = await testKubeConfig();
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  const files = await manifestFiles();
-  t.true(files.includes('rbac.yaml') && files.includes('deployment-sidecar.yaml') && files.includes('deployment-exec.yaml'), files.join(', '));
-  for (const file of files) {
-    const objects = await loadManifest(file);
-    t.true(objects.length > 0, `${file} holds objects`);
+/** Every rendering, plus deploy/volumes, by name. */
+async function everything(): Promise<{ name: string; objects: KubernetesObject[] }[]> {
+  const out = await Promise.all(RENDERINGS.map(async (r) => ({ name: renderingName(r), objects: await renderDeploy(r) })));
+  out.push({ name: 'volumes', objects: await renderKustomization(join(DEPLOY_DIR, 'volumes')) });
+  return out;
+}
+
+function only<T extends KubernetesObject>(objects: KubernetesObject[], kind: string): T {
+  const found = objects.filter((o) => o.kind === kind);
+  if (found.length !== 1) throw new Error(`want exactly one ${kind}, found ${found.length}`);
+  return found[0] as T;
+}
+
+test('every rendering passes a server-side apply dry run', async (t) => {
+  const api = KubernetesObjectApi.makeApiClient(await testKubeConfig());
+  for (const { name, objects } of await everything()) {
+    t.true(objects.length > 0, `${name} renders objects`);
     for (const obj of objects) {
-      const what = `${file}: ${obj.kind}/${obj.metadata?.name}`;
+      const what = `${name}: ${obj.kind}/${obj.metadata?.name}`;
       // Server-side apply works whether or not the object exists already.
       const out = await api
         .patch(obj, undefined, 'All', 'ccm-manifest-test', true, PatchStrategy.ServerSideApply)
@@ -32,44 +48,75 @@ test('every manifest file passes a server-side apply dry run', async (t) => {
   }
 });
 
-/** The Deployments of deploy/. */
-async function deployments(): Promise<{ file: string; d: V1Deployment }[]> {
-  const out: { file: string; d: V1Deployment }[] = [];
-  for (const file of await manifestFiles()) {
-    for (const obj of await loadManifest(file)) if (obj.kind === 'Deployment') out.push({ file, d: obj as V1Deployment });
+test('every YAML file under deploy/ is named by the kustomization of its directory', async (t) => {
+  const files = await manifestFiles();
+  const kustomizations = files.filter((f) => f.endsWith('/kustomization.yaml'));
+  t.deepEqual(kustomizations.sort(), [
+    'base/kustomization.yaml',
+    'components/per-controller-rbac/kustomization.yaml',
+    'overlays/exec/kustomization.yaml',
+    'overlays/sidecar/kustomization.yaml',
+    'volumes/kustomization.yaml',
+  ]);
+  const named = new Set<string>();
+  for (const k of kustomizations) {
+    const doc = loadYaml<{ resources?: string[]; patches?: { path?: string }[] }>(await readFile(join(DEPLOY_DIR, k), 'utf8'));
+    for (const p of [...(doc.resources ?? []), ...(doc.patches ?? []).flatMap((x) => (x.path ? [x.path] : []))]) named.add(join(dirname(k), p));
   }
-  return out;
-}
+  for (const f of files.filter((x) => !x.endsWith('/kustomization.yaml'))) t.true(named.has(f), `${f} is not named by a kustomization.yaml`);
+});
 
-test('both Deployments follow the recommended shape', async (t) => {
-  const found = await deployments();
-  t.deepEqual(found.map((f) => f.file).sort(), ['deployment-exec.yaml', 'deployment-sidecar.yaml']);
-  for (const { file, d } of found) {
+test('every rendering follows the recommended shape', async (t) => {
+  for (const r of RENDERINGS) {
+    const name = renderingName(r);
+    const objects = await renderDeploy(r);
+    const d = only<V1Deployment>(objects, 'Deployment');
     const spec = d.spec!.template.spec!;
-    t.is(d.spec?.replicas, 2, file);
-    t.true(spec.hostNetwork, file);
-    t.deepEqual(spec.nodeSelector, { 'node-role.kubernetes.io/control-plane': '' }, file);
+    t.is(d.spec?.replicas, 2, name);
+    t.true(spec.hostNetwork, name);
+    t.deepEqual(spec.nodeSelector, { 'node-role.kubernetes.io/control-plane': '' }, name);
     const tol = (key: string) => spec.tolerations?.find((x) => x.key === key);
-    t.truthy(tol('node.cloudprovider.kubernetes.io/uninitialized'), file);
-    t.truthy(tol('node-role.kubernetes.io/control-plane'), file);
-    t.like(tol('node.kubernetes.io/not-ready'), { effect: 'NoExecute', tolerationSeconds: 300 }, file);
-    t.is(spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0]?.podAffinityTerm.topologyKey, 'kubernetes.io/hostname', file);
-    t.is(spec.serviceAccountName, 'cloud-controller-manager', file);
-    const host = spec.containers.find((c) => c.name === 'cloud-controller-manager')!;
-    t.true(host.args!.includes('--leader-elect=true'), file);
-    t.like(spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } }, file);
+    t.truthy(tol('node.cloudprovider.kubernetes.io/uninitialized'), name);
+    t.truthy(tol('node-role.kubernetes.io/control-plane'), name);
+    t.like(tol('node.kubernetes.io/not-ready'), { effect: 'NoExecute', tolerationSeconds: 300 }, name);
+    t.is(spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0]?.podAffinityTerm.topologyKey, 'kubernetes.io/hostname', name);
+    t.like(spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } }, name);
     for (const c of spec.containers) {
-      t.like(c.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } }, `${file} ${c.name}`);
+      t.like(c.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } }, `${name} ${c.name}`);
     }
-    if (file === 'deployment-sidecar.yaml') {
-      t.is(spec.containers.length, 2);
-      const sock = spec.volumes!.find((v) => v.name === 'plugin-socket');
-      t.truthy(sock?.emptyDir, 'socket directory is an emptyDir');
-      t.true(host.args!.some((a) => a.startsWith('--plugin-endpoint=unix:///run/ccm-plugin/')));
-      for (const c of spec.containers) t.true(c.volumeMounts!.some((m) => m.name === 'plugin-socket'), `${c.name} mounts the socket directory`);
+    const host = spec.containers[0]!;
+    t.is(host.name, 'cloud-controller-manager', `${name}: overlays append to containers/0`);
+    t.true(host.args!.includes('--leader-elect=true'), name);
+    // Liveness is the host process only; readiness the plugin, controllers and webhook.
+    t.is(host.livenessProbe?.httpGet?.path, '/healthz', name);
+    t.is(host.readinessProbe?.httpGet?.path, '/readyz', name);
+    t.is(spec.volumes?.find((v) => v.name === 'cloud-config')?.secret?.optional, true, name);
+    t.true(host.args!.includes('--cloud-config-optional=true'), `${name}: the optional Secret is optional for the host too`);
+
+    const pdb = only<V1PodDisruptionBudget>(objects, 'PodDisruptionBudget');
+    t.deepEqual(pdb.spec?.selector?.matchLabels, d.spec?.selector.matchLabels, `${name}: the budget covers the pods`);
+    t.is(pdb.spec?.maxUnavailable, 1, name);
+
+    // The Deployment runs as a ServiceAccount the rendering ships, and only that one.
+    t.deepEqual(objects.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata?.name), [spec.serviceAccountName], name);
+    if (r.perController) {
+      t.is(spec.serviceAccountName, 'cloud-controller-manager-host', name);
+      t.true(host.args!.includes('--use-service-account-credentials=true'), name);
+      t.false(objects.some((o) => o.metadata?.name === 'system:cloud-controller-manager'), `${name}: no single-identity ClusterRole`);
     } else {
-      t.is(spec.containers.length, 1);
-      t.true(host.args!.some((a) => a.startsWith('--plugin-path=')));
+      t.is(spec.serviceAccountName, 'cloud-controller-manager', name);
+      t.false(host.args!.some((a) => a.startsWith('--use-service-account-credentials')), name);
+    }
+    if (r.overlay === 'sidecar') {
+      t.is(spec.containers.length, 2, name);
+      t.truthy(spec.volumes!.find((v) => v.name === 'plugin-socket')?.emptyDir, `${name}: socket directory is an emptyDir`);
+      t.true(host.args!.some((a) => a.startsWith('--plugin-endpoint=unix:///run/ccm-plugin/')), name);
+      for (const c of spec.containers) t.true(c.volumeMounts!.some((m) => m.name === 'plugin-socket'), `${name}: ${c.name} mounts the socket directory`);
+    } else {
+      t.is(spec.containers.length, 1, name);
+      t.true(host.args!.some((a) => a.startsWith('--plugin-path=')), name);
+      // Something other than the host must reap what it kills when a provider exits (docs/protocol.md).
+      t.true(spec.shareProcessNamespace, `${name}: the pause process is PID 1`);
     }
   }
 });
@@ -80,7 +127,10 @@ test('the pods are admitted at Pod Security "restricted" without hostNetwork, an
   const namespace = `pss-${randomBytes(4).toString('hex')}`;
   await core.createNamespace({ body: { metadata: { name: namespace, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } } } });
   t.teardown(() => core.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
-  for (const { file, d } of await deployments()) {
+  const flavours: Rendering[] = RENDERINGS.filter((r) => !r.perController);
+  for (const r of flavours) {
+    const name = renderingName(r);
+    const d = only<V1Deployment>(await renderDeploy(r), 'Deployment');
     const template = structuredClone(d.spec!.template);
     // Only kube-system may use the system-* priority classes; not a security setting.
     delete template.spec!.priorityClassName;
@@ -92,25 +142,25 @@ test('the pods are admitted at Pod Security "restricted" without hostNetwork, an
       }
       return { apiVersion: 'v1', kind: 'Pod', metadata: { name: `ccm-${hostNetwork ? 'host' : 'pod'}`, namespace, labels: template.metadata?.labels }, spec };
     };
-    await t.notThrowsAsync(core.createNamespacedPod({ namespace, body: pod(false), dryRun: 'All' }), `${file} without hostNetwork is restricted`);
+    await t.notThrowsAsync(core.createNamespacedPod({ namespace, body: pod(false), dryRun: 'All' }), `${name} without hostNetwork is restricted`);
     const err = await core.createNamespacedPod({ namespace, body: pod(true), dryRun: 'All' }).then(
       () => undefined,
       (e: { body?: string }) => String(e.body ?? e),
     );
-    t.truthy(err, `${file} with hostNetwork is refused at restricted`);
+    t.truthy(err, `${name} with hostNetwork is refused at restricted`);
     const message = (JSON.parse(err ?? '{}') as { message?: string }).message ?? '';
     const violations = /violates PodSecurity "restricted:latest": (.*)$/.exec(message)?.[1] ?? '';
     // hostNetwork pods get hostPort = containerPort by default: the same exception.
     const kinds = violations.split(/, (?=[a-z])/).map((v) => v.replace(/ \(.*$/, ''));
-    t.deepEqual([...new Set(kinds)].sort(), ['host namespaces', 'hostPort'], `${file}: ${violations}`);
+    t.deepEqual([...new Set(kinds)].sort(), ['host namespaces', 'hostPort'], `${name}: ${violations}`);
   }
 });
 
 test('nothing shipped grants access to Secrets, Pods or RBAC objects, or uses wildcards', async (t) => {
-  for (const file of await manifestFiles()) {
-    for (const obj of (await loadManifest(file)) as (KubernetesObject & { rules?: { resources?: string[]; verbs?: string[]; apiGroups?: string[] }[] })[]) {
+  for (const { name, objects } of await everything()) {
+    for (const obj of objects as (KubernetesObject & { rules?: { resources?: string[]; verbs?: string[]; apiGroups?: string[] }[] })[]) {
       for (const rule of obj.rules ?? []) {
-        const what = `${file} ${obj.kind}/${obj.metadata?.name}`;
+        const what = `${name} ${obj.kind}/${obj.metadata?.name}`;
         t.false((rule.resources ?? []).some((r) => ['secrets', 'pods', '*'].includes(r.split('/')[0]!)), what);
         t.false((rule.verbs ?? []).includes('*'), what);
         t.false((rule.apiGroups ?? []).some((g) => g === '*' || g === 'rbac.authorization.k8s.io'), what);

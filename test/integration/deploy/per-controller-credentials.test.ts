@@ -1,6 +1,6 @@
 /**
  * --use-service-account-credentials=true against the real API server, with
- * deploy/rbac-per-controller.yaml applied and the host authenticated as that
+ * deploy/components/per-controller-rbac/rbac-per-controller.yaml applied and the host authenticated as that
  * mode's host ServiceAccount. That identity may only list/watch, manage its
  * Lease and mint tokens: it can NOT patch Nodes or Services nor create
  * Events. So a node initialized, a Service given its ingress and the
@@ -45,7 +45,7 @@ test.before(async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-sacreds-it-'));
   const admin = await testKubeConfig();
   const core = admin.makeApiClient(CoreV1Api);
-  await applyShippedRbac(admin, 'rbac-per-controller.yaml');
+  await applyShippedRbac(admin, 'components/per-controller-rbac/rbac-per-controller.yaml');
   await ensureNamespace(core, NS);
   t.context = { dir, admin, core };
 });

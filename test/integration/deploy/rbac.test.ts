@@ -1,7 +1,7 @@
 /**
  * What the shipped ServiceAccount may do, asked of the real API server as
  * that identity: SelfSubjectRulesReview must match a golden list exactly
- * (a change to deploy/rbac.yaml changes this list on purpose), and
+ * (a change to deploy/base/rbac.yaml changes this list on purpose), and
  * SelfSubjectAccessReview must deny reading Secrets and creating Pods.
  */
 import test from 'ava';
@@ -25,7 +25,7 @@ function flatten(review: V1SelfSubjectRulesReview): string[] {
   return [...out].sort();
 }
 
-/** Granted everywhere by deploy/rbac.yaml's ClusterRole (and the built-in self-review rights). */
+/** Granted everywhere by deploy/base/rbac.yaml's ClusterRole (and the built-in self-review rights). */
 const CLUSTER_WIDE = [
   'create /events', 'patch /events',
   'get /nodes', 'list /nodes', 'watch /nodes', 'update /nodes', 'patch /nodes', 'delete /nodes',

@@ -61,6 +61,7 @@ const cases: Case[] = [
     want: {
       cloudProvider: 'foo',
       cloudConfigPath: undefined,
+      cloudConfigOptional: false,
       pluginStartTimeoutMs: 60_000,
       pluginShutdownGraceMs: 10_000,
       pluginCallTimeoutMs: 10_000,
@@ -122,6 +123,12 @@ const cases: Case[] = [
   { description: 'cloud-config readable', argv: [...BASE, `--cloud-config=${CLOUD_CONF}`], want: { cloudConfigPath: CLOUD_CONF } },
   { description: 'cloud-config missing', argv: [...BASE, `--cloud-config=${MISSING}`], errors: [`cannot read --cloud-config ${MISSING}: no such file or directory`] },
   { description: 'cloud-config is a directory', argv: [...BASE, `--cloud-config=${DIR}`], errors: [`cannot read --cloud-config ${DIR}: not a regular file`] },
+  { description: 'cloud-config-optional with the file present', argv: [...BASE, `--cloud-config=${CLOUD_CONF}`, '--cloud-config-optional'], want: { cloudConfigPath: CLOUD_CONF, cloudConfigOptional: true } },
+  { description: 'cloud-config-optional with the file absent', argv: [...BASE, `--cloud-config=${MISSING}`, '--cloud-config-optional=true'], want: { cloudConfigPath: MISSING, cloudConfigOptional: true } },
+  { description: 'cloud-config-optional with a missing parent directory', argv: [...BASE, `--cloud-config=${MISSING}/cloud.conf`, '--cloud-config-optional'], want: { cloudConfigPath: `${MISSING}/cloud.conf` } },
+  { description: 'cloud-config-optional does not excuse a directory', argv: [...BASE, `--cloud-config=${DIR}`, '--cloud-config-optional'], errors: [`cannot read --cloud-config ${DIR}: not a regular file`] },
+  { description: 'cloud-config-optional without cloud-config', argv: [...BASE, '--cloud-config-optional'], errors: ['--cloud-config-optional=true needs --cloud-config'] },
+  { description: 'cloud-config-optional=false keeps a missing file an error', argv: [...BASE, `--cloud-config=${MISSING}`, '--cloud-config-optional=false'], errors: [`cannot read --cloud-config ${MISSING}: no such file or directory`] },
 
   // --plugin-path / --plugin-endpoint / built-in local plugin
   {

@@ -117,6 +117,14 @@ test('a check limited to one endpoint runs only there', async (t) => {
   t.notRegex(ready.body, /live-only/);
   t.is((await get(`${url}/readyz/live-only`)).status, 404);
   t.is((await get(`${url}/healthz/live-only`)).status, 500);
+  // /livez is kube's name for the same liveness checks.
+  const live = await get(`${url}/livez?verbose`);
+  t.is(live.status, 500);
+  t.regex(live.body, /\[-\]live-only failed: stuck renew loop\nlivez check failed\n$/);
+  t.notRegex(live.body, /ready-only/);
+  t.is((await get(`${url}/livez/live-only`)).status, 500);
+  t.is((await get(`${url}/livez/ping`)).status, 200);
+  t.is((await get(`${url}/livez/ready-only`)).status, 404);
 });
 
 test('metrics serves the registry in Prometheus text format', async (t) => {
