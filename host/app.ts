@@ -27,6 +27,9 @@ import { COMPONENT_NAME, EventComponents, type ControllerName } from './names.js
 import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
 import { startHealthServer, type HealthServer } from './server/server.js';
+import { delegatedAuth, type RequestAuth } from './server/delegated-auth.js';
+import { DelegatedGuard } from './server/guard.js';
+import { servingCert } from './server/serving-cert.js';
 import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
@@ -110,9 +113,23 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   const connections = new ConnectionPool();
   cleanups.push(async () => connections.destroy());
   let server: HealthServer | undefined;
+  // Built on first use: by the --secure-port server at start, or by the PV label webhook.
+  let auth: Promise<RequestAuth> | undefined;
+  const requestAuth = () =>
+    (auth ??= delegatedAuth(config.serving, { kubeConfig: kc, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} delegated-auth`, registry: metrics.registry, connections, log }));
   try {
     if (config.securePort > 0) {
-      server = await startHealthServer({ bindAddress: config.bindAddress, port: config.securePort, tls: config.tls, registry: metrics.registry, log });
+      let guard: DelegatedGuard;
+      let cert;
+      try {
+        guard = new DelegatedGuard({ ...(await requestAuth()), anonymous: true, log: log.child({ component: 'health-server' }) });
+        cert = await servingCert(config.serving, config.bindAddress);
+      } catch (err) {
+        throw new HostStartError(errorMessage(err));
+      }
+      log.info({ certificate: cert.source }, 'serving certificate');
+      const tls = { cert: cert.cert, key: cert.key, minVersion: config.serving.tlsMinVersion, ciphers: config.serving.tlsCiphers };
+      server = await startHealthServer({ bindAddress: config.bindAddress, port: config.securePort, tls, guard, registry: metrics.registry, log });
       const s = server;
       cleanups.push(() => s.close());
     }
@@ -210,7 +227,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       leadingNow = true;
       const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
       informers = factory;
-      const running = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
+      const running = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, requestAuth, signal: leading });
       factory.start();
       log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
@@ -278,6 +295,7 @@ interface StartControllersArgs {
   log: Logger;
   metrics: HostMetrics;
   server: HealthServer | undefined;
+  requestAuth: () => Promise<RequestAuth>;
   signal: AbortSignal;
 }
 
@@ -304,6 +322,7 @@ async function startControllers(a: StartControllersArgs): Promise<Promise<void>[
       log: controllerLog,
       metrics: a.metrics,
       registry: a.metrics.registry,
+      requestAuth: a.requestAuth,
     });
     if ('skip' in made) {
       controllerLog.warn({ reason: made.skip }, 'not starting the controller');

@@ -1,6 +1,6 @@
 /**
  * The identity test hosts run as: the shipped ServiceAccount
- * (deploy/rbac.yaml), with a token from the TokenRequest API. The test
+ * (deploy/rbac.yaml and deploy/rbac-delegated-auth.yaml), with a token from the TokenRequest API. The test
  * runner applies the RBAC and mints the token once (`prepareHostIdentity`)
  * and passes the kubeconfig in CCM_TEST_HOST_KUBECONFIG; a test file run on
  * its own does the same against its private control plane. Test code keeps
@@ -15,10 +15,14 @@ export const HOST_SERVICE_ACCOUNT = { namespace: 'kube-system', name: 'cloud-con
 /** The user name the API server gives that ServiceAccount. */
 export const HOST_USER = `system:serviceaccount:${HOST_SERVICE_ACCOUNT.namespace}:${HOST_SERVICE_ACCOUNT.name}`;
 
-/** Applies deploy/rbac.yaml, or another file of deploy/ (server-side apply, idempotent) with the admin `kc`. */
+/**
+ * Applies deploy/rbac.yaml, or another file of deploy/, with
+ * deploy/rbac-delegated-auth.yaml (which either needs), server-side apply,
+ * idempotent, with the admin `kc`.
+ */
 export async function applyShippedRbac(admin: KubeConfig, file = 'rbac.yaml'): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(admin);
-  for (const obj of await loadManifest(file)) {
+  for (const obj of [...(await loadManifest(file)), ...(await loadManifest('rbac-delegated-auth.yaml'))]) {
     await api.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
   }
 }

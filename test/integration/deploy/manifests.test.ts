@@ -57,6 +57,8 @@ test('both Deployments follow the recommended shape', async (t) => {
     t.is(spec.serviceAccountName, 'cloud-controller-manager', file);
     const host = spec.containers.find((c) => c.name === 'cloud-controller-manager')!;
     t.true(host.args!.includes('--leader-elect=true'), file);
+    t.is(host.livenessProbe?.httpGet?.scheme, 'HTTPS', `${file}: --secure-port serves HTTPS only`);
+    t.is(host.readinessProbe?.httpGet?.scheme, 'HTTPS', `${file}: --secure-port serves HTTPS only`);
     t.like(spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } }, file);
     for (const c of spec.containers) {
       t.like(c.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } }, `${file} ${c.name}`);
