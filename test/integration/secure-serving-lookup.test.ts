@@ -1,12 +1,15 @@
 /**
- * The cluster authentication lookup at start (ConfigMap
+ * Whom the host asks, against the real API server. The cluster
+ * authentication lookup at start (ConfigMap
  * kube-system/extension-apiserver-authentication), by a host whose identity
- * may not read it, against the real API server: upstream refuses to start
- * (with what to bind), `--authentication-tolerate-lookup-failure` starts
- * anyway, `--authentication-skip-lookup` does not look.
+ * may not read it: upstream refuses to start (with what to bind),
+ * `--authentication-tolerate-lookup-failure` starts anyway,
+ * `--authentication-skip-lookup` does not look. And
+ * `--authentication-kubeconfig` / `--authorization-kubeconfig` replace the
+ * host's own connection for TokenReview / SubjectAccessReview.
  */
 import anyTest, { type TestFn } from 'ava';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
@@ -17,24 +20,30 @@ import { testKubeConfig } from '../controlplane/shared.js';
 import { freePorts } from '../controlplane/probe.js';
 import { httpsRequest } from '../helpers/https.js';
 import { logFile } from '../helpers/log-file.js';
+import { scraperToken } from '../helpers/scraper.js';
 import { serviceAccountKubeConfig } from '../helpers/service-account.js';
 
 /** A ServiceAccount with no rights beyond every authenticated user's (unique in the suite). */
 const SA = { namespace: 'kube-system', name: 'ccm-test-secure-lookup' };
 
-const test = anyTest as TestFn<{ kc: KubeConfig; dir: string }>;
+const test = anyTest as TestFn<{ kc: KubeConfig; dir: string; kcFile: string }>;
 
 test.before(async (t) => {
   const admin = await testKubeConfig();
   await KubernetesObjectApi.makeApiClient(admin).patch({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...SA } }, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
-  t.context = { kc: await serviceAccountKubeConfig(admin, SA), dir: await mkdtemp(join(tmpdir(), 'ccm-secure-lookup-')) };
+  const kc = await serviceAccountKubeConfig(admin, SA);
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-secure-lookup-'));
+  const kcFile = join(dir, 'no-rights.kubeconfig');
+  await writeFile(kcFile, kc.exportConfig(), { mode: 0o600 });
+  t.context = { kc, dir, kcFile };
 });
 
 test.after.always(async () => {
   await (await testKubeConfig()).makeApiClient(CoreV1Api).deleteNamespacedServiceAccount(SA).catch(() => undefined);
 });
 
-async function start(t: { context: { kc: KubeConfig; dir: string } }, name: string, flags: string[]) {
+/** Starts a host as the no-rights ServiceAccount (or `kubeConfig`) with a secure port. */
+async function start(t: { context: { kc: KubeConfig; dir: string } }, name: string, flags: string[], kubeConfig = t.context.kc) {
   const [port] = await freePorts(1);
   const parsed = parseHostArgs([
     '--cloud-provider=local',
@@ -48,7 +57,7 @@ async function start(t: { context: { kc: KubeConfig; dir: string } }, name: stri
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   const log = createLogger({ verbosity: 2, destination: logFile(join(t.context.dir, `${name}.log`)) });
-  const host = await startHost(parsed.config, { log, kubeConfig: t.context.kc });
+  const host = await startHost(parsed.config, { log, kubeConfig });
   return { host, port: port! };
 }
 
@@ -76,4 +85,19 @@ test('--authentication-skip-lookup does not read the ConfigMap', async (t) => {
   t.teardown(() => host.stop());
   t.is((await httpsRequest(`https://127.0.0.1:${port}/healthz`, { insecure: true })).status, 200);
   t.is(await forbidden(host), 0);
+});
+
+test('--authentication-kubeconfig is who reviews tokens: one that may not makes every token unauthorized', async (t) => {
+  const { host, port } = await start(t, 'authn-kc', ['--authentication-skip-lookup', `--authentication-kubeconfig=${t.context.kcFile}`], await testKubeConfig());
+  t.teardown(() => host.stop());
+  t.is((await httpsRequest(`https://127.0.0.1:${port}/metrics`, { insecure: true, token: await scraperToken() })).status, 401);
+});
+
+test('--authorization-kubeconfig is who reviews access: one that may not makes decisions fail (500), not allow', async (t) => {
+  const { host, port } = await start(t, 'authz-kc', ['--authentication-skip-lookup', `--authorization-kubeconfig=${t.context.kcFile}`], await testKubeConfig());
+  t.teardown(() => host.stop());
+  const r = await httpsRequest(`https://127.0.0.1:${port}/metrics`, { insecure: true, token: await scraperToken() });
+  t.is(r.status, 500, r.body);
+  t.regex((JSON.parse(r.body) as { message: string }).message, /authorization failed: .*403/);
+  t.is((await httpsRequest(`https://127.0.0.1:${port}/healthz`, { insecure: true })).status, 200, 'always-allowed paths need no review');
 });
