@@ -26,10 +26,9 @@ import { createHostMetrics, observePluginRpc, setControllerRunning, type HostMet
 import { COMPONENT_NAME, EventComponents, type ControllerName } from './names.js';
 import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
-import { startHealthServer, type HealthServer } from './server/server.js';
+import type { HealthServer } from './server/server.js';
 import { delegatedAuth, type RequestAuth } from './server/delegated-auth.js';
-import { DelegatedGuard } from './server/guard.js';
-import { servingCert } from './server/serving-cert.js';
+import { startSecureServer } from './server/secure-server.js';
 import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
@@ -119,17 +118,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     (auth ??= delegatedAuth(config.serving, { kubeConfig: kc, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} delegated-auth`, registry: metrics.registry, connections, log }));
   try {
     if (config.securePort > 0) {
-      let guard: DelegatedGuard;
-      let cert;
-      try {
-        guard = new DelegatedGuard({ ...(await requestAuth()), anonymous: true, log: log.child({ component: 'health-server' }) });
-        cert = await servingCert(config.serving, config.bindAddress);
-      } catch (err) {
-        throw new HostStartError(errorMessage(err));
-      }
-      log.info({ certificate: cert.source }, 'serving certificate');
-      const tls = { cert: cert.cert, key: cert.key, minVersion: config.serving.tlsMinVersion, ciphers: config.serving.tlsCiphers };
-      server = await startHealthServer({ bindAddress: config.bindAddress, port: config.securePort, tls, guard, registry: metrics.registry, log });
+      server = await startSecureServer(config, { auth: requestAuth, registry: metrics.registry, log });
       const s = server;
       cleanups.push(() => s.close());
     }

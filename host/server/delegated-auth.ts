@@ -54,8 +54,8 @@ export interface RequestAuth {
 /** Reads the CA files and the cluster's authentication ConfigMap; rejects with what to change when they cannot be used. */
 export async function delegatedAuth(s: ServingConfig, deps: DelegatedAuthDeps): Promise<RequestAuth> {
   const clientOpts = { qps: REVIEW_QPS, burst: REVIEW_BURST, userAgent: deps.userAgent, registry: deps.registry, connections: deps.connections };
-  const authnRest = makeClients(s.authentication.kubeconfig ? loadKubeConfig({ kubeconfig: s.authentication.kubeconfig }) : deps.kubeConfig, clientOpts).rest;
-  const authzRest = makeClients(s.authorization.kubeconfig ? loadKubeConfig({ kubeconfig: s.authorization.kubeconfig }) : deps.kubeConfig, clientOpts).rest;
+  const authnRest = makeClients(s.authentication.kubeconfig ? loadKubeConfig({ kubeconfig: s.authentication.kubeconfig, flag: '--authentication-kubeconfig' }) : deps.kubeConfig, clientOpts).rest;
+  const authzRest = makeClients(s.authorization.kubeconfig ? loadKubeConfig({ kubeconfig: s.authorization.kubeconfig, flag: '--authorization-kubeconfig' }) : deps.kubeConfig, clientOpts).rest;
 
   const a = s.authentication;
   let clientCa = a.clientCaFile ? parseCaBundle(await readBounded(a.clientCaFile, 'client-ca-file'), `--client-ca-file ${a.clientCaFile}`) : undefined;
