@@ -26,7 +26,7 @@ import { errorMessage, type Logger } from '../log.js';
 import { Authenticator, parseCaBundle, type RequestHeaderTrust, type UserInfo } from './authn.js';
 import { Authorizer, type AuthzDecision } from './authz.js';
 
-export const AUTHENTICATION_CONFIGMAP = { namespace: 'kube-system', name: 'extension-apiserver-authentication' } as const;
+const AUTHENTICATION_CONFIGMAP = { namespace: 'kube-system', name: 'extension-apiserver-authentication' } as const;
 
 /** Upstream's limits of the delegated clients: high, since they bound how fast requests are answered. */
 const REVIEW_QPS = 200;

@@ -13,7 +13,7 @@ import { errorMessage } from '../log.js';
 import { loadOrGenerate, type ServingCert } from './self-signed.js';
 
 /** Upstream's PairName: the file names in --cert-dir. */
-export const CERT_PAIR_NAME = 'cloud-controller-manager';
+const CERT_PAIR_NAME = 'cloud-controller-manager';
 
 export async function servingCert(s: ServingConfig, bindAddress: string): Promise<ServingCert> {
   if (s.tls) {

@@ -9,8 +9,6 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { loadOrGenerate, type ServingCert } from '../../server/self-signed.js';
 
-export type { ServingCert } from '../../server/self-signed.js';
-
 export async function webhookCert(opts: { tls?: { certFile: string; keyFile: string }; certDir: string; dnsNames?: string[] }): Promise<ServingCert> {
   if (opts.tls) {
     return { cert: await readFile(opts.tls.certFile, 'utf8'), key: await readFile(opts.tls.keyFile, 'utf8'), source: opts.tls.certFile };
