@@ -116,6 +116,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   let auth: Promise<RequestAuth> | undefined;
   const requestAuth = () =>
     (auth ??= delegatedAuth(config.serving, { kubeConfig: kc, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} delegated-auth`, registry: metrics.registry, connections, log }));
+  cleanups.push(async () => (await auth?.catch(() => undefined))?.stop());
   try {
     if (config.securePort > 0) {
       server = await startSecureServer(config, { auth: requestAuth, registry: metrics.registry, log });

@@ -48,10 +48,15 @@ export interface RequestHeaderTrust {
   readonly extraHeaderPrefixes: readonly string[];
 }
 
-/** What an Authenticator trusts. */
+/** The certificate authorities (and front-proxy settings) an Authenticator trusts. */
+export interface ClientTrust {
+  readonly clientCa?: readonly X509Certificate[];
+  readonly requestHeader?: RequestHeaderTrust;
+}
+
+/** What an Authenticator trusts and whom it asks. */
 export interface AuthenticatorOptions {
-  clientCa?: readonly X509Certificate[];
-  requestHeader?: RequestHeaderTrust;
+  trust: ClientTrust;
   reviewToken?: TokenReviewer;
   /** How long TokenReview answers (accepted or not) are kept. */
   tokenCacheTtlMs: number;
@@ -64,12 +69,20 @@ const MAX_TOKEN_BYTES = 16 * 1024;
 
 export class Authenticator {
   private readonly tokens = new TtlCache<UserInfo | null>(TOKEN_CACHE_ENTRIES);
+  private trust: ClientTrust;
 
-  constructor(private readonly o: AuthenticatorOptions) {}
+  constructor(private readonly o: AuthenticatorOptions) {
+    this.trust = o.trust;
+  }
 
   /** CA certificates the TLS server should ask client certificates for (both bundles). */
   get clientCas(): readonly X509Certificate[] {
-    return [...(this.o.requestHeader?.ca ?? []), ...(this.o.clientCa ?? [])];
+    return [...(this.trust.requestHeader?.ca ?? []), ...(this.trust.clientCa ?? [])];
+  }
+
+  /** Replaces the trusted CAs (a rotated CA file or ConfigMap); requests from now on are checked against these. */
+  setTrust(trust: ClientTrust): void {
+    this.trust = trust;
   }
 
   async authenticate(req: IncomingMessage): Promise<AuthnResult> {
@@ -80,7 +93,7 @@ export class Authenticator {
       if (!socket.authorized) {
         refusals.push(`client certificate not trusted: ${String(socket.authorizationError)}`);
       } else {
-        const rh = this.o.requestHeader;
+        const { requestHeader: rh, clientCa } = this.trust;
         if (rh && signedBy(chain, rh.ca)) {
           const cn = commonName(chain[0]!);
           if (rh.allowedNames.length > 0 && !rh.allowedNames.includes(cn)) {
@@ -90,7 +103,7 @@ export class Authenticator {
             if (user) return { user: withAuthenticated(user) };
           }
         }
-        if (this.o.clientCa && signedBy(chain, this.o.clientCa)) {
+        if (clientCa && signedBy(chain, clientCa)) {
           return { user: withAuthenticated({ name: commonName(chain[0]!), groups: organizations(chain[0]!) }) };
         }
         refusals.push('client certificate not signed by the client CA (--client-ca-file)');

@@ -8,19 +8,23 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage, type Logger } from '../log.js';
-import { ANONYMOUS, type Authenticator } from './authn.js';
-import { verbOf, type Authorizer } from './authz.js';
+import { ANONYMOUS } from './authn.js';
+import { verbOf } from './authz.js';
+import type { RequestAuth } from './delegated-auth.js';
 
 /** Decides whether a request may go on; when not, it has answered it. */
 export interface RequestGuard {
-  /** CA certificates (PEM) the TLS server asks client certificates for. */
+  /** Whether the TLS server should ask clients for a certificate (checked by `admit`, never required). */
+  readonly requestsClientCerts: boolean;
+  /** CA certificates (PEM) client certificates are verified against now. */
   readonly clientCaPems: readonly string[];
+  /** Calls `fn` when clientCaPems changed; returns the unsubscribe. */
+  onTrustChange(fn: () => void): () => void;
   admit(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
 }
 
 export interface DelegatedGuardOptions {
-  authenticator: Authenticator;
-  authorizer: Authorizer;
+  auth: RequestAuth;
   /** Whether a request without credentials goes on as system:anonymous (else 401). */
   anonymous: boolean;
   log: Logger;
@@ -29,13 +33,21 @@ export interface DelegatedGuardOptions {
 export class DelegatedGuard implements RequestGuard {
   constructor(private readonly o: DelegatedGuardOptions) {}
 
+  get requestsClientCerts(): boolean {
+    return this.o.auth.clientCertsWanted;
+  }
+
   get clientCaPems(): readonly string[] {
-    return this.o.authenticator.clientCas.map((c) => c.toString());
+    return this.o.auth.authenticator.clientCas.map((c) => c.toString());
+  }
+
+  onTrustChange(fn: () => void): () => void {
+    return this.o.auth.onTrustChange(fn);
   }
 
   async admit(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const path = new URL(req.url ?? '/', 'https://host.invalid').pathname;
-    const authn = await this.o.authenticator.authenticate(req);
+    const authn = await this.o.auth.authenticator.authenticate(req);
     if ('refused' in authn || ('anonymous' in authn && !this.o.anonymous)) {
       this.o.log.debug({ path, reason: 'refused' in authn ? authn.refused : 'no credentials' }, 'request not authenticated');
       sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
@@ -45,7 +57,7 @@ export class DelegatedGuard implements RequestGuard {
     const verb = verbOf(req.method);
     let decision;
     try {
-      decision = await this.o.authorizer.authorize(user, path, verb);
+      decision = await this.o.auth.authorizer.authorize(user, path, verb);
     } catch (err) {
       this.o.log.warn({ path, user: user.name, err: errorMessage(err) }, 'cannot authorize request');
       sendStatus(res, 500, 'InternalError', `Internal Server Error: ${JSON.stringify(path)}: authorization failed: ${errorMessage(err)}`);

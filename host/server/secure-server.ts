@@ -24,7 +24,7 @@ export async function startSecureServer(config: HostConfig, deps: SecureServerDe
   let guard: DelegatedGuard;
   let cert;
   try {
-    guard = new DelegatedGuard({ ...(await deps.auth()), anonymous: true, log: deps.log.child({ component: 'health-server' }) });
+    guard = new DelegatedGuard({ auth: await deps.auth(), anonymous: true, log: deps.log.child({ component: 'health-server' }) });
     cert = await servingCert(config.serving, config.bindAddress);
   } catch (err) {
     throw new HostStartError(errorMessage(err));

@@ -144,10 +144,10 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
     return send(res, 200, 'ok');
   }
 
-  const server = createHttpsServer(opts.tls, opts.guard.clientCaPems, handler);
+  const server = createHttpsServer(opts.tls, opts.guard, handler);
   await listen(server, opts.bindAddress, opts.port);
   const port = (server.address() as AddressInfo).port;
-  log.info({ address: opts.bindAddress, port, clientCertificates: opts.guard.clientCaPems.length > 0 }, 'serving /healthz, /readyz and /metrics over HTTPS');
+  log.info({ address: opts.bindAddress, port, clientCertificates: opts.guard.requestsClientCerts }, 'serving /healthz, /readyz and /metrics over HTTPS');
 
   let closing: Promise<void> | undefined;
   return {
@@ -191,22 +191,26 @@ function safeDecode(segment: string): string {
 }
 
 /**
- * Client certificates are asked for (when a CA is configured) but not
+ * Client certificates are asked for (when the guard may trust some) but not
  * required, and checked by the guard, as upstream: a request may
  * authenticate with a token instead, or be anonymous.
  */
-function createHttpsServer(tls: ServingTls, clientCas: readonly string[], handler: http.RequestListener): https.Server {
+export function tlsContextOptions(tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string }, guard: RequestGuard): https.ServerOptions {
+  return { cert: tls.cert, key: tls.key, minVersion: tls.minVersion, ciphers: tls.ciphers, ...(guard.requestsClientCerts ? { ca: [...guard.clientCaPems] } : {}) };
+}
+
+/** An HTTPS server whose trusted client CAs follow the guard's (a rotated CA applies to new connections). */
+export function createGuardedHttpsServer(tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string }, guard: RequestGuard, handler: http.RequestListener): https.Server {
+  const client = guard.requestsClientCerts ? { requestCert: true, rejectUnauthorized: false } : {};
+  const server = https.createServer({ ...tlsContextOptions(tls, guard), ...client }, handler);
+  const unsubscribe = guard.onTrustChange(() => server.setSecureContext(tlsContextOptions(tls, guard)));
+  server.on('close', unsubscribe);
+  return server;
+}
+
+function createHttpsServer(tls: ServingTls, guard: RequestGuard, handler: http.RequestListener): https.Server {
   try {
-    return https.createServer(
-      {
-        cert: tls.cert,
-        key: tls.key,
-        minVersion: tls.minVersion,
-        ciphers: tls.ciphers,
-        ...(clientCas.length > 0 ? { ca: [...clientCas], requestCert: true, rejectUnauthorized: false } : {}),
-      },
-      handler,
-    );
+    return createGuardedHttpsServer(tls, guard, handler);
   } catch (err) {
     throw new Error(`cannot serve HTTPS on --secure-port: ${errorMessage(err)}: check --tls-cert-file and --tls-private-key-file (a PEM certificate and its matching key), --tls-min-version and --tls-cipher-suites`, { cause: err });
   }

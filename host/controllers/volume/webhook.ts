@@ -22,7 +22,7 @@
  * server presents those credentials from its AdmissionConfiguration's
  * kubeconfig (README, "Secure serving").
  */
-import { createServer, type Server } from 'node:https';
+import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { V1PersistentVolume } from '@kubernetes/client-node';
@@ -31,6 +31,7 @@ import { CloudCallError, InvalidCloudResponseError } from '../../errors.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { sanitizeMessage } from '../../kube/message-text.js';
 import type { RequestGuard } from '../../server/guard.js';
+import { createGuardedHttpsServer } from '../../server/server.js';
 import { labelPatch } from './pv-labels.js';
 
 /** Path the MutatingWebhookConfiguration points at. */
@@ -110,10 +111,7 @@ export class PvLabelWebhook {
   }
 
   async start(): Promise<void> {
-    const ca = this.o.guard.clientCaPems;
-    // Client certificates are checked by the guard, so a token may be used instead.
-    const tls = ca.length > 0 ? { ca: [...ca], requestCert: true, rejectUnauthorized: false } : {};
-    const server = createServer({ cert: this.o.cert, key: this.o.key, ...tls }, (req, res) => void this.handle(req, res));
+    const server = createGuardedHttpsServer({ cert: this.o.cert, key: this.o.key }, this.o.guard, (req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.o.port, this.o.bindAddress, () => {

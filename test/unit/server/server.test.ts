@@ -16,7 +16,9 @@ import { httpsRequest } from '../../helpers/https.js';
 
 const test = anyTest as TestFn<{ server: HealthServer; url: string }>;
 
-const ALLOW_ALL: RequestGuard = { clientCaPems: [], admit: async () => true };
+/** A guard that trusts no client certificates. */
+const NO_CERTS = { requestsClientCerts: false, clientCaPems: [], onTrustChange: () => () => {} };
+const ALLOW_ALL: RequestGuard = { ...NO_CERTS, admit: async () => true };
 let tls: ServingTls;
 
 test.before(async () => {
@@ -180,7 +182,7 @@ test('an invalid certificate is reported with the flags to check', async (t) => 
 test('the guard answers before routing: a refused request never reaches /metrics or a 404', async (t) => {
   const registry = createHostMetrics({ defaultMetrics: false }).registry;
   const guard: RequestGuard = {
-    clientCaPems: [],
+    ...NO_CERTS,
     admit: async (req, res) => {
       if (req.headers.authorization === 'Bearer ok') return true;
       res.writeHead(401).end('Unauthorized');
