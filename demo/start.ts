@@ -55,7 +55,8 @@ async function main(): Promise<void> {
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   const host = await startHost(parsed.config, { log: createLogger({ destination: createWriteStream(hostLog, { flags: 'a' }) }) });
   say(`cloud-controller-manager running with the local cloud plugin (pid ${host.supervisor.pid}); log: ${hostLog}`);
-  say(`health and metrics: http://127.0.0.1:${host.healthPort}/healthz  http://127.0.0.1:${host.healthPort}/metrics`);
+  say(`health: curl -k https://127.0.0.1:${host.healthPort}/healthz (open to anyone); metrics need a token allowed to get /metrics, e.g. this cluster's admin's:`);
+  say(`  curl -k -H "Authorization: Bearer ${cp.token}" https://127.0.0.1:${host.healthPort}/metrics`);
 
   const servers: Server[] = [];
   let stopping = false;

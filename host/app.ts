@@ -27,8 +27,10 @@ import { COMPONENT_NAME, EventComponents, type ControllerName } from './names.js
 import { GrpcCloud } from './plugin/grpc-cloud.js';
 import { PluginMetrics } from './plugin/plugin-metrics.js';
 import { PluginSupervisor, type PluginMode } from './plugin/supervisor.js';
-import { startHealthServer, type HealthServer } from './server/server.js';
+import type { HealthServer } from './server/server.js';
 import { HostHealth } from './health.js';
+import { delegatedAuth, type RequestAuth } from './server/delegated-auth.js';
+import { startSecureServer } from './server/secure-server.js';
 import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
@@ -112,9 +114,14 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   const connections = new ConnectionPool();
   cleanups.push(async () => connections.destroy());
   let server: HealthServer | undefined;
+  // Built on first use: by the --secure-port server at start, or by the PV label webhook.
+  let auth: Promise<RequestAuth> | undefined;
+  const requestAuth = () =>
+    (auth ??= delegatedAuth(config.serving, { kubeConfig: kc, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} delegated-auth`, registry: metrics.registry, connections, log }));
+  cleanups.push(async () => (await auth?.catch(() => undefined))?.stop());
   try {
     if (config.securePort > 0) {
-      server = await startHealthServer({ bindAddress: config.bindAddress, port: config.securePort, tls: config.tls, registry: metrics.registry, log });
+      server = await startSecureServer(config, { auth: requestAuth, registry: metrics.registry, log });
       const s = server;
       cleanups.push(() => s.close());
     }
@@ -216,7 +223,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       leadingNow = true;
       const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
       informers = factory;
-      const { running, started } = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, health, signal: leading });
+      const { running, started } = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, health, requestAuth, signal: leading });
       factory.start();
       log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: started }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
@@ -284,6 +291,7 @@ interface StartControllersArgs {
   log: Logger;
   metrics: HostMetrics;
   health: HostHealth;
+  requestAuth: () => Promise<RequestAuth>;
   signal: AbortSignal;
 }
 
@@ -311,6 +319,7 @@ async function startControllers(a: StartControllersArgs): Promise<{ running: Pro
       log: controllerLog,
       metrics: a.metrics,
       registry: a.metrics.registry,
+      requestAuth: a.requestAuth,
     });
     if ('skip' in made) {
       controllerLog.warn({ reason: made.skip }, 'not starting the controller');

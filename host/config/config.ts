@@ -15,16 +15,13 @@ import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { isAbsent, Problems } from './validate.js';
 import { JITTER_FACTOR } from '../kube/leader-election.js';
 import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
+import { compileServingConfig, type ServingConfig } from './serving.js';
 import { parseDeletionLimit, type DeletionLimit } from '../controllers/lifecycle/deletion-brake.js';
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
 
-/** Certificate and key the health server serves HTTPS with. Absolute paths. */
-export interface TlsFiles {
-  readonly certFile: string;
-  readonly keyFile: string;
-}
+export type { ServingConfig, TlsFiles } from './serving.js';
 
 /** The validated, frozen host configuration. One field per flag unless noted. */
 export interface HostConfig {
@@ -72,8 +69,8 @@ export interface HostConfig {
   readonly bindAddress: string;
   /** `--secure-port`; 0 means no health/metrics server. */
   readonly securePort: number;
-  /** `--tls-cert-file` and `--tls-private-key-file`; undefined serves plain HTTP. */
-  readonly tls: TlsFiles | undefined;
+  /** TLS, delegated authentication and authorization of the `--secure-port` server (and the webhook's authentication). */
+  readonly serving: ServingConfig;
   /** `--leader-elect`. */
   readonly leaderElect: boolean;
   /** The `--leader-elect-*` settings (validated only when leaderElect is true). */
@@ -188,7 +185,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   checkIp('bind-address', o.bindAddress, p);
   checkIp('webhook-bind-address', o.webhookBindAddress, p);
   const securePort = p.int('secure-port', o.securePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the server' });
-  const tls = checkTls(o.tlsCertFile, o.tlsPrivateKeyFile, p);
+  const serving = compileServingConfig(o, p);
   const leaderElect = p.bool('leader-elect', o.leaderElect);
   const leaderElection = checkLeaderElection(o, leaderElect, p);
   const verbosity = p.int('v', o.verbosity, NON_NEGATIVE_INT);
@@ -233,7 +230,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     kubeApiBurst,
     bindAddress: o.bindAddress,
     securePort,
-    tls,
+    serving,
     leaderElect,
     leaderElection,
     useServiceAccountCredentials: p.bool('use-service-account-credentials', o.useServiceAccountCredentials),
@@ -342,18 +339,6 @@ function isIp(text: string): boolean {
 
 function checkIp(flag: string, text: string, p: Problems): void {
   if (!isIp(text)) p.add(`--${flag}=${JSON.stringify(text)} is invalid: want an IP address, e.g. 0.0.0.0, 127.0.0.1 or ::`);
-}
-
-function checkTls(certFile: string | undefined, keyFile: string | undefined, p: Problems): TlsFiles | undefined {
-  if (certFile === undefined && keyFile === undefined) return undefined;
-  if (certFile === undefined || keyFile === undefined) {
-    const [given, missing] = certFile === undefined ? ['tls-private-key-file', 'tls-cert-file'] : ['tls-cert-file', 'tls-private-key-file'];
-    p.add(`--${given} needs --${missing}: pass both to serve HTTPS, or neither to serve plain HTTP`);
-    return undefined;
-  }
-  p.readableFile('tls-cert-file', certFile);
-  p.readableFile('tls-private-key-file', keyFile);
-  return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
 }
 
 /** Upstream processCIDRs: one CIDR, or two forming a dual-stack (IPv4 + IPv6) pair. */

@@ -43,6 +43,24 @@ export interface HostOptions {
   securePort?: string;
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
+  certDir?: string;
+  tlsCipherSuites?: string[];
+  tlsMinVersion?: string;
+  authenticationKubeconfig?: string;
+  authenticationSkipLookup?: string;
+  authenticationTokenWebhookCacheTtl?: string;
+  authenticationTolerateLookupFailure?: string;
+  clientCaFile?: string;
+  requestheaderAllowedNames?: string[];
+  requestheaderClientCaFile?: string;
+  requestheaderExtraHeadersPrefix?: string[];
+  requestheaderGroupHeaders?: string[];
+  requestheaderUidHeaders?: string[];
+  requestheaderUsernameHeaders?: string[];
+  authorizationAlwaysAllowPaths?: string[];
+  authorizationKubeconfig?: string;
+  authorizationWebhookCacheAuthorizedTtl?: string;
+  authorizationWebhookCacheUnauthorizedTtl?: string;
   leaderElect?: string;
   leaderElectLeaseDuration?: string;
   leaderElectRenewDeadline?: string;
@@ -122,6 +140,16 @@ export const DEFAULT_OPTIONS = Object.freeze({
   kubeApiBurst: '30',
   bindAddress: '0.0.0.0',
   securePort: String(DEFAULT_SECURE_PORT),
+  authenticationSkipLookup: 'false',
+  authenticationTokenWebhookCacheTtl: '10s',
+  authenticationTolerateLookupFailure: 'false',
+  requestheaderUsernameHeaders: ['x-remote-user'] as readonly string[],
+  requestheaderGroupHeaders: ['x-remote-group'] as readonly string[],
+  requestheaderExtraHeadersPrefix: ['x-remote-extra-'] as readonly string[],
+  /** So the kubelet probes health and readiness without a token (upstream). */
+  authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez'] as readonly string[],
+  authorizationWebhookCacheAuthorizedTtl: '10s',
+  authorizationWebhookCacheUnauthorizedTtl: '10s',
   leaderElect: 'true',
   leaderElectLeaseDuration: '15s',
   leaderElectRenewDeadline: '10s',
@@ -165,7 +193,7 @@ export type DefaultedKey = keyof typeof DEFAULT_OPTIONS;
 
 /** HostOptions after addDefaults: every defaulted flag is present. */
 export type HostOptionsWithDefaults = Omit<HostOptions, DefaultedKey> & {
-  [K in DefaultedKey]-?: K extends 'pluginEnv' | 'controllers' ? readonly string[] : string;
+  [K in DefaultedKey]-?: (typeof DEFAULT_OPTIONS)[K] extends string ? string : readonly string[];
 } & {
   /** Flags the operator left out (so their value is the default). */
   readonly defaulted: ReadonlySet<DefaultedKey>;

@@ -21,8 +21,6 @@ export interface InertFlag {
   why: string;
 }
 
-const SERVING_AUTH =
-  'the /healthz and /metrics server does not authenticate or authorize requests yet (issue 14): keep --bind-address on 127.0.0.1 or protect the port with a NetworkPolicy';
 const LOG_FORMAT = 'logs are written by pino, unbuffered and in one stream';
 
 /** Every upstream flag this host accepts without acting on it, in upstream's help order. */
@@ -36,29 +34,11 @@ export const INERT_FLAGS: readonly InertFlag[] = [
   { name: 'feature-gates', kind: 'list', value: 'key=bool', why: 'no upstream feature gate changes this host\'s behaviour' },
   { name: 'kube-api-content-type', kind: 'string', value: 'type', why: 'requests are JSON' },
   { name: 'webhooks', kind: 'list', value: 'names', why: 'the PersistentVolume label webhook is enabled with its controller in --controllers and --webhook-secure-port' },
-  { name: 'cert-dir', kind: 'string', value: 'dir', why: 'no self-signed certificate is generated for the /healthz and /metrics server; give --tls-cert-file and --tls-private-key-file for HTTPS' },
-  { name: 'disable-http2-serving', kind: 'bool', why: 'the /healthz and /metrics server speaks HTTP/1.1 only' },
-  { name: 'http2-max-streams-per-connection', kind: 'string', value: 'int', why: 'the /healthz and /metrics server speaks HTTP/1.1 only' },
+  { name: 'disable-http2-serving', kind: 'bool', why: 'the --secure-port server speaks HTTP/1.1 only' },
+  { name: 'http2-max-streams-per-connection', kind: 'string', value: 'int', why: 'the --secure-port server speaks HTTP/1.1 only' },
   { name: 'permit-address-sharing', kind: 'bool', why: 'the server does not set SO_REUSEADDR sharing options' },
   { name: 'permit-port-sharing', kind: 'bool', why: 'the server does not set SO_REUSEPORT' },
-  { name: 'tls-cipher-suites', kind: 'list', value: 'names', why: 'Node.js\'s default TLS cipher suites are used' },
-  { name: 'tls-min-version', kind: 'string', value: 'version', why: 'Node.js\'s default minimum TLS version (1.2) is used' },
-  { name: 'tls-sni-cert-key', kind: 'array', value: 'cert,key[:names]', why: 'one serving certificate (--tls-cert-file) is used for every name' },
-  { name: 'authentication-kubeconfig', kind: 'string', value: 'file', why: SERVING_AUTH },
-  { name: 'authentication-skip-lookup', kind: 'bool', why: SERVING_AUTH },
-  { name: 'authentication-token-webhook-cache-ttl', kind: 'string', value: 'duration', why: SERVING_AUTH },
-  { name: 'authentication-tolerate-lookup-failure', kind: 'bool', why: SERVING_AUTH },
-  { name: 'client-ca-file', kind: 'string', value: 'file', why: SERVING_AUTH },
-  { name: 'requestheader-allowed-names', kind: 'list', value: 'names', why: SERVING_AUTH },
-  { name: 'requestheader-client-ca-file', kind: 'string', value: 'file', why: SERVING_AUTH },
-  { name: 'requestheader-extra-headers-prefix', kind: 'list', value: 'prefixes', why: SERVING_AUTH },
-  { name: 'requestheader-group-headers', kind: 'list', value: 'headers', why: SERVING_AUTH },
-  { name: 'requestheader-uid-headers', kind: 'list', value: 'headers', why: SERVING_AUTH },
-  { name: 'requestheader-username-headers', kind: 'list', value: 'headers', why: SERVING_AUTH },
-  { name: 'authorization-always-allow-paths', kind: 'list', value: 'paths', why: SERVING_AUTH },
-  { name: 'authorization-kubeconfig', kind: 'string', value: 'file', why: SERVING_AUTH },
-  { name: 'authorization-webhook-cache-authorized-ttl', kind: 'string', value: 'duration', why: SERVING_AUTH },
-  { name: 'authorization-webhook-cache-unauthorized-ttl', kind: 'string', value: 'duration', why: SERVING_AUTH },
+  { name: 'tls-sni-cert-key', kind: 'array', value: 'cert,key[:names]', why: 'one serving certificate (--tls-cert-file, or a self-signed one) is used for every name' },
   { name: 'log-flush-frequency', kind: 'string', value: 'duration', why: LOG_FORMAT },
   { name: 'log-text-info-buffer-size', kind: 'string', value: 'quantity', why: LOG_FORMAT },
   { name: 'log-text-split-stream', kind: 'bool', why: LOG_FORMAT },

@@ -13,6 +13,7 @@ import type { Logger } from '../log.js';
 import type { HostMetrics } from '../metrics.js';
 import type { ControllerName } from '../names.js';
 import type { PluginSupervisor } from '../plugin/supervisor.js';
+import type { RequestAuth } from '../server/delegated-auth.js';
 
 export interface ControllerContext {
   name: ControllerName;
@@ -27,6 +28,8 @@ export interface ControllerContext {
   log: Logger;
   metrics: HostMetrics;
   registry: Registry;
+  /** Delegated authentication and authorization for servers the controller runs (the PV label webhook); built on first call. */
+  requestAuth: () => Promise<RequestAuth>;
 }
 
 /** A controller the host runs until the signal aborts. */

@@ -52,6 +52,8 @@ export interface KubeConfigData {
 export interface LoadKubeConfigOptions {
   /** `--kubeconfig`: path of a kubeconfig file. */
   kubeconfig?: string;
+  /** The flag `kubeconfig` came from, for messages. Default `--kubeconfig`. */
+  flag?: string;
   /** `--master`: API server URL, overriding the server of the selected cluster. */
   master?: string;
   /** Prefix of the service-account files for in-cluster config. Default '' (tests inject). */
@@ -76,7 +78,7 @@ export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): KubeConfigData
   const envPaths = (env.KUBECONFIG ?? '').split(path.delimiter).filter((p) => p);
   let kc: KubeConfigData;
   if (opts.kubeconfig) {
-    kc = loadFile(opts.kubeconfig, '--kubeconfig');
+    kc = loadFile(opts.kubeconfig, opts.flag ?? '--kubeconfig');
   } else if (envPaths.length > 0) {
     kc = envPaths.map((p) => loadFile(p, 'KUBECONFIG')).reduce(mergeKubeConfigs);
   } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && fs.existsSync(prefix + SERVICE_ACCOUNT_TOKEN_PATH)) {

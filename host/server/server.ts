@@ -14,20 +14,20 @@
  *   GET /metrics              the Prometheus registry
  *   anything else             404 (405 for other methods on these paths)
  *
- * Upstream serves HTTPS only, with an in-memory self-signed certificate when
- * no --tls-cert-file is given, and delegates authn/authz to the API server.
- * This host serves plain HTTP unless both TLS files are configured: the
- * endpoints are meant for kubelet probes and Prometheus on the pod network
- * or loopback, and a self-signed certificate authenticates nothing. Bind
- * --bind-address=127.0.0.1 (or use a NetworkPolicy) where that is too open.
+ * HTTPS only, as upstream, every request first through the guard
+ * (guard.ts: delegated authentication and authorization; by default
+ * /healthz, /readyz and /livez are open to anyone, /metrics needs `get` on
+ * that path). The certificate is --tls-cert-file's or self-signed
+ * (serving-cert.ts).
  */
-import fs from 'node:fs/promises';
-import http from 'node:http';
+import type http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { SecureVersion } from 'node:tls';
 import type { Registry } from 'prom-client';
 import { errorMessage, type Logger } from '../log.js';
 import { runChecks, type CheckResult, type HealthCheck } from './checks.js';
+import type { RequestGuard } from './guard.js';
 
 export type { HealthCheck } from './checks.js';
 
@@ -40,13 +40,24 @@ export interface HealthServerOptions {
   bindAddress: string;
   /** Port; 0 picks a free one (see HealthServer.port). */
   port: number;
-  /** Serve HTTPS with these PEM files instead of plain HTTP. */
-  tls?: { certFile: string; keyFile: string };
+  /** Serving certificate and TLS settings. */
+  tls: ServingTls;
+  /** Authenticates and authorizes every request before it is served. */
+  guard: RequestGuard;
   /** Served on /metrics. */
   registry: Registry;
   log: Logger;
   /** How long one check may take. Default DEFAULT_CHECK_TIMEOUT_MS. */
   checkTimeoutMs?: number;
+}
+
+/** PEM certificate (chain) and key, and the TLS settings of --tls-min-version and --tls-cipher-suites. */
+export interface ServingTls {
+  cert: string;
+  key: string;
+  minVersion?: SecureVersion;
+  /** OpenSSL cipher list. */
+  ciphers?: string;
 }
 
 /** A running health server. */
@@ -82,12 +93,16 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   const checksOf = (root: string) => new Map([...checks].filter(([n]) => (limitedTo.get(n) ?? root) === root));
 
   const handler: http.RequestListener = (req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    guarded(req, res).catch((err: unknown) => {
       log.error({ err: errorMessage(err), path: req.url }, 'health server request failed');
       if (!res.headersSent) send(res, 500, `internal server error: ${errorMessage(err)}\n`);
       else res.destroy();
     });
   };
+
+  async function guarded(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (await opts.guard.admit(req, res)) await handle(req, res);
+  }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://health.invalid');
@@ -130,10 +145,10 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
     return send(res, 200, 'ok');
   }
 
-  const server = opts.tls ? createHttpsServer(await readTls(opts.tls), handler) : http.createServer(handler);
+  const server = createHttpsServer(opts.tls, opts.guard, handler);
   await listen(server, opts.bindAddress, opts.port);
   const port = (server.address() as AddressInfo).port;
-  log.info({ address: opts.bindAddress, port, tls: opts.tls !== undefined }, 'serving /healthz, /readyz and /metrics');
+  log.info({ address: opts.bindAddress, port, clientCertificates: opts.guard.requestsClientCerts }, 'serving /healthz, /readyz and /metrics over HTTPS');
 
   let closing: Promise<void> | undefined;
   return {
@@ -181,23 +196,30 @@ function safeDecode(segment: string): string {
   }
 }
 
-function createHttpsServer(pem: { cert: Buffer; key: Buffer }, handler: http.RequestListener): https.Server {
-  try {
-    return https.createServer(pem, handler);
-  } catch (err) {
-    throw new Error(`invalid --tls-cert-file or --tls-private-key-file: ${errorMessage(err)}: pass a PEM certificate and its matching private key`, { cause: err });
-  }
+/**
+ * Client certificates are asked for (when the guard may trust some) but not
+ * required, and checked by the guard, as upstream: a request may
+ * authenticate with a token instead, or be anonymous.
+ */
+export function tlsContextOptions(tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string }, guard: RequestGuard): https.ServerOptions {
+  return { cert: tls.cert, key: tls.key, minVersion: tls.minVersion, ciphers: tls.ciphers, ...(guard.requestsClientCerts ? { ca: [...guard.clientCaPems] } : {}) };
 }
 
-async function readTls(tls: { certFile: string; keyFile: string }): Promise<{ cert: Buffer; key: Buffer }> {
-  const read = async (file: string, flag: string) => {
-    try {
-      return await fs.readFile(file);
-    } catch (err) {
-      throw new Error(`cannot read --${flag} ${file}: ${errorMessage(err)}`, { cause: err });
-    }
-  };
-  return { cert: await read(tls.certFile, 'tls-cert-file'), key: await read(tls.keyFile, 'tls-private-key-file') };
+/** An HTTPS server whose trusted client CAs follow the guard's (a rotated CA applies to new connections). */
+export function createGuardedHttpsServer(tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string }, guard: RequestGuard, handler: http.RequestListener): https.Server {
+  const client = guard.requestsClientCerts ? { requestCert: true, rejectUnauthorized: false } : {};
+  const server = https.createServer({ ...tlsContextOptions(tls, guard), ...client }, handler);
+  const unsubscribe = guard.onTrustChange(() => server.setSecureContext(tlsContextOptions(tls, guard)));
+  server.on('close', unsubscribe);
+  return server;
+}
+
+function createHttpsServer(tls: ServingTls, guard: RequestGuard, handler: http.RequestListener): https.Server {
+  try {
+    return createGuardedHttpsServer(tls, guard, handler);
+  } catch (err) {
+    throw new Error(`cannot serve HTTPS on --secure-port: ${errorMessage(err)}: check --tls-cert-file and --tls-private-key-file (a PEM certificate and its matching key), --tls-min-version and --tls-cipher-suites`, { cause: err });
+  }
 }
 
 function listen(server: http.Server, host: string, port: number): Promise<void> {

@@ -15,6 +15,7 @@ import { CoreV1Api, StorageV1Api } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { freePorts } from '../controlplane/probe.js';
+import { httpsRequest } from '../helpers/https.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
 import { f1, f2, type BenchSection } from './section.js';
@@ -43,8 +44,9 @@ export interface VolumeBenchFigures extends VolumeBenchSettings {
 }
 
 /** Mean duration of each volume RPC the host made, from ccm_plugin_rpc_duration_seconds. */
-async function rpcMeans(port: number): Promise<Record<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+async function rpcMeans(port: number, token: string): Promise<Record<string, number>> {
+  // The admin (system:masters) may read /metrics without a SubjectAccessReview.
+  const text = (await httpsRequest(`https://127.0.0.1:${port}/metrics`, { insecure: true, token })).body;
   const sum = new Map<string, number>();
   const count = new Map<string, number>();
   for (const m of text.matchAll(/^ccm_plugin_rpc_duration_seconds_(sum|count)\{[^}]*method="([A-Za-z]+)"[^}]*\} ([0-9.e+-]+)/gm)) {
@@ -151,7 +153,7 @@ export async function benchVolumes(cp: ControlPlane, s: VolumeBenchSettings, log
     const attachedSeconds = (Date.now() - t1) / 1000;
     log(`volumes: all attached ${f1(attachedSeconds)} s after the pods were created`);
     const attachedFromStartSeconds = (Date.now() - t0) / 1000;
-    return { ...s, createSeconds, boundSeconds, podsSeconds, attachedSeconds, attachedFromStartSeconds, rpcMeanSeconds: await rpcMeans(port!) };
+    return { ...s, createSeconds, boundSeconds, podsSeconds, attachedSeconds, attachedFromStartSeconds, rpcMeanSeconds: await rpcMeans(port!, cp.token) };
   } finally {
     host.kill('SIGTERM');
     await host;

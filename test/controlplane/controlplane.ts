@@ -17,6 +17,7 @@ import type { Logger } from '../../host/log.js';
 import { ensureBinaries, type Binaries } from './binaries.js';
 import { ManagedProcess } from './managed-process.js';
 import { freePorts, get, pollUntil } from './probe.js';
+import { WEBHOOK_CLIENT_FILES, webhookClientArgs } from './webhook-client.js';
 
 export interface ControlPlaneOptions {
   log?: Logger;
@@ -81,7 +82,7 @@ export const KCM_CONTROLLERS = [
 export const ADMIN_USER = 'ccm-admin';
 
 /** Entries start() owns inside a state dir; only these are reset. */
-const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log', 'kube-controller-manager.log', 'audit-policy.yaml', 'audit.log'];
+const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log', 'kube-controller-manager.log', 'audit-policy.yaml', 'audit.log', ...WEBHOOK_CLIENT_FILES];
 
 /**
  * kube-apiserver's audit policy: every write to the objects the CCM's
@@ -329,6 +330,7 @@ export class ControlPlane {
       `--service-account-issuer=${this.serverUrl}/`,
       `--service-account-key-file=${saPub}`,
       `--service-account-signing-key-file=${saKey}`,
+      ...(await webhookClientArgs(this.dir)),
     ];
     this.apiserver = ManagedProcess.spawn('kube-apiserver', bins.kubeApiserver, apiserverArgs, join(this.dir, 'kube-apiserver.log'));
 

@@ -1,6 +1,7 @@
 /**
  * The identity test hosts run as: the shipped ServiceAccount
- * (deploy/base/rbac.yaml), with a token from the TokenRequest API. The test
+ * (deploy/base/rbac.yaml and deploy/base/rbac-delegated-auth.yaml), with a
+ * token from the TokenRequest API. The test
  * runner applies the RBAC and mints the token once (`prepareHostIdentity`)
  * and passes the kubeconfig in CCM_TEST_HOST_KUBECONFIG; a test file run on
  * its own does the same against its private control plane. Test code keeps
@@ -15,9 +16,13 @@ export const HOST_SERVICE_ACCOUNT = { namespace: 'kube-system', name: 'cloud-con
 /** The user name the API server gives that ServiceAccount. */
 export const HOST_USER = `system:serviceaccount:${HOST_SERVICE_ACCOUNT.namespace}:${HOST_SERVICE_ACCOUNT.name}`;
 
-/** Applies deploy/base/rbac.yaml, or another file of deploy/ (server-side apply, idempotent) with the admin `kc`. */
+/**
+ * Applies deploy/base/rbac.yaml, or another file of deploy/, with
+ * deploy/base/rbac-delegated-auth.yaml (which either needs), server-side
+ * apply, idempotent, with the admin `kc`.
+ */
 export async function applyShippedRbac(admin: KubeConfig, file = 'base/rbac.yaml'): Promise<void> {
-  await applyObjects(admin, await loadManifest(file));
+  await applyObjects(admin, [...(await loadManifest(file)), ...(await loadManifest('base/rbac-delegated-auth.yaml'))]);
 }
 
 /** Server-side applies `objects` (idempotent) with the admin `kc`. */

@@ -14,11 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
-import { freePorts, get } from '../controlplane/probe.js';
+import { freePorts } from '../controlplane/probe.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { startHostProcess, type HostProcess } from '../helpers/host-process.js';
 import { localcloud } from '../helpers/localcloud.js';
+import { scrape } from '../helpers/scraper.js';
 import { deleteScopedNodes, testScope } from '../helpers/nodes.js';
 import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
@@ -49,7 +50,7 @@ async function startProbed(t: { teardown(fn: () => unknown): void }, name: strin
     join(dir, 'host.log'),
   );
   t.teardown(() => host.kill());
-  return { dir, host, get: (path) => get(`http://127.0.0.1:${port}${path}`) };
+  return { dir, host, get: (path) => scrape(port, path) };
 }
 
 /** Liveness must pass on both endpoints, whatever readiness says. */

@@ -21,6 +21,7 @@ import { PluginSupervisor } from '../../host/plugin/supervisor.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { kubeconfigFile, startHostProcess } from '../helpers/host-process.js';
 import { waitFor } from '../helpers/wait.js';
+import { scrape, scrapeMetrics } from '../helpers/scraper.js';
 
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 
@@ -129,13 +130,12 @@ async function hostWithBadProvider(t: { teardown(fn: () => unknown): void }, nam
     logPath,
   );
   t.teardown(() => host.kill());
-  const base = `http://127.0.0.1:${port}`;
   return {
     dir,
     host,
     logPath,
-    pluginReady: async () => (await fetch(`${base}/readyz/plugin`)).status === 200,
-    metrics: async () => (await fetch(`${base}/metrics`)).text(),
+    pluginReady: async () => (await scrape(port, '/readyz/plugin')).status === 200,
+    metrics: () => scrapeMetrics(port),
   };
 }
 

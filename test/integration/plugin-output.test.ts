@@ -19,6 +19,7 @@ import { MAX_PLUGIN_LINE_BYTES } from '../../host/plugin/lines.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { kubeconfigFile, startHostProcess } from '../helpers/host-process.js';
 import { waitFor } from '../helpers/wait.js';
+import { scrapeMetrics } from '../helpers/scraper.js';
 
 const BAD_PROVIDER = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 const FLOOD_MIB = 300;
@@ -107,7 +108,7 @@ test(`${FLOOD_MIB} MiB without a newline on stdout and stderr and ${FLOOD_LINES}
   t.true(logBytes < MAX_LOG_MIB * MIB, `log ${logBytes} bytes`);
   t.true(last.dropped > 0);
 
-  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const metrics = await scrapeMetrics(port);
   const counted = (stream: string) => Number(new RegExp(`^ccm_plugin_output_lines_dropped_total\\{plugin="bad",stream="${stream}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
   t.is(counted('stdout') + counted('stderr'), last.dropped, 'the metric counts every dropped line');
 

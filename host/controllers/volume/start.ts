@@ -10,6 +10,7 @@ import { PvLabeler } from './labeler.js';
 import { VolumeResizer } from './resizer.js';
 import { webhookCert } from './webhook-cert.js';
 import { PvLabelWebhook } from './webhook.js';
+import { DelegatedGuard } from '../../server/guard.js';
 import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
 
 /** The provisioner name of this host, or a reason it has none. */
@@ -100,7 +101,8 @@ export const startPvLabelController: ControllerFactory = (ctx) => {
       if (cfg.webhookPort > 0) {
         const cert = await webhookCert({ tls: cfg.webhookTls, certDir: cfg.webhookCertDir });
         log.info({ certificate: cert.source }, 'PersistentVolume label webhook certificate');
-        webhook = new PvLabelWebhook({ driver: v.driver, volumes: v.volumes, cert: cert.cert, key: cert.key, bindAddress: cfg.webhookBindAddress, port: cfg.webhookPort, log });
+        const guard = new DelegatedGuard({ auth: await ctx.requestAuth(), anonymous: false, log });
+        webhook = new PvLabelWebhook({ driver: v.driver, volumes: v.volumes, cert: cert.cert, key: cert.key, bindAddress: cfg.webhookBindAddress, port: cfg.webhookPort, guard, log });
       }
       const c = new PvLabeler({ driver: v.driver, volumes: v.volumes, core: ctx.clients.core, pvs, webhook, log, registry: ctx.registry, workers: cfg.concurrentSyncs });
       await c.run(signal);

@@ -13,8 +13,16 @@
  *    allowed without labels; the persistentvolume-label-controller adds them
  *    once the cloud answers. So a cloud outage never blocks PV creation,
  *    matching failurePolicy Ignore for the webhook being down.
+ *
+ * Only the API server may call it: every request except GET /healthz must
+ * authenticate (a client certificate signed by the client CA, or a token the
+ * API server accepts; anonymous requests get 401) and be allowed `create` on
+ * the non-resource path /mutate-v1-persistentvolume (SubjectAccessReview;
+ * 403 otherwise), so nobody else learns a volume's zone through it. The API
+ * server presents those credentials from its AdmissionConfiguration's
+ * kubeconfig (README, "Secure serving").
  */
-import { createServer, type Server } from 'node:https';
+import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { V1PersistentVolume } from '@kubernetes/client-node';
@@ -22,6 +30,8 @@ import type { Volumes } from '../../cloud-volumes.js';
 import { CloudCallError, InvalidCloudResponseError } from '../../errors.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { sanitizeMessage } from '../../kube/message-text.js';
+import type { RequestGuard } from '../../server/guard.js';
+import { createGuardedHttpsServer } from '../../server/server.js';
 import { labelPatch } from './pv-labels.js';
 
 /** Path the MutatingWebhookConfiguration points at. */
@@ -54,6 +64,8 @@ export interface PvLabelWebhookOptions {
   key: string;
   bindAddress: string;
   port: number;
+  /** Admits only callers allowed to use the webhook (anonymous requests refused). */
+  guard: RequestGuard;
   log: Logger;
 }
 
@@ -99,7 +111,7 @@ export class PvLabelWebhook {
   }
 
   async start(): Promise<void> {
-    const server = createServer({ cert: this.o.cert, key: this.o.key }, (req, res) => void this.handle(req, res));
+    const server = createGuardedHttpsServer({ cert: this.o.cert, key: this.o.key }, this.o.guard, (req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.o.port, this.o.bindAddress, () => {
@@ -126,6 +138,7 @@ export class PvLabelWebhook {
     };
     try {
       if (req.method === 'GET' && req.url === '/healthz') return reply(200, 'ok');
+      if (!(await this.o.guard.admit(req, res))) return;
       if (req.method !== 'POST' || req.url?.split('?')[0] !== PV_LABEL_WEBHOOK_PATH) return reply(404, 'not found');
       const chunks: Buffer[] = [];
       let size = 0;

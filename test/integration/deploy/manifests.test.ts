@@ -90,6 +90,8 @@ test('every rendering follows the recommended shape', async (t) => {
     // Liveness is the host process only; readiness the plugin, controllers and webhook.
     t.is(host.livenessProbe?.httpGet?.path, '/healthz', name);
     t.is(host.readinessProbe?.httpGet?.path, '/readyz', name);
+    t.is(host.livenessProbe?.httpGet?.scheme, 'HTTPS', `${name}: --secure-port serves HTTPS only`);
+    t.is(host.readinessProbe?.httpGet?.scheme, 'HTTPS', `${name}: --secure-port serves HTTPS only`);
     t.is(spec.volumes?.find((v) => v.name === 'cloud-config')?.secret?.optional, true, name);
     t.true(host.args!.includes('--cloud-config-optional=true'), `${name}: the optional Secret is optional for the host too`);
 

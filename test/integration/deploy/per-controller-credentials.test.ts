@@ -23,6 +23,8 @@ import { localcloud } from '../../helpers/localcloud.js';
 import { deleteScopedNodes, nodeEvents, testScope } from '../../helpers/nodes.js';
 import { applyShippedRbac, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { waitFor } from '../../helpers/wait.js';
+import { freePorts } from '../../controlplane/probe.js';
+import { scrape } from '../../helpers/scraper.js';
 
 const HOST_SA = { namespace: 'kube-system', name: 'cloud-controller-manager-host' };
 const NODE_SA = { namespace: 'kube-system', name: 'cloud-node-controller' };
@@ -69,11 +71,14 @@ test.serial('the host identity of this mode can not do the controllers\' work it
 test.serial('with --use-service-account-credentials the controllers work as their own ServiceAccounts, without a 403', async (t) => {
   const { dir, admin, core } = t.context;
   const hostKc = await serviceAccountKubeConfig(admin, HOST_SA);
+  const [port] = await freePorts(1);
+  // With --secure-port, so the host identity's delegated authentication and authorization (rbac-delegated-auth.yaml) are used too.
   host = await startTestHost(
     dir,
-    ['--use-service-account-credentials=true', '--controllers=cloud-node,service', `--node-selector=${scope.selector}`, `--watch-namespace=${NS}`],
+    ['--use-service-account-credentials=true', '--controllers=cloud-node,service', `--node-selector=${scope.selector}`, `--watch-namespace=${NS}`, `--secure-port=${port}`],
     { kubeConfig: hostKc },
   );
+  t.is((await scrape(port!, '/metrics')).status, 200, 'a scraper token is reviewed and authorized through the host identity');
 
   const nodeName = `${scope.prefix}-n1`;
   await localcloud(join(dir, 'cloud'), 'instance', 'add', nodeName, '--zone', 'zone-a', '--region', 'region-x', '--type', 'm.small', '--address', '127.0.3.1');

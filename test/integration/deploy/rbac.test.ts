@@ -38,6 +38,8 @@ const CLUSTER_WIDE = [
   'get storage.k8s.io/storageclasses', 'list storage.k8s.io/storageclasses', 'watch storage.k8s.io/storageclasses',
   'get storage.k8s.io/volumeattachments', 'list storage.k8s.io/volumeattachments', 'watch storage.k8s.io/volumeattachments', 'patch storage.k8s.io/volumeattachments',
   'patch storage.k8s.io/volumeattachments/status',
+  // deploy/base/rbac-delegated-auth.yaml: system:auth-delegator.
+  'create authentication.k8s.io/tokenreviews', 'create authorization.k8s.io/subjectaccessreviews',
   // Every authenticated user (system:basic-user, system:discovery, system:public-info-viewer).
   'create authorization.k8s.io/selfsubjectaccessreviews', 'create authorization.k8s.io/selfsubjectrulesreviews', 'create authentication.k8s.io/selfsubjectreviews',
 ];
@@ -47,7 +49,11 @@ const NON_RESOURCE = [
   'get /api', 'get /api/*', 'get /apis', 'get /apis/*', 'get /healthz', 'get /livez', 'get /openapi', 'get /openapi/*', 'get /readyz', 'get /version', 'get /version/',
 ];
 /** Only in kube-system: the leader-election lock. */
-const KUBE_SYSTEM_ONLY = ['create coordination.k8s.io/leases', 'get coordination.k8s.io/leases#cloud-controller-manager', 'update coordination.k8s.io/leases#cloud-controller-manager'];
+const KUBE_SYSTEM_ONLY = [
+  'create coordination.k8s.io/leases', 'get coordination.k8s.io/leases#cloud-controller-manager', 'update coordination.k8s.io/leases#cloud-controller-manager',
+  // deploy/base/rbac-delegated-auth.yaml: extension-apiserver-authentication-reader.
+  'get /configmaps#extension-apiserver-authentication', 'list /configmaps#extension-apiserver-authentication', 'watch /configmaps#extension-apiserver-authentication',
+];
 
 async function rules(namespace: string): Promise<string[]> {
   const api = (await hostKubeConfig()).makeApiClient(AuthorizationV1Api);

@@ -37,6 +37,7 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1Container, type V1Deployment, type V1Node, type V1Probe, type V1Volume } from '@kubernetes/client-node';
 import { ManagedProcess } from '../../controlplane/managed-process.js';
 import { freePorts, get } from '../../controlplane/probe.js';
+import { scrapeMetrics } from '../../helpers/scraper.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startHostProcess, type HostProcess } from '../../helpers/host-process.js';
 import { localcloud } from '../../helpers/localcloud.js';
@@ -251,7 +252,7 @@ for (const c of CASES) {
 
     // The rendered RBAC was enough: not one 403 (per identity, in the host's own metrics).
     const metricsPort = hostContainer.ports!.find((p) => p.name === 'metrics')!.containerPort;
-    const metrics = (await get(`http://127.0.0.1:${pod.ports.get(metricsPort)}/metrics`)).body;
+    const metrics = await scrapeMetrics(pod.ports.get(metricsPort)!);
     t.deepEqual(metrics.split('\n').filter((l) => l.startsWith('rest_client_requests_total') && l.includes('code="403"')), []);
     t.is(await pod.host.stop(), 0, 'the host stops cleanly');
     for (const o of pod.others) t.is(await o.stop(), 0, `${o.name} stops cleanly`);

@@ -1,18 +1,25 @@
 /**
  * The PersistentVolume label webhook, called by the real kube-apiserver over
  * HTTPS (caBundle = the host's generated self-signed certificate), and the
- * labelling of PVs created before the webhook existed. Real host, plugin
- * process, kube-apiserver and etcd.
+ * labelling of PVs created before the webhook existed. Only the API server
+ * may call it: it presents a client certificate of the cluster's client CA
+ * (test/controlplane/webhook-client.ts), which the host reads from ConfigMap
+ * extension-apiserver-authentication, and its user is allowed the webhook's
+ * path by deploy/volumes/webhook-caller-rbac.yaml. Real host, plugin process,
+ * kube-apiserver and etcd.
  */
 import anyTest, { type TestFn } from 'ava';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, type V1PersistentVolume } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, type V1PersistentVolume } from '@kubernetes/client-node';
 import type { Volumes } from '../../../host/cloud-volumes.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { freePorts } from '../../controlplane/probe.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { httpsRequest, type HttpsOptions } from '../../helpers/https.js';
+import { loadManifest } from '../../helpers/manifests.js';
+import { scraperToken } from '../../helpers/scraper.js';
 import { waitFor } from '../../helpers/wait.js';
 import { hostFlags, volumeTestEnv, type VolumeTestEnv } from '../../helpers/volumes.js';
 
@@ -22,6 +29,9 @@ interface Ctx {
   volumes: Volumes;
   admission: AdmissionregistrationV1Api;
   webhookName: string;
+  url: string;
+  caBundle: string;
+  adminToken: string;
 }
 const test = anyTest as TestFn<Ctx>;
 
@@ -32,6 +42,8 @@ test.before(async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-vol-webhook-'));
   const kc = await testKubeConfig();
   const env = await volumeTestEnv(kc, 'vhook', dir);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml')) await objects.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
   const [port] = await freePorts(1);
   const host = await startTestHost(
     dir,
@@ -60,11 +72,17 @@ test.before(async (t) => {
     },
   });
   const volumes = host.cloud.volumes()!;
-  t.context = { env, host, volumes, admission, webhookName };
+  const url = `https://127.0.0.1:${port}/mutate-v1-persistentvolume`;
+  t.context = { env, host, volumes, admission, webhookName, url, caBundle, adminToken: kc.getCurrentUser()!.token! };
 });
 
 test.after.always(async (t) => {
   await t.context.admission?.deleteMutatingWebhookConfiguration({ name: t.context.webhookName }).catch(() => undefined);
+  const rbac = (await testKubeConfig()).makeApiClient(RbacAuthorizationV1Api);
+  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml')) {
+    const name = obj.metadata!.name!;
+    await (obj.kind === 'ClusterRole' ? rbac.deleteClusterRole({ name }) : rbac.deleteClusterRoleBinding({ name })).catch(() => undefined);
+  }
   await t.context.host?.stop();
 });
 
@@ -121,6 +139,32 @@ test.serial('a PV of this provider created before the webhook existed is labelle
   // Node affinity may still be set on a PV that has none.
   const exprs = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
   t.deepEqual(exprs.find((e) => e.key === ZONE)?.values, ['local-a']);
+});
+
+const REVIEW = JSON.stringify({
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  request: { uid: 'u1', kind: { group: '', version: 'v1', kind: 'PersistentVolume' }, operation: 'CREATE', object: { metadata: { name: 'x' }, spec: { csi: { driver: 'other.example.com', volumeHandle: 'v' } } } },
+});
+
+const CALLERS: { who: string; creds: (c: Ctx) => Promise<HttpsOptions>; status: number }[] = [
+  { who: 'without credentials: unauthorized (no zone for the curious)', creds: async () => ({}), status: 401 },
+  { who: 'with a token the API server rejects: unauthorized', creds: async () => ({ token: 'not-a-token' }), status: 401 },
+  { who: 'as a user not allowed the webhook path: forbidden', creds: async () => ({ token: await scraperToken() }), status: 403 },
+  { who: 'as a cluster admin: answered', creds: async (c) => ({ token: c.adminToken }), status: 200 },
+];
+
+for (const c of CALLERS) {
+  test.serial(`a direct call ${c.who}`, async (t) => {
+    const r = await httpsRequest(t.context.url, { method: 'POST', ca: t.context.caBundle, body: REVIEW, ...(await c.creds(t.context)) });
+    t.is(r.status, c.status, r.body);
+    if (c.status === 200) t.like(JSON.parse(r.body), { kind: 'AdmissionReview', response: { uid: 'u1', allowed: true } });
+  });
+}
+
+test.serial('GET /healthz of the webhook needs no credentials (kubelet probes)', async (t) => {
+  const r = await httpsRequest(t.context.url.replace('/mutate-v1-persistentvolume', '/healthz'), { ca: t.context.caBundle });
+  t.is(r.status, 200);
 });
 
 test.serial('with the webhook down and failurePolicy Ignore, PVs are still created', async (t) => {

@@ -12,9 +12,9 @@ import { INERT_FLAGS } from '../../../host/config/upstream-flags.js';
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** Flags the host handles before parsing (main.ts). */
 const SPECIAL = ['version', 'help'];
-/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kubectl, node, the localcloud CLI, the conformance kit. */
+/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit. */
 const OTHER_PROGRAMS = [
-  'cloud-provider', 'node-ip', 'node-monitor-grace-period', 'dry-run', 'field-selector', 'max-old-space-size', 'init',
+  'cloud-provider', 'node-ip', 'node-monitor-grace-period', 'admission-control-config-file', 'dry-run', 'field-selector', 'max-old-space-size', 'init',
   'state', 'address', 'type', 'zone', 'region', 'label', 'node', 'cluster', 'endpoint',
   'test-hook-command', 'junit', 'focus', 'start-timeout', 'shutdown-grace',
 ];

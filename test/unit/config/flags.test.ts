@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import type { HostConfig } from '../../../host/config/config.js';
+import type { HostConfig, ServingConfig } from '../../../host/config/config.js';
 import { parseHostArgs } from '../../../host/config/flags.js';
 import { Controllers } from '../../../host/names.js';
 
@@ -38,6 +38,35 @@ test.after.always(() => fs.rmSync(DIR, { recursive: true, force: true }));
 const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
 const ALL = Object.values(Controllers);
 const VOLUME_CONTROLLERS = [Controllers.VOLUME_PROVISIONER, Controllers.VOLUME_ATTACHER, Controllers.VOLUME_RESIZER, Controllers.PV_LABEL];
+
+/** Upstream's secure-serving defaults. */
+const DEFAULT_SERVING: ServingConfig = {
+  tls: undefined,
+  certDir: '',
+  tlsMinVersion: undefined,
+  tlsCiphers: undefined,
+  authentication: {
+    kubeconfig: undefined,
+    skipLookup: false,
+    tolerateLookupFailure: false,
+    tokenCacheTtlMs: 10_000,
+    clientCaFile: undefined,
+    requestHeader: {
+      clientCaFile: undefined,
+      allowedNames: [],
+      usernameHeaders: ['x-remote-user'],
+      uidHeaders: [],
+      groupHeaders: ['x-remote-group'],
+      extraHeaderPrefixes: ['x-remote-extra-'],
+    },
+  },
+  authorization: { kubeconfig: undefined, alwaysAllowPaths: ['/healthz', '/readyz', '/livez'], allowCacheTtlMs: 10_000, denyCacheTtlMs: 10_000 },
+};
+const serving = (o: Partial<ServingConfig>): Partial<HostConfig> => ({ serving: { ...DEFAULT_SERVING, ...o } });
+const authn = (o: Partial<ServingConfig['authentication']>) => serving({ authentication: { ...DEFAULT_SERVING.authentication, ...o } });
+const requestHeader = (o: Partial<ServingConfig['authentication']['requestHeader']>) =>
+  authn({ requestHeader: { ...DEFAULT_SERVING.authentication.requestHeader, ...o } });
+const authz = (o: Partial<ServingConfig['authorization']>) => serving({ authorization: { ...DEFAULT_SERVING.authorization, ...o } });
 
 interface Case {
   description: string;
@@ -83,7 +112,7 @@ const cases: Case[] = [
       kubeApiBurst: 30,
       bindAddress: '0.0.0.0',
       securePort: 10258,
-      tls: undefined,
+      serving: DEFAULT_SERVING,
       leaderElect: true,
       leaderElection: {
         leaseDurationMs: 15_000,
@@ -255,8 +284,30 @@ const cases: Case[] = [
   { description: 'secure-port max', argv: [...BASE, '--secure-port=65535'], want: { securePort: 65535 } },
   { description: 'secure-port out of range', argv: [...BASE, '--secure-port=65536'], errors: ['--secure-port="65536" is invalid: want a port from 1 to 65535, or 0'] },
   { description: 'secure-port negative', argv: [...BASE, '--secure-port=-1'], errors: ['--secure-port="-1" is invalid'] },
-  { description: 'tls both files', argv: [...BASE, `--tls-cert-file=${CERT}`, `--tls-private-key-file=${KEY}`], want: { tls: { certFile: CERT, keyFile: KEY } } },
-  { description: 'tls cert without key', argv: [...BASE, `--tls-cert-file=${CERT}`], errors: ['--tls-cert-file needs --tls-private-key-file'] },
+  { description: 'tls both files', argv: [...BASE, `--tls-cert-file=${CERT}`, `--tls-private-key-file=${KEY}`], want: serving({ tls: { certFile: CERT, keyFile: KEY } }) },
+  { description: 'cert-dir made absolute', argv: [...BASE, '--cert-dir=certs'], want: serving({ certDir: path.resolve('certs') }) },
+  { description: 'tls-min-version Go name', argv: [...BASE, '--tls-min-version=VersionTLS13'], want: serving({ tlsMinVersion: 'TLSv1.3' }) },
+  { description: 'tls-min-version unknown', argv: [...BASE, '--tls-min-version=TLSv1.2'], errors: ['--tls-min-version="TLSv1.2" is invalid: use one of VersionTLS10'] },
+  {
+    description: 'tls-cipher-suites: Go names become OpenSSL names, TLS 1.3 suites stay on',
+    argv: [...BASE, '--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305'],
+    want: serving({ tlsCiphers: 'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305' }),
+  },
+  { description: 'tls-cipher-suites unknown', argv: [...BASE, '--tls-cipher-suites=ECDHE-RSA-AES128-GCM-SHA256'], errors: ['--tls-cipher-suites: unknown cipher suite "ECDHE-RSA-AES128-GCM-SHA256": use Go\'s names'] },
+  { description: 'client-ca-file readable', argv: [...BASE, `--client-ca-file=${CERT}`], want: authn({ clientCaFile: CERT }) },
+  { description: 'client-ca-file unreadable', argv: [...BASE, `--client-ca-file=${MISSING}`], errors: ['cannot read --client-ca-file'] },
+  { description: 'authentication lookup flags', argv: [...BASE, '--authentication-skip-lookup', '--authentication-tolerate-lookup-failure=true', '--authentication-token-webhook-cache-ttl=0s'], want: authn({ skipLookup: true, tolerateLookupFailure: true, tokenCacheTtlMs: 0 }) },
+  { description: 'authentication-kubeconfig and authorization-kubeconfig', argv: [...BASE, `--authentication-kubeconfig=${CERT}`, `--authorization-kubeconfig=${KEY}`], want: { serving: { ...DEFAULT_SERVING, authentication: { ...DEFAULT_SERVING.authentication, kubeconfig: CERT }, authorization: { ...DEFAULT_SERVING.authorization, kubeconfig: KEY } } } },
+  {
+    description: 'requestheader flags: header names lower-cased, empty list allowed',
+    argv: [...BASE, `--requestheader-client-ca-file=${CERT}`, '--requestheader-allowed-names=front-proxy', '--requestheader-username-headers=X-User', '--requestheader-group-headers=', '--requestheader-uid-headers=X-Uid', '--requestheader-extra-headers-prefix=X-Extra-'],
+    want: requestHeader({ clientCaFile: CERT, allowedNames: ['front-proxy'], usernameHeaders: ['x-user'], groupHeaders: [], uidHeaders: ['x-uid'], extraHeaderPrefixes: ['x-extra-'] }),
+  },
+  { description: 'requestheader header with a space', argv: [...BASE, '--requestheader-username-headers=X User'], errors: ['--requestheader-username-headers: "X User" is not an HTTP header name'] },
+  { description: 'authorization-always-allow-paths replace the default', argv: [...BASE, '--authorization-always-allow-paths=/healthz,/metrics/*'], want: authz({ alwaysAllowPaths: ['/healthz', '/metrics/*'] }) },
+  { description: 'authorization-always-allow-paths with an inner *', argv: [...BASE, '--authorization-always-allow-paths=/a*b'], errors: ['"/a*b" is invalid: "*" may only end a path'] },
+  { description: 'authorization cache TTLs', argv: [...BASE, '--authorization-webhook-cache-authorized-ttl=1m', '--authorization-webhook-cache-unauthorized-ttl=0'], want: authz({ allowCacheTtlMs: 60_000, denyCacheTtlMs: 0 }) },
+  { description: 'tls cert without key', argv: [...BASE, `--tls-cert-file=${CERT}`], errors: ['--tls-cert-file needs --tls-private-key-file: pass both, or neither for a self-signed certificate'] },
   { description: 'tls key without cert', argv: [...BASE, `--tls-private-key-file=${KEY}`], errors: ['--tls-private-key-file needs --tls-cert-file'] },
   { description: 'tls unreadable files', argv: [...BASE, `--tls-cert-file=${MISSING}`, `--tls-private-key-file=${MISSING}`], errors: ['cannot read --tls-cert-file', 'cannot read --tls-private-key-file'], errorCount: 2 },
 

@@ -1,35 +1,43 @@
 /**
- * startHealthServer over real HTTP on 127.0.0.1 with a free port: health
- * check aggregation, per-check paths, metrics, 404s, timeouts, and HTTPS
- * when openssl is available to make a certificate.
+ * startHealthServer over real HTTPS on 127.0.0.1 with a free port and a
+ * self-signed certificate: health check aggregation, per-check paths,
+ * metrics, 404s, timeouts; the guard decides before any of them
+ * (delegated authentication and authorization are tested against the real
+ * API server in test/integration/secure-serving.test.ts).
  */
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import https from 'node:https';
-import os from 'node:os';
-import path from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import { silentLogger } from '../../../host/log.js';
 import { createHostMetrics, MetricNames, setControllerRunning } from '../../../host/metrics.js';
 import { Controllers } from '../../../host/names.js';
-import { startHealthServer, type HealthServer } from '../../../host/server/server.js';
+import type { RequestGuard } from '../../../host/server/guard.js';
+import { generateSelfSigned } from '../../../host/server/self-signed.js';
+import { startHealthServer, type HealthServer, type ServingTls } from '../../../host/server/server.js';
+import { httpsRequest } from '../../helpers/https.js';
 
 const test = anyTest as TestFn<{ server: HealthServer; url: string }>;
+
+/** A guard that trusts no client certificates. */
+const NO_CERTS = { requestsClientCerts: false, clientCaPems: [], onTrustChange: () => () => {} };
+const ALLOW_ALL: RequestGuard = { ...NO_CERTS, admit: async () => true };
+let tls: ServingTls;
+
+test.before(async () => {
+  tls = await generateSelfSigned({ commonName: 'localhost', dnsNames: ['localhost'], ips: ['127.0.0.1'] });
+});
 
 test.beforeEach(async (t) => {
   const metrics = createHostMetrics();
   setControllerRunning(metrics, Controllers.CLOUD_NODE, true);
-  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, registry: metrics.registry, log: silentLogger(), checkTimeoutMs: 200 });
-  t.context = { server, url: `http://127.0.0.1:${server.port}` };
+  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls, guard: ALLOW_ALL, registry: metrics.registry, log: silentLogger(), checkTimeoutMs: 200 });
+  t.context = { server, url: `https://127.0.0.1:${server.port}` };
 });
 
 test.afterEach.always(async (t) => {
   await t.context.server?.close();
 });
 
-async function get(url: string, init?: RequestInit): Promise<{ status: number; body: string; type: string | null }> {
-  const res = await fetch(url, init);
-  return { status: res.status, body: await res.text(), type: res.headers.get('content-type') };
+async function get(url: string, init?: { method: string }): Promise<{ status: number; body: string; type: string | undefined }> {
+  return httpsRequest(url, { ca: tls.cert, method: init?.method });
 }
 
 test('binds a free port when asked for port 0', (t) => {
@@ -160,52 +168,56 @@ test('close is idempotent and stops serving', async (t) => {
   const { server, url } = t.context;
   await server.close();
   await server.close();
-  await t.throwsAsync(fetch(`${url}/healthz`));
+  await t.throwsAsync(get(`${url}/healthz`));
 });
 
 test('a busy port is reported with the flag to change', async (t) => {
   const registry = createHostMetrics({ defaultMetrics: false }).registry;
   await t.throwsAsync(
-    startHealthServer({ bindAddress: '127.0.0.1', port: t.context.server.port, registry, log: silentLogger() }),
+    startHealthServer({ bindAddress: '127.0.0.1', port: t.context.server.port, tls, guard: ALLOW_ALL, registry, log: silentLogger() }),
     { message: /cannot serve \/healthz and \/metrics on 127\.0\.0\.1:\d+: .*--secure-port/ },
   );
 });
 
-test('unreadable TLS files are reported with the flag', async (t) => {
+test('an invalid certificate is reported with the flags to check', async (t) => {
   const registry = createHostMetrics({ defaultMetrics: false }).registry;
   await t.throwsAsync(
-    startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { certFile: '/nonexistent.crt', keyFile: '/nonexistent.key' }, registry, log: silentLogger() }),
-    { message: /cannot read --tls-cert-file \/nonexistent\.crt/ },
+    startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { cert: 'not a certificate', key: tls.key }, guard: ALLOW_ALL, registry, log: silentLogger() }),
+    { message: /cannot serve HTTPS on --secure-port: .*--tls-cert-file/ },
   );
 });
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-(hasOpenssl() ? test : test.skip)('serves HTTPS when TLS files are given', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ccm-tls-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const certFile = path.join(dir, 'tls.crt');
-  const keyFile = path.join(dir, 'tls.key');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+test('the guard answers before routing: a refused request never reaches /metrics or a 404', async (t) => {
   const registry = createHostMetrics({ defaultMetrics: false }).registry;
-  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { certFile, keyFile }, registry, log: silentLogger() });
+  const guard: RequestGuard = {
+    ...NO_CERTS,
+    admit: async (req, res) => {
+      if (req.headers.authorization === 'Bearer ok') return true;
+      res.writeHead(401).end('Unauthorized');
+      return false;
+    },
+  };
+  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls, guard, registry, log: silentLogger() });
   t.teardown(() => server.close());
-  const body = await new Promise<string>((resolve, reject) => {
-    https
-      .get({ host: '127.0.0.1', port: server.port, path: '/healthz', ca: fs.readFileSync(certFile), agent: false }, (res) => {
-        let data = '';
-        res.on('data', (c: Buffer) => (data += c.toString()));
-        res.on('end', () => resolve(`${res.statusCode} ${data}`));
-      })
-      .on('error', reject);
-  });
-  t.is(body, '200 ok');
+  const url = `https://127.0.0.1:${server.port}`;
+  t.is((await httpsRequest(`${url}/metrics`, { ca: tls.cert })).status, 401);
+  t.is((await httpsRequest(`${url}/nowhere`, { ca: tls.cert })).status, 401);
+  t.is((await httpsRequest(`${url}/metrics`, { ca: tls.cert, token: 'ok' })).status, 200);
+  t.is((await httpsRequest(`${url}/nowhere`, { ca: tls.cert, token: 'ok' })).status, 404);
+});
+
+test('--tls-min-version is honoured: a client limited to TLS 1.2 cannot connect to a TLS 1.3-only server', async (t) => {
+  const registry = createHostMetrics({ defaultMetrics: false }).registry;
+  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { ...tls, minVersion: 'TLSv1.3' }, guard: ALLOW_ALL, registry, log: silentLogger() });
+  t.teardown(() => server.close());
+  const url = `https://127.0.0.1:${server.port}/healthz`;
+  t.is((await httpsRequest(url, { ca: tls.cert })).status, 200);
+  const tls12 = await import('node:https').then(({ default: https }) =>
+    new Promise<string>((resolve) => {
+      https
+        .get(url, { ca: tls.cert, maxVersion: 'TLSv1.2', agent: false }, (res) => resolve(String(res.statusCode)))
+        .on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    }),
+  );
+  t.regex(tls12, /ERR_SSL|EPROTO|alert/i);
 });
