@@ -477,7 +477,7 @@ export class ServiceController {
     }
     const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
     const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
-    this.o.recorder.event(svc, 'Warning', EventReasons.LB_UPDATE_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
+    this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
     // Retried through EnsureLoadBalancer, with the Service's backoff (as upstream).
     this.queue.addRateLimited(key);
   }
