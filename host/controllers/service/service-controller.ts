@@ -8,7 +8,8 @@
  * Guarantees:
  *  - the finalizer service.kubernetes.io/load-balancer-cleanup is written
  *    before any cloud call that could create something, and removed only after
- *    EnsureLoadBalancerDeleted succeeded: a Service never finishes deleting
+ *    EnsureLoadBalancerDeleted succeeded (or answered ImplementedElsewhere,
+ *    as upstream: another controller owns it): a Service never finishes deleting
  *    while its load balancer exists, and (since deletion waits for us) no load
  *    balancer outlives its Service, across crashes and restarts;
  *  - status.loadBalancer.ingress is validated and written (status
@@ -388,8 +389,14 @@ export class ServiceController {
    */
   private async deleteLoadBalancer(svc: V1Service | undefined, ref: ServiceRef): Promise<void> {
     if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETING_LB, 'Deleting load balancer');
-    await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, ref);
-    this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer deleted');
+    try {
+      await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, ref);
+      this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer deleted');
+    } catch (err) {
+      if (!(err instanceof ImplementedElsewhereError)) throw err;
+      // As upstream: another controller owns the load balancer; our finalizer must still go.
+      this.log.debug({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer is implemented elsewhere; nothing to delete');
+    }
     if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETED_LB, 'Deleted load balancer');
   }
 

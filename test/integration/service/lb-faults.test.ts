@@ -117,6 +117,17 @@ test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress
   t.false((await cloudLbs(state)).some((l) => cases.some((c) => c.name === l.serviceName)), 'no cloud LB left behind');
 });
 
+test.serial('ImplementedElsewhere: ensure and delete are skipped silently, and the deleted Service does not keep its finalizer (as upstream)', async (t) => {
+  const { core } = t.context;
+  const svc = await core.createNamespacedService({ namespace: NS, body: lbService('elsewhere', NS, [{ port: 80 }], {}, { 'fault.test/implemented-elsewhere': 'true' }) });
+  // The finalizer goes on before the ensure (as upstream), which answers ImplementedElsewhere.
+  await waitFor(async () => (await readSvc(core, 'elsewhere')).metadata?.finalizers?.includes('service.kubernetes.io/load-balancer-cleanup'), { what: 'finalizer on elsewhere' });
+  await core.deleteNamespacedService({ name: 'elsewhere', namespace: NS });
+  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.uid === svc.metadata!.uid), { what: 'elsewhere deleted' });
+  const events = await serviceEvents(core, svc);
+  t.false(events.some((e) => e.reason === 'SyncLoadBalancerFailed'), 'ImplementedElsewhere is no failure');
+});
+
 test.serial('30 % random cloud errors: every Service converges, Warning events, no hot loop', async (t) => {
   // A Service can be unlucky several times in a row, and its backoff doubles from 5 s.
   t.timeout(480_000);
