@@ -39,7 +39,7 @@ import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
-import { CloudCallError, ImplementedElsewhereError } from '../../errors.js';
+import { CloudCallError, ImplementedElsewhereError, RetryAfterError } from '../../errors.js';
 import { sleep } from '../../kube/backoff.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
@@ -47,16 +47,16 @@ import { isGoneOrReplaced } from '../../kube/client.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchService, patchServiceStatus } from '../../kube/patch.js';
 import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
-import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
+import { WorkQueue, clampRetryAfterMs, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, Finalizers } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
-import { chunks } from '../../util/chunks.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { serviceMetrics, type ServiceMetrics } from './metrics.js';
 import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
+import { updateHostsInChunks } from './host-updates.js';
 import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
 
@@ -434,15 +434,10 @@ export class ServiceController {
       this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
       const results: { key: string; error?: Error }[] = [];
       if (this.o.lbs.batchHosts) {
-        for (const chunk of chunks(todo, MAX_BATCH_SERVICES)) {
-          const callStarted = performance.now();
-          const r = await this.o.lbs.updateLoadBalancerHosts(this.o.clusterName, chunk.map(([, s]) => s.ref), refs);
-          const seconds = (performance.now() - callStarted) / 1000;
-          chunk.forEach(([key], j) => {
-            this.metrics?.updateHostLatency.observe(seconds);
-            results.push({ key, error: r[j]!.error });
-          });
-        }
+        const r = await updateHostsInChunks(this.o.lbs, this.o.clusterName, todo.map(([, s]) => s.ref), refs, MAX_BATCH_SERVICES, (seconds, n) => {
+          for (let i = 0; i < n; i++) this.metrics?.updateHostLatency.observe(seconds);
+        });
+        todo.forEach(([key], i) => results.push({ key, error: r[i]!.error }));
       } else {
         results.push(
           ...(await mapLimit(todo, this.o.workers, async ([key, s]) => {
@@ -485,7 +480,13 @@ export class ServiceController {
     const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
     const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
     this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
-    // Retried through EnsureLoadBalancer, with the Service's backoff (as upstream).
-    this.queue.addRateLimited(key);
+    // Retried through EnsureLoadBalancer (as upstream): after the provider's
+    // delay (clamped as every RetryInfo, see runWorkers), else on the backoff.
+    if (error instanceof RetryAfterError) {
+      const delayMs = this.queue.addRateLimitedAtLeast(key, clampRetryAfterMs(error.retryAfterMs));
+      this.log.warn({ service: key, requestedMs: error.retryAfterMs, delayMs }, 'load balancer backends to be retried after the provider delay');
+    } else {
+      this.queue.addRateLimited(key);
+    }
   }
 }

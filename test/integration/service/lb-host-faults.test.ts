@@ -12,7 +12,7 @@
  * (lb-host-faults-n*), ingress pool 127.0.87.0/24, cluster name hostfaults.
  */
 import anyTest, { type TestFn } from 'ava';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,8 @@ import { waitFor } from '../../helpers/wait.js';
 const NS = 'lb-host-faults';
 const LABELS = { lbtest: 'host-faults' };
 const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
+/** Written by the fixture (importing it would start it). */
+const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
 const test = anyTest as TestFn<{ cloud: string; host: TestHost; core: CoreV1Api; nodes: string[] }>;
 
 test.before(async (t) => {
@@ -77,6 +79,11 @@ async function backendsAre(cloud: string, svc: V1Service, nodes: string[]): Prom
   return !!lb && JSON.stringify(lb.backends.map((b) => b.nodeName).sort()) === JSON.stringify([...nodes].sort());
 }
 
+async function ensureCalls(cloud: string, uid: string): Promise<number> {
+  const text = await readFile(join(cloud, ENSURE_CALLS_FILE), 'utf8').catch(() => '');
+  return text.split('\n').filter((l) => l && (JSON.parse(l) as { uid: string }).uid === uid).length;
+}
+
 test.serial('a failed host update of one Service: Warning UpdateLoadBalancerFailed on it only, then re-ensured with the new node', async (t) => {
   const { core, cloud } = t.context;
   const [bad, good] = await createEnsured(core, [
@@ -90,4 +97,35 @@ test.serial('a failed host update of one Service: Warning UpdateLoadBalancerFail
   await waitFor(() => backendsAre(cloud, good!, ['lb-host-faults-n1']), { what: 'hosts-fine updated' });
   t.falsy(await updateFailed(core, good!), 'no failure reported on the Service whose update succeeded');
   await deleteAll(core, [bad!, good!]);
+});
+
+test.serial('a cloud outage while a node joins: Warning UpdateLoadBalancerFailed on every Service, then all converge', async (t) => {
+  const { core, cloud } = t.context;
+  const svcs = await createEnsured(core, [lbService('outage-a', NS, [{ port: 80 }]), lbService('outage-b', NS, [{ port: 80 }])]);
+  await localcloud(cloud, 'knobs', 'set', 'failAll=true');
+  t.teardown(() => localcloud(cloud, 'knobs', 'unset', 'failAll').then(() => undefined));
+  await addNode(t, 'lb-host-faults-n2', '127.0.87.252');
+  for (const s of svcs) {
+    const ev = await waitFor(() => updateFailed(core, s), { what: `UpdateLoadBalancerFailed on ${s.metadata!.name}` });
+    t.regex(ev.message ?? '', /lb-host-faults-n2/);
+  }
+  await localcloud(cloud, 'knobs', 'unset', 'failAll');
+  const want = ['lb-host-faults-n1', 'lb-host-faults-n2'];
+  for (const s of svcs) await waitFor(() => backendsAre(cloud, s, want), { what: `${s.metadata!.name} converged after the outage`, timeoutMs: 120_000 });
+  t.pass();
+  await deleteAll(core, svcs);
+});
+
+test.serial('a host update answered with RetryInfo is retried after that delay, not on the backoff', async (t) => {
+  const { core, cloud } = t.context;
+  // RetryInfo 1 h; the per-Service backoff would re-ensure it after 5 s.
+  const [slow] = await createEnsured(core, [lbService('hosts-retry-later', NS, [{ port: 80 }], {}, { 'fault.test/hosts-error': 'retry-after:3600000' })]);
+  await addNode(t, 'lb-host-faults-n3', '127.0.87.253');
+  await waitFor(() => updateFailed(core, slow!), { what: 'UpdateLoadBalancerFailed on hosts-retry-later' });
+  // The clock: a Service created after that failure whose first two ensures fail plainly, so its
+  // third comes after its 5 s + 10 s backoff, long after the backoff would have re-ensured the other.
+  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('hosts-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
+  await waitFor(async () => (await ensureCalls(cloud, clock.metadata!.uid!)) >= 3, { what: 'three ensures of the clock Service', timeoutMs: 120_000 });
+  t.is(await ensureCalls(cloud, slow!.metadata!.uid!), 1, 'hosts-retry-later not re-ensured before its RetryInfo delay');
+  await deleteAll(core, [slow!, clock]);
 });

@@ -1,0 +1,37 @@
+/**
+ * Backend (host) updates for many load balancers in batch calls
+ * (UpdateLoadBalancerHosts), chunked to a bound per call. A call that fails
+ * as a whole fails each of its Services with the call's error (so each gets
+ * its event and retry, with the call's RetryInfo if any), and neither drops
+ * the results of chunks already done nor stops the chunks after it.
+ */
+import type { NodeRef } from '../../cloud.js';
+import type { HostsUpdateResult, LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
+import { chunks } from '../../util/chunks.js';
+
+/**
+ * One result per Service of `svcs`, in order. `observe` gets each call's
+ * duration in seconds and how many Services it carried. Never rejects.
+ */
+export async function updateHostsInChunks(
+  lbs: Pick<LoadBalancers, 'updateLoadBalancerHosts'>,
+  clusterName: string,
+  svcs: ServiceRef[],
+  nodes: NodeRef[],
+  chunkSize: number,
+  observe?: (seconds: number, services: number) => void,
+): Promise<HostsUpdateResult[]> {
+  const results: HostsUpdateResult[] = [];
+  for (const chunk of chunks(svcs, chunkSize)) {
+    const started = performance.now();
+    try {
+      results.push(...(await lbs.updateLoadBalancerHosts(clusterName, chunk, nodes)));
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      results.push(...chunk.map((s) => ({ uid: s.uid, error })));
+    } finally {
+      observe?.((performance.now() - started) / 1000, chunk.length);
+    }
+  }
+  return results;
+}
