@@ -54,7 +54,7 @@ import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { serviceMetrics, type ServiceMetrics } from './metrics.js';
-import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
+import { backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, nodeUpdateNeedsSync, wantsLoadBalancer } from './predicates.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
 import { updateHostsInChunks } from './host-updates.js';
 import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
@@ -161,7 +161,7 @@ export class ServiceController {
       onAdd: () => this.nodeQueue.add(NODES_KEY),
       onDelete: () => this.nodeQueue.add(NODES_KEY),
       onUpdate: (old, n) => {
-        if (backendKey(old) !== backendKey(n)) this.nodeQueue.add(NODES_KEY);
+        if (nodeUpdateNeedsSync(old, n)) this.nodeQueue.add(NODES_KEY);
       },
     });
   }
