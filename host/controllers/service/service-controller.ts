@@ -432,12 +432,12 @@ export class ServiceController {
       const sig = backendSetKey(nodes);
       const refs = nodes.map(toNodeRef);
       this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
-      const results: { key: string; error?: Error }[] = [];
+      const results: { key: string; error?: Error; callFailed?: true }[] = [];
       if (this.o.lbs.batchHosts) {
         const r = await updateHostsInChunks(this.o.lbs, this.o.clusterName, todo.map(([, s]) => s.ref), refs, MAX_BATCH_SERVICES, (seconds, n) => {
           for (let i = 0; i < n; i++) this.metrics?.updateHostLatency.observe(seconds);
         });
-        todo.forEach(([key], i) => results.push({ key, error: r[i]!.error }));
+        todo.forEach(([key], i) => results.push({ key, error: r[i]!.error, callFailed: r[i]!.callFailed }));
       } else {
         results.push(
           ...(await mapLimit(todo, this.o.workers, async ([key, s]) => {
@@ -455,11 +455,17 @@ export class ServiceController {
       }
       this.metrics?.loadBalancerSyncs.inc(todo.length);
       this.metrics?.nodeSyncErrors.inc(results.filter((r) => r.error && !(r.error instanceof ImplementedElsewhereError)).length);
-      for (const { key, error } of results) this.afterHostsUpdate(key, sig, nodes, error);
+      for (const { key, error, callFailed } of results) this.afterHostsUpdate(key, sig, nodes, error, callFailed);
+      // Services of a call that failed as a whole (an outage) stay stale and are
+      // retried together, one batch call again, by the node queue: on its
+      // backoff, or after the call's RetryInfo (clamped, see runWorkers).
+      // Upstream re-ensures each Service on its own.
+      const callError = results.find((r) => r.callFailed)?.error;
+      if (callError) throw callError;
     });
   }
 
-  private afterHostsUpdate(key: string, sig: string, nodes: V1Node[], error: Error | undefined): void {
+  private afterHostsUpdate(key: string, sig: string, nodes: V1Node[], error: Error | undefined, callFailed?: true): void {
     const entry = this.synced.get(key);
     const svc = this.o.services.get(key);
     if (!entry || !svc) return;
@@ -471,15 +477,20 @@ export class ServiceController {
       }
       return;
     }
+    // A load balancer gone (e.g. deleted behind our back) is no failure: EnsureLoadBalancer recreates it.
+    const gone = !callFailed && error instanceof CloudCallError && error.code === 'NOT_FOUND';
+    if (!gone) {
+      const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
+      const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
+      this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
+    }
+    // Still stale: the node queue retries the whole call (see syncNodesOnce).
+    if (callFailed) return;
     entry.nodesSig = undefined;
-    if (error instanceof CloudCallError && error.code === 'NOT_FOUND') {
-      // The load balancer is gone (e.g. deleted behind our back): EnsureLoadBalancer recreates it.
+    if (gone) {
       this.queue.add(key);
       return;
     }
-    const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
-    const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
-    this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
     // Retried through EnsureLoadBalancer (as upstream): after the provider's
     // delay (clamped as every RetryInfo, see runWorkers), else on the backoff.
     if (error instanceof RetryAfterError) {

@@ -22,6 +22,7 @@ test('a failed call fails its chunk only; done chunks keep their results and lat
   const r = await updateHostsInChunks(lbs, 'c', svcs, nodes, 2, (_s, n) => observed.push(n));
   t.deepEqual(calls, [['u0', 'u1'], ['u2', 'u3'], ['u4']]);
   t.deepEqual(r.map((x) => [x.uid, x.error?.message]), [['u0', undefined], ['u1', 'one failed'], ['u2', 'cloud down'], ['u3', 'cloud down'], ['u4', undefined]]);
-  t.is(r[2]!.error, outage, 'the call error itself, so its RetryInfo reaches each Service');
+  t.is(r[2]!.error, outage, 'the call error itself (with its RetryInfo)');
+  t.deepEqual(r.map((x) => x.callFailed ?? false), [false, false, true, true, false], 'a failed entry is not a failed call');
   t.deepEqual(observed, [2, 2, 1]);
 });
