@@ -7,7 +7,8 @@
  * cloud objects with it) and treats its inputs as read-only. Errors are the
  * classes of host/errors.ts:
  *  - ImplementedElsewhereError: another implementation owns this Service's
- *    load balancer; the controller skips it silently.
+ *    load balancer; the controller skips it silently (from
+ *    ensureLoadBalancerDeleted: nothing to delete, the finalizer is removed).
  *  - RetryAfterError: retry after `retryAfterMs` (clamped by runWorkers).
  *  - InvalidCloudResponseError: the answer was invalid; nothing was written.
  *  - anything else: retry with the per-Service exponential backoff.

@@ -106,18 +106,26 @@ export const VOLUME_HANDLE_ANNOTATION = 'volume.ccm.dev/volume-handle';
 /** Key of spec.csi.volumeAttributes naming the provisioner instance (external-provisioner). */
 export const PROVISIONER_IDENTITY_ATTRIBUTE = 'storage.kubernetes.io/csiProvisionerIdentity';
 
-/** Event reasons (upstream spelling). */
+/**
+ * Event reasons. Each says whether upstream emits it, and with which type
+ * where ours differs (README "Differences from the upstream CCM").
+ */
 export const EventReasons = {
+  /** Cloud node (upstream): Normal, the node was initialized. */
   SYNCED: 'Synced',
+  /** Not upstream (upstream only logs): Warning, the node could not be initialized. */
   FAILED_TO_SYNC_NODE: 'FailedToSyncNode',
+  /** Not upstream: Warning, the provider answered something the host refuses to write. */
   INVALID_CLOUD_RESPONSE: 'InvalidCloudResponse',
+  // Service controller (upstream, with upstream's types).
   ENSURING_LB: 'EnsuringLoadBalancer',
   ENSURED_LB: 'EnsuredLoadBalancer',
   SYNC_LB_FAILED: 'SyncLoadBalancerFailed',
   DELETING_LB: 'DeletingLoadBalancer',
   DELETED_LB: 'DeletedLoadBalancer',
   UPDATED_LB: 'UpdatedLoadBalancer',
-  LB_UPDATE_FAILED: 'LoadBalancerUpdateFailed',
+  /** Warning, a backend (host) update failed, per Service, also when the batch call failed as a whole. */
+  UPDATE_LB_FAILED: 'UpdateLoadBalancerFailed',
   UNAVAILABLE_LB: 'UnAvailableLoadBalancer',
   /** Lifecycle (upstream): Normal, before a Node whose instance is gone is deleted. */
   DELETING_NODE: 'DeletingNode',
@@ -127,9 +135,13 @@ export const EventReasons = {
   DELETING_NODE_HELD_BACK: 'DeletingNodeHeldBack',
   /** Route (upstream): Warning on the Node, a route for one of its pod CIDRs could not be created. */
   FAILED_TO_CREATE_ROUTE: 'FailedToCreateRoute',
-  /** Node IPAM (upstream): Warning, no free pod CIDR range is left. */
+  /**
+   * Node IPAM (upstream reason): no free pod CIDR range is left. Warning here;
+   * upstream emits it as Normal (RecordNodeStatusChange), though the node
+   * gets no pod network.
+   */
   CIDR_NOT_AVAILABLE: 'CIDRNotAvailable',
-  /** Node IPAM (upstream): Warning, writing the allocated pod CIDRs to the Node failed. */
+  /** Node IPAM (upstream reason): writing the allocated pod CIDRs to the Node failed. Warning here; upstream: Normal. */
   CIDR_ASSIGNMENT_FAILED: 'CIDRAssignmentFailed',
   /** Not upstream: Warning, the Node's pod CIDRs overlap another Node's or lie outside --cluster-cidr. */
   POD_CIDR_CONFLICT: 'PodCIDRConflict',

@@ -15,7 +15,7 @@ import type {
 import type { CloudVolume, CreateVolumeRequest, ExpandResult, ListedVolume, TopologySegments, Volumes } from '../cloud-volumes.js';
 import { InvalidCloudResponseError } from '../errors.js';
 import type { PluginSupervisor } from './supervisor.js';
-import { labelMapProblems, stringMapProblems, volumeHandleProblem, volumeProblems } from './validate-volumes.js';
+import { stringMapProblems, volumeHandleProblem, volumeLabelsProblems, volumeProblems } from './validate-volumes.js';
 import { providerIdProblem } from './validate.js';
 
 /** Page size asked of ListVolumes. */
@@ -141,7 +141,7 @@ export class GrpcVolumes implements Volumes {
     check('GetVolumeLabels', [volumeHandleProblem(volumeId)]);
     const r = await this.call<GetVolumeLabelsResponse>('GetVolumeLabels', { meta: undefined, volumeId }, false);
     const labels = { ...(r.labels ?? {}) };
-    check('GetVolumeLabels', labelMapProblems('labels', labels));
+    check('GetVolumeLabels', volumeLabelsProblems(labels));
     return labels;
   }
 }

@@ -7,6 +7,7 @@
  */
 import type { CloudVolume, TopologySegments } from '../cloud-volumes.js';
 import { labelKeyProblem, labelValueProblem, plainTextProblem, printableIdProblem, quote } from './validate.js';
+import { isZoneLabel, ZONE_DELIMITER, zoneList } from '../volume-zones.js';
 
 /** Longest volume id accepted (CSI allows 128 bytes; some drivers use more). */
 export const MAX_VOLUME_ID_CHARS = 1024;
@@ -89,5 +90,14 @@ export function volumeProblems(v: CloudVolume, bounds?: { requiredBytes: number;
   }
   problems.push(...stringMapProblems('volume_context', v.volumeContext));
   problems.push(...topologyProblems(v.accessibleTopology));
+  return problems;
+}
+
+/** GetVolumeLabels' answer: label keys and values, and zone lists (`a__b`) without an empty zone (upstream refuses such a PV). */
+export function volumeLabelsProblems(m: Record<string, string>): string[] {
+  const problems = labelMapProblems('labels', m);
+  for (const [k, v] of Object.entries(m)) {
+    if (isZoneLabel(k) && zoneList(v) === undefined) problems.push(`labels: ${k}=${JSON.stringify(v)} has an empty zone in its ${ZONE_DELIMITER}-separated list`);
+  }
   return problems;
 }

@@ -2,10 +2,14 @@
  * Secret canaries: a secret field of the cloud config, a secret-named
  * --plugin-env value and the host's API token are planted, the host does
  * normal and failing work (node initialization, Warning events, a failed
- * plugin start), and then every output is searched for them: the host log
- * (plugin stderr is forwarded into it), the Events of the whole cluster,
- * /metrics, and the error messages the host returned. Then a careless
- * provider echoes an INI cloud config into its errors and its stderr.
+ * plugin start) with the local cloud as a careless provider that writes the
+ * first two into its stderr and its error messages
+ * (test/fixtures/careless-local-provider.ts), and then every output is
+ * searched for them: the host log (plugin stderr is forwarded into it), the
+ * Events of the whole cluster, /metrics, and the error messages the host
+ * returned. So the host's redaction is tested, not the provider's manners:
+ * with it off the test fails. Then a careless provider echoes an INI cloud
+ * config into its errors and its stderr.
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -27,6 +31,7 @@ import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+const CARELESS_PROVIDER = fileURLToPath(new URL('../fixtures/careless-local-provider.js', import.meta.url));
 
 /** Whether `text` holds any 8 consecutive characters of the secret's random part (error snippets quote fragments). */
 function leaks(text: string, secret: string): boolean {
@@ -45,6 +50,7 @@ test('planted secrets never appear in logs, events, metrics or error messages', 
   await writeFile(cloudConfig, JSON.stringify({ zone: 'canary-zone', apiToken: cloudCanary, surpriseKey: 'x' }));
   const label = `canary-${id}`;
   const host = await startTestHost(dir, [
+    `--plugin-path=${CARELESS_PROVIDER}`,
     '--controllers=cloud-node',
     `--node-selector=ccm-test=${label}`,
     `--cloud-config=${cloudConfig}`,
@@ -99,7 +105,9 @@ test('planted secrets never appear in logs, events, metrics or error messages', 
   outputs.events = JSON.stringify(events.items);
 
   t.true(outputs.hostLog.includes('surpriseKey'), 'the plugin log reached the host log (the search covers it)');
+  t.true(outputs.hostLog.includes('careless provider: configured with these credentials'), 'the provider wrote its credentials to stderr');
   t.true(outputs.events.includes(`canary-missing-${id}`), 'the events of this test are in the search');
+  t.true(outputs.events.includes('failed with api token'), 'the provider wrote its credentials into an error that became an event');
   for (const [where, text] of Object.entries(outputs)) {
     for (const [what, secret] of Object.entries(secrets)) {
       t.false(leaks(text, secret), `${what} (or 8+ characters of it) found in ${where}`);

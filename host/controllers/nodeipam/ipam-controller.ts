@@ -11,6 +11,8 @@
  *   (overlaps with another Node's range or ranges outside --cluster-cidr get
  *   a Warning `PodCIDRConflict`; nothing is changed on the Node); Node
  *   without → allocate and write spec.podCIDR + spec.podCIDRs in one patch.
+ * Both events below are Warnings: the node has no pod network meanwhile
+ * (upstream emits them as Normal; README differences).
  * - No free range → Warning `CIDRNotAvailable`; the node waits and is retried
  *   as soon as any range is released (and every minute).
  * - Write failure → the range is released, Warning `CIDRAssignmentFailed`,

@@ -67,9 +67,20 @@ export function needsUpdate(old: V1Service, cur: V1Service): boolean {
  */
 export function isBackendNode(node: V1Node): boolean {
   if (node.metadata?.deletionTimestamp) return false;
+  return isIncluded(node) && !(node.spec?.taints ?? []).some((t) => t.key === Taints.TO_BE_DELETED_BY_CA);
+}
+
+/** Not excluded by label, not uninitialized: what a node's own update is compared by (see nodeUpdateNeedsSync). */
+function isIncluded(node: V1Node): boolean {
   const exclude = node.metadata?.labels?.[Labels.EXCLUDE_FROM_EXTERNAL_LBS];
   if (exclude !== undefined && parseGoBool(exclude) !== false) return false;
-  return !(node.spec?.taints ?? []).some((t) => t.key === Taints.UNINITIALIZED || t.key === Taints.TO_BE_DELETED_BY_CA);
+  return !(node.spec?.taints ?? []).some((t) => t.key === Taints.UNINITIALIZED);
+}
+
+/** Name, providerID and IP addresses: what a load balancer uses of a backend. */
+function backendFields(node: V1Node): string {
+  const ips = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => `${a.type}=${a.address}`);
+  return `${node.metadata?.name ?? ''}|${node.spec?.providerID ?? ''}|${ips.join(',')}`;
 }
 
 /**
@@ -78,12 +89,24 @@ export function isBackendNode(node: V1Node): boolean {
  * unrelated labels, conditions) cause no cloud call.
  */
 export function backendKey(node: V1Node): string {
-  if (!isBackendNode(node)) return '';
-  const ips = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => `${a.type}=${a.address}`);
-  return `${node.metadata?.name ?? ''}|${node.spec?.providerID ?? ''}|${ips.join(',')}`;
+  return isBackendNode(node) ? backendFields(node) : '';
 }
 
 /** One string for a backend set (order-independent). */
 export function backendSetKey(nodes: V1Node[]): string {
   return nodes.map(backendKey).sort().join('\n');
+}
+
+/**
+ * Whether a node's update (not an add or delete) starts a backend sync: a
+ * change of its exclusion label or providerID (upstream
+ * shouldSyncUpdatedNode), of its addresses or uninitialized taint (ours).
+ * The Cluster Autoscaler's taint and a deletionTimestamp do not, as upstream
+ * (KEP-3458): kube-proxy's health check fails for such a node first, so the
+ * load balancer drains its connections; isBackendNode drops it at the next
+ * sync that anything else starts (or when the Node is gone).
+ */
+export function nodeUpdateNeedsSync(old: V1Node, cur: V1Node): boolean {
+  const key = (n: V1Node) => (isIncluded(n) ? backendFields(n) : '');
+  return key(old) !== key(cur);
 }

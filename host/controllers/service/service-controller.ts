@@ -8,7 +8,8 @@
  * Guarantees:
  *  - the finalizer service.kubernetes.io/load-balancer-cleanup is written
  *    before any cloud call that could create something, and removed only after
- *    EnsureLoadBalancerDeleted succeeded: a Service never finishes deleting
+ *    EnsureLoadBalancerDeleted succeeded (or answered ImplementedElsewhere,
+ *    as upstream: another controller owns it): a Service never finishes deleting
  *    while its load balancer exists, and (since deletion waits for us) no load
  *    balancer outlives its Service, across crashes and restarts;
  *  - status.loadBalancer.ingress is validated and written (status
@@ -38,7 +39,7 @@ import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
-import { CloudCallError, ImplementedElsewhereError } from '../../errors.js';
+import { CloudCallError, ImplementedElsewhereError, RetryAfterError } from '../../errors.js';
 import { sleep } from '../../kube/backoff.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
@@ -46,16 +47,16 @@ import { isGoneOrReplaced } from '../../kube/client.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchService, patchServiceStatus } from '../../kube/patch.js';
 import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
-import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
+import { WorkQueue, clampRetryAfterMs, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, Finalizers } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
-import { chunks } from '../../util/chunks.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { serviceMetrics, type ServiceMetrics } from './metrics.js';
-import { backendKey, backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, wantsLoadBalancer } from './predicates.js';
+import { backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, nodeUpdateNeedsSync, wantsLoadBalancer } from './predicates.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
+import { updateHostsInChunks } from './host-updates.js';
 import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
 
@@ -160,7 +161,7 @@ export class ServiceController {
       onAdd: () => this.nodeQueue.add(NODES_KEY),
       onDelete: () => this.nodeQueue.add(NODES_KEY),
       onUpdate: (old, n) => {
-        if (backendKey(old) !== backendKey(n)) this.nodeQueue.add(NODES_KEY);
+        if (nodeUpdateNeedsSync(old, n)) this.nodeQueue.add(NODES_KEY);
       },
     });
   }
@@ -388,8 +389,14 @@ export class ServiceController {
    */
   private async deleteLoadBalancer(svc: V1Service | undefined, ref: ServiceRef): Promise<void> {
     if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETING_LB, 'Deleting load balancer');
-    await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, ref);
-    this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer deleted');
+    try {
+      await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, ref);
+      this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer deleted');
+    } catch (err) {
+      if (!(err instanceof ImplementedElsewhereError)) throw err;
+      // As upstream: another controller owns the load balancer; our finalizer must still go.
+      this.log.debug({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer is implemented elsewhere; nothing to delete');
+    }
     if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETED_LB, 'Deleted load balancer');
   }
 
@@ -425,17 +432,12 @@ export class ServiceController {
       const sig = backendSetKey(nodes);
       const refs = nodes.map(toNodeRef);
       this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
-      const results: { key: string; error?: Error }[] = [];
+      const results: { key: string; error?: Error; callFailed?: true }[] = [];
       if (this.o.lbs.batchHosts) {
-        for (const chunk of chunks(todo, MAX_BATCH_SERVICES)) {
-          const callStarted = performance.now();
-          const r = await this.o.lbs.updateLoadBalancerHosts(this.o.clusterName, chunk.map(([, s]) => s.ref), refs);
-          const seconds = (performance.now() - callStarted) / 1000;
-          chunk.forEach(([key], j) => {
-            this.metrics?.updateHostLatency.observe(seconds);
-            results.push({ key, error: r[j]!.error });
-          });
-        }
+        const r = await updateHostsInChunks(this.o.lbs, this.o.clusterName, todo.map(([, s]) => s.ref), refs, MAX_BATCH_SERVICES, (seconds, n) => {
+          for (let i = 0; i < n; i++) this.metrics?.updateHostLatency.observe(seconds);
+        });
+        todo.forEach(([key], i) => results.push({ key, error: r[i]!.error, callFailed: r[i]!.callFailed }));
       } else {
         results.push(
           ...(await mapLimit(todo, this.o.workers, async ([key, s]) => {
@@ -453,11 +455,17 @@ export class ServiceController {
       }
       this.metrics?.loadBalancerSyncs.inc(todo.length);
       this.metrics?.nodeSyncErrors.inc(results.filter((r) => r.error && !(r.error instanceof ImplementedElsewhereError)).length);
-      for (const { key, error } of results) this.afterHostsUpdate(key, sig, nodes, error);
+      for (const { key, error, callFailed } of results) this.afterHostsUpdate(key, sig, nodes, error, callFailed);
+      // Services of a call that failed as a whole (an outage) stay stale and are
+      // retried together, one batch call again, by the node queue: on its
+      // backoff, or after the call's RetryInfo (clamped, see runWorkers).
+      // Upstream re-ensures each Service on its own.
+      const callError = results.find((r) => r.callFailed)?.error;
+      if (callError) throw callError;
     });
   }
 
-  private afterHostsUpdate(key: string, sig: string, nodes: V1Node[], error: Error | undefined): void {
+  private afterHostsUpdate(key: string, sig: string, nodes: V1Node[], error: Error | undefined, callFailed?: true): void {
     const entry = this.synced.get(key);
     const svc = this.o.services.get(key);
     if (!entry || !svc) return;
@@ -469,16 +477,27 @@ export class ServiceController {
       }
       return;
     }
+    // A load balancer gone (e.g. deleted behind our back) is no failure: EnsureLoadBalancer recreates it.
+    const gone = !callFailed && error instanceof CloudCallError && error.code === 'NOT_FOUND';
+    if (!gone) {
+      const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
+      const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
+      this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
+    }
+    // Still stale: the node queue retries the whole call (see syncNodesOnce).
+    if (callFailed) return;
     entry.nodesSig = undefined;
-    if (error instanceof CloudCallError && error.code === 'NOT_FOUND') {
-      // The load balancer is gone (e.g. deleted behind our back): EnsureLoadBalancer recreates it.
+    if (gone) {
       this.queue.add(key);
       return;
     }
-    const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
-    const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
-    this.o.recorder.event(svc, 'Warning', EventReasons.LB_UPDATE_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
-    // Retried through EnsureLoadBalancer, with the Service's backoff (as upstream).
-    this.queue.addRateLimited(key);
+    // Retried through EnsureLoadBalancer (as upstream): after the provider's
+    // delay (clamped as every RetryInfo, see runWorkers), else on the backoff.
+    if (error instanceof RetryAfterError) {
+      const delayMs = this.queue.addRateLimitedAtLeast(key, clampRetryAfterMs(error.retryAfterMs));
+      this.log.warn({ service: key, requestedMs: error.retryAfterMs, delayMs }, 'load balancer backends to be retried after the provider delay');
+    } else {
+      this.queue.addRateLimited(key);
+    }
   }
 }

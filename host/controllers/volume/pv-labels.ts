@@ -4,7 +4,8 @@
  * them, as upstream's PersistentVolumeLabel admission plugin did. Pure
  * functions; no I/O.
  */
-import type { V1PersistentVolume, V1VolumeNodeAffinity } from '@kubernetes/client-node';
+import type { V1NodeSelectorRequirement, V1PersistentVolume, V1VolumeNodeAffinity } from '@kubernetes/client-node';
+import { isZoneLabel, zoneList } from '../../volume-zones.js';
 
 /** One RFC 6902 operation. */
 export interface JsonPatchOp {
@@ -27,28 +28,32 @@ export function missingLabels(pv: V1PersistentVolume, want: Record<string, strin
 }
 
 /**
- * The node affinity with a `key In [value]` requirement for every label,
- * added to each existing term that does not constrain that key yet (a new
- * single term when there is none). Undefined when nothing changes.
+ * One `In` requirement per label, sorted by key: a zone label's value split
+ * into its zones (`a__b` → `In [a, b]`), any other value as it is.
+ */
+function requirements(labels: Record<string, string>): V1NodeSelectorRequirement[] {
+  return Object.entries(labels)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, v]) => ({ key, operator: 'In', values: isZoneLabel(key) ? (zoneList(v) ?? [v]) : [v] }));
+}
+
+/**
+ * The node affinity requiring the labels (see requirements), as upstream's
+ * PersistentVolumeLabel admission plugin: the requirements are added to
+ * every existing term (a new single term when there is none), or to none
+ * when any term already constrains any of their keys (all or nothing, so a
+ * term never ends up with half of the cloud's topology). Undefined when
+ * nothing changes.
  */
 export function affinityWithLabels(current: V1VolumeNodeAffinity | undefined, labels: Record<string, string>): V1VolumeNodeAffinity | undefined {
-  const entries = Object.entries(labels).sort(([a], [b]) => a.localeCompare(b));
-  if (entries.length === 0) return undefined;
+  const reqs = requirements(labels);
+  if (reqs.length === 0) return undefined;
   const terms = current?.required?.nodeSelectorTerms ?? [];
-  if (terms.length === 0) {
-    return { required: { nodeSelectorTerms: [{ matchExpressions: entries.map(([key, v]) => ({ key, operator: 'In', values: [v] })) }] } };
-  }
-  let changed = false;
-  const next = terms.map((term) => {
-    const exprs = [...(term.matchExpressions ?? [])];
-    for (const [key, v] of entries) {
-      if (exprs.some((e) => e.key === key)) continue;
-      exprs.push({ key, operator: 'In', values: [v] });
-      changed = true;
-    }
-    return { ...term, matchExpressions: exprs };
-  });
-  return changed ? { ...current, required: { ...current!.required, nodeSelectorTerms: next } } : undefined;
+  if (terms.length === 0) return { required: { nodeSelectorTerms: [{ matchExpressions: reqs }] } };
+  const keys = new Set(reqs.map((r) => r.key));
+  if (terms.some((term) => (term.matchExpressions ?? []).some((e) => keys.has(e.key)))) return undefined;
+  const next = terms.map((term) => ({ ...term, matchExpressions: [...(term.matchExpressions ?? []), ...reqs] }));
+  return { ...current, required: { ...current!.required, nodeSelectorTerms: next } };
 }
 
 /** The JSON patch an admission webhook answers for `pv`: labels, then node affinity. Empty when nothing changes. */

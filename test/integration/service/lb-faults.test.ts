@@ -1,7 +1,8 @@
 /**
  * Service controller error handling against the real API server, with the
  * local cloud wrapped in a fault fixture (test/fixtures/lb-fault-provider.ts)
- * as a real plugin process: RetryInfo honoured (never earlier than the backoff), random errors
+ * as a real plugin process: RetryInfo honoured (never earlier than the
+ * backoff, and a longer one instead of the backoff), ImplementedElsewhere, random errors
  * converging with Warning events and no hot loop, and bad input (invalid
  * annotation or loadBalancerIP, a malformed ingress IP from the plugin)
  * turned into a Warning event with nothing invalid written.
@@ -91,6 +92,23 @@ test.serial('RESOURCE_EXHAUSTED with RetryInfo 2 s is retried no earlier than th
   t.true(events.some((e) => e.type === 'Warning' && e.reason === 'SyncLoadBalancerFailed' && /throttled/.test(e.message ?? '')));
 });
 
+test.serial('RESOURCE_EXHAUSTED with RetryInfo longer than the backoff is retried after that delay, not on the backoff', async (t) => {
+  const { core, state } = t.context;
+  // RetryInfo 1 h: the per-Service backoff alone would retry after 5 s.
+  const slow = await core.createNamespacedService({
+    namespace: NS,
+    body: lbService('throttled-long', NS, [{ port: 80 }], {}, { 'fault.test/retry-after-ms': '3600000', 'fault.test/retry-times': '1' }),
+  });
+  await waitFor(async () => (await serviceEvents(core, slow)).some((e) => e.reason === 'SyncLoadBalancerFailed'), { what: 'throttled-long failed once' });
+  // The clock: a Service created after that failure whose first two ensures fail plainly:
+  // its third ensure comes after 5 s + 10 s of backoff.
+  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('backoff-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
+  await waitFor(async () => (await ensureCalls(state, clock.metadata!.uid!)).length >= 3, { what: 'three ensures of backoff-clock', timeoutMs: 120_000 });
+  t.is((await ensureCalls(state, slow.metadata!.uid!)).length, 1, 'throttled-long not retried on the backoff');
+  for (const name of ['throttled-long', 'backoff-clock']) await core.deleteNamespacedService({ name, namespace: NS });
+  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => ['throttled-long', 'backoff-clock'].includes(s.metadata!.name!)), { what: 'deleted' });
+});
+
 test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress IP from the plugin → Warning event, no invalid write', async (t) => {
   const { core, state } = t.context;
   const cases: { name: string; body: V1Service; want: RegExp }[] = [
@@ -117,6 +135,17 @@ test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress
   t.false((await cloudLbs(state)).some((l) => cases.some((c) => c.name === l.serviceName)), 'no cloud LB left behind');
 });
 
+test.serial('ImplementedElsewhere: ensure and delete are skipped silently, and the deleted Service does not keep its finalizer (as upstream)', async (t) => {
+  const { core } = t.context;
+  const svc = await core.createNamespacedService({ namespace: NS, body: lbService('elsewhere', NS, [{ port: 80 }], {}, { 'fault.test/implemented-elsewhere': 'true' }) });
+  // The finalizer goes on before the ensure (as upstream), which answers ImplementedElsewhere.
+  await waitFor(async () => (await readSvc(core, 'elsewhere')).metadata?.finalizers?.includes('service.kubernetes.io/load-balancer-cleanup'), { what: 'finalizer on elsewhere' });
+  await core.deleteNamespacedService({ name: 'elsewhere', namespace: NS });
+  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.uid === svc.metadata!.uid), { what: 'elsewhere deleted' });
+  const events = await serviceEvents(core, svc);
+  t.false(events.some((e) => e.reason === 'SyncLoadBalancerFailed'), 'ImplementedElsewhere is no failure');
+});
+
 test.serial('30 % random cloud errors: every Service converges, Warning events, no hot loop', async (t) => {
   // A Service can be unlucky several times in a row, and its backoff doubles from 5 s.
   t.timeout(480_000);
@@ -126,7 +155,8 @@ test.serial('30 % random cloud errors: every Service converges, Warning events, 
   t.teardown(() => updateKnobs(store, {}, ['errorRate']).then(() => undefined));
   const before = await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer');
   const names = Array.from({ length: 8 }, (_, i) => `flaky-${i}`);
-  for (const name of names) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 80 }]) });
+  // flaky-0 fails its first ensure whatever the dice say, so there is always a failure to report.
+  for (const name of names) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 80 }], {}, name === 'flaky-0' ? { 'fault.test/fail-times': '1' } : {}) });
   await waitFor(
     async () => {
       const list = (await core.listNamespacedService({ namespace: NS })).items.filter((s) => names.includes(s.metadata!.name!));
@@ -138,8 +168,20 @@ test.serial('30 % random cloud errors: every Service converges, Warning events, 
   t.log(`${calls} EnsureLoadBalancer calls for ${names.length} Services at a 30 % error rate`);
   // A hot loop would make hundreds; with backoff each failure costs one more call.
   t.true(calls >= names.length && calls < names.length * 4, `${calls} calls`);
-  const warned = await Promise.all(names.map(async (n) => (await serviceEvents(core, await readSvc(core, n))).some((e) => e.type === 'Warning')));
-  t.true(warned.some(Boolean), 'failures are reported as Warning events');
+  // Every Service that needed more than one ensure had a failure, each reported as such (every
+  // Service here also gets UnAvailableLoadBalancer, having no nodes: the reason must be exact).
+  let failed = 0;
+  for (const n of names) {
+    const svc = await readSvc(core, n);
+    if ((await ensureCalls(state, svc.metadata!.uid!)).length < 2) continue;
+    failed++;
+    const events = await serviceEvents(core, svc);
+    t.true(
+      events.some((e) => e.type === 'Warning' && e.reason === 'SyncLoadBalancerFailed' && /injected failure|fault fixture/.test(e.message ?? '')),
+      `${n}: its failure is reported as a Warning SyncLoadBalancerFailed`,
+    );
+  }
+  t.true(failed >= 1, 'at least flaky-0 failed once');
   for (const name of names) await core.deleteNamespacedService({ name, namespace: NS });
   await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => names.includes(s.metadata!.name!)), {
     what: 'deleted',

@@ -98,18 +98,31 @@ function handPv(name: string, driver: string, volumeHandle: string): V1Persisten
   };
 }
 
+/**
+ * Waits until the API server calls the webhook and the webhook answers: a
+ * dry-run create of a PV of our driver for a volume the cloud does not have
+ * is then denied by the webhook (until then, failurePolicy Ignore lets it
+ * through). Nothing is stored, so the tests' own creates happen once each.
+ */
+async function webhookServing(env: VolumeTestEnv): Promise<void> {
+  await waitFor(
+    async () => {
+      try {
+        await env.core.createPersistentVolume({ body: handPv(`${env.id}-hooked-probe`, env.driver, `${env.id}-no-such-volume`), dryRun: 'All' });
+        return false;
+      } catch (err) {
+        return /cannot label PersistentVolume/.test(String((err as { body?: unknown }).body ?? err));
+      }
+    },
+    { what: 'the webhook to deny a PV of a volume the cloud does not have', log: env.hostLog },
+  );
+}
+
 test.serial('a PV created by hand for this provider gets zone/region labels and node affinity from the webhook', async (t) => {
   const { env, volumes } = t.context;
   const vol = await volumes.createVolume({ name: `${env.id}-v1`, requiredBytes: 1024 ** 2, limitBytes: 0, parameters: {}, requisite: [{ [ZONE]: 'local-b', [REGION]: 'local' }], preferred: [] });
-  // The webhook may take a moment to serve after the host starts: retry the create until labelled.
-  const name = `${env.id}-hooked-pv1`;
-  const created = await waitFor(async () => {
-    const pv = await env.core.createPersistentVolume({ body: handPv(name, env.driver, vol.volumeId) });
-    if (pv.metadata?.labels?.[ZONE]) return pv;
-    await env.core.deletePersistentVolume({ name });
-    await waitFor(async () => !(await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === name), { what: 'PV gone', log: env.hostLog });
-    return undefined;
-  }, { what: 'PV labelled at creation', timeoutMs: 60_000, intervalMs: 1000, log: env.hostLog });
+  await webhookServing(env);
+  const created = await env.core.createPersistentVolume({ body: handPv(`${env.id}-hooked-pv1`, env.driver, vol.volumeId) });
   t.is(created.metadata?.labels?.[ZONE], 'local-b');
   t.is(created.metadata?.labels?.[REGION], 'local');
   const exprs = created.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];

@@ -1,7 +1,7 @@
 /** Tables for the service controller's predicates and the load balancer status validation. */
 import test from 'ava';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
-import { backendKey, isBackendNode, needsCleanup, needsUpdate, wantsLoadBalancer } from '../../../host/controllers/service/predicates.js';
+import { backendKey, isBackendNode, needsCleanup, needsUpdate, nodeUpdateNeedsSync, wantsLoadBalancer } from '../../../host/controllers/service/predicates.js';
 import { ingressEqual, toServiceRef } from '../../../host/controllers/service/service-ref.js';
 import { lbStatusProblems } from '../../../host/plugin/validate-load-balancers.js';
 import { KeyedMutex } from '../../../host/util/keyed-mutex.js';
@@ -73,6 +73,32 @@ test('backendKey ignores heartbeats and unrelated labels, not addresses', (t) =>
   t.is(backendKey(node((n) => (n.metadata!.labels!.foo = 'bar'))), k);
   t.not(backendKey(node((n) => (n.status!.addresses = [{ type: 'InternalIP', address: '10.0.0.2' }]))), k);
 });
+
+// Upstream (KEP-3458): a node's own update triggers a backend sync only when
+// its exclusion label or providerID changes; the autoscaler's taint and a
+// deletionTimestamp drop it from the backends at the next sync, so kube-proxy's
+// health check can drain its connections first. Address changes and the
+// uninitialized taint are ours (README differences).
+const CA_TAINT = { key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' };
+const nodeUpdates: { description: string; old: V1Node; cur: V1Node; want: boolean }[] = [
+  { description: 'heartbeat', old: node(), cur: node((n) => (n.status!.conditions = [{ type: 'Ready', status: 'True' }])), want: false },
+  { description: 'autoscaler taint added', old: node(), cur: node((n) => (n.spec!.taints = [CA_TAINT])), want: false },
+  { description: 'autoscaler taint removed', old: node((n) => (n.spec!.taints = [CA_TAINT])), cur: node(), want: false },
+  { description: 'deletionTimestamp set', old: node(), cur: node((n) => (n.metadata!.deletionTimestamp = new Date())), want: false },
+  { description: 'exclusion label added', old: node(), cur: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'true')), want: true },
+  { description: 'providerID changed', old: node(), cur: node((n) => (n.spec!.providerID = 'local://i-2')), want: true },
+  { description: 'address changed (ours)', old: node(), cur: node((n) => (n.status!.addresses = [{ type: 'InternalIP', address: '10.0.0.2' }])), want: true },
+  {
+    description: 'address of an autoscaler-tainted node changed (ours)',
+    old: node((n) => (n.spec!.taints = [CA_TAINT])),
+    cur: node((n) => ((n.spec!.taints = [CA_TAINT]), (n.status!.addresses = [{ type: 'InternalIP', address: '10.0.0.2' }]))),
+    want: true,
+  },
+  { description: 'uninitialized taint removed (ours)', old: node((n) => (n.spec!.taints = [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' }])), cur: node(), want: true },
+];
+for (const c of nodeUpdates) {
+  test(`nodeUpdateNeedsSync: ${c.description} → ${c.want}`, (t) => t.is(nodeUpdateNeedsSync(c.old, c.cur), c.want));
+}
 
 test('toServiceRef: conversion and problems', (t) => {
   const { ref, problems } = toServiceRef(base);

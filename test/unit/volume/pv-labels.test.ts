@@ -1,5 +1,5 @@
 import test from 'ava';
-import type { V1PersistentVolume } from '@kubernetes/client-node';
+import type { V1PersistentVolume, V1VolumeNodeAffinity } from '@kubernetes/client-node';
 import { affinityWithLabels, labelPatch, pointerSegment } from '../../../host/controllers/volume/pv-labels.js';
 import { admit } from '../../../host/controllers/volume/webhook.js';
 import type { Volumes } from '../../../host/cloud-volumes.js';
@@ -7,6 +7,7 @@ import { CloudCallError } from '../../../host/errors.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const REGION = 'topology.kubernetes.io/region';
+const BETA_ZONE = 'failure-domain.beta.kubernetes.io/zone';
 const LABELS = { [ZONE]: 'a', [REGION]: 'r' };
 
 const pv = (over: Partial<V1PersistentVolume> = {}): V1PersistentVolume => ({
@@ -32,12 +33,49 @@ test('labelPatch keeps other labels and adds only missing ones', (t) => {
   t.deepEqual(ops.filter((o) => o.path.startsWith('/metadata')), [{ op: 'add', path: '/metadata/labels/topology.kubernetes.io~1region', value: 'r' }]);
 });
 
-test('affinityWithLabels adds missing keys to every term and leaves constrained keys alone', (t) => {
-  const current = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: ['a', 'b'] }] }, { matchExpressions: [] }] } };
-  const next = affinityWithLabels(current, LABELS)!;
-  t.deepEqual(next.required!.nodeSelectorTerms[0]!.matchExpressions, [{ key: ZONE, operator: 'In', values: ['a', 'b'] }, { key: REGION, operator: 'In', values: ['r'] }]);
-  t.is(next.required!.nodeSelectorTerms[1]!.matchExpressions!.length, 2);
-  t.is(affinityWithLabels(next, LABELS), undefined, 'nothing left to add');
+// Upstream's PersistentVolumeLabel admission: a zone label `a__b` (several
+// zones) becomes `In [a, b]`; the requirements are added to every term, or to
+// none when any term already constrains any of their keys.
+const affinities: { description: string; current?: V1VolumeNodeAffinity; labels: Record<string, string>; want: V1VolumeNodeAffinity | undefined }[] = [
+  {
+    description: 'multi-zone value split into sorted In values',
+    labels: { [ZONE]: 'b__a', [REGION]: 'r' },
+    want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: REGION, operator: 'In', values: ['r'] }, { key: ZONE, operator: 'In', values: ['a', 'b'] }] }] } },
+  },
+  {
+    description: 'beta zone key split too, spaces trimmed, duplicates dropped',
+    labels: { [BETA_ZONE]: 'a__ b__a' },
+    want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: BETA_ZONE, operator: 'In', values: ['a', 'b'] }] }] } },
+  },
+  { description: 'region value kept whole', labels: { [REGION]: 'r__s' }, want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: REGION, operator: 'In', values: ['r__s'] }] }] } } },
+  {
+    description: 'no conflict: every term gets every requirement',
+    current: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] }, { matchExpressions: [] }] } },
+    labels: LABELS,
+    want: {
+      required: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }, { key: REGION, operator: 'In', values: ['r'] }, { key: ZONE, operator: 'In', values: ['a'] }] },
+          { matchExpressions: [{ key: REGION, operator: 'In', values: ['r'] }, { key: ZONE, operator: 'In', values: ['a'] }] },
+        ],
+      },
+    },
+  },
+  {
+    description: 'one key constrained in one term: nothing added anywhere',
+    current: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: ['a', 'b'] }] }, { matchExpressions: [] }] } },
+    labels: LABELS,
+    want: undefined,
+  },
+  { description: 'no labels', labels: {}, want: undefined },
+];
+for (const c of affinities) {
+  test(`affinityWithLabels: ${c.description}`, (t) => t.deepEqual(affinityWithLabels(c.current, c.labels), c.want));
+}
+
+test('labelPatch keeps the multi-zone label value as the cloud gave it', (t) => {
+  const ops = labelPatch(pv(), { [ZONE]: 'a__b' });
+  t.deepEqual(ops[0], { op: 'add', path: '/metadata/labels', value: { [ZONE]: 'a__b' } });
 });
 
 function fakeVolumes(labels: () => Promise<Record<string, string>>): Volumes {

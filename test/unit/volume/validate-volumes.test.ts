@@ -1,5 +1,5 @@
 import test from 'ava';
-import { labelMapProblems, stringMapProblems, topologyProblems, volumeHandleProblem, volumeIdProblem, volumeProblems } from '../../../host/plugin/validate-volumes.js';
+import { labelMapProblems, volumeLabelsProblems, stringMapProblems, topologyProblems, volumeHandleProblem, volumeIdProblem, volumeProblems } from '../../../host/plugin/validate-volumes.js';
 
 const ok = { volumeId: 'vol-1', capacityBytes: 1024, volumeContext: { a: 'b' }, accessibleTopology: [{ 'topology.kubernetes.io/zone': 'a' }] };
 
@@ -58,4 +58,12 @@ test('map text may not hide characters, and a map holds at most 256 KiB', (t) =>
   t.regex(stringMapProblems('ctx', { k: 'a\ud800' }).join(), /invisible/, 'lone surrogate');
   const big = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`k${i}`, 'v'.repeat(4096)]));
   t.regex(stringMapProblems('ctx', big).join(), /has 262\d+ bytes of keys and values \(at most 262144\)/);
+});
+
+test('volumeLabelsProblems: a zone list (a__b) may not have an empty zone, as upstream; other keys are plain label values', (t) => {
+  t.deepEqual(volumeLabelsProblems({ 'topology.kubernetes.io/zone': 'a__b', 'topology.kubernetes.io/region': 'r' }), []);
+  t.regex(volumeLabelsProblems({ 'topology.kubernetes.io/zone': 'a____b' }).join(), /empty zone/);
+  t.regex(volumeLabelsProblems({ 'failure-domain.beta.kubernetes.io/zone': 'a____b' }).join(), /empty zone/);
+  t.deepEqual(volumeLabelsProblems({ 'example.com/x': 'a____b' }), []);
+  t.regex(volumeLabelsProblems({ 'topology.kubernetes.io/zone': 'a b' }).join(), /label value/);
 });

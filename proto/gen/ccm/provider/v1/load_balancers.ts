@@ -3296,9 +3296,10 @@ export const LoadBalancersServiceService = {
   },
   /**
    * Deletes the load balancer and everything the provider made for it.
-   * Idempotent: succeeds when it does not exist. Must not return
-   * IMPLEMENTED_ELSEWHERE. The host removes the Service's cleanup finalizer
-   * only after this succeeds.
+   * Idempotent: succeeds when it does not exist. IMPLEMENTED_ELSEWHERE
+   * (another implementation owns it) counts as deleted, as upstream. The host
+   * removes the Service's cleanup finalizer only after this succeeds or
+   * answers IMPLEMENTED_ELSEWHERE.
    */
   ensureLoadBalancerDeleted: {
     path: "/ccm.provider.v1.LoadBalancersService/EnsureLoadBalancerDeleted" as const,
@@ -3401,9 +3402,10 @@ export interface LoadBalancersServiceServer extends UntypedServiceImplementation
   updateLoadBalancer: handleUnaryCall<UpdateLoadBalancerRequest, UpdateLoadBalancerResponse>;
   /**
    * Deletes the load balancer and everything the provider made for it.
-   * Idempotent: succeeds when it does not exist. Must not return
-   * IMPLEMENTED_ELSEWHERE. The host removes the Service's cleanup finalizer
-   * only after this succeeds.
+   * Idempotent: succeeds when it does not exist. IMPLEMENTED_ELSEWHERE
+   * (another implementation owns it) counts as deleted, as upstream. The host
+   * removes the Service's cleanup finalizer only after this succeeds or
+   * answers IMPLEMENTED_ELSEWHERE.
    */
   ensureLoadBalancerDeleted: handleUnaryCall<EnsureLoadBalancerDeletedRequest, EnsureLoadBalancerDeletedResponse>;
   /**
@@ -3519,9 +3521,10 @@ export interface LoadBalancersServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Deletes the load balancer and everything the provider made for it.
-   * Idempotent: succeeds when it does not exist. Must not return
-   * IMPLEMENTED_ELSEWHERE. The host removes the Service's cleanup finalizer
-   * only after this succeeds.
+   * Idempotent: succeeds when it does not exist. IMPLEMENTED_ELSEWHERE
+   * (another implementation owns it) counts as deleted, as upstream. The host
+   * removes the Service's cleanup finalizer only after this succeeds or
+   * answers IMPLEMENTED_ELSEWHERE.
    */
   ensureLoadBalancerDeleted(
     request: EnsureLoadBalancerDeletedRequest,

@@ -57,9 +57,10 @@ type LoadBalancersServiceClient interface {
 	// host then calls EnsureLoadBalancer).
 	UpdateLoadBalancer(ctx context.Context, in *UpdateLoadBalancerRequest, opts ...grpc.CallOption) (*UpdateLoadBalancerResponse, error)
 	// Deletes the load balancer and everything the provider made for it.
-	// Idempotent: succeeds when it does not exist. Must not return
-	// IMPLEMENTED_ELSEWHERE. The host removes the Service's cleanup finalizer
-	// only after this succeeds.
+	// Idempotent: succeeds when it does not exist. IMPLEMENTED_ELSEWHERE
+	// (another implementation owns it) counts as deleted, as upstream. The host
+	// removes the Service's cleanup finalizer only after this succeeds or
+	// answers IMPLEMENTED_ELSEWHERE.
 	EnsureLoadBalancerDeleted(ctx context.Context, in *EnsureLoadBalancerDeletedRequest, opts ...grpc.CallOption) (*EnsureLoadBalancerDeletedResponse, error)
 	// Batch UpdateLoadBalancer for a node-set change: the same nodes for every
 	// listed Service. One result per service, in input order; a failure of one
@@ -199,9 +200,10 @@ type LoadBalancersServiceServer interface {
 	// host then calls EnsureLoadBalancer).
 	UpdateLoadBalancer(context.Context, *UpdateLoadBalancerRequest) (*UpdateLoadBalancerResponse, error)
 	// Deletes the load balancer and everything the provider made for it.
-	// Idempotent: succeeds when it does not exist. Must not return
-	// IMPLEMENTED_ELSEWHERE. The host removes the Service's cleanup finalizer
-	// only after this succeeds.
+	// Idempotent: succeeds when it does not exist. IMPLEMENTED_ELSEWHERE
+	// (another implementation owns it) counts as deleted, as upstream. The host
+	// removes the Service's cleanup finalizer only after this succeeds or
+	// answers IMPLEMENTED_ELSEWHERE.
 	EnsureLoadBalancerDeleted(context.Context, *EnsureLoadBalancerDeletedRequest) (*EnsureLoadBalancerDeletedResponse, error)
 	// Batch UpdateLoadBalancer for a node-set change: the same nodes for every
 	// listed Service. One result per service, in input order; a failure of one

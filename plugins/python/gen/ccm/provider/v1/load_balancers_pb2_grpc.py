@@ -124,9 +124,10 @@ class LoadBalancersServiceServicer(object):
 
     def EnsureLoadBalancerDeleted(self, request, context):
         """Deletes the load balancer and everything the provider made for it.
-        Idempotent: succeeds when it does not exist. Must not return
-        IMPLEMENTED_ELSEWHERE. The host removes the Service's cleanup finalizer
-        only after this succeeds.
+        Idempotent: succeeds when it does not exist. IMPLEMENTED_ELSEWHERE
+        (another implementation owns it) counts as deleted, as upstream. The host
+        removes the Service's cleanup finalizer only after this succeeds or
+        answers IMPLEMENTED_ELSEWHERE.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
