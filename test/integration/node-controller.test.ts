@@ -139,3 +139,23 @@ test.serial('a node without the uninitialized taint is left alone', async (t) =>
   t.falsy(node.spec?.providerID);
   t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], undefined);
 });
+
+test.serial("a cloud that reports no addresses leaves the kubelet's addresses alone (upstream returns early)", async (t) => {
+  const { dir, core } = t.context;
+  const name = 'no-cloud-addresses';
+  await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--no-addresses', '--zone', 'zone-n');
+  const kubelet = [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.1.80' }];
+  await core.createNode({
+    body: {
+      metadata: { name, labels: { ...scope.labels, 'kubernetes.io/hostname': name } },
+      spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+      status: { addresses: kubelet },
+    },
+  });
+  const node = await waitFor(async () => {
+    const n = await core.readNode({ name });
+    return initialized(n) ? n : undefined;
+  }, { what: `node ${name} initialized` });
+  t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], 'zone-n', 'initialized from the cloud');
+  t.deepEqual((node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })), kubelet, "the kubelet's InternalIP is kept");
+});

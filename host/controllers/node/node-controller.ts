@@ -138,9 +138,11 @@ export class CloudNodeController {
     const name = cached.metadata!.name!;
     const meta = await this.batcher.get(toNodeRef(cached));
     const current = nodeAddresses(cached);
+    // Throws for a provided node IP the cloud does not report, also when it reports no address.
     const addresses = desiredAddresses(meta.nodeAddresses, current, cached.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
     let base = cached;
-    if (addresses.length > 0 && addressesChanged(addresses, current)) {
+    // No cloud addresses: the kubelet's stay, as upstream (and the refresh below) leave them.
+    if (meta.nodeAddresses.length > 0 && addressesChanged(addresses, current)) {
       // The answer carries the new resourceVersion: the conditional patch below
       // starts from it instead of from the (now stale) cached node.
       base = await patchNodeStatus(this.o.core, name, { status: { addresses } }, 'merge');
