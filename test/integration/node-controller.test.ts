@@ -13,6 +13,7 @@ import { startTestHost, type TestHost } from '../helpers/host.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { testScope } from '../helpers/nodes.js';
 import { waitFor } from '../helpers/wait.js';
+import { patchNodeStatus } from '../helpers/kube-patch.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const test = anyTest as TestFn<{ dir: string; host: TestHost; core: CoreV1Api }>;
@@ -158,4 +159,25 @@ test.serial("a cloud that reports no addresses leaves the kubelet's addresses al
   }, { what: `node ${name} initialized` });
   t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], 'zone-n', 'initialized from the cloud');
   t.deepEqual((node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })), kubelet, "the kubelet's InternalIP is kept");
+});
+
+test.serial('the address refresh runs as soon as the host starts, not one period later (upstream runs it at once)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-node-refresh-it-'));
+  const refreshScope = testScope('nodectl-refresh');
+  const name = 'refresh-at-start';
+  const [id] = (await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--address', '127.0.1.90')).split(' ');
+  const { core } = t.context;
+  await core.createNode({ body: { metadata: { name, labels: { ...refreshScope.labels, 'kubernetes.io/hostname': name } }, spec: { providerID: `local://${id}` } } });
+  await patchNodeStatus(core, name, { status: { addresses: [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.9.9' }] } }, 'merge');
+  // A period far longer than the wait: only a pass at start can update the address in time.
+  const host = await startTestHost(dir, ['--controllers=cloud-node', '--node-status-update-frequency=1h', `--node-selector=${refreshScope.selector}`]);
+  try {
+    await waitFor(async () => ((await core.readNode({ name })).status?.addresses ?? []).some((a) => a.type === 'InternalIP' && a.address === '127.0.1.90'), {
+      what: `the cloud's InternalIP on ${name} right after the host started`,
+      log: host.logPath,
+    });
+    t.pass();
+  } finally {
+    await host.stop();
+  }
 });

@@ -208,17 +208,20 @@ export class CloudNodeController {
     this.o.recorder.event(node, 'Warning', reason, message);
   }
 
-  /** The address refresh loop: every period (sliding), one pass over initialized nodes. */
+  /**
+   * The address refresh loop: one pass over initialized nodes at once (as
+   * upstream, so addresses changed while the host was down are not a period
+   * late), then one every period (sliding).
+   */
   private async statusLoop(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      if (!(await sleep(this.o.statusUpdateFrequencyMs, signal))) return;
+    do {
       try {
         await this.updateNodeStatus();
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'node address refresh failed');
       }
       this.lastStatusPass = Date.now();
-    }
+    } while (await sleep(this.o.statusUpdateFrequencyMs, signal));
   }
 
   /** One address refresh pass; errors per node are logged and skipped until the next pass. */
