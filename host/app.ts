@@ -208,11 +208,11 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     /** Runs every enabled controller until `leading` aborts; resolves once they and the informers stopped (bounded). */
     const runControllers = async (leading: AbortSignal): Promise<void> => {
       leadingNow = true;
-      const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
+      const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace, minResyncPeriodMs: config.minResyncPeriodMs });
       informers = factory;
       const running = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, server, signal: leading });
       factory.start();
-      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers }, 'controllers started');
+      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: config.enabledControllers, informerResyncMs: factory.resyncPeriodMs }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
       leadingNow = false;
       // In-flight work finishes or is abandoned within the bound; the gate

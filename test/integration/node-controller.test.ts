@@ -181,3 +181,24 @@ test.serial('the address refresh runs as soon as the host starts, not one period
     await host.stop();
   }
 });
+
+test.serial('--min-resync-period: the informers hand every node to the controller again each period, without any change (upstream resync)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-node-resync-it-'));
+  const resyncScope = testScope('nodectl-resync');
+  const name = 'resync-node';
+  const { core } = t.context;
+  await core.createNode({ body: { metadata: { name, labels: { ...resyncScope.labels, 'kubernetes.io/hostname': name } } } });
+  const host = await startTestHost(dir, ['--controllers=cloud-node', '--min-resync-period=1s', `--node-selector=${resyncScope.selector}`]);
+  const adds = async () => {
+    const metric = await host.metrics.registry.getSingleMetric('workqueue_adds_total')!.get();
+    return metric.values.find((v) => v.labels.name === 'Nodes')?.value ?? 0;
+  };
+  try {
+    await waitFor(async () => (await adds()) >= 1, { what: 'the node added to the queue', log: host.logPath });
+    const first = await adds();
+    await waitFor(async () => (await adds()) >= first + 2, { what: 'two resyncs of the unchanged node', log: host.logPath });
+    t.pass();
+  } finally {
+    await host.stop();
+  }
+});
