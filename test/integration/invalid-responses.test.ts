@@ -203,3 +203,24 @@ test('a provider error that forges Event lines with control characters, 8 KiB lo
   t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED), 'the uninitialized taint stays');
   t.falsy(node.spec?.providerID, 'no providerID');
 });
+
+// Upstream retries every cloud error with backoff, and so does the host: a provider's INVALID_ARGUMENT or
+// UNIMPLEMENTED may pass on a later try (cloud state, a provider upgrade), and nothing else would requeue the node.
+for (const mode of ['invalid-argument', 'unimplemented'] as const) {
+  test(`a provider answering ${mode.toUpperCase().replace('-', '_')}: retried with backoff, a repeated FailedToSyncNode Warning`, async (t) => {
+    const { core } = t.context;
+    const name = `${NODE_PREFIX}${mode}-${randomBytes(4).toString('hex')}`;
+    t.context.created.push(name);
+    const registered = await registerNode(core, name);
+    const event = await waitFor(
+      async () => {
+        const ev = (await eventsAbout(core, registered)).find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode');
+        return ev && (ev.count ?? 1) >= 3 ? ev : undefined;
+      },
+      { what: `a FailedToSyncNode Warning on ${name} repeated three times`, timeoutMs: 90_000 },
+    );
+    t.regex(event.message ?? '', mode === 'invalid-argument' ? /refuses to look up/ : /does not implement InstanceMetadata/);
+    const node = await core.readNode({ name });
+    t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED), 'the uninitialized taint stays');
+  });
+}
