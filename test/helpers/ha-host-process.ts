@@ -9,6 +9,7 @@ import { existsSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { ManagedProcess } from '../controlplane/managed-process.js';
+import { assertArgsNodeScoped } from './node-scope.js';
 
 const MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 /** Longest log read for the start line: the host logs it within its first lines. */
@@ -24,8 +25,13 @@ export interface HostProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Spawns the host with `args`, appending its output to `logPath`. */
-export function spawnHost(args: string[], logPath: string): HostProcess {
+/**
+ * Spawns the host with `args`, appending its output to `logPath`.
+ * `ownApiServer`: the host talks to a control plane of the test's own, so it
+ * need not be scoped with --node-selector (see node-scope.ts).
+ */
+export function spawnHost(args: string[], logPath: string, opts: { ownApiServer?: boolean } = {}): HostProcess {
+  if (!opts.ownApiServer) assertArgsNodeScoped(args);
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
   const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true });

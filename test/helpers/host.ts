@@ -16,6 +16,7 @@ import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { hostKubeConfig } from './service-account.js';
 import { logFile } from './log-file.js';
+import { assertNodeScoped } from './node-scope.js';
 
 export interface TestHost extends HostHandle {
   logPath: string;
@@ -47,6 +48,7 @@ export async function startTestHost(dir: string, args: string[] = [], opts: Test
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  assertNodeScoped(parsed.config);
   const logPath = testHostLogPath(dir);
   const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   const host = await startHost(parsed.config, { log, kubeConfig: kc });

@@ -14,6 +14,7 @@ import type { TestHost } from './host.js';
 import type { ProviderUnderTest } from './providers.js';
 import { startSidecar, type Sidecar } from './sidecar.js';
 import { logFile } from './log-file.js';
+import { assertNodeScoped } from './node-scope.js';
 
 export type ProviderMode = 'exec' | 'sidecar';
 
@@ -45,6 +46,7 @@ export async function startProviderHost(dir: string, provider: ProviderUnderTest
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
   const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   try {

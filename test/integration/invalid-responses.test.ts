@@ -26,6 +26,7 @@ import { BAD_PROVIDER_NAME, HUGE_ADDRESS_CHARS, INVALID_IP, VALID_PARTS, type Ba
 import { logFile } from '../helpers/log-file.js';
 import { testScope } from '../helpers/nodes.js';
 import { waitFor } from '../helpers/wait.js';
+import { assertNodeScoped } from '../helpers/node-scope.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const NODE_PREFIX = 'badresp-';
@@ -54,6 +55,7 @@ async function startBadHost(dir: string): Promise<HostHandle & { logPath: string
     '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
   const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   const host = await startHost(parsed.config, { log, kubeConfig: kc });

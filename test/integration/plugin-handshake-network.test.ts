@@ -20,6 +20,7 @@ import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.
 import { testKubeConfig } from '../controlplane/shared.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { logFile } from '../helpers/log-file.js';
+import { assertNodeScoped } from '../helpers/node-scope.js';
 
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 
@@ -92,6 +93,7 @@ test('the flags reach the plugin start: the host refuses a TCP plugin without --
       ...extra,
     ]);
     if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
+    assertNodeScoped(parsed.config);
     return startHost(parsed.config, { log: createLogger({ destination: logFile(join(dir, 'host.log')) }), kubeConfig: await testKubeConfig() });
   };
   const err = await t.throwsAsync(start([]));

@@ -25,6 +25,7 @@ import { testScope } from '../helpers/nodes.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
+import { assertNodeScoped } from '../helpers/node-scope.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
@@ -149,6 +150,7 @@ test('a provider echoing an INI cloud config into errors and stderr leaks no sec
     '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
+  assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
   const host = await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await testKubeConfig() });
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);

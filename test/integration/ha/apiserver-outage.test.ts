@@ -61,7 +61,7 @@ test('API server down 5 s: no restart; down 60 s: the leader exits 1, is restart
   const runs: { host: HostProcess; code?: number | string }[] = [];
   let stopping = false;
   const run = (n: number): void => {
-    const host = spawnHost(args, join(dir, `host-${n}.log`));
+    const host = spawnHost(args, join(dir, `host-${n}.log`), { ownApiServer: true });
     const entry: { host: HostProcess; code?: number | string } = { host };
     runs.push(entry);
     void host.exited.then((code) => {

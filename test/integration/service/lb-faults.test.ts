@@ -26,6 +26,7 @@ const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
 import { cloudLbs, ensureNamespace, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 import { logFile } from '../../helpers/log-file.js';
+import { assertNodeScoped } from '../../helpers/node-scope.js';
 
 const NS = 'lb-faults';
 const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
@@ -51,6 +52,7 @@ test.before(async (t) => {
     '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
+  assertNodeScoped(parsed.config);
   const log = createLogger({ verbosity: 2, destination: logFile(join(dir, 'host.log')) });
   const host = await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() });
   t.context = { dir, state, host, core };
