@@ -27,6 +27,8 @@ import { logFile } from '../helpers/log-file.js';
 import { testScope } from '../helpers/nodes.js';
 import { waitFor } from '../helpers/wait.js';
 import { assertNodeScoped } from '../helpers/node-scope.js';
+import { checkForbiddenOnStop } from '../helpers/forbidden.js';
+import { hostKubeConfig } from '../helpers/service-account.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const NODE_PREFIX = 'badresp-';
@@ -39,7 +41,7 @@ const test = anyTest as TestFn<{ dir: string; host: HostHandle & { logPath: stri
 
 /** Like test/helpers/host.ts startTestHost, but with the bad provider instead of the local cloud. */
 async function startBadHost(dir: string): Promise<HostHandle & { logPath: string }> {
-  const kc = await testKubeConfig();
+  const kc = await hostKubeConfig();
   const parsed = parseHostArgs([
     `--cloud-provider=${BAD_PROVIDER_NAME}`,
     `--plugin-path=${BAD_PROVIDER}`,
@@ -58,8 +60,7 @@ async function startBadHost(dir: string): Promise<HostHandle & { logPath: string
   assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
   const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: kc });
-  return Object.assign(host, { logPath });
+  return checkForbiddenOnStop(await startHost(parsed.config, { log, kubeConfig: kc }), logPath);
 }
 
 test.before(async (t) => {

@@ -26,6 +26,7 @@ import { localcloud } from '../helpers/localcloud.js';
 import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
 import { assertNodeScoped } from '../helpers/node-scope.js';
+import { checkForbiddenOnStop } from '../helpers/forbidden.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
@@ -152,7 +153,7 @@ test('a provider echoing an INI cloud config into errors and stderr leaks no sec
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
-  const host = await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await testKubeConfig() });
+  const host = checkForbiddenOnStop(await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }), logPath);
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   const node = `${scope.prefix}-x1`;
   let events = '';

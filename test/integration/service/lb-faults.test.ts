@@ -27,6 +27,8 @@ import { cloudLbs, ensureNamespace, lbService, pluginCalls, serviceEvents } from
 import { waitFor } from '../../helpers/wait.js';
 import { logFile } from '../../helpers/log-file.js';
 import { assertNodeScoped } from '../../helpers/node-scope.js';
+import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
+import { hostKubeConfig } from '../../helpers/service-account.js';
 
 const NS = 'lb-faults';
 const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
@@ -53,8 +55,10 @@ test.before(async (t) => {
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   assertNodeScoped(parsed.config);
-  const log = createLogger({ verbosity: 2, destination: logFile(join(dir, 'host.log')) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() });
+  const logPath = join(dir, 'host.log');
+  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
+  // As the shipped ServiceAccount; stop() fails on any 403.
+  const host = checkForbiddenOnStop(await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() }), logPath);
   t.context = { dir, state, host, core };
 });
 
