@@ -221,11 +221,11 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     /** Runs every enabled controller until `leading` aborts; resolves once they and the informers stopped (bounded). */
     const runControllers = async (leading: AbortSignal): Promise<void> => {
       leadingNow = true;
-      const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace });
+      const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace, minResyncPeriodMs: config.minResyncPeriodMs });
       informers = factory;
       const { running, started } = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, health, requestAuth, signal: leading });
       factory.start();
-      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: started }, 'controllers started');
+      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: started, informerResyncMs: factory.resyncPeriodMs }, 'controllers started');
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
       leadingNow = false;
       // In-flight work finishes or is abandoned within the bound; the gate

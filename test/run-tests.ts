@@ -23,8 +23,7 @@ import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareKustomize } from './helpers/kustomize.js';
 import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
-
-const ANSI = /\u001b\[[0-9;]*m/g;
+import { StreamText, summarize } from './ava-summary.js';
 
 /**
  * Whether a test host elected on the host's default Lease. Test files run
@@ -42,12 +41,6 @@ async function defaultLeaseTaken(kc: KubeConfig): Promise<boolean> {
   }
 }
 
-function count(out: string, what: RegExp): number {
-  let n = 0;
-  for (const m of out.replace(ANSI, '').matchAll(what)) n += Number(m[1]);
-  return n;
-}
-
 async function main(): Promise<number> {
   const t0 = Date.now();
   process.stderr.write('[test] checking control-plane binaries (first run builds them from Go modules)\n');
@@ -61,7 +54,8 @@ async function main(): Promise<number> {
   await prepareHostIdentity(cp.kubeConfig(), hostKubeconfigPath);
   // Short: plugin socket paths under it must stay within the 108-byte limit.
   const artifacts = await mkdtemp(join(tmpdir(), 'ccm-test-'));
-  let output = '';
+  const stdout = new StreamText();
+  const stderr = new StreamText();
   const stop = async () => {
     await cp.stop().catch((err) => process.stderr.write(`[test] control plane stop failed: ${String(err)}\n`));
   };
@@ -75,11 +69,11 @@ async function main(): Promise<number> {
       env: { ...process.env, CCM_TEST_KUBECONFIG: cp.kubeconfigPath, CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath, TMPDIR: artifacts, CCM_TEST_ARTIFACTS: artifacts },
     });
     child.stdout.on('data', (d: Buffer) => {
-      output += d.toString();
+      stdout.push(d);
       process.stdout.write(d);
     });
     child.stderr.on('data', (d: Buffer) => {
-      output += d.toString();
+      stderr.push(d);
       process.stderr.write(d);
     });
     child.on('close', (c) => resolve(c ?? 1));
@@ -90,11 +84,10 @@ async function main(): Promise<number> {
   await stop();
   if (!kept) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
   else process.stdout.write(`\nartifacts (host logs, local cloud state and journals, kube-apiserver audit log): ${artifacts}\n`);
-  // ava prints no "N tests passed" line when some failed: count the ticks then.
-  const passed = Math.max(count(output, /(\d+) tests? passed/g), (output.replace(ANSI, '').match(/^\s*✔/gm) ?? []).length);
-  let failed = count(output, /(\d+) tests? failed/g) + count(output, /(\d+) uncaught exceptions?/g) + count(output, /(\d+) unhandled rejections?/g);
-  const skipped = count(output, /(\d+) tests? skipped/g);
-  if (code !== 0 && failed === 0) failed = 1; // ava failed before counting (e.g. a file crashed)
+  const counts = summarize(stdout.value(), stderr.value());
+  const { passed, skipped } = counts;
+  let failed = counts.failed;
+  if (code !== 0 && failed === 0) failed = 1; // ava failed before printing anything countable
   if (leaseTaken) {
     const lease = `${DEFAULT_OPTIONS.leaderElectResourceNamespace}/${DEFAULT_OPTIONS.leaderElectResourceName}`;
     process.stderr.write(`[test] a test host elected on the default Lease ${lease}: give every test host --leader-elect=false or a Lease of its own\n`);

@@ -121,7 +121,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'webhook-cert-dir', key: 'webhookCertDir', kind: 'string', value: 'dir', help: 'Where a generated webhook certificate is written (webhook.crt, webhook.key), e.g. to build the caBundle. Default: kept in memory.' },
   { name: 'node-deletion-limit', key: 'nodeDeletionLimit', kind: 'string', value: 'N|P%', help: 'At most this many Nodes whose instance is gone are deleted per --node-deletion-limit-window; the rest wait for a later pass (Warning event DeletingNodeHeldBack). P% is a share of the Nodes the host sees, never fewer than 5. 0 turns the limit off (upstream).' },
   { name: 'node-deletion-limit-window', key: 'nodeDeletionLimitWindow', kind: 'string', value: 'duration', help: 'The sliding window of --node-deletion-limit.' },
-  { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'Keep a NotReady node whose instance is reported gone until it was reported gone on two consecutive checks at least this far apart; 0 deletes at once (upstream).' },
+  { name: 'node-deletion-grace-period', key: 'nodeDeletionGracePeriod', kind: 'string', value: 'duration', help: 'Keep a NotReady node whose instance is reported gone until it was reported gone on two consecutive checks at least this far apart; 0 deletes at once, as upstream (which has no such flag).' },
 ];
 
 /**

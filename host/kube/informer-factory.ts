@@ -6,6 +6,8 @@
  * `--watch-namespace` to namespaced resources. The caches keep objects
  * without fields no controller reads (cache-transforms.ts). Watches go over keep-alive
  * connections of the clients' pool (its watch agent, apart from requests).
+ * Every informer of a factory resyncs with the same period, drawn once in
+ * [--min-resync-period, 2 × --min-resync-period), as upstream's factory.
  */
 import type { KubernetesObject, V1Node } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
@@ -21,6 +23,15 @@ export interface InformerFactoryOptions {
   nodeSelector: string;
   /** Namespace for namespaced resources; '' = all. */
   namespace: string;
+  /** --min-resync-period in ms; 0 or absent: informers never resync. */
+  minResyncPeriodMs?: number;
+  /** Source of randomness for the resync period (tests). Default Math.random. */
+  random?: () => number;
+}
+
+/** Upstream's ResyncPeriod: `minMs` × [1, 2), so that replicas and restarts do not resync in lock-step. */
+export function resyncPeriodMs(minMs: number, random: () => number = Math.random): number {
+  return minMs > 0 ? Math.floor(minMs * (1 + random())) : 0;
 }
 
 /** Arguments a resource's list function receives: the selectors the watch uses too. */
@@ -48,7 +59,12 @@ export interface ResourceSpec<T extends KubernetesObject> {
 export class InformerFactory {
   private readonly informers = new Map<string, Informer<KubernetesObject>>();
   private started = false;
-  constructor(private readonly o: InformerFactoryOptions) {}
+  /** Resync period of every informer of this factory, in ms (0: none). */
+  readonly resyncPeriodMs: number;
+
+  constructor(private readonly o: InformerFactoryOptions) {
+    this.resyncPeriodMs = resyncPeriodMs(o.minResyncPeriodMs ?? 0, o.random);
+  }
 
   /** The shared informer of `spec.name`, created on first use. Handlers added after start() still get every cached object. */
   for<T extends KubernetesObject>(spec: ResourceSpec<T>): Informer<T> {
@@ -62,6 +78,7 @@ export class InformerFactory {
       log: this.o.log.child({ informer: spec.name }),
       labelSelector,
       transform: spec.transform ?? dropManagedFields,
+      resyncPeriodMs: this.resyncPeriodMs,
     });
     this.informers.set(spec.name, informer as unknown as Informer<KubernetesObject>);
     if (this.started) informer.start();

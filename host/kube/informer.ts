@@ -16,6 +16,9 @@
  * watch that ends that way is resumed from the last resourceVersion without
  * relisting.
  *
+ * With `resyncPeriodMs`, every cached object is also handed to `onUpdate`
+ * (as old and new) once per period, as client-go's resync.
+ *
  * Objects handed out (to handlers, `list`, `get`) are the cache's own: callers
  * must not mutate them; copy first (`structuredClone`) to build a patch.
  */
@@ -70,6 +73,12 @@ export interface InformerOptions<T = KubernetesObject> {
    * May change and return its argument; must keep name and namespace.
    */
   transform?: (obj: T) => T;
+  /**
+   * Every this many milliseconds after the first sync, each cached object is
+   * handed to `onUpdate` as both old and new object (client-go's resync), so
+   * level-triggered controllers look at every object again. 0 or absent: never.
+   */
+  resyncPeriodMs?: number;
 }
 
 /** How one watch connection ended. */
@@ -131,7 +140,7 @@ export class Informer<T extends KubernetesObject> {
     if (this.running) return;
     const stopper = new AbortController();
     this.stopper = stopper;
-    this.running = this.run(stopper.signal);
+    this.running = Promise.all([this.run(stopper.signal), this.resyncLoop(stopper.signal)]).then(() => undefined);
   }
 
   /**
@@ -223,6 +232,17 @@ export class Informer<T extends KubernetesObject> {
           break;
         }
       }
+    }
+  }
+
+  /** Hands every cached object to onUpdate every resyncPeriodMs once synced; returns when `signal` aborts. */
+  private async resyncLoop(signal: AbortSignal): Promise<void> {
+    const periodMs = this.opts.resyncPeriodMs ?? 0;
+    if (!(periodMs > 0)) return;
+    while (await sleep(periodMs, signal)) {
+      if (!this.synced) continue;
+      this.log.debug({ items: this.cache.size }, 'resync');
+      for (const obj of [...this.cache.values()]) this.emit('onUpdate', obj, obj);
     }
   }
 

@@ -5,7 +5,7 @@
  * fault-injection knobs, all in the state directory the provider serves from.
  *
  *   localcloud [--state DIR] instance add NAME... [--type T] [--zone Z] [--region R]
- *                                     [--address [TYPE=]VALUE]... [--label k=v]... [-o json]
+ *                                     [--address [TYPE=]VALUE]... [--no-addresses] [--label k=v]... [-o json]
  *   localcloud instance delete|shutdown|start NAME|ID
  *   localcloud instance list [-o json]
  *   localcloud lb list [--cluster C] [-o json]
@@ -68,12 +68,14 @@ instance
   .option('--zone <zone>', 'zone (default $LOCALCLOUD_ZONE or local-a)')
   .option('--region <region>', 'region (default $LOCALCLOUD_REGION or local)')
   .option('--address <[type=]value>', 'address, repeatable: an IP (InternalIP) or TYPE=VALUE, TYPE one of InternalIP, ExternalIP, Hostname, InternalDNS, ExternalDNS', collect, [])
+  .option('--no-addresses', 'report no addresses at all (as a cloud may for an instance still being set up)')
   .option('--label <key=value>', 'extra node label, repeatable', collect, [])
   .addOption(outputOption())
-  .action(async (names: string[], o: { type?: string; zone?: string; region?: string; address: string[]; label: string[]; output: Output }) => {
+  .action(async (names: string[], o: { type?: string; zone?: string; region?: string; address: string[]; addresses: boolean; label: string[]; output: Output }) => {
     const addresses = o.address.map(parseAddress);
     const labels = Object.fromEntries(o.label.map(parseLabel));
-    const specs: NewInstanceSpec[] = names.map((name) => ({ name, type: o.type, zone: o.zone, region: o.region, addresses, labels }));
+    const noAddresses = !o.addresses;
+    const specs: NewInstanceSpec[] = names.map((name) => ({ name, type: o.type, zone: o.zone, region: o.region, addresses, noAddresses, labels }));
     if (names.length > 1 && addresses.some((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')) {
       throw new Error('--address with an IP applies to a single instance; add instances one by one');
     }

@@ -21,6 +21,8 @@ export interface NewInstanceSpec {
   region?: string;
   /** Addresses; an InternalIP is allocated and a Hostname (= name) added when missing. */
   addresses?: AddressRecord[];
+  /** No addresses at all (a cloud that reports none yet); `addresses` must then be empty. */
+  noAddresses?: boolean;
   labels?: Record<string, string>;
 }
 
@@ -106,14 +108,15 @@ export async function addInstances(store: StateStore, specs: readonly NewInstanc
         throw new Error(`instance ${JSON.stringify(spec.name)} already exists${other ? ` (${other.id})` : ''}`);
       }
       names.add(spec.name);
+      if (spec.noAddresses && (spec.addresses ?? []).length > 0) throw new Error(`instance ${JSON.stringify(spec.name)}: give addresses or ask for none, not both`);
       const addresses = dedupeAddresses(spec.addresses ?? []);
-      if (!addresses.some((a) => a.type === 'InternalIP')) {
+      if (!spec.noAddresses && !addresses.some((a) => a.type === 'InternalIP')) {
         const ip = pool.allocate(used);
         if (!ip) throw new Error(`node address pool ${defaults.nodeCidr} is exhausted; pass --address`);
         addresses.unshift({ type: 'InternalIP', address: ip });
       }
       for (const a of addresses) if (a.type === 'InternalIP') used.add(a.address);
-      if (!addresses.some((a) => a.type === 'Hostname')) addresses.push({ type: 'Hostname', address: spec.name });
+      if (!spec.noAddresses && !addresses.some((a) => a.type === 'Hostname')) addresses.push({ type: 'Hostname', address: spec.name });
       const inst: InstanceRecord = {
         id: newInstanceId((id) => draft.instances.some((i) => i.id === id)),
         name: spec.name,

@@ -9,6 +9,7 @@ import { existsSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { ManagedProcess } from '../controlplane/managed-process.js';
+import { assertArgsNodeScoped } from './node-scope.js';
 
 const MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 /** Longest log read for the start line: the host logs it within its first lines. */
@@ -25,14 +26,17 @@ export interface HostProcess {
 }
 
 /**
- * Spawns the host with `args`, appending its output to `logPath`; `env`
- * replaces this process's environment. The log is in the format `args` ask
- * for (klog text by default); the start line is found in either.
+ * Spawns the host with `args`, appending its output to `logPath`. The log is
+ * in the format `args` ask for (klog text by default); the start line is
+ * found in either. `env` replaces this process's environment.
+ * `ownApiServer`: the host talks to a control plane of the test's own, so it
+ * need not be scoped with --node-selector (see node-scope.ts).
  */
-export function spawnHost(args: string[], logPath: string, env?: NodeJS.ProcessEnv): HostProcess {
+export function spawnHost(args: string[], logPath: string, opts: { ownApiServer?: boolean; env?: NodeJS.ProcessEnv } = {}): HostProcess {
+  if (!opts.ownApiServer) assertArgsNodeScoped(args);
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
-  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true, env });
+  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true, env: opts.env });
   let ended = false;
   void child.exited.then(() => (ended = true));
   const identity = (async () => {

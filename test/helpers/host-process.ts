@@ -1,12 +1,15 @@
 /**
  * The host as a separate OS process (`node dist/host/main.js`), for tests
  * that must kill it for real (SIGKILL). Its output goes straight to a log
- * file (see ha-host-process.ts).
+ * file (see ha-host-process.ts). It runs as the shipped ServiceAccount
+ * (kubeconfigFile), and kill() and stop() fail when its log shows a 403.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { testKubeConfig } from '../controlplane/shared.js';
+import { existsSync, statSync } from 'node:fs';
+import { assertNoForbidden, forbiddenInLog } from './forbidden.js';
 import { spawnHost } from './ha-host-process.js';
+import { hostKubeConfig } from './service-account.js';
 
 export interface HostProcess {
   pid: number;
@@ -17,11 +20,11 @@ export interface HostProcess {
   stop(): Promise<number | string>;
 }
 
-/** Writes the suite's kubeconfig into `dir` (a host process needs a file). */
+/** Writes the test hosts' kubeconfig (the shipped ServiceAccount, see service-account.ts) into `dir`: a host process needs a file. */
 export async function kubeconfigFile(dir: string): Promise<string> {
-  const kc = await testKubeConfig();
+  const kc = await hostKubeConfig();
   const path = join(dir, 'kubeconfig');
-  await writeFile(path, kc.exportConfig());
+  await writeFile(path, kc.exportConfig(), { mode: 0o600 });
   return path;
 }
 
@@ -33,7 +36,10 @@ export async function kubeconfigFile(dir: string): Promise<string> {
 export async function startHostProcess(args: string[], logPath: string, env?: NodeJS.ProcessEnv): Promise<HostProcess> {
   // One replica: no lease to wait for after a SIGKILL (unless the caller asks for leader election).
   if (!args.some((a) => a.startsWith('--leader-elect'))) args = ['--leader-elect=false', ...args];
-  const host = spawnHost(args, logPath, env);
+  // Only this process's lines count: the log may hold an earlier run's.
+  const offset = existsSync(logPath) ? statSync(logPath).size : 0;
+  const host = spawnHost(args, logPath, { env });
+  const checkForbidden = async () => assertNoForbidden(await forbiddenInLog(logPath, offset), logPath);
   let timer: NodeJS.Timeout | undefined;
   const outcome = await Promise.race([
     host.identity.then(() => 'started' as const),
@@ -51,10 +57,13 @@ export async function startHostProcess(args: string[], logPath: string, env?: No
     kill: async () => {
       host.kill('SIGKILL');
       await host.exited;
+      await checkForbidden();
     },
     stop: async () => {
       host.kill('SIGTERM');
-      return host.exited;
+      const code = await host.exited;
+      await checkForbidden();
+      return code;
     },
   };
 }

@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import { startHost, type HostHandle } from '../../host/app.js';
 import { parseHostArgs } from '../../host/config/flags.js';
 import { createLogger } from '../../host/log.js';
-import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { hostKubeConfig } from './service-account.js';
 import { logFile } from './log-file.js';
+import { assertNodeScoped } from './node-scope.js';
+import { checkForbiddenOnStop } from './forbidden.js';
 
 export interface TestHost extends HostHandle {
   logPath: string;
@@ -47,25 +48,9 @@ export async function startTestHost(dir: string, args: string[] = [], opts: Test
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  assertNodeScoped(parsed.config);
   const logPath = testHostLogPath(dir);
   const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   const host = await startHost(parsed.config, { log, kubeConfig: kc });
-  const stop = host.stop;
-  return Object.assign(host, {
-    logPath,
-    async stop() {
-      await stop();
-      const forbidden = await forbiddenCount(host, logPath);
-      if (forbidden > 0) throw new Error(`the test host met ${forbidden} 403 Forbidden answer(s): the shipped RBAC (deploy/base/rbac.yaml) lacks a permission; see ${logPath}`);
-    },
-  });
-}
-
-/** 403s in rest_client_requests_total plus watch failures with code 403 in the log. */
-async function forbiddenCount(host: HostHandle, logPath: string): Promise<number> {
-  const metric = await host.metrics.registry.getSingleMetric('rest_client_requests_total')?.get();
-  const fromMetric = (metric?.values ?? []).filter((v) => v.labels.code === '403').reduce((n, v) => n + v.value, 0);
-  const log = await readFile(logPath, 'utf8').catch(() => '');
-  const fromLog = log.split('\n').filter((l) => /"code":403\b/.test(l)).length;
-  return fromMetric + fromLog;
+  return checkForbiddenOnStop(host, logPath);
 }

@@ -9,11 +9,13 @@ import { join } from 'node:path';
 import { startHost } from '../../host/app.js';
 import { parseHostArgs } from '../../host/config/flags.js';
 import { createLogger } from '../../host/log.js';
-import { testKubeConfig } from '../controlplane/shared.js';
 import type { TestHost } from './host.js';
 import type { ProviderUnderTest } from './providers.js';
 import { startSidecar, type Sidecar } from './sidecar.js';
 import { logFile } from './log-file.js';
+import { assertNodeScoped } from './node-scope.js';
+import { checkForbiddenOnStop } from './forbidden.js';
+import { hostKubeConfig } from './service-account.js';
 
 export type ProviderMode = 'exec' | 'sidecar';
 
@@ -45,10 +47,12 @@ export async function startProviderHost(dir: string, provider: ProviderUnderTest
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
   const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
   try {
-    const host = Object.assign(await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() }), { logPath });
+    // As the shipped ServiceAccount; stop() fails on any 403.
+    const host = checkForbiddenOnStop(await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() }), logPath);
     return {
       host,
       sidecar,

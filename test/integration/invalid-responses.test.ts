@@ -26,6 +26,9 @@ import { BAD_PROVIDER_NAME, HUGE_ADDRESS_CHARS, INVALID_IP, VALID_PARTS, type Ba
 import { logFile } from '../helpers/log-file.js';
 import { testScope } from '../helpers/nodes.js';
 import { waitFor } from '../helpers/wait.js';
+import { assertNodeScoped } from '../helpers/node-scope.js';
+import { checkForbiddenOnStop } from '../helpers/forbidden.js';
+import { hostKubeConfig } from '../helpers/service-account.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const NODE_PREFIX = 'badresp-';
@@ -38,7 +41,7 @@ const test = anyTest as TestFn<{ dir: string; host: HostHandle & { logPath: stri
 
 /** Like test/helpers/host.ts startTestHost, but with the bad provider instead of the local cloud. */
 async function startBadHost(dir: string): Promise<HostHandle & { logPath: string }> {
-  const kc = await testKubeConfig();
+  const kc = await hostKubeConfig();
   const parsed = parseHostArgs([
     `--cloud-provider=${BAD_PROVIDER_NAME}`,
     `--plugin-path=${BAD_PROVIDER}`,
@@ -54,10 +57,10 @@ async function startBadHost(dir: string): Promise<HostHandle & { logPath: string
     '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
   const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: kc });
-  return Object.assign(host, { logPath });
+  return checkForbiddenOnStop(await startHost(parsed.config, { log, kubeConfig: kc }), logPath);
 }
 
 test.before(async (t) => {
@@ -203,3 +206,24 @@ test('a provider error that forges Event lines with control characters, 8 KiB lo
   t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED), 'the uninitialized taint stays');
   t.falsy(node.spec?.providerID, 'no providerID');
 });
+
+// Upstream retries every cloud error with backoff, and so does the host: a provider's INVALID_ARGUMENT or
+// UNIMPLEMENTED may pass on a later try (cloud state, a provider upgrade), and nothing else would requeue the node.
+for (const mode of ['invalid-argument', 'unimplemented'] as const) {
+  test(`a provider answering ${mode.toUpperCase().replace('-', '_')}: retried with backoff, a repeated FailedToSyncNode Warning`, async (t) => {
+    const { core } = t.context;
+    const name = `${NODE_PREFIX}${mode}-${randomBytes(4).toString('hex')}`;
+    t.context.created.push(name);
+    const registered = await registerNode(core, name);
+    const event = await waitFor(
+      async () => {
+        const ev = (await eventsAbout(core, registered)).find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode');
+        return ev && (ev.count ?? 1) >= 3 ? ev : undefined;
+      },
+      { what: `a FailedToSyncNode Warning on ${name} repeated three times`, timeoutMs: 90_000 },
+    );
+    t.regex(event.message ?? '', mode === 'invalid-argument' ? /refuses to look up/ : /does not implement InstanceMetadata/);
+    const node = await core.readNode({ name });
+    t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED), 'the uninitialized taint stays');
+  });
+}

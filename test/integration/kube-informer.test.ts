@@ -371,3 +371,24 @@ test('transform: applied to listed and watched objects before they are cached or
   t.deepEqual(rec.calls.filter((c) => c.obj.metadata?.managedFields).map((c) => `${c.type} ${c.name}`), []);
   t.deepEqual(inf.list().map((o) => [o.metadata?.name, o.metadata?.managedFields]), [[s.name('listed'), undefined]]);
 });
+
+test('resync: every resyncPeriodMs each cached object is handed to onUpdate as both old and new (client-go resync)', async (t) => {
+  const s = scope(t);
+  for (const n of ['a', 'b']) await s.create(n);
+  const inf = s.informer(undefined, { resyncPeriodMs: 300 });
+  const rec = new Recorder();
+  inf.addEventHandler(rec);
+  inf.start();
+  t.true(await inf.waitForSync(undefined, 30_000));
+  const resyncs = (n: string) => rec.calls.filter((c) => c.type === 'update' && c.name === s.name(n) && c.old === c.obj).length;
+  await waitFor(() => resyncs('a') >= 2 && resyncs('b') >= 2, { what: 'two resyncs of each object', timeoutMs: 30_000, intervalMs: 50 });
+  t.is(rec.find('update', s.name('a'))!.obj.metadata?.resourceVersion, inf.get(`${t.context.ns}/${s.name('a')}`)!.metadata?.resourceVersion);
+  // Without the option, no resync.
+  const quiet = s.informer();
+  const quietRec = new Recorder();
+  quiet.addEventHandler(quietRec);
+  quiet.start();
+  t.true(await quiet.waitForSync(undefined, 30_000));
+  await waitFor(() => resyncs('a') >= 4, { what: 'two more resyncs of the first informer', timeoutMs: 30_000, intervalMs: 50 });
+  t.deepEqual(quietRec.summary(), [`add ${s.name('a')}`, `add ${s.name('b')}`], 'an informer without resyncPeriodMs only reports changes');
+});

@@ -13,6 +13,7 @@ import { startTestHost, type TestHost } from '../helpers/host.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { testScope } from '../helpers/nodes.js';
 import { waitFor } from '../helpers/wait.js';
+import { patchNodeStatus } from '../helpers/kube-patch.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const test = anyTest as TestFn<{ dir: string; host: TestHost; core: CoreV1Api }>;
@@ -138,4 +139,66 @@ test.serial('a node without the uninitialized taint is left alone', async (t) =>
   const node = await core.readNode({ name });
   t.falsy(node.spec?.providerID);
   t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], undefined);
+});
+
+test.serial("a cloud that reports no addresses leaves the kubelet's addresses alone (upstream returns early)", async (t) => {
+  const { dir, core } = t.context;
+  const name = 'no-cloud-addresses';
+  await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--no-addresses', '--zone', 'zone-n');
+  const kubelet = [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.1.80' }];
+  await core.createNode({
+    body: {
+      metadata: { name, labels: { ...scope.labels, 'kubernetes.io/hostname': name } },
+      spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+      status: { addresses: kubelet },
+    },
+  });
+  const node = await waitFor(async () => {
+    const n = await core.readNode({ name });
+    return initialized(n) ? n : undefined;
+  }, { what: `node ${name} initialized` });
+  t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], 'zone-n', 'initialized from the cloud');
+  t.deepEqual((node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })), kubelet, "the kubelet's InternalIP is kept");
+});
+
+test.serial('the address refresh runs as soon as the host starts, not one period later (upstream runs it at once)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-node-refresh-it-'));
+  const refreshScope = testScope('nodectl-refresh');
+  const name = 'refresh-at-start';
+  const [id] = (await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--address', '127.0.1.90')).split(' ');
+  const { core } = t.context;
+  await core.createNode({ body: { metadata: { name, labels: { ...refreshScope.labels, 'kubernetes.io/hostname': name } }, spec: { providerID: `local://${id}` } } });
+  await patchNodeStatus(core, name, { status: { addresses: [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.9.9' }] } }, 'merge');
+  // A period far longer than the wait: only a pass at start can update the address in time.
+  const host = await startTestHost(dir, ['--controllers=cloud-node', '--node-status-update-frequency=1h', `--node-selector=${refreshScope.selector}`]);
+  try {
+    await waitFor(async () => ((await core.readNode({ name })).status?.addresses ?? []).some((a) => a.type === 'InternalIP' && a.address === '127.0.1.90'), {
+      what: `the cloud's InternalIP on ${name} right after the host started`,
+      log: host.logPath,
+    });
+    t.pass();
+  } finally {
+    await host.stop();
+  }
+});
+
+test.serial('--min-resync-period: the informers hand every node to the controller again each period, without any change (upstream resync)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-node-resync-it-'));
+  const resyncScope = testScope('nodectl-resync');
+  const name = 'resync-node';
+  const { core } = t.context;
+  await core.createNode({ body: { metadata: { name, labels: { ...resyncScope.labels, 'kubernetes.io/hostname': name } } } });
+  const host = await startTestHost(dir, ['--controllers=cloud-node', '--min-resync-period=1s', `--node-selector=${resyncScope.selector}`]);
+  const adds = async () => {
+    const metric = await host.metrics.registry.getSingleMetric('workqueue_adds_total')!.get();
+    return metric.values.find((v) => v.labels.name === 'Nodes')?.value ?? 0;
+  };
+  try {
+    await waitFor(async () => (await adds()) >= 1, { what: 'the node added to the queue', log: host.logPath });
+    const first = await adds();
+    await waitFor(async () => (await adds()) >= first + 2, { what: 'two resyncs of the unchanged node', log: host.logPath });
+    t.pass();
+  } finally {
+    await host.stop();
+  }
 });

@@ -17,9 +17,11 @@ import { startHost } from '../../host/app.js';
 import { parseHostArgs } from '../../host/config/flags.js';
 import { createLogger, silentLogger } from '../../host/log.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
-import { testKubeConfig } from '../controlplane/shared.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { logFile } from '../helpers/log-file.js';
+import { assertNodeScoped } from '../helpers/node-scope.js';
+import { checkForbiddenOnStop } from '../helpers/forbidden.js';
+import { hostKubeConfig } from '../helpers/service-account.js';
 
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 
@@ -92,7 +94,9 @@ test('the flags reach the plugin start: the host refuses a TCP plugin without --
       ...extra,
     ]);
     if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
-    return startHost(parsed.config, { log: createLogger({ destination: logFile(join(dir, 'host.log')) }), kubeConfig: await testKubeConfig() });
+    assertNodeScoped(parsed.config);
+    const logPath = join(dir, 'host.log');
+    return checkForbiddenOnStop(await startHost(parsed.config, { log: createLogger({ destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }), logPath);
   };
   const err = await t.throwsAsync(start([]));
   t.regex(err!.message, /only Unix sockets are accepted: .*--plugin-allow-tcp/);

@@ -74,6 +74,8 @@ test(`${FLOOD_MIB} MiB without a newline on stdout and stderr and ${FLOOD_LINES}
       `--plugin-env=BAD_PROVIDER_FLOOD_DONE_FILE=${doneFile}`,
       '--plugin-start-timeout=5m',
       '--controllers=cloud-node',
+      // No node of any test has this label: the host must not touch (or file events on) other files' nodes.
+      '--node-selector=ccm-test/flood=none',
       '--cluster-name=flood',
       `--secure-port=${port}`,
       '--bind-address=127.0.0.1',

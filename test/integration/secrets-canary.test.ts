@@ -29,6 +29,8 @@ import { testScope } from '../helpers/nodes.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
+import { assertNodeScoped } from '../helpers/node-scope.js';
+import { checkForbiddenOnStop } from '../helpers/forbidden.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CARELESS_PROVIDER = fileURLToPath(new URL('../fixtures/careless-local-provider.js', import.meta.url));
@@ -157,8 +159,9 @@ test('a provider echoing an INI cloud config into errors and stderr leaks no sec
     '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
+  assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
-  const host = await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await testKubeConfig() });
+  const host = checkForbiddenOnStop(await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }), logPath);
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   const node = `${scope.prefix}-x1`;
   let events = '';

@@ -138,9 +138,11 @@ export class CloudNodeController {
     const name = cached.metadata!.name!;
     const meta = await this.batcher.get(toNodeRef(cached));
     const current = nodeAddresses(cached);
+    // Throws for a provided node IP the cloud does not report, also when it reports no address.
     const addresses = desiredAddresses(meta.nodeAddresses, current, cached.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
     let base = cached;
-    if (addresses.length > 0 && addressesChanged(addresses, current)) {
+    // No cloud addresses: the kubelet's stay, as upstream (and the refresh below) leave them.
+    if (meta.nodeAddresses.length > 0 && addressesChanged(addresses, current)) {
       // The answer carries the new resourceVersion: the conditional patch below
       // starts from it instead of from the (now stale) cached node.
       base = await patchNodeStatus(this.o.core, name, { status: { addresses } }, 'merge');
@@ -206,17 +208,20 @@ export class CloudNodeController {
     this.o.recorder.event(node, 'Warning', reason, message);
   }
 
-  /** The address refresh loop: every period (sliding), one pass over initialized nodes. */
+  /**
+   * The address refresh loop: one pass over initialized nodes at once (as
+   * upstream, so addresses changed while the host was down are not a period
+   * late), then one every period (sliding).
+   */
   private async statusLoop(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      if (!(await sleep(this.o.statusUpdateFrequencyMs, signal))) return;
+    do {
       try {
         await this.updateNodeStatus();
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'node address refresh failed');
       }
       this.lastStatusPass = Date.now();
-    }
+    } while (await sleep(this.o.statusUpdateFrequencyMs, signal));
   }
 
   /** One address refresh pass; errors per node are logged and skipped until the next pass. */

@@ -4,28 +4,34 @@
  * Node condition NetworkUnavailable.
  *
  * A reconcile runs every --route-reconciliation-period (fixed rate, as
- * upstream's NonSlidingUntil) and whenever a Node is added or deleted or its
- * pod CIDRs or addresses change (all triggers share one queue key, so a
- * burst of node events costs one or two reconciles). A failed reconcile is
+ * upstream's NonSlidingUntil) and when a Node is added or deleted or its pod
+ * CIDRs or addresses change, as upstream's watch-based route controller
+ * (KEP-5237, v1.35): all triggers share one queue key, and node events go
+ * through a token bucket of one reconcile per MIN_EVENT_INTERVAL_MS whose
+ * wait is capped at that interval, so a stream of node events costs one
+ * reconcile at once and then at most one per 10 s. A failed reconcile is
  * retried with backoff.
  *
  * One reconcile: plan (plan.ts) → with the provider's batch ReconcileRoutes,
  * one call; else ListRoutes (all pages), then deletes, then creates, each
  * with at most ROUTE_CONCURRENCY calls in flight → per node with pod CIDRs,
  * NetworkUnavailable False/RouteCreated when all its routes exist, else
- * True/NoRouteCreated (patched only when status or reason changes). A route
- * that could not be created emits Warning `FailedToCreateRoute` on the Node.
+ * True/NoRouteCreated (patched only when status or reason changes); a node
+ * without pod CIDRs that a cloud route points to gets True/NoRouteCreated too,
+ * as upstream (with the batch RPC, routes are not listed: only routes the
+ * call deleted or failed to delete are seen). A route that could not be
+ * created emits Warning `FailedToCreateRoute` on the Node.
  */
 import type { V1Node, V1NodeCondition } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import { Counter, type Registry } from 'prom-client';
-import type { CloudRoute, DesiredRoute, Routes } from '../../cloud-routes.js';
+import type { CloudRoute, DesiredRoute, RouteReconcileResult, Routes } from '../../cloud-routes.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { isNotFound } from '../../kube/client.js';
 import { sleep } from '../../kube/backoff.js';
 import { patchNodeStatus } from '../../kube/patch.js';
-import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
+import { BucketRateLimiter, ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
@@ -42,6 +48,8 @@ const PATCH_CONCURRENCY = 32;
 export const MAX_BATCH_ROUTES = 10_000;
 /** The same Warning for the same node is repeated at most this often. */
 const EVENT_REPEAT_MS = 5 * 60_000;
+/** Node events trigger a reconcile at most this often (upstream's minRouteResyncInterval, KEP-5237). */
+export const MIN_EVENT_INTERVAL_MS = 10_000;
 const KEY = 'routes';
 
 export interface RouteControllerOptions {
@@ -84,6 +92,8 @@ export class RouteController {
   private readonly syncs?: Counter;
   /** Last Warning per node: message and time, to avoid repeating it every reconcile. */
   private readonly warned = new Map<string, { message: string; at: number }>();
+  /** One token per MIN_EVENT_INTERVAL_MS, burst 1: the first event of a quiet spell reconciles at once. */
+  private readonly eventBucket = new BucketRateLimiter(1000 / MIN_EVENT_INTERVAL_MS, 1);
   private lastSuccess = 0;
 
   constructor(private readonly o: RouteControllerOptions) {
@@ -94,13 +104,21 @@ export class RouteController {
       this.syncs = new Counter({ name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).', registers: [o.registry] });
     }
     o.nodes.addEventHandler({
-      onAdd: () => this.queue.add(KEY),
-      onDelete: () => this.queue.add(KEY),
+      onAdd: () => this.nodeEvent(),
+      onDelete: () => this.nodeEvent(),
       onUpdate: (old, cur) => {
         const addrs = (n: V1Node) => nodeAddresses(n).map((a) => `${a.type}=${a.address}`);
-        if (!sameList(podCidrsOf(old), podCidrsOf(cur)) || !sameList(addrs(old), addrs(cur))) this.queue.add(KEY);
+        if (!sameList(podCidrsOf(old), podCidrsOf(cur)) || !sameList(addrs(old), addrs(cur))) this.nodeEvent();
       },
     });
+  }
+
+  /**
+   * Queues a reconcile after the bucket's wait, capped at the interval (upstream's
+   * WithMaxWaitRateLimiter): the bucket's debt grows with each event, the wait does not.
+   */
+  private nodeEvent(): void {
+    this.queue.addAfter(KEY, Math.min(MIN_EVENT_INTERVAL_MS, this.eventBucket.when()));
   }
 
   /** Healthy while reconciles keep succeeding now and then (a cloud outage makes it unhealthy after a while). */
@@ -154,9 +172,11 @@ export class RouteController {
       failures.set(route.targetNode, [...(failures.get(route.targetNode) ?? []), `${route.destinationCidr}: ${errorMessage(err)}`]);
     };
     const report: ReconcileReport = { mode: useBatch ? 'batch' : 'single', created: 0, deleted: 0, failed: 0, conditionsPatched: 0 };
+    let batchResult: RouteReconcileResult | undefined;
     if (useBatch) {
       const desired = [...plan.desired.values()].flat();
       const r = await this.o.routes.reconcileRoutes(this.o.clusterName, desired, this.o.clusterCidrs.map((c) => c.text));
+      batchResult = r;
       report.created = r.created.length;
       report.deleted = r.deleted.length;
       for (const f of r.failed) fail(f.route, f.error);
@@ -182,6 +202,10 @@ export class RouteController {
       });
     }
     report.failed = [...failures.values()].reduce((n, l) => n + l.length, 0);
+    // Nodes without pod CIDRs that a route points to (upstream: every listed route, whatever its CIDR).
+    const routedWithoutCidrs = new Set<string>();
+    const seen = [...(existing ?? []), ...(batchResult?.deleted ?? []), ...(batchResult?.failed.map((f) => f.route) ?? [])];
+    for (const r of seen) if (r.targetNode && !plan.desired.has(r.targetNode)) routedWithoutCidrs.add(r.targetNode);
 
     const byName = new Map(cached.map((n) => [n.metadata!.name!, n]));
     const patches: { node: V1Node; ok: boolean }[] = [];
@@ -194,6 +218,12 @@ export class RouteController {
       const cond = networkCondition(node);
       const want = ok ? { status: 'False', reason: NetworkReasons.ROUTE_CREATED } : { status: 'True', reason: NetworkReasons.NO_ROUTE_CREATED };
       if (cond?.status !== want.status || cond?.reason !== want.reason) patches.push({ node, ok });
+    }
+    for (const name of routedWithoutCidrs) {
+      const node = byName.get(name);
+      if (!node) continue;
+      const cond = networkCondition(node);
+      if (cond?.status !== 'True' || cond?.reason !== NetworkReasons.NO_ROUTE_CREATED) patches.push({ node, ok: false });
     }
     await mapLimit(patches, PATCH_CONCURRENCY, async ({ node, ok }) => {
       if (await this.setCondition(node, ok)) report.conditionsPatched++;

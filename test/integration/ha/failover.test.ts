@@ -18,10 +18,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { readJournal } from '../../../plugins/local/journal.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
+import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
+import { HOST_SERVICE_ACCOUNT, hostKubeConfig } from '../../helpers/service-account.js';
 import { lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -36,12 +38,16 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   const id = randomBytes(4).toString('hex');
   const dir = await mkdtemp(join(tmpdir(), 'ccm-ha-'));
   const admin = await testKubeConfig();
+  // The replicas run as the shipped ServiceAccount; the test keeps the admin.
   const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, admin.exportConfig(), { mode: 0o600 });
+  await writeFile(kubeconfig, (await hostKubeConfig()).exportConfig(), { mode: 0o600 });
   const core = admin.makeApiClient(CoreV1Api);
   const coordination = admin.makeApiClient(CoordinationV1Api);
   const namespace = `ha-${id}`;
   await core.createNamespace({ body: { metadata: { name: namespace } } });
+  // The shipped leader-election Role grants the default Lease only: an operator who moves the Lease
+  // (--leader-elect-resource-namespace/-name) grants the same verbs for it, as here.
+  await grantLease(admin, namespace, 'ccm');
   const state = join(dir, 'cloud');
   const label = `ha-${id}`;
   const hosts: HostProcess[] = [];
@@ -173,7 +179,32 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   t.deepEqual((await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone })).lbs, []);
   c.kill('SIGTERM');
   t.is(await c.exited, 0);
+  for (const h of hosts) t.is(await forbiddenInLog(h.logPath), 0, `no 403 in ${h.logPath} (shipped RBAC)`);
 });
+
+/** The shipped leader-election Role (deploy/rbac.yaml) for the Lease `name` in `namespace`, bound to the host's ServiceAccount. */
+async function grantLease(admin: KubeConfig, namespace: string, name: string): Promise<void> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const group = 'coordination.k8s.io';
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata: { name: 'ccm-leader-election' },
+      rules: [
+        { apiGroups: [group], resources: ['leases'], verbs: ['create'] },
+        { apiGroups: [group], resources: ['leases'], resourceNames: [name], verbs: ['get', 'update'] },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: 'ccm-leader-election' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ccm-leader-election' },
+      subjects: [{ kind: 'ServiceAccount', namespace: HOST_SERVICE_ACCOUNT.namespace, name: HOST_SERVICE_ACCOUNT.name }],
+    },
+  });
+}
 
 test('invalid leader election settings: the host refuses to start with one clear line per problem', async (t) => {
   const h = spawnHost(

@@ -99,6 +99,35 @@ async function scenario(t: ExecutionContext<{ core: CoreV1Api; modes: Mode[] }>,
     t.is(c.reason, 'RouteCreated');
   }
 
+  // Nodes without pod CIDRs that routes point to, as upstream: NetworkUnavailable=True/NoRouteCreated, and
+  // the route inside the cluster CIDR deleted. With the batch RPC the cloud's routes are not listed, so a
+  // route outside the cluster CIDR (left alone by ReconcileRoutes) is not seen and its node gets no condition
+  // (README "Differences from the upstream CCM"); with single calls the listing shows it, as upstream.
+  const bare = `${scope.prefix}-bare`;
+  const bareOutside = `${scope.prefix}-bare-out`;
+  await localcloud(state, 'instance', 'add', bare, bareOutside);
+  await createTestNode(core, bare, { labels: scope.labels });
+  await createTestNode(core, bareOutside, { labels: scope.labels });
+  // Outside first: once the inside route is handled, a reconcile has seen both.
+  await localcloud(state, 'route', 'add', '192.168.78.0/24', '--node', bareOutside, '--cluster', 'test');
+  await localcloud(state, 'route', 'add', '10.240.210.0/24', '--node', bare, '--cluster', 'test');
+  const bareCondition = await waitFor(async () => {
+    const cond = await networkCondition(core, bare);
+    return cond?.status === 'True' ? cond : undefined;
+  }, { what: `NetworkUnavailable=True on ${bare} (no pod CIDRs, a route to it)`, log: m.host.logPath });
+  t.is(bareCondition.reason, 'NoRouteCreated');
+  await waitFor(async () => !(await cloudRoutes(state)).some((r) => r.destinationCidr === '10.240.210.0/24'), { what: `the route to ${bare} removed` });
+  if (batch) {
+    t.is(await networkCondition(core, bareOutside), undefined, 'batch mode does not see the route outside the cluster CIDR');
+  } else {
+    const c = await waitFor(async () => {
+      const cond = await networkCondition(core, bareOutside);
+      return cond?.status === 'True' ? cond : undefined;
+    }, { what: `NetworkUnavailable=True on ${bareOutside} (no pod CIDRs, a route outside the cluster CIDR to it)` });
+    t.is(c.reason, 'NoRouteCreated');
+  }
+  t.true((await cloudRoutes(state)).some((r) => r.destinationCidr === '192.168.78.0/24'), 'the route outside the cluster CIDR is kept');
+
   // A deleted node loses its route.
   await core.deleteNode({ name: names[5]! });
   await waitFor(async () => !(await cloudRoutes(state)).some((r) => r.destinationCidr === '10.240.5.0/24'), { what: 'route of the deleted node removed' });

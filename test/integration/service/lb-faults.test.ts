@@ -27,6 +27,9 @@ const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
 import { cloudLbs, ensureNamespace, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 import { logFile } from '../../helpers/log-file.js';
+import { assertNodeScoped } from '../../helpers/node-scope.js';
+import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
+import { hostKubeConfig } from '../../helpers/service-account.js';
 
 const NS = 'lb-faults';
 const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
@@ -52,8 +55,11 @@ test.before(async (t) => {
     '--leader-elect=false',
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
-  const log = createLogger({ verbosity: 2, destination: logFile(join(dir, 'host.log')) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await testKubeConfig() });
+  assertNodeScoped(parsed.config);
+  const logPath = join(dir, 'host.log');
+  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
+  // As the shipped ServiceAccount; stop() fails on any 403.
+  const host = checkForbiddenOnStop(await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() }), logPath);
   t.context = { dir, state, host, core };
 });
 

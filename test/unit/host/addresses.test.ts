@@ -1,12 +1,13 @@
 /**
  * How cloud addresses become status.addresses (host/controllers/node/addresses.ts):
- * the kubelet's Hostname is kept, --node-ip (provided-node-ip annotation) goes
- * first and is the only address of its type and family, and a provided IP the
- * cloud does not report is an error.
+ * the kubelet's Hostname is kept; with --node-ip (provided-node-ip annotation)
+ * every cloud address equal to it goes first and is the only address of its
+ * type, whatever the family (upstream GetNodeAddressesFromNodeIP); a provided IP
+ * the cloud does not report, or an annotation upstream would not parse, is an error.
  */
 import test from 'ava';
 import type { NodeAddress, NodeAddressType } from '../../../host/cloud.js';
-import { addressesChanged, desiredAddresses, ProvidedIpMismatchError } from '../../../host/controllers/node/addresses.js';
+import { addressesChanged, desiredAddresses, ProvidedNodeIpError } from '../../../host/controllers/node/addresses.js';
 
 const a = (type: NodeAddressType, address: string): NodeAddress => ({ type, address });
 const H = (x: string) => a('Hostname', x);
@@ -41,39 +42,63 @@ const cases: Case[] = [
   { description: 'no cloud addresses: the Hostname alone is kept', cloud: [], current: [H('node-1')], want: [H('node-1')] },
   { description: 'other current addresses are not kept', cloud: [E('203.0.113.1')], current: [I('192.168.0.9')], want: [E('203.0.113.1')] },
   {
-    description: 'provided IP goes first and is the only InternalIP of its family',
+    description: 'provided IP goes first and is the only InternalIP, whatever the family (upstream drops fd00::1 too)',
     cloud: [I('10.0.0.1'), I('10.0.0.2'), E('203.0.113.1'), I('fd00::1')],
     provided: '10.0.0.2',
-    want: [I('10.0.0.2'), E('203.0.113.1'), I('fd00::1')],
+    want: [I('10.0.0.2'), E('203.0.113.1')],
   },
   {
-    description: 'provided ExternalIP: only ExternalIPv4; InternalIPs stay',
-    cloud: [I('10.0.0.1'), E('203.0.113.1'), E('203.0.113.2')],
+    description: 'provided ExternalIP: it is the only ExternalIP; InternalIPs stay',
+    cloud: [I('10.0.0.1'), E('203.0.113.1'), E('203.0.113.2'), E('2001:db8::1')],
     provided: '203.0.113.2',
     want: [E('203.0.113.2'), I('10.0.0.1')],
   },
   {
-    description: 'provided IPv6 removes other InternalIPv6 only',
+    description: 'provided IPv6 drops every other InternalIP, IPv4 too',
     cloud: [I('10.0.0.1'), I('fd00::1'), I('fd00::2')],
     provided: 'fd00::2',
-    want: [I('fd00::2'), I('10.0.0.1')],
+    want: [I('fd00::2')],
   },
   {
-    description: 'dual-stack provided IPs: both first, in the given order, one per family',
+    description: 'every cloud address equal to the provided IP is promoted, of each type, in cloud order',
+    cloud: [E('10.0.0.2'), I('10.0.0.1'), I('10.0.0.2'), D('n.internal')],
+    provided: '10.0.0.2',
+    want: [E('10.0.0.2'), I('10.0.0.2'), D('n.internal')],
+  },
+  {
+    description: 'dual-stack provided IPs: both first, in the given order; other InternalIPs dropped',
     cloud: [I('fd00::1'), I('fd00::2'), I('10.0.0.1'), I('10.0.0.2'), E('203.0.113.1'), H('node-1')],
     provided: '10.0.0.2,fd00::1',
     want: [I('10.0.0.2'), I('fd00::1'), E('203.0.113.1'), H('node-1')],
   },
   {
+    description: 'dual-stack provided IPs of different types: neither type keeps another address',
+    cloud: [I('10.0.0.1'), I('10.0.0.2'), E('2001:db8::1'), E('2001:db8::2'), D('n.internal')],
+    provided: '2001:db8::2,10.0.0.1',
+    want: [E('2001:db8::2'), I('10.0.0.1'), D('n.internal')],
+  },
+  {
     description: 'provided IP matches the cloud address as an address, not as text',
     cloud: [I('10.0.0.1'), I('fd00::2'), I('fd00::1')],
     provided: 'fd00:0:0::1',
-    want: [I('fd00::1'), I('10.0.0.1')],
+    want: [I('fd00::1')],
   },
   {
-    description: 'dual-stack provided IPs with IPv6 first and spaces',
+    description: 'an IPv4-mapped IPv6 provided IP equals its IPv4 address (as Go compares IPs)',
+    cloud: [I('10.0.0.1'), I('10.0.0.2')],
+    provided: '::ffff:10.0.0.2',
+    want: [I('10.0.0.2')],
+  },
+  {
+    description: 'an IPv4 with leading zeros is read as decimal (Go ParseIPSloppy)',
+    cloud: [I('10.0.0.1'), I('10.0.0.10')],
+    provided: '010.000.000.010',
+    want: [I('10.0.0.10')],
+  },
+  {
+    description: 'dual-stack provided IPs with IPv6 first',
     cloud: [I('10.0.0.1'), I('fd00::1')],
-    provided: ' fd00::1 , 10.0.0.1 ',
+    provided: 'fd00::1,10.0.0.1',
     want: [I('fd00::1'), I('10.0.0.1')],
   },
   {
@@ -83,16 +108,22 @@ const cases: Case[] = [
     provided: '10.0.0.1',
     want: [I('10.0.0.1'), H('node-1')],
   },
-  { description: 'empty annotation means none', cloud: [I('10.0.0.1'), I('10.0.0.2')], provided: '', want: [I('10.0.0.1'), I('10.0.0.2')] },
-  { description: 'provided IP not reported by the cloud', cloud: [I('10.0.0.1')], provided: '10.0.0.9', want: /node IP 10\.0\.0\.9 .* not among the addresses/ },
   {
-    description: 'a provided IP that matches only a DNS name is a mismatch',
+    description: 'a DNS address that is the provided IP literal matches too, as upstream (any address equal as an IP)',
     cloud: [D('10.0.0.1'), I('10.0.0.2')],
     provided: '10.0.0.1',
-    want: /node IP 10\.0\.0\.1/,
+    want: [D('10.0.0.1'), I('10.0.0.2')],
   },
+  { description: 'provided IP not reported by the cloud', cloud: [I('10.0.0.1')], provided: '10.0.0.9', want: /node IP 10\.0\.0\.9 .* not among the addresses/ },
   { description: 'dual-stack: the second provided IP is missing', cloud: [I('10.0.0.1')], provided: '10.0.0.1,fd00::1', want: /node IP fd00::1/ },
   { description: 'no cloud addresses but a provided IP', cloud: [], current: [I('10.0.0.1')], provided: '10.0.0.1', want: /not among/ },
+  // The annotation is parsed as upstream's ParseNodeIPAnnotation: strictly, one IP or a dual-stack pair.
+  { description: 'an empty annotation is invalid', cloud: [I('10.0.0.1')], provided: '', want: /could not parse ""/ },
+  { description: 'spaces are not trimmed', cloud: [I('10.0.0.1')], provided: ' 10.0.0.1', want: /could not parse " 10\.0\.0\.1"/ },
+  { description: 'not an IP', cloud: [I('10.0.0.1')], provided: 'node-1', want: /could not parse "node-1"/ },
+  { description: 'two IPs of one family', cloud: [I('10.0.0.1'), I('10.0.0.2')], provided: '10.0.0.1,10.0.0.2', want: /single IP or a dual-stack pair/ },
+  { description: 'three IPs', cloud: [I('10.0.0.1'), I('fd00::1')], provided: '10.0.0.1,fd00::1,10.0.0.2', want: /single IP or a dual-stack pair/ },
+  { description: 'a dual-stack pair with an unspecified address', cloud: [I('fd00::1')], provided: '0.0.0.0,fd00::1', want: /cannot include/ },
 ];
 
 for (const c of cases) {
@@ -101,7 +132,7 @@ for (const c of cases) {
     const current = structuredClone(c.current ?? []);
     const run = () => desiredAddresses(cloud, current, c.provided);
     if (c.want instanceof RegExp) {
-      const err = t.throws(run, { instanceOf: ProvidedIpMismatchError });
+      const err = t.throws(run, { instanceOf: ProvidedNodeIpError });
       t.regex(err!.message, c.want);
     } else {
       t.deepEqual(run(), c.want);

@@ -42,9 +42,15 @@ export const protobufFileName = "ccm/provider/v1/common.proto";
  * A google.rpc.RetryInfo detail means "retry after this delay"; the host
  * raises it to at least 1 s and to its own backoff for the object, and cuts it
  * to at most 1 h.
- * Codes: UNIMPLEMENTED means the provider does not offer the RPC (the host
- * falls back or disables the feature; never retried). INVALID_ARGUMENT means
- * the request is malformed (not retried until the object changes).
+ * Codes: any other error, UNIMPLEMENTED and INVALID_ARGUMENT included, is
+ * reported (Warning event or log) and retried with the object's backoff, as
+ * upstream retries every cloud error: a later try may pass (a provider
+ * upgrade, a change in the cloud). Exceptions: UNIMPLEMENTED from
+ * InstanceMetadata with CAPABILITY_INSTANCES_LEGACY falls back to the legacy
+ * Instances RPCs, and from InstanceShutdown means "not shut down";
+ * INVALID_ARGUMENT, OUT_OF_RANGE or NOT_FOUND from ControllerExpandVolume
+ * marks the resize infeasible until the claim changes (as external-resizer);
+ * a failed Configure fails that start of the plugin.
  * UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED and CANCELLED mean the operation may
  * still be in progress: the host retries the identical request.
  *
