@@ -12,7 +12,7 @@
  * the CCM deleted it, and that every other node is still there. Also the
  * kubelets' own RSS and CPU, which bound how many this machine runs.
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
@@ -34,7 +34,7 @@ const MAX_NODES = 500;
 const START_BATCH = 10;
 
 function hollowSettings() {
-  const nodes = Number(process.env.BENCH_HOLLOW_NODES ?? 100);
+  const nodes = Number(process.env.BENCH_HOLLOW_NODES ?? 200);
   if (!Number.isInteger(nodes) || nodes < 2 || nodes > MAX_NODES) throw new Error(`BENCH_HOLLOW_NODES must be an integer in [2, ${MAX_NODES}], not ${process.env.BENCH_HOLLOW_NODES}`);
   return { nodes, dying: Math.max(1, Math.round(nodes / 10)), latencyMs: 50, qps: 100, burst: 200, monitorPeriod: '5s', grace: '20s' };
 }
@@ -58,12 +58,20 @@ interface HollowFigures {
   peakRssMb: number;
   /** Mean RSS of one hollow kubelet once all are Ready. */
   kubeletRssMb: number;
+  /** Mean proportional set size of one: RSS with the pages shared between kubelets (mostly the binary's text) divided among them, what one more kubelet costs. */
+  kubeletPssMb: number;
   /** CPU seconds per minute of one live hollow kubelet while the others died and were deleted. */
   kubeletCpuPerMinute: number;
 }
 
 const isReady = (n: V1Node) => (n.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 const initialized = (n: V1Node) => !!n.spec?.providerID && !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
+
+/** Proportional set size of `pid` in MB (/proc/PID/smaps_rollup). */
+async function pssMb(pid: number): Promise<number> {
+  const kb = Number(/^Pss:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? NaN);
+  return kb / 1024;
+}
 
 async function kubeletCpu(kubelets: HollowNodes, names: string[]): Promise<number> {
   const pids = kubelets.pids();
@@ -101,8 +109,10 @@ async function hollowRun(cp: ControlPlane, s: Settings, side: Side, runId: strin
     const initSeconds = (Date.now() - t0) / 1000;
     const initCloudCalls = (await journaledCalls(state)) - calls0;
     const initNodeWrites = (await apiRequests(cp, 'nodes', WRITE_VERBS)) - writes0;
-    const rss = await Promise.all([...kubelets.pids().values()].map((pid) => rssMb(pid, 'VmRSS')));
-    const kubeletRssMb = rss.reduce((a, b) => a + b, 0) / rss.length;
+    const pids = [...kubelets.pids().values()];
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const kubeletRssMb = mean(await Promise.all(pids.map((pid) => rssMb(pid, 'VmRSS'))));
+    const kubeletPssMb = mean(await Promise.all(pids.map(pssMb)));
     log(`hollow: ${side.kind}: ${s.nodes} initialized and Ready ${f1(initSeconds)} s after the first spawn (registered at ${f1(registeredSeconds)} s)`);
 
     const dying = names.slice(0, s.dying);
@@ -146,6 +156,7 @@ async function hollowRun(cp: ControlPlane, s: Settings, side: Side, runId: strin
       startRssMb,
       peakRssMb: await rssMb(ccm.pid, 'VmHWM'),
       kubeletRssMb,
+      kubeletPssMb,
       kubeletCpuPerMinute,
     };
     log(`hollow: ${side.kind}: ${dying.length} dead nodes gone ${f1(figures.deleteMeanSeconds)} s (mean) after going Unknown`);
@@ -195,11 +206,13 @@ ${line('CCM CPU (s)', (f) => f.cpuSeconds, f1, true)}
 ${line('CCM RSS at start (MB)', (f) => f.startRssMb, f1)}
 ${line('CCM peak RSS (MB)', (f) => f.peakRssMb, f1, true)}
 ${line('RSS of one hollow kubelet (MB)', (f) => f.kubeletRssMb, f1)}
+${line('PSS of one hollow kubelet (MB)', (f) => f.kubeletPssMb, f1)}
 ${line('CPU of one live hollow kubelet (s per minute)', (f) => f.kubeletCpuPerMinute, f2)}
 
-Registration is the kubelets' own work and the same on both sides. Initialization waits for the kubelets' first Ready
-status as well as for the CCM. A dead node is deleted on the CCM's next lifecycle pass after it went Unknown, so a mean
-of about half the ${s.monitorPeriod} period is the floor on both sides.
+Registration is the kubelets' own work and the same on both sides. A kubelet's RSS counts the pages all of them share
+(mostly the binary's text); its PSS divides those among them, so PSS is what one more kubelet costs. Initialization waits for the kubelets' first Ready
+status as well as for the CCM. Both lifecycle controllers are periodic (every ${s.monitorPeriod}), so a dead node waits from 0 to
+${s.monitorPeriod} after going Unknown for the next pass: with few dying nodes that figure is mostly where the pass happened to be.
 `;
       return { markdown, figures: { settings: { ...s, startBatch: START_BATCH, upstream: CLOUD_PROVIDER_VERSION }, rows: results } };
     } finally {
