@@ -247,7 +247,15 @@ test.serial('a LoadBalancer Service\'s backends follow hollow nodes as they join
 
   await ensureNamespace(core, ns);
   const svc = await core.createNamespacedService({ namespace: ns, body: lbService('web', ns, [{ port: 8080 }]) });
-  t.teardown(() => core.deleteNamespacedService({ name: 'web', namespace: ns }).then(() => undefined));
+  // Gone, load balancer and finalizer included, before the next test: its cloud outage must meet no deletion in flight.
+  t.teardown(async () => {
+    await core.deleteNamespacedService({ name: 'web', namespace: ns });
+    await waitFor(() => core.readNamespacedService({ name: 'web', namespace: ns }).then(() => false, (err: { code?: number }) => err.code === 404), {
+      timeoutMs: 60_000,
+      what: `Service ${ns}/web and its load balancer deleted`,
+      log: host.logPath,
+    });
+  });
   // What kube-proxy would serve on each node's address at the nodePort: a server answering the node's name.
   const nodePort = svc.spec!.ports![0]!.nodePort!;
   const servers: Backend[] = [];
