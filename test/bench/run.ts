@@ -12,6 +12,7 @@ import { cpus, totalmem, release } from 'node:os';
 import { ensureBinaries } from '../controlplane/binaries.js';
 import { ControlPlane } from '../controlplane/controlplane.js';
 import { apiRequestsSection } from './api-requests.js';
+import { hollowSection } from './hollow.js';
 import { informerCacheSection } from './informer-cache.js';
 import { lbCreateSection, lbNodesSection } from './lb.js';
 import { lifecycleSection, routesSection } from './lifecycle-routes.js';
@@ -24,7 +25,7 @@ import { scaleSection } from './scale.js';
 import { pluginFloodSection } from './plugin-flood.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, routesSection, lbCreateSection, lbNodesSection, scaleSection, volumesSection, crashSoakSection, pluginFloodSection];
+const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, hollowSection, routesSection, lbCreateSection, lbNodesSection, scaleSection, volumesSection, crashSoakSection, pluginFloodSection];
 
 const DOC = 'docs/benchmarks.md';
 /** The same figures as data, for programs comparing runs: `{ machine, sections: { <name>: { measuredAt, figures } } }`. */

@@ -82,6 +82,16 @@ export class HollowNodes {
     return join(this.dir, `${name}.log`);
   }
 
+  /** Whether the named kubelet was started here and has not been killed or stopped. */
+  running(name: string): boolean {
+    return this.procs.has(name);
+  }
+
+  /** Process ids of the kubelets that run, by node name (for measuring them from /proc). */
+  pids(): Map<string, number> {
+    return new Map([...this.procs].flatMap(([name, p]) => (p.pid === undefined ? [] : [[name, p.pid] as const])));
+  }
+
   /** SIGKILLs the named kubelet, as a machine dying would: no goodbye to the API server. Resolves once it is reaped. */
   async kill(name: string): Promise<void> {
     const p = this.procs.get(name);
