@@ -34,6 +34,7 @@ import { startSecureServer } from './server/secure-server.js';
 import { within } from '../sdk/server.js';
 import { HOST_VERSION } from './version.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
+import { setMaxListeners } from 'node:events';
 import { Gauge } from 'prom-client';
 
 export { HostStartError } from './errors.js';
@@ -220,6 +221,9 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
 
     /** Runs every enabled controller until `leading` aborts; resolves once they and the informers stopped (bounded). */
     const runControllers = async (leading: AbortSignal): Promise<void> => {
+      // Every controller's loops wait on this one signal (a dozen or more listeners at a time, each
+      // removed when its wait ends): no leak, so no MaxListenersExceededWarning.
+      setMaxListeners(0, leading);
       leadingNow = true;
       const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace, minResyncPeriodMs: config.minResyncPeriodMs });
       informers = factory;

@@ -76,6 +76,7 @@ test('npm start: Ready hollow nodes, HTTP through the load balancer, a stopped m
 
   child.kill('SIGINT');
   t.is(await exited, 0, `the demo exits 0 on Ctrl-C; see ${logPath}`);
+  t.false(/Warning:/.test(out), `no Node.js process warning (e.g. MaxListenersExceededWarning) on the terminal; see ${logPath}`);
   t.regex(out, /\[demo\] stopped/);
   t.false(existsSync(kubeletDir!), 'the kubelets\' directory is removed');
 });
