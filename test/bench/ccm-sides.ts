@@ -43,7 +43,7 @@ export interface RunningCcm {
   stop(): Promise<void>;
 }
 
-/** `VmHWM` (peak) or `VmRSS` (now) of `pid`, in MB. */
+/** `VmHWM` (peak) or `VmRSS` (now) of `pid`, in MiB (the bench tables say so). */
 export async function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);

@@ -203,10 +203,10 @@ ${line(`dead node Unknown → deleted, mean (s)`, (f) => f.deleteMeanSeconds, f1
 ${line(`dead node Unknown → deleted, max (s)`, (f) => f.deleteMaxSeconds, f1)}
 ${line('cloud calls while the dead were deleted', (f) => f.lifecycleCloudCalls, int)}
 ${line('CCM CPU (s)', (f) => f.cpuSeconds, f1, true)}
-${line('CCM RSS at start (MB)', (f) => f.startRssMb, f1)}
-${line('CCM peak RSS (MB)', (f) => f.peakRssMb, f1, true)}
-${line('RSS of one hollow kubelet (MB)', (f) => f.kubeletRssMb, f1)}
-${line('PSS of one hollow kubelet (MB)', (f) => f.kubeletPssMb, f1)}
+${line('CCM RSS at start (MiB)', (f) => f.startRssMb, f1)}
+${line('CCM peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
+${line('RSS of one hollow kubelet (MiB)', (f) => f.kubeletRssMb, f1)}
+${line('PSS of one hollow kubelet (MiB)', (f) => f.kubeletPssMb, f1)}
 ${line('CPU of one live hollow kubelet (s per minute)', (f) => f.kubeletCpuPerMinute, f2)}
 
 Registration is the kubelets' own work and the same on both sides. A kubelet's RSS counts the pages all of them share

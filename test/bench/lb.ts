@@ -235,8 +235,8 @@ ${line('ensure calls', (f) => f.ensureCalls, int)}
 ${line('Service writes', (f) => f.serviceWrites, int)}
 ${line('Event writes', (f) => f.eventWrites, int)}
 ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
-${line('RSS at start (MB)', (f) => f.startRssMb, f1)}
-${line('peak RSS (MB)', (f) => f.peakRssMb, f1, true)}
+${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
+${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
 
 Targets (issue 12): at equal workers (1 and 10) ours ≥ 1.5× faster than upstream (the cloud-latency and QPS bounds
 allow about 1.8× at 10 workers); with one worker the cloud latency alone is ${int(LB_CREATE.services)} × ${LATENCY_MS} ms =
@@ -273,7 +273,7 @@ ${line('seconds until every LB has the new node', (f) => f.seconds, f2, true)}
 ${line('cloud calls', (f) => f.cloudCalls, int)}
 ${methods.map((m) => line(`… ${m}`, (f) => f.byMethod[m] ?? 0, int)).join('\n')}
 ${line('CPU (s), whole run', (f) => f.cpuSeconds, f1, true)}
-${line('peak RSS (MB), whole run', (f) => f.peakRssMb, f1, true)}
+${line('peak RSS (MiB), whole run', (f) => f.peakRssMb, f1, true)}
 
 Our host sends one node-set change to every load balancer in batch calls (UpdateLoadBalancerHosts) where the
 provider supports it (the local cloud does); upstream calls UpdateLoadBalancer once per load balancer.

@@ -56,8 +56,8 @@ ${line(first, (f) => f.seconds, f1, true)}
 ${line('cloud calls', (f) => f.cloudCalls, int)}
 ${line('Node writes', (f) => f.nodeWrites, int)}
 ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
-${line('RSS at start (MB)', (f) => f.startRssMb, f1)}
-${line('peak RSS (MB)', (f) => f.peakRssMb, f1, true)}`;
+${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
+${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}`;
 }
 
 const LIFECYCLE = { nodes: 2000, notReady: 500, deleted: 50, latencyMs: 50, monitorPeriod: '5s' };

@@ -174,8 +174,8 @@ ${line('cloud calls', (f) => f.cloudCalls, int)}
 ${line('Node writes', (f) => f.nodeWrites, int)}
 ${line('Event writes', (f) => f.eventWrites, int)}
 ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
-${line('RSS at start (MB)', (f) => f.startRssMb, f1)}
-${line('peak RSS (MB)', (f) => f.peakRssMb, f1, true)}
+${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
+${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
 
 Our host coalesces concurrent lookups into batch calls (\`GetInstancesMetadata\`, 500 nodes each), and each call also
 prefetches the other nodes still waiting for initialization, so even one worker makes a handful of cloud calls and is

@@ -135,7 +135,7 @@ export const scaleSection: BenchSection = {
 N nodes (registered with the uninitialized taint; all but ${BACKENDS} labelled \`${EXCLUDE_LB}\`, so each load
 balancer has ${BACKENDS} backends) and M LoadBalancer Services created at once by the benchmark's client; every instance
 exists in a fresh local cloud with no added latency. Each side runs \`--controllers=cloud-node,cloud-node-lifecycle,service
---kube-api-qps=${QPS} --kube-api-burst=${BURST}\` and otherwise its own defaults (workers: ours 10 node and 10 service
+--kube-api-qps=${QPS} --kube-api-burst=${BURST}\` and otherwise its own defaults (workers: ours 1 node and 10 service
 syncs; upstream 1 and 1), as its own process; upstream is \`k8s.io/cloud-provider\` ${CLOUD_PROVIDER_VERSION} forwarding to the
 local cloud as a sidecar (tools/upstream-ccm). Time runs from the first create until every node is initialized and
 every Service has its ingress; CPU and RSS are the CCM process's own since its start; writes exclude the
@@ -148,8 +148,8 @@ ${line('cloud calls', (f) => f.cloudCalls, int)}
 ${line('Node writes', (f) => f.nodeWrites, int)}
 ${line('Service writes', (f) => f.serviceWrites, int)}
 ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
-${line('RSS at start (MB)', (f) => f.startRssMb, f1)}
-${line('peak RSS (MB)', (f) => f.peakRssMb, f1, true)}
+${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
+${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
 
 Targets (issue 12): peak RSS with default flags ≤ 1.5× upstream's at 1,000 nodes + 1,000 Services and ≤ 2× at
 5,000 nodes + 10,000 Services; RSS at start ≤ 90 MiB; never slower than upstream.
