@@ -115,6 +115,36 @@ test.serial('RESOURCE_EXHAUSTED with RetryInfo longer than the backoff is retrie
   await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => ['throttled-long', 'backoff-clock'].includes(s.metadata!.name!)), { what: 'deleted' });
 });
 
+test.serial('RetryInfo beyond a timer\'s range (30 days) or zero is clamped: no hot loop', async (t) => {
+  const { core, state } = t.context;
+  // 30 days is past setTimeout's 24.8-day range: unclamped, the timer fires at once, again and again
+  // (hundreds of calls a second). Zero asks for an immediate retry. Both keep failing here.
+  const cases = [
+    { name: 'throttled-30d', retryAfterMs: String(30 * 24 * 3600 * 1000) },
+    { name: 'throttled-0', retryAfterMs: '0' },
+  ];
+  const uids: Record<string, string> = {};
+  for (const c of cases) {
+    const svc = await core.createNamespacedService({
+      namespace: NS,
+      body: lbService(c.name, NS, [{ port: 80 }], {}, { 'fault.test/retry-after-ms': c.retryAfterMs, 'fault.test/retry-times': '1000' }),
+    });
+    uids[c.name] = svc.metadata!.uid!;
+  }
+  // The clock, created after them: its first two ensures fail plainly, so its third comes after 5 s + 10 s of backoff.
+  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('clamp-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
+  await waitFor(async () => (await ensureCalls(state, clock.metadata!.uid!)).length >= 3, { what: 'three ensures of clamp-clock', timeoutMs: 120_000 });
+  const long = (await ensureCalls(state, uids['throttled-30d']!)).length;
+  const zero = (await ensureCalls(state, uids['throttled-0']!)).length;
+  t.log(`ensures meanwhile: ${long} for the 30-day delay, ${zero} for the zero delay, 3 for the clock`);
+  t.is(long, 1, 'a 30-day delay is held to the 1 h maximum: not retried meanwhile');
+  // A zero delay is raised to the per-Service backoff (5 s, 10 s, ...): about as often as the clock, which was created after it.
+  t.true(zero >= 2 && zero <= 4, `zero delay: ${zero} ensures while the clock made 3`);
+  const names = [...cases.map((c) => c.name), 'clamp-clock'];
+  for (const name of names) await core.deleteNamespacedService({ name, namespace: NS });
+  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => names.includes(s.metadata!.name!)), { what: 'deleted' });
+});
+
 test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress IP from the plugin → Warning event, no invalid write', async (t) => {
   const { core, state } = t.context;
   const cases: { name: string; body: V1Service; want: RegExp }[] = [
