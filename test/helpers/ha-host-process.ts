@@ -32,11 +32,11 @@ export interface HostProcess {
  * `ownApiServer`: the host talks to a control plane of the test's own, so it
  * need not be scoped with --node-selector (see node-scope.ts).
  */
-export function spawnHost(args: string[], logPath: string, opts: { ownApiServer?: boolean; env?: NodeJS.ProcessEnv } = {}): HostProcess {
+export function spawnHost(args: string[], logPath: string, opts: { ownApiServer?: boolean; env?: NodeJS.ProcessEnv; main?: string } = {}): HostProcess {
   if (!opts.ownApiServer) assertArgsNodeScoped(args);
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
-  const child = ManagedProcess.spawn('host', process.execPath, [MAIN, ...args], logPath, { keepAlive: true, env: opts.env });
+  const child = ManagedProcess.spawn('host', process.execPath, [opts.main ?? MAIN, ...args], logPath, { keepAlive: true, env: opts.env });
   let ended = false;
   void child.exited.then(() => (ended = true));
   const identity = (async () => {

@@ -33,12 +33,12 @@ export async function kubeconfigFile(dir: string): Promise<string> {
  * started. Output is appended to `logPath`; `env` replaces this process's
  * environment.
  */
-export async function startHostProcess(args: string[], logPath: string, env?: NodeJS.ProcessEnv): Promise<HostProcess> {
+export async function startHostProcess(args: string[], logPath: string, env?: NodeJS.ProcessEnv, main?: string): Promise<HostProcess> {
   // One replica: no lease to wait for after a SIGKILL (unless the caller asks for leader election).
   if (!args.some((a) => a.startsWith('--leader-elect'))) args = ['--leader-elect=false', ...args];
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
-  const host = spawnHost(args, logPath, { env });
+  const host = spawnHost(args, logPath, { env, main });
   const checkForbidden = async () => assertNoForbidden(await forbiddenInLog(logPath, offset), logPath);
   let timer: NodeJS.Timeout | undefined;
   const outcome = await Promise.race([

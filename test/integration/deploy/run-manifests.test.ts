@@ -16,7 +16,8 @@
  * | volume mounted at a path (args, env values)  | `<dir>/<volume name>`                             | no mounts; each volume is a directory |
  * | Secret volume                                | a file per key, mode defaultMode; absent when the case has no Secret | |
  * | `/tmp` mount as the temp directory           | env TMPDIR=`<dir>/tmp`                            | os.tmpdir() is /tmp in the container |
- * | files the image carries (`/opt/ccm/plugins`) | `<dir>/image/opt/ccm/plugins`, linking to dist/   | as the Dockerfile's exec stage |
+ * | the image's `/app`                           | the image's layout (test/helpers/image-layout.ts) | no Docker here: its dist/ compiled with tsconfig.image.json, production dependencies only |
+ * | files the image carries (`/opt/ccm/plugins`) | `<dir>/image/opt/ccm/plugins`, linking into it    | as the Dockerfile's exec stage |
  * | in-cluster config (token, CA, service host)  | env KUBECONFIG: the ServiceAccount's token        | not in a pod |
  * | a probe's or `--*port` flag's port           | a free port                                       | hostNetwork: ports are the machine's, shared by every test |
  *
@@ -33,7 +34,6 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1Container, type V1Deployment, type V1Node, type V1Probe, type V1Volume } from '@kubernetes/client-node';
 import { ManagedProcess } from '../../controlplane/managed-process.js';
 import { freePorts, get } from '../../controlplane/probe.js';
@@ -42,22 +42,33 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { startHostProcess, type HostProcess } from '../../helpers/host-process.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { renderDeploy, renderingName, type Rendering } from '../../helpers/manifests.js';
+import { buildImageLayout, type ImageLayout } from '../../helpers/image-layout.js';
 import { deleteScopedNodes, testScope } from '../../helpers/nodes.js';
 import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { waitFor } from '../../helpers/wait.js';
 
-const HOST_MAIN = fileURLToPath(new URL('../../../host/main.js', import.meta.url));
-const LOCAL_PLUGIN = fileURLToPath(new URL('../../../plugins/local/main.js', import.meta.url));
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 /** The message the host logs when --cloud-config-optional finds no file. */
 const NO_CLOUD_CONFIG = 'the --cloud-config file does not exist';
 
-/** What deploy/Dockerfile builds, by image name without the tag: the ENTRYPOINT (after `node`) and files the image carries. */
-const IMAGES: Record<string, { entrypoint: string; files?: Record<string, string> }> = {
-  'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: HOST_MAIN },
-  'ghcr.io/grpc-ccm/cloud-controller-manager-local': { entrypoint: HOST_MAIN, files: { '/opt/ccm/plugins/ccm-provider-local.js': LOCAL_PLUGIN } },
-  'ghcr.io/grpc-ccm/ccm-provider-local': { entrypoint: LOCAL_PLUGIN },
-};
+interface Image {
+  /** The ENTRYPOINT after `node`. */
+  entrypoint: string;
+  /** Files the image carries outside /app, each a link to a file of the layout. */
+  files?: Record<string, string>;
+  /** Whether this is a host image (started as a host process). */
+  host: boolean;
+}
+
+/** What deploy/Dockerfile builds, by image name without the tag, in the image layout built before the tests. */
+function imagesOf(layout: ImageLayout): Record<string, Image> {
+  return {
+    'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: layout.hostMain, host: true },
+    'ghcr.io/grpc-ccm/cloud-controller-manager-local': { entrypoint: layout.hostMain, host: true, files: { '/opt/ccm/plugins/ccm-provider-local.js': layout.localPlugin } },
+    'ghcr.io/grpc-ccm/ccm-provider-local': { entrypoint: layout.localPlugin, host: false },
+  };
+}
+let IMAGES: Record<string, Image> = {};
 
 interface Case extends Rendering {
   /** Whether the optional cloud config Secret exists. */
@@ -76,6 +87,7 @@ const scope = testScope('deployrun');
 const NS = `deployrun-${randomBytes(3).toString('hex')}`;
 
 test.before(async () => {
+  IMAGES = imagesOf(await buildImageLayout(await mkdtemp(join(tmpdir(), 'ccm-image-'))));
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: NS } } });
 });
@@ -173,7 +185,7 @@ async function runPod(t: { teardown(fn: () => Promise<void>): void }, c: Case, a
   const others: ContainerProcess[] = [];
   let host: HostProcess | undefined;
   // Other containers first: the host dials a sidecar's socket as soon as it starts.
-  for (const { container, image, paths } of [...processes].sort((a, b) => Number(a.image.entrypoint === HOST_MAIN) - Number(b.image.entrypoint === HOST_MAIN))) {
+  for (const { container, image, paths } of [...processes].sort((a, b) => Number(a.image.host) - Number(b.image.host))) {
     for (const [file, target] of Object.entries(image.files ?? {})) {
       const local = join(dir, 'image', container.name, file);
       await mkdir(join(local, '..'), { recursive: true });
@@ -189,7 +201,7 @@ async function runPod(t: { teardown(fn: () => Promise<void>): void }, c: Case, a
     if (paths.has('/tmp')) env.TMPDIR = paths.get('/tmp');
     for (const e of container.env ?? []) env[e.name] = mapPath(e.value ?? '');
     const logPath = join(dir, `${container.name}.log`);
-    if (image.entrypoint === HOST_MAIN) {
+    if (image.host) {
       const scoped = [
         `--node-selector=${scope.selector}`,
         `--watch-namespace=${NS}`,
@@ -197,7 +209,7 @@ async function runPod(t: { teardown(fn: () => Promise<void>): void }, c: Case, a
         `--webhook-secure-port=${ports.get(-1)}`,
         `--leader-elect-resource-namespace=${NS}`,
       ];
-      host = await startHostProcess([...args, ...scoped], logPath, env);
+      host = await startHostProcess([...args, ...scoped], logPath, env, image.entrypoint);
       const h = host;
       t.teardown(async () => void (await h.stop()));
     } else {

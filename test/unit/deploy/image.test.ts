@@ -1,0 +1,129 @@
+/**
+ * deploy/Dockerfile and its build context, checked without Docker: the base
+ * image is a current Node LTS pinned by digest, dependencies come from the
+ * lock file without dev packages, nothing but the product is compiled, the
+ * runtime user is not root, and .dockerignore (read with Docker's matching
+ * rules) lets through what the Dockerfile copies and nothing local or secret:
+ * no .localcluster/ keys and tokens, node_modules/, dist/, tests or .git.
+ * That the image's files run is test/integration/deploy/run-manifests.test.ts
+ * (it runs the shipped pods from the same layout).
+ */
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { REPO } from '../../helpers/image-layout.js';
+
+const run = promisify(execFile);
+// A CommonJS module whose types declare an ES default export: loaded as what it is.
+const ignore = createRequire(import.meta.url)('@balena/dockerignore') as (typeof import('@balena/dockerignore'))['default'];
+
+const dockerfile = async () => readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
+/** Instructions without comments and blank lines. */
+const instructions = async () =>
+  (await dockerfile())
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+
+/** Whether `path` (relative to the repository) is in the build context. */
+async function contextFilter(): Promise<(path: string) => boolean> {
+  const rules = (await readFile(join(REPO, '.dockerignore'), 'utf8')).split('\n');
+  return ignore().add(rules).createFilter();
+}
+
+test('the base image is a Node LTS of 22 or later, pinned by digest, and every stage uses it', async (t) => {
+  const lines = await instructions();
+  const arg = lines.find((l) => l.startsWith('ARG NODE_IMAGE='));
+  t.truthy(arg, 'ARG NODE_IMAGE=...');
+  const m = /^ARG NODE_IMAGE=node:(\d+)-[a-z-]+@sha256:[0-9a-f]{64}$/.exec(arg!);
+  t.truthy(m, `${arg} is node:<major>-<variant>@sha256:<digest>`);
+  const major = Number(m![1]);
+  t.true(major >= 22 && major % 2 === 0, `Node ${major} is an LTS line that is still supported`);
+  const stages = new Set<string>();
+  for (const from of lines.filter((l) => l.startsWith('FROM '))) {
+    const [, base, name] = /^FROM (\S+) AS (\S+)$/.exec(from) ?? [];
+    t.truthy(base, `${from} names its stage`);
+    t.true(base === '${NODE_IMAGE}' || stages.has(base!), `${from} starts from the pinned image or an earlier stage`);
+    stages.add(name!);
+  }
+  t.deepEqual([...stages].filter((s) => ['host', 'provider', 'exec'].includes(s)), ['host', 'provider', 'exec']);
+});
+
+test('dependencies come from the lock file, production only in the image; no COPY of the whole context', async (t) => {
+  const lines = await instructions();
+  t.true(lines.includes('RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund'), 'the runtime node_modules come from npm ci --omit=dev');
+  t.false(lines.some((l) => /^RUN npm install\b/.test(l)), 'never npm install (it may change the lock file)');
+  t.false(lines.some((l) => /^COPY (--\S+ )*\.\s/.test(l)), 'no COPY . (everything in the context)');
+  const runtime = lines.slice(lines.findIndex((l) => l.endsWith(' AS runtime')));
+  const nodeModules = runtime.filter((l) => l.startsWith('COPY') && l.includes('node_modules'));
+  t.deepEqual(nodeModules, ['COPY --from=deps --chown=root:root /app/node_modules ./node_modules'], 'node_modules from the production-only stage');
+});
+
+test('only the product is compiled: tsconfig.image.json includes no tests, demo or tools', async (t) => {
+  const lines = await instructions();
+  t.true(lines.includes('RUN npx tsc -p tsconfig.image.json'));
+  const cfg = JSON.parse(await readFile(join(REPO, 'tsconfig.image.json'), 'utf8')) as { include: string[] };
+  for (const dir of cfg.include) t.regex(dir, /^(host|sdk|plugins\/local|conformance|proto\/gen)\/\*\*\/\*\.ts$/, `${dir} is product code`);
+});
+
+test('every image runs as a non-root user', async (t) => {
+  const lines = await instructions();
+  let user = 'root';
+  const finalUser = new Map<string, string>();
+  let stage = '';
+  for (const l of lines) {
+    const from = /^FROM (\S+) AS (\S+)$/.exec(l);
+    if (from) {
+      stage = from[2]!;
+      user = finalUser.get(from[1]!) ?? 'root';
+    }
+    const u = /^USER (\S+)$/.exec(l);
+    if (u) user = u[1]!;
+    finalUser.set(stage, user);
+  }
+  for (const image of ['host', 'provider', 'exec']) {
+    const u = finalUser.get(image);
+    t.truthy(u && /^[1-9]\d*(:[1-9]\d*)?$/.test(u), `${image} runs as ${u}, a numeric non-root user`);
+  }
+});
+
+test('.dockerignore: what the Dockerfile copies is in the context; local, secret and test files are not', async (t) => {
+  const inContext = await contextFilter();
+  const tracked = (await run('git', ['ls-files'], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 })).stdout.split('\n').filter(Boolean);
+  // What a developer's tree holds beside the tracked files.
+  const local = [
+    '.localcluster/pki/admin.key',
+    '.localcluster/kubeconfig',
+    '.localcloud/state.json',
+    'node_modules/pino/package.json',
+    'host/node_modules/x/index.js',
+    'dist/host/main.js',
+    'host/dist/x.js',
+    'tsconfig.tsbuildinfo',
+    '.git/config',
+    'plugins/python/.venv/bin/python',
+  ];
+  for (const path of local) t.false(inContext(path), `${path} stays out of the build context`);
+  const sent = tracked.filter(inContext);
+  for (const path of sent) {
+    t.false(/^(test|demo|tools|docs|deploy|\.ci)\//.test(path) || /^plugins\/(go|python)\//.test(path), `${path} is not needed to build the image`);
+  }
+  // Every COPY source from the context (not --from a stage) is there.
+  for (const l of await instructions()) {
+    if (!l.startsWith('COPY ') || l.includes('--from=')) continue;
+    const parts = l.split(/\s+/).slice(1).filter((p) => !p.startsWith('--'));
+    for (const src of parts.slice(0, -1)) {
+      t.true(inContext(src), `${src} (${l}) is in the build context`);
+      t.true(
+        tracked.some((p) => p === src || p.startsWith(`${src}/`)),
+        `${src} names tracked files`,
+      );
+    }
+  }
+  for (const must of ['package-lock.json', 'host/main.ts', 'plugins/local/main.ts', 'sdk/serve.ts', 'proto/gen/ccm/provider/v1/common.ts']) {
+    t.true(sent.includes(must), `${must} is sent`);
+  }
+});
