@@ -5,7 +5,8 @@
  * backoff, and a longer one instead of the backoff), ImplementedElsewhere, random errors
  * converging with Warning events and no hot loop, and bad input (invalid
  * annotation or loadBalancerIP, a malformed ingress IP from the plugin)
- * turned into a Warning event with nothing invalid written.
+ * turned into a Warning event with nothing invalid written; and the metric
+ * names and labels dashboards of the upstream CCM read.
  *
  * Scoping: namespace lb-faults, nodes labelled lbtest=faults (none), ingress
  * pool 127.0.54.0/24.
@@ -227,4 +228,38 @@ test.serial('20 % random cloud errors: every Service converges, Warning events, 
     intervalMs: 500,
   });
   t.false((await cloudLbs(state)).some((l) => names.includes(l.serviceName)), 'no orphans despite the errors');
+});
+
+test.serial("upstream's metric names and labels are on the host's /metrics after this file's work (dashboards keep working)", async (t) => {
+  const BUILD_INFO = ['major', 'minor', 'git_version', 'git_commit', 'git_tree_state', 'build_date', 'go_version', 'compiler', 'platform'];
+  const families: { name: string; type: string; labels: string[] }[] = [
+    { name: 'service_controller_loadbalancer_sync_total', type: 'counter', labels: [] },
+    { name: 'service_controller_nodesync_error_total', type: 'counter', labels: [] },
+    { name: 'service_controller_nodesync_latency_seconds', type: 'histogram', labels: [] },
+    { name: 'service_controller_update_loadbalancer_host_latency_seconds', type: 'histogram', labels: [] },
+    { name: 'workqueue_longest_running_processor_seconds', type: 'gauge', labels: ['name'] },
+    { name: 'workqueue_unfinished_work_seconds', type: 'gauge', labels: ['name'] },
+    { name: 'rest_client_request_duration_seconds', type: 'histogram', labels: ['verb', 'host'] },
+    { name: 'rest_client_rate_limiter_duration_seconds', type: 'histogram', labels: ['verb', 'host'] },
+    { name: 'rest_client_requests_total', type: 'counter', labels: ['code', 'method', 'host'] },
+    { name: 'kubernetes_build_info', type: 'gauge', labels: BUILD_INFO },
+  ];
+  // The service controller registers its metrics when it starts, which may come after startHost returned.
+  const text = await waitFor(
+    async () => {
+      const body = await t.context.host.metrics.registry.metrics();
+      return families.every((f) => body.includes(`# TYPE ${f.name} `)) ? body : undefined;
+    },
+    { what: 'every family registered' },
+  );
+  for (const f of families) {
+    t.regex(text, new RegExp(`^# TYPE ${f.name} ${f.type}$`, 'm'), `${f.name} is a ${f.type}`);
+    const suffix = f.type === 'histogram' ? '_(?:bucket|sum|count)' : '';
+    const samples = [...text.matchAll(new RegExp(`^${f.name}${suffix}(?:\\{([^}]*)\\})? \\S+$`, 'gm'))];
+    t.true(samples.length > 0, `${f.name} has samples`);
+    for (const s of samples) {
+      const keys = [...(s[1] ?? '').matchAll(/(\w+)="/g)].map((m) => m[1]!).filter((k) => k !== 'le');
+      t.deepEqual(keys.sort(), [...f.labels].sort(), `${f.name} labels: ${s[0]}`);
+    }
+  }
 });
