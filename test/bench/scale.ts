@@ -73,7 +73,8 @@ async function scaleRun(cp: ControlPlane, side: Side, nodes: number, services: n
       }),
     );
     const createServices = mapLimit(Array.from({ length: services }, (_, i) => i), CONCURRENCY / 2, (i) =>
-      core.createNamespacedService({ namespace: ns, body: lbService(`s${i}`, ns, [{ port: 8080 }]) }),
+      // No node ports: the default NodePort range (30000-32767) holds 2,768, and no traffic flows here.
+      core.createNamespacedService({ namespace: ns, body: lbService(`s${i}`, ns, [{ port: 8080 }], { allocateLoadBalancerNodePorts: false }) }),
     );
     await Promise.all([createNodes, createServices]);
     let lastProgress = 0;
@@ -133,7 +134,8 @@ export const scaleSection: BenchSection = {
     const markdown = `## Scale: nodes and Services at once, beside the upstream CCM, each at its defaults
 
 N nodes (registered with the uninitialized taint; all but ${BACKENDS} labelled \`${EXCLUDE_LB}\`, so each load
-balancer has ${BACKENDS} backends) and M LoadBalancer Services created at once by the benchmark's client; every instance
+balancer has ${BACKENDS} backends) and M LoadBalancer Services (\`allocateLoadBalancerNodePorts: false\`: the default NodePort
+range holds only 2,768 ports, and no traffic flows here) created at once by the benchmark's client; every instance
 exists in a fresh local cloud with no added latency. Each side runs \`--controllers=cloud-node,cloud-node-lifecycle,service
 --kube-api-qps=${QPS} --kube-api-burst=${BURST}\` and otherwise its own defaults (workers: ours 1 node and 10 service
 syncs; upstream 1 and 1), as its own process; upstream is \`k8s.io/cloud-provider\` ${CLOUD_PROVIDER_VERSION} forwarding to the
