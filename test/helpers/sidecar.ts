@@ -14,7 +14,8 @@ export interface Sidecar {
   stop(): Promise<void>;
 }
 
-function answers(path: string): Promise<boolean> {
+/** Whether something accepts connections on the Unix socket `path`. */
+export function answers(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect(path);
     s.once('connect', () => {

@@ -9,7 +9,6 @@
  */
 import test from 'ava';
 import { mkdtemp } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,21 +18,10 @@ import { createLogger, silentLogger } from '../../host/log.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { logFile } from '../helpers/log-file.js';
+import { answers } from '../helpers/sidecar.js';
 import { assertNodeScoped } from '../helpers/node-scope.js';
 import { checkForbiddenOnStop } from '../helpers/forbidden.js';
 import { hostKubeConfig } from '../helpers/service-account.js';
-
-/** True when connecting to the Unix socket `path` finds no listener (the file is gone or refuses). */
-function nobodyListens(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const conn = createConnection(path);
-    conn.once('connect', () => {
-      conn.destroy();
-      resolve(false);
-    });
-    conn.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ENOENT' || err.code === 'ECONNREFUSED'));
-  });
-}
 
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 
@@ -84,7 +72,7 @@ for (const c of CASES) {
       // (The file itself may stay: the plugin removes it on a graceful exit, but a plugin that did not exit
       // within the stop's SIGTERM bound, as on a loaded machine, is SIGKILLed, and a socket outside the
       // host's private directory is not the host's to delete.)
-      if (socket) t.true(await nobodyListens(socket), `the refused plugin is gone: nothing listens on ${socket}`);
+      if (socket) t.false(await answers(socket), `the refused plugin is gone: nothing listens on ${socket}`);
     } else {
       const identity = await s.start();
       t.is(identity.info.name, 'bad.ccm.dev');
