@@ -31,7 +31,7 @@ import type { HealthServer } from './server/server.js';
 import { HostHealth } from './health.js';
 import { delegatedAuth, type RequestAuth } from './server/delegated-auth.js';
 import { startSecureServer } from './server/secure-server.js';
-import { within } from '../sdk/server.js';
+import { within } from '../sdk/within.js';
 import { HOST_VERSION } from './version.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from './redact.js';
 import { setMaxListeners } from 'node:events';

@@ -16,6 +16,7 @@ import { GRPC_MESSAGE_SIZE_OPTIONS, HEALTH_SERVICE_NAME } from './protocol.js';
 import type { CloudProvider } from './provider.js';
 import { PROVIDER_SERVICES, providerService } from './services.js';
 import { prepareSocketPath, removeSocketFile } from './socket.js';
+import { within } from './within.js';
 
 /** Longest wait for grpc-js to bind the socket. */
 export const BIND_TIMEOUT_MS = 10_000;
@@ -54,23 +55,6 @@ export interface ProviderServer {
    * Idempotent: later calls return the first call's promise. Never rejects.
    */
   stop(graceMs: number): Promise<void>;
-}
-
-/** Resolves true if `p` settles within `ms`, false otherwise; never rejects. */
-export function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), Math.max(0, ms));
-    p.then(
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-    );
-  });
 }
 
 function bind(server: Server, socketPath: string): Promise<void> {

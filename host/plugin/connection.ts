@@ -5,8 +5,8 @@
  * rejected at once when the plugin dies (instead of each waiting out its
  * deadline).
  */
-import { connectivityState, credentials, makeGenericClientConstructor, Metadata, status as Code, type Client, type ServiceError, type ClientUnaryCall } from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
+import { connectivityState, credentials, Metadata, status as Code, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import { HealthClient, SERVING } from './health-client.js';
 import { IdentityServiceClient } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { LifecycleServiceClient } from '../../proto/gen/ccm/provider/v1/lifecycle.js';
 import { InstancesServiceClient } from '../../proto/gen/ccm/provider/v1/instances.js';
@@ -29,13 +29,6 @@ import {
 } from '../errors.js';
 
 
-const HealthClient = makeGenericClientConstructor(healthService as never, 'Health') as unknown as new (
-  address: string,
-  creds: ReturnType<typeof credentials.createInsecure>,
-  options?: object,
-) => Client & {
-  check(req: { service: string }, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res?: { status: unknown }) => void): ClientUnaryCall;
-};
 
 /** Per-connection call policy: who is calling, and whether cloud mutations may be sent now. */
 export interface CallPolicy {
@@ -174,7 +167,7 @@ export class PluginConnection {
   async healthCheck(timeoutMs: number): Promise<boolean> {
     return new Promise((resolve) => {
       this.health.check({ service: HEALTH_SERVICE_NAME }, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
-        resolve(!err && (res?.status === 'SERVING' || res?.status === 1));
+        resolve(!err && res?.status === SERVING);
       });
     });
   }
