@@ -45,11 +45,20 @@ export class DeletionBrake {
     return Math.max(Math.floor((nodes * this.limit.percent) / 100), MIN_PERCENT_LIMIT_NODES);
   }
 
-  /** How many more Nodes may be deleted now. */
-  allowance(nodes: number): number {
+  /**
+   * The bound for this window when the controller sees `nodes` Nodes now. A
+   * percentage counts the Nodes deleted inside the window too: otherwise
+   * each deletion would shrink the bound (10 % of 200 would allow only 19).
+   */
+  windowBound(nodes: number): number {
     const cutoff = this.now() - this.windowMs;
     while (this.recent.length > 0 && this.recent[0]! <= cutoff) this.recent.shift();
-    return Math.max(0, this.bound(nodes) - this.recent.length);
+    return this.bound(nodes + this.recent.length);
+  }
+
+  /** How many more Nodes may be deleted now. */
+  allowance(nodes: number): number {
+    return Math.max(0, this.windowBound(nodes) - this.recent.length);
   }
 
   /** Counts one deletion that happened now. */

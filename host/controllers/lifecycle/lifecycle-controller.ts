@@ -235,7 +235,7 @@ export class NodeLifecycleController {
     const since = (n: V1Node) => this.heldSince.get(n.metadata!.name!) ?? now;
     const ordered = [...doomed].sort((a, b) => since(a) - since(b) || a.metadata!.name!.localeCompare(b.metadata!.name!));
     const held = ordered.slice(allowed);
-    const bound = this.brake.bound(nodes);
+    const bound = this.brake.windowBound(nodes);
     const window = formatGoDuration(this.brake.windowMs);
     const fresh: string[] = [];
     for (const node of held) {

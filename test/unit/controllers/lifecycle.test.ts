@@ -165,6 +165,20 @@ test('DeletionBrake window: deletions count for exactly one window, then free th
   t.is(b.allowance(10), 2);
 });
 
+test('DeletionBrake percentage: Nodes deleted inside the window still count, so 10 % of 200 allows 20, not 19', (t) => {
+  let now = 0;
+  const b = new DeletionBrake({ percent: 10 }, 60_000, () => now);
+  for (let deleted = 0; deleted < 19; deleted++) {
+    t.is(b.allowance(200 - deleted), 20 - deleted, `after ${deleted} deletions`);
+    b.record();
+  }
+  t.is(b.allowance(181), 1, 'the 20th of 200');
+  b.record();
+  t.is(b.allowance(180), 0);
+  now = 60_000;
+  t.is(b.allowance(180), 18, 'a new window: 10 % of the 180 left');
+});
+
 test('brake: of many "gone" nodes only the bound is deleted; the rest get one Warning each and go on later passes, oldest hold first', async (t) => {
   const nodes = Array.from({ length: 8 }, (_, i) => mkNode(`n${i}`, false));
   const h = harness(nodes, () => ({ exists: false }), 0, { count: 3 }, 60_000);
