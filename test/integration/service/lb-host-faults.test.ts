@@ -29,6 +29,9 @@ const LABELS = { lbtest: 'host-faults' };
 const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
 /** Written by the fixture (importing it would start it). */
 const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
+const HOSTS_CALLS_FILE = 'hosts-calls.jsonl';
+/** Upstream's UpdateLoadBalancerFailed message: names, then the node count, then the error. */
+const UPSTREAM_MESSAGE = /^Error updating load balancer with new hosts \[[^\]]*\] \[node names limited, total number of nodes: \d+\], error: /;
 const test = anyTest as TestFn<{ cloud: string; host: TestHost; core: CoreV1Api; nodes: string[] }>;
 
 test.before(async (t) => {
@@ -93,6 +96,7 @@ test.serial('a failed host update of one Service: Warning UpdateLoadBalancerFail
   ]);
   await addNode(t, 'lb-host-faults-n1', '127.0.87.251');
   const ev = await waitFor(() => updateFailed(core, bad!), { what: 'UpdateLoadBalancerFailed on hosts-unavailable' });
+  t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
   t.regex(ev.message ?? '', /lb-host-faults-n1.*host update unavailable/);
   await waitFor(() => backendsAre(cloud, bad!, t.context.nodes), { what: 'hosts-unavailable re-ensured with the new node' });
   await waitFor(() => backendsAre(cloud, good!, t.context.nodes), { what: 'hosts-fine updated' });
@@ -108,6 +112,7 @@ test.serial('a cloud outage while a node joins: Warning UpdateLoadBalancerFailed
   await addNode(t, 'lb-host-faults-n2', '127.0.87.252');
   for (const s of svcs) {
     const ev = await waitFor(() => updateFailed(core, s), { what: `UpdateLoadBalancerFailed on ${s.metadata!.name}` });
+    t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
     t.regex(ev.message ?? '', /lb-host-faults-n2/);
   }
   await localcloud(cloud, 'knobs', 'unset', 'failAll');
