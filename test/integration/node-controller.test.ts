@@ -161,6 +161,30 @@ test.serial("a cloud that reports no addresses leaves the kubelet's addresses al
   t.deepEqual((node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })), kubelet, "the kubelet's InternalIP is kept");
 });
 
+test.serial('provided-node-ip (kubelet --node-ip): that IP is the first and only InternalIP, whatever the family (upstream drops fd00::12 too)', async (t) => {
+  const { dir, core } = t.context;
+  const name = 'provided-node-ip';
+  const cloud = ['fd00::12', '127.0.1.111', '127.0.1.112', 'ExternalIP=127.0.2.112'];
+  await localcloud(join(dir, 'cloud'), 'instance', 'add', name, ...cloud.flatMap((a) => ['--address', a]));
+  await core.createNode({
+    body: {
+      metadata: { name, labels: { ...scope.labels, 'kubernetes.io/hostname': name }, annotations: { 'alpha.kubernetes.io/provided-node-ip': '127.0.1.112' } },
+      spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+      status: { addresses: [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.1.112' }] },
+    },
+  });
+  const node = await waitFor(async () => {
+    const n = await core.readNode({ name });
+    return initialized(n) ? n : undefined;
+  }, { what: `node ${name} initialized` });
+  const want = [
+    { type: 'InternalIP', address: '127.0.1.112' },
+    { type: 'ExternalIP', address: '127.0.2.112' },
+    { type: 'Hostname', address: name },
+  ];
+  t.deepEqual((node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })), want);
+});
+
 test.serial('the address refresh runs as soon as the host starts, not one period later (upstream runs it at once)', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-node-refresh-it-'));
   const refreshScope = testScope('nodectl-refresh');

@@ -10,6 +10,9 @@ import type { NodeRef } from '../../cloud.js';
 import type { HostsUpdateResult, LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
 import { chunks } from '../../util/chunks.js';
 
+/** Node names listed in an UpdateLoadBalancerFailed message at most (upstream's maxNodeNamesToLog). */
+export const MAX_NODE_NAMES_IN_EVENT = 20;
+
 /** A Service's outcome; `callFailed` when its error is that of a call that failed as a whole. */
 export type ChunkedHostsResult = HostsUpdateResult & { callFailed?: true };
 
@@ -38,4 +41,16 @@ export async function updateHostsInChunks(
     }
   }
   return results;
+}
+
+/**
+ * The message of a Warning `UpdateLoadBalancerFailed`, as upstream's
+ * (`Error updating load balancer with new hosts %v [node names limited,
+ * total number of nodes: %d], error: %v`): the names of the first
+ * MAX_NODE_NAMES_IN_EVENT nodes, sorted, then `<k more>` for the rest.
+ */
+export function hostsUpdateFailedMessage(nodeNames: readonly string[], error: string): string {
+  const names = [...new Set(nodeNames.slice(0, MAX_NODE_NAMES_IN_EVENT))].sort();
+  if (nodeNames.length > MAX_NODE_NAMES_IN_EVENT) names.push(`<${nodeNames.length - MAX_NODE_NAMES_IN_EVENT} more>`);
+  return `Error updating load balancer with new hosts [${names.join(' ')}] [node names limited, total number of nodes: ${nodeNames.length}], error: ${error}`;
 }

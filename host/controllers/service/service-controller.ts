@@ -56,7 +56,7 @@ import { toNodeRef } from '../node-ref.js';
 import { serviceMetrics, type ServiceMetrics } from './metrics.js';
 import { backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, nodeUpdateNeedsSync, wantsLoadBalancer } from './predicates.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
-import { updateHostsInChunks } from './host-updates.js';
+import { hostsUpdateFailedMessage, updateHostsInChunks } from './host-updates.js';
 import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
 
@@ -65,8 +65,6 @@ export const MIN_RETRY_DELAY_MS = 5_000;
 export const MAX_RETRY_DELAY_MS = 300_000;
 /** Services per batch host update call. */
 const MAX_BATCH_SERVICES = 1000;
-/** Node names listed in an event message at most (upstream's limit). */
-const MAX_NODE_NAMES_IN_EVENT = 20;
 const NODES_KEY = 'nodes';
 /** Finalizer writes in flight at once while companions are prepared (the client's QPS limit meters them). */
 const COMPANION_FINALIZER_CONCURRENCY = 16;
@@ -480,9 +478,8 @@ export class ServiceController {
     // A load balancer gone (e.g. deleted behind our back) is no failure: EnsureLoadBalancer recreates it.
     const gone = !callFailed && error instanceof CloudCallError && error.code === 'NOT_FOUND';
     if (!gone) {
-      const names = nodes.slice(0, MAX_NODE_NAMES_IN_EVENT).map((n) => n.metadata?.name ?? '');
-      const more = nodes.length > MAX_NODE_NAMES_IN_EVENT ? ` [node names limited, total number of nodes: ${nodes.length}]` : '';
-      this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, `Error updating load balancer with new hosts [${names.join(' ')}]${more}, error: ${errorMessage(error)}`);
+      const message = hostsUpdateFailedMessage(nodes.map((n) => n.metadata?.name ?? ''), errorMessage(error));
+      this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, message);
     }
     // Still stale: the node queue retries the whole call (see syncNodesOnce).
     if (callFailed) return;

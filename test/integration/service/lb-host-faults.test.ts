@@ -3,11 +3,12 @@
  * local cloud wrapped in the fault fixture (test/fixtures/lb-fault-provider.ts)
  * as a real plugin process that keeps the batch UpdateLoadBalancerHosts:
  * a node joins while the update fails for one Service, for the whole call
- * (a cloud outage), or asks to be retried later (RetryInfo). Each failure is
- * a Warning `UpdateLoadBalancerFailed` on the Service (upstream's reason).
- * A Service whose entry failed is re-ensured with the new nodes (on its
- * backoff, or after the provider's delay); after an outage the whole update
- * is retried as one batch call.
+ * (a cloud outage), or asks to be retried later (RetryInfo, for one entry or
+ * the whole call). Each failure is a Warning `UpdateLoadBalancerFailed` on
+ * the Service (upstream's reason and message). A Service whose entry failed
+ * is re-ensured with the new nodes (on its backoff, or after the provider's
+ * delay); after an outage the whole update is retried as one batch call (on
+ * the node queue's backoff, or after the call's delay).
  *
  * Scoping: namespace lb-host-faults, nodes labelled lbtest=host-faults
  * (lb-host-faults-n*), ingress pool 127.0.87.0/24, cluster name hostfaults.
@@ -29,6 +30,9 @@ const LABELS = { lbtest: 'host-faults' };
 const FIXTURE = fileURLToPath(new URL('../../fixtures/lb-fault-provider.js', import.meta.url));
 /** Written by the fixture (importing it would start it). */
 const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
+const HOSTS_CALLS_FILE = 'hosts-calls.jsonl';
+/** Upstream's UpdateLoadBalancerFailed message: names, then the node count, then the error. */
+const UPSTREAM_MESSAGE = /^Error updating load balancer with new hosts \[[^\]]*\] \[node names limited, total number of nodes: \d+\], error: /;
 const test = anyTest as TestFn<{ cloud: string; host: TestHost; core: CoreV1Api; nodes: string[] }>;
 
 test.before(async (t) => {
@@ -85,6 +89,12 @@ async function ensureCalls(cloud: string, uid: string): Promise<number> {
   return text.split('\n').filter((l) => l && (JSON.parse(l) as { uid: string }).uid === uid).length;
 }
 
+/** UpdateLoadBalancerHosts calls that carried `uid`. */
+async function hostsCalls(cloud: string, uid: string): Promise<number> {
+  const text = await readFile(join(cloud, HOSTS_CALLS_FILE), 'utf8').catch(() => '');
+  return text.split('\n').filter((l) => l && (JSON.parse(l) as { uids: string[] }).uids.includes(uid)).length;
+}
+
 test.serial('a failed host update of one Service: Warning UpdateLoadBalancerFailed on it only, then re-ensured with the new node', async (t) => {
   const { core, cloud } = t.context;
   const [bad, good] = await createEnsured(core, [
@@ -93,6 +103,7 @@ test.serial('a failed host update of one Service: Warning UpdateLoadBalancerFail
   ]);
   await addNode(t, 'lb-host-faults-n1', '127.0.87.251');
   const ev = await waitFor(() => updateFailed(core, bad!), { what: 'UpdateLoadBalancerFailed on hosts-unavailable' });
+  t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
   t.regex(ev.message ?? '', /lb-host-faults-n1.*host update unavailable/);
   await waitFor(() => backendsAre(cloud, bad!, t.context.nodes), { what: 'hosts-unavailable re-ensured with the new node' });
   await waitFor(() => backendsAre(cloud, good!, t.context.nodes), { what: 'hosts-fine updated' });
@@ -108,6 +119,7 @@ test.serial('a cloud outage while a node joins: Warning UpdateLoadBalancerFailed
   await addNode(t, 'lb-host-faults-n2', '127.0.87.252');
   for (const s of svcs) {
     const ev = await waitFor(() => updateFailed(core, s), { what: `UpdateLoadBalancerFailed on ${s.metadata!.name}` });
+    t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
     t.regex(ev.message ?? '', /lb-host-faults-n2/);
   }
   await localcloud(cloud, 'knobs', 'unset', 'failAll');
@@ -130,4 +142,20 @@ test.serial('a host update answered with RetryInfo is retried after that delay, 
   await waitFor(async () => (await ensureCalls(cloud, clock.metadata!.uid!)) >= 3, { what: 'three ensures of the clock Service', timeoutMs: 120_000 });
   t.is(await ensureCalls(cloud, slow!.metadata!.uid!), 1, 'hosts-retry-later not re-ensured before its RetryInfo delay');
   await deleteAll(core, [slow!, clock]);
+});
+
+test.serial('a batch host update that fails as a whole with RetryInfo: Warning on the Service, the call retried after that delay, not on the backoff', async (t) => {
+  const { core, cloud } = t.context;
+  // The whole call answers RetryInfo 1 h; the node queue's backoff would retry it after 5 s, then 10 s.
+  const [held] = await createEnsured(core, [lbService('hosts-call-retry-later', NS, [{ port: 80 }], {}, { 'fault.test/hosts-call-error': 'retry-after:3600000' })]);
+  await addNode(t, 'lb-host-faults-n4', '127.0.87.254');
+  const ev = await waitFor(() => updateFailed(core, held!), { what: 'UpdateLoadBalancerFailed on hosts-call-retry-later' });
+  t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
+  t.regex(ev.message ?? '', /lb-host-faults-n4.*throttled/);
+  // The clock, as above: its third ensure comes after its 5 s + 10 s backoff.
+  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('hosts-call-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
+  await waitFor(async () => (await ensureCalls(cloud, clock.metadata!.uid!)) >= 3, { what: 'three ensures of the clock Service', timeoutMs: 120_000 });
+  t.is(await hostsCalls(cloud, held!.metadata!.uid!), 1, 'the failed call not retried before its RetryInfo delay');
+  t.is(await ensureCalls(cloud, held!.metadata!.uid!), 1, 'nor the Service re-ensured meanwhile');
+  await deleteAll(core, [held!, clock]);
 });

@@ -174,3 +174,33 @@ test.serial('nodes added, removed and excluded: backends follow, one batch updat
   const updated = await serviceEvents(core, (await readSvc(core, 'n1'))!);
   t.true(updated.some((e) => e.reason === 'UpdatedLoadBalancer'));
 });
+
+test.serial("the autoscaler's taint and a deletionTimestamp start no backend update; the next update leaves such nodes out (upstream, KEP-3458)", async (t) => {
+  // Continues the test above: n1 and n2 have the backend lbit-a (lbit-b excluded, lbit-c deleted).
+  const { core, cloud, host } = t.context;
+  const { patchOptions } = await import('../../helpers/kube-patch.js');
+  const backendsOf = async () => {
+    const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
+    return lbs.map((l) => l.backends.map((b) => b.nodeName).sort().join(','));
+  };
+  const settle = async (want: string, what: string) => {
+    await waitFor(async () => (await backendsOf()).every((b) => b === want) && (await backendsOf()).length === 2, { what });
+  };
+  const batchCalls = () => pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts');
+  // lbit-e is held by a finalizer of ours, so its deletion leaves it with a deletionTimestamp.
+  const HOLD = 'ccm.test/hold';
+  await addNode(t, 'lbit-d', '127.0.52.4');
+  await core.createNode({ body: { metadata: { name: 'lbit-e', labels: { 'kubernetes.io/hostname': 'lbit-e', ...SELECTOR }, finalizers: [HOLD] }, status: { addresses: [{ type: 'InternalIP', address: '127.0.52.5' }] } } });
+  t.context.nodes.push('lbit-e');
+  t.teardown(() => core.patchNode({ name: 'lbit-e', body: { metadata: { finalizers: null } } }, patchOptions('merge')).then(() => undefined, () => undefined));
+  await settle('lbit-a,lbit-d,lbit-e', 'lbit-d and lbit-e are backends');
+  const batches = await batchCalls();
+
+  // Each is a backend until something else changes the node set: kube-proxy's health check drains it first.
+  await core.patchNode({ name: 'lbit-d', body: { spec: { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' }] } } }, patchOptions('merge'));
+  await core.deleteNode({ name: 'lbit-e' });
+  await waitFor(async () => (await core.readNode({ name: 'lbit-e' })).metadata?.deletionTimestamp, { what: 'lbit-e being deleted' });
+  await addNode(t, 'lbit-f', '127.0.52.6');
+  await settle('lbit-a,lbit-f', 'the next update (a node added) leaves the tainted and the deleting node out');
+  t.is(await batchCalls(), batches + 1, 'one batch call: the taint and the deletionTimestamp made none of their own');
+});
