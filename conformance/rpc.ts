@@ -101,6 +101,7 @@ export class Rpc {
   }
 
   /** Calls `method` (e.g. "InstanceMetadata") on `client`; rejects with RpcError. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- checks read fields of answers they name no type for
   call<Res = any>(client: object, method: string, request: object, timeoutMs = this.timeoutMs): Promise<Res> {
     const fn = (client as Record<string, Unary>)[method.charAt(0).toLowerCase() + method.slice(1)];
     if (typeof fn !== 'function') return Promise.reject(new Error(`no client method ${method}`));

@@ -88,10 +88,6 @@ export type EnsureResult = { uid: string; status: LbStatus; error?: undefined } 
 export const MAX_BATCH_ENSURE = 500;
 
 export interface LoadBalancers {
-  /** The load balancer's status, or undefined when none exists. Read-only. */
-  getLoadBalancer(clusterName: string, svc: ServiceRef): Promise<LbStatus | undefined>;
-  /** The provider's cloud name of the Service's load balancer (deterministic). Read-only. */
-  getLoadBalancerName(clusterName: string, svc: ServiceRef): Promise<string>;
   /** Creates or converges the load balancer to `svc` and `nodes`; idempotent. */
   ensureLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<LbStatus>;
   /** Replaces the backend set only; idempotent. A NOT_FOUND CloudCallError when it does not exist. */

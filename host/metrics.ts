@@ -1,7 +1,7 @@
 /**
  * The host's Prometheus metrics: one prom-client Registry per host, served
  * on /metrics. Upstream names are kept where upstream has the metric
- * (upstream-ccm.md §4); `ccm_*` metrics are ours. Upstream has no generic
+ * (component-base and cloud-provider's controllers); `ccm_*` metrics are ours. Upstream has no generic
  * cloud-call metrics, but every cloud call here crosses the plugin boundary,
  * so the host measures them.
  *

@@ -12,6 +12,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 
+// eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC
 const ANSI = /\u001b\[[0-9;]*m/g;
 
 export interface AvaCounts {

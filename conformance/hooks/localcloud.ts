@@ -29,13 +29,13 @@ async function main(argv: string[]): Promise<number> {
   const store = new StateStore(resolveStateDir(state));
   const [verb, a, b] = args;
   if (verb === 'create-instance' && a) {
-    const existing = (await store.read()).instances.find((i) => i.name === a);
+    const existing = store.read().instances.find((i) => i.name === a);
     const inst = existing ?? (await addInstances(store, [{ name: a, addresses: [], labels: {} }], inventoryDefaults()))[0]!;
     process.stdout.write(providerIdOf(inst.id) + '\n');
     return 0;
   }
   if (verb === 'delete-instance' && a) {
-    if ((await store.read()).instances.some((i) => i.name === a)) await deleteInstance(store, a);
+    if (store.read().instances.some((i) => i.name === a)) await deleteInstance(store, a);
     return 0;
   }
   if (verb === 'throttle' && a === 'on') {

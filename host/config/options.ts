@@ -103,8 +103,8 @@ export interface HostOptions {
 
 /**
  * Default of `--concurrent-service-syncs`. Upstream ships 1, and a single
- * worker is the most reported service-controller problem (upstream-ccm.md §5
- * #1): one slow EnsureLoadBalancer (minutes on some clouds) stalls every other
+ * worker is the most reported service-controller problem in upstream's issue
+ * tracker: one slow EnsureLoadBalancer (minutes on some clouds) stalls every other
  * Service, and after a restart every LB Service is re-ensured one by one
  * (1,000 Services × 200 ms = over 3 minutes). Workers here are async tasks,
  * not threads, so they cost almost nothing, and one Service is still never

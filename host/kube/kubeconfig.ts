@@ -178,7 +178,7 @@ function loadFile(file: string, source: string): KubeConfigData {
     if (size > MAX_KUBECONFIG_BYTES) throw new Error(`file is ${size} bytes, more than the ${MAX_KUBECONFIG_BYTES} a kubeconfig may have`);
     return parseKubeConfig(fs.readFileSync(file, 'utf8'), path.dirname(path.resolve(file)));
   } catch (err) {
-    throw new Error(`cannot load kubeconfig ${file} from ${source}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`cannot load kubeconfig ${file} from ${source}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }
 

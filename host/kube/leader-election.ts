@@ -211,7 +211,7 @@ export class LeaderElector {
     while (!signal.aborted) {
       const deadline = this.now() + this.o.renewDeadlineMs;
       const attempt = AbortSignal.any([signal, AbortSignal.timeout(this.o.renewDeadlineMs)]);
-      let ok = false;
+      let ok: boolean;
       for (;;) {
         ok = await this.tryAcquireOrRenew(attempt);
         if (ok || attempt.aborted || this.now() >= deadline) break;

@@ -16,7 +16,6 @@ export const MAX_MESSAGE_BYTES = 1024;
 export const TRUNCATION_SUFFIX = ' ...';
 
 /** Line breaks and tabs: each becomes one space, so a message stays one line. */
-// eslint-disable-next-line no-control-regex
 const BREAKS = /\r\n|[\t\n\v\f\r\u0085\u2028\u2029]/g;
 /**
  * Other control characters (C0, DEL, C1) and invisible characters that

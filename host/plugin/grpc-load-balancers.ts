@@ -106,17 +106,6 @@ export class GrpcLoadBalancers implements LoadBalancers {
     return { clusterName, operationId: svc ? `svc-${svc.uid}` : '', attempt: 1 };
   }
 
-  async getLoadBalancer(clusterName: string, svc: ServiceRef): Promise<LbStatus | undefined> {
-    const r = await this.t.callLb<{ exists: boolean; status?: PbStatus }>('GetLoadBalancer', { meta: this.meta(clusterName), service: toPbService(svc) }, false);
-    return r.exists ? checkedStatus('GetLoadBalancer', r.status ?? { ingress: [] }) : undefined;
-  }
-
-  async getLoadBalancerName(clusterName: string, svc: ServiceRef): Promise<string> {
-    const r = await this.t.callLb<{ name: string }>('GetLoadBalancerName', { meta: this.meta(clusterName), service: toPbService(svc) }, false);
-    if (!r.name || r.name.length > 255) throw new InvalidCloudResponseError('GetLoadBalancerName', ['name must be 1..255 characters']);
-    return r.name;
-  }
-
   async ensureLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<LbStatus> {
     const r = await this.t.callLb<{ status?: PbStatus }>(
       'EnsureLoadBalancer',

@@ -64,6 +64,6 @@ export function readHandshake(stdout: Readable, opts: ReadHandshakeOptions): Pro
         finish(new PluginStartError(how ? `plugin exited before its handshake (${how})` : 'plugin closed stdout before printing its handshake')),
       );
     });
-    opts.exited.then((how) => finish(new PluginStartError(`plugin exited before its handshake (${how})`)));
+    void opts.exited.then((how) => finish(new PluginStartError(`plugin exited before its handshake (${how})`)));
   });
 }

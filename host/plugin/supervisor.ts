@@ -213,7 +213,7 @@ export class PluginSupervisor extends EventEmitter {
       this.proc = proc;
       expectedInstance = proc.instanceId;
       this.conn = this.newConnection(proc.target);
-      proc.exited.then((how) => this.onExit(proc, how));
+      void proc.exited.then((how) => this.onExit(proc, how));
     } else {
       // A sidecar may share a group with the host (0660 + fsGroup), so this only warns.
       const path = mode.endpoint.replace(/^unix:\/\//, '');

@@ -1,6 +1,6 @@
 /**
  * The health and metrics server on `--bind-address:--secure-port`, shaped
- * like kube's (k8s.io/apiserver/pkg/server/healthz, upstream-ccm.md §4):
+ * like kube's (k8s.io/apiserver/pkg/server/healthz):
  *
  *   GET /healthz              200 "ok", or 500 with one `[+]name ok` /
  *                             `[-]name failed: reason` line per check;

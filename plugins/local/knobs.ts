@@ -127,7 +127,7 @@ export function knobsFromEnv(env: NodeJS.ProcessEnv = process.env): KnobSettings
     try {
       out[name] = parseKnobValue(name, raw);
     } catch (err) {
-      throw new RangeError(`${KNOB_ENV[name]}: ${(err as Error).message}`);
+      throw new RangeError(`${KNOB_ENV[name]}: ${(err as Error).message}`, { cause: err });
     }
   }
   return out as KnobSettings;

@@ -145,7 +145,7 @@ export function parseChanges(line: string, where: string): Change[] {
   try {
     doc = JSON.parse(line);
   } catch (err) {
-    throw new Error(`${where} is not valid JSON: ${(err as Error).message}`);
+    throw new Error(`${where} is not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   const list = (doc as { changes?: unknown } | null)?.changes;
   if (!Array.isArray(list)) throw new Error(`${where} has no "changes" list`);

@@ -239,7 +239,7 @@ function readHeader(fd: number, path: string): { header: Header; bytes: number }
   try {
     h = JSON.parse(buf.toString('utf8', 0, nl)) as typeof h;
   } catch (err) {
-    throw new Error(`state log ${path} has a malformed header (${(err as Error).message}); move it away to start from an empty state`);
+    throw new Error(`state log ${path} has a malformed header (${(err as Error).message}); move it away to start from an empty state`, { cause: err });
   }
   if (h.localcloudStateLog !== LOG_FORMAT) {
     throw new Error(`state log ${path} has format ${JSON.stringify(h.localcloudStateLog)}; this build reads format ${LOG_FORMAT}`);

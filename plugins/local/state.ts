@@ -392,7 +392,7 @@ export function parseState(raw: string, file = LEGACY_STATE_FILE): LocalCloudSta
   try {
     doc = JSON.parse(raw);
   } catch (err) {
-    throw new Error(`state file ${file} is not valid JSON: ${(err as Error).message}`);
+    throw new Error(`state file ${file} is not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error(`state file ${file} is not a JSON object`);
   const d = doc as Partial<LocalCloudState>;

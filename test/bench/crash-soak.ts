@@ -241,7 +241,8 @@ ${CONVERGE_TIMEOUT_MS / 1000} s limit. Duplicate creates: Services for which the
 balancer created while the one created earlier had not been deleted (a flip to ClusterIP and back deletes and creates
 again, legitimately). Socket directories: the plugins' private directories left in the
 hosts' TMPDIR after the final graceful stop. ${describe.replace('CCM_TEST_SEED', 'CRASH_SOAK_SEED')}.
-This host only: the upstream CCM has no equivalent run here yet.
+No upstream column yet: most kills here are of the provider process, which upstream does not have (its provider
+is compiled in); a run killing only the upstream CCM during the same churn is not built.
 
 | mode | kills (host / plugin / both) | Service operations | converged after (s) | orphans | missing | duplicate creates | stuck finalizers | socket dirs left |
 |---|---|---|---|---|---|---|---|---|

@@ -109,6 +109,7 @@ time; log is everything the host wrote, start-up included. Bounds that apply: li
 ${int(MAX_PLUGIN_LINE_BYTES / 1024)} KiB, at most ${int(PLUGIN_LOG_LINES_BURST)} lines in a burst then ${int(PLUGIN_LOG_LINES_PER_SECOND)} per second reach the log, the
 rest counted. Target: peak RSS bounded whatever the provider writes (before the bounds, about 600 MiB
 without a newline crashed the host, and 200 MiB made it hold over 500 MiB).
+No upstream column: upstream's provider is compiled into its process, so there is no provider output to drain.
 
 | the provider writes | host peak RSS (MiB) | drained (MiB/s) | host log (MiB) |
 |---|---|---|---|

@@ -177,6 +177,8 @@ process with \`--controllers=volume-provisioner,volume-attacher --concurrent-vol
 --kube-api-qps=${r.qps} --kube-api-burst=${r.burst}\`. kube-controller-manager (same control plane, \`--kube-api-qps=100\`)
 binds the claims and, for the ${r.claims} Pods (spec.nodeName set, ${r.nodes} nodes annotated for controller-managed
 attach/detach) created once every claim was bound, creates the VolumeAttachments our attacher publishes.
+No upstream column: the upstream CCM has no volume controllers; upstream provisions and attaches through the CSI
+sidecars (external-provisioner, external-attacher) beside a cloud's CSI driver, and no CSI driver for the local cloud exists.
 
 | figure | seconds | target |
 |---|---|---|

@@ -47,7 +47,7 @@ export async function startSidecar(executable: string, dir: string, env: Record<
     await waitFor(() => answers(socketPath), { what: `sidecar socket ${socketPath}`, timeoutMs: 60_000, intervalMs: 100 });
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}; stderr: ${stderr}`);
+    throw new Error(`${(err as Error).message}; stderr: ${stderr}`, { cause: err });
   }
   return {
     endpoint,

@@ -122,7 +122,7 @@ export class VolumeResizer {
   private async expand(claim: V1PersistentVolumeClaim, pv: V1PersistentVolume, requested: number, requestText: string): Promise<void> {
     const pvName = pv.metadata!.name!;
     const { name, namespace } = claim.metadata as { name: string; namespace: string };
-    let current = await this.patchClaimStatus(name, namespace, {
+    const current = await this.patchClaimStatus(name, namespace, {
       allocatedResources: { storage: requestText },
       allocatedResourceStatuses: { storage: ResizeStatus.CONTROLLER_IN_PROGRESS },
       conditions: withConditions(claim, ['Resizing', 'FileSystemResizePending', 'ControllerResizeError'], 'Resizing'),
@@ -147,7 +147,7 @@ export class VolumeResizer {
     const capacity = bytesToQuantity(result.capacityBytes);
     await this.o.core.patchPersistentVolume({ name: pvName, body: { spec: { capacity: { storage: capacity } } } }, patchOptions('merge'));
     if (result.nodeExpansionRequired) {
-      current = await this.patchClaimStatus(name, namespace, {
+      await this.patchClaimStatus(name, namespace, {
         allocatedResourceStatuses: { storage: ResizeStatus.NODE_PENDING },
         conditions: withConditions(current, ['Resizing'], 'FileSystemResizePending'),
       });

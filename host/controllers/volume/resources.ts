@@ -4,7 +4,6 @@
  * --watch-namespace; the others are cluster-scoped.
  */
 import { type V1PersistentVolume, type V1PersistentVolumeClaim, type V1StorageClass, type V1VolumeAttachment } from '@kubernetes/client-node';
-import { type StorageV1Api } from '../../kube/api.js';
 import type { ResourceSpec } from '../../kube/informer-factory.js';
 
 export const PERSISTENT_VOLUME_CLAIMS: ResourceSpec<V1PersistentVolumeClaim> = {

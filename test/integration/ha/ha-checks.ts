@@ -82,6 +82,6 @@ export async function settledLbs(
       { what: 'Services and cloud load balancers to settle', timeoutMs: opts.timeoutMs ?? 90_000, intervalMs: 500 },
     );
   } catch (err) {
-    throw new Error(`${(err as Error).message} (${last})`);
+    throw new Error(`${(err as Error).message} (${last})`, { cause: err });
   }
 }

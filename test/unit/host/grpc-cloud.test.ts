@@ -598,8 +598,8 @@ test('property: a random InstanceMetadata answer is rejected with InvalidCloudRe
         assertValid(m, a!);
         seen.accepted++;
       } catch (err) {
-        if (!(err instanceof InvalidCloudResponseError)) throw new Error(`rejected with ${(err as Error).name}: ${(err as Error).message}`);
-        if (err.problems.length === 0) throw new Error('InvalidCloudResponseError without problems');
+        if (!(err instanceof InvalidCloudResponseError)) throw new Error(`rejected with ${(err as Error).name}: ${(err as Error).message}`, { cause: err });
+        if (err.problems.length === 0) throw new Error('InvalidCloudResponseError without problems', { cause: err });
         seen.rejected++;
       }
       // Batch call: the same answer is an item error or valid metadata, never both or neither.

@@ -13,13 +13,15 @@ import { MAX_WATCH_LINE_BYTES, watch } from '../../../host/kube/watch.js';
 /** A server answering every request with `status` and the body chunks `chunks`, written one by one. */
 async function streamingServer(status: number, chunks: (string | Buffer)[]): Promise<{ url: string; paths: string[]; close(): Promise<void> }> {
   const paths: string[] = [];
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer((req, res) => {
     paths.push(req.url ?? '');
     res.writeHead(status, { 'content-type': 'application/json' });
-    for (const c of chunks) {
-      if (!res.write(c)) await new Promise((r) => res.once('drain', r));
-    }
-    res.end();
+    void (async () => {
+      for (const c of chunks) {
+        if (!res.write(c)) await new Promise((r) => res.once('drain', r));
+      }
+      res.end();
+    })();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
