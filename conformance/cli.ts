@@ -35,7 +35,10 @@ const program = new Command('ccm-provider-conformance')
   .option('--plugin-endpoint <endpoint>', 'unix:///path.sock of an already running provider (sidecar mode)')
   .option('--plugin-env <NAME=VALUE>', 'extra environment for the provider (exec mode), repeatable', collect, [])
   .option('--cloud-config <file>', 'file whose bytes are handed to Configure')
-  .option('--test-hook-command <command>', 'command that creates/deletes test instances (see docs/protocol.md); default: the provider\'s TestHooksService')
+  .option(
+    '--test-hook-command <command>',
+    "command that creates/deletes test instances (see docs/protocol.md); default: the provider's TestHooksService",
+  )
   .option('--junit <file>', 'also write the results as JUnit XML')
   .option('--focus <regex>', 'run only checks whose id matches')
   .option('--start-timeout <duration>', 'bound for the handshake and for Probe to report ready', duration, 60_000)
@@ -57,7 +60,8 @@ async function main(): Promise<number> {
   }>();
   const problems: string[] = [];
   if (!o.pluginPath === !o.pluginEndpoint) problems.push('pass exactly one of --plugin-path and --plugin-endpoint');
-  if (o.pluginEndpoint && !unixSocketPath(o.pluginEndpoint)) problems.push(`--plugin-endpoint ${JSON.stringify(o.pluginEndpoint)} is not unix:///absolute/path`);
+  if (o.pluginEndpoint && !unixSocketPath(o.pluginEndpoint))
+    problems.push(`--plugin-endpoint ${JSON.stringify(o.pluginEndpoint)} is not unix:///absolute/path`);
   for (const e of o.pluginEnv) if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e)) problems.push(`--plugin-env ${JSON.stringify(e)} is not NAME=VALUE`);
   let focus: RegExp | undefined;
   try {
@@ -66,12 +70,15 @@ async function main(): Promise<number> {
     problems.push(`--focus: ${(err as Error).message}`);
   }
   let cloudConfig = Buffer.alloc(0);
-  if (o.cloudConfig) cloudConfig = await readFile(o.cloudConfig).catch((err: Error) => (problems.push(`--cloud-config: ${err.message}`), Buffer.alloc(0)));
+  if (o.cloudConfig)
+    cloudConfig = await readFile(o.cloudConfig).catch((err: Error) => (problems.push(`--cloud-config: ${err.message}`), Buffer.alloc(0)));
   if (problems.length) {
     for (const p of problems) process.stderr.write(`ccm-provider-conformance: ${p}\n`);
     return 2;
   }
-  const target: TargetSpec = o.pluginPath ? { kind: 'exec', path: resolve(o.pluginPath), env: o.pluginEnv } : { kind: 'endpoint', endpoint: o.pluginEndpoint! };
+  const target: TargetSpec = o.pluginPath
+    ? { kind: 'exec', path: resolve(o.pluginPath), env: o.pluginEnv }
+    : { kind: 'endpoint', endpoint: o.pluginEndpoint! };
   process.stdout.write(`ccm-provider-conformance: ${target.kind === 'exec' ? target.path : target.endpoint}\n`);
   const results = await runConformance({
     target,

@@ -77,7 +77,9 @@ export class CommandHooks implements TestHooks {
     const r = await execa(`${this.command} ${args.join(' ')}`, { shell: true, reject: false, timeout: HOOK_TIMEOUT_MS });
     if (r.exitCode === HOOK_UNSUPPORTED_EXIT) return { ok: false, unsupported: true, stdout: '' };
     if (r.exitCode !== 0) {
-      throw new Error(`test hook "${args[0]}" failed (${r.timedOut ? 'timed out' : `exit ${r.exitCode}`}): ${String(r.stderr).trim().split('\n').slice(-3).join(' | ')}`);
+      throw new Error(
+        `test hook "${args[0]}" failed (${r.timedOut ? 'timed out' : `exit ${r.exitCode}`}): ${String(r.stderr).trim().split('\n').slice(-3).join(' | ')}`,
+      );
     }
     return { ok: true, unsupported: false, stdout: String(r.stdout) };
   }
@@ -85,7 +87,10 @@ export class CommandHooks implements TestHooks {
   async createInstance(name: string): Promise<string> {
     const r = await this.run(['create-instance', name]);
     if (r.unsupported) throw new Error('the test hook command does not support create-instance');
-    const id = r.stdout.split('\n').map((s) => s.trim()).find((s) => s.length > 0);
+    const id = r.stdout
+      .split('\n')
+      .map((s) => s.trim())
+      .find((s) => s.length > 0);
     if (!id) throw new Error('the test hook command printed no providerID for create-instance');
     return id;
   }

@@ -14,9 +14,7 @@ import type { CheckResult } from './report.js';
 import type { Rpc } from './rpc.js';
 
 /** Where the provider under test comes from. */
-export type TargetSpec =
-  | { kind: 'exec'; path: string; env: readonly string[] }
-  | { kind: 'endpoint'; endpoint: string };
+export type TargetSpec = { kind: 'exec'; path: string; env: readonly string[] } | { kind: 'endpoint'; endpoint: string };
 
 export interface KitOptions {
   target: TargetSpec;
@@ -127,13 +125,25 @@ export class Kit {
   }
 
   /** A NodeRef for the test instance, by name (as an uninitialized node is). */
-  nodeRef(name: string, providerId = ''): { name: string; providerId: string; addresses: never[]; labels: Record<string, string>; uid: string; annotations: Record<string, string> } {
+  nodeRef(
+    name: string,
+    providerId = '',
+  ): { name: string; providerId: string; addresses: never[]; labels: Record<string, string>; uid: string; annotations: Record<string, string> } {
     return { name, providerId, addresses: [], labels: {}, uid: '', annotations: {} };
   }
 }
 
 /** Checks that set up what others need: they run even when --focus leaves them out. */
-const PREREQUISITES = new Set(['launch/handshake', 'setup/hooks', 'identity/capabilities', 'lifecycle/configure', 'identity/probe', 'instances/test-instance', 'cleanup/no-leftovers', 'lifecycle/shutdown']);
+const PREREQUISITES = new Set([
+  'launch/handshake',
+  'setup/hooks',
+  'identity/capabilities',
+  'lifecycle/configure',
+  'identity/probe',
+  'instances/test-instance',
+  'cleanup/no-leftovers',
+  'lifecycle/shutdown',
+]);
 
 /** Runs `checks` in order against one provider; never throws. */
 export async function runChecks(k: Kit, checks: readonly Check[]): Promise<CheckResult[]> {
@@ -149,7 +159,13 @@ export async function runChecks(k: Kit, checks: readonly Check[]): Promise<Check
         r = { id: c.id, title: c.title, outcome: 'pass', durationMs: Date.now() - started };
       } catch (err) {
         const skipped = err instanceof SkipCheck;
-        r = { id: c.id, title: c.title, outcome: skipped ? 'skip' : 'fail', message: err instanceof Error ? err.message : String(err), durationMs: Date.now() - started };
+        r = {
+          id: c.id,
+          title: c.title,
+          outcome: skipped ? 'skip' : 'fail',
+          message: err instanceof Error ? err.message : String(err),
+          durationMs: Date.now() - started,
+        };
       }
     }
     results.push(r);

@@ -39,7 +39,12 @@ export class RpcError extends Error {
 }
 
 /** Decodes google.rpc.Status details (a trailer, or a per-item batch status). */
-export function decodeDetails(details: readonly { typeUrl: string; value: Uint8Array }[]): { reason?: string; domain?: string; retryAfterMs?: number; problems: string[] } {
+export function decodeDetails(details: readonly { typeUrl: string; value: Uint8Array }[]): {
+  reason?: string;
+  domain?: string;
+  retryAfterMs?: number;
+  problems: string[];
+} {
   const out: { reason?: string; domain?: string; retryAfterMs?: number; problems: string[] } = { problems: [] };
   for (const d of details) {
     try {
@@ -68,7 +73,9 @@ function toRpcError(method: string, err: ServiceError): RpcError {
       if (s.code !== err.code) problems.push(`grpc-status-details-bin says code ${s.code}, the call ended with ${err.code}`);
       return new RpcError(method, err.code, err.details, d.reason, d.domain, d.retryAfterMs, problems);
     } catch (e) {
-      return new RpcError(method, err.code, err.details, undefined, undefined, undefined, [`grpc-status-details-bin is not a google.rpc.Status: ${(e as Error).message}`]);
+      return new RpcError(method, err.code, err.details, undefined, undefined, undefined, [
+        `grpc-status-details-bin is not a google.rpc.Status: ${(e as Error).message}`,
+      ]);
     }
   }
   return new RpcError(method, err.code, err.details);
@@ -80,7 +87,14 @@ const HealthClient = makeGenericClientConstructor(healthService as never, 'Healt
   address: string,
   creds: ReturnType<typeof credentials.createInsecure>,
   options?: object,
-) => Client & { check(req: { service: string }, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res?: { status: unknown }) => void): unknown };
+) => Client & {
+  check(
+    req: { service: string },
+    md: Metadata,
+    opts: { deadline: number },
+    cb: (err: ServiceError | null, res?: { status: unknown }) => void,
+  ): unknown;
+};
 
 /** Typed clients on one channel plus a recording unary caller. */
 export class Rpc {
@@ -132,7 +146,12 @@ export class Rpc {
     return new Promise((resolve) => {
       this.health.check({ service }, new Metadata(), { deadline: Date.now() + this.timeoutMs }, (err, res) => {
         if (err) resolve(`error ${Code[err.code] ?? err.code}: ${err.details}`);
-        else resolve(typeof res?.status === 'number' ? (['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'][res.status] ?? String(res.status)) : String(res?.status));
+        else
+          resolve(
+            typeof res?.status === 'number'
+              ? (['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'][res.status] ?? String(res.status))
+              : String(res?.status),
+          );
       });
     });
   }

@@ -42,7 +42,9 @@ export class DemoMachines {
       await this.kubelets.kill(name);
       closeServer(m.server);
       this.up.delete(name);
-      this.say(`instance ${name} is ${this.store.read().instances.some((i) => i.name === name) ? 'stopped' : 'deleted'}: its kubelet and server died with it (SIGKILL)`);
+      this.say(
+        `instance ${name} is ${this.store.read().instances.some((i) => i.name === name) ? 'stopped' : 'deleted'}: its kubelet and server died with it (SIGKILL)`,
+      );
     }
     const starting = [...running.values()].filter((i) => !this.up.has(i.name) && this.failed.get(i.name) !== i.createdAt);
     const room = MAX_MACHINES - this.up.size;
@@ -60,7 +62,9 @@ export class DemoMachines {
       await this.kubelets.add({ name: i.name });
     } catch (err) {
       this.failed.set(i.name, i.createdAt);
-      this.say(`the kubelet of ${i.name} did not register (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); log: ${this.kubelets.logPath(i.name)}`);
+      this.say(
+        `the kubelet of ${i.name} did not register (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); log: ${this.kubelets.logPath(i.name)}`,
+      );
       return;
     }
     this.failed.delete(i.name);

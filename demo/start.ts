@@ -49,7 +49,9 @@ async function main(): Promise<void> {
   // A short path of their own: a kubelet's runtime socket path must fit in 108 bytes.
   const kubeletDir = await mkdtemp(join(tmpdir(), 'ccm-demo-kubelets-'));
 
-  say('checking control-plane binaries (the first run builds kube-apiserver, kube-controller-manager, the hollow kubelet and etcd from Go modules: several minutes)');
+  say(
+    'checking control-plane binaries (the first run builds kube-apiserver, kube-controller-manager, the hollow kubelet and etcd from Go modules: several minutes)',
+  );
   await ensureBinaries({ onProgress: (l) => process.stderr.write(`[controlplane] ${l}\n`) });
   const cp = await ControlPlane.start({ dir, nodeLifecycle: { gracePeriod: GRACE } });
   say(`control plane ready at ${cp.server}`);
@@ -69,7 +71,9 @@ async function main(): Promise<void> {
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   const host = await startHost(parsed.config, { log: createLogger({ destination: createWriteStream(hostLog, { flags: 'a' }) }) });
   say(`cloud-controller-manager running with the local cloud plugin (pid ${host.supervisor.pid}); log: ${hostLog}`);
-  say(`health: curl -k https://127.0.0.1:${host.healthPort}/healthz (open to anyone); metrics need a token allowed to get /metrics, e.g. this cluster's admin's:`);
+  say(
+    `health: curl -k https://127.0.0.1:${host.healthPort}/healthz (open to anyone); metrics need a token allowed to get /metrics, e.g. this cluster's admin's:`,
+  );
   say(`  curl -k -H "Authorization: Bearer ${cp.token}" https://127.0.0.1:${host.healthPort}/metrics`);
 
   const store = new StateStore(cloudDir);
@@ -96,7 +100,9 @@ async function main(): Promise<void> {
     await localcloud(cloudDir, 'instance', 'add', n.name, '--zone', n.zone, '--type', n.type, '--address', n.ip);
   }
   await machines.sync();
-  say(`hollow kubelets registered ${DEMO_NODES.map((n) => n.name).join(', ')} with the ${UNINITIALIZED} taint (--cloud-provider=external); logs in ${kubeletDir}`);
+  say(
+    `hollow kubelets registered ${DEMO_NODES.map((n) => n.name).join(', ')} with the ${UNINITIALIZED} taint (--cloud-provider=external); logs in ${kubeletDir}`,
+  );
   const nodes = await waitFor(
     async () => {
       const list = (await core.listNode({})).items.filter((n) => DEMO_NODES.some((d) => d.name === n.metadata?.name));
@@ -109,13 +115,18 @@ async function main(): Promise<void> {
   for (const n of nodes) {
     const l = n.metadata?.labels ?? {};
     const ip = (n.status?.addresses ?? []).find((a) => a.type === 'InternalIP')?.address ?? '';
-    say(`  ${n.metadata?.name}  providerID=${n.spec?.providerID}  zone=${l['topology.kubernetes.io/zone']}  type=${l['node.kubernetes.io/instance-type']}  internalIP=${ip}`);
+    say(
+      `  ${n.metadata?.name}  providerID=${n.spec?.providerID}  zone=${l['topology.kubernetes.io/zone']}  type=${l['node.kubernetes.io/instance-type']}  internalIP=${ip}`,
+    );
   }
   // A LoadBalancer Service whose ingress carries real traffic: a small HTTP
   // backend on every node's InternalIP at the nodePort the API server assigned.
   const svc = await core.createNamespacedService({
     namespace: 'default',
-    body: { metadata: { name: 'demo-web' }, spec: { type: 'LoadBalancer', selector: { app: 'demo-web' }, ports: [{ name: 'http', port: 8080, targetPort: 8080 as never }] } },
+    body: {
+      metadata: { name: 'demo-web' },
+      spec: { type: 'LoadBalancer', selector: { app: 'demo-web' }, ports: [{ name: 'http', port: 8080, targetPort: 8080 as never }] },
+    },
   });
   const nodePort = svc.spec!.ports![0]!.nodePort!;
   await machines.serve(nodePort);
@@ -123,7 +134,9 @@ async function main(): Promise<void> {
     async () => (await core.readNamespacedService({ name: 'demo-web', namespace: 'default' })).status?.loadBalancer?.ingress?.[0],
     { timeoutMs: 120_000, what: 'demo-web load balancer ingress' },
   );
-  say(`LoadBalancer Service default/demo-web: ingress ${ingress.ip} (ipMode ${ingress.ipMode}), backends ${DEMO_NODES.map((n) => `${n.ip}:${nodePort}`).join(', ')}`);
+  say(
+    `LoadBalancer Service default/demo-web: ingress ${ingress.ip} (ipMode ${ingress.ipMode}), backends ${DEMO_NODES.map((n) => `${n.ip}:${nodePort}`).join(', ')}`,
+  );
   const cli = `node dist/plugins/local/cli.js --state ${cloudDir}`;
   say('try it:');
   say(`  curl http://${ingress.ip}:8080/      (repeat: the local cloud balances over the nodes)`);

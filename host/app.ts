@@ -118,7 +118,13 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   // Built on first use: by the --secure-port server at start, or by the PV label webhook.
   let auth: Promise<RequestAuth> | undefined;
   const requestAuth = () =>
-    (auth ??= delegatedAuth(config.serving, { kubeConfig: kc, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} delegated-auth`, registry: metrics.registry, connections, log }));
+    (auth ??= delegatedAuth(config.serving, {
+      kubeConfig: kc,
+      userAgent: `${COMPONENT_NAME}/${HOST_VERSION} delegated-auth`,
+      registry: metrics.registry,
+      connections,
+      log,
+    }));
   cleanups.push(async () => (await auth?.catch(() => undefined))?.stop());
   try {
     if (config.securePort > 0) {
@@ -132,7 +138,13 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const elector = config.leaderElect
       ? new LeaderElector({
           lock: new KubeLeaseLock(
-            makeClients(kc, { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${COMPONENT_NAME}/${HOST_VERSION} leader-election`, registry: metrics.registry, connections }).coordination,
+            makeClients(kc, {
+              qps: config.kubeApiQps,
+              burst: config.kubeApiBurst,
+              userAgent: `${COMPONENT_NAME}/${HOST_VERSION} leader-election`,
+              registry: metrics.registry,
+              connections,
+            }).coordination,
             config.leaderElection.resourceNamespace,
             config.leaderElection.resourceName,
           ),
@@ -210,14 +222,21 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const clientsOf = (name: ControllerName): ControllerClients => {
       if (!perController) return { clients, eventClients };
       const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent: `${userAgent}/${name}`, connections };
-      return { clients: perController.clientsFor(name, { ...o, registry: metrics.registry }), eventClients: perController.clientsFor(name, { ...o, registry: metrics.registry }) };
+      return {
+        clients: perController.clientsFor(name, { ...o, registry: metrics.registry }),
+        eventClients: perController.clientsFor(name, { ...o, registry: metrics.registry }),
+      };
     };
 
     let leadingNow = false;
     let informers: InformerFactory | undefined;
-    server?.addCheck('informer-sync', () => {
-      if (leadingNow && informers && !informers.hasSynced()) throw new Error('informer caches are not synced yet');
-    }, 'readyz');
+    server?.addCheck(
+      'informer-sync',
+      () => {
+        if (leadingNow && informers && !informers.hasSynced()) throw new Error('informer caches are not synced yet');
+      },
+      'readyz',
+    );
 
     /** Runs every enabled controller until `leading` aborts; resolves once they and the informers stopped (bounded). */
     const runControllers = async (leading: AbortSignal): Promise<void> => {
@@ -225,11 +244,31 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       // removed when its wait ends): no leak, so no MaxListenersExceededWarning.
       setMaxListeners(0, leading);
       leadingNow = true;
-      const factory = new InformerFactory({ clients, log, nodeSelector: config.nodeSelector, namespace: config.watchNamespace, minResyncPeriodMs: config.minResyncPeriodMs });
+      const factory = new InformerFactory({
+        clients,
+        log,
+        nodeSelector: config.nodeSelector,
+        namespace: config.watchNamespace,
+        minResyncPeriodMs: config.minResyncPeriodMs,
+      });
       informers = factory;
-      const { running, started } = await startControllers({ config, cloud, supervisor, clientsOf, informers: factory, log, metrics, health, requestAuth, signal: leading });
+      const { running, started } = await startControllers({
+        config,
+        cloud,
+        supervisor,
+        clientsOf,
+        informers: factory,
+        log,
+        metrics,
+        health,
+        requestAuth,
+        signal: leading,
+      });
       factory.start();
-      log.info({ version: HOST_VERSION, provider: config.cloudProvider, controllers: started, informerResyncMs: factory.resyncPeriodMs }, 'controllers started');
+      log.info(
+        { version: HOST_VERSION, provider: config.cloudProvider, controllers: started, informerResyncMs: factory.resyncPeriodMs },
+        'controllers started',
+      );
       await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
       leadingNow = false;
       // In-flight work finishes or is abandoned within the bound; the gate
@@ -263,7 +302,10 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       stopping.abort();
       await done;
     });
-    log.info({ version: HOST_VERSION, provider: config.cloudProvider, leaderElect: config.leaderElect, identity }, 'cloud-controller-manager started');
+    log.info(
+      { version: HOST_VERSION, provider: config.cloudProvider, leaderElect: config.leaderElect, identity },
+      'cloud-controller-manager started',
+    );
     return {
       cloud,
       supervisor,
@@ -358,7 +400,10 @@ async function loadCloudConfig(config: HostConfig, log: Logger): Promise<Buffer>
   if (!config.cloudConfigPath) return Buffer.alloc(0);
   const bytes = await readCloudConfig(config.cloudConfigPath, { optional: config.cloudConfigOptional });
   if (bytes) return bytes;
-  log.info({ path: config.cloudConfigPath }, 'the --cloud-config file does not exist: starting with an empty cloud config (--cloud-config-optional); restart the host after creating it');
+  log.info(
+    { path: config.cloudConfigPath },
+    'the --cloud-config file does not exist: starting with an empty cloud config (--cloud-config-optional); restart the host after creating it',
+  );
   return Buffer.alloc(0);
 }
 

@@ -42,7 +42,13 @@ export class NotImplementedError extends CloudCallError {
 /** The provider asked to be retried after a fixed delay (RetryInfo; upstream api.RetryError). */
 export class RetryAfterError extends CloudCallError {
   override name = 'RetryAfterError';
-  constructor(method: string, code: string, message: string, reason: string | undefined, readonly retryAfterMs: number) {
+  constructor(
+    method: string,
+    code: string,
+    message: string,
+    reason: string | undefined,
+    readonly retryAfterMs: number,
+  ) {
     super(method, code, message, reason);
   }
 }
@@ -69,7 +75,9 @@ export class InvalidCloudResponseError extends Error {
     readonly method: string,
     readonly problems: string[],
   ) {
-    super(`provider returned an invalid ${method} response: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`);
+    super(
+      `provider returned an invalid ${method} response: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`,
+    );
   }
 }
 

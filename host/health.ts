@@ -66,7 +66,9 @@ export class CloudReachability {
   check(): void {
     const span = this.now() - this.firstFailureAt;
     if (this.failures >= OUTAGE_MIN_FAILURES && span >= OUTAGE_MIN_MS) {
-      throw new Error(`the last ${this.failures} cloud calls over ${Math.round(span / 1000)}s got no answer (last: ${this.lastMethod} ${this.lastCode}); ready again once a call is answered`);
+      throw new Error(
+        `the last ${this.failures} cloud calls over ${Math.round(span / 1000)}s got no answer (last: ${this.lastMethod} ${this.lastCode}); ready again once a call is answered`,
+      );
     }
   }
 }
@@ -87,9 +89,13 @@ export class HostHealth {
 
   /** `plugin` and `cloud` readiness checks. */
   watchPlugin(supervisor: PluginSupervisor, name: string): void {
-    this.server?.addCheck('plugin', () => {
-      if (supervisor.state !== 'ready') throw new Error(`plugin ${name} is ${supervisor.state}`);
-    }, 'readyz');
+    this.server?.addCheck(
+      'plugin',
+      () => {
+        if (supervisor.state !== 'ready') throw new Error(`plugin ${name} is ${supervisor.state}`);
+      },
+      'readyz',
+    );
     this.server?.addCheck('cloud', () => this.cloud.check(), 'readyz');
   }
 
@@ -103,11 +109,15 @@ export class HostHealth {
     const first = !this.controllers.has(name);
     this.controllers.set(name, state);
     if (first) {
-      this.server?.addCheck(name, () => {
-        const s = this.controllers.get(name)!;
-        if (s.stopped !== undefined) throw new Error(`${name} stopped: ${s.stopped}`);
-        if (s.healthy && !s.healthy()) throw new Error(`${name} is not making progress`);
-      }, 'readyz');
+      this.server?.addCheck(
+        name,
+        () => {
+          const s = this.controllers.get(name)!;
+          if (s.stopped !== undefined) throw new Error(`${name} stopped: ${s.stopped}`);
+          if (s.healthy && !s.healthy()) throw new Error(`${name} is not making progress`);
+        },
+        'readyz',
+      );
     }
     return (reason) => {
       state.stopped = reason;

@@ -46,7 +46,9 @@ export function klogLine(obj: Record<string, unknown>, pid = process.pid): strin
   const d = new Date(typeof time === 'number' ? time : Date.now());
   const two = (n: number) => String(n).padStart(2, '0');
   const stamp = `${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())} ${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())}.${String(d.getUTCMilliseconds() * 1000).padStart(6, '0')}`;
-  const fields = Object.entries(rest).map(([k, v]) => ` ${k}=${klogValue(v)}`).join('');
+  const fields = Object.entries(rest)
+    .map(([k, v]) => ` ${k}=${klogValue(v)}`)
+    .join('');
   const source = typeof component === 'string' && component ? component : 'main';
   return `${KLOG_SEVERITY[String(level)] ?? 'I'}${stamp} ${String(pid).padStart(7)} ${source}:0] ${JSON.stringify(String(msg ?? ''))}${fields}\n`;
 }

@@ -49,26 +49,46 @@ export class ConfigureState {
 }
 
 /** IdentityService handlers. Capabilities are derived once, here. */
-export function identityService(provider: CloudProvider, facts: IdentityFacts, state: ConfigureState, deps: DispatchDeps): UntypedServiceImplementation {
+export function identityService(
+  provider: CloudProvider,
+  facts: IdentityFacts,
+  state: ConfigureState,
+  deps: DispatchDeps,
+): UntypedServiceImplementation {
   const capabilities: GetPluginCapabilitiesResponse = deriveCapabilities(provider);
   const def = IdentityServiceService;
   return {
-    getPluginInfo: unaryHandler(def.getPluginInfo, fullMethodName(def.getPluginInfo.path), async () => ({
-      name: provider.info.name,
-      vendorVersion: provider.info.vendorVersion,
-      protocolVersion: facts.protocolVersion,
-      protocolMinor: PROTOCOL_MINOR,
-      instanceId: facts.instanceId,
-      manifest: provider.info.manifest ?? {},
-    }), deps),
+    getPluginInfo: unaryHandler(
+      def.getPluginInfo,
+      fullMethodName(def.getPluginInfo.path),
+      async () => ({
+        name: provider.info.name,
+        vendorVersion: provider.info.vendorVersion,
+        protocolVersion: facts.protocolVersion,
+        protocolMinor: PROTOCOL_MINOR,
+        instanceId: facts.instanceId,
+        manifest: provider.info.manifest ?? {},
+      }),
+      deps,
+    ),
     getPluginCapabilities: unaryHandler(def.getPluginCapabilities, fullMethodName(def.getPluginCapabilities.path), async () => capabilities, deps),
-    probe: unaryHandler(def.probe, fullMethodName(def.probe.path), async (_req, ctx) => ({
-      ready: state.configured && (provider.probe ? (await provider.probe.call(provider, ctx)) === true : true),
-    }), deps),
-    getMetrics: unaryHandler(def.getMetrics, fullMethodName(def.getMetrics.path), async (_req, ctx) => {
-      if (!provider.metrics) throw new NotImplementedError('this provider exports no metrics (CloudProvider.metrics)');
-      return { text: await provider.metrics.call(provider, ctx) };
-    }, deps),
+    probe: unaryHandler(
+      def.probe,
+      fullMethodName(def.probe.path),
+      async (_req, ctx) => ({
+        ready: state.configured && (provider.probe ? (await provider.probe.call(provider, ctx)) === true : true),
+      }),
+      deps,
+    ),
+    getMetrics: unaryHandler(
+      def.getMetrics,
+      fullMethodName(def.getMetrics.path),
+      async (_req, ctx) => {
+        if (!provider.metrics) throw new NotImplementedError('this provider exports no metrics (CloudProvider.metrics)');
+        return { text: await provider.metrics.call(provider, ctx) };
+      },
+      deps,
+    ),
   };
 }
 
@@ -92,14 +112,26 @@ export function shuttingDownError(): ProviderError {
  * transport) calls `onShutdown(graceMs)`, if given. Shutdown itself is never
  * refused or aborted, so it stays idempotent.
  */
-export function lifecycleService(provider: CloudProvider, state: ConfigureState, deps: DispatchDeps, onShutdown?: (graceMs: number) => void): UntypedServiceImplementation {
+export function lifecycleService(
+  provider: CloudProvider,
+  state: ConfigureState,
+  deps: DispatchDeps,
+  onShutdown?: (graceMs: number) => void,
+): UntypedServiceImplementation {
   const def = LifecycleServiceService;
   return {
-    configure: unaryHandler(def.configure, fullMethodName(def.configure.path), async (req, ctx) => {
-      const res = provider.configure ? await provider.configure.call(provider, req as Parameters<NonNullable<CloudProvider['configure']>>[0], ctx) : { warnings: [] };
-      state.markConfigured();
-      return res;
-    }, deps),
+    configure: unaryHandler(
+      def.configure,
+      fullMethodName(def.configure.path),
+      async (req, ctx) => {
+        const res = provider.configure
+          ? await provider.configure.call(provider, req as Parameters<NonNullable<CloudProvider['configure']>>[0], ctx)
+          : { warnings: [] };
+        state.markConfigured();
+        return res;
+      },
+      deps,
+    ),
     shutdown: ((call, callback) => {
       const graceMs = shutdownGraceMs(call.request);
       deps.log.info({ graceMs, inFlight: deps.inFlight.size }, 'shutdown requested');

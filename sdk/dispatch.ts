@@ -3,7 +3,14 @@
  * call (AbortSignal aborted on client cancel, deadline, or shutdown), thrown
  * errors mapped through toServiceError, missing methods answered UNIMPLEMENTED.
  */
-import type { handleUnaryCall, MethodDefinition, sendUnaryData, ServerUnaryCall, ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
+import type {
+  handleUnaryCall,
+  MethodDefinition,
+  sendUnaryData,
+  ServerUnaryCall,
+  ServiceDefinition,
+  UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { Code, ProviderError, toServiceError } from './errors.js';
 import type { CallContext } from './provider.js';
@@ -156,7 +163,10 @@ export function unaryHandler(
           if (answer instanceof ProviderError) {
             deps.log.debug({ method: name, code: Code[answer.code], err: answer.message, ms: Date.now() - started }, 'call failed');
           } else {
-            deps.log.error({ method: name, err: answer instanceof Error ? answer.stack ?? answer.message : String(answer) }, 'provider method threw an unexpected error');
+            deps.log.error(
+              { method: name, err: answer instanceof Error ? (answer.stack ?? answer.message) : String(answer) },
+              'provider method threw an unexpected error',
+            );
           }
           callback(toServiceError(answer));
         },
@@ -176,11 +186,7 @@ export function unimplementedHandler(name: string): handleUnaryCall<unknown, unk
  * has one, UNIMPLEMENTED otherwise. Keys of `impl` that are not methods of
  * the service (typos such as `instanceMetaData`) are logged and ignored.
  */
-export function bindProviderService(
-  definition: ServiceDefinition,
-  impl: UntypedProviderService,
-  deps: DispatchDeps,
-): UntypedServiceImplementation {
+export function bindProviderService(definition: ServiceDefinition, impl: UntypedProviderService, deps: DispatchDeps): UntypedServiceImplementation {
   const handlers: UntypedServiceImplementation = {};
   for (const [key, method] of Object.entries(definition) as [string, AnyMethod][]) {
     const name = fullMethodName(method.path);
@@ -190,7 +196,10 @@ export function bindProviderService(
   }
   for (const key of Object.keys(impl)) {
     if (!(key in definition) && typeof impl[key] === 'function') {
-      deps.log.warn({ method: key, service: Object.values(definition)[0]?.path.split('/')[1] }, 'provider method is not part of the protocol; ignored');
+      deps.log.warn(
+        { method: key, service: Object.values(definition)[0]?.path.split('/')[1] },
+        'provider method is not part of the protocol; ignored',
+      );
     }
   }
   return handlers;

@@ -117,7 +117,10 @@ export function parseHandshake(line: string, offered: readonly number[] = SUPPOR
   const core = Number(coreS);
   const protocol = Number(protoS);
   if (!/^\d+$/.test(coreS) || core !== CORE_PROTOCOL_VERSION) {
-    return { kind: 'invalid', reason: `handshake core version ${JSON.stringify(coreS)} is not ${CORE_PROTOCOL_VERSION}: rebuild the plugin with a matching SDK` };
+    return {
+      kind: 'invalid',
+      reason: `handshake core version ${JSON.stringify(coreS)} is not ${CORE_PROTOCOL_VERSION}: rebuild the plugin with a matching SDK`,
+    };
   }
   if (!/^\d+$/.test(protoS)) return { kind: 'invalid', reason: `protocol version ${JSON.stringify(protoS)} is not a number` };
   if (!offered.includes(protocol)) {

@@ -121,7 +121,12 @@ export function resolveMode(env: NodeJS.ProcessEnv, argv: readonly string[], end
 
 /** The stderr message for a host whose protocol versions we do not speak. */
 export function versionMismatchMessage(host: readonly number[], plugin: readonly number[] = SUPPORTED_PROTOCOL_VERSIONS): string {
-  const hint = host.length === 0 ? `the host set no valid ${ENV_PROTOCOL_VERSIONS}` : Math.max(...host) > Math.max(...plugin) ? 'upgrade the plugin' : 'upgrade the host';
+  const hint =
+    host.length === 0
+      ? `the host set no valid ${ENV_PROTOCOL_VERSIONS}`
+      : Math.max(...host) > Math.max(...plugin)
+        ? 'upgrade the plugin'
+        : 'upgrade the host';
   return `This provider speaks ccm protocol versions ${plugin.join(',')}; the host offered ${host.join(',') || 'none'}: ${hint}.`;
 }
 
@@ -193,10 +198,13 @@ export async function serve(provider: CloudProvider, opts: ServeOptions = {}): P
     log.info({ reason, graceMs }, 'provider stopping');
     const path = socketPath;
     if (path) process.once('exit', () => removeSocketFileSync(path));
-    setTimeout(() => {
-      log.warn({ reason }, 'provider stop did not finish; exiting anyway');
-      process.exit(0);
-    }, graceMs + MIN_CLOSE_MS + EXIT_BACKSTOP_MS).unref();
+    setTimeout(
+      () => {
+        log.warn({ reason }, 'provider stop did not finish; exiting anyway');
+        process.exit(0);
+      },
+      graceMs + MIN_CLOSE_MS + EXIT_BACKSTOP_MS,
+    ).unref();
     void (server?.stop(graceMs) ?? Promise.resolve()).then(() => process.exit(0));
   };
   const onSignal = (signal: NodeJS.Signals) => {

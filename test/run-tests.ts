@@ -66,7 +66,13 @@ async function main(): Promise<number> {
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, [avaCli, ...process.argv.slice(2)], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, CCM_TEST_KUBECONFIG: cp.kubeconfigPath, CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath, TMPDIR: artifacts, CCM_TEST_ARTIFACTS: artifacts },
+      env: {
+        ...process.env,
+        CCM_TEST_KUBECONFIG: cp.kubeconfigPath,
+        CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath,
+        TMPDIR: artifacts,
+        CCM_TEST_ARTIFACTS: artifacts,
+      },
     });
     child.stdout.on('data', (d: Buffer) => {
       stdout.push(d);
@@ -90,7 +96,9 @@ async function main(): Promise<number> {
   if (code !== 0 && failed === 0) failed = 1; // ava failed before printing anything countable
   if (leaseTaken) {
     const lease = `${DEFAULT_OPTIONS.leaderElectResourceNamespace}/${DEFAULT_OPTIONS.leaderElectResourceName}`;
-    process.stderr.write(`[test] a test host elected on the default Lease ${lease}: give every test host --leader-elect=false or a Lease of its own\n`);
+    process.stderr.write(
+      `[test] a test host elected on the default Lease ${lease}: give every test host --leader-elect=false or a Lease of its own\n`,
+    );
     failed++;
   }
   process.stdout.write(`\ntests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);

@@ -17,14 +17,49 @@ export const DOC = join(REPO, 'docs', 'protocol.md');
 const BEGIN = '<!-- BEGIN GENERATED SERVICE REFERENCE (npm run docs:protocol) -->';
 const END = '<!-- END GENERATED SERVICE REFERENCE -->';
 
-interface Location { path?: number[]; leadingComments?: string; trailingComments?: string }
-interface Field { name: string; number: number; label?: string; type?: string; typeName?: string }
-interface Message { name: string; field?: Field[]; nestedType?: Message[]; options?: { mapEntry?: boolean } }
-interface EnumValue { name: string; number?: number }
-interface Enum { name: string; value?: EnumValue[] }
-interface Method { name: string; inputType: string; outputType: string }
-interface ServiceDesc { name: string; method?: Method[] }
-interface File { name: string; package?: string; messageType?: Message[]; enumType?: Enum[]; service?: ServiceDesc[]; sourceCodeInfo?: { location?: Location[] } }
+interface Location {
+  path?: number[];
+  leadingComments?: string;
+  trailingComments?: string;
+}
+interface Field {
+  name: string;
+  number: number;
+  label?: string;
+  type?: string;
+  typeName?: string;
+}
+interface Message {
+  name: string;
+  field?: Field[];
+  nestedType?: Message[];
+  options?: { mapEntry?: boolean };
+}
+interface EnumValue {
+  name: string;
+  number?: number;
+}
+interface Enum {
+  name: string;
+  value?: EnumValue[];
+}
+interface Method {
+  name: string;
+  inputType: string;
+  outputType: string;
+}
+interface ServiceDesc {
+  name: string;
+  method?: Method[];
+}
+interface File {
+  name: string;
+  package?: string;
+  messageType?: Message[];
+  enumType?: Enum[];
+  service?: ServiceDesc[];
+  sourceCodeInfo?: { location?: Location[] };
+}
 
 function comment(locs: Map<string, Location>, path: number[]): string {
   const l = locs.get(path.join('.'));
@@ -52,8 +87,12 @@ function cell(text: string): string {
 
 /** The generated Markdown for every ccm.provider.v1 file. */
 export async function renderReference(): Promise<string> {
-  const r = await execa(join(REPO, 'node_modules', '.bin', 'buf'), ['build', '--exclude-path', 'proto/ccm/provider/testing', '-o', '-#format=json'], { cwd: REPO });
-  const files = (JSON.parse(r.stdout) as { file: File[] }).file.filter((f) => f.package === 'ccm.provider.v1').sort((a, b) => a.name.localeCompare(b.name));
+  const r = await execa(join(REPO, 'node_modules', '.bin', 'buf'), ['build', '--exclude-path', 'proto/ccm/provider/testing', '-o', '-#format=json'], {
+    cwd: REPO,
+  });
+  const files = (JSON.parse(r.stdout) as { file: File[] }).file
+    .filter((f) => f.package === 'ccm.provider.v1')
+    .sort((a, b) => a.name.localeCompare(b.name));
   const out: string[] = [];
   for (const f of files) {
     const locs = new Map((f.sourceCodeInfo?.location ?? []).map((l) => [(l.path ?? []).join('.'), l]));
@@ -76,7 +115,8 @@ export async function renderReference(): Promise<string> {
       out.push(`#### message \`${m.name}\``, '', comment(locs, [4, mi]), '');
       if (m.field?.length) {
         out.push('| field | type | # | meaning |', '|---|---|---|---|');
-        for (const [fi, fld] of m.field.entries()) out.push(`| \`${fld.name}\` | \`${fieldType(fld, m)}\` | ${fld.number} | ${cell(comment(locs, [4, mi, 2, fi]))} |`);
+        for (const [fi, fld] of m.field.entries())
+          out.push(`| \`${fld.name}\` | \`${fieldType(fld, m)}\` | ${fld.number} | ${cell(comment(locs, [4, mi, 2, fi]))} |`);
         out.push('');
       }
     }
@@ -107,8 +147,11 @@ async function main(): Promise<number> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main().then((c) => process.exit(c), (err) => {
-    process.stderr.write(`${(err as Error).message}\n`);
-    process.exit(1);
-  });
+  main().then(
+    (c) => process.exit(c),
+    (err) => {
+      process.stderr.write(`${(err as Error).message}\n`);
+      process.exit(1);
+    },
+  );
 }

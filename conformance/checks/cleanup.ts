@@ -23,13 +23,20 @@ export async function removeAll(k: Kit): Promise<string[]> {
   if (!k.rpcValue) return problems;
   const c = k.rpc.conn;
   if (k.hooksValue) await attempt(problems, 'turning the throttle off', () => k.hooksValue!.setThrottle(false, 0));
-  for (const svc of k.created.loadBalancers.values()) await attempt(problems, `EnsureLoadBalancerDeleted ${svc.name}`, () => k.rpc.call(c.loadBalancers, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: svc }));
-  for (const r of k.created.routes.values()) await attempt(problems, `DeleteRoute ${r.destinationCidr}`, () => k.rpc.call(c.routes, 'DeleteRoute', { meta: k.meta(), route: r }));
+  for (const svc of k.created.loadBalancers.values())
+    await attempt(problems, `EnsureLoadBalancerDeleted ${svc.name}`, () =>
+      k.rpc.call(c.loadBalancers, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: svc }),
+    );
+  for (const r of k.created.routes.values())
+    await attempt(problems, `DeleteRoute ${r.destinationCidr}`, () => k.rpc.call(c.routes, 'DeleteRoute', { meta: k.meta(), route: r }));
   for (const id of k.created.volumes.keys()) {
-    await attempt(problems, `ControllerUnpublishVolume ${id}`, () => k.rpc.call(c.volumes, 'ControllerUnpublishVolume', { meta: k.meta(), volumeId: id, nodeId: '' }));
+    await attempt(problems, `ControllerUnpublishVolume ${id}`, () =>
+      k.rpc.call(c.volumes, 'ControllerUnpublishVolume', { meta: k.meta(), volumeId: id, nodeId: '' }),
+    );
     await attempt(problems, `DeleteVolume ${id}`, () => k.rpc.call(c.volumes, 'DeleteVolume', { meta: k.meta(), volumeId: id }));
   }
-  for (const name of k.created.instances.keys()) if (k.hooksValue) await attempt(problems, `deleting test instance ${name}`, () => k.hooksValue!.deleteInstance(name));
+  for (const name of k.created.instances.keys())
+    if (k.hooksValue) await attempt(problems, `deleting test instance ${name}`, () => k.hooksValue!.deleteInstance(name));
   return problems;
 }
 
@@ -57,9 +64,11 @@ export const cleanupChecks: Check[] = [
         left.push(...vols.filter((e) => k.created.volumes.has(e.volume?.volumeId ?? '')).map((e) => `volume ${e.volume?.volumeId}`));
       }
       if (has(Service.SERVICE_INSTANCES)) {
-        for (const [name, providerId] of k.created.instances) if (!(await instanceAbsent(k, k.nodeRef(name, providerId)))) left.push(`instance ${name}`);
+        for (const [name, providerId] of k.created.instances)
+          if (!(await instanceAbsent(k, k.nodeRef(name, providerId)))) left.push(`instance ${name}`);
       }
-      if (left.length || problems.length) throw new Error([left.length ? `left behind: ${left.join(', ')}` : '', ...problems].filter(Boolean).join('; '));
+      if (left.length || problems.length)
+        throw new Error([left.length ? `left behind: ${left.join(', ')}` : '', ...problems].filter(Boolean).join('; '));
     },
   },
 ];

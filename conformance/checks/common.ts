@@ -21,11 +21,17 @@ export async function expectCode(k: Kit, client: object, method: string, req: ob
 }
 
 /** Per-item google.rpc.Status of a batch result: asserts NOT_FOUND + INSTANCE_NOT_FOUND. */
-export function expectItemInstanceNotFound(what: string, status: { code: number; message: string; details: { typeUrl: string; value: Uint8Array }[] } | undefined): void {
+export function expectItemInstanceNotFound(
+  what: string,
+  status: { code: number; message: string; details: { typeUrl: string; value: Uint8Array }[] } | undefined,
+): void {
   expect(status, `${what}: no per-item error for an absent instance`);
   expect(status.code === Code.NOT_FOUND, `${what}: per-item code ${Code[status.code] ?? status.code}, want NOT_FOUND`);
   const d = decodeDetails(status.details);
-  expect(d.reason === ErrorReason.INSTANCE_NOT_FOUND && d.domain === ERROR_DOMAIN, `${what}: per-item error lacks ErrorInfo ${ErrorReason.INSTANCE_NOT_FOUND} (domain ${ERROR_DOMAIN}); got ${d.reason ?? 'none'}/${d.domain ?? 'none'}`);
+  expect(
+    d.reason === ErrorReason.INSTANCE_NOT_FOUND && d.domain === ERROR_DOMAIN,
+    `${what}: per-item error lacks ErrorInfo ${ErrorReason.INSTANCE_NOT_FOUND} (domain ${ERROR_DOMAIN}); got ${d.reason ?? 'none'}/${d.domain ?? 'none'}`,
+  );
 }
 
 /** Whether an InstanceExists answer (or error) means "does not exist". */
@@ -40,7 +46,14 @@ export async function instanceAbsent(k: Kit, node: object): Promise<boolean> {
 }
 
 /** Collects every page of a paged list with `pageSize`; fails on a repeated token or more than `maxPages`. */
-export async function listAll<T>(k: Kit, client: object, method: string, field: string, pageSize: number, maxPages = 1000): Promise<{ items: T[]; pages: number }> {
+export async function listAll<T>(
+  k: Kit,
+  client: object,
+  method: string,
+  field: string,
+  pageSize: number,
+  maxPages = 1000,
+): Promise<{ items: T[]; pages: number }> {
   const items: T[] = [];
   let token = '';
   const seen = new Set<string>();

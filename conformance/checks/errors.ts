@@ -11,7 +11,9 @@ const KNOWN_REASONS = new Set<string>(Object.values(ErrorReason));
 
 /** A cheap read of the first cloud service the provider declares. */
 function cloudRead(k: Kit): [object, string, object] {
-  const s = [Service.SERVICE_INSTANCES, Service.SERVICE_ROUTES, Service.SERVICE_VOLUMES, Service.SERVICE_LOAD_BALANCERS, Service.SERVICE_ZONES].find((x) => k.caps.services.includes(x));
+  const s = [Service.SERVICE_INSTANCES, Service.SERVICE_ROUTES, Service.SERVICE_VOLUMES, Service.SERVICE_LOAD_BALANCERS, Service.SERVICE_ZONES].find(
+    (x) => k.caps.services.includes(x),
+  );
   if (s === undefined) skip('the provider declares no cloud service');
   return probeCall(k, s)!;
 }
@@ -38,9 +40,18 @@ export const errorChecks: Check[] = [
         await hooks.setThrottle(false, 0);
       }
       expect(seen, `${method} kept succeeding while the cloud was throttled`);
-      expect(seen.code === Code.RESOURCE_EXHAUSTED || seen.code === Code.UNAVAILABLE, `throttled ${method} answered ${seen.codeName}; want RESOURCE_EXHAUSTED or UNAVAILABLE`);
-      expect(seen.reason === ErrorReason.RATE_LIMITED && seen.domain === ERROR_DOMAIN, `throttled ${method} has ErrorInfo ${seen.reason ?? 'none'}/${seen.domain ?? 'none'}; want ${ErrorReason.RATE_LIMITED}/${ERROR_DOMAIN}`);
-      expect(seen.retryAfterMs !== undefined && seen.retryAfterMs > 0, `throttled ${method} has no positive RetryInfo.retry_delay (got ${seen.retryAfterMs ?? 'none'})`);
+      expect(
+        seen.code === Code.RESOURCE_EXHAUSTED || seen.code === Code.UNAVAILABLE,
+        `throttled ${method} answered ${seen.codeName}; want RESOURCE_EXHAUSTED or UNAVAILABLE`,
+      );
+      expect(
+        seen.reason === ErrorReason.RATE_LIMITED && seen.domain === ERROR_DOMAIN,
+        `throttled ${method} has ErrorInfo ${seen.reason ?? 'none'}/${seen.domain ?? 'none'}; want ${ErrorReason.RATE_LIMITED}/${ERROR_DOMAIN}`,
+      );
+      expect(
+        seen.retryAfterMs !== undefined && seen.retryAfterMs > 0,
+        `throttled ${method} has no positive RetryInfo.retry_delay (got ${seen.retryAfterMs ?? 'none'})`,
+      );
       // Once the throttle is off, calls succeed again.
       for (let i = 0; ; i++) {
         try {
@@ -64,9 +75,13 @@ export const errorChecks: Check[] = [
         expect(e.code > 0 && e.code <= 16, `${e.method}: code ${e.code} is not a canonical gRPC code`);
         if (e.reason !== undefined) {
           expect(e.domain === ERROR_DOMAIN, `${e.method}: ErrorInfo domain ${JSON.stringify(e.domain)}; want ${ERROR_DOMAIN}`);
-          expect(KNOWN_REASONS.has(e.reason), `${e.method}: ErrorInfo reason ${JSON.stringify(e.reason)} is not one of ${[...KNOWN_REASONS].join(', ')}`);
+          expect(
+            KNOWN_REASONS.has(e.reason),
+            `${e.method}: ErrorInfo reason ${JSON.stringify(e.reason)} is not one of ${[...KNOWN_REASONS].join(', ')}`,
+          );
         }
-        if (e.reason === ErrorReason.INSTANCE_NOT_FOUND) expect(e.code === Code.NOT_FOUND, `${e.method}: INSTANCE_NOT_FOUND with code ${e.codeName}; want NOT_FOUND`);
+        if (e.reason === ErrorReason.INSTANCE_NOT_FOUND)
+          expect(e.code === Code.NOT_FOUND, `${e.method}: INSTANCE_NOT_FOUND with code ${e.codeName}; want NOT_FOUND`);
         if (e.retryAfterMs !== undefined) expect(e.retryAfterMs >= 0, `${e.method}: RetryInfo without a valid retry_delay`);
       }
     },

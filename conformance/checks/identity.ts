@@ -32,7 +32,11 @@ export function probeCall(k: Kit, s: Service): [object, string, object] | undefi
     case Service.SERVICE_CLUSTERS:
       return [c.clusters, 'ListClusters', { meta }];
     case Service.SERVICE_LOAD_BALANCERS:
-      return [c.loadBalancers, 'GetLoadBalancerName', { meta, service: { uid: '00000000-0000-0000-0000-000000000000', namespace: 'default', name: 'x', annotations: {}, labels: {}, ports: [] } }];
+      return [
+        c.loadBalancers,
+        'GetLoadBalancerName',
+        { meta, service: { uid: '00000000-0000-0000-0000-000000000000', namespace: 'default', name: 'x', annotations: {}, labels: {}, ports: [] } },
+      ];
     case Service.SERVICE_ROUTES:
       return [c.routes, 'ListRoutes', { meta, pageSize: 1, pageToken: '' }];
     case Service.SERVICE_VOLUMES:
@@ -45,22 +49,36 @@ export function probeCall(k: Kit, s: Service): [object, string, object] | undefi
 export const identityChecks: Check[] = [
   {
     id: 'identity/plugin-info',
-    title: 'GetPluginInfo names the provider, its version and the negotiated protocol, and echoes the launch nonce (a per-process id in sidecar mode)',
+    title:
+      'GetPluginInfo names the provider, its version and the negotiated protocol, and echoes the launch nonce (a per-process id in sidecar mode)',
     run: async (k) => {
       const info = await k.rpc.call<GetPluginInfoResponse>(k.rpc.conn.identity, 'GetPluginInfo', {});
       k.info = info;
       expect(info.name.length > 0, 'name is empty');
       expect(info.vendorVersion.length > 0, 'vendor_version is empty');
-      expect(SUPPORTED_PROTOCOL_VERSIONS.includes(info.protocolVersion), `protocol_version ${info.protocolVersion} is not one the host speaks (${SUPPORTED_PROTOCOL_VERSIONS.join(',')})`);
+      expect(
+        SUPPORTED_PROTOCOL_VERSIONS.includes(info.protocolVersion),
+        `protocol_version ${info.protocolVersion} is not one the host speaks (${SUPPORTED_PROTOCOL_VERSIONS.join(',')})`,
+      );
       if (k.handshakeLine) {
         const hs = Number(k.handshakeLine.split('|')[2]);
         expect(info.protocolVersion === hs, `protocol_version ${info.protocolVersion} differs from the handshake's ${hs}`);
       }
-      if (k.proc) expect(info.instanceId === k.proc.instanceId, `instance_id ${JSON.stringify(info.instanceId)} does not echo CCM_PLUGIN_INSTANCE_ID ${JSON.stringify(k.proc.instanceId)}`);
+      if (k.proc)
+        expect(
+          info.instanceId === k.proc.instanceId,
+          `instance_id ${JSON.stringify(info.instanceId)} does not echo CCM_PLUGIN_INSTANCE_ID ${JSON.stringify(k.proc.instanceId)}`,
+        );
       else {
-        expect(info.instanceId !== '', 'instance_id is empty: in sidecar mode report an id generated at process start (e.g. a random UUID), so the host can tell a restarted provider and configure it again');
+        expect(
+          info.instanceId !== '',
+          'instance_id is empty: in sidecar mode report an id generated at process start (e.g. a random UUID), so the host can tell a restarted provider and configure it again',
+        );
         const again = await k.rpc.call<GetPluginInfoResponse>(k.rpc.conn.identity, 'GetPluginInfo', {});
-        expect(again.instanceId === info.instanceId, `instance_id changed from ${JSON.stringify(info.instanceId)} to ${JSON.stringify(again.instanceId)}; it must stay the same for the life of the process`);
+        expect(
+          again.instanceId === info.instanceId,
+          `instance_id changed from ${JSON.stringify(info.instanceId)} to ${JSON.stringify(again.instanceId)}; it must stay the same for the life of the process`,
+        );
       }
     },
   },
@@ -77,10 +95,16 @@ export const identityChecks: Check[] = [
       expect(new Set(caps.capabilities).size === caps.capabilities.length, 'capabilities has duplicates');
       for (const c of caps.capabilities) {
         const s = CAPABILITY_SERVICE[c];
-        expect(s === undefined || caps.services.includes(s), `capability ${Capability[c]} is declared without its service ${s === undefined ? '' : Service[s]}`);
+        expect(
+          s === undefined || caps.services.includes(s),
+          `capability ${Capability[c]} is declared without its service ${s === undefined ? '' : Service[s]}`,
+        );
       }
       const again = await k.rpc.call<GetPluginCapabilitiesResponse>(k.rpc.conn.identity, 'GetPluginCapabilities', {});
-      expect(JSON.stringify(again) === JSON.stringify(caps), 'a second GetPluginCapabilities answered differently; the answer must not change during the life of the process');
+      expect(
+        JSON.stringify(again) === JSON.stringify(caps),
+        'a second GetPluginCapabilities answered differently; the answer must not change during the life of the process',
+      );
     },
   },
   {
@@ -133,16 +157,24 @@ export const identityChecks: Check[] = [
     id: 'identity/undeclared-unimplemented',
     title: 'services the provider does not declare answer UNIMPLEMENTED',
     run: async (k) => {
-      const undeclared = [Service.SERVICE_INSTANCES, Service.SERVICE_ZONES, Service.SERVICE_CLUSTERS, Service.SERVICE_LOAD_BALANCERS, Service.SERVICE_ROUTES, Service.SERVICE_VOLUMES].filter(
-        (s) => !k.caps.services.includes(s),
-      );
+      const undeclared = [
+        Service.SERVICE_INSTANCES,
+        Service.SERVICE_ZONES,
+        Service.SERVICE_CLUSTERS,
+        Service.SERVICE_LOAD_BALANCERS,
+        Service.SERVICE_ROUTES,
+        Service.SERVICE_VOLUMES,
+      ].filter((s) => !k.caps.services.includes(s));
       if (undeclared.length === 0) skip('every service is declared');
       for (const s of undeclared) {
         const [client, method, req] = probeCall(k, s)!;
         try {
           await k.rpc.call(client, method, req);
         } catch (err) {
-          expect(err instanceof RpcError && err.code === Code.UNIMPLEMENTED, `${Service[s]} is not declared, but ${method} failed with ${(err as Error).message} instead of UNIMPLEMENTED`);
+          expect(
+            err instanceof RpcError && err.code === Code.UNIMPLEMENTED,
+            `${Service[s]} is not declared, but ${method} failed with ${(err as Error).message} instead of UNIMPLEMENTED`,
+          );
           continue;
         }
         expect(false, `${Service[s]} is not declared, but ${method} succeeded; declare the service or answer UNIMPLEMENTED`);

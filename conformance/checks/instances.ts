@@ -1,6 +1,10 @@
 /** InstancesService checks (NOT_FOUND/INSTANCE_NOT_FOUND semantics, batch shape). */
 import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
-import type { GetInstancesMetadataResponse, GetInstancesStatusResponse, InstanceMetadataResponse } from '../../proto/gen/ccm/provider/v1/instances.js';
+import type {
+  GetInstancesMetadataResponse,
+  GetInstancesStatusResponse,
+  InstanceMetadataResponse,
+} from '../../proto/gen/ccm/provider/v1/instances.js';
 import { ErrorReason } from '../../sdk/protocol.js';
 import { expect, type Check } from '../kit.js';
 import { Code, RpcError } from '../rpc.js';
@@ -16,7 +20,10 @@ export const instanceChecks: Check[] = [
       const byName = k.nodeRef(`${k.prefix}-absent`);
       const byId = k.nodeRef(`${k.prefix}-absent`, `${k.caps.providerName}://${k.prefix}-absent-id`);
       for (const node of [byName, byId]) {
-        expect(await instanceAbsent(k, node), `InstanceExists says an instance ${node.providerId ? `with providerID ${node.providerId}` : `named ${node.name}`} exists`);
+        expect(
+          await instanceAbsent(k, node),
+          `InstanceExists says an instance ${node.providerId ? `with providerID ${node.providerId}` : `named ${node.name}`} exists`,
+        );
         await expectCode(k, i, 'InstanceShutdown', { meta: k.meta(), node }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
         await expectCode(k, i, 'InstanceMetadata', { meta: k.meta(), node }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
       }
@@ -34,7 +41,10 @@ export const instanceChecks: Check[] = [
       const md = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name) })).metadata;
       expect(md, 'InstanceMetadata answered without metadata');
       expect(md.providerId === hookId, `providerID ${JSON.stringify(md.providerId)} differs from the hook's ${JSON.stringify(hookId)}`);
-      expect(md.providerId.startsWith(`${k.caps.providerName}://`) && md.providerId.length > k.caps.providerName.length + 3, `providerID ${JSON.stringify(md.providerId)} is not "${k.caps.providerName}://<id>"`);
+      expect(
+        md.providerId.startsWith(`${k.caps.providerName}://`) && md.providerId.length > k.caps.providerName.length + 3,
+        `providerID ${JSON.stringify(md.providerId)} is not "${k.caps.providerName}://<id>"`,
+      );
       expect(md.nodeAddresses.length <= 64, `${md.nodeAddresses.length} addresses; at most 64`);
       const keys = new Set<string>();
       for (const a of md.nodeAddresses) {
@@ -46,7 +56,8 @@ export const instanceChecks: Check[] = [
       for (const key of Object.keys(md.additionalLabels)) {
         expect(!/(^|\.)(kubernetes\.io|k8s\.io)\//.test(key), `additional label ${key} is in a reserved namespace`);
       }
-      const again = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name, md.providerId) })).metadata;
+      const again = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name, md.providerId) }))
+        .metadata;
       expect(again?.providerId === md.providerId, 'InstanceMetadata by providerID found another instance');
       k.testNode = { name, providerId: md.providerId, zone: md.zone };
     },
@@ -73,8 +84,15 @@ export const instanceChecks: Check[] = [
       const nodes = [k.nodeRef(t.name), k.nodeRef(absent), k.nodeRef(t.name, t.providerId)];
       const r = await k.rpc.call<GetInstancesStatusResponse>(k.rpc.conn.instances, 'GetInstancesStatus', { meta: k.meta(), nodes });
       expect(r.results.length === 3, `${r.results.length} results for 3 nodes`);
-      expect(r.results.map((x) => x.nodeName).join() === [t.name, absent, t.name].join(), `results are not in input order: ${r.results.map((x) => x.nodeName).join(', ')}`);
-      for (const idx of [0, 2]) expect(!r.results[idx]!.error && r.results[idx]!.exists && !r.results[idx]!.shutdown, `result ${idx} for the running test instance: ${JSON.stringify(r.results[idx])}`);
+      expect(
+        r.results.map((x) => x.nodeName).join() === [t.name, absent, t.name].join(),
+        `results are not in input order: ${r.results.map((x) => x.nodeName).join(', ')}`,
+      );
+      for (const idx of [0, 2])
+        expect(
+          !r.results[idx]!.error && r.results[idx]!.exists && !r.results[idx]!.shutdown,
+          `result ${idx} for the running test instance: ${JSON.stringify(r.results[idx])}`,
+        );
       const mid = r.results[1]!;
       if (mid.error) expectItemInstanceNotFound('GetInstancesStatus', mid.error);
       else expect(!mid.exists, 'GetInstancesStatus says an absent instance exists');
@@ -92,7 +110,10 @@ export const instanceChecks: Check[] = [
       expect(r.results.length === 2, `${r.results.length} results for 2 nodes`);
       expect(r.results[0]!.nodeName === absent && r.results[1]!.nodeName === t.name, 'results are not in input order');
       expectItemInstanceNotFound('GetInstancesMetadata', r.results[0]!.error);
-      expect(!r.results[1]!.error && r.results[1]!.metadata?.providerId === t.providerId, `result for the test instance: ${JSON.stringify(r.results[1])}`);
+      expect(
+        !r.results[1]!.error && r.results[1]!.metadata?.providerId === t.providerId,
+        `result for the test instance: ${JSON.stringify(r.results[1])}`,
+      );
     },
   },
   {
@@ -106,7 +127,10 @@ export const instanceChecks: Check[] = [
           const r = await k.rpc.call<{ results: unknown[] }>(k.rpc.conn.instances, method, { meta: k.meta(), nodes: [] });
           expect(r.results.length === 0, `${method} with no nodes answered ${r.results.length} results`);
         } catch (err) {
-          expect(err instanceof RpcError && err.code === Code.INVALID_ARGUMENT, `${method} with no nodes: ${(err as Error).message}; want no results or INVALID_ARGUMENT`);
+          expect(
+            err instanceof RpcError && err.code === Code.INVALID_ARGUMENT,
+            `${method} with no nodes: ${(err as Error).message}; want no results or INVALID_ARGUMENT`,
+          );
         }
         await expectCode(k, k.rpc.conn.instances, method, { meta: k.meta(), nodes: many }, Code.INVALID_ARGUMENT);
       }

@@ -26,8 +26,14 @@ async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVers
     expect(exit, `started ${what}, the provider was still running after ${REFUSAL_EXIT_MS} ms; it must print one line on stderr and exit non-zero`);
     expect(exit.code !== 0, `started ${what}, the provider exited with ${describeExit(exit)}; want a non-zero exit code`);
     await new Promise((r) => setTimeout(r, 100)); // let the last pipe data arrive
-    expect(p.stdoutLines.length === 0, `started ${what}, the provider printed on stdout: ${JSON.stringify(p.stdoutLines.slice(0, 2))}; stdout is only for the handshake`);
-    expect(p.stderrTail.some((l) => l.trim().length > 0), `started ${what}, the provider exited without explaining itself on stderr`);
+    expect(
+      p.stdoutLines.length === 0,
+      `started ${what}, the provider printed on stdout: ${JSON.stringify(p.stdoutLines.slice(0, 2))}; stdout is only for the handshake`,
+    );
+    expect(
+      p.stderrTail.some((l) => l.trim().length > 0),
+      `started ${what}, the provider exited without explaining itself on stderr`,
+    );
     return p;
   } finally {
     await p.kill();
@@ -52,7 +58,10 @@ export const launchChecks: Check[] = [
       const p = await expectRefusal(k, { protocolVersions: String(BOGUS_PROTOCOL) }, `with CCM_PLUGIN_PROTOCOL_VERSIONS=${BOGUS_PROTOCOL}`);
       const text = p.stderrTail.join('\n');
       expect(text.includes(String(BOGUS_PROTOCOL)), `the refusal does not name the version the host offered (${BOGUS_PROTOCOL})${p.stderrSummary()}`);
-      expect(SUPPORTED_PROTOCOL_VERSIONS.some((v) => new RegExp(`\\b${v}\\b`).test(text.replaceAll(String(BOGUS_PROTOCOL), ''))), `the refusal does not name the version(s) the provider speaks${p.stderrSummary()}`);
+      expect(
+        SUPPORTED_PROTOCOL_VERSIONS.some((v) => new RegExp(`\\b${v}\\b`).test(text.replaceAll(String(BOGUS_PROTOCOL), ''))),
+        `the refusal does not name the version(s) the provider speaks${p.stderrSummary()}`,
+      );
     },
   },
   {
@@ -87,7 +96,12 @@ export const launchChecks: Check[] = [
       const p = await Launched.start({ path: k.opts.target.path, env });
       k.proc = p;
       const line = await p.firstLine(k.opts.startTimeoutMs);
-      expect(line !== undefined, p.exit ? `exited (${describeExit(p.exit)}) before printing a handshake${p.stderrSummary()}` : `no stdout line within ${k.opts.startTimeoutMs} ms${p.stderrSummary()}`);
+      expect(
+        line !== undefined,
+        p.exit
+          ? `exited (${describeExit(p.exit)}) before printing a handshake${p.stderrSummary()}`
+          : `no stdout line within ${k.opts.startTimeoutMs} ms${p.stderrSummary()}`,
+      );
       const parsed = parseHandshake(line);
       expect(parsed.kind !== 'other', `the first stdout line is not a handshake: ${JSON.stringify(line.slice(0, 200))}`);
       expect(parsed.kind === 'handshake', `invalid handshake ${JSON.stringify(line)}: ${parsed.kind === 'invalid' ? parsed.reason : ''}`);
@@ -163,7 +177,10 @@ export const endChecks: Check[] = [
       if (!p.exit) await p.waitExit(2_000);
       await new Promise((r) => setTimeout(r, 100));
       const extra = p.stdoutLines.slice(1);
-      expect(extra.length === 0, `${extra.length} extra stdout line(s) after the handshake, e.g. ${JSON.stringify(extra[0]?.slice(0, 200))}; log to stderr`);
+      expect(
+        extra.length === 0,
+        `${extra.length} extra stdout line(s) after the handshake, e.g. ${JSON.stringify(extra[0]?.slice(0, 200))}; log to stderr`,
+      );
     },
   },
 ];

@@ -99,10 +99,16 @@ export const loadBalancerChecks: Check[] = [
       checkStatus(a.status);
       mainLb.set(k, svc);
       const b = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', { ...req, meta: { ...req.meta, attempt: 2 } });
-      expect(ingressText(a.status) === ingressText(b.status), `the second EnsureLoadBalancer changed the ingress from ${ingressText(a.status)} to ${ingressText(b.status)}`);
+      expect(
+        ingressText(a.status) === ingressText(b.status),
+        `the second EnsureLoadBalancer changed the ingress from ${ingressText(a.status)} to ${ingressText(b.status)}`,
+      );
       const got = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: svc });
       expect(got.exists, 'GetLoadBalancer says the ensured load balancer does not exist');
-      expect(ingressText(got.status) === ingressText(a.status), `GetLoadBalancer status ${ingressText(got.status)} differs from EnsureLoadBalancer's ${ingressText(a.status)}`);
+      expect(
+        ingressText(got.status) === ingressText(a.status),
+        `GetLoadBalancer status ${ingressText(got.status)} differs from EnsureLoadBalancer's ${ingressText(a.status)}`,
+      );
     },
   },
   {
@@ -134,13 +140,17 @@ export const loadBalancerChecks: Check[] = [
   },
   {
     id: 'load-balancers/batch-ensure',
-    title: 'EnsureLoadBalancers answers each entry, in input order, as EnsureLoadBalancer does; a bad entry fails alone; a uid twice is INVALID_ARGUMENT',
+    title:
+      'EnsureLoadBalancers answers each entry, in input order, as EnsureLoadBalancer does; a bad entry fails alone; a uid twice is INVALID_ARGUMENT',
     run: async (k) => {
       k.needCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE);
       const existing = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
       const lb = k.rpc.conn.loadBalancers;
       const fresh = service(k, 'batch-new');
-      const bad = { ...service(k, 'batch-bad'), ports: [{ name: 'web', protocol: Protocol.PROTOCOL_UNSPECIFIED, port: 80, nodePort: 30080, appProtocol: '' }] };
+      const bad = {
+        ...service(k, 'batch-bad'),
+        ports: [{ name: 'web', protocol: Protocol.PROTOCOL_UNSPECIFIED, port: 80, nodePort: 30080, appProtocol: '' }],
+      };
       k.created.loadBalancers.set(fresh.uid, fresh);
       k.created.loadBalancers.set(bad.uid, bad);
       // What the single call answers for the bad entry (an error code, or OK): the batch must answer alike.
@@ -153,18 +163,33 @@ export const loadBalancerChecks: Check[] = [
       for (let attempt = 0; attempt < 2; attempt++) {
         const r = await k.rpc.call<EnsureLoadBalancersResponse>(lb, 'EnsureLoadBalancers', req);
         expect(r.results.length === 3, `${r.results.length} results for 3 services`);
-        expect(r.results.every((x, i) => x.serviceUid === req.services[i]!.uid), 'results are not in input order');
+        expect(
+          r.results.every((x, i) => x.serviceUid === req.services[i]!.uid),
+          'results are not in input order',
+        );
         const [a, b, c] = r.results as [(typeof r.results)[0], (typeof r.results)[0], (typeof r.results)[0]];
         expect(!a.error || a.error.code === Code.OK, `the existing load balancer failed: ${a.error?.message}`);
         checkStatus(a.status);
-        expect(ingressText(a.status) === ingressText(before.status), `the batch changed the existing load balancer's ingress from ${ingressText(before.status)} to ${ingressText(a.status)}`);
-        expect((b.error?.code ?? Code.OK) === single, `the bad entry answered code ${b.error?.code ?? Code.OK}, EnsureLoadBalancer answered ${single}`);
+        expect(
+          ingressText(a.status) === ingressText(before.status),
+          `the batch changed the existing load balancer's ingress from ${ingressText(before.status)} to ${ingressText(a.status)}`,
+        );
+        expect(
+          (b.error?.code ?? Code.OK) === single,
+          `the bad entry answered code ${b.error?.code ?? Code.OK}, EnsureLoadBalancer answered ${single}`,
+        );
         expect(!c.error || c.error.code === Code.OK, `the new load balancer failed: ${c.error?.message}`);
         checkStatus(c.status);
         const got = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: fresh });
-        expect(got.exists && ingressText(got.status) === ingressText(c.status), `GetLoadBalancer status ${ingressText(got.status)} differs from the batch's ${ingressText(c.status)}`);
+        expect(
+          got.exists && ingressText(got.status) === ingressText(c.status),
+          `GetLoadBalancer status ${ingressText(got.status)} differs from the batch's ${ingressText(c.status)}`,
+        );
         const again = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', { meta: k.meta(), service: fresh, nodes: nodes(k) });
-        expect(ingressText(again.status) === ingressText(c.status), `EnsureLoadBalancer after the batch changed the ingress from ${ingressText(c.status)} to ${ingressText(again.status)}`);
+        expect(
+          ingressText(again.status) === ingressText(c.status),
+          `EnsureLoadBalancer after the batch changed the ingress from ${ingressText(c.status)} to ${ingressText(again.status)}`,
+        );
       }
       await expectCode(k, lb, 'EnsureLoadBalancers', { meta: k.meta(), services: [fresh, fresh], nodes: nodes(k) }, Code.INVALID_ARGUMENT);
       await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: fresh });
@@ -173,7 +198,8 @@ export const loadBalancerChecks: Check[] = [
   },
   {
     id: 'load-balancers/list',
-    title: 'ListLoadBalancers lists the ensured load balancer with its Service, once, across pages of one; never for another cluster name; a bad token answers ABORTED',
+    title:
+      'ListLoadBalancers lists the ensured load balancer with its Service, once, across pages of one; never for another cluster name; a bad token answers ABORTED',
     run: async (k) => {
       k.needCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST);
       const svc = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
@@ -182,7 +208,11 @@ export const loadBalancerChecks: Check[] = [
         const out: LoadBalancerSummary[] = [];
         let pageToken = '';
         for (let pages = 0; pages < 10_000; pages++) {
-          const r = await k.rpc.call<ListLoadBalancersResponse>(lb, 'ListLoadBalancers', { meta: { ...k.meta(), clusterName }, pageSize: 1, pageToken });
+          const r = await k.rpc.call<ListLoadBalancersResponse>(lb, 'ListLoadBalancers', {
+            meta: { ...k.meta(), clusterName },
+            pageSize: 1,
+            pageToken,
+          });
           expect(r.loadBalancers.length <= 1, `page_size 1 gave ${r.loadBalancers.length} entries`);
           out.push(...r.loadBalancers);
           if (!r.nextPageToken) return out;
@@ -194,11 +224,17 @@ export const loadBalancerChecks: Check[] = [
       expect(mine.length === 1, `the ensured load balancer is listed ${mine.length} times`);
       const [entry] = mine;
       expect(entry!.clusterName === k.cluster, `cluster_name ${JSON.stringify(entry!.clusterName)}, expected ${JSON.stringify(k.cluster)}`);
-      expect(entry!.serviceNamespace === svc.namespace && entry!.serviceName === svc.name, `listed for ${entry!.serviceNamespace}/${entry!.serviceName}, made for ${svc.namespace}/${svc.name}`);
+      expect(
+        entry!.serviceNamespace === svc.namespace && entry!.serviceName === svc.name,
+        `listed for ${entry!.serviceNamespace}/${entry!.serviceName}, made for ${svc.namespace}/${svc.name}`,
+      );
       const name = await k.rpc.call<{ name: string }>(lb, 'GetLoadBalancerName', { meta: k.meta(), service: svc });
       expect(entry!.name === name.name, `listed as ${JSON.stringify(entry!.name)}, GetLoadBalancerName says ${JSON.stringify(name.name)}`);
       const other = await listAll(`${k.cluster}-other`);
-      expect(!other.some((l) => l.serviceUid === svc.uid || l.clusterName !== `${k.cluster}-other`), 'a listing for another cluster name shows load balancers not made for it');
+      expect(
+        !other.some((l) => l.serviceUid === svc.uid || l.clusterName !== `${k.cluster}-other`),
+        'a listing for another cluster name shows load balancers not made for it',
+      );
       await expectCode(k, lb, 'ListLoadBalancers', { meta: k.meta(), pageSize: 1, pageToken: 'not-a-token' }, Code.ABORTED);
     },
   },

@@ -9,7 +9,13 @@ import { expectCode, listAll } from './common.js';
 const CLUSTER_CIDR = '10.252.0.0/16';
 
 function route(k: Kit, n: number, target?: string): Route {
-  return { name: '', targetNode: target ?? k.testNode?.name ?? `${k.prefix}-node-a`, targetNodeAddresses: [], destinationCidr: `10.252.${n}.0/24`, blackhole: false };
+  return {
+    name: '',
+    targetNode: target ?? k.testNode?.name ?? `${k.prefix}-node-a`,
+    targetNodeAddresses: [],
+    destinationCidr: `10.252.${n}.0/24`,
+    blackhole: false,
+  };
 }
 
 async function listed(k: Kit): Promise<Route[]> {
@@ -27,7 +33,10 @@ export const routeChecks: Check[] = [
       const a = await k.rpc.call<CreateRouteResponse>(k.rpc.conn.routes, 'CreateRoute', req);
       k.created.routes.set(r.destinationCidr, a.route ?? r);
       const b = await k.rpc.call<CreateRouteResponse>(k.rpc.conn.routes, 'CreateRoute', { ...req, meta: { ...req.meta, attempt: 2 } });
-      expect(a.route?.destinationCidr === r.destinationCidr && a.route.targetNode === r.targetNode, `created route ${JSON.stringify(a.route)} is not the one asked for`);
+      expect(
+        a.route?.destinationCidr === r.destinationCidr && a.route.targetNode === r.targetNode,
+        `created route ${JSON.stringify(a.route)} is not the one asked for`,
+      );
       expect(b.route?.name === a.route?.name, `the second CreateRoute answered route ${b.route?.name}, the first ${a.route?.name}`);
       const mine = (await listed(k)).filter((x) => x.destinationCidr === r.destinationCidr);
       expect(mine.length === 1, `ListRoutes shows the route ${mine.length} times`);
@@ -38,7 +47,13 @@ export const routeChecks: Check[] = [
     title: 'another target node for an existing destination answers ALREADY_EXISTS',
     run: async (k) => {
       if (!k.created.routes.has(route(k, 1).destinationCidr)) skip('needs the route of routes/create-twice');
-      await expectCode(k, k.rpc.conn.routes, 'CreateRoute', { meta: k.meta(), nameHint: `${k.prefix}-r1x`, route: route(k, 1, `${k.prefix}-other-node`) }, Code.ALREADY_EXISTS);
+      await expectCode(
+        k,
+        k.rpc.conn.routes,
+        'CreateRoute',
+        { meta: k.meta(), nameHint: `${k.prefix}-r1x`, route: route(k, 1, `${k.prefix}-other-node`) },
+        Code.ALREADY_EXISTS,
+      );
     },
   },
   {
@@ -48,7 +63,11 @@ export const routeChecks: Check[] = [
       k.needService(Service.SERVICE_ROUTES);
       for (const n of [2, 3]) {
         const r = route(k, n);
-        const res = await k.rpc.call<CreateRouteResponse>(k.rpc.conn.routes, 'CreateRoute', { meta: k.meta(), nameHint: `${k.prefix}-r${n}`, route: r });
+        const res = await k.rpc.call<CreateRouteResponse>(k.rpc.conn.routes, 'CreateRoute', {
+          meta: k.meta(),
+          nameHint: `${k.prefix}-r${n}`,
+          route: r,
+        });
         k.created.routes.set(r.destinationCidr, res.route ?? r);
       }
       const { items, pages } = await listAll<Route>(k, k.rpc.conn.routes, 'ListRoutes', 'routes', 1);
@@ -91,9 +110,15 @@ export const routeChecks: Check[] = [
       for (const r of a.deleted) k.created.routes.delete(r.destinationCidr);
       expect(a.failed.length === 0, `failures: ${a.failed.map((f) => `${f.route?.destinationCidr}: ${f.error?.message}`).join('; ')}`);
       const dests = (await listed(k)).map((r) => r.destinationCidr).sort();
-      expect(JSON.stringify(dests) === JSON.stringify(desired.map((r) => r.destinationCidr).sort()), `after ReconcileRoutes the routes are ${dests.join(', ')}`);
+      expect(
+        JSON.stringify(dests) === JSON.stringify(desired.map((r) => r.destinationCidr).sort()),
+        `after ReconcileRoutes the routes are ${dests.join(', ')}`,
+      );
       const b = await k.rpc.call<ReconcileRoutesResponse>(k.rpc.conn.routes, 'ReconcileRoutes', req);
-      expect(b.created.length === 0 && b.deleted.length === 0 && b.failed.length === 0, `the second call changed something: ${JSON.stringify({ created: b.created.length, deleted: b.deleted.length, failed: b.failed.length })}`);
+      expect(
+        b.created.length === 0 && b.deleted.length === 0 && b.failed.length === 0,
+        `the second call changed something: ${JSON.stringify({ created: b.created.length, deleted: b.deleted.length, failed: b.failed.length })}`,
+      );
     },
   },
 ];

@@ -58,7 +58,13 @@ export const volumeChecks: Check[] = [
       const volumeId = `${k.prefix}-no-such-volume`;
       const nodeId = k.testNode?.providerId ?? `${k.caps.providerName}://${k.prefix}-no-node`;
       await expectCode(k, v, 'ControllerPublishVolume', { meta: k.meta(), volumeId, nodeId, readonly: false, volumeContext: {} }, Code.NOT_FOUND);
-      await expectCode(k, v, 'ControllerExpandVolume', { meta: k.meta(), volumeId, capacityRange: { requiredBytes: 2 * GIB, limitBytes: 0 } }, Code.NOT_FOUND);
+      await expectCode(
+        k,
+        v,
+        'ControllerExpandVolume',
+        { meta: k.meta(), volumeId, capacityRange: { requiredBytes: 2 * GIB, limitBytes: 0 } },
+        Code.NOT_FOUND,
+      );
       await expectCode(k, v, 'GetVolumeLabels', { meta: k.meta(), volumeId }, Code.NOT_FOUND);
       await k.rpc.call(v, 'ControllerUnpublishVolume', { meta: k.meta(), volumeId, nodeId });
       await k.rpc.call(v, 'DeleteVolume', { meta: k.meta(), volumeId });
@@ -70,7 +76,14 @@ export const volumeChecks: Check[] = [
     run: async (k) => {
       const volumeId = mainVolume(k);
       const nodeId = `${k.caps.providerName}://${k.prefix}-no-node`;
-      await expectCode(k, k.rpc.conn.volumes, 'ControllerPublishVolume', { meta: k.meta(), volumeId, nodeId, readonly: false, volumeContext: {} }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+      await expectCode(
+        k,
+        k.rpc.conn.volumes,
+        'ControllerPublishVolume',
+        { meta: k.meta(), volumeId, nodeId, readonly: false, volumeContext: {} },
+        Code.NOT_FOUND,
+        ErrorReason.INSTANCE_NOT_FOUND,
+      );
     },
   },
   {
@@ -83,7 +96,9 @@ export const volumeChecks: Check[] = [
       await k.rpc.call(k.rpc.conn.volumes, 'ControllerPublishVolume', req);
       await k.rpc.call(k.rpc.conn.volumes, 'ControllerPublishVolume', req);
       if (k.caps.capabilities.includes(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES)) {
-        const entry = (await listAll<ListVolumesEntry>(k, k.rpc.conn.volumes, 'ListVolumes', 'entries', 0)).items.find((e) => e.volume?.volumeId === volumeId);
+        const entry = (await listAll<ListVolumesEntry>(k, k.rpc.conn.volumes, 'ListVolumes', 'entries', 0)).items.find(
+          (e) => e.volume?.volumeId === volumeId,
+        );
         expect(entry, 'ListVolumes does not list the volume');
         expect(entry.publishedNodeIds.includes(t.providerId), `published_node_ids ${JSON.stringify(entry.publishedNodeIds)} lacks ${t.providerId}`);
       }

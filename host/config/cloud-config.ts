@@ -38,7 +38,9 @@ export async function readCloudConfig(path: string, opts: ReadCloudConfigOptions
     let size = 0;
     for (let n = -1; n !== 0 && size < buf.length; size += n) n = (await file.read(buf, size, buf.length - size, size)).bytesRead;
     if (size > maxBytes) {
-      throw new HostStartError(`--cloud-config ${path} is larger than ${maxBytes} bytes, the limit: pass only the provider's settings (keep certificates and other bulky data in files the provider reads itself)`);
+      throw new HostStartError(
+        `--cloud-config ${path} is larger than ${maxBytes} bytes, the limit: pass only the provider's settings (keep certificates and other bulky data in files the provider reads itself)`,
+      );
     }
     return Buffer.from(buf.subarray(0, size));
   } catch (err) {

@@ -152,7 +152,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   const cloudProvider = checkCloudProvider(o.cloudProvider, p);
   const cloudConfigOptional = p.bool('cloud-config-optional', o.cloudConfigOptional);
   if (o.cloudConfig === undefined) {
-    if (cloudConfigOptional) p.add('--cloud-config-optional=true needs --cloud-config: pass the path of the file that may be absent, or leave --cloud-config-optional out');
+    if (cloudConfigOptional)
+      p.add('--cloud-config-optional=true needs --cloud-config: pass the path of the file that may be absent, or leave --cloud-config-optional out');
   } else if (!(cloudConfigOptional && isAbsent(o.cloudConfig))) {
     p.readableFile('cloud-config', o.cloudConfig);
   }
@@ -273,19 +274,27 @@ function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Pr
   const renew = q.duration('leader-elect-renew-deadline', o.leaderElectRenewDeadline, { positive: true });
   const retry = q.duration('leader-elect-retry-period', o.leaderElectRetryPeriod, { positive: true });
   if (!(lease > renew) && !Number.isNaN(lease) && !Number.isNaN(renew)) {
-    q.add(`--leader-elect-lease-duration=${o.leaderElectLeaseDuration} must be greater than --leader-elect-renew-deadline=${o.leaderElectRenewDeadline}: a leader must give up before others may take over`);
+    q.add(
+      `--leader-elect-lease-duration=${o.leaderElectLeaseDuration} must be greater than --leader-elect-renew-deadline=${o.leaderElectRenewDeadline}: a leader must give up before others may take over`,
+    );
   }
   if (!(renew > retry * JITTER_FACTOR) && !Number.isNaN(renew) && !Number.isNaN(retry)) {
-    q.add(`--leader-elect-renew-deadline=${o.leaderElectRenewDeadline} must be greater than ${JITTER_FACTOR} × --leader-elect-retry-period=${o.leaderElectRetryPeriod}: the leader needs room for at least one jittered retry`);
+    q.add(
+      `--leader-elect-renew-deadline=${o.leaderElectRenewDeadline} must be greater than ${JITTER_FACTOR} × --leader-elect-retry-period=${o.leaderElectRetryPeriod}: the leader needs room for at least one jittered retry`,
+    );
   }
   if (o.leaderElectResourceLock !== 'leases') {
     q.add(`--leader-elect-resource-lock=${JSON.stringify(o.leaderElectResourceLock)} is not supported: use leases (coordination.k8s.io/v1 Lease)`);
   }
   if (!DNS_SUBDOMAIN.test(o.leaderElectResourceName)) {
-    q.add(`--leader-elect-resource-name=${JSON.stringify(o.leaderElectResourceName)} is invalid: want a Lease name (lowercase DNS subdomain), e.g. cloud-controller-manager`);
+    q.add(
+      `--leader-elect-resource-name=${JSON.stringify(o.leaderElectResourceName)} is invalid: want a Lease name (lowercase DNS subdomain), e.g. cloud-controller-manager`,
+    );
   }
   if (!DNS_LABEL.test(o.leaderElectResourceNamespace)) {
-    q.add(`--leader-elect-resource-namespace=${JSON.stringify(o.leaderElectResourceNamespace)} is invalid: want a namespace name (a DNS label), e.g. kube-system`);
+    q.add(
+      `--leader-elect-resource-namespace=${JSON.stringify(o.leaderElectResourceNamespace)} is invalid: want a namespace name (a DNS label), e.g. kube-system`,
+    );
   }
   return {
     leaseDurationMs: lease,
@@ -305,7 +314,9 @@ function checkCloudProvider(name: string | undefined, p: Problems): string | und
     return undefined;
   }
   if (!PROVIDER_NAME.test(name)) {
-    p.add(`--cloud-provider=${JSON.stringify(name)} is invalid: use lowercase letters, digits and "-" (a DNS label, at most 63 characters), e.g. --cloud-provider=local`);
+    p.add(
+      `--cloud-provider=${JSON.stringify(name)} is invalid: use lowercase letters, digits and "-" (a DNS label, at most 63 characters), e.g. --cloud-provider=local`,
+    );
     return undefined;
   }
   return name;
@@ -318,7 +329,9 @@ function resolvePluginEnv(entries: readonly string[], env: NodeJS.ProcessEnv, p:
     const eq = entry.indexOf('=');
     const name = eq < 0 ? entry : entry.slice(0, eq);
     if (!ENV_NAME.test(name)) {
-      p.add(`--plugin-env=${JSON.stringify(entry)} is invalid: use NAME or NAME=VALUE, where NAME is letters, digits and _ and does not start with a digit`);
+      p.add(
+        `--plugin-env=${JSON.stringify(entry)} is invalid: use NAME or NAME=VALUE, where NAME is letters, digits and _ and does not start with a digit`,
+      );
     } else if (name.startsWith(RESERVED_ENV_PREFIX)) {
       p.add(`--plugin-env=${name}: variables starting with ${RESERVED_ENV_PREFIX} are set by the host for the plugin protocol: remove this entry`);
     } else if (eq >= 0) {
@@ -358,7 +371,8 @@ function checkClusterCidrs(text: string | undefined, p: Problems): readonly stri
 }
 
 /** Label selector terms: `key`, `!key`, `key=v`, `key==v`, `key!=v`, `key in (a,b)`, `key notin (a,b)`. */
-const SELECTOR_TERM = /^\s*(!?[A-Za-z0-9./_-]+|[A-Za-z0-9./_-]+\s*(==|=|!=)\s*[A-Za-z0-9._-]*|[A-Za-z0-9./_-]+\s+(in|notin)\s+\([A-Za-z0-9._,\s-]*\))\s*$/;
+const SELECTOR_TERM =
+  /^\s*(!?[A-Za-z0-9./_-]+|[A-Za-z0-9./_-]+\s*(==|=|!=)\s*[A-Za-z0-9._-]*|[A-Za-z0-9./_-]+\s+(in|notin)\s+\([A-Za-z0-9._,\s-]*\))\s*$/;
 
 /** Splits on commas outside parentheses and checks each term's shape; the API server has the last word. */
 function checkLabelSelector(text: string | undefined, p: Problems): string {
@@ -366,7 +380,9 @@ function checkLabelSelector(text: string | undefined, p: Problems): string {
   const terms = text.split(/,(?![^(]*\))/);
   const bad = terms.filter((t) => !SELECTOR_TERM.test(t));
   if (bad.length > 0) {
-    p.add(`--node-selector=${JSON.stringify(text)} is invalid: ${bad.map((b) => JSON.stringify(b.trim())).join(', ')} is not a label selector term; want e.g. pool=a or pool in (a,b)`);
+    p.add(
+      `--node-selector=${JSON.stringify(text)} is invalid: ${bad.map((b) => JSON.stringify(b.trim())).join(', ')} is not a label selector term; want e.g. pool=a or pool in (a,b)`,
+    );
   }
   return text.trim();
 }
@@ -375,7 +391,8 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 function checkNamespace(text: string | undefined, p: Problems): string {
   if (text === undefined || text === '') return '';
-  if (!DNS_LABEL.test(text)) p.add(`--watch-namespace=${JSON.stringify(text)} is invalid: want a namespace name (a DNS label), or leave it out to watch all namespaces`);
+  if (!DNS_LABEL.test(text))
+    p.add(`--watch-namespace=${JSON.stringify(text)} is invalid: want a namespace name (a DNS label), or leave it out to watch all namespaces`);
   return text;
 }
 
@@ -391,7 +408,9 @@ function deepFreeze<T>(value: T): T {
 function deletionLimit(text: string, p: Problems): DeletionLimit | null {
   const limit = parseDeletionLimit(text);
   if (limit === undefined) {
-    p.add(`--node-deletion-limit=${JSON.stringify(text)} is invalid: use a count of nodes (e.g. 5; 0 turns the limit off) or a percentage of the nodes (e.g. 10%)`);
+    p.add(
+      `--node-deletion-limit=${JSON.stringify(text)} is invalid: use a count of nodes (e.g. 5; 0 turns the limit off) or a percentage of the nodes (e.g. 10%)`,
+    );
     return null;
   }
   return limit;

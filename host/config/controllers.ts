@@ -36,9 +36,7 @@ export function controllerSpecErrors(spec: readonly string[]): string[] {
     if (entry === '*') continue;
     const name = entry.startsWith('-') ? entry.slice(1) : entry;
     if (canonicalControllerName(name) === undefined) {
-      errors.push(
-        `--controllers: unknown controller "${entry}": use * (all) or names from ${validNames()}; prefix a name with - to disable it`,
-      );
+      errors.push(`--controllers: unknown controller "${entry}": use * (all) or names from ${validNames()}; prefix a name with - to disable it`);
     }
   }
   return errors;

@@ -37,7 +37,10 @@ export function nodeCidrMaskSizes(clusterCidrs: readonly string[], flags: MaskFl
   let v4 = DEFAULT_NODE_CIDR_MASK_IPV4;
   let v6 = DEFAULT_NODE_CIDR_MASK_IPV6;
   if (cidrs.length > 1) {
-    if (flags.size !== 0) errors.push('--node-cidr-mask-size is not allowed with a dual-stack --cluster-cidr: use --node-cidr-mask-size-ipv4 and --node-cidr-mask-size-ipv6');
+    if (flags.size !== 0)
+      errors.push(
+        '--node-cidr-mask-size is not allowed with a dual-stack --cluster-cidr: use --node-cidr-mask-size-ipv4 and --node-cidr-mask-size-ipv6',
+      );
     if (flags.ipv4 !== 0) v4 = flags.ipv4;
     if (flags.ipv6 !== 0) v6 = flags.ipv6;
   } else if (flags.size !== 0) {
@@ -64,7 +67,9 @@ export function nodeCidrMaskSizes(clusterCidrs: readonly string[], flags: MaskFl
     if (size < c!.prefix || size > max) {
       errors.push(`${flag}=${size} does not fit --cluster-cidr ${c!.text}: want a node mask size from ${c!.prefix} to ${max}`);
     } else if (size - c!.prefix > MAX_NODE_CIDR_BITS) {
-      errors.push(`${flag}=${size} splits --cluster-cidr ${c!.text} into more than 2^${MAX_NODE_CIDR_BITS} ranges: use a mask size of at most ${c!.prefix + MAX_NODE_CIDR_BITS}`);
+      errors.push(
+        `${flag}=${size} splits --cluster-cidr ${c!.text} into more than 2^${MAX_NODE_CIDR_BITS} ranges: use a mask size of at most ${c!.prefix + MAX_NODE_CIDR_BITS}`,
+      );
     }
   });
   errors.forEach((e) => p.add(e));

@@ -66,7 +66,9 @@ export interface PluginInputs {
 export function resolvePluginSource(inputs: PluginInputs, problems: Problems): PluginSource | undefined {
   const { cloudProvider, pluginPath, pluginEndpoint } = inputs;
   if (pluginPath !== undefined && pluginEndpoint !== undefined) {
-    problems.add('--plugin-path and --plugin-endpoint are mutually exclusive: pass --plugin-path to spawn the plugin, or --plugin-endpoint to connect to one that is already running');
+    problems.add(
+      '--plugin-path and --plugin-endpoint are mutually exclusive: pass --plugin-path to spawn the plugin, or --plugin-endpoint to connect to one that is already running',
+    );
     return undefined;
   }
   if (pluginEndpoint !== undefined) return endpointSource(pluginEndpoint, problems);
@@ -74,14 +76,18 @@ export function resolvePluginSource(inputs: PluginInputs, problems: Problems): P
   if (cloudProvider === LOCAL_CLOUD_PROVIDER) {
     const file = inputs.localPluginPath ?? BUILTIN_LOCAL_PLUGIN_PATH;
     if (!fs.existsSync(file)) {
-      problems.add(`--cloud-provider=local without --plugin-path uses the built-in plugin ${file}, which does not exist: run "npm run build", or pass --plugin-path or --plugin-endpoint`);
+      problems.add(
+        `--cloud-provider=local without --plugin-path uses the built-in plugin ${file}, which does not exist: run "npm run build", or pass --plugin-path or --plugin-endpoint`,
+      );
       return undefined;
     }
     return execSource(file, 'builtin-local', problems);
   }
   if (cloudProvider !== undefined) {
     const [exe] = pluginFileNames(cloudProvider);
-    problems.add(`one of --plugin-path or --plugin-endpoint is required: pass --plugin-path=DIR (holding ${exe}) or --plugin-endpoint=unix:///path/to/provider.sock`);
+    problems.add(
+      `one of --plugin-path or --plugin-endpoint is required: pass --plugin-path=DIR (holding ${exe}) or --plugin-endpoint=unix:///path/to/provider.sock`,
+    );
   }
   return undefined;
 }
@@ -90,7 +96,9 @@ function endpointSource(endpoint: string, problems: Problems): PluginSource | un
   const prefix = 'unix://';
   const socketPath = endpoint.startsWith(prefix) ? endpoint.slice(prefix.length) : '';
   if (!path.isAbsolute(socketPath)) {
-    problems.add(`--plugin-endpoint=${JSON.stringify(endpoint)} is invalid: use unix:// followed by an absolute socket path, e.g. unix:///run/ccm/provider.sock`);
+    problems.add(
+      `--plugin-endpoint=${JSON.stringify(endpoint)} is invalid: use unix:// followed by an absolute socket path, e.g. unix:///run/ccm/provider.sock`,
+    );
     return undefined;
   }
   return { kind: 'endpoint', endpoint, socketPath: path.normalize(socketPath) };
@@ -117,7 +125,9 @@ function pathSource(given: string, cloudProvider: string | undefined, problems: 
     } catch (err) {
       // Only "not there" means try the next name; anything else (a directory the host may not search) is the answer.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      problems.add(`--plugin-path ${given}: cannot look up ${path.basename(file)}: ${fsErrorReason(err)}: give the host's user read and search permission (r-x) on the directory`);
+      problems.add(
+        `--plugin-path ${given}: cannot look up ${path.basename(file)}: ${fsErrorReason(err)}: give the host's user read and search permission (r-x) on the directory`,
+      );
       return undefined;
     }
   }

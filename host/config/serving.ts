@@ -157,7 +157,9 @@ function tlsCiphers(names: readonly string[] | undefined, p: Problems): string |
   if (names === undefined || names.length === 0) return undefined;
   const unknown = names.filter((n) => CIPHER_SUITES[n] === undefined && !TLS13_SUITES.includes(n));
   if (unknown.length > 0) {
-    p.add(`--tls-cipher-suites: unknown cipher suite ${unknown.map((n) => JSON.stringify(n)).join(', ')}: use Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`);
+    p.add(
+      `--tls-cipher-suites: unknown cipher suite ${unknown.map((n) => JSON.stringify(n)).join(', ')}: use Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`,
+    );
     return undefined;
   }
   const openssl = names.map((n) => CIPHER_SUITES[n]).filter((n): n is string => n !== undefined);
@@ -176,6 +178,7 @@ function headers(flag: string, values: readonly string[], p: Problems): readonly
 function allowPaths(paths: readonly string[], p: Problems): readonly string[] {
   // Upstream (apiserver/pkg/authorization/path): a `*` only as the last character.
   const bad = paths.filter((x) => x.indexOf('*') >= 0 && x.indexOf('*') !== x.length - 1);
-  if (bad.length > 0) p.add(`--authorization-always-allow-paths: ${bad.map((b) => JSON.stringify(b)).join(', ')} is invalid: "*" may only end a path, e.g. /healthz/*`);
+  if (bad.length > 0)
+    p.add(`--authorization-always-allow-paths: ${bad.map((b) => JSON.stringify(b)).join(', ')} is invalid: "*" may only end a path, e.g. /healthz/*`);
   return Object.freeze([...paths]);
 }

@@ -56,7 +56,11 @@ export function compileVolumeConfig(o: HostOptionsWithDefaults, p: Problems): Vo
     provisionerName,
     concurrentSyncs: p.int('concurrent-volume-syncs', o.concurrentVolumeSyncs, { min: 1, want: 'an integer greater than 0' }),
     attachReconcilePeriodMs: p.duration('volume-attach-reconcile-period', o.volumeAttachReconcilePeriod, { positive: true }),
-    webhookPort: p.int('webhook-secure-port', o.webhookSecurePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the webhook server' }),
+    webhookPort: p.int('webhook-secure-port', o.webhookSecurePort, {
+      min: 0,
+      max: 65535,
+      want: 'a port from 1 to 65535, or 0 to disable the webhook server',
+    }),
     webhookBindAddress: o.webhookBindAddress,
     webhookTls,
     webhookCertDir: o.webhookCertDir ? path.resolve(o.webhookCertDir) : '',

@@ -107,7 +107,12 @@ class Resource {
 
   patch<T>(namespace: string | undefined, name: string, body: unknown, q: WriteParams = {}, o?: CallOptions, sub?: string): Promise<T> {
     const type = o?.patchType ?? 'json';
-    return this.rest.request<T>('PATCH', this.path(namespace, name, sub), { body, query: q as Query, contentType: CONTENT_TYPES[type], signal: o?.signal });
+    return this.rest.request<T>('PATCH', this.path(namespace, name, sub), {
+      body,
+      query: q as Query,
+      contentType: CONTENT_TYPES[type],
+      signal: o?.signal,
+    });
   }
 
   delete<T>(namespace: string | undefined, name: string, body: unknown, o?: CallOptions): Promise<T> {
@@ -206,7 +211,10 @@ export class CoreV1Api {
   createNamespacedServiceAccount(p: P<InNamespace & { body: V1ServiceAccount }>, o?: CallOptions): Promise<V1ServiceAccount> {
     return this.serviceAccounts.create(p.namespace, p.body, writeParams(p), o);
   }
-  createNamespacedServiceAccountToken(p: P<Named & InNamespace & { body: AuthenticationV1TokenRequest }>, o?: CallOptions): Promise<AuthenticationV1TokenRequest> {
+  createNamespacedServiceAccountToken(
+    p: P<Named & InNamespace & { body: AuthenticationV1TokenRequest }>,
+    o?: CallOptions,
+  ): Promise<AuthenticationV1TokenRequest> {
     return this.serviceAccounts.create(p.namespace, p.body, writeParams(p), o, p.name, 'token');
   }
 }

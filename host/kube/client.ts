@@ -61,7 +61,14 @@ export function makeClients(kc: KubeConfigData, opts: MakeClientsOptions): KubeC
   const limiter = new BucketRateLimiter(opts.qps ?? DEFAULT_KUBE_API_QPS, opts.burst ?? DEFAULT_KUBE_API_BURST);
   const metrics = opts.registry ? restMetrics(opts.registry) : undefined;
   const connections = opts.connections ?? new ConnectionPool();
-  const rest = new RestClient({ server: credentials.server, auth: opts.auth ?? credentials, connections, throttle: limiter, userAgent: opts.userAgent, metrics });
+  const rest = new RestClient({
+    server: credentials.server,
+    auth: opts.auth ?? credentials,
+    connections,
+    throttle: limiter,
+    userAgent: opts.userAgent,
+    metrics,
+  });
   return { core: new CoreV1Api(rest), coordination: new CoordinationV1Api(rest), storage: new StorageV1Api(rest), rest, connections };
 }
 

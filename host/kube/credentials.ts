@@ -62,7 +62,9 @@ export class KubeCredentials implements Authenticator {
     const cluster = currentCluster(kc);
     if (!cluster) throw new Error(`kubeconfig selects no cluster (current context ${JSON.stringify(kc.currentContext)})`);
     if (cluster.proxyUrl) {
-      throw new Error(`kubeconfig cluster ${JSON.stringify(cluster.name)} sets proxy-url, which the host does not support: remove it and let the host reach the API server directly`);
+      throw new Error(
+        `kubeconfig cluster ${JSON.stringify(cluster.name)} sets proxy-url, which the host does not support: remove it and let the host reach the API server directly`,
+      );
     }
     this.server = cluster.server.replace(/\/$/, '');
     const user = currentUser(kc);
@@ -145,10 +147,15 @@ class ExecPlugin {
   private cached?: { status: ExecCredentialStatus; expiresAt: number };
   private running?: Promise<ExecCredentialStatus>;
 
-  constructor(private readonly cfg: ExecConfig, private readonly userName: string) {
+  constructor(
+    private readonly cfg: ExecConfig,
+    private readonly userName: string,
+  ) {
     const v = cfg.apiVersion ?? '';
     if (!EXEC_API_VERSIONS.has(v)) {
-      throw new Error(`kubeconfig user ${JSON.stringify(userName)}: exec apiVersion ${JSON.stringify(v)} is not supported; use client.authentication.k8s.io/v1 (or v1beta1)`);
+      throw new Error(
+        `kubeconfig user ${JSON.stringify(userName)}: exec apiVersion ${JSON.stringify(v)} is not supported; use client.authentication.k8s.io/v1 (or v1beta1)`,
+      );
     }
   }
 
@@ -160,28 +167,40 @@ class ExecPlugin {
 
   private run(): Promise<ExecCredentialStatus> {
     const apiVersion = this.cfg.apiVersion!;
-    const env: NodeJS.ProcessEnv = { ...process.env, KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion, kind: 'ExecCredential', spec: { interactive: false } }) };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion, kind: 'ExecCredential', spec: { interactive: false } }),
+    };
     for (const e of this.cfg.env ?? []) env[e.name] = e.value;
     const what = `exec credential plugin ${JSON.stringify(this.cfg.command)} of kubeconfig user ${JSON.stringify(this.userName)}`;
     return new Promise((resolve, reject) => {
-      execFile(this.cfg.command, this.cfg.args ?? [], { env, timeout: EXEC_TIMEOUT_MS, maxBuffer: MAX_EXEC_OUTPUT_BYTES, encoding: 'utf8' }, (err, stdout, stderr) => {
-        if (err) {
-          const how = err.killed ? `was stopped after ${EXEC_TIMEOUT_MS} ms or ${MAX_EXEC_OUTPUT_BYTES} bytes of output` : `exited with ${err.code ?? 'an error'}`;
-          reject(new Error(`${what} failed: it ${how}${stderr ? `: ${stderr.trim().slice(0, 1000)}` : ''}`));
-          return;
-        }
-        try {
-          const out = JSON.parse(stdout) as { apiVersion?: string; kind?: string; status?: ExecCredentialStatus };
-          if (out.kind !== 'ExecCredential' || out.apiVersion !== apiVersion) throw new Error(`it printed kind ${out.kind} apiVersion ${out.apiVersion}, want ExecCredential ${apiVersion}`);
-          const status = out.status ?? {};
-          if (!status.token && !(status.clientCertificateData && status.clientKeyData)) throw new Error('its status has neither a token nor a client certificate and key');
-          const stamp = status.expirationTimestamp ? Date.parse(status.expirationTimestamp) : Infinity;
-          this.cached = { status, expiresAt: Number.isNaN(stamp) ? Infinity : stamp };
-          resolve(status);
-        } catch (e) {
-          reject(new Error(`${what} gave no usable credential: ${e instanceof Error ? e.message : String(e)}`));
-        }
-      });
+      execFile(
+        this.cfg.command,
+        this.cfg.args ?? [],
+        { env, timeout: EXEC_TIMEOUT_MS, maxBuffer: MAX_EXEC_OUTPUT_BYTES, encoding: 'utf8' },
+        (err, stdout, stderr) => {
+          if (err) {
+            const how = err.killed
+              ? `was stopped after ${EXEC_TIMEOUT_MS} ms or ${MAX_EXEC_OUTPUT_BYTES} bytes of output`
+              : `exited with ${err.code ?? 'an error'}`;
+            reject(new Error(`${what} failed: it ${how}${stderr ? `: ${stderr.trim().slice(0, 1000)}` : ''}`));
+            return;
+          }
+          try {
+            const out = JSON.parse(stdout) as { apiVersion?: string; kind?: string; status?: ExecCredentialStatus };
+            if (out.kind !== 'ExecCredential' || out.apiVersion !== apiVersion)
+              throw new Error(`it printed kind ${out.kind} apiVersion ${out.apiVersion}, want ExecCredential ${apiVersion}`);
+            const status = out.status ?? {};
+            if (!status.token && !(status.clientCertificateData && status.clientKeyData))
+              throw new Error('its status has neither a token nor a client certificate and key');
+            const stamp = status.expirationTimestamp ? Date.parse(status.expirationTimestamp) : Infinity;
+            this.cached = { status, expiresAt: Number.isNaN(stamp) ? Infinity : stamp };
+            resolve(status);
+          } catch (e) {
+            reject(new Error(`${what} gave no usable credential: ${e instanceof Error ? e.message : String(e)}`));
+          }
+        },
+      );
     });
   }
 }

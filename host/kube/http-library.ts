@@ -66,7 +66,9 @@ function exchange(request: HttpRequest): Promise<HttpResponse> {
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size > MAX_RESPONSE_BYTES) {
-          req.destroy(new Error(`response to ${method} ${url.pathname} exceeds ${MAX_RESPONSE_BYTES} bytes; narrow the request (label selector, namespace)`));
+          req.destroy(
+            new Error(`response to ${method} ${url.pathname} exceeds ${MAX_RESPONSE_BYTES} bytes; narrow the request (label selector, namespace)`),
+          );
           return;
         }
         chunks.push(chunk);

@@ -82,11 +82,7 @@ export interface InformerOptions<T = KubernetesObject> {
 }
 
 /** How one watch connection ended. */
-type WatchOutcome =
-  | { kind: 'stopped' }
-  | { kind: 'closed' }
-  | { kind: 'expired' }
-  | { kind: 'failed'; err: string; code?: number };
+type WatchOutcome = { kind: 'stopped' } | { kind: 'closed' } | { kind: 'expired' } | { kind: 'failed'; err: string; code?: number };
 
 /**
  * Keeps a cache of the objects at `path` (e.g. `/api/v1/nodes`) current and

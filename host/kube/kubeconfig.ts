@@ -134,7 +134,8 @@ export function mergeKubeConfigs(first: KubeConfigData, more: KubeConfigData): K
 /** Parses kubeconfig YAML; relative paths are resolved against `baseDir`. Throws naming the bad entry. */
 export function parseKubeConfig(text: string, baseDir: string): KubeConfigData {
   const doc = yaml.load(text) as Record<string, unknown> | null | undefined;
-  if (doc !== null && doc !== undefined && (typeof doc !== 'object' || Array.isArray(doc))) throw new Error('not a kubeconfig: the document is not a mapping');
+  if (doc !== null && doc !== undefined && (typeof doc !== 'object' || Array.isArray(doc)))
+    throw new Error('not a kubeconfig: the document is not a mapping');
   const abs = (p: unknown): string | undefined => (typeof p === 'string' && p ? path.resolve(baseDir, p) : undefined);
   const clusters = entries(doc?.clusters, 'clusters', 'cluster').map(({ name, body, where }): Cluster => {
     const server = str(body.server);
@@ -220,7 +221,9 @@ function execConfig(v: unknown, baseDir: string): ExecConfig | undefined {
     // kubectl: a command with a path separator is relative to the kubeconfig; a bare name is looked up in PATH.
     command: command.includes('/') ? path.resolve(baseDir, command) : command,
     args: Array.isArray(e.args) ? e.args.map(String) : undefined,
-    env: Array.isArray(e.env) ? e.env.map((x: { name?: unknown; value?: unknown }) => ({ name: String(x?.name ?? ''), value: String(x?.value ?? '') })) : undefined,
+    env: Array.isArray(e.env)
+      ? e.env.map((x: { name?: unknown; value?: unknown }) => ({ name: String(x?.name ?? ''), value: String(x?.value ?? '') }))
+      : undefined,
     apiVersion: str(e.apiVersion),
   };
 }

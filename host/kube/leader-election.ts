@@ -76,7 +76,8 @@ export interface LeaderElectionTiming {
  */
 export function leaderElectionProblems(t: LeaderElectionTiming): string[] {
   const out: string[] = [];
-  if (!(t.leaseDurationMs > 0) || !(t.renewDeadlineMs > 0) || !(t.retryPeriodMs > 0)) out.push('lease duration, renew deadline and retry period must all be greater than 0');
+  if (!(t.leaseDurationMs > 0) || !(t.renewDeadlineMs > 0) || !(t.retryPeriodMs > 0))
+    out.push('lease duration, renew deadline and retry period must all be greater than 0');
   if (!(t.leaseDurationMs > t.renewDeadlineMs)) out.push('lease duration must be greater than the renew deadline');
   if (!(t.renewDeadlineMs > t.retryPeriodMs * JITTER_FACTOR)) out.push(`renew deadline must be greater than retry period × ${JITTER_FACTOR}`);
   return out;
@@ -173,7 +174,11 @@ export class LeaderElector {
    * released only after `onStartedLeading`'s promise settles, so the guarded
    * work has stopped before anyone else can start.
    */
-  async run(signal: AbortSignal, onStartedLeading: (leading: AbortSignal) => Promise<void>, onNewLeader?: (identity: string) => void): Promise<ElectionOutcome> {
+  async run(
+    signal: AbortSignal,
+    onStartedLeading: (leading: AbortSignal) => Promise<void>,
+    onNewLeader?: (identity: string) => void,
+  ): Promise<ElectionOutcome> {
     this.onNewLeader = onNewLeader;
     if (!(await this.acquire(signal))) return 'stopped';
     const leading = new AbortController();
@@ -296,7 +301,13 @@ export class LeaderElector {
     const old = this.observed;
     if (!this.isLeader() || !old) return;
     const wall = this.wallNow();
-    const record: LeaseRecord = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: wall, renewTime: wall, leaseTransitions: old.record.leaseTransitions };
+    const record: LeaseRecord = {
+      holderIdentity: '',
+      leaseDurationSeconds: 1,
+      acquireTime: wall,
+      renewTime: wall,
+      leaseTransitions: old.record.leaseTransitions,
+    };
     try {
       const rv = await this.o.lock.update(record, old.resourceVersion, AbortSignal.timeout(this.o.renewDeadlineMs));
       this.setObserved({ record, resourceVersion: rv }, this.now());
@@ -344,7 +355,10 @@ export class KubeLeaseLock implements LeaseLock {
 
   async create(record: LeaseRecord, signal: AbortSignal): Promise<string> {
     const lease = await this.api.createNamespacedLease(
-      { namespace: this.namespace, body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record) } },
+      {
+        namespace: this.namespace,
+        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record) },
+      },
       withSignal(signal),
     );
     return lease.metadata?.resourceVersion ?? '';
@@ -355,7 +369,12 @@ export class KubeLeaseLock implements LeaseLock {
       {
         name: this.name,
         namespace: this.namespace,
-        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace, resourceVersion }, spec: toSpec(record) },
+        body: {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: this.name, namespace: this.namespace, resourceVersion },
+          spec: toSpec(record),
+        },
       },
       withSignal(signal),
     );

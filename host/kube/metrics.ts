@@ -12,12 +12,7 @@ import type { Metric, Registry } from 'prom-client';
  * family (e.g. `workqueue_depth{name=...}` for every queue). Throws (from
  * prom-client) if `name` is registered with a different metric type.
  */
-export function registeredMetric<M extends Metric>(
-  registry: Registry,
-  name: string,
-  type: abstract new (...args: never[]) => M,
-  create: () => M,
-): M {
+export function registeredMetric<M extends Metric>(registry: Registry, name: string, type: abstract new (...args: never[]) => M, create: () => M): M {
   const existing = registry.getSingleMetric(name);
   return existing instanceof type ? existing : create();
 }

@@ -28,24 +28,41 @@ export interface RestMetrics {
 }
 
 function histogram(registry: Registry, name: string, help: string, buckets: number[]): Histogram<'verb' | 'host'> {
-  return registeredMetric(registry, name, Histogram<'verb' | 'host'>, () =>
-    new Histogram({ name, help, buckets, labelNames: ['verb', 'host'] as const, registers: [registry] }),
+  return registeredMetric(
+    registry,
+    name,
+    Histogram<'verb' | 'host'>,
+    () => new Histogram({ name, help, buckets, labelNames: ['verb', 'host'] as const, registers: [registry] }),
   );
 }
 
 /** The API client metrics on `registry`; every client of the process shares the families. */
 export function restMetrics(registry: Registry): RestMetrics {
   return {
-    requests: registeredMetric(registry, 'rest_client_requests_total', Counter<'code' | 'method' | 'host'>, () =>
-      new Counter({
-        name: 'rest_client_requests_total',
-        help: 'Number of HTTP requests, partitioned by status code, method, and host.',
-        labelNames: ['code', 'method', 'host'] as const,
-        registers: [registry],
-      }),
+    requests: registeredMetric(
+      registry,
+      'rest_client_requests_total',
+      Counter<'code' | 'method' | 'host'>,
+      () =>
+        new Counter({
+          name: 'rest_client_requests_total',
+          help: 'Number of HTTP requests, partitioned by status code, method, and host.',
+          labelNames: ['code', 'method', 'host'] as const,
+          registers: [registry],
+        }),
     ),
-    duration: histogram(registry, 'rest_client_request_duration_seconds', 'Request latency in seconds. Broken down by verb, and host.', LATENCY_BUCKETS),
-    rateLimiter: histogram(registry, 'rest_client_rate_limiter_duration_seconds', 'Client side rate limiter latency in seconds. Broken down by verb, and host.', LATENCY_BUCKETS),
+    duration: histogram(
+      registry,
+      'rest_client_request_duration_seconds',
+      'Request latency in seconds. Broken down by verb, and host.',
+      LATENCY_BUCKETS,
+    ),
+    rateLimiter: histogram(
+      registry,
+      'rest_client_rate_limiter_duration_seconds',
+      'Client side rate limiter latency in seconds. Broken down by verb, and host.',
+      LATENCY_BUCKETS,
+    ),
     requestSize: histogram(registry, 'rest_client_request_size_bytes', 'Request size in bytes. Broken down by verb and host.', SIZE_BUCKETS),
     responseSize: histogram(registry, 'rest_client_response_size_bytes', 'Response size in bytes. Broken down by verb and host.', SIZE_BUCKETS),
   };

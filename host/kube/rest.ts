@@ -114,7 +114,8 @@ export class RestClient {
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch (err) {
-      if (response.status >= 200 && response.status < 300) throw new Error(`${method} ${url.pathname}: the answer is not JSON: ${(err as Error).message}`, { cause: err });
+      if (response.status >= 200 && response.status < 300)
+        throw new Error(`${method} ${url.pathname}: the answer is not JSON: ${(err as Error).message}`, { cause: err });
     }
     if (response.status < 200 || response.status >= 300) throw new ApiError(response.status, parsed, method, url.pathname);
     return parsed as T;

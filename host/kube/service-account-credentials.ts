@@ -73,7 +73,10 @@ class TokenSource implements Authenticator {
   private readonly namespace: string;
   private readonly log: Logger;
 
-  constructor(private readonly o: ServiceAccountCredentialsOptions, private readonly name: string) {
+  constructor(
+    private readonly o: ServiceAccountCredentialsOptions,
+    private readonly name: string,
+  ) {
     this.namespace = o.namespace ?? CONTROLLER_SERVICE_ACCOUNT_NAMESPACE;
     this.log = o.log.child({ serviceAccount: `${this.namespace}/${name}` });
   }
@@ -133,7 +136,10 @@ class TokenSource implements Authenticator {
       if (!isNotFound(err)) throw err;
     }
     try {
-      await this.o.hostCore.createNamespacedServiceAccount({ namespace: this.namespace, body: { metadata: { name: this.name, namespace: this.namespace } } });
+      await this.o.hostCore.createNamespacedServiceAccount({
+        namespace: this.namespace,
+        body: { metadata: { name: this.name, namespace: this.namespace } },
+      });
       this.log.info('created the controller ServiceAccount');
     } catch (err) {
       if (!isConflict(err)) throw err;

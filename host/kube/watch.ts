@@ -21,7 +21,13 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  * status, e.g. 410 Gone), or `signal` aborts (resolves). `onEvent` runs
  * synchronously for each event.
  */
-export async function watch(rest: RestClient, path: string, query: Query, onEvent: (type: string, object: unknown) => void, signal: AbortSignal): Promise<void> {
+export async function watch(
+  rest: RestClient,
+  path: string,
+  query: Query,
+  onEvent: (type: string, object: unknown) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const { url, headers, agent } = await rest.prepare(path, { ...query, watch: true }, 'watch');
   headers.Accept = 'application/json';
   return new Promise((resolve, reject) => {

@@ -44,17 +44,21 @@ const queuesByRegistry = new WeakMap<Registry, Set<QueueMetrics<unknown>>>();
  * every 500 ms from a timer; computing on scrape needs none).
  */
 function inFlightGauge(registry: Registry, name: string, help: string, value: (q: QueueMetrics<unknown>, now: number) => number): void {
-  registeredMetric(registry, name, Gauge, () =>
-    new Gauge({
-      name,
-      help,
-      labelNames: ['name'],
-      registers: [registry],
-      collect() {
-        const now = performance.now();
-        for (const q of queuesByRegistry.get(registry) ?? []) this.set({ name: q.name }, value(q, now));
-      },
-    }),
+  registeredMetric(
+    registry,
+    name,
+    Gauge,
+    () =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['name'],
+        registers: [registry],
+        collect() {
+          const now = performance.now();
+          for (const q of queuesByRegistry.get(registry) ?? []) this.set({ name: q.name }, value(q, now));
+        },
+      }),
   );
 }
 
@@ -91,32 +95,49 @@ class QueueMetrics<T> {
       'How many seconds has the longest running processor for workqueue been running.',
       (q, now) => q.longestRunningSeconds(now),
     );
-    this.depth = registeredMetric(registry, 'workqueue_depth', Gauge, () =>
-      new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'], registers }),
+    this.depth = registeredMetric(
+      registry,
+      'workqueue_depth',
+      Gauge,
+      () => new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'], registers }),
     ).labels(labels);
-    this.adds = registeredMetric(registry, 'workqueue_adds_total', Counter, () =>
-      new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers }),
+    this.adds = registeredMetric(
+      registry,
+      'workqueue_adds_total',
+      Counter,
+      () => new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers }),
     ).labels(labels);
-    this.queueDuration = registeredMetric(registry, 'workqueue_queue_duration_seconds', Histogram, () =>
-      new Histogram({
-        name: 'workqueue_queue_duration_seconds',
-        help: 'How long in seconds an item stays in workqueue before being requested.',
-        labelNames: ['name'],
-        buckets: DURATION_BUCKETS_SECONDS,
-        registers,
-      }),
+    this.queueDuration = registeredMetric(
+      registry,
+      'workqueue_queue_duration_seconds',
+      Histogram,
+      () =>
+        new Histogram({
+          name: 'workqueue_queue_duration_seconds',
+          help: 'How long in seconds an item stays in workqueue before being requested.',
+          labelNames: ['name'],
+          buckets: DURATION_BUCKETS_SECONDS,
+          registers,
+        }),
     ).labels(labels);
-    this.workDuration = registeredMetric(registry, 'workqueue_work_duration_seconds', Histogram, () =>
-      new Histogram({
-        name: 'workqueue_work_duration_seconds',
-        help: 'How long in seconds processing an item from workqueue takes.',
-        labelNames: ['name'],
-        buckets: DURATION_BUCKETS_SECONDS,
-        registers,
-      }),
+    this.workDuration = registeredMetric(
+      registry,
+      'workqueue_work_duration_seconds',
+      Histogram,
+      () =>
+        new Histogram({
+          name: 'workqueue_work_duration_seconds',
+          help: 'How long in seconds processing an item from workqueue takes.',
+          labelNames: ['name'],
+          buckets: DURATION_BUCKETS_SECONDS,
+          registers,
+        }),
     ).labels(labels);
-    this.retries = registeredMetric(registry, 'workqueue_retries_total', Counter, () =>
-      new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'], registers }),
+    this.retries = registeredMetric(
+      registry,
+      'workqueue_retries_total',
+      Counter,
+      () => new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'], registers }),
     ).labels(labels);
   }
 

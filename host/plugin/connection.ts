@@ -28,8 +28,6 @@ import {
   RetryAfterError,
 } from '../errors.js';
 
-
-
 /** Per-connection call policy: who is calling, and whether cloud mutations may be sent now. */
 export interface CallPolicy {
   /** Sent as metadata `x-ccm-caller` on every call (the leader-election identity). */
@@ -48,7 +46,6 @@ export type CallObserver = (method: string, code: string, seconds: number) => vo
 /** How often a connectivity watch is re-armed (grpc-js needs a deadline). */
 const CONNECTIVITY_WATCH_MS = 60_000;
 
-
 /** Maps a failed call to the host error classes of host/errors.ts. */
 export function toCloudError(method: string, err: Partial<ServiceError>): Error {
   return decodedToCloudError(method, fromServiceError(err));
@@ -60,7 +57,8 @@ export function decodedToCloudError(method: string, s: DecodedStatus): Error {
   // The plugin controls this text and it reaches logs and Events.
   const msg = redact(`${method}: ${s.message}`);
   // "Not configured" is "not ready", never an answer (least of all "not found").
-  if (s.reason === ErrorReason.NOT_CONFIGURED) return new PluginNotConfiguredError(`${msg}: the plugin is being configured again; the call will be retried`);
+  if (s.reason === ErrorReason.NOT_CONFIGURED)
+    return new PluginNotConfiguredError(`${msg}: the plugin is being configured again; the call will be retried`);
   if (s.retryAfterMs !== undefined) return new RetryAfterError(method, code, msg, s.reason, s.retryAfterMs);
   if (s.reason === ErrorReason.INSTANCE_NOT_FOUND) return new InstanceNotFoundError(method, code, msg, s.reason);
   if (s.reason === ErrorReason.IMPLEMENTED_ELSEWHERE) return new ImplementedElsewhereError(method, code, msg, s.reason);

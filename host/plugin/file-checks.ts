@@ -60,7 +60,8 @@ export async function socketProblem(path: string, opts: { privateDir?: string; m
     return `cannot stat plugin socket ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
   }
   if (!st.isSocket()) return `plugin endpoint ${path} is not a socket`;
-  if (st.mode & 0o077) return `plugin socket ${path} has mode ${mode(st.mode)}: it must be 0600 (owner only); use the SDK, or chmod it after listening`;
+  if (st.mode & 0o077)
+    return `plugin socket ${path} has mode ${mode(st.mode)}: it must be 0600 (owner only); use the SDK, or chmod it after listening`;
   if (st.uid !== 0 && st.uid !== me.uid) return `plugin socket ${path} is owned by uid ${st.uid}, not by the host's user (uid ${me.uid}) or root`;
   if (opts.privateDir) {
     const dst = await lstat(opts.privateDir).catch(() => undefined);

@@ -259,7 +259,10 @@ class GrpcInstances implements Instances {
       throw new InvalidCloudResponseError(method, [`${results.length} results for ${input.length} nodes`]);
     }
     const wrong = results.findIndex((r, i) => r.nodeName !== input[i]!.name);
-    if (wrong >= 0) throw new InvalidCloudResponseError(method, [`result ${wrong} is for node ${JSON.stringify(results[wrong]!.nodeName)}, expected ${JSON.stringify(input[wrong]!.name)}`]);
+    if (wrong >= 0)
+      throw new InvalidCloudResponseError(method, [
+        `result ${wrong} is for node ${JSON.stringify(results[wrong]!.nodeName)}, expected ${JSON.stringify(input[wrong]!.name)}`,
+      ]);
   }
 
   private checked(node: NodeRef, pb: PbInstanceMetadata | undefined, method: string): InstanceMetadata {
@@ -293,7 +296,14 @@ class GrpcInstances implements Instances {
     }
     return this.checked(
       node,
-      { providerId, instanceType: type.instanceType, nodeAddresses: addrs.addresses, zone: zone.failureDomain, region: zone.region, additionalLabels: {} },
+      {
+        providerId,
+        instanceType: type.instanceType,
+        nodeAddresses: addrs.addresses,
+        zone: zone.failureDomain,
+        region: zone.region,
+        additionalLabels: {},
+      },
       'InstanceMetadata(legacy)',
     );
   }

@@ -18,7 +18,16 @@ import {
 } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { fromStatus } from '../../sdk/errors.js';
 import type { NodeRef } from '../cloud.js';
-import type { EnsureResult, HostsUpdateResult, LbIngress, LbProtocol, LbStatus, LbSummary, LoadBalancers, ServiceRef } from '../cloud-load-balancers.js';
+import type {
+  EnsureResult,
+  HostsUpdateResult,
+  LbIngress,
+  LbProtocol,
+  LbStatus,
+  LbSummary,
+  LoadBalancers,
+  ServiceRef,
+} from '../cloud-load-balancers.js';
 import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
 import { lbStatusProblems, lbSummaryProblems } from './validate-load-balancers.js';
@@ -48,11 +57,20 @@ function toPbService(s: ServiceRef): PbServiceRef {
     name: s.name,
     annotations: s.annotations,
     labels: s.labels,
-    ports: s.ports.map((p) => ({ name: p.name, protocol: TO_PB_PROTOCOL[p.protocol], port: p.port, nodePort: p.nodePort, appProtocol: p.appProtocol })),
+    ports: s.ports.map((p) => ({
+      name: p.name,
+      protocol: TO_PB_PROTOCOL[p.protocol],
+      port: p.port,
+      nodePort: p.nodePort,
+      appProtocol: p.appProtocol,
+    })),
     loadBalancerIp: s.loadBalancerIp,
     loadBalancerSourceRanges: s.loadBalancerSourceRanges,
     ipFamilies: s.ipFamilies.map((f) => (f === 'IPv6' ? IpFamily.IP_FAMILY_IPV6 : IpFamily.IP_FAMILY_IPV4)),
-    externalTrafficPolicy: s.externalTrafficPolicy === 'Local' ? ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL : ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_CLUSTER,
+    externalTrafficPolicy:
+      s.externalTrafficPolicy === 'Local'
+        ? ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL
+        : ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_CLUSTER,
     healthCheckNodePort: s.healthCheckNodePort,
     sessionAffinity: s.sessionAffinity === 'ClientIP' ? SessionAffinity.SESSION_AFFINITY_CLIENT_IP : SessionAffinity.SESSION_AFFINITY_NONE,
     loadBalancerClass: s.loadBalancerClass,
@@ -126,7 +144,8 @@ export class GrpcLoadBalancers implements LoadBalancers {
     return svcs.map((s, i): EnsureResult => {
       const item = r.results[i]!;
       try {
-        if (item.serviceUid !== s.uid) throw new InvalidCloudResponseError(method, [`result ${i} is for service uid ${JSON.stringify(item.serviceUid)}, expected ${s.uid}`]);
+        if (item.serviceUid !== s.uid)
+          throw new InvalidCloudResponseError(method, [`result ${i} is for service uid ${JSON.stringify(item.serviceUid)}, expected ${s.uid}`]);
         if (item.error && item.error.code !== 0) return { uid: s.uid, error: decodedToCloudError(method, fromStatus(item.error)) };
         return { uid: s.uid, status: checkedStatus(method, item.status) };
       } catch (error) {
@@ -136,7 +155,11 @@ export class GrpcLoadBalancers implements LoadBalancers {
   }
 
   async updateLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<void> {
-    await this.t.callLb('UpdateLoadBalancer', { meta: this.meta(clusterName, svc), service: toPbService(svc), nodes: nodes.map((n) => this.t.toPbNode(n)) }, true);
+    await this.t.callLb(
+      'UpdateLoadBalancer',
+      { meta: this.meta(clusterName, svc), service: toPbService(svc), nodes: nodes.map((n) => this.t.toPbNode(n)) },
+      true,
+    );
   }
 
   async updateLoadBalancerHosts(clusterName: string, svcs: ServiceRef[], nodes: NodeRef[]): Promise<HostsUpdateResult[]> {
@@ -151,7 +174,12 @@ export class GrpcLoadBalancers implements LoadBalancers {
     return svcs.map((s, i) => {
       const item = r.results[i]!;
       if (item.serviceUid !== s.uid) {
-        return { uid: s.uid, error: new InvalidCloudResponseError('UpdateLoadBalancerHosts', [`result ${i} is for service uid ${JSON.stringify(item.serviceUid)}, expected ${s.uid}`]) };
+        return {
+          uid: s.uid,
+          error: new InvalidCloudResponseError('UpdateLoadBalancerHosts', [
+            `result ${i} is for service uid ${JSON.stringify(item.serviceUid)}, expected ${s.uid}`,
+          ]),
+        };
       }
       if (item.error && item.error.code !== 0) return { uid: s.uid, error: decodedToCloudError('UpdateLoadBalancerHosts', fromStatus(item.error)) };
       return { uid: s.uid };
@@ -163,7 +191,11 @@ export class GrpcLoadBalancers implements LoadBalancers {
     const tokens = new Set<string>();
     let pageToken = '';
     do {
-      const r = await this.t.callLb<ListLoadBalancersResponse>('ListLoadBalancers', { meta: this.meta(clusterName), pageSize: LIST_PAGE_SIZE, pageToken }, false);
+      const r = await this.t.callLb<ListLoadBalancersResponse>(
+        'ListLoadBalancers',
+        { meta: this.meta(clusterName), pageSize: LIST_PAGE_SIZE, pageToken },
+        false,
+      );
       const problems: string[] = [];
       for (const [i, lb] of r.loadBalancers.entries()) {
         problems.push(...lbSummaryProblems(lb, clusterName).map((p) => `load_balancers[${i}]: ${p}`));
@@ -171,7 +203,8 @@ export class GrpcLoadBalancers implements LoadBalancers {
       }
       if (out.length > MAX_LISTED_LOAD_BALANCERS) problems.push(`more than ${MAX_LISTED_LOAD_BALANCERS} load balancers`);
       pageToken = r.nextPageToken;
-      if (pageToken && tokens.has(pageToken)) problems.push(`next_page_token ${JSON.stringify(pageToken.slice(0, 64))} was already returned (the listing would never end)`);
+      if (pageToken && tokens.has(pageToken))
+        problems.push(`next_page_token ${JSON.stringify(pageToken.slice(0, 64))} was already returned (the listing would never end)`);
       tokens.add(pageToken);
       if (problems.length) throw new InvalidCloudResponseError('ListLoadBalancers', problems);
     } while (pageToken);

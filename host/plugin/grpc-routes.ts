@@ -34,7 +34,11 @@ function toPbRoute(r: DesiredRoute | CloudRoute): PbRoute {
 function fromPbRoute(pb: PbRoute | undefined, method: string, where: string): CloudRoute {
   if (!pb) throw new InvalidCloudResponseError(method, [`${where}: route is missing`]);
   const checked = routeProblems(pb, FROM_PB_ADDR);
-  if ('problems' in checked) throw new InvalidCloudResponseError(method, checked.problems.map((p) => `${where}: ${p}`));
+  if ('problems' in checked)
+    throw new InvalidCloudResponseError(
+      method,
+      checked.problems.map((p) => `${where}: ${p}`),
+    );
   const addresses: NodeAddress[] = pb.targetNodeAddresses.map((a: PbNodeAddress) => ({ type: FROM_PB_ADDR.get(a.type)!, address: a.address }));
   return { name: pb.name, targetNode: pb.targetNode, targetNodeAddresses: addresses, destinationCidr: checked.cidr, blackhole: pb.blackhole };
 }
@@ -58,10 +62,15 @@ export class GrpcRoutes implements Routes {
     let pageToken = '';
     for (let page = 0; ; page++) {
       if (page >= MAX_ROUTE_PAGES) throw new InvalidCloudResponseError('ListRoutes', [`more than ${MAX_ROUTE_PAGES} pages`]);
-      const r = await this.call<ListRoutesResponse>('ListRoutes', { meta: { clusterName, operationId: '', attempt: 1 }, pageSize: ROUTE_PAGE_SIZE, pageToken }, false);
+      const r = await this.call<ListRoutesResponse>(
+        'ListRoutes',
+        { meta: { clusterName, operationId: '', attempt: 1 }, pageSize: ROUTE_PAGE_SIZE, pageToken },
+        false,
+      );
       r.routes.forEach((pb, i) => out.push(fromPbRoute(pb, 'ListRoutes', `page ${page} route ${i}`)));
       if (!r.nextPageToken) return out;
-      if (seenTokens.has(r.nextPageToken)) throw new InvalidCloudResponseError('ListRoutes', ['the next page token repeats an earlier one (the listing would never end)']);
+      if (seenTokens.has(r.nextPageToken))
+        throw new InvalidCloudResponseError('ListRoutes', ['the next page token repeats an earlier one (the listing would never end)']);
       seenTokens.add(r.nextPageToken);
       pageToken = r.nextPageToken;
     }
@@ -75,13 +84,19 @@ export class GrpcRoutes implements Routes {
     );
     const created = fromPbRoute(r.route, 'CreateRoute', 'route');
     if (created.destinationCidr !== route.destinationCidr || created.targetNode !== route.targetNode) {
-      throw new InvalidCloudResponseError('CreateRoute', [`asked for ${route.destinationCidr} → ${route.targetNode}, got ${quote(created.destinationCidr)} → ${quote(created.targetNode)}`]);
+      throw new InvalidCloudResponseError('CreateRoute', [
+        `asked for ${route.destinationCidr} → ${route.targetNode}, got ${quote(created.destinationCidr)} → ${quote(created.targetNode)}`,
+      ]);
     }
     return created;
   }
 
   async deleteRoute(clusterName: string, route: CloudRoute): Promise<void> {
-    await this.call('DeleteRoute', { meta: { clusterName, operationId: `route-delete-${route.name || route.destinationCidr}`, attempt: 1 }, route: toPbRoute(route) }, true);
+    await this.call(
+      'DeleteRoute',
+      { meta: { clusterName, operationId: `route-delete-${route.name || route.destinationCidr}`, attempt: 1 }, route: toPbRoute(route) },
+      true,
+    );
   }
 
   async reconcileRoutes(clusterName: string, desired: DesiredRoute[], clusterCidrs: readonly string[]): Promise<RouteReconcileResult> {
@@ -94,10 +109,14 @@ export class GrpcRoutes implements Routes {
     const deleted = r.deleted.map((pb, i) => fromPbRoute(pb, 'ReconcileRoutes', `deleted ${i}`));
     const failed = r.failed.map((f, i) => {
       const route = fromPbRoute(f.route, 'ReconcileRoutes', `failed ${i}`);
-      const error = f.error && f.error.code !== 0
-        ? decodedToCloudError('ReconcileRoutes', fromStatus(f.error))
-        : new InvalidCloudResponseError('ReconcileRoutes', [`failed ${i}: no error status`]);
-      return { route: { targetNode: route.targetNode, targetNodeAddresses: route.targetNodeAddresses, destinationCidr: route.destinationCidr }, error };
+      const error =
+        f.error && f.error.code !== 0
+          ? decodedToCloudError('ReconcileRoutes', fromStatus(f.error))
+          : new InvalidCloudResponseError('ReconcileRoutes', [`failed ${i}: no error status`]);
+      return {
+        route: { targetNode: route.targetNode, targetNodeAddresses: route.targetNodeAddresses, destinationCidr: route.destinationCidr },
+        error,
+      };
     });
     return { created, deleted, failed };
   }

@@ -73,7 +73,9 @@ export class GrpcVolumes implements Volumes {
         capacityRange: { requiredBytes: req.requiredBytes, limitBytes: req.limitBytes },
         parameters: req.parameters,
         accessibilityRequirements:
-          req.requisite.length || req.preferred.length ? { requisite: toPbTopology(req.requisite), preferred: toPbTopology(req.preferred) } : undefined,
+          req.requisite.length || req.preferred.length
+            ? { requisite: toPbTopology(req.requisite), preferred: toPbTopology(req.preferred) }
+            : undefined,
       },
       true,
     );
@@ -89,7 +91,12 @@ export class GrpcVolumes implements Volumes {
     await this.call('DeleteVolume', { meta: this.meta(`delete-${volumeId}`), volumeId }, true);
   }
 
-  async controllerPublish(volumeId: string, nodeId: string, readonly: boolean, volumeContext: Record<string, string>): Promise<Record<string, string>> {
+  async controllerPublish(
+    volumeId: string,
+    nodeId: string,
+    readonly: boolean,
+    volumeContext: Record<string, string>,
+  ): Promise<Record<string, string>> {
     const r = await this.call<ControllerPublishVolumeResponse>(
       'ControllerPublishVolume',
       { meta: this.meta(`publish-${volumeId}-${nodeId}`), volumeId, nodeId, readonly, volumeContext },

@@ -43,7 +43,12 @@ export function readHandshake(stdout: Readable, opts: ReadHandshakeOptions): Pro
       } else resolve(h!);
     };
     const timer = setTimeout(
-      () => finish(new PluginStartError(`plugin printed no handshake within ${opts.timeoutMs} ms (--plugin-start-timeout): check that it uses the ccm provider SDK or prints the CCMPLUGIN line (see docs/protocol.md), or raise --plugin-start-timeout if it is only slow`)),
+      () =>
+        finish(
+          new PluginStartError(
+            `plugin printed no handshake within ${opts.timeoutMs} ms (--plugin-start-timeout): check that it uses the ccm provider SDK or prints the CCMPLUGIN line (see docs/protocol.md), or raise --plugin-start-timeout if it is only slow`,
+          ),
+        ),
       opts.timeoutMs,
     );
     const closed = readBoundedLines(stdout, (line, cutBytes) => {

@@ -6,7 +6,14 @@
  * (sdk/serve.ts) still uses that package to serve the health service.
  */
 import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
-import { makeGenericClientConstructor, type ChannelCredentials, type Client, type ClientUnaryCall, type Metadata, type ServiceError } from '@grpc/grpc-js';
+import {
+  makeGenericClientConstructor,
+  type ChannelCredentials,
+  type Client,
+  type ClientUnaryCall,
+  type Metadata,
+  type ServiceError,
+} from '@grpc/grpc-js';
 
 /** HealthCheckResponse.ServingStatus.SERVING in grpc/health/v1/health.proto. */
 export const SERVING = 1;
@@ -48,5 +55,10 @@ export const HealthClient = makeGenericClientConstructor(
   creds: ChannelCredentials,
   options?: object,
 ) => Client & {
-  check(req: { service: string }, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res?: { status: number }) => void): ClientUnaryCall;
+  check(
+    req: { service: string },
+    md: Metadata,
+    opts: { deadline: number },
+    cb: (err: ServiceError | null, res?: { status: number }) => void,
+  ): ClientUnaryCall;
 };

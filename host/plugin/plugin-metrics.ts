@@ -46,13 +46,17 @@ export class PluginMetrics {
       const conn = this.supervisor.connection();
       const answer = await conn.unary<object, { text: string }>(conn.identity, 'GetMetrics', {}, CALL_DEADLINE_MS);
       const checked = checkPluginMetrics(answer.text, reserved);
-      if ('problem' in checked) this.warn({ problem: checked.problem }, 'dropping the plugin\'s metrics: not valid Prometheus text format');
+      if ('problem' in checked) this.warn({ problem: checked.problem }, "dropping the plugin's metrics: not valid Prometheus text format");
       else {
-        if (checked.shadowed.length) this.warn({ names: checked.shadowed.slice(0, 20) }, 'dropping plugin metric families that the host serves itself: prefix them with the provider name');
+        if (checked.shadowed.length)
+          this.warn(
+            { names: checked.shadowed.slice(0, 20) },
+            'dropping plugin metric families that the host serves itself: prefix them with the provider name',
+          );
         text = checked.text;
       }
     } catch (err) {
-      this.warn({ err: errorMessage(err) }, 'cannot get the plugin\'s metrics; /metrics is served without them');
+      this.warn({ err: errorMessage(err) }, "cannot get the plugin's metrics; /metrics is served without them");
     }
     this.last = { at: this.now(), text };
     return text;

@@ -67,10 +67,12 @@ async function readBounded(path: string, max: number): Promise<Buffer | undefine
 async function livingProcesses(): Promise<ProcStat[]> {
   const names = await readdir('/proc').catch(() => [] as string[]);
   const stats = await Promise.all(
-    names.filter((n) => /^\d+$/.test(n)).map(async (n) => {
-      const text = await readBounded(`/proc/${n}/stat`, 4096);
-      return text ? parseProcStat(text.toString('utf8')) : undefined;
-    }),
+    names
+      .filter((n) => /^\d+$/.test(n))
+      .map(async (n) => {
+        const text = await readBounded(`/proc/${n}/stat`, 4096);
+        return text ? parseProcStat(text.toString('utf8')) : undefined;
+      }),
   );
   return stats.filter((s): s is ProcStat => s !== undefined && s.state !== 'Z');
 }
@@ -118,11 +120,14 @@ export async function snapshotPluginProcesses(tree: PluginTree): Promise<{ pid: 
   const found = new Set<number>();
   const notBefore = tree.startTime === undefined ? 0 : Number(tree.startTime);
   const marked = await Promise.all(
-    all.map(async (s) => (tree.groupId !== undefined && s.pgrp === tree.groupId) || (Number(s.startTime) >= notBefore && (await carriesMarker(s.pid, marker)))),
+    all.map(
+      async (s) =>
+        (tree.groupId !== undefined && s.pgrp === tree.groupId) || (Number(s.startTime) >= notBefore && (await carriesMarker(s.pid, marker))),
+    ),
   );
   all.forEach((s, i) => marked[i] && found.add(s.pid));
   // Descendants of what was found, to a fixed point.
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const s of all) {
       if (!found.has(s.pid) && found.has(s.ppid)) {

@@ -211,7 +211,10 @@ export class PluginProcess {
           const truncatedBytes = cutBytes + Buffer.byteLength(line) - Buffer.byteLength(line.slice(0, STDOUT_LOGGED_CHARS));
           // Redacted before the cut, so that the cut cannot split a secret beyond recognition.
           const shown = redact(line).slice(0, STDOUT_LOGGED_CHARS);
-          log.warn({ line: truncatedBytes > 0 ? redactCut(shown) : shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) }, 'ignoring plugin stdout line that is not the handshake');
+          log.warn(
+            { line: truncatedBytes > 0 ? redactCut(shown) : shown, ...(truncatedBytes > 0 ? { truncatedBytes } : {}) },
+            'ignoring plugin stdout line that is not the handshake',
+          );
         },
       });
       const refused = handshakeRefusal(handshake, socketPath, opts.allow ?? {});
@@ -227,7 +230,15 @@ export class PluginProcess {
       }
       return new PluginProcess(child, pid, handshake, instanceId, exited, tree, recorded);
     } catch (err) {
-      const proc = new PluginProcess(child, pid, { core: 1, protocol: 0, network: 'unix', address: '', transport: 'grpc' }, instanceId, exited, tree, recorded);
+      const proc = new PluginProcess(
+        child,
+        pid,
+        { core: 1, protocol: 0, network: 'unix', address: '', transport: 'grpc' },
+        instanceId,
+        exited,
+        tree,
+        recorded,
+      );
       await proc.stop({ graceMs: 0 });
       throw err;
     }

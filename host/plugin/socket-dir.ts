@@ -155,6 +155,7 @@ async function sweepSocketDirs(log: Logger, parent: string): Promise<{ removed: 
       log.warn({ dir, err: errorMessage(err) }, 'cannot remove stale plugin socket directory');
     }
   }
-  if (removed.length > 0) log.info({ count: removed.length, dirs: removed.slice(0, 10) }, 'removed plugin socket directories of host processes that are gone');
+  if (removed.length > 0)
+    log.info({ count: removed.length, dirs: removed.slice(0, 10) }, 'removed plugin socket directories of host processes that are gone');
   return { removed, othersAlive };
 }

@@ -22,7 +22,10 @@ export function parseStderrLine(text: string, crashed: boolean): { level: Level;
       const obj = JSON.parse(text) as Record<string, unknown>;
       if (obj && typeof obj === 'object' && !Array.isArray(obj)) {
         const { level, msg, message, time, timestamp, pid, hostname, ...fields } = obj;
-        void time; void timestamp; void pid; void hostname;
+        void time;
+        void timestamp;
+        void pid;
+        void hostname;
         let lvl: Level = 'info';
         if (typeof level === 'string' && LEVELS.has(level.toLowerCase() as Level)) lvl = level.toLowerCase() as Level;
         else if (typeof level === 'number' && PINO_NUMERIC[level]) lvl = PINO_NUMERIC[level]!;

@@ -33,8 +33,7 @@ import { socketProblem } from './file-checks.js';
 import { watchStaleSocketDirs } from './socket-dir.js';
 
 export type PluginMode =
-  | { kind: 'exec'; path: string; args?: string[]; env?: string[]; allow?: HandshakeAllowances }
-  | { kind: 'socket'; endpoint: string };
+  { kind: 'exec'; path: string; args?: string[]; env?: string[]; allow?: HandshakeAllowances } | { kind: 'socket'; endpoint: string };
 
 export type PluginState = 'idle' | 'starting' | 'ready' | 'backoff' | 'stopping' | 'stopped';
 
@@ -165,7 +164,12 @@ export class PluginSupervisor extends EventEmitter {
     if (proc && conn) {
       const graceMs = this.opts.shutdownGraceMs;
       await conn
-        .unary(conn.lifecycle, 'Shutdown', { gracePeriod: { seconds: Math.floor(graceMs / 1000), nanos: (graceMs % 1000) * 1e6 } }, Math.min(graceMs, 5000))
+        .unary(
+          conn.lifecycle,
+          'Shutdown',
+          { gracePeriod: { seconds: Math.floor(graceMs / 1000), nanos: (graceMs % 1000) * 1e6 } },
+          Math.min(graceMs, 5000),
+        )
         .catch((err) => this.log.debug({ err: errorMessage(err) }, 'plugin Shutdown call failed'));
     }
     conn?.close('host is stopping');
@@ -255,11 +259,22 @@ export class PluginSupervisor extends EventEmitter {
     // Whether this start found a different process than the last one ('unknown' without instance ids).
     const newProcess = previous === undefined ? undefined : info.instanceId === '' ? 'unknown' : info.instanceId !== previous.info.instanceId;
     this.log.info(
-      { name: info.name, version: info.vendorVersion, protocol: info.protocolVersion, pid: this.proc?.pid, providerName: capabilities.providerName, instanceId: info.instanceId, newProcess },
+      {
+        name: info.name,
+        version: info.vendorVersion,
+        protocol: info.protocolVersion,
+        pid: this.proc?.pid,
+        providerName: capabilities.providerName,
+        instanceId: info.instanceId,
+        newProcess,
+      },
       'plugin ready',
     );
     if (this.opts.mode.kind === 'socket' && info.instanceId === '' && previous === undefined) {
-      this.log.warn({}, 'plugin sidecar reports no instance id: a restart is noticed only when the connection drops; upgrade the provider (see GetPluginInfoResponse.instance_id)');
+      this.log.warn(
+        {},
+        'plugin sidecar reports no instance id: a restart is noticed only when the connection drops; upgrade the provider (see GetPluginInfoResponse.instance_id)',
+      );
     }
     this.setState('ready');
     this.startProbing();
@@ -328,18 +343,31 @@ export class PluginSupervisor extends EventEmitter {
     const info = await call('GetPluginInfo', (ms) => conn.unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, ms));
     if (!SUPPORTED_PROTOCOL_VERSIONS.includes(info.protocolVersion)) {
       const side = info.protocolVersion > Math.max(...SUPPORTED_PROTOCOL_VERSIONS) ? 'upgrade the host' : 'upgrade the plugin';
-      throw new PluginStartError(`plugin ${info.name} speaks protocol ${info.protocolVersion}, host speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(',')}: ${side}`);
+      throw new PluginStartError(
+        `plugin ${info.name} speaks protocol ${info.protocolVersion}, host speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(',')}: ${side}`,
+      );
     }
     if (expectedInstance && info.instanceId !== expectedInstance) {
-      throw new PluginStartError(`plugin answered with instance id ${JSON.stringify(info.instanceId)}, expected the one the host launched (${expectedInstance}): another process owns the socket`);
+      throw new PluginStartError(
+        `plugin answered with instance id ${JSON.stringify(info.instanceId)}, expected the one the host launched (${expectedInstance}): another process owns the socket`,
+      );
     }
-    const capabilities = await call('GetPluginCapabilities', (ms) => conn.unary<object, GetPluginCapabilitiesResponse>(conn.identity, 'GetPluginCapabilities', {}, ms));
+    const capabilities = await call('GetPluginCapabilities', (ms) =>
+      conn.unary<object, GetPluginCapabilitiesResponse>(conn.identity, 'GetPluginCapabilities', {}, ms),
+    );
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(capabilities.providerName)) {
-      throw new PluginStartError(`plugin declares provider name ${JSON.stringify(capabilities.providerName)}, which is not a lowercase DNS label: fix the plugin`);
+      throw new PluginStartError(
+        `plugin declares provider name ${JSON.stringify(capabilities.providerName)}, which is not a lowercase DNS label: fix the plugin`,
+      );
     }
     const cfg = this.opts.configure;
     const configured = await call('Configure', (ms) =>
-      conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion }, ms),
+      conn.unary<object, { warnings: string[] }>(
+        conn.lifecycle,
+        'Configure',
+        { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion },
+        ms,
+      ),
     );
     for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
     for (let answeredNotReady = false; ; answeredNotReady = true) {
@@ -377,11 +405,15 @@ export class PluginSupervisor extends EventEmitter {
     const check = async (): Promise<void> => {
       if (!conn || conn !== this.conn || this.stateValue !== 'ready') return;
       try {
-        if (!(await conn.healthCheck(PROBE_TIMEOUT_MS))) throw new Error(`grpc.health.v1 Check did not answer SERVING (deadline ${PROBE_TIMEOUT_MS} ms)`);
+        if (!(await conn.healthCheck(PROBE_TIMEOUT_MS)))
+          throw new Error(`grpc.health.v1 Check did not answer SERVING (deadline ${PROBE_TIMEOUT_MS} ms)`);
         // A different instance id is a new process that was never configured.
         const info = await conn.unary<object, GetPluginInfoResponse>(conn.identity, 'GetPluginInfo', {}, PROBE_TIMEOUT_MS);
         if (info.instanceId !== known) {
-          this.rerun(conn, `a different provider process answers (instance id ${JSON.stringify(info.instanceId)}, configured ${JSON.stringify(known)})`);
+          this.rerun(
+            conn,
+            `a different provider process answers (instance id ${JSON.stringify(info.instanceId)}, configured ${JSON.stringify(known)})`,
+          );
           return;
         }
         const r = await conn.unary<object, { ready: boolean }>(conn.identity, 'Probe', {}, PROBE_TIMEOUT_MS);

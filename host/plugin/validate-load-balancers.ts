@@ -36,7 +36,8 @@ function ingressProblems(ing: LbIngress): string[] {
   const seen = new Set<string>();
   for (const p of ing.ports ?? []) {
     if (!(Number.isInteger(p.port) && p.port >= 1 && p.port <= 65535)) problems.push(`port ${p.port} is outside 1..65535`);
-    if (p.error !== undefined && !PORT_ERROR.test(p.error)) problems.push(`port ${p.port} error ${JSON.stringify(p.error.slice(0, 40))} is not a CamelCase reason`);
+    if (p.error !== undefined && !PORT_ERROR.test(p.error))
+      problems.push(`port ${p.port} error ${JSON.stringify(p.error.slice(0, 40))} is not a CamelCase reason`);
     const key = `${p.protocol}/${p.port}`;
     if (seen.has(key)) problems.push(`port ${key} is listed twice`);
     seen.add(key);
@@ -50,12 +51,17 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const UID = /^[\x21-\x7e]{1,128}$/;
 
 /** Problems of one ListLoadBalancers entry for the cluster `clusterName` (empty = valid). */
-export function lbSummaryProblems(lb: { name: string; clusterName: string; serviceUid: string; serviceNamespace: string; serviceName: string }, clusterName: string): string[] {
+export function lbSummaryProblems(
+  lb: { name: string; clusterName: string; serviceUid: string; serviceNamespace: string; serviceName: string },
+  clusterName: string,
+): string[] {
   const problems: string[] = [];
   if (!/^[\x20-\x7e]{1,255}$/.test(lb.name)) problems.push('name must be 1..255 printable ASCII characters');
-  if (lb.clusterName !== clusterName) problems.push(`cluster_name ${JSON.stringify(lb.clusterName.slice(0, 64))} is not ${JSON.stringify(clusterName)}`);
+  if (lb.clusterName !== clusterName)
+    problems.push(`cluster_name ${JSON.stringify(lb.clusterName.slice(0, 64))} is not ${JSON.stringify(clusterName)}`);
   if (!UID.test(lb.serviceUid)) problems.push('service_uid must be 1..128 printable ASCII characters without spaces');
-  if (!DNS_LABEL.test(lb.serviceNamespace)) problems.push(`service_namespace ${JSON.stringify(lb.serviceNamespace.slice(0, 64))} is not a namespace name`);
+  if (!DNS_LABEL.test(lb.serviceNamespace))
+    problems.push(`service_namespace ${JSON.stringify(lb.serviceNamespace.slice(0, 64))} is not a namespace name`);
   if (!DNS_LABEL.test(lb.serviceName)) problems.push(`service_name ${JSON.stringify(lb.serviceName.slice(0, 64))} is not a Service name`);
   return problems;
 }

@@ -18,7 +18,10 @@ export function routeProblems(r: PbRoute, addressTypes: ReadonlyMap<number, Node
   const cidr = parseCidr(r.destinationCidr);
   if (!cidr) problems.push(`destination_cidr ${quote(r.destinationCidr)} is not a CIDR`);
   // Both reach logs and Events, and target_node is compared with Node names: printable ASCII only.
-  for (const [what, v] of [['route name', r.name], ['target_node', r.targetNode]] as const) {
+  for (const [what, v] of [
+    ['route name', r.name],
+    ['target_node', r.targetNode],
+  ] as const) {
     const p = v === '' ? undefined : printableIdProblem(what, v, MAX_NAME_CHARS);
     if (p) problems.push(p);
   }

@@ -43,7 +43,8 @@ export function stringMapProblems(what: string, m: Record<string, string>): stri
   let bytes = 0;
   for (const [k, v] of entries) {
     if (k.length === 0) problems.push(`${what} has an empty key`);
-    if (k.length > MAX_MAP_CHARS || v.length > MAX_MAP_CHARS) problems.push(`${what} entry ${quote(k.slice(0, 40))} is longer than ${MAX_MAP_CHARS} characters`);
+    if (k.length > MAX_MAP_CHARS || v.length > MAX_MAP_CHARS)
+      problems.push(`${what} entry ${quote(k.slice(0, 40))} is longer than ${MAX_MAP_CHARS} characters`);
     else {
       const p = plainTextProblem(`${what} key`, k) ?? plainTextProblem(`${what} value of ${quote(k.slice(0, 40))}`, v);
       if (p) problems.push(p);
@@ -86,7 +87,8 @@ export function volumeProblems(v: CloudVolume, bounds?: { requiredBytes: number;
   if (!Number.isSafeInteger(v.capacityBytes) || v.capacityBytes < 0) problems.push(`capacity_bytes ${v.capacityBytes} is not a whole number >= 0`);
   if (bounds && v.capacityBytes > 0) {
     if (v.capacityBytes < bounds.requiredBytes) problems.push(`capacity_bytes ${v.capacityBytes} is below the requested ${bounds.requiredBytes}`);
-    if (bounds.limitBytes > 0 && v.capacityBytes > bounds.limitBytes) problems.push(`capacity_bytes ${v.capacityBytes} exceeds the limit ${bounds.limitBytes}`);
+    if (bounds.limitBytes > 0 && v.capacityBytes > bounds.limitBytes)
+      problems.push(`capacity_bytes ${v.capacityBytes} exceeds the limit ${bounds.limitBytes}`);
   }
   problems.push(...stringMapProblems('volume_context', v.volumeContext));
   problems.push(...topologyProblems(v.accessibleTopology));
@@ -97,7 +99,8 @@ export function volumeProblems(v: CloudVolume, bounds?: { requiredBytes: number;
 export function volumeLabelsProblems(m: Record<string, string>): string[] {
   const problems = labelMapProblems('labels', m);
   for (const [k, v] of Object.entries(m)) {
-    if (isZoneLabel(k) && zoneList(v) === undefined) problems.push(`labels: ${k}=${JSON.stringify(v)} has an empty zone in its ${ZONE_DELIMITER}-separated list`);
+    if (isZoneLabel(k) && zoneList(v) === undefined)
+      problems.push(`labels: ${k}=${JSON.stringify(v)} has an empty zone in its ${ZONE_DELIMITER}-separated list`);
   }
   return problems;
 }

@@ -26,7 +26,9 @@ const PROVIDER_ID = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:\/\/[\x21-\x7e]+$/;
  * exactly what was wrong and cannot itself carry hidden characters.
  */
 export const quote = (s: string) =>
-  JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s).replace(/[^\x20-\x7e]/g, (c) => (c === '…' ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  JSON.stringify(s.length > 80 ? s.slice(0, 80) + '…' : s).replace(/[^\x20-\x7e]/g, (c) =>
+    c === '…' ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 
 /** Free text stored as is (volume attributes, attachment metadata): no control, bidi or invisible characters. */
 export function plainTextProblem(what: string, v: string): string | undefined {
@@ -116,10 +118,15 @@ export function instanceMetadataProblems(m: InstanceMetadata, existingProviderId
   } else {
     const p = providerIdProblem(m.providerId);
     if (p) problems.push(p);
-    else if (!m.providerId.startsWith(`${providerName}://`)) problems.push(`providerID ${quote(m.providerId)} does not start with the plugin's provider name "${providerName}://"`);
+    else if (!m.providerId.startsWith(`${providerName}://`))
+      problems.push(`providerID ${quote(m.providerId)} does not start with the plugin's provider name "${providerName}://"`);
   }
   problems.push(...addressesProblems(m.nodeAddresses));
-  for (const [what, v] of [['instance type', m.instanceType], ['zone', m.zone], ['region', m.region]] as const) {
+  for (const [what, v] of [
+    ['instance type', m.instanceType],
+    ['zone', m.zone],
+    ['region', m.region],
+  ] as const) {
     const p = labelValueProblem(v);
     if (p) problems.push(`${what}: ${p}`);
   }

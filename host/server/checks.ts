@@ -15,14 +15,16 @@ export interface CheckResult {
 
 /** Runs `checks` in parallel; results keep the input order. A check slower than `timeoutMs` fails. */
 export async function runChecks(checks: Iterable<[string, HealthCheck]>, timeoutMs: number): Promise<CheckResult[]> {
-  return Promise.all([...checks].map(async ([name, fn]) => {
-    try {
-      await withTimeout(fn, timeoutMs);
-      return { name };
-    } catch (err) {
-      return { name, error: oneLine(errorMessage(err)) || 'failed without a message' };
-    }
-  }));
+  return Promise.all(
+    [...checks].map(async ([name, fn]) => {
+      try {
+        await withTimeout(fn, timeoutMs);
+        return { name };
+      } catch (err) {
+        return { name, error: oneLine(errorMessage(err)) || 'failed without a message' };
+      }
+    }),
+  );
 }
 
 async function withTimeout(fn: HealthCheck, timeoutMs: number): Promise<void> {

@@ -70,8 +70,14 @@ export interface RequestAuth {
  */
 export async function delegatedAuth(s: ServingConfig, deps: DelegatedAuthDeps): Promise<RequestAuth> {
   const clientOpts = { qps: REVIEW_QPS, burst: REVIEW_BURST, userAgent: deps.userAgent, registry: deps.registry, connections: deps.connections };
-  const authnRest = makeClients(s.authentication.kubeconfig ? loadKubeConfig({ kubeconfig: s.authentication.kubeconfig, flag: '--authentication-kubeconfig' }) : deps.kubeConfig, clientOpts).rest;
-  const authzRest = makeClients(s.authorization.kubeconfig ? loadKubeConfig({ kubeconfig: s.authorization.kubeconfig, flag: '--authorization-kubeconfig' }) : deps.kubeConfig, clientOpts).rest;
+  const authnRest = makeClients(
+    s.authentication.kubeconfig ? loadKubeConfig({ kubeconfig: s.authentication.kubeconfig, flag: '--authentication-kubeconfig' }) : deps.kubeConfig,
+    clientOpts,
+  ).rest;
+  const authzRest = makeClients(
+    s.authorization.kubeconfig ? loadKubeConfig({ kubeconfig: s.authorization.kubeconfig, flag: '--authorization-kubeconfig' }) : deps.kubeConfig,
+    clientOpts,
+  ).rest;
   const a = s.authentication;
   const log = deps.log.child({ component: 'delegated-auth' });
 
@@ -81,9 +87,15 @@ export async function delegatedAuth(s: ServingConfig, deps: DelegatedAuthDeps): 
   } catch (err) {
     if (!(err instanceof LookupError)) throw err;
     if (!a.tolerateLookupFailure) {
-      throw new Error(`${err.message}: bind the host's identity to Role extension-apiserver-authentication-reader in kube-system (deploy/base/rbac-delegated-auth.yaml), or pass --authentication-skip-lookup or --authentication-tolerate-lookup-failure`, { cause: err });
+      throw new Error(
+        `${err.message}: bind the host's identity to Role extension-apiserver-authentication-reader in kube-system (deploy/base/rbac-delegated-auth.yaml), or pass --authentication-skip-lookup or --authentication-tolerate-lookup-failure`,
+        { cause: err },
+      );
     }
-    log.warn({ err: err.message }, 'continuing without the cluster authentication configuration: client certificates may be refused and requests treated as anonymous');
+    log.warn(
+      { err: err.message },
+      'continuing without the cluster authentication configuration: client certificates may be refused and requests treated as anonymous',
+    );
     trust = err.partial;
   }
   log.info(describe(trust), 'trusted client certificate authorities');
@@ -139,10 +151,15 @@ class LookupError extends Error {
 /** The flags' CA files, and what they leave out from the ConfigMap (unless --authentication-skip-lookup). */
 async function loadTrust(s: ServingConfig, rest: RestClient): Promise<ClientTrust> {
   const a = s.authentication;
-  let clientCa = a.clientCaFile ? parseCaBundle(await readBounded(a.clientCaFile, 'client-ca-file'), `--client-ca-file ${a.clientCaFile}`) : undefined;
+  let clientCa = a.clientCaFile
+    ? parseCaBundle(await readBounded(a.clientCaFile, 'client-ca-file'), `--client-ca-file ${a.clientCaFile}`)
+    : undefined;
   let requestHeader: RequestHeaderTrust | undefined;
   if (a.requestHeader.clientCaFile) {
-    const ca = parseCaBundle(await readBounded(a.requestHeader.clientCaFile, 'requestheader-client-ca-file'), `--requestheader-client-ca-file ${a.requestHeader.clientCaFile}`);
+    const ca = parseCaBundle(
+      await readBounded(a.requestHeader.clientCaFile, 'requestheader-client-ca-file'),
+      `--requestheader-client-ca-file ${a.requestHeader.clientCaFile}`,
+    );
     requestHeader = { ...a.requestHeader, ca };
   }
   if (!a.skipLookup && (clientCa === undefined || requestHeader === undefined)) {
@@ -167,7 +184,10 @@ function trustKey(t: ClientTrust): string {
 
 /** Log fields naming the trusted CAs. */
 function describe(t: ClientTrust): Record<string, unknown> {
-  return { clientCa: t.clientCa?.map((c) => c.subject.replace(/\n/g, ',')), requestHeaderCa: t.requestHeader?.ca.map((c) => c.subject.replace(/\n/g, ',')) };
+  return {
+    clientCa: t.clientCa?.map((c) => c.subject.replace(/\n/g, ',')),
+    requestHeaderCa: t.requestHeader?.ca.map((c) => c.subject.replace(/\n/g, ',')),
+  };
 }
 
 interface TokenReviewAnswer {
@@ -204,9 +224,13 @@ async function reviewAccess(rest: RestClient, user: UserInfo, path: string, verb
 async function lookup(rest: RestClient): Promise<{ clientCa?: X509Certificate[]; requestHeader?: RequestHeaderTrust }> {
   let data: Record<string, string>;
   try {
-    const cm = await rest.request<{ data?: Record<string, string> }>('GET', `/api/v1/namespaces/${AUTHENTICATION_CONFIGMAP.namespace}/configmaps/${AUTHENTICATION_CONFIGMAP.name}`, {
-      signal: AbortSignal.timeout(REVIEW_TIMEOUT_MS),
-    });
+    const cm = await rest.request<{ data?: Record<string, string> }>(
+      'GET',
+      `/api/v1/namespaces/${AUTHENTICATION_CONFIGMAP.namespace}/configmaps/${AUTHENTICATION_CONFIGMAP.name}`,
+      {
+        signal: AbortSignal.timeout(REVIEW_TIMEOUT_MS),
+      },
+    );
     data = cm.data ?? {};
   } catch (err) {
     if (err instanceof ApiError && err.code === 404) return {};

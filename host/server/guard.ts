@@ -65,7 +65,12 @@ export class DelegatedGuard implements RequestGuard {
     }
     if (!decision.allowed) {
       this.o.log.debug({ path, user: user.name, verb, reason: decision.reason }, 'request forbidden');
-      sendStatus(res, 403, 'Forbidden', `forbidden: User ${JSON.stringify(user.name)} cannot ${verb} path ${JSON.stringify(path)}${decision.reason ? `: ${decision.reason}` : ''}`);
+      sendStatus(
+        res,
+        403,
+        'Forbidden',
+        `forbidden: User ${JSON.stringify(user.name)} cannot ${verb} path ${JSON.stringify(path)}${decision.reason ? `: ${decision.reason}` : ''}`,
+      );
       return false;
     }
     return true;
@@ -74,6 +79,11 @@ export class DelegatedGuard implements RequestGuard {
 
 function sendStatus(res: ServerResponse, code: number, reason: string, message: string): void {
   const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details: {}, code });
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' });
+  res.writeHead(code, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+    'X-Content-Type-Options': 'nosniff',
+    'Cache-Control': 'no-store',
+  });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }

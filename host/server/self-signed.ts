@@ -41,7 +41,10 @@ export async function generateSelfSigned(subject: SelfSignedSubject): Promise<{ 
       { name: 'extKeyUsage', serverAuth: true },
       {
         name: 'subjectAltName',
-        altNames: [...[...new Set(subject.dnsNames)].map((value) => ({ type: 2 as const, value })), ...[...new Set(subject.ips)].map((ip) => ({ type: 7 as const, ip }))],
+        altNames: [
+          ...[...new Set(subject.dnsNames)].map((value) => ({ type: 2 as const, value })),
+          ...[...new Set(subject.ips)].map((ip) => ({ type: 7 as const, ip })),
+        ],
       },
     ],
   });

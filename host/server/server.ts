@@ -107,7 +107,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://health.invalid');
     const [, root, name, ...rest] = url.pathname.split('/');
-    const known = (root === 'healthz' || root === 'livez' || root === 'readyz') ? rest.length === 0 : root === 'metrics' && name === undefined;
+    const known = root === 'healthz' || root === 'livez' || root === 'readyz' ? rest.length === 0 : root === 'metrics' && name === undefined;
     if (!known) return send(res, 404, '404 page not found\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
@@ -148,7 +148,10 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   const server = createHttpsServer(opts.tls, opts.guard, handler);
   await listen(server, opts.bindAddress, opts.port);
   const port = (server.address() as AddressInfo).port;
-  log.info({ address: opts.bindAddress, port, clientCertificates: opts.guard.requestsClientCerts }, 'serving /healthz, /readyz and /metrics over HTTPS');
+  log.info(
+    { address: opts.bindAddress, port, clientCertificates: opts.guard.requestsClientCerts },
+    'serving /healthz, /readyz and /metrics over HTTPS',
+  );
 
   let closing: Promise<void> | undefined;
   return {
@@ -201,12 +204,25 @@ function safeDecode(segment: string): string {
  * required, and checked by the guard, as upstream: a request may
  * authenticate with a token instead, or be anonymous.
  */
-export function tlsContextOptions(tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string }, guard: RequestGuard): https.ServerOptions {
-  return { cert: tls.cert, key: tls.key, minVersion: tls.minVersion, ciphers: tls.ciphers, ...(guard.requestsClientCerts ? { ca: [...guard.clientCaPems] } : {}) };
+export function tlsContextOptions(
+  tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string },
+  guard: RequestGuard,
+): https.ServerOptions {
+  return {
+    cert: tls.cert,
+    key: tls.key,
+    minVersion: tls.minVersion,
+    ciphers: tls.ciphers,
+    ...(guard.requestsClientCerts ? { ca: [...guard.clientCaPems] } : {}),
+  };
 }
 
 /** An HTTPS server whose trusted client CAs follow the guard's (a rotated CA applies to new connections). */
-export function createGuardedHttpsServer(tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string }, guard: RequestGuard, handler: http.RequestListener): https.Server {
+export function createGuardedHttpsServer(
+  tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string },
+  guard: RequestGuard,
+  handler: http.RequestListener,
+): https.Server {
   const client = guard.requestsClientCerts ? { requestCert: true, rejectUnauthorized: false } : {};
   const server = https.createServer({ ...tlsContextOptions(tls, guard), ...client }, handler);
   const unsubscribe = guard.onTrustChange(() => server.setSecureContext(tlsContextOptions(tls, guard)));
@@ -218,7 +234,10 @@ function createHttpsServer(tls: ServingTls, guard: RequestGuard, handler: http.R
   try {
     return createGuardedHttpsServer(tls, guard, handler);
   } catch (err) {
-    throw new Error(`cannot serve HTTPS on --secure-port: ${errorMessage(err)}: check --tls-cert-file and --tls-private-key-file (a PEM certificate and its matching key), --tls-min-version and --tls-cipher-suites`, { cause: err });
+    throw new Error(
+      `cannot serve HTTPS on --secure-port: ${errorMessage(err)}: check --tls-cert-file and --tls-private-key-file (a PEM certificate and its matching key), --tls-min-version and --tls-cipher-suites`,
+      { cause: err },
+    );
   }
 }
 

@@ -34,6 +34,9 @@ export async function servingCert(s: ServingConfig, bindAddress: string): Promis
       ips: unspecified ? ['127.0.0.1'] : ['127.0.0.1', bindAddress],
     });
   } catch (err) {
-    throw new Error(`cannot generate a self-signed serving certificate in --cert-dir ${s.certDir}: ${errorMessage(err)}: make the directory writable, or pass --tls-cert-file and --tls-private-key-file`, { cause: err });
+    throw new Error(
+      `cannot generate a self-signed serving certificate in --cert-dir ${s.certDir}: ${errorMessage(err)}: make the directory writable, or pass --tls-cert-file and --tls-private-key-file`,
+      { cause: err },
+    );
   }
 }

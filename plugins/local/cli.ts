@@ -67,22 +67,32 @@ instance
   .option('--type <type>', 'instance type (default local.small)')
   .option('--zone <zone>', 'zone (default $LOCALCLOUD_ZONE or local-a)')
   .option('--region <region>', 'region (default $LOCALCLOUD_REGION or local)')
-  .option('--address <[type=]value>', 'address, repeatable: an IP (InternalIP) or TYPE=VALUE, TYPE one of InternalIP, ExternalIP, Hostname, InternalDNS, ExternalDNS', collect, [])
+  .option(
+    '--address <[type=]value>',
+    'address, repeatable: an IP (InternalIP) or TYPE=VALUE, TYPE one of InternalIP, ExternalIP, Hostname, InternalDNS, ExternalDNS',
+    collect,
+    [],
+  )
   .option('--no-addresses', 'report no addresses at all (as a cloud may for an instance still being set up)')
   .option('--label <key=value>', 'extra node label, repeatable', collect, [])
   .addOption(outputOption())
-  .action(async (names: string[], o: { type?: string; zone?: string; region?: string; address: string[]; addresses: boolean; label: string[]; output: Output }) => {
-    const addresses = o.address.map(parseAddress);
-    const labels = Object.fromEntries(o.label.map(parseLabel));
-    const noAddresses = !o.addresses;
-    const specs: NewInstanceSpec[] = names.map((name) => ({ name, type: o.type, zone: o.zone, region: o.region, addresses, noAddresses, labels }));
-    if (names.length > 1 && addresses.some((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')) {
-      throw new Error('--address with an IP applies to a single instance; add instances one by one');
-    }
-    const added = await addInstances(store(), specs, inventoryDefaults());
-    if (o.output === 'json') printJson(added.map(withProviderId));
-    else print(added.map((i) => `${i.id} ${providerIdOf(i.id)}`).join('\n'));
-  });
+  .action(
+    async (
+      names: string[],
+      o: { type?: string; zone?: string; region?: string; address: string[]; addresses: boolean; label: string[]; output: Output },
+    ) => {
+      const addresses = o.address.map(parseAddress);
+      const labels = Object.fromEntries(o.label.map(parseLabel));
+      const noAddresses = !o.addresses;
+      const specs: NewInstanceSpec[] = names.map((name) => ({ name, type: o.type, zone: o.zone, region: o.region, addresses, noAddresses, labels }));
+      if (names.length > 1 && addresses.some((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')) {
+        throw new Error('--address with an IP applies to a single instance; add instances one by one');
+      }
+      const added = await addInstances(store(), specs, inventoryDefaults());
+      if (o.output === 'json') printJson(added.map(withProviderId));
+      else print(added.map((i) => `${i.id} ${providerIdOf(i.id)}`).join('\n'));
+    },
+  );
 
 instance
   .command('delete')
@@ -215,7 +225,13 @@ program
     print(
       formatTable(
         ['ID', 'NAME', 'BYTES', 'ZONE', 'ATTACHED'],
-        list.map((v) => [v.id, v.name, String(v.capacityBytes), v.zone, v.attachments.map((a) => a.instanceId + (a.readonly ? '(ro)' : '')).join(',')]),
+        list.map((v) => [
+          v.id,
+          v.name,
+          String(v.capacityBytes),
+          v.zone,
+          v.attachments.map((a) => a.instanceId + (a.readonly ? '(ro)' : '')).join(','),
+        ]),
       ),
     );
   });
@@ -274,12 +290,7 @@ knobs
     print(
       formatTable(
         ['KNOB', 'VALUE', 'SOURCE', 'ENV'],
-        KNOB_NAMES.map((k) => [
-          k,
-          String(effective[k]),
-          k in fromState ? 'state' : k in fromEnv ? 'env' : 'default',
-          KNOB_ENV[k],
-        ]),
+        KNOB_NAMES.map((k) => [k, String(effective[k]), k in fromState ? 'state' : k in fromEnv ? 'env' : 'default', KNOB_ENV[k]]),
       ),
     );
   });

@@ -111,7 +111,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
           throw err;
         } finally {
           metrics.called(label, ok);
-          if (journaled) await journal.record({ caller: ctx.caller ?? '', method: label, methodName: method, request: req, start, end: Date.now(), ok, result });
+          if (journaled)
+            await journal.record({ caller: ctx.caller ?? '', method: label, methodName: method, request: req, start, end: Date.now(), ok, result });
         }
       };
     }

@@ -70,7 +70,16 @@ function targetsOfLb(lb: LoadBalancerRecord, log: LocalCloudLogger): Target[] {
       if (p.protocol !== 'TCP' && p.protocol !== 'UDP') continue; // SCTP: recorded, not forwarded
       const key = `${p.protocol}/${lb.ingressIp}/${p.port}`;
       const backends = p.nodePort > 0 ? lb.backends.filter((b) => b.address).map((b) => ({ address: b.address, port: p.nodePort })) : [];
-      out.push({ key, protocol: p.protocol, ip: lb.ingressIp, port: p.port, lb: lb.name, backends, sourceRanges, clientIpAffinity: lb.sessionAffinity === 'ClientIP' });
+      out.push({
+        key,
+        protocol: p.protocol,
+        ip: lb.ingressIp,
+        port: p.port,
+        lb: lb.name,
+        backends,
+        sourceRanges,
+        clientIpAffinity: lb.sessionAffinity === 'ClientIP',
+      });
     }
   }
   targetsByRecord.set(lb, out);
@@ -245,7 +254,12 @@ class UdpListener implements Listener {
       upstream.on('message', (reply) => this.socket.send(reply, rinfo.port, rinfo.address));
       upstream.on('error', () => this.endSession(client));
       // connect() is asynchronous: datagrams wait in `queued` until it is done.
-      const session = { upstream, backend: backendId(b), timer: setTimeout(() => this.endSession(client), UDP_IDLE_MS), queued: [] as Buffer[] | undefined };
+      const session = {
+        upstream,
+        backend: backendId(b),
+        timer: setTimeout(() => this.endSession(client), UDP_IDLE_MS),
+        queued: [] as Buffer[] | undefined,
+      };
       upstream.connect(b.port, b.address, () => {
         for (const m of session.queued ?? []) upstream.send(m);
         session.queued = undefined;
@@ -278,7 +292,10 @@ export class Forwarder {
 
   /** First sync, then the poll. */
   start(): Promise<void> {
-    this.timer = setInterval(() => void this.sync().catch((err) => this.log.warn({ error: (err as Error).message }, 'forwarder sync failed')), this.pollMs);
+    this.timer = setInterval(
+      () => void this.sync().catch((err) => this.log.warn({ error: (err as Error).message }, 'forwarder sync failed')),
+      this.pollMs,
+    );
     this.timer.unref();
     return this.sync();
   }

@@ -86,7 +86,11 @@ function mustFind(state: LocalCloudState, ref: string): InstanceRecord {
 }
 
 /** Adds instances in one transaction; fails (adding none) if a name is taken or invalid. */
-export async function addInstances(store: StateStore, specs: readonly NewInstanceSpec[], defaults: InventoryDefaults = inventoryDefaults()): Promise<InstanceRecord[]> {
+export async function addInstances(
+  store: StateStore,
+  specs: readonly NewInstanceSpec[],
+  defaults: InventoryDefaults = inventoryDefaults(),
+): Promise<InstanceRecord[]> {
   const pool = new IpPool(defaults.nodeCidr);
   for (const spec of specs) {
     must(checkDnsSubdomain(spec.name, 'instance name'));
@@ -108,7 +112,8 @@ export async function addInstances(store: StateStore, specs: readonly NewInstanc
         throw new Error(`instance ${JSON.stringify(spec.name)} already exists${other ? ` (${other.id})` : ''}`);
       }
       names.add(spec.name);
-      if (spec.noAddresses && (spec.addresses ?? []).length > 0) throw new Error(`instance ${JSON.stringify(spec.name)}: give addresses or ask for none, not both`);
+      if (spec.noAddresses && (spec.addresses ?? []).length > 0)
+        throw new Error(`instance ${JSON.stringify(spec.name)}: give addresses or ask for none, not both`);
       const addresses = dedupeAddresses(spec.addresses ?? []);
       if (!spec.noAddresses && !addresses.some((a) => a.type === 'InternalIP')) {
         const ip = pool.allocate(used);
@@ -163,4 +168,3 @@ export async function setInstanceState(store: StateStore, ref: string, state: In
     return inst;
   });
 }
-

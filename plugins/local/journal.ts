@@ -80,7 +80,15 @@ function keyOf(req: unknown): string | undefined {
   const svc = r.service as { uid?: string } | undefined;
   const route = r.route as { name?: string; destinationCidr?: string } | undefined;
   const node = r.node as { name?: string } | undefined;
-  return svc?.uid || route?.name || route?.destinationCidr || (r.name as string | undefined) || (r.volumeId as string | undefined) || node?.name || undefined;
+  return (
+    svc?.uid ||
+    route?.name ||
+    route?.destinationCidr ||
+    (r.name as string | undefined) ||
+    (r.volumeId as string | undefined) ||
+    node?.name ||
+    undefined
+  );
 }
 
 export class Journal {
@@ -95,7 +103,13 @@ export class Journal {
   }
 
   /** Appends one entry; a failed write is ignored (the journal must never fail a call). */
-  async record(e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys'> & { request: unknown; methodName: string; result?: unknown }): Promise<void> {
+  async record(
+    e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys'> & {
+      request: unknown;
+      methodName: string;
+      result?: unknown;
+    },
+  ): Promise<void> {
     const entry: JournalEntry = {
       caller: e.caller,
       method: e.method,

@@ -85,7 +85,11 @@ export const KNOB_NAMES = Object.keys(DEFAULT_KNOBS) as KnobName[];
  * `latency_ms` and `LOCALCLOUD_LATENCY_MS` all name the same knob.
  */
 export function knobName(name: string): KnobName | undefined {
-  const flat = name.trim().toLowerCase().replace(/^localcloud_/, '').replace(/[-_]/g, '');
+  const flat = name
+    .trim()
+    .toLowerCase()
+    .replace(/^localcloud_/, '')
+    .replace(/[-_]/g, '');
   return KNOB_NAMES.find((k) => k.toLowerCase() === flat);
 }
 
@@ -111,10 +115,14 @@ export function parseKnobValue(name: KnobName, text: string): number | boolean |
 /** Why `value` is not valid for `name`, or undefined when it is. */
 function checkKnob(name: KnobName, value: unknown): string | undefined {
   if (name === 'failAll') return typeof value === 'boolean' ? undefined : `knob ${name} must be true or false`;
-  if (name === 'hold') return typeof value === 'string' && value.length <= MAX_HOLD_LENGTH ? undefined : `knob ${name} must be method names separated by commas, at most ${MAX_HOLD_LENGTH} characters`;
+  if (name === 'hold')
+    return typeof value === 'string' && value.length <= MAX_HOLD_LENGTH
+      ? undefined
+      : `knob ${name} must be method names separated by commas, at most ${MAX_HOLD_LENGTH} characters`;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `knob ${name} must be a number >= 0`;
   if (name === 'errorRate' && value > 1) return `knob ${name} must be between 0 and 1`;
-  if ((name === 'latencyMs' || name === 'latencyJitterMs' || name === 'replyLatencyMs') && value > MAX_LATENCY_MS) return `knob ${name} must be <= ${MAX_LATENCY_MS} ms`;
+  if ((name === 'latencyMs' || name === 'latencyJitterMs' || name === 'replyLatencyMs') && value > MAX_LATENCY_MS)
+    return `knob ${name} must be <= ${MAX_LATENCY_MS} ms`;
   return undefined;
 }
 

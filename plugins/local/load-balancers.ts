@@ -139,17 +139,24 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
   }
 
   /** Creates or converges the load balancer of `svc` inside a state update. */
-  function applyEnsure(draft: LocalCloudState, plan: EnsurePlan, svc: ServiceRef, nodes: readonly NodeRef[]): { record: LoadBalancerRecord; created: boolean } {
+  function applyEnsure(
+    draft: LocalCloudState,
+    plan: EnsurePlan,
+    svc: ServiceRef,
+    nodes: readonly NodeRef[],
+  ): { record: LoadBalancerRecord; created: boolean } {
     const { name, wanted } = plan;
     const pool = c.settings.lbPool;
     const existing = draft.loadBalancers.find((l) => l.name === name);
-    if (existing && existing.serviceUid !== svc.uid) throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
+    if (existing && existing.serviceUid !== svc.uid)
+      throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
     const others = draft.loadBalancers.filter((l) => l !== existing);
     const used = new Set(others.map((l) => l.ingressIp));
     let ip: string;
     if (wanted) {
       const holder = others.find((l) => l.ingressIp === wanted);
-      if (holder) throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
+      if (holder)
+        throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
       ip = wanted;
     } else if (existing) {
       ip = existing.ingressIp;
@@ -200,7 +207,8 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
     },
 
     async ensureLoadBalancers(req) {
-      if (req.services.length > MAX_BATCH_ENSURE) throw new InvalidArgumentError(`at most ${MAX_BATCH_ENSURE} services per EnsureLoadBalancers call, got ${req.services.length}`);
+      if (req.services.length > MAX_BATCH_ENSURE)
+        throw new InvalidArgumentError(`at most ${MAX_BATCH_ENSURE} services per EnsureLoadBalancers call, got ${req.services.length}`);
       const uids = new Set(req.services.map((s) => s.uid));
       if (uids.size !== req.services.length) throw new InvalidArgumentError('a service uid appears twice in EnsureLoadBalancers');
       const created: string[] = [];
@@ -247,7 +255,13 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
       const mine = c.store.view().state.loadBalancers.filter((l) => l.clusterName === cluster);
       const { page, nextPageToken } = paginate(mine, (l) => l.name, req, 'loadBalancers', cluster);
       return {
-        loadBalancers: page.map((l) => ({ name: l.name, clusterName: l.clusterName, serviceUid: l.serviceUid, serviceNamespace: l.serviceNamespace, serviceName: l.serviceName })),
+        loadBalancers: page.map((l) => ({
+          name: l.name,
+          clusterName: l.clusterName,
+          serviceUid: l.serviceUid,
+          serviceNamespace: l.serviceNamespace,
+          serviceName: l.serviceName,
+        })),
         nextPageToken,
       };
     },

@@ -17,7 +17,14 @@ export async function addRoute(store: StateStore, clusterName: string, targetNod
   return store.update((draft) => {
     const taken = draft.routes.find((r) => r.clusterName === cluster && r.destinationCidr === cidr.text);
     if (taken) throw new Error(`route ${taken.name} already sends ${cidr.text} to node ${taken.targetNode}`);
-    const r: RouteRecord = { name: routeName(cluster, targetNode, cidr.text), clusterName: cluster, targetNode, destinationCidr: cidr.text, targetNodeAddresses: [], createdAt: nowIso() };
+    const r: RouteRecord = {
+      name: routeName(cluster, targetNode, cidr.text),
+      clusterName: cluster,
+      targetNode,
+      destinationCidr: cidr.text,
+      targetNodeAddresses: [],
+      createdAt: nowIso(),
+    };
     draft.routes.push(r);
     return r;
   });
@@ -29,7 +36,9 @@ export async function deleteRoutes(store: StateStore, clusterName: string, ref: 
   const cluster = clusterName || DEFAULT_CLUSTER_NAME;
   return store.update((draft) => {
     const before = draft.routes.length;
-    draft.routes = draft.routes.filter((r) => !(r.clusterName === cluster && (r.name === ref || (cidr !== undefined && r.destinationCidr === cidr.text))));
+    draft.routes = draft.routes.filter(
+      (r) => !(r.clusterName === cluster && (r.name === ref || (cidr !== undefined && r.destinationCidr === cidr.text))),
+    );
     return before - draft.routes.length;
   });
 }

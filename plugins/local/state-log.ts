@@ -239,7 +239,9 @@ function readHeader(fd: number, path: string): { header: Header; bytes: number }
   try {
     h = JSON.parse(buf.toString('utf8', 0, nl)) as typeof h;
   } catch (err) {
-    throw new Error(`state log ${path} has a malformed header (${(err as Error).message}); move it away to start from an empty state`, { cause: err });
+    throw new Error(`state log ${path} has a malformed header (${(err as Error).message}); move it away to start from an empty state`, {
+      cause: err,
+    });
   }
   if (h.localcloudStateLog !== LOG_FORMAT) {
     throw new Error(`state log ${path} has format ${JSON.stringify(h.localcloudStateLog)}; this build reads format ${LOG_FORMAT}`);
@@ -255,7 +257,8 @@ function readHeader(fd: number, path: string): { header: Header; bytes: number }
 /** Reads, parses, freezes and indexes the snapshot line. */
 function loadSnapshot(fd: number, at: number, length: number, path: string): { state: LocalCloudState; records: Records } {
   const buf = Buffer.allocUnsafe(length);
-  if (readAll(fd, buf, at) !== length || buf[length - 1] !== NEWLINE) throw new Error(`state log ${path} has a truncated snapshot; move it away to start from an empty state`);
+  if (readAll(fd, buf, at) !== length || buf[length - 1] !== NEWLINE)
+    throw new Error(`state log ${path} has a truncated snapshot; move it away to start from an empty state`);
   const state = freeze(parseState(buf.toString('utf8', 0, length - 1), path), true);
   return { state, records: indexRecords(state, path) };
 }
@@ -271,5 +274,5 @@ function readAll(fd: number, buf: Buffer, position: number): number {
 }
 
 function writeAll(fd: number, buf: Buffer): void {
-  for (let n = 0; n < buf.length; ) n += writeSync(fd, buf, n, buf.length - n);
+  for (let n = 0; n < buf.length;) n += writeSync(fd, buf, n, buf.length - n);
 }

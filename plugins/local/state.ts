@@ -270,7 +270,11 @@ export class StateStore {
     this.legacyFile = join(this.dir, LEGACY_STATE_FILE);
     this.volumesDir = join(this.dir, VOLUMES_DIR);
     this.lock = new DirLock(join(this.dir, LOCK_DIR), { waitMs: opts.lockWaitMs ?? LOCK_WAIT_MS });
-    this.log = new StateLog(this.file, { fsync: opts.fsync ?? false, compactMinBytes: opts.compactMinBytes ?? COMPACT_MIN_BYTES }, (x) => new StateView(x.state, x.records));
+    this.log = new StateLog(
+      this.file,
+      { fsync: opts.fsync ?? false, compactMinBytes: opts.compactMinBytes ?? COMPACT_MIN_BYTES },
+      (x) => new StateView(x.state, x.records),
+    );
   }
 
   /** Path of a volume's image file. */

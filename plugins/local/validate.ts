@@ -25,7 +25,8 @@ export function checkDnsSubdomain(s: string, what: string): string | undefined {
 export function checkLabelValue(s: string, what: string): string | undefined {
   if (s.length === 0) return undefined;
   if (s.length > MAX_LABEL_LENGTH) return `${what} ${JSON.stringify(s)} is longer than ${MAX_LABEL_LENGTH} characters`;
-  if (!LABEL_NAME_RE.test(s)) return `${what} ${JSON.stringify(s)} must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit`;
+  if (!LABEL_NAME_RE.test(s))
+    return `${what} ${JSON.stringify(s)} must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit`;
   return undefined;
 }
 

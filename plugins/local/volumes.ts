@@ -115,7 +115,9 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
     async createVolume(req) {
       const name = required(req.name, 'name');
       if (name.length > MAX_VOLUME_NAME_LENGTH || !VOLUME_NAME_RE.test(name)) {
-        throw new InvalidArgumentError(`volume name ${JSON.stringify(name)} must be at most ${MAX_VOLUME_NAME_LENGTH} letters, digits, '.', '_' and '-'`);
+        throw new InvalidArgumentError(
+          `volume name ${JSON.stringify(name)} must be at most ${MAX_VOLUME_NAME_LENGTH} letters, digits, '.', '_' and '-'`,
+        );
       }
       const size = sizeFor(req.capacityRange);
       const multi = req.parameters[MULTI_ATTACH_PARAMETER];
@@ -193,7 +195,11 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
         v.attachments.push({ instanceId, readonly: req.readonly });
       });
       return {
-        publishContext: { devicePath: `/dev/disk/by-id/local-${volumeId}`, [CONTEXT_IMAGE]: store.volumePath(volumeId), readonly: String(req.readonly) },
+        publishContext: {
+          devicePath: `/dev/disk/by-id/local-${volumeId}`,
+          [CONTEXT_IMAGE]: store.volumePath(volumeId),
+          readonly: String(req.readonly),
+        },
       };
     },
 
@@ -219,7 +225,8 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
       if (limit > 0 && want > limit) throw new InvalidArgumentError(`capacity_range.required_bytes ${want} exceeds limit_bytes ${limit}`);
       const capacityBytes = await store.update(async (draft) => {
         const v = findVolume(draft, volumeId);
-        if (want < v.capacityBytes) throw new InvalidArgumentError(`volume ${volumeId} has ${v.capacityBytes} bytes; shrinking to ${want} is not supported`);
+        if (want < v.capacityBytes)
+          throw new InvalidArgumentError(`volume ${volumeId} has ${v.capacityBytes} bytes; shrinking to ${want} is not supported`);
         if (want > v.capacityBytes) {
           await sizeImage(store.volumePath(v.id), want);
           c.log.info({ volume: v.id, from: v.capacityBytes, to: want }, 'volume expanded');

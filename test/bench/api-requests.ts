@@ -100,7 +100,9 @@ export const apiRequestsSection: BenchSection = {
         ['host makeClients', host, 16],
       ] as const) {
         ctx.log(`api-requests: ${client}, ${concurrency} concurrent`);
-        rows.push(await measure(client, () => (core === host ? host.readNamespace('default') : plain.readNamespace({ name: 'default' })), concurrency));
+        rows.push(
+          await measure(client, () => (core === host ? host.readNamespace('default') : plain.readNamespace({ name: 'default' })), concurrency),
+        );
       }
     } finally {
       connections.destroy();

@@ -108,7 +108,14 @@ async function stopChild(child: ResultPromise): Promise<void> {
  * hold its instances and knobs already); resolves once it serves. `pluginEnv`
  * goes to the local cloud on both sides. Logs go under `dir`.
  */
-export async function startCcm(cp: ControlPlane, side: Side, s: CommonSettings, state: string, dir: string, pluginEnv: Record<string, string> = {}): Promise<RunningCcm> {
+export async function startCcm(
+  cp: ControlPlane,
+  side: Side,
+  s: CommonSettings,
+  state: string,
+  dir: string,
+  pluginEnv: Record<string, string> = {},
+): Promise<RunningCcm> {
   const env = { LOCALCLOUD_STATE_DIR: state, LOCALCLOUD_JOURNAL: 'all', ...pluginEnv };
   const [port] = await freePorts(1);
   if (side.kind === 'ours') {
@@ -147,7 +154,11 @@ export async function startCcm(cp: ControlPlane, side: Side, s: CommonSettings, 
     buffer: false,
   });
   ccm.all!.pipe(createWriteStream(logFile));
-  const healthy = () => get(`https://127.0.0.1:${port}/healthz`, { insecure: true }).then((r) => r.status === 200, () => false);
+  const healthy = () =>
+    get(`https://127.0.0.1:${port}/healthz`, { insecure: true }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
   await waitFor(
     async () => {
       if (ccm.exitCode !== undefined && ccm.exitCode !== null) throw new Error(`upstream-ccm exited ${ccm.exitCode}; see ${logFile}`);

@@ -89,7 +89,14 @@ async function soak(cp: ControlPlane, mode: Mode, index: number, kills: number, 
     `--plugin-env=LOCALCLOUD_LB_CIDR=127.0.${57 + index}.0/24`,
     '--plugin-env=LOCALCLOUD_LATENCY_MS=20',
     ...(mode.leaderElect
-      ? ['--leader-elect=true', `--leader-elect-resource-namespace=${ns}`, '--leader-elect-resource-name=soak', '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s']
+      ? [
+          '--leader-elect=true',
+          `--leader-elect-resource-namespace=${ns}`,
+          '--leader-elect-resource-name=soak',
+          '--leader-elect-lease-duration=4s',
+          '--leader-elect-renew-deadline=3s',
+          '--leader-elect-retry-period=1s',
+        ]
       : ['--leader-elect=false']),
   ];
   const replicas: Replica[] = Array.from({ length: mode.replicas }, () => ({}));
@@ -125,7 +132,13 @@ async function soak(cp: ControlPlane, mode: Mode, index: number, kills: number, 
           await core.deleteNamespacedService({ name: name!, namespace: ns });
         } else if (roll < 0.85) {
           const name = live[Math.floor(random() * live.length)]!;
-          await patchService(core, ns, name, { spec: { ports: [{ name: 'p0', port: 8000 + Math.floor(random() * 1000), protocol: 'TCP' }] } }, 'strategic');
+          await patchService(
+            core,
+            ns,
+            name,
+            { spec: { ports: [{ name: 'p0', port: 8000 + Math.floor(random() * 1000), protocol: 'TCP' }] } },
+            'strategic',
+          );
         } else {
           const name = live[Math.floor(random() * live.length)]!;
           const svc = await core.readNamespacedService({ name, namespace: ns });
@@ -141,7 +154,7 @@ async function soak(cp: ControlPlane, mode: Mode, index: number, kills: number, 
   })();
 
   const counts = { host: 0, plugin: 0, both: 0 };
-  for (let k = 0; k < kills; ) {
+  for (let k = 0; k < kills;) {
     await sleep(200 + random() * 1300);
     const up = replicas.filter((r) => r.child?.pid !== undefined && r.child.exitCode === null);
     if (up.length === 0) continue;

@@ -35,7 +35,8 @@ const START_BATCH = 10;
 
 function hollowSettings() {
   const nodes = Number(process.env.BENCH_HOLLOW_NODES ?? 200);
-  if (!Number.isInteger(nodes) || nodes < 2 || nodes > MAX_NODES) throw new Error(`BENCH_HOLLOW_NODES must be an integer in [2, ${MAX_NODES}], not ${process.env.BENCH_HOLLOW_NODES}`);
+  if (!Number.isInteger(nodes) || nodes < 2 || nodes > MAX_NODES)
+    throw new Error(`BENCH_HOLLOW_NODES must be an integer in [2, ${MAX_NODES}], not ${process.env.BENCH_HOLLOW_NODES}`);
   return { nodes, dying: Math.max(1, Math.round(nodes / 10)), latencyMs: 50, qps: 100, burst: 200, monitorPeriod: '5s', grace: '20s' };
 }
 type Settings = ReturnType<typeof hollowSettings>;
@@ -85,7 +86,12 @@ async function hollowRun(cp: ControlPlane, s: Settings, side: Side, runId: strin
   const names = Array.from({ length: s.nodes }, (_, i) => `${runId}-${i}`);
   await localcloud(state, 'instance', 'add', ...names);
   await localcloud(state, 'knobs', 'set', `latencyMs=${s.latencyMs}`);
-  const settings = { controllers: 'cloud-node,cloud-node-lifecycle', qps: s.qps, burst: s.burst, flags: [`--node-monitor-period=${s.monitorPeriod}`] };
+  const settings = {
+    controllers: 'cloud-node,cloud-node-lifecycle',
+    qps: s.qps,
+    burst: s.burst,
+    flags: [`--node-monitor-period=${s.monitorPeriod}`],
+  };
   const ccm = await startCcm(cp, side, settings, state, dir);
   const kubelets = await HollowNodes.start(cp.kubeconfigPath, join(dir, 'k'), []);
   const core = cp.kubeConfig().makeApiClient(CoreV1Api);
@@ -113,7 +119,9 @@ async function hollowRun(cp: ControlPlane, s: Settings, side: Side, runId: strin
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const kubeletRssMb = mean(await Promise.all(pids.map((pid) => rssMb(pid, 'VmRSS'))));
     const kubeletPssMb = mean(await Promise.all(pids.map(pssMb)));
-    log(`hollow: ${side.kind}: ${s.nodes} initialized and Ready ${f1(initSeconds)} s after the first spawn (registered at ${f1(registeredSeconds)} s)`);
+    log(
+      `hollow: ${side.kind}: ${s.nodes} initialized and Ready ${f1(initSeconds)} s after the first spawn (registered at ${f1(registeredSeconds)} s)`,
+    );
 
     const dying = names.slice(0, s.dying);
     const living = names.slice(s.dying);
@@ -180,7 +188,8 @@ export const hollowSection: BenchSection = {
       const ours = await hollowRun(cp, s, { kind: 'ours', nodeFlags: [] }, `o${Date.now().toString(36)}`, ctx.log);
       const upstream = await hollowRun(cp, s, { kind: 'upstream', bin }, `u${Date.now().toString(36)}`, ctx.log);
       const results = [{ label: `${s.nodes} kubelets`, ours, upstream }];
-      const line = (what: string, pick: (f: HollowFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(results, what, pick, fmt, bold);
+      const line = (what: string, pick: (f: HollowFigures) => number, fmt: (n: number) => string, bold = false) =>
+        sideBySideRows(results, what, pick, fmt, bold);
       const markdown = `## Real kubelets (hollow nodes) beside the upstream CCM: initialization and dead nodes
 
 ${int(s.nodes)} kubemark hollow kubelets (the kubelet's own code with a fake runtime, one process each; README "Real kubelets

@@ -36,6 +36,8 @@ await new Promise((r) => setTimeout(r, 500));
 gc();
 gc();
 const usage = process.memoryUsage();
-process.stdout.write(`${JSON.stringify({ mode, nodes: informer.list().length, cacheHeapMb: (usage.heapUsed - before) / 2 ** 20, rssMb: usage.rss / 2 ** 20 })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ mode, nodes: informer.list().length, cacheHeapMb: (usage.heapUsed - before) / 2 ** 20, rssMb: usage.rss / 2 ** 20 })}\n`,
+);
 await (mode === 'host' ? factory.stop() : informer.stop());
 clients.connections.destroy();

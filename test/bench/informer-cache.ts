@@ -57,7 +57,14 @@ export function kubeletNode(name: string, run: string, i: number): V1Node {
         { type: 'InternalDNS', address: `${name}.region-1.compute.internal` },
       ],
       capacity: { cpu: '4', memory: '16101496Ki', pods: '110', 'ephemeral-storage': '104845292Ki', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0' },
-      allocatable: { cpu: '3920m', memory: '15119480Ki', pods: '110', 'ephemeral-storage': '95551679124', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0' },
+      allocatable: {
+        cpu: '3920m',
+        memory: '15119480Ki',
+        pods: '110',
+        'ephemeral-storage': '95551679124',
+        'hugepages-1Gi': '0',
+        'hugepages-2Mi': '0',
+      },
       conditions: ['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready'].map((type) => ({
         type,
         status: type === 'Ready' ? 'True' : 'False',
@@ -79,7 +86,10 @@ export function kubeletNode(name: string, run: string, i: number): V1Node {
         architecture: 'amd64',
       },
       images: Array.from({ length: IMAGES }, (_, k) => ({
-        names: [`registry.example.com/team-${k % 7}/service-${k}@sha256:${hex(k * 7919 + 1, 64)}`, `registry.example.com/team-${k % 7}/service-${k}:v1.${k}.0`],
+        names: [
+          `registry.example.com/team-${k % 7}/service-${k}@sha256:${hex(k * 7919 + 1, 64)}`,
+          `registry.example.com/team-${k % 7}/service-${k}:v1.${k}.0`,
+        ],
         sizeBytes: 50_000_000 + k * 1_000_000,
       })),
       volumesInUse: Array.from({ length: 4 }, (_, k) => `kubernetes.io/csi/ebs.csi.aws.com^vol-${hex(i * 4 + k, 17)}`),
@@ -103,8 +113,14 @@ export const informerCacheSection: BenchSection = {
           const node = kubeletNode(`bench-${run}-${i}`, run, i);
           await core.createNode({ body: node, fieldManager: 'kubelet' });
           // A status heartbeat and the IPAM controller's write: two more managedFields entries, as on a real node.
-          await core.patchNodeStatus({ name: node.metadata!.name!, body: { status: { conditions: node.status!.conditions } }, fieldManager: 'kubelet' }, patchOptions('strategic'));
-          await core.patchNode({ name: node.metadata!.name!, body: { spec: { podCIDR: node.spec!.podCIDR } }, fieldManager: 'kube-controller-manager' }, patchOptions('merge'));
+          await core.patchNodeStatus(
+            { name: node.metadata!.name!, body: { status: { conditions: node.status!.conditions } }, fieldManager: 'kubelet' },
+            patchOptions('strategic'),
+          );
+          await core.patchNode(
+            { name: node.metadata!.name!, body: { spec: { podCIDR: node.spec!.podCIDR } }, fieldManager: 'kube-controller-manager' },
+            patchOptions('merge'),
+          );
         }
       }),
     );

@@ -77,7 +77,14 @@ async function deleteServices(core: CoreV1Api, ns: string): Promise<void> {
 }
 
 /** N Services created at once under `side`; seconds until every ingress is set, and what it cost. */
-async function benchCreate(cp: ControlPlane, side: Side, services: number, workers: number, runId: string, log: (s: string) => void): Promise<CreateFigures> {
+async function benchCreate(
+  cp: ControlPlane,
+  side: Side,
+  services: number,
+  workers: number,
+  runId: string,
+  log: (s: string) => void,
+): Promise<CreateFigures> {
   const dir = await mkdtemp(join(tmpdir(), `ccm-bench-lb-${side.kind}-`));
   const state = join(dir, 'cloud');
   await localcloud(state, 'knobs', 'set', `latencyMs=${LATENCY_MS}`);
@@ -148,7 +155,11 @@ async function benchNodes(cp: ControlPlane, side: Side, runId: string, log: (s: 
   const core = cp.kubeConfig().makeApiClient(CoreV1Api);
   await ensureNamespace(core, ns);
   const ip = (i: number) => `127.61.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-  await mapLimit(Array.from({ length: nodes }, (_, i) => i), CREATE_CONCURRENCY, (i) => createBackendNode(core, `bench-lb-${runId}-n${i}`, ip(i), { 'bench-lb': runId }));
+  await mapLimit(
+    Array.from({ length: nodes }, (_, i) => i),
+    CREATE_CONCURRENCY,
+    (i) => createBackendNode(core, `bench-lb-${runId}-n${i}`, ip(i), { 'bench-lb': runId }),
+  );
   const settings = { controllers: 'service', qps: QPS, burst: BURST, flags: [`--concurrent-service-syncs=${workers}`] };
   const ccm = await startCcm(cp, side, settings, state, dir, { LOCALCLOUD_LB_CIDR: '127.64.0.0/16' });
   try {
@@ -162,7 +173,11 @@ async function benchNodes(cp: ControlPlane, side: Side, runId: string, log: (s: 
       const have = new Set(l.backends.map((b) => b.nodeName));
       return names.every((n) => have.has(n));
     };
-    await waitFor(() => store.read().loadBalancers.filter(hasAll).length === services, { what: 'every LB has every node', timeoutMs: 10 * 60_000, intervalMs: 250 });
+    await waitFor(() => store.read().loadBalancers.filter(hasAll).length === services, {
+      what: 'every LB has every node',
+      timeoutMs: 10 * 60_000,
+      intervalMs: 250,
+    });
     const calls0 = await journaledCalls(state);
     const added = `bench-lb-${runId}-added`;
     const t0 = Date.now();
@@ -206,14 +221,29 @@ export const lbCreateSection: BenchSection = {
     const loadBefore = loadavg()[0]!;
     const results: { label: string; workers: number; ours: CreateFigures; upstream: CreateFigures }[] = [];
     for (const workers of CREATE_WORKERS) {
-      const ours = await benchCreate(cp, { kind: 'ours', nodeFlags: [] }, LB_CREATE.services, workers, `co${workers}-${Date.now().toString(36)}`, ctx.log);
-      const upstream = await benchCreate(cp, { kind: 'upstream', bin }, LB_CREATE.services, workers, `cu${workers}-${Date.now().toString(36)}`, ctx.log);
+      const ours = await benchCreate(
+        cp,
+        { kind: 'ours', nodeFlags: [] },
+        LB_CREATE.services,
+        workers,
+        `co${workers}-${Date.now().toString(36)}`,
+        ctx.log,
+      );
+      const upstream = await benchCreate(
+        cp,
+        { kind: 'upstream', bin },
+        LB_CREATE.services,
+        workers,
+        `cu${workers}-${Date.now().toString(36)}`,
+        ctx.log,
+      );
       const label = `${workers} (equal${workers === 1 ? "; upstream's default" : workers === DEFAULT_CONCURRENT_SERVICE_SYNCS ? '; our default' : ''})`;
       results.push({ label, workers, ours, upstream });
     }
     const minutes = (Date.now() - sectionStart) / 60_000;
     const loadAfter = loadavg()[0]!;
-    const line = (what: string, pick: (f: CreateFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(results, what, pick, fmt, bold);
+    const line = (what: string, pick: (f: CreateFigures) => number, fmt: (n: number) => string, bold = false) =>
+      sideBySideRows(results, what, pick, fmt, bold);
     const markdown = `## LoadBalancer Services created at once, beside the upstream CCM
 
 ${int(LB_CREATE.services)} Services of type LoadBalancer (one TCP port, one backend node) created by the benchmark's own
@@ -242,7 +272,10 @@ Targets (issue 12): at equal workers (1 and 10) ours ≥ 1.5× faster than upstr
 allow about 1.8× at 10 workers); with one worker the cloud latency alone is ${int(LB_CREATE.services)} × ${LATENCY_MS} ms =
 ${(LB_CREATE.services * LATENCY_MS) / 1000} s for a CCM that makes one call per Service.
 `;
-    const figures = { settings: { ...LB_CREATE, upstream: CLOUD_PROVIDER_VERSION }, rows: results.map(({ label, workers, ours, upstream }) => ({ setting: label, workers, ours, upstream })) };
+    const figures = {
+      settings: { ...LB_CREATE, upstream: CLOUD_PROVIDER_VERSION },
+      rows: results.map(({ label, workers, ours, upstream }) => ({ setting: label, workers, ours, upstream })),
+    };
     return { markdown, figures };
   },
 };
@@ -256,7 +289,8 @@ export const lbNodesSection: BenchSection = {
     const ours = await benchNodes(cp, { kind: 'ours', nodeFlags: [] }, `no-${Date.now().toString(36)}`, ctx.log);
     const upstream = await benchNodes(cp, { kind: 'upstream', bin }, `nu-${Date.now().toString(36)}`, ctx.log);
     const results = [{ label: `${LB_NODES.workers} (equal)`, ours, upstream }];
-    const line = (what: string, pick: (f: NodesFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(results, what, pick, fmt, bold);
+    const line = (what: string, pick: (f: NodesFigures) => number, fmt: (n: number) => string, bold = false) =>
+      sideBySideRows(results, what, pick, fmt, bold);
     const methods = [...new Set([...Object.keys(ours.byMethod), ...Object.keys(upstream.byMethod)])].sort();
     const markdown = `## One node added under ${int(LB_NODES.services)} load balancers, beside the upstream CCM
 
@@ -279,6 +313,9 @@ Our host sends one node-set change to every load balancer in batch calls (Update
 provider supports it (the local cloud does); upstream calls UpdateLoadBalancer once per load balancer.
 Targets (issue 5): ≤ 5 s; 1 batch call where the provider supports it.
 `;
-    return { markdown, figures: { settings: { ...LB_NODES, latencyMs: LATENCY_MS, qps: QPS, burst: BURST, upstream: CLOUD_PROVIDER_VERSION }, rows: results } };
+    return {
+      markdown,
+      figures: { settings: { ...LB_NODES, latencyMs: LATENCY_MS, qps: QPS, burst: BURST, upstream: CLOUD_PROVIDER_VERSION }, rows: results },
+    };
   },
 };

@@ -49,7 +49,8 @@ async function bothSides(bin: string, label: string, measure: (side: Side, runId
 }
 
 function table(results: Results, first: string): string {
-  const line = (what: string, pick: (f: SideFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(results, what, pick, fmt, bold);
+  const line = (what: string, pick: (f: SideFigures) => number, fmt: (n: number) => string, bold = false) =>
+    sideBySideRows(results, what, pick, fmt, bold);
   return `| figure | settings | ours | upstream | ours ÷ upstream |
 |---|---|---|---|---|
 ${line(first, (f) => f.seconds, f1, true)}
@@ -84,10 +85,11 @@ async function lifecycleRun(cp: ControlPlane, side: Side, runId: string, log: (s
     const store = new StateStore(state);
     const t0 = Date.now();
     for (const name of gone) await deleteInstance(store, name);
-    await waitFor(
-      async () => (await core.listNode({ labelSelector: `bench-run=${runId}` })).items.length <= LIFECYCLE.nodes - LIFECYCLE.deleted,
-      { what: `${LIFECYCLE.deleted} Nodes of deleted instances gone (${side.kind})`, timeoutMs: 15 * 60_000, intervalMs: 200 },
-    );
+    await waitFor(async () => (await core.listNode({ labelSelector: `bench-run=${runId}` })).items.length <= LIFECYCLE.nodes - LIFECYCLE.deleted, {
+      what: `${LIFECYCLE.deleted} Nodes of deleted instances gone (${side.kind})`,
+      timeoutMs: 15 * 60_000,
+      intervalMs: 200,
+    });
     const seconds = (Date.now() - t0) / 1000;
     const left = new Set((await core.listNode({ labelSelector: `bench-run=${runId}` })).items.map((n: V1Node) => n.metadata!.name!));
     const wrong = names.filter((n, i) => (i < LIFECYCLE.deleted ? left.has(n) : !left.has(n)));
@@ -125,16 +127,23 @@ async function routesRun(cp: ControlPlane, side: Side, runId: string, log: (s: s
     const writes0 = await apiRequests(cp, 'nodes', WRITE_VERBS);
     log(`routes: ${side.kind}: creating ${int(ROUTES.nodes)} nodes with pod CIDRs, logs in ${dir}`);
     const t0 = Date.now();
-    await mapLimit(names.map((n, i) => [n, i] as const), CONCURRENCY, async ([name, i]) => {
-      const cidr = `10.${64 + (i >> 8)}.${i & 255}.0/24`;
-      await core.createNode({ body: { metadata: { name, labels: { 'bench-run': runId } }, spec: { podCIDR: cidr, podCIDRs: [cidr] } } });
-    });
+    await mapLimit(
+      names.map((n, i) => [n, i] as const),
+      CONCURRENCY,
+      async ([name, i]) => {
+        const cidr = `10.${64 + (i >> 8)}.${i & 255}.0/24`;
+        await core.createNode({ body: { metadata: { name, labels: { 'bench-run': runId } }, spec: { podCIDR: cidr, podCIDRs: [cidr] } } });
+      },
+    );
     const store = new StateStore(state);
     await waitFor(
       async () => {
         if (store.read().routes.length < ROUTES.nodes) return false;
         const list = await core.listNode({ labelSelector: `bench-run=${runId}` });
-        return list.items.filter((n: V1Node) => (n.status?.conditions ?? []).some((c) => c.type === 'NetworkUnavailable' && c.status === 'False')).length === ROUTES.nodes;
+        return (
+          list.items.filter((n: V1Node) => (n.status?.conditions ?? []).some((c) => c.type === 'NetworkUnavailable' && c.status === 'False'))
+            .length === ROUTES.nodes
+        );
       },
       { what: `all routes and conditions (${side.kind})`, timeoutMs: 15 * 60_000, intervalMs: 500 },
     );

@@ -24,7 +24,20 @@ const [lbs = 500, nodes = 200, updates = 1000] = process.argv.slice(2).map(Numbe
 
 function instance(i: number): InstanceRecord {
   const name = `bench-node-${i}`;
-  return { id: `i-${i.toString(16).padStart(8, '0')}`, name, type: 'local.small', zone: 'local-a', region: 'local', addresses: [{ type: 'InternalIP', address: `10.0.${i >> 8}.${i & 255}` }, { type: 'Hostname', address: name }], state: 'running', labels: {}, createdAt: new Date().toISOString() };
+  return {
+    id: `i-${i.toString(16).padStart(8, '0')}`,
+    name,
+    type: 'local.small',
+    zone: 'local-a',
+    region: 'local',
+    addresses: [
+      { type: 'InternalIP', address: `10.0.${i >> 8}.${i & 255}` },
+      { type: 'Hostname', address: name },
+    ],
+    state: 'running',
+    labels: {},
+    createdAt: new Date().toISOString(),
+  };
 }
 
 function backends(all: InstanceRecord[], skip: number): LbBackendRecord[] {
@@ -88,7 +101,11 @@ async function storePhase(): Promise<void> {
     read.push(t2 - t1);
   }
   let bytes = 0;
-  for (const f of ['state.json', 'state.jsonl']) bytes += await stat(join(dir, f)).then((s) => s.size, () => 0);
+  for (const f of ['state.json', 'state.jsonl'])
+    bytes += await stat(join(dir, f)).then(
+      (s) => s.size,
+      () => 0,
+    );
   console.log(`${lbs} load balancers × ${nodes} backends, ${nodes} instances; state files ${(bytes / 1e6).toFixed(1)} MB at the end`);
   console.log(summary('update (writer)', write));
   console.log(summary('view after it (other store)', read));

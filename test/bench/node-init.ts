@@ -22,7 +22,6 @@ import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from './upstream-ccm.js';
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CREATE_CONCURRENCY = 32;
 
-
 export interface NodeInitSettings {
   nodes: number;
   /** --concurrent-node-syncs; undefined leaves the CCM's default. */
@@ -48,7 +47,13 @@ export interface NodeInitFigures {
   eventWrites: number;
 }
 
-export async function benchNodeInit(cp: ControlPlane, s: NodeInitSettings, side: Side, runId: string, log: (s: string) => void): Promise<NodeInitFigures> {
+export async function benchNodeInit(
+  cp: ControlPlane,
+  s: NodeInitSettings,
+  side: Side,
+  runId: string,
+  log: (s: string) => void,
+): Promise<NodeInitFigures> {
   const dir = await mkdtemp(join(tmpdir(), `ccm-bench-init-${side.kind}-`));
   const state = join(dir, 'cloud');
   const names = Array.from({ length: s.nodes }, (_, i) => `bench-${runId}-${i}`);
@@ -124,9 +129,8 @@ interface Row {
 const ROWS: Row[] = [
   { label: '10 (equal)', workers: 10, oursFlags: [] },
   { label: 'default (1 on both)', oursFlags: [] },
-  { label: '10, our host with README\'s V8 flags', workers: 10, oursFlags: TUNED_FLAGS },
+  { label: "10, our host with README's V8 flags", workers: 10, oursFlags: TUNED_FLAGS },
 ];
-
 
 export const nodeInitSection: BenchSection = {
   name: 'node-init',
@@ -145,7 +149,8 @@ export const nodeInitSection: BenchSection = {
     const minutes = (Date.now() - sectionStart) / 60_000;
     const loadAfter = loadavg()[0]!;
     const labelled = results.map(({ row, ours, upstream }) => ({ label: row.label, ours, upstream }));
-    const line = (what: string, pick: (f: NodeInitFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(labelled, what, pick, fmt, bold);
+    const line = (what: string, pick: (f: NodeInitFigures) => number, fmt: (n: number) => string, bold = false) =>
+      sideBySideRows(labelled, what, pick, fmt, bold);
     const markdown = `## Node initialization against a real kube-apiserver, beside the upstream CCM
 
 ${NODE_INIT.nodes} nodes registered with the \`node.cloudprovider.kubernetes.io/uninitialized\` taint
@@ -186,7 +191,13 @@ sides ≥ 3× faster than upstream and within 1.2× of that bound (issue 12); ho
 `;
     const figures = {
       settings: { ...NODE_INIT, upstream: CLOUD_PROVIDER_VERSION },
-      rows: results.map(({ row, ours, upstream }) => ({ setting: row.label, workers: row.workers ?? 'default', oursV8Flags: row.oursFlags, ours, upstream })),
+      rows: results.map(({ row, ours, upstream }) => ({
+        setting: row.label,
+        workers: row.workers ?? 'default',
+        oursV8Flags: row.oursFlags,
+        ours,
+        upstream,
+      })),
     };
     return { markdown, figures };
   },

@@ -25,7 +25,21 @@ import { scaleSection } from './scale.js';
 import { pluginFloodSection } from './plugin-flood.js';
 
 /** Every section, in document order. Register new sections here. */
-const SECTIONS: BenchSection[] = [rpcSection, apiRequestsSection, informerCacheSection, nodeInitSection, lifecycleSection, hollowSection, routesSection, lbCreateSection, lbNodesSection, scaleSection, volumesSection, crashSoakSection, pluginFloodSection];
+const SECTIONS: BenchSection[] = [
+  rpcSection,
+  apiRequestsSection,
+  informerCacheSection,
+  nodeInitSection,
+  lifecycleSection,
+  hollowSection,
+  routesSection,
+  lbCreateSection,
+  lbNodesSection,
+  scaleSection,
+  volumesSection,
+  crashSoakSection,
+  pluginFloodSection,
+];
 
 const DOC = 'docs/benchmarks.md';
 /** The same figures as data, for programs comparing runs: `{ machine, sections: { <name>: { measuredAt, figures } } }`. */
@@ -62,7 +76,9 @@ function existingSections(doc: string): Map<string, string> {
 }
 
 async function main(): Promise<void> {
-  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = process.env.BENCH_ONLY?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = (only ?? []).filter((n) => !SECTIONS.some((s) => s.name === n));
   if (unknown.length) throw new Error(`unknown BENCH_ONLY section(s) ${unknown.join(', ')}: use ${SECTIONS.map((s) => s.name).join(', ')}`);
   const previous = existingSections(await readFile(DOC, 'utf8').catch(() => ''));
@@ -111,7 +127,13 @@ async function existingFigures(): Promise<Figures> {
 
 async function writeFigures(sections: Figures): Promise<void> {
   const cpu = cpus();
-  const machine = { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, memoryGiB: Number(f1(totalmem() / 2 ** 30)), kernel: release(), node: process.version };
+  const machine = {
+    cpu: cpu[0]?.model ?? 'unknown',
+    cores: cpu.length,
+    memoryGiB: Number(f1(totalmem() / 2 ** 30)),
+    kernel: release(),
+    node: process.version,
+  };
   const ordered = Object.fromEntries(SECTIONS.filter((s) => sections[s.name]).map((s) => [s.name, sections[s.name]]));
   await writeFile(JSON_DOC, JSON.stringify({ machine, sections: ordered }, null, 2) + '\n');
 }

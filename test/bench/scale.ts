@@ -46,7 +46,14 @@ interface ScaleFigures {
   peakRssMb: number;
 }
 
-async function scaleRun(cp: ControlPlane, side: Side, nodes: number, services: number, runId: string, log: (s: string) => void): Promise<ScaleFigures> {
+async function scaleRun(
+  cp: ControlPlane,
+  side: Side,
+  nodes: number,
+  services: number,
+  runId: string,
+  log: (s: string) => void,
+): Promise<ScaleFigures> {
   const dir = await mkdtemp(join(tmpdir(), `ccm-bench-scale-${side.kind}-`));
   const state = join(dir, 'cloud');
   const names = Array.from({ length: nodes }, (_, i) => `${runId}-${i}`);
@@ -63,18 +70,24 @@ async function scaleRun(cp: ControlPlane, side: Side, nodes: number, services: n
     const serviceWrites0 = await apiRequests(cp, 'services', WRITE_VERBS);
     log(`scale: ${side.kind}: creating ${int(nodes)} nodes and ${int(services)} Services, logs in ${dir}`);
     const t0 = Date.now();
-    const createNodes = mapLimit(names.map((name, i) => [name, i] as const), CONCURRENCY / 2, ([name, i]) =>
-      core.createNode({
-        body: {
-          metadata: { name, labels: { 'bench-run': runId, ...(i < BACKENDS ? {} : { [EXCLUDE_LB]: 'true' }) } },
-          spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-          status: { addresses: [{ type: 'Hostname', address: name }] },
-        },
-      }),
+    const createNodes = mapLimit(
+      names.map((name, i) => [name, i] as const),
+      CONCURRENCY / 2,
+      ([name, i]) =>
+        core.createNode({
+          body: {
+            metadata: { name, labels: { 'bench-run': runId, ...(i < BACKENDS ? {} : { [EXCLUDE_LB]: 'true' }) } },
+            spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+            status: { addresses: [{ type: 'Hostname', address: name }] },
+          },
+        }),
     );
-    const createServices = mapLimit(Array.from({ length: services }, (_, i) => i), CONCURRENCY / 2, (i) =>
-      // No node ports: the default NodePort range (30000-32767) holds 2,768, and no traffic flows here.
-      core.createNamespacedService({ namespace: ns, body: lbService(`s${i}`, ns, [{ port: 8080 }], { allocateLoadBalancerNodePorts: false }) }),
+    const createServices = mapLimit(
+      Array.from({ length: services }, (_, i) => i),
+      CONCURRENCY / 2,
+      (i) =>
+        // No node ports: the default NodePort range (30000-32767) holds 2,768, and no traffic flows here.
+        core.createNamespacedService({ namespace: ns, body: lbService(`s${i}`, ns, [{ port: 8080 }], { allocateLoadBalancerNodePorts: false }) }),
     );
     await Promise.all([createNodes, createServices]);
     let lastProgress = 0;
@@ -130,7 +143,8 @@ export const scaleSection: BenchSection = {
       const upstream = await scaleRun(cp, { kind: 'upstream', bin }, c.nodes, c.services, `su${id}`, ctx.log);
       results.push({ label: `${int(c.nodes)} nodes + ${int(c.services)} Services`, ...c, ours, upstream });
     }
-    const line = (what: string, pick: (f: ScaleFigures) => number, fmt: (n: number) => string, bold = false) => sideBySideRows(results, what, pick, fmt, bold);
+    const line = (what: string, pick: (f: ScaleFigures) => number, fmt: (n: number) => string, bold = false) =>
+      sideBySideRows(results, what, pick, fmt, bold);
     const markdown = `## Scale: nodes and Services at once, beside the upstream CCM, each at its defaults
 
 N nodes (registered with the uninitialized taint; all but ${BACKENDS} labelled \`${EXCLUDE_LB}\`, so each load
@@ -156,6 +170,12 @@ ${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
 Targets (issue 12): peak RSS with default flags ≤ 1.5× upstream's at 1,000 nodes + 1,000 Services and ≤ 2× at
 5,000 nodes + 10,000 Services; RSS at start ≤ 90 MiB; never slower than upstream.
 `;
-    return { markdown, figures: { settings: { configs: CONFIGS, qps: QPS, burst: BURST, backends: BACKENDS, latencyMs: 0, upstream: CLOUD_PROVIDER_VERSION }, rows: results } };
+    return {
+      markdown,
+      figures: {
+        settings: { configs: CONFIGS, qps: QPS, burst: BURST, backends: BACKENDS, latencyMs: 0, upstream: CLOUD_PROVIDER_VERSION },
+        rows: results,
+      },
+    };
   },
 };

@@ -34,5 +34,11 @@ export async function load(call: () => Promise<unknown>, opts: { concurrency: nu
   await Promise.all(Array.from({ length: opts.concurrency }, loop));
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   latencies.sort((a, b) => a - b);
-  return { calls: latencies.length, seconds, callsPerSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+  return {
+    calls: latencies.length,
+    seconds,
+    callsPerSecond: latencies.length / seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
 }

@@ -57,7 +57,11 @@ async function hashedFiles(): Promise<string[]> {
 
 async function sourceHash(): Promise<string> {
   const h = createHash('sha256');
-  for (const f of await hashedFiles()) h.update(f).update('\0').update(await readFile(join(REPO, f))).update('\0');
+  for (const f of await hashedFiles())
+    h.update(f)
+      .update('\0')
+      .update(await readFile(join(REPO, f)))
+      .update('\0');
   return h.digest('hex').slice(0, 12);
 }
 
@@ -66,7 +70,9 @@ async function checkPinnedVersion(): Promise<void> {
   const mod = await readFile(join(SOURCE, 'go.mod'), 'utf8');
   const pinned = /k8s\.io\/cloud-provider (v\S+)/.exec(mod)?.[1];
   if (pinned !== CLOUD_PROVIDER_VERSION) {
-    throw new Error(`tools/upstream-ccm/go.mod pins k8s.io/cloud-provider ${pinned ?? '(nothing)'} but the control plane runs Kubernetes ${K8S_VERSION}; run \`go get k8s.io/cloud-provider@${CLOUD_PROVIDER_VERSION} && go mod tidy\` in tools/upstream-ccm`);
+    throw new Error(
+      `tools/upstream-ccm/go.mod pins k8s.io/cloud-provider ${pinned ?? '(nothing)'} but the control plane runs Kubernetes ${K8S_VERSION}; run \`go get k8s.io/cloud-provider@${CLOUD_PROVIDER_VERSION} && go mod tidy\` in tools/upstream-ccm`,
+    );
   }
 }
 
@@ -80,17 +86,27 @@ export async function ensureUpstreamCcm(progress: (line: string) => void): Promi
   const xdg = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   const dir = join(xdg, 'ccm-host', `upstream-ccm-${CLOUD_PROVIDER_VERSION}-${await sourceHash()}`);
   const bin = join(dir, 'upstream-ccm');
-  if (await access(bin).then(() => true, () => false)) return bin;
+  if (
+    await access(bin).then(
+      () => true,
+      () => false,
+    )
+  )
+    return bin;
 
   await execa('go', ['version'], { timeout: 30_000 }).catch(() => {
-    throw new Error(`Go is needed once to build the upstream cloud-controller-manager (tools/upstream-ccm) into ${dir}: install Go (https://go.dev/dl)`);
+    throw new Error(
+      `Go is needed once to build the upstream cloud-controller-manager (tools/upstream-ccm) into ${dir}: install Go (https://go.dev/dl)`,
+    );
   });
   await mkdir(dir, { recursive: true });
   // Built under a name of its own and renamed when done, so a half-built or
   // concurrently built binary is never mistaken for a finished one.
   const partial = join(dir, `.upstream-ccm.${process.pid}`);
   const started = Date.now();
-  progress(`building the upstream cloud-controller-manager (k8s.io/cloud-provider ${CLOUD_PROVIDER_VERSION}, tools/upstream-ccm) into ${dir} (once per source change; several minutes on 2 cores)`);
+  progress(
+    `building the upstream cloud-controller-manager (k8s.io/cloud-provider ${CLOUD_PROVIDER_VERSION}, tools/upstream-ccm) into ${dir} (once per source change; several minutes on 2 cores)`,
+  );
   const child = execa('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', partial, '.'], {
     cwd: SOURCE,
     env: { GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },

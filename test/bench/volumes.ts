@@ -60,9 +60,11 @@ async function rpcMeans(port: number, token: string): Promise<Record<string, num
 
 async function inParallel<T>(items: T[], fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: CREATE_CONCURRENCY }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 export async function benchVolumes(cp: ControlPlane, s: VolumeBenchSettings, log: (s: string) => void): Promise<VolumeBenchFigures> {
@@ -71,18 +73,27 @@ export async function benchVolumes(cp: ControlPlane, s: VolumeBenchSettings, log
   const ns = 'bench-volumes';
   const nodeNames = Array.from({ length: s.nodes }, (_, i) => `bench-vol-node-${i}`);
   const out = await localcloud(state, 'instance', 'add', ...nodeNames);
-  const providerIds = out.trim().split('\n').map((l) => l.split(/\s+/)[1]!);
+  const providerIds = out
+    .trim()
+    .split('\n')
+    .map((l) => l.split(/\s+/)[1]!);
   await localcloud(state, 'knobs', 'set', `latencyMs=${s.latencyMs}`);
 
   const kc = cp.kubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
   const storage = kc.makeApiClient(StorageV1Api);
   await core.createNamespace({ body: { metadata: { name: ns } } });
-  await storage.createStorageClass({ body: { metadata: { name: 'bench' }, provisioner: DRIVER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' } });
+  await storage.createStorageClass({
+    body: { metadata: { name: 'bench' }, provisioner: DRIVER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' },
+  });
   for (const [i, name] of nodeNames.entries()) {
     await core.createNode({
       body: {
-        metadata: { name, labels: { 'bench-volumes': 'yes', 'topology.kubernetes.io/zone': 'local-a', 'topology.kubernetes.io/region': 'local' }, annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' } },
+        metadata: {
+          name,
+          labels: { 'bench-volumes': 'yes', 'topology.kubernetes.io/zone': 'local-a', 'topology.kubernetes.io/region': 'local' },
+          annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' },
+        },
         spec: { providerID: providerIds[i] },
       },
     });
@@ -124,36 +135,59 @@ export async function benchVolumes(cp: ControlPlane, s: VolumeBenchSettings, log
     await inParallel(claims, (name) =>
       core.createNamespacedPersistentVolumeClaim({
         namespace: ns,
-        body: { metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'bench', resources: { requests: { storage: '1Gi' } } } },
+        body: {
+          metadata: { name },
+          spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'bench', resources: { requests: { storage: '1Gi' } } },
+        },
       }),
     );
     const createSeconds = (Date.now() - t0) / 1000;
-    await waitFor(async () => {
-      const list = await core.listNamespacedPersistentVolumeClaim({ namespace: ns });
-      return list.items.filter((c) => c.status?.phase === 'Bound').length === s.claims;
-    }, { what: `${s.claims} claims bound`, timeoutMs: 15 * 60_000, intervalMs: 250 });
+    await waitFor(
+      async () => {
+        const list = await core.listNamespacedPersistentVolumeClaim({ namespace: ns });
+        return list.items.filter((c) => c.status?.phase === 'Bound').length === s.claims;
+      },
+      { what: `${s.claims} claims bound`, timeoutMs: 15 * 60_000, intervalMs: 250 },
+    );
     const boundSeconds = (Date.now() - t0) / 1000;
     log(`volumes: all bound after ${f1(boundSeconds)} s; creating ${s.claims} pods on ${s.nodes} nodes`);
 
     const t1 = Date.now();
-    await inParallel(claims.map((c, i) => [c, i] as const), ([claim, i]) =>
-      core.createNamespacedPod({
-        namespace: ns,
-        body: {
-          metadata: { name: `p-${claim}` },
-          spec: { nodeName: nodeNames[i % s.nodes], containers: [{ name: 'c', image: 'busybox' , volumeMounts: [{ name: 'd', mountPath: '/d' }] }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: claim } }] },
-        },
-      }),
+    await inParallel(
+      claims.map((c, i) => [c, i] as const),
+      ([claim, i]) =>
+        core.createNamespacedPod({
+          namespace: ns,
+          body: {
+            metadata: { name: `p-${claim}` },
+            spec: {
+              nodeName: nodeNames[i % s.nodes],
+              containers: [{ name: 'c', image: 'busybox', volumeMounts: [{ name: 'd', mountPath: '/d' }] }],
+              volumes: [{ name: 'd', persistentVolumeClaim: { claimName: claim } }],
+            },
+          },
+        }),
     );
     const podsSeconds = (Date.now() - t1) / 1000;
-    await waitFor(async () => {
-      const list = await storage.listVolumeAttachment();
-      return list.items.filter((va) => va.spec.attacher === DRIVER && va.status?.attached).length === s.claims;
-    }, { what: `${s.claims} attachments attached`, timeoutMs: 15 * 60_000, intervalMs: 250 });
+    await waitFor(
+      async () => {
+        const list = await storage.listVolumeAttachment();
+        return list.items.filter((va) => va.spec.attacher === DRIVER && va.status?.attached).length === s.claims;
+      },
+      { what: `${s.claims} attachments attached`, timeoutMs: 15 * 60_000, intervalMs: 250 },
+    );
     const attachedSeconds = (Date.now() - t1) / 1000;
     log(`volumes: all attached ${f1(attachedSeconds)} s after the pods were created`);
     const attachedFromStartSeconds = (Date.now() - t0) / 1000;
-    return { ...s, createSeconds, boundSeconds, podsSeconds, attachedSeconds, attachedFromStartSeconds, rpcMeanSeconds: await rpcMeans(port!, cp.token) };
+    return {
+      ...s,
+      createSeconds,
+      boundSeconds,
+      podsSeconds,
+      attachedSeconds,
+      attachedFromStartSeconds,
+      rpcMeanSeconds: await rpcMeans(port!, cp.token),
+    };
   } finally {
     host.kill('SIGTERM');
     await host;
@@ -193,7 +227,9 @@ it ended${loadBefore > cpus().length ? ' — the machine was busy with other wor
 
 Mean plugin call time seen by the host (100 ms of it is the injected latency; the rest is the local
 cloud serializing its writes through one state-file lock):
-${Object.entries(r.rpcMeanSeconds).map(([m, sec]) => `${m} ${f2(sec)} s`).join(', ')}.
+${Object.entries(r.rpcMeanSeconds)
+  .map(([m, sec]) => `${m} ${f2(sec)} s`)
+  .join(', ')}.
 
 Each claim costs one CreateVolume (plus the latency), one PV create and two claim patches (the provisioning
 finalizer and request annotation, added before the create and removed once the PV exists); each attachment

@@ -161,7 +161,9 @@ async function ensureCached(cache: string, need: (keyof Binaries)[], say: (line:
       continue;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for another control-plane build (lock ${lock}, pid ${owner?.pid ?? 'unknown'}); if no build is running, delete the lock directory`);
+      throw new Error(
+        `timed out waiting for another control-plane build (lock ${lock}, pid ${owner?.pid ?? 'unknown'}); if no build is running, delete the lock directory`,
+      );
     }
     if (Date.now() - lastWaitNote >= TICK_MS) {
       say(`waiting for control-plane build in another process (pid ${owner?.pid ?? 'unknown'}, lock ${lock})`);
@@ -185,7 +187,9 @@ async function ensureCached(cache: string, need: (keyof Binaries)[], say: (line:
 async function runBuild(cache: string, say: (line: string) => void, log?: Logger): Promise<void> {
   const script = await buildScript();
   const started = Date.now();
-  say(`building the missing ones of kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`);
+  say(
+    `building the missing ones of kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`,
+  );
   log?.info({ script, cache }, 'building control-plane binaries');
   const child = execa('bash', [script, cache, K8S_VERSION, ETCD_VERSION, hollowKubeletKey()], {
     stdin: 'ignore',
@@ -228,14 +232,18 @@ async function buildScript(): Promise<string> {
   for (const c of candidates) {
     if (await exists(c)) return c;
   }
-  throw new Error(`build-binaries.sh not found (looked at ${candidates.join(', ')}); run from a checkout of this repository or set KUBEBUILDER_ASSETS`);
+  throw new Error(
+    `build-binaries.sh not found (looked at ${candidates.join(', ')}); run from a checkout of this repository or set KUBEBUILDER_ASSETS`,
+  );
 }
 
 async function requireGo(cache: string): Promise<void> {
   try {
     await execa('go', ['version'], { timeout: 30_000 });
   } catch {
-    throw new Error(`Go is needed once to build kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver, kube-controller-manager, hollow-kubelet and etcd`);
+    throw new Error(
+      `Go is needed once to build kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver, kube-controller-manager, hollow-kubelet and etcd`,
+    );
   }
 }
 

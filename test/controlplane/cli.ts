@@ -29,9 +29,11 @@ async function up(): Promise<void> {
   const fresh = process.argv.includes('--fresh');
   const cp = await ControlPlane.start({ log, dir, resume: !fresh });
   await writeFile(pidFile, `${process.pid}\n`);
-  process.stdout.write(`\ncontrol plane ready at ${cp.server} (logs in ${dir})\n\n` +
-    `  export KUBECONFIG=${cp.kubeconfigPath}\n  kubectl get nodes   # empty: no kubelet runs here\n\n` +
-    `Ctrl-C (or "cli.js down") stops it; the next "up" resumes its objects ("up --fresh" starts empty).\n`);
+  process.stdout.write(
+    `\ncontrol plane ready at ${cp.server} (logs in ${dir})\n\n` +
+      `  export KUBECONFIG=${cp.kubeconfigPath}\n  kubectl get nodes   # empty: no kubelet runs here\n\n` +
+      `Ctrl-C (or "cli.js down") stops it; the next "up" resumes its objects ("up --fresh" starts empty).\n`,
+  );
 
   await new Promise<void>((done) => {
     const keepAlive = setInterval(() => {

@@ -15,21 +15,33 @@ test('kube-controller-manager binds a claim to a static PV, then both can be del
   await core.createPersistentVolume({
     body: {
       metadata: { name: id },
-      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: id, csi: { driver: 'static.example.com', volumeHandle: id } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: id,
+        csi: { driver: 'static.example.com', volumeHandle: id },
+      },
     },
   });
   await core.createNamespacedPersistentVolumeClaim({
     namespace: id,
     body: { metadata: { name: 'c' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: id, resources: { requests: { storage: '1Gi' } } } },
   });
-  const claim = await waitFor(async () => {
-    const c = await core.readNamespacedPersistentVolumeClaim({ name: 'c', namespace: id });
-    return c.status?.phase === 'Bound' ? c : undefined;
-  }, { what: 'claim bound by the PV binder' });
+  const claim = await waitFor(
+    async () => {
+      const c = await core.readNamespacedPersistentVolumeClaim({ name: 'c', namespace: id });
+      return c.status?.phase === 'Bound' ? c : undefined;
+    },
+    { what: 'claim bound by the PV binder' },
+  );
   t.is(claim.spec?.volumeName, id);
   t.true(claim.metadata?.finalizers?.includes('kubernetes.io/pvc-protection'));
   await core.deleteNamespacedPersistentVolumeClaim({ name: 'c', namespace: id });
-  await waitFor(async () => !(await core.listNamespacedPersistentVolumeClaim({ namespace: id })).items.length, { what: 'claim deleted (pvc-protection released)' });
+  await waitFor(async () => !(await core.listNamespacedPersistentVolumeClaim({ namespace: id })).items.length, {
+    what: 'claim deleted (pvc-protection released)',
+  });
   await core.deletePersistentVolume({ name: id });
-  await waitFor(async () => !(await core.listPersistentVolume()).items.some((p) => p.metadata?.name === id), { what: 'PV deleted (pv-protection released)' });
+  await waitFor(async () => !(await core.listPersistentVolume()).items.some((p) => p.metadata?.name === id), {
+    what: 'PV deleted (pv-protection released)',
+  });
 });

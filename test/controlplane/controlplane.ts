@@ -82,7 +82,20 @@ export const KCM_CONTROLLERS = [
 export const ADMIN_USER = 'ccm-admin';
 
 /** Entries start() owns inside a state dir; only these are reset. */
-const OWNED_ENTRIES = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub', 'kubeconfig', 'etcd.log', 'kube-apiserver.log', 'kube-controller-manager.log', 'audit-policy.yaml', 'audit.log', ...WEBHOOK_CLIENT_FILES];
+const OWNED_ENTRIES = [
+  'etcd',
+  'certs',
+  'tokens.csv',
+  'sa.key',
+  'sa.pub',
+  'kubeconfig',
+  'etcd.log',
+  'kube-apiserver.log',
+  'kube-controller-manager.log',
+  'audit-policy.yaml',
+  'audit.log',
+  ...WEBHOOK_CLIENT_FILES,
+];
 
 /**
  * kube-apiserver's audit policy: every write to the objects the CCM's
@@ -233,7 +246,10 @@ export class ControlPlane {
         if (this.removeDirOnStop && process.env.CCM_KEEP_CONTROLPLANE !== '1') {
           await rm(this.dir, { recursive: true, force: true });
         } else {
-          this.log?.info({ dir: this.dir }, this.resumable ? 'control plane stopped; its objects are kept for the next start' : 'control plane stopped; logs kept');
+          this.log?.info(
+            { dir: this.dir },
+            this.resumable ? 'control plane stopped; its objects are kept for the next start' : 'control plane stopped; logs kept',
+          );
         }
       }
     })();
@@ -262,25 +278,36 @@ export class ControlPlane {
     if (errors.length > 0) throw errors[0];
   }
 
-  private async boot(bins: Binaries, timeoutMs: number, withControllerManager: boolean, auditLog: boolean, nodeLifecycle?: { gracePeriod: string }): Promise<void> {
+  private async boot(
+    bins: Binaries,
+    timeoutMs: number,
+    withControllerManager: boolean,
+    auditLog: boolean,
+    nodeLifecycle?: { gracePeriod: string },
+  ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     const [etcdPort, peerPort, apiPort, kcmPort] = await freePorts(4);
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     this.serverUrl = `https://127.0.0.1:${apiPort}`;
 
-    this.etcd = ManagedProcess.spawn('etcd', bins.etcd, [
-      '--name=default',
-      `--data-dir=${join(this.dir, 'etcd')}`,
-      `--listen-client-urls=${etcdUrl}`,
-      `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=${peerUrl}`,
-      `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=default=${peerUrl}`,
-      '--initial-cluster-state=new',
-      '--unsafe-no-fsync', // a test cluster: speed over durability
-      `--quota-backend-bytes=${4 * 1024 ** 3}`,
-    ], join(this.dir, 'etcd.log'));
+    this.etcd = ManagedProcess.spawn(
+      'etcd',
+      bins.etcd,
+      [
+        '--name=default',
+        `--data-dir=${join(this.dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=default=${peerUrl}`,
+        '--initial-cluster-state=new',
+        '--unsafe-no-fsync', // a test cluster: speed over durability
+        `--quota-backend-bytes=${4 * 1024 ** 3}`,
+      ],
+      join(this.dir, 'etcd.log'),
+    );
     await pollUntil(
       deadline,
       async () => {
@@ -352,7 +379,11 @@ export class ControlPlane {
       return r?.status === 200 ? true : undefined;
     };
     for (const path of ['/readyz', '/api/v1/namespaces/default', '/api/v1/namespaces/kube-system']) {
-      await pollUntil(deadline, () => probe(path), () => this.timeoutError(this.apiserver!, `GET ${path}`, timeoutMs));
+      await pollUntil(
+        deadline,
+        () => probe(path),
+        () => this.timeoutError(this.apiserver!, `GET ${path}`, timeoutMs),
+      );
     }
     this.apiserverCmd = { bin: bins.kubeApiserver, args: apiserverArgs, logPath: join(this.dir, 'kube-apiserver.log'), ca };
     await writeFile(this.kubeconfigPath, kubeconfigYaml(this.serverUrl, ca, this.token), { mode: 0o600 });
@@ -367,23 +398,34 @@ export class ControlPlane {
    * (the probe only checks it is up), and syncs claims every 5 s instead of
    * 15 s so a missed event costs a test little.
    */
-  private async startControllerManager(bins: Binaries, port: number, deadline: number, timeoutMs: number, nodeLifecycle?: { gracePeriod: string }): Promise<void> {
+  private async startControllerManager(
+    bins: Binaries,
+    port: number,
+    deadline: number,
+    timeoutMs: number,
+    nodeLifecycle?: { gracePeriod: string },
+  ): Promise<void> {
     const controllers = nodeLifecycle ? [...KCM_CONTROLLERS, 'node-lifecycle-controller'] : KCM_CONTROLLERS;
-    this.controllerManager = ManagedProcess.spawn('kube-controller-manager', bins.kubeControllerManager, [
-      `--kubeconfig=${this.kubeconfigPath}`,
-      '--cloud-provider=external',
-      `--controllers=${controllers.join(',')}`,
-      ...(nodeLifecycle ? [`--node-monitor-grace-period=${nodeLifecycle.gracePeriod}`] : []),
-      '--leader-elect=false',
-      '--bind-address=127.0.0.1',
-      `--secure-port=${port}`,
-      `--cert-dir=${join(this.dir, 'certs', 'kcm')}`,
-      '--pvclaimbinder-sync-period=5s',
-      '--attach-detach-reconcile-sync-period=5s',
-      '--kube-api-qps=100',
-      '--kube-api-burst=200',
-      '-v=2',
-    ], join(this.dir, 'kube-controller-manager.log'));
+    this.controllerManager = ManagedProcess.spawn(
+      'kube-controller-manager',
+      bins.kubeControllerManager,
+      [
+        `--kubeconfig=${this.kubeconfigPath}`,
+        '--cloud-provider=external',
+        `--controllers=${controllers.join(',')}`,
+        ...(nodeLifecycle ? [`--node-monitor-grace-period=${nodeLifecycle.gracePeriod}`] : []),
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        `--secure-port=${port}`,
+        `--cert-dir=${join(this.dir, 'certs', 'kcm')}`,
+        '--pvclaimbinder-sync-period=5s',
+        '--attach-detach-reconcile-sync-period=5s',
+        '--kube-api-qps=100',
+        '--kube-api-burst=200',
+        '-v=2',
+      ],
+      join(this.dir, 'kube-controller-manager.log'),
+    );
     const healthz = `https://127.0.0.1:${port}/healthz`;
     await pollUntil(
       deadline,
@@ -409,9 +451,10 @@ export class ControlPlane {
 
   private async describeFailure(p: ManagedProcess, what: string): Promise<string> {
     const tail = (await p.logTail(20)) || '(log is empty)';
-    const keep = process.env.CCM_KEEP_CONTROLPLANE === '1' || !this.removeDirOnStop
-      ? `logs kept in ${this.dir}`
-      : `set CCM_KEEP_CONTROLPLANE=1 to keep ${this.dir} for inspection`;
+    const keep =
+      process.env.CCM_KEEP_CONTROLPLANE === '1' || !this.removeDirOnStop
+        ? `logs kept in ${this.dir}`
+        : `set CCM_KEEP_CONTROLPLANE=1 to keep ${this.dir} for inspection`;
     return `${p.name} ${what}; ${keep}. Last lines of ${p.name}.log:\n${tail}`;
   }
 }

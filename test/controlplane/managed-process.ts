@@ -71,7 +71,13 @@ export class ManagedProcess {
    * that awaits its exit with nothing else running needs.
    */
   /** `opts.env`: the whole environment of the process (default: this process's). */
-  static spawn(name: string, bin: string, args: string[], logPath: string, opts: { keepAlive?: boolean; env?: NodeJS.ProcessEnv } = {}): ManagedProcess {
+  static spawn(
+    name: string,
+    bin: string,
+    args: string[],
+    logPath: string,
+    opts: { keepAlive?: boolean; env?: NodeJS.ProcessEnv } = {},
+  ): ManagedProcess {
     installExitHook();
     return new ManagedProcess(name, logPath, bin, args, opts.keepAlive ?? false, opts.env);
   }

@@ -29,7 +29,9 @@ async function load(): Promise<KubeConfig> {
     try {
       kc.loadFromFile(path);
     } catch (err) {
-      throw new Error(`cannot load CCM_TEST_KUBECONFIG=${path} (${(err as Error).message}); is the suite's control plane still running?`, { cause: err });
+      throw new Error(`cannot load CCM_TEST_KUBECONFIG=${path} (${(err as Error).message}); is the suite's control plane still running?`, {
+        cause: err,
+      });
     }
     return kc;
   }

@@ -35,11 +35,19 @@ export async function webhookClientArgs(dir: string): Promise<string[]> {
   );
   const plugin = (name: string) => ({
     name,
-    configuration: { apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: file('webhook-kubeconfig.yaml') },
+    configuration: {
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'WebhookAdmissionConfiguration',
+      kubeConfigFile: file('webhook-kubeconfig.yaml'),
+    },
   });
   await writeFile(
     file('admission.yaml'),
-    JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins: [plugin('MutatingAdmissionWebhook'), plugin('ValidatingAdmissionWebhook')] }),
+    JSON.stringify({
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AdmissionConfiguration',
+      plugins: [plugin('MutatingAdmissionWebhook'), plugin('ValidatingAdmissionWebhook')],
+    }),
   );
   return [`--client-ca-file=${file('client-ca.crt')}`, `--admission-control-config-file=${file('admission.yaml')}`];
 }

@@ -17,7 +17,10 @@ export async function testCa(commonName: string): Promise<Pem> {
     keyType: 'ec',
     algorithm: 'sha256',
     ...validity(),
-    extensions: [{ name: 'basicConstraints', cA: true }, { name: 'keyUsage', keyCertSign: true, digitalSignature: true, cRLSign: true }],
+    extensions: [
+      { name: 'basicConstraints', cA: true },
+      { name: 'keyUsage', keyCertSign: true, digitalSignature: true, cRLSign: true },
+    ],
   });
   return { cert: ca.cert, key: ca.private };
 }
@@ -29,7 +32,11 @@ export async function clientCert(ca: Pem, commonName: string, groups: string[] =
     algorithm: 'sha256',
     ...validity(),
     ca: { key: ca.key, cert: ca.cert },
-    extensions: [{ name: 'basicConstraints', cA: false }, { name: 'keyUsage', digitalSignature: true }, { name: 'extKeyUsage', clientAuth: true }],
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true },
+      { name: 'extKeyUsage', clientAuth: true },
+    ],
   });
   return { cert: c.cert, key: c.private };
 }

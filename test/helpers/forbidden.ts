@@ -40,7 +40,10 @@ export async function forbiddenCount(host: HostHandle, logPath: string): Promise
 
 /** Throws, naming the log, when `count` > 0. */
 export function assertNoForbidden(count: number, logPath: string): void {
-  if (count > 0) throw new Error(`the test host met ${count} 403 Forbidden answer(s): the shipped RBAC (deploy/base/rbac.yaml) lacks a permission; see ${logPath}`);
+  if (count > 0)
+    throw new Error(
+      `the test host met ${count} 403 Forbidden answer(s): the shipped RBAC (deploy/base/rbac.yaml) lacks a permission; see ${logPath}`,
+    );
 }
 
 /** Makes an in-process host's stop() also fail on any 403 it met. */

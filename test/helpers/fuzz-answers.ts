@@ -18,8 +18,42 @@ import type { Route as PbRoute } from '../../proto/gen/ccm/provider/v1/routes.js
 
 /** Characters that must never reach an object unescaped, and look-alikes that case mapping turns into ASCII. */
 export const HOSTILE_CHARS = [
-  '\u0000', '\u0007', '\t', '\n', '\r', '\u001b', '\u007f', '\u0085', '\u009b', '\u00a0', '\u00e9', '\u0130', '\u061c',
-  '\u200b', '\u200e', '\u2028', '\u202a', '\u202e', '\u2066', '\u2069', '\u212a', '\ufeff', '\ufffd', '東', '京', '👍', '\ud800', '\udc00', ' ', '/', ':', '%', '.', '-', '_', 'A',
+  '\u0000',
+  '\u0007',
+  '\t',
+  '\n',
+  '\r',
+  '\u001b',
+  '\u007f',
+  '\u0085',
+  '\u009b',
+  '\u00a0',
+  '\u00e9',
+  '\u0130',
+  '\u061c',
+  '\u200b',
+  '\u200e',
+  '\u2028',
+  '\u202a',
+  '\u202e',
+  '\u2066',
+  '\u2069',
+  '\u212a',
+  '\ufeff',
+  '\ufffd',
+  '東',
+  '京',
+  '👍',
+  '\ud800',
+  '\udc00',
+  ' ',
+  '/',
+  ':',
+  '%',
+  '.',
+  '-',
+  '_',
+  'A',
 ];
 
 /** `valid` with one hostile character inserted at an arbitrary place (or replacing one). */
@@ -37,7 +71,10 @@ export function field(valid: fc.Arbitrary<string>, maxLong = 600): fc.Arbitrary<
     { weight: 4, arbitrary: spliced(valid) },
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
     { weight: 1, arbitrary: fc.string({ unit: fc.constantFrom(...HOSTILE_CHARS), maxLength: 20 }) },
-    { weight: 1, arbitrary: fc.tuple(valid, fc.integer({ min: 50, max: maxLong })).map(([v, n]) => (v || 'a').repeat(Math.ceil(n / Math.max(1, v.length)))) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(valid, fc.integer({ min: 50, max: maxLong })).map(([v, n]) => (v || 'a').repeat(Math.ceil(n / Math.max(1, v.length)))),
+    },
   );
 }
 
@@ -54,18 +91,30 @@ const dnsName = fc.array(dnsLabel, { minLength: 1, maxLength: 4 }).map((ls) => l
 const plainLabelValue = fc.tuple(alnum, fc.string({ unit: labelChar, maxLength: 20 }), alnum).map(([a, m, z]) => a + m + z);
 
 const validLabelValue = fc.oneof(fc.constant(''), plainLabelValue);
-const validLabelKey = fc.oneof(plainLabelValue, fc.tuple(dnsName, plainLabelValue).map(([p, n]) => `${p}/${n}`));
+const validLabelKey = fc.oneof(
+  plainLabelValue,
+  fc.tuple(dnsName, plainLabelValue).map(([p, n]) => `${p}/${n}`),
+);
 export const labelValueArb = field(validLabelValue, 100);
 export const labelKeyArb = field(validLabelKey, 300);
 /** Labels (e.g. GetVolumeLabels): half valid throughout, half with any key or value hostile. */
-export const labelMapArb = fc.oneof(fc.dictionary(validLabelKey, validLabelValue, { maxKeys: 3 }), fc.dictionary(labelKeyArb, labelValueArb, { maxKeys: 3 }));
+export const labelMapArb = fc.oneof(
+  fc.dictionary(validLabelKey, validLabelValue, { maxKeys: 3 }),
+  fc.dictionary(labelKeyArb, labelValueArb, { maxKeys: 3 }),
+);
 const validProviderId = (provider: string) =>
-  fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-_/.:'.split('')), minLength: 1, maxLength: 40 }).map((id) => `${provider}://${id}`);
+  fc
+    .string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-_/.:'.split('')), minLength: 1, maxLength: 40 })
+    .map((id) => `${provider}://${id}`);
 
 const ipArb = fc.oneof(fc.ipV4(), fc.ipV6(), fc.ipV4Extended());
 const TYPES: NodeAddressType[] = ['Hostname', 'InternalIP', 'ExternalIP', 'InternalDNS', 'ExternalDNS'];
 const validAddress = (type: NodeAddressType) =>
-  type === 'InternalIP' || type === 'ExternalIP' ? fc.oneof(fc.ipV4(), fc.ipV6()) : type === 'Hostname' ? dnsName.map((d) => d.toUpperCase()) : dnsName;
+  type === 'InternalIP' || type === 'ExternalIP'
+    ? fc.oneof(fc.ipV4(), fc.ipV6())
+    : type === 'Hostname'
+      ? dnsName.map((d) => d.toUpperCase())
+      : dnsName;
 const addressOf = (f: Field): fc.Arbitrary<NodeAddress> =>
   fc.constantFrom(...TYPES).chain((type) => fc.record({ type: fc.constant(type), address: f(validAddress(type), 300) }));
 
@@ -85,9 +134,13 @@ function metadataOf(provider: string, f: Field): fc.Arbitrary<InstanceMetadata> 
 export const instanceMetadataArb = (provider: string): fc.Arbitrary<InstanceMetadata> =>
   fc.oneof(
     metadataOf(provider, valid),
-    fc.tuple(metadataOf(provider, valid), metadataOf(provider, field), fc.constantFrom('providerId', 'instanceType', 'zone', 'region', 'nodeAddresses', 'additionalLabels') as fc.Arbitrary<keyof InstanceMetadata>).map(
-      ([good, bad, k]) => ({ ...good, [k]: bad[k] }),
-    ),
+    fc
+      .tuple(
+        metadataOf(provider, valid),
+        metadataOf(provider, field),
+        fc.constantFrom('providerId', 'instanceType', 'zone', 'region', 'nodeAddresses', 'additionalLabels') as fc.Arbitrary<keyof InstanceMetadata>,
+      )
+      .map(([good, bad, k]) => ({ ...good, [k]: bad[k] })),
     metadataOf(provider, field),
   );
 
@@ -96,15 +149,22 @@ const freeText = field(fc.string({ unit: fc.constantFrom(...'abcXYZ019 =:/.,-_'.
 export const stringMapArb = fc.dictionary(freeText, freeText, { maxKeys: 4 });
 
 const topologyOf = (f: Field) =>
-  fc.dictionary(fc.constantFrom('topology.kubernetes.io/zone', 'topology.kubernetes.io/region').chain((k) => f(fc.constant(k), 300)), f(plainLabelValue, 100), {
-    minKeys: 1,
-    maxKeys: 2,
-  });
+  fc.dictionary(
+    fc.constantFrom('topology.kubernetes.io/zone', 'topology.kubernetes.io/region').chain((k) => f(fc.constant(k), 300)),
+    f(plainLabelValue, 100),
+    {
+      minKeys: 1,
+      maxKeys: 2,
+    },
+  );
 
 function volumeOf(f: Field): fc.Arbitrary<CloudVolume> {
   const text = f(fc.string({ unit: fc.constantFrom(...'abcXYZ019 =:/.,-_'.split('')), maxLength: 30 }), 5000);
   return fc.record({
-    volumeId: f(fc.string({ unit: fc.constantFrom(...'abcdef0123456789-/:'.split('')), minLength: 1, maxLength: 40 }).map((s) => `vol-${s}`), 1500),
+    volumeId: f(
+      fc.string({ unit: fc.constantFrom(...'abcdef0123456789-/:'.split('')), minLength: 1, maxLength: 40 }).map((s) => `vol-${s}`),
+      1500,
+    ),
     capacityBytes: fc.oneof(fc.constantFrom(0, 1, 1024, 2 ** 30, 10 * 2 ** 40), fc.nat()),
     volumeContext: fc.dictionary(text, text, { maxKeys: 4 }),
     accessibleTopology: fc.array(topologyOf(f), { maxLength: 3 }),
@@ -114,7 +174,9 @@ function volumeOf(f: Field): fc.Arbitrary<CloudVolume> {
 /** Volumes: a third valid throughout, a third with at most one hostile field, a third with any field hostile. */
 export const cloudVolumeArb: fc.Arbitrary<CloudVolume> = fc.oneof(
   volumeOf(valid),
-  fc.tuple(volumeOf(valid), volumeOf(field), fc.constantFrom('volumeId', 'volumeContext', 'accessibleTopology') as fc.Arbitrary<keyof CloudVolume>).map(([good, bad, k]) => ({ ...good, [k]: bad[k] })),
+  fc
+    .tuple(volumeOf(valid), volumeOf(field), fc.constantFrom('volumeId', 'volumeContext', 'accessibleTopology') as fc.Arbitrary<keyof CloudVolume>)
+    .map(([good, bad, k]) => ({ ...good, [k]: bad[k] })),
   volumeOf(field),
 );
 
@@ -123,32 +185,44 @@ export const pbRouteArb: fc.Arbitrary<PbRoute> = fc.record({
   name: field(fc.string({ unit: fc.constantFrom(...'abcdef0123456789-'.split('')), maxLength: 30 }), 1500),
   targetNode: field(dnsName, 1500),
   targetNodeAddresses: fc.array(
-    fc.record({ type: fc.constantFrom(PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_IP, PbAddrType.NODE_ADDRESS_TYPE_HOSTNAME, 0, 99), address: field(ipArb) }),
+    fc.record({
+      type: fc.constantFrom(PbAddrType.NODE_ADDRESS_TYPE_INTERNAL_IP, PbAddrType.NODE_ADDRESS_TYPE_HOSTNAME, 0, 99),
+      address: field(ipArb),
+    }),
     { maxLength: 3 },
   ),
-  destinationCidr: field(fc.oneof(fc.tuple(fc.ipV4(), fc.integer({ min: 0, max: 32 })), fc.tuple(fc.ipV6(), fc.integer({ min: 0, max: 128 }))).map(([ip, n]) => `${ip}/${n}`)),
+  destinationCidr: field(
+    fc
+      .oneof(fc.tuple(fc.ipV4(), fc.integer({ min: 0, max: 32 })), fc.tuple(fc.ipV6(), fc.integer({ min: 0, max: 128 })))
+      .map(([ip, n]) => `${ip}/${n}`),
+  ),
   blackhole: fc.boolean(),
 });
 
-const camelReason = fc.tuple(fc.constantFrom(...'ABCXYZ'.split('')), fc.string({ unit: fc.constantFrom(...'abcXYZ019'.split('')), maxLength: 30 })).map(([a, b]) => a + b);
+const camelReason = fc
+  .tuple(fc.constantFrom(...'ABCXYZ'.split('')), fc.string({ unit: fc.constantFrom(...'abcXYZ019'.split('')), maxLength: 30 }))
+  .map(([a, b]) => a + b);
 
 function ingressOf(f: Field): fc.Arbitrary<LbIngress> {
-  return fc
-    .record(
-      {
-        ip: f(fc.oneof(fc.ipV4(), fc.ipV6()), 100),
-        hostname: f(dnsName, 300),
-        ipMode: fc.constantFrom('VIP' as const, 'Proxy' as const),
-        ports: fc.array(
-          fc.record(
-            { port: fc.oneof(fc.integer({ min: 1, max: 65535 }), fc.integer({ min: -1, max: 70000 })), protocol: fc.constantFrom('TCP' as const, 'UDP' as const, 'SCTP' as const), error: f(camelReason, 400) },
-            { requiredKeys: ['port', 'protocol'] },
-          ),
-          { maxLength: 3 },
+  return fc.record(
+    {
+      ip: f(fc.oneof(fc.ipV4(), fc.ipV6()), 100),
+      hostname: f(dnsName, 300),
+      ipMode: fc.constantFrom('VIP' as const, 'Proxy' as const),
+      ports: fc.array(
+        fc.record(
+          {
+            port: fc.oneof(fc.integer({ min: 1, max: 65535 }), fc.integer({ min: -1, max: 70000 })),
+            protocol: fc.constantFrom('TCP' as const, 'UDP' as const, 'SCTP' as const),
+            error: f(camelReason, 400),
+          },
+          { requiredKeys: ['port', 'protocol'] },
         ),
-      },
-      { requiredKeys: [] },
-    );
+        { maxLength: 3 },
+      ),
+    },
+    { requiredKeys: [] },
+  );
 }
 
 /** Load balancer statuses: a third valid throughout, a third with one hostile ingress, a third with anything hostile. */

@@ -32,7 +32,11 @@ export interface HostProcess {
  * `ownApiServer`: the host talks to a control plane of the test's own, so it
  * need not be scoped with --node-selector (see node-scope.ts).
  */
-export function spawnHost(args: string[], logPath: string, opts: { ownApiServer?: boolean; env?: NodeJS.ProcessEnv; main?: string } = {}): HostProcess {
+export function spawnHost(
+  args: string[],
+  logPath: string,
+  opts: { ownApiServer?: boolean; env?: NodeJS.ProcessEnv; main?: string } = {},
+): HostProcess {
   if (!opts.ownApiServer) assertArgsNodeScoped(args);
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;

@@ -114,22 +114,33 @@ export class HollowNodes {
       throw new Error(`hollow kubelet root dir ${rootDir} is too long for its runtime socket; use a shorter test dir or node name`);
     }
     await mkdir(rootDir, { recursive: true });
-    const labels = Object.entries(spec.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
-    const p = ManagedProcess.spawn(`hollow-kubelet ${spec.name}`, this.bin, [
-      `--kubeconfig=${this.kubeconfigPath}`,
-      `--name=${spec.name}`,
-      `--root-dir=${rootDir}`,
-      `--port=${port}`,
-      ...(spec.nodeIp ? [`--node-ip=${spec.nodeIp}`] : []),
-      ...(labels ? [`--node-labels=${labels}`] : []),
-      ...(spec.statusReportFrequency ? [`--node-status-report-frequency=${spec.statusReportFrequency}`] : []),
-      '-v=2',
-    ], this.logPath(spec.name));
+    const labels = Object.entries(spec.labels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+    const p = ManagedProcess.spawn(
+      `hollow-kubelet ${spec.name}`,
+      this.bin,
+      [
+        `--kubeconfig=${this.kubeconfigPath}`,
+        `--name=${spec.name}`,
+        `--root-dir=${rootDir}`,
+        `--port=${port}`,
+        ...(spec.nodeIp ? [`--node-ip=${spec.nodeIp}`] : []),
+        ...(labels ? [`--node-labels=${labels}`] : []),
+        ...(spec.statusReportFrequency ? [`--node-status-report-frequency=${spec.statusReportFrequency}`] : []),
+        '-v=2',
+      ],
+      this.logPath(spec.name),
+    );
     this.procs.set(spec.name, p);
-    const outcome = await waitFor(async () => {
-      if (p.exit !== undefined) return 'exited';
-      return (await readNodeOrUndefined(this.core, spec.name)) ? 'registered' : undefined;
-    }, { timeoutMs: REGISTER_TIMEOUT_MS, intervalMs: 500, what: `hollow kubelet ${spec.name} to register its Node`, log: this.logPath(spec.name) });
-    if (outcome === 'exited') throw new Error(`hollow kubelet ${spec.name} ${p.exit} before registering; last lines of ${p.logPath}:\n${await p.logTail()}`);
+    const outcome = await waitFor(
+      async () => {
+        if (p.exit !== undefined) return 'exited';
+        return (await readNodeOrUndefined(this.core, spec.name)) ? 'registered' : undefined;
+      },
+      { timeoutMs: REGISTER_TIMEOUT_MS, intervalMs: 500, what: `hollow kubelet ${spec.name} to register its Node`, log: this.logPath(spec.name) },
+    );
+    if (outcome === 'exited')
+      throw new Error(`hollow kubelet ${spec.name} ${p.exit} before registering; last lines of ${p.logPath}:\n${await p.logTail()}`);
   }
 }

@@ -54,10 +54,14 @@ export async function productionPackages(): Promise<string[]> {
 export async function buildImageLayout(dir: string): Promise<ImageLayout> {
   const app = join(dir, 'app');
   await mkdir(join(app, 'node_modules'), { recursive: true });
-  await run(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.image.json'), '--outDir', join(app, 'dist')], {
-    cwd: REPO,
-    timeout: 300_000,
-  });
+  await run(
+    process.execPath,
+    [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.image.json'), '--outDir', join(app, 'dist')],
+    {
+      cwd: REPO,
+      timeout: 300_000,
+    },
+  );
   await copyFile(join(REPO, 'package.json'), join(app, 'package.json'));
   for (const pkg of await productionPackages()) {
     const link = join(app, 'node_modules', pkg);

@@ -63,23 +63,11 @@ export function patchService(core: CoreV1Api, namespace: string, name: string, p
 }
 
 /** Patches a Service's status subresource (e.g. `status.loadBalancer`). */
-export function patchServiceStatus(
-  core: CoreV1Api,
-  namespace: string,
-  name: string,
-  patch: unknown,
-  type: PatchType,
-): Promise<V1Service> {
+export function patchServiceStatus(core: CoreV1Api, namespace: string, name: string, patch: unknown, type: PatchType): Promise<V1Service> {
   return core.patchNamespacedServiceStatus({ namespace, name, body: patch }, patchOptions(type));
 }
 
 /** Patches a core/v1 Event (used to bump `count`/`lastTimestamp` of an aggregated event). */
-export function patchEvent(
-  core: CoreV1Api,
-  namespace: string,
-  name: string,
-  patch: unknown,
-  type: PatchType,
-): Promise<CoreV1Event> {
+export function patchEvent(core: CoreV1Api, namespace: string, name: string, patch: unknown, type: PatchType): Promise<CoreV1Event> {
   return core.patchNamespacedEvent({ namespace, name, body: patch }, patchOptions(type));
 }

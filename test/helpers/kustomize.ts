@@ -29,7 +29,9 @@ export function kustomizeBinary(): Promise<string> {
         timeout: 30 * 60_000,
       });
       if (r.failed) {
-        throw new Error(`building kustomize ${KUSTOMIZE_VERSION} with "go install" failed (Go and the Go module proxy are needed once): ${r.stderr || r.message}`);
+        throw new Error(
+          `building kustomize ${KUSTOMIZE_VERSION} with "go install" failed (Go and the Go module proxy are needed once): ${r.stderr || r.message}`,
+        );
       }
     });
     return join(dir, 'kustomize');

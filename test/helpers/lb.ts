@@ -15,7 +15,10 @@ export async function ensureNamespace(core: CoreV1Api, name: string): Promise<vo
 
 /** A ready, initialized Node with `labels` and an InternalIP (status written like a kubelet would). */
 export async function createBackendNode(core: CoreV1Api, name: string, ip: string, labels: Record<string, string>): Promise<V1Node> {
-  const addresses = [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }];
+  const addresses = [
+    { type: 'InternalIP', address: ip },
+    { type: 'Hostname', address: name },
+  ];
   // Registered with its addresses in one write, as a kubelet does.
   const node = await core.createNode({ body: { metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } }, status: { addresses } } });
   if ((node.status?.addresses ?? []).some((a) => a.type === 'InternalIP')) return node;
@@ -23,10 +26,20 @@ export async function createBackendNode(core: CoreV1Api, name: string, ip: strin
 }
 
 /** A LoadBalancer Service with one TCP port (or the given ports). */
-export function lbService(name: string, namespace: string, ports: { name?: string; port: number; protocol?: string }[] = [{ port: 80 }], extra: Partial<V1Service['spec']> = {}, annotations: Record<string, string> = {}): V1Service {
+export function lbService(
+  name: string,
+  namespace: string,
+  ports: { name?: string; port: number; protocol?: string }[] = [{ port: 80 }],
+  extra: Partial<V1Service['spec']> = {},
+  annotations: Record<string, string> = {},
+): V1Service {
   return {
     metadata: { name, namespace, annotations },
-    spec: { type: 'LoadBalancer', ports: ports.map((p, i) => ({ name: p.name ?? `p${i}`, port: p.port, protocol: p.protocol ?? 'TCP', targetPort: p.port as never })), ...extra },
+    spec: {
+      type: 'LoadBalancer',
+      ports: ports.map((p, i) => ({ name: p.name ?? `p${i}`, port: p.port, protocol: p.protocol ?? 'TCP', targetPort: p.port as never })),
+      ...extra,
+    },
   };
 }
 

@@ -11,7 +11,12 @@ import type { HostConfig } from '../../host/config/config.js';
 import { Controllers, type ControllerName } from '../../host/names.js';
 
 /** Controllers that write to Nodes or file events on them. */
-const NODE_CONTROLLERS: readonly ControllerName[] = [Controllers.CLOUD_NODE, Controllers.CLOUD_NODE_LIFECYCLE, Controllers.NODE_ROUTE, Controllers.NODE_IPAM];
+const NODE_CONTROLLERS: readonly ControllerName[] = [
+  Controllers.CLOUD_NODE,
+  Controllers.CLOUD_NODE_LIFECYCLE,
+  Controllers.NODE_ROUTE,
+  Controllers.NODE_IPAM,
+];
 
 /** Throws when `config` runs a node controller without --node-selector. */
 export function assertNodeScoped(config: Pick<HostConfig, 'enabledControllers' | 'nodeSelector'>): void {

@@ -29,7 +29,13 @@ export interface ProviderHost {
  * Starts `provider` in `mode` and a host using it. `cloudConfig` is written
  * to `<dir>/cloud.json` and passed with --cloud-config; `args` are extra flags.
  */
-export async function startProviderHost(dir: string, provider: ProviderUnderTest, mode: ProviderMode, cloudConfig: unknown, args: string[]): Promise<ProviderHost> {
+export async function startProviderHost(
+  dir: string,
+  provider: ProviderUnderTest,
+  mode: ProviderMode,
+  cloudConfig: unknown,
+  args: string[],
+): Promise<ProviderHost> {
   const configPath = join(dir, 'cloud.json');
   await writeFile(configPath, JSON.stringify(cloudConfig));
   const executable = await provider.executable(dir);

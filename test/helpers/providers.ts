@@ -36,7 +36,11 @@ async function filesUnder(dir: string, keep: (rel: string) => boolean): Promise<
 
 async function hashFiles(dir: string, files: string[], extra: string): Promise<string> {
   const h = createHash('sha256').update(extra);
-  for (const f of files) h.update(f).update('\0').update(await readFile(join(dir, f))).update('\0');
+  for (const f of files)
+    h.update(f)
+      .update('\0')
+      .update(await readFile(join(dir, f)))
+      .update('\0');
   return h.digest('hex').slice(0, 16);
 }
 
@@ -66,7 +70,15 @@ export function pythonProviderInterpreter(): Promise<string> {
     await buildOnce(dir, async (tmp) => {
       await execa(base, ['-m', 'venv', join(tmp, 'venv')]);
       // Only bin/python is used afterwards, which keeps working after the rename.
-      await execa(join(tmp, 'venv', 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', join(PYTHON_DIR, 'requirements-dev.txt')]);
+      await execa(join(tmp, 'venv', 'bin', 'python'), [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        '-r',
+        join(PYTHON_DIR, 'requirements-dev.txt'),
+      ]);
     });
     return join(dir, 'venv', 'bin', 'python');
   })());

@@ -23,7 +23,12 @@ export function scraperToken(): Promise<string> {
     const api = KubernetesObjectApi.makeApiClient(admin);
     const objects: KubernetesObject[] = [
       { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...SCRAPER } },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: SCRAPER.name }, rules: [{ nonResourceURLs: SCRAPER_PATHS, verbs: ['get'] }] } as KubernetesObject,
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: SCRAPER.name },
+        rules: [{ nonResourceURLs: SCRAPER_PATHS, verbs: ['get'] }],
+      } as KubernetesObject,
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'ClusterRoleBinding',
@@ -33,7 +38,9 @@ export function scraperToken(): Promise<string> {
       } as KubernetesObject,
     ];
     for (const obj of objects) await api.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
-    const tr = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({ ...SCRAPER, body: { spec: { expirationSeconds: 24 * 3600, audiences: [] } } });
+    const tr = await admin
+      .makeApiClient(CoreV1Api)
+      .createNamespacedServiceAccountToken({ ...SCRAPER, body: { spec: { expirationSeconds: 24 * 3600, audiences: [] } } });
     return tr.status!.token;
   })();
   return token;

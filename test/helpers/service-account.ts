@@ -34,7 +34,10 @@ export async function applyObjects(admin: KubeConfig, objects: KubernetesObject[
 }
 
 /** A kubeconfig for `admin`'s cluster whose user is the ServiceAccount (default: the host's), with a fresh token (24 h). */
-export async function serviceAccountKubeConfig(admin: KubeConfig, sa: { namespace: string; name: string } = HOST_SERVICE_ACCOUNT): Promise<KubeConfig> {
+export async function serviceAccountKubeConfig(
+  admin: KubeConfig,
+  sa: { namespace: string; name: string } = HOST_SERVICE_ACCOUNT,
+): Promise<KubeConfig> {
   const core = admin.makeApiClient(CoreV1Api);
   const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
   const tr = await core.createNamespacedServiceAccountToken({

@@ -46,7 +46,9 @@ export async function startSlowDeleteWebhook(kc: KubeConfig, name: string, names
       const answer = () => {
         calls++;
         res.setHeader('Content-Type', 'application/json');
-        res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: review.request?.uid ?? '', allowed: true } }));
+        res.end(
+          JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: review.request?.uid ?? '', allowed: true } }),
+        );
       };
       const h = hold;
       hold = undefined;

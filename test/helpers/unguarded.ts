@@ -61,7 +61,10 @@ export async function startUnguarded(dir: string, instances: string[], instanceI
     },
     async calls() {
       const text = await readFile(callLog, 'utf8').catch(() => '');
-      return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as UnguardedCall);
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as UnguardedCall);
     },
     async stop() {
       try {

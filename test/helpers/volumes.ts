@@ -66,7 +66,12 @@ export async function addNode(env: VolumeTestEnv, name: string, zone = 'local-a'
     body: {
       metadata: {
         name,
-        labels: { [NODE_SELECTOR_KEY]: env.id, 'kubernetes.io/hostname': name, 'topology.kubernetes.io/zone': zone, 'topology.kubernetes.io/region': 'local' },
+        labels: {
+          [NODE_SELECTOR_KEY]: env.id,
+          'kubernetes.io/hostname': name,
+          'topology.kubernetes.io/zone': zone,
+          'topology.kubernetes.io/region': 'local',
+        },
         annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' },
       },
       spec: { providerID },
@@ -80,7 +85,13 @@ export async function createClass(env: VolumeTestEnv, name: string, extra: Parti
   });
 }
 
-export async function createClaim(env: VolumeTestEnv, name: string, storageClassName: string, size = '1Gi', annotations?: Record<string, string>): Promise<V1PersistentVolumeClaim> {
+export async function createClaim(
+  env: VolumeTestEnv,
+  name: string,
+  storageClassName: string,
+  size = '1Gi',
+  annotations?: Record<string, string>,
+): Promise<V1PersistentVolumeClaim> {
   return env.core.createNamespacedPersistentVolumeClaim({
     namespace: env.namespace,
     body: {
@@ -91,10 +102,13 @@ export async function createClaim(env: VolumeTestEnv, name: string, storageClass
 }
 
 export async function waitBound(env: VolumeTestEnv, name: string, timeoutMs = 90_000): Promise<V1PersistentVolumeClaim> {
-  return waitFor(async () => {
-    const c = await env.core.readNamespacedPersistentVolumeClaim({ name, namespace: env.namespace });
-    return c.status?.phase === 'Bound' ? c : undefined;
-  }, { what: `claim ${name} bound`, timeoutMs, log: env.hostLog });
+  return waitFor(
+    async () => {
+      const c = await env.core.readNamespacedPersistentVolumeClaim({ name, namespace: env.namespace });
+      return c.status?.phase === 'Bound' ? c : undefined;
+    },
+    { what: `claim ${name} bound`, timeoutMs, log: env.hostLog },
+  );
 }
 
 /** A Pod already "scheduled" to `node` (no scheduler runs), using `claim`. */

@@ -58,16 +58,19 @@ test('npm start: Ready hollow nodes, HTTP through the load balancer, a stopped m
     log.end();
   });
   const printed = (re: RegExp, what: string, timeoutMs = 180_000) =>
-    waitFor(() => {
-      if (child.exitCode !== null) throw new Error(`the demo exited ${child.exitCode}`);
-      return re.exec(out) ?? undefined;
-    }, { timeoutMs, intervalMs: 500, what: `the demo to print ${what}`, log: logPath });
+    waitFor(
+      () => {
+        if (child.exitCode !== null) throw new Error(`the demo exited ${child.exitCode}`);
+        return re.exec(out) ?? undefined;
+      },
+      { timeoutMs, intervalMs: 500, what: `the demo to print ${what}`, log: logPath },
+    );
 
   await printed(/press Ctrl-C to stop everything/, 'that it is ready', 240_000);
   t.regex(out, /all nodes initialized by the cloud node controller, and Ready/);
   const ingress = /ingress (\S+) \(ipMode/.exec(out)?.[1];
   const kubeletDir = /logs in (\S+ccm-demo-kubelets-\S+)/.exec(out)?.[1];
-  t.truthy(ingress && kubeletDir, 'the demo names its ingress and its kubelets\' directory');
+  t.truthy(ingress && kubeletDir, "the demo names its ingress and its kubelets' directory");
 
   // Round-robin over three nodes: six connections reach each of them.
   const names = new Set<string>();
@@ -76,11 +79,14 @@ test('npm start: Ready hollow nodes, HTTP through the load balancer, a stopped m
 
   await localcloud(join(dir, 'cloud'), 'instance', 'shutdown', 'demo-node-3');
   await printed(/instance demo-node-3 is stopped: its kubelet and server died with it/, 'the kubelet of the stopped instance killed', 30_000);
-  await printed(/node demo-node-3: Ready=Unknown[^\n]*node\.cloudprovider\.kubernetes\.io\/shutdown:NoSchedule/, 'demo-node-3 Unknown with the shutdown taint');
+  await printed(
+    /node demo-node-3: Ready=Unknown[^\n]*node\.cloudprovider\.kubernetes\.io\/shutdown:NoSchedule/,
+    'demo-node-3 Unknown with the shutdown taint',
+  );
 
   child.kill('SIGTERM');
   t.is(await exited, 0, `npm start exits 0 after a SIGTERM to its own pid; see ${logPath}`);
   t.false(/Warning:/.test(out), `no Node.js process warning (e.g. MaxListenersExceededWarning) on the terminal; see ${logPath}`);
   t.regex(out, /\[demo\] stopped/);
-  t.false(existsSync(kubeletDir!), 'the kubelets\' directory is removed');
+  t.false(existsSync(kubeletDir!), "the kubelets' directory is removed");
 });

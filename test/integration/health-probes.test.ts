@@ -46,7 +46,15 @@ async function startProbed(t: { teardown(fn: () => unknown): void }, name: strin
   await writeFile(kubeconfig, (await hostKubeConfig()).exportConfig(), { mode: 0o600 });
   const [port] = await freePorts(1);
   const host = await startHostProcess(
-    [`--kubeconfig=${kubeconfig}`, `--cluster-name=${name}`, `--secure-port=${port}`, '--bind-address=127.0.0.1', '--logging-format=json', `--node-selector=${scope.selector}`, ...args(dir)],
+    [
+      `--kubeconfig=${kubeconfig}`,
+      `--cluster-name=${name}`,
+      `--secure-port=${port}`,
+      '--bind-address=127.0.0.1',
+      '--logging-format=json',
+      `--node-selector=${scope.selector}`,
+      ...args(dir),
+    ],
     join(dir, 'host.log'),
   );
   t.teardown(() => host.kill());
@@ -60,10 +68,13 @@ async function assertLive(t: { is(a: unknown, b: unknown, m?: string): void }, h
 
 /** Waits until /readyz fails with `check` named as failed; returns the body. */
 async function waitNotReady(h: Probed, check: string, what: string): Promise<string> {
-  return waitFor(async () => {
-    const r = await h.get('/readyz');
-    return r.status === 500 && r.body.includes(`[-]${check} failed`) ? r.body : undefined;
-  }, { what, timeoutMs: 120_000, intervalMs: 250, log: h.host.logPath });
+  return waitFor(
+    async () => {
+      const r = await h.get('/readyz');
+      return r.status === 500 && r.body.includes(`[-]${check} failed`) ? r.body : undefined;
+    },
+    { what, timeoutMs: 120_000, intervalMs: 250, log: h.host.logPath },
+  );
 }
 
 test('a plugin in restart backoff fails readiness and ccm_plugin_ready, not liveness', async (t) => {
@@ -85,7 +96,11 @@ test('a plugin in restart backoff fails readiness and ccm_plugin_ready, not live
   await assertLive(t, h);
   t.regex((await h.get('/metrics')).body, /^ccm_plugin_ready\{plugin="bad"\} 0$/m);
   await rm(hangFile);
-  await waitFor(async () => (await h.get('/readyz')).status === 200, { what: '/readyz ok after the plugin recovered', timeoutMs: 120_000, log: h.host.logPath });
+  await waitFor(async () => (await h.get('/readyz')).status === 200, {
+    what: '/readyz ok after the plugin recovered',
+    timeoutMs: 120_000,
+    log: h.host.logPath,
+  });
   t.is(await h.host.stop(), 0);
 });
 
@@ -99,7 +114,11 @@ test('a full cloud outage fails readiness (check "cloud") and shows in the RPC e
   ]);
   await waitFor(async () => (await h.get('/readyz')).status === 200, { what: '/readyz ok', log: h.host.logPath });
   const started = (await readFile(h.host.logPath, 'utf8')).split('\n').find((l) => l.includes('"controllers started"'));
-  t.deepEqual((JSON.parse(started ?? '{}') as { controllers?: string[] }).controllers, ['cloud-node-controller'], 'route and node-ipam were enabled but not started');
+  t.deepEqual(
+    (JSON.parse(started ?? '{}') as { controllers?: string[] }).controllers,
+    ['cloud-node-controller'],
+    'route and node-ipam were enabled but not started',
+  );
 
   // Every cloud call fails UNAVAILABLE from now on (the provider itself stays up); a new node makes the node controller call.
   const cloud = join(h.dir, 'cloud');
@@ -122,10 +141,13 @@ test('a full cloud outage fails readiness (check "cloud") and shows in the RPC e
 
   // The outage ends: the next answered call makes the host ready again, and the node is initialized.
   await localcloud(cloud, 'knobs', 'unset', 'failAll');
-  await waitFor(async () => {
-    const n: V1Node = await core.readNode({ name: nodeName });
-    return !(n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED);
-  }, { what: 'node initialized after the outage', timeoutMs: 180_000, log: h.host.logPath });
+  await waitFor(
+    async () => {
+      const n: V1Node = await core.readNode({ name: nodeName });
+      return !(n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED);
+    },
+    { what: 'node initialized after the outage', timeoutMs: 180_000, log: h.host.logPath },
+  );
   await waitFor(async () => (await h.get('/readyz')).status === 200, { what: '/readyz ok after the outage', log: h.host.logPath });
   t.is(await h.host.stop(), 0);
 });
@@ -147,6 +169,10 @@ test('a PersistentVolume label webhook that cannot bind its port fails readiness
   const body = await waitNotReady(h, 'persistentvolume-label-controller', '/readyz failing on the webhook');
   t.regex(body, /\[-\]persistentvolume-label-controller failed: persistentvolume-label-controller stopped: .*EADDRINUSE/);
   await assertLive(t, h);
-  t.regex((await h.get('/metrics')).body, /^running_managed_controllers\{manager="cloud-controller-manager",name="pvl"\} 0$/m, 'running_managed_controllers shows it stopped');
+  t.regex(
+    (await h.get('/metrics')).body,
+    /^running_managed_controllers\{manager="cloud-controller-manager",name="pvl"\} 0$/m,
+    'running_managed_controllers shows it stopped',
+  );
   t.is(await h.host.stop(), 0);
 });

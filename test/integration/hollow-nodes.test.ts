@@ -49,14 +49,18 @@ test.before(async (t) => {
   const admin = new KubeConfig();
   admin.loadFromFile(cp.kubeconfigPath);
   await applyShippedRbac(admin);
-  const host = await startTestHost(dir, [
-    '--controllers=cloud-node,cloud-node-lifecycle,service',
-    '--node-monitor-period=2s',
-    // The address refresh runs often enough to meet a cloud outage in the outage test.
-    '--node-status-update-frequency=5s',
-    `--node-selector=${scope.selector}`,
-    '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.83.0/24',
-  ], { kubeConfig: await serviceAccountKubeConfig(admin) });
+  const host = await startTestHost(
+    dir,
+    [
+      '--controllers=cloud-node,cloud-node-lifecycle,service',
+      '--node-monitor-period=2s',
+      // The address refresh runs often enough to meet a cloud outage in the outage test.
+      '--node-status-update-frequency=5s',
+      `--node-selector=${scope.selector}`,
+      '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.83.0/24',
+    ],
+    { kubeConfig: await serviceAccountKubeConfig(admin) },
+  );
   const kubelets = await HollowNodes.start(cp.kubeconfigPath, join(dir, 'kubelets'), []);
   Object.assign(t.context, { dir, host, core: admin.makeApiClient(CoreV1Api), kubelets });
 });
@@ -92,55 +96,86 @@ function retireAtEnd(t: ExecutionContext<Ctx>, ...names: string[]): void {
 /** Waits for the node's Ready condition to have `status` (True, or Unknown once a killed kubelet's grace period passed). */
 async function readyIs(t: { context: Ctx }, name: string, status: 'True' | 'Unknown'): Promise<V1Node> {
   const { core, kubelets } = t.context;
-  return waitFor(async () => {
-    const n = await core.readNode({ name });
-    return condition(n, 'Ready')?.status === status ? n : undefined;
-  }, { timeoutMs: 180_000, intervalMs: 1_000, what: `node ${name} Ready=${status}`, log: kubelets.logPath(name) });
+  return waitFor(
+    async () => {
+      const n = await core.readNode({ name });
+      return condition(n, 'Ready')?.status === status ? n : undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 1_000, what: `node ${name} Ready=${status}`, log: kubelets.logPath(name) },
+  );
 }
 
 async function initializedNode(t: { context: Ctx }, name: string): Promise<V1Node> {
   const { core, host, kubelets } = t.context;
-  return waitFor(async () => {
-    const n = await core.readNode({ name });
-    return !hasTaint(n, UNINITIALIZED) && n.spec?.providerID ? n : undefined;
-  }, { timeoutMs: 120_000, what: `node ${name} initialized by the host`, log: `${host.logPath} and ${kubelets.logPath(name)}` });
+  return waitFor(
+    async () => {
+      const n = await core.readNode({ name });
+      return !hasTaint(n, UNINITIALIZED) && n.spec?.providerID ? n : undefined;
+    },
+    { timeoutMs: 120_000, what: `node ${name} initialized by the host`, log: `${host.logPath} and ${kubelets.logPath(name)}` },
+  );
 }
 
 const addressesOf = (n: V1Node) => (n.status?.addresses ?? []).map((a) => `${a.type}=${a.address}`);
 
-test.serial('a kubelet registers tainted, the host initializes its node, and the addresses stay the cloud\'s across many status updates', async (t) => {
-  const { dir, core, kubelets } = t.context;
-  const name = 'hollow-init';
-  const providerId = await addInstance(dir, name, '--zone', 'zone-h', '--region', 'region-h', '--type', 'h.large', '--address', '127.0.3.1', '--address', 'ExternalIP=127.0.4.1');
-  await kubelets.add({ name, labels: scope.labels, statusReportFrequency: '5s' });
-  retireAtEnd(t, name);
+test.serial(
+  "a kubelet registers tainted, the host initializes its node, and the addresses stay the cloud's across many status updates",
+  async (t) => {
+    const { dir, core, kubelets } = t.context;
+    const name = 'hollow-init';
+    const providerId = await addInstance(
+      dir,
+      name,
+      '--zone',
+      'zone-h',
+      '--region',
+      'region-h',
+      '--type',
+      'h.large',
+      '--address',
+      '127.0.3.1',
+      '--address',
+      'ExternalIP=127.0.4.1',
+    );
+    await kubelets.add({ name, labels: scope.labels, statusReportFrequency: '5s' });
+    retireAtEnd(t, name);
 
-  // The host initializes only nodes registered with the uninitialized taint: this proves the kubelet set it.
-  const node = await initializedNode(t, name);
-  t.is(node.spec?.providerID, providerId, 'the provider ID is the cloud\'s, not kubemark\'s');
-  const labels = node.metadata?.labels ?? {};
-  t.is(labels['topology.kubernetes.io/zone'], 'zone-h');
-  t.is(labels['topology.kubernetes.io/region'], 'region-h');
-  t.is(labels['node.kubernetes.io/instance-type'], 'h.large');
-  const expected = ['InternalIP=127.0.3.1', 'ExternalIP=127.0.4.1', `Hostname=${name}`].sort().join(' ');
-  await waitFor(async () => addressesOf(await core.readNode({ name })).sort().join(' ') === expected, { what: `the cloud's addresses on ${name}` });
+    // The host initializes only nodes registered with the uninitialized taint: this proves the kubelet set it.
+    const node = await initializedNode(t, name);
+    t.is(node.spec?.providerID, providerId, "the provider ID is the cloud's, not kubemark's");
+    const labels = node.metadata?.labels ?? {};
+    t.is(labels['topology.kubernetes.io/zone'], 'zone-h');
+    t.is(labels['topology.kubernetes.io/region'], 'region-h');
+    t.is(labels['node.kubernetes.io/instance-type'], 'h.large');
+    const expected = ['InternalIP=127.0.3.1', 'ExternalIP=127.0.4.1', `Hostname=${name}`].sort().join(' ');
+    await waitFor(
+      async () =>
+        addressesOf(await core.readNode({ name }))
+          .sort()
+          .join(' ') === expected,
+      { what: `the cloud's addresses on ${name}` },
+    );
 
-  // Every status the kubelet posts afterwards must leave the cloud's addresses in place.
-  const heartbeats = new Set<string>();
-  const wrong: string[] = [];
-  await waitFor(async () => {
-    const n = await core.readNode({ name });
-    const seen = addressesOf(n).sort().join(' ');
-    if (seen !== expected) wrong.push(`after ${heartbeats.size} status updates: ${seen}`);
-    const beat = condition(n, 'Ready')?.lastHeartbeatTime;
-    if (beat) heartbeats.add(String(beat));
-    return heartbeats.size >= 5;
-  }, { timeoutMs: 180_000, intervalMs: 1_000, what: 'five kubelet status updates', log: kubelets.logPath(name) });
-  t.deepEqual(wrong, [], 'addresses other than the cloud\'s were seen');
-  t.is(condition(await core.readNode({ name }), 'Ready')?.status, 'True', 'the hollow kubelet reports Ready');
-});
+    // Every status the kubelet posts afterwards must leave the cloud's addresses in place.
+    const heartbeats = new Set<string>();
+    const wrong: string[] = [];
+    await waitFor(
+      async () => {
+        const n = await core.readNode({ name });
+        const seen = addressesOf(n).sort().join(' ');
+        if (seen !== expected) wrong.push(`after ${heartbeats.size} status updates: ${seen}`);
+        const beat = condition(n, 'Ready')?.lastHeartbeatTime;
+        if (beat) heartbeats.add(String(beat));
+        return heartbeats.size >= 5;
+      },
+      { timeoutMs: 180_000, intervalMs: 1_000, what: 'five kubelet status updates', log: kubelets.logPath(name) },
+    );
+    t.deepEqual(wrong, [], "addresses other than the cloud's were seen");
+    t.is(condition(await core.readNode({ name }), 'Ready')?.status, 'True', 'the hollow kubelet reports Ready');
+  },
+);
 
-test.serial('a killed kubelet\'s node goes Unknown, and once its instance is deleted the host deletes the node', async (t) => {
+test.serial("a killed kubelet's node goes Unknown, and once its instance is deleted the host deletes the node", async (t) => {
   const { dir, core, host, kubelets } = t.context;
   const name = 'hollow-dies';
   await addInstance(dir, name, '--address', '127.0.3.2');
@@ -182,46 +217,58 @@ test.serial('a kubelet started with --node-ip annotates its node, and the host m
 
   const node = await initializedNode(t, name);
   t.is(node.metadata?.annotations?.[PROVIDED_NODE_IP], ip);
-  const addrs = await waitFor(async () => {
-    const a = addressesOf(await core.readNode({ name }));
-    return a.some((x) => x.startsWith('InternalIP=')) ? a : undefined;
-  }, { what: `addresses of ${name}` });
+  const addrs = await waitFor(
+    async () => {
+      const a = addressesOf(await core.readNode({ name }));
+      return a.some((x) => x.startsWith('InternalIP=')) ? a : undefined;
+    },
+    { what: `addresses of ${name}` },
+  );
   t.is(addrs[0], `InternalIP=${ip}`, 'the provided IP comes first');
   t.false(addrs.includes('InternalIP=127.0.3.3'), 'it is the only InternalIP');
   t.true(addrs.includes('ExternalIP=127.0.4.3'));
 });
 
-test.serial('a kubelet killed while its instance is stopped: its node gets the shutdown taint, which goes once the instance runs and the kubelet is back', async (t) => {
-  const { dir, core, host, kubelets } = t.context;
-  const name = 'hollow-shutdown';
-  await addInstance(dir, name, '--address', '127.0.3.4');
-  const spec = { name, labels: scope.labels };
-  await kubelets.add(spec);
-  retireAtEnd(t, name);
-  const uid = (await initializedNode(t, name)).metadata!.uid;
-  await readyIs(t, name, 'True');
+test.serial(
+  'a kubelet killed while its instance is stopped: its node gets the shutdown taint, which goes once the instance runs and the kubelet is back',
+  async (t) => {
+    const { dir, core, host, kubelets } = t.context;
+    const name = 'hollow-shutdown';
+    await addInstance(dir, name, '--address', '127.0.3.4');
+    const spec = { name, labels: scope.labels };
+    await kubelets.add(spec);
+    retireAtEnd(t, name);
+    const uid = (await initializedNode(t, name)).metadata!.uid;
+    await readyIs(t, name, 'True');
 
-  // The machine stops: the cloud says so, the kubelet dies with it.
-  await localcloud(join(dir, 'cloud'), 'instance', 'shutdown', name);
-  await kubelets.kill(name);
-  await readyIs(t, name, 'Unknown');
-  const tainted = await waitFor(async () => {
-    const n = await core.readNode({ name });
-    return hasTaint(n, SHUTDOWN) ? n : undefined;
-  }, { timeoutMs: 120_000, intervalMs: 1_000, what: `the shutdown taint on ${name}`, log: host.logPath });
-  t.is(tainted.metadata?.uid, uid, 'the node of a stopped instance is kept');
-  t.is(tainted.spec?.taints?.find((x) => x.key === SHUTDOWN)?.effect, 'NoSchedule');
+    // The machine stops: the cloud says so, the kubelet dies with it.
+    await localcloud(join(dir, 'cloud'), 'instance', 'shutdown', name);
+    await kubelets.kill(name);
+    await readyIs(t, name, 'Unknown');
+    const tainted = await waitFor(
+      async () => {
+        const n = await core.readNode({ name });
+        return hasTaint(n, SHUTDOWN) ? n : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 1_000, what: `the shutdown taint on ${name}`, log: host.logPath },
+    );
+    t.is(tainted.metadata?.uid, uid, 'the node of a stopped instance is kept');
+    t.is(tainted.spec?.taints?.find((x) => x.key === SHUTDOWN)?.effect, 'NoSchedule');
 
-  // The machine boots again and its kubelet comes back.
-  await localcloud(join(dir, 'cloud'), 'instance', 'start', name);
-  await kubelets.add(spec);
-  await readyIs(t, name, 'True');
-  const back = await waitFor(async () => {
-    const n = await core.readNode({ name });
-    return hasTaint(n, SHUTDOWN) ? undefined : n;
-  }, { timeoutMs: 120_000, intervalMs: 1_000, what: `the shutdown taint removed from ${name}`, log: host.logPath });
-  t.is(back.metadata?.uid, uid, 'the same node throughout');
-});
+    // The machine boots again and its kubelet comes back.
+    await localcloud(join(dir, 'cloud'), 'instance', 'start', name);
+    await kubelets.add(spec);
+    await readyIs(t, name, 'True');
+    const back = await waitFor(
+      async () => {
+        const n = await core.readNode({ name });
+        return hasTaint(n, SHUTDOWN) ? undefined : n;
+      },
+      { timeoutMs: 120_000, intervalMs: 1_000, what: `the shutdown taint removed from ${name}`, log: host.logPath },
+    );
+    t.is(back.metadata?.uid, uid, 'the same node throughout');
+  },
+);
 
 /** The names answering `n` connections to ip:port in a row (the forwarder goes round-robin over the backends). */
 async function answers(ip: string, port: number, n: number): Promise<string[]> {
@@ -230,7 +277,7 @@ async function answers(ip: string, port: number, n: number): Promise<string[]> {
   return [...seen].sort();
 }
 
-test.serial('a LoadBalancer Service\'s backends follow hollow nodes as they join and leave, and so does its TCP traffic', async (t) => {
+test.serial("a LoadBalancer Service's backends follow hollow nodes as they join and leave, and so does its TCP traffic", async (t) => {
   const { dir, core, host, kubelets } = t.context;
   const cloud = join(dir, 'cloud');
   const ns = 'hollow-lb';
@@ -239,7 +286,7 @@ test.serial('a LoadBalancer Service\'s backends follow hollow nodes as they join
     { name: 'hollow-lb-2', ip: '127.0.84.2' },
     { name: 'hollow-lb-3', ip: '127.0.84.3' },
   ];
-  const [n1, n2, n3] = nodes as [typeof nodes[0], typeof nodes[0], typeof nodes[0]];
+  const [n1, n2, n3] = nodes as [(typeof nodes)[0], (typeof nodes)[0], (typeof nodes)[0]];
   for (const n of nodes) await addInstance(dir, n.name, '--address', n.ip);
   retireAtEnd(t, ...nodes.map((n) => n.name));
   await kubelets.add({ name: n1.name, labels: scope.labels }, { name: n2.name, labels: scope.labels });
@@ -250,11 +297,18 @@ test.serial('a LoadBalancer Service\'s backends follow hollow nodes as they join
   // Gone, load balancer and finalizer included, before the next test: its cloud outage must meet no deletion in flight.
   t.teardown(async () => {
     await core.deleteNamespacedService({ name: 'web', namespace: ns });
-    await waitFor(() => core.readNamespacedService({ name: 'web', namespace: ns }).then(() => false, (err: { code?: number }) => err.code === 404), {
-      timeoutMs: 60_000,
-      what: `Service ${ns}/web and its load balancer deleted`,
-      log: host.logPath,
-    });
+    await waitFor(
+      () =>
+        core.readNamespacedService({ name: 'web', namespace: ns }).then(
+          () => false,
+          (err: { code?: number }) => err.code === 404,
+        ),
+      {
+        timeoutMs: 60_000,
+        what: `Service ${ns}/web and its load balancer deleted`,
+        log: host.logPath,
+      },
+    );
   });
   // What kube-proxy would serve on each node's address at the nodePort: a server answering the node's name.
   const nodePort = svc.spec!.ports![0]!.nodePort!;
@@ -263,17 +317,35 @@ test.serial('a LoadBalancer Service\'s backends follow hollow nodes as they join
   for (const n of nodes) servers.push(await startTcpBackend(n.name, n.ip, nodePort));
 
   const backendsAre = async (names: string[], what: string) => {
-    const want = names.map((name) => `${name}=${nodes.find((n) => n.name === name)!.ip}`).sort().join(' ');
-    const lb = await waitFor(async () => {
-      const found = (await cloudLbs(cloud)).find((l) => l.serviceUid === svc.metadata!.uid);
-      return found && found.backends.map((b) => `${b.nodeName}=${b.address}`).sort().join(' ') === want ? found : undefined;
-    }, { timeoutMs: 120_000, intervalMs: 1_000, what: `load balancer backends ${want} (${what})`, log: host.logPath });
+    const want = names
+      .map((name) => `${name}=${nodes.find((n) => n.name === name)!.ip}`)
+      .sort()
+      .join(' ');
+    const lb = await waitFor(
+      async () => {
+        const found = (await cloudLbs(cloud)).find((l) => l.serviceUid === svc.metadata!.uid);
+        return found &&
+          found.backends
+            .map((b) => `${b.nodeName}=${b.address}`)
+            .sort()
+            .join(' ') === want
+          ? found
+          : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 1_000, what: `load balancer backends ${want} (${what})`, log: host.logPath },
+    );
     // Round-robin: six connections in a row reach every backend and nothing else.
     const ingress = lb.ingressIp;
-    t.deepEqual(await waitFor(async () => {
-      const got = await answers(ingress, 8080, 6);
-      return got.join(' ') === [...names].sort().join(' ') ? got : undefined;
-    }, { timeoutMs: 30_000, what: `TCP through ${ingress}:8080 reaching exactly ${names.join(', ')} (${what})` }), [...names].sort());
+    t.deepEqual(
+      await waitFor(
+        async () => {
+          const got = await answers(ingress, 8080, 6);
+          return got.join(' ') === [...names].sort().join(' ') ? got : undefined;
+        },
+        { timeoutMs: 30_000, what: `TCP through ${ingress}:8080 reaching exactly ${names.join(', ')} (${what})` },
+      ),
+      [...names].sort(),
+    );
   };
 
   await backendsAre([n1.name, n2.name], 'the two initialized nodes');
@@ -291,7 +363,12 @@ test.serial('a LoadBalancer Service\'s backends follow hollow nodes as they join
   // Leaves: its instance deleted, the host deletes the node and takes it out of the load balancer.
   // Its server still answers on its address: no traffic reaching it proves the forwarder dropped it.
   await localcloud(cloud, 'instance', 'delete', n1.name);
-  await waitFor(async () => (await readNodeOrUndefined(core, n1.name)) === undefined, { timeoutMs: 120_000, intervalMs: 1_000, what: `node ${n1.name} deleted`, log: host.logPath });
+  await waitFor(async () => (await readNodeOrUndefined(core, n1.name)) === undefined, {
+    timeoutMs: 120_000,
+    intervalMs: 1_000,
+    what: `node ${n1.name} deleted`,
+    log: host.logPath,
+  });
   await backendsAre([n2.name, n3.name], 'a node left');
 });
 
@@ -334,24 +411,38 @@ test.serial('through a cloud outage nothing is deleted or changed while kubelets
   // Until the host has met the outage in each controller that asks the cloud
   // about these nodes, nothing of theirs may change.
   const wrong = new Set<string>();
-  await waitFor(async () => {
-    for (const name of [alive, dead, late]) {
-      const n = await readNodeOrUndefined(core, name);
-      if (!n) wrong.add(`${name} deleted during the outage`);
-      else if (uids.has(name) && n.metadata?.uid !== uids.get(name)) wrong.add(`${name} recreated during the outage`);
-      else if (name === late && !hasTaint(n, UNINITIALIZED)) wrong.add(`${late} initialized during the outage`);
-      else if (name === alive && addressesOf(n).sort().join(' ') !== aliveAddresses) wrong.add(`${alive} addresses ${addressesOf(n).join(' ')} during the outage`);
-      else if (hasTaint(n, SHUTDOWN)) wrong.add(`${name} tainted shut down during the outage`);
-    }
-    const now = await Promise.all(OUTAGE_LOGS.map((msg) => logged(host, msg)));
-    return now.every((n, i) => n - failedBefore[i]! >= 3) ? now : undefined;
-  }, { timeoutMs: 120_000, intervalMs: 1_000, what: `the host to log each of ${OUTAGE_LOGS.join(' / ')} three times in the outage`, log: host.logPath });
+  await waitFor(
+    async () => {
+      for (const name of [alive, dead, late]) {
+        const n = await readNodeOrUndefined(core, name);
+        if (!n) wrong.add(`${name} deleted during the outage`);
+        else if (uids.has(name) && n.metadata?.uid !== uids.get(name)) wrong.add(`${name} recreated during the outage`);
+        else if (name === late && !hasTaint(n, UNINITIALIZED)) wrong.add(`${late} initialized during the outage`);
+        else if (name === alive && addressesOf(n).sort().join(' ') !== aliveAddresses)
+          wrong.add(`${alive} addresses ${addressesOf(n).join(' ')} during the outage`);
+        else if (hasTaint(n, SHUTDOWN)) wrong.add(`${name} tainted shut down during the outage`);
+      }
+      const now = await Promise.all(OUTAGE_LOGS.map((msg) => logged(host, msg)));
+      return now.every((n, i) => n - failedBefore[i]! >= 3) ? now : undefined;
+    },
+    {
+      timeoutMs: 120_000,
+      intervalMs: 1_000,
+      what: `the host to log each of ${OUTAGE_LOGS.join(' / ')} three times in the outage`,
+      log: host.logPath,
+    },
+  );
   t.deepEqual([...wrong], []);
   t.is(condition(await core.readNode({ name: alive }), 'Ready')?.status, 'True', 'the live kubelet kept heartbeating');
 
   // The cloud answers again: the dead node goes, the late one is initialized, the live one is untouched.
   await localcloud(cloud, 'knobs', 'unset', 'failAll');
-  await waitFor(async () => (await readNodeOrUndefined(core, dead)) === undefined, { timeoutMs: 120_000, intervalMs: 1_000, what: `node ${dead} deleted after the outage`, log: host.logPath });
+  await waitFor(async () => (await readNodeOrUndefined(core, dead)) === undefined, {
+    timeoutMs: 120_000,
+    intervalMs: 1_000,
+    what: `node ${dead} deleted after the outage`,
+    log: host.logPath,
+  });
   await initializedNode(t, late);
   const after = await core.readNode({ name: alive });
   t.is(after.metadata?.uid, uids.get(alive));

@@ -119,8 +119,10 @@ const cases: Case[] = [
   {
     description: 'a providerID with a control character (the API server would store it and never allow a change)',
     mode: 'control-provider-id',
-    problem: /providerID "bad:\/\/i-badresp-control-provider-id-[0-9a-f]+\\u001b\[2J" is not of the form <provider>:\/\/<id> \(printable ASCII, no spaces\)/,
-    logged: /providerID "bad:\/\/i-badresp-control-provider-id-[0-9a-f]+\\u001b\[2J" is not of the form <provider>:\/\/<id> \(printable ASCII, no spaces\)/,
+    problem:
+      /providerID "bad:\/\/i-badresp-control-provider-id-[0-9a-f]+\\u001b\[2J" is not of the form <provider>:\/\/<id> \(printable ASCII, no spaces\)/,
+    logged:
+      /providerID "bad:\/\/i-badresp-control-provider-id-[0-9a-f]+\\u001b\[2J" is not of the form <provider>:\/\/<id> \(printable ASCII, no spaces\)/,
   },
 ];
 
@@ -161,7 +163,10 @@ for (const c of cases) {
 
     // Nothing from the answer was written, not even its valid parts.
     const node = await core.readNode({ name });
-    t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED && x.effect === 'NoSchedule'), 'the uninitialized taint stays');
+    t.true(
+      (node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED && x.effect === 'NoSchedule'),
+      'the uninitialized taint stays',
+    );
     t.falsy(node.spec?.providerID, 'no providerID');
     t.deepEqual(node.metadata?.labels, { ...scope.labels, 'kubernetes.io/hostname': name }, 'no labels from the provider');
     t.is(node.metadata?.labels?.[VALID_PARTS.label[0]], undefined);
@@ -200,10 +205,16 @@ test('a provider error that forges Event lines with control characters, 8 KiB lo
   );
   const message = event.message ?? '';
   t.log(`event (count ${event.count}): ${message.slice(0, 200)}…`);
-  t.regex(message, /^failed to initialize node: InstanceMetadata: instance lookup failed Normal {2}Synced {2}Node synced successfully \\u001b\[2J\\u202egnp\.exe x+ \.\.\.$/);
+  t.regex(
+    message,
+    /^failed to initialize node: InstanceMetadata: instance lookup failed Normal {2}Synced {2}Node synced successfully \\u001b\[2J\\u202egnp\.exe x+ \.\.\.$/,
+  );
   t.is(Buffer.byteLength(message), MAX_MESSAGE_BYTES, 'truncated to 1024 bytes');
   const node = await core.readNode({ name });
-  t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED), 'the uninitialized taint stays');
+  t.true(
+    (node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED),
+    'the uninitialized taint stays',
+  );
   t.falsy(node.spec?.providerID, 'no providerID');
 });
 
@@ -224,6 +235,9 @@ for (const mode of ['invalid-argument', 'unimplemented'] as const) {
     );
     t.regex(event.message ?? '', mode === 'invalid-argument' ? /refuses to look up/ : /does not implement InstanceMetadata/);
     const node = await core.readNode({ name });
-    t.true((node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED), 'the uninitialized taint stays');
+    t.true(
+      (node.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED),
+      'the uninitialized taint stays',
+    );
   });
 }

@@ -10,7 +10,14 @@ import { randomBytes } from 'node:crypto';
 import type { Agent, ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import test from 'ava';
-import { CoreV1Api, type V1ConfigMap, type V1ConfigMapList, type V1SelfSubjectReview, type V1Secret, type V1SecretList } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  type V1ConfigMap,
+  type V1ConfigMapList,
+  type V1SelfSubjectReview,
+  type V1Secret,
+  type V1SecretList,
+} from '@kubernetes/client-node';
 import { makeClients } from '../../host/kube/client.js';
 import { ConnectionPool } from '../../host/kube/connections.js';
 import { InformerFactory, type ResourceSpec } from '../../host/kube/informer-factory.js';
@@ -43,12 +50,19 @@ test('clients with different tokens sharing one pool send their requests over on
   const observed = observeRequests((r) => r.getHeader('user-agent') === userAgent);
   t.teardown(() => observed.stop());
   const whoami = async (clients: typeof admin) =>
-    (await clients.rest.request<V1SelfSubjectReview>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } })).status?.userInfo?.username;
+    (
+      await clients.rest.request<V1SelfSubjectReview>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      })
+    ).status?.userInfo?.username;
   const users: (string | undefined)[] = [];
   for (let i = 0; i < 50; i++) users.push(await whoami(i % 2 ? host : admin));
   const adminUser = users[0];
   t.not(adminUser, HOST_USER);
-  t.deepEqual(users, users.map((_, i) => (i % 2 ? HOST_USER : adminUser)));
+  t.deepEqual(
+    users,
+    users.map((_, i) => (i % 2 ? HOST_USER : adminUser)),
+  );
   t.is(observed.seen.length, 50);
   t.is(new Set(observed.seen.map((s) => s.socket)).size, 1, 'one connection for all requests');
 });
@@ -61,7 +75,12 @@ test('informer watches go over the pool: one keep-alive watch agent, apart from 
   const namespace = `kube-connections-it-${randomBytes(4).toString('hex')}`;
   const admin = kc.makeApiClient(CoreV1Api);
   await admin.createNamespace({ body: { metadata: { name: namespace } } });
-  t.teardown(() => admin.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
+  t.teardown(() =>
+    admin.deleteNamespace({ name: namespace }).then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
   const observed = observeRequests((r) => r.path.startsWith(`/api/v1/namespaces/${namespace}/`) || r.getHeader('user-agent') === userAgent);
   t.teardown(() => observed.stop());
 
@@ -86,15 +105,21 @@ test('informer watches go over the pool: one keep-alive watch agent, apart from 
   await waitFor(() => cmInformer.get(`${namespace}/probe`), { what: 'the watch delivers the ConfigMap', timeoutMs: 30_000 });
   const isWatch = (s: { path: string }) => s.path.includes('watch=true');
   // The first watch of each resource, once it has its connection.
-  const watches = await waitFor(() => {
-    const w = ['configmaps', 'secrets'].map((r) => observed.seen.find((s) => isWatch(s) && s.path.includes(`/${r}?`)));
-    return w.every((x) => x?.socket) ? (w as { socket: Socket; agent: Agent }[]) : undefined;
-  }, { what: 'both watches on their connections', timeoutMs: 30_000 });
+  const watches = await waitFor(
+    () => {
+      const w = ['configmaps', 'secrets'].map((r) => observed.seen.find((s) => isWatch(s) && s.path.includes(`/${r}?`)));
+      return w.every((x) => x?.socket) ? (w as { socket: Socket; agent: Agent }[]) : undefined;
+    },
+    { what: 'both watches on their connections', timeoutMs: 30_000 },
+  );
   const requests = observed.seen.filter((s) => !isWatch(s));
   t.is(new Set(watches.map((w) => w.agent)).size, 1, 'both watches use one agent');
   const watchAgent = watches[0]!.agent as Agent & { keepAlive: boolean };
   t.true(watchAgent.keepAlive);
-  t.false(requests.some((r) => r.agent === watchAgent), 'requests do not use the watch agent');
+  t.false(
+    requests.some((r) => r.agent === watchAgent),
+    'requests do not use the watch agent',
+  );
   t.not(watches[0]!.socket, watches[1]!.socket);
 });
 
@@ -108,7 +133,9 @@ test('requests with a body are framed on reused connections: 40 concurrent condi
   t.teardown(() => Promise.all(nodes.map((n) => admin.deleteNode({ name: n.metadata!.name! }).catch(() => undefined))));
   // A DELETE body sent without Content-Length was read by the API server as the next request (HTTP 400).
   const results = await Promise.allSettled(
-    nodes.map((n) => core.deleteNode({ name: n.metadata!.name!, body: { preconditions: { uid: n.metadata!.uid, resourceVersion: n.metadata!.resourceVersion } } })),
+    nodes.map((n) =>
+      core.deleteNode({ name: n.metadata!.name!, body: { preconditions: { uid: n.metadata!.uid, resourceVersion: n.metadata!.resourceVersion } } }),
+    ),
   );
   t.deepEqual(
     results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : [])),

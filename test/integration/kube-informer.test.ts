@@ -61,7 +61,10 @@ class Recorder implements InformerHandler<V1ConfigMap> {
   }
   /** Calls since index `from`, as sorted `type name` strings. */
   summary(from = 0): string[] {
-    return this.calls.slice(from).map((c) => `${c.type} ${c.name}`).sort();
+    return this.calls
+      .slice(from)
+      .map((c) => `${c.type} ${c.name}`)
+      .sort();
   }
   find(type: Call['type'], name: string): Call | undefined {
     return this.calls.find((c) => c.type === type && c.name === name);
@@ -141,18 +144,31 @@ test('initial sync: objects that exist before start() arrive as adds; hasSynced 
   inf.start();
   t.true(await inf.waitForSync(undefined, 30_000));
   t.true(inf.hasSynced());
-  t.deepEqual(rec.summary(), names.map((n) => `add ${s.name(n)}`));
+  t.deepEqual(
+    rec.summary(),
+    names.map((n) => `add ${s.name(n)}`),
+  );
   const a = inf.get(`${t.context.ns}/${s.name('a')}`);
   t.is(a?.data?.v, 'a');
   t.is(a?.kind, 'ConfigMap', 'list items get their kind from the list');
   t.is(a?.apiVersion, 'v1');
-  t.deepEqual(inf.list().map((o) => o.metadata?.name).sort(), names.map(s.name));
+  t.deepEqual(
+    inf
+      .list()
+      .map((o) => o.metadata?.name)
+      .sort(),
+    names.map(s.name),
+  );
   // Already synced: resolves true at once, whatever the signal says.
   t.true(await inf.waitForSync(AbortSignal.abort()));
 
   const late = new Recorder();
   inf.addEventHandler(late);
-  t.deepEqual(late.summary(), names.map((n) => `add ${s.name(n)}`), 'a handler added later gets the cache as adds');
+  t.deepEqual(
+    late.summary(),
+    names.map((n) => `add ${s.name(n)}`),
+    'a handler added later gets the cache as adds',
+  );
 });
 
 test('waitForSync returns false on abort or timeout while the list keeps failing', async (t) => {
@@ -208,7 +224,11 @@ test('add, update (old and new object) and delete (last known object) from the w
   t.is(inf.get(key), undefined);
 
   await delay(SETTLE_MS);
-  t.deepEqual(rec.calls.map((c) => c.type), ['add', 'update', 'delete'], 'nothing else was reported');
+  t.deepEqual(
+    rec.calls.map((c) => c.type),
+    ['add', 'update', 'delete'],
+    'nothing else was reported',
+  );
 });
 
 test('a list that fails the first N times is retried with backoff and the informer syncs anyway', async (t) => {
@@ -273,7 +293,13 @@ test('stop() then changes then start(): exactly the differences are reported, no
   const del = rec.find('delete', s.name('del'))!;
   t.is(del.obj.metadata?.uid, delObj?.metadata?.uid, 'delete carries the last cached object');
   t.is(del.obj.data?.v, '1');
-  t.deepEqual(inf.list().map((o) => o.metadata?.name).sort(), ['keep', 'new', 'upd'].map(s.name).sort());
+  t.deepEqual(
+    inf
+      .list()
+      .map((o) => o.metadata?.name)
+      .sort(),
+    ['keep', 'new', 'upd'].map(s.name).sort(),
+  );
 
   // Watching again after the restart.
   await s.setData('keep', { v: '2' });
@@ -310,14 +336,15 @@ test('a handler that throws does not keep other handlers or later events from be
   await rec.waitFor('add', s.name('b'));
   await s.remove('a');
   await rec.waitFor('delete', s.name('a'));
-  t.deepEqual(rec.calls.map((c) => `${c.type} ${c.name}`), [
-    `add ${s.name('a')}`,
-    `update ${s.name('a')}`,
-    `add ${s.name('b')}`,
-    `delete ${s.name('a')}`,
-  ]);
+  t.deepEqual(
+    rec.calls.map((c) => `${c.type} ${c.name}`),
+    [`add ${s.name('a')}`, `update ${s.name('a')}`, `add ${s.name('b')}`, `delete ${s.name('a')}`],
+  );
   t.is(thrown, 8, 'both throwing handlers were called for every event');
-  t.deepEqual(inf.list().map((o) => o.metadata?.name), [s.name('b')]);
+  t.deepEqual(
+    inf.list().map((o) => o.metadata?.name),
+    [s.name('b')],
+  );
 });
 
 test('label selector: objects outside it never appear; leaving it is a delete, entering it an add', async (t) => {
@@ -340,7 +367,13 @@ test('label selector: objects outside it never appear; leaving it is a delete, e
   await rec.waitFor('add', s.name('in-2'));
   await delay(SETTLE_MS);
   t.deepEqual(rec.summary(), [`add ${s.name('in-1')}`, `add ${s.name('in-2')}`]);
-  t.deepEqual(inf.list().map((o) => o.metadata?.name).sort(), [s.name('in-1'), s.name('in-2')]);
+  t.deepEqual(
+    inf
+      .list()
+      .map((o) => o.metadata?.name)
+      .sort(),
+    [s.name('in-1'), s.name('in-2')],
+  );
 
   // Relabelling moves objects across the selector's edge.
   await s.setLabels('in-1', other);
@@ -350,7 +383,13 @@ test('label selector: objects outside it never appear; leaving it is a delete, e
   await delay(SETTLE_MS);
   t.deepEqual(rec.summary(), [`add ${s.name('in-1')}`, `add ${s.name('in-2')}`, `add ${s.name('out-3')}`, `delete ${s.name('in-1')}`].sort());
   t.false(rec.calls.some((c) => c.name === s.name('out-1') || c.name === s.name('out-2')));
-  t.deepEqual(inf.list().map((o) => o.metadata?.name).sort(), [s.name('in-2'), s.name('out-3')]);
+  t.deepEqual(
+    inf
+      .list()
+      .map((o) => o.metadata?.name)
+      .sort(),
+    [s.name('in-2'), s.name('out-3')],
+  );
 });
 
 test('transform: applied to listed and watched objects before they are cached or handed to handlers', async (t) => {
@@ -368,8 +407,14 @@ test('transform: applied to listed and watched objects before they are cached or
   await rec.waitFor('update', s.name('listed'));
   await s.remove('watched');
   await rec.waitFor('delete', s.name('watched'));
-  t.deepEqual(rec.calls.filter((c) => c.obj.metadata?.managedFields).map((c) => `${c.type} ${c.name}`), []);
-  t.deepEqual(inf.list().map((o) => [o.metadata?.name, o.metadata?.managedFields]), [[s.name('listed'), undefined]]);
+  t.deepEqual(
+    rec.calls.filter((c) => c.obj.metadata?.managedFields).map((c) => `${c.type} ${c.name}`),
+    [],
+  );
+  t.deepEqual(
+    inf.list().map((o) => [o.metadata?.name, o.metadata?.managedFields]),
+    [[s.name('listed'), undefined]],
+  );
 });
 
 test('resync: every resyncPeriodMs each cached object is handed to onUpdate as both old and new (client-go resync)', async (t) => {

@@ -53,16 +53,36 @@ test.serial('tainted nodes with cloud instances are initialized: providerID, lab
   const { dir, core } = t.context;
   const names = ['init-a', 'init-b', 'init-c'];
   for (const [i, name] of names.entries()) {
-    await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--zone', `zone-${i}`, '--region', 'region-x', '--type', 'm.large', '--address', `127.0.1.${i + 1}`, '--address', `ExternalIP=127.0.2.${i + 1}`, '--label', 'example.com/pool=blue');
+    await localcloud(
+      join(dir, 'cloud'),
+      'instance',
+      'add',
+      name,
+      '--zone',
+      `zone-${i}`,
+      '--region',
+      'region-x',
+      '--type',
+      'm.large',
+      '--address',
+      `127.0.1.${i + 1}`,
+      '--address',
+      `ExternalIP=127.0.2.${i + 1}`,
+      '--label',
+      'example.com/pool=blue',
+    );
   }
   const instances = JSON.parse(await localcloud(join(dir, 'cloud'), 'instance', 'list', '-o', 'json')) as { name: string; id: string }[];
   for (const name of names) await registerNode(core, name);
 
   for (const [i, name] of names.entries()) {
-    const node = await waitFor(async () => {
-      const n = await core.readNode({ name });
-      return initialized(n) ? n : undefined;
-    }, { what: `node ${name} initialized` });
+    const node = await waitFor(
+      async () => {
+        const n = await core.readNode({ name });
+        return initialized(n) ? n : undefined;
+      },
+      { what: `node ${name} initialized` },
+    );
     const id = instances.find((x) => x.name === name)?.id;
     t.is(node.spec?.providerID, `local://${id}`);
     const labels = node.metadata?.labels ?? {};
@@ -72,41 +92,56 @@ test.serial('tainted nodes with cloud instances are initialized: providerID, lab
     t.is(labels['node.kubernetes.io/instance-type'], 'm.large');
     t.is(labels['beta.kubernetes.io/instance-type'], 'm.large');
     t.is(labels['example.com/pool'], 'blue');
-    const addrs = await waitFor(async () => {
-      const n = await core.readNode({ name });
-      const a = n.status?.addresses ?? [];
-      return a.some((x) => x.type === 'InternalIP') ? a : undefined;
-    }, { what: `addresses of ${name}` });
+    const addrs = await waitFor(
+      async () => {
+        const n = await core.readNode({ name });
+        const a = n.status?.addresses ?? [];
+        return a.some((x) => x.type === 'InternalIP') ? a : undefined;
+      },
+      { what: `addresses of ${name}` },
+    );
     t.true(addrs.some((a) => a.type === 'InternalIP' && a.address === `127.0.1.${i + 1}`));
     t.true(addrs.some((a) => a.type === 'ExternalIP' && a.address === `127.0.2.${i + 1}`));
-    t.true(addrs.some((a) => a.type === 'Hostname' && a.address === name), 'the kubelet hostname address is kept');
-    const events = await waitFor(async () => {
-      const ev = await nodeEvents(core, name);
-      return ev.some((e) => e.reason === 'Synced') ? ev : undefined;
-    }, { what: `Synced event for ${name}` });
+    t.true(
+      addrs.some((a) => a.type === 'Hostname' && a.address === name),
+      'the kubelet hostname address is kept',
+    );
+    const events = await waitFor(
+      async () => {
+        const ev = await nodeEvents(core, name);
+        return ev.some((e) => e.reason === 'Synced') ? ev : undefined;
+      },
+      { what: `Synced event for ${name}` },
+    );
     t.true(events.some((e) => e.type === 'Normal' && e.reason === 'Synced'));
   }
 });
 
-test.serial('a node whose instance the cloud does not know keeps its taint and gets a Warning event; it initializes once the instance exists', async (t) => {
-  const { dir, core } = t.context;
-  const name = 'unknown-instance';
-  await registerNode(core, name);
-  const warning = await waitFor(async () => (await nodeEvents(core, name)).find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode'), {
-    what: 'Warning event FailedToSyncNode',
-  });
-  t.regex(warning.message ?? '', /no instance/);
-  const still = await core.readNode({ name });
-  t.false(initialized(still), 'taint stays while the cloud has no instance');
-  t.falsy(still.spec?.providerID);
+test.serial(
+  'a node whose instance the cloud does not know keeps its taint and gets a Warning event; it initializes once the instance exists',
+  async (t) => {
+    const { dir, core } = t.context;
+    const name = 'unknown-instance';
+    await registerNode(core, name);
+    const warning = await waitFor(async () => (await nodeEvents(core, name)).find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode'), {
+      what: 'Warning event FailedToSyncNode',
+    });
+    t.regex(warning.message ?? '', /no instance/);
+    const still = await core.readNode({ name });
+    t.false(initialized(still), 'taint stays while the cloud has no instance');
+    t.falsy(still.spec?.providerID);
 
-  await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--address', '127.0.1.50');
-  const node = await waitFor(async () => {
-    const n = await core.readNode({ name });
-    return initialized(n) ? n : undefined;
-  }, { what: 'node initialized after the instance appeared', timeoutMs: 120_000 });
-  t.regex(node.spec?.providerID ?? '', /^local:\/\/i-/);
-});
+    await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--address', '127.0.1.50');
+    const node = await waitFor(
+      async () => {
+        const n = await core.readNode({ name });
+        return initialized(n) ? n : undefined;
+      },
+      { what: 'node initialized after the instance appeared', timeoutMs: 120_000 },
+    );
+    t.regex(node.spec?.providerID ?? '', /^local:\/\/i-/);
+  },
+);
 
 test.serial('a node registered while the plugin is down is initialized after the plugin restarts', async (t) => {
   const { dir, host, core } = t.context;
@@ -117,10 +152,13 @@ test.serial('a node registered while the plugin is down is initialized after the
   process.kill(pid!, 'SIGKILL');
   await waitFor(() => host.supervisor.state !== 'ready', { what: 'plugin marked not ready' });
   await registerNode(core, name);
-  const node = await waitFor(async () => {
-    const n = await core.readNode({ name });
-    return initialized(n) ? n : undefined;
-  }, { what: 'node initialized after plugin restart', timeoutMs: 120_000 });
+  const node = await waitFor(
+    async () => {
+      const n = await core.readNode({ name });
+      return initialized(n) ? n : undefined;
+    },
+    { what: 'node initialized after plugin restart', timeoutMs: 120_000 },
+  );
   t.regex(node.spec?.providerID ?? '', /^local:\/\//);
   t.not(host.supervisor.pid, pid, 'a new plugin process serves');
   t.true(host.supervisor.restartCount >= 1);
@@ -145,7 +183,10 @@ test.serial("a cloud that reports no addresses leaves the kubelet's addresses al
   const { dir, core } = t.context;
   const name = 'no-cloud-addresses';
   await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--no-addresses', '--zone', 'zone-n');
-  const kubelet = [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.1.80' }];
+  const kubelet = [
+    { type: 'Hostname', address: name },
+    { type: 'InternalIP', address: '127.0.1.80' },
+  ];
   await core.createNode({
     body: {
       metadata: { name, labels: { ...scope.labels, 'kubernetes.io/hostname': name } },
@@ -153,37 +194,62 @@ test.serial("a cloud that reports no addresses leaves the kubelet's addresses al
       status: { addresses: kubelet },
     },
   });
-  const node = await waitFor(async () => {
-    const n = await core.readNode({ name });
-    return initialized(n) ? n : undefined;
-  }, { what: `node ${name} initialized` });
+  const node = await waitFor(
+    async () => {
+      const n = await core.readNode({ name });
+      return initialized(n) ? n : undefined;
+    },
+    { what: `node ${name} initialized` },
+  );
   t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], 'zone-n', 'initialized from the cloud');
-  t.deepEqual((node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })), kubelet, "the kubelet's InternalIP is kept");
+  t.deepEqual(
+    (node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })),
+    kubelet,
+    "the kubelet's InternalIP is kept",
+  );
 });
 
-test.serial('provided-node-ip (kubelet --node-ip): that IP is the first and only InternalIP, whatever the family (upstream drops fd00::12 too)', async (t) => {
-  const { dir, core } = t.context;
-  const name = 'provided-node-ip';
-  const cloud = ['fd00::12', '127.0.1.111', '127.0.1.112', 'ExternalIP=127.0.2.112'];
-  await localcloud(join(dir, 'cloud'), 'instance', 'add', name, ...cloud.flatMap((a) => ['--address', a]));
-  await core.createNode({
-    body: {
-      metadata: { name, labels: { ...scope.labels, 'kubernetes.io/hostname': name }, annotations: { 'alpha.kubernetes.io/provided-node-ip': '127.0.1.112' } },
-      spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-      status: { addresses: [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.1.112' }] },
-    },
-  });
-  const node = await waitFor(async () => {
-    const n = await core.readNode({ name });
-    return initialized(n) ? n : undefined;
-  }, { what: `node ${name} initialized` });
-  const want = [
-    { type: 'InternalIP', address: '127.0.1.112' },
-    { type: 'ExternalIP', address: '127.0.2.112' },
-    { type: 'Hostname', address: name },
-  ];
-  t.deepEqual((node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })), want);
-});
+test.serial(
+  'provided-node-ip (kubelet --node-ip): that IP is the first and only InternalIP, whatever the family (upstream drops fd00::12 too)',
+  async (t) => {
+    const { dir, core } = t.context;
+    const name = 'provided-node-ip';
+    const cloud = ['fd00::12', '127.0.1.111', '127.0.1.112', 'ExternalIP=127.0.2.112'];
+    await localcloud(join(dir, 'cloud'), 'instance', 'add', name, ...cloud.flatMap((a) => ['--address', a]));
+    await core.createNode({
+      body: {
+        metadata: {
+          name,
+          labels: { ...scope.labels, 'kubernetes.io/hostname': name },
+          annotations: { 'alpha.kubernetes.io/provided-node-ip': '127.0.1.112' },
+        },
+        spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+        status: {
+          addresses: [
+            { type: 'Hostname', address: name },
+            { type: 'InternalIP', address: '127.0.1.112' },
+          ],
+        },
+      },
+    });
+    const node = await waitFor(
+      async () => {
+        const n = await core.readNode({ name });
+        return initialized(n) ? n : undefined;
+      },
+      { what: `node ${name} initialized` },
+    );
+    const want = [
+      { type: 'InternalIP', address: '127.0.1.112' },
+      { type: 'ExternalIP', address: '127.0.2.112' },
+      { type: 'Hostname', address: name },
+    ];
+    t.deepEqual(
+      (node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })),
+      want,
+    );
+  },
+);
 
 test.serial('the address refresh runs as soon as the host starts, not one period later (upstream runs it at once)', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-node-refresh-it-'));
@@ -191,38 +257,62 @@ test.serial('the address refresh runs as soon as the host starts, not one period
   const name = 'refresh-at-start';
   const [id] = (await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--address', '127.0.1.90')).split(' ');
   const { core } = t.context;
-  await core.createNode({ body: { metadata: { name, labels: { ...refreshScope.labels, 'kubernetes.io/hostname': name } }, spec: { providerID: `local://${id}` } } });
-  await patchNodeStatus(core, name, { status: { addresses: [{ type: 'Hostname', address: name }, { type: 'InternalIP', address: '127.0.9.9' }] } }, 'merge');
+  await core.createNode({
+    body: { metadata: { name, labels: { ...refreshScope.labels, 'kubernetes.io/hostname': name } }, spec: { providerID: `local://${id}` } },
+  });
+  await patchNodeStatus(
+    core,
+    name,
+    {
+      status: {
+        addresses: [
+          { type: 'Hostname', address: name },
+          { type: 'InternalIP', address: '127.0.9.9' },
+        ],
+      },
+    },
+    'merge',
+  );
   // A period far longer than the wait: only a pass at start can update the address in time.
-  const host = await startTestHost(dir, ['--controllers=cloud-node', '--node-status-update-frequency=1h', `--node-selector=${refreshScope.selector}`]);
+  const host = await startTestHost(dir, [
+    '--controllers=cloud-node',
+    '--node-status-update-frequency=1h',
+    `--node-selector=${refreshScope.selector}`,
+  ]);
   try {
-    await waitFor(async () => ((await core.readNode({ name })).status?.addresses ?? []).some((a) => a.type === 'InternalIP' && a.address === '127.0.1.90'), {
-      what: `the cloud's InternalIP on ${name} right after the host started`,
-      log: host.logPath,
-    });
+    await waitFor(
+      async () => ((await core.readNode({ name })).status?.addresses ?? []).some((a) => a.type === 'InternalIP' && a.address === '127.0.1.90'),
+      {
+        what: `the cloud's InternalIP on ${name} right after the host started`,
+        log: host.logPath,
+      },
+    );
     t.pass();
   } finally {
     await host.stop();
   }
 });
 
-test.serial('--min-resync-period: the informers hand every node to the controller again each period, without any change (upstream resync)', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-node-resync-it-'));
-  const resyncScope = testScope('nodectl-resync');
-  const name = 'resync-node';
-  const { core } = t.context;
-  await core.createNode({ body: { metadata: { name, labels: { ...resyncScope.labels, 'kubernetes.io/hostname': name } } } });
-  const host = await startTestHost(dir, ['--controllers=cloud-node', '--min-resync-period=1s', `--node-selector=${resyncScope.selector}`]);
-  const adds = async () => {
-    const metric = await host.metrics.registry.getSingleMetric('workqueue_adds_total')!.get();
-    return metric.values.find((v) => v.labels.name === 'Nodes')?.value ?? 0;
-  };
-  try {
-    await waitFor(async () => (await adds()) >= 1, { what: 'the node added to the queue', log: host.logPath });
-    const first = await adds();
-    await waitFor(async () => (await adds()) >= first + 2, { what: 'two resyncs of the unchanged node', log: host.logPath });
-    t.pass();
-  } finally {
-    await host.stop();
-  }
-});
+test.serial(
+  '--min-resync-period: the informers hand every node to the controller again each period, without any change (upstream resync)',
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ccm-node-resync-it-'));
+    const resyncScope = testScope('nodectl-resync');
+    const name = 'resync-node';
+    const { core } = t.context;
+    await core.createNode({ body: { metadata: { name, labels: { ...resyncScope.labels, 'kubernetes.io/hostname': name } } } });
+    const host = await startTestHost(dir, ['--controllers=cloud-node', '--min-resync-period=1s', `--node-selector=${resyncScope.selector}`]);
+    const adds = async () => {
+      const metric = await host.metrics.registry.getSingleMetric('workqueue_adds_total')!.get();
+      return metric.values.find((v) => v.labels.name === 'Nodes')?.value ?? 0;
+    };
+    try {
+      await waitFor(async () => (await adds()) >= 1, { what: 'the node added to the queue', log: host.logPath });
+      const first = await adds();
+      await waitFor(async () => (await adds()) >= first + 2, { what: 'two resyncs of the unchanged node', log: host.logPath });
+      t.pass();
+    } finally {
+      await host.stop();
+    }
+  },
+);

@@ -42,16 +42,22 @@ const CASES: { name: string; listen: 'tcp' | 'external'; allow: { tcp?: boolean;
     name: 'a TCP handshake is refused by default',
     listen: 'tcp',
     allow: {},
-    refused: /^refusing the plugin's handshake: it names TCP address 127\.0\.0\.1:\d+, and only Unix sockets are accepted: make the plugin listen on CCM_PLUGIN_ENDPOINT \(the SDKs do\), or start the host with --plugin-allow-tcp$/,
+    refused:
+      /^refusing the plugin's handshake: it names TCP address 127\.0\.0\.1:\d+, and only Unix sockets are accepted: make the plugin listen on CCM_PLUGIN_ENDPOINT \(the SDKs do\), or start the host with --plugin-allow-tcp$/,
   },
   { name: 'a TCP handshake is accepted with --plugin-allow-tcp', listen: 'tcp', allow: { tcp: true } },
   {
     name: 'a socket outside the private directory is refused by default, even with --plugin-allow-tcp',
     listen: 'external',
     allow: { tcp: true },
-    refused: /^refusing the plugin's handshake: it names socket \/.*\/ext\.sock, outside the host's private directory: make the plugin listen on CCM_PLUGIN_ENDPOINT \(\/.*\/provider\.sock\), or start the host with --plugin-allow-external-socket$/,
+    refused:
+      /^refusing the plugin's handshake: it names socket \/.*\/ext\.sock, outside the host's private directory: make the plugin listen on CCM_PLUGIN_ENDPOINT \(\/.*\/provider\.sock\), or start the host with --plugin-allow-external-socket$/,
   },
-  { name: 'a socket outside the private directory is accepted with --plugin-allow-external-socket', listen: 'external', allow: { externalSocket: true } },
+  {
+    name: 'a socket outside the private directory is accepted with --plugin-allow-external-socket',
+    listen: 'external',
+    allow: { externalSocket: true },
+  },
 ];
 
 for (const c of CASES) {
@@ -99,7 +105,10 @@ test('the flags reach the plugin start: the host refuses a TCP plugin without --
     if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
     assertNodeScoped(parsed.config);
     const logPath = join(dir, 'host.log');
-    return checkForbiddenOnStop(await startHost(parsed.config, { log: createLogger({ destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }), logPath);
+    return checkForbiddenOnStop(
+      await startHost(parsed.config, { log: createLogger({ destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }),
+      logPath,
+    );
   };
   const err = await t.throwsAsync(start([]));
   t.regex(err!.message, /only Unix sockets are accepted: .*--plugin-allow-tcp/);

@@ -73,7 +73,7 @@ test('the plugin gets only the allowlisted environment, the --plugin-env entries
   const extra = Object.keys(env).filter((k) => !allowed.has(k) && !k.startsWith('CCM_PLUGIN_'));
   t.deepEqual(extra, []);
   t.is(env.CCM_TEST_PASSED, 'passed-by-name');
-  t.false("CCM_TEST_CANARY_SECRET" in env);
+  t.false('CCM_TEST_CANARY_SECRET' in env);
   t.false(JSON.stringify(env).includes('canary-do-not-pass'));
   for (const k of ['CCM_PLUGIN_MAGIC_COOKIE', 'CCM_PLUGIN_ENDPOINT', 'CCM_PLUGIN_INSTANCE_ID', 'CCM_PLUGIN_PROTOCOL_VERSIONS']) t.truthy(env[k], k);
 });
@@ -120,11 +120,18 @@ test('exec mode: the socket is 0600 in a 0700 directory, refused to other users,
   t.is((await stat(dirname(target))).mode & 0o777, 0o700);
   if (isRoot) {
     // Another user cannot even reach the socket (the directory is 0700).
-    const r = await execa(process.execPath, ['-e', `require('net').connect(${JSON.stringify(target)}).on('error', e => { console.log(e.code); process.exit(0) }).on('connect', () => { console.log('CONNECTED'); process.exit(0) })`], {
-      uid: OTHER_UID,
-      gid: OTHER_UID,
-      reject: false,
-    });
+    const r = await execa(
+      process.execPath,
+      [
+        '-e',
+        `require('net').connect(${JSON.stringify(target)}).on('error', e => { console.log(e.code); process.exit(0) }).on('connect', () => { console.log('CONNECTED'); process.exit(0) })`,
+      ],
+      {
+        uid: OTHER_UID,
+        gid: OTHER_UID,
+        reject: false,
+      },
+    );
     t.is(r.stdout.trim(), 'EACCES');
   }
   await s.stop();
@@ -218,12 +225,20 @@ test('sidecar mode: a stale socket file from a killed provider is replaced at st
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const path = join(dir, 'provider.sock');
   // A provider that is SIGKILLed leaves its socket file behind.
-  const first = execa(process.execPath, [ECHO, `--endpoint=unix://${path}`], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
+  const first = execa(process.execPath, [ECHO, `--endpoint=unix://${path}`], {
+    reject: false,
+    env: { PATH: process.env.PATH ?? '' },
+    extendEnv: false,
+  });
   await waitForFile(path);
   first.kill('SIGKILL');
   await first;
   t.true((await lstat(path)).isSocket(), 'stale socket left behind');
-  const second = execa(process.execPath, [ECHO, `--endpoint=unix://${path}`], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
+  const second = execa(process.execPath, [ECHO, `--endpoint=unix://${path}`], {
+    reject: false,
+    env: { PATH: process.env.PATH ?? '' },
+    extendEnv: false,
+  });
   const s = supervisor({ kind: 'socket', endpoint: `unix://${path}` });
   await s.start();
   t.is((await lstat(path)).mode & 0o777, 0o600);
@@ -261,7 +276,12 @@ test('every call carries the caller identity; mutations are refused locally whil
   const conn = s.connection();
   const req = EnsureLoadBalancerRequest.fromPartial({
     meta: { clusterName: 'caller' },
-    service: { uid: 'uid-caller', namespace: 'default', name: 'svc', ports: [{ name: 'p', protocol: Protocol.PROTOCOL_TCP, port: 80, nodePort: 30080 }] },
+    service: {
+      uid: 'uid-caller',
+      namespace: 'default',
+      name: 'svc',
+      ports: [{ name: 'p', protocol: Protocol.PROTOCOL_TCP, port: 80, nodePort: 30080 }],
+    },
   });
   const err = await t.throwsAsync(conn.unary(conn.loadBalancers, 'EnsureLoadBalancer', req, 5000));
   t.true(err instanceof PluginUnavailableError);
@@ -270,10 +290,13 @@ test('every call carries the caller identity; mutations are refused locally whil
   refuse = undefined;
   await conn.unary(conn.loadBalancers, 'EnsureLoadBalancer', req, 5000);
   const entries = await readJournal(state);
-  t.deepEqual(entries.map((e) => [e.method, e.caller]), [
-    ['loadBalancers.getLoadBalancer', 'replica-1_abc'],
-    ['loadBalancers.ensureLoadBalancer', 'replica-1_abc'],
-  ]);
+  t.deepEqual(
+    entries.map((e) => [e.method, e.caller]),
+    [
+      ['loadBalancers.getLoadBalancer', 'replica-1_abc'],
+      ['loadBalancers.ensureLoadBalancer', 'replica-1_abc'],
+    ],
+  );
 });
 
 /** Runs the host binary with `args` until it exits (as `uid` when given); start-up errors go to its stderr. */

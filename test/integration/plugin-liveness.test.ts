@@ -86,7 +86,11 @@ for (const c of holders) {
     const holder = await pidFrom(holderPidFile);
     t.true(await running(holder), 'the holder runs alongside the plugin');
     await writeFile(exitFile, '');
-    await waitFor(() => (s.state === 'ready' && s.pid !== firstPid) || undefined, { what: 'the plugin restarted after its exit', timeoutMs: 60_000, intervalMs: 100 });
+    await waitFor(() => (s.state === 'ready' && s.pid !== firstPid) || undefined, {
+      what: 'the plugin restarted after its exit',
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
     t.false(await running(firstPid), 'the first plugin process is gone');
     t.false(await running(holder), 'the process it left holding its pipes was killed');
     t.false(existsSync(firstDir), "the first process's socket directory was removed");
@@ -164,8 +168,12 @@ test('a SIGKILLed host cannot clean up: the next host to start kills what its pl
   await first.host.kill();
   t.true(await running(holder), 'nothing killed the holder with its host');
   const next = await hostWithBadProvider(t, 'liveness-next', []);
-  await waitFor(async () => !(await running(holder)) || undefined, { what: 'the holder killed by the next host', timeoutMs: 60_000, log: next.logPath });
-  t.deepEqual(await processesWithEnv(tag), [], 'no process of the killed host\'s plugin survives');
+  await waitFor(async () => !(await running(holder)) || undefined, {
+    what: 'the holder killed by the next host',
+    timeoutMs: 60_000,
+    log: next.logPath,
+  });
+  t.deepEqual(await processesWithEnv(tag), [], "no process of the killed host's plugin survives");
   t.is(await next.host.stop(), 0);
 });
 
@@ -176,7 +184,12 @@ test('a live plugin whose Probe hangs is killed and restarted within the livenes
   await waitFor(h.pluginReady, { what: '/readyz/plugin ok', timeoutMs: 60_000, log: h.logPath });
   await writeFile(hangFile, '');
   // Bound: two failed checks 10 s apart, each cut by a 5 s deadline, and the kill; generous on top.
-  await waitFor(async () => !(await h.pluginReady()), { what: '/readyz/plugin false once the hung plugin is given up', timeoutMs: 90_000, intervalMs: 200, log: h.logPath });
+  await waitFor(async () => !(await h.pluginReady()), {
+    what: '/readyz/plugin false once the hung plugin is given up',
+    timeoutMs: 90_000,
+    intervalMs: 200,
+    log: h.logPath,
+  });
   await rm(hangFile);
   await waitFor(h.pluginReady, { what: '/readyz/plugin ok again after the restart', timeoutMs: 90_000, intervalMs: 200, log: h.logPath });
   const restarts = Number(/^ccm_plugin_restarts_total\{plugin="bad"\} (\d+)$/m.exec(await h.metrics())?.[1]);

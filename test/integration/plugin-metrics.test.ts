@@ -23,9 +23,10 @@ import { waitFor } from '../helpers/wait.js';
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
 
 /** Lines of `text` for metric `name` (samples and HELP/TYPE). `absent` entries below are whole lines. */
-const linesOf = (text: string, name: string) => text.split('\n').filter((l) => l.startsWith(name) || l.startsWith(`# HELP ${name} `) || l.startsWith(`# TYPE ${name} `));
+const linesOf = (text: string, name: string) =>
+  text.split('\n').filter((l) => l.startsWith(name) || l.startsWith(`# HELP ${name} `) || l.startsWith(`# TYPE ${name} `));
 
-test('the local cloud\'s calls and objects appear on the host\'s /metrics', async (t) => {
+test("the local cloud's calls and objects appear on the host's /metrics", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-plugin-metrics-local-'));
   const host = await startTestHost(dir, ['--controllers=cloud-node', '--node-selector=ccm-test=plugin-metrics-none']);
   t.teardown(() => host.stop());
@@ -35,12 +36,12 @@ test('the local cloud\'s calls and objects appear on the host\'s /metrics', asyn
       const all = await host.metrics.registry.metrics();
       return all.split('\n').includes('localcloud_objects{kind="instances"} 2') ? all : undefined;
     },
-    { what: 'the local cloud\'s metrics', log: host.logPath },
+    { what: "the local cloud's metrics", log: host.logPath },
   );
   t.is(linesOf(text, '# TYPE localcloud_objects').length, 1);
   t.is(linesOf(text, '# TYPE localcloud_calls_total').length, 1);
-  t.is(linesOf(text, '# TYPE process_resident_memory_bytes').length, 1, 'the host\'s own families once');
-  t.true(text.indexOf('process_resident_memory_bytes') < text.indexOf('localcloud_objects'), 'the plugin\'s after the host\'s');
+  t.is(linesOf(text, '# TYPE process_resident_memory_bytes').length, 1, "the host's own families once");
+  t.true(text.indexOf('process_resident_memory_bytes') < text.indexOf('localcloud_objects'), "the plugin's after the host's");
 });
 
 test('valid families are served, shadowing ones dropped, an invalid answer dropped whole; the scrape never fails', async (t) => {
@@ -66,13 +67,15 @@ test('valid families are served, shadowing ones dropped, an invalid answer dropp
   const CASES: { name: string; answer: string; served: string[]; absent: string[]; logged?: RegExp }[] = [
     {
       name: 'a counter and a histogram of its own',
-      answer: '# HELP bad_widgets_total Widgets.\n# TYPE bad_widgets_total counter\nbad_widgets_total{zone="a"} 3\nbad_latency_seconds_bucket{le="+Inf"} 2\nbad_latency_seconds_sum 0.5\nbad_latency_seconds_count 2\n',
+      answer:
+        '# HELP bad_widgets_total Widgets.\n# TYPE bad_widgets_total counter\nbad_widgets_total{zone="a"} 3\nbad_latency_seconds_bucket{le="+Inf"} 2\nbad_latency_seconds_sum 0.5\nbad_latency_seconds_count 2\n',
       served: ['bad_widgets_total{zone="a"} 3', 'bad_latency_seconds_count 2', '# TYPE bad_widgets_total counter'],
       absent: [],
     },
     {
       name: 'families the host serves are dropped, the rest kept',
-      answer: '# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 1\nrest_client_requests_total{code="200",method="GET",host="x"} 9\nbad_gadgets 7\n',
+      answer:
+        '# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 1\nrest_client_requests_total{code="200",method="GET",host="x"} 9\nbad_gadgets 7\n',
       served: ['bad_gadgets 7'],
       absent: ['process_resident_memory_bytes 1', 'rest_client_requests_total{code="200",method="GET",host="x"} 9'],
       logged: /dropping plugin metric families that the host serves itself/,

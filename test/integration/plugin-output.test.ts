@@ -104,14 +104,17 @@ test(`${FLOOD_MIB} MiB without a newline on stdout and stderr and ${FLOOD_LINES}
 
   const peak = await peakRssMiB(host.pid);
   const logBytes = (await stat(logPath)).size;
-  t.log(`host peak RSS ${peak.toFixed(0)} MiB, host log ${(logBytes / MIB).toFixed(2)} MiB, for ${2 * FLOOD_MIB} MiB and ${2 * FLOOD_LINES} lines of plugin output`);
+  t.log(
+    `host peak RSS ${peak.toFixed(0)} MiB, host log ${(logBytes / MIB).toFixed(2)} MiB, for ${2 * FLOOD_MIB} MiB and ${2 * FLOOD_LINES} lines of plugin output`,
+  );
   t.true(process.kill(host.pid, 0), 'the host is still running');
   t.true(peak < MAX_PEAK_RSS_MIB, `peak RSS ${peak} MiB`);
   t.true(logBytes < MAX_LOG_MIB * MIB, `log ${logBytes} bytes`);
   t.true(last.dropped > 0);
 
   const metrics = await scrapeMetrics(port);
-  const counted = (stream: string) => Number(new RegExp(`^ccm_plugin_output_lines_dropped_total\\{plugin="bad",stream="${stream}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+  const counted = (stream: string) =>
+    Number(new RegExp(`^ccm_plugin_output_lines_dropped_total\\{plugin="bad",stream="${stream}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
   t.is(counted('stdout') + counted('stderr'), last.dropped, 'the metric counts every dropped line');
 
   const all = last.all;

@@ -38,7 +38,16 @@ async function startTree(marker: string) {
 test('the group, marked processes in other sessions, and their descendants are found; a snapshot finds an unmarked one after its parent died', async (t) => {
   const marker = `CCM_PLUGIN_INSTANCE_ID=${randomUUID()}`;
   const { leader, pids, tree } = await startTree(marker);
-  t.teardown(() => void [leader.pid!, ...Object.values(pids)].forEach((p) => { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }));
+  t.teardown(
+    () =>
+      void [leader.pid!, ...Object.values(pids)].forEach((p) => {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }),
+  );
   const all = [leader.pid!, pids.inGroup, pids.setsidMarked, pids.setsidCleared];
   t.deepEqual((await findPluginProcesses(tree)).sort(), [...all].sort(), 'every process found while the leader lives');
   const snapshot = new Map((await snapshotPluginProcesses(tree)).map((p) => [p.pid, p.startTime]));

@@ -45,8 +45,16 @@ function supervisor(mode: PluginMode, extra: Partial<ConstructorParameters<typeo
 const node = (name: string) => ({ name, addresses: [], labels: {} });
 
 const startFailures = [
-  { description: 'a handshake for a protocol the host does not speak', mode: 'wrong-version', want: /plugin speaks protocol 9, host speaks 1: upgrade the host/ },
-  { description: 'no handshake within the start timeout (SIGTERM ignored)', mode: 'silent', want: /no handshake within 1500 ms \(--plugin-start-timeout\)/ },
+  {
+    description: 'a handshake for a protocol the host does not speak',
+    mode: 'wrong-version',
+    want: /plugin speaks protocol 9, host speaks 1: upgrade the host/,
+  },
+  {
+    description: 'no handshake within the start timeout (SIGTERM ignored)',
+    mode: 'silent',
+    want: /no handshake within 1500 ms \(--plugin-start-timeout\)/,
+  },
   { description: 'an exit before the handshake', mode: 'crash', want: /exited before its handshake \(exit code 3\)/ },
 ];
 
@@ -69,7 +77,10 @@ test('a plugin that never becomes ready: the error names the start timeout and i
   // Long enough for the handshake even on a loaded machine, so what times out is Probe.
   const sup = supervisor({ kind: 'exec', path: BAD, env: ['BAD_PROVIDER_NEVER_READY=1'] }, { startTimeoutMs: 12_000 });
   const err = await t.throwsAsync(sup.start());
-  t.regex(err!.message, /^plugin did not become ready within the start timeout of 12 s \(--plugin-start-timeout\): Probe (kept answering ready=false|was not answered in time)/);
+  t.regex(
+    err!.message,
+    /^plugin did not become ready within the start timeout of 12 s \(--plugin-start-timeout\): Probe (kept answering ready=false|was not answered in time)/,
+  );
   t.notRegex(err!.message, /Deadline exceeded/);
   t.is(sup.pid, undefined, 'the process was stopped');
 });

@@ -81,11 +81,16 @@ test('planted secrets never appear in logs, events, metrics or error messages', 
     t.teardown(async () => {
       for (const name of [`canary-ok-${id}`, `canary-missing-${id}`]) await core.deleteNode({ name }).catch(() => undefined);
     });
-    await waitFor(async () => !(await core.readNode({ name: `canary-ok-${id}` })).spec?.taints?.some((x) => x.key === UNINITIALIZED), { what: 'node initialized' });
-    await waitFor(async () => {
-      const ev = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=canary-missing-${id}` });
-      return ev.items.some((e) => e.reason === 'FailedToSyncNode');
-    }, { what: 'Warning event for the node without an instance' });
+    await waitFor(async () => !(await core.readNode({ name: `canary-ok-${id}` })).spec?.taints?.some((x) => x.key === UNINITIALIZED), {
+      what: 'node initialized',
+    });
+    await waitFor(
+      async () => {
+        const ev = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=canary-missing-${id}` });
+        return ev.items.some((e) => e.reason === 'FailedToSyncNode');
+      },
+      { what: 'Warning event for the node without an instance' },
+    );
     // What /metrics serves (the test host runs without the HTTP server).
     outputs.metrics = await host.metrics.registry.metrics();
   } finally {
@@ -97,7 +102,9 @@ test('planted secrets never appear in logs, events, metrics or error messages', 
   // The secret left unquoted (a typo): JSON.parse quotes the input around the error.
   await writeFile(badConfig, `{"apiToken": z${cloudCanary.replace(/^CANARY-[a-z]+-/, '')}}`);
   await mkdir(join(dir, 'bad'));
-  const err = await t.throwsAsync(startTestHost(join(dir, 'bad'), ['--controllers=cloud-node', `--node-selector=ccm-test=${label}`, `--cloud-config=${badConfig}`]));
+  const err = await t.throwsAsync(
+    startTestHost(join(dir, 'bad'), ['--controllers=cloud-node', `--node-selector=ccm-test=${label}`, `--cloud-config=${badConfig}`]),
+  );
   t.regex(err!.message, /cloud config is not a JSON object/);
   outputs.startError = err!.message;
 
@@ -161,7 +168,10 @@ test('a provider echoing an INI cloud config into errors and stderr leaks no sec
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   assertNodeScoped(parsed.config);
   const logPath = join(dir, 'host.log');
-  const host = checkForbiddenOnStop(await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }), logPath);
+  const host = checkForbiddenOnStop(
+    await startHost(parsed.config, { log: createLogger({ verbosity: 4, destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }),
+    logPath,
+  );
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   const node = `${scope.prefix}-x1`;
   let events = '';
@@ -169,12 +179,20 @@ test('a provider echoing an INI cloud config into errors and stderr leaks no sec
     await core.createNode({
       body: { metadata: { name: node, labels: scope.labels }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } },
     });
-    t.teardown(() => core.deleteNode({ name: node }).then(() => undefined, () => undefined));
-    await waitFor(async () => {
-      const ev = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${node}` });
-      events = JSON.stringify(ev.items.map((e) => e.message));
-      return events.includes(visible);
-    }, { what: 'a Warning event quoting the echoed config' });
+    t.teardown(() =>
+      core.deleteNode({ name: node }).then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    await waitFor(
+      async () => {
+        const ev = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${node}` });
+        events = JSON.stringify(ev.items.map((e) => e.message));
+        return events.includes(visible);
+      },
+      { what: 'a Warning event quoting the echoed config' },
+    );
   } finally {
     await host.stop();
   }

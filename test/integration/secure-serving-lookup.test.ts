@@ -30,7 +30,14 @@ const test = anyTest as TestFn<{ kc: KubeConfig; dir: string; kcFile: string }>;
 
 test.before(async (t) => {
   const admin = await testKubeConfig();
-  await KubernetesObjectApi.makeApiClient(admin).patch({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...SA } }, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
+  await KubernetesObjectApi.makeApiClient(admin).patch(
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...SA } },
+    undefined,
+    undefined,
+    'ccm-tests',
+    true,
+    PatchStrategy.ServerSideApply,
+  );
   const kc = await serviceAccountKubeConfig(admin, SA);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-secure-lookup-'));
   const kcFile = join(dir, 'no-rights.kubeconfig');
@@ -39,7 +46,12 @@ test.before(async (t) => {
 });
 
 test.after.always(async () => {
-  await (await testKubeConfig()).makeApiClient(CoreV1Api).deleteNamespacedServiceAccount(SA).catch(() => undefined);
+  await (
+    await testKubeConfig()
+  )
+    .makeApiClient(CoreV1Api)
+    .deleteNamespacedServiceAccount(SA)
+    .catch(() => undefined);
 });
 
 /** Starts a host as the no-rights ServiceAccount (or `kubeConfig`) with a secure port. */
@@ -69,7 +81,8 @@ async function forbidden(host: HostHandle): Promise<number> {
 
 test('without the reader Role the host does not start, and says what to bind', async (t) => {
   await t.throwsAsync(start(t, 'strict', []), {
-    message: /cannot read ConfigMap kube-system\/extension-apiserver-authentication: .*403.*Role extension-apiserver-authentication-reader .*--authentication-tolerate-lookup-failure/,
+    message:
+      /cannot read ConfigMap kube-system\/extension-apiserver-authentication: .*403.*Role extension-apiserver-authentication-reader .*--authentication-tolerate-lookup-failure/,
   });
 });
 
@@ -88,13 +101,23 @@ test('--authentication-skip-lookup does not read the ConfigMap', async (t) => {
 });
 
 test('--authentication-kubeconfig is who reviews tokens: one that may not makes every token unauthorized', async (t) => {
-  const { host, port } = await start(t, 'authn-kc', ['--authentication-skip-lookup', `--authentication-kubeconfig=${t.context.kcFile}`], await testKubeConfig());
+  const { host, port } = await start(
+    t,
+    'authn-kc',
+    ['--authentication-skip-lookup', `--authentication-kubeconfig=${t.context.kcFile}`],
+    await testKubeConfig(),
+  );
   t.teardown(() => host.stop());
   t.is((await httpsRequest(`https://127.0.0.1:${port}/metrics`, { insecure: true, token: await scraperToken() })).status, 401);
 });
 
 test('--authorization-kubeconfig is who reviews access: one that may not makes decisions fail (500), not allow', async (t) => {
-  const { host, port } = await start(t, 'authz-kc', ['--authentication-skip-lookup', `--authorization-kubeconfig=${t.context.kcFile}`], await testKubeConfig());
+  const { host, port } = await start(
+    t,
+    'authz-kc',
+    ['--authentication-skip-lookup', `--authorization-kubeconfig=${t.context.kcFile}`],
+    await testKubeConfig(),
+  );
   t.teardown(() => host.stop());
   const r = await httpsRequest(`https://127.0.0.1:${port}/metrics`, { insecure: true, token: await scraperToken() });
   t.is(r.status, 500, r.body);

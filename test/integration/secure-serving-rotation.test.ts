@@ -42,8 +42,12 @@ test('replacing --client-ca-file switches which client certificates are trusted,
   t.teardown(() => server.close());
 
   // system:masters: allowed once authenticated, so the status says only whether the certificate was trusted.
-  const [oldCert, newCert] = await Promise.all([clientCert(oldCa, 'rotation-admin', ['system:masters']), clientCert(newCa, 'rotation-admin', ['system:masters'])]);
-  const metrics = (cert: { cert: string; key: string }) => httpsRequest(`https://127.0.0.1:${server.port}/metrics`, { ca: tls.cert, ...cert }).then((r) => r.status);
+  const [oldCert, newCert] = await Promise.all([
+    clientCert(oldCa, 'rotation-admin', ['system:masters']),
+    clientCert(newCa, 'rotation-admin', ['system:masters']),
+  ]);
+  const metrics = (cert: { cert: string; key: string }) =>
+    httpsRequest(`https://127.0.0.1:${server.port}/metrics`, { ca: tls.cert, ...cert }).then((r) => r.status);
   t.is(await metrics(oldCert), 200);
   t.is(await metrics(newCert), 401);
 

@@ -42,7 +42,12 @@ test.before(async (t) => {
   const api = KubernetesObjectApi.makeApiClient(admin);
   // CERT_USER may get /metrics; the no-access ServiceAccount may get nothing.
   const objects: KubernetesObject[] = [
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: ID }, rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }] } as KubernetesObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: ID },
+      rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+    } as KubernetesObject,
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRoleBinding',
@@ -53,7 +58,9 @@ test.before(async (t) => {
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...NO_ACCESS_SA } },
   ];
   for (const obj of objects) await api.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
-  const tr = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({ ...NO_ACCESS_SA, body: { spec: { expirationSeconds: 3600, audiences: [] } } });
+  const tr = await admin
+    .makeApiClient(CoreV1Api)
+    .createNamespacedServiceAccountToken({ ...NO_ACCESS_SA, body: { spec: { expirationSeconds: 3600, audiences: [] } } });
 
   const clientCa = await testCa(`${ID}-client-ca`);
   const proxyCa = await testCa(`${ID}-proxy-ca`);
@@ -78,14 +85,17 @@ test.after.always(async () => {
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   await rbac.deleteClusterRoleBinding({ name: ID }).catch(() => undefined);
   await rbac.deleteClusterRole({ name: ID }).catch(() => undefined);
-  await admin.makeApiClient(CoreV1Api).deleteNamespacedServiceAccount(NO_ACCESS_SA).catch(() => undefined);
+  await admin
+    .makeApiClient(CoreV1Api)
+    .deleteNamespacedServiceAccount(NO_ACCESS_SA)
+    .catch(() => undefined);
 });
 
 test.after.always(async (t) => {
   await t.context.host?.stop();
 });
 
-test.serial('the self-signed certificate is written to --cert-dir with upstream\'s names and SANs, and verifies the server', async (t) => {
+test.serial("the self-signed certificate is written to --cert-dir with upstream's names and SANs, and verifies the server", async (t) => {
   const pem = await readFile(join(t.context.certDir, 'cloud-controller-manager.crt'), 'utf8');
   await readFile(join(t.context.certDir, 'cloud-controller-manager.key'), 'utf8');
   const cert = new X509Certificate(pem);
@@ -104,19 +114,73 @@ type Who =
 const CASES: { what: string; path: string; who: Who; status: number; body?: RegExp }[] = [
   { what: 'anonymous /healthz is allowed (always-allowed path)', path: '/healthz', who: { anonymous: true }, status: 200 },
   { what: 'anonymous /readyz is allowed (always-allowed path)', path: '/readyz', who: { anonymous: true }, status: 200 },
-  { what: 'anonymous /metrics is forbidden, with upstream\'s message', path: '/metrics', who: { anonymous: true }, status: 403, body: /^forbidden: User "system:anonymous" cannot get path "\/metrics"$/ },
+  {
+    what: "anonymous /metrics is forbidden, with upstream's message",
+    path: '/metrics',
+    who: { anonymous: true },
+    status: 403,
+    body: /^forbidden: User "system:anonymous" cannot get path "\/metrics"$/,
+  },
   { what: 'anonymous /healthz/ping is forbidden (always-allowed paths are exact)', path: '/healthz/ping', who: { anonymous: true }, status: 403 },
   { what: 'a token the API server rejects is unauthorized', path: '/healthz', who: { token: 'garbage' }, status: 401 },
-  { what: 'a ServiceAccount token allowed get /metrics reads metrics', path: '/metrics', who: { token: 'scraper' }, status: 200, body: /# TYPE rest_client_requests_total counter/ },
-  { what: 'a ServiceAccount token without rights is forbidden', path: '/metrics', who: { token: 'no-access' }, status: 403, body: /^forbidden: User "system:serviceaccount:kube-system:ccm-test-secure-serving-no-access" cannot get path "\/metrics"$/ },
-  { what: 'a client certificate of --client-ca-file authenticates as its CN', path: '/metrics', who: { cert: { ca: 'client', cn: CERT_USER } }, status: 200 },
-  { what: 'a client certificate of another user is forbidden', path: '/metrics', who: { cert: { ca: 'client', cn: `${ID}-other` } }, status: 403, body: new RegExp(`User "${ID}-other"`) },
-  { what: 'a client certificate in group system:masters needs no review', path: '/metrics', who: { cert: { ca: 'client', cn: `${ID}-admin`, groups: ['system:masters'] } }, status: 200 },
+  {
+    what: 'a ServiceAccount token allowed get /metrics reads metrics',
+    path: '/metrics',
+    who: { token: 'scraper' },
+    status: 200,
+    body: /# TYPE rest_client_requests_total counter/,
+  },
+  {
+    what: 'a ServiceAccount token without rights is forbidden',
+    path: '/metrics',
+    who: { token: 'no-access' },
+    status: 403,
+    body: /^forbidden: User "system:serviceaccount:kube-system:ccm-test-secure-serving-no-access" cannot get path "\/metrics"$/,
+  },
+  {
+    what: 'a client certificate of --client-ca-file authenticates as its CN',
+    path: '/metrics',
+    who: { cert: { ca: 'client', cn: CERT_USER } },
+    status: 200,
+  },
+  {
+    what: 'a client certificate of another user is forbidden',
+    path: '/metrics',
+    who: { cert: { ca: 'client', cn: `${ID}-other` } },
+    status: 403,
+    body: new RegExp(`User "${ID}-other"`),
+  },
+  {
+    what: 'a client certificate in group system:masters needs no review',
+    path: '/metrics',
+    who: { cert: { ca: 'client', cn: `${ID}-admin`, groups: ['system:masters'] } },
+    status: 200,
+  },
   { what: 'a client certificate of an unknown CA is unauthorized', path: '/metrics', who: { cert: { ca: 'stranger', cn: CERT_USER } }, status: 401 },
-  { what: 'a front proxy\'s headers are trusted', path: '/metrics', who: { cert: { ca: 'proxy', cn: 'front-proxy' }, headers: { 'X-Remote-User': CERT_USER } }, status: 200 },
-  { what: 'a front proxy\'s user is authorized, not the proxy', path: '/metrics', who: { cert: { ca: 'proxy', cn: 'front-proxy' }, headers: { 'X-Remote-User': `${ID}-other` } }, status: 403 },
-  { what: 'a proxy certificate not in --requestheader-allowed-names is unauthorized', path: '/metrics', who: { cert: { ca: 'proxy', cn: 'not-the-proxy' }, headers: { 'X-Remote-User': CERT_USER } }, status: 401 },
-  { what: 'headers without a proxy certificate are ignored', path: '/metrics', who: { anonymous: true, headers: { 'X-Remote-User': CERT_USER, 'X-Remote-Group': 'system:masters' } }, status: 403 },
+  {
+    what: "a front proxy's headers are trusted",
+    path: '/metrics',
+    who: { cert: { ca: 'proxy', cn: 'front-proxy' }, headers: { 'X-Remote-User': CERT_USER } },
+    status: 200,
+  },
+  {
+    what: "a front proxy's user is authorized, not the proxy",
+    path: '/metrics',
+    who: { cert: { ca: 'proxy', cn: 'front-proxy' }, headers: { 'X-Remote-User': `${ID}-other` } },
+    status: 403,
+  },
+  {
+    what: 'a proxy certificate not in --requestheader-allowed-names is unauthorized',
+    path: '/metrics',
+    who: { cert: { ca: 'proxy', cn: 'not-the-proxy' }, headers: { 'X-Remote-User': CERT_USER } },
+    status: 401,
+  },
+  {
+    what: 'headers without a proxy certificate are ignored',
+    path: '/metrics',
+    who: { anonymous: true, headers: { 'X-Remote-User': CERT_USER, 'X-Remote-Group': 'system:masters' } },
+    status: 403,
+  },
 ];
 
 let stranger: Pem | undefined;
@@ -127,7 +191,8 @@ async function credentials(t: { context: Ctx }, who: Who): Promise<HttpsOptions>
     const token = who.token === 'scraper' ? await scraperToken() : who.token === 'no-access' ? t.context.noAccessToken : 'not-a-token';
     return { token };
   }
-  const ca = who.cert.ca === 'client' ? t.context.clientCa : who.cert.ca === 'proxy' ? t.context.proxyCa : (stranger ??= await testCa(`${ID}-stranger`));
+  const ca =
+    who.cert.ca === 'client' ? t.context.clientCa : who.cert.ca === 'proxy' ? t.context.proxyCa : (stranger ??= await testCa(`${ID}-stranger`));
   return { ...(await clientCert(ca, who.cert.cn, who.cert.groups)), headers: who.headers };
 }
 

@@ -56,7 +56,10 @@ test.before(async (t) => {
   // A class no controller implements: only this test writes its status.
   await core.createNamespacedService({
     namespace: ns,
-    body: { metadata: { name: 'lb' }, spec: { type: 'LoadBalancer', loadBalancerClass: 'example.com/apifuzz-none', ports: [{ port: 80, protocol: 'TCP' }] } },
+    body: {
+      metadata: { name: 'lb' },
+      spec: { type: 'LoadBalancer', loadBalancerClass: 'example.com/apifuzz-none', ports: [{ port: 80, protocol: 'TCP' }] },
+    },
   });
   await t.context.storage.createVolumeAttachment({
     body: { metadata: { name: va }, spec: { attacher: DRIVER, nodeName: node, source: { persistentVolumeName: `apifuzz-pv-${id}` } } },
@@ -102,8 +105,12 @@ test('instance metadata the host accepts is accepted on a Node (labels, provider
     fc.asyncProperty(instanceMetadataArb(PROVIDER), async (m) => {
       const ok = instanceMetadataProblems(m, '', PROVIDER).length === 0;
       const spec = m.providerId ? { providerID: m.providerId } : {};
-      const meta = refusal(core.patchNode({ name: node, body: { metadata: { labels: initLabels({}, m).set }, spec }, dryRun: DRY_RUN }, patchOptions('merge')));
-      const status = refusal(core.patchNodeStatus({ name: node, body: { status: { addresses: m.nodeAddresses } }, dryRun: DRY_RUN }, patchOptions('merge')));
+      const meta = refusal(
+        core.patchNode({ name: node, body: { metadata: { labels: initLabels({}, m).set }, spec }, dryRun: DRY_RUN }, patchOptions('merge')),
+      );
+      const status = refusal(
+        core.patchNodeStatus({ name: node, body: { status: { addresses: m.nodeAddresses } }, dryRun: DRY_RUN }, patchOptions('merge')),
+      );
       const refused = (await meta) ?? (await status);
       if (ok) {
         n.accepted++;
@@ -150,7 +157,10 @@ test('a volume and volume labels the host accepts make a PersistentVolume the AP
 
 test('a publish context the host accepts, and any error text once sanitized, fit a VolumeAttachment status', async (t) => {
   const { storage, va } = t.context;
-  const big = fc.dictionary(fc.string({ unit: fc.constantFrom('a', 'b', 'c'), minLength: 1, maxLength: 8 }), fc.constant('v'.repeat(4096)), { minKeys: 60, maxKeys: 64 });
+  const big = fc.dictionary(fc.string({ unit: fc.constantFrom('a', 'b', 'c'), minLength: 1, maxLength: 8 }), fc.constant('v'.repeat(4096)), {
+    minKeys: 60,
+    maxKeys: 64,
+  });
   const n: Tally = { accepted: 0, refused: 0, refusedButStorable: 0 };
   await fc.assert(
     fc.asyncProperty(fc.oneof({ weight: 4, arbitrary: stringMapArb }, { weight: 1, arbitrary: big }), errorTextArb, async (ctx, text) => {
@@ -200,7 +210,11 @@ test('error text once sanitized is accepted as a core/v1 Event message and as an
       const name = `apifuzz.${randomBytes(6).toString('hex')}`;
       const involvedObject = { kind: 'ConfigMap', apiVersion: 'v1', name: 'apifuzz', namespace: ns };
       const legacy = refusal(
-        core.createNamespacedEvent({ namespace: ns, dryRun: DRY_RUN, body: { metadata: { name, namespace: ns }, involvedObject, type: 'Warning', reason: 'ApiFuzz', message, count: 1 } }),
+        core.createNamespacedEvent({
+          namespace: ns,
+          dryRun: DRY_RUN,
+          body: { metadata: { name, namespace: ns }, involvedObject, type: 'Warning', reason: 'ApiFuzz', message, count: 1 },
+        }),
       );
       const note = refusal(
         events.createNamespacedEvent({
@@ -220,7 +234,10 @@ test('error text once sanitized is accepted as a core/v1 Event message and as an
           },
         }),
       );
-      for (const [what, r] of [['core/v1 Event', await legacy], ['events.k8s.io/v1 note', await note]] as const) {
+      for (const [what, r] of [
+        ['core/v1 Event', await legacy],
+        ['events.k8s.io/v1 note', await note],
+      ] as const) {
         if (r) throw new Error(`${what} refused for ${JSON.stringify(message.slice(0, 200))}: ${r}`);
       }
     }),
@@ -233,8 +250,16 @@ test('providerIDs with NUL, ESC, DEL, U+202E or CJK: the API server would store 
   const { core, node } = t.context;
   for (const id of ['\u0000', '\u001b[2J', '\u007f', '\u202e', '東京']) {
     const providerId = `${PROVIDER}://i-${id}1`;
-    const problems = instanceMetadataProblems({ providerId, instanceType: '', zone: '', region: '', nodeAddresses: [], additionalLabels: {} }, '', PROVIDER);
+    const problems = instanceMetadataProblems(
+      { providerId, instanceType: '', zone: '', region: '', nodeAddresses: [], additionalLabels: {} },
+      '',
+      PROVIDER,
+    );
     t.regex(problems.join('; '), /providerID .* is not of the form <provider>:\/\/<id> \(printable ASCII, no spaces\)/, JSON.stringify(providerId));
-    t.is(await refusal(core.patchNode({ name: node, body: { spec: { providerID: providerId } }, dryRun: DRY_RUN }, patchOptions('merge'))), undefined, JSON.stringify(providerId));
+    t.is(
+      await refusal(core.patchNode({ name: node, body: { spec: { providerID: providerId } }, dryRun: DRY_RUN }, patchOptions('merge'))),
+      undefined,
+      JSON.stringify(providerId),
+    );
   }
 });

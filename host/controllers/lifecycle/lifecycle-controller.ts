@@ -149,7 +149,12 @@ export class NodeLifecycleController {
 
   async run(signal: AbortSignal): Promise<void> {
     this.o.log.info(
-      { periodMs: this.o.periodMs, deletionGraceMs: this.o.deletionGraceMs, deletionLimit: this.o.deletionLimit, deletionLimitWindowMs: this.o.deletionLimitWindowMs },
+      {
+        periodMs: this.o.periodMs,
+        deletionGraceMs: this.o.deletionGraceMs,
+        deletionLimit: this.o.deletionLimit,
+        deletionLimitWindowMs: this.o.deletionLimitWindowMs,
+      },
       'Starting cloud node lifecycle controller',
     );
     if (!(await this.o.nodes.waitForSync(signal))) return;
@@ -157,7 +162,10 @@ export class NodeLifecycleController {
     while (!signal.aborted) {
       try {
         const r = await this.tick();
-        this.o.log.debug({ ...r, deleted: r.deleted.length, tainted: r.tainted.length, untainted: r.untainted.length, heldBack: r.heldBack.length }, 'node lifecycle pass');
+        this.o.log.debug(
+          { ...r, deleted: r.deleted.length, tainted: r.tainted.length, untainted: r.untainted.length, heldBack: r.heldBack.length },
+          'node lifecycle pass',
+        );
       } catch (err) {
         this.o.log.warn({ err: errorMessage(err) }, 'node lifecycle pass failed');
       }
@@ -171,7 +179,17 @@ export class NodeLifecycleController {
   /** One pass over the cached nodes. */
   async tick(): Promise<TickReport> {
     const started = this.now();
-    const report: TickReport = { nodes: 0, notReady: 0, deleted: [], tainted: [], untainted: [], heldBack: [], errors: 0, lookupFailed: false, durationMs: 0 };
+    const report: TickReport = {
+      nodes: 0,
+      notReady: 0,
+      deleted: [],
+      tainted: [],
+      untainted: [],
+      heldBack: [],
+      errors: 0,
+      lookupFailed: false,
+      durationMs: 0,
+    };
     const byName = new Map<string, V1Node>();
     for (const n of this.o.nodes.list()) {
       const name = n.metadata?.name;
@@ -254,7 +272,14 @@ export class NodeLifecycleController {
     this.heldBackTotal?.inc(held.length);
     if (fresh.length > 0) {
       this.o.log.warn(
-        { heldBack: held.length, newlyHeldBack: fresh.length, nodes: fresh.slice(0, 10), limit: bound, windowMs: this.brake.windowMs, candidates: doomed.length },
+        {
+          heldBack: held.length,
+          newlyHeldBack: fresh.length,
+          nodes: fresh.slice(0, 10),
+          limit: bound,
+          windowMs: this.brake.windowMs,
+          candidates: doomed.length,
+        },
         'node deletion limit reached: holding back deletions of nodes whose instance is reported gone; check the cloud provider if this is unexpected',
       );
     }
@@ -267,7 +292,10 @@ export class NodeLifecycleController {
     const uid = node.metadata?.uid ?? '';
     if (r.error || r.exists === undefined) {
       report.errors++;
-      this.o.log.info({ node: name, err: errorMessage(r.error) }, 'cannot tell whether the instance of a NotReady node exists; checking again next pass');
+      this.o.log.info(
+        { node: name, err: errorMessage(r.error) },
+        'cannot tell whether the instance of a NotReady node exists; checking again next pass',
+      );
       return undefined;
     }
     if (r.exists) {
@@ -279,7 +307,10 @@ export class NodeLifecycleController {
       const rec = this.gone.get(name);
       if (!rec || rec.uid !== uid) {
         this.gone.set(name, { uid, firstGoneAt: now, checks: 1 });
-        this.o.log.info({ node: name, graceMs: this.o.deletionGraceMs }, 'instance of a NotReady node is gone; deleting the node after the grace period if it stays gone');
+        this.o.log.info(
+          { node: name, graceMs: this.o.deletionGraceMs },
+          'instance of a NotReady node is gone; deleting the node after the grace period if it stays gone',
+        );
         return undefined;
       }
       rec.checks++;

@@ -34,7 +34,8 @@ export function desiredAddresses(cloud: NodeAddress[], current: NodeAddress[], p
   const enforcedTypes = new Set<string>();
   for (const ip of parseNodeIpAnnotation(providedNodeIp)) {
     const matches = out.filter((a) => sameIp(parseIpSloppy(a.address), ip.bytes));
-    if (matches.length === 0) throw new ProvidedNodeIpError(`node IP ${ip.text} (from --node-ip) is not among the addresses the cloud reports for this node`);
+    if (matches.length === 0)
+      throw new ProvidedNodeIpError(`node IP ${ip.text} (from --node-ip) is not among the addresses the cloud reports for this node`);
     promoted.push(...matches);
     for (const m of matches) enforcedTypes.add(m.type);
   }
@@ -51,7 +52,10 @@ interface ProvidedIp {
 function parseNodeIpAnnotation(value: string): ProvidedIp[] {
   const ips = value.split(',').map((text) => {
     const bytes = parseIpSloppy(text);
-    if (!bytes) throw new ProvidedNodeIpError(`failed to parse node IP ${JSON.stringify(value)}: could not parse ${JSON.stringify(text)}; the annotation alpha.kubernetes.io/provided-node-ip (the kubelet's --node-ip) must be one IP or a comma-separated dual-stack pair`);
+    if (!bytes)
+      throw new ProvidedNodeIpError(
+        `failed to parse node IP ${JSON.stringify(value)}: could not parse ${JSON.stringify(text)}; the annotation alpha.kubernetes.io/provided-node-ip (the kubelet's --node-ip) must be one IP or a comma-separated dual-stack pair`,
+      );
     return { text, bytes };
   });
   if (ips.length > 2 || (ips.length === 2 && isIpv4(ips[0]!.bytes) === isIpv4(ips[1]!.bytes))) {

@@ -20,7 +20,8 @@ export class CidrSet {
     readonly cluster: Cidr,
     readonly maskSize: number,
   ) {
-    if (maskSize < cluster.prefix || maskSize > familyBits(cluster.family)) throw new RangeError(`node mask size ${maskSize} does not fit ${cluster.text}`);
+    if (maskSize < cluster.prefix || maskSize > familyBits(cluster.family))
+      throw new RangeError(`node mask size ${maskSize} does not fit ${cluster.text}`);
     this.size = 2 ** (maskSize - cluster.prefix);
   }
 

@@ -67,7 +67,10 @@ export class IpamController {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    this.o.log.info({ clusterCidrs: this.o.clusterCidrs.map((c) => c.text), maskSizes: this.o.maskSizes }, 'Starting node IPAM controller (RangeAllocator)');
+    this.o.log.info(
+      { clusterCidrs: this.o.clusterCidrs.map((c) => c.text), maskSizes: this.o.maskSizes },
+      'Starting node IPAM controller (RangeAllocator)',
+    );
     if (!(await this.o.nodes.waitForSync(signal))) return;
     // Recover what is in use before handing anything out.
     let recovered = 0;
@@ -101,7 +104,11 @@ export class IpamController {
     const got = this.allocator.allocate(name, uid);
     if (!got) {
       this.waiting.add(name);
-      this.report(node, EventReasons.CIDR_NOT_AVAILABLE, `Node ${name} status is now: CIDRNotAvailable (no free pod CIDR range left in --cluster-cidr ${this.o.clusterCidrs.map((c) => c.text).join(',')})`);
+      this.report(
+        node,
+        EventReasons.CIDR_NOT_AVAILABLE,
+        `Node ${name} status is now: CIDRNotAvailable (no free pod CIDR range left in --cluster-cidr ${this.o.clusterCidrs.map((c) => c.text).join(',')})`,
+      );
       this.queue.addAfter(name, EXHAUSTED_RETRY_MS);
       return;
     }
@@ -123,7 +130,12 @@ export class IpamController {
   private record(node: V1Node, cidrs: string[]): void {
     const name = node.metadata!.name!;
     const problems = this.allocator.occupy(name, node.metadata?.uid ?? '', cidrs);
-    if (problems.length) this.report(node, EventReasons.POD_CIDR_CONFLICT, `Node ${name}: ${problems.join('; ')}; the ranges are kept as they are and not handed out to other nodes`);
+    if (problems.length)
+      this.report(
+        node,
+        EventReasons.POD_CIDR_CONFLICT,
+        `Node ${name}: ${problems.join('; ')}; the ranges are kept as they are and not handed out to other nodes`,
+      );
     else this.reported.delete(name);
   }
 

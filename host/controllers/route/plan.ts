@@ -97,7 +97,12 @@ export function planRoutes(nodes: readonly PlanNode[], existing: readonly CloudR
   const minPrefix = { 4: 128, 6: 128 } as Record<4 | 6, number>;
   for (const c of claims) minPrefix[c.cidr.family] = Math.min(minPrefix[c.cidr.family], c.cidr.prefix);
   const bucketOf = (c: Cidr) => `${c.family}:${makeCidr(c.family, c.network, minPrefix[c.family]).text}`;
-  claims.sort((a, b) => Number(b.exists) - Number(a.exists) || a.node.createdMs - b.node.createdMs || (a.node.name < b.node.name ? -1 : a.node.name > b.node.name ? 1 : 0));
+  claims.sort(
+    (a, b) =>
+      Number(b.exists) - Number(a.exists) ||
+      a.node.createdMs - b.node.createdMs ||
+      (a.node.name < b.node.name ? -1 : a.node.name > b.node.name ? 1 : 0),
+  );
   const accepted = new Map<string, Claim[]>();
   const wanted = new Set<string>();
   const toCreate: DesiredRoute[] = [];

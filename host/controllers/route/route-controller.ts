@@ -99,7 +99,11 @@ export class RouteController {
   constructor(private readonly o: RouteControllerOptions) {
     this.log = o.log;
     // A failed reconcile is retried after 1 s, doubling up to the period (the ticker adds the key every period anyway).
-    this.queue = new WorkQueue<string>({ name: 'Routes', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter<string>(1000, Math.max(1000, o.periodMs)) });
+    this.queue = new WorkQueue<string>({
+      name: 'Routes',
+      registry: o.registry,
+      rateLimiter: new ItemExponentialRateLimiter<string>(1000, Math.max(1000, o.periodMs)),
+    });
     if (o.registry) {
       this.syncs = new Counter({ name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).', registers: [o.registry] });
     }
@@ -127,7 +131,10 @@ export class RouteController {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    this.log.info({ periodMs: this.o.periodMs, batched: this.o.routes.batched, clusterCidrs: this.o.clusterCidrs.map((c) => c.text) }, 'Starting route controller');
+    this.log.info(
+      { periodMs: this.o.periodMs, batched: this.o.routes.batched, clusterCidrs: this.o.clusterCidrs.map((c) => c.text) },
+      'Starting route controller',
+    );
     if (!(await this.o.nodes.waitForSync(signal))) return;
     this.lastSuccess = Date.now();
     const ticker = (async () => {
@@ -138,9 +145,14 @@ export class RouteController {
       }
     })();
     // Triggers arriving during a reconcile are kept by the queue (one more reconcile follows).
-    await runWorkers(this.queue, 1, async () => {
-      await this.reconcile();
-    }, { log: this.log, signal });
+    await runWorkers(
+      this.queue,
+      1,
+      async () => {
+        await this.reconcile();
+      },
+      { log: this.log, signal },
+    );
     await ticker;
     this.log.info('Shutting down route controller');
   }
@@ -175,7 +187,11 @@ export class RouteController {
     let batchResult: RouteReconcileResult | undefined;
     if (useBatch) {
       const desired = [...plan.desired.values()].flat();
-      const r = await this.o.routes.reconcileRoutes(this.o.clusterName, desired, this.o.clusterCidrs.map((c) => c.text));
+      const r = await this.o.routes.reconcileRoutes(
+        this.o.clusterName,
+        desired,
+        this.o.clusterCidrs.map((c) => c.text),
+      );
       batchResult = r;
       report.created = r.created.length;
       report.deleted = r.deleted.length;
@@ -185,7 +201,10 @@ export class RouteController {
         try {
           await this.o.routes.deleteRoute(this.o.clusterName, route);
           report.deleted++;
-          this.log.info({ route: route.name, destination: route.destinationCidr, node: route.targetNode, blackhole: route.blackhole }, 'deleted route');
+          this.log.info(
+            { route: route.name, destination: route.destinationCidr, node: route.targetNode, blackhole: route.blackhole },
+            'deleted route',
+          );
         } catch (err) {
           this.log.warn({ route: route.name, destination: route.destinationCidr, err: errorMessage(err) }, 'failed to delete route');
         }
@@ -256,10 +275,25 @@ export class RouteController {
     const name = node.metadata!.name!;
     const now = new Date().toISOString();
     const condition = ok
-      ? { type: NodeConditions.NETWORK_UNAVAILABLE, status: 'False', reason: NetworkReasons.ROUTE_CREATED, message: 'RouteController created a route' }
-      : { type: NodeConditions.NETWORK_UNAVAILABLE, status: 'True', reason: NetworkReasons.NO_ROUTE_CREATED, message: 'RouteController failed to create a route' };
+      ? {
+          type: NodeConditions.NETWORK_UNAVAILABLE,
+          status: 'False',
+          reason: NetworkReasons.ROUTE_CREATED,
+          message: 'RouteController created a route',
+        }
+      : {
+          type: NodeConditions.NETWORK_UNAVAILABLE,
+          status: 'True',
+          reason: NetworkReasons.NO_ROUTE_CREATED,
+          message: 'RouteController failed to create a route',
+        };
     try {
-      await patchNodeStatus(this.o.core, name, { status: { conditions: [{ ...condition, lastTransitionTime: now, lastHeartbeatTime: now }] } }, 'strategic');
+      await patchNodeStatus(
+        this.o.core,
+        name,
+        { status: { conditions: [{ ...condition, lastTransitionTime: now, lastHeartbeatTime: now }] } },
+        'strategic',
+      );
       return true;
     } catch (err) {
       if (isNotFound(err)) return false;

@@ -146,7 +146,8 @@ export class EnsureBatcher {
     const room = Math.min(this.maxCompanions, MAX_BATCH_ENSURE - batch.length);
     let extra: Companion[] = [];
     try {
-      if (room > 0) extra = (await this.companions(room, nodesSig, (key) => inCall.has(key) || this.kept.has(key) || this.askedAt.has(key))).slice(0, room);
+      if (room > 0)
+        extra = (await this.companions(room, nodesSig, (key) => inCall.has(key) || this.kept.has(key) || this.askedAt.has(key))).slice(0, room);
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'choosing companion load balancers failed; the call carries only its own Services');
     }

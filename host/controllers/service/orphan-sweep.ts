@@ -136,7 +136,8 @@ export class OrphanSweeper {
         this.counter?.inc({ outcome: 'deleted' });
         report.deleted.push(lb.serviceUid);
         const svc = this.owner(lb);
-        if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETED_LB, `Deleted orphaned load balancer ${lb.name}: the Service no longer wants one`);
+        if (svc)
+          this.o.recorder.event(svc, 'Normal', EventReasons.DELETED_LB, `Deleted orphaned load balancer ${lb.name}: the Service no longer wants one`);
       } catch (err) {
         this.o.log.warn({ ...fields, err: errorMessage(err) }, 'orphaned load balancer could not be deleted; retried on the next sweep');
         this.counter?.inc({ outcome: 'failed' });

@@ -54,7 +54,16 @@ import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { serviceMetrics, type ServiceMetrics } from './metrics.js';
-import { backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsCleanup, needsUpdate, nodeUpdateNeedsSync, wantsLoadBalancer } from './predicates.js';
+import {
+  backendSetKey,
+  hasLbFinalizer,
+  isBackendNode,
+  lbSpecSignature,
+  needsCleanup,
+  needsUpdate,
+  nodeUpdateNeedsSync,
+  wantsLoadBalancer,
+} from './predicates.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
 import { hostsUpdateFailedMessage, updateHostsInChunks } from './host-updates.js';
 import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
@@ -135,8 +144,16 @@ export class ServiceController {
       });
     }
     if (o.registry) this.metrics = serviceMetrics(o.registry);
-    this.queue = new WorkQueue<string>({ name: 'service', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
-    this.nodeQueue = new WorkQueue<string>({ name: 'node', registry: o.registry, rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS) });
+    this.queue = new WorkQueue<string>({
+      name: 'service',
+      registry: o.registry,
+      rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
+    });
+    this.nodeQueue = new WorkQueue<string>({
+      name: 'node',
+      registry: o.registry,
+      rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
+    });
     o.services.addEventHandler({
       onAdd: (s) => {
         if (wantsLoadBalancer(s) || needsCleanup(s)) this.enqueue(s);
@@ -176,10 +193,16 @@ export class ServiceController {
   async run(signal: AbortSignal): Promise<void> {
     const sweep = this.o.orphanSweep;
     this.log.info(
-      { workers: this.o.workers, resyncPeriodMs: this.o.resyncPeriodMs, orphanSweepPeriodMs: this.sweeper ? sweep?.periodMs : 0, orphanSweepDryRun: sweep?.dryRun ?? false },
+      {
+        workers: this.o.workers,
+        resyncPeriodMs: this.o.resyncPeriodMs,
+        orphanSweepPeriodMs: this.sweeper ? sweep?.periodMs : 0,
+        orphanSweepDryRun: sweep?.dryRun ?? false,
+      },
       'Starting service controller',
     );
-    if (sweep && sweep.periodMs > 0 && !this.sweeper) this.log.info({}, 'orphan load balancer sweep off: the provider does not list its load balancers (no CAPABILITY_LOAD_BALANCER_LIST)');
+    if (sweep && sweep.periodMs > 0 && !this.sweeper)
+      this.log.info({}, 'orphan load balancer sweep off: the provider does not list its load balancers (no CAPABILITY_LOAD_BALANCER_LIST)');
     if (!(await this.o.services.waitForSync(signal)) || !(await this.o.nodes.waitForSync(signal))) return;
     const resync = this.resyncLoop(signal);
     const sweeping = this.sweepLoop(signal);
@@ -196,7 +219,10 @@ export class ServiceController {
     while (await sleep(this.o.orphanSweep!.periodMs, signal)) {
       try {
         const r = await this.sweeper.sweep();
-        this.log.debug({ listed: r.listed, orphans: r.orphans, deleted: r.deleted.length, reported: r.reported.length, failed: r.failed }, 'orphan load balancer sweep');
+        this.log.debug(
+          { listed: r.listed, orphans: r.orphans, deleted: r.deleted.length, reported: r.reported.length, failed: r.failed },
+          'orphan load balancer sweep',
+        );
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'orphan load balancer sweep failed; nothing was deleted, retried next period');
       }
@@ -286,7 +312,13 @@ export class ServiceController {
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
     if (statusChanged) {
       try {
-        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid }, status: { loadBalancer: { ingress: status.ingress } } }, 'merge');
+        await patchServiceStatus(
+          this.o.core,
+          ref.namespace,
+          ref.name,
+          { metadata: { uid: ref.uid }, status: { loadBalancer: { ingress: status.ingress } } },
+          'merge',
+        );
       } catch (err) {
         if (!isGoneOrReplaced(err)) throw err;
         // The Service went away while its load balancer was being made (its
@@ -364,14 +396,26 @@ export class ServiceController {
     // Both writes carry the uid: a Service recreated under the name is not touched.
     if (!svc.metadata?.deletionTimestamp && (svc.status?.loadBalancer?.ingress ?? []).length > 0) {
       try {
-        await patchServiceStatus(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid }, status: { loadBalancer: { ingress: null } } }, 'merge');
+        await patchServiceStatus(
+          this.o.core,
+          ref.namespace,
+          ref.name,
+          { metadata: { uid: ref.uid }, status: { loadBalancer: { ingress: null } } },
+          'merge',
+        );
       } catch (err) {
         if (!isGoneOrReplaced(err)) throw err;
       }
     }
     if (hasLbFinalizer(svc)) {
       try {
-        await patchService(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid, [`$deleteFromPrimitiveList/finalizers`]: [Finalizers.LB_CLEANUP] } }, 'strategic');
+        await patchService(
+          this.o.core,
+          ref.namespace,
+          ref.name,
+          { metadata: { uid: ref.uid, [`$deleteFromPrimitiveList/finalizers`]: [Finalizers.LB_CLEANUP] } },
+          'strategic',
+        );
       } catch (err) {
         if (!isGoneOrReplaced(err)) throw err;
       }
@@ -432,9 +476,16 @@ export class ServiceController {
       this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
       const results: { key: string; error?: Error; callFailed?: true }[] = [];
       if (this.o.lbs.batchHosts) {
-        const r = await updateHostsInChunks(this.o.lbs, this.o.clusterName, todo.map(([, s]) => s.ref), refs, MAX_BATCH_SERVICES, (seconds, n) => {
-          for (let i = 0; i < n; i++) this.metrics?.updateHostLatency.observe(seconds);
-        });
+        const r = await updateHostsInChunks(
+          this.o.lbs,
+          this.o.clusterName,
+          todo.map(([, s]) => s.ref),
+          refs,
+          MAX_BATCH_SERVICES,
+          (seconds, n) => {
+            for (let i = 0; i < n; i++) this.metrics?.updateHostLatency.observe(seconds);
+          },
+        );
         todo.forEach(([key], i) => results.push({ key, error: r[i]!.error, callFailed: r[i]!.callFailed }));
       } else {
         results.push(
@@ -478,7 +529,10 @@ export class ServiceController {
     // A load balancer gone (e.g. deleted behind our back) is no failure: EnsureLoadBalancer recreates it.
     const gone = !callFailed && error instanceof CloudCallError && error.code === 'NOT_FOUND';
     if (!gone) {
-      const message = hostsUpdateFailedMessage(nodes.map((n) => n.metadata?.name ?? ''), errorMessage(error));
+      const message = hostsUpdateFailedMessage(
+        nodes.map((n) => n.metadata?.name ?? ''),
+        errorMessage(error),
+      );
       this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, message);
     }
     // Still stale: the node queue retries the whole call (see syncNodesOnce).

@@ -79,7 +79,8 @@ export class VolumeAttacher {
   }
 
   private requeueNode(node: string): void {
-    for (const va of this.o.attachments.list()) if (va.spec?.attacher === this.o.driver && va.spec.nodeName === node) this.queue.add(va.metadata!.name!);
+    for (const va of this.o.attachments.list())
+      if (va.spec?.attacher === this.o.driver && va.spec.nodeName === node) this.queue.add(va.metadata!.name!);
   }
 
   healthy(): boolean {
@@ -109,7 +110,9 @@ export class VolumeAttacher {
   private volumeHandle(va: V1VolumeAttachment): string | undefined {
     const pvName = va.spec?.source?.persistentVolumeName;
     const pv = pvName ? this.o.pvs.get(pvName) : undefined;
-    return pv?.spec?.csi?.volumeHandle ?? va.spec?.source?.inlineVolumeSpec?.csi?.volumeHandle ?? va.metadata?.annotations?.[VOLUME_HANDLE_ANNOTATION];
+    return (
+      pv?.spec?.csi?.volumeHandle ?? va.spec?.source?.inlineVolumeSpec?.csi?.volumeHandle ?? va.metadata?.annotations?.[VOLUME_HANDLE_ANNOTATION]
+    );
   }
 
   private async attach(va: V1VolumeAttachment): Promise<void> {
@@ -128,7 +131,10 @@ export class VolumeAttacher {
       if (csi.driver !== this.o.driver) throw new Error(`volume is of driver ${csi.driver}, not ${this.o.driver}`);
       if (pv?.metadata?.deletionTimestamp) throw new Error(`PersistentVolume ${pvName} is being deleted`);
       const updated = await setFinalizer(
-        { read: () => this.storage.readVolumeAttachment({ name }), patch: (metadata) => this.storage.patchVolumeAttachment({ name, body: { metadata } }, patchOptions('merge')) },
+        {
+          read: () => this.storage.readVolumeAttachment({ name }),
+          patch: (metadata) => this.storage.patchVolumeAttachment({ name, body: { metadata } }, patchOptions('merge')),
+        },
         va,
         this.finalizer,
         true,
@@ -164,7 +170,9 @@ export class VolumeAttacher {
       } catch (err) {
         // The instance is gone, so the volume is not attached to it.
         if (!(err instanceof InstanceNotFoundError)) {
-          await this.patchStatus(name, { detachError: { time: new Date().toISOString(), message: sanitizeMessage(errorMessage(err)) } }).catch(() => undefined);
+          await this.patchStatus(name, { detachError: { time: new Date().toISOString(), message: sanitizeMessage(errorMessage(err)) } }).catch(
+            () => undefined,
+          );
           throw err;
         }
       }
@@ -173,7 +181,10 @@ export class VolumeAttacher {
       this.o.log.debug({ attachment: name, err: errorMessage(err) }, 'could not clear attachment status');
     });
     await setFinalizer(
-      { read: () => this.storage.readVolumeAttachment({ name }), patch: (metadata) => this.storage.patchVolumeAttachment({ name, body: { metadata } }, patchOptions('merge')) },
+      {
+        read: () => this.storage.readVolumeAttachment({ name }),
+        patch: (metadata) => this.storage.patchVolumeAttachment({ name, body: { metadata } }, patchOptions('merge')),
+      },
       va,
       this.finalizer,
       false,
@@ -184,7 +195,10 @@ export class VolumeAttacher {
 
   /** Unpublishes an attachment whose VolumeAttachment is gone (or replaced); forgets it once the cloud agrees. */
   private async unpublishGone(name: string, rec: { uid: string; handle: string; nodeId: string }): Promise<void> {
-    this.o.log.info({ attachment: name, uid: rec.uid, volume: rec.handle, nodeId: rec.nodeId }, 'VolumeAttachment gone while published; unpublishing the volume');
+    this.o.log.info(
+      { attachment: name, uid: rec.uid, volume: rec.handle, nodeId: rec.nodeId },
+      'VolumeAttachment gone while published; unpublishing the volume',
+    );
     try {
       await this.o.volumes.controllerUnpublish(rec.handle, rec.nodeId);
     } catch (err) {
@@ -220,7 +234,9 @@ export class VolumeAttacher {
    */
   async reconcile(): Promise<number> {
     if (!this.o.volumes.listsPublishedNodes) return 0;
-    const mine = this.o.attachments.list().filter((va) => va.spec?.attacher === this.o.driver && va.status?.attached && !va.metadata?.deletionTimestamp);
+    const mine = this.o.attachments
+      .list()
+      .filter((va) => va.spec?.attacher === this.o.driver && va.status?.attached && !va.metadata?.deletionTimestamp);
     if (mine.length === 0) return 0;
     const published = new Map<string, Set<string>>();
     for (const e of await this.o.volumes.listVolumes()) published.set(e.volume.volumeId, new Set(e.publishedNodeIds));
@@ -242,7 +258,9 @@ export class VolumeAttacher {
           continue;
         }
         this.o.log.warn({ attachment: name, err: errorMessage(err) }, 'could not attach a lost attachment again; retried through the attach path');
-        await this.patchStatus(name, { attached: false }).catch((e) => this.o.log.warn({ attachment: name, err: errorMessage(e) }, 'could not mark attachment for repair'));
+        await this.patchStatus(name, { attached: false }).catch((e) =>
+          this.o.log.warn({ attachment: name, err: errorMessage(e) }, 'could not mark attachment for repair'),
+        );
       }
     }
     return repaired;

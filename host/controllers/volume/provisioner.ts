@@ -166,7 +166,12 @@ export class VolumeProvisioner {
       const node = selected ? await this.node(selected) : undefined;
       request = createRequestFor(claim, sc, node);
     } catch (err) {
-      this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`);
+      this.o.recorder.event(
+        claim,
+        'Warning',
+        EventReasons.PROVISIONING_FAILED,
+        `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`,
+      );
       throw err;
     }
     // Never change an in-progress request (remembered here or persisted on the claim by an earlier attempt): the cloud may be acting on it.
@@ -175,7 +180,10 @@ export class VolumeProvisioner {
     if (!known) this.o.recorder.event(claim, 'Normal', EventReasons.PROVISIONING, `External provisioner is provisioning volume for claim "${key}"`);
     if (!holdsClaim(claim) || !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) {
       // Strategic merge: finalizers merge as a set, so this needs no resourceVersion (the binder annotates claims at the same time).
-      const held = await this.patchClaim(claim, { finalizers: [Finalizers.PROVISIONING_CLAIM], annotations: { [Annotations.CREATE_REQUEST]: JSON.stringify(entry.request) } });
+      const held = await this.patchClaim(claim, {
+        finalizers: [Finalizers.PROVISIONING_CLAIM],
+        annotations: { [Annotations.CREATE_REQUEST]: JSON.stringify(entry.request) },
+      });
       // Claim gone. A create an earlier attempt asked for (known) stays recorded: its volume is deleted once the deletion is seen (finishOrphan).
       if (!held) return;
     }
@@ -191,7 +199,12 @@ export class VolumeProvisioner {
         this.inFlight.delete(key);
         await this.releaseClaim(claim, true);
       }
-      this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`);
+      this.o.recorder.event(
+        claim,
+        'Warning',
+        EventReasons.PROVISIONING_FAILED,
+        `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`,
+      );
       throw err;
     }
     const pv = persistentVolumeFor(claim, sc, volume, this.o.driver, this.identity);
@@ -199,7 +212,12 @@ export class VolumeProvisioner {
       await this.o.core.createPersistentVolume({ body: pv });
     } catch (err) {
       if (!isConflict(err)) {
-        this.o.recorder.event(claim, 'Warning', EventReasons.PROVISIONING_FAILED, `created volume ${volume.volumeId} but not its PersistentVolume: ${errorMessage(err)}`);
+        this.o.recorder.event(
+          claim,
+          'Warning',
+          EventReasons.PROVISIONING_FAILED,
+          `created volume ${volume.volumeId} but not its PersistentVolume: ${errorMessage(err)}`,
+        );
         throw err; // CreateVolume is repeated (same name → same volume), then the PV.
       }
     }
@@ -258,7 +276,10 @@ export class VolumeProvisioner {
    */
   private async releaseClaim(claim: V1PersistentVolumeClaim, known = false): Promise<void> {
     if (!known && !holdsClaim(claim) && !claim.metadata?.annotations?.[Annotations.CREATE_REQUEST]) return;
-    await this.patchClaim(claim, { '$deleteFromPrimitiveList/finalizers': [Finalizers.PROVISIONING_CLAIM], annotations: { [Annotations.CREATE_REQUEST]: null } });
+    await this.patchClaim(claim, {
+      '$deleteFromPrimitiveList/finalizers': [Finalizers.PROVISIONING_CLAIM],
+      annotations: { [Annotations.CREATE_REQUEST]: null },
+    });
   }
 
   /**
@@ -320,7 +341,8 @@ export class VolumeProvisioner {
     if (!(phase === 'Released' || phase === 'Failed' || (deleting && phase !== 'Bound'))) return;
     if (!deleting && !hasFinalizer && phase === 'Failed') return;
     const attached = this.o.attachments.list().filter((va) => va.spec?.source?.persistentVolumeName === name);
-    if (attached.length > 0) throw new Error(`PersistentVolume ${name} is still used by VolumeAttachment ${attached[0]!.metadata?.name}; deleting its volume later`);
+    if (attached.length > 0)
+      throw new Error(`PersistentVolume ${name} is still used by VolumeAttachment ${attached[0]!.metadata?.name}; deleting its volume later`);
     const handle = pv.spec!.csi!.volumeHandle;
     try {
       await this.o.volumes.deleteVolume(handle);
@@ -352,4 +374,3 @@ export class VolumeProvisioner {
     );
   }
 }
-

@@ -102,8 +102,12 @@ export class VolumeResizer {
     const state = claim.status?.allocatedResourceStatuses?.storage;
     if (requested < pvBytes) {
       if (allocated !== undefined && requested < allocated) {
-        this.o.recorder.event(claim, 'Warning', EventReasons.VOLUME_RESIZE_FAILED,
-          `shrinking volume ${pv.metadata!.name} from ${bytesToQuantity(pvBytes)} to ${requestText} is not supported; set the request back to at least ${bytesToQuantity(pvBytes)}`);
+        this.o.recorder.event(
+          claim,
+          'Warning',
+          EventReasons.VOLUME_RESIZE_FAILED,
+          `shrinking volume ${pv.metadata!.name} from ${bytesToQuantity(pvBytes)} to ${requestText} is not supported; set the request back to at least ${bytesToQuantity(pvBytes)}`,
+        );
       }
       return;
     }
@@ -112,8 +116,12 @@ export class VolumeResizer {
     const className = claim.spec.storageClassName ?? '';
     const sc = this.o.classes.get(className);
     if (!sc?.allowVolumeExpansion) {
-      this.o.recorder.event(claim, 'Warning', EventReasons.VOLUME_RESIZE_FAILED,
-        `StorageClass ${JSON.stringify(className)} does not allow volume expansion (allowVolumeExpansion is not true); the volume stays ${bytesToQuantity(pvBytes)}`);
+      this.o.recorder.event(
+        claim,
+        'Warning',
+        EventReasons.VOLUME_RESIZE_FAILED,
+        `StorageClass ${JSON.stringify(className)} does not allow volume expansion (allowVolumeExpansion is not true); the volume stays ${bytesToQuantity(pvBytes)}`,
+      );
       return;
     }
     await this.expand(claim, pv, requested, requestText!);

@@ -10,7 +10,8 @@ export const PERSISTENT_VOLUME_CLAIMS: ResourceSpec<V1PersistentVolumeClaim> = {
   name: 'persistentvolumeclaims',
   path: '/api/v1/persistentvolumeclaims',
   namespacedPath: (ns) => `/api/v1/namespaces/${ns}/persistentvolumeclaims`,
-  list: (c, a) => (a.namespace ? c.core.listNamespacedPersistentVolumeClaim({ namespace: a.namespace }) : c.core.listPersistentVolumeClaimForAllNamespaces()),
+  list: (c, a) =>
+    a.namespace ? c.core.listNamespacedPersistentVolumeClaim({ namespace: a.namespace }) : c.core.listPersistentVolumeClaimForAllNamespaces(),
 };
 
 export const PERSISTENT_VOLUMES: ResourceSpec<V1PersistentVolume> = {

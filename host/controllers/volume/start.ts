@@ -102,9 +102,27 @@ export const startPvLabelController: ControllerFactory = (ctx) => {
         const cert = await webhookCert({ tls: cfg.webhookTls, certDir: cfg.webhookCertDir });
         log.info({ certificate: cert.source }, 'PersistentVolume label webhook certificate');
         const guard = new DelegatedGuard({ auth: await ctx.requestAuth(), anonymous: false, log });
-        webhook = new PvLabelWebhook({ driver: v.driver, volumes: v.volumes, cert: cert.cert, key: cert.key, bindAddress: cfg.webhookBindAddress, port: cfg.webhookPort, guard, log });
+        webhook = new PvLabelWebhook({
+          driver: v.driver,
+          volumes: v.volumes,
+          cert: cert.cert,
+          key: cert.key,
+          bindAddress: cfg.webhookBindAddress,
+          port: cfg.webhookPort,
+          guard,
+          log,
+        });
       }
-      const c = new PvLabeler({ driver: v.driver, volumes: v.volumes, core: ctx.clients.core, pvs, webhook, log, registry: ctx.registry, workers: cfg.concurrentSyncs });
+      const c = new PvLabeler({
+        driver: v.driver,
+        volumes: v.volumes,
+        core: ctx.clients.core,
+        pvs,
+        webhook,
+        log,
+        registry: ctx.registry,
+        workers: cfg.concurrentSyncs,
+      });
       await c.run(signal);
     },
   };

@@ -72,7 +72,12 @@ export interface PvLabelWebhookOptions {
 class LookupTimeout extends Error {}
 
 /** Decides the answer for one admission request. Exported for unit tests. */
-export async function admit(req: AdmissionRequest, driver: string, volumes: Volumes, timeoutMs = LABEL_LOOKUP_TIMEOUT_MS): Promise<AdmissionResponse> {
+export async function admit(
+  req: AdmissionRequest,
+  driver: string,
+  volumes: Volumes,
+  timeoutMs = LABEL_LOOKUP_TIMEOUT_MS,
+): Promise<AdmissionResponse> {
   const pv = req.object;
   const allowed: AdmissionResponse = { uid: req.uid, allowed: true };
   if (req.kind?.kind !== 'PersistentVolume' || req.operation !== 'CREATE' || !pv || pv.spec?.csi?.driver !== driver) return allowed;
@@ -89,9 +94,18 @@ export async function admit(req: AdmissionRequest, driver: string, volumes: Volu
   } catch (err) {
     const final = err instanceof InvalidCloudResponseError || (err instanceof CloudCallError && !err.transient);
     if (final) {
-      return { uid: req.uid, allowed: false, status: { code: 403, message: sanitizeMessage(`cannot label PersistentVolume for volume ${handle}: ${errorMessage(err)}`) } };
+      return {
+        uid: req.uid,
+        allowed: false,
+        status: { code: 403, message: sanitizeMessage(`cannot label PersistentVolume for volume ${handle}: ${errorMessage(err)}`) },
+      };
     }
-    return { ...allowed, warnings: [sanitizeMessage(`topology labels not added yet (cloud unavailable: ${errorMessage(err)}); the cloud-controller-manager adds them later`)] };
+    return {
+      ...allowed,
+      warnings: [
+        sanitizeMessage(`topology labels not added yet (cloud unavailable: ${errorMessage(err)}); the cloud-controller-manager adds them later`),
+      ],
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -151,7 +165,15 @@ export class PvLabelWebhook {
       if (!review.request?.uid) return reply(400, 'not an AdmissionReview with a request');
       const response = await admit(review.request, this.o.driver, this.o.volumes);
       if (!response.allowed || response.patch || response.warnings) {
-        this.o.log.info({ pv: review.request.object?.metadata?.name, allowed: response.allowed, patched: !!response.patch, why: response.status?.message ?? response.warnings?.[0] }, 'admission of PersistentVolume');
+        this.o.log.info(
+          {
+            pv: review.request.object?.metadata?.name,
+            allowed: response.allowed,
+            patched: !!response.patch,
+            why: response.status?.message ?? response.warnings?.[0],
+          },
+          'admission of PersistentVolume',
+        );
       }
       reply(200, { apiVersion: review.apiVersion ?? 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
     } catch (err) {

@@ -54,7 +54,16 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
     const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-`));
     const results = await runConformance(options({ kind: 'exec', path: await p.executable(dir), env: [] }));
     t.deepEqual(failures(results), []);
-    for (const id of ['launch/protocol-mismatch', 'launch/stdout-hygiene', 'lifecycle/not-configured', 'lifecycle/shutdown', 'launch/stdin-eof-exit', 'errors/retry-info', 'cleanup/no-leftovers', 'volumes/publish-twice']) {
+    for (const id of [
+      'launch/protocol-mismatch',
+      'launch/stdout-hygiene',
+      'lifecycle/not-configured',
+      'lifecycle/shutdown',
+      'launch/stdin-eof-exit',
+      'errors/retry-info',
+      'cleanup/no-leftovers',
+      'volumes/publish-twice',
+    ]) {
       t.is(outcome(results, id), 'pass', id);
     }
     // The Python provider declares no batch capabilities: those checks are skipped, not failed.
@@ -70,7 +79,7 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
       const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }));
       t.deepEqual(failures(results), []);
       t.is(outcome(results, 'launch/handshake'), 'skip', 'no handshake in sidecar mode');
-      t.is(outcome(results, 'lifecycle/shutdown'), 'skip', 'the kit never stops somebody else\'s sidecar');
+      t.is(outcome(results, 'lifecycle/shutdown'), 'skip', "the kit never stops somebody else's sidecar");
       t.is(outcome(results, 'cleanup/no-leftovers'), 'pass');
       t.is(outcome(results, 'instances/test-instance'), 'pass');
       t.is(outcome(results, 'lifecycle/not-configured'), 'pass');
@@ -91,7 +100,10 @@ test('the CLI prints one line per check and a summary, writes JUnit XML, and exi
   t.regex(r.stdout, /^conformance: \d+ passed, 0 failed, \d+ skipped$/m);
   const xml = await readFile(junit, 'utf8');
   t.regex(xml, /^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="ccm-provider-conformance" tests="\d+" failures="0" skipped="\d+"/);
-  t.regex(xml, /<testcase classname="ccm-provider-conformance.instances" name="instances\/batch-status: [^"]*" time="[\d.]+">\n\s+<skipped message="provider does not declare CAPABILITY_INSTANCES_BATCH"\/>/);
+  t.regex(
+    xml,
+    /<testcase classname="ccm-provider-conformance.instances" name="instances\/batch-status: [^"]*" time="[\d.]+">\n\s+<skipped message="provider does not declare CAPABILITY_INSTANCES_BATCH"\/>/,
+  );
   const cases = xml.match(/<testcase /g)?.length ?? 0;
   t.is(cases, r.stdout.match(/^(PASS|FAIL|SKIP) {2}/gm)?.length ?? -1);
 });
@@ -126,9 +138,15 @@ test('a provider that answers from an empty state before Configure fails lifecyc
   try {
     const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }));
     t.is(outcome(results, 'lifecycle/not-configured'), 'fail');
-    t.regex(results.find((r) => r.id === 'lifecycle/not-configured')!.message!, /InstanceExists succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason NOT_CONFIGURED/);
+    t.regex(
+      results.find((r) => r.id === 'lifecycle/not-configured')!.message!,
+      /InstanceExists succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason NOT_CONFIGURED/,
+    );
     t.is(outcome(results, 'identity/plugin-info'), 'fail');
-    t.regex(results.find((r) => r.id === 'identity/plugin-info')!.message!, /instance_id is empty: in sidecar mode report an id generated at process start/);
+    t.regex(
+      results.find((r) => r.id === 'identity/plugin-info')!.message!,
+      /instance_id is empty: in sidecar mode report an id generated at process start/,
+    );
   } finally {
     await sidecar.stop();
   }

@@ -12,7 +12,16 @@ import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { CoreV1Api, KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject, type V1Deployment, type V1Pod, type V1PodDisruptionBudget } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  loadYaml,
+  type KubernetesObject,
+  type V1Deployment,
+  type V1Pod,
+  type V1PodDisruptionBudget,
+} from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
 import { DEPLOY_DIR, RENDERINGS, manifestFiles, renderDeploy, renderingName, type Rendering } from '../../helpers/manifests.js';
@@ -79,10 +88,18 @@ test('every rendering follows the recommended shape', async (t) => {
     t.truthy(tol('node.cloudprovider.kubernetes.io/uninitialized'), name);
     t.truthy(tol('node-role.kubernetes.io/control-plane'), name);
     t.like(tol('node.kubernetes.io/not-ready'), { effect: 'NoExecute', tolerationSeconds: 300 }, name);
-    t.is(spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0]?.podAffinityTerm.topologyKey, 'kubernetes.io/hostname', name);
+    t.is(
+      spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0]?.podAffinityTerm.topologyKey,
+      'kubernetes.io/hostname',
+      name,
+    );
     t.like(spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } }, name);
     for (const c of spec.containers) {
-      t.like(c.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } }, `${name} ${c.name}`);
+      t.like(
+        c.securityContext,
+        { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+        `${name} ${c.name}`,
+      );
     }
     const host = spec.containers[0]!;
     t.is(host.name, 'cloud-controller-manager', `${name}: overlays append to containers/0`);
@@ -100,23 +117,43 @@ test('every rendering follows the recommended shape', async (t) => {
     t.is(pdb.spec?.maxUnavailable, 1, name);
 
     // The Deployment runs as a ServiceAccount the rendering ships, and only that one.
-    t.deepEqual(objects.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata?.name), [spec.serviceAccountName], name);
+    t.deepEqual(
+      objects.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata?.name),
+      [spec.serviceAccountName],
+      name,
+    );
     if (r.perController) {
       t.is(spec.serviceAccountName, 'cloud-controller-manager-host', name);
       t.true(host.args!.includes('--use-service-account-credentials=true'), name);
-      t.false(objects.some((o) => o.metadata?.name === 'system:cloud-controller-manager'), `${name}: no single-identity ClusterRole`);
+      t.false(
+        objects.some((o) => o.metadata?.name === 'system:cloud-controller-manager'),
+        `${name}: no single-identity ClusterRole`,
+      );
     } else {
       t.is(spec.serviceAccountName, 'cloud-controller-manager', name);
-      t.false(host.args!.some((a) => a.startsWith('--use-service-account-credentials')), name);
+      t.false(
+        host.args!.some((a) => a.startsWith('--use-service-account-credentials')),
+        name,
+      );
     }
     if (r.overlay === 'sidecar') {
       t.is(spec.containers.length, 2, name);
       t.truthy(spec.volumes!.find((v) => v.name === 'plugin-socket')?.emptyDir, `${name}: socket directory is an emptyDir`);
-      t.true(host.args!.some((a) => a.startsWith('--plugin-endpoint=unix:///run/ccm-plugin/')), name);
-      for (const c of spec.containers) t.true(c.volumeMounts!.some((m) => m.name === 'plugin-socket'), `${name}: ${c.name} mounts the socket directory`);
+      t.true(
+        host.args!.some((a) => a.startsWith('--plugin-endpoint=unix:///run/ccm-plugin/')),
+        name,
+      );
+      for (const c of spec.containers)
+        t.true(
+          c.volumeMounts!.some((m) => m.name === 'plugin-socket'),
+          `${name}: ${c.name} mounts the socket directory`,
+        );
     } else {
       t.is(spec.containers.length, 1, name);
-      t.true(host.args!.some((a) => a.startsWith('--plugin-path=')), name);
+      t.true(
+        host.args!.some((a) => a.startsWith('--plugin-path=')),
+        name,
+      );
       // Something other than the host must reap what it kills when a provider exits (docs/protocol.md).
       t.true(spec.shareProcessNamespace, `${name}: the pause process is PID 1`);
     }
@@ -127,8 +164,20 @@ test('the pods are admitted at Pod Security "restricted" without hostNetwork, an
   const kc = await testKubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
   const namespace = `pss-${randomBytes(4).toString('hex')}`;
-  await core.createNamespace({ body: { metadata: { name: namespace, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } } } });
-  t.teardown(() => core.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
+  await core.createNamespace({
+    body: {
+      metadata: {
+        name: namespace,
+        labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' },
+      },
+    },
+  });
+  t.teardown(() =>
+    core.deleteNamespace({ name: namespace }).then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
   const flavours: Rendering[] = RENDERINGS.filter((r) => !r.perController);
   for (const r of flavours) {
     const name = renderingName(r);
@@ -142,7 +191,12 @@ test('the pods are admitted at Pod Security "restricted" without hostNetwork, an
         delete spec.hostNetwork;
         spec.dnsPolicy = 'ClusterFirst';
       }
-      return { apiVersion: 'v1', kind: 'Pod', metadata: { name: `ccm-${hostNetwork ? 'host' : 'pod'}`, namespace, labels: template.metadata?.labels }, spec };
+      return {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `ccm-${hostNetwork ? 'host' : 'pod'}`, namespace, labels: template.metadata?.labels },
+        spec,
+      };
     };
     await t.notThrowsAsync(core.createNamespacedPod({ namespace, body: pod(false), dryRun: 'All' }), `${name} without hostNetwork is restricted`);
     const err = await core.createNamespacedPod({ namespace, body: pod(true), dryRun: 'All' }).then(
@@ -163,9 +217,15 @@ test('nothing shipped grants access to Secrets, Pods or RBAC objects, or uses wi
     for (const obj of objects as (KubernetesObject & { rules?: { resources?: string[]; verbs?: string[]; apiGroups?: string[] }[] })[]) {
       for (const rule of obj.rules ?? []) {
         const what = `${name} ${obj.kind}/${obj.metadata?.name}`;
-        t.false((rule.resources ?? []).some((r) => ['secrets', 'pods', '*'].includes(r.split('/')[0]!)), what);
+        t.false(
+          (rule.resources ?? []).some((r) => ['secrets', 'pods', '*'].includes(r.split('/')[0]!)),
+          what,
+        );
         t.false((rule.verbs ?? []).includes('*'), what);
-        t.false((rule.apiGroups ?? []).some((g) => g === '*' || g === 'rbac.authorization.k8s.io'), what);
+        t.false(
+          (rule.apiGroups ?? []).some((g) => g === '*' || g === 'rbac.authorization.k8s.io'),
+          what,
+        );
       }
     }
   }

@@ -37,7 +37,10 @@ const test = anyTest as TestFn<{ dir: string; admin: KubeConfig; core: CoreV1Api
 /** Module-level: ava gives each test a copy of the context, so the after hook would not see it there. */
 let host: TestHost | undefined;
 
-async function can(kc: KubeConfig, attrs: { verb: string; resource: string; subresource?: string; namespace?: string; name?: string }): Promise<boolean> {
+async function can(
+  kc: KubeConfig,
+  attrs: { verb: string; resource: string; subresource?: string; namespace?: string; name?: string },
+): Promise<boolean> {
   const api = kc.makeApiClient(AuthorizationV1Api);
   const r = await api.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { group: '', ...attrs } } } });
   return r.status?.allowed ?? false;
@@ -59,7 +62,7 @@ test.after.always(async (t) => {
   await t.context.core.deleteNamespace({ name: NS }).catch(() => undefined);
 });
 
-test.serial('the host identity of this mode can not do the controllers\' work itself', async (t) => {
+test.serial("the host identity of this mode can not do the controllers' work itself", async (t) => {
   const hostKc = await serviceAccountKubeConfig(t.context.admin, HOST_SA);
   t.false(await can(hostKc, { verb: 'patch', resource: 'nodes' }));
   t.false(await can(hostKc, { verb: 'patch', resource: 'services', subresource: 'status', namespace: NS }));
@@ -75,13 +78,32 @@ test.serial('with --use-service-account-credentials the controllers work as thei
   // With --secure-port, so the host identity's delegated authentication and authorization (rbac-delegated-auth.yaml) are used too.
   host = await startTestHost(
     dir,
-    ['--use-service-account-credentials=true', '--controllers=cloud-node,service', `--node-selector=${scope.selector}`, `--watch-namespace=${NS}`, `--secure-port=${port}`],
+    [
+      '--use-service-account-credentials=true',
+      '--controllers=cloud-node,service',
+      `--node-selector=${scope.selector}`,
+      `--watch-namespace=${NS}`,
+      `--secure-port=${port}`,
+    ],
     { kubeConfig: hostKc },
   );
   t.is((await scrape(port!, '/metrics')).status, 200, 'a scraper token is reviewed and authorized through the host identity');
 
   const nodeName = `${scope.prefix}-n1`;
-  await localcloud(join(dir, 'cloud'), 'instance', 'add', nodeName, '--zone', 'zone-a', '--region', 'region-x', '--type', 'm.small', '--address', '127.0.3.1');
+  await localcloud(
+    join(dir, 'cloud'),
+    'instance',
+    'add',
+    nodeName,
+    '--zone',
+    'zone-a',
+    '--region',
+    'region-x',
+    '--type',
+    'm.small',
+    '--address',
+    '127.0.3.1',
+  );
   await core.createNode({
     body: {
       metadata: { name: nodeName, labels: { ...scope.labels, 'kubernetes.io/hostname': nodeName } },
@@ -89,37 +111,49 @@ test.serial('with --use-service-account-credentials the controllers work as thei
       status: { addresses: [{ type: 'Hostname', address: nodeName }] },
     },
   });
-  const node = await waitFor(async () => {
-    const n: V1Node = await core.readNode({ name: nodeName });
-    return (n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED) ? undefined : n;
-  }, { what: 'node initialized by the cloud-node controller' });
+  const node = await waitFor(
+    async () => {
+      const n: V1Node = await core.readNode({ name: nodeName });
+      return (n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED) ? undefined : n;
+    },
+    { what: 'node initialized by the cloud-node controller' },
+  );
   t.true(node.spec?.providerID?.startsWith('local://'));
   t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], 'zone-a');
 
   const svc = await core.createNamespacedService({ namespace: NS, body: lbService('web', NS, [{ port: 8080 }]) });
-  const ingress = await waitFor(async () => (await core.readNamespacedService({ name: 'web', namespace: NS })).status?.loadBalancer?.ingress?.[0]?.ip, {
-    what: 'LoadBalancer ingress',
-  });
+  const ingress = await waitFor(
+    async () => (await core.readNamespacedService({ name: 'web', namespace: NS })).status?.loadBalancer?.ingress?.[0]?.ip,
+    {
+      what: 'LoadBalancer ingress',
+    },
+  );
   t.truthy(ingress);
 
   // Events: the host identity may not create them, so these were written as the controllers.
   const nodeEv = await waitFor(async () => (await nodeEvents(core, nodeName)).find((e) => e.reason === 'Synced'), { what: 'Synced event' });
   t.is(nodeEv.reportingComponent || nodeEv.source?.component, 'cloud-node-controller');
-  const svcEv = await waitFor(async () => (await serviceEvents(core, svc)).find((e) => e.reason === 'EnsuredLoadBalancer'), { what: 'EnsuredLoadBalancer event' });
+  const svcEv = await waitFor(async () => (await serviceEvents(core, svc)).find((e) => e.reason === 'EnsuredLoadBalancer'), {
+    what: 'EnsuredLoadBalancer event',
+  });
   t.is(svcEv.reportingComponent || svcEv.source?.component, 'service-controller');
 
   // The host got or created both ServiceAccounts (named for the controllers).
   for (const sa of [NODE_SA, SERVICE_SA]) t.truthy((await core.readNamespacedServiceAccount(sa)).metadata?.uid, `${sa.name} exists`);
   // No 403 so far (stop() checks again, including Events and watches).
   const metric = await host.metrics.registry.getSingleMetric('rest_client_requests_total')?.get();
-  t.deepEqual((metric?.values ?? []).filter((v) => v.labels.code === '403'), []);
+  t.deepEqual(
+    (metric?.values ?? []).filter((v) => v.labels.code === '403'),
+    [],
+  );
 });
 
-test.serial('each controller ServiceAccount is its own user with only its controller\'s rights', async (t) => {
+test.serial("each controller ServiceAccount is its own user with only its controller's rights", async (t) => {
   const { admin } = t.context;
   const nodeKc = await serviceAccountKubeConfig(admin, NODE_SA);
   const svcKc = await serviceAccountKubeConfig(admin, SERVICE_SA);
-  const who = async (kc: KubeConfig) => (await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} })).status?.userInfo?.username;
+  const who = async (kc: KubeConfig) =>
+    (await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} })).status?.userInfo?.username;
   t.is(await who(nodeKc), 'system:serviceaccount:kube-system:cloud-node-controller');
   t.is(await who(svcKc), 'system:serviceaccount:kube-system:service-lb-controller');
   t.true(await can(nodeKc, { verb: 'patch', resource: 'nodes' }));

@@ -21,38 +21,81 @@ function flatten(review: V1SelfSubjectRulesReview): string[] {
       }
     }
   }
-  for (const r of review.status?.nonResourceRules ?? []) for (const verb of r.verbs) for (const url of r.nonResourceURLs ?? []) out.add(`${verb} ${url}`);
+  for (const r of review.status?.nonResourceRules ?? [])
+    for (const verb of r.verbs) for (const url of r.nonResourceURLs ?? []) out.add(`${verb} ${url}`);
   return [...out].sort();
 }
 
 /** Granted everywhere by deploy/base/rbac.yaml's ClusterRole (and the built-in self-review rights). */
 const CLUSTER_WIDE = [
-  'create /events', 'patch /events',
-  'get /nodes', 'list /nodes', 'watch /nodes', 'update /nodes', 'patch /nodes', 'delete /nodes',
+  'create /events',
+  'patch /events',
+  'get /nodes',
+  'list /nodes',
+  'watch /nodes',
+  'update /nodes',
+  'patch /nodes',
+  'delete /nodes',
   'patch /nodes/status',
-  'list /services', 'watch /services', 'update /services', 'patch /services',
+  'list /services',
+  'watch /services',
+  'update /services',
+  'patch /services',
   'patch /services/status',
-  'get /persistentvolumes', 'list /persistentvolumes', 'watch /persistentvolumes', 'create /persistentvolumes', 'patch /persistentvolumes', 'delete /persistentvolumes',
-  'get /persistentvolumeclaims', 'list /persistentvolumeclaims', 'watch /persistentvolumeclaims', 'patch /persistentvolumeclaims',
+  'get /persistentvolumes',
+  'list /persistentvolumes',
+  'watch /persistentvolumes',
+  'create /persistentvolumes',
+  'patch /persistentvolumes',
+  'delete /persistentvolumes',
+  'get /persistentvolumeclaims',
+  'list /persistentvolumeclaims',
+  'watch /persistentvolumeclaims',
+  'patch /persistentvolumeclaims',
   'patch /persistentvolumeclaims/status',
-  'get storage.k8s.io/storageclasses', 'list storage.k8s.io/storageclasses', 'watch storage.k8s.io/storageclasses',
-  'get storage.k8s.io/volumeattachments', 'list storage.k8s.io/volumeattachments', 'watch storage.k8s.io/volumeattachments', 'patch storage.k8s.io/volumeattachments',
+  'get storage.k8s.io/storageclasses',
+  'list storage.k8s.io/storageclasses',
+  'watch storage.k8s.io/storageclasses',
+  'get storage.k8s.io/volumeattachments',
+  'list storage.k8s.io/volumeattachments',
+  'watch storage.k8s.io/volumeattachments',
+  'patch storage.k8s.io/volumeattachments',
   'patch storage.k8s.io/volumeattachments/status',
   // deploy/base/rbac-delegated-auth.yaml: system:auth-delegator.
-  'create authentication.k8s.io/tokenreviews', 'create authorization.k8s.io/subjectaccessreviews',
+  'create authentication.k8s.io/tokenreviews',
+  'create authorization.k8s.io/subjectaccessreviews',
   // Every authenticated user (system:basic-user, system:discovery, system:public-info-viewer).
-  'create authorization.k8s.io/selfsubjectaccessreviews', 'create authorization.k8s.io/selfsubjectrulesreviews', 'create authentication.k8s.io/selfsubjectreviews',
+  'create authorization.k8s.io/selfsubjectaccessreviews',
+  'create authorization.k8s.io/selfsubjectrulesreviews',
+  'create authentication.k8s.io/selfsubjectreviews',
 ];
 const NON_RESOURCE = [
   // system:service-account-issuer-discovery, bound to every service account.
-  'get /.well-known/openid-configuration', 'get /.well-known/openid-configuration/', 'get /openid/v1/jwks', 'get /openid/v1/jwks/',
-  'get /api', 'get /api/*', 'get /apis', 'get /apis/*', 'get /healthz', 'get /livez', 'get /openapi', 'get /openapi/*', 'get /readyz', 'get /version', 'get /version/',
+  'get /.well-known/openid-configuration',
+  'get /.well-known/openid-configuration/',
+  'get /openid/v1/jwks',
+  'get /openid/v1/jwks/',
+  'get /api',
+  'get /api/*',
+  'get /apis',
+  'get /apis/*',
+  'get /healthz',
+  'get /livez',
+  'get /openapi',
+  'get /openapi/*',
+  'get /readyz',
+  'get /version',
+  'get /version/',
 ];
 /** Only in kube-system: the leader-election lock. */
 const KUBE_SYSTEM_ONLY = [
-  'create coordination.k8s.io/leases', 'get coordination.k8s.io/leases#cloud-controller-manager', 'update coordination.k8s.io/leases#cloud-controller-manager',
+  'create coordination.k8s.io/leases',
+  'get coordination.k8s.io/leases#cloud-controller-manager',
+  'update coordination.k8s.io/leases#cloud-controller-manager',
   // deploy/base/rbac-delegated-auth.yaml: extension-apiserver-authentication-reader.
-  'get /configmaps#extension-apiserver-authentication', 'list /configmaps#extension-apiserver-authentication', 'watch /configmaps#extension-apiserver-authentication',
+  'get /configmaps#extension-apiserver-authentication',
+  'list /configmaps#extension-apiserver-authentication',
+  'watch /configmaps#extension-apiserver-authentication',
 ];
 
 async function rules(namespace: string): Promise<string[]> {
@@ -63,8 +106,16 @@ async function rules(namespace: string): Promise<string[]> {
 test('SelfSubjectRulesReview of the shipped ServiceAccount matches the golden list exactly', async (t) => {
   const got = await rules('default');
   const want = [...CLUSTER_WIDE, ...NON_RESOURCE].sort();
-  t.deepEqual(got.filter((r) => !want.includes(r)), [], 'granted but not in the golden list');
-  t.deepEqual(want.filter((r) => !got.includes(r)), [], 'in the golden list but not granted');
+  t.deepEqual(
+    got.filter((r) => !want.includes(r)),
+    [],
+    'granted but not in the golden list',
+  );
+  t.deepEqual(
+    want.filter((r) => !got.includes(r)),
+    [],
+    'in the golden list but not granted',
+  );
   t.deepEqual(got, want);
   t.deepEqual(await rules('kube-system'), [...CLUSTER_WIDE, ...NON_RESOURCE, ...KUBE_SYSTEM_ONLY].sort());
 });
@@ -72,7 +123,8 @@ test('SelfSubjectRulesReview of the shipped ServiceAccount matches the golden li
 test('the shipped ServiceAccount can NOT read secrets, create pods, touch RBAC or other leases', async (t) => {
   const api = (await hostKubeConfig()).makeApiClient(AuthorizationV1Api);
   const can = async (attrs: { verb: string; resource: string; group?: string; namespace?: string; name?: string }) =>
-    (await api.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { ...attrs, group: attrs.group ?? '' } } } })).status?.allowed ?? false;
+    (await api.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { ...attrs, group: attrs.group ?? '' } } } })).status?.allowed ??
+    false;
   for (const verb of ['get', 'list', 'watch']) {
     t.false(await can({ verb, resource: 'secrets' }), `${verb} secrets cluster-wide`);
     t.false(await can({ verb, resource: 'secrets', namespace: 'kube-system' }), `${verb} secrets in kube-system`);
@@ -80,7 +132,10 @@ test('the shipped ServiceAccount can NOT read secrets, create pods, touch RBAC o
   t.false(await can({ verb: 'create', resource: 'pods', namespace: 'default' }), 'create pods');
   t.false(await can({ verb: 'create', resource: 'pods', namespace: 'kube-system' }), 'create pods in kube-system');
   t.false(await can({ verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' }), 'create clusterrolebindings');
-  t.false(await can({ verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system', name: 'kube-controller-manager' }), 'update another lease');
+  t.false(
+    await can({ verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system', name: 'kube-controller-manager' }),
+    'update another lease',
+  );
   t.false(await can({ verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'default' }), 'leases outside kube-system');
   t.false(await can({ verb: 'create', resource: 'serviceaccounts/token', namespace: 'kube-system' }), 'mint tokens');
   // And the positive controls, so the denials above mean something.

@@ -34,7 +34,16 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1Container, type V1Deployment, type V1Node, type V1Probe, type V1Volume } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1Container,
+  type V1Deployment,
+  type V1Node,
+  type V1Probe,
+  type V1Volume,
+} from '@kubernetes/client-node';
 import { ManagedProcess } from '../../controlplane/managed-process.js';
 import { freePorts, get } from '../../controlplane/probe.js';
 import { scrapeMetrics } from '../../helpers/scraper.js';
@@ -64,7 +73,11 @@ interface Image {
 function imagesOf(layout: ImageLayout): Record<string, Image> {
   return {
     'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: layout.hostMain, host: true },
-    'ghcr.io/grpc-ccm/cloud-controller-manager-local': { entrypoint: layout.hostMain, host: true, files: { '/opt/ccm/plugins/ccm-provider-local.js': layout.localPlugin } },
+    'ghcr.io/grpc-ccm/cloud-controller-manager-local': {
+      entrypoint: layout.hostMain,
+      host: true,
+      files: { '/opt/ccm/plugins/ccm-provider-local.js': layout.localPlugin },
+    },
     'ghcr.io/grpc-ccm/ccm-provider-local': { entrypoint: layout.localPlugin, host: false },
   };
 }
@@ -255,17 +268,23 @@ for (const c of CASES) {
         spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
       },
     });
-    const node = await waitFor(async () => {
-      const n: V1Node = await core.readNode({ name: nodeName });
-      return (n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED) ? undefined : n;
-    }, { what: `${name}: node ${nodeName} initialized`, timeoutMs: 90_000, log });
+    const node = await waitFor(
+      async () => {
+        const n: V1Node = await core.readNode({ name: nodeName });
+        return (n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED) ? undefined : n;
+      },
+      { what: `${name}: node ${nodeName} initialized`, timeoutMs: 90_000, log },
+    );
     t.true(node.spec?.providerID?.startsWith('local://'), node.spec?.providerID);
     t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], 'deploy-a');
 
     // The rendered RBAC was enough: not one 403 (per identity, in the host's own metrics).
     const metricsPort = hostContainer.ports!.find((p) => p.name === 'metrics')!.containerPort;
     const metrics = await scrapeMetrics(pod.ports.get(metricsPort)!);
-    t.deepEqual(metrics.split('\n').filter((l) => l.startsWith('rest_client_requests_total') && l.includes('code="403"')), []);
+    t.deepEqual(
+      metrics.split('\n').filter((l) => l.startsWith('rest_client_requests_total') && l.includes('code="403"')),
+      [],
+    );
     t.is(await pod.host.stop(), 0, 'the host stops cleanly');
     for (const o of pod.others) t.is(await o.stop(), 0, `${o.name} stops cleanly`);
   });

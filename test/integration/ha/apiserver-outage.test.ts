@@ -91,8 +91,17 @@ test('API server down 5 s: no restart; down 60 s: the leader exits 1, is restart
     nodes.push(name);
     // The cloud-node controller copies this InternalIP to the node: a load balancer backend.
     await localcloud(state, 'instance', 'add', name, '--address', `127.0.5.${seq}`);
-    await waitFor(() => core.createNode({ body: { metadata: { name }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } } }).then(() => true), { what: `create ${name}`, timeoutMs: 120_000 });
-    await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), { what: `${name} initialized`, timeoutMs: 120_000 });
+    await waitFor(
+      () =>
+        core
+          .createNode({ body: { metadata: { name }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } } })
+          .then(() => true),
+      { what: `create ${name}`, timeoutMs: 120_000 },
+    );
+    await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), {
+      what: `${name} initialized`,
+      timeoutMs: 120_000,
+    });
   };
   const live: string[] = [];
   const gone: string[] = [];
@@ -150,14 +159,24 @@ test('API server down 5 s: no restart; down 60 s: the leader exits 1, is restart
   t.deepEqual(overlaps(journal.filter((e) => e.mutating)), [], 'no two identities changed the cloud at overlapping times');
   const creates = lbCreatesByUid(journal);
   for (const s of services) t.is(creates.get(s.metadata!.uid!), 1, `one load balancer create for ${s.metadata!.name}`);
-  t.deepEqual([...creates.values()].filter((n) => n !== 1), [], 'no load balancer created twice');
+  t.deepEqual(
+    [...creates.values()].filter((n) => n !== 1),
+    [],
+    'no load balancer created twice',
+  );
   t.is(creates.size, live.length + gone.length, 'the deleted Service had exactly one create too');
   // Shipped RBAC: no 403 except while the API server restarts (it answers 403 until its RBAC caches are filled).
   const restarting = (at: number) => outages.some((o) => at >= o.down && at <= o.up + RBAC_WARMUP_MS);
   for (const r of runs) {
     const stray = (await forbiddenLogTimes(r.host.logPath)).filter((at) => !restarting(at));
-    t.deepEqual(stray.map((at) => new Date(at).toISOString()), [], `403s in ${r.host.logPath} outside the API server's restarts (shipped RBAC)`);
+    t.deepEqual(
+      stray.map((at) => new Date(at).toISOString()),
+      [],
+      `403s in ${r.host.logPath} outside the API server's restarts (shipped RBAC)`,
+    );
   }
   t.log(`first outage, stop to ready again: ${(outage5Ms / 1000).toFixed(1)} s`);
-  t.log(`host runs: ${runs.length}; exit codes: ${runs.map((r) => r.code ?? 'running').join(', ')}; journaled calls: ${journal.length} (mutating: ${journal.filter((e) => e.mutating).length}; load balancer creates: ${[...creates.values()].reduce((x, y) => x + y, 0)})`);
+  t.log(
+    `host runs: ${runs.length}; exit codes: ${runs.map((r) => r.code ?? 'running').join(', ')}; journaled calls: ${journal.length} (mutating: ${journal.filter((e) => e.mutating).length}; load balancer creates: ${[...creates.values()].reduce((x, y) => x + y, 0)})`,
+  );
 });

@@ -89,8 +89,13 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
     nodes.push(name);
     // The cloud-node controller copies this InternalIP to the node: a load balancer backend.
     await localcloud(state, 'instance', 'add', name, '--address', `127.0.4.${nodes.length}`);
-    await core.createNode({ body: { metadata: { name, labels: { 'ccm-test': label } }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } } });
-    await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), { what: `node ${name} initialized`, timeoutMs: 90_000 });
+    await core.createNode({
+      body: { metadata: { name, labels: { 'ccm-test': label } }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } },
+    });
+    await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), {
+      what: `node ${name} initialized`,
+      timeoutMs: 90_000,
+    });
   };
   const live: string[] = [];
   const gone: string[] = [];
@@ -106,11 +111,17 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
 
   const a = start(1);
   const b = start(2);
-  const ids = new Map([[await a.identity, a], [await b.identity, b]]);
-  const first = await waitFor(async () => {
-    const h = await holder();
-    return ids.has(h) ? h : undefined;
-  }, { what: 'a leader' });
+  const ids = new Map([
+    [await a.identity, a],
+    [await b.identity, b],
+  ]);
+  const first = await waitFor(
+    async () => {
+      const h = await holder();
+      return ids.has(h) ? h : undefined;
+    },
+    { what: 'a leader' },
+  );
   const leader = ids.get(first)!;
   const standby = leader === a ? b : a;
   await initNode(`ha-${id}-1`);
@@ -120,7 +131,10 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   // Exactly one identity has called the cloud so far: the leader, and it created both load balancers.
   const before = await readJournal(state);
   t.deepEqual([...new Set(before.map((e) => e.caller))], [first]);
-  t.is([...lbCreatesByUid(before).values()].reduce((a, b) => a + b, 0), 2);
+  t.is(
+    [...lbCreatesByUid(before).values()].reduce((a, b) => a + b, 0),
+    2,
+  );
 
   // SIGKILL: no release; the standby waits out the lease. Meanwhile (no
   // leader) a Service is created and one deleted: the next leader's work.
@@ -167,13 +181,21 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   // Exactly one create per load balancer: one per live Service, at most one for each deleted one (s1 and s2 had theirs).
   const creates = lbCreatesByUid(journal);
   for (const s of services) t.is(creates.get(s.metadata!.uid!), 1, `one load balancer create for ${s.metadata!.name}`);
-  t.deepEqual([...creates.values()].filter((n) => n !== 1), [], 'no load balancer created twice');
+  t.deepEqual(
+    [...creates.values()].filter((n) => n !== 1),
+    [],
+    'no load balancer created twice',
+  );
   t.is(creates.size, live.length + gone.length, 'deleted Services had exactly one create each too');
   const lease = await coordination.readNamespacedLease({ name: 'ccm', namespace });
   t.is(lease.spec?.leaseTransitions, 2);
-  t.log(`hand-over after SIGKILL: ${(killHandOverMs / 1000).toFixed(1)} s (lease ${LEASE.durationS} s + 2 × retry ${LEASE.retryS} s = ${LEASE.durationS + 2 * LEASE.retryS} s)`);
+  t.log(
+    `hand-over after SIGKILL: ${(killHandOverMs / 1000).toFixed(1)} s (lease ${LEASE.durationS} s + 2 × retry ${LEASE.retryS} s = ${LEASE.durationS + 2 * LEASE.retryS} s)`,
+  );
   t.log(`hand-over after SIGTERM: ${(termHandOverMs / 1000).toFixed(1)} s (2 × retry = ${2 * LEASE.retryS} s)`);
-  t.log(`journaled calls: ${journal.length}; mutating per leader: ${[first, second, third].map((w) => mutations.get(w) ?? 0).join(', ')}; load balancer creates: ${[...creates.values()].reduce((x, y) => x + y, 0)}`);
+  t.log(
+    `journaled calls: ${journal.length}; mutating per leader: ${[first, second, third].map((w) => mutations.get(w) ?? 0).join(', ')}; load balancer creates: ${[...creates.values()].reduce((x, y) => x + y, 0)}`,
+  );
   // Deleting the rest leaves no load balancer behind (and no finalizer to block the namespace's deletion).
   for (const n of [...live]) await deleteSvc(n);
   t.deepEqual((await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone })).lbs, []);
@@ -208,7 +230,13 @@ async function grantLease(admin: KubeConfig, namespace: string, name: string): P
 
 test('invalid leader election settings: the host refuses to start with one clear line per problem', async (t) => {
   const h = spawnHost(
-    ['--cloud-provider=local', '--leader-elect=true', '--leader-elect-lease-duration=5s', '--leader-elect-renew-deadline=10s', '--leader-elect-retry-period=9s'],
+    [
+      '--cloud-provider=local',
+      '--leader-elect=true',
+      '--leader-elect-lease-duration=5s',
+      '--leader-elect-renew-deadline=10s',
+      '--leader-elect-retry-period=9s',
+    ],
     join(await mkdtemp(join(tmpdir(), 'ccm-le-bad-')), 'host.log'),
   );
   t.is(await h.exited, 2);

@@ -73,7 +73,15 @@ export async function settledLbs(
         const pending = opts.live.filter((n) => !byName.get(n)?.status?.loadBalancer?.ingress?.[0]?.ip);
         const lingering = opts.gone.filter((n) => byName.has(n));
         const wrongBackends = opts.backends
-          ? lbs.filter((l) => l.backends.map((b) => b.nodeName).sort().join(',') !== [...opts.backends!].sort().join(',')).map((l) => l.serviceName)
+          ? lbs
+              .filter(
+                (l) =>
+                  l.backends
+                    .map((b) => b.nodeName)
+                    .sort()
+                    .join(',') !== [...opts.backends!].sort().join(','),
+              )
+              .map((l) => l.serviceName)
           : [];
         last = `without ingress: [${pending.join(', ')}]; deleted but present: [${lingering.join(', ')}]; cloud LB uids [${haveUids.join(', ')}] vs Service uids [${wantUids.join(', ')}]; LBs with other backends: [${wrongBackends.join(', ')}]`;
         const done = pending.length === 0 && lingering.length === 0 && wantUids.join() === haveUids.join() && wrongBackends.length === 0;

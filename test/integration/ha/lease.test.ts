@@ -21,7 +21,12 @@ test('two electors on one real Lease: one leads, renews with microsecond timesta
   const hostCoordination = makeClients(kc, { userAgent: 'ha-lease-test' }).coordination;
   const namespace = `ha-lease-${Date.now().toString(36)}`;
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  t.teardown(() => core.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
+  t.teardown(() =>
+    core.deleteNamespace({ name: namespace }).then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
 
   const make = () => {
     const identity = newLeaderIdentity();
@@ -43,10 +48,13 @@ test('two electors on one real Lease: one leads, renews with microsecond timesta
   t.is(first.spec?.leaseDurationSeconds, 3);
   t.truthy(first.spec?.acquireTime);
   // Renewals move renewTime; the holder stays.
-  const renewed = await waitFor(async () => {
-    const l = await coordination.readNamespacedLease({ name: 'ccm', namespace });
-    return l.metadata?.resourceVersion !== first.metadata?.resourceVersion ? l : undefined;
-  }, { what: 'a renewal' });
+  const renewed = await waitFor(
+    async () => {
+      const l = await coordination.readNamespacedLease({ name: 'ccm', namespace });
+      return l.metadata?.resourceVersion !== first.metadata?.resourceVersion ? l : undefined;
+    },
+    { what: 'a renewal' },
+  );
   t.is(renewed.spec?.holderIdentity, a.identity);
   t.true(new Date(renewed.spec!.renewTime as unknown as string).getTime() >= new Date(first.spec!.renewTime as unknown as string).getTime());
   await new Promise((r) => setTimeout(r, 2 * TIMING.leaseDurationMs));

@@ -35,13 +35,20 @@ test.serial('default limit: of 12 Nodes reported gone, 5 are deleted; the other 
   const names = Array.from({ length: 12 }, (_, i) => `${scope.prefix}-n${String(i).padStart(2, '0')}`);
   t.teardown(() => deleteScopedNodes(core, scope.selector));
   for (const n of names) await createTestNode(core, n, { labels: scope.labels, ready: false });
-  const u = await startUnguarded(dir, [], 'random', ['--controllers=cloud-node-lifecycle', '--node-monitor-period=1s', `--node-selector=${scope.selector}`]);
+  const u = await startUnguarded(dir, [], 'random', [
+    '--controllers=cloud-node-lifecycle',
+    '--node-monitor-period=1s',
+    `--node-selector=${scope.selector}`,
+  ]);
   t.teardown(() => u.stop());
 
-  const kept = await waitFor(async () => {
-    const left = await existing(core, names);
-    return left.length <= names.length - 5 ? left : undefined;
-  }, { what: '5 nodes deleted' });
+  const kept = await waitFor(
+    async () => {
+      const left = await existing(core, names);
+      return left.length <= names.length - 5 ? left : undefined;
+    },
+    { what: '5 nodes deleted' },
+  );
   t.is(kept.length, 7, 'no more than max(10% of 12, 5) = 5 deleted');
 
   // Three more passes over the held-back nodes delete nothing more.
@@ -51,7 +58,9 @@ test.serial('default limit: of 12 Nodes reported gone, 5 are deleted; the other 
   t.deepEqual(await existing(core, names), kept);
 
   for (const n of kept) {
-    const ev = await waitFor(async () => (await nodeEvents(core, n)).find((e) => e.reason === 'DeletingNodeHeldBack'), { what: `DeletingNodeHeldBack on ${n}` });
+    const ev = await waitFor(async () => (await nodeEvents(core, n)).find((e) => e.reason === 'DeletingNodeHeldBack'), {
+      what: `DeletingNodeHeldBack on ${n}`,
+    });
     t.is(ev.type, 'Warning');
     t.regex(ev.message ?? '', /at most 5 nodes are deleted per 5m0s \(--node-deletion-limit\)/);
   }

@@ -40,10 +40,13 @@ test('a NotReady node whose instance is deleted is deleted, with a DeletingNode 
   await createTestNode(core, n, { labels: scope.labels, ready: false });
   await localcloud(state, 'instance', 'delete', n);
   await waitFor(async () => (await readNodeOrUndefined(core, n)) === undefined, { what: `node ${n} deleted`, timeoutMs: 60_000 });
-  const events = await waitFor(async () => {
-    const ev = await nodeEvents(core, n);
-    return ev.some((e) => e.reason === 'DeletingNode') ? ev : undefined;
-  }, { what: 'DeletingNode event' });
+  const events = await waitFor(
+    async () => {
+      const ev = await nodeEvents(core, n);
+      return ev.some((e) => e.reason === 'DeletingNode') ? ev : undefined;
+    },
+    { what: 'DeletingNode event' },
+  );
   const ev = events.find((e) => e.reason === 'DeletingNode')!;
   t.is(ev.type, 'Normal');
   t.is(ev.source?.component, 'cloud-node-lifecycle-controller');
@@ -56,10 +59,13 @@ test('shut down → shutdown taint (NoSchedule); started again → taint removed
   await localcloud(state, 'instance', 'add', n);
   await createTestNode(core, n, { labels: scope.labels, ready: false });
   await localcloud(state, 'instance', 'shutdown', n);
-  const tainted = await waitFor(async () => {
-    const node = await core.readNode({ name: n });
-    return hasTaint(node, SHUTDOWN) ? node : undefined;
-  }, { what: 'shutdown taint' });
+  const tainted = await waitFor(
+    async () => {
+      const node = await core.readNode({ name: n });
+      return hasTaint(node, SHUTDOWN) ? node : undefined;
+    },
+    { what: 'shutdown taint' },
+  );
   const taint = tainted.spec!.taints!.find((x) => x.key === SHUTDOWN)!;
   t.is(taint.effect, 'NoSchedule');
   await localcloud(state, 'instance', 'start', n);

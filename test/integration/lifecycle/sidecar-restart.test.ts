@@ -28,7 +28,11 @@ for (const { instanceId, scope } of cases) {
     const dir = await mkdtemp(join(tmpdir(), 'ccm-sidecar-restart-'));
     const names = [`${scope.prefix}-a`, `${scope.prefix}-b`];
     const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
-    const u = await startUnguarded(dir, names, instanceId, ['--controllers=cloud-node-lifecycle', '--node-monitor-period=1s', `--node-selector=${scope.selector}`]);
+    const u = await startUnguarded(dir, names, instanceId, [
+      '--controllers=cloud-node-lifecycle',
+      '--node-monitor-period=1s',
+      `--node-selector=${scope.selector}`,
+    ]);
     t.teardown(async () => {
       await u.stop();
       await deleteScopedNodes(core, scope.selector);
@@ -39,25 +43,35 @@ for (const { instanceId, scope } of cases) {
     u.host.supervisor.on('state', (s: string) => states.push(s));
 
     // Passes run against the configured first process.
-    const first = await waitFor(async () => {
-      const c = await u.calls();
-      return c.filter((x) => x.method === 'InstanceExists').length >= 2 * names.length ? c[0]!.pid : undefined;
-    }, { what: 'lifecycle passes against the first provider process' });
+    const first = await waitFor(
+      async () => {
+        const c = await u.calls();
+        return c.filter((x) => x.method === 'InstanceExists').length >= 2 * names.length ? c[0]!.pid : undefined;
+      },
+      { what: 'lifecycle passes against the first provider process' },
+    );
 
     await u.restart();
 
-    const second = await waitFor(async () => {
-      const c = await u.calls();
-      const pid = c.find((x) => x.pid !== first)?.pid;
-      return pid && c.some((x) => x.pid === pid && x.method === 'Configure') ? pid : undefined;
-    }, { what: 'Configure sent to the restarted provider' });
+    const second = await waitFor(
+      async () => {
+        const c = await u.calls();
+        const pid = c.find((x) => x.pid !== first)?.pid;
+        return pid && c.some((x) => x.pid === pid && x.method === 'Configure') ? pid : undefined;
+      },
+      { what: 'Configure sent to the restarted provider' },
+    );
     // Passes resumed against the new process, so the host has looked at both nodes again.
     await waitFor(async () => (await u.calls()).filter((x) => x.pid === second && x.method === 'InstanceExists').length >= 2 * names.length, {
       what: 'lifecycle passes against the restarted provider',
     });
 
     const log = await u.calls();
-    t.deepEqual(log.filter((x) => x.method === 'InstanceExists' && !x.configured), [], 'no lookup reached an unconfigured process');
+    t.deepEqual(
+      log.filter((x) => x.method === 'InstanceExists' && !x.configured),
+      [],
+      'no lookup reached an unconfigured process',
+    );
     t.true(states.includes('starting'), `readiness went false while the start sequence ran again (states: ${states.join(' → ')})`);
     t.is(u.host.supervisor.state, 'ready');
     for (const n of names) t.is((await readNodeOrUndefined(core, n))?.metadata?.uid, uids.get(n), `${n} is kept`);

@@ -13,7 +13,15 @@ import { fileURLToPath } from 'node:url';
 import { credentials, Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
 import test, { type ExecutionContext } from 'ava';
 import { Code, fromServiceError } from '../../../sdk/errors.js';
-import { ENV_ENDPOINT, ENV_INSTANCE_ID, ENV_LOG_LEVEL, ENV_PROTOCOL_VERSIONS, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, parseHandshake } from '../../../sdk/protocol.js';
+import {
+  ENV_ENDPOINT,
+  ENV_INSTANCE_ID,
+  ENV_LOG_LEVEL,
+  ENV_PROTOCOL_VERSIONS,
+  MAGIC_COOKIE_KEY,
+  MAGIC_COOKIE_VALUE,
+  parseHandshake,
+} from '../../../sdk/protocol.js';
 import { NodeAddressType, type NodeRef } from '../../../proto/gen/ccm/provider/v1/common.js';
 import { InstancesServiceClient } from '../../../proto/gen/ccm/provider/v1/instances.js';
 import { LifecycleServiceClient } from '../../../proto/gen/ccm/provider/v1/lifecycle.js';
@@ -44,7 +52,7 @@ interface CliResult {
 function cli(dir: string, ...args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(process.execPath, [CLI, '--state', dir, ...args], { env: cleanEnv(), timeout: STEP_TIMEOUT_MS }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
   });
@@ -58,14 +66,44 @@ async function cliOk(t: ExecutionContext, dir: string, ...args: string[]): Promi
 
 test('CLI: add, list, shutdown, start, delete instances with JSON output', async (t) => {
   const dir = await stateDir(t);
-  const added = (await cliOk(t, dir, 'instance', 'add', 'node-a', '--type', 'local.large', '--zone', 'zone-1', '--address', '10.0.0.5', '--address', 'ExternalIP=198.51.100.7', '--label', 'example.com/role=edge')).trim();
+  const added = (
+    await cliOk(
+      t,
+      dir,
+      'instance',
+      'add',
+      'node-a',
+      '--type',
+      'local.large',
+      '--zone',
+      'zone-1',
+      '--address',
+      '10.0.0.5',
+      '--address',
+      'ExternalIP=198.51.100.7',
+      '--label',
+      'example.com/role=edge',
+    )
+  ).trim();
   const [id, providerId] = added.split(' ');
   t.regex(id ?? '', /^i-[0-9a-f]{8}$/);
   t.is(providerId, `local://${id}`);
   await cliOk(t, dir, 'instance', 'add', 'node-b', 'node-c');
 
-  const list = JSON.parse(await cliOk(t, dir, 'instance', 'list', '-o', 'json')) as { id: string; name: string; state: string; type: string; zone: string; providerId: string; addresses: { type: string; address: string }[]; labels: Record<string, string> }[];
-  t.deepEqual(list.map((i) => i.name), ['node-a', 'node-b', 'node-c']);
+  const list = JSON.parse(await cliOk(t, dir, 'instance', 'list', '-o', 'json')) as {
+    id: string;
+    name: string;
+    state: string;
+    type: string;
+    zone: string;
+    providerId: string;
+    addresses: { type: string; address: string }[];
+    labels: Record<string, string>;
+  }[];
+  t.deepEqual(
+    list.map((i) => i.name),
+    ['node-a', 'node-b', 'node-c'],
+  );
   const a = list[0]!;
   t.like(a, { id, providerId, type: 'local.large', zone: 'zone-1', state: 'running', labels: { 'example.com/role': 'edge' } });
   t.deepEqual(a.addresses, [
@@ -84,7 +122,13 @@ test('CLI: add, list, shutdown, start, delete instances with JSON output', async
   t.notRegex(table, /node-a/);
   t.regex(table, /node-b/);
 
-  for (const args of [['instance', 'add', 'node-b'], ['instance', 'delete', 'ghost'], ['instance', 'add', 'Bad_Name'], ['knobs', 'set', 'errorRate=2'], ['instance', 'add', 'x', '--address', 'nope']]) {
+  for (const args of [
+    ['instance', 'add', 'node-b'],
+    ['instance', 'delete', 'ghost'],
+    ['instance', 'add', 'Bad_Name'],
+    ['knobs', 'set', 'errorRate=2'],
+    ['instance', 'add', 'x', '--address', 'nope'],
+  ]) {
     const r = await cli(dir, ...args);
     t.is(r.code, 1, args.join(' '));
     t.is(r.stderr.trim().split('\n').length, 1, `one line for ${args.join(' ')}: ${r.stderr}`);
@@ -95,7 +139,10 @@ test('CLI: add, list, shutdown, start, delete instances with JSON output', async
 test('CLI: knobs set, show and unset; lb/route/volume lists', async (t) => {
   const dir = await stateDir(t);
   await cliOk(t, dir, 'knobs', 'set', 'latencyMs=25', 'LOCALCLOUD_FAIL_ALL=true', 'rate-limit-qps=10');
-  const shown = JSON.parse(await cliOk(t, dir, 'knobs', 'show', '-o', 'json')) as { state: Record<string, unknown>; effective: Record<string, unknown> };
+  const shown = JSON.parse(await cliOk(t, dir, 'knobs', 'show', '-o', 'json')) as {
+    state: Record<string, unknown>;
+    effective: Record<string, unknown>;
+  };
   t.deepEqual(shown.state, { latencyMs: 25, failAll: true, rateLimitQps: 10 });
   t.like(shown.effective, { latencyMs: 25, failAll: true, rateLimitQps: 10, errorRate: 0 });
   await cliOk(t, dir, 'knobs', 'unset', 'failAll');
@@ -105,7 +152,10 @@ test('CLI: knobs set, show and unset; lb/route/volume lists', async (t) => {
 });
 
 /** Starts the provider as the host would and returns its socket and a stopper. */
-async function startProvider(t: ExecutionContext, dir: string): Promise<{ child: ChildProcessWithoutNullStreams; endpoint: string; stderr: () => string }> {
+async function startProvider(
+  t: ExecutionContext,
+  dir: string,
+): Promise<{ child: ChildProcessWithoutNullStreams; endpoint: string; stderr: () => string }> {
   const sock = join(dir, 'p.sock');
   const child = spawn(process.execPath, [MAIN, '--state', dir], {
     env: {

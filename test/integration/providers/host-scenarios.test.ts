@@ -68,10 +68,13 @@ async function registerNode(c: ScenarioContext, name: string, labels: Record<str
 }
 
 async function waitInitialized(c: ScenarioContext, name: string): Promise<V1Node> {
-  return waitFor(async () => {
-    const n = await c.core.readNode({ name });
-    return initialized(n) ? n : undefined;
-  }, { what: `node ${name} initialized by ${c.provider.name} (${c.mode})`, timeoutMs: 120_000 });
+  return waitFor(
+    async () => {
+      const n = await c.core.readNode({ name });
+      return initialized(n) ? n : undefined;
+    },
+    { what: `node ${name} initialized by ${c.provider.name} (${c.mode})`, timeoutMs: 120_000 },
+  );
 }
 
 /**
@@ -105,7 +108,17 @@ const SCENARIOS: Scenario[] = [
     name: 'node initialization',
     controllers: 'cloud-node',
     instances: (p) => [
-      { name: `${p}-a`, type: 'mem.large', zone: 'zone-1', region: 'region-x', addresses: [{ type: 'InternalIP', address: '10.9.0.1' }, { type: 'ExternalIP', address: '203.0.113.9' }], labels: { 'example.com/pool': 'blue' } },
+      {
+        name: `${p}-a`,
+        type: 'mem.large',
+        zone: 'zone-1',
+        region: 'region-x',
+        addresses: [
+          { type: 'InternalIP', address: '10.9.0.1' },
+          { type: 'ExternalIP', address: '203.0.113.9' },
+        ],
+        labels: { 'example.com/pool': 'blue' },
+      },
     ],
     async run(t, c) {
       const name = `${c.prefix}-a`;
@@ -117,20 +130,26 @@ const SCENARIOS: Scenario[] = [
       t.is(labels['topology.kubernetes.io/region'], 'region-x');
       t.is(labels['node.kubernetes.io/instance-type'], 'mem.large');
       t.is(labels['example.com/pool'], 'blue');
-      const addrs = await waitFor(async () => {
-        const a = (await c.core.readNode({ name })).status?.addresses ?? [];
-        return a.some((x) => x.type === 'InternalIP') ? a : undefined;
-      }, { what: `addresses of ${name}` });
+      const addrs = await waitFor(
+        async () => {
+          const a = (await c.core.readNode({ name })).status?.addresses ?? [];
+          return a.some((x) => x.type === 'InternalIP') ? a : undefined;
+        },
+        { what: `addresses of ${name}` },
+      );
       t.true(addrs.some((a) => a.type === 'InternalIP' && a.address === '10.9.0.1'));
       t.true(addrs.some((a) => a.type === 'ExternalIP' && a.address === '203.0.113.9'));
 
       // A node the cloud does not know keeps its taint and gets a Warning event.
       const unknown = `${c.prefix}-unknown`;
       await registerNode(c, unknown);
-      const warning = await waitFor(async () => {
-        const ev = await c.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${unknown}` });
-        return ev.items.find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode');
-      }, { what: `FailedToSyncNode for ${unknown}` });
+      const warning = await waitFor(
+        async () => {
+          const ev = await c.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${unknown}` });
+          return ev.items.find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode');
+        },
+        { what: `FailedToSyncNode for ${unknown}` },
+      );
       t.truthy(warning.message);
       t.false(initialized(await c.core.readNode({ name: unknown })));
 
@@ -172,10 +191,13 @@ const SCENARIOS: Scenario[] = [
         const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
         const uid = created.metadata!.uid!;
 
-        const svc = await waitFor(async () => {
-          const s = await readService(c, 'web');
-          return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-        }, { what: `ingress of web (${c.provider.name}, ${c.mode})`, timeoutMs: 120_000 });
+        const svc = await waitFor(
+          async () => {
+            const s = await readService(c, 'web');
+            return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+          },
+          { what: `ingress of web (${c.provider.name}, ${c.mode})`, timeoutMs: 120_000 },
+        );
         t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
         const ingress = svc.status!.loadBalancer!.ingress!;
         t.is(ingress.length, 1);
@@ -190,16 +212,21 @@ const SCENARIOS: Scenario[] = [
         t.deepEqual(lb!.ingressIps, [ingress[0]!.ip!]);
         t.deepEqual(lb!.ports, [8080]);
         t.deepEqual(lb!.nodeNames, [a]);
-        const events = await waitFor(async () => {
-          const ev = await serviceEvents(c.core, svc);
-          return ev.some((e) => e.reason === 'EnsuredLoadBalancer') ? ev : undefined;
-        }, { what: 'EnsuredLoadBalancer event' });
+        const events = await waitFor(
+          async () => {
+            const ev = await serviceEvents(c.core, svc);
+            return ev.some((e) => e.reason === 'EnsuredLoadBalancer') ? ev : undefined;
+          },
+          { what: 'EnsuredLoadBalancer event' },
+        );
         t.true(events.some((e) => e.reason === 'EnsuringLoadBalancer'));
 
         // A new node becomes a backend once initialized.
         await registerNode(c, b);
         await waitInitialized(c, b);
-        await waitFor(async () => (await providerLb(hooks, uid))?.nodeNames.join(',') === [a, b].sort().join(','), { what: `backends ${a},${b} in the provider` });
+        await waitFor(async () => (await providerLb(hooks, uid))?.nodeNames.join(',') === [a, b].sort().join(','), {
+          what: `backends ${a},${b} in the provider`,
+        });
 
         // Delete: finalizer removed, Service gone, the provider's load balancer gone.
         await c.core.deleteNamespacedService({ name: 'web', namespace: c.prefix });

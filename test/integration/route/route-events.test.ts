@@ -32,7 +32,12 @@ test('a burst of node events costs one reconcile at once, then at most one per 1
   const dir = await mkdtemp(join(tmpdir(), 'ccm-route-events-it-'));
   const state = join(dir, 'cloud');
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
-  const host = await startTestHost(dir, ['--controllers=route', '--cluster-cidr=10.241.0.0/16', '--route-reconciliation-period=1h', `--node-selector=${scope.selector}`]);
+  const host = await startTestHost(dir, [
+    '--controllers=route',
+    '--cluster-cidr=10.241.0.0/16',
+    '--route-reconciliation-period=1h',
+    `--node-selector=${scope.selector}`,
+  ]);
   t.teardown(async () => {
     await host.stop();
     await deleteScopedNodes(core, scope.selector);
@@ -49,10 +54,13 @@ test('a burst of node events costs one reconcile at once, then at most one per 1
     const cidrs = names.map((_, i) => `10.241.${wave * PER_WAVE + i}.0/24`);
     await localcloud(state, 'instance', 'add', ...names);
     for (const [i, name] of names.entries()) await createTestNode(core, name, { labels: scope.labels, podCidrs: [cidrs[i]!] });
-    await waitFor(async () => {
-      const routes = JSON.parse(await localcloud(state, 'route', 'list', '--cluster', 'test', '-o', 'json')) as { destinationCidr: string }[];
-      return cidrs.every((c) => routes.some((r) => r.destinationCidr === c));
-    }, { what: `routes for wave ${wave}`, log: host.logPath });
+    await waitFor(
+      async () => {
+        const routes = JSON.parse(await localcloud(state, 'route', 'list', '--cluster', 'test', '-o', 'json')) as { destinationCidr: string }[];
+        return cidrs.every((c) => routes.some((r) => r.destinationCidr === c));
+      },
+      { what: `routes for wave ${wave}`, log: host.logPath },
+    );
   }
   const elapsed = Date.now() - started;
   const made = (await reconciles(host)) - before;

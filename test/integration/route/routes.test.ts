@@ -83,19 +83,28 @@ async function scenario(t: ExecutionContext<{ core: CoreV1Api; modes: Mode[] }>,
   await localcloud(state, 'route', 'add', '10.240.200.0/24', '--node', `${scope.prefix}-ghost`, '--cluster', 'test');
   await localcloud(state, 'route', 'add', '192.168.77.0/24', '--node', `${scope.prefix}-ghost`, '--cluster', 'test');
 
-  const routes = await waitFor(async () => {
-    const r = await cloudRoutes(state);
-    const ok = [...want].every(([dest, node]) => r.some((x) => x.destinationCidr === dest && x.targetNode === node));
-    return ok && !r.some((x) => x.destinationCidr === '10.240.200.0/24') ? r : undefined;
-  }, { what: '21 routes for 20 nodes and the stray inside the cluster CIDR removed' });
+  const routes = await waitFor(
+    async () => {
+      const r = await cloudRoutes(state);
+      const ok = [...want].every(([dest, node]) => r.some((x) => x.destinationCidr === dest && x.targetNode === node));
+      return ok && !r.some((x) => x.destinationCidr === '10.240.200.0/24') ? r : undefined;
+    },
+    { what: '21 routes for 20 nodes and the stray inside the cluster CIDR removed' },
+  );
   t.is(routes.filter((r) => r.destinationCidr !== '192.168.77.0/24').length, 21);
-  t.true(routes.some((r) => r.destinationCidr === '192.168.77.0/24'), 'the route outside the cluster CIDR is kept');
+  t.true(
+    routes.some((r) => r.destinationCidr === '192.168.77.0/24'),
+    'the route outside the cluster CIDR is kept',
+  );
   t.false(routes.some((r) => r.blackhole && r.destinationCidr.startsWith('10.240.')));
   for (const n of names) {
-    const c = await waitFor(async () => {
-      const cond = await networkCondition(core, n);
-      return cond?.status === 'False' ? cond : undefined;
-    }, { what: `NetworkUnavailable=False on ${n}` });
+    const c = await waitFor(
+      async () => {
+        const cond = await networkCondition(core, n);
+        return cond?.status === 'False' ? cond : undefined;
+      },
+      { what: `NetworkUnavailable=False on ${n}` },
+    );
     t.is(c.reason, 'RouteCreated');
   }
 
@@ -111,27 +120,43 @@ async function scenario(t: ExecutionContext<{ core: CoreV1Api; modes: Mode[] }>,
   // Outside first: once the inside route is handled, a reconcile has seen both.
   await localcloud(state, 'route', 'add', '192.168.78.0/24', '--node', bareOutside, '--cluster', 'test');
   await localcloud(state, 'route', 'add', '10.240.210.0/24', '--node', bare, '--cluster', 'test');
-  const bareCondition = await waitFor(async () => {
-    const cond = await networkCondition(core, bare);
-    return cond?.status === 'True' ? cond : undefined;
-  }, { what: `NetworkUnavailable=True on ${bare} (no pod CIDRs, a route to it)`, log: m.host.logPath });
+  const bareCondition = await waitFor(
+    async () => {
+      const cond = await networkCondition(core, bare);
+      return cond?.status === 'True' ? cond : undefined;
+    },
+    { what: `NetworkUnavailable=True on ${bare} (no pod CIDRs, a route to it)`, log: m.host.logPath },
+  );
   t.is(bareCondition.reason, 'NoRouteCreated');
-  await waitFor(async () => !(await cloudRoutes(state)).some((r) => r.destinationCidr === '10.240.210.0/24'), { what: `the route to ${bare} removed` });
+  await waitFor(async () => !(await cloudRoutes(state)).some((r) => r.destinationCidr === '10.240.210.0/24'), {
+    what: `the route to ${bare} removed`,
+  });
   if (batch) {
     t.is(await networkCondition(core, bareOutside), undefined, 'batch mode does not see the route outside the cluster CIDR');
   } else {
-    const c = await waitFor(async () => {
-      const cond = await networkCondition(core, bareOutside);
-      return cond?.status === 'True' ? cond : undefined;
-    }, { what: `NetworkUnavailable=True on ${bareOutside} (no pod CIDRs, a route outside the cluster CIDR to it)` });
+    const c = await waitFor(
+      async () => {
+        const cond = await networkCondition(core, bareOutside);
+        return cond?.status === 'True' ? cond : undefined;
+      },
+      { what: `NetworkUnavailable=True on ${bareOutside} (no pod CIDRs, a route outside the cluster CIDR to it)` },
+    );
     t.is(c.reason, 'NoRouteCreated');
   }
-  t.true((await cloudRoutes(state)).some((r) => r.destinationCidr === '192.168.78.0/24'), 'the route outside the cluster CIDR is kept');
+  t.true(
+    (await cloudRoutes(state)).some((r) => r.destinationCidr === '192.168.78.0/24'),
+    'the route outside the cluster CIDR is kept',
+  );
 
   // A deleted node loses its route.
   await core.deleteNode({ name: names[5]! });
-  await waitFor(async () => !(await cloudRoutes(state)).some((r) => r.destinationCidr === '10.240.5.0/24'), { what: 'route of the deleted node removed' });
-  t.true((await cloudRoutes(state)).some((r) => r.destinationCidr === '192.168.77.0/24'), 'the outside route is still kept');
+  await waitFor(async () => !(await cloudRoutes(state)).some((r) => r.destinationCidr === '10.240.5.0/24'), {
+    what: 'route of the deleted node removed',
+  });
+  t.true(
+    (await cloudRoutes(state)).some((r) => r.destinationCidr === '192.168.77.0/24'),
+    'the outside route is still kept',
+  );
 
   // Bad input written by someone else: a pod CIDR outside --cluster-cidr, and one that another node already has.
   const outside = `${scope.prefix}-outside`;
@@ -139,24 +164,41 @@ async function scenario(t: ExecutionContext<{ core: CoreV1Api; modes: Mode[] }>,
   await localcloud(state, 'instance', 'add', outside, dup);
   await createTestNode(core, outside, { labels: scope.labels, podCidrs: ['10.250.0.0/24'] });
   await createTestNode(core, dup, { labels: scope.labels, podCidrs: ['10.240.3.0/24'] });
-  const outsideEvent = await waitFor(async () => (await nodeEvents(core, outside)).find((e) => e.reason === 'FailedToCreateRoute'), { what: 'FailedToCreateRoute on the outside node' });
+  const outsideEvent = await waitFor(async () => (await nodeEvents(core, outside)).find((e) => e.reason === 'FailedToCreateRoute'), {
+    what: 'FailedToCreateRoute on the outside node',
+  });
   t.is(outsideEvent.type, 'Warning');
   t.regex(outsideEvent.message ?? '', /not inside --cluster-cidr/);
-  const dupEvent = await waitFor(async () => (await nodeEvents(core, dup)).find((e) => e.reason === 'PodCIDRConflict'), { what: 'PodCIDRConflict on the duplicate node' });
+  const dupEvent = await waitFor(async () => (await nodeEvents(core, dup)).find((e) => e.reason === 'PodCIDRConflict'), {
+    what: 'PodCIDRConflict on the duplicate node',
+  });
   t.regex(dupEvent.message ?? '', new RegExp(`overlaps pod CIDR 10\\.240\\.3\\.0/24 of node ${names[3]}`));
   for (const n of [outside, dup]) {
-    const c = await waitFor(async () => {
-      const cond = await networkCondition(core, n);
-      return cond?.status === 'True' ? cond : undefined;
-    }, { what: `NetworkUnavailable=True on ${n}` });
+    const c = await waitFor(
+      async () => {
+        const cond = await networkCondition(core, n);
+        return cond?.status === 'True' ? cond : undefined;
+      },
+      { what: `NetworkUnavailable=True on ${n}` },
+    );
     t.is(c.reason, 'NoRouteCreated');
   }
   const after = await cloudRoutes(state);
-  t.false(after.some((r) => r.destinationCidr === '10.250.0.0/24'), 'no route outside the cluster CIDR is created');
+  t.false(
+    after.some((r) => r.destinationCidr === '10.250.0.0/24'),
+    'no route outside the cluster CIDR is created',
+  );
   const r3 = after.filter((r) => r.destinationCidr === '10.240.3.0/24');
-  t.deepEqual(r3.map((r) => r.targetNode), [names[3]], 'the existing route is kept for its node');
+  t.deepEqual(
+    r3.map((r) => r.targetNode),
+    [names[3]],
+    'the existing route is kept for its node',
+  );
   t.is((await networkCondition(core, names[3]!))?.reason, 'RouteCreated');
 }
 
-test.serial('batch mode: routes for every pod CIDR, NetworkUnavailable=False/RouteCreated, strays inside the cluster CIDR removed, bad pod CIDRs reported', (t) => scenario(t, true));
+test.serial(
+  'batch mode: routes for every pod CIDR, NetworkUnavailable=False/RouteCreated, strays inside the cluster CIDR removed, bad pod CIDRs reported',
+  (t) => scenario(t, true),
+);
 test.serial('single-call mode: the same', (t) => scenario(t, false));

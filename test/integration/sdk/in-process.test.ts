@@ -62,14 +62,20 @@ test('serves the echo provider over typed clients', async (t) => {
   const caps = await unary(identity.getPluginCapabilities.bind(identity), {});
   t.deepEqual(caps.services, [Service.SERVICE_INSTANCES, Service.SERVICE_ZONES, Service.SERVICE_ROUTES]);
   t.deepEqual(caps.capabilities, [Capability.CAPABILITY_INSTANCES_BATCH, Capability.CAPABILITY_INSTANCES_LEGACY]);
-  const md = await unary(instances.instanceMetadata.bind(instances), { node: { name: 'n2', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} } });
+  const md = await unary(instances.instanceMetadata.bind(instances), {
+    node: { name: 'n2', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} },
+  });
   t.deepEqual(md.metadata, echoMetadata('n2'));
   t.deepEqual(await unary(instances.instanceId.bind(instances), { nodeName: 'x' }), { instanceId: 'x' });
-  const gone = await failure(unary(instances.instanceShutdown.bind(instances), { node: { name: 'gone-2', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} } }));
+  const gone = await failure(
+    unary(instances.instanceShutdown.bind(instances), {
+      node: { name: 'gone-2', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} },
+    }),
+  );
   t.is(gone.reason, ErrorReason.INSTANCE_NOT_FOUND);
 });
 
-test('client cancel aborts the provider\'s signal with CANCELLED', async (t) => {
+test("client cancel aborts the provider's signal with CANCELLED", async (t) => {
   const rec = abortRecorder();
   const p = await startInProcess(rec.provider, { logger: silent });
   t.teardown(() => p.close());
@@ -127,7 +133,9 @@ test('undefined answers encode as empty responses; non-Error throws become INTER
   t.is(bad.code, Code.INTERNAL);
   t.true(bad.message.includes('returned a boolean'), bad.message);
   // No configure: Configure still answers, with no warnings.
-  t.deepEqual(await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.from('x'), clusterName: '', hostVersion: '' }), { warnings: [] });
+  t.deepEqual(await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.from('x'), clusterName: '', hostVersion: '' }), {
+    warnings: [],
+  });
 });
 
 test('probe: absent means ready, false means not ready, a throw is the error', async (t) => {
@@ -174,7 +182,10 @@ test('messages up to MAX_MESSAGE_BYTES pass both ways (above the grpc-js 4 MiB d
 
 test('close() runs provider.close, removes the socket, and is idempotent', async (t) => {
   let closed = 0;
-  const p = await startInProcess({ info: { name: 'c.ccm.dev', vendorVersion: '1', providerName: 'c' }, close: async () => void closed++ }, { logger: silent });
+  const p = await startInProcess(
+    { info: { name: 'c.ccm.dev', vendorVersion: '1', providerName: 'c' }, close: async () => void closed++ },
+    { logger: silent },
+  );
   const path = p.endpoint.replace(/^unix:\/\//, '');
   t.true(existsSync(path));
   await Promise.all([p.close(), p.close()]);

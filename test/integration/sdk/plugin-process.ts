@@ -10,14 +10,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
-import {
-  ENV_ENDPOINT,
-  ENV_INSTANCE_ID,
-  ENV_LOG_LEVEL,
-  ENV_PROTOCOL_VERSIONS,
-  MAGIC_COOKIE_KEY,
-  MAGIC_COOKIE_VALUE,
-} from '../../../sdk/protocol.js';
+import { ENV_ENDPOINT, ENV_INSTANCE_ID, ENV_LOG_LEVEL, ENV_PROTOCOL_VERSIONS, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE } from '../../../sdk/protocol.js';
 
 /** The compiled echo provider executable. */
 export const ECHO_PROVIDER = fileURLToPath(new URL('../../fixtures/echo-provider.js', import.meta.url));
@@ -135,11 +128,13 @@ export async function launchPlugin(opts: LaunchOptions = {}): Promise<PluginProc
       waiters.add(waiter);
       waiter();
       // A process that exited will not print the line any more.
-      void result.then(() => setTimeout(() => {
-        const v = probe();
-        if (v !== undefined) resolve(v);
-        else reject(new Error(`process exited before ${what}; stderr:\n${stderrLines.join('\n')}`));
-      }, 50));
+      void result.then(() =>
+        setTimeout(() => {
+          const v = probe();
+          if (v !== undefined) resolve(v);
+          else reject(new Error(`process exited before ${what}; stderr:\n${stderrLines.join('\n')}`));
+        }, 50),
+      );
     });
     return withTimeout(found, ms, what).finally(() => waiters.delete(waiter!));
   };

@@ -12,14 +12,7 @@ import { type ServiceError } from '@grpc/grpc-js';
 import { Capability, Service } from '../../../proto/gen/ccm/provider/v1/identity.js';
 import { createProviderClients, unary, type ProviderClients } from '../../../sdk/clients.js';
 import { Code, fromServiceError } from '../../../sdk/errors.js';
-import {
-  ENV_PROTOCOL_VERSIONS,
-  ErrorReason,
-  HEALTH_SERVICE_NAME,
-  MAGIC_COOKIE_KEY,
-  parseHandshake,
-  PROTOCOL_MINOR,
-} from '../../../sdk/protocol.js';
+import { ENV_PROTOCOL_VERSIONS, ErrorReason, HEALTH_SERVICE_NAME, MAGIC_COOKIE_KEY, parseHandshake, PROTOCOL_MINOR } from '../../../sdk/protocol.js';
 import { NOT_BY_HAND_MESSAGE } from '../../../sdk/serve.js';
 import { echoMetadata } from '../../fixtures/echo-provider-lib.js';
 import { launchPlugin, withTimeout, WAIT_MS, type LaunchOptions, type PluginProcess } from './plugin-process.js';
@@ -139,7 +132,7 @@ test('Configure and Probe reach the provider', async (t) => {
   t.true(probe.ready);
 });
 
-test('the call deadline aborts the provider\'s signal', async (t) => {
+test("the call deadline aborts the provider's signal", async (t) => {
   const { p, c } = await started(t);
   // Connect first, and leave room: a call that reaches the provider after its deadline never runs.
   await unary(c.identity.getPluginInfo.bind(c.identity), {});
@@ -200,8 +193,17 @@ test('stdout carries only the handshake even when provider code writes to the co
   t.is(await p.exited(), 0);
   t.deepEqual(p.stdoutLines, [line]);
   // All of it went to stderr instead.
-  for (const text of ['echo provider loading', 'echo provider serving', 'instanceExists called for n1', 'a raw stdout write', 'instanceMetadata called']) {
-    t.truthy(p.stderrLines.find((l) => l.includes(text)), text);
+  for (const text of [
+    'echo provider loading',
+    'echo provider serving',
+    'instanceExists called for n1',
+    'a raw stdout write',
+    'instanceMetadata called',
+  ]) {
+    t.truthy(
+      p.stderrLines.find((l) => l.includes(text)),
+      text,
+    );
   }
 });
 
@@ -242,7 +244,11 @@ test('a stale socket file is replaced; a live one is left alone', async (t) => {
   t.teardown(() => first.cleanup());
   first.child.kill('SIGKILL');
   await first.exited();
-  await execa(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(first.socketPath)}, () => process.kill(process.pid, 'SIGKILL'))`], { reject: false, timeout: WAIT_MS });
+  await execa(
+    process.execPath,
+    ['-e', `require('net').createServer().listen(${JSON.stringify(first.socketPath)}, () => process.kill(process.pid, 'SIGKILL'))`],
+    { reject: false, timeout: WAIT_MS },
+  );
   t.true(existsSync(first.socketPath), 'stale socket left behind');
   const { c } = await started(t, { socketPath: first.socketPath });
   t.is((await unary(c.identity.getPluginInfo.bind(c.identity), {})).name, 'echo.ccm.dev');
@@ -258,7 +264,10 @@ test('a stale socket file is replaced; a live one is left alone', async (t) => {
   const p = await launchPlugin({ socketPath: livePath });
   t.teardown(() => p.cleanup());
   t.is(await p.exited(), 1);
-  t.truthy(p.stderrLines.find((l) => l.includes('another process is listening')), p.stderrLines.join('\n'));
+  t.truthy(
+    p.stderrLines.find((l) => l.includes('another process is listening')),
+    p.stderrLines.join('\n'),
+  );
   t.true(existsSync(livePath), 'live socket untouched');
 });
 
@@ -270,7 +279,10 @@ test('sidecar mode (--endpoint, no cookie): no handshake, survives Shutdown, SIG
   const p = await launchPlugin({ hostEnv: false, args: [`--endpoint=unix://${socketPath}`], socketPath });
   t.teardown(() => p.cleanup());
   await p.logLine('provider serving');
-  t.false(p.stdoutLines.some((l) => l.startsWith('CCMPLUGIN')), 'no handshake in sidecar mode');
+  t.false(
+    p.stdoutLines.some((l) => l.startsWith('CCMPLUGIN')),
+    'no handshake in sidecar mode',
+  );
   const c = createProviderClients(`unix://${socketPath}`);
   t.teardown(() => c.close());
   const info = await unary(c.identity.getPluginInfo.bind(c.identity), {});

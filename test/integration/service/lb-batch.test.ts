@@ -77,14 +77,19 @@ function ensureCalls(journal: JournalEntry[], uids: Set<string>): { entry: Journ
 async function busyWorker(cloud: string, core: CoreV1Api, name: string, methods: string): Promise<void> {
   await hold(cloud, methods);
   await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8080 }]) });
-  await waitFor(async () => ((await readSvc(core, name))?.metadata?.finalizers ?? []).includes(LB_FINALIZER), { what: `finalizer on ${NS}/${name} (its ensure is held)` });
+  await waitFor(async () => ((await readSvc(core, name))?.metadata?.finalizers ?? []).includes(LB_FINALIZER), {
+    what: `finalizer on ${NS}/${name} (its ensure is held)`,
+  });
 }
 
 test.serial('one worker drains many queued Services in batch calls: one ensure and one load balancer per Service, every ingress set', async (t) => {
   const { cloud, core } = t.context;
   const n = 60;
   await busyWorker(cloud, core, 'many-first', 'EnsureLoadBalancer');
-  const byName = await createAll(core, Array.from({ length: n }, (_, i) => `many-${i}`));
+  const byName = await createAll(
+    core,
+    Array.from({ length: n }, (_, i) => `many-${i}`),
+  );
   byName.set('many-first', (await readSvc(core, 'many-first'))!.metadata!.uid!);
   await localcloud(cloud, 'knobs', 'unset', 'hold');
   const uids = new Set(byName.values());
@@ -96,11 +101,18 @@ test.serial('one worker drains many queued Services in batch calls: one ensure a
     { what: `${uids.size} load balancers; see ${t.context.host.logPath}`, timeoutMs: 120_000 },
   );
   for (const [name, uid] of byName) {
-    const svc = await waitFor(async () => {
-      const s = await readSvc(core, name);
-      return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-    }, { what: `ingress on ${NS}/${name}` });
-    t.is(svc.status!.loadBalancer!.ingress![0]!.ip, lbs.find((l) => l.serviceUid === uid)!.ingressIp, `${name} shows its own load balancer's address`);
+    const svc = await waitFor(
+      async () => {
+        const s = await readSvc(core, name);
+        return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+      },
+      { what: `ingress on ${NS}/${name}` },
+    );
+    t.is(
+      svc.status!.loadBalancer!.ingress![0]!.ip,
+      lbs.find((l) => l.serviceUid === uid)!.ingressIp,
+      `${name} shows its own load balancer's address`,
+    );
   }
   t.is(new Set(lbs.map((l) => l.ingressIp)).size, lbs.length, 'no address shared');
   const calls = ensureCalls(await readJournal(cloud), uids);
@@ -108,7 +120,10 @@ test.serial('one worker drains many queued Services in batch calls: one ensure a
   t.is(ensured.length, uids.size, 'exactly one ensure per Service');
   t.is(new Set(ensured).size, uids.size);
   t.true(calls.length <= uids.size / 4, `far fewer ensure calls than Services: ${calls.length} for ${uids.size}`);
-  t.true(calls.some((c) => c.entry.method === 'loadBalancers.ensureLoadBalancers' && c.uids.length > 1), 'batch calls were made');
+  t.true(
+    calls.some((c) => c.entry.method === 'loadBalancers.ensureLoadBalancers' && c.uids.length > 1),
+    'batch calls were made',
+  );
   const created = calls.flatMap((c) => c.entry.createdKeys ?? (c.entry.created && c.entry.key ? [c.entry.key] : []));
   t.deepEqual([...created].sort(), [...uids].sort(), 'each load balancer created once');
 });
@@ -142,7 +157,9 @@ test.serial('Services deleted, or deleted and recreated, while the batch carryin
   const journal = await waitFor(
     async () => {
       const j = await readJournal(cloud);
-      return j.some((e) => e.method === 'loadBalancers.ensureLoadBalancers' && e.ok && [...deadUids].every((u) => e.keys?.includes(u))) ? j : undefined;
+      return j.some((e) => e.method === 'loadBalancers.ensureLoadBalancers' && e.ok && [...deadUids].every((u) => e.keys?.includes(u)))
+        ? j
+        : undefined;
     },
     { what: 'the held batch carrying the deleted Services completed (journal)' },
   );
@@ -155,12 +172,17 @@ test.serial('Services deleted, or deleted and recreated, while the batch carryin
     },
     { what: `load balancers only for the live Services; see ${t.context.host.logPath}`, timeoutMs: 60_000 },
   );
-  await waitFor(async () => (await readSvc(core, graceful.metadata!.name!)) === undefined, { what: 'the gracefully deleted Service finished deleting (finalizer removed)' });
+  await waitFor(async () => (await readSvc(core, graceful.metadata!.name!)) === undefined, {
+    what: 'the gracefully deleted Service finished deleting (finalizer removed)',
+  });
   for (const name of names.filter((n) => n !== gone.metadata!.name)) {
-    await waitFor(async () => {
-      const s = await readSvc(core, name);
-      return s === undefined ? name === graceful.metadata!.name : Boolean(s.status?.loadBalancer?.ingress?.[0]?.ip);
-    }, { what: `ingress on ${NS}/${name}` });
+    await waitFor(
+      async () => {
+        const s = await readSvc(core, name);
+        return s === undefined ? name === graceful.metadata!.name : Boolean(s.status?.loadBalancer?.ingress?.[0]?.ip);
+      },
+      { what: `ingress on ${NS}/${name}` },
+    );
   }
   t.pass();
 });

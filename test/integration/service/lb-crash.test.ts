@@ -91,15 +91,23 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
       const want = new Set(live.map((n) => byName.get(n)!.metadata!.uid!));
       const extra = lbs.filter((l) => !want.has(l.serviceUid)).map((l) => `${l.serviceName} (${l.serviceUid})`);
       const missing = live.filter((n) => !lbs.some((l) => l.serviceUid === byName.get(n)!.metadata!.uid));
-      if (extra.length || missing.length) throw new Error(`cloud load balancers without a Service: [${extra.join(', ')}]; Services without one: [${missing.join(', ')}]`);
+      if (extra.length || missing.length)
+        throw new Error(`cloud load balancers without a Service: [${extra.join(', ')}]; Services without one: [${missing.join(', ')}]`);
       return { list, lbs };
     },
     { what: `cloud load balancers == Services that want one (${seed}; cloud state ${state})`, timeoutMs: 120_000, intervalMs: 500, log: logPath },
   );
   t.is(settled.lbs.length, live.length, 'zero orphans, zero leaks');
-  t.true(settled.list.every((s) => s.metadata?.finalizers?.includes(LB_FINALIZER)), 'every live LB Service keeps its finalizer');
+  t.true(
+    settled.list.every((s) => s.metadata?.finalizers?.includes(LB_FINALIZER)),
+    'every live LB Service keeps its finalizer',
+  );
   t.is(new Set(settled.lbs.map((l) => l.ingressIp)).size, settled.lbs.length, 'no ingress address handed out twice');
   for (const name of live) await core.deleteNamespacedService({ name, namespace: NS });
-  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.length === 0, { what: 'cleanup', timeoutMs: 60_000, log: logPath });
+  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.length === 0, {
+    what: 'cleanup',
+    timeoutMs: 60_000,
+    log: logPath,
+  });
   t.is((await cloudLbs(state)).filter((l) => l.clusterName === 'crash').length, 0, 'deleting the rest leaves no cloud LB');
 });

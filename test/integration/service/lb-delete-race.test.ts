@@ -74,10 +74,13 @@ async function createHeld(t: { context: { cloud: string; core: CoreV1Api } }, na
   const { cloud, core } = t.context;
   await localcloud(cloud, 'knobs', 'set', 'hold=EnsureLoadBalancer');
   await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8080 }]) });
-  return waitFor(async () => {
-    const s = await readSvc(core, name);
-    return s?.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined;
-  }, { what: `finalizer on ${NS}/${name} (the host is in its first sync)` });
+  return waitFor(
+    async () => {
+      const s = await readSvc(core, name);
+      return s?.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined;
+    },
+    { what: `finalizer on ${NS}/${name} (the host is in its first sync)` },
+  );
 }
 
 const release = (cloud: string) => localcloud(cloud, 'knobs', 'unset', 'hold');
@@ -103,7 +106,10 @@ test.serial('kube-apiserver deletes the Service, finalizer and all, during the f
   // Not a LoadBalancer yet: the DELETE reads it without finalizers.
   const created = await core.createNamespacedService({
     namespace: NS,
-    body: { metadata: { name, namespace: NS, labels: { [SLOW_DELETE_LABEL]: 'true' } }, spec: { type: 'ClusterIP', ports: [{ name: 'p0', port: 8080 }] } },
+    body: {
+      metadata: { name, namespace: NS, labels: { [SLOW_DELETE_LABEL]: 'true' } },
+      spec: { type: 'ClusterIP', ports: [{ name: 'p0', port: 8080 }] },
+    },
   });
   const uid = created.metadata!.uid!;
   await localcloud(cloud, 'knobs', 'set', 'hold=EnsureLoadBalancer');
@@ -112,17 +118,27 @@ test.serial('kube-apiserver deletes the Service, finalizer and all, during the f
   await held;
   // While the DELETE waits in admission: the Service becomes a LoadBalancer, the host adds its finalizer and calls EnsureLoadBalancer (held).
   await patchService(core, NS, name, { spec: { type: 'LoadBalancer' } }, 'merge');
-  await waitFor(async () => ((await readSvc(core, name))?.metadata?.finalizers ?? []).includes(LB_FINALIZER), { what: `the host's finalizer on ${NS}/${name}` });
+  await waitFor(async () => ((await readSvc(core, name))?.metadata?.finalizers ?? []).includes(LB_FINALIZER), {
+    what: `the host's finalizer on ${NS}/${name}`,
+  });
   webhook.release();
   const removed = await deleting;
-  t.true(removed.metadata?.finalizers?.includes(LB_FINALIZER), 'the DELETE removed the Service with our finalizer on it (the API server race happened)');
+  t.true(
+    removed.metadata?.finalizers?.includes(LB_FINALIZER),
+    'the DELETE removed the Service with our finalizer on it (the API server race happened)',
+  );
   t.falsy(removed.metadata?.deletionTimestamp, 'no graceful deletion: the object went at once');
   t.is(await readSvc(core, name), undefined);
   await release(cloud);
-  await waitFor(async () => (await readJournal(cloud)).some((e) => e.method === 'loadBalancers.ensureLoadBalancer' && e.key === uid && e.ok && e.created), {
-    what: `the held EnsureLoadBalancer created a load balancer for uid ${uid} (journal)`,
+  await waitFor(
+    async () => (await readJournal(cloud)).some((e) => e.method === 'loadBalancers.ensureLoadBalancer' && e.key === uid && e.ok && e.created),
+    {
+      what: `the held EnsureLoadBalancer created a load balancer for uid ${uid} (journal)`,
+    },
+  );
+  await waitFor(async () => !(await lbUids(cloud)).includes(uid), {
+    what: `the load balancer of the deleted Service (uid ${uid}) deleted; see ${t.context.host.logPath}`,
   });
-  await waitFor(async () => !(await lbUids(cloud)).includes(uid), { what: `the load balancer of the deleted Service (uid ${uid}) deleted; see ${t.context.host.logPath}` });
 });
 
 const cases: { name: string; during: (core: CoreV1Api, svc: V1Service) => Promise<string | undefined> }[] = [
@@ -155,9 +171,12 @@ for (const [i, c] of cases.entries()) {
     const newUid = await c.during(core, held);
     await release(cloud);
     // The held call goes on and creates the load balancer for the old uid...
-    await waitFor(async () => (await readJournal(cloud)).some((e) => e.method === 'loadBalancers.ensureLoadBalancer' && e.key === oldUid && e.ok && e.created), {
-      what: `the held EnsureLoadBalancer created a load balancer for uid ${oldUid} (journal)`,
-    });
+    await waitFor(
+      async () => (await readJournal(cloud)).some((e) => e.method === 'loadBalancers.ensureLoadBalancer' && e.key === oldUid && e.ok && e.created),
+      {
+        what: `the held EnsureLoadBalancer created a load balancer for uid ${oldUid} (journal)`,
+      },
+    );
     // ...which must then go.
     const want = newUid ? [newUid] : [];
     const uids = await waitFor(
@@ -169,10 +188,13 @@ for (const [i, c] of cases.entries()) {
     );
     t.false(uids.includes(oldUid), `no load balancer for the deleted Service (uid ${oldUid})`);
     if (newUid) {
-      const svc = await waitFor(async () => {
-        const s = await readSvc(core, name);
-        return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-      }, { what: `ingress on the recreated ${NS}/${name}` });
+      const svc = await waitFor(
+        async () => {
+          const s = await readSvc(core, name);
+          return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+        },
+        { what: `ingress on the recreated ${NS}/${name}` },
+      );
       const lb = (await cloudLbs(cloud)).find((l) => l.serviceUid === newUid)!;
       t.is(svc.status!.loadBalancer!.ingress![0]!.ip, lb.ingressIp, "the recreated Service shows its own load balancer's address");
       await deleteAndWaitGone(core, name);

@@ -82,22 +82,25 @@ async function ensureCalls(state: string, uid: string): Promise<number[]> {
     .map((c) => c.at);
 }
 
-test.serial('RESOURCE_EXHAUSTED with RetryInfo 2 s is retried no earlier than the per-Service backoff (the floor of every provider delay)', async (t) => {
-  const { core, state } = t.context;
-  const svc = await core.createNamespacedService({
-    namespace: NS,
-    body: lbService('throttled', NS, [{ port: 80 }], {}, { 'fault.test/retry-after-ms': '2000', 'fault.test/retry-times': '2' }),
-  });
-  await waitFor(async () => (await readSvc(core, 'throttled')).status?.loadBalancer?.ingress?.[0]?.ip, { what: 'ingress after the throttling' });
-  const calls = await ensureCalls(state, svc.metadata!.uid!);
-  t.is(calls.length, 3, 'two throttled calls, then success');
-  const gaps = calls.slice(1).map((at, i) => at - calls[i]!);
-  t.log(`gaps between attempts: ${gaps.join(' ms, ')} ms`);
-  // Never earlier than asked, nor than the per-Service backoff (5 s, then 10 s), which is longer here.
-  for (const g of gaps) t.true(g >= 4_900, `retried after ${g} ms`);
-  const events = await serviceEvents(core, svc);
-  t.true(events.some((e) => e.type === 'Warning' && e.reason === 'SyncLoadBalancerFailed' && /throttled/.test(e.message ?? '')));
-});
+test.serial(
+  'RESOURCE_EXHAUSTED with RetryInfo 2 s is retried no earlier than the per-Service backoff (the floor of every provider delay)',
+  async (t) => {
+    const { core, state } = t.context;
+    const svc = await core.createNamespacedService({
+      namespace: NS,
+      body: lbService('throttled', NS, [{ port: 80 }], {}, { 'fault.test/retry-after-ms': '2000', 'fault.test/retry-times': '2' }),
+    });
+    await waitFor(async () => (await readSvc(core, 'throttled')).status?.loadBalancer?.ingress?.[0]?.ip, { what: 'ingress after the throttling' });
+    const calls = await ensureCalls(state, svc.metadata!.uid!);
+    t.is(calls.length, 3, 'two throttled calls, then success');
+    const gaps = calls.slice(1).map((at, i) => at - calls[i]!);
+    t.log(`gaps between attempts: ${gaps.join(' ms, ')} ms`);
+    // Never earlier than asked, nor than the per-Service backoff (5 s, then 10 s), which is longer here.
+    for (const g of gaps) t.true(g >= 4_900, `retried after ${g} ms`);
+    const events = await serviceEvents(core, svc);
+    t.true(events.some((e) => e.type === 'Warning' && e.reason === 'SyncLoadBalancerFailed' && /throttled/.test(e.message ?? '')));
+  },
+);
 
 test.serial('RESOURCE_EXHAUSTED with RetryInfo longer than the backoff is retried after that delay, not on the backoff', async (t) => {
   const { core, state } = t.context;
@@ -106,17 +109,29 @@ test.serial('RESOURCE_EXHAUSTED with RetryInfo longer than the backoff is retrie
     namespace: NS,
     body: lbService('throttled-long', NS, [{ port: 80 }], {}, { 'fault.test/retry-after-ms': '3600000', 'fault.test/retry-times': '1' }),
   });
-  await waitFor(async () => (await serviceEvents(core, slow)).some((e) => e.reason === 'SyncLoadBalancerFailed'), { what: 'throttled-long failed once' });
+  await waitFor(async () => (await serviceEvents(core, slow)).some((e) => e.reason === 'SyncLoadBalancerFailed'), {
+    what: 'throttled-long failed once',
+  });
   // The clock: a Service created after that failure whose first two ensures fail plainly:
   // its third ensure comes after 5 s + 10 s of backoff.
-  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('backoff-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
-  await waitFor(async () => (await ensureCalls(state, clock.metadata!.uid!)).length >= 3, { what: 'three ensures of backoff-clock', timeoutMs: 120_000 });
+  const clock = await core.createNamespacedService({
+    namespace: NS,
+    body: lbService('backoff-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }),
+  });
+  await waitFor(async () => (await ensureCalls(state, clock.metadata!.uid!)).length >= 3, {
+    what: 'three ensures of backoff-clock',
+    timeoutMs: 120_000,
+  });
   t.is((await ensureCalls(state, slow.metadata!.uid!)).length, 1, 'throttled-long not retried on the backoff');
   for (const name of ['throttled-long', 'backoff-clock']) await core.deleteNamespacedService({ name, namespace: NS });
-  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => ['throttled-long', 'backoff-clock'].includes(s.metadata!.name!)), { what: 'deleted' });
+  await waitFor(
+    async () =>
+      !(await core.listNamespacedService({ namespace: NS })).items.some((s) => ['throttled-long', 'backoff-clock'].includes(s.metadata!.name!)),
+    { what: 'deleted' },
+  );
 });
 
-test.serial('RetryInfo beyond a timer\'s range (30 days) or zero is clamped: no hot loop', async (t) => {
+test.serial("RetryInfo beyond a timer's range (30 days) or zero is clamped: no hot loop", async (t) => {
   const { core, state } = t.context;
   // 30 days is past setTimeout's 24.8-day range: unclamped, the timer fires at once, again and again
   // (hundreds of calls a second). Zero asks for an immediate retry. Both keep failing here.
@@ -133,8 +148,14 @@ test.serial('RetryInfo beyond a timer\'s range (30 days) or zero is clamped: no 
     uids[c.name] = svc.metadata!.uid!;
   }
   // The clock, created after them: its first two ensures fail plainly, so its third comes after 5 s + 10 s of backoff.
-  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('clamp-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
-  await waitFor(async () => (await ensureCalls(state, clock.metadata!.uid!)).length >= 3, { what: 'three ensures of clamp-clock', timeoutMs: 120_000 });
+  const clock = await core.createNamespacedService({
+    namespace: NS,
+    body: lbService('clamp-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }),
+  });
+  await waitFor(async () => (await ensureCalls(state, clock.metadata!.uid!)).length >= 3, {
+    what: 'three ensures of clamp-clock',
+    timeoutMs: 120_000,
+  });
   const long = (await ensureCalls(state, uids['throttled-30d']!)).length;
   const zero = (await ensureCalls(state, uids['throttled-0']!)).length;
   t.log(`ensures meanwhile: ${long} for the 30-day delay, ${zero} for the zero delay, 3 for the clock`);
@@ -143,15 +164,25 @@ test.serial('RetryInfo beyond a timer\'s range (30 days) or zero is clamped: no 
   t.true(zero >= 2 && zero <= 4, `zero delay: ${zero} ensures while the clock made 3`);
   const names = [...cases.map((c) => c.name), 'clamp-clock'];
   for (const name of names) await core.deleteNamespacedService({ name, namespace: NS });
-  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => names.includes(s.metadata!.name!)), { what: 'deleted' });
+  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => names.includes(s.metadata!.name!)), {
+    what: 'deleted',
+  });
 });
 
 test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress IP from the plugin → Warning event, no invalid write', async (t) => {
   const { core, state } = t.context;
   const cases: { name: string; body: V1Service; want: RegExp }[] = [
-    { name: 'bad-ipmode', body: lbService('bad-ipmode', NS, [{ port: 80 }], {}, { 'local.ccm.dev/ip-mode': 'Sideways' }), want: /ip-mode must be VIP or Proxy/ },
+    {
+      name: 'bad-ipmode',
+      body: lbService('bad-ipmode', NS, [{ port: 80 }], {}, { 'local.ccm.dev/ip-mode': 'Sideways' }),
+      want: /ip-mode must be VIP or Proxy/,
+    },
     { name: 'bad-lbip', body: lbService('bad-lbip', NS, [{ port: 80 }], { loadBalancerIP: '10.9.9.9' }), want: /not in the load balancer pool/ },
-    { name: 'bad-ingress', body: lbService('bad-ingress', NS, [{ port: 80 }], {}, { 'fault.test/bad-ingress-ip': '999.1.2.3' }), want: /invalid EnsureLoadBalancer response.*999\.1\.2\.3/ },
+    {
+      name: 'bad-ingress',
+      body: lbService('bad-ingress', NS, [{ port: 80 }], {}, { 'fault.test/bad-ingress-ip': '999.1.2.3' }),
+      want: /invalid EnsureLoadBalancer response.*999\.1\.2\.3/,
+    },
   ];
   for (const c of cases) {
     const svc = await core.createNamespacedService({ namespace: NS, body: c.body });
@@ -166,22 +197,41 @@ test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress
   }
   // The bad-ingress LB exists in the cloud (its status was the problem) and is cleaned up on delete.
   for (const c of cases) await core.deleteNamespacedService({ name: c.name, namespace: NS });
-  await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.every((s) => !cases.some((c) => c.name === s.metadata?.name)), {
-    what: 'bad Services deleted',
-  });
-  t.false((await cloudLbs(state)).some((l) => cases.some((c) => c.name === l.serviceName)), 'no cloud LB left behind');
+  await waitFor(
+    async () => (await core.listNamespacedService({ namespace: NS })).items.every((s) => !cases.some((c) => c.name === s.metadata?.name)),
+    {
+      what: 'bad Services deleted',
+    },
+  );
+  t.false(
+    (await cloudLbs(state)).some((l) => cases.some((c) => c.name === l.serviceName)),
+    'no cloud LB left behind',
+  );
 });
 
-test.serial('ImplementedElsewhere: ensure and delete are skipped silently, and the deleted Service does not keep its finalizer (as upstream)', async (t) => {
-  const { core } = t.context;
-  const svc = await core.createNamespacedService({ namespace: NS, body: lbService('elsewhere', NS, [{ port: 80 }], {}, { 'fault.test/implemented-elsewhere': 'true' }) });
-  // The finalizer goes on before the ensure (as upstream), which answers ImplementedElsewhere.
-  await waitFor(async () => (await readSvc(core, 'elsewhere')).metadata?.finalizers?.includes('service.kubernetes.io/load-balancer-cleanup'), { what: 'finalizer on elsewhere' });
-  await core.deleteNamespacedService({ name: 'elsewhere', namespace: NS });
-  await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.uid === svc.metadata!.uid), { what: 'elsewhere deleted' });
-  const events = await serviceEvents(core, svc);
-  t.false(events.some((e) => e.reason === 'SyncLoadBalancerFailed'), 'ImplementedElsewhere is no failure');
-});
+test.serial(
+  'ImplementedElsewhere: ensure and delete are skipped silently, and the deleted Service does not keep its finalizer (as upstream)',
+  async (t) => {
+    const { core } = t.context;
+    const svc = await core.createNamespacedService({
+      namespace: NS,
+      body: lbService('elsewhere', NS, [{ port: 80 }], {}, { 'fault.test/implemented-elsewhere': 'true' }),
+    });
+    // The finalizer goes on before the ensure (as upstream), which answers ImplementedElsewhere.
+    await waitFor(async () => (await readSvc(core, 'elsewhere')).metadata?.finalizers?.includes('service.kubernetes.io/load-balancer-cleanup'), {
+      what: 'finalizer on elsewhere',
+    });
+    await core.deleteNamespacedService({ name: 'elsewhere', namespace: NS });
+    await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.uid === svc.metadata!.uid), {
+      what: 'elsewhere deleted',
+    });
+    const events = await serviceEvents(core, svc);
+    t.false(
+      events.some((e) => e.reason === 'SyncLoadBalancerFailed'),
+      'ImplementedElsewhere is no failure',
+    );
+  },
+);
 
 test.serial('20 % random cloud errors: every Service converges, Warning events, no hot loop', async (t) => {
   // A Service can be unlucky several times in a row, and its backoff doubles from 5 s: k failures in a
@@ -195,7 +245,11 @@ test.serial('20 % random cloud errors: every Service converges, Warning events, 
   const before = await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer');
   const names = Array.from({ length: 8 }, (_, i) => `flaky-${i}`);
   // flaky-0 fails its first ensure whatever the dice say, so there is always a failure to report.
-  for (const name of names) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 80 }], {}, name === 'flaky-0' ? { 'fault.test/fail-times': '1' } : {}) });
+  for (const name of names)
+    await core.createNamespacedService({
+      namespace: NS,
+      body: lbService(name, NS, [{ port: 80 }], {}, name === 'flaky-0' ? { 'fault.test/fail-times': '1' } : {}),
+    });
   await waitFor(
     async () => {
       const list = (await core.listNamespacedService({ namespace: NS })).items.filter((s) => names.includes(s.metadata!.name!));
@@ -227,7 +281,10 @@ test.serial('20 % random cloud errors: every Service converges, Warning events, 
     timeoutMs: 400_000,
     intervalMs: 500,
   });
-  t.false((await cloudLbs(state)).some((l) => names.includes(l.serviceName)), 'no orphans despite the errors');
+  t.false(
+    (await cloudLbs(state)).some((l) => names.includes(l.serviceName)),
+    'no orphans despite the errors',
+  );
 });
 
 test.serial("upstream's metric names and labels are on the host's /metrics after this file's work (dashboards keep working)", async (t) => {

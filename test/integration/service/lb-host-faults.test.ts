@@ -66,7 +66,9 @@ async function addNode(t: { context: { core: CoreV1Api; nodes: string[] } }, nam
 async function createEnsured(core: CoreV1Api, bodies: V1Service[]): Promise<V1Service[]> {
   const created = await Promise.all(bodies.map((body) => core.createNamespacedService({ namespace: NS, body })));
   for (const s of created) {
-    await waitFor(async () => (await core.readNamespacedService({ name: s.metadata!.name!, namespace: NS })).status?.loadBalancer?.ingress?.[0]?.ip, { what: `ingress of ${s.metadata!.name}` });
+    await waitFor(async () => (await core.readNamespacedService({ name: s.metadata!.name!, namespace: NS })).status?.loadBalancer?.ingress?.[0]?.ip, {
+      what: `ingress of ${s.metadata!.name}`,
+    });
   }
   return created;
 }
@@ -111,51 +113,74 @@ test.serial('a failed host update of one Service: Warning UpdateLoadBalancerFail
   await deleteAll(core, [bad!, good!]);
 });
 
-test.serial('a cloud outage while a node joins: Warning UpdateLoadBalancerFailed on every Service, then all converge through one batch update', async (t) => {
-  const { core, cloud } = t.context;
-  const svcs = await createEnsured(core, [lbService('outage-a', NS, [{ port: 80 }]), lbService('outage-b', NS, [{ port: 80 }])]);
-  await localcloud(cloud, 'knobs', 'set', 'failAll=true');
-  t.teardown(() => localcloud(cloud, 'knobs', 'unset', 'failAll').then(() => undefined));
-  await addNode(t, 'lb-host-faults-n2', '127.0.87.252');
-  for (const s of svcs) {
-    const ev = await waitFor(() => updateFailed(core, s), { what: `UpdateLoadBalancerFailed on ${s.metadata!.name}` });
-    t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
-    t.regex(ev.message ?? '', /lb-host-faults-n2/);
-  }
-  await localcloud(cloud, 'knobs', 'unset', 'failAll');
-  const want = [...t.context.nodes];
-  for (const s of svcs) await waitFor(() => backendsAre(cloud, s, want), { what: `${s.metadata!.name} converged after the outage`, timeoutMs: 120_000 });
-  // Ours (README differences): the failed call is retried as one batch call; upstream re-ensures each Service.
-  for (const s of svcs) t.is(await ensureCalls(cloud, s.metadata!.uid!), 1, `${s.metadata!.name}: no re-ensure, the batch update was retried`);
-  await deleteAll(core, svcs);
-});
+test.serial(
+  'a cloud outage while a node joins: Warning UpdateLoadBalancerFailed on every Service, then all converge through one batch update',
+  async (t) => {
+    const { core, cloud } = t.context;
+    const svcs = await createEnsured(core, [lbService('outage-a', NS, [{ port: 80 }]), lbService('outage-b', NS, [{ port: 80 }])]);
+    await localcloud(cloud, 'knobs', 'set', 'failAll=true');
+    t.teardown(() => localcloud(cloud, 'knobs', 'unset', 'failAll').then(() => undefined));
+    await addNode(t, 'lb-host-faults-n2', '127.0.87.252');
+    for (const s of svcs) {
+      const ev = await waitFor(() => updateFailed(core, s), { what: `UpdateLoadBalancerFailed on ${s.metadata!.name}` });
+      t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
+      t.regex(ev.message ?? '', /lb-host-faults-n2/);
+    }
+    await localcloud(cloud, 'knobs', 'unset', 'failAll');
+    const want = [...t.context.nodes];
+    for (const s of svcs)
+      await waitFor(() => backendsAre(cloud, s, want), { what: `${s.metadata!.name} converged after the outage`, timeoutMs: 120_000 });
+    // Ours (README differences): the failed call is retried as one batch call; upstream re-ensures each Service.
+    for (const s of svcs) t.is(await ensureCalls(cloud, s.metadata!.uid!), 1, `${s.metadata!.name}: no re-ensure, the batch update was retried`);
+    await deleteAll(core, svcs);
+  },
+);
 
 test.serial('a host update answered with RetryInfo is retried after that delay, not on the backoff', async (t) => {
   const { core, cloud } = t.context;
   // RetryInfo 1 h; the per-Service backoff would re-ensure it after 5 s.
-  const [slow] = await createEnsured(core, [lbService('hosts-retry-later', NS, [{ port: 80 }], {}, { 'fault.test/hosts-error': 'retry-after:3600000' })]);
+  const [slow] = await createEnsured(core, [
+    lbService('hosts-retry-later', NS, [{ port: 80 }], {}, { 'fault.test/hosts-error': 'retry-after:3600000' }),
+  ]);
   await addNode(t, 'lb-host-faults-n3', '127.0.87.253');
   await waitFor(() => updateFailed(core, slow!), { what: 'UpdateLoadBalancerFailed on hosts-retry-later' });
   // The clock: a Service created after that failure whose first two ensures fail plainly, so its
   // third comes after its 5 s + 10 s backoff, long after the backoff would have re-ensured the other.
-  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('hosts-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
-  await waitFor(async () => (await ensureCalls(cloud, clock.metadata!.uid!)) >= 3, { what: 'three ensures of the clock Service', timeoutMs: 120_000 });
+  const clock = await core.createNamespacedService({
+    namespace: NS,
+    body: lbService('hosts-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }),
+  });
+  await waitFor(async () => (await ensureCalls(cloud, clock.metadata!.uid!)) >= 3, {
+    what: 'three ensures of the clock Service',
+    timeoutMs: 120_000,
+  });
   t.is(await ensureCalls(cloud, slow!.metadata!.uid!), 1, 'hosts-retry-later not re-ensured before its RetryInfo delay');
   await deleteAll(core, [slow!, clock]);
 });
 
-test.serial('a batch host update that fails as a whole with RetryInfo: Warning on the Service, the call retried after that delay, not on the backoff', async (t) => {
-  const { core, cloud } = t.context;
-  // The whole call answers RetryInfo 1 h; the node queue's backoff would retry it after 5 s, then 10 s.
-  const [held] = await createEnsured(core, [lbService('hosts-call-retry-later', NS, [{ port: 80 }], {}, { 'fault.test/hosts-call-error': 'retry-after:3600000' })]);
-  await addNode(t, 'lb-host-faults-n4', '127.0.87.254');
-  const ev = await waitFor(() => updateFailed(core, held!), { what: 'UpdateLoadBalancerFailed on hosts-call-retry-later' });
-  t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
-  t.regex(ev.message ?? '', /lb-host-faults-n4.*throttled/);
-  // The clock, as above: its third ensure comes after its 5 s + 10 s backoff.
-  const clock = await core.createNamespacedService({ namespace: NS, body: lbService('hosts-call-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }) });
-  await waitFor(async () => (await ensureCalls(cloud, clock.metadata!.uid!)) >= 3, { what: 'three ensures of the clock Service', timeoutMs: 120_000 });
-  t.is(await hostsCalls(cloud, held!.metadata!.uid!), 1, 'the failed call not retried before its RetryInfo delay');
-  t.is(await ensureCalls(cloud, held!.metadata!.uid!), 1, 'nor the Service re-ensured meanwhile');
-  await deleteAll(core, [held!, clock]);
-});
+test.serial(
+  'a batch host update that fails as a whole with RetryInfo: Warning on the Service, the call retried after that delay, not on the backoff',
+  async (t) => {
+    const { core, cloud } = t.context;
+    // The whole call answers RetryInfo 1 h; the node queue's backoff would retry it after 5 s, then 10 s.
+    const [held] = await createEnsured(core, [
+      lbService('hosts-call-retry-later', NS, [{ port: 80 }], {}, { 'fault.test/hosts-call-error': 'retry-after:3600000' }),
+    ]);
+    await addNode(t, 'lb-host-faults-n4', '127.0.87.254');
+    const ev = await waitFor(() => updateFailed(core, held!), { what: 'UpdateLoadBalancerFailed on hosts-call-retry-later' });
+    t.regex(ev.message ?? '', UPSTREAM_MESSAGE);
+    t.regex(ev.message ?? '', /lb-host-faults-n4.*throttled/);
+    // The clock, as above: its third ensure comes after its 5 s + 10 s backoff.
+    const clock = await core.createNamespacedService({
+      namespace: NS,
+      body: lbService('hosts-call-clock', NS, [{ port: 80 }], {}, { 'fault.test/fail-times': '2' }),
+    });
+    await waitFor(async () => (await ensureCalls(cloud, clock.metadata!.uid!)) >= 3, {
+      what: 'three ensures of the clock Service',
+      timeoutMs: 120_000,
+    });
+    t.is(await hostsCalls(cloud, held!.metadata!.uid!), 1, 'the failed call not retried before its RetryInfo delay');
+    t.is(await ensureCalls(cloud, held!.metadata!.uid!), 1, 'nor the Service re-ensured meanwhile');
+    await deleteAll(core, [held!, clock]);
+  },
+);

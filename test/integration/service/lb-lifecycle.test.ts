@@ -57,47 +57,57 @@ async function readSvc(core: CoreV1Api, name: string): Promise<V1Service | undef
 
 const ingressIp = (s: V1Service | undefined) => s?.status?.loadBalancer?.ingress?.[0]?.ip;
 
-test.serial('create → finalizer, ingress, TCP round trip; port change → traffic follows; delete → LB gone, then finalizer, then Service', async (t) => {
-  const { core, cloud, backends } = t.context;
-  await addNode(t, 'lbit-a', '127.0.52.1');
-  await addNode(t, 'lbit-b', '127.0.52.2');
-  const created = await core.createNamespacedService({ namespace: NS, body: lbService('web', NS, [{ port: 8080 }]) });
-  const nodePort = created.spec!.ports![0]!.nodePort!;
-  backends.push(await startTcpBackend('a', '127.0.52.1', nodePort), await startTcpBackend('b', '127.0.52.2', nodePort));
+test.serial(
+  'create → finalizer, ingress, TCP round trip; port change → traffic follows; delete → LB gone, then finalizer, then Service',
+  async (t) => {
+    const { core, cloud, backends } = t.context;
+    await addNode(t, 'lbit-a', '127.0.52.1');
+    await addNode(t, 'lbit-b', '127.0.52.2');
+    const created = await core.createNamespacedService({ namespace: NS, body: lbService('web', NS, [{ port: 8080 }]) });
+    const nodePort = created.spec!.ports![0]!.nodePort!;
+    backends.push(await startTcpBackend('a', '127.0.52.1', nodePort), await startTcpBackend('b', '127.0.52.2', nodePort));
 
-  const svc = await waitFor(async () => {
-    const s = await readSvc(core, 'web');
-    return ingressIp(s) ? s : undefined;
-  }, { what: 'ingress in status' });
-  t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
-  const ing = svc.status!.loadBalancer!.ingress![0]!;
-  t.regex(ing.ip!, /^127\.0\.51\./);
-  t.is(ing.ipMode, 'VIP');
-  const seen = new Set<string>();
-  for (let i = 0; i < 4; i++) seen.add(await tcpRequest(ing.ip!, 8080));
-  t.deepEqual([...seen].sort(), ['a', 'b'], 'traffic reaches both backend nodes');
-  const events = await waitFor(async () => {
-    const ev = await serviceEvents(core, svc);
-    return ev.some((e) => e.reason === 'EnsuredLoadBalancer') ? ev : undefined;
-  }, { what: 'EnsuredLoadBalancer event' });
-  t.true(events.some((e) => e.reason === 'EnsuringLoadBalancer'));
+    const svc = await waitFor(
+      async () => {
+        const s = await readSvc(core, 'web');
+        return ingressIp(s) ? s : undefined;
+      },
+      { what: 'ingress in status' },
+    );
+    t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
+    const ing = svc.status!.loadBalancer!.ingress![0]!;
+    t.regex(ing.ip!, /^127\.0\.51\./);
+    t.is(ing.ipMode, 'VIP');
+    const seen = new Set<string>();
+    for (let i = 0; i < 4; i++) seen.add(await tcpRequest(ing.ip!, 8080));
+    t.deepEqual([...seen].sort(), ['a', 'b'], 'traffic reaches both backend nodes');
+    const events = await waitFor(
+      async () => {
+        const ev = await serviceEvents(core, svc);
+        return ev.some((e) => e.reason === 'EnsuredLoadBalancer') ? ev : undefined;
+      },
+      { what: 'EnsuredLoadBalancer event' },
+    );
+    t.true(events.some((e) => e.reason === 'EnsuringLoadBalancer'));
 
-  // Change the port: the load balancer listens on the new one.
-  await core.patchNamespacedService(
-    { name: 'web', namespace: NS, body: [{ op: 'replace', path: '/spec/ports/0/port', value: 9090 }] },
-  );
-  await waitFor(async () => (await cloudLbs(cloud)).some((l) => l.serviceName === 'web' && l.ports[0]?.port === 9090), { what: 'LB on port 9090' });
-  t.is(await waitFor(() => tcpRequest(ing.ip!, 9090), { what: 'traffic on the new port' }).then((r) => /^[ab]$/.test(r)), true);
-  await t.throwsAsync(tcpRequest(ing.ip!, 8080), undefined, 'the old port no longer answers');
+    // Change the port: the load balancer listens on the new one.
+    await core.patchNamespacedService({ name: 'web', namespace: NS, body: [{ op: 'replace', path: '/spec/ports/0/port', value: 9090 }] });
+    await waitFor(async () => (await cloudLbs(cloud)).some((l) => l.serviceName === 'web' && l.ports[0]?.port === 9090), { what: 'LB on port 9090' });
+    t.is(await waitFor(() => tcpRequest(ing.ip!, 9090), { what: 'traffic on the new port' }).then((r) => /^[ab]$/.test(r)), true);
+    await t.throwsAsync(tcpRequest(ing.ip!, 8080), undefined, 'the old port no longer answers');
 
-  // Delete: the cloud LB goes first, then the finalizer, then the Service.
-  await core.deleteNamespacedService({ name: 'web', namespace: NS });
-  await waitFor(async () => (await readSvc(core, 'web')) === undefined, { what: 'Service gone' });
-  t.false((await cloudLbs(cloud)).some((l) => l.serviceName === 'web'), 'no cloud LB left');
-  await t.throwsAsync(tcpRequest(ing.ip!, 9090), undefined, 'the listener is closed');
-  const del = await serviceEvents(core, svc);
-  t.true(del.some((e) => e.reason === 'DeletedLoadBalancer'));
-});
+    // Delete: the cloud LB goes first, then the finalizer, then the Service.
+    await core.deleteNamespacedService({ name: 'web', namespace: NS });
+    await waitFor(async () => (await readSvc(core, 'web')) === undefined, { what: 'Service gone' });
+    t.false(
+      (await cloudLbs(cloud)).some((l) => l.serviceName === 'web'),
+      'no cloud LB left',
+    );
+    await t.throwsAsync(tcpRequest(ing.ip!, 9090), undefined, 'the listener is closed');
+    const del = await serviceEvents(core, svc);
+    t.true(del.some((e) => e.reason === 'DeletedLoadBalancer'));
+  },
+);
 
 test.serial('loadBalancerClass set → ignored; type change LoadBalancer → ClusterIP → LB deleted and finalizer removed', async (t) => {
   const { core, cloud } = t.context;
@@ -118,11 +128,17 @@ test.serial('loadBalancerClass set → ignored; type change LoadBalancer → Clu
       { op: 'remove', path: '/spec/ports/0/nodePort' },
     ],
   });
-  const flipped = await waitFor(async () => {
-    const s = await readSvc(core, 'flip');
-    return s && !s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined;
-  }, { what: 'finalizer removed after the type change' });
-  t.false((await cloudLbs(cloud)).some((l) => l.serviceName === 'flip'), 'cloud LB deleted');
+  const flipped = await waitFor(
+    async () => {
+      const s = await readSvc(core, 'flip');
+      return s && !s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined;
+    },
+    { what: 'finalizer removed after the type change' },
+  );
+  t.false(
+    (await cloudLbs(cloud)).some((l) => l.serviceName === 'flip'),
+    'cloud LB deleted',
+  );
   t.falsy(ingressIp(flipped), 'status cleared');
   await core.deleteNamespacedService({ name: 'flip', namespace: NS });
   await core.deleteNamespacedService({ name: 'classy', namespace: NS });
@@ -135,7 +151,12 @@ test.serial('nodes added, removed and excluded: backends follow, one batch updat
   await waitFor(async () => ingressIp(await readSvc(core, 'n1')) && ingressIp(await readSvc(core, 'n2')), { what: 'both ensured' });
   const backendsOf = async () => {
     const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
-    return lbs.map((l) => l.backends.map((b) => b.nodeName).sort().join(','));
+    return lbs.map((l) =>
+      l.backends
+        .map((b) => b.nodeName)
+        .sort()
+        .join(','),
+    );
   };
   const settle = async (want: string, what: string) => {
     await waitFor(async () => (await backendsOf()).every((b) => b === want) && (await backendsOf()).length === 2, { what });
@@ -149,13 +170,23 @@ test.serial('nodes added, removed and excluded: backends follow, one batch updat
     { name: 'lbit-a', body: { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: new Date() }] } } },
     (await import('../../helpers/kube-patch.js')).patchOptions('strategic'),
   );
-  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { unrelated: 'x' } } } }, (await import('../../helpers/kube-patch.js')).patchOptions('merge'));
+  await core.patchNode(
+    { name: 'lbit-b', body: { metadata: { labels: { unrelated: 'x' } } } },
+    (await import('../../helpers/kube-patch.js')).patchOptions('merge'),
+  );
   await addNode(t, 'lbit-c', '127.0.52.3');
   await settle('lbit-a,lbit-b,lbit-c', 'node added');
-  t.is(await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'), batches + 1, 'one batch call for both LBs (heartbeat and label changes made none)');
+  t.is(
+    await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'),
+    batches + 1,
+    'one batch call for both LBs (heartbeat and label changes made none)',
+  );
   batches += 1;
 
-  await core.patchNode({ name: 'lbit-b', body: { metadata: { labels: { 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' } } } }, (await import('../../helpers/kube-patch.js')).patchOptions('merge'));
+  await core.patchNode(
+    { name: 'lbit-b', body: { metadata: { labels: { 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' } } } },
+    (await import('../../helpers/kube-patch.js')).patchOptions('merge'),
+  );
   await settle('lbit-a,lbit-c', 'excluded node removed');
   t.is(await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts'), batches + 1);
   batches += 1;
@@ -175,32 +206,53 @@ test.serial('nodes added, removed and excluded: backends follow, one batch updat
   t.true(updated.some((e) => e.reason === 'UpdatedLoadBalancer'));
 });
 
-test.serial("the autoscaler's taint and a deletionTimestamp start no backend update; the next update leaves such nodes out (upstream, KEP-3458)", async (t) => {
-  // Continues the test above: n1 and n2 have the backend lbit-a (lbit-b excluded, lbit-c deleted).
-  const { core, cloud, host } = t.context;
-  const { patchOptions } = await import('../../helpers/kube-patch.js');
-  const backendsOf = async () => {
-    const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
-    return lbs.map((l) => l.backends.map((b) => b.nodeName).sort().join(','));
-  };
-  const settle = async (want: string, what: string) => {
-    await waitFor(async () => (await backendsOf()).every((b) => b === want) && (await backendsOf()).length === 2, { what });
-  };
-  const batchCalls = () => pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts');
-  // lbit-e is held by a finalizer of ours, so its deletion leaves it with a deletionTimestamp.
-  const HOLD = 'ccm.test/hold';
-  await addNode(t, 'lbit-d', '127.0.52.4');
-  await core.createNode({ body: { metadata: { name: 'lbit-e', labels: { 'kubernetes.io/hostname': 'lbit-e', ...SELECTOR }, finalizers: [HOLD] }, status: { addresses: [{ type: 'InternalIP', address: '127.0.52.5' }] } } });
-  t.context.nodes.push('lbit-e');
-  t.teardown(() => core.patchNode({ name: 'lbit-e', body: { metadata: { finalizers: null } } }, patchOptions('merge')).then(() => undefined, () => undefined));
-  await settle('lbit-a,lbit-d,lbit-e', 'lbit-d and lbit-e are backends');
-  const batches = await batchCalls();
+test.serial(
+  "the autoscaler's taint and a deletionTimestamp start no backend update; the next update leaves such nodes out (upstream, KEP-3458)",
+  async (t) => {
+    // Continues the test above: n1 and n2 have the backend lbit-a (lbit-b excluded, lbit-c deleted).
+    const { core, cloud, host } = t.context;
+    const { patchOptions } = await import('../../helpers/kube-patch.js');
+    const backendsOf = async () => {
+      const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
+      return lbs.map((l) =>
+        l.backends
+          .map((b) => b.nodeName)
+          .sort()
+          .join(','),
+      );
+    };
+    const settle = async (want: string, what: string) => {
+      await waitFor(async () => (await backendsOf()).every((b) => b === want) && (await backendsOf()).length === 2, { what });
+    };
+    const batchCalls = () => pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts');
+    // lbit-e is held by a finalizer of ours, so its deletion leaves it with a deletionTimestamp.
+    const HOLD = 'ccm.test/hold';
+    await addNode(t, 'lbit-d', '127.0.52.4');
+    await core.createNode({
+      body: {
+        metadata: { name: 'lbit-e', labels: { 'kubernetes.io/hostname': 'lbit-e', ...SELECTOR }, finalizers: [HOLD] },
+        status: { addresses: [{ type: 'InternalIP', address: '127.0.52.5' }] },
+      },
+    });
+    t.context.nodes.push('lbit-e');
+    t.teardown(() =>
+      core.patchNode({ name: 'lbit-e', body: { metadata: { finalizers: null } } }, patchOptions('merge')).then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    await settle('lbit-a,lbit-d,lbit-e', 'lbit-d and lbit-e are backends');
+    const batches = await batchCalls();
 
-  // Each is a backend until something else changes the node set: kube-proxy's health check drains it first.
-  await core.patchNode({ name: 'lbit-d', body: { spec: { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' }] } } }, patchOptions('merge'));
-  await core.deleteNode({ name: 'lbit-e' });
-  await waitFor(async () => (await core.readNode({ name: 'lbit-e' })).metadata?.deletionTimestamp, { what: 'lbit-e being deleted' });
-  await addNode(t, 'lbit-f', '127.0.52.6');
-  await settle('lbit-a,lbit-f', 'the next update (a node added) leaves the tainted and the deleting node out');
-  t.is(await batchCalls(), batches + 1, 'one batch call: the taint and the deletionTimestamp made none of their own');
-});
+    // Each is a backend until something else changes the node set: kube-proxy's health check drains it first.
+    await core.patchNode(
+      { name: 'lbit-d', body: { spec: { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' }] } } },
+      patchOptions('merge'),
+    );
+    await core.deleteNode({ name: 'lbit-e' });
+    await waitFor(async () => (await core.readNode({ name: 'lbit-e' })).metadata?.deletionTimestamp, { what: 'lbit-e being deleted' });
+    await addNode(t, 'lbit-f', '127.0.52.6');
+    await settle('lbit-a,lbit-f', 'the next update (a node added) leaves the tainted and the deleting node out');
+    t.is(await batchCalls(), batches + 1, 'one batch call: the taint and the deletionTimestamp made none of their own');
+  },
+);

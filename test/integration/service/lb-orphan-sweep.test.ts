@@ -69,10 +69,13 @@ test('orphans made while no host ran are deleted by the sweep (dry run first), a
     for (const name of names) await core.createNamespacedService({ namespace: ns, body: lbService(name, ns, [{ port: 8080 }]) });
     return Promise.all(
       names.map((name) =>
-        waitFor(async () => {
-          const s = await core.readNamespacedService({ name, namespace: ns });
-          return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-        }, { what: `ingress on ${ns}/${name}` }),
+        waitFor(
+          async () => {
+            const s = await core.readNamespacedService({ name, namespace: ns });
+            return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+          },
+          { what: `ingress on ${ns}/${name}` },
+        ),
       ),
     );
   };
@@ -97,9 +100,26 @@ test('orphans made while no host ran are deleted by the sweep (dry run first), a
   const terminating = await core.readNamespace({ name: NS_GONE });
   await core.replaceNamespaceFinalize({ name: NS_GONE, body: { ...terminating, spec: { finalizers: [] } } });
   await waitFor(async () => !(await core.listNamespace()).items.some((n) => n.metadata?.name === NS_GONE), { what: `namespace ${NS_GONE} gone` });
-  const foreign = { name: 'lb-other-foreign', clusterName: 'other', serviceUid: 'f0f0f0f0-0000-4000-8000-000000000001', serviceNamespace: NS, serviceName: 'byhand' };
+  const foreign = {
+    name: 'lb-other-foreign',
+    clusterName: 'other',
+    serviceUid: 'f0f0f0f0-0000-4000-8000-000000000001',
+    serviceNamespace: NS,
+    serviceName: 'byhand',
+  };
   await new StateStore(state).update((d) => {
-    d.loadBalancers.push({ ...foreign, ingressIp: '127.0.56.250', ipMode: 'VIP', ports: [], backends: [], sourceRanges: [], externalTrafficPolicy: 'Cluster', healthCheckNodePort: 0, sessionAffinity: 'None', createdAt: new Date().toISOString() });
+    d.loadBalancers.push({
+      ...foreign,
+      ingressIp: '127.0.56.250',
+      ipMode: 'VIP',
+      ports: [],
+      backends: [],
+      sourceRanges: [],
+      externalTrafficPolicy: 'Cluster',
+      healthCheckNodePort: 0,
+      sessionAffinity: 'None',
+      createdAt: new Date().toISOString(),
+    });
   });
   const uid = (s: V1Service | undefined) => s!.metadata!.uid!;
   const all = [uid(keep), uid(byHand), uid(flip), uid(gone)];
@@ -107,28 +127,43 @@ test('orphans made while no host ran are deleted by the sweep (dry run first), a
 
   // Dry run: reported, not deleted.
   const dry = await run(NS, ['--lb-orphan-sweep-dry-run']);
-  await waitFor(async () => (await orphanCount(dry, 'dry_run')) >= 2, { what: `dry-run reports of the two orphans in ${NS}; see ${dry.logPath}`, timeoutMs: 30_000 });
+  await waitFor(async () => (await orphanCount(dry, 'dry_run')) >= 2, {
+    what: `dry-run reports of the two orphans in ${NS}; see ${dry.logPath}`,
+    timeoutMs: 30_000,
+  });
   t.deepEqual([...(await sweepUids(state))].sort(), [...all].sort(), 'a dry run deletes nothing');
 
   // For real: the orphans of this host's namespace go; the other namespace's and the other cluster's stay.
   const h1 = await run(NS);
-  await waitFor(async () => {
-    const have = await sweepUids(state);
-    return !have.has(uid(byHand)) && !have.has(uid(flip));
-  }, { what: `orphans of ${NS} deleted; see ${h1.logPath}`, timeoutMs: 30_000 });
+  await waitFor(
+    async () => {
+      const have = await sweepUids(state);
+      return !have.has(uid(byHand)) && !have.has(uid(flip));
+    },
+    { what: `orphans of ${NS} deleted; see ${h1.logPath}`, timeoutMs: 30_000 },
+  );
   let have = await sweepUids(state);
   t.true(have.has(uid(keep)), 'the live Service keeps its load balancer');
   t.true(have.has(uid(gone)), `a host watching ${NS} leaves load balancers of other namespaces alone`);
   t.is(await orphanCount(h1, 'deleted'), 2);
   const flipEvents = await serviceEvents(core, flip!);
-  t.true(flipEvents.some((e) => e.reason === 'DeletedLoadBalancer' && /orphaned/.test(e.message ?? '')), 'the Service that stopped wanting one is told');
+  t.true(
+    flipEvents.some((e) => e.reason === 'DeletedLoadBalancer' && /orphaned/.test(e.message ?? '')),
+    'the Service that stopped wanting one is told',
+  );
 
   // The host of the deleted namespace sweeps its orphan.
   const h2 = await run(NS_GONE);
-  await waitFor(async () => !(await sweepUids(state)).has(uid(gone)), { what: `orphan of deleted namespace ${NS_GONE} deleted; see ${h2.logPath}`, timeoutMs: 30_000 });
+  await waitFor(async () => !(await sweepUids(state)).has(uid(gone)), {
+    what: `orphan of deleted namespace ${NS_GONE} deleted; see ${h2.logPath}`,
+    timeoutMs: 30_000,
+  });
   have = await sweepUids(state);
   t.deepEqual([...have], [uid(keep)], 'only the live Service has a load balancer');
-  t.true((await cloudLbs(state)).some((l) => l.name === foreign.name), 'a load balancer of another cluster name is never touched');
+  t.true(
+    (await cloudLbs(state)).some((l) => l.name === foreign.name),
+    'a load balancer of another cluster name is never touched',
+  );
 
   // Cleanup through the normal path.
   await run(NS);

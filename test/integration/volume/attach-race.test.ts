@@ -64,13 +64,19 @@ test('VolumeAttachment removed (finalizer dropped by hand) during ControllerPubl
   await localcloud(env.stateDir, 'knobs', 'unset', 'hold');
 
   // The held publish goes through (the volume gets attached)...
-  await waitFor(async () => (await readJournal(env.stateDir)).some((e) => e.method === 'volumes.controllerPublishVolume' && e.key === volume.id && e.ok), {
-    what: `the held ControllerPublishVolume of ${volume.id} answered (journal)`,
-  });
+  await waitFor(
+    async () => (await readJournal(env.stateDir)).some((e) => e.method === 'volumes.controllerPublishVolume' && e.key === volume.id && e.ok),
+    {
+      what: `the held ControllerPublishVolume of ${volume.id} answered (journal)`,
+    },
+  );
   // ...and must be undone.
-  const after = await waitFor(async () => {
-    const v = (await cloudVolumes(env)).find((x) => x.id === volume.id);
-    return v?.attachments.length === 0 ? v : undefined;
-  }, { what: `volume ${volume.id} unpublished after its VolumeAttachment vanished; see ${host.logPath}` });
+  const after = await waitFor(
+    async () => {
+      const v = (await cloudVolumes(env)).find((x) => x.id === volume.id);
+      return v?.attachments.length === 0 ? v : undefined;
+    },
+    { what: `volume ${volume.id} unpublished after its VolumeAttachment vanished; see ${host.logPath}` },
+  );
   t.deepEqual(after.attachments, [], 'no instance keeps the volume');
 });

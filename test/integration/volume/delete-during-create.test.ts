@@ -46,7 +46,10 @@ for (const c of CASES) {
     try {
       const claim = await createClaim(env, c.claim, `${env.id}-sc`);
       volName = `pvc-${claim.metadata!.uid}`;
-      await waitFor(async () => (await cloudVolumes(env)).some((v) => v.name === volName), { what: 'volume created in the cloud (reply held back)', log: env.hostLog });
+      await waitFor(async () => (await cloudVolumes(env)).some((v) => v.name === volName), {
+        what: 'volume created in the cloud (reply held back)',
+        log: env.hostLog,
+      });
       await env.core.deleteNamespacedPersistentVolumeClaim({ name: c.claim, namespace: env.namespace });
       if (c.removeFinalizer) {
         await env.core.patchNamespacedPersistentVolumeClaim(
@@ -54,16 +57,26 @@ for (const c of CASES) {
           patchOptions('strategic'),
         );
       }
-      t.false((await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === volName), 'deleted while the create was still unanswered');
+      t.false(
+        (await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === volName),
+        'deleted while the create was still unanswered',
+      );
     } finally {
       await localcloud(env.stateDir, 'knobs', 'unset', 'replyLatencyMs');
     }
-    await waitFor(async () => !(await env.core.listNamespacedPersistentVolumeClaim({ namespace: env.namespace })).items.some((x) => x.metadata?.name === c.claim), {
-      what: `claim ${c.claim} gone`,
+    await waitFor(
+      async () => !(await env.core.listNamespacedPersistentVolumeClaim({ namespace: env.namespace })).items.some((x) => x.metadata?.name === c.claim),
+      {
+        what: `claim ${c.claim} gone`,
+        timeoutMs: 120_000,
+        log: env.hostLog,
+      },
+    );
+    await waitFor(async () => !(await cloudVolumes(env)).some((v) => v.name === volName), {
+      what: `volume ${volName} deleted`,
       timeoutMs: 120_000,
       log: env.hostLog,
     });
-    await waitFor(async () => !(await cloudVolumes(env)).some((v) => v.name === volName), { what: `volume ${volName} deleted`, timeoutMs: 120_000, log: env.hostLog });
     await waitFor(async () => !(await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === volName), {
       what: `PV ${volName} gone`,
       timeoutMs: 120_000,

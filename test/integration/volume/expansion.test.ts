@@ -47,17 +47,23 @@ test.serial('1Gi → 2Gi grows the sparse file, the PV and the claim status (nod
   const bound = await waitBound(env, 'grow');
   const pvName = bound.spec!.volumeName!;
   await resize(env, 'grow', '2Gi');
-  const pv = await waitFor(async () => {
-    const p = await env.core.readPersistentVolume({ name: pvName });
-    return p.spec?.capacity?.storage === '2Gi' ? p : undefined;
-  }, { what: 'PV capacity 2Gi', log: env.hostLog });
+  const pv = await waitFor(
+    async () => {
+      const p = await env.core.readPersistentVolume({ name: pvName });
+      return p.spec?.capacity?.storage === '2Gi' ? p : undefined;
+    },
+    { what: 'PV capacity 2Gi', log: env.hostLog },
+  );
   const vol = (await cloudVolumes(env)).find((v) => v.id === pv.spec?.csi?.volumeHandle)!;
   t.is(vol.capacityBytes, 2 * GI);
   t.is((await stat(join(env.stateDir, 'volumes', `${vol.id}.img`))).size, 2 * GI, 'the sparse file grew');
-  const claim = await waitFor(async () => {
-    const c = await env.core.readNamespacedPersistentVolumeClaim({ name: 'grow', namespace: env.namespace });
-    return c.status?.allocatedResourceStatuses?.storage === 'NodeResizePending' ? c : undefined;
-  }, { what: 'claim NodeResizePending', log: env.hostLog });
+  const claim = await waitFor(
+    async () => {
+      const c = await env.core.readNamespacedPersistentVolumeClaim({ name: 'grow', namespace: env.namespace });
+      return c.status?.allocatedResourceStatuses?.storage === 'NodeResizePending' ? c : undefined;
+    },
+    { what: 'claim NodeResizePending', log: env.hostLog },
+  );
   t.is(claim.status?.allocatedResources?.storage, '2Gi');
   t.true(claim.status?.conditions?.some((c) => c.type === 'FileSystemResizePending' && c.status === 'True'));
   t.false(claim.status?.conditions?.some((c) => c.type === 'Resizing') ?? false);

@@ -68,7 +68,10 @@ async function killDuringCreate(t: { context: Ctx }, name: string): Promise<stri
   return withReplyLatency(env, async () => {
     const claim = await createClaim(env, name, `${env.id}-ok`);
     const volName = `pvc-${claim.metadata!.uid}`;
-    await waitFor(async () => (await cloudVolumes(env)).some((v) => v.name === volName), { what: 'volume created in the cloud (reply still pending)', log: host.logPath });
+    await waitFor(async () => (await cloudVolumes(env)).some((v) => v.name === volName), {
+      what: 'volume created in the cloud (reply still pending)',
+      log: host.logPath,
+    });
     process.kill(host.supervisor.pid!, 'SIGKILL');
     return volName;
   });
@@ -89,7 +92,11 @@ test.serial('plugin killed during CreateVolume and the claim deleted meanwhile: 
   const { env } = t.context;
   const volName = await killDuringCreate(t, 'orphan');
   await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'orphan', namespace: env.namespace });
-  await waitFor(async () => !(await cloudVolumes(env)).some((v) => v.name === volName), { what: 'orphaned volume deleted', timeoutMs: 120_000, log: env.hostLog });
+  await waitFor(async () => !(await cloudVolumes(env)).some((v) => v.name === volName), {
+    what: 'orphaned volume deleted',
+    timeoutMs: 120_000,
+    log: env.hostLog,
+  });
   const pvs = await env.core.listPersistentVolume();
   t.false(pvs.items.some((p) => p.metadata?.name === volName));
 });
@@ -103,13 +110,22 @@ test.serial('host killed during CreateVolume and the claim deleted meanwhile: th
   try {
     volName = await withReplyLatency(env, async () => {
       const proc = await startHostProcess(
-        ['--cloud-provider=local', '--cluster-name=test', `--kubeconfig=${await kubeconfigFile(dir)}`, `--plugin-env=LOCALCLOUD_STATE_DIR=${env.stateDir}`, ...hostFlags(env, 'volume-provisioner')],
+        [
+          '--cloud-provider=local',
+          '--cluster-name=test',
+          `--kubeconfig=${await kubeconfigFile(dir)}`,
+          `--plugin-env=LOCALCLOUD_STATE_DIR=${env.stateDir}`,
+          ...hostFlags(env, 'volume-provisioner'),
+        ],
         killedLog,
       );
       try {
         const claim = await createClaim(env, 'restart', `${env.id}-ok`);
         const name = `pvc-${claim.metadata!.uid}`;
-        await waitFor(async () => (await cloudVolumes(env)).some((v) => v.name === name), { what: 'volume created in the cloud (reply still pending)', log: killedLog });
+        await waitFor(async () => (await cloudVolumes(env)).some((v) => v.name === name), {
+          what: 'volume created in the cloud (reply still pending)',
+          log: killedLog,
+        });
         return name;
       } finally {
         await proc.kill();
@@ -125,11 +141,18 @@ test.serial('host killed during CreateVolume and the claim deleted meanwhile: th
     // The next host, also for the tests after this one when it failed.
     t.context.hosts.current = await startTestHost(dir, hostFlags(env, 'volume-provisioner'));
   }
-  await waitFor(async () => !(await cloudVolumes(env)).some((v) => v.name === volName), { what: 'volume deleted by the next host', timeoutMs: 120_000, log: env.hostLog });
-  await waitFor(async () => !(await env.core.listNamespacedPersistentVolumeClaim({ namespace: env.namespace })).items.some((c) => c.metadata?.name === 'restart'), {
-    what: 'claim gone',
+  await waitFor(async () => !(await cloudVolumes(env)).some((v) => v.name === volName), {
+    what: 'volume deleted by the next host',
+    timeoutMs: 120_000,
     log: env.hostLog,
   });
+  await waitFor(
+    async () => !(await env.core.listNamespacedPersistentVolumeClaim({ namespace: env.namespace })).items.some((c) => c.metadata?.name === 'restart'),
+    {
+      what: 'claim gone',
+      log: env.hostLog,
+    },
+  );
   t.false((await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === volName));
 });
 
@@ -137,10 +160,13 @@ test.serial('a provisioned claim carries no provisioning finalizer or request an
   const { env } = t.context;
   await createClaim(env, 'clean', `${env.id}-ok`);
   await waitBound(env, 'clean');
-  const c = await waitFor(async () => {
-    const x = await env.core.readNamespacedPersistentVolumeClaim({ name: 'clean', namespace: env.namespace });
-    return x.metadata?.finalizers?.includes('volume.ccm.dev/provisioning') ? undefined : x;
-  }, { what: 'finalizer removed', log: env.hostLog });
+  const c = await waitFor(
+    async () => {
+      const x = await env.core.readNamespacedPersistentVolumeClaim({ name: 'clean', namespace: env.namespace });
+      return x.metadata?.finalizers?.includes('volume.ccm.dev/provisioning') ? undefined : x;
+    },
+    { what: 'finalizer removed', log: env.hostLog },
+  );
   t.falsy(c.metadata?.annotations?.['volume.ccm.dev/create-request']);
   t.true(c.metadata?.finalizers?.includes('kubernetes.io/pvc-protection'), 'other finalizers are kept');
 });

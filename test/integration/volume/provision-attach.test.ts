@@ -54,7 +54,7 @@ async function attachmentFor(env: VolumeTestEnv, pvName: string): Promise<V1Volu
   return list.items.find((va) => va.spec.source.persistentVolumeName === pvName);
 }
 
-test.serial('claim → provisioned, bound, attached to the pod\'s node, detached, deleted with its cloud volume', async (t) => {
+test.serial("claim → provisioned, bound, attached to the pod's node, detached, deleted with its cloud volume", async (t) => {
   const { env, node } = t.context;
   const claim = await createClaim(env, 'data', `${env.id}-delete`);
   const bound = await waitBound(env, 'data');
@@ -81,10 +81,13 @@ test.serial('claim → provisioned, bound, attached to the pod\'s node, detached
   t.true(events.some((e) => e.reason === 'ProvisioningSucceeded'));
 
   await createPod(env, 'app', node, 'data');
-  const va = await waitFor(async () => {
-    const a = await attachmentFor(env, pvName);
-    return a?.status?.attached ? a : undefined;
-  }, { what: 'VolumeAttachment attached', timeoutMs: 120_000, log: env.hostLog });
+  const va = await waitFor(
+    async () => {
+      const a = await attachmentFor(env, pvName);
+      return a?.status?.attached ? a : undefined;
+    },
+    { what: 'VolumeAttachment attached', timeoutMs: 120_000, log: env.hostLog },
+  );
   t.is(va.spec.attacher, env.driver);
   t.is(va.spec.nodeName, node);
   t.truthy(va.status?.attachmentMetadata?.devicePath);
@@ -97,11 +100,17 @@ test.serial('claim → provisioned, bound, attached to the pod\'s node, detached
   t.is((await cloudVolumes(env)).find((v) => v.id === vol!.id)!.attachments.length, 0, 'detached in the cloud');
 
   await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'data', namespace: env.namespace });
-  await waitFor(async () => {
-    const pvs = await env.core.listPersistentVolume();
-    return !pvs.items.some((p) => p.metadata?.name === pvName);
-  }, { what: 'PV deleted', timeoutMs: 120_000, log: env.hostLog });
-  t.false((await cloudVolumes(env)).some((v) => v.id === vol!.id), 'cloud volume deleted');
+  await waitFor(
+    async () => {
+      const pvs = await env.core.listPersistentVolume();
+      return !pvs.items.some((p) => p.metadata?.name === pvName);
+    },
+    { what: 'PV deleted', timeoutMs: 120_000, log: env.hostLog },
+  );
+  t.false(
+    (await cloudVolumes(env)).some((v) => v.id === vol!.id),
+    'cloud volume deleted',
+  );
   await t.throwsAsync(stat(join(env.stateDir, 'volumes', `${vol!.id}.img`)));
 });
 
@@ -111,7 +120,10 @@ test.serial('reclaim policy Retain keeps the released PV and its cloud volume', 
   await waitBound(env, 'kept');
   const pvName = `pvc-${claim.metadata!.uid}`;
   await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'kept', namespace: env.namespace });
-  await waitFor(async () => (await env.core.readPersistentVolume({ name: pvName })).status?.phase === 'Released', { what: 'PV released', log: env.hostLog });
+  await waitFor(async () => (await env.core.readPersistentVolume({ name: pvName })).status?.phase === 'Released', {
+    what: 'PV released',
+    log: env.hostLog,
+  });
   // Give the provisioner several chances to act wrongly.
   await new Promise((r) => setTimeout(r, 3000));
   const pv = await env.core.readPersistentVolume({ name: pvName });
@@ -120,7 +132,7 @@ test.serial('reclaim policy Retain keeps the released PV and its cloud volume', 
   t.true((await cloudVolumes(env)).some((v) => v.id === pv.spec?.csi?.volumeHandle));
 });
 
-test.serial('WaitForFirstConsumer: nothing until the scheduler picks a node, then the volume is placed in that node\'s zone', async (t) => {
+test.serial("WaitForFirstConsumer: nothing until the scheduler picks a node, then the volume is placed in that node's zone", async (t) => {
   const { env } = t.context;
   const nodeB = `${env.id}-nb`;
   await addNode(env, nodeB, 'local-b');
@@ -150,22 +162,33 @@ test.serial('a single-attach volume wanted on a second node: attachError (FAILED
   // the cloud volume (no multiAttach parameter) takes one instance only.
   await env.core.createNamespacedPersistentVolumeClaim({
     namespace: env.namespace,
-    body: { metadata: { name: 'shared' }, spec: { accessModes: ['ReadWriteMany'], storageClassName: `${env.id}-delete`, resources: { requests: { storage: '1Gi' } } } },
+    body: {
+      metadata: { name: 'shared' },
+      spec: { accessModes: ['ReadWriteMany'], storageClassName: `${env.id}-delete`, resources: { requests: { storage: '1Gi' } } },
+    },
   });
   const bound = await waitBound(env, 'shared');
   const pvName = bound.spec!.volumeName!;
-  const vaOn = async (n: string) => (await env.storage.listVolumeAttachment()).items.find((va) => va.spec.source.persistentVolumeName === pvName && va.spec.nodeName === n);
+  const vaOn = async (n: string) =>
+    (await env.storage.listVolumeAttachment()).items.find((va) => va.spec.source.persistentVolumeName === pvName && va.spec.nodeName === n);
   await createPod(env, 'first', node, 'shared');
   await waitFor(async () => (await vaOn(node))?.status?.attached, { what: 'attached to the first node', timeoutMs: 120_000, log: env.hostLog });
   await createPod(env, 'second', node2, 'shared');
-  const refused = await waitFor(async () => {
-    const va = await vaOn(node2);
-    return va?.status?.attachError ? va : undefined;
-  }, { what: 'attachError on the second node', timeoutMs: 120_000, log: env.hostLog });
+  const refused = await waitFor(
+    async () => {
+      const va = await vaOn(node2);
+      return va?.status?.attachError ? va : undefined;
+    },
+    { what: 'attachError on the second node', timeoutMs: 120_000, log: env.hostLog },
+  );
   t.regex(refused.status!.attachError!.message ?? '', /detach it first/);
   t.falsy(refused.status?.attached);
   await deletePod(env, 'first', node);
-  await waitFor(async () => (await vaOn(node2))?.status?.attached, { what: 'attached to the second node once the first let go', timeoutMs: 120_000, log: env.hostLog });
+  await waitFor(async () => (await vaOn(node2))?.status?.attached, {
+    what: 'attached to the second node once the first let go',
+    timeoutMs: 120_000,
+    log: env.hostLog,
+  });
   t.pass();
   await deletePod(env, 'second', node2);
   await waitFor(async () => !(await vaOn(node2)), { what: 'detached from the second node', timeoutMs: 120_000, log: env.hostLog });

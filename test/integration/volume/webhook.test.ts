@@ -12,7 +12,13 @@ import anyTest, { type TestFn } from 'ava';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, type V1PersistentVolume } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  type V1PersistentVolume,
+} from '@kubernetes/client-node';
 import type { Volumes } from '../../../host/cloud-volumes.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { freePorts } from '../../controlplane/probe.js';
@@ -43,13 +49,17 @@ test.before(async (t) => {
   const kc = await testKubeConfig();
   const env = await volumeTestEnv(kc, 'vhook', dir);
   const objects = KubernetesObjectApi.makeApiClient(kc);
-  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml')) await objects.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
+  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml'))
+    await objects.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
   const [port] = await freePorts(1);
   const host = await startTestHost(
     dir,
     hostFlags(env, 'pvl', [`--webhook-secure-port=${port}`, '--webhook-bind-address=127.0.0.1', `--webhook-cert-dir=${join(dir, 'webhook-certs')}`]),
   );
-  const caBundle = await waitFor(() => readFile(join(dir, 'webhook-certs', 'webhook.crt'), 'utf8'), { what: 'generated webhook certificate', log: env.hostLog });
+  const caBundle = await waitFor(() => readFile(join(dir, 'webhook-certs', 'webhook.crt'), 'utf8'), {
+    what: 'generated webhook certificate',
+    log: env.hostLog,
+  });
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   const webhookName = `${env.id}-pvl`;
   // Only this file's PVs named <id>-hooked-* go to this webhook, so the
@@ -120,7 +130,14 @@ async function webhookServing(env: VolumeTestEnv): Promise<void> {
 
 test.serial('a PV created by hand for this provider gets zone/region labels and node affinity from the webhook', async (t) => {
   const { env, volumes } = t.context;
-  const vol = await volumes.createVolume({ name: `${env.id}-v1`, requiredBytes: 1024 ** 2, limitBytes: 0, parameters: {}, requisite: [{ [ZONE]: 'local-b', [REGION]: 'local' }], preferred: [] });
+  const vol = await volumes.createVolume({
+    name: `${env.id}-v1`,
+    requiredBytes: 1024 ** 2,
+    limitBytes: 0,
+    parameters: {},
+    requisite: [{ [ZONE]: 'local-b', [REGION]: 'local' }],
+    preferred: [],
+  });
   await webhookServing(env);
   const created = await env.core.createPersistentVolume({ body: handPv(`${env.id}-hooked-pv1`, env.driver, vol.volumeId) });
   t.is(created.metadata?.labels?.[ZONE], 'local-b');
@@ -139,14 +156,24 @@ test.serial('a PV of another driver is left as it is', async (t) => {
 
 test.serial('a PV of this provider created before the webhook existed is labelled by the controller', async (t) => {
   const { env, volumes } = t.context;
-  const vol = await volumes.createVolume({ name: `${env.id}-v2`, requiredBytes: 1024 ** 2, limitBytes: 0, parameters: {}, requisite: [], preferred: [] });
+  const vol = await volumes.createVolume({
+    name: `${env.id}-v2`,
+    requiredBytes: 1024 ** 2,
+    limitBytes: 0,
+    parameters: {},
+    requisite: [],
+    preferred: [],
+  });
   const name = `${env.id}-old`; // not routed to the webhook (see matchConditions)
   const before = await env.core.createPersistentVolume({ body: handPv(name, env.driver, vol.volumeId) });
   t.falsy(before.metadata?.labels?.[ZONE]);
-  const pv = await waitFor(async () => {
-    const p = await env.core.readPersistentVolume({ name });
-    return p.metadata?.labels?.[ZONE] ? p : undefined;
-  }, { what: 'existing PV labelled', log: env.hostLog });
+  const pv = await waitFor(
+    async () => {
+      const p = await env.core.readPersistentVolume({ name });
+      return p.metadata?.labels?.[ZONE] ? p : undefined;
+    },
+    { what: 'existing PV labelled', log: env.hostLog },
+  );
   t.is(pv.metadata?.labels?.[ZONE], 'local-a');
   t.is(pv.metadata?.labels?.[REGION], 'local');
   // Node affinity may still be set on a PV that has none.
@@ -157,7 +184,12 @@ test.serial('a PV of this provider created before the webhook existed is labelle
 const REVIEW = JSON.stringify({
   apiVersion: 'admission.k8s.io/v1',
   kind: 'AdmissionReview',
-  request: { uid: 'u1', kind: { group: '', version: 'v1', kind: 'PersistentVolume' }, operation: 'CREATE', object: { metadata: { name: 'x' }, spec: { csi: { driver: 'other.example.com', volumeHandle: 'v' } } } },
+  request: {
+    uid: 'u1',
+    kind: { group: '', version: 'v1', kind: 'PersistentVolume' },
+    operation: 'CREATE',
+    object: { metadata: { name: 'x' }, spec: { csi: { driver: 'other.example.com', volumeHandle: 'v' } } },
+  },
 });
 
 const CALLERS: { who: string; creds: (c: Ctx) => Promise<HttpsOptions>; status: number }[] = [

@@ -11,9 +11,17 @@ const cases: { description: string; spec: string[]; want: ControllerName[] }[] =
   { description: 'empty enables none', spec: [], want: [] },
   { description: 'names without star enable only those', spec: ['cloud-node-controller', 'route'], want: [CLOUD_NODE, NODE_ROUTE] },
   { description: 'star minus alias', spec: ['*', '-service'], want: [CLOUD_NODE, CLOUD_NODE_LIFECYCLE, NODE_ROUTE, NODE_IPAM, ...VOLUMES] },
-  { description: 'star minus canonical name', spec: ['-cloud-node-lifecycle-controller', '*'], want: [CLOUD_NODE, SERVICE_LB, NODE_ROUTE, NODE_IPAM, ...VOLUMES] },
+  {
+    description: 'star minus canonical name',
+    spec: ['-cloud-node-lifecycle-controller', '*'],
+    want: [CLOUD_NODE, SERVICE_LB, NODE_ROUTE, NODE_IPAM, ...VOLUMES],
+  },
   { description: 'first mention wins: enable then disable', spec: ['service', '-service'], want: [SERVICE_LB] },
-  { description: 'first mention wins: disable then enable, alias and canonical mixed', spec: ['-service', 'service-lb-controller', '*'], want: [CLOUD_NODE, CLOUD_NODE_LIFECYCLE, NODE_ROUTE, NODE_IPAM, ...VOLUMES] },
+  {
+    description: 'first mention wins: disable then enable, alias and canonical mixed',
+    spec: ['-service', 'service-lb-controller', '*'],
+    want: [CLOUD_NODE, CLOUD_NODE_LIFECYCLE, NODE_ROUTE, NODE_IPAM, ...VOLUMES],
+  },
   { description: 'only disables, no star', spec: ['-route'], want: [] },
 ];
 

@@ -14,12 +14,36 @@ const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const SPECIAL = ['version', 'help'];
 /** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit. */
 const OTHER_PROGRAMS = [
-  'cloud-provider', 'node-ip', 'node-monitor-grace-period', 'admission-control-config-file', 'dry-run', 'field-selector', 'max-old-space-size', 'init',
-  'state', 'address', 'type', 'zone', 'region', 'label', 'node', 'cluster', 'endpoint',
-  'test-hook-command', 'junit', 'focus', 'start-timeout', 'shutdown-grace',
+  'cloud-provider',
+  'node-ip',
+  'node-monitor-grace-period',
+  'admission-control-config-file',
+  'dry-run',
+  'field-selector',
+  'max-old-space-size',
+  'init',
+  'state',
+  'address',
+  'type',
+  'zone',
+  'region',
+  'label',
+  'node',
+  'cluster',
+  'endpoint',
+  'test-hook-command',
+  'junit',
+  'focus',
+  'start-timeout',
+  'shutdown-grace',
 ];
 
-const DOCS = ['README.md', ...readdirSync(`${ROOT}docs`).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(`${ROOT}docs`)
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 for (const doc of DOCS) {
   test(`${doc} names only flags the host accepts`, (t) => {

@@ -53,10 +53,17 @@ for (const [name, type] of UPSTREAM) {
     t.true(type in SAMPLE, `no sample value for type ${JSON.stringify(type)}: add one`);
     const r = parseHostArgs([...BASE, `--${name}=${SAMPLE[type]}`]);
     const errors = 'errors' in r ? r.errors : [];
-    t.deepEqual(errors.filter((e) => /unknown flag|unexpected argument/.test(e)), []);
+    t.deepEqual(
+      errors.filter((e) => /unknown flag|unexpected argument/.test(e)),
+      [],
+    );
     if (INERT_FLAGS.some((f) => f.name === name)) {
       t.true('config' in r, errors.join('; '));
-      if ('config' in r) t.true(r.config.warnings.some((w) => w.startsWith(`--${name} has no effect: `)), r.config.warnings.join('; '));
+      if ('config' in r)
+        t.true(
+          r.config.warnings.some((w) => w.startsWith(`--${name} has no effect: `)),
+          r.config.warnings.join('; '),
+        );
     }
   });
 }

@@ -78,16 +78,32 @@ test('property: the allocator never hands out a range that a node holds', (t) =>
 });
 
 const node = (name: string, podCidrs: string[], createdMs = 0): PlanNode => ({ name, createdMs, podCidrs, addresses: [] });
-const route = (targetNode: string, destinationCidr: string, blackhole = false): CloudRoute => ({ name: `r-${destinationCidr}`, targetNode, targetNodeAddresses: [], destinationCidr, blackhole });
+const route = (targetNode: string, destinationCidr: string, blackhole = false): CloudRoute => ({
+  name: `r-${destinationCidr}`,
+  targetNode,
+  targetNodeAddresses: [],
+  destinationCidr,
+  blackhole,
+});
 
 test('planRoutes: creates missing, keeps matching, deletes strays and blackholes inside the cluster CIDR only', (t) => {
   const cluster = [c('10.0.0.0/16')];
   const plan = planRoutes(
     [node('a', ['10.0.1.0/24']), node('b', ['10.0.2.0/24']), node('c', [])],
-    [route('a', '10.0.1.0/24'), route('b', '10.0.2.0/24', true), route('gone', '10.0.9.0/24'), route('x', '192.168.0.0/24'), route('edge', '10.0.255.0/24')],
+    [
+      route('a', '10.0.1.0/24'),
+      route('b', '10.0.2.0/24', true),
+      route('gone', '10.0.9.0/24'),
+      route('x', '192.168.0.0/24'),
+      route('edge', '10.0.255.0/24'),
+    ],
     cluster,
   );
-  t.deepEqual(plan.toCreate.map((r) => r.destinationCidr), ['10.0.2.0/24'], 'the blackhole route is recreated');
+  t.deepEqual(
+    plan.toCreate.map((r) => r.destinationCidr),
+    ['10.0.2.0/24'],
+    'the blackhole route is recreated',
+  );
   t.deepEqual(plan.toDelete.map((r) => r.destinationCidr).sort(), ['10.0.2.0/24', '10.0.255.0/24', '10.0.9.0/24']);
   t.false(plan.desired.has('c'), 'nodes without pod CIDRs are left alone');
 });
@@ -96,7 +112,10 @@ test('planRoutes: conflicts go to the claim whose route exists, then the older n
   const cluster = [c('10.0.0.0/16')];
   const nodes = [node('old', ['10.0.1.0/24'], 1), node('new', ['10.0.1.0/25'], 2), node('far', ['10.9.0.0/24'], 0)];
   const fresh = planRoutes(nodes, [], cluster);
-  t.deepEqual(fresh.toCreate.map((r) => r.targetNode), ['old']);
+  t.deepEqual(
+    fresh.toCreate.map((r) => r.targetNode),
+    ['old'],
+  );
   t.is(fresh.problems.get('new')?.[0]?.reason, 'conflict');
   t.is(fresh.problems.get('far')?.[0]?.reason, 'outside');
   const existing = planRoutes(nodes, [route('new', '10.0.1.0/25')], cluster);

@@ -28,7 +28,13 @@ function mkNode(name: string, ready: boolean | undefined, taints: string[] = [])
   };
 }
 
-function harness(nodes: V1Node[], answer: (n: NodeRef) => Omit<StatusResult, 'nodeName'>, graceMs = 0, limit: DeletionLimit | null = null, windowMs = 300_000) {
+function harness(
+  nodes: V1Node[],
+  answer: (n: NodeRef) => Omit<StatusResult, 'nodeName'>,
+  graceMs = 0,
+  limit: DeletionLimit | null = null,
+  windowMs = 300_000,
+) {
   const calls: string[][] = [];
   const deleted: string[] = [];
   const patched: string[] = [];

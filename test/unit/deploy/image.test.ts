@@ -49,14 +49,23 @@ test('the base image is a Node LTS of 22 or later, pinned by digest, and every s
     t.true(base === '${NODE_IMAGE}' || stages.has(base!), `${from} starts from the pinned image or an earlier stage`);
     stages.add(name!);
   }
-  t.deepEqual([...stages].filter((s) => ['host', 'provider', 'exec'].includes(s)), ['host', 'provider', 'exec']);
+  t.deepEqual(
+    [...stages].filter((s) => ['host', 'provider', 'exec'].includes(s)),
+    ['host', 'provider', 'exec'],
+  );
 });
 
 test('dependencies come from the lock file, production only in the image; no COPY of the whole context', async (t) => {
   const lines = await instructions();
   t.true(lines.includes('RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund'), 'the runtime node_modules come from npm ci --omit=dev');
-  t.false(lines.some((l) => /^RUN npm install\b/.test(l)), 'never npm install (it may change the lock file)');
-  t.false(lines.some((l) => /^COPY (--\S+ )*\.\s/.test(l)), 'no COPY . (everything in the context)');
+  t.false(
+    lines.some((l) => /^RUN npm install\b/.test(l)),
+    'never npm install (it may change the lock file)',
+  );
+  t.false(
+    lines.some((l) => /^COPY (--\S+ )*\.\s/.test(l)),
+    'no COPY . (everything in the context)',
+  );
   const runtime = lines.slice(lines.findIndex((l) => l.endsWith(' AS runtime')));
   const nodeModules = runtime.filter((l) => l.startsWith('COPY') && l.includes('node_modules'));
   t.deepEqual(nodeModules, ['COPY --from=deps --chown=root:root /app/node_modules ./node_modules'], 'node_modules from the production-only stage');
@@ -114,7 +123,10 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
   // Every COPY source from the context (not --from a stage) is there.
   for (const l of await instructions()) {
     if (!l.startsWith('COPY ') || l.includes('--from=')) continue;
-    const parts = l.split(/\s+/).slice(1).filter((p) => !p.startsWith('--'));
+    const parts = l
+      .split(/\s+/)
+      .slice(1)
+      .filter((p) => !p.startsWith('--'));
     for (const src of parts.slice(0, -1)) {
       t.true(inContext(src), `${src} (${l}) is in the build context`);
       t.true(

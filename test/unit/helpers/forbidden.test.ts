@@ -7,8 +7,14 @@ import { forbiddenInLog, forbiddenLogTimes } from '../../helpers/forbidden.js';
 
 const lines = [
   { line: '{"level":"info","time":"2026-01-01T00:00:00.000Z","code":403,"msg":"watch failed; relisting after backoff"}', forbidden: true },
-  { line: '{"level":"debug","time":"2026-01-01T00:00:01.000Z","err":"PUT /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x: HTTP 403: forbidden","msg":"lease renewal failed"}', forbidden: true },
-  { line: '{"level":"info","time":"2026-01-01T00:00:02.000Z","err":"GET /api/v1/nodes: HTTP 404: not found","msg":"requeue after error"}', forbidden: false },
+  {
+    line: '{"level":"debug","time":"2026-01-01T00:00:01.000Z","err":"PUT /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x: HTTP 403: forbidden","msg":"lease renewal failed"}',
+    forbidden: true,
+  },
+  {
+    line: '{"level":"info","time":"2026-01-01T00:00:02.000Z","err":"GET /api/v1/nodes: HTTP 404: not found","msg":"requeue after error"}',
+    forbidden: false,
+  },
   { line: '{"level":"info","time":"2026-01-01T00:00:03.000Z","code":4030,"msg":"not a 403"}', forbidden: false },
   { line: '{"level":"info","time":"2026-01-01T00:00:04.000Z","msg":"node 10.0.4.03 HTTP 4030 is not one either"}', forbidden: false },
 ];

@@ -26,7 +26,11 @@ interface Case {
 
 const cases: Case[] = [
   { description: 'no cloud addresses and no current ones', cloud: [], want: [] },
-  { description: 'cloud addresses pass through in order', cloud: [I('10.0.0.1'), E('203.0.113.1'), D('n.internal')], want: [I('10.0.0.1'), E('203.0.113.1'), D('n.internal')] },
+  {
+    description: 'cloud addresses pass through in order',
+    cloud: [I('10.0.0.1'), E('203.0.113.1'), D('n.internal')],
+    want: [I('10.0.0.1'), E('203.0.113.1'), D('n.internal')],
+  },
   {
     description: "the kubelet's Hostname is kept (appended) when the cloud reports none",
     cloud: [I('10.0.0.1')],
@@ -114,14 +118,24 @@ const cases: Case[] = [
     provided: '10.0.0.1',
     want: [D('10.0.0.1'), I('10.0.0.2')],
   },
-  { description: 'provided IP not reported by the cloud', cloud: [I('10.0.0.1')], provided: '10.0.0.9', want: /node IP 10\.0\.0\.9 .* not among the addresses/ },
+  {
+    description: 'provided IP not reported by the cloud',
+    cloud: [I('10.0.0.1')],
+    provided: '10.0.0.9',
+    want: /node IP 10\.0\.0\.9 .* not among the addresses/,
+  },
   { description: 'dual-stack: the second provided IP is missing', cloud: [I('10.0.0.1')], provided: '10.0.0.1,fd00::1', want: /node IP fd00::1/ },
   { description: 'no cloud addresses but a provided IP', cloud: [], current: [I('10.0.0.1')], provided: '10.0.0.1', want: /not among/ },
   // The annotation is parsed as upstream's ParseNodeIPAnnotation: strictly, one IP or a dual-stack pair.
   { description: 'an empty annotation is invalid', cloud: [I('10.0.0.1')], provided: '', want: /could not parse ""/ },
   { description: 'spaces are not trimmed', cloud: [I('10.0.0.1')], provided: ' 10.0.0.1', want: /could not parse " 10\.0\.0\.1"/ },
   { description: 'not an IP', cloud: [I('10.0.0.1')], provided: 'node-1', want: /could not parse "node-1"/ },
-  { description: 'two IPs of one family', cloud: [I('10.0.0.1'), I('10.0.0.2')], provided: '10.0.0.1,10.0.0.2', want: /single IP or a dual-stack pair/ },
+  {
+    description: 'two IPs of one family',
+    cloud: [I('10.0.0.1'), I('10.0.0.2')],
+    provided: '10.0.0.1,10.0.0.2',
+    want: /single IP or a dual-stack pair/,
+  },
   { description: 'three IPs', cloud: [I('10.0.0.1'), I('fd00::1')], provided: '10.0.0.1,fd00::1,10.0.0.2', want: /single IP or a dual-stack pair/ },
   { description: 'a dual-stack pair with an unspecified address', cloud: [I('fd00::1')], provided: '0.0.0.0,fd00::1', want: /cannot include/ },
 ];
@@ -157,7 +171,12 @@ const changedCases: ChangedCase[] = [
   { description: 'both empty', a: [], b: [], changed: false },
   { description: 'equal lists', a: [I('10.0.0.1'), H('n')], b: [I('10.0.0.1'), H('n')], changed: false },
   { description: 'different length', a: [I('10.0.0.1')], b: [I('10.0.0.1'), H('n')], changed: true },
-  { description: 'same set, different order (the first address of a type matters)', a: [I('10.0.0.1'), I('10.0.0.2')], b: [I('10.0.0.2'), I('10.0.0.1')], changed: true },
+  {
+    description: 'same set, different order (the first address of a type matters)',
+    a: [I('10.0.0.1'), I('10.0.0.2')],
+    b: [I('10.0.0.2'), I('10.0.0.1')],
+    changed: true,
+  },
   { description: 'same address, different type', a: [I('10.0.0.1')], b: [E('10.0.0.1')], changed: true },
   { description: 'same type, different address', a: [I('10.0.0.1')], b: [I('10.0.0.2')], changed: true },
 ];

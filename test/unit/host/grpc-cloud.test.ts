@@ -63,7 +63,10 @@ function good(name: string): InstanceMetadata {
 
 /** Starts `provider` in-process and a socket-mode supervisor + GrpcCloud on it; torn down with the test. */
 async function cloudFor(t: ExecutionContext<unknown>, provider: Omit<CloudProvider, 'info'>): Promise<{ cloud: GrpcCloud; instances: Instances }> {
-  const p = await startInProcess({ info: { name: 'acme.example.com', vendorVersion: '1.0.0', providerName: PROVIDER }, ...provider }, { logger: silentSdk });
+  const p = await startInProcess(
+    { info: { name: 'acme.example.com', vendorVersion: '1.0.0', providerName: PROVIDER }, ...provider },
+    { logger: silentSdk },
+  );
   const supervisor = new PluginSupervisor({
     name: PROVIDER,
     mode: { kind: 'socket', endpoint: p.endpoint },
@@ -111,20 +114,60 @@ const A = (type: number, address: string) => ({ type: type as NodeAddressType, a
 
 const singleCases: SingleCase[] = [
   { description: 'missing metadata', answer: undefined, problems: /metadata is missing/ },
-  { description: 'invalid IP address', answer: withGood({ nodeAddresses: [A(2, '10.0.0.300')] }), problems: /InternalIP address: "10\.0\.0\.300" is not an IP address/ },
+  {
+    description: 'invalid IP address',
+    answer: withGood({ nodeAddresses: [A(2, '10.0.0.300')] }),
+    problems: /InternalIP address: "10\.0\.0\.300" is not an IP address/,
+  },
   { description: 'three-part IPv4', answer: withGood({ nodeAddresses: [A(3, '1.2.3')] }), problems: /ExternalIP address: .*dotted-quad/ },
   { description: 'CIDR as an address', answer: withGood({ nodeAddresses: [A(2, '10.0.0.1/24')] }), problems: /not an IP address/ },
-  { description: 'unknown address type enum value 99', answer: withGood({ nodeAddresses: [A(2, '10.0.0.1'), A(99, '10.0.0.2')] }), problems: /1 address\(es\) with unknown or unspecified type/ },
-  { description: 'negative address type enum value', answer: withGood({ nodeAddresses: [A(-1, '10.0.0.2')] }), problems: /unknown or unspecified type/ },
+  {
+    description: 'unknown address type enum value 99',
+    answer: withGood({ nodeAddresses: [A(2, '10.0.0.1'), A(99, '10.0.0.2')] }),
+    problems: /1 address\(es\) with unknown or unspecified type/,
+  },
+  {
+    description: 'negative address type enum value',
+    answer: withGood({ nodeAddresses: [A(-1, '10.0.0.2')] }),
+    problems: /unknown or unspecified type/,
+  },
   { description: 'UNSPECIFIED address type', answer: withGood({ nodeAddresses: [A(0, '10.0.0.2')] }), problems: /unknown or unspecified type/ },
-  { description: 'duplicate addresses', answer: withGood({ nodeAddresses: [A(2, '10.0.0.1'), A(2, '10.0.0.1')] }), problems: /duplicate address InternalIP/ },
-  { description: '65 addresses', answer: withGood({ nodeAddresses: Array.from({ length: 65 }, (_, i) => A(2, `10.0.1.${i}`)) }), problems: /65 addresses, at most 64/ },
-  { description: 'empty providerID for a node without one', answer: withGood({ providerId: '' }), problems: /providerID is empty and the node has none/ },
-  { description: "another provider's providerID", answer: withGood({ providerId: 'aws://i-1' }), problems: /does not start with the plugin's provider name "acme:\/\/"/ },
+  {
+    description: 'duplicate addresses',
+    answer: withGood({ nodeAddresses: [A(2, '10.0.0.1'), A(2, '10.0.0.1')] }),
+    problems: /duplicate address InternalIP/,
+  },
+  {
+    description: '65 addresses',
+    answer: withGood({ nodeAddresses: Array.from({ length: 65 }, (_, i) => A(2, `10.0.1.${i}`)) }),
+    problems: /65 addresses, at most 64/,
+  },
+  {
+    description: 'empty providerID for a node without one',
+    answer: withGood({ providerId: '' }),
+    problems: /providerID is empty and the node has none/,
+  },
+  {
+    description: "another provider's providerID",
+    answer: withGood({ providerId: 'aws://i-1' }),
+    problems: /does not start with the plugin's provider name "acme:\/\/"/,
+  },
   { description: 'providerID without scheme', answer: withGood({ providerId: 'i-1' }), problems: /not of the form/ },
-  { description: 'invalid zone label value', answer: withGood({ zone: 'zone a' }), problems: /^provider returned an invalid InstanceMetadata response: zone: / },
-  { description: 'invalid additional label key', answer: withGood({ additionalLabels: { 'bad key!': 'x' } }), problems: /additional label: label key/ },
-  { description: 'huge invalid address is quoted truncated', answer: withGood({ nodeAddresses: [A(2, '9'.repeat(100_000))] }), problems: /"9{80}…" is not an IP address/ },
+  {
+    description: 'invalid zone label value',
+    answer: withGood({ zone: 'zone a' }),
+    problems: /^provider returned an invalid InstanceMetadata response: zone: /,
+  },
+  {
+    description: 'invalid additional label key',
+    answer: withGood({ additionalLabels: { 'bad key!': 'x' } }),
+    problems: /additional label: label key/,
+  },
+  {
+    description: 'huge invalid address is quoted truncated',
+    answer: withGood({ nodeAddresses: [A(2, '9'.repeat(100_000))] }),
+    problems: /"9{80}…" is not an IP address/,
+  },
 ];
 
 for (const c of singleCases) {
@@ -188,8 +231,18 @@ const metadataBatchCases: BatchCase[] = [
   { description: 'fewer results than nodes', metadata: (ns) => ns.slice(1).map(okMeta), nodes: ['a', 'b', 'c'], rejects: /2 results for 3 nodes/ },
   { description: 'more results than nodes', metadata: (ns) => [...ns, 'extra'].map(okMeta), nodes: ['a'], rejects: /2 results for 1 nodes/ },
   { description: 'no results at all', metadata: () => [], nodes: ['a'], rejects: /0 results for 1 nodes/ },
-  { description: 'results out of order', metadata: (ns) => [...ns].reverse().map(okMeta), nodes: ['a', 'b'], rejects: /result 0 is for node "b", expected "a"/ },
-  { description: 'result for an unknown node', metadata: (ns) => ns.map((n, i) => okMeta(i === 1 ? 'zzz' : n)), nodes: ['a', 'b', 'c'], rejects: /result 1 is for node "zzz", expected "b"/ },
+  {
+    description: 'results out of order',
+    metadata: (ns) => [...ns].reverse().map(okMeta),
+    nodes: ['a', 'b'],
+    rejects: /result 0 is for node "b", expected "a"/,
+  },
+  {
+    description: 'result for an unknown node',
+    metadata: (ns) => ns.map((n, i) => okMeta(i === 1 ? 'zzz' : n)),
+    nodes: ['a', 'b', 'c'],
+    rejects: /result 1 is for node "zzz", expected "b"/,
+  },
   {
     description: 'an item with an invalid IP is an item error; the others are returned',
     metadata: (ns) => ns.map((n) => (n === 'b' ? { nodeName: n, metadata: { ...good(n), nodeAddresses: [A(2, '::zz')] } } : okMeta(n))),
@@ -224,7 +277,10 @@ const metadataBatchCases: BatchCase[] = [
     description: 'other item errors keep their code',
     metadata: (ns) => ns.map((n) => ({ nodeName: n, error: toStatus(new UnavailableError('api down')) })),
     nodes: ['a'],
-    items: [(e) => e instanceof CloudCallError && !(e instanceof RetryAfterError) && e.code === 'UNAVAILABLE' && e.reason === 'CLOUD_API_ERROR' && e.transient],
+    items: [
+      (e) =>
+        e instanceof CloudCallError && !(e instanceof RetryAfterError) && e.code === 'UNAVAILABLE' && e.reason === 'CLOUD_API_ERROR' && e.transient,
+    ],
   },
   {
     description: 'an item error with code OK (0) is not an error: its metadata is used',
@@ -235,20 +291,40 @@ const metadataBatchCases: BatchCase[] = [
 ];
 
 const statusBatchCases: BatchCase[] = [
-  { description: 'all exist', status: (ns) => ns.map(okStatus), nodes: ['a', 'b'], items: [{ exists: true, shutdown: false }, { exists: true, shutdown: false }] },
+  {
+    description: 'all exist',
+    status: (ns) => ns.map(okStatus),
+    nodes: ['a', 'b'],
+    items: [
+      { exists: true, shutdown: false },
+      { exists: true, shutdown: false },
+    ],
+  },
   { description: 'fewer results than nodes', status: (ns) => ns.slice(0, 1).map(okStatus), nodes: ['a', 'b'], rejects: /1 results for 2 nodes/ },
-  { description: 'results out of order', status: (ns) => [...ns].reverse().map(okStatus), nodes: ['a', 'b'], rejects: /result 0 is for node "b", expected "a"/ },
+  {
+    description: 'results out of order',
+    status: (ns) => [...ns].reverse().map(okStatus),
+    nodes: ['a', 'b'],
+    rejects: /result 0 is for node "b", expected "a"/,
+  },
   {
     description: 'INSTANCE_NOT_FOUND item → exists=false, not an error',
-    status: (ns) => ns.map((n) => (n === 'gone' ? { nodeName: n, exists: true, shutdown: true, error: toStatus(new InstanceNotFoundError()) } : okStatus(n))),
+    status: (ns) =>
+      ns.map((n) => (n === 'gone' ? { nodeName: n, exists: true, shutdown: true, error: toStatus(new InstanceNotFoundError()) } : okStatus(n))),
     nodes: ['a', 'gone'],
-    items: [{ exists: true, shutdown: false }, { exists: false, shutdown: false }],
+    items: [
+      { exists: true, shutdown: false },
+      { exists: false, shutdown: false },
+    ],
   },
   {
     description: 'shutdown is only meaningful when the instance exists',
     status: (ns) => ns.map((n) => ({ nodeName: n, exists: n === 'stopped', shutdown: true })),
     nodes: ['stopped', 'absent'],
-    items: [{ exists: true, shutdown: true }, { exists: false, shutdown: false }],
+    items: [
+      { exists: true, shutdown: true },
+      { exists: false, shutdown: false },
+    ],
   },
   {
     description: 'RetryInfo on an item → RetryAfterError',
@@ -271,7 +347,10 @@ function batchProvider(c: BatchCase): Omit<CloudProvider, 'info'> {
   };
 }
 
-for (const [kind, cases] of [['metadata', metadataBatchCases], ['status', statusBatchCases]] as const) {
+for (const [kind, cases] of [
+  ['metadata', metadataBatchCases],
+  ['status', statusBatchCases],
+] as const) {
   for (const c of cases) {
     test(`batch ${kind}: ${c.description}`, async (t) => {
       const { instances } = await cloudFor(t, batchProvider(c));
@@ -551,15 +630,37 @@ const validAnswer: fc.Arbitrary<InstanceMetadata> = fc.record({
 
 /** Anything the wire can carry. */
 const malformedAnswer: fc.Arbitrary<InstanceMetadata> = fc.record({
-  providerId: fc.oneof(label.map((id) => `${PROVIDER}://i-${id}`), fc.constant(''), text, label.map((id) => `aws://${id}`)),
+  providerId: fc.oneof(
+    label.map((id) => `${PROVIDER}://i-${id}`),
+    fc.constant(''),
+    text,
+    label.map((id) => `aws://${id}`),
+  ),
   instanceType: fc.oneof(label, text),
   nodeAddresses: fc.oneof(
-    { arbitrary: fc.array(fc.record({ type: fc.constantFrom(...ADDRESS_TYPES).map((n) => n as NodeAddressType), address: ipLike }), { maxLength: 5 }), weight: 10 },
-    { arbitrary: fc.array(fc.record({ type: fc.constant(NodeAddressType.NODE_ADDRESS_TYPE_INTERNAL_IP), address: fc.ipV4() }), { minLength: 65, maxLength: 66 }), weight: 1 },
+    {
+      arbitrary: fc.array(fc.record({ type: fc.constantFrom(...ADDRESS_TYPES).map((n) => n as NodeAddressType), address: ipLike }), { maxLength: 5 }),
+      weight: 10,
+    },
+    {
+      arbitrary: fc.array(fc.record({ type: fc.constant(NodeAddressType.NODE_ADDRESS_TYPE_INTERNAL_IP), address: fc.ipV4() }), {
+        minLength: 65,
+        maxLength: 66,
+      }),
+      weight: 1,
+    },
   ),
   zone: fc.oneof(label, text),
   region: fc.oneof(label, text),
-  additionalLabels: fc.dictionary(fc.oneof(label, text, label.map((l) => `kubernetes.io/${l}`)), fc.oneof(label, text), { maxKeys: 4 }),
+  additionalLabels: fc.dictionary(
+    fc.oneof(
+      label,
+      text,
+      label.map((l) => `kubernetes.io/${l}`),
+    ),
+    fc.oneof(label, text),
+    { maxKeys: 4 },
+  ),
 });
 
 test('property: a random InstanceMetadata answer is rejected with InvalidCloudResponseError or returned valid (single and batch paths)', async (t) => {
@@ -590,24 +691,28 @@ test('property: a random InstanceMetadata answer is rejected with InvalidCloudRe
     if (m.nodeAddresses.length !== sent.nodeAddresses.length) throw new Error('addresses were dropped or added');
   };
   await fc.assert(
-    fc.asyncProperty(fc.oneof({ arbitrary: validAnswer, weight: 10 }, { arbitrary: malformedAnswer, weight: 30 }, { arbitrary: fc.constant(undefined), weight: 1 }), async (a) => {
-      answer = a;
-      // Single call.
-      try {
-        const m = await instances.instanceMetadata(node('n1'));
-        assertValid(m, a!);
-        seen.accepted++;
-      } catch (err) {
-        if (!(err instanceof InvalidCloudResponseError)) throw new Error(`rejected with ${(err as Error).name}: ${(err as Error).message}`, { cause: err });
-        if (err.problems.length === 0) throw new Error('InvalidCloudResponseError without problems', { cause: err });
-        seen.rejected++;
-      }
-      // Batch call: the same answer is an item error or valid metadata, never both or neither.
-      const [item] = await instances.instancesMetadata([node('n1')]);
-      if (item!.metadata && item!.error) throw new Error('item has both metadata and error');
-      if (item!.metadata) assertValid(item!.metadata, a!);
-      else if (!(item!.error instanceof InvalidCloudResponseError)) throw new Error(`item error ${item!.error?.name}: ${item!.error?.message}`);
-    }),
+    fc.asyncProperty(
+      fc.oneof({ arbitrary: validAnswer, weight: 10 }, { arbitrary: malformedAnswer, weight: 30 }, { arbitrary: fc.constant(undefined), weight: 1 }),
+      async (a) => {
+        answer = a;
+        // Single call.
+        try {
+          const m = await instances.instanceMetadata(node('n1'));
+          assertValid(m, a!);
+          seen.accepted++;
+        } catch (err) {
+          if (!(err instanceof InvalidCloudResponseError))
+            throw new Error(`rejected with ${(err as Error).name}: ${(err as Error).message}`, { cause: err });
+          if (err.problems.length === 0) throw new Error('InvalidCloudResponseError without problems', { cause: err });
+          seen.rejected++;
+        }
+        // Batch call: the same answer is an item error or valid metadata, never both or neither.
+        const [item] = await instances.instancesMetadata([node('n1')]);
+        if (item!.metadata && item!.error) throw new Error('item has both metadata and error');
+        if (item!.metadata) assertValid(item!.metadata, a!);
+        else if (!(item!.error instanceof InvalidCloudResponseError)) throw new Error(`item error ${item!.error?.name}: ${item!.error?.message}`);
+      },
+    ),
     { numRuns: 200 },
   );
   t.true(seen.accepted > 0, 'some answers were valid');
@@ -681,7 +786,10 @@ test('EnsureLoadBalancers: each entry is validated and mapped on its own (status
   t.true(r[1]!.error instanceof RetryAfterError && r[1]!.error.retryAfterMs === 3_000, String(r[1]!.error));
   t.true(r[2]!.error instanceof HostImplementedElsewhereError, String(r[2]!.error));
   t.true(r[3]!.error instanceof InvalidCloudResponseError, String(r[3]!.error));
-  t.true(r[4]!.error instanceof InvalidCloudResponseError && /result 4 is for service uid "uid-other"/.test(r[4]!.error.message), String(r[4]!.error));
+  t.true(
+    r[4]!.error instanceof InvalidCloudResponseError && /result 4 is for service uid "uid-other"/.test(r[4]!.error.message),
+    String(r[4]!.error),
+  );
   const err = await rejection(t, lbs.ensureLoadBalancers('test', [hostSvc('one')], []));
   t.true(err instanceof InvalidCloudResponseError && /0 results for 1 services/.test(err.message), err.message);
 });

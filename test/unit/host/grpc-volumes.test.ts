@@ -19,7 +19,10 @@ const test = anyTest as TestFn<unknown>;
 const ZONE = 'topology.kubernetes.io/zone';
 
 async function volumesFor(t: ExecutionContext<unknown>, volumes: Partial<VolumesProvider>): Promise<Volumes> {
-  const provider: CloudProvider = { info: { name: 'acme.example.com', vendorVersion: '1', providerName: 'acme' }, volumes: volumes as VolumesProvider };
+  const provider: CloudProvider = {
+    info: { name: 'acme.example.com', vendorVersion: '1', providerName: 'acme' },
+    volumes: volumes as VolumesProvider,
+  };
   const p = await startInProcess(provider, { logger: pino({ level: 'silent' }) });
   const supervisor = new PluginSupervisor({
     name: 'acme',
@@ -41,7 +44,13 @@ async function volumesFor(t: ExecutionContext<unknown>, volumes: Partial<Volumes
 }
 
 const REQ = { name: 'pvc-1', requiredBytes: 1024, limitBytes: 0, parameters: { type: 'ssd' }, requisite: [{ [ZONE]: 'a' }], preferred: [] };
-const vol = (over: Partial<Volume> = {}): Volume => ({ volumeId: 'vol-1', capacityBytes: 1024, volumeContext: {}, accessibleTopology: [{ segments: { [ZONE]: 'a' } }], ...over });
+const vol = (over: Partial<Volume> = {}): Volume => ({
+  volumeId: 'vol-1',
+  capacityBytes: 1024,
+  volumeContext: {},
+  accessibleTopology: [{ segments: { [ZONE]: 'a' } }],
+  ...over,
+});
 
 test('createVolume sends name, size, parameters and topology, and converts the answer', async (t) => {
   let seen: unknown;
@@ -53,7 +62,13 @@ test('createVolume sends name, size, parameters and topology, and converts the a
   });
   const got = await v.createVolume(REQ, 3);
   t.deepEqual(got, { volumeId: 'vol-1', capacityBytes: 1024, volumeContext: {}, accessibleTopology: [{ [ZONE]: 'a' }] });
-  const r = seen as { name: string; meta: { operationId: string; attempt: number }; capacityRange: { requiredBytes: number }; parameters: Record<string, string>; accessibilityRequirements: { requisite: { segments: Record<string, string> }[] } };
+  const r = seen as {
+    name: string;
+    meta: { operationId: string; attempt: number };
+    capacityRange: { requiredBytes: number };
+    parameters: Record<string, string>;
+    accessibilityRequirements: { requisite: { segments: Record<string, string> }[] };
+  };
   t.is(r.name, 'pvc-1');
   t.is(r.meta.operationId, 'pvc-1');
   t.is(r.meta.attempt, 3);
@@ -110,15 +125,25 @@ test('listVolumes follows pages and checks published node ids', async (t) => {
     },
   });
   const all = await v.listVolumes();
-  t.deepEqual(all.map((e) => [e.volume.volumeId, e.publishedNodeIds]), [['vol-1', ['acme://i-1']], ['vol-2', []]]);
+  t.deepEqual(
+    all.map((e) => [e.volume.volumeId, e.publishedNodeIds]),
+    [
+      ['vol-1', ['acme://i-1']],
+      ['vol-2', []],
+    ],
+  );
   const loop = await volumesFor(t, { listVolumes: async () => ({ entries: [], nextPageToken: 'same' }) });
   await t.throwsAsync(loop.listVolumes(), { instanceOf: InvalidCloudResponseError, message: /repeats/ });
-  const badId = await volumesFor(t, { listVolumes: async () => ({ entries: [{ volume: vol(), publishedNodeIds: ['not a provider id'] }], nextPageToken: '' }) });
+  const badId = await volumesFor(t, {
+    listVolumes: async () => ({ entries: [{ volume: vol(), publishedNodeIds: ['not a provider id'] }], nextPageToken: '' }),
+  });
   await t.throwsAsync(badId.listVolumes(), { instanceOf: InvalidCloudResponseError });
 });
 
 test('expandVolume reports node expansion and refuses a smaller answer', async (t) => {
-  const v = await volumesFor(t, { controllerExpandVolume: async (req) => ({ capacityBytes: req.capacityRange!.requiredBytes, nodeExpansionRequired: true }) });
+  const v = await volumesFor(t, {
+    controllerExpandVolume: async (req) => ({ capacityBytes: req.capacityRange!.requiredBytes, nodeExpansionRequired: true }),
+  });
   t.deepEqual(await v.expandVolume('vol-1', 2048), { capacityBytes: 2048, nodeExpansionRequired: true });
   const shrunk = await volumesFor(t, { controllerExpandVolume: async () => ({ capacityBytes: 1, nodeExpansionRequired: false }) });
   await t.throwsAsync(shrunk.expandVolume('vol-1', 2048), { instanceOf: InvalidCloudResponseError });

@@ -27,7 +27,12 @@ function start(opts: { timeoutMs?: number; offered?: number[] } = {}): Harness {
   const other: string[] = [];
   let exit!: (how: string) => void;
   const exited = new Promise<string>((r) => (exit = r));
-  const result = readHandshake(stdout, { timeoutMs: opts.timeoutMs ?? 10_000, exited, onOtherLine: (l) => other.push(l), offered: opts.offered }).then(
+  const result = readHandshake(stdout, {
+    timeoutMs: opts.timeoutMs ?? 10_000,
+    exited,
+    onOtherLine: (l) => other.push(l),
+    offered: opts.offered,
+  }).then(
     (h) => ({ ok: true as const, h }),
     (err: Error) => ({ ok: false as const, err }),
   );
@@ -92,10 +97,23 @@ interface BadCase {
 
 const badCases: BadCase[] = [
   { description: 'wrong field count', chunks: ['CCMPLUGIN|1|1|unix|/x\n'], error: /^invalid plugin handshake: handshake has 5 fields, want 6/ },
-  { description: 'wrong core version', chunks: ['CCMPLUGIN|2|1|unix|/x|grpc\n'], error: /^invalid plugin handshake: handshake core version "2" is not 1/ },
+  {
+    description: 'wrong core version',
+    chunks: ['CCMPLUGIN|2|1|unix|/x|grpc\n'],
+    error: /^invalid plugin handshake: handshake core version "2" is not 1/,
+  },
   { description: 'protocol not a number', chunks: ['CCMPLUGIN|1|v1|unix|/x|grpc\n'], error: /protocol version "v1" is not a number/ },
-  { description: 'newer protocol than the host', chunks: ['CCMPLUGIN|1|7|unix|/x|grpc\n'], error: /plugin speaks protocol 7, host speaks 1: upgrade the host/ },
-  { description: 'older protocol than offered', chunks: ['CCMPLUGIN|1|1|unix|/x|grpc\n'], offered: [2, 3], error: /plugin speaks protocol 1, host speaks 2,3: upgrade the plugin/ },
+  {
+    description: 'newer protocol than the host',
+    chunks: ['CCMPLUGIN|1|7|unix|/x|grpc\n'],
+    error: /plugin speaks protocol 7, host speaks 1: upgrade the host/,
+  },
+  {
+    description: 'older protocol than offered',
+    chunks: ['CCMPLUGIN|1|1|unix|/x|grpc\n'],
+    offered: [2, 3],
+    error: /plugin speaks protocol 1, host speaks 2,3: upgrade the plugin/,
+  },
   { description: 'unknown network', chunks: ['CCMPLUGIN|1|1|udp|/x|grpc\n'], error: /network "udp" is not unix or tcp/ },
   { description: 'empty address', chunks: ['CCMPLUGIN|1|1|unix||grpc\n'], error: /handshake address is empty/ },
   { description: 'non-loopback tcp address', chunks: ['CCMPLUGIN|1|1|tcp|10.0.0.1:80|grpc\n'], error: /is not a loopback host:port/ },
@@ -140,7 +158,11 @@ interface ExitCase {
 }
 
 const exitCases: ExitCase[] = [
-  { description: 'process exits with a code while stdout stays open', act: (h) => h.exit('exit code 1'), error: /^plugin exited before its handshake \(exit code 1\)$/ },
+  {
+    description: 'process exits with a code while stdout stays open',
+    act: (h) => h.exit('exit code 1'),
+    error: /^plugin exited before its handshake \(exit code 1\)$/,
+  },
   { description: 'process killed by a signal', act: (h) => h.exit('signal SIGKILL'), error: /\(signal SIGKILL\)/ },
   {
     description: 'stdout closes, then the exit status arrives within the grace period',

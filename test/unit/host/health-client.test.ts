@@ -34,11 +34,15 @@ test('HealthClient against grpc-health-check: serving, not serving, unknown serv
   const health = new HealthImplementation({ up: 'SERVING', down: 'NOT_SERVING' });
   health.addToServer(server);
   const socket = join(dir, 's.sock');
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix://${socket}`, ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
   const client = new HealthClient(`unix://${socket}`, credentials.createInsecure());
   const check = (service: string) =>
     new Promise<{ code?: number; status?: number }>((resolve) =>
-      client.check({ service }, new Metadata(), { deadline: Date.now() + 10_000 }, (err, res) => resolve(err ? { code: err.code } : { status: res?.status })),
+      client.check({ service }, new Metadata(), { deadline: Date.now() + 10_000 }, (err, res) =>
+        resolve(err ? { code: err.code } : { status: res?.status }),
+      ),
     );
   try {
     t.deepEqual(await check('up'), { status: SERVING });

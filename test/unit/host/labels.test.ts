@@ -17,7 +17,14 @@ function meta(over: Partial<InstanceMetadata> = {}): InstanceMetadata {
   return { providerId: 'acme://i-1', instanceType: '', nodeAddresses: [], zone: '', region: '', additionalLabels: {}, ...over };
 }
 
-const ALL_TOPOLOGY = { [TYPE]: 'm5.large', [TYPE_BETA]: 'm5.large', [ZONE]: 'zone-a', [ZONE_BETA]: 'zone-a', [REGION]: 'region-1', [REGION_BETA]: 'region-1' };
+const ALL_TOPOLOGY = {
+  [TYPE]: 'm5.large',
+  [TYPE_BETA]: 'm5.large',
+  [ZONE]: 'zone-a',
+  [ZONE_BETA]: 'zone-a',
+  [REGION]: 'region-1',
+  [REGION_BETA]: 'region-1',
+};
 
 interface InitCase {
   description: string;

@@ -14,11 +14,27 @@ const KLOG_HEADER = /^([IWEF])(\d{4} \d{2}:\d{2}:\d{2}\.\d{6})\s+(\d+)\s+([^ \]]
 const TIME = Date.UTC(2026, 10, 25, 5, 6, 7, 89);
 
 const CASES: { name: string; record: Record<string, unknown>; want: string }[] = [
-  { name: 'info with a string and a number', record: { time: TIME, level: 'info', msg: 'initialized node', node: 'n1', ms: 12 }, want: 'I1125 05:06:07.089000    4242 main:0] "initialized node" node="n1" ms=12' },
-  { name: 'the component is the header source', record: { time: TIME, level: 'warn', msg: 'slow', component: 'service-controller' }, want: 'W1125 05:06:07.089000    4242 service-controller:0] "slow"' },
-  { name: 'error; objects as JSON, booleans bare', record: { time: TIME, level: 'error', msg: 'failed', err: { code: 14 }, ok: false }, want: 'E1125 05:06:07.089000    4242 main:0] "failed" err={"code":14} ok=false' },
+  {
+    name: 'info with a string and a number',
+    record: { time: TIME, level: 'info', msg: 'initialized node', node: 'n1', ms: 12 },
+    want: 'I1125 05:06:07.089000    4242 main:0] "initialized node" node="n1" ms=12',
+  },
+  {
+    name: 'the component is the header source',
+    record: { time: TIME, level: 'warn', msg: 'slow', component: 'service-controller' },
+    want: 'W1125 05:06:07.089000    4242 service-controller:0] "slow"',
+  },
+  {
+    name: 'error; objects as JSON, booleans bare',
+    record: { time: TIME, level: 'error', msg: 'failed', err: { code: 14 }, ok: false },
+    want: 'E1125 05:06:07.089000    4242 main:0] "failed" err={"code":14} ok=false',
+  },
   { name: 'debug and trace are I lines', record: { time: TIME, level: 'debug', msg: 'd' }, want: 'I1125 05:06:07.089000    4242 main:0] "d"' },
-  { name: 'quotes and newlines in text are escaped', record: { time: TIME, level: 'info', msg: 'a "b"\nc', v: 'x\ny' }, want: 'I1125 05:06:07.089000    4242 main:0] "a \\"b\\"\\nc" v="x\\ny"' },
+  {
+    name: 'quotes and newlines in text are escaped',
+    record: { time: TIME, level: 'info', msg: 'a "b"\nc', v: 'x\ny' },
+    want: 'I1125 05:06:07.089000    4242 main:0] "a \\"b\\"\\nc" v="x\\ny"',
+  },
 ];
 
 for (const c of CASES) {

@@ -219,7 +219,10 @@ test('lookups made while a batch is in flight go into the next batch', async (t)
   const b = batcher.get(node('b'));
   const c = batcher.get(node('c'));
   const got = await Promise.all([a, b, c]);
-  t.deepEqual(got.map((m) => m.providerId), ['fake://a', 'fake://b', 'fake://c']);
+  t.deepEqual(
+    got.map((m) => m.providerId),
+    ['fake://a', 'fake://b', 'fake://c'],
+  );
   t.deepEqual(fake.batchCalls, [['a'], ['b', 'c']]);
 });
 

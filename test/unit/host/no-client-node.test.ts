@@ -40,7 +40,11 @@ for (const m of ${JSON.stringify(modules)}) await import(m);
 }
 
 const table: { name: string; modules: string[]; loads: boolean }[] = [
-  { name: 'the host (app, flags, main dependencies)', modules: ['app.js', 'config/flags.js', 'log.js', 'redact.js'].map((m) => pathToFileURL(path.join(hostDir, m)).href), loads: false },
+  {
+    name: 'the host (app, flags, main dependencies)',
+    modules: ['app.js', 'config/flags.js', 'log.js', 'redact.js'].map((m) => pathToFileURL(path.join(hostDir, m)).href),
+    loads: false,
+  },
   // The hook itself works: importing the package is refused.
   { name: 'client-node itself (control)', modules: ['@kubernetes/client-node'], loads: true },
 ];

@@ -19,13 +19,53 @@ interface LinesCase {
 }
 
 const linesCases: LinesCase[] = [
-  { description: 'short lines', chunks: ['abc\ndef\n'], maxBytes: 8, want: [['abc', 0], ['def', 0]] },
-  { description: 'a last line without newline', chunks: ['abc\nde'], maxBytes: 8, want: [['abc', 0], ['de', 0]] },
-  { description: 'empty lines', chunks: ['\n\n'], maxBytes: 8, want: [['', 0], ['', 0]] },
-  { description: 'CRLF', chunks: ['a\r\nb\r\n'], maxBytes: 8, want: [['a', 0], ['b', 0]] },
+  {
+    description: 'short lines',
+    chunks: ['abc\ndef\n'],
+    maxBytes: 8,
+    want: [
+      ['abc', 0],
+      ['def', 0],
+    ],
+  },
+  {
+    description: 'a last line without newline',
+    chunks: ['abc\nde'],
+    maxBytes: 8,
+    want: [
+      ['abc', 0],
+      ['de', 0],
+    ],
+  },
+  {
+    description: 'empty lines',
+    chunks: ['\n\n'],
+    maxBytes: 8,
+    want: [
+      ['', 0],
+      ['', 0],
+    ],
+  },
+  {
+    description: 'CRLF',
+    chunks: ['a\r\nb\r\n'],
+    maxBytes: 8,
+    want: [
+      ['a', 0],
+      ['b', 0],
+    ],
+  },
   { description: 'exactly maxBytes', chunks: ['abcdefgh\n'], maxBytes: 8, want: [['abcdefgh', 0]] },
   { description: 'one byte over', chunks: ['abcdefghi\n'], maxBytes: 8, want: [['abcdefgh', 1]] },
-  { description: 'an overlong line across chunks, then a short one', chunks: ['abcd', 'efghij', 'kl\nx'], maxBytes: 8, want: [['abcdefgh', 4], ['x', 0]] },
+  {
+    description: 'an overlong line across chunks, then a short one',
+    chunks: ['abcd', 'efghij', 'kl\nx'],
+    maxBytes: 8,
+    want: [
+      ['abcdefgh', 4],
+      ['x', 0],
+    ],
+  },
   { description: 'an overlong last line without newline', chunks: ['abcdefghijkl'], maxBytes: 8, want: [['abcdefgh', 4]] },
   { description: 'a cut between whole UTF-8 characters', chunks: ['ééééé\n'], maxBytes: 8, want: [['éééé', 2]] },
   { description: 'a cut inside a UTF-8 character', chunks: ['ééééé\n'], maxBytes: 7, want: [['ééé\uFFFD', 3]] },
@@ -52,7 +92,10 @@ test('readBoundedLines: 64 MiB without a newline become one cut line', async (t)
   for (let i = 0; i < 64; i++) if (!stream.write(mib)) await new Promise((r) => stream.once('drain', r));
   stream.end('\nafter\n');
   await done;
-  t.deepEqual(got, [[1024, 64 * (1 << 20) - 1024], [5, 0]]);
+  t.deepEqual(got, [
+    [1024, 64 * (1 << 20) - 1024],
+    [5, 0],
+  ]);
 });
 
 function recordingLogger() {

@@ -3,7 +3,16 @@ import test from 'ava';
 import { Writable } from 'node:stream';
 import { createLogger, errorMessage } from '../../../host/log.js';
 import { decodedToCloudError } from '../../../host/plugin/connection.js';
-import { isSecretName, REDACTED, redact, redactCut, registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from '../../../host/redact.js';
+import {
+  isSecretName,
+  REDACTED,
+  redact,
+  redactCut,
+  registerCloudConfigSecrets,
+  registerEnvSecrets,
+  registerSecret,
+  untrackedSecrets,
+} from '../../../host/redact.js';
 
 test('registered secrets are replaced, short values are not tracked', (t) => {
   registerSecret('s3cr3t-value-one');
@@ -33,7 +42,7 @@ const CLOUD_CONFIGS: { name: string; config: string; hidden: string[]; visible: 
     visible: ['https://keystone.example.com:5000/v3', 'ccm-os-user', '8c5b3c0e1d2f', '6f0e3d9a7b', '2a4c6e8f0b'],
   },
   {
-    name: 'vSphere vsphere.conf (INI with a named section, repeated key; secret-name is a Secret\'s name)',
+    name: "vSphere vsphere.conf (INI with a named section, repeated key; secret-name is a Secret's name)",
     config: [
       '[Global]',
       'insecure-flag = "true"',
@@ -59,7 +68,7 @@ const CLOUD_CONFIGS: { name: string; config: string; hidden: string[]; visible: 
       '  tenant-a:',
       '    server: 10.0.0.2',
       '    password: 987654321',
-    "    bmcPassword: 'it''s-yaml-quoted'",
+      "    bmcPassword: 'it''s-yaml-quoted'",
       '    datacenters: [dc-west-1]',
     ].join('\n'),
     hidden: ['vs-yaml-pass-1', '987654321', "it's-yaml-quoted", "it''s-yaml-quoted"],
@@ -95,7 +104,17 @@ const CLOUD_CONFIGS: { name: string; config: string; hidden: string[]; visible: 
       storage: { connection: 'DefaultEndpointsProtocol=https;AccountName=jsonacct;AccountKey=Zm9vYmFyYmF6==;EndpointSuffix=core.windows.net' },
       endpoint: 'https://svc-user:url-pass-123@api.example.com/v1',
     }),
-    hidden: ['json-pwd-value', 'conn-part-pass', 'json-sas-key-1', 'json-client-key-2', 'json-private-key-3', 'cred-block-user', 'cred-block-secret', 'Zm9vYmFyYmF6==', 'url-pass-123'],
+    hidden: [
+      'json-pwd-value',
+      'conn-part-pass',
+      'json-sas-key-1',
+      'json-client-key-2',
+      'json-private-key-3',
+      'cred-block-user',
+      'cred-block-secret',
+      'Zm9vYmFyYmF6==',
+      'url-pass-123',
+    ],
     visible: ['json-keypair-name', 'AKIAJSONVISIBLE', 'jsonacct', 'core.windows.net'],
   },
   {
@@ -124,27 +143,75 @@ test('a cloud config in no known format, or a YAML alias bomb, neither throws no
   for (const config of ['{"password": "unterminated', '\u0000\u0001 binary', '[[[[[['.repeat(100_000)]) {
     t.notThrows(() => registerCloudConfigSecrets(Buffer.from(config)));
   }
-  const bomb = ['a: &a {password: bomb-secret-1}', ...Array.from({ length: 30 }, (_, i) => `l${i + 1}: &l${i + 1} [*${i ? `l${i}` : 'a'}, *${i ? `l${i}` : 'a'}]`)].join('\n');
+  const bomb = [
+    'a: &a {password: bomb-secret-1}',
+    ...Array.from({ length: 30 }, (_, i) => `l${i + 1}: &l${i + 1} [*${i ? `l${i}` : 'a'}, *${i ? `l${i}` : 'a'}]`),
+  ].join('\n');
   registerCloudConfigSecrets(Buffer.from(bomb));
   t.is(redact('bomb-secret-1'), REDACTED);
 });
 
 test('secret names: the final word decides', (t) => {
-  const secret = ['password', 'OS_PASSWORD', 'passwd', 'pwd', 'aadClientSecret', 'client-secret', 'apiKey', 'api_key', 'sasKey', 'privateKey', 'AccountKey', 'sessionToken', 'credentials', 'connectionString', 'connection-string', 'connection_string', 'privateKeyData', 'tokens'];
-  const notSecret = ['keyPair', 'key-pair', 'keyName', 'accessKeyId', 'AWS_ACCESS_KEY_ID', 'secretName', 'secret-namespace', 'tokenUrl', 'auth-url', 'keystone', 'aadClientCertPath', 'username', 'zone'];
+  const secret = [
+    'password',
+    'OS_PASSWORD',
+    'passwd',
+    'pwd',
+    'aadClientSecret',
+    'client-secret',
+    'apiKey',
+    'api_key',
+    'sasKey',
+    'privateKey',
+    'AccountKey',
+    'sessionToken',
+    'credentials',
+    'connectionString',
+    'connection-string',
+    'connection_string',
+    'privateKeyData',
+    'tokens',
+  ];
+  const notSecret = [
+    'keyPair',
+    'key-pair',
+    'keyName',
+    'accessKeyId',
+    'AWS_ACCESS_KEY_ID',
+    'secretName',
+    'secret-namespace',
+    'tokenUrl',
+    'auth-url',
+    'keystone',
+    'aadClientCertPath',
+    'username',
+    'zone',
+  ];
   for (const n of secret) t.true(isSecretName(n), n);
   for (const n of notSecret) t.false(isSecretName(n), n);
 });
 
 test('secret-named --plugin-env values are secrets', (t) => {
-  registerEnvSecrets({ AWS_SECRET_ACCESS_KEY: 'aws-hidden-000', AWS_SESSION_TOKEN: 'aws-hidden-001', AWS_ACCESS_KEY_ID: 'AKIAVISIBLE', LOCALCLOUD_STATE_DIR: '/var/lib/visible' });
+  registerEnvSecrets({
+    AWS_SECRET_ACCESS_KEY: 'aws-hidden-000',
+    AWS_SESSION_TOKEN: 'aws-hidden-001',
+    AWS_ACCESS_KEY_ID: 'AKIAVISIBLE',
+    LOCALCLOUD_STATE_DIR: '/var/lib/visible',
+  });
   t.is(redact('aws-hidden-000 aws-hidden-001 AKIAVISIBLE /var/lib/visible'), `${REDACTED} ${REDACTED} AKIAVISIBLE /var/lib/visible`);
 });
 
 test('log lines lose secrets whatever field holds them, also JSON-escaped', (t) => {
   registerSecret('quote"secret\\x');
   let out = '';
-  const log = createLogger({ destination: new Writable({ write(c, _e, cb) { out += String(c); cb(); } }) as never });
+  const log = createLogger({
+    destination: new Writable({
+      write(c, _e, cb) {
+        out += String(c);
+        cb();
+      },
+    }) as never,
+  });
   log.info({ err: 'call failed: s3cr3t-value-one', nested: { v: 'quote"secret\\x' } }, 'something failed');
   t.false(out.includes('s3cr3t-value-one'));
   t.false(out.includes('quote\\"secret'));
@@ -164,7 +231,8 @@ test('text cut at a limit loses the start of a secret the cut split (3 character
     ['both cut-here-secret-42 and cut', `both ${REDACTED} and ${REDACTED}`],
     ['too short to tell: cu', 'too short to tell: cu'],
     ['an ordinary ending', 'an ordinary ending'],
-  ]) t.is(redactCut(text!), want, text);
+  ])
+    t.is(redactCut(text!), want, text);
 });
 
 test('error text taken with errorMessage is redacted, whatever was thrown', (t) => {
@@ -174,7 +242,12 @@ test('error text taken with errorMessage is redacted, whatever was thrown', (t) 
 });
 
 test('a multi-line secret is also tracked line by line; an over-long single line is counted as untracked, not matched', (t) => {
-  const pem = ['-----BEGIN PRIVATE KEY-----', 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7', 'b3Blbi1zZWNyZXQta2V5LWxpbmUtdHdv', '-----END PRIVATE KEY-----'].join('\n');
+  const pem = [
+    '-----BEGIN PRIVATE KEY-----',
+    'MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7',
+    'b3Blbi1zZWNyZXQta2V5LWxpbmUtdHdv',
+    '-----END PRIVATE KEY-----',
+  ].join('\n');
   registerCloudConfigSecrets(Buffer.from(JSON.stringify({ privateKey: pem })));
   t.is(redact('line: b3Blbi1zZWNyZXQta2V5LWxpbmUtdHdv'), `line: ${REDACTED}`);
   const before = untrackedSecrets();

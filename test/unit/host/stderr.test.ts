@@ -28,7 +28,13 @@ interface Case {
 const cases: Case[] = [
   { description: 'plain text', line: 'hello world', level: 'info', msg: 'hello world' },
   { description: 'plain text after a crash', line: '    at foo (bar.js:1:2)', crashed: true, level: 'error', msg: '    at foo (bar.js:1:2)' },
-  { description: 'SDK JSON line with string level', line: '{"level":"warn","msg":"disk slow","disk":"sda"}', level: 'warn', msg: 'disk slow', fields: { disk: 'sda' } },
+  {
+    description: 'SDK JSON line with string level',
+    line: '{"level":"warn","msg":"disk slow","disk":"sda"}',
+    level: 'warn',
+    msg: 'disk slow',
+    fields: { disk: 'sda' },
+  },
   { description: 'upper-case string level', line: '{"level":"ERROR","msg":"boom"}', level: 'error', msg: 'boom' },
   { description: 'every string level', line: '{"level":"trace","msg":"t"}', level: 'trace', msg: 't' },
   { description: 'fatal string level', line: '{"level":"fatal","msg":"f"}', level: 'fatal', msg: 'f' },
@@ -47,10 +53,21 @@ const cases: Case[] = [
     msg: 'ready',
     fields: { port: 8080, nested: { a: [1] } },
   },
-  { description: '"message" when there is no "msg"', line: '{"level":"info","message":"from message","timestamp":"t"}', level: 'info', msg: 'from message' },
+  {
+    description: '"message" when there is no "msg"',
+    line: '{"level":"info","message":"from message","timestamp":"t"}',
+    level: 'info',
+    msg: 'from message',
+  },
   { description: 'non-string msg is stringified', line: '{"msg":42}', level: 'info', msg: '42' },
   { description: 'JSON without level or msg', line: '{"a":1}', level: 'info', msg: '', fields: { a: 1 } },
-  { description: 'JSON line keeps its level after a crash', line: '{"level":"info","msg":"still fine"}', crashed: true, level: 'info', msg: 'still fine' },
+  {
+    description: 'JSON line keeps its level after a crash',
+    line: '{"level":"info","msg":"still fine"}',
+    crashed: true,
+    level: 'info',
+    msg: 'still fine',
+  },
   { description: 'broken JSON is plain text', line: '{"level":"warn","msg":', level: 'info', msg: '{"level":"warn","msg":' },
   { description: 'broken JSON after a crash is an error', line: '{not json', crashed: true, level: 'error', msg: '{not json' },
   { description: 'JSON array is plain text', line: '[1,2,3]', level: 'info', msg: '[1,2,3]' },
@@ -165,10 +182,17 @@ for (const c of forwardCases) {
     stream.end();
     await done;
     t.deepEqual(
-      records.map((r) => ({ level: r.level, msg: r.msg, ...(r.fields.truncatedBytes === undefined ? {} : { truncatedBytes: r.fields.truncatedBytes }) })),
+      records.map((r) => ({
+        level: r.level,
+        msg: r.msg,
+        ...(r.fields.truncatedBytes === undefined ? {} : { truncatedBytes: r.fields.truncatedBytes }),
+      })),
       c.want,
     );
-    t.true(records.every((r) => r.fields.source === 'plugin-stderr'), 'every record is marked as plugin stderr');
+    t.true(
+      records.every((r) => r.fields.source === 'plugin-stderr'),
+      'every record is marked as plugin stderr',
+    );
   });
 }
 

@@ -17,7 +17,14 @@ for (const v of VALID) {
     const r = checkPluginMetrics(v.text, RESERVED);
     if ('problem' in r) return t.fail(r.problem);
     t.deepEqual(r.shadowed, []);
-    t.is(r.text, v.text.split('\n').filter((l) => l.trim()).map((l) => l + '\n').join(''));
+    t.is(
+      r.text,
+      v.text
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => l + '\n')
+        .join(''),
+    );
   });
 }
 

@@ -84,7 +84,12 @@ checkerTable('dnsNameProblem', dnsNameProblem, [
   { value: 'a' },
   { value: '1.2.3.4', why: 'digits-only labels are DNS-1123 subdomains' },
   { value: `${'a'.repeat(63)}.example.com`, why: '63-character label' },
-  { value: Array.from({ length: 4 }, () => 'a'.repeat(63)).join('.').slice(0, 253), why: 'exactly 253 characters' },
+  {
+    value: Array.from({ length: 4 }, () => 'a'.repeat(63))
+      .join('.')
+      .slice(0, 253),
+    why: 'exactly 253 characters',
+  },
   { value: '', problem: /1\.\.253/ },
   { value: Array.from({ length: 5 }, () => 'a'.repeat(63)).join('.'), problem: /1\.\.253/, why: 'longer than 253' },
   { value: `${'a'.repeat(64)}.example.com`, problem: /label longer than 63/ },
@@ -175,29 +180,59 @@ const addrCases: AddrCase[] = [
   { description: 'no addresses', addrs: [], problems: [] },
   {
     description: 'one of every type',
-    addrs: [addr('Hostname', 'node-1'), addr('InternalIP', '10.0.0.1'), addr('ExternalIP', '203.0.113.9'), addr('InternalDNS', 'node-1.internal'), addr('ExternalDNS', 'node-1.example.com')],
+    addrs: [
+      addr('Hostname', 'node-1'),
+      addr('InternalIP', '10.0.0.1'),
+      addr('ExternalIP', '203.0.113.9'),
+      addr('InternalDNS', 'node-1.internal'),
+      addr('ExternalDNS', 'node-1.example.com'),
+    ],
     problems: [],
   },
   { description: 'dual-stack internal IPs', addrs: [addr('InternalIP', '10.0.0.1'), addr('InternalIP', 'fd00::1')], problems: [] },
   { description: 'upper-case Hostname (kubelets report those)', addrs: [addr('Hostname', 'NODE-1.Example')], problems: [] },
-  { description: 'Hostname with a Kelvin sign (lower-cases to "k")', addrs: [addr('Hostname', 'node-\u212a')], problems: [/^Hostname address: .*not a valid lowercase DNS name/] },
+  {
+    description: 'Hostname with a Kelvin sign (lower-cases to "k")',
+    addrs: [addr('Hostname', 'node-\u212a')],
+    problems: [/^Hostname address: .*not a valid lowercase DNS name/],
+  },
   { description: 'Hostname with a dotted capital I', addrs: [addr('Hostname', '\u0130node')], problems: [/^Hostname address: /] },
-  { description: 'same address under two types is not a duplicate', addrs: [addr('InternalIP', '10.0.0.1'), addr('ExternalIP', '10.0.0.1')], problems: [] },
+  {
+    description: 'same address under two types is not a duplicate',
+    addrs: [addr('InternalIP', '10.0.0.1'), addr('ExternalIP', '10.0.0.1')],
+    problems: [],
+  },
   { description: 'invalid InternalIP', addrs: [addr('InternalIP', '1.2.3')], problems: [/^InternalIP address: .*dotted-quad/] },
   { description: 'invalid ExternalIP', addrs: [addr('ExternalIP', '::zz')], problems: [/^ExternalIP address: .*not an IP/] },
   { description: 'CIDR as InternalIP', addrs: [addr('InternalIP', '10.0.0.1/24')], problems: [/not an IP/] },
   { description: 'zoned IPv6 as InternalIP', addrs: [addr('InternalIP', 'fe80::1%eth0')], problems: [/not an IP/] },
-  { description: 'an IP is not a DNS-name check for InternalDNS', addrs: [addr('InternalDNS', 'Node_1')], problems: [/^InternalDNS address: .*lowercase DNS/] },
-  { description: 'hostname longer than 253', addrs: [addr('Hostname', `${'a'.repeat(60)}.`.repeat(5) + 'x')], problems: [/^Hostname address: .*1\.\.253/] },
+  {
+    description: 'an IP is not a DNS-name check for InternalDNS',
+    addrs: [addr('InternalDNS', 'Node_1')],
+    problems: [/^InternalDNS address: .*lowercase DNS/],
+  },
+  {
+    description: 'hostname longer than 253',
+    addrs: [addr('Hostname', `${'a'.repeat(60)}.`.repeat(5) + 'x')],
+    problems: [/^Hostname address: .*1\.\.253/],
+  },
   { description: 'ExternalDNS longer than 253', addrs: [addr('ExternalDNS', `${'a'.repeat(60)}.`.repeat(5) + 'x')], problems: [/1\.\.253/] },
   { description: 'empty Hostname', addrs: [addr('Hostname', '')], problems: [/1\.\.253/] },
-  { description: 'duplicate address', addrs: [addr('InternalIP', '10.0.0.1'), addr('InternalIP', '10.0.0.1')], problems: [/duplicate address InternalIP "10.0.0.1"/] },
+  {
+    description: 'duplicate address',
+    addrs: [addr('InternalIP', '10.0.0.1'), addr('InternalIP', '10.0.0.1')],
+    problems: [/duplicate address InternalIP "10.0.0.1"/],
+  },
   {
     description: 'duplicate invalid address: both problems',
     addrs: [addr('InternalIP', 'bogus'), addr('InternalIP', 'bogus')],
     problems: [/not an IP/, /not an IP/, /duplicate address/],
   },
-  { description: `${MAX_ADDRESSES} addresses (the maximum)`, addrs: Array.from({ length: MAX_ADDRESSES }, (_, i) => addr('InternalIP', `10.0.${i >> 8}.${i & 255}`)), problems: [] },
+  {
+    description: `${MAX_ADDRESSES} addresses (the maximum)`,
+    addrs: Array.from({ length: MAX_ADDRESSES }, (_, i) => addr('InternalIP', `10.0.${i >> 8}.${i & 255}`)),
+    problems: [],
+  },
   {
     description: `${MAX_ADDRESSES + 1} addresses: one problem, addresses not examined one by one`,
     addrs: Array.from({ length: MAX_ADDRESSES + 1 }, () => addr('InternalIP', 'bogus')),
@@ -241,21 +276,49 @@ const manyLabels = (n: number) => Object.fromEntries(Array.from({ length: n }, (
 
 const metaCases: MetaCase[] = [
   { description: 'complete valid metadata', metadata: meta(), problems: [] },
-  { description: 'optional fields empty', metadata: meta({ instanceType: '', zone: '', region: '', nodeAddresses: [], additionalLabels: {} }), problems: [] },
-  { description: 'reserved kubernetes.io label keys are valid here (initLabels filters them)', metadata: meta({ additionalLabels: { 'kubernetes.io/x': 'y', 'node.kubernetes.io/z': '' } }), problems: [] },
-  { description: 'empty providerID on a node without one', metadata: meta({ providerId: '' }), problems: [/providerID is empty and the node has none/] },
+  {
+    description: 'optional fields empty',
+    metadata: meta({ instanceType: '', zone: '', region: '', nodeAddresses: [], additionalLabels: {} }),
+    problems: [],
+  },
+  {
+    description: 'reserved kubernetes.io label keys are valid here (initLabels filters them)',
+    metadata: meta({ additionalLabels: { 'kubernetes.io/x': 'y', 'node.kubernetes.io/z': '' } }),
+    problems: [],
+  },
+  {
+    description: 'empty providerID on a node without one',
+    metadata: meta({ providerId: '' }),
+    problems: [/providerID is empty and the node has none/],
+  },
   { description: 'empty providerID on a node that has one', metadata: meta({ providerId: '' }), existingProviderId: 'acme://i-1', problems: [] },
   { description: 'providerID without scheme', metadata: meta({ providerId: 'i-1' }), problems: [/not of the form <provider>:\/\/<id>/] },
-  { description: "providerID of another provider", metadata: meta({ providerId: 'aws://i-1' }), problems: [/does not start with the plugin's provider name "acme:\/\/"/] },
-  { description: 'providerID whose scheme only starts with the provider name', metadata: meta({ providerId: 'acme2://i-1' }), problems: [/does not start with/] },
+  {
+    description: 'providerID of another provider',
+    metadata: meta({ providerId: 'aws://i-1' }),
+    problems: [/does not start with the plugin's provider name "acme:\/\/"/],
+  },
+  {
+    description: 'providerID whose scheme only starts with the provider name',
+    metadata: meta({ providerId: 'acme2://i-1' }),
+    problems: [/does not start with/],
+  },
   {
     description: "another provider's providerID is refused even when the node already has one",
     metadata: meta({ providerId: 'aws://i-1' }),
     existingProviderId: 'acme://i-1',
     problems: [/does not start with/],
   },
-  { description: 'invalid IP address', metadata: meta({ nodeAddresses: [addr('InternalIP', '10.0.0.300')] }), problems: [/InternalIP address: "10.0.0.300" is not an IP address/] },
-  { description: 'duplicate addresses', metadata: meta({ nodeAddresses: [addr('ExternalIP', '::1'), addr('ExternalIP', '::1')] }), problems: [/duplicate/] },
+  {
+    description: 'invalid IP address',
+    metadata: meta({ nodeAddresses: [addr('InternalIP', '10.0.0.300')] }),
+    problems: [/InternalIP address: "10.0.0.300" is not an IP address/],
+  },
+  {
+    description: 'duplicate addresses',
+    metadata: meta({ nodeAddresses: [addr('ExternalIP', '::1'), addr('ExternalIP', '::1')] }),
+    problems: [/duplicate/],
+  },
   {
     description: `${MAX_ADDRESSES + 1} addresses`,
     metadata: meta({ nodeAddresses: Array.from({ length: MAX_ADDRESSES + 1 }, (_, i) => addr('InternalIP', `10.1.0.${i}`)) }),
@@ -264,10 +327,26 @@ const metaCases: MetaCase[] = [
   { description: 'instance type with a space', metadata: meta({ instanceType: 'm5 large' }), problems: [/^instance type: label value/] },
   { description: 'zone longer than 63', metadata: meta({ zone: 'z'.repeat(64) }), problems: [/^zone: .*longer than 63/] },
   { description: 'region ending in a dash', metadata: meta({ region: 'region-' }), problems: [/^region: /] },
-  { description: 'additional label with invalid key', metadata: meta({ additionalLabels: { 'bad key': 'v' } }), problems: [/^additional label: label key "bad key"/] },
-  { description: 'additional label with invalid value', metadata: meta({ additionalLabels: { pool: 'v'.repeat(64) } }), problems: [/^additional label: label value .*longer than 63/] },
-  { description: 'additional label with 64-character name', metadata: meta({ additionalLabels: { ['n'.repeat(64)]: 'v' } }), problems: [/invalid name part/] },
-  { description: `${MAX_ADDITIONAL_LABELS} additional labels (the maximum)`, metadata: meta({ additionalLabels: manyLabels(MAX_ADDITIONAL_LABELS) }), problems: [] },
+  {
+    description: 'additional label with invalid key',
+    metadata: meta({ additionalLabels: { 'bad key': 'v' } }),
+    problems: [/^additional label: label key "bad key"/],
+  },
+  {
+    description: 'additional label with invalid value',
+    metadata: meta({ additionalLabels: { pool: 'v'.repeat(64) } }),
+    problems: [/^additional label: label value .*longer than 63/],
+  },
+  {
+    description: 'additional label with 64-character name',
+    metadata: meta({ additionalLabels: { ['n'.repeat(64)]: 'v' } }),
+    problems: [/invalid name part/],
+  },
+  {
+    description: `${MAX_ADDITIONAL_LABELS} additional labels (the maximum)`,
+    metadata: meta({ additionalLabels: manyLabels(MAX_ADDITIONAL_LABELS) }),
+    problems: [],
+  },
   {
     description: `${MAX_ADDITIONAL_LABELS + 1} additional labels`,
     metadata: meta({ additionalLabels: manyLabels(MAX_ADDITIONAL_LABELS + 1) }),

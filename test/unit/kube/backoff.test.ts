@@ -8,7 +8,11 @@ const table: { name: string; opts: ConstructorParameters<typeof Backoff>[0]; wan
   { name: 'factor 3', opts: { initialMs: 10, maxMs: 500, factor: 3 }, want: [10, 30, 90, 270, 500, 500] },
   { name: 'factor 1 is constant', opts: { initialMs: 50, maxMs: 500, factor: 1 }, want: [50, 50, 50] },
   { name: 'initial equals max', opts: { initialMs: 7, maxMs: 7 }, want: [7, 7, 7] },
-  { name: 'max jitter stretches by 1+jitter, clamped', opts: { initialMs: 100, maxMs: 1000, jitter: 1, random: () => 0.999999 }, want: [199.9999, 399.9998, 799.9996, 1000, 1000] },
+  {
+    name: 'max jitter stretches by 1+jitter, clamped',
+    opts: { initialMs: 100, maxMs: 1000, jitter: 1, random: () => 0.999999 },
+    want: [199.9999, 399.9998, 799.9996, 1000, 1000],
+  },
   { name: 'zero random means no jitter', opts: { initialMs: 100, maxMs: 1000, jitter: 1, random: () => 0 }, want: [100, 200, 400, 800, 1000] },
   { name: 'half jitter', opts: { initialMs: 100, maxMs: 10_000, jitter: 0.5, random: () => 0.5 }, want: [125, 250, 500, 1000] },
 ];
@@ -16,7 +20,10 @@ const table: { name: string; opts: ConstructorParameters<typeof Backoff>[0]; wan
 for (const { name, opts, want } of table) {
   test(`Backoff: ${name}`, (t) => {
     const got = steps(new Backoff(opts), want.length);
-    t.deepEqual(got.map((x) => Math.round(x * 10_000) / 10_000), want);
+    t.deepEqual(
+      got.map((x) => Math.round(x * 10_000) / 10_000),
+      want,
+    );
   });
 }
 

@@ -16,7 +16,18 @@ const node = (): V1Node => ({
     addresses: [{ type: 'InternalIP', address: '10.1.0.1' }],
     conditions: [{ type: 'Ready', status: 'True' }],
     capacity: { cpu: '4' },
-    nodeInfo: { machineID: 'm', systemUUID: 's', bootID: 'b', kernelVersion: 'k', osImage: 'o', containerRuntimeVersion: 'c', kubeletVersion: 'v', kubeProxyVersion: 'v', operatingSystem: 'linux', architecture: 'amd64' },
+    nodeInfo: {
+      machineID: 'm',
+      systemUUID: 's',
+      bootID: 'b',
+      kernelVersion: 'k',
+      osImage: 'o',
+      containerRuntimeVersion: 'c',
+      kubeletVersion: 'v',
+      kubeProxyVersion: 'v',
+      operatingSystem: 'linux',
+      architecture: 'amd64',
+    },
     images: [{ names: ['registry.example.com/app:v1'], sizeBytes: 1 }],
     volumesInUse: ['kubernetes.io/csi/d^v1'],
     volumesAttached: [{ name: 'kubernetes.io/csi/d^v1', devicePath: '' }],
@@ -28,7 +39,12 @@ const table: { name: string; transform: (n: V1Node) => V1Node; dropped: [string,
   {
     name: 'slimNode',
     transform: slimNode,
-    dropped: [['metadata', 'managedFields'], ['status', 'images'], ['status', 'volumesInUse'], ['status', 'volumesAttached']],
+    dropped: [
+      ['metadata', 'managedFields'],
+      ['status', 'images'],
+      ['status', 'volumesInUse'],
+      ['status', 'volumesAttached'],
+    ],
   },
 ];
 

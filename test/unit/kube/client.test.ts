@@ -44,7 +44,12 @@ const loadTable: {
 }[] = [
   { name: '--kubeconfig', env: {}, opts: { kubeconfig: fileA }, want: 'https://a.example:6443' },
   { name: 'KUBECONFIG', env: { KUBECONFIG: fileB }, opts: {}, want: 'https://b.example:6443' },
-  { name: 'KUBECONFIG list: first file context wins', env: { KUBECONFIG: `${fileB}${path.delimiter}${fileA}` }, opts: {}, want: 'https://b.example:6443' },
+  {
+    name: 'KUBECONFIG list: first file context wins',
+    env: { KUBECONFIG: `${fileB}${path.delimiter}${fileA}` },
+    opts: {},
+    want: 'https://b.example:6443',
+  },
   { name: '--kubeconfig beats KUBECONFIG', env: { KUBECONFIG: fileB }, opts: { kubeconfig: fileA }, want: 'https://a.example:6443' },
   { name: '--master overrides the server', env: {}, opts: { kubeconfig: fileA, master: 'https://m.example' }, want: 'https://m.example' },
   {
@@ -97,7 +102,10 @@ test('makeClients: a request that gets no response is counted as <error>', async
   const { core } = makeClients(kubeconfigData(url), { userAgent: 'ccm-test', registry });
   await t.throwsAsync(core.readNode({ name: 'n1' }), { code: 'ECONNREFUSED' });
   const counted = (await (registry.getSingleMetric('rest_client_requests_total') as Counter).get()).values;
-  t.deepEqual(counted.map((v) => [v.labels.code, v.labels.method, v.value]), [['<error>', 'GET', 1]]);
+  t.deepEqual(
+    counted.map((v) => [v.labels.code, v.labels.method, v.value]),
+    [['<error>', 'GET', 1]],
+  );
 });
 
 test('makeClients: every client shares the limiter, sends user agent and credentials, is counted', async (t) => {
@@ -109,11 +117,7 @@ test('makeClients: every client shares the limiter, sends user agent and credent
   t.teardown(() => server.close());
   const registry = new Registry();
   const clients = makeClients(server.kubeConfig('tok'), { qps: 50, burst: 1, userAgent: 'ccm-test/1.0', registry });
-  await Promise.all([
-    clients.core.listNode({}),
-    clients.coordination.listNamespacedLease({ namespace: 'kube-system' }),
-    clients.core.listNode({}),
-  ]);
+  await Promise.all([clients.core.listNode({}), clients.coordination.listNamespacedLease({ namespace: 'kube-system' }), clients.core.listNode({})]);
   t.is(server.requests.length, 3);
   for (const r of server.requests) {
     t.is(r.headers['user-agent'], 'ccm-test/1.0');
@@ -128,7 +132,8 @@ test('makeClients: every client shares the limiter, sends user agent and credent
   // 3 requests at 50 qps with burst 1 wait 0, ~20 and ~40 ms.
   const observed = async (name: string) => {
     const values = (await (registry.getSingleMetric(name) as Histogram).get()).values;
-    const of = (suffix: string) => values.find((v) => v.metricName === name + suffix && v.labels.verb === 'GET' && v.labels.host === new URL(server.url).host)?.value;
+    const of = (suffix: string) =>
+      values.find((v) => v.metricName === name + suffix && v.labels.verb === 'GET' && v.labels.host === new URL(server.url).host)?.value;
     return { count: of('_count'), sum: of('_sum') ?? NaN };
   };
   for (const name of ['rest_client_request_duration_seconds', 'rest_client_request_size_bytes', 'rest_client_response_size_bytes']) {
@@ -157,8 +162,20 @@ for (const { status, conflict, notFound } of statusTable) {
   });
 }
 
-const uidCause = { kind: 'Status', apiVersion: 'v1', code: 422, reason: 'Invalid', details: { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.uid' }] } };
-const otherCause = { kind: 'Status', apiVersion: 'v1', code: 422, reason: 'Invalid', details: { causes: [{ reason: 'FieldValueForbidden', field: 'status.loadBalancer.ingress' }] } };
+const uidCause = {
+  kind: 'Status',
+  apiVersion: 'v1',
+  code: 422,
+  reason: 'Invalid',
+  details: { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.uid' }] },
+};
+const otherCause = {
+  kind: 'Status',
+  apiVersion: 'v1',
+  code: 422,
+  reason: 'Invalid',
+  details: { causes: [{ reason: 'FieldValueForbidden', field: 'status.loadBalancer.ingress' }] },
+};
 const goneTable: { name: string; status: number; body: object; gone: boolean }[] = [
   { name: '404', status: 404, body: { kind: 'Status', apiVersion: 'v1', code: 404 }, gone: true },
   { name: '422 on metadata.uid (name taken by another object)', status: 422, body: uidCause, gone: true },

@@ -13,7 +13,12 @@ const https_ = (tls: TlsSettings): Side => ({ secure: true, tls });
 const sameAgentTable: { name: string; first: Side; second: Side; same: boolean }[] = [
   { name: 'same TLS settings share one agent', first: https_({ ca: CA_A }), second: https_({ ca: Buffer.from('ca-a') }), same: true },
   { name: 'another CA gets another agent', first: https_({ ca: CA_A }), second: https_({ ca: CA_B }), same: false },
-  { name: 'another client certificate gets another agent', first: https_({ ca: CA_A, cert: Buffer.from('c1'), key: Buffer.from('k') }), second: https_({ ca: CA_A, cert: Buffer.from('c2'), key: Buffer.from('k') }), same: false },
+  {
+    name: 'another client certificate gets another agent',
+    first: https_({ ca: CA_A, cert: Buffer.from('c1'), key: Buffer.from('k') }),
+    second: https_({ ca: CA_A, cert: Buffer.from('c2'), key: Buffer.from('k') }),
+    same: false,
+  },
   { name: 'skipTLSVerify gets another agent', first: https_({ ca: CA_A }), second: https_({ ca: CA_A, rejectUnauthorized: false }), same: false },
   { name: 'tls-server-name gets another agent', first: https_({ ca: CA_A }), second: https_({ ca: CA_A, servername: 'api' }), same: false },
   { name: 'plain HTTP and HTTPS do not share', first: https_({}), second: { secure: false, tls: {} }, same: false },

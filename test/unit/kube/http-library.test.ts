@@ -42,7 +42,8 @@ for (const { method, replayed } of replayTable) {
     t.teardown(() => server.close());
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     t.teardown(() => agent.destroy());
-    const request = (m: string) => sendRequest({ method: m, url: new URL(`${server.url}/x`), headers: {}, agent, body: m === 'GET' ? undefined : '{}' });
+    const request = (m: string) =>
+      sendRequest({ method: m, url: new URL(`${server.url}/x`), headers: {}, agent, body: m === 'GET' ? undefined : '{}' });
     t.is((await request('GET')).status, 200);
     if (replayed) {
       const second = await request(method);

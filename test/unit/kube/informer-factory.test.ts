@@ -11,7 +11,10 @@ const cases: { description: string; minMs: number; random: number; want: number 
 ];
 for (const c of cases) {
   test(`resyncPeriodMs: ${c.description}`, (t) => {
-    t.is(resyncPeriodMs(c.minMs, () => c.random), c.want);
+    t.is(
+      resyncPeriodMs(c.minMs, () => c.random),
+      c.want,
+    );
   });
 }
 

@@ -16,7 +16,27 @@ import { loadKubeConfig } from '../../../host/kube/kubeconfig.js';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kubeconfig-test-'));
 test.after.always(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', path.join(tmp, 'key.pem'), '-out', path.join(tmp, 'cert.pem'), '-days', '1', '-subj', '/CN=t'], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    path.join(tmp, 'key.pem'),
+    '-out',
+    path.join(tmp, 'cert.pem'),
+    '-days',
+    '1',
+    '-subj',
+    '/CN=t',
+  ],
+  { stdio: 'ignore' },
+);
 const certB64 = fs.readFileSync(path.join(tmp, 'cert.pem')).toString('base64');
 const keyB64 = fs.readFileSync(path.join(tmp, 'key.pem')).toString('base64');
 // No trailing newline: client-node keeps it, client-go and the host trim it.
@@ -25,17 +45,25 @@ fs.writeFileSync(path.join(tmp, 'token'), 'file-token');
 /** An exec plugin printing an ExecCredential of `apiVersion` with token `exec-token`. */
 function execPlugin(apiVersion: string): string {
   const file = path.join(tmp, `plugin-${apiVersion.replace(/\W/g, '_')}.sh`);
-  const cred = JSON.stringify({ apiVersion, kind: 'ExecCredential', status: { token: 'exec-token-$GREETING', expirationTimestamp: '2999-01-01T00:00:00Z' } });
+  const cred = JSON.stringify({
+    apiVersion,
+    kind: 'ExecCredential',
+    status: { token: 'exec-token-$GREETING', expirationTimestamp: '2999-01-01T00:00:00Z' },
+  });
   fs.writeFileSync(file, `#!/bin/sh\necho '${cred}' | sed "s/\\$GREETING/$GREETING/"\n`, { mode: 0o755 });
   return file;
 }
 
 const cluster = (body: string): string => `clusters: [{ name: c, cluster: { server: "https://c.example:6443", ${body} } }]`;
-const oneUser = (body: string): string => `users: [{ name: u, user: { ${body} } }]\ncontexts: [{ name: x, context: { cluster: c, user: u } }]\ncurrent-context: x`;
+const oneUser = (body: string): string =>
+  `users: [{ name: u, user: { ${body} } }]\ncontexts: [{ name: x, context: { cluster: c, user: u } }]\ncurrent-context: x`;
 
 const table: { name: string; yaml: string }[] = [
   { name: 'token, CA data', yaml: `${cluster(`certificate-authority-data: ${certB64}`)}\n${oneUser('token: abc')}` },
-  { name: 'CA file (relative), tls-server-name', yaml: `${cluster('certificate-authority: cert.pem, tls-server-name: api.internal')}\n${oneUser('token: abc')}` },
+  {
+    name: 'CA file (relative), tls-server-name',
+    yaml: `${cluster('certificate-authority: cert.pem, tls-server-name: api.internal')}\n${oneUser('token: abc')}`,
+  },
   { name: 'insecure-skip-tls-verify', yaml: `${cluster('insecure-skip-tls-verify: true')}\n${oneUser('token: abc')}` },
   { name: 'client certificate and key files', yaml: `${cluster('')}\n${oneUser(`client-certificate: ${tmp}/cert.pem, client-key: key.pem`)}` },
   { name: 'client certificate and key data', yaml: `${cluster('')}\n${oneUser(`client-certificate-data: ${certB64}, client-key-data: ${keyB64}`)}` },
@@ -98,7 +126,9 @@ test('kubeconfig: an exec plugin that fails names itself and its stderr', async 
   fs.writeFileSync(plugin, '#!/bin/sh\necho "please log in" >&2\nexit 3\n', { mode: 0o755 });
   const file = path.join(tmp, 'exec-failing.yaml');
   fs.writeFileSync(file, `${cluster('')}\n${oneUser(`exec: { apiVersion: client.authentication.k8s.io/v1, command: ${plugin} }`)}\n`);
-  await t.throwsAsync(new KubeCredentials(loadKubeConfig({ kubeconfig: file })).authenticate(), { message: /exec credential plugin .*failing\.sh.* failed: .*please log in/ });
+  await t.throwsAsync(new KubeCredentials(loadKubeConfig({ kubeconfig: file })).authenticate(), {
+    message: /exec credential plugin .*failing\.sh.* failed: .*please log in/,
+  });
 });
 
 test('kubeconfig: an exec credential is cached until it expires', async (t) => {
@@ -111,7 +141,10 @@ test('kubeconfig: an exec credential is cached until it expires', async (t) => {
   const creds = new KubeCredentials(loadKubeConfig({ kubeconfig: file }));
   const auths = await Promise.all([creds.authenticate(), creds.authenticate()]);
   await creds.authenticate();
-  t.deepEqual(auths.map((a) => a.headers.Authorization), ['Bearer tok', 'Bearer tok']);
+  t.deepEqual(
+    auths.map((a) => a.headers.Authorization),
+    ['Bearer tok', 'Bearer tok'],
+  );
   t.is(fs.readFileSync(count, 'utf8'), 'run\n');
 });
 

@@ -63,17 +63,38 @@ function candidate(lease: MemoryLease, identity: string) {
     await new Promise<void>((r) => leading.addEventListener('abort', () => r(), { once: true }));
     leadingUntil = Date.now();
   });
-  return { lock, elector, stop, outcome, get leadingSince() { return leadingSince; }, get leadingUntil() { return leadingUntil; } };
+  return {
+    lock,
+    elector,
+    stop,
+    outcome,
+    get leadingSince() {
+      return leadingSince;
+    },
+    get leadingUntil() {
+      return leadingUntil;
+    },
+  };
 }
 
 test('validation mirrors client-go', (t) => {
   t.deepEqual(leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }), []);
-  t.true(leaderElectionProblems({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }).some((p) => p.includes('lease duration must be greater')));
-  t.true(leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }).some((p) => p.includes('retry period × 1.2')));
+  t.true(
+    leaderElectionProblems({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }).some((p) =>
+      p.includes('lease duration must be greater'),
+    ),
+  );
+  t.true(
+    leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }).some((p) => p.includes('retry period × 1.2')),
+  );
   t.true(leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 0 }).some((p) => p.includes('greater than 0')));
-  t.throws(() => new LeaderElector({ lock: new MemoryLock(new MemoryLease()), identity: 'x', log, leaseDurationMs: 1, renewDeadlineMs: 2, retryPeriodMs: 1 }), {
-    message: /invalid leader election settings/,
-  });
+  t.throws(
+    () =>
+      new LeaderElector({ lock: new MemoryLock(new MemoryLease()), identity: 'x', log, leaseDurationMs: 1, renewDeadlineMs: 2, retryPeriodMs: 1 }),
+    {
+      message: /invalid leader election settings/,
+    },
+  );
 });
 
 test('a lone candidate creates the lease, leads, renews, and releases on stop', async (t) => {

@@ -31,8 +31,7 @@ for (const { name, path, call } of calls) {
       const server = await startCaptureServer(() => ({ status: 200, body: { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } } }));
       t.teardown(() => server.close());
       const { core } = makeClients(server.kubeConfig(), { userAgent: 'ccm-test' });
-      const patch =
-        type === 'json' ? [{ op: 'replace', path: '/metadata/labels/a', value: 'b' }] : { metadata: { labels: { a: 'b', gone: null } } };
+      const patch = type === 'json' ? [{ op: 'replace', path: '/metadata/labels/a', value: 'b' }] : { metadata: { labels: { a: 'b', gone: null } } };
       await call(core, patch, type);
       t.is(server.requests.length, 1);
       const [req] = server.requests;

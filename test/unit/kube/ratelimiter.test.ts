@@ -91,7 +91,10 @@ for (const { name, qps, burst, calls } of bucketTable) {
       now = at;
       return Math.round(r.when() * 1000) / 1000;
     });
-    t.deepEqual(got, calls.map((c) => c.want));
+    t.deepEqual(
+      got,
+      calls.map((c) => c.want),
+    );
     t.is(r.numRequeues(), 0);
   });
 }

@@ -32,18 +32,31 @@ async function streamingServer(status: number, chunks: (string | Buffer)[]): Pro
 }
 
 function clientFor(url: string) {
-  return makeClients(singleConfig({ name: 'c', server: url, skipTLSVerify: true }, { name: 'u', token: 't' }), { userAgent: 'watch-test', qps: 1000, burst: 1000 });
+  return makeClients(singleConfig({ name: 'c', server: url, skipTLSVerify: true }, { name: 'u', token: 't' }), {
+    userAgent: 'watch-test',
+    qps: 1000,
+    burst: 1000,
+  });
 }
 
 test('watch: events split across chunks arrive whole, in order, with the query sent', async (t) => {
-  const added = JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z' } } });
+  const added = JSON.stringify({
+    type: 'ADDED',
+    object: { metadata: { name: 'a', resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z' } },
+  });
   const bookmark = JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '7' } } });
   const server = await streamingServer(200, [added.slice(0, 10), `${added.slice(10)}\n${bookmark.slice(0, 5)}`, `${bookmark.slice(5)}\n`]);
   t.teardown(() => server.close());
   const { rest, connections } = clientFor(server.url);
   t.teardown(() => connections.destroy());
   const seen: [string, unknown][] = [];
-  await watch(rest, '/api/v1/nodes', { resourceVersion: '1', allowWatchBookmarks: true }, (type, obj) => seen.push([type, obj]), new AbortController().signal);
+  await watch(
+    rest,
+    '/api/v1/nodes',
+    { resourceVersion: '1', allowWatchBookmarks: true },
+    (type, obj) => seen.push([type, obj]),
+    new AbortController().signal,
+  );
   t.deepEqual(seen, [
     ['ADDED', { metadata: { name: 'a', resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z' } }],
     ['BOOKMARK', { metadata: { resourceVersion: '7' } }],
@@ -51,7 +64,12 @@ test('watch: events split across chunks arrive whole, in order, with the query s
   t.is(server.paths[0], '/api/v1/nodes?resourceVersion=1&allowWatchBookmarks=true&watch=true');
 });
 
-const failTable: { name: string; status: number; chunks: (string | Buffer)[]; want: (t: { is: (a: unknown, b: unknown) => void; regex: (a: string, r: RegExp) => void }, err: Error) => void }[] = [
+const failTable: {
+  name: string;
+  status: number;
+  chunks: (string | Buffer)[];
+  want: (t: { is: (a: unknown, b: unknown) => void; regex: (a: string, r: RegExp) => void }, err: Error) => void;
+}[] = [
   {
     name: 'a refused watch rejects with its HTTP status and Status body',
     status: 410,
@@ -64,10 +82,20 @@ const failTable: { name: string; status: number; chunks: (string | Buffer)[]; wa
   {
     name: 'an event longer than the bound ends the watch with an error saying so',
     status: 200,
-    chunks: [Buffer.alloc(MAX_WATCH_LINE_BYTES / 4, 'x'), Buffer.alloc(MAX_WATCH_LINE_BYTES / 4, 'x'), Buffer.alloc(MAX_WATCH_LINE_BYTES / 4, 'x'), Buffer.alloc(MAX_WATCH_LINE_BYTES / 2, 'x')],
+    chunks: [
+      Buffer.alloc(MAX_WATCH_LINE_BYTES / 4, 'x'),
+      Buffer.alloc(MAX_WATCH_LINE_BYTES / 4, 'x'),
+      Buffer.alloc(MAX_WATCH_LINE_BYTES / 4, 'x'),
+      Buffer.alloc(MAX_WATCH_LINE_BYTES / 2, 'x'),
+    ],
     want: (t, err) => t.regex(err.message, /an event exceeds \d+ bytes/),
   },
-  { name: 'a line that is not JSON ends the watch', status: 200, chunks: ['{oops\n'], want: (t, err) => t.regex(err.message, /an event is not JSON/) },
+  {
+    name: 'a line that is not JSON ends the watch',
+    status: 200,
+    chunks: ['{oops\n'],
+    want: (t, err) => t.regex(err.message, /an event is not JSON/),
+  },
 ];
 
 for (const { name, status, chunks, want } of failTable) {

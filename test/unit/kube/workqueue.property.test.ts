@@ -69,7 +69,13 @@ test('random schedules: no key on two workers at once; every key processed after
         }
         await q.shutDownWithDrain();
         await running;
-        if (violations.length > 0) throw new Error(`${violations.join('; ')}\n${s.report().map((r) => r.label).join(' | ')}`);
+        if (violations.length > 0)
+          throw new Error(
+            `${violations.join('; ')}\n${s
+              .report()
+              .map((r) => r.label)
+              .join(' | ')}`,
+          );
       },
     ),
     { numRuns: 300 },

@@ -127,7 +127,10 @@ test('legacy instance RPCs and zones', async (t) => {
   const clusters = cloud.clusters!;
   t.deepEqual((await clusters.listClusters!({ meta: meta('c1') }, ctx())).clusters, ['c1']);
   t.is((await clusters.master!({ meta: meta(), clusterName: 'c1' }, ctx())).address, '127.0.0.1');
-  t.deepEqual(await clusters.scrubDns!({ meta: meta(), nameservers: ['1.1.1.1'], searches: ['a.b'] }, ctx()), { nameservers: ['1.1.1.1'], searches: ['a.b'] });
+  t.deepEqual(await clusters.scrubDns!({ meta: meta(), nameservers: ['1.1.1.1'], searches: ['a.b'] }, ctx()), {
+    nameservers: ['1.1.1.1'],
+    searches: ['a.b'],
+  });
 });
 
 test('batch RPCs return one result per node, in order, with per-item errors', async (t) => {
@@ -192,11 +195,19 @@ test('load balancers: deterministic name, idempotent ensure, requested IP, updat
   const r2 = await lbs.ensureLoadBalancer!({ meta: meta(), service: svc2, nodes: [] }, ctx());
   t.is(r2.status?.ingress[0]?.ip, '127.0.10.77');
   t.is(r2.status?.ingress[0]?.ipMode, IpMode.IP_MODE_PROXY);
-  const taken = await failure(lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { loadBalancerIp: '127.0.10.77' }), nodes: [] }, ctx()));
+  const taken = await failure(
+    lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { loadBalancerIp: '127.0.10.77' }), nodes: [] }, ctx()),
+  );
   t.is(taken.code, Code.FAILED_PRECONDITION);
   t.is(taken.reason, ErrorReason.IN_USE);
-  t.is((await failure(lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { loadBalancerIp: '10.0.0.1' }), nodes: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
-  t.is((await failure(lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { ports: [] }), nodes: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
+  t.is(
+    (await failure(lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { loadBalancerIp: '10.0.0.1' }), nodes: [] }, ctx()))).code,
+    Code.INVALID_ARGUMENT,
+  );
+  t.is(
+    (await failure(lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { ports: [] }), nodes: [] }, ctx()))).code,
+    Code.INVALID_ARGUMENT,
+  );
 
   // Update: replaces backends; absent → NOT_FOUND.
   await lbs.updateLoadBalancer!({ meta: meta(), service: svc, nodes: [node('n3')] }, ctx());
@@ -250,11 +261,17 @@ test('batch ensure: one result per entry in order, each as the single call answe
     ],
   );
   t.is(fromStatus(r.results[3]!.error!).reason, ErrorReason.QUOTA_EXCEEDED);
-  t.deepEqual(cloud.store.view().state.loadBalancers.map((l) => [l.serviceUid, l.backends.map((b) => b.nodeName)]), [
-    ['a', ['n1']],
-    ['b', ['n1']],
-  ]);
-  t.is((await failure(lbs.ensureLoadBalancers!({ meta: meta(), services: [service('d'), service('d')], nodes: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
+  t.deepEqual(
+    cloud.store.view().state.loadBalancers.map((l) => [l.serviceUid, l.backends.map((b) => b.nodeName)]),
+    [
+      ['a', ['n1']],
+      ['b', ['n1']],
+    ],
+  );
+  t.is(
+    (await failure(lbs.ensureLoadBalancers!({ meta: meta(), services: [service('d'), service('d')], nodes: [] }, ctx()))).code,
+    Code.INVALID_ARGUMENT,
+  );
   const many = Array.from({ length: 501 }, (_, i) => service(`m${i}`));
   t.is((await failure(lbs.ensureLoadBalancers!({ meta: meta(), services: many, nodes: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
 });
@@ -286,7 +303,10 @@ test('routes: idempotent create, conflict, delete absent, blackhole', async (t) 
   await routes.deleteRoute!({ meta: meta(), route: a.route! }, ctx());
   await routes.deleteRoute!({ meta: meta(), route: a.route! }, ctx());
   await routes.deleteRoute!({ meta: meta(), route: route('', '10.99.0.0/16', 'never-existed') }, ctx());
-  t.deepEqual((await routes.listRoutes!({ meta: meta(), pageSize: 0, pageToken: '' }, ctx())).routes.map((r) => r.targetNode), ['gone']);
+  t.deepEqual(
+    (await routes.listRoutes!({ meta: meta(), pageSize: 0, pageToken: '' }, ctx())).routes.map((r) => r.targetNode),
+    ['gone'],
+  );
   t.is((await routes.listRoutes!({ meta: meta('other'), pageSize: 0, pageToken: '' }, ctx())).routes.length, 1);
 });
 
@@ -296,7 +316,14 @@ test('routes: paging visits every route once; bad tokens answer ABORTED', async 
   const total = 250;
   await cloud.store.update((draft) => {
     for (let i = 0; i < total; i++) {
-      draft.routes.push({ name: `r-${String(i).padStart(4, '0')}`, clusterName: 'test-cluster', targetNode: `n${i}`, destinationCidr: `10.${i >> 8}.${i & 255}.0/24`, targetNodeAddresses: [], createdAt: '' });
+      draft.routes.push({
+        name: `r-${String(i).padStart(4, '0')}`,
+        clusterName: 'test-cluster',
+        targetNode: `n${i}`,
+        destinationCidr: `10.${i >> 8}.${i & 255}.0/24`,
+        targetNodeAddresses: [],
+        createdAt: '',
+      });
     }
   });
   const seen: string[] = [];
@@ -331,7 +358,13 @@ test('ReconcileRoutes creates, deletes inside cluster CIDRs only, reports failur
   await routes.createRoute!({ meta: meta(), nameHint: '', route: route('n2', '10.244.2.0/24') }, ctx()); // retargeted
   await routes.createRoute!({ meta: meta(), nameHint: '', route: route('gone', '10.244.9.0/24') }, ctx()); // deleted (blackhole)
   await routes.createRoute!({ meta: meta(), nameHint: '', route: route('n3', '192.168.0.0/24') }, ctx()); // outside: untouched
-  const desired = [route('n1', '10.244.1.0/24'), route('n3', '10.244.2.0/24'), route('n3', '10.244.3.0/24'), route('n2', '172.16.0.0/24'), route('n2', 'bad')];
+  const desired = [
+    route('n1', '10.244.1.0/24'),
+    route('n3', '10.244.2.0/24'),
+    route('n3', '10.244.3.0/24'),
+    route('n2', '172.16.0.0/24'),
+    route('n2', 'bad'),
+  ];
   const req = { meta: meta(), desired, clusterCidrs: ['10.244.0.0/16'] };
   const res = await routes.reconcileRoutes!(req, ctx());
   t.deepEqual(res.created.map((r) => `${r.targetNode}:${r.destinationCidr}`).sort(), ['n3:10.244.2.0/24', 'n3:10.244.3.0/24']);
@@ -345,7 +378,9 @@ test('ReconcileRoutes creates, deletes inside cluster CIDRs only, reports failur
   );
   const again = await routes.reconcileRoutes!(req, ctx());
   t.deepEqual([again.created.length, again.deleted.length, again.failed.length], [0, 0, 2]);
-  const all = (await routes.listRoutes!({ meta: meta(), pageSize: 0, pageToken: '' }, ctx())).routes.map((r) => `${r.targetNode}:${r.destinationCidr}`).sort();
+  const all = (await routes.listRoutes!({ meta: meta(), pageSize: 0, pageToken: '' }, ctx())).routes
+    .map((r) => `${r.targetNode}:${r.destinationCidr}`)
+    .sort();
   t.deepEqual(all, ['n1:10.244.1.0/24', 'n3:10.244.2.0/24', 'n3:10.244.3.0/24', 'n3:192.168.0.0/24']);
   t.is((await failure(routes.reconcileRoutes!({ meta: meta(), desired: [], clusterCidrs: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
 });
@@ -355,7 +390,10 @@ test('volumes: sparse file, idempotent create, expand, attach rules, delete', as
   const ids = await seed(cloud);
   const vols = cloud.volumes!;
   const create = (name: string, requiredBytes: number, parameters: Record<string, string> = {}) =>
-    vols.createVolume!({ meta: meta(), name, capacityRange: { requiredBytes, limitBytes: 0 }, parameters, accessibilityRequirements: undefined }, ctx());
+    vols.createVolume!(
+      { meta: meta(), name, capacityRange: { requiredBytes, limitBytes: 0 }, parameters, accessibilityRequirements: undefined },
+      ctx(),
+    );
   const { volume } = await create('pvc-1', 64 * MiB);
   t.regex(volume!.volumeId, /^vol-[0-9a-f]{8}$/);
   t.is(volume!.capacityBytes, 64 * MiB);
@@ -371,14 +409,23 @@ test('volumes: sparse file, idempotent create, expand, attach rules, delete', as
   t.is((await failure(create('pvc-1', 64 * MiB, { type: 'ssd' }))).code, Code.ALREADY_EXISTS);
   t.is((await failure(create('bad/name', MiB))).code, Code.INVALID_ARGUMENT);
 
-  const expand = (requiredBytes: number) => vols.controllerExpandVolume!({ meta: meta(), volumeId: volume!.volumeId, capacityRange: { requiredBytes, limitBytes: 0 } }, ctx());
+  const expand = (requiredBytes: number) =>
+    vols.controllerExpandVolume!({ meta: meta(), volumeId: volume!.volumeId, capacityRange: { requiredBytes, limitBytes: 0 } }, ctx());
   t.is((await expand(128 * MiB)).capacityBytes, 128 * MiB);
   t.is((await expand(128 * MiB)).capacityBytes, 128 * MiB);
   t.is((await stat(path)).size, 128 * MiB);
   t.is((await failure(expand(MiB))).code, Code.INVALID_ARGUMENT);
-  t.is((await failure(vols.controllerExpandVolume!({ meta: meta(), volumeId: 'vol-00000000', capacityRange: { requiredBytes: MiB, limitBytes: 0 } }, ctx()))).code, Code.NOT_FOUND);
+  t.is(
+    (
+      await failure(
+        vols.controllerExpandVolume!({ meta: meta(), volumeId: 'vol-00000000', capacityRange: { requiredBytes: MiB, limitBytes: 0 } }, ctx()),
+      )
+    ).code,
+    Code.NOT_FOUND,
+  );
 
-  const publish = (nodeId: string, volumeId = volume!.volumeId) => vols.controllerPublishVolume!({ meta: meta(), volumeId, nodeId, readonly: false, volumeContext: {} }, ctx());
+  const publish = (nodeId: string, volumeId = volume!.volumeId) =>
+    vols.controllerPublishVolume!({ meta: meta(), volumeId, nodeId, readonly: false, volumeContext: {} }, ctx());
   const missing = await failure(publish('local://i-00000000'));
   t.is(missing.code, Code.NOT_FOUND);
   t.is(missing.reason, ErrorReason.INSTANCE_NOT_FOUND);
@@ -414,19 +461,34 @@ test('volumes: placement follows topology; multiAttach; paging', async (t) => {
   const vols = cloud.volumes!;
   const zone = (z: string) => ({ segments: { 'topology.kubernetes.io/zone': z } });
   const { volume } = await vols.createVolume!(
-    { meta: meta(), name: 'pvc-b', capacityRange: { requiredBytes: MiB, limitBytes: 0 }, parameters: { multiAttach: 'true' }, accessibilityRequirements: { requisite: [zone('local-b'), zone('local-a')], preferred: [zone('local-c'), zone('local-a')] } },
+    {
+      meta: meta(),
+      name: 'pvc-b',
+      capacityRange: { requiredBytes: MiB, limitBytes: 0 },
+      parameters: { multiAttach: 'true' },
+      accessibilityRequirements: { requisite: [zone('local-b'), zone('local-a')], preferred: [zone('local-c'), zone('local-a')] },
+    },
     ctx(),
   );
   t.is(volume!.accessibleTopology[0]?.segments['topology.kubernetes.io/zone'], 'local-a');
-  await vols.controllerPublishVolume!({ meta: meta(), volumeId: volume!.volumeId, nodeId: `local://${ids.n1}`, readonly: false, volumeContext: {} }, ctx());
-  await vols.controllerPublishVolume!({ meta: meta(), volumeId: volume!.volumeId, nodeId: `local://${ids.n2}`, readonly: false, volumeContext: {} }, ctx());
+  await vols.controllerPublishVolume!(
+    { meta: meta(), volumeId: volume!.volumeId, nodeId: `local://${ids.n1}`, readonly: false, volumeContext: {} },
+    ctx(),
+  );
+  await vols.controllerPublishVolume!(
+    { meta: meta(), volumeId: volume!.volumeId, nodeId: `local://${ids.n2}`, readonly: false, volumeContext: {} },
+    ctx(),
+  );
   t.is(cloud.store.read().volumes[0]?.attachments.length, 2);
   // An empty node_id detaches everywhere.
   await vols.controllerUnpublishVolume!({ meta: meta(), volumeId: volume!.volumeId, nodeId: '' }, ctx());
   t.is(cloud.store.read().volumes[0]?.attachments.length, 0);
 
   for (let i = 0; i < 5; i++) {
-    await vols.createVolume!({ meta: meta(), name: `pvc-${i}`, capacityRange: { requiredBytes: 0, limitBytes: 0 }, parameters: {}, accessibilityRequirements: undefined }, ctx());
+    await vols.createVolume!(
+      { meta: meta(), name: `pvc-${i}`, capacityRange: { requiredBytes: 0, limitBytes: 0 }, parameters: {}, accessibilityRequirements: undefined },
+      ctx(),
+    );
   }
   const seen: string[] = [];
   let token = '';
@@ -527,12 +589,18 @@ test('knobs: hold keeps a named call waiting until unset, and ends with the call
 
 test('Configure applies JSON cloud config, warns on unknown keys, rejects garbage', async (t) => {
   const cloud = await newCloud(t);
-  const res = await cloud.configure!({ cloudConfig: Buffer.from('{"zone":"z9","region":"r9","extra":1}'), clusterName: 'prod', hostVersion: 'test' }, ctx());
+  const res = await cloud.configure!(
+    { cloudConfig: Buffer.from('{"zone":"z9","region":"r9","extra":1}'), clusterName: 'prod', hostVersion: 'test' },
+    ctx(),
+  );
   t.deepEqual(res?.warnings, ['cloud config key "extra" is unknown and ignored']);
   t.deepEqual((await cloud.zones!.getZone!({ meta: meta() }, ctx())).zone, { failureDomain: 'z9', region: 'r9' });
   t.is(cloud.currentSettings().clusterName, 'prod');
   t.is((await cloud.loadBalancers!.getLoadBalancerName!({ service: service('u1') }, ctx())).name, loadBalancerName('prod', 'u1'));
-  t.is((await failure(cloud.configure!({ cloudConfig: Buffer.from('zone: z9'), clusterName: '', hostVersion: '' }, ctx()))).code, Code.INVALID_ARGUMENT);
+  t.is(
+    (await failure(cloud.configure!({ cloudConfig: Buffer.from('zone: z9'), clusterName: '', hostVersion: '' }, ctx()))).code,
+    Code.INVALID_ARGUMENT,
+  );
   // An empty config restores the defaults (Configure replaces, it does not merge).
   await cloud.configure!({ cloudConfig: Buffer.alloc(0), clusterName: 'prod', hostVersion: '' }, ctx());
   t.is(cloud.currentSettings().zone, 'local-a');
@@ -543,7 +611,11 @@ test('volumes without topology go to a zone that has instances', async (t) => {
   const { placementFor } = await import('../../../plugins/local/volumes.js');
   const at = (zone: string) => ({ zone, region: `r-${zone}` });
   t.deepEqual(placementFor(undefined, 'local-a', 'local', []), { zone: 'local-a', region: 'local' }, 'no instances: the default');
-  t.deepEqual(placementFor(undefined, 'local-a', 'local', [at('local-b'), at('local-a')]), { zone: 'local-a', region: 'local' }, 'the default has an instance');
+  t.deepEqual(
+    placementFor(undefined, 'local-a', 'local', [at('local-b'), at('local-a')]),
+    { zone: 'local-a', region: 'local' },
+    'the default has an instance',
+  );
   t.deepEqual(placementFor(undefined, 'local-a', 'local', [at('z2'), at('z1'), at('z2')]), { zone: 'z2', region: 'r-z2' }, 'the most populated zone');
   t.deepEqual(placementFor(undefined, 'local-a', 'local', [at('z2'), at('z1')]), { zone: 'z1', region: 'r-z1' }, 'ties: by name');
 });

@@ -11,7 +11,9 @@ test('mutating calls are journaled with the caller, the object key and start/end
   const before = Date.now();
   await cloud.loadBalancers!.ensureLoadBalancer!({ meta: meta(), service: service('uid-j1'), nodes: [node('n1')] }, { signal, caller: 'host-a_1' });
   await cloud.loadBalancers!.getLoadBalancer!({ meta: meta(), service: service('uid-j1') }, { signal, caller: 'host-a_1' });
-  await t.throwsAsync(cloud.loadBalancers!.updateLoadBalancer!({ meta: meta(), service: service('uid-missing'), nodes: [] }, { signal, caller: 'host-b_2' }));
+  await t.throwsAsync(
+    cloud.loadBalancers!.updateLoadBalancer!({ meta: meta(), service: service('uid-missing'), nodes: [] }, { signal, caller: 'host-b_2' }),
+  );
   const entries = await readJournal(dir);
   t.is(entries.length, 2);
   t.like(entries[0], { caller: 'host-a_1', method: 'loadBalancers.ensureLoadBalancer', mutating: true, key: 'uid-j1', ok: true, pid: process.pid });
@@ -22,10 +24,18 @@ test('mutating calls are journaled with the caller, the object key and start/end
 test('LOCALCLOUD_JOURNAL=all journals reads too; off journals nothing; a bad value is refused', async (t) => {
   const signal = new AbortController().signal;
   const all = await tempDir(t);
-  await createLocalCloud({ stateDir: all, env: { LOCALCLOUD_JOURNAL: 'all' } }).loadBalancers!.getLoadBalancer!({ meta: meta(), service: service('uid-j2') }, { signal });
+  await createLocalCloud({ stateDir: all, env: { LOCALCLOUD_JOURNAL: 'all' } }).loadBalancers!.getLoadBalancer!(
+    { meta: meta(), service: service('uid-j2') },
+    { signal },
+  );
   t.like((await readJournal(all))[0], { caller: '', method: 'loadBalancers.getLoadBalancer', mutating: false });
   const off = await tempDir(t);
-  await createLocalCloud({ stateDir: off, env: { LOCALCLOUD_JOURNAL: 'off' } }).loadBalancers!.ensureLoadBalancer!({ meta: meta(), service: service('uid-j3'), nodes: [] }, { signal });
+  await createLocalCloud({ stateDir: off, env: { LOCALCLOUD_JOURNAL: 'off' } }).loadBalancers!.ensureLoadBalancer!(
+    { meta: meta(), service: service('uid-j3'), nodes: [] },
+    { signal },
+  );
   t.deepEqual(await readJournal(off), []);
-  t.throws(() => createLocalCloud({ stateDir: off, env: { LOCALCLOUD_JOURNAL: 'sometimes' } }), { message: /LOCALCLOUD_JOURNAL="sometimes" is invalid/ });
+  t.throws(() => createLocalCloud({ stateDir: off, env: { LOCALCLOUD_JOURNAL: 'sometimes' } }), {
+    message: /LOCALCLOUD_JOURNAL="sometimes" is invalid/,
+  });
 });

@@ -14,7 +14,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import test from 'ava';
 import fc from 'fast-check';
-import { emptyState, LEGACY_STATE_FILE, LOG_FILE, StateStore, type InstanceRecord, type LoadBalancerRecord, type LocalCloudState } from '../../../plugins/local/state.js';
+import {
+  emptyState,
+  LEGACY_STATE_FILE,
+  LOG_FILE,
+  StateStore,
+  type InstanceRecord,
+  type LoadBalancerRecord,
+  type LocalCloudState,
+} from '../../../plugins/local/state.js';
 import { tempDir } from './_helpers.js';
 
 const run = promisify(execFile);
@@ -23,7 +31,17 @@ const STATE_MODULE = pathToFileURL(join(DIST, 'plugins/local/state.js')).href;
 const CLI = join(DIST, 'plugins/local/cli.js');
 
 function instance(name: string): InstanceRecord {
-  return { id: `i-${name}`, name, type: 't', zone: 'z', region: 'r', addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], state: 'running', labels: {}, createdAt: '' };
+  return {
+    id: `i-${name}`,
+    name,
+    type: 't',
+    zone: 'z',
+    region: 'r',
+    addresses: [{ type: 'InternalIP', address: '10.0.0.1' }],
+    state: 'running',
+    labels: {},
+    createdAt: '',
+  };
 }
 
 function loadBalancer(name: string, nodes: readonly string[]): LoadBalancerRecord {
@@ -51,7 +69,19 @@ function header(dir: string): { generation: number; id: string; base?: { id: str
 
 // ---- random update sequences against a reference model ----
 
-type OpKind = 'addInstance' | 'deleteInstance' | 'toggleInstance' | 'ensureLb' | 'setBackends' | 'deleteLb' | 'knob' | 'addRoute' | 'deleteRoute' | 'addTwo' | 'noop' | 'fail';
+type OpKind =
+  | 'addInstance'
+  | 'deleteInstance'
+  | 'toggleInstance'
+  | 'ensureLb'
+  | 'setBackends'
+  | 'deleteLb'
+  | 'knob'
+  | 'addRoute'
+  | 'deleteRoute'
+  | 'addTwo'
+  | 'noop'
+  | 'fail';
 interface Op {
   kind: OpKind;
   n: number;
@@ -76,7 +106,10 @@ function mutate(d: LocalCloudState, { kind, n }: Op): void {
       return;
     }
     case 'ensureLb': {
-      const lb = loadBalancer(lbName, d.instances.slice(0, n % 3).map((i) => i.name));
+      const lb = loadBalancer(
+        lbName,
+        d.instances.slice(0, n % 3).map((i) => i.name),
+      );
       const at = d.loadBalancers.findIndex((l) => l.name === lbName);
       if (at >= 0) d.loadBalancers[at] = lb;
       else d.loadBalancers.push(lb);
@@ -95,7 +128,8 @@ function mutate(d: LocalCloudState, { kind, n }: Op): void {
       else d.knobs.latencyMs = n;
       return;
     case 'addRoute':
-      if (!d.routes.some((r) => r.destinationCidr === cidr)) d.routes.push({ name: `r-${n}`, clusterName: 'c', targetNode: `n${n}`, destinationCidr: cidr, targetNodeAddresses: [], createdAt: '' });
+      if (!d.routes.some((r) => r.destinationCidr === cidr))
+        d.routes.push({ name: `r-${n}`, clusterName: 'c', targetNode: `n${n}`, destinationCidr: cidr, targetNodeAddresses: [], createdAt: '' });
       return;
     case 'deleteRoute':
       d.routes = d.routes.filter((r) => r.destinationCidr !== cidr);
@@ -113,7 +147,20 @@ function mutate(d: LocalCloudState, { kind, n }: Op): void {
 }
 
 const opArb: fc.Arbitrary<Op> = fc.record({
-  kind: fc.constantFrom<OpKind>('addInstance', 'deleteInstance', 'toggleInstance', 'ensureLb', 'setBackends', 'deleteLb', 'knob', 'addRoute', 'deleteRoute', 'addTwo', 'noop', 'fail'),
+  kind: fc.constantFrom<OpKind>(
+    'addInstance',
+    'deleteInstance',
+    'toggleInstance',
+    'ensureLb',
+    'setBackends',
+    'deleteLb',
+    'knob',
+    'addRoute',
+    'deleteRoute',
+    'addTwo',
+    'noop',
+    'fail',
+  ),
   n: fc.nat({ max: 40 }),
   by: fc.constantFrom<0 | 1>(0, 1),
 });
@@ -157,11 +204,19 @@ test('a torn last line (a writer killed mid-append) is ignored by readers and co
   await a.update((d) => void d.instances.push(instance('x1')));
   t.is(b.read().instances.length, 1);
   appendFileSync(join(dir, LOG_FILE), '{"changes":[{"kind":"instances","key":"i-torn","value":{"id":"i-to');
-  for (const s of [a, b, new StateStore(dir)]) t.deepEqual(s.read().instances.map((i) => i.name), ['x1']);
+  for (const s of [a, b, new StateStore(dir)])
+    t.deepEqual(
+      s.read().instances.map((i) => i.name),
+      ['x1'],
+    );
   await b.update((d) => void d.instances.push(instance('x2')));
   t.false(readFileSync(join(dir, LOG_FILE), 'utf8').includes('i-to'));
   t.is(header(dir).generation, 2);
-  for (const s of [a, b, new StateStore(dir)]) t.deepEqual(s.read().instances.map((i) => i.name), ['x1', 'x2']);
+  for (const s of [a, b, new StateStore(dir)])
+    t.deepEqual(
+      s.read().instances.map((i) => i.name),
+      ['x1', 'x2'],
+    );
 });
 
 test('compaction: a caught-up reader keeps its records without re-reading the snapshot; a reader that missed generations reloads; the file stays bounded', async (t) => {
@@ -208,21 +263,44 @@ test('a directory written by an older version (state.json only) loads, and the f
   await writer.update((d) => void d.instances.push(instance('new')));
   t.deepEqual((await readdir(dir)).sort(), [LOG_FILE, 'volumes']);
   for (const s of [reader, writer, new StateStore(dir)]) {
-    t.deepEqual(s.read().instances.map((i) => i.name), ['old', 'new']);
+    t.deepEqual(
+      s.read().instances.map((i) => i.name),
+      ['old', 'new'],
+    );
     t.true(s.read().knobs.failAll);
   }
 });
 
-const LOG_HEADER = JSON.stringify({ localcloudStateLog: 1, generation: 1, id: '0123456789abcdef', snapshotBytes: JSON.stringify(emptyState()).length + 1 });
+const LOG_HEADER = JSON.stringify({
+  localcloudStateLog: 1,
+  generation: 1,
+  id: '0123456789abcdef',
+  snapshotBytes: JSON.stringify(emptyState()).length + 1,
+});
 const CORRUPT: { what: string; file: string; text: string; message: RegExp }[] = [
   { what: 'state.json that is not JSON', file: LEGACY_STATE_FILE, text: '{"instances": [', message: /state\.json is not valid JSON/ },
   { what: 'state.json of another version', file: LEGACY_STATE_FILE, text: '{"version": 7}', message: /has version 7/ },
-  { what: 'state.json with two instances of one id', file: LEGACY_STATE_FILE, text: JSON.stringify({ instances: [instance('a'), instance('a')] }), message: /two instances records have key "i-a"; remove one/ },
+  {
+    what: 'state.json with two instances of one id',
+    file: LEGACY_STATE_FILE,
+    text: JSON.stringify({ instances: [instance('a'), instance('a')] }),
+    message: /two instances records have key "i-a"; remove one/,
+  },
   { what: 'a log without a header', file: LOG_FILE, text: 'garbage', message: /has no header line; move it away/ },
   { what: 'a log of another format', file: LOG_FILE, text: '{"localcloudStateLog":2}\n', message: /has format 2; this build reads format 1/ },
   { what: 'a log with a cut snapshot', file: LOG_FILE, text: `${LOG_HEADER}\n{"version":1`, message: /truncated snapshot/ },
-  { what: 'a log with a complete line that is not JSON', file: LOG_FILE, text: `${LOG_HEADER}\n${JSON.stringify(emptyState())}\nnot json\n`, message: /the update at byte \d+ is not valid JSON/ },
-  { what: 'a log with an unknown kind', file: LOG_FILE, text: `${LOG_HEADER}\n${JSON.stringify(emptyState())}\n{"changes":[{"kind":"pets","key":"x"}]}\n`, message: /unknown kind "pets"/ },
+  {
+    what: 'a log with a complete line that is not JSON',
+    file: LOG_FILE,
+    text: `${LOG_HEADER}\n${JSON.stringify(emptyState())}\nnot json\n`,
+    message: /the update at byte \d+ is not valid JSON/,
+  },
+  {
+    what: 'a log with an unknown kind',
+    file: LOG_FILE,
+    text: `${LOG_HEADER}\n${JSON.stringify(emptyState())}\n{"changes":[{"kind":"pets","key":"x"}]}\n`,
+    message: /unknown kind "pets"/,
+  },
 ];
 for (const c of CORRUPT) {
   test(`${c.what} gives one clear error`, async (t) => {
@@ -236,8 +314,16 @@ for (const c of CORRUPT) {
 
 const RETURNS: { what: string; fn: (d: LocalCloudState) => unknown; want: unknown }[] = [
   { what: 'a record of the draft', fn: (d) => d.instances[0], want: instance('a') },
-  { what: 'a changed record of the draft', fn: (d) => Object.assign(d.instances[0]!, { state: 'stopped' }), want: { ...instance('a'), state: 'stopped' } },
-  { what: 'drafts inside a plain object', fn: (d) => ({ first: d.instances[0], all: d.instances.filter(() => true) }), want: { first: instance('a'), all: [instance('a')] } },
+  {
+    what: 'a changed record of the draft',
+    fn: (d) => Object.assign(d.instances[0]!, { state: 'stopped' }),
+    want: { ...instance('a'), state: 'stopped' },
+  },
+  {
+    what: 'drafts inside a plain object',
+    fn: (d) => ({ first: d.instances[0], all: d.instances.filter(() => true) }),
+    want: { first: instance('a'), all: [instance('a')] },
+  },
   { what: 'a new record added to the draft', fn: (d) => d.instances[d.instances.push(instance('b')) - 1], want: instance('b') },
   { what: 'a plain value', fn: (d) => d.instances.length, want: 1 },
 ];
@@ -305,7 +391,8 @@ test('a writer SIGKILLed at any moment leaves a readable, consistent state', asy
     const child = spawn(process.execPath, ['--input-type=module', '-e', script, dir], { stdio: 'ignore' });
     const before = reader.read().instances.length;
     const deadline = Date.now() + 20_000;
-    while (reader.read().instances.length < before + 2 + round && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));
+    while (reader.read().instances.length < before + 2 + round && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     for (const s of [reader, new StateStore(dir)]) {

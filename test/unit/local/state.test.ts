@@ -83,7 +83,10 @@ test('concurrent updates on one store run one at a time, in call order, and a fa
     ),
   );
   t.is(maxInside, 1);
-  t.deepEqual(order, Array.from({ length: 20 }, (_, i) => i));
+  t.deepEqual(
+    order,
+    Array.from({ length: 20 }, (_, i) => i),
+  );
   t.is(results.filter((r) => r.status === 'rejected').length, 1);
   t.is(store.read().instances.length, 19);
 });
@@ -122,7 +125,9 @@ test('concurrent writers in separate processes lose no update', async (t) => {
       });
     }
   `;
-  await Promise.all(Array.from({ length: writers }, (_, k) => run(process.execPath, ['--input-type=module', '-e', script, dir, `w${k}`, String(perWriter)])));
+  await Promise.all(
+    Array.from({ length: writers }, (_, k) => run(process.execPath, ['--input-type=module', '-e', script, dir, `w${k}`, String(perWriter)])),
+  );
   const state = new StateStore(dir).read();
   t.is(state.instances.length, writers * perWriter);
   t.is(new Set(state.instances.map((i) => i.name)).size, writers * perWriter);
@@ -134,7 +139,10 @@ test('a lock left by a dead process is broken', async (t) => {
   const dead = spawn(process.execPath, ['-e', '']);
   await new Promise((r) => dead.once('exit', r));
   await mkdir(join(dir, LOCK_DIR), { recursive: true });
-  await writeFile(join(dir, LOCK_DIR, 'owner'), JSON.stringify({ pid: dead.pid, host: (await import('node:os')).hostname(), token: 'dead', since: Date.now() }));
+  await writeFile(
+    join(dir, LOCK_DIR, 'owner'),
+    JSON.stringify({ pid: dead.pid, host: (await import('node:os')).hostname(), token: 'dead', since: Date.now() }),
+  );
   const store = new StateStore(dir, { lockWaitMs: 2_000 });
   await store.update((d) => void d.instances.push(fakeInstance('after')));
   t.is(store.read().instances.length, 1);
@@ -150,11 +158,16 @@ test('an ownerless lock directory becomes stale; a live holder makes writers tim
   await store.update((d) => void d.instances.push(fakeInstance('a')));
 
   await mkdir(lock);
-  await writeFile(join(lock, 'owner'), JSON.stringify({ pid: process.pid, host: (await import('node:os')).hostname(), token: 'other', since: Date.now() }));
+  await writeFile(
+    join(lock, 'owner'),
+    JSON.stringify({ pid: process.pid, host: (await import('node:os')).hostname(), token: 'other', since: Date.now() }),
+  );
   const quick = new StateStore(dir, { lockWaitMs: 100 });
-  await t.throwsAsync(quick.update(() => undefined), { instanceOf: LockTimeoutError, message: new RegExp(`pid ${process.pid}`) });
+  await t.throwsAsync(
+    quick.update(() => undefined),
+    { instanceOf: LockTimeoutError, message: new RegExp(`pid ${process.pid}`) },
+  );
 });
-
 
 test('the CLI-side store sees provider-side writes and vice versa (sanity of the shared file)', async (t) => {
   const dir = await tempDir(t);

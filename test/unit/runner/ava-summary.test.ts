@@ -45,14 +45,26 @@ const TIMEOUT = `
 
 const cases: { description: string; stdout: string; stderr?: string; want: AvaCounts }[] = [
   { description: 'all passed', stdout: '  ✔ a › one\n  ✔ a › two\n  ─\n\n  2 tests passed\n', want: { passed: 2, failed: 0, skipped: 0 } },
-  { description: 'failed hooks and a crashed file count, one each (the old count said 1)', stdout: HOOKS_AND_CRASH, want: { passed: 2, failed: 5, skipped: 0 } },
-  { description: 'tests pending after a timeout count, one each (the old count said 1)', stdout: TIMEOUT, want: { passed: 2, failed: 2, skipped: 0 } },
+  {
+    description: 'failed hooks and a crashed file count, one each (the old count said 1)',
+    stdout: HOOKS_AND_CRASH,
+    want: { passed: 2, failed: 5, skipped: 0 },
+  },
+  {
+    description: 'tests pending after a timeout count, one each (the old count said 1)',
+    stdout: TIMEOUT,
+    want: { passed: 2, failed: 2, skipped: 0 },
+  },
   {
     description: 'a title or a log line with summary words is not a summary line',
     stdout: '  ✔ a › 3 tests failed until the fix\n  ℹ 2 hooks failed (logged)\n  ─\n\n  1 test passed\n',
     want: { passed: 1, failed: 0, skipped: 0 },
   },
-  { description: 'skipped tests', stdout: '  ✔ a › one\n  - a › two\n  ─\n\n  1 test passed\n  1 test skipped\n', want: { passed: 1, failed: 0, skipped: 1 } },
+  {
+    description: 'skipped tests',
+    stdout: '  ✔ a › one\n  - a › two\n  ─\n\n  1 test passed\n  1 test skipped\n',
+    want: { passed: 1, failed: 0, skipped: 1 },
+  },
   {
     description: 'the report on stdout, tests writing on stderr: each stream is read on its own',
     stdout: '  ✔ a › one\n  ✘ [fail]: a › two\n  ─\n\n  1 test failed\n',

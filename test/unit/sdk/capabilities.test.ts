@@ -18,10 +18,22 @@ const cases: Case[] = [
   {
     name: 'empty service objects still announce the service',
     provider: { info, instances: {}, zones: {}, clusters: {}, loadBalancers: {}, routes: {}, volumes: {} },
-    services: [Service.SERVICE_INSTANCES, Service.SERVICE_ZONES, Service.SERVICE_CLUSTERS, Service.SERVICE_LOAD_BALANCERS, Service.SERVICE_ROUTES, Service.SERVICE_VOLUMES],
+    services: [
+      Service.SERVICE_INSTANCES,
+      Service.SERVICE_ZONES,
+      Service.SERVICE_CLUSTERS,
+      Service.SERVICE_LOAD_BALANCERS,
+      Service.SERVICE_ROUTES,
+      Service.SERVICE_VOLUMES,
+    ],
     capabilities: [],
   },
-  { name: 'one batch method is not batch', provider: { info, instances: { getInstancesStatus: fn } }, services: [Service.SERVICE_INSTANCES], capabilities: [] },
+  {
+    name: 'one batch method is not batch',
+    provider: { info, instances: { getInstancesStatus: fn } },
+    services: [Service.SERVICE_INSTANCES],
+    capabilities: [],
+  },
   {
     name: 'both batch methods',
     provider: { info, instances: { getInstancesStatus: fn, getInstancesMetadata: fn } },
@@ -46,9 +58,24 @@ const cases: Case[] = [
     services: [Service.SERVICE_LOAD_BALANCERS],
     capabilities: [Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE],
   },
-  { name: 'single ensure only', provider: { info, loadBalancers: { ensureLoadBalancer: fn } }, services: [Service.SERVICE_LOAD_BALANCERS], capabilities: [] },
-  { name: 'ip mode proxy without the service is dropped', provider: { info: { ...info, loadBalancerIpModeProxy: true } }, services: [], capabilities: [] },
-  { name: 'routes reconcile', provider: { info, routes: { reconcileRoutes: fn, listRoutes: fn } }, services: [Service.SERVICE_ROUTES], capabilities: [Capability.CAPABILITY_ROUTES_RECONCILE] },
+  {
+    name: 'single ensure only',
+    provider: { info, loadBalancers: { ensureLoadBalancer: fn } },
+    services: [Service.SERVICE_LOAD_BALANCERS],
+    capabilities: [],
+  },
+  {
+    name: 'ip mode proxy without the service is dropped',
+    provider: { info: { ...info, loadBalancerIpModeProxy: true } },
+    services: [],
+    capabilities: [],
+  },
+  {
+    name: 'routes reconcile',
+    provider: { info, routes: { reconcileRoutes: fn, listRoutes: fn } },
+    services: [Service.SERVICE_ROUTES],
+    capabilities: [Capability.CAPABILITY_ROUTES_RECONCILE],
+  },
   {
     name: 'volumes list and expand online',
     provider: { info: { ...info, volumesExpandOnline: true }, volumes: { listVolumes: fn } },

@@ -45,7 +45,13 @@ const cases: ErrorCase[] = [
   { err: new InUseError('attached'), code: Code.FAILED_PRECONDITION, reason: ErrorReason.IN_USE },
   { err: new UnavailableError('cloud down'), code: Code.UNAVAILABLE, reason: ErrorReason.CLOUD_API_ERROR },
   { err: new NotImplementedError(), code: Code.UNIMPLEMENTED },
-  { err: new ProviderError(Code.ABORTED, 'custom', { reason: 'CUSTOM', retryAfterMs: 10, metadata: { a: 'b' } }), code: Code.ABORTED, reason: 'CUSTOM', retryAfterMs: 10, metadata: { a: 'b' } },
+  {
+    err: new ProviderError(Code.ABORTED, 'custom', { reason: 'CUSTOM', retryAfterMs: 10, metadata: { a: 'b' } }),
+    code: Code.ABORTED,
+    reason: 'CUSTOM',
+    retryAfterMs: 10,
+    metadata: { a: 'b' },
+  },
 ];
 
 /** What a decoded status must contain for `c`. */
@@ -94,6 +100,10 @@ test('fromServiceError survives a corrupt details trailer', (t) => {
 });
 
 test('fromStatus ignores unknown detail types', (t) => {
-  const decoded = fromStatus({ code: Code.INTERNAL, message: 'm', details: [{ typeUrl: 'type.googleapis.com/x.Unknown', value: Buffer.from([1, 2]) }] });
+  const decoded = fromStatus({
+    code: Code.INTERNAL,
+    message: 'm',
+    details: [{ typeUrl: 'type.googleapis.com/x.Unknown', value: Buffer.from([1, 2]) }],
+  });
   t.deepEqual(decoded, { code: Code.INTERNAL, message: 'm' });
 });

@@ -10,7 +10,12 @@ import {
 import { endpointFromArgv, NOT_BY_HAND_MESSAGE, resolveMode, versionMismatchMessage } from '../../../sdk/serve.js';
 import { shutdownGraceMs, DEFAULT_SHUTDOWN_GRACE_MS, MAX_SHUTDOWN_GRACE_MS } from '../../../sdk/builtin.js';
 
-const exec = { [MAGIC_COOKIE_KEY]: MAGIC_COOKIE_VALUE, [ENV_PROTOCOL_VERSIONS]: '1,2', [ENV_ENDPOINT]: 'unix:///tmp/p.sock', [ENV_INSTANCE_ID]: 'id-1' };
+const exec = {
+  [MAGIC_COOKIE_KEY]: MAGIC_COOKIE_VALUE,
+  [ENV_PROTOCOL_VERSIONS]: '1,2',
+  [ENV_ENDPOINT]: 'unix:///tmp/p.sock',
+  [ENV_INSTANCE_ID]: 'id-1',
+};
 
 test('exec mode when the cookie matches, even with a sidecar endpoint', (t) => {
   t.deepEqual(resolveMode(exec, ['--endpoint=unix:///other.sock'], 'unix:///opt.sock'), {

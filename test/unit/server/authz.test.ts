@@ -39,7 +39,7 @@ test('system:masters is allowed without a review', async (t) => {
   t.true((await a.authorize(ADMIN, '/metrics', 'get')).allowed);
 });
 
-test('other decisions are the reviewer\'s, cached per user, path and verb', async (t) => {
+test("other decisions are the reviewer's, cached per user, path and verb", async (t) => {
   const asked: string[] = [];
   const a = authorizer(['/healthz'], async (user, path, verb) => {
     asked.push(`${user.name} ${verb} ${path}`);
@@ -68,6 +68,6 @@ test('without a reviewer only the always-allowed are allowed', async (t) => {
   t.false((await authorizer([]).authorize(ALICE, '/metrics', 'get')).allowed);
 });
 
-test('HTTP methods map to upstream\'s verbs', (t) => {
+test("HTTP methods map to upstream's verbs", (t) => {
   t.deepEqual(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].map(verbOf), ['get', 'get', 'create', 'update', 'patch', 'delete']);
 });

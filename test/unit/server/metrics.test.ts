@@ -61,6 +61,7 @@ test('kubernetes_build_info is 1, labelled with this build as upstream labels it
   const text = await createHostMetrics({ defaultMetrics: false }).registry.metrics();
   const line = /^kubernetes_build_info\{([^}]*)\} 1$/m.exec(text);
   if (!line) return t.fail('no kubernetes_build_info 1');
-  for (const label of ['major', 'minor', 'git_version', 'git_commit', 'git_tree_state', 'build_date', 'go_version', 'compiler', 'platform']) t.regex(line[1]!, new RegExp(`\\b${label}="`));
+  for (const label of ['major', 'minor', 'git_version', 'git_commit', 'git_tree_state', 'build_date', 'go_version', 'compiler', 'platform'])
+    t.regex(line[1]!, new RegExp(`\\b${label}="`));
   t.regex(line[1]!, /git_version="v\d+\.\d+\.\d+/);
 });

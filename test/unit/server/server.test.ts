@@ -28,7 +28,15 @@ test.before(async () => {
 test.beforeEach(async (t) => {
   const metrics = createHostMetrics();
   setControllerRunning(metrics, Controllers.CLOUD_NODE, true);
-  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls, guard: ALLOW_ALL, registry: metrics.registry, log: silentLogger(), checkTimeoutMs: 200 });
+  const server = await startHealthServer({
+    bindAddress: '127.0.0.1',
+    port: 0,
+    tls,
+    guard: ALLOW_ALL,
+    registry: metrics.registry,
+    log: silentLogger(),
+    checkTimeoutMs: 200,
+  });
   t.context = { server, url: `https://127.0.0.1:${server.port}` };
 });
 
@@ -109,12 +117,20 @@ test('readyz runs the same checks', async (t) => {
 
 test('a check limited to one endpoint runs only there', async (t) => {
   const { server, url } = t.context;
-  server.addCheck('live-only', () => {
-    throw new Error('stuck renew loop');
-  }, 'healthz');
-  server.addCheck('ready-only', () => {
-    throw new Error('caches not synced');
-  }, 'readyz');
+  server.addCheck(
+    'live-only',
+    () => {
+      throw new Error('stuck renew loop');
+    },
+    'healthz',
+  );
+  server.addCheck(
+    'ready-only',
+    () => {
+      throw new Error('caches not synced');
+    },
+    'readyz',
+  );
   const health = await get(`${url}/healthz?verbose`);
   t.is(health.status, 500);
   t.regex(health.body, /\[-\]live-only failed: stuck renew loop/);
@@ -182,7 +198,14 @@ test('a busy port is reported with the flag to change', async (t) => {
 test('an invalid certificate is reported with the flags to check', async (t) => {
   const registry = createHostMetrics({ defaultMetrics: false }).registry;
   await t.throwsAsync(
-    startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { cert: 'not a certificate', key: tls.key }, guard: ALLOW_ALL, registry, log: silentLogger() }),
+    startHealthServer({
+      bindAddress: '127.0.0.1',
+      port: 0,
+      tls: { cert: 'not a certificate', key: tls.key },
+      guard: ALLOW_ALL,
+      registry,
+      log: silentLogger(),
+    }),
     { message: /cannot serve HTTPS on --secure-port: .*--tls-cert-file/ },
   );
 });
@@ -208,16 +231,24 @@ test('the guard answers before routing: a refused request never reaches /metrics
 
 test('--tls-min-version is honoured: a client limited to TLS 1.2 cannot connect to a TLS 1.3-only server', async (t) => {
   const registry = createHostMetrics({ defaultMetrics: false }).registry;
-  const server = await startHealthServer({ bindAddress: '127.0.0.1', port: 0, tls: { ...tls, minVersion: 'TLSv1.3' }, guard: ALLOW_ALL, registry, log: silentLogger() });
+  const server = await startHealthServer({
+    bindAddress: '127.0.0.1',
+    port: 0,
+    tls: { ...tls, minVersion: 'TLSv1.3' },
+    guard: ALLOW_ALL,
+    registry,
+    log: silentLogger(),
+  });
   t.teardown(() => server.close());
   const url = `https://127.0.0.1:${server.port}/healthz`;
   t.is((await httpsRequest(url, { ca: tls.cert })).status, 200);
-  const tls12 = await import('node:https').then(({ default: https }) =>
-    new Promise<string>((resolve) => {
-      https
-        .get(url, { ca: tls.cert, maxVersion: 'TLSv1.2', agent: false }, (res) => resolve(String(res.statusCode)))
-        .on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-    }),
+  const tls12 = await import('node:https').then(
+    ({ default: https }) =>
+      new Promise<string>((resolve) => {
+        https
+          .get(url, { ca: tls.cert, maxVersion: 'TLSv1.2', agent: false }, (res) => resolve(String(res.statusCode)))
+          .on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      }),
   );
   t.regex(tls12, /ERR_SSL|EPROTO|alert/i);
 });

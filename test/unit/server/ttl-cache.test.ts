@@ -24,5 +24,8 @@ test('at most maxEntries are kept: the oldest goes first', (t) => {
   for (let i = 0; i < 1000; i++) c.set(`k${i}`, i, 60_000);
   t.is(c.size, 3);
   t.is(c.get('k996'), undefined);
-  t.deepEqual(['k997', 'k998', 'k999'].map((k) => c.get(k)), [997, 998, 999]);
+  t.deepEqual(
+    ['k997', 'k998', 'k999'].map((k) => c.get(k)),
+    [997, 998, 999],
+  );
 });

@@ -93,7 +93,11 @@ function setup(batchEnsure: boolean, opts: { companions?: string[]; itemErrors?:
   return { lbs, batcher, clock, released, skipped };
 }
 
-const settle = async (p: Promise<LbStatus>) => p.then((s) => s.ingress[0]?.ip ?? '', (e: Error) => `error: ${e.name}`);
+const settle = async (p: Promise<LbStatus>) =>
+  p.then(
+    (s) => s.ingress[0]?.ip ?? '',
+    (e: Error) => `error: ${e.name}`,
+  );
 
 interface Case {
   name: string;
@@ -113,10 +117,35 @@ const elsewhere = new ImplementedElsewhereError('EnsureLoadBalancers', 'FAILED_P
 const unavailable = new CloudCallError('EnsureLoadBalancers', 'UNAVAILABLE', 'down');
 
 const cases: Case[] = [
-  { name: 'no capability: one single call per ensure', batchEnsure: false, companions: ['x'], rounds: [[work('a'), work('b')]], calls: ['single:a@n1', 'single:b@n1'], outcomes: ['10.0.0.1', '10.0.0.1'] },
-  { name: 'a lone ensure without companions is a single call', batchEnsure: true, rounds: [[work('a')]], calls: ['single:a@n1'], outcomes: ['10.0.0.1'] },
-  { name: 'concurrent ensures share one call', batchEnsure: true, rounds: [[work('a'), work('bb'), work('ccc')]], calls: ['batch:a,bb,ccc@n1'], outcomes: ['10.0.0.1', '10.0.0.2', '10.0.0.3'] },
-  { name: 'other backend sets get their own call', batchEnsure: true, rounds: [[work('a'), work('b', 'n2'), work('c')]], calls: ['batch:a,c@n1', 'single:b@n2'], outcomes: ['10.0.0.1', '10.0.0.1', '10.0.0.1'] },
+  {
+    name: 'no capability: one single call per ensure',
+    batchEnsure: false,
+    companions: ['x'],
+    rounds: [[work('a'), work('b')]],
+    calls: ['single:a@n1', 'single:b@n1'],
+    outcomes: ['10.0.0.1', '10.0.0.1'],
+  },
+  {
+    name: 'a lone ensure without companions is a single call',
+    batchEnsure: true,
+    rounds: [[work('a')]],
+    calls: ['single:a@n1'],
+    outcomes: ['10.0.0.1'],
+  },
+  {
+    name: 'concurrent ensures share one call',
+    batchEnsure: true,
+    rounds: [[work('a'), work('bb'), work('ccc')]],
+    calls: ['batch:a,bb,ccc@n1'],
+    outcomes: ['10.0.0.1', '10.0.0.2', '10.0.0.3'],
+  },
+  {
+    name: 'other backend sets get their own call',
+    batchEnsure: true,
+    rounds: [[work('a'), work('b', 'n2'), work('c')]],
+    calls: ['batch:a,c@n1', 'single:b@n2'],
+    outcomes: ['10.0.0.1', '10.0.0.1', '10.0.0.1'],
+  },
   {
     name: 'a companion rides along, is released, and serves its own ensure once',
     batchEnsure: true,
@@ -126,9 +155,33 @@ const cases: Case[] = [
     outcomes: ['10.0.0.1', '10.0.0.1', '10.0.0.1'],
     released: ['x'],
   },
-  { name: 'a changed Service does not use the kept result', batchEnsure: true, companions: ['x'], rounds: [[work('a')], [work('x', 'n1', { k: 'v' })]], calls: ['batch:a,x@n1', 'single:x@n1'], outcomes: ['10.0.0.1', '10.0.0.1'], released: ['x'] },
-  { name: 'a changed backend set does not use the kept result', batchEnsure: true, companions: ['x'], rounds: [[work('a')], [work('x', 'n2')]], calls: ['batch:a,x@n1', 'single:x@n2'], outcomes: ['10.0.0.1', '10.0.0.1'], released: ['x'] },
-  { name: 'a kept result expires', batchEnsure: true, companions: ['x'], rounds: [[work('a')], 1000, [work('x')]], calls: ['batch:a,x@n1', 'single:x@n1'], outcomes: ['10.0.0.1', '10.0.0.1'], released: ['x'] },
+  {
+    name: 'a changed Service does not use the kept result',
+    batchEnsure: true,
+    companions: ['x'],
+    rounds: [[work('a')], [work('x', 'n1', { k: 'v' })]],
+    calls: ['batch:a,x@n1', 'single:x@n1'],
+    outcomes: ['10.0.0.1', '10.0.0.1'],
+    released: ['x'],
+  },
+  {
+    name: 'a changed backend set does not use the kept result',
+    batchEnsure: true,
+    companions: ['x'],
+    rounds: [[work('a')], [work('x', 'n2')]],
+    calls: ['batch:a,x@n1', 'single:x@n2'],
+    outcomes: ['10.0.0.1', '10.0.0.1'],
+    released: ['x'],
+  },
+  {
+    name: 'a kept result expires',
+    batchEnsure: true,
+    companions: ['x'],
+    rounds: [[work('a')], 1000, [work('x')]],
+    calls: ['batch:a,x@n1', 'single:x@n1'],
+    outcomes: ['10.0.0.1', '10.0.0.1'],
+    released: ['x'],
+  },
   {
     name: 'per-entry errors reach only their caller; a companion error is kept like a result',
     batchEnsure: true,

@@ -24,9 +24,22 @@ test('a failed call fails its chunk only; done chunks keep their results and lat
   const observed: number[] = [];
   const r = await updateHostsInChunks(lbs, 'c', svcs, nodes, 2, (_s, n) => observed.push(n));
   t.deepEqual(calls, [['u0', 'u1'], ['u2', 'u3'], ['u4']]);
-  t.deepEqual(r.map((x) => [x.uid, x.error?.message]), [['u0', undefined], ['u1', 'one failed'], ['u2', 'cloud down'], ['u3', 'cloud down'], ['u4', undefined]]);
+  t.deepEqual(
+    r.map((x) => [x.uid, x.error?.message]),
+    [
+      ['u0', undefined],
+      ['u1', 'one failed'],
+      ['u2', 'cloud down'],
+      ['u3', 'cloud down'],
+      ['u4', undefined],
+    ],
+  );
   t.is(r[2]!.error, outage, 'the call error itself (with its RetryInfo)');
-  t.deepEqual(r.map((x) => x.callFailed ?? false), [false, false, true, true, false], 'a failed entry is not a failed call');
+  t.deepEqual(
+    r.map((x) => x.callFailed ?? false),
+    [false, false, true, true, false],
+    'a failed entry is not a failed call',
+  );
   t.deepEqual(observed, [2, 2, 1]);
 });
 
@@ -40,7 +53,7 @@ const messageCases: { description: string; nodes: string[]; want: string }[] = [
     want: 'Error updating load balancer with new hosts [n1] [node names limited, total number of nodes: 1], error: boom',
   },
   {
-    description: 'names sorted, as upstream\'s sets.String.List()',
+    description: "names sorted, as upstream's sets.String.List()",
     nodes: ['c', 'a', 'b'],
     want: 'Error updating load balancer with new hosts [a b c] [node names limited, total number of nodes: 3], error: boom',
   },

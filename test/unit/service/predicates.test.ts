@@ -1,7 +1,14 @@
 /** Tables for the service controller's predicates and the load balancer status validation. */
 import test from 'ava';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
-import { backendKey, isBackendNode, needsCleanup, needsUpdate, nodeUpdateNeedsSync, wantsLoadBalancer } from '../../../host/controllers/service/predicates.js';
+import {
+  backendKey,
+  isBackendNode,
+  needsCleanup,
+  needsUpdate,
+  nodeUpdateNeedsSync,
+  wantsLoadBalancer,
+} from '../../../host/controllers/service/predicates.js';
 import { ingressEqual, toServiceRef } from '../../../host/controllers/service/service-ref.js';
 import { lbStatusProblems } from '../../../host/plugin/validate-load-balancers.js';
 import { KeyedMutex } from '../../../host/util/keyed-mutex.js';
@@ -48,19 +55,47 @@ for (const c of updates) {
 }
 
 const node = (patch: (n: V1Node) => void = () => undefined): V1Node => {
-  const n: V1Node = { metadata: { name: 'n1', labels: {} }, spec: { providerID: 'local://i-1' }, status: { addresses: [{ type: 'InternalIP', address: '10.0.0.1' }] } };
+  const n: V1Node = {
+    metadata: { name: 'n1', labels: {} },
+    spec: { providerID: 'local://i-1' },
+    status: { addresses: [{ type: 'InternalIP', address: '10.0.0.1' }] },
+  };
   patch(n);
   return n;
 };
 const nodes: { description: string; n: V1Node; want: boolean }[] = [
   { description: 'plain node', n: node(), want: true },
-  { description: 'exclude label true', n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'true')), want: false },
-  { description: 'exclude label empty', n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = '')), want: false },
-  { description: 'exclude label false', n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'false')), want: true },
-  { description: 'exclude label F', n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'F')), want: true },
+  {
+    description: 'exclude label true',
+    n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'true')),
+    want: false,
+  },
+  {
+    description: 'exclude label empty',
+    n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = '')),
+    want: false,
+  },
+  {
+    description: 'exclude label false',
+    n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'false')),
+    want: true,
+  },
+  {
+    description: 'exclude label F',
+    n: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'F')),
+    want: true,
+  },
   { description: 'being deleted', n: node((n) => (n.metadata!.deletionTimestamp = new Date())), want: false },
-  { description: 'uninitialized', n: node((n) => (n.spec!.taints = [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' }])), want: false },
-  { description: 'autoscaler deleting', n: node((n) => (n.spec!.taints = [{ key: 'ToBeDeletedByClusterAutoscaler', effect: 'NoSchedule' }])), want: false },
+  {
+    description: 'uninitialized',
+    n: node((n) => (n.spec!.taints = [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' }])),
+    want: false,
+  },
+  {
+    description: 'autoscaler deleting',
+    n: node((n) => (n.spec!.taints = [{ key: 'ToBeDeletedByClusterAutoscaler', effect: 'NoSchedule' }])),
+    want: false,
+  },
   { description: 'unschedulable stays', n: node((n) => (n.spec!.unschedulable = true)), want: true },
 ];
 for (const c of nodes) {
@@ -85,16 +120,31 @@ const nodeUpdates: { description: string; old: V1Node; cur: V1Node; want: boolea
   { description: 'autoscaler taint added', old: node(), cur: node((n) => (n.spec!.taints = [CA_TAINT])), want: false },
   { description: 'autoscaler taint removed', old: node((n) => (n.spec!.taints = [CA_TAINT])), cur: node(), want: false },
   { description: 'deletionTimestamp set', old: node(), cur: node((n) => (n.metadata!.deletionTimestamp = new Date())), want: false },
-  { description: 'exclusion label added', old: node(), cur: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'true')), want: true },
+  {
+    description: 'exclusion label added',
+    old: node(),
+    cur: node((n) => (n.metadata!.labels!['node.kubernetes.io/exclude-from-external-load-balancers'] = 'true')),
+    want: true,
+  },
   { description: 'providerID changed', old: node(), cur: node((n) => (n.spec!.providerID = 'local://i-2')), want: true },
-  { description: 'address changed (ours)', old: node(), cur: node((n) => (n.status!.addresses = [{ type: 'InternalIP', address: '10.0.0.2' }])), want: true },
+  {
+    description: 'address changed (ours)',
+    old: node(),
+    cur: node((n) => (n.status!.addresses = [{ type: 'InternalIP', address: '10.0.0.2' }])),
+    want: true,
+  },
   {
     description: 'address of an autoscaler-tainted node changed (ours)',
     old: node((n) => (n.spec!.taints = [CA_TAINT])),
     cur: node((n) => ((n.spec!.taints = [CA_TAINT]), (n.status!.addresses = [{ type: 'InternalIP', address: '10.0.0.2' }]))),
     want: true,
   },
-  { description: 'uninitialized taint removed (ours)', old: node((n) => (n.spec!.taints = [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' }])), cur: node(), want: true },
+  {
+    description: 'uninitialized taint removed (ours)',
+    old: node((n) => (n.spec!.taints = [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' }])),
+    cur: node(),
+    want: true,
+  },
 ];
 for (const c of nodeUpdates) {
   test(`nodeUpdateNeedsSync: ${c.description} → ${c.want}`, (t) => t.is(nodeUpdateNeedsSync(c.old, c.cur), c.want));

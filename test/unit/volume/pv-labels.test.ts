@@ -24,51 +24,96 @@ test('labelPatch on a bare PV: labels object and a new affinity term', (t) => {
   t.deepEqual(ops[1], {
     op: 'add',
     path: '/spec/nodeAffinity',
-    value: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: REGION, operator: 'In', values: ['r'] }, { key: ZONE, operator: 'In', values: ['a'] }] }] } },
+    value: {
+      required: {
+        nodeSelectorTerms: [
+          {
+            matchExpressions: [
+              { key: REGION, operator: 'In', values: ['r'] },
+              { key: ZONE, operator: 'In', values: ['a'] },
+            ],
+          },
+        ],
+      },
+    },
   });
 });
 
 test('labelPatch keeps other labels and adds only missing ones', (t) => {
   const ops = labelPatch(pv({ metadata: { name: 'p', labels: { app: 'x', [ZONE]: 'a' } } }), LABELS);
-  t.deepEqual(ops.filter((o) => o.path.startsWith('/metadata')), [{ op: 'add', path: '/metadata/labels/topology.kubernetes.io~1region', value: 'r' }]);
+  t.deepEqual(
+    ops.filter((o) => o.path.startsWith('/metadata')),
+    [{ op: 'add', path: '/metadata/labels/topology.kubernetes.io~1region', value: 'r' }],
+  );
 });
 
 // Upstream's PersistentVolumeLabel admission: a zone label `a__b` (several
 // zones) becomes `In [a, b]`; the requirements are added to every term, or to
 // none when any term already constrains any of their keys.
-const affinities: { description: string; current?: V1VolumeNodeAffinity; labels: Record<string, string>; want: V1VolumeNodeAffinity | undefined }[] = [
-  {
-    description: 'multi-zone value split into sorted In values',
-    labels: { [ZONE]: 'b__a', [REGION]: 'r' },
-    want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: REGION, operator: 'In', values: ['r'] }, { key: ZONE, operator: 'In', values: ['a', 'b'] }] }] } },
-  },
-  {
-    description: 'beta zone key split too, spaces trimmed, duplicates dropped',
-    labels: { [BETA_ZONE]: 'a__ b__a' },
-    want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: BETA_ZONE, operator: 'In', values: ['a', 'b'] }] }] } },
-  },
-  { description: 'region value kept whole', labels: { [REGION]: 'r__s' }, want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: REGION, operator: 'In', values: ['r__s'] }] }] } } },
-  {
-    description: 'no conflict: every term gets every requirement',
-    current: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] }, { matchExpressions: [] }] } },
-    labels: LABELS,
-    want: {
-      required: {
-        nodeSelectorTerms: [
-          { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }, { key: REGION, operator: 'In', values: ['r'] }, { key: ZONE, operator: 'In', values: ['a'] }] },
-          { matchExpressions: [{ key: REGION, operator: 'In', values: ['r'] }, { key: ZONE, operator: 'In', values: ['a'] }] },
-        ],
+const affinities: { description: string; current?: V1VolumeNodeAffinity; labels: Record<string, string>; want: V1VolumeNodeAffinity | undefined }[] =
+  [
+    {
+      description: 'multi-zone value split into sorted In values',
+      labels: { [ZONE]: 'b__a', [REGION]: 'r' },
+      want: {
+        required: {
+          nodeSelectorTerms: [
+            {
+              matchExpressions: [
+                { key: REGION, operator: 'In', values: ['r'] },
+                { key: ZONE, operator: 'In', values: ['a', 'b'] },
+              ],
+            },
+          ],
+        },
       },
     },
-  },
-  {
-    description: 'one key constrained in one term: nothing added anywhere',
-    current: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: ['a', 'b'] }] }, { matchExpressions: [] }] } },
-    labels: LABELS,
-    want: undefined,
-  },
-  { description: 'no labels', labels: {}, want: undefined },
-];
+    {
+      description: 'beta zone key split too, spaces trimmed, duplicates dropped',
+      labels: { [BETA_ZONE]: 'a__ b__a' },
+      want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: BETA_ZONE, operator: 'In', values: ['a', 'b'] }] }] } },
+    },
+    {
+      description: 'region value kept whole',
+      labels: { [REGION]: 'r__s' },
+      want: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: REGION, operator: 'In', values: ['r__s'] }] }] } },
+    },
+    {
+      description: 'no conflict: every term gets every requirement',
+      current: {
+        required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] }, { matchExpressions: [] }] },
+      },
+      labels: LABELS,
+      want: {
+        required: {
+          nodeSelectorTerms: [
+            {
+              matchExpressions: [
+                { key: 'disk', operator: 'In', values: ['ssd'] },
+                { key: REGION, operator: 'In', values: ['r'] },
+                { key: ZONE, operator: 'In', values: ['a'] },
+              ],
+            },
+            {
+              matchExpressions: [
+                { key: REGION, operator: 'In', values: ['r'] },
+                { key: ZONE, operator: 'In', values: ['a'] },
+              ],
+            },
+          ],
+        },
+      },
+    },
+    {
+      description: 'one key constrained in one term: nothing added anywhere',
+      current: {
+        required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: ['a', 'b'] }] }, { matchExpressions: [] }] },
+      },
+      labels: LABELS,
+      want: undefined,
+    },
+    { description: 'no labels', labels: {}, want: undefined },
+  ];
 for (const c of affinities) {
   test(`affinityWithLabels: ${c.description}`, (t) => t.deepEqual(affinityWithLabels(c.current, c.labels), c.want));
 }
@@ -84,11 +129,18 @@ function fakeVolumes(labels: () => Promise<Record<string, string>>): Volumes {
 const request = (obj: V1PersistentVolume, operation = 'CREATE') => ({ uid: 'u', kind: { kind: 'PersistentVolume' }, operation, object: obj });
 
 test('admit: a PV of our driver gets a base64 JSON patch', async (t) => {
-  const r = await admit(request(pv()), 'd.x', fakeVolumes(async () => LABELS));
+  const r = await admit(
+    request(pv()),
+    'd.x',
+    fakeVolumes(async () => LABELS),
+  );
   t.true(r.allowed);
   t.is(r.patchType, 'JSONPatch');
   const ops = JSON.parse(Buffer.from(r.patch!, 'base64').toString()) as { path: string }[];
-  t.deepEqual(ops.map((o) => o.path), ['/metadata/labels', '/spec/nodeAffinity']);
+  t.deepEqual(
+    ops.map((o) => o.path),
+    ['/metadata/labels', '/spec/nodeAffinity'],
+  );
 });
 
 test('admit: other drivers and other operations pass untouched without a cloud call', async (t) => {
@@ -98,17 +150,30 @@ test('admit: other drivers and other operations pass untouched without a cloud c
 });
 
 test('admit: a volume the cloud does not know is denied with one line', async (t) => {
-  const r = await admit(request(pv()), 'd.x', fakeVolumes(async () => Promise.reject(new CloudCallError('GetVolumeLabels', 'NOT_FOUND', 'volume vol-1 not found'))));
+  const r = await admit(
+    request(pv()),
+    'd.x',
+    fakeVolumes(async () => Promise.reject(new CloudCallError('GetVolumeLabels', 'NOT_FOUND', 'volume vol-1 not found'))),
+  );
   t.false(r.allowed);
   t.regex(r.status!.message, /vol-1/);
 });
 
 test('admit: an unavailable or slow cloud allows without labels and warns', async (t) => {
-  const down = await admit(request(pv()), 'd.x', fakeVolumes(async () => Promise.reject(new CloudCallError('GetVolumeLabels', 'UNAVAILABLE', 'down'))));
+  const down = await admit(
+    request(pv()),
+    'd.x',
+    fakeVolumes(async () => Promise.reject(new CloudCallError('GetVolumeLabels', 'UNAVAILABLE', 'down'))),
+  );
   t.true(down.allowed);
   t.is(down.patch, undefined);
   t.regex(down.warnings![0]!, /later/);
-  const slow = await admit(request(pv()), 'd.x', fakeVolumes(() => new Promise(() => undefined)), 20);
+  const slow = await admit(
+    request(pv()),
+    'd.x',
+    fakeVolumes(() => new Promise(() => undefined)),
+    20,
+  );
   t.true(slow.allowed);
   t.regex(slow.warnings![0]!, /no answer within 20 ms/);
 });

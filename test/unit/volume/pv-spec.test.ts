@@ -1,6 +1,12 @@
 import test from 'ava';
 import type { V1Node, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
-import { BadClaimError, createRequestFor, nodeAffinityFor, persistentVolumeFor, topologiesFromClass } from '../../../host/controllers/volume/pv-spec.js';
+import {
+  BadClaimError,
+  createRequestFor,
+  nodeAffinityFor,
+  persistentVolumeFor,
+  topologiesFromClass,
+} from '../../../host/controllers/volume/pv-spec.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const REGION = 'topology.kubernetes.io/region';
@@ -17,8 +23,23 @@ test('request: name from the claim uid, size, parameters without reserved keys',
 });
 
 test('request: allowedTopologies become requisite topologies (every combination)', (t) => {
-  const r = createRequestFor(claim(), sc({ allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE, values: ['a', 'b'] }, { key: REGION, values: ['r'] }] }] }));
-  t.deepEqual(r.requisite, [{ [ZONE]: 'a', [REGION]: 'r' }, { [ZONE]: 'b', [REGION]: 'r' }]);
+  const r = createRequestFor(
+    claim(),
+    sc({
+      allowedTopologies: [
+        {
+          matchLabelExpressions: [
+            { key: ZONE, values: ['a', 'b'] },
+            { key: REGION, values: ['r'] },
+          ],
+        },
+      ],
+    }),
+  );
+  t.deepEqual(r.requisite, [
+    { [ZONE]: 'a', [REGION]: 'r' },
+    { [ZONE]: 'b', [REGION]: 'r' },
+  ]);
 });
 
 test('request: the selected node decides the topology (WaitForFirstConsumer)', (t) => {
@@ -31,7 +52,10 @@ test('request: the selected node decides the topology (WaitForFirstConsumer)', (
 test('request: bad sizes are BadClaimError', (t) => {
   t.throws(() => createRequestFor(claim({ resources: { requests: {} } }), sc()), { instanceOf: BadClaimError, message: /positive size/ });
   t.throws(() => createRequestFor(claim({ resources: { requests: { storage: 'lots' } } }), sc()), { instanceOf: BadClaimError });
-  t.throws(() => createRequestFor(claim({ resources: { requests: { storage: '2Gi' }, limits: { storage: '1Gi' } } }), sc()), { instanceOf: BadClaimError, message: /below its request/ });
+  t.throws(() => createRequestFor(claim({ resources: { requests: { storage: '2Gi' }, limits: { storage: '1Gi' } } }), sc()), {
+    instanceOf: BadClaimError,
+    message: /below its request/,
+  });
 });
 
 test('PV: pre-bound, csi source, affinity, class policy and options, finalizer', (t) => {
@@ -50,7 +74,12 @@ test('PV: pre-bound, csi source, affinity, class policy and options, finalizer',
   t.is(pv.spec?.persistentVolumeReclaimPolicy, 'Retain');
   t.deepEqual(pv.spec?.mountOptions, ['noatime']);
   t.is(pv.spec?.storageClassName, 'fast');
-  t.deepEqual(pv.spec?.csi, { driver: 'disk.example.com', volumeHandle: 'vol-1', fsType: 'xfs', volumeAttributes: { k: 'v', 'storage.kubernetes.io/csiProvisionerIdentity': 'id-1' } });
+  t.deepEqual(pv.spec?.csi, {
+    driver: 'disk.example.com',
+    volumeHandle: 'vol-1',
+    fsType: 'xfs',
+    volumeAttributes: { k: 'v', 'storage.kubernetes.io/csiProvisionerIdentity': 'id-1' },
+  });
   t.deepEqual(pv.spec?.nodeAffinity, { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: ['a'] }] }] } });
 });
 

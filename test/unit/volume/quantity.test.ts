@@ -48,7 +48,17 @@ test('bytesToQuantity round-trips through quantityToBytes', (t) => {
   t.pass();
 });
 
-const SUFFIXES: [string, bigint][] = [['', 1n], ['k', 10n ** 3n], ['M', 10n ** 6n], ['G', 10n ** 9n], ['T', 10n ** 12n], ['Ki', 2n ** 10n], ['Mi', 2n ** 20n], ['Gi', 2n ** 30n], ['Ti', 2n ** 40n]];
+const SUFFIXES: [string, bigint][] = [
+  ['', 1n],
+  ['k', 10n ** 3n],
+  ['M', 10n ** 6n],
+  ['G', 10n ** 9n],
+  ['T', 10n ** 12n],
+  ['Ki', 2n ** 10n],
+  ['Mi', 2n ** 20n],
+  ['Gi', 2n ** 30n],
+  ['Ti', 2n ** 40n],
+];
 
 test('decimal quantities are exact: digits × suffix / 10^decimals, rounded up', (t) => {
   const arb = fc.record({

@@ -1,5 +1,13 @@
 import test from 'ava';
-import { labelMapProblems, volumeLabelsProblems, stringMapProblems, topologyProblems, volumeHandleProblem, volumeIdProblem, volumeProblems } from '../../../host/plugin/validate-volumes.js';
+import {
+  labelMapProblems,
+  volumeLabelsProblems,
+  stringMapProblems,
+  topologyProblems,
+  volumeHandleProblem,
+  volumeIdProblem,
+  volumeProblems,
+} from '../../../host/plugin/validate-volumes.js';
 
 const ok = { volumeId: 'vol-1', capacityBytes: 1024, volumeContext: { a: 'b' }, accessibleTopology: [{ 'topology.kubernetes.io/zone': 'a' }] };
 
