@@ -1,4 +1,4 @@
-/** Conversion of a Kubernetes Node into the cloud layer's NodeRef. */
+/** Reading a Kubernetes Node: its addresses, taints and pod CIDRs, and the cloud layer's NodeRef of it. */
 import type { V1Node } from '@kubernetes/client-node';
 import type { NodeAddress, NodeAddressType, NodeRef } from '../cloud.js';
 
@@ -19,4 +19,15 @@ export function toNodeRef(node: V1Node): NodeRef {
     addresses: nodeAddresses(node),
     labels: { ...(node.metadata?.labels ?? {}) },
   };
+}
+
+/** Whether the node has a taint with `key` (any value or effect). */
+export function hasTaint(node: V1Node, key: string): boolean {
+  return (node.spec?.taints ?? []).some((t) => t.key === key);
+}
+
+/** The node's pod CIDRs: spec.podCIDRs, or the older single spec.podCIDR. */
+export function podCidrsOf(node: V1Node): string[] {
+  const list = node.spec?.podCIDRs?.length ? node.spec.podCIDRs : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
+  return [...list];
 }

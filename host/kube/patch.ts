@@ -4,6 +4,7 @@
  */
 import type { CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
 import type { CallOptions, CoreV1Api, PatchType } from './api.js';
+import { isConflict, isNotFound } from './client.js';
 
 export type { PatchType } from './api.js';
 
@@ -43,4 +44,45 @@ export function patchServiceStatus(core: CoreV1Api, namespace: string, name: str
 /** Patches a core/v1 Event (used to bump `count`/`lastTimestamp` of an aggregated event). */
 export function patchEvent(core: CoreV1Api, namespace: string, name: string, patch: unknown, type: PatchType): Promise<CoreV1Event> {
   return core.patchNamespacedEvent({ namespace, name, body: patch }, patchOptions(type));
+}
+
+/** Conflicts a conditional Node write retries before giving up (the caller's own retry takes over). */
+export const CONFLICT_ATTEMPTS = 5;
+
+/**
+ * A conditional merge patch of a Node that is recomputed on conflict: `plan`
+ * gets the node (first the cached one, after a 409 Conflict the one re-read
+ * from the API server) and returns the patch body, or undefined when the node
+ * needs nothing. The patch carries the node's resourceVersion, so it applies
+ * only to the node `plan` saw. Resolves true when it was written, false when
+ * nothing was needed or the node is gone; rejects with the API error, also
+ * after CONFLICT_ATTEMPTS conflicts. `onConflict` is told of each retry.
+ */
+export async function patchNodeConditionally(
+  core: CoreV1Api,
+  cached: V1Node,
+  plan: (node: V1Node) => { metadata?: Record<string, unknown>; spec?: Record<string, unknown> } | undefined,
+  onConflict: (attempt: number) => void = () => undefined,
+): Promise<boolean> {
+  const name = cached.metadata!.name!;
+  let node = cached;
+  for (let attempt = 1; ; attempt++) {
+    const body = plan(node);
+    if (!body) return false;
+    const patch = { ...body, metadata: { ...body.metadata, resourceVersion: node.metadata?.resourceVersion } };
+    try {
+      await patchNode(core, name, patch, 'merge');
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      if (!isConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
+      onConflict(attempt);
+      try {
+        node = await core.readNode({ name });
+      } catch (readErr) {
+        if (isNotFound(readErr)) return false;
+        throw readErr;
+      }
+    }
+  }
 }

@@ -47,7 +47,8 @@ import { EventReasons, NodeConditions, Taints } from '../../names.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { formatGoDuration } from '../../config/values.js';
 import { toNodeRef } from '../node-ref.js';
-import { hasTaint, setTaint } from './taint.js';
+import { setTaint } from './taint.js';
+import { hasTaint } from '../node-ref.js';
 import { DeletionBrake, type DeletionLimit } from './deletion-brake.js';
 
 /** API writes (taints, deletes) in flight at once during a pass. */

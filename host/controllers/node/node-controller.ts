@@ -25,20 +25,16 @@ import { InstanceNotFoundError, InvalidCloudResponseError } from '../../errors.j
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { sleep } from '../../kube/backoff.js';
-import { isConflict, isNotFound } from '../../kube/client.js';
-import { patchNode, patchNodeStatus } from '../../kube/patch.js';
+import { patchNode, patchNodeConditionally, patchNodeStatus } from '../../kube/patch.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import type { Registry } from 'prom-client';
 import { errorMessage, type Logger } from '../../log.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { Annotations, EventReasons, Taints } from '../../names.js';
-import { nodeAddresses, toNodeRef } from '../node-ref.js';
+import { hasTaint, nodeAddresses, toNodeRef } from '../node-ref.js';
 import { addressesChanged, desiredAddresses } from './addresses.js';
 import { initLabels, reconcileLabels } from './labels.js';
 import { MetadataBatcher } from './metadata-batcher.js';
-
-/** Attempts of the conditional node write before the sync fails and is requeued. */
-const CONFLICT_ATTEMPTS = 5;
 
 export interface NodeControllerMetrics {
   taintRemovalDelay?: Histogram;
@@ -64,9 +60,8 @@ export interface NodeControllerOptions {
   statusUpdateConcurrency: number;
 }
 
-export function hasUninitializedTaint(node: V1Node): boolean {
-  return (node.spec?.taints ?? []).some((t) => t.key === Taints.UNINITIALIZED);
-}
+/** A node the cloud node controller has yet to initialize. */
+const uninitialized = (node: V1Node): boolean => hasTaint(node, Taints.UNINITIALIZED);
 
 export class CloudNodeController {
   private readonly queue: WorkQueue<string>;
@@ -80,7 +75,7 @@ export class CloudNodeController {
     this.log = o.log;
     this.queue = new WorkQueue<string>({ name: 'Nodes', registry: o.registry });
     // Every lookup also asks for the other nodes still waiting for initialization.
-    this.batcher = new MetadataBatcher(o.instances, { companions: () => o.nodes.list().filter(hasUninitializedTaint).map(toNodeRef) });
+    this.batcher = new MetadataBatcher(o.instances, { companions: () => o.nodes.list().filter(uninitialized).map(toNodeRef) });
     o.nodes.addEventHandler({
       onAdd: (n) => this.enqueue(n),
       onUpdate: (_old, n) => this.enqueue(n),
@@ -95,7 +90,7 @@ export class CloudNodeController {
 
   /** Requeues every tainted node, e.g. when the plugin becomes ready again after an outage. */
   requeueTainted(): void {
-    for (const n of this.o.nodes.list()) if (hasUninitializedTaint(n)) this.enqueue(n);
+    for (const n of this.o.nodes.list()) if (uninitialized(n)) this.enqueue(n);
   }
 
   /** Healthy while the address loop keeps running (a stuck loop fails /healthz). */
@@ -121,7 +116,7 @@ export class CloudNodeController {
       this.firstAttempt.delete(name);
       return;
     }
-    if (!hasUninitializedTaint(node)) {
+    if (!uninitialized(node)) {
       await this.reconcileNodeLabels(node);
       return;
     }
@@ -168,27 +163,22 @@ export class CloudNodeController {
    * from the API server and tries again. Returns false when the node no
    * longer needs it (taint already gone or node deleted).
    */
-  private async removeTaintWithMetadata(cached: V1Node, meta: InstanceMetadata): Promise<boolean> {
+  private removeTaintWithMetadata(cached: V1Node, meta: InstanceMetadata): Promise<boolean> {
     const name = cached.metadata!.name!;
-    let node = cached;
-    for (let attempt = 1; ; attempt++) {
-      if (!hasUninitializedTaint(node)) return false;
-      const plan = initLabels(node.metadata?.labels ?? {}, meta);
-      for (const s of plan.skipped) this.log.warn({ node: name, label: s.key, why: s.why }, 'not applying provider label');
-      const taints: V1Taint[] = (node.spec?.taints ?? []).filter((t) => t.key !== Taints.UNINITIALIZED);
-      const spec: Record<string, unknown> = { taints };
-      if (!node.spec?.providerID && meta.providerId) spec.providerID = meta.providerId;
-      const patch = { metadata: { resourceVersion: node.metadata?.resourceVersion, labels: plan.set }, spec };
-      try {
-        await patchNode(this.o.core, name, patch, 'merge');
-        return true;
-      } catch (err) {
-        if (isNotFound(err)) return false;
-        if (!isConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
-        this.log.debug({ node: name, attempt }, 'node changed while initializing it; re-reading');
-        node = await this.o.core.readNode({ name });
-      }
-    }
+    return patchNodeConditionally(
+      this.o.core,
+      cached,
+      (node) => {
+        if (!hasTaint(node, Taints.UNINITIALIZED)) return undefined;
+        const plan = initLabels(node.metadata?.labels ?? {}, meta);
+        for (const s of plan.skipped) this.log.warn({ node: name, label: s.key, why: s.why }, 'not applying provider label');
+        const taints: V1Taint[] = (node.spec?.taints ?? []).filter((t) => t.key !== Taints.UNINITIALIZED);
+        const spec: Record<string, unknown> = { taints };
+        if (!node.spec?.providerID && meta.providerId) spec.providerID = meta.providerId;
+        return { metadata: { labels: plan.set }, spec };
+      },
+      (attempt) => this.log.debug({ node: name, attempt }, 'node changed while initializing it; re-reading'),
+    );
   }
 
   private async reconcileNodeLabels(node: V1Node): Promise<void> {
@@ -227,7 +217,7 @@ export class CloudNodeController {
   /** One address refresh pass; errors per node are logged and skipped until the next pass. */
   async updateNodeStatus(): Promise<void> {
     const prefix = `${this.o.providerName}://`;
-    const nodes = this.o.nodes.list().filter((n) => !hasUninitializedTaint(n) && (n.spec?.providerID ?? '').startsWith(prefix));
+    const nodes = this.o.nodes.list().filter((n) => !uninitialized(n) && (n.spec?.providerID ?? '').startsWith(prefix));
     if (nodes.length === 0) return;
     const results = await this.o.instances.instancesMetadata(nodes.map(toNodeRef));
     const writes: { name: string; addresses: NodeAddress[] }[] = [];

@@ -31,7 +31,7 @@ import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons } from '../../names.js';
 import type { Cidr } from '../../util/cidr.js';
-import { podCidrsOf } from '../route/route-controller.js';
+import { podCidrsOf } from '../node-ref.js';
 import { RangeAllocator } from './range-allocator.js';
 
 /** Nodes waiting for a free range are retried at least this often. */

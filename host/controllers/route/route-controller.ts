@@ -37,7 +37,7 @@ import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
 import { parseCidr, type Cidr } from '../../util/cidr.js';
 import { mapLimit } from '../../util/map-limit.js';
-import { nodeAddresses } from '../node-ref.js';
+import { nodeAddresses, podCidrsOf } from '../node-ref.js';
 import { planRoutes, type NodeProblem, type PlanNode } from './plan.js';
 
 /** Route creates/deletes in flight at once (upstream: 200). */
@@ -73,11 +73,6 @@ export interface ReconcileReport {
   deleted: number;
   failed: number;
   conditionsPatched: number;
-}
-
-export function podCidrsOf(node: V1Node): string[] {
-  const list = node.spec?.podCIDRs?.length ? node.spec.podCIDRs : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
-  return [...list];
 }
 
 function networkCondition(node: V1Node): V1NodeCondition | undefined {

@@ -8,6 +8,7 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { parseGoBool } from '../../config/values.js';
 import { Finalizers, Labels, Taints } from '../../names.js';
+import { hasTaint } from '../node-ref.js';
 
 /** type=LoadBalancer without a loadBalancerClass (a class belongs to another controller). */
 export function wantsLoadBalancer(svc: V1Service): boolean {
@@ -67,14 +68,14 @@ export function needsUpdate(old: V1Service, cur: V1Service): boolean {
  */
 export function isBackendNode(node: V1Node): boolean {
   if (node.metadata?.deletionTimestamp) return false;
-  return isIncluded(node) && !(node.spec?.taints ?? []).some((t) => t.key === Taints.TO_BE_DELETED_BY_CA);
+  return isIncluded(node) && !hasTaint(node, Taints.TO_BE_DELETED_BY_CA);
 }
 
 /** Not excluded by label, not uninitialized: what a node's own update is compared by (see nodeUpdateNeedsSync). */
 function isIncluded(node: V1Node): boolean {
   const exclude = node.metadata?.labels?.[Labels.EXCLUDE_FROM_EXTERNAL_LBS];
   if (exclude !== undefined && parseGoBool(exclude) !== false) return false;
-  return !(node.spec?.taints ?? []).some((t) => t.key === Taints.UNINITIALIZED);
+  return !hasTaint(node, Taints.UNINITIALIZED);
 }
 
 /** Name, providerID and IP addresses: what a load balancer uses of a backend. */
