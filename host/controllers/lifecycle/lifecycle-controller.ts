@@ -38,11 +38,11 @@ import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Instances, StatusResult } from '../../cloud.js';
-import { sleep } from '../../kube/backoff.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { errorMessage, type Logger } from '../../log.js';
+import { every } from '../../util/every.js';
 import { EventReasons, NodeConditions, Taints } from '../../names.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { formatGoDuration } from '../../config/values.js';
@@ -160,7 +160,8 @@ export class NodeLifecycleController {
     );
     if (!(await this.o.nodes.waitForSync(signal))) return;
     this.lastPassEnd = Date.now();
-    while (!signal.aborted) {
+    // Sliding period, as upstream's wait.Until: passes never overlap.
+    await every(this.o.periodMs, signal, async () => {
       try {
         const r = await this.tick();
         this.o.log.debug(
@@ -171,9 +172,7 @@ export class NodeLifecycleController {
         this.o.log.warn({ err: errorMessage(err) }, 'node lifecycle pass failed');
       }
       this.lastPassEnd = Date.now();
-      // Sliding period, as upstream's wait.Until: passes never overlap.
-      if (!(await sleep(this.o.periodMs, signal))) break;
-    }
+    });
     this.o.log.info('Shutting down cloud node lifecycle controller');
   }
 

@@ -24,11 +24,11 @@ import type { Instances, InstanceMetadata, NodeAddress } from '../../cloud.js';
 import { InstanceNotFoundError, InvalidCloudResponseError } from '../../errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
-import { sleep } from '../../kube/backoff.js';
 import { patchNode, patchNodeConditionally, patchNodeStatus } from '../../kube/patch.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import type { Registry } from 'prom-client';
 import { errorMessage, type Logger } from '../../log.js';
+import { every } from '../../util/every.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { Annotations, EventReasons, Taints } from '../../names.js';
 import { hasTaint, nodeAddresses, toNodeRef } from '../node-ref.js';
@@ -203,15 +203,15 @@ export class CloudNodeController {
    * upstream, so addresses changed while the host was down are not a period
    * late), then one every period (sliding).
    */
-  private async statusLoop(signal: AbortSignal): Promise<void> {
-    do {
+  private statusLoop(signal: AbortSignal): Promise<void> {
+    return every(this.o.statusUpdateFrequencyMs, signal, async () => {
       try {
         await this.updateNodeStatus();
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'node address refresh failed');
       }
       this.lastStatusPass = Date.now();
-    } while (await sleep(this.o.statusUpdateFrequencyMs, signal));
+    });
   }
 
   /** One address refresh pass; errors per node are logged and skipped until the next pass. */

@@ -29,11 +29,11 @@ import type { CloudRoute, DesiredRoute, RouteReconcileResult, Routes } from '../
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { isNotFound } from '../../kube/client.js';
-import { sleep } from '../../kube/backoff.js';
 import { patchNodeStatus } from '../../kube/patch.js';
 import { BucketRateLimiter, ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
+import { every } from '../../util/every.js';
 import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
 import { parseCidr, type Cidr } from '../../util/cidr.js';
 import { mapLimit } from '../../util/map-limit.js';
@@ -132,13 +132,8 @@ export class RouteController {
     );
     if (!(await this.o.nodes.waitForSync(signal))) return;
     this.lastSuccess = Date.now();
-    const ticker = (async () => {
-      // Fixed rate, as upstream's NonSlidingUntil: the period does not include the reconcile.
-      while (!signal.aborted) {
-        this.queue.add(KEY);
-        if (!(await sleep(this.o.periodMs, signal))) return;
-      }
-    })();
+    // Fixed rate, as upstream's NonSlidingUntil: the period does not include the reconcile.
+    const ticker = every(this.o.periodMs, signal, () => this.queue.add(KEY), { fixedRate: true });
     // Triggers arriving during a reconcile are kept by the queue (one more reconcile follows).
     await runWorkers(
       this.queue,

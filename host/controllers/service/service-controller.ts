@@ -40,7 +40,6 @@ import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
 import { CloudCallError, ImplementedElsewhereError, RetryAfterError } from '../../errors.js';
-import { sleep } from '../../kube/backoff.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { isGoneOrReplaced } from '../../kube/client.js';
@@ -49,6 +48,7 @@ import { patchService, patchServiceStatus } from '../../kube/patch.js';
 import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
 import { WorkQueue, clampRetryAfterMs, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
+import { every } from '../../util/every.js';
 import { EventReasons, Finalizers } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
@@ -215,26 +215,39 @@ export class ServiceController {
   }
 
   private async sweepLoop(signal: AbortSignal): Promise<void> {
-    if (!this.sweeper) return;
-    while (await sleep(this.o.orphanSweep!.periodMs, signal)) {
-      try {
-        const r = await this.sweeper.sweep();
-        this.log.debug(
-          { listed: r.listed, orphans: r.orphans, deleted: r.deleted.length, reported: r.reported.length, failed: r.failed },
-          'orphan load balancer sweep',
-        );
-      } catch (err) {
-        this.log.warn({ err: errorMessage(err) }, 'orphan load balancer sweep failed; nothing was deleted, retried next period');
-      }
-    }
+    const sweeper = this.sweeper;
+    if (!sweeper) return;
+    // Not at once: the first sweep waits a period after the caches synced.
+    await every(
+      this.o.orphanSweep!.periodMs,
+      signal,
+      async () => {
+        try {
+          const r = await sweeper.sweep();
+          this.log.debug(
+            { listed: r.listed, orphans: r.orphans, deleted: r.deleted.length, reported: r.reported.length, failed: r.failed },
+            'orphan load balancer sweep',
+          );
+        } catch (err) {
+          this.log.warn({ err: errorMessage(err) }, 'orphan load balancer sweep failed; nothing was deleted, retried next period');
+        }
+      },
+      { delayFirst: true },
+    );
   }
 
   private async resyncLoop(signal: AbortSignal): Promise<void> {
     if (!(this.o.resyncPeriodMs > 0)) return;
-    while (await sleep(this.o.resyncPeriodMs, signal)) {
-      this.log.debug({}, 'periodic load balancer re-ensure');
-      this.resyncAll();
-    }
+    // The first pass after a period: every Service was just synced once at start.
+    await every(
+      this.o.resyncPeriodMs,
+      signal,
+      () => {
+        this.log.debug({}, 'periodic load balancer re-ensure');
+        this.resyncAll();
+      },
+      { delayFirst: true },
+    );
   }
 
   /** Eligible backend nodes from the cache. */

@@ -24,7 +24,6 @@ import { type StorageV1Api, type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { Volumes } from '../../cloud-volumes.js';
 import { InstanceNotFoundError } from '../../errors.js';
-import { sleep } from '../../kube/backoff.js';
 import type { KubeClients } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import { isNotFound } from '../../kube/client.js';
@@ -33,6 +32,7 @@ import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
+import { every } from '../../util/every.js';
 import { Annotations, Finalizers, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
 import { setFinalizer } from './finalizers.js';
 
@@ -211,16 +211,20 @@ export class VolumeAttacher {
     await this.storage.patchVolumeAttachmentStatus({ name, body: { status } }, patchOptions('merge'));
   }
 
-  private async reconcileLoop(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      if (!(await sleep(this.o.reconcilePeriodMs, signal))) return;
-      try {
-        await this.reconcile();
-      } catch (err) {
-        this.o.log.warn({ err: errorMessage(err) }, 'attachment reconciliation failed');
-      }
-      this.lastReconcile = Date.now();
-    }
+  private reconcileLoop(signal: AbortSignal): Promise<void> {
+    return every(
+      this.o.reconcilePeriodMs,
+      signal,
+      async () => {
+        try {
+          await this.reconcile();
+        } catch (err) {
+          this.o.log.warn({ err: errorMessage(err) }, 'attachment reconciliation failed');
+        }
+        this.lastReconcile = Date.now();
+      },
+      { delayFirst: true },
+    );
   }
 
   /**
