@@ -43,6 +43,7 @@ import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
+import { Progress } from '../../util/progress.js';
 import { EventReasons, NodeConditions, Taints } from '../../names.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { formatGoDuration } from '../../config/values.js';
@@ -106,7 +107,8 @@ export class NodeLifecycleController {
   private readonly now: () => number;
   /** NotReady nodes whose instance was reported gone, while the grace period runs. */
   private readonly gone = new Map<string, GoneRecord>();
-  private lastPassEnd = 0;
+  /** Completed passes: stuck, it fails readiness after ten periods and two minutes. */
+  private readonly progress: Progress;
   private readonly tickDuration?: Histogram;
   private readonly notReadyGauge?: Gauge;
   private readonly heldBackTotal?: Counter;
@@ -116,6 +118,7 @@ export class NodeLifecycleController {
   private readonly heldSince = new Map<string, number>();
 
   constructor(private readonly o: LifecycleControllerOptions) {
+    this.progress = new Progress(10 * o.periodMs + 120_000);
     this.now = o.now ?? Date.now;
     this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, this.now);
     if (o.registry) {
@@ -145,7 +148,7 @@ export class NodeLifecycleController {
 
   /** Healthy while passes keep completing. */
   healthy(): boolean {
-    return this.lastPassEnd === 0 || Date.now() - this.lastPassEnd < 10 * this.o.periodMs + 120_000;
+    return this.progress.healthy();
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -159,7 +162,7 @@ export class NodeLifecycleController {
       'Starting cloud node lifecycle controller',
     );
     if (!(await this.o.nodes.waitForSync(signal))) return;
-    this.lastPassEnd = Date.now();
+    this.progress.mark();
     // Sliding period, as upstream's wait.Until: passes never overlap.
     await every(this.o.periodMs, signal, async () => {
       try {
@@ -171,7 +174,7 @@ export class NodeLifecycleController {
       } catch (err) {
         this.o.log.warn({ err: errorMessage(err) }, 'node lifecycle pass failed');
       }
-      this.lastPassEnd = Date.now();
+      this.progress.mark();
     });
     this.o.log.info('Shutting down cloud node lifecycle controller');
   }

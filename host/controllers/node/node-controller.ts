@@ -29,6 +29,7 @@ import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import type { Registry } from 'prom-client';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
+import { Progress } from '../../util/progress.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { Annotations, EventReasons, Taints } from '../../names.js';
 import { hasTaint, nodeAddresses, toNodeRef } from '../node-ref.js';
@@ -69,9 +70,11 @@ export class CloudNodeController {
   private readonly log: Logger;
   /** When the first initialization attempt of each tainted node started (ms). */
   private readonly firstAttempt = new Map<string, number>();
-  private lastStatusPass = 0;
+  /** The address loop: a stuck loop fails readiness after three periods and a minute. */
+  private readonly statusProgress: Progress;
 
   constructor(private readonly o: NodeControllerOptions) {
+    this.statusProgress = new Progress(3 * o.statusUpdateFrequencyMs + 60_000);
     this.log = o.log;
     this.queue = new WorkQueue<string>({ name: 'Nodes', registry: o.registry });
     // Every lookup also asks for the other nodes still waiting for initialization.
@@ -95,14 +98,14 @@ export class CloudNodeController {
 
   /** Healthy while the address loop keeps running (a stuck loop fails /healthz). */
   healthy(): boolean {
-    return this.lastStatusPass === 0 || Date.now() - this.lastStatusPass < 3 * this.o.statusUpdateFrequencyMs + 60_000;
+    return this.statusProgress.healthy();
   }
 
   /** Runs until `signal` aborts: waits for the node cache, then workers and the address loop. */
   async run(signal: AbortSignal): Promise<void> {
     this.log.info({ workers: this.o.workers }, 'Starting cloud node controller');
     if (!(await this.o.nodes.waitForSync(signal))) return;
-    this.lastStatusPass = Date.now();
+    this.statusProgress.mark();
     const loop = this.statusLoop(signal);
     await runWorkers(this.queue, this.o.workers, (name) => this.sync(name), { log: this.log, signal });
     await loop;
@@ -210,7 +213,7 @@ export class CloudNodeController {
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'node address refresh failed');
       }
-      this.lastStatusPass = Date.now();
+      this.statusProgress.mark();
     });
   }
 

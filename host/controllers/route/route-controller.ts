@@ -34,6 +34,7 @@ import { BucketRateLimiter, ItemExponentialRateLimiter } from '../../kube/rateli
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
+import { Progress } from '../../util/progress.js';
 import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
 import { parseCidr, type Cidr } from '../../util/cidr.js';
 import { mapLimit } from '../../util/map-limit.js';
@@ -89,9 +90,11 @@ export class RouteController {
   private readonly warned = new Map<string, { message: string; at: number }>();
   /** One token per MIN_EVENT_INTERVAL_MS, burst 1: the first event of a quiet spell reconciles at once. */
   private readonly eventBucket = new BucketRateLimiter(1000 / MIN_EVENT_INTERVAL_MS, 1);
-  private lastSuccess = 0;
+  /** Successful reconciles: a cloud outage fails readiness after 30 periods and 5 minutes. */
+  private readonly progress: Progress;
 
   constructor(private readonly o: RouteControllerOptions) {
+    this.progress = new Progress(30 * o.periodMs + 300_000);
     this.log = o.log;
     // A failed reconcile is retried after 1 s, doubling up to the period (the ticker adds the key every period anyway).
     this.queue = new WorkQueue<string>({
@@ -122,7 +125,7 @@ export class RouteController {
 
   /** Healthy while reconciles keep succeeding now and then (a cloud outage makes it unhealthy after a while). */
   healthy(): boolean {
-    return this.lastSuccess === 0 || Date.now() - this.lastSuccess < 30 * this.o.periodMs + 300_000;
+    return this.progress.healthy();
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -131,7 +134,7 @@ export class RouteController {
       'Starting route controller',
     );
     if (!(await this.o.nodes.waitForSync(signal))) return;
-    this.lastSuccess = Date.now();
+    this.progress.mark();
     // Fixed rate, as upstream's NonSlidingUntil: the period does not include the reconcile.
     const ticker = every(this.o.periodMs, signal, () => this.queue.add(KEY), { fixedRate: true });
     // Triggers arriving during a reconcile are kept by the queue (one more reconcile follows).
@@ -238,7 +241,7 @@ export class RouteController {
       if (await this.setCondition(node, ok)) report.conditionsPatched++;
     });
     if (report.created || report.deleted || report.failed || report.conditionsPatched) this.log.info({ ...report }, 'reconciled routes');
-    this.lastSuccess = Date.now();
+    this.progress.mark();
     return report;
   }
 

@@ -33,6 +33,7 @@ import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
+import { Progress } from '../../util/progress.js';
 import { Annotations, Finalizers, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
 import { setFinalizer } from './finalizers.js';
 
@@ -56,11 +57,13 @@ export class VolumeAttacher {
   private readonly storage: StorageV1Api;
   private readonly core: CoreV1Api;
   private readonly finalizer: string;
-  private lastReconcile = 0;
+  /** The drift check loop: stuck, it fails readiness after three periods and a minute. */
+  private readonly progress: Progress;
   /** Attachments published (or being published) by this host, by VolumeAttachment name. */
   private readonly published = new Map<string, { uid: string; handle: string; nodeId: string }>();
 
   constructor(private readonly o: AttacherOptions) {
+    this.progress = new Progress(3 * o.reconcilePeriodMs + 60_000);
     this.queue = new WorkQueue<string>({ name: 'volume-attacher', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     this.storage = o.clients.storage;
     this.core = o.clients.core;
@@ -84,13 +87,13 @@ export class VolumeAttacher {
   }
 
   healthy(): boolean {
-    return this.lastReconcile === 0 || Date.now() - this.lastReconcile < 3 * this.o.reconcilePeriodMs + 60_000;
+    return this.progress.healthy();
   }
 
   async run(signal: AbortSignal): Promise<void> {
     this.o.log.info({ driver: this.o.driver, workers: this.o.workers }, 'Starting volume attacher');
     for (const i of [this.o.attachments, this.o.pvs, this.o.nodes]) if (!(await i.waitForSync(signal))) return;
-    this.lastReconcile = Date.now();
+    this.progress.mark();
     const loop = this.reconcileLoop(signal);
     await runWorkers(this.queue, this.o.workers, (k) => this.sync(k), { log: this.o.log, signal });
     await loop;
@@ -221,7 +224,7 @@ export class VolumeAttacher {
         } catch (err) {
           this.o.log.warn({ err: errorMessage(err) }, 'attachment reconciliation failed');
         }
-        this.lastReconcile = Date.now();
+        this.progress.mark();
       },
       { delayFirst: true },
     );
