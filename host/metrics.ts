@@ -5,7 +5,8 @@
  * cloud-call metrics, but every cloud call here crosses the plugin boundary,
  * so the host measures them.
  *
- * Work queue (`workqueue_*`) and API client (`rest_client_*`) metrics are
+ * The controllers' own metrics are defined in controller-metrics.ts; work
+ * queue (`workqueue_*`) and API client (`rest_client_*`) metrics are
  * registered on the same registry by host/kube, which takes it as an option.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

@@ -119,6 +119,11 @@ export const DEFAULT_CONCURRENT_SERVICE_SYNCS = 10;
 /** The `--cluster-name` default (upstream); main warns when it is used. */
 export const DEFAULT_CLUSTER_NAME = 'kubernetes';
 
+/** Default of `--kube-api-qps`: sustained API requests per second, per client (upstream's). */
+export const DEFAULT_KUBE_API_QPS = 20;
+/** Default of `--kube-api-burst`: API requests allowed in a burst, per client (upstream's). */
+export const DEFAULT_KUBE_API_BURST = 30;
+
 /** Defaults, in the same text form as the flags. */
 export const DEFAULT_OPTIONS = Object.freeze({
   pluginStartTimeout: '60s',
@@ -136,8 +141,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   concurrentNodeStatusUpdates: '0',
   nodeStatusUpdateFrequency: '5m',
   nodeMonitorPeriod: '5s',
-  kubeApiQps: '20',
-  kubeApiBurst: '30',
+  kubeApiQps: String(DEFAULT_KUBE_API_QPS),
+  kubeApiBurst: String(DEFAULT_KUBE_API_BURST),
   bindAddress: '0.0.0.0',
   securePort: String(DEFAULT_SECURE_PORT),
   authenticationSkipLookup: 'false',

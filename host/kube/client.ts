@@ -15,11 +15,7 @@ import type { KubeConfigData } from './kubeconfig.js';
 import { BucketRateLimiter } from './ratelimiter.js';
 import { ApiError, RestClient } from './rest.js';
 import { restMetrics } from './rest-metrics.js';
-
-/** Default of `--kube-api-qps`: sustained API requests per second. */
-export const DEFAULT_KUBE_API_QPS = 20;
-/** Default of `--kube-api-burst`: API requests allowed in a burst. */
-export const DEFAULT_KUBE_API_BURST = 30;
+import { DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS } from '../config/options.js';
 
 /** Options of {@link makeClients}. */
 export interface MakeClientsOptions {

@@ -36,7 +36,8 @@
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { lifecycleMetrics, type LifecycleMetrics } from '../../controller-metrics.js';
 import type { Instances, StatusResult } from '../../cloud.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -109,10 +110,7 @@ export class NodeLifecycleController {
   private readonly gone = new Map<string, GoneRecord>();
   /** Completed passes: stuck, it fails readiness after ten periods and two minutes. */
   private readonly progress: Progress;
-  private readonly tickDuration?: Histogram;
-  private readonly notReadyGauge?: Gauge;
-  private readonly heldBackTotal?: Counter;
-  private readonly heldBackGauge?: Gauge;
+  private readonly metrics?: LifecycleMetrics;
   private readonly brake: DeletionBrake;
   /** Nodes held back by the brake → when they were first held back (oldest go first). */
   private readonly heldSince = new Map<string, number>();
@@ -121,29 +119,7 @@ export class NodeLifecycleController {
     this.progress = new Progress(10 * o.periodMs + 120_000);
     this.now = o.now ?? Date.now;
     this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, this.now);
-    if (o.registry) {
-      this.heldBackTotal = new Counter({
-        name: 'ccm_node_lifecycle_deletions_held_back_total',
-        help: 'Deletions of Nodes whose instance is gone that the --node-deletion-limit brake held back, counted once per node and pass.',
-        registers: [o.registry],
-      });
-      this.heldBackGauge = new Gauge({
-        name: 'ccm_node_lifecycle_nodes_held_back',
-        help: 'Nodes whose deletion the --node-deletion-limit brake held back in the last pass.',
-        registers: [o.registry],
-      });
-      this.tickDuration = new Histogram({
-        name: 'ccm_node_lifecycle_pass_duration_seconds',
-        help: 'Duration of one node lifecycle pass (status lookup and API writes).',
-        buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-        registers: [o.registry],
-      });
-      this.notReadyGauge = new Gauge({
-        name: 'ccm_node_lifecycle_not_ready_nodes',
-        help: 'NotReady nodes the last node lifecycle pass looked up in the cloud.',
-        registers: [o.registry],
-      });
-    }
+    this.metrics = o.registry ? lifecycleMetrics(o.registry) : undefined;
   }
 
   /** Healthy while passes keep completing. */
@@ -213,7 +189,7 @@ export class NodeLifecycleController {
       }
     }
     report.notReady = notReady.length;
-    this.notReadyGauge?.set(notReady.length);
+    this.metrics?.notReady.set(notReady.length);
 
     if (notReady.length > 0) {
       let results: StatusResult[] | undefined;
@@ -232,10 +208,10 @@ export class NodeLifecycleController {
       });
       for (const node of this.applyBrake(doomed, byName.size, started, report)) writes.push(() => this.deleteNode(node, report));
     }
-    this.heldBackGauge?.set(report.heldBack.length);
+    this.metrics?.heldBack.set(report.heldBack.length);
     await mapLimit(writes, WRITE_CONCURRENCY, (w) => w());
     report.durationMs = this.now() - started;
-    this.tickDuration?.observe(report.durationMs / 1000);
+    this.metrics?.passDuration.observe(report.durationMs / 1000);
     return report;
   }
 
@@ -272,7 +248,7 @@ export class NodeLifecycleController {
         `Not deleting node ${name} yet although its instance does not exist in the cloud provider: at most ${bound} nodes are deleted per ${window} (--node-deletion-limit); it is deleted on a later pass if its instance is still gone`,
       );
     }
-    this.heldBackTotal?.inc(held.length);
+    this.metrics?.heldBackTotal.inc(held.length);
     if (fresh.length > 0) {
       this.o.log.warn(
         {

@@ -24,7 +24,8 @@
  */
 import type { V1Node, V1NodeCondition } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { routeMetrics } from '../../controller-metrics.js';
 import type { CloudRoute, DesiredRoute, RouteReconcileResult, Routes } from '../../cloud-routes.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
@@ -102,9 +103,7 @@ export class RouteController {
       registry: o.registry,
       rateLimiter: new ItemExponentialRateLimiter<string>(1000, Math.max(1000, o.periodMs)),
     });
-    if (o.registry) {
-      this.syncs = new Counter({ name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).', registers: [o.registry] });
-    }
+    this.syncs = o.registry ? routeMetrics(o.registry).syncs : undefined;
     o.nodes.addEventHandler({
       onAdd: () => this.nodeEvent(),
       onDelete: () => this.nodeEvent(),

@@ -22,7 +22,8 @@
  *  - --lb-orphan-sweep-dry-run only reports.
  */
 import type { V1Service } from '@kubernetes/client-node';
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { orphanSweepMetrics } from '../../controller-metrics.js';
 import type { LbSummary, LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
@@ -75,14 +76,7 @@ export class OrphanSweeper {
 
   constructor(private readonly o: OrphanSweepOptions) {
     this.now = o.now ?? Date.now;
-    if (o.registry) {
-      this.counter = new Counter({
-        name: 'ccm_orphan_load_balancers_total',
-        help: 'Orphaned load balancers found by the sweep, by outcome (deleted, dry_run, failed).',
-        labelNames: ['outcome'],
-        registers: [o.registry],
-      });
-    }
+    this.counter = o.registry ? orphanSweepMetrics(o.registry).found : undefined;
   }
 
   /** The Service the load balancer was made for, if it still exists (a uid belongs to one namespace/name for life). */

@@ -53,7 +53,7 @@ import { EventReasons, Finalizers } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
-import { serviceMetrics, type ServiceMetrics } from './metrics.js';
+import { serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
 import {
   backendSetKey,
   hasLbFinalizer,

@@ -1,7 +1,7 @@
 /** Upstream's service_controller_* metrics: names, buckets, and one family per registry however many controllers use it. */
 import test from 'ava';
 import { Registry } from 'prom-client';
-import { serviceMetrics } from '../../../host/controllers/service/metrics.js';
+import { serviceMetrics } from '../../../host/controller-metrics.js';
 
 test('upstream names and 1..16384 s buckets; shared by controllers on one registry', async (t) => {
   const registry = new Registry();

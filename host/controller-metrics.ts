@@ -1,0 +1,124 @@
+/**
+ * Every controller's own metrics, defined here (the host's are in
+ * metrics.ts; the work queue's and the API client's in host/kube). Each
+ * function is idempotent per registry: controllers sharing a registry share
+ * the families. Upstream's names, help and buckets where upstream has the
+ * metric (dashboards built for the upstream CCM work unchanged); `ccm_*` are
+ * ours.
+ */
+import { Counter, Gauge, Histogram, type Metric, type Registry } from 'prom-client';
+import { registeredMetric } from './kube/metrics.js';
+
+/** A counter, gauge or histogram called `name` on `registry`, made once. */
+function metric<M extends Metric>(registry: Registry, type: new (cfg: never) => M, cfg: { name: string; help: string } & Record<string, unknown>): M {
+  return registeredMetric(registry, cfg.name, type, () => new type({ ...cfg, registers: [registry] } as never));
+}
+
+/** The node lifecycle controller's (ours). */
+export function lifecycleMetrics(registry: Registry) {
+  return {
+    heldBackTotal: metric(registry, Counter, {
+      name: 'ccm_node_lifecycle_deletions_held_back_total',
+      help: 'Deletions of Nodes whose instance is gone that the --node-deletion-limit brake held back, counted once per node and pass.',
+    }),
+    heldBack: metric(registry, Gauge, {
+      name: 'ccm_node_lifecycle_nodes_held_back',
+      help: 'Nodes whose deletion the --node-deletion-limit brake held back in the last pass.',
+    }),
+    passDuration: metric(registry, Histogram, {
+      name: 'ccm_node_lifecycle_pass_duration_seconds',
+      help: 'Duration of one node lifecycle pass (status lookup and API writes).',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    }),
+    notReady: metric(registry, Gauge, {
+      name: 'ccm_node_lifecycle_not_ready_nodes',
+      help: 'NotReady nodes the last node lifecycle pass looked up in the cloud.',
+    }),
+  };
+}
+export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
+
+/** The route controller's (upstream's name). */
+export function routeMetrics(registry: Registry) {
+  return { syncs: metric(registry, Counter, { name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).' }) };
+}
+
+/** The orphaned load balancer sweep's (ours). */
+export function orphanSweepMetrics(registry: Registry) {
+  return {
+    found: metric(registry, Counter<'outcome'>, {
+      name: 'ccm_orphan_load_balancers_total',
+      help: 'Orphaned load balancers found by the sweep, by outcome (deleted, dry_run, failed).',
+      labelNames: ['outcome'],
+    }),
+  };
+}
+
+/** Upstream's service controller metrics (k8s.io/cloud-provider controllers/service/metrics.go). */
+
+/** Upstream's buckets for both latencies: 1 s to 16384 s, doubling. */
+const LATENCY_BUCKETS = Array.from({ length: 15 }, (_, i) => 2 ** i);
+
+export interface ServiceMetrics {
+  /** One observation per node sync (a pass over every load balancer after a node-set change). */
+  readonly nodeSyncLatency: Histogram;
+  /** One observation per load balancer whose hosts were updated (a batch call's duration counts for each of its load balancers). */
+  readonly updateHostLatency: Histogram;
+  /** Load balancers whose hosts were updated, as upstream counts them. */
+  readonly loadBalancerSyncs: Counter;
+  /** Host updates of one load balancer that failed. */
+  readonly nodeSyncErrors: Counter;
+}
+
+/** The metrics on `registry` (shared by every service controller using it). */
+export function serviceMetrics(registry: Registry): ServiceMetrics {
+  const registers = [registry];
+  return {
+    nodeSyncLatency: registeredMetric(
+      registry,
+      'service_controller_nodesync_latency_seconds',
+      Histogram,
+      () =>
+        new Histogram({
+          name: 'service_controller_nodesync_latency_seconds',
+          help: 'A metric measuring the latency for nodesync which updates loadbalancer hosts on cluster node updates.',
+          buckets: LATENCY_BUCKETS,
+          registers,
+        }),
+    ),
+    updateHostLatency: registeredMetric(
+      registry,
+      'service_controller_update_loadbalancer_host_latency_seconds',
+      Histogram,
+      () =>
+        new Histogram({
+          name: 'service_controller_update_loadbalancer_host_latency_seconds',
+          help: 'A metric measuring the latency for updating each load balancer hosts.',
+          buckets: LATENCY_BUCKETS,
+          registers,
+        }),
+    ),
+    loadBalancerSyncs: registeredMetric(
+      registry,
+      'service_controller_loadbalancer_sync_total',
+      Counter,
+      () =>
+        new Counter({
+          name: 'service_controller_loadbalancer_sync_total',
+          help: 'A metric counting the amount of times any load balancer has been configured, as an effect of service/node changes on the cluster',
+          registers,
+        }),
+    ),
+    nodeSyncErrors: registeredMetric(
+      registry,
+      'service_controller_nodesync_error_total',
+      Counter,
+      () =>
+        new Counter({
+          name: 'service_controller_nodesync_error_total',
+          help: 'A metric counting the amount of times any load balancer has been configured and errored, as an effect of node changes on the cluster',
+          registers,
+        }),
+    ),
+  };
+}
