@@ -33,6 +33,7 @@ import { EventReasons } from '../../names.js';
 import type { Cidr } from '../../util/cidr.js';
 import { podCidrsOf } from '../node-ref.js';
 import { RangeAllocator } from './range-allocator.js';
+import { RepeatFilter } from '../../util/repeat-filter.js';
 
 /** Nodes waiting for a free range are retried at least this often. */
 const EXHAUSTED_RETRY_MS = 60_000;
@@ -57,7 +58,7 @@ export class IpamController {
   /** Nodes waiting for a free range. */
   private readonly waiting = new Set<string>();
   /** Last problem reported per node (not repeated). */
-  private readonly reported = new Map<string, string>();
+  private readonly reported = new RepeatFilter();
 
   constructor(private readonly o: IpamControllerOptions) {
     this.allocator = new RangeAllocator(o.clusterCidrs, o.maskSizes);
@@ -116,7 +117,7 @@ export class IpamController {
     try {
       await patchNode(this.o.core, name, { metadata: { uid }, spec: { podCIDR: got[0], podCIDRs: got } }, 'strategic');
       this.written.set(name, uid);
-      this.reported.delete(name);
+      this.reported.clear(name);
       this.o.log.info({ node: name, podCIDRs: got }, 'allocated pod CIDRs');
     } catch (err) {
       this.allocator.release(name);
@@ -136,13 +137,13 @@ export class IpamController {
         EventReasons.POD_CIDR_CONFLICT,
         `Node ${name}: ${problems.join('; ')}; the ranges are kept as they are and not handed out to other nodes`,
       );
-    else this.reported.delete(name);
+    else this.reported.clear(name);
   }
 
   private forget(name: string): void {
     this.written.delete(name);
     this.waiting.delete(name);
-    this.reported.delete(name);
+    this.reported.clear(name);
     if (this.allocator.release(name) > 0) {
       for (const w of this.waiting) this.queue.add(w);
     }
@@ -150,8 +151,7 @@ export class IpamController {
 
   private report(node: V1Node, reason: string, message: string): void {
     const name = node.metadata!.name!;
-    if (this.reported.get(name) === message) return;
-    this.reported.set(name, message);
+    if (!this.reported.admit(name, message)) return;
     this.o.log.warn({ node: name, reason, problem: message }, 'node pod CIDR problem');
     this.o.recorder.event(node, 'Warning', reason, message);
   }

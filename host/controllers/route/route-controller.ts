@@ -36,6 +36,7 @@ import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
+import { RepeatFilter } from '../../util/repeat-filter.js';
 import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
 import { parseCidr, type Cidr } from '../../util/cidr.js';
 import { mapLimit } from '../../util/map-limit.js';
@@ -88,7 +89,7 @@ export class RouteController {
   private readonly log: Logger;
   private readonly syncs?: Counter;
   /** Last Warning per node: message and time, to avoid repeating it every reconcile. */
-  private readonly warned = new Map<string, { message: string; at: number }>();
+  private readonly warned = new RepeatFilter(EVENT_REPEAT_MS);
   /** One token per MIN_EVENT_INTERVAL_MS, burst 1: the first event of a quiet spell reconciles at once. */
   private readonly eventBucket = new BucketRateLimiter(1000 / MIN_EVENT_INTERVAL_MS, 1);
   /** Successful reconciles: a cloud outage fails readiness after 30 periods and 5 minutes. */
@@ -248,16 +249,13 @@ export class RouteController {
   private warn(node: V1Node, problems: NodeProblem[], failed: string[]): void {
     const name = node.metadata!.name!;
     if (problems.length === 0 && failed.length === 0) {
-      this.warned.delete(name);
+      this.warned.clear(name);
       return;
     }
     const conflict = problems.some((p) => p.reason === 'conflict');
     const reason = conflict ? EventReasons.POD_CIDR_CONFLICT : EventReasons.FAILED_TO_CREATE_ROUTE;
     const message = [...problems.map((p) => p.message), ...failed.map((f) => `Could not create route ${f}`)].join('; ');
-    const last = this.warned.get(name);
-    const now = Date.now();
-    if (last && last.message === message && now - last.at < EVENT_REPEAT_MS) return;
-    this.warned.set(name, { message, at: now });
+    if (!this.warned.admit(name, message)) return;
     this.log.warn({ node: name, reason, problem: message }, 'node has pod CIDRs without a route');
     this.o.recorder.event(node, 'Warning', reason, message.length > 1000 ? message.slice(0, 1000) + '…' : message);
   }
