@@ -1,0 +1,182 @@
+/**
+ * Start-up step: the controllers. Their API clients (the host's, or each
+ * controller's ServiceAccount's), and the run of every enabled controller
+ * with the shared informers for as long as this replica leads.
+ */
+import { setMaxListeners } from 'node:events';
+import type { Cloud } from '../cloud.js';
+import type { HostConfig } from '../config/config.js';
+import { CONTROLLER_FACTORIES } from '../controllers/registry.js';
+import type { HostHealth } from '../health.js';
+import { makeClients, type KubeClients } from '../kube/client.js';
+import type { ConnectionPool } from '../kube/connections.js';
+import { EventRecorder } from '../kube/events.js';
+import { InformerFactory } from '../kube/informer-factory.js';
+import type { KubeConfigData } from '../kube/kubeconfig.js';
+import { ServiceAccountCredentials } from '../kube/service-account-credentials.js';
+import { errorMessage, type Logger } from '../log.js';
+import { setControllerRunning, type HostMetrics } from '../metrics.js';
+import { COMPONENT_NAME, EventComponents, type ControllerName } from '../names.js';
+import type { PluginSupervisor } from '../plugin/supervisor.js';
+import type { RequestAuth } from '../server/delegated-auth.js';
+import type { HealthServer } from '../server/server.js';
+import { HOST_VERSION } from '../version.js';
+import { within } from '../../sdk/within.js';
+
+/** Bound on waiting for controllers (and then informers) to stop. */
+export const CONTROLLER_STOP_TIMEOUT_MS = 10_000;
+
+export interface ControllerClients {
+  clients: KubeClients;
+  /** Events' own clients and limiter. */
+  eventClients: KubeClients;
+}
+
+/**
+ * The host's API clients and the per-controller lookup. Events get their own
+ * client and limiter, as upstream's event broadcaster does, so a burst of
+ * events never delays the controllers' own writes (counted in
+ * rest_client_requests_total like every other client). With
+ * --use-service-account-credentials each controller's clients and Events
+ * authenticate as its own ServiceAccount; informers, leader election and the
+ * start-up checks keep the host's credentials, as upstream.
+ */
+export function controllerClients(
+  config: HostConfig,
+  kc: KubeConfigData,
+  d: { metrics: HostMetrics; connections: ConnectionPool; log: Logger },
+): { host: KubeClients; of: (name: ControllerName) => ControllerClients } {
+  const userAgent = `${COMPONENT_NAME}/${HOST_VERSION}`;
+  const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, registry: d.metrics.registry, connections: d.connections };
+  const clients = makeClients(kc, { ...o, userAgent });
+  const eventClients = makeClients(kc, { ...o, userAgent });
+  const perController = config.useServiceAccountCredentials ? new ServiceAccountCredentials({ kc, hostCore: clients.core, log: d.log }) : undefined;
+  return {
+    host: clients,
+    of: (name) =>
+      perController
+        ? {
+            clients: perController.clientsFor(name, { ...o, userAgent: `${userAgent}/${name}` }),
+            eventClients: perController.clientsFor(name, { ...o, userAgent: `${userAgent}/${name}` }),
+          }
+        : { clients, eventClients },
+  };
+}
+
+export interface ControllerRunDeps {
+  cloud: Cloud;
+  supervisor: PluginSupervisor;
+  clients: { host: KubeClients; of: (name: ControllerName) => ControllerClients };
+  metrics: HostMetrics;
+  health: HostHealth;
+  server?: HealthServer;
+  requestAuth: () => Promise<RequestAuth>;
+  log: Logger;
+}
+
+/**
+ * What runs while this replica leads: `run(leading)` starts the informers
+ * and every enabled controller, and resolves once they stopped (bounded)
+ * after `leading` aborts. Adds the `informer-sync` readiness check.
+ */
+export function controllerRunner(
+  config: HostConfig,
+  d: ControllerRunDeps,
+): { run: (leading: AbortSignal) => Promise<void>; isLeading: () => boolean } {
+  let leadingNow = false;
+  let informers: InformerFactory | undefined;
+  d.server?.addCheck(
+    'informer-sync',
+    () => {
+      if (leadingNow && informers && !informers.hasSynced()) throw new Error('informer caches are not synced yet');
+    },
+    'readyz',
+  );
+  const run = async (leading: AbortSignal): Promise<void> => {
+    // Every controller's loops wait on this one signal (a dozen or more listeners at a time, each
+    // removed when its wait ends): no leak, so no MaxListenersExceededWarning.
+    setMaxListeners(0, leading);
+    leadingNow = true;
+    const factory = new InformerFactory({
+      clients: d.clients.host,
+      log: d.log,
+      nodeSelector: config.nodeSelector,
+      namespace: config.watchNamespace,
+      minResyncPeriodMs: config.minResyncPeriodMs,
+    });
+    informers = factory;
+    const { running, started } = await startControllers(config, factory, leading, d);
+    factory.start();
+    d.log.info(
+      { version: HOST_VERSION, provider: config.cloudProvider, controllers: started, informerResyncMs: factory.resyncPeriodMs },
+      'controllers started',
+    );
+    await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
+    leadingNow = false;
+    // In-flight work finishes or is abandoned within the bound; the gate
+    // already refuses new cloud mutations.
+    const settled = await within(Promise.allSettled(running), CONTROLLER_STOP_TIMEOUT_MS);
+    if (!settled) d.log.warn({ timeoutMs: CONTROLLER_STOP_TIMEOUT_MS }, 'controllers did not stop in time; continuing shutdown');
+    await within(factory.stop(), CONTROLLER_STOP_TIMEOUT_MS);
+  };
+  return { run, isLeading: () => leadingNow };
+}
+
+/** Loads and starts every enabled controller that this build and cloud support; returns their run promises and names. */
+async function startControllers(
+  config: HostConfig,
+  informers: InformerFactory,
+  signal: AbortSignal,
+  d: ControllerRunDeps,
+): Promise<{ running: Promise<void>[]; started: ControllerName[] }> {
+  const running: Promise<void>[] = [];
+  const started: ControllerName[] = [];
+  for (const name of config.enabledControllers) {
+    const load = CONTROLLER_FACTORIES[name];
+    const controllerLog = d.log.child({ controller: name });
+    if (!load) {
+      controllerLog.info('controller is not available in this build yet; skipping it');
+      continue;
+    }
+    const factory = await load();
+    const { clients, eventClients } = d.clients.of(name);
+    const made = factory({
+      name,
+      config,
+      cloud: d.cloud,
+      supervisor: d.supervisor,
+      clients,
+      informers,
+      recorder: new EventRecorder(eventClients.core, { component: EventComponents[name], log: controllerLog }),
+      log: controllerLog,
+      metrics: d.metrics,
+      registry: d.metrics.registry,
+      requestAuth: d.requestAuth,
+    });
+    if ('skip' in made) {
+      controllerLog.warn({ reason: made.skip }, 'not starting the controller');
+      continue;
+    }
+    setControllerRunning(d.metrics, name, true);
+    const stopped = d.health.controllerStarted(name, made.healthy ? () => made.healthy!() : undefined);
+    started.push(name);
+    running.push(
+      made
+        .run(signal)
+        .then(
+          () => {
+            if (!signal.aborted) {
+              controllerLog.error('controller stopped while this replica leads');
+              stopped('it returned while this replica leads');
+            }
+          },
+          (err) => {
+            controllerLog.error({ err: errorMessage(err) }, 'controller stopped with an error');
+            stopped(errorMessage(err));
+          },
+        )
+        .finally(() => setControllerRunning(d.metrics, name, false)),
+    );
+  }
+  return { running, started };
+}

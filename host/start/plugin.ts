@@ -1,0 +1,84 @@
+/**
+ * Start-up step: the provider. Its supervisor (exec or sidecar mode) with
+ * the host's metrics and health wired to it, started and configured; then
+ * the Cloud the controllers use, checked by each enabled controller's
+ * preflight.
+ */
+import type { Cloud } from '../cloud.js';
+import type { HostConfig } from '../config/config.js';
+import { CONTROLLER_PREFLIGHTS } from '../controllers/registry.js';
+import { HostStartError } from '../errors.js';
+import type { HostHealth } from '../health.js';
+import { errorMessage, type Logger } from '../log.js';
+import { observePluginRpc, type HostMetrics } from '../metrics.js';
+import { GrpcCloud } from '../plugin/grpc-cloud.js';
+import { PluginMetrics } from '../plugin/plugin-metrics.js';
+import { PluginSupervisor, type PluginMode } from '../plugin/supervisor.js';
+import { HOST_VERSION } from '../version.js';
+
+export interface PluginStepDeps {
+  cloudConfig: Buffer;
+  metrics: HostMetrics;
+  health: HostHealth;
+  /** Sent as the caller of every call (the leader-election identity). */
+  identity: string;
+  /** Asked before every mutating call; a reason refuses it (see sdk/mutations.ts). */
+  refuseMutation: () => string | undefined;
+  /** Aborts a start still in progress (the host is stopping). */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/** The supervisor as configured by the flags, not started. */
+export function pluginSupervisor(config: HostConfig, d: Omit<PluginStepDeps, 'signal'>): PluginSupervisor {
+  const mode: PluginMode =
+    config.plugin.kind === 'exec'
+      ? {
+          kind: 'exec',
+          path: config.plugin.file,
+          env: Object.entries(config.pluginEnv).map(([k, v]) => `${k}=${v}`),
+          allow: { tcp: config.pluginAllowTcp, externalSocket: config.pluginAllowExternalSocket },
+        }
+      : { kind: 'socket', endpoint: config.plugin.endpoint };
+  const supervisor = new PluginSupervisor({
+    name: config.cloudProvider,
+    mode,
+    startTimeoutMs: config.pluginStartTimeoutMs,
+    shutdownGraceMs: config.pluginShutdownGraceMs,
+    configure: { cloudConfig: d.cloudConfig, clusterName: config.clusterName, hostVersion: HOST_VERSION },
+    log: d.log,
+    pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
+    observeCall: (method, code, seconds) => {
+      observePluginRpc(d.metrics, { plugin: config.cloudProvider, method, code }, seconds);
+      d.health.cloud.observe(method, code);
+    },
+    callPolicy: { caller: d.identity, refuseMutation: d.refuseMutation },
+    onOutputDropped: (stream) => d.metrics.pluginOutputDropped.inc({ plugin: config.cloudProvider, stream }),
+  });
+  const pluginMetrics = new PluginMetrics(supervisor, d.log);
+  d.metrics.registry.append = (hostText) => pluginMetrics.textAfter(hostText);
+  const labels = { plugin: config.cloudProvider };
+  supervisor.on('state', (s: string) => d.metrics.pluginReady.set(labels, s === 'ready' ? 1 : 0));
+  supervisor.on('restart', () => d.metrics.pluginRestarts.inc(labels));
+  d.health.watchPlugin(supervisor, config.cloudProvider);
+  return supervisor;
+}
+
+/**
+ * Starts `supervisor` (rejects with HostStartError naming the provider) and
+ * returns the Cloud over it, after each enabled controller's preflight.
+ */
+export async function openCloud(config: HostConfig, supervisor: PluginSupervisor, signal: AbortSignal, log: Logger): Promise<Cloud> {
+  try {
+    await supervisor.start(signal);
+  } catch (err) {
+    throw new HostStartError(`cannot start plugin for --cloud-provider=${config.cloudProvider}: ${errorMessage(err)}`);
+  }
+  const cloud = new GrpcCloud(supervisor, { readMs: config.pluginCallTimeoutMs, mutateMs: config.pluginMutationTimeoutMs });
+  if (!cloud.info().hasClusterId) log.warn('the cloud provider does not tag cloud objects with the cluster name (HasClusterID=false)');
+  for (const name of config.enabledControllers) {
+    const preflight = CONTROLLER_PREFLIGHTS[name];
+    if (preflight) (await preflight())(config, cloud);
+  }
+  return cloud;
+}

@@ -1,0 +1,94 @@
+/**
+ * Start-up steps before anything runs: configuration warnings, the
+ * --cloud-config bytes, and the API server (kubeconfig loaded, its secrets
+ * registered for redaction, the server reachable).
+ */
+import type { HostConfig } from '../config/config.js';
+import { readCloudConfig } from '../config/cloud-config.js';
+import { HostStartError } from '../errors.js';
+import { getVersion } from '../kube/api.js';
+import { makeClients, type KubeClients } from '../kube/client.js';
+import { currentUser, loadKubeConfig, type KubeConfigData } from '../kube/kubeconfig.js';
+import { errorMessage, type Logger } from '../log.js';
+import { COMPONENT_NAME } from '../names.js';
+import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from '../redact.js';
+import { HOST_VERSION } from '../version.js';
+
+/** How long the API server may take to answer at start (upstream waits up to 10 s). */
+const API_CHECK_TIMEOUT_MS = 10_000;
+
+/** Logs what the operator should know about the configuration before start. */
+export function warnAboutConfig(config: HostConfig, log: Logger): void {
+  if (config.clusterNameDefaulted) {
+    log.warn(
+      { clusterName: config.clusterName },
+      '--cluster-name is left at its default: cloud objects of clusters sharing one account may collide; set a unique --cluster-name',
+    );
+  }
+  for (const w of config.warnings) log.warn({ warning: w }, 'configuration warning');
+}
+
+/** The --cloud-config bytes; empty without the flag, or when --cloud-config-optional and the file does not exist. */
+export async function loadCloudConfig(config: HostConfig, log: Logger): Promise<Buffer> {
+  if (!config.cloudConfigPath) return Buffer.alloc(0);
+  const bytes = await readCloudConfig(config.cloudConfigPath, { optional: config.cloudConfigOptional });
+  if (bytes) return bytes;
+  log.info(
+    { path: config.cloudConfigPath },
+    'the --cloud-config file does not exist: starting with an empty cloud config (--cloud-config-optional); restart the host after creating it',
+  );
+  return Buffer.alloc(0);
+}
+
+/**
+ * Loads the kubeconfig (`given`, else --kubeconfig/--master), registers every
+ * secret the host knows of for redaction, and checks that the API server
+ * answers. Rejects with HostStartError naming the problem.
+ */
+export async function connectToApiServer(
+  config: HostConfig,
+  cloudConfig: Buffer,
+  given: KubeConfigData | undefined,
+  log: Logger,
+): Promise<KubeConfigData> {
+  let kc: KubeConfigData;
+  let versionClient: KubeClients;
+  try {
+    kc = given ?? loadKubeConfig({ kubeconfig: config.kubeconfig, master: config.master });
+    versionClient = makeClients(kc, { userAgent: `${COMPONENT_NAME}/${HOST_VERSION}` });
+  } catch (err) {
+    throw new HostStartError(errorMessage(err));
+  }
+  registerCloudConfigSecrets(cloudConfig);
+  registerEnvSecrets(config.pluginEnv);
+  registerSecret(currentUser(kc)?.token);
+  if (untrackedSecrets() > 0) {
+    log.warn(
+      { untracked: untrackedSecrets() },
+      'some secret values of --cloud-config or --plugin-env are too many or too long (a single line over 4 KiB) to be redacted from logs and events: keep bulky secrets in files the provider reads',
+    );
+  }
+  try {
+    await checkApiServer(versionClient);
+  } finally {
+    versionClient.connections.destroy();
+  }
+  return kc;
+}
+
+/** Fails fast, with one line, when the API server cannot be reached. */
+async function checkApiServer(clients: KubeClients): Promise<void> {
+  const server = clients.rest.server;
+  const deadline = Date.now() + API_CHECK_TIMEOUT_MS;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      await getVersion(clients.rest, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) });
+      return;
+    } catch (err) {
+      last = err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  throw new HostStartError(`cannot reach the API server at ${server}: ${errorMessage(last)}; check --kubeconfig/--master`);
+}
