@@ -148,7 +148,28 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   const o = addDefaults(opts);
   const p = new Problems();
   const warnings: string[] = [];
+  const provider = providerSection(o, p, deps, warnings);
+  const config: HostConfig = {
+    ...provider,
+    plugin: provider.plugin!,
+    ...apiSection(o, p),
+    ...controllerSection(o, p, warnings),
+    ...nodeSection(o, p),
+    ...servingSection(o, p),
+    ...routeSection(o, p),
+    ...serviceSection(o, p),
+    ...lifecycleSection(o, p),
+    volumes: compileVolumeConfig(o, p),
+    warnings: Object.freeze(warnings),
+  };
+  if (p.errors.length > 0 || provider.plugin === undefined) return { errors: p.errors };
+  return { config: deepFreeze(config) };
+}
 
+type Section<K extends keyof HostConfig> = Pick<HostConfig, K>;
+
+/** The provider: its name, --cloud-config, where the plugin comes from, its environment and call bounds. */
+function providerSection(o: HostOptionsWithDefaults, p: Problems, deps: CompileOptions, warnings: string[]) {
   const cloudProvider = checkCloudProvider(o.cloudProvider, p);
   const cloudConfigOptional = p.bool('cloud-config-optional', o.cloudConfigOptional);
   if (o.cloudConfig === undefined) {
@@ -157,41 +178,112 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
   } else if (!(cloudConfigOptional && isAbsent(o.cloudConfig))) {
     p.readableFile('cloud-config', o.cloudConfig);
   }
-  const plugin = resolvePluginSource(
-    { cloudProvider, pluginPath: o.pluginPath, pluginEndpoint: o.pluginEndpoint, localPluginPath: deps.localPluginPath },
-    p,
-  );
-  const pluginEnv = resolvePluginEnv(o.pluginEnv, deps.env ?? process.env, p, warnings);
+  return {
+    cloudProvider: cloudProvider ?? '',
+    cloudConfigPath: o.cloudConfig === undefined ? undefined : path.resolve(o.cloudConfig),
+    cloudConfigOptional,
+    plugin: resolvePluginSource(
+      { cloudProvider, pluginPath: o.pluginPath, pluginEndpoint: o.pluginEndpoint, localPluginPath: deps.localPluginPath },
+      p,
+    ),
+    pluginEnv: resolvePluginEnv(o.pluginEnv, deps.env ?? process.env, p, warnings),
+    pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
+    pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
+    pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),
+    pluginMutationTimeoutMs: p.duration('plugin-mutation-timeout', o.pluginMutationTimeout, { positive: true }),
+    pluginAllowTcp: p.bool('plugin-allow-tcp', o.pluginAllowTcp),
+    pluginAllowExternalSocket: p.bool('plugin-allow-external-socket', o.pluginAllowExternalSocket),
+  };
+}
+
+/** The API server, its client limits and the cluster's name. */
+function apiSection(
+  o: HostOptionsWithDefaults,
+  p: Problems,
+): Section<
+  | 'kubeconfig'
+  | 'master'
+  | 'clusterName'
+  | 'clusterNameDefaulted'
+  | 'kubeApiQps'
+  | 'kubeApiBurst'
+  | 'useServiceAccountCredentials'
+  | 'minResyncPeriodMs'
+> {
   if (o.kubeconfig !== undefined) p.readableFile('kubeconfig', o.kubeconfig);
   if (o.clusterName === '') p.add('--cluster-name must not be empty: pass a name unique among clusters sharing the cloud account');
-
-  const controllerErrors = controllerSpecErrors(o.controllers);
-  controllerErrors.forEach((e) => p.add(e));
-  const enabled = controllerErrors.length === 0 ? resolveEnabledControllers([...o.controllers]) : new Set();
-  if (controllerErrors.length === 0 && enabled.size === 0) {
-    warnings.push(`--controllers=${o.controllers.join(',')} enables no controller: the host will only serve /healthz and /metrics`);
-  }
-
-  const concurrentNodeSyncs = p.int('concurrent-node-syncs', o.concurrentNodeSyncs, POSITIVE_INT);
-  const statusUpdates = p.int('concurrent-node-status-updates', o.concurrentNodeStatusUpdates, {
-    min: 0,
-    want: 'an integer of 0 or more (0 means the same as --concurrent-node-syncs)',
-  });
   const kubeApiQps = p.float('kube-api-qps', o.kubeApiQps, { above: 0, want: 'a number greater than 0, e.g. 20' });
   const kubeApiBurst = p.int('kube-api-burst', o.kubeApiBurst, POSITIVE_INT);
   if (kubeApiBurst < kubeApiQps) {
     p.add(`--kube-api-burst=${o.kubeApiBurst} is smaller than --kube-api-qps=${o.kubeApiQps}: raise --kube-api-burst to at least the QPS`);
   }
+  return {
+    kubeconfig: o.kubeconfig === undefined ? undefined : path.resolve(o.kubeconfig),
+    master: o.master,
+    clusterName: o.clusterName,
+    clusterNameDefaulted: o.defaulted.has('clusterName'),
+    kubeApiQps,
+    kubeApiBurst,
+    useServiceAccountCredentials: p.bool('use-service-account-credentials', o.useServiceAccountCredentials),
+    minResyncPeriodMs: p.duration('min-resync-period', o.minResyncPeriod, { positive: true }),
+  };
+}
 
+/** --controllers, and what it enables. */
+function controllerSection(o: HostOptionsWithDefaults, p: Problems, warnings: string[]): Section<'controllers' | 'enabledControllers'> {
+  const errors = controllerSpecErrors(o.controllers);
+  errors.forEach((e) => p.add(e));
+  const enabled = errors.length === 0 ? resolveEnabledControllers([...o.controllers]) : new Set<ControllerName>();
+  if (errors.length === 0 && enabled.size === 0) {
+    warnings.push(`--controllers=${o.controllers.join(',')} enables no controller: the host will only serve /healthz and /metrics`);
+  }
+  return { controllers: Object.freeze([...o.controllers]), enabledControllers: Object.freeze([...(enabled as Set<ControllerName>)]) };
+}
+
+/** The cloud node controller's workers and address refresh, and the lifecycle controller's period. */
+function nodeSection(
+  o: HostOptionsWithDefaults,
+  p: Problems,
+): Section<'concurrentNodeSyncs' | 'concurrentNodeStatusUpdates' | 'nodeStatusUpdateFrequencyMs' | 'nodeMonitorPeriodMs'> {
+  const concurrentNodeSyncs = p.int('concurrent-node-syncs', o.concurrentNodeSyncs, POSITIVE_INT);
+  const statusUpdates = p.int('concurrent-node-status-updates', o.concurrentNodeStatusUpdates, {
+    min: 0,
+    want: 'an integer of 0 or more (0 means the same as --concurrent-node-syncs)',
+  });
+  return {
+    concurrentNodeSyncs,
+    concurrentNodeStatusUpdates: statusUpdates === 0 ? concurrentNodeSyncs : statusUpdates,
+    nodeStatusUpdateFrequencyMs: p.duration('node-status-update-frequency', o.nodeStatusUpdateFrequency, { positive: true }),
+    nodeMonitorPeriodMs: p.duration('node-monitor-period', o.nodeMonitorPeriod, { positive: true }),
+  };
+}
+
+/** The secure serving endpoint, leader election and logging. */
+function servingSection(
+  o: HostOptionsWithDefaults,
+  p: Problems,
+): Section<'bindAddress' | 'securePort' | 'serving' | 'leaderElect' | 'leaderElection' | 'verbosity' | 'loggingFormat'> {
   checkIp('bind-address', o.bindAddress, p);
   checkIp('webhook-bind-address', o.webhookBindAddress, p);
-  const securePort = p.int('secure-port', o.securePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the server' });
-  const serving = compileServingConfig(o, p);
   const leaderElect = p.bool('leader-elect', o.leaderElect);
-  const leaderElection = checkLeaderElection(o, leaderElect, p);
-  const verbosity = p.int('v', o.verbosity, NON_NEGATIVE_INT);
-  const loggingFormat = p.oneOf<LogFormat>('logging-format', o.loggingFormat, ['json', 'text']);
+  return {
+    bindAddress: o.bindAddress,
+    securePort: p.int('secure-port', o.securePort, { min: 0, max: 65535, want: 'a port from 1 to 65535, or 0 to disable the server' }),
+    serving: compileServingConfig(o, p),
+    leaderElect,
+    leaderElection: checkLeaderElection(o, leaderElect, p),
+    verbosity: p.int('v', o.verbosity, NON_NEGATIVE_INT),
+    loggingFormat: p.oneOf<LogFormat>('logging-format', o.loggingFormat, ['json', 'text']),
+  };
+}
 
+/** The pod network: cloud routes and node IPAM. */
+function routeSection(
+  o: HostOptionsWithDefaults,
+  p: Problems,
+): Section<
+  'configureCloudRoutes' | 'clusterCidrs' | 'allocateNodeCidrs' | 'cidrAllocatorType' | 'nodeCidrMaskSizes' | 'routeReconciliationPeriodMs'
+> {
   const clusterCidrs = checkClusterCidrs(o.clusterCidr, p);
   const allocateNodeCidrs = p.bool('allocate-node-cidrs', o.allocateNodeCidrs);
   if (o.cidrAllocatorType === '') p.add('--cidr-allocator-type must not be empty: leave it out to use RangeAllocator');
@@ -203,47 +295,22 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     ipv4: p.int('node-cidr-mask-size-ipv4', o.nodeCidrMaskSizeIpv4, { min: 0, max: 32, want: 'an integer from 0 (unset) to 32' }),
     ipv6: p.int('node-cidr-mask-size-ipv6', o.nodeCidrMaskSizeIpv6, { min: 0, max: 128, want: 'an integer from 0 (unset) to 128' }),
   };
-  const nodeCidrMaskSizes = allocateNodeCidrs ? nodeCidrMaskSizes_(clusterCidrs, maskFlags, p) : [];
-
-  const config: HostConfig = {
-    cloudProvider: cloudProvider ?? '',
-    cloudConfigPath: o.cloudConfig === undefined ? undefined : path.resolve(o.cloudConfig),
-    cloudConfigOptional,
-    plugin: plugin!,
-    pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
-    pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
-    pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),
-    pluginMutationTimeoutMs: p.duration('plugin-mutation-timeout', o.pluginMutationTimeout, { positive: true }),
-    pluginAllowTcp: p.bool('plugin-allow-tcp', o.pluginAllowTcp),
-    pluginAllowExternalSocket: p.bool('plugin-allow-external-socket', o.pluginAllowExternalSocket),
-    pluginEnv,
-    kubeconfig: o.kubeconfig === undefined ? undefined : path.resolve(o.kubeconfig),
-    master: o.master,
-    clusterName: o.clusterName,
-    clusterNameDefaulted: o.defaulted.has('clusterName'),
-    controllers: Object.freeze([...o.controllers]),
-    enabledControllers: Object.freeze([...(enabled as Set<ControllerName>)]),
-    concurrentNodeSyncs,
-    concurrentNodeStatusUpdates: statusUpdates === 0 ? concurrentNodeSyncs : statusUpdates,
-    nodeStatusUpdateFrequencyMs: p.duration('node-status-update-frequency', o.nodeStatusUpdateFrequency, { positive: true }),
-    nodeMonitorPeriodMs: p.duration('node-monitor-period', o.nodeMonitorPeriod, { positive: true }),
-    kubeApiQps,
-    kubeApiBurst,
-    bindAddress: o.bindAddress,
-    securePort,
-    serving,
-    leaderElect,
-    leaderElection,
-    useServiceAccountCredentials: p.bool('use-service-account-credentials', o.useServiceAccountCredentials),
-    verbosity,
-    loggingFormat,
-    minResyncPeriodMs: p.duration('min-resync-period', o.minResyncPeriod, { positive: true }),
+  return {
     configureCloudRoutes: p.bool('configure-cloud-routes', o.configureCloudRoutes),
     clusterCidrs,
     allocateNodeCidrs,
     cidrAllocatorType: o.cidrAllocatorType,
-    nodeCidrMaskSizes,
+    nodeCidrMaskSizes: allocateNodeCidrs ? nodeCidrMaskSizes_(clusterCidrs, maskFlags, p) : [],
     routeReconciliationPeriodMs: p.duration('route-reconciliation-period', o.routeReconciliationPeriod, { positive: true }),
+  };
+}
+
+/** The service controller: workers, resync, the orphan sweep, and which Services and Nodes it watches. */
+function serviceSection(
+  o: HostOptionsWithDefaults,
+  p: Problems,
+): Section<'concurrentServiceSyncs' | 'lbResyncPeriodMs' | 'lbOrphanSweep' | 'nodeSelector' | 'watchNamespace'> {
+  return {
     concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
     lbResyncPeriodMs: p.duration('lb-resync-period', o.lbResyncPeriod),
     lbOrphanSweep: {
@@ -251,16 +318,21 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
       graceMs: p.duration('lb-orphan-grace-period', o.lbOrphanGracePeriod),
       dryRun: p.bool('lb-orphan-sweep-dry-run', o.lbOrphanSweepDryRun),
     },
+    nodeSelector: checkLabelSelector(o.nodeSelector, p),
+    watchNamespace: checkNamespace(o.watchNamespace, p),
+  };
+}
+
+/** The node lifecycle controller's deletion grace and brake. */
+function lifecycleSection(
+  o: HostOptionsWithDefaults,
+  p: Problems,
+): Section<'nodeDeletionGracePeriodMs' | 'nodeDeletionLimit' | 'nodeDeletionLimitWindowMs'> {
+  return {
     nodeDeletionGracePeriodMs: p.duration('node-deletion-grace-period', o.nodeDeletionGracePeriod),
     nodeDeletionLimit: deletionLimit(o.nodeDeletionLimit, p),
     nodeDeletionLimitWindowMs: p.duration('node-deletion-limit-window', o.nodeDeletionLimitWindow, { positive: true }),
-    nodeSelector: checkLabelSelector(o.nodeSelector, p),
-    watchNamespace: checkNamespace(o.watchNamespace, p),
-    volumes: compileVolumeConfig(o, p),
-    warnings: Object.freeze(warnings),
   };
-  if (p.errors.length > 0 || plugin === undefined) return { errors: p.errors };
-  return { config: deepFreeze(config) };
 }
 
 /**
