@@ -93,8 +93,16 @@ function checkBatch(nodes: readonly NodeRef[]): void {
   if (nodes.length > MAX_BATCH_NODES) throw new InvalidArgumentError(`at most ${MAX_BATCH_NODES} nodes per call, got ${nodes.length}`);
 }
 
-/** The InstancesService implementation. */
+/**
+ * The InstancesService of the local cloud: InstancesV2 lookups, batches and
+ * the legacy Instances (v1) calls, each a group of its own below.
+ */
 export function createInstancesService(c: CloudContext): InstancesProvider {
+  return { ...instanceLookups(c), ...instanceBatches(c), ...legacyInstances(c) };
+}
+
+/** InstancesV2: one node's existence, shutdown state and metadata. */
+function instanceLookups(c: CloudContext): Pick<InstancesProvider, 'instanceExists' | 'instanceShutdown' | 'instanceMetadata'> {
   return {
     async instanceExists(req) {
       return { exists: maybeInstanceOfNode(c.store.view(), req.node) !== undefined };
@@ -107,7 +115,12 @@ export function createInstancesService(c: CloudContext): InstancesProvider {
     async instanceMetadata(req) {
       return { metadata: metadataOf(instanceOfNode(c.store.view(), req.node)) };
     },
+  };
+}
 
+/** Batches: the status or metadata of up to MAX_BATCH_NODES nodes in one call. */
+function instanceBatches(c: CloudContext): Pick<InstancesProvider, 'getInstancesStatus' | 'getInstancesMetadata'> {
+  return {
     async getInstancesStatus(req) {
       checkBatch(req.nodes);
       const view = c.store.view();
@@ -136,7 +149,23 @@ export function createInstancesService(c: CloudContext): InstancesProvider {
         }),
       };
     },
+  };
+}
 
+/** The legacy Instances (v1) calls. */
+function legacyInstances(
+  c: CloudContext,
+): Pick<
+  InstancesProvider,
+  | 'nodeAddresses'
+  | 'nodeAddressesByProviderId'
+  | 'instanceId'
+  | 'instanceType'
+  | 'instanceTypeByProviderId'
+  | 'addSshKeyToAllInstances'
+  | 'currentNodeName'
+> {
+  return {
     async nodeAddresses(req) {
       return { addresses: toNodeAddresses(instanceByNodeName(c.store.view(), req.nodeName).addresses) };
     },

@@ -117,76 +117,16 @@ interface EnsurePlan {
   wanted?: string;
 }
 
-/** The LoadBalancersService implementation. */
+/**
+ * The LoadBalancersService of the local cloud: reads, single-Service writes
+ * and batch writes, each a group of its own below.
+ */
 export function createLoadBalancersService(c: CloudContext): LoadBalancersProvider {
-  /** Replaces the backends of an existing load balancer inside an update; NotFoundError when absent. */
-  function setBackends(draft: LocalCloudState, name: string, svc: ServiceRef, nodes: readonly NodeRef[]): void {
-    const lb = draft.loadBalancers.find((l) => l.name === name);
-    if (!lb) throw new NotFoundError(`load balancer ${name} for service ${svc.namespace}/${svc.name} does not exist`);
-    lb.backends = backendsOf(draft, nodes);
-  }
+  return { ...lbReads(c), ...lbWrites(c), ...lbBatchWrites(c) };
+}
 
-  /** What an ensure of `svc` will write, checked before the state update (InvalidArgumentError). */
-  function planEnsure(meta: RequestMeta | undefined, svc: ServiceRef): EnsurePlan {
-    const pool = c.settings.lbPool;
-    let wanted: string | undefined;
-    if (svc.loadBalancerIp) {
-      wanted = canonicalIp(svc.loadBalancerIp);
-      if (!wanted) throw new InvalidArgumentError(`loadBalancerIP ${JSON.stringify(svc.loadBalancerIp)} is not an IP address`);
-      if (!pool.has(wanted)) throw new InvalidArgumentError(`loadBalancerIP ${wanted} is not in the load balancer pool ${pool.cidr.text}`);
-    }
-    return { name: nameOf(c, meta, svc), clusterName: clusterOf(c, meta), ports: portsOf(svc), ipMode: ipModeOf(svc), wanted };
-  }
-
-  /** Creates or converges the load balancer of `svc` inside a state update. */
-  function applyEnsure(
-    draft: LocalCloudState,
-    plan: EnsurePlan,
-    svc: ServiceRef,
-    nodes: readonly NodeRef[],
-  ): { record: LoadBalancerRecord; created: boolean } {
-    const { name, wanted } = plan;
-    const pool = c.settings.lbPool;
-    const existing = draft.loadBalancers.find((l) => l.name === name);
-    if (existing && existing.serviceUid !== svc.uid)
-      throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
-    const others = draft.loadBalancers.filter((l) => l !== existing);
-    const used = new Set(others.map((l) => l.ingressIp));
-    let ip: string;
-    if (wanted) {
-      const holder = others.find((l) => l.ingressIp === wanted);
-      if (holder)
-        throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
-      ip = wanted;
-    } else if (existing) {
-      ip = existing.ingressIp;
-    } else {
-      const free = pool.allocate(used);
-      if (!free) throw new QuotaExceededError(`load balancer pool ${pool.cidr.text} has no free address`);
-      ip = free;
-    }
-    const lb: LoadBalancerRecord = {
-      name,
-      clusterName: plan.clusterName,
-      serviceUid: svc.uid,
-      serviceNamespace: svc.namespace,
-      serviceName: svc.name,
-      ingressIp: ip,
-      ipMode: plan.ipMode,
-      ports: plan.ports,
-      backends: backendsOf(draft, nodes),
-      sourceRanges: [...svc.loadBalancerSourceRanges],
-      externalTrafficPolicy: svc.externalTrafficPolicy === ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL ? 'Local' : 'Cluster',
-      healthCheckNodePort: svc.healthCheckNodePort,
-      sessionAffinity: svc.sessionAffinity === SessionAffinity.SESSION_AFFINITY_CLIENT_IP ? 'ClientIP' : 'None',
-      createdAt: existing?.createdAt ?? nowIso(),
-    };
-    if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
-    else draft.loadBalancers.push(lb);
-    if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
-    return { record: lb, created: !existing };
-  }
-
+/** Read-only: a Service's load balancer, its name, and the cluster's load balancers (paged). */
+function lbReads(c: CloudContext): Pick<LoadBalancersProvider, 'getLoadBalancer' | 'getLoadBalancerName' | 'listLoadBalancers'> {
   return {
     async getLoadBalancer(req) {
       const svc = requireService(req.service);
@@ -198,35 +138,33 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
       return { name: nameOf(c, req.meta, requireService(req.service)) };
     },
 
+    async listLoadBalancers(req) {
+      const cluster = clusterOf(c, req.meta);
+      const mine = c.store.view().state.loadBalancers.filter((l) => l.clusterName === cluster);
+      const { page, nextPageToken } = paginate(mine, (l) => l.name, req, 'loadBalancers', cluster);
+      return {
+        loadBalancers: page.map((l) => ({
+          name: l.name,
+          clusterName: l.clusterName,
+          serviceUid: l.serviceUid,
+          serviceNamespace: l.serviceNamespace,
+          serviceName: l.serviceName,
+        })),
+        nextPageToken,
+      };
+    },
+  };
+}
+
+/** One Service's load balancer: ensure (create or converge), backends, delete. */
+function lbWrites(c: CloudContext): Pick<LoadBalancersProvider, 'ensureLoadBalancer' | 'updateLoadBalancer' | 'ensureLoadBalancerDeleted'> {
+  return {
     async ensureLoadBalancer(req) {
       const svc = requireService(req.service);
-      const plan = planEnsure(req.meta, svc);
-      const { record, created } = await c.store.update((draft) => applyEnsure(draft, plan, svc, req.nodes));
+      const plan = planEnsure(c, req.meta, svc);
+      const { record, created } = await c.store.update((draft) => applyEnsure(c, draft, plan, svc, req.nodes));
       await c.forwarder?.sync();
       return markCreated({ status: statusOf(record) }, created);
-    },
-
-    async ensureLoadBalancers(req) {
-      if (req.services.length > MAX_BATCH_ENSURE)
-        throw new InvalidArgumentError(`at most ${MAX_BATCH_ENSURE} services per EnsureLoadBalancers call, got ${req.services.length}`);
-      const uids = new Set(req.services.map((s) => s.uid));
-      if (uids.size !== req.services.length) throw new InvalidArgumentError('a service uid appears twice in EnsureLoadBalancers');
-      const created: string[] = [];
-      // One state update for the whole batch; each entry fails on its own.
-      const results = await c.store.update((draft) =>
-        req.services.map((service) => {
-          try {
-            const svc = requireService(service);
-            const r = applyEnsure(draft, planEnsure(req.meta, svc), svc, req.nodes);
-            if (r.created) created.push(svc.uid);
-            return { serviceUid: service.uid, status: statusOf(r.record) };
-          } catch (err) {
-            return { serviceUid: service.uid, error: toStatus(err) };
-          }
-        }),
-      );
-      await c.forwarder?.sync();
-      return markCreatedKeys({ results }, created);
     },
 
     async updateLoadBalancer(req) {
@@ -249,21 +187,33 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
       await c.forwarder?.sync();
       return {};
     },
+  };
+}
 
-    async listLoadBalancers(req) {
-      const cluster = clusterOf(c, req.meta);
-      const mine = c.store.view().state.loadBalancers.filter((l) => l.clusterName === cluster);
-      const { page, nextPageToken } = paginate(mine, (l) => l.name, req, 'loadBalancers', cluster);
-      return {
-        loadBalancers: page.map((l) => ({
-          name: l.name,
-          clusterName: l.clusterName,
-          serviceUid: l.serviceUid,
-          serviceNamespace: l.serviceNamespace,
-          serviceName: l.serviceName,
-        })),
-        nextPageToken,
-      };
+/** Batches in one state update, each entry failing on its own. */
+function lbBatchWrites(c: CloudContext): Pick<LoadBalancersProvider, 'ensureLoadBalancers' | 'updateLoadBalancerHosts'> {
+  return {
+    async ensureLoadBalancers(req) {
+      if (req.services.length > MAX_BATCH_ENSURE)
+        throw new InvalidArgumentError(`at most ${MAX_BATCH_ENSURE} services per EnsureLoadBalancers call, got ${req.services.length}`);
+      const uids = new Set(req.services.map((s) => s.uid));
+      if (uids.size !== req.services.length) throw new InvalidArgumentError('a service uid appears twice in EnsureLoadBalancers');
+      const created: string[] = [];
+      // One state update for the whole batch; each entry fails on its own.
+      const results = await c.store.update((draft) =>
+        req.services.map((service) => {
+          try {
+            const svc = requireService(service);
+            const r = applyEnsure(c, draft, planEnsure(c, req.meta, svc), svc, req.nodes);
+            if (r.created) created.push(svc.uid);
+            return { serviceUid: service.uid, status: statusOf(r.record) };
+          } catch (err) {
+            return { serviceUid: service.uid, error: toStatus(err) };
+          }
+        }),
+      );
+      await c.forwarder?.sync();
+      return markCreatedKeys({ results }, created);
     },
 
     async updateLoadBalancerHosts(req) {
@@ -282,4 +232,73 @@ export function createLoadBalancersService(c: CloudContext): LoadBalancersProvid
       return { results };
     },
   };
+}
+
+/** Replaces the backends of an existing load balancer inside an update; NotFoundError when absent. */
+function setBackends(draft: LocalCloudState, name: string, svc: ServiceRef, nodes: readonly NodeRef[]): void {
+  const lb = draft.loadBalancers.find((l) => l.name === name);
+  if (!lb) throw new NotFoundError(`load balancer ${name} for service ${svc.namespace}/${svc.name} does not exist`);
+  lb.backends = backendsOf(draft, nodes);
+}
+
+/** What an ensure of `svc` will write, checked before the state update (InvalidArgumentError). */
+function planEnsure(c: CloudContext, meta: RequestMeta | undefined, svc: ServiceRef): EnsurePlan {
+  const pool = c.settings.lbPool;
+  let wanted: string | undefined;
+  if (svc.loadBalancerIp) {
+    wanted = canonicalIp(svc.loadBalancerIp);
+    if (!wanted) throw new InvalidArgumentError(`loadBalancerIP ${JSON.stringify(svc.loadBalancerIp)} is not an IP address`);
+    if (!pool.has(wanted)) throw new InvalidArgumentError(`loadBalancerIP ${wanted} is not in the load balancer pool ${pool.cidr.text}`);
+  }
+  return { name: nameOf(c, meta, svc), clusterName: clusterOf(c, meta), ports: portsOf(svc), ipMode: ipModeOf(svc), wanted };
+}
+
+/** Creates or converges the load balancer of `svc` inside a state update. */
+function applyEnsure(
+  c: CloudContext,
+  draft: LocalCloudState,
+  plan: EnsurePlan,
+  svc: ServiceRef,
+  nodes: readonly NodeRef[],
+): { record: LoadBalancerRecord; created: boolean } {
+  const { name, wanted } = plan;
+  const pool = c.settings.lbPool;
+  const existing = draft.loadBalancers.find((l) => l.name === name);
+  if (existing && existing.serviceUid !== svc.uid)
+    throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
+  const others = draft.loadBalancers.filter((l) => l !== existing);
+  const used = new Set(others.map((l) => l.ingressIp));
+  let ip: string;
+  if (wanted) {
+    const holder = others.find((l) => l.ingressIp === wanted);
+    if (holder)
+      throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
+    ip = wanted;
+  } else if (existing) {
+    ip = existing.ingressIp;
+  } else {
+    const free = pool.allocate(used);
+    if (!free) throw new QuotaExceededError(`load balancer pool ${pool.cidr.text} has no free address`);
+    ip = free;
+  }
+  const lb: LoadBalancerRecord = {
+    name,
+    clusterName: plan.clusterName,
+    serviceUid: svc.uid,
+    serviceNamespace: svc.namespace,
+    serviceName: svc.name,
+    ingressIp: ip,
+    ipMode: plan.ipMode,
+    ports: plan.ports,
+    backends: backendsOf(draft, nodes),
+    sourceRanges: [...svc.loadBalancerSourceRanges],
+    externalTrafficPolicy: svc.externalTrafficPolicy === ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL ? 'Local' : 'Cluster',
+    healthCheckNodePort: svc.healthCheckNodePort,
+    sessionAffinity: svc.sessionAffinity === SessionAffinity.SESSION_AFFINITY_CLIENT_IP ? 'ClientIP' : 'None',
+    createdAt: existing?.createdAt ?? nowIso(),
+  };
+  if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
+  else draft.loadBalancers.push(lb);
+  if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
+  return { record: lb, created: !existing };
 }

@@ -108,9 +108,16 @@ function findVolume(state: LocalCloudState, volumeId: string): VolumeRecord {
   return v;
 }
 
-/** The VolumesService implementation. */
+/**
+ * The VolumesService of the local cloud: a volume's life, its attachments
+ * and reads, each a group of its own below.
+ */
 export function createVolumesService(c: CloudContext): VolumesProvider {
-  const store = c.store;
+  return { ...volumeLifecycle(c), ...volumeAttachments(c), ...volumeReads(c) };
+}
+
+/** A volume's life: create, expand, delete. */
+function volumeLifecycle(c: CloudContext): Pick<VolumesProvider, 'createVolume' | 'controllerExpandVolume' | 'deleteVolume'> {
   return {
     async createVolume(req) {
       const name = required(req.name, 'name');
@@ -124,8 +131,8 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
       if (multi !== undefined && multi !== 'true' && multi !== 'false') {
         throw new InvalidArgumentError(`parameter ${MULTI_ATTACH_PARAMETER} must be "true" or "false", got ${JSON.stringify(multi)}`);
       }
-      const place = placementFor(req.accessibilityRequirements, c.settings.zone, c.settings.region, store.read().instances);
-      const record = await store.update(async (draft) => {
+      const place = placementFor(req.accessibilityRequirements, c.settings.zone, c.settings.region, c.store.read().instances);
+      const record = await c.store.update(async (draft) => {
         const existing = draft.volumes.find((v) => v.name === name);
         if (existing) {
           if (existing.requestedBytes !== size) {
@@ -133,11 +140,11 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
           }
           if (!sameParameters(existing.parameters, req.parameters)) throw new AlreadyExistsError(`volume ${name} exists with other parameters`);
           // Heal an image lost outside the cloud's control.
-          await stat(store.volumePath(existing.id)).catch(() => sizeImage(store.volumePath(existing.id), existing.capacityBytes));
+          await stat(c.store.volumePath(existing.id)).catch(() => sizeImage(c.store.volumePath(existing.id), existing.capacityBytes));
           return existing;
         }
         const id = newVolumeId((candidate) => draft.volumes.some((v) => v.id === candidate));
-        await sizeImage(store.volumePath(id), size);
+        await sizeImage(c.store.volumePath(id), size);
         const v: VolumeRecord = {
           id,
           name,
@@ -153,29 +160,56 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
         c.log.info({ volume: id, name, bytes: size, zone: v.zone }, 'volume created');
         return v;
       });
-      return { volume: toVolume(store, record) };
+      return { volume: toVolume(c.store, record) };
+    },
+
+    async controllerExpandVolume(req) {
+      const volumeId = required(req.volumeId, 'volume_id');
+      const want = req.capacityRange?.requiredBytes ?? 0;
+      const limit = req.capacityRange?.limitBytes ?? 0;
+      checkBytes(want, 'capacity_range.required_bytes');
+      checkBytes(limit, 'capacity_range.limit_bytes');
+      if (want === 0) throw new InvalidArgumentError('capacity_range.required_bytes is required');
+      if (limit > 0 && want > limit) throw new InvalidArgumentError(`capacity_range.required_bytes ${want} exceeds limit_bytes ${limit}`);
+      const capacityBytes = await c.store.update(async (draft) => {
+        const v = findVolume(draft, volumeId);
+        if (want < v.capacityBytes)
+          throw new InvalidArgumentError(`volume ${volumeId} has ${v.capacityBytes} bytes; shrinking to ${want} is not supported`);
+        if (want > v.capacityBytes) {
+          await sizeImage(c.store.volumePath(v.id), want);
+          c.log.info({ volume: v.id, from: v.capacityBytes, to: want }, 'volume expanded');
+          v.capacityBytes = want;
+        }
+        return v.capacityBytes;
+      });
+      return { capacityBytes, nodeExpansionRequired: true };
     },
 
     async deleteVolume(req) {
       const id = required(req.volumeId, 'volume_id');
-      if (!store.view().volumeById(id)) return {};
-      await store.update(async (draft) => {
+      if (!c.store.view().volumeById(id)) return {};
+      await c.store.update(async (draft) => {
         const v = draft.volumes.find((x) => x.id === id);
         if (!v) return;
         if (v.attachments.length > 0) {
           throw new InUseError(`volume ${id} is attached to ${v.attachments.map((a) => a.instanceId).join(', ')}`);
         }
-        await rm(store.volumePath(id), { force: true });
+        await rm(c.store.volumePath(id), { force: true });
         draft.volumes = draft.volumes.filter((x) => x !== v);
         c.log.info({ volume: id }, 'volume deleted');
       });
       return {};
     },
+  };
+}
 
+/** Attaching to and detaching from instances. */
+function volumeAttachments(c: CloudContext): Pick<VolumesProvider, 'controllerPublishVolume' | 'controllerUnpublishVolume'> {
+  return {
     async controllerPublishVolume(req) {
       const volumeId = required(req.volumeId, 'volume_id');
       const instanceId = instanceIdFromProviderId(required(req.nodeId, 'node_id'));
-      await store.update((draft) => {
+      await c.store.update((draft) => {
         const v = findVolume(draft, volumeId);
         const inst = draft.instances.find((i) => i.id === instanceId);
         if (!inst) throw new InstanceNotFoundError(`instance ${instanceId} not found`, { providerID: req.nodeId });
@@ -197,7 +231,7 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
       return {
         publishContext: {
           devicePath: `/dev/disk/by-id/local-${volumeId}`,
-          [CONTEXT_IMAGE]: store.volumePath(volumeId),
+          [CONTEXT_IMAGE]: c.store.volumePath(volumeId),
           readonly: String(req.readonly),
         },
       };
@@ -207,47 +241,30 @@ export function createVolumesService(c: CloudContext): VolumesProvider {
       const volumeId = required(req.volumeId, 'volume_id');
       const instanceId = req.nodeId ? instanceIdFromProviderId(req.nodeId) : undefined;
       const attached = (a: { instanceId: string }) => instanceId === undefined || a.instanceId === instanceId;
-      if (!store.view().volumeById(volumeId)?.attachments.some(attached)) return {};
-      await store.update((draft) => {
+      if (!c.store.view().volumeById(volumeId)?.attachments.some(attached)) return {};
+      await c.store.update((draft) => {
         const v = draft.volumes.find((x) => x.id === volumeId);
         if (v) v.attachments = v.attachments.filter((a) => !attached(a));
       });
       return {};
     },
+  };
+}
 
-    async controllerExpandVolume(req) {
-      const volumeId = required(req.volumeId, 'volume_id');
-      const want = req.capacityRange?.requiredBytes ?? 0;
-      const limit = req.capacityRange?.limitBytes ?? 0;
-      checkBytes(want, 'capacity_range.required_bytes');
-      checkBytes(limit, 'capacity_range.limit_bytes');
-      if (want === 0) throw new InvalidArgumentError('capacity_range.required_bytes is required');
-      if (limit > 0 && want > limit) throw new InvalidArgumentError(`capacity_range.required_bytes ${want} exceeds limit_bytes ${limit}`);
-      const capacityBytes = await store.update(async (draft) => {
-        const v = findVolume(draft, volumeId);
-        if (want < v.capacityBytes)
-          throw new InvalidArgumentError(`volume ${volumeId} has ${v.capacityBytes} bytes; shrinking to ${want} is not supported`);
-        if (want > v.capacityBytes) {
-          await sizeImage(store.volumePath(v.id), want);
-          c.log.info({ volume: v.id, from: v.capacityBytes, to: want }, 'volume expanded');
-          v.capacityBytes = want;
-        }
-        return v.capacityBytes;
-      });
-      return { capacityBytes, nodeExpansionRequired: true };
-    },
-
+/** Read-only: the volumes (paged) and a volume's topology labels. */
+function volumeReads(c: CloudContext): Pick<VolumesProvider, 'listVolumes' | 'getVolumeLabels'> {
+  return {
     async listVolumes(req) {
-      const state = store.read();
+      const state = c.store.read();
       const { page, nextPageToken } = paginate(state.volumes, (v) => v.id, req, 'volumes', '');
       return {
-        entries: page.map((v) => ({ volume: toVolume(store, v), publishedNodeIds: v.attachments.map((a) => providerIdOf(a.instanceId)) })),
+        entries: page.map((v) => ({ volume: toVolume(c.store, v), publishedNodeIds: v.attachments.map((a) => providerIdOf(a.instanceId)) })),
         nextPageToken,
       };
     },
 
     async getVolumeLabels(req) {
-      const v = store.view().volumeById(required(req.volumeId, 'volume_id'));
+      const v = c.store.view().volumeById(required(req.volumeId, 'volume_id'));
       if (!v) throw new NotFoundError(`volume ${req.volumeId} not found`);
       return { labels: { [ZONE_LABEL]: v.zone, [REGION_LABEL]: v.region } };
     },

@@ -166,12 +166,7 @@ export class VolumeProvisioner {
       const node = selected ? await this.node(selected) : undefined;
       request = createRequestFor(claim, sc, node);
     } catch (err) {
-      this.o.recorder.event(
-        claim,
-        'Warning',
-        EventReasons.PROVISIONING_FAILED,
-        `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`,
-      );
+      this.provisioningFailed(claim, sc, err);
       throw err;
     }
     // Never change an in-progress request (remembered here or persisted on the claim by an earlier attempt): the cloud may be acting on it.
@@ -199,12 +194,7 @@ export class VolumeProvisioner {
         this.inFlight.delete(key);
         await this.releaseClaim(claim, true);
       }
-      this.o.recorder.event(
-        claim,
-        'Warning',
-        EventReasons.PROVISIONING_FAILED,
-        `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`,
-      );
+      this.provisioningFailed(claim, sc, err);
       throw err;
     }
     const pv = persistentVolumeFor(claim, sc, volume, this.o.driver, this.identity);
@@ -259,6 +249,16 @@ export class VolumeProvisioner {
   }
 
   /** Strategic-merge-patches the claim's metadata; undefined when the claim is gone. */
+  /** The Warning a failed provisioning attempt leaves on the claim (upstream's reason and wording). */
+  private provisioningFailed(claim: V1PersistentVolumeClaim, sc: V1StorageClass, err: unknown): void {
+    this.o.recorder.event(
+      claim,
+      'Warning',
+      EventReasons.PROVISIONING_FAILED,
+      `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`,
+    );
+  }
+
   private async patchClaim(claim: V1PersistentVolumeClaim, metadata: Record<string, unknown>): Promise<V1PersistentVolumeClaim | undefined> {
     const { name, namespace } = claim.metadata as { name: string; namespace: string };
     try {
