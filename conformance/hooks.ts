@@ -15,7 +15,7 @@ import { execa } from 'execa';
 import { Code, RpcError, type Rpc } from './rpc.js';
 
 /** Exit status of a hook command that does not support a verb. */
-export const HOOK_UNSUPPORTED_EXIT = 3;
+const HOOK_UNSUPPORTED_EXIT = 3;
 /** How long one hook command may run. */
 const HOOK_TIMEOUT_MS = 60_000;
 

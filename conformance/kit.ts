@@ -33,7 +33,7 @@ export interface KitOptions {
 }
 
 /** Thrown by a check that does not apply to this provider. */
-export class SkipCheck extends Error {
+class SkipCheck extends Error {
   override name = 'SkipCheck';
 }
 

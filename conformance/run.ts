@@ -15,7 +15,7 @@ import { Kit, runChecks, type Check, type KitOptions } from './kit.js';
 import type { CheckResult } from './report.js';
 
 /** Every check, in the order they run. */
-export const ALL_CHECKS: readonly Check[] = [
+const ALL_CHECKS: readonly Check[] = [
   ...launchChecks,
   ...identityChecks,
   ...instanceChecks,

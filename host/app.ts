@@ -32,7 +32,6 @@ import { connectToApiServer, loadCloudConfig, warnAboutConfig } from './start/pr
 import { HOST_VERSION } from './version.js';
 
 export { HostStartError } from './errors.js';
-export { CONTROLLER_STOP_TIMEOUT_MS } from './start/controllers.js';
 
 export interface HostHandle {
   /** Leader-election identity (`hostname_uuid`), also sent to the plugin as the caller. */

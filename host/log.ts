@@ -21,7 +21,7 @@ export interface LogOptions {
   destination?: NodeJS.WritableStream;
 }
 
-export function levelForVerbosity(v: number): LevelWithSilent {
+function levelForVerbosity(v: number): LevelWithSilent {
   if (v >= 4) return 'trace';
   if (v >= 1) return 'debug';
   return 'info';

@@ -28,13 +28,13 @@ export const MetricNames = {
 } as const;
 
 /** Plugin call latency buckets: 0.5 ms (a local socket round trip) to 60 s (the default mutation deadline). */
-export const PLUGIN_RPC_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const PLUGIN_RPC_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** Upstream node controller buckets (controllers/node/metrics.go): 1 s × 4^n. */
-export const NODE_DELAY_BUCKETS = [1, 4, 16, 64, 256, 1024];
+const NODE_DELAY_BUCKETS = [1, 4, 16, 64, 256, 1024];
 
 /** Node initialization buckets: one plugin call (tens of ms) to a slow cloud (10 min). */
-export const NODE_INITIALIZATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+const NODE_INITIALIZATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 type PluginRpcLabels = 'plugin' | 'method' | 'code';
 

@@ -26,7 +26,7 @@ import { ClustersServiceClient, ZonesServiceClient } from '../proto/gen/ccm/prov
 import { GRPC_MESSAGE_SIZE_OPTIONS } from './protocol.js';
 
 /** Deadline `unary` applies when the caller gives none. */
-export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
 /** grpc.health.v1 check response (enums as strings, as grpc-health-check loads them). */
 export interface HealthCheckResponse {

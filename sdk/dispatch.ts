@@ -175,7 +175,7 @@ export function unaryHandler(
 }
 
 /** Handler answering UNIMPLEMENTED, naming the method. */
-export function unimplementedHandler(name: string): handleUnaryCall<unknown, unknown> {
+function unimplementedHandler(name: string): handleUnaryCall<unknown, unknown> {
   return (_call, callback) => {
     callback(toServiceError(new ProviderError(Code.UNIMPLEMENTED, `${name} is not implemented by this provider`)));
   };

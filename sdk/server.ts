@@ -19,11 +19,11 @@ import { prepareSocketPath, removeSocketFile } from './socket.js';
 import { within } from './within.js';
 
 /** Longest wait for grpc-js to bind the socket. */
-export const BIND_TIMEOUT_MS = 10_000;
+const BIND_TIMEOUT_MS = 10_000;
 /** After in-flight calls finished, longest wait for open streams (e.g. health Watch) before forcing. */
-export const DRAIN_STREAMS_MS = 1_000;
+const DRAIN_STREAMS_MS = 1_000;
 /** Open streams always get this long, so an answered Shutdown is flushed even with a zero grace period. */
-export const MIN_DRAIN_STREAMS_MS = 200;
+const MIN_DRAIN_STREAMS_MS = 200;
 /** provider.close() always gets at least this long, even when the grace period is spent. */
 export const MIN_CLOSE_MS = 1_000;
 

@@ -10,14 +10,14 @@ import { isAbsolute } from 'node:path';
 import { MAX_UNIX_SOCKET_PATH_BYTES } from './protocol.js';
 
 /** How long to wait for a connect to an existing socket file. */
-export const STALE_PROBE_TIMEOUT_MS = 1_000;
+const STALE_PROBE_TIMEOUT_MS = 1_000;
 
 /**
  * Whether something accepts connections on the unix socket at `path`. A
  * connect that neither succeeds nor fails within `timeoutMs` counts as
  * answering (a busy server is not stale).
  */
-export function socketAnswers(path: string, timeoutMs = STALE_PROBE_TIMEOUT_MS): Promise<boolean> {
+function socketAnswers(path: string, timeoutMs = STALE_PROBE_TIMEOUT_MS): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = connect(path);
     const finish = (answers: boolean) => {

@@ -89,11 +89,6 @@ export function guardStdout(): void {
   process.stdout.write = write as typeof process.stdout.write;
 }
 
-/** Whether guardStdout has run in this process. */
-export function stdoutGuarded(): boolean {
-  return guarded;
-}
-
 /** Writes the handshake line (plus newline) straight to fd 1, synchronously. */
 export function writeHandshakeLine(line: string): void {
   writeAllSync(STDOUT_FD, Buffer.from(line + '\n', 'utf8'));

@@ -8,10 +8,10 @@
 import { ControllerAliases, Controllers, type ControllerName } from '../names.js';
 
 /** Every controller, in start order. */
-export const ALL_CONTROLLERS: readonly ControllerName[] = Object.values(Controllers);
+const ALL_CONTROLLERS: readonly ControllerName[] = Object.values(Controllers);
 
 /** Canonical name for a canonical name or alias; undefined when unknown. */
-export function canonicalControllerName(name: string): ControllerName | undefined {
+function canonicalControllerName(name: string): ControllerName | undefined {
   if ((ALL_CONTROLLERS as readonly string[]).includes(name)) return name as ControllerName;
   return ControllerAliases[name];
 }

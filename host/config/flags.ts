@@ -539,13 +539,8 @@ export function parseHostArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   return { errors: [...parsed.errors, ...('errors' in compiled ? compiled.errors : [])] };
 }
 
-/** The help text, as `--help` returns it. */
-export function hostHelp(): string {
-  return newProgram().helpInformation();
-}
-
 /** The text `--version` prints: ours and the Kubernetes version this build targets (`raw`: as JSON). */
-export function versionText(raw = false): string {
+function versionText(raw = false): string {
   if (!raw) return `${COMPONENT_NAME} ${HOST_VERSION} (Kubernetes ${K8S_VERSION})`;
   return JSON.stringify(
     {
@@ -590,7 +585,7 @@ function takeVersion(argv: readonly string[], inert: string[]): { rest: string[]
  * Step 1: argv → HostOptions (text values) plus tokenizing problems and the
  * warnings for upstream flags that have no effect here, or the help text.
  */
-export function parseFlags(argv: readonly string[]): { options: HostOptions; errors: string[]; inert: string[] } | { help: string } {
+function parseFlags(argv: readonly string[]): { options: HostOptions; errors: string[]; inert: string[] } | { help: string } {
   const errors: string[] = [];
   const inert: string[] = [];
   const version = takeVersion(argv, inert);

@@ -9,10 +9,10 @@
 import { parseCidr } from '../util/cidr.js';
 import type { Problems } from './validate.js';
 
-export const DEFAULT_NODE_CIDR_MASK_IPV4 = 24;
-export const DEFAULT_NODE_CIDR_MASK_IPV6 = 64;
+const DEFAULT_NODE_CIDR_MASK_IPV4 = 24;
+const DEFAULT_NODE_CIDR_MASK_IPV6 = 64;
 /** Upstream cidrset limit: at most 2^16 node ranges per cluster CIDR. */
-export const MAX_NODE_CIDR_BITS = 16;
+const MAX_NODE_CIDR_BITS = 16;
 
 export interface MaskFlags {
   /** `--node-cidr-mask-size`, 0 = unset. */

@@ -117,7 +117,7 @@ export interface HostOptions {
 export const DEFAULT_CONCURRENT_SERVICE_SYNCS = 10;
 
 /** The `--cluster-name` default (upstream); main warns when it is used. */
-export const DEFAULT_CLUSTER_NAME = 'kubernetes';
+const DEFAULT_CLUSTER_NAME = 'kubernetes';
 
 /** Default of `--kube-api-qps`: sustained API requests per second, per client (upstream's). */
 export const DEFAULT_KUBE_API_QPS = 20;

@@ -35,7 +35,7 @@ export type PluginSource =
     };
 
 /** `--cloud-provider` value that may use the built-in plugin. */
-export const LOCAL_CLOUD_PROVIDER = 'local';
+const LOCAL_CLOUD_PROVIDER = 'local';
 
 /** Directory holding this repository's build output (dist/), found from this file's location. */
 function distDir(): string {
@@ -47,7 +47,7 @@ function distDir(): string {
 export const BUILTIN_LOCAL_PLUGIN_PATH = path.join(distDir(), 'plugins', 'local', 'main.js');
 
 /** File names looked up in a `--plugin-path` directory, in order. */
-export function pluginFileNames(cloudProvider: string): [string, string] {
+function pluginFileNames(cloudProvider: string): [string, string] {
   const base = `ccm-provider-${cloudProvider}`;
   return [base, `${base}.js`];
 }

@@ -84,7 +84,7 @@ export class Problems {
 }
 
 /** Why `file` cannot be read as a regular file, in words; undefined if it can. */
-export function unreadableReason(file: string): string | undefined {
+function unreadableReason(file: string): string | undefined {
   try {
     if (!fs.statSync(file).isFile()) return 'not a regular file';
     fs.accessSync(file, fs.constants.R_OK);

@@ -21,7 +21,7 @@ export const MAX_WATCH_SOCKETS = 64;
  * kube-apiserver's own 90 s idle timeout, so a request rarely races the
  * server closing it. (Watch connections are reused by the next watch at once.)
  */
-export const IDLE_SOCKET_TIMEOUT_MS = 30_000;
+const IDLE_SOCKET_TIMEOUT_MS = 30_000;
 /** TLS identities kept at once; more appear only when certificates rotate. */
 const MAX_IDENTITIES = 8;
 

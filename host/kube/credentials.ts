@@ -20,11 +20,11 @@ import fs from 'node:fs';
 import { currentCluster, currentUser, type ExecConfig, type KubeConfigData, type KubeUser } from './kubeconfig.js';
 
 /** How long a file read for a credential is used before it is read again. */
-export const FILE_REFRESH_MS = 60_000;
+const FILE_REFRESH_MS = 60_000;
 /** An exec plugin that runs longer than this is killed and the request fails. */
-export const EXEC_TIMEOUT_MS = 60_000;
+const EXEC_TIMEOUT_MS = 60_000;
 /** Largest output accepted from an exec plugin. */
-export const MAX_EXEC_OUTPUT_BYTES = 1 * 2 ** 20;
+const MAX_EXEC_OUTPUT_BYTES = 1 * 2 ** 20;
 /** Largest credential file (token, certificate, key) read. */
 const MAX_CREDENTIAL_FILE_BYTES = 1 * 2 ** 20;
 /** An exec credential this close to expiry is fetched again. */

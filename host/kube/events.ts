@@ -18,11 +18,11 @@ import { patchEvent } from './patch.js';
 export type EventType = 'Normal' | 'Warning';
 
 /** Repeats within this window update the existing Event instead of creating one, in ms (10 min, as upstream). */
-export const EVENT_AGGREGATION_WINDOW_MS = 10 * 60 * 1000;
+const EVENT_AGGREGATION_WINDOW_MS = 10 * 60 * 1000;
 /** Events accepted but not yet written beyond which new ones are dropped (upstream's queue size). */
-export const MAX_PENDING_EVENTS = 1000;
+const MAX_PENDING_EVENTS = 1000;
 /** Distinct (object, type, reason, message) combinations remembered for aggregation (upstream's LRU size). */
-export const MAX_AGGREGATION_ENTRIES = 4096;
+const MAX_AGGREGATION_ENTRIES = 4096;
 /** Namespace of Events about cluster-scoped objects (e.g. Nodes), as upstream. */
 const CLUSTER_SCOPED_EVENT_NAMESPACE = 'default';
 

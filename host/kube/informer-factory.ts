@@ -106,7 +106,7 @@ export class InformerFactory {
   }
 }
 
-export const NODES: ResourceSpec<V1Node> = {
+const NODES: ResourceSpec<V1Node> = {
   name: 'nodes',
   path: '/api/v1/nodes',
   nodeScoped: true,

@@ -30,9 +30,9 @@ import { ApiError, type RestClient } from './rest.js';
 import { watch } from './watch.js';
 
 /** First delay before relisting after an error, in ms (upstream reflector: 800 ms). */
-export const INFORMER_INITIAL_BACKOFF_MS = 800;
+const INFORMER_INITIAL_BACKOFF_MS = 800;
 /** Longest delay before relisting after errors, in ms (upstream reflector: 30 s). */
-export const INFORMER_MAX_BACKOFF_MS = 30_000;
+const INFORMER_MAX_BACKOFF_MS = 30_000;
 /** A watch that ends cleanly sooner than this without delivering events counts as a failure, in ms. */
 const MIN_HEALTHY_WATCH_MS = 1000;
 /** Server-side watch timeout is drawn from [MIN, 2*MIN), in seconds (upstream reflector: 5 min). */

@@ -21,10 +21,10 @@ import yaml from 'js-yaml';
 import type { Cluster, Context, User } from '@kubernetes/client-node';
 
 /** Service-account files of in-cluster config, under an optional prefix (tests). */
-export const SERVICE_ACCOUNT_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+const SERVICE_ACCOUNT_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 const SERVICE_ACCOUNT_CA_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
 /** Largest kubeconfig file read (certificates inline make them a few KB; this is generous). */
-export const MAX_KUBECONFIG_BYTES = 4 * 2 ** 20;
+const MAX_KUBECONFIG_BYTES = 4 * 2 ** 20;
 
 /** An exec credential plugin (client-go's ExecConfig). */
 export interface ExecConfig {
@@ -98,7 +98,7 @@ export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): KubeConfigData
 }
 
 /** The context `kc.currentContext` names, if any. */
-export function currentContext(kc: KubeConfigData): Context | undefined {
+function currentContext(kc: KubeConfigData): Context | undefined {
   return kc.contexts.find((c) => c.name === kc.currentContext);
 }
 
@@ -121,7 +121,7 @@ export function singleConfig(cluster: Cluster, user: KubeUser): KubeConfigData {
 }
 
 /** `first` with the entries of `more` whose names it lacks; `first`'s current context unless it has none. */
-export function mergeKubeConfigs(first: KubeConfigData, more: KubeConfigData): KubeConfigData {
+function mergeKubeConfigs(first: KubeConfigData, more: KubeConfigData): KubeConfigData {
   const add = <T extends { name: string }>(a: readonly T[], b: readonly T[]): T[] => [...a, ...b.filter((x) => !a.some((y) => y.name === x.name))];
   return {
     clusters: add(first.clusters, more.clusters),
@@ -132,7 +132,7 @@ export function mergeKubeConfigs(first: KubeConfigData, more: KubeConfigData): K
 }
 
 /** Parses kubeconfig YAML; relative paths are resolved against `baseDir`. Throws naming the bad entry. */
-export function parseKubeConfig(text: string, baseDir: string): KubeConfigData {
+function parseKubeConfig(text: string, baseDir: string): KubeConfigData {
   const doc = yaml.load(text) as Record<string, unknown> | null | undefined;
   if (doc !== null && doc !== undefined && (typeof doc !== 'object' || Array.isArray(doc)))
     throw new Error('not a kubeconfig: the document is not a mapping');

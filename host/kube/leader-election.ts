@@ -31,7 +31,7 @@ import { isNotFound } from './client.js';
 export const JITTER_FACTOR = 1.2;
 
 /** Upstream's leader healthz tolerance (controller-manager: NewLeaderHealthzAdaptor(20s)). */
-export const LEADER_HEALTHZ_TOLERANCE_MS = 20_000;
+const LEADER_HEALTHZ_TOLERANCE_MS = 20_000;
 
 /** The fields of a Lease that hold the election record. */
 export interface LeaseRecord {

@@ -47,7 +47,7 @@ export function patchEvent(core: CoreV1Api, namespace: string, name: string, pat
 }
 
 /** Conflicts a conditional Node write retries before giving up (the caller's own retry takes over). */
-export const CONFLICT_ATTEMPTS = 5;
+const CONFLICT_ATTEMPTS = 5;
 
 /**
  * A conditional merge patch of a Node that is recomputed on conflict: `plan`

@@ -15,13 +15,13 @@ export interface RateLimiter<T> {
 }
 
 /** Base per-item delay of {@link defaultControllerRateLimiter}, in milliseconds. */
-export const DEFAULT_ITEM_BASE_DELAY_MS = 5;
+const DEFAULT_ITEM_BASE_DELAY_MS = 5;
 /** Maximum per-item delay of {@link defaultControllerRateLimiter}, in milliseconds (1000 s). */
-export const DEFAULT_ITEM_MAX_DELAY_MS = 1000 * 1000;
+const DEFAULT_ITEM_MAX_DELAY_MS = 1000 * 1000;
 /** Overall requeues per second allowed by {@link defaultControllerRateLimiter}. */
-export const DEFAULT_BUCKET_QPS = 10;
+const DEFAULT_BUCKET_QPS = 10;
 /** Burst of the overall bucket of {@link defaultControllerRateLimiter}. */
-export const DEFAULT_BUCKET_BURST = 100;
+const DEFAULT_BUCKET_BURST = 100;
 
 /**
  * client-go's ItemExponentialFailureRateLimiter: the n-th consecutive requeue

@@ -29,9 +29,9 @@ import { isNotFound, isConflict, makeClients, type KubeClients, type MakeClients
 import { Backoff } from './backoff.js';
 
 /** Namespace of the controllers' ServiceAccounts (upstream: kube-system, fixed). */
-export const CONTROLLER_SERVICE_ACCOUNT_NAMESPACE = 'kube-system';
+const CONTROLLER_SERVICE_ACCOUNT_NAMESPACE = 'kube-system';
 /** Lifetime asked for each token (upstream's dynamic client builder asks one hour). */
-export const DEFAULT_TOKEN_EXPIRATION_SECONDS = 3600;
+const DEFAULT_TOKEN_EXPIRATION_SECONDS = 3600;
 /** Share of a token's lifetime after which it is renewed. */
 const RENEW_AFTER_FRACTION = 0.8;
 /** A token this close to expiry is not used any more (clock skew, request latency). */

@@ -47,7 +47,7 @@ export type CallObserver = (method: string, code: string, seconds: number) => vo
 const CONNECTIVITY_WATCH_MS = 60_000;
 
 /** Maps a failed call to the host error classes of host/errors.ts. */
-export function toCloudError(method: string, err: Partial<ServiceError>): Error {
+function toCloudError(method: string, err: Partial<ServiceError>): Error {
   return decodedToCloudError(method, fromServiceError(err));
 }
 

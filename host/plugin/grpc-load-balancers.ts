@@ -35,7 +35,7 @@ import { lbStatusProblems, lbSummaryProblems } from './validate-load-balancers.j
 /** Load balancers asked for per ListLoadBalancers page. */
 const LIST_PAGE_SIZE = 500;
 /** Most load balancers one listing may hold (memory bound against a provider that never stops paging). */
-export const MAX_LISTED_LOAD_BALANCERS = 100_000;
+const MAX_LISTED_LOAD_BALANCERS = 100_000;
 
 /** What GrpcLoadBalancers needs from GrpcCloud. */
 export interface LbTransport {
@@ -79,7 +79,7 @@ function toPbService(s: ServiceRef): PbServiceRef {
 }
 
 /** Converts and validates a status answer; throws InvalidCloudResponseError. */
-export function checkedStatus(method: string, pb: PbStatus | undefined): LbStatus {
+function checkedStatus(method: string, pb: PbStatus | undefined): LbStatus {
   if (!pb) throw new InvalidCloudResponseError(method, ['status is missing']);
   const problems: string[] = [];
   const ingress = pb.ingress.map((i, n): LbIngress => {

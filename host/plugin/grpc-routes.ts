@@ -16,7 +16,7 @@ import { routeProblems } from './validate-routes.js';
 import { quote } from './validate.js';
 
 /** Routes asked for per ListRoutes page (providers may return fewer). */
-export const ROUTE_PAGE_SIZE = 1000;
+const ROUTE_PAGE_SIZE = 1000;
 /** Bound on pages per listing: a provider that never ends its listing is an invalid answer. */
 const MAX_ROUTE_PAGES = 10_000;
 

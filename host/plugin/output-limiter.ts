@@ -14,7 +14,7 @@ export const PLUGIN_LOG_LINES_PER_SECOND = 100;
 /** Plugin output lines logged in a burst above the sustained rate. */
 export const PLUGIN_LOG_LINES_BURST = 1000;
 /** At most one "lines dropped" summary record per this interval. */
-export const PLUGIN_LOG_SUMMARY_INTERVAL_MS = 10_000;
+const PLUGIN_LOG_SUMMARY_INTERVAL_MS = 10_000;
 
 export interface OutputLimiterOptions {
   log: Logger;

@@ -14,9 +14,9 @@ import type { PluginSupervisor } from './supervisor.js';
 import { checkPluginMetrics, exposedNames } from './validate-metrics.js';
 
 /** Scrapes closer together than this get the previous answer. */
-export const MIN_INTERVAL_MS = 1_000;
+const MIN_INTERVAL_MS = 1_000;
 /** Deadline of one GetMetrics call. */
-export const CALL_DEADLINE_MS = 2_000;
+const CALL_DEADLINE_MS = 2_000;
 /** Least time between two log lines about bad or failed answers. */
 const LOG_INTERVAL_MS = 60_000;
 

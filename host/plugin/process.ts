@@ -108,7 +108,7 @@ export interface SpawnOptions {
 }
 
 /** Why a handshake is refused under `allow`, with what to do; undefined when it is accepted. */
-export function handshakeRefusal(h: Handshake, offeredSocket: string, allow: HandshakeAllowances): string | undefined {
+function handshakeRefusal(h: Handshake, offeredSocket: string, allow: HandshakeAllowances): string | undefined {
   if (h.network === 'tcp' && !allow.tcp) {
     return `it names TCP address ${h.address}, and only Unix sockets are accepted: make the plugin listen on CCM_PLUGIN_ENDPOINT (the SDKs do), or start the host with --plugin-allow-tcp`;
   }

@@ -67,7 +67,7 @@ export interface PluginIdentity {
 /** Deadline of each liveness check call. */
 const PROBE_TIMEOUT_MS = 5_000;
 /** Consecutive failed liveness checks after which the plugin is restarted (exec) or redialed (sidecar). */
-export const LIVENESS_FAILURES = 2;
+const LIVENESS_FAILURES = 2;
 const STARTUP_POLL_MS = 100;
 
 export class PluginSupervisor extends EventEmitter {

@@ -7,7 +7,7 @@ import type { LbIngress, LbStatus } from '../cloud-load-balancers.js';
 import { dnsNameProblem, ipProblem } from './validate.js';
 
 /** At most this many ingress points (the protocol's limit). */
-export const MAX_INGRESS = 64;
+const MAX_INGRESS = 64;
 /** A port status error reason: CamelCase, at most 316 characters (the API server's limit). */
 const PORT_ERROR = /^[A-Z][A-Za-z0-9]{0,315}$/;
 

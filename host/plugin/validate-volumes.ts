@@ -10,15 +10,15 @@ import { labelKeyProblem, labelValueProblem, plainTextProblem, printableIdProble
 import { isZoneLabel, ZONE_DELIMITER, zoneList } from '../volume-zones.js';
 
 /** Longest volume id accepted (CSI allows 128 bytes; some drivers use more). */
-export const MAX_VOLUME_ID_CHARS = 1024;
+const MAX_VOLUME_ID_CHARS = 1024;
 /** Most entries in volume_context / publish_context / labels. */
-export const MAX_MAP_ENTRIES = 64;
+const MAX_MAP_ENTRIES = 64;
 /** Longest key or value in those maps. */
-export const MAX_MAP_CHARS = 4096;
+const MAX_MAP_CHARS = 4096;
 /** Most UTF-8 bytes of all keys and values of one map (the API server's limit for attachment metadata). */
-export const MAX_MAP_BYTES = 256 * 1024;
+const MAX_MAP_BYTES = 256 * 1024;
 /** Most topologies a volume may report. */
-export const MAX_TOPOLOGIES = 16;
+const MAX_TOPOLOGIES = 16;
 
 /** A volume id the provider answers becomes spec.csi.volumeHandle and annotation values: printable ASCII, no spaces. */
 export function volumeIdProblem(id: string): string | undefined {

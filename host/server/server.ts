@@ -32,7 +32,7 @@ import type { RequestGuard } from './guard.js';
 export type { HealthCheck } from './checks.js';
 
 /** Default time a check may take before it counts as failed. */
-export const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
+const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
 
 /** Inputs of startHealthServer. */
 export interface HealthServerOptions {
@@ -204,7 +204,7 @@ function safeDecode(segment: string): string {
  * required, and checked by the guard, as upstream: a request may
  * authenticate with a token instead, or be anonymous.
  */
-export function tlsContextOptions(
+function tlsContextOptions(
   tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string },
   guard: RequestGuard,
 ): https.ServerOptions {

@@ -24,7 +24,7 @@ import { HOST_VERSION } from '../version.js';
 import { within } from '../../sdk/within.js';
 
 /** Bound on waiting for controllers (and then informers) to stop. */
-export const CONTROLLER_STOP_TIMEOUT_MS = 10_000;
+const CONTROLLER_STOP_TIMEOUT_MS = 10_000;
 
 export interface ControllerClients {
   clients: KubeClients;

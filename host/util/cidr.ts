@@ -36,7 +36,7 @@ function toBytes(n: bigint, count: number): number[] {
 }
 
 /** Text form of an address of `family`. */
-export function addressText(family: IpFamily, n: bigint): string {
+function addressText(family: IpFamily, n: bigint): string {
   return family === 4 ? ipaddr.fromByteArray(toBytes(n, 4)).toString() : ipaddr.fromByteArray(toBytes(n, 16)).toString();
 }
 

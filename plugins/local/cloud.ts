@@ -23,9 +23,9 @@ import { createVolumesService } from './volumes.js';
 import { createClustersService, createZonesService } from './zones.js';
 
 /** Implementation name reported by GetPluginInfo. */
-export const LOCAL_CLOUD_NAME = 'local.ccm.dev';
+const LOCAL_CLOUD_NAME = 'local.ccm.dev';
 /** Vendor version reported by GetPluginInfo. */
-export const LOCAL_CLOUD_VERSION = '0.1.0';
+const LOCAL_CLOUD_VERSION = '0.1.0';
 
 /** Options of {@link createLocalCloud}; everything is optional. */
 export interface LocalCloudOptions extends SettingsInput {

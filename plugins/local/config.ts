@@ -18,11 +18,11 @@ export const DEFAULT_ZONE = 'local-a';
 /** Region of instances and volumes when none is given. */
 export const DEFAULT_REGION = 'local';
 /** Pool of load balancer ingress addresses (loopback, so a forwarder can bind them). */
-export const DEFAULT_LB_CIDR = '127.0.10.0/24';
+const DEFAULT_LB_CIDR = '127.0.10.0/24';
 /** Pool of instance InternalIPs allocated by the CLI when none is given. */
 export const DEFAULT_NODE_CIDR = '127.1.0.0/16';
 /** Answer of ClustersService.Master when not configured. */
-export const DEFAULT_MASTER_ADDRESS = '127.0.0.1';
+const DEFAULT_MASTER_ADDRESS = '127.0.0.1';
 
 /** Environment variables read at start. */
 export const ENV = {

@@ -21,7 +21,7 @@ import type { LocalCloudLogger } from './context.js';
 import type { LoadBalancerRecord, StateStore, StateView } from './state.js';
 
 /** How often the state is checked for changes made elsewhere, and failed binds retried. */
-export const FORWARDER_POLL_MS = 1000;
+const FORWARDER_POLL_MS = 1000;
 /** A UDP client with no traffic for this long loses its relay socket. */
 const UDP_IDLE_MS = 60_000;
 /** Backends tried for one TCP connection before it is dropped. */

@@ -12,7 +12,7 @@ import { parseProviderId, providerIdOf } from './names.js';
 import type { AddressRecord, AddressType, InstanceRecord, StateView } from './state.js';
 
 /** Most nodes accepted by one batch call. */
-export const MAX_BATCH_NODES = 500;
+const MAX_BATCH_NODES = 500;
 
 const ADDRESS_TYPE_TO_PROTO: Readonly<Record<AddressType, NodeAddressType>> = {
   Hostname: NodeAddressType.NODE_ADDRESS_TYPE_HOSTNAME,
@@ -60,7 +60,7 @@ export function instanceByNodeName(view: StateView, nodeName: string): InstanceR
 }
 
 /** The instance behind a node: by providerID when set, else by name. */
-export function instanceOfNode(view: StateView, node: NodeRef | undefined): InstanceRecord {
+function instanceOfNode(view: StateView, node: NodeRef | undefined): InstanceRecord {
   const n = required(node, 'node');
   if (n.providerId) return instanceByProviderId(view, n.providerId);
   if (!n.name) throw new InvalidArgumentError('node has neither a provider_id nor a name');
@@ -78,7 +78,7 @@ function maybeInstanceOfNode(view: StateView, node: NodeRef | undefined): Instan
 }
 
 /** InstanceMetadata of a stored instance. */
-export function metadataOf(inst: InstanceRecord): InstanceMetadata {
+function metadataOf(inst: InstanceRecord): InstanceMetadata {
   return {
     providerId: providerIdOf(inst.id),
     instanceType: inst.type,

@@ -11,7 +11,7 @@ import { ADDRESS_TYPES, type AddressRecord, type InstanceRecord, type InstanceSt
 import { checkDnsSubdomain, checkLabelKey, checkLabelValue, checkToken, must } from './validate.js';
 
 /** Instance type when none is given. */
-export const DEFAULT_INSTANCE_TYPE = 'local.small';
+const DEFAULT_INSTANCE_TYPE = 'local.small';
 
 /** What `instance add` asks for; everything but the name is optional. */
 export interface NewInstanceSpec {
@@ -74,7 +74,7 @@ export function parseLabel(text: string): [string, string] {
 }
 
 /** The instance a NAME, ID or providerID refers to, or undefined. */
-export function findInstance(state: Readonly<LocalCloudState>, ref: string): InstanceRecord | undefined {
+function findInstance(state: Readonly<LocalCloudState>, ref: string): InstanceRecord | undefined {
   const id = parseProviderId(ref) ?? ref;
   return (isInstanceId(id) ? state.instances.find((i) => i.id === id) : undefined) ?? state.instances.find((i) => i.name === ref);
 }

@@ -16,14 +16,14 @@ export interface Cidr {
 }
 
 /** The address if `s` is a strict IPv4 dotted quad or an IPv6 literal, else undefined. */
-export function parseIp(s: string): Addr | undefined {
+function parseIp(s: string): Addr | undefined {
   if (ipaddr.IPv4.isValidFourPartDecimal(s)) return ipaddr.IPv4.parse(s);
   if (s.includes(':') && !s.includes('%') && ipaddr.IPv6.isValid(s)) return ipaddr.IPv6.parse(s);
   return undefined;
 }
 
 /** Canonical text of an address (RFC 5952 for IPv6). */
-export function ipText(a: Addr): string {
+function ipText(a: Addr): string {
   return a.kind() === 'ipv6' ? (a as ipaddr.IPv6).toRFC5952String() : a.toString();
 }
 
@@ -53,7 +53,7 @@ export function cidrContains(outer: Cidr, inner: Cidr): boolean {
 }
 
 /** Whether address `a` lies inside `cidr`. */
-export function cidrHas(cidr: Cidr, a: Addr): boolean {
+function cidrHas(cidr: Cidr, a: Addr): boolean {
   return cidr.addr.kind() === a.kind() && a.match(cidr.addr, cidr.prefix);
 }
 

@@ -14,8 +14,8 @@ import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMutatingMethod } from '../../sdk/mutations.js';
 
-export const JOURNAL_FILE = 'journal.jsonl';
-export const JOURNAL_ENV = 'LOCALCLOUD_JOURNAL';
+const JOURNAL_FILE = 'journal.jsonl';
+const JOURNAL_ENV = 'LOCALCLOUD_JOURNAL';
 
 export type JournalMode = 'mutations' | 'all' | 'off';
 

@@ -46,7 +46,7 @@ export interface Knobs {
 export type KnobName = keyof Knobs;
 
 /** Values when nothing is set: no faults. */
-export const DEFAULT_KNOBS: Readonly<Knobs> = {
+const DEFAULT_KNOBS: Readonly<Knobs> = {
   latencyMs: 0,
   latencyJitterMs: 0,
   errorRate: 0,
@@ -75,7 +75,7 @@ const MAX_HOLD_LENGTH = 1024;
 const HOLD_POLL_MS = 50;
 
 /** Largest accepted latency knob, in milliseconds (10 minutes). */
-export const MAX_LATENCY_MS = 600_000;
+const MAX_LATENCY_MS = 600_000;
 
 /** Every knob name. */
 export const KNOB_NAMES = Object.keys(DEFAULT_KNOBS) as KnobName[];
@@ -179,7 +179,7 @@ export async function updateKnobs(store: StateStore, set: KnobSettings, unset: r
 }
 
 /** A token bucket; time in milliseconds. */
-export class TokenBucket {
+class TokenBucket {
   private tokens: number;
   private last: number;
 
@@ -271,7 +271,7 @@ export class FaultInjector {
 }
 
 /** Whether the `hold` knob value names `method` (`service.method`), by full name or method name alone. */
-export function holds(hold: string, method: string): boolean {
+function holds(hold: string, method: string): boolean {
   if (!hold) return false;
   const full = method.toLowerCase();
   const short = full.slice(full.indexOf('.') + 1);
@@ -282,18 +282,18 @@ export function holds(hold: string, method: string): boolean {
 }
 
 /** The error for a call whose signal fired: DEADLINE_EXCEEDED past the deadline, else CANCELLED. */
-export function abortError(ctx: CallContext): ProviderError {
+function abortError(ctx: CallContext): ProviderError {
   if (ctx.deadlineMs !== undefined && Date.now() >= ctx.deadlineMs) return new ProviderError(Code.DEADLINE_EXCEEDED, 'deadline exceeded');
   return new ProviderError(Code.CANCELLED, 'call cancelled');
 }
 
 /** Throws {@link abortError} when the call's signal has fired. */
-export function throwIfAborted(ctx: CallContext): void {
+function throwIfAborted(ctx: CallContext): void {
   if (ctx.signal.aborted) throw abortError(ctx);
 }
 
 /** Sleeps `ms`, or rejects with {@link abortError} as soon as the call is aborted. */
-export function sleep(ms: number, ctx: CallContext): Promise<void> {
+function sleep(ms: number, ctx: CallContext): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (ctx.signal.aborted) return reject(abortError(ctx));
     const onAbort = () => {

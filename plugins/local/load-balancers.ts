@@ -27,17 +27,12 @@ import { loadBalancerName } from './names.js';
 import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
 
 /** Service annotation selecting the ingress ipMode (VIP or Proxy). */
-export const IP_MODE_ANNOTATION = 'local.ccm.dev/ip-mode';
+const IP_MODE_ANNOTATION = 'local.ccm.dev/ip-mode';
 
 const PROTOCOLS: Readonly<Partial<Record<Protocol, LbProtocol>>> = {
   [Protocol.PROTOCOL_TCP]: 'TCP',
   [Protocol.PROTOCOL_UDP]: 'UDP',
   [Protocol.PROTOCOL_SCTP]: 'SCTP',
-};
-const PROTOCOL_TO_PROTO: Readonly<Record<LbProtocol, Protocol>> = {
-  TCP: Protocol.PROTOCOL_TCP,
-  UDP: Protocol.PROTOCOL_UDP,
-  SCTP: Protocol.PROTOCOL_SCTP,
 };
 
 function requireService(service: ServiceRef | undefined): ServiceRef {
@@ -93,19 +88,14 @@ function backendsOf(state: LocalCloudState, nodes: readonly NodeRef[]): LbBacken
 }
 
 /** Service status of a load balancer record. */
-export function statusOf(lb: LoadBalancerRecord): LoadBalancerStatus {
+function statusOf(lb: LoadBalancerRecord): LoadBalancerStatus {
   return {
     ingress: [{ ip: lb.ingressIp, hostname: '', ipMode: lb.ipMode === 'Proxy' ? IpMode.IP_MODE_PROXY : IpMode.IP_MODE_VIP, ports: [] }],
   };
 }
 
-/** Protocol enum of a stored protocol. */
-export function protocolToProto(p: LbProtocol): Protocol {
-  return PROTOCOL_TO_PROTO[p];
-}
-
 /** Most entries of one EnsureLoadBalancers call (the protocol's bound). */
-export const MAX_BATCH_ENSURE = 500;
+const MAX_BATCH_ENSURE = 500;
 
 /** The checked inputs of one ensure. */
 interface EnsurePlan {

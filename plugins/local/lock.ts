@@ -22,7 +22,7 @@ export const LOCK_WAIT_MS = 10_000;
 /** A lock directory without an owner file for this long is stale, in milliseconds. */
 export const LOCK_OWNERLESS_STALE_MS = 2_000;
 /** A lock held for longer than this is stale whatever its pid, in milliseconds. */
-export const LOCK_MAX_HOLD_MS = 60_000;
+const LOCK_MAX_HOLD_MS = 60_000;
 /** First poll interval while waiting, in milliseconds (doubles up to the max). */
 const POLL_MIN_MS = 1;
 /** Largest poll interval while waiting, in milliseconds. */
@@ -176,7 +176,7 @@ function isStale(owner: LockOwner): boolean {
 }
 
 /** Whether a process with this pid exists (EPERM: it exists, owned by someone else). */
-export function pidAlive(pid: number): boolean {
+function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);

@@ -7,14 +7,13 @@ import { createHash, randomBytes } from 'node:crypto';
 /** The providerName of the local cloud (providerIDs are `local://<id>`). */
 export const PROVIDER_NAME = 'local';
 /** Prefix of every providerID of this cloud. */
-export const PROVIDER_ID_PREFIX = `${PROVIDER_NAME}://`;
+const PROVIDER_ID_PREFIX = `${PROVIDER_NAME}://`;
 /** Cluster name used when the host sends none (upstream default). */
 export const DEFAULT_CLUSTER_NAME = 'kubernetes';
 /** Longest cloud name of a load balancer or route (a DNS label). */
-export const MAX_CLOUD_NAME_LENGTH = 63;
+const MAX_CLOUD_NAME_LENGTH = 63;
 
 const INSTANCE_ID_RE = /^i-[0-9a-f]{8}$/;
-const VOLUME_ID_RE = /^vol-[0-9a-f]{8}$/;
 
 /** A fresh instance id (`i-` + 8 hex) not in `taken`. */
 export function newInstanceId(taken: (id: string) => boolean): string {
@@ -38,11 +37,6 @@ export function isInstanceId(id: string): boolean {
   return INSTANCE_ID_RE.test(id);
 }
 
-/** Whether `id` looks like a volume id. */
-export function isVolumeId(id: string): boolean {
-  return VOLUME_ID_RE.test(id);
-}
-
 /** `local://<id>`. */
 export function providerIdOf(instanceId: string): string {
   return PROVIDER_ID_PREFIX + instanceId;
@@ -59,7 +53,7 @@ export function parseProviderId(providerId: string): string | undefined {
 }
 
 /** Lowercase, [a-z0-9-] only, no leading/trailing or doubled dashes. */
-export function slug(s: string): string {
+function slug(s: string): string {
   return s
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, '-')
@@ -68,7 +62,7 @@ export function slug(s: string): string {
 }
 
 /** First `n` hex digits of SHA-256 of `s`. */
-export function shortHash(s: string, n = 8): string {
+function shortHash(s: string, n = 8): string {
   return createHash('sha256').update(s).digest('hex').slice(0, n);
 }
 

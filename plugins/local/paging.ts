@@ -7,9 +7,9 @@
 import { Code, InvalidArgumentError, ProviderError } from '../../sdk/errors.js';
 
 /** Page size used when the request says 0. */
-export const DEFAULT_PAGE_SIZE = 100;
+const DEFAULT_PAGE_SIZE = 100;
 /** Largest page size honoured; larger requests are clamped. */
-export const MAX_PAGE_SIZE = 1000;
+const MAX_PAGE_SIZE = 1000;
 
 interface TokenBody {
   /** Which list ("routes", "volumes"). */

@@ -16,7 +16,7 @@ import { paginate } from './paging.js';
 import type { RouteRecord, StateView } from './state.js';
 
 /** A route as the protocol shows it. */
-export function toRoute(view: StateView, r: RouteRecord): Route {
+function toRoute(view: StateView, r: RouteRecord): Route {
   const inst = view.instanceByName(r.targetNode);
   return {
     name: r.name,

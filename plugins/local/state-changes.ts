@@ -15,7 +15,7 @@ export type RecordKind = 'instances' | 'loadBalancers' | 'routes' | 'volumes' | 
 /** A record of one kind. */
 export type RecordOf<K extends RecordKind> = LocalCloudState[K][number];
 /** Every record kind, in document order. */
-export const RECORD_KINDS: readonly RecordKind[] = ['instances', 'loadBalancers', 'routes', 'volumes', 'sshKeys'];
+const RECORD_KINDS: readonly RecordKind[] = ['instances', 'loadBalancers', 'routes', 'volumes', 'sshKeys'];
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
@@ -42,7 +42,7 @@ export interface Indexed {
 }
 
 /** The key of a record; throws when it has none. */
-export function keyOf(kind: RecordKind, record: unknown, where: string): string {
+function keyOf(kind: RecordKind, record: unknown, where: string): string {
   const key = typeof record === 'object' && record !== null ? (KEYS[kind] as (r: unknown) => string | undefined)(record) : undefined;
   if (key === undefined) throw new Error(`${where}: a ${kind} record has no valid key (${JSON.stringify(record)?.slice(0, 200)}); fix or remove it`);
   return key;

@@ -34,7 +34,7 @@ import { applyChanges, indexRecords, parseChanges, type Change, type Indexed, ty
 import { parseState, type LocalCloudState } from './state.js';
 
 /** Format version in the header this build reads and writes. */
-export const LOG_FORMAT = 1;
+const LOG_FORMAT = 1;
 /** Updates are compacted into a new snapshot once they exceed the snapshot's size and this many bytes. */
 export const COMPACT_MIN_BYTES = 1 << 20;
 /** Longest header line read, in bytes. */

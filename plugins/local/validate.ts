@@ -4,9 +4,9 @@
  */
 
 /** Longest DNS subdomain (and Kubernetes object name), in characters. */
-export const MAX_DNS_SUBDOMAIN_LENGTH = 253;
+const MAX_DNS_SUBDOMAIN_LENGTH = 253;
 /** Longest DNS label, label name part, or label value, in characters. */
-export const MAX_LABEL_LENGTH = 63;
+const MAX_LABEL_LENGTH = 63;
 
 const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_NAME_RE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;

@@ -17,17 +17,17 @@ import { paginate } from './paging.js';
 import type { LocalCloudState, StateStore, VolumeRecord } from './state.js';
 
 /** Size of a volume created without required_bytes, in bytes (1 GiB). */
-export const DEFAULT_VOLUME_BYTES = 1024 ** 3;
+const DEFAULT_VOLUME_BYTES = 1024 ** 3;
 /** Largest volume, in bytes (16 TiB, the ext4 file size limit). */
-export const MAX_VOLUME_BYTES = 16 * 1024 ** 4;
+const MAX_VOLUME_BYTES = 16 * 1024 ** 4;
 /** Longest volume name, in characters. */
-export const MAX_VOLUME_NAME_LENGTH = 128;
+const MAX_VOLUME_NAME_LENGTH = 128;
 /** StorageClass parameter allowing attachment to several instances at once. */
-export const MULTI_ATTACH_PARAMETER = 'multiAttach';
+const MULTI_ATTACH_PARAMETER = 'multiAttach';
 /** volume_context key with the volume's name. */
-export const CONTEXT_NAME = 'local.ccm.dev/name';
+const CONTEXT_NAME = 'local.ccm.dev/name';
 /** volume_context / publish_context key with the absolute path of the image file. */
-export const CONTEXT_IMAGE = 'local.ccm.dev/image';
+const CONTEXT_IMAGE = 'local.ccm.dev/image';
 
 const VOLUME_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
@@ -37,7 +37,7 @@ function checkBytes(n: number, field: string): void {
 }
 
 /** The size CreateVolume makes for a capacity range. */
-export function sizeFor(range: CapacityRange | undefined): number {
+function sizeFor(range: CapacityRange | undefined): number {
   const requiredBytes = range?.requiredBytes ?? 0;
   const limitBytes = range?.limitBytes ?? 0;
   checkBytes(requiredBytes, 'capacity_range.required_bytes');
@@ -93,7 +93,7 @@ async function sizeImage(path: string, bytes: number): Promise<void> {
 }
 
 /** A volume as the protocol shows it. */
-export function toVolume(store: StateStore, v: VolumeRecord): Volume {
+function toVolume(store: StateStore, v: VolumeRecord): Volume {
   return {
     volumeId: v.id,
     capacityBytes: v.capacityBytes,

@@ -10,7 +10,7 @@
 export type DeletionLimit = { count: number } | { percent: number };
 
 /** A percentage limit never allows fewer deletions per window than this. */
-export const MIN_PERCENT_LIMIT_NODES = 5;
+const MIN_PERCENT_LIMIT_NODES = 5;
 
 /**
  * Parses `--node-deletion-limit`: `N` (a count; 0 turns the brake off) or

@@ -56,7 +56,7 @@ import { DeletionBrake, type DeletionLimit } from './deletion-brake.js';
 /** API writes (taints, deletes) in flight at once during a pass. */
 const WRITE_CONCURRENCY = 16;
 
-export const SHUTDOWN_TAINT: V1Taint = { key: Taints.SHUTDOWN, effect: 'NoSchedule' };
+const SHUTDOWN_TAINT: V1Taint = { key: Taints.SHUTDOWN, effect: 'NoSchedule' };
 
 export interface LifecycleControllerOptions {
   core: CoreV1Api;
@@ -94,7 +94,7 @@ export interface TickReport {
 }
 
 /** Ready condition status: True only counts as Ready (False, Unknown and missing do not). */
-export function isNodeReady(node: V1Node): boolean {
+function isNodeReady(node: V1Node): boolean {
   return (node.status?.conditions ?? []).some((c) => c.type === NodeConditions.READY && c.status === 'True');
 }
 

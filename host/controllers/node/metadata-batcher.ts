@@ -23,7 +23,7 @@ interface Pending {
 }
 
 /** How long a prefetched answer (and a companion's "recently asked") lasts, by default. */
-export const PREFETCH_TTL_MS = 30_000;
+const PREFETCH_TTL_MS = 30_000;
 
 export class MetadataBatcher {
   private pending: Pending[] = [];

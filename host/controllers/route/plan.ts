@@ -55,7 +55,7 @@ interface Claim {
 const key = (node: string, cidr: string) => `${node}\u0000${cidr}`;
 
 /** Whether the controller manages a route to `dest` (upstream: first or last address inside a cluster CIDR). */
-export function isResponsible(dest: Cidr, clusterCidrs: readonly Cidr[]): boolean {
+function isResponsible(dest: Cidr, clusterCidrs: readonly Cidr[]): boolean {
   const last = lastAddress(dest);
   return clusterCidrs.some((c) => cidrHasAddress(c, dest.family, dest.network) || cidrHasAddress(c, dest.family, last));
 }

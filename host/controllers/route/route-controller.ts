@@ -44,15 +44,15 @@ import { nodeAddresses, podCidrsOf } from '../node-ref.js';
 import { planRoutes, type NodeProblem, type PlanNode } from './plan.js';
 
 /** Route creates/deletes in flight at once (upstream: 200). */
-export const ROUTE_CONCURRENCY = 32;
+const ROUTE_CONCURRENCY = 32;
 /** Condition patches in flight at once (the client's QPS limit is the real bound). */
 const PATCH_CONCURRENCY = 32;
 /** Above this many routes, single calls are used even when the provider has the batch RPC (message size). */
-export const MAX_BATCH_ROUTES = 10_000;
+const MAX_BATCH_ROUTES = 10_000;
 /** The same Warning for the same node is repeated at most this often. */
 const EVENT_REPEAT_MS = 5 * 60_000;
 /** Node events trigger a reconcile at most this often (upstream's minRouteResyncInterval, KEP-5237). */
-export const MIN_EVENT_INTERVAL_MS = 10_000;
+const MIN_EVENT_INTERVAL_MS = 10_000;
 const KEY = 'routes';
 
 export interface RouteControllerOptions {

@@ -48,9 +48,9 @@ export interface Companion {
 export type CompanionSource = (room: number, nodesSig: string, skip: (key: string) => boolean) => Promise<Companion[]>;
 
 /** How long a companion's result (and its "recently asked") lasts, by default. */
-export const RESULT_TTL_MS = 30_000;
+const RESULT_TTL_MS = 30_000;
 /** Companions per call at most: bounds how long workers wait on a call being prepared. */
-export const MAX_COMPANIONS = 200;
+const MAX_COMPANIONS = 200;
 
 interface Pending {
   work: EnsureWork;

@@ -11,7 +11,7 @@ import type { HostsUpdateResult, LoadBalancers, ServiceRef } from '../../cloud-l
 import { chunks } from '../../util/chunks.js';
 
 /** Node names listed in an UpdateLoadBalancerFailed message at most (upstream's maxNodeNamesToLog). */
-export const MAX_NODE_NAMES_IN_EVENT = 20;
+const MAX_NODE_NAMES_IN_EVENT = 20;
 
 /** A Service's outcome; `callFailed` when its error is that of a call that failed as a whole. */
 export type ChunkedHostsResult = HostsUpdateResult & { callFailed?: true };

@@ -70,8 +70,8 @@ import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
 
 /** Upstream's per-item retry delays of the service and node queues. */
-export const MIN_RETRY_DELAY_MS = 5_000;
-export const MAX_RETRY_DELAY_MS = 300_000;
+const MIN_RETRY_DELAY_MS = 5_000;
+const MAX_RETRY_DELAY_MS = 300_000;
 /** Services per batch host update call. */
 const MAX_BATCH_SERVICES = 1000;
 const NODES_KEY = 'nodes';
@@ -81,7 +81,7 @@ const COMPANION_FINALIZER_CONCURRENCY = 16;
 const COMPANION_SCAN_FACTOR = 4;
 
 /** The Service's spec cannot be turned into a load balancer (bad input); retried with backoff after a change. */
-export class InvalidServiceError extends Error {
+class InvalidServiceError extends Error {
   override name = 'InvalidServiceError';
 }
 

@@ -38,7 +38,7 @@ function holdsClaim(claim: V1PersistentVolumeClaim): boolean {
 }
 
 /** The request persisted on the claim, if it is one (name = this claim's volume name). */
-export function persistedRequest(claim: V1PersistentVolumeClaim): CreateVolumeRequest | undefined {
+function persistedRequest(claim: V1PersistentVolumeClaim): CreateVolumeRequest | undefined {
   const text = claim.metadata?.annotations?.[Annotations.CREATE_REQUEST];
   if (!text) return undefined;
   try {
@@ -79,7 +79,7 @@ interface InFlight {
 }
 
 /** Whether an error means "the operation may still be in progress". */
-export function mayBeInProgress(err: unknown): boolean {
+function mayBeInProgress(err: unknown): boolean {
   if (err instanceof PluginUnavailableError) return true;
   return err instanceof CloudCallError && err.transient;
 }

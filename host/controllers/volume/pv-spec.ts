@@ -9,11 +9,11 @@ import { Annotations, Finalizers, Labels, PROVISIONER_IDENTITY_ATTRIBUTE } from 
 import { bytesToQuantity, quantityToBytes } from './quantity.js';
 
 /** StorageClass parameters with this prefix are for the provisioner, not the cloud (external-provisioner). */
-export const RESERVED_PARAMETER_PREFIX = 'csi.storage.k8s.io/';
+const RESERVED_PARAMETER_PREFIX = 'csi.storage.k8s.io/';
 /** StorageClass parameter naming the PV's file system type. */
-export const FSTYPE_PARAMETER = 'csi.storage.k8s.io/fstype';
+const FSTYPE_PARAMETER = 'csi.storage.k8s.io/fstype';
 /** Topology keys read from the selected node (no CSINode registration is needed for these). */
-export const TOPOLOGY_KEYS = [Labels.ZONE, Labels.REGION] as const;
+const TOPOLOGY_KEYS = [Labels.ZONE, Labels.REGION] as const;
 
 /** The cloud volume's name and the PV's name for a claim: `pvc-<uid>` (the idempotency key). */
 export function volumeNameFor(claim: V1PersistentVolumeClaim): string {
@@ -39,7 +39,7 @@ export function topologiesFromClass(sc: V1StorageClass): TopologySegments[] {
 }
 
 /** The topology segments of a node (its zone/region labels). */
-export function nodeTopology(node: V1Node): TopologySegments {
+function nodeTopology(node: V1Node): TopologySegments {
   const labels = node.metadata?.labels ?? {};
   const seg: TopologySegments = {};
   for (const k of TOPOLOGY_KEYS) if (labels[k]) seg[k] = labels[k];

@@ -30,7 +30,7 @@ import { EventReasons } from '../../names.js';
 import { bytesToQuantity, quantityToBytes } from './quantity.js';
 
 /** Values of status.allocatedResourceStatuses (core/v1 ClaimResourceStatus). */
-export const ResizeStatus = {
+const ResizeStatus = {
   CONTROLLER_IN_PROGRESS: 'ControllerResizeInProgress',
   CONTROLLER_INFEASIBLE: 'ControllerResizeInfeasible',
   NODE_PENDING: 'NodeResizePending',

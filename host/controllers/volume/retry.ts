@@ -6,8 +6,8 @@
  */
 import { ItemExponentialRateLimiter, type RateLimiter } from '../../kube/ratelimiter.js';
 
-export const VOLUME_RETRY_BASE_MS = 100;
-export const VOLUME_RETRY_MAX_MS = 5 * 60_000;
+const VOLUME_RETRY_BASE_MS = 100;
+const VOLUME_RETRY_MAX_MS = 5 * 60_000;
 
 export function volumeRateLimiter<T>(): RateLimiter<T> {
   return new ItemExponentialRateLimiter<T>(VOLUME_RETRY_BASE_MS, VOLUME_RETRY_MAX_MS);

@@ -14,7 +14,7 @@ import { DelegatedGuard } from '../../server/guard.js';
 import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
 
 /** The provisioner name of this host, or a reason it has none. */
-export function provisionerName(ctx: ControllerContext): { name: string } | { skip: string } {
+function provisionerName(ctx: ControllerContext): { name: string } | { skip: string } {
   const name = ctx.config.volumes.provisionerName || ctx.cloud.info().name;
   const problem = driverNameProblem(name);
   if (problem) return { skip: `no usable provisioner name (${problem}); pass --volume-provisioner-name` };

@@ -35,9 +35,9 @@ import { createGuardedHttpsServer } from '../../server/server.js';
 import { labelPatch } from './pv-labels.js';
 
 /** Path the MutatingWebhookConfiguration points at. */
-export const PV_LABEL_WEBHOOK_PATH = '/mutate-v1-persistentvolume';
+const PV_LABEL_WEBHOOK_PATH = '/mutate-v1-persistentvolume';
 /** Longest wait for GetVolumeLabels inside a webhook call (the API server's timeout is 5 s in deploy/volumes/). */
-export const LABEL_LOOKUP_TIMEOUT_MS = 4_000;
+const LABEL_LOOKUP_TIMEOUT_MS = 4_000;
 /** Largest request body accepted (an AdmissionReview of one PV is a few KiB). */
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
