@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	tpb "ccm.example/provider-go/gen/ccm/provider/testing/v1"
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	tpb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/testing/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
 
 const vendorVersion = "0.1.0"

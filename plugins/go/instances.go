@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"maps"
 
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
 
 const maxBatch = 500

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
-	tpb "ccm.example/provider-go/gen/ccm/provider/testing/v1"
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	tpb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/testing/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	"google.golang.org/grpc"
 )
 

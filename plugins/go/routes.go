@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
