@@ -2,10 +2,11 @@ module ccm.example/provider-go
 
 go 1.26.0
 
+require google.golang.org/grpc v1.85.0
+
 require (
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b
-	google.golang.org/grpc v1.85.0
-	google.golang.org/protobuf v1.36.12
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 require (
