@@ -6,10 +6,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"net/netip"
 	"sync"
 
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
 
 const providerName = "memgo"
@@ -103,7 +104,7 @@ func (c *cloud) configure(raw []byte) ([]string, error) {
 	var cfg config
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &cfg); err != nil {
-			return nil, invalid("cloud config is not valid JSON: " + err.Error())
+			return nil, ccmsdk.InvalidArgument("cloud config is not valid JSON: " + err.Error())
 		}
 	}
 	c.mu.Lock()
@@ -116,13 +117,13 @@ func (c *cloud) configure(raw []byte) ([]string, error) {
 	}
 	for _, ic := range cfg.Instances {
 		if ic.Name == "" {
-			return nil, invalid("cloud config: an instance has no name")
+			return nil, ccmsdk.InvalidArgument("cloud config: an instance has no name")
 		}
 		addrs := []*pb.NodeAddress{}
 		for _, a := range ic.Addresses {
 			t, ok := addressTypes[a.Type]
 			if !ok {
-				return nil, invalid(fmt.Sprintf("cloud config: instance %s: unknown address type %q", ic.Name, a.Type))
+				return nil, ccmsdk.InvalidArgument(fmt.Sprintf("cloud config: instance %s: unknown address type %q", ic.Name, a.Type))
 			}
 			addrs = append(addrs, &pb.NodeAddress{Type: t, Address: a.Address})
 		}

@@ -1,4 +1,5 @@
-// IdentityService, LifecycleService and the test-only TestHooksService.
+// What memgo tells the SDK about itself, Configure, and the test-only
+// TestHooksService.
 package main
 
 import (
@@ -6,63 +7,36 @@ import (
 	"slices"
 	"time"
 
-	tpb "ccm.example/provider-go/gen/ccm/provider/testing/v1"
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
+	tpb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/testing/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
 
 const vendorVersion = "0.1.0"
 
-type identityServer struct {
-	pb.UnimplementedIdentityServiceServer
-	mode launchMode
+// provider is what ccmsdk serves: the SDK derives the services and
+// capabilities from the methods of the objects below.
+type provider struct{ cloud *cloud }
+
+func (p *provider) Info() ccmsdk.Info {
+	return ccmsdk.Info{
+		Name: "memgo.ccm.example", VendorVersion: vendorVersion, ProviderName: providerName,
+		HasClusterID: true, VolumesExpandOnline: true, Manifest: map[string]string{"language": "go"},
+	}
 }
 
-func (s *identityServer) GetPluginInfo(context.Context, *pb.GetPluginInfoRequest) (*pb.GetPluginInfoResponse, error) {
-	return &pb.GetPluginInfoResponse{
-		Name: "memgo.ccm.example", VendorVersion: vendorVersion,
-		ProtocolVersion: uint32(s.mode.protocol), ProtocolMinor: protocolMinor,
-		InstanceId: s.mode.instanceID, Manifest: map[string]string{"language": "go"},
-	}, nil
-}
-
-// GetPluginCapabilities: fixed for the life of the process.
-func (s *identityServer) GetPluginCapabilities(context.Context, *pb.GetPluginCapabilitiesRequest) (*pb.GetPluginCapabilitiesResponse, error) {
-	return &pb.GetPluginCapabilitiesResponse{
-		Services: []pb.Service{pb.Service_SERVICE_INSTANCES, pb.Service_SERVICE_LOAD_BALANCERS, pb.Service_SERVICE_ROUTES, pb.Service_SERVICE_VOLUMES},
-		Capabilities: []pb.Capability{
-			pb.Capability_CAPABILITY_INSTANCES_BATCH, pb.Capability_CAPABILITY_LOAD_BALANCER_BATCH_HOSTS,
-			pb.Capability_CAPABILITY_ROUTES_RECONCILE, pb.Capability_CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES,
-			pb.Capability_CAPABILITY_VOLUMES_EXPAND_ONLINE, pb.Capability_CAPABILITY_LOAD_BALANCER_LIST,
-		},
-		ProviderName: providerName, HasClusterId: true,
-	}, nil
-}
-
-func (s *identityServer) Probe(context.Context, *pb.ProbeRequest) (*pb.ProbeResponse, error) {
-	return &pb.ProbeResponse{Ready: configured.Load()}, nil
-}
-
-type lifecycleServer struct {
-	pb.UnimplementedLifecycleServiceServer
-	cloud      *cloud
-	onShutdown func(time.Duration)
-}
-
-func (s *lifecycleServer) Configure(_ context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	warnings, err := s.cloud.configure(req.CloudConfig)
+func (p *provider) Configure(_ context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
+	warnings, err := p.cloud.configure(req.CloudConfig)
 	if err != nil {
 		return nil, err
 	}
-	configured.Store(true)
 	return &pb.ConfigureResponse{Warnings: warnings}, nil
 }
 
-// Shutdown answers first; the stop (exec mode) starts after the answer is sent.
-func (s *lifecycleServer) Shutdown(_ context.Context, req *pb.ShutdownRequest) (*pb.ShutdownResponse, error) {
-	grace := graceOf(req.GetGracePeriod().AsDuration(), req.GracePeriod != nil)
-	time.AfterFunc(50*time.Millisecond, func() { s.onShutdown(grace) })
-	return &pb.ShutdownResponse{}, nil
-}
+func (p *provider) Instances() any     { return &instancesServer{cloud: p.cloud} }
+func (p *provider) LoadBalancers() any { return &loadBalancersServer{cloud: p.cloud} }
+func (p *provider) Routes() any        { return &routesServer{cloud: p.cloud} }
+func (p *provider) Volumes() any       { return &volumesServer{cloud: p.cloud} }
 
 // testHooksServer is served only with CCM_PROVIDER_TEST_HOOKS=1.
 type testHooksServer struct {
@@ -72,7 +46,7 @@ type testHooksServer struct {
 
 func (s *testHooksServer) CreateTestInstance(_ context.Context, req *tpb.CreateTestInstanceRequest) (*tpb.CreateTestInstanceResponse, error) {
 	if req.Name == "" {
-		return nil, invalid("name is required")
+		return nil, ccmsdk.InvalidArgument("name is required")
 	}
 	s.cloud.mu.Lock()
 	defer s.cloud.mu.Unlock()

@@ -5,15 +5,15 @@ package main
 import (
 	"context"
 	"fmt"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"maps"
 
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
 
 const maxBatch = 500
 
 type instancesServer struct {
-	pb.UnimplementedInstancesServiceServer
 	cloud *cloud
 }
 
@@ -26,7 +26,7 @@ func describe(node *pb.NodeRef) string {
 
 func (c *cloud) metadata(node *pb.NodeRef) (*pb.InstanceMetadata, error) {
 	if node == nil {
-		return nil, invalid("node is required")
+		return nil, ccmsdk.InvalidArgument("node is required")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -42,7 +42,7 @@ func (c *cloud) metadata(node *pb.NodeRef) (*pb.InstanceMetadata, error) {
 
 func (c *cloud) status(node *pb.NodeRef) (exists, shutdown bool, err error) {
 	if node == nil {
-		return false, false, invalid("node is required")
+		return false, false, ccmsdk.InvalidArgument("node is required")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -82,7 +82,7 @@ func (s *instancesServer) InstanceMetadata(_ context.Context, req *pb.InstanceMe
 
 func checkBatch(n int) error {
 	if n < 1 || n > maxBatch {
-		return invalid(fmt.Sprintf("a batch has 1..%d nodes, got %d", maxBatch, n))
+		return ccmsdk.InvalidArgument(fmt.Sprintf("a batch has 1..%d nodes, got %d", maxBatch, n))
 	}
 	return nil
 }
@@ -97,7 +97,7 @@ func (s *instancesServer) GetInstancesStatus(_ context.Context, req *pb.GetInsta
 		r := &pb.InstanceStatusResult{NodeName: node.GetName()}
 		exists, shutdown, err := s.cloud.status(node)
 		if err != nil {
-			r.Error = statusProto(err)
+			r.Error = ccmsdk.StatusProto(err)
 		} else {
 			r.Exists, r.Shutdown = exists, shutdown
 		}
@@ -115,7 +115,7 @@ func (s *instancesServer) GetInstancesMetadata(_ context.Context, req *pb.GetIns
 	for _, node := range req.Nodes {
 		r := &pb.InstanceMetadataResult{NodeName: node.GetName()}
 		if md, err := s.cloud.metadata(node); err != nil {
-			r.Error = statusProto(err)
+			r.Error = ccmsdk.StatusProto(err)
 		} else {
 			r.Metadata = md
 		}

@@ -6,17 +6,16 @@ package main
 import (
 	"context"
 	"fmt"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"net/netip"
 	"strings"
 
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
-	"google.golang.org/grpc/codes"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
 
 var lbPool = netip.MustParsePrefix("203.0.113.0/24")
 
 type loadBalancersServer struct {
-	pb.UnimplementedLoadBalancersServiceServer
 	cloud *cloud
 }
 
@@ -31,17 +30,17 @@ func lbName(uid string) string {
 
 func checkService(svc *pb.ServiceRef, needPorts bool) error {
 	if svc == nil || svc.Uid == "" {
-		return invalid("service.uid is required")
+		return ccmsdk.InvalidArgument("service.uid is required")
 	}
 	if needPorts && len(svc.Ports) == 0 {
-		return invalid(fmt.Sprintf("service %s/%s has no ports", svc.Namespace, svc.Name))
+		return ccmsdk.InvalidArgument(fmt.Sprintf("service %s/%s has no ports", svc.Namespace, svc.Name))
 	}
 	for _, p := range svc.Ports {
 		if p.Protocol == pb.Protocol_PROTOCOL_UNSPECIFIED {
-			return invalid(fmt.Sprintf("port %d has no protocol", p.Port))
+			return ccmsdk.InvalidArgument(fmt.Sprintf("port %d has no protocol", p.Port))
 		}
 		if p.Port < 1 || p.Port > 65535 {
-			return invalid(fmt.Sprintf("port %d is outside 1..65535", p.Port))
+			return ccmsdk.InvalidArgument(fmt.Sprintf("port %d is outside 1..65535", p.Port))
 		}
 	}
 	return nil
@@ -51,7 +50,7 @@ func nodeNames(nodes []*pb.NodeRef) ([]string, error) {
 	names := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		if n.GetName() == "" {
-			return nil, invalid("a backend node has no name")
+			return nil, ccmsdk.InvalidArgument("a backend node has no name")
 		}
 		names = append(names, n.Name)
 	}
@@ -73,7 +72,7 @@ func (c *cloud) allocIP() (netip.Addr, error) {
 			return a, nil
 		}
 	}
-	return netip.Addr{}, withReason(codes.ResourceExhausted, reasonQuotaExceeded, "load balancer address pool "+lbPool.String()+" is exhausted")
+	return netip.Addr{}, ccmsdk.QuotaExceeded("load balancer address pool " + lbPool.String() + " is exhausted")
 }
 
 func (s *loadBalancersServer) GetLoadBalancer(_ context.Context, req *pb.GetLoadBalancerRequest) (*pb.GetLoadBalancerResponse, error) {
@@ -129,7 +128,7 @@ func (c *cloud) updateHosts(cluster string, svc *pb.ServiceRef, nodes []string) 
 	defer c.mu.Unlock()
 	lb, ok := c.lbs[cluster+"/"+svc.Uid]
 	if !ok {
-		return notFound(fmt.Sprintf("load balancer %s for service %s/%s does not exist", lbName(svc.Uid), svc.Namespace, svc.Name))
+		return ccmsdk.NotFound(fmt.Sprintf("load balancer %s for service %s/%s does not exist", lbName(svc.Uid), svc.Namespace, svc.Name))
 	}
 	lb.Nodes = nodes
 	return nil
@@ -156,7 +155,7 @@ func (s *loadBalancersServer) UpdateLoadBalancerHosts(_ context.Context, req *pb
 	for _, svc := range req.Services {
 		r := &pb.UpdateLoadBalancerHostsResult{ServiceUid: svc.GetUid()}
 		if err := s.cloud.updateHosts(clusterOf(req.Meta), svc, nodes); err != nil {
-			r.Error = statusProto(err)
+			r.Error = ccmsdk.StatusProto(err)
 		}
 		out.Results = append(out.Results, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"sort"
 
 	"google.golang.org/grpc/codes"
@@ -27,7 +28,7 @@ type pageToken struct {
 // paginate returns the page of keys after `token` and the next token.
 func paginate(keys []string, pageSize int32, token, list, scope string) ([]string, string, error) {
 	if pageSize < 0 {
-		return nil, "", invalid(fmt.Sprintf("page_size must be >= 0, got %d", pageSize))
+		return nil, "", ccmsdk.InvalidArgument(fmt.Sprintf("page_size must be >= 0, got %d", pageSize))
 	}
 	size := int(pageSize)
 	if size == 0 {

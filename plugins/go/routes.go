@@ -5,26 +5,26 @@ package main
 import (
 	"context"
 	"fmt"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"net/netip"
 	"strings"
 
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 type routesServer struct {
-	pb.UnimplementedRoutesServiceServer
 	cloud *cloud
 }
 
 func parseRoute(r *pb.Route) (netip.Prefix, error) {
 	if r == nil || r.TargetNode == "" {
-		return netip.Prefix{}, invalid("route.target_node is required")
+		return netip.Prefix{}, ccmsdk.InvalidArgument("route.target_node is required")
 	}
 	p, err := netip.ParsePrefix(r.DestinationCidr)
 	if err != nil {
-		return netip.Prefix{}, invalid(fmt.Sprintf("destination_cidr %q is not a CIDR", r.DestinationCidr))
+		return netip.Prefix{}, ccmsdk.InvalidArgument(fmt.Sprintf("destination_cidr %q is not a CIDR", r.DestinationCidr))
 	}
 	return p.Masked(), nil
 }
@@ -91,11 +91,11 @@ func (s *routesServer) CreateRoute(_ context.Context, req *pb.CreateRouteRequest
 // DeleteRoute: absent is success.
 func (s *routesServer) DeleteRoute(_ context.Context, req *pb.DeleteRouteRequest) (*pb.DeleteRouteResponse, error) {
 	if req.Route == nil {
-		return nil, invalid("route is required")
+		return nil, ccmsdk.InvalidArgument("route is required")
 	}
 	dest, err := netip.ParsePrefix(req.Route.DestinationCidr)
 	if err != nil {
-		return nil, invalid(fmt.Sprintf("destination_cidr %q is not a CIDR", req.Route.DestinationCidr))
+		return nil, ccmsdk.InvalidArgument(fmt.Sprintf("destination_cidr %q is not a CIDR", req.Route.DestinationCidr))
 	}
 	s.cloud.mu.Lock()
 	defer s.cloud.mu.Unlock()
@@ -109,13 +109,13 @@ func (s *routesServer) DeleteRoute(_ context.Context, req *pb.DeleteRouteRequest
 // ReconcileRoutes converges the routes inside cluster_cidrs on `desired`.
 func (s *routesServer) ReconcileRoutes(_ context.Context, req *pb.ReconcileRoutesRequest) (*pb.ReconcileRoutesResponse, error) {
 	if len(req.ClusterCidrs) == 0 {
-		return nil, invalid("cluster_cidrs must not be empty")
+		return nil, ccmsdk.InvalidArgument("cluster_cidrs must not be empty")
 	}
 	cidrs := []netip.Prefix{}
 	for _, t := range req.ClusterCidrs {
 		p, err := netip.ParsePrefix(t)
 		if err != nil {
-			return nil, invalid(fmt.Sprintf("cluster CIDR %q is not a CIDR", t))
+			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("cluster CIDR %q is not a CIDR", t))
 		}
 		cidrs = append(cidrs, p.Masked())
 	}
@@ -136,10 +136,10 @@ func (s *routesServer) ReconcileRoutes(_ context.Context, req *pb.ReconcileRoute
 	for _, d := range req.Desired {
 		dest, err := parseRoute(d)
 		if err == nil && !managed(dest) {
-			err = invalid(fmt.Sprintf("route %s is outside the cluster CIDRs", dest))
+			err = ccmsdk.InvalidArgument(fmt.Sprintf("route %s is outside the cluster CIDRs", dest))
 		}
 		if err != nil {
-			out.Failed = append(out.Failed, &pb.RouteFailure{Route: d, Error: statusProto(err)})
+			out.Failed = append(out.Failed, &pb.RouteFailure{Route: d, Error: ccmsdk.StatusProto(err)})
 			continue
 		}
 		want[dest.String()] = d.TargetNode
@@ -157,7 +157,7 @@ func (s *routesServer) ReconcileRoutes(_ context.Context, req *pb.ReconcileRoute
 	for _, d := range valid {
 		r, created, err := s.cloud.createRoute(cluster, "", d)
 		if err != nil {
-			out.Failed = append(out.Failed, &pb.RouteFailure{Route: d, Error: statusProto(err)})
+			out.Failed = append(out.Failed, &pb.RouteFailure{Route: d, Error: ccmsdk.StatusProto(err)})
 		} else if created {
 			out.Created = append(out.Created, s.cloud.toProto(r))
 		}

@@ -5,10 +5,11 @@ package main
 import (
 	"context"
 	"fmt"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"maps"
 	"sort"
 
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -21,7 +22,6 @@ const (
 )
 
 type volumesServer struct {
-	pb.UnimplementedVolumesServiceServer
 	cloud *cloud
 }
 
@@ -31,10 +31,10 @@ func roundGiB(n int64) int64 { return (n + gib - 1) / gib * gib }
 func sizeFor(r *pb.CapacityRange) (int64, error) {
 	req, limit := r.GetRequiredBytes(), r.GetLimitBytes()
 	if req < 0 || limit < 0 {
-		return 0, invalid("capacity_range bytes must be >= 0")
+		return 0, ccmsdk.InvalidArgument("capacity_range bytes must be >= 0")
 	}
 	if limit > 0 && req > limit {
-		return 0, invalid(fmt.Sprintf("capacity_range.required_bytes %d exceeds limit_bytes %d", req, limit))
+		return 0, ccmsdk.InvalidArgument(fmt.Sprintf("capacity_range.required_bytes %d exceeds limit_bytes %d", req, limit))
 	}
 	size := roundGiB(max(req, 1))
 	if limit > 0 && size > limit {
@@ -75,7 +75,7 @@ func zoneFrom(t *pb.TopologyRequirement) string {
 // CreateVolume: the name is the idempotency key.
 func (s *volumesServer) CreateVolume(_ context.Context, req *pb.CreateVolumeRequest) (*pb.CreateVolumeResponse, error) {
 	if req.Name == "" {
-		return nil, invalid("name is required")
+		return nil, ccmsdk.InvalidArgument("name is required")
 	}
 	size, err := sizeFor(req.CapacityRange)
 	if err != nil {
@@ -112,7 +112,7 @@ func (s *volumesServer) DeleteVolume(_ context.Context, req *pb.DeleteVolumeRequ
 		return &pb.DeleteVolumeResponse{}, nil
 	}
 	if len(v.Attached) > 0 {
-		return nil, withReason(codes.FailedPrecondition, reasonInUse, fmt.Sprintf("volume %s is attached", v.ID))
+		return nil, ccmsdk.InUse(fmt.Sprintf("volume %s is attached", v.ID))
 	}
 	delete(s.cloud.volumes, v.Name)
 	return &pb.DeleteVolumeResponse{}, nil
@@ -120,13 +120,13 @@ func (s *volumesServer) DeleteVolume(_ context.Context, req *pb.DeleteVolumeRequ
 
 func (s *volumesServer) ControllerPublishVolume(_ context.Context, req *pb.ControllerPublishVolumeRequest) (*pb.ControllerPublishVolumeResponse, error) {
 	if req.VolumeId == "" || req.NodeId == "" {
-		return nil, invalid("volume_id and node_id are required")
+		return nil, ccmsdk.InvalidArgument("volume_id and node_id are required")
 	}
 	s.cloud.mu.Lock()
 	defer s.cloud.mu.Unlock()
 	v := s.cloud.byVolumeID(req.VolumeId)
 	if v == nil {
-		return nil, notFound("volume " + req.VolumeId + " not found")
+		return nil, ccmsdk.NotFound("volume " + req.VolumeId + " not found")
 	}
 	if s.cloud.byProviderID(req.NodeId) == nil {
 		return nil, instanceNotFound("with providerID " + req.NodeId)
@@ -155,16 +155,16 @@ func (s *volumesServer) ControllerUnpublishVolume(_ context.Context, req *pb.Con
 func (s *volumesServer) ControllerExpandVolume(_ context.Context, req *pb.ControllerExpandVolumeRequest) (*pb.ControllerExpandVolumeResponse, error) {
 	want, limit := req.CapacityRange.GetRequiredBytes(), req.CapacityRange.GetLimitBytes()
 	if want <= 0 {
-		return nil, invalid("capacity_range.required_bytes is required")
+		return nil, ccmsdk.InvalidArgument("capacity_range.required_bytes is required")
 	}
 	s.cloud.mu.Lock()
 	defer s.cloud.mu.Unlock()
 	v := s.cloud.byVolumeID(req.VolumeId)
 	if v == nil {
-		return nil, notFound("volume " + req.VolumeId + " not found")
+		return nil, ccmsdk.NotFound("volume " + req.VolumeId + " not found")
 	}
 	if limit > 0 && limit < v.Bytes {
-		return nil, invalid(fmt.Sprintf("volume %s has %d bytes; shrinking to %d is not supported", v.ID, v.Bytes, limit))
+		return nil, ccmsdk.InvalidArgument(fmt.Sprintf("volume %s has %d bytes; shrinking to %d is not supported", v.ID, v.Bytes, limit))
 	}
 	if want > v.Bytes {
 		size, err := sizeFor(req.CapacityRange)
@@ -207,7 +207,7 @@ func (s *volumesServer) GetVolumeLabels(_ context.Context, req *pb.GetVolumeLabe
 	defer s.cloud.mu.Unlock()
 	v := s.cloud.byVolumeID(req.VolumeId)
 	if v == nil {
-		return nil, notFound("volume " + req.VolumeId + " not found")
+		return nil, ccmsdk.NotFound("volume " + req.VolumeId + " not found")
 	}
 	return &pb.GetVolumeLabelsResponse{Labels: map[string]string{zoneKey: v.Zone, regionKey: s.cloud.region}}, nil
 }

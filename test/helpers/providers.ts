@@ -17,6 +17,8 @@ import { buildOnce } from './build-once.js';
 /** The repository root (dist/test/helpers → ../../..). */
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const GO_DIR = join(REPO, 'plugins', 'go');
+/** The Go SDK module (sdk/go), which plugins/go uses through a replace directive. */
+export const GO_SDK_DIR = join(REPO, 'sdk', 'go');
 export const PYTHON_DIR = join(REPO, 'plugins', 'python');
 
 function cacheRoot(): string {
@@ -46,12 +48,21 @@ async function hashFiles(dir: string, files: string[], extra: string): Promise<s
 
 let goBinary: Promise<string> | undefined;
 
-/** Path of the built Go provider (go build on first use). */
+/** Whether `rel` (a path inside a Go module) is part of what `go build` compiles. */
+function goSource(rel: string): boolean {
+  return /^(go\.mod|go\.sum|(.+\/)?[^/]+\.go)$/.test(rel) && !rel.endsWith('_test.go');
+}
+
+/**
+ * Path of the built Go provider (go build on first use). The cache key covers
+ * plugins/go and the SDK module it replaces with ../../sdk/go.
+ */
 export function goProviderBinary(): Promise<string> {
   return (goBinary ??= (async () => {
-    const files = await filesUnder(GO_DIR, (f) => /^(go\.mod|go\.sum|[^/]+\.go|gen\/.+\.go)$/.test(f));
     const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-    const dir = join(cacheRoot(), `go-${await hashFiles(GO_DIR, files, goVersion)}`);
+    const sdkHash = await hashFiles(GO_SDK_DIR, await filesUnder(GO_SDK_DIR, goSource), goVersion);
+    const files = await filesUnder(GO_DIR, goSource);
+    const dir = join(cacheRoot(), `go-${await hashFiles(GO_DIR, files, `${goVersion}\0${sdkHash}`)}`);
     await buildOnce(dir, async (tmp) => {
       await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-memgo'), '.'], { cwd: GO_DIR });
     });

@@ -1,14 +1,15 @@
 /**
- * Protocol stewardship: the Go and Python code committed under plugins/ is
- * what buf / grpcio-tools generate from proto/ today, and `buf breaking`
- * against the recorded v1 baseline catches an incompatible change.
+ * Protocol stewardship: the Go and Python code committed under sdk/go/gen and
+ * plugins/python/gen is what buf / grpcio-tools generate from proto/ today,
+ * and `buf breaking` against the recorded v1 baseline catches an incompatible
+ * change.
  */
 import test from 'ava';
 import { cp, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { execa } from 'execa';
-import { GO_DIR, PYTHON_DIR, pythonProviderInterpreter, REPO } from '../../helpers/providers.js';
+import { GO_SDK_DIR, PYTHON_DIR, pythonProviderInterpreter, REPO } from '../../helpers/providers.js';
 
 const BUF = join(REPO, 'node_modules', '.bin', 'buf');
 const BASELINE = join(REPO, 'proto', 'baseline', 'ccm.provider.v1.json');
@@ -28,10 +29,10 @@ function stale(committed: Map<string, string>, fresh: Map<string, string>): stri
   return [...names].filter((n) => committed.get(n) !== fresh.get(n)).sort();
 }
 
-test('plugins/go/gen is what buf generates from proto/ (run npm run generate:go)', async (t) => {
+test('sdk/go/gen is what buf generates from proto/ (run npm run generate:go)', async (t) => {
   const out = await mkdtemp(join(tmpdir(), 'ccm-gen-go-'));
-  await execa(BUF, ['generate', '--template', 'buf.gen.yaml', '-o', out], { cwd: GO_DIR });
-  t.deepEqual(stale(await tree(join(GO_DIR, 'gen')), await tree(join(out, 'gen'))), []);
+  await execa(BUF, ['generate', '--template', 'buf.gen.yaml', '-o', out], { cwd: GO_SDK_DIR });
+  t.deepEqual(stale(await tree(join(GO_SDK_DIR, 'gen')), await tree(join(out, 'gen'))), []);
 });
 
 test('plugins/python/gen is what grpcio-tools generates from proto/ (run npm run generate:python)', async (t) => {

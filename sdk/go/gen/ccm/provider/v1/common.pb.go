@@ -430,8 +430,8 @@ const file_ccm_provider_v1_common_proto_rawDesc = "" +
 	"\x1dNODE_ADDRESS_TYPE_INTERNAL_IP\x10\x02\x12!\n" +
 	"\x1dNODE_ADDRESS_TYPE_EXTERNAL_IP\x10\x03\x12\"\n" +
 	"\x1eNODE_ADDRESS_TYPE_INTERNAL_DNS\x10\x04\x12\"\n" +
-	"\x1eNODE_ADDRESS_TYPE_EXTERNAL_DNS\x10\x05B\xb8\x01\n" +
-	"\x13com.ccm.provider.v1B\vCommonProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"\x1eNODE_ADDRESS_TYPE_EXTERNAL_DNS\x10\x05B\xd9\x01\n" +
+	"\x13com.ccm.provider.v1B\vCommonProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_common_proto_rawDescOnce sync.Once

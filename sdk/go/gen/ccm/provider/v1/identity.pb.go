@@ -651,8 +651,8 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x15GetPluginCapabilities\x12-.ccm.provider.v1.GetPluginCapabilitiesRequest\x1a..ccm.provider.v1.GetPluginCapabilitiesResponse\x12F\n" +
 	"\x05Probe\x12\x1d.ccm.provider.v1.ProbeRequest\x1a\x1e.ccm.provider.v1.ProbeResponse\x12U\n" +
 	"\n" +
-	"GetMetrics\x12\".ccm.provider.v1.GetMetricsRequest\x1a#.ccm.provider.v1.GetMetricsResponseB\xba\x01\n" +
-	"\x13com.ccm.provider.v1B\rIdentityProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"GetMetrics\x12\".ccm.provider.v1.GetMetricsRequest\x1a#.ccm.provider.v1.GetMetricsResponseB\xdb\x01\n" +
+	"\x13com.ccm.provider.v1B\rIdentityProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_identity_proto_rawDescOnce sync.Once

@@ -1916,8 +1916,8 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x19EnsureLoadBalancerDeleted\x121.ccm.provider.v1.EnsureLoadBalancerDeletedRequest\x1a2.ccm.provider.v1.EnsureLoadBalancerDeletedResponse\x12|\n" +
 	"\x17UpdateLoadBalancerHosts\x12/.ccm.provider.v1.UpdateLoadBalancerHostsRequest\x1a0.ccm.provider.v1.UpdateLoadBalancerHostsResponse\x12j\n" +
 	"\x11ListLoadBalancers\x12).ccm.provider.v1.ListLoadBalancersRequest\x1a*.ccm.provider.v1.ListLoadBalancersResponse\x12p\n" +
-	"\x13EnsureLoadBalancers\x12+.ccm.provider.v1.EnsureLoadBalancersRequest\x1a,.ccm.provider.v1.EnsureLoadBalancersResponseB\xbf\x01\n" +
-	"\x13com.ccm.provider.v1B\x12LoadBalancersProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"\x13EnsureLoadBalancers\x12+.ccm.provider.v1.EnsureLoadBalancersRequest\x1a,.ccm.provider.v1.EnsureLoadBalancersResponseB\xe0\x01\n" +
+	"\x13com.ccm.provider.v1B\x12LoadBalancersProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_load_balancers_proto_rawDescOnce sync.Once

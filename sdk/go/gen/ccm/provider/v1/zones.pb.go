@@ -733,9 +733,9 @@ const file_ccm_provider_v1_zones_proto_rawDesc = "" +
 	"\x0fClustersService\x12[\n" +
 	"\fListClusters\x12$.ccm.provider.v1.ListClustersRequest\x1a%.ccm.provider.v1.ListClustersResponse\x12I\n" +
 	"\x06Master\x12\x1e.ccm.provider.v1.MasterRequest\x1a\x1f.ccm.provider.v1.MasterResponse\x12O\n" +
-	"\bScrubDns\x12 .ccm.provider.v1.ScrubDnsRequest\x1a!.ccm.provider.v1.ScrubDnsResponseB\xb7\x01\n" +
+	"\bScrubDns\x12 .ccm.provider.v1.ScrubDnsRequest\x1a!.ccm.provider.v1.ScrubDnsResponseB\xd8\x01\n" +
 	"\x13com.ccm.provider.v1B\n" +
-	"ZonesProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"ZonesProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_zones_proto_rawDescOnce sync.Once

@@ -657,8 +657,8 @@ const file_ccm_provider_v1_routes_proto_rawDesc = "" +
 	"ListRoutes\x12\".ccm.provider.v1.ListRoutesRequest\x1a#.ccm.provider.v1.ListRoutesResponse\x12X\n" +
 	"\vCreateRoute\x12#.ccm.provider.v1.CreateRouteRequest\x1a$.ccm.provider.v1.CreateRouteResponse\x12X\n" +
 	"\vDeleteRoute\x12#.ccm.provider.v1.DeleteRouteRequest\x1a$.ccm.provider.v1.DeleteRouteResponse\x12d\n" +
-	"\x0fReconcileRoutes\x12'.ccm.provider.v1.ReconcileRoutesRequest\x1a(.ccm.provider.v1.ReconcileRoutesResponseB\xb8\x01\n" +
-	"\x13com.ccm.provider.v1B\vRoutesProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"\x0fReconcileRoutes\x12'.ccm.provider.v1.ReconcileRoutesRequest\x1a(.ccm.provider.v1.ReconcileRoutesResponseB\xd9\x01\n" +
+	"\x13com.ccm.provider.v1B\vRoutesProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_routes_proto_rawDescOnce sync.Once

@@ -529,8 +529,8 @@ const file_ccm_provider_testing_v1_test_hooks_proto_rawDesc = "" +
 	"\x12CreateTestInstance\x122.ccm.provider.testing.v1.CreateTestInstanceRequest\x1a3.ccm.provider.testing.v1.CreateTestInstanceResponse\x12}\n" +
 	"\x12DeleteTestInstance\x122.ccm.provider.testing.v1.DeleteTestInstanceRequest\x1a3.ccm.provider.testing.v1.DeleteTestInstanceResponse\x12h\n" +
 	"\vSetThrottle\x12+.ccm.provider.testing.v1.SetThrottleRequest\x1a,.ccm.provider.testing.v1.SetThrottleResponse\x12\x86\x01\n" +
-	"\x15ListTestLoadBalancers\x125.ccm.provider.testing.v1.ListTestLoadBalancersRequest\x1a6.ccm.provider.testing.v1.ListTestLoadBalancersResponseB\xeb\x01\n" +
-	"\x1bcom.ccm.provider.testing.v1B\x0eTestHooksProtoP\x01Z=ccm.example/provider-go/gen/ccm/provider/testing/v1;testingv1\xa2\x02\x03CPT\xaa\x02\x17Ccm.Provider.Testing.V1\xca\x02\x17Ccm\\Provider\\Testing\\V1\xe2\x02#Ccm\\Provider\\Testing\\V1\\GPBMetadata\xea\x02\x1aCcm::Provider::Testing::V1b\x06proto3"
+	"\x15ListTestLoadBalancers\x125.ccm.provider.testing.v1.ListTestLoadBalancersRequest\x1a6.ccm.provider.testing.v1.ListTestLoadBalancersResponseB\x8c\x02\n" +
+	"\x1bcom.ccm.provider.testing.v1B\x0eTestHooksProtoP\x01Z^github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/testing/v1;testingv1\xa2\x02\x03CPT\xaa\x02\x17Ccm.Provider.Testing.V1\xca\x02\x17Ccm\\Provider\\Testing\\V1\xe2\x02#Ccm\\Provider\\Testing\\V1\\GPBMetadata\xea\x02\x1aCcm::Provider::Testing::V1b\x06proto3"
 
 var (
 	file_ccm_provider_testing_v1_test_hooks_proto_rawDescOnce sync.Once

@@ -1140,8 +1140,8 @@ const file_ccm_provider_v1_volumes_proto_rawDesc = "" +
 	"\x19ControllerUnpublishVolume\x121.ccm.provider.v1.ControllerUnpublishVolumeRequest\x1a2.ccm.provider.v1.ControllerUnpublishVolumeResponse\x12y\n" +
 	"\x16ControllerExpandVolume\x12..ccm.provider.v1.ControllerExpandVolumeRequest\x1a/.ccm.provider.v1.ControllerExpandVolumeResponse\x12X\n" +
 	"\vListVolumes\x12#.ccm.provider.v1.ListVolumesRequest\x1a$.ccm.provider.v1.ListVolumesResponse\x12d\n" +
-	"\x0fGetVolumeLabels\x12'.ccm.provider.v1.GetVolumeLabelsRequest\x1a(.ccm.provider.v1.GetVolumeLabelsResponseB\xb9\x01\n" +
-	"\x13com.ccm.provider.v1B\fVolumesProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"\x0fGetVolumeLabels\x12'.ccm.provider.v1.GetVolumeLabelsRequest\x1a(.ccm.provider.v1.GetVolumeLabelsResponseB\xda\x01\n" +
+	"\x13com.ccm.provider.v1B\fVolumesProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_volumes_proto_rawDescOnce sync.Once

@@ -1570,8 +1570,8 @@ const file_ccm_provider_v1_instances_proto_rawDesc = "" +
 	"\fInstanceType\x12$.ccm.provider.v1.InstanceTypeRequest\x1a%.ccm.provider.v1.InstanceTypeResponse\x12\x7f\n" +
 	"\x18InstanceTypeByProviderId\x120.ccm.provider.v1.InstanceTypeByProviderIdRequest\x1a1.ccm.provider.v1.InstanceTypeByProviderIdResponse\x12|\n" +
 	"\x17AddSshKeyToAllInstances\x12/.ccm.provider.v1.AddSshKeyToAllInstancesRequest\x1a0.ccm.provider.v1.AddSshKeyToAllInstancesResponse\x12d\n" +
-	"\x0fCurrentNodeName\x12'.ccm.provider.v1.CurrentNodeNameRequest\x1a(.ccm.provider.v1.CurrentNodeNameResponseB\xbb\x01\n" +
-	"\x13com.ccm.provider.v1B\x0eInstancesProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"\x0fCurrentNodeName\x12'.ccm.provider.v1.CurrentNodeNameRequest\x1a(.ccm.provider.v1.CurrentNodeNameResponseB\xdc\x01\n" +
+	"\x13com.ccm.provider.v1B\x0eInstancesProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_instances_proto_rawDescOnce sync.Once

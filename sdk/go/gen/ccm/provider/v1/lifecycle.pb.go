@@ -234,8 +234,8 @@ const file_ccm_provider_v1_lifecycle_proto_rawDesc = "" +
 	"\x10ShutdownResponse2\xb7\x01\n" +
 	"\x10LifecycleService\x12R\n" +
 	"\tConfigure\x12!.ccm.provider.v1.ConfigureRequest\x1a\".ccm.provider.v1.ConfigureResponse\x12O\n" +
-	"\bShutdown\x12 .ccm.provider.v1.ShutdownRequest\x1a!.ccm.provider.v1.ShutdownResponseB\xbb\x01\n" +
-	"\x13com.ccm.provider.v1B\x0eLifecycleProtoP\x01Z6ccm.example/provider-go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
+	"\bShutdown\x12 .ccm.provider.v1.ShutdownRequest\x1a!.ccm.provider.v1.ShutdownResponseB\xdc\x01\n" +
+	"\x13com.ccm.provider.v1B\x0eLifecycleProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
 	file_ccm_provider_v1_lifecycle_proto_rawDescOnce sync.Once

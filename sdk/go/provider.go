@@ -1,0 +1,101 @@
+package ccmsdk
+
+import (
+	"context"
+
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
+)
+
+// Info is what a provider declares about itself.
+type Info struct {
+	// Name is the DNS-style implementation name, e.g. "example.com".
+	Name string
+	// VendorVersion is free form.
+	VendorVersion string
+	// ProviderName is used in providerIDs ("<ProviderName>://<id>"): a lowercase DNS label.
+	ProviderName string
+	// HasClusterID: cloud objects are tagged with the cluster name (upstream HasClusterID).
+	HasClusterID bool
+	// Manifest holds free-form build facts.
+	Manifest map[string]string
+	// LoadBalancerIPModeProxy: load balancer ingress may report ipMode Proxy
+	// (CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY; only with a load balancer service).
+	LoadBalancerIPModeProxy bool
+	// VolumesExpandOnline: volumes can be expanded while attached
+	// (CAPABILITY_VOLUMES_EXPAND_ONLINE; only with a volume service).
+	VolumesExpandOnline bool
+}
+
+// Provider is a cloud provider. Only Info is required; everything else is
+// an optional interface, found with a type assertion:
+//
+//   - [Configurer], [Prober], [MetricsExporter], [Closer] for the lifecycle;
+//   - [InstancesProvider], [ZonesProvider], [ClustersProvider],
+//     [LoadBalancersProvider], [RoutesProvider], [VolumesProvider] for the
+//     cloud services.
+//
+// A service object (what Instances() and the others return) has any subset
+// of the methods of the generated server interface (e.g.
+// pb.InstancesServiceServer), with exactly the generated signatures. It must
+// not embed the generated Unimplemented…Server: the SDK answers
+// UNIMPLEMENTED for every method that is missing, and derives the services
+// and capabilities GetPluginCapabilities reports from the methods present
+// (see [DeriveCapabilities]), so the answer can never disagree with the
+// implementation. [Serve] refuses a method with the right name and a wrong
+// signature.
+//
+// Method contracts are the RPC comments in proto/ccm/provider/v1/*.proto.
+// Return the errors of errors.go (or any gRPC status error) to answer with a
+// specific code and reason; any other error becomes INTERNAL. The context
+// is cancelled when the host cancels the call, its deadline passes, or
+// Shutdown begins.
+type Provider interface {
+	Info() Info
+}
+
+// Configurer receives the cloud config. Called after start and after every
+// restart, before any cloud call; until it has succeeded once, cloud calls
+// answer FAILED_PRECONDITION/NOT_CONFIGURED and Probe answers ready=false.
+// Return [InvalidArgument] for a bad config. A nil response means no warnings.
+type Configurer interface {
+	Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error)
+}
+
+// Prober reports readiness (after Configure); without it a configured provider is ready.
+type Prober interface {
+	Probe(ctx context.Context) (bool, error)
+}
+
+// MetricsExporter returns the provider's metrics in the Prometheus text
+// format, served by the host on its /metrics (IdentityService.GetMetrics);
+// prefix names with the provider name; at most 4 MiB. Implementing it
+// announces CAPABILITY_METRICS. Called on scrapes, also before Configure.
+type MetricsExporter interface {
+	Metrics(ctx context.Context) (string, error)
+}
+
+// Closer is called once when the provider stops (Shutdown RPC in exec mode,
+// SIGTERM/SIGINT, stdin EOF), after in-flight calls finished or the grace
+// period ran out; ctx ends when the stop's time is up (at least 1 s).
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// InstancesProvider serves ccm.provider.v1.InstancesService with the methods
+// of pb.InstancesServiceServer that the returned object has (nil: not served).
+type InstancesProvider interface{ Instances() any }
+
+// ZonesProvider serves ccm.provider.v1.ZonesService (methods of pb.ZonesServiceServer).
+type ZonesProvider interface{ Zones() any }
+
+// ClustersProvider serves ccm.provider.v1.ClustersService (methods of pb.ClustersServiceServer).
+type ClustersProvider interface{ Clusters() any }
+
+// LoadBalancersProvider serves ccm.provider.v1.LoadBalancersService (methods of pb.LoadBalancersServiceServer).
+type LoadBalancersProvider interface{ LoadBalancers() any }
+
+// RoutesProvider serves ccm.provider.v1.RoutesService (methods of pb.RoutesServiceServer).
+type RoutesProvider interface{ Routes() any }
+
+// VolumesProvider serves ccm.provider.v1.VolumesService (methods of pb.VolumesServiceServer).
+type VolumesProvider interface{ Volumes() any }
