@@ -29,7 +29,10 @@ import {
 } from '../../../sdk/protocol.js';
 import { GO_DIR, GO_SDK_DIR } from '../../helpers/providers.js';
 
-for (const [name, dir] of [['sdk/go', GO_SDK_DIR], ['plugins/go', GO_DIR]] as const) {
+for (const [name, dir] of [
+  ['sdk/go', GO_SDK_DIR],
+  ['plugins/go', GO_DIR],
+] as const) {
   test.serial(`go vet and go test ./... pass in ${name}`, async (t) => {
     const vet = await execa('go', ['vet', './...'], { cwd: dir, reject: false, all: true });
     t.is(vet.exitCode, 0, vet.all);
