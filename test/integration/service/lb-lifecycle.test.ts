@@ -57,6 +57,26 @@ async function readSvc(core: CoreV1Api, name: string): Promise<V1Service | undef
 
 const ingressIp = (s: V1Service | undefined) => s?.status?.loadBalancer?.ingress?.[0]?.ip;
 
+/** Waits until the cloud load balancers of Services n1 and n2 both have exactly the backends `want` (node names, sorted, comma-joined). */
+async function settleN1N2(cloud: string, want: string, what: string): Promise<void> {
+  const backendsOf = async () =>
+    (await cloudLbs(cloud))
+      .filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2')
+      .map((l) =>
+        l.backends
+          .map((b) => b.nodeName)
+          .sort()
+          .join(','),
+      );
+  await waitFor(
+    async () => {
+      const got = await backendsOf();
+      return got.length === 2 && got.every((b) => b === want);
+    },
+    { what },
+  );
+}
+
 test.serial(
   'create → finalizer, ingress, TCP round trip; port change → traffic follows; delete → LB gone, then finalizer, then Service',
   async (t) => {
@@ -149,18 +169,7 @@ test.serial('nodes added, removed and excluded: backends follow, one batch updat
   // Two LBs; lbit-a and lbit-b exist from the first test.
   for (const name of ['n1', 'n2']) await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8083 }]) });
   await waitFor(async () => ingressIp(await readSvc(core, 'n1')) && ingressIp(await readSvc(core, 'n2')), { what: 'both ensured' });
-  const backendsOf = async () => {
-    const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
-    return lbs.map((l) =>
-      l.backends
-        .map((b) => b.nodeName)
-        .sort()
-        .join(','),
-    );
-  };
-  const settle = async (want: string, what: string) => {
-    await waitFor(async () => (await backendsOf()).every((b) => b === want) && (await backendsOf()).length === 2, { what });
-  };
+  const settle = (want: string, what: string) => settleN1N2(cloud, want, what);
   await settle('lbit-a,lbit-b', 'initial backends');
   const ensures0 = await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer');
   let batches = await pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts');
@@ -212,18 +221,7 @@ test.serial(
     // Continues the test above: n1 and n2 have the backend lbit-a (lbit-b excluded, lbit-c deleted).
     const { core, cloud, host } = t.context;
     const { patchOptions } = await import('../../helpers/kube-patch.js');
-    const backendsOf = async () => {
-      const lbs = (await cloudLbs(cloud)).filter((l) => l.serviceName === 'n1' || l.serviceName === 'n2');
-      return lbs.map((l) =>
-        l.backends
-          .map((b) => b.nodeName)
-          .sort()
-          .join(','),
-      );
-    };
-    const settle = async (want: string, what: string) => {
-      await waitFor(async () => (await backendsOf()).every((b) => b === want) && (await backendsOf()).length === 2, { what });
-    };
+    const settle = (want: string, what: string) => settleN1N2(cloud, want, what);
     const batchCalls = () => pluginCalls(host.metrics.registry, 'UpdateLoadBalancerHosts');
     // lbit-e is held by a finalizer of ours, so its deletion leaves it with a deletionTimestamp.
     const HOLD = 'ccm.test/hold';
