@@ -23,7 +23,7 @@ import { K8S_VERSION } from '../controlplane/binaries.js';
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const SOURCE = join(REPO, 'tools', 'upstream-ccm');
 /** Inputs of the build besides the module cache: ours only. */
-const HASHED = [SOURCE, join(REPO, 'plugins', 'go', 'go.mod'), join(REPO, 'plugins', 'go', 'go.sum'), join(REPO, 'plugins', 'go', 'gen')];
+const HASHED = [SOURCE, join(REPO, 'sdk', 'go', 'go.mod'), join(REPO, 'sdk', 'go', 'go.sum'), join(REPO, 'sdk', 'go', 'gen')];
 /** How long a from-scratch build (module download + compile) may take. */
 const BUILD_TIMEOUT_MS = 45 * 60_000;
 /** How often a person watching the build is told it is still going. */

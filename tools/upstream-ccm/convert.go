@@ -2,7 +2,7 @@
 package main
 
 import (
-	pb "ccm.example/provider-go/gen/ccm/provider/v1"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	v1 "k8s.io/api/core/v1"
 )
 

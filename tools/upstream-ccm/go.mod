@@ -3,7 +3,7 @@ module ccm.example/upstream-ccm
 go 1.26.0
 
 require (
-	ccm.example/provider-go v0.0.0
+	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go v0.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.34.4
@@ -109,4 +109,4 @@ require (
 )
 
 // The generated protocol stubs live in the Go provider's module.
-replace ccm.example/provider-go => ../../plugins/go
+replace github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go => ../../sdk/go
