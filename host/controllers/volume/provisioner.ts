@@ -16,21 +16,19 @@
  * in-memory record while this host runs.
  */
 import type { V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass, V1VolumeAttachment } from '@kubernetes/client-node';
-import { type CoreV1Api } from '../../kube/api.js';
-import type { Registry } from 'prom-client';
-import type { CreateVolumeRequest, Volumes } from '../../cloud-volumes.js';
+import type { CreateVolumeRequest } from '../../cloud-volumes.js';
 import { CloudCallError, PluginUnavailableError } from '../../errors.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
-import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import { volumeRateLimiter } from './retry.js';
-import { errorMessage, type Logger } from '../../log.js';
+import { errorMessage } from '../../log.js';
 import { Annotations, EventReasons, Finalizers } from '../../names.js';
 import { setFinalizer } from './finalizers.js';
 import { BadClaimError, claimProvisioner, createRequestFor, persistentVolumeFor, volumeNameFor } from './pv-spec.js';
+import type { ClaimControllerOptions } from './resizer.js';
 
 /** Whether the claim carries our provisioning finalizer. */
 function holdsClaim(claim: V1PersistentVolumeClaim): boolean {
@@ -56,19 +54,9 @@ function persistedRequest(claim: V1PersistentVolumeClaim): CreateVolumeRequest |
   }
 }
 
-export interface ProvisionerOptions {
-  driver: string;
-  volumes: Volumes;
-  core: CoreV1Api;
-  claims: Informer<V1PersistentVolumeClaim>;
-  pvs: Informer<V1PersistentVolume>;
-  classes: Informer<V1StorageClass>;
+export interface ProvisionerOptions extends ClaimControllerOptions {
   attachments: Informer<V1VolumeAttachment>;
   nodes: Informer<V1Node>;
-  recorder: EventRecorder;
-  log: Logger;
-  registry?: Registry;
-  workers: number;
 }
 
 /** A CreateVolume whose outcome is not known yet. */

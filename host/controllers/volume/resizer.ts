@@ -39,7 +39,8 @@ const ResizeStatus = {
 /** gRPC codes that mean "this size can never be reached"; the user must change the request. */
 const INFEASIBLE_CODES = new Set(['INVALID_ARGUMENT', 'OUT_OF_RANGE', 'NOT_FOUND']);
 
-export interface ResizerOptions {
+/** What the claim-driven volume controllers (resizer, provisioner) are built from. */
+export interface ClaimControllerOptions {
   driver: string;
   volumes: Volumes;
   core: CoreV1Api;
@@ -51,6 +52,8 @@ export interface ResizerOptions {
   registry?: Registry;
   workers: number;
 }
+
+export type ResizerOptions = ClaimControllerOptions;
 
 const claimKey = (c: V1PersistentVolumeClaim) => keyOf(c);
 

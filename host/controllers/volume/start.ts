@@ -2,12 +2,13 @@
  * Wires the volume controllers into the host (registry.ts). They share one
  * provisioner name: --volume-provisioner-name, else the plugin's name.
  */
+import type { Volumes } from '../../cloud-volumes.js';
 import { driverNameProblem } from '../../config/volumes.js';
 import type { ControllerContext, ControllerFactory } from '../context.js';
 import { VolumeAttacher } from './attacher.js';
 import { VolumeProvisioner } from './provisioner.js';
 import { PvLabeler } from './labeler.js';
-import { VolumeResizer } from './resizer.js';
+import { VolumeResizer, type ClaimControllerOptions } from './resizer.js';
 import { webhookCert } from './webhook-cert.js';
 import { PvLabelWebhook } from './webhook.js';
 import { DelegatedGuard } from '../../server/guard.js';
@@ -29,22 +30,29 @@ function volumesAndName(ctx: ControllerContext) {
   return { volumes, driver: named.name };
 }
 
-export const startVolumeProvisioner: ControllerFactory = (ctx) => {
-  const v = volumesAndName(ctx);
-  if ('skip' in v) return v;
-  const c = new VolumeProvisioner({
+/** The options the provisioner and the resizer share. */
+function claimControllerOptions(ctx: ControllerContext, v: { volumes: Volumes; driver: string }): ClaimControllerOptions {
+  return {
     driver: v.driver,
     volumes: v.volumes,
     core: ctx.clients.core,
     claims: ctx.informers.for(PERSISTENT_VOLUME_CLAIMS),
     pvs: ctx.informers.for(PERSISTENT_VOLUMES),
     classes: ctx.informers.for(STORAGE_CLASSES),
-    attachments: ctx.informers.for(VOLUME_ATTACHMENTS),
-    nodes: ctx.informers.nodes(),
     recorder: ctx.recorder,
     log: ctx.log.child({ driver: v.driver }),
     registry: ctx.registry,
     workers: ctx.config.volumes.concurrentSyncs,
+  };
+}
+
+export const startVolumeProvisioner: ControllerFactory = (ctx) => {
+  const v = volumesAndName(ctx);
+  if ('skip' in v) return v;
+  const c = new VolumeProvisioner({
+    ...claimControllerOptions(ctx, v),
+    attachments: ctx.informers.for(VOLUME_ATTACHMENTS),
+    nodes: ctx.informers.nodes(),
   });
   // After a plugin restart, learn the outcome of interrupted creates now, not at their backoff.
   ctx.supervisor.on('ready', () => c.requeueInFlight());
@@ -73,18 +81,7 @@ export const startVolumeAttacher: ControllerFactory = (ctx) => {
 export const startVolumeResizer: ControllerFactory = (ctx) => {
   const v = volumesAndName(ctx);
   if ('skip' in v) return v;
-  const c = new VolumeResizer({
-    driver: v.driver,
-    volumes: v.volumes,
-    core: ctx.clients.core,
-    claims: ctx.informers.for(PERSISTENT_VOLUME_CLAIMS),
-    pvs: ctx.informers.for(PERSISTENT_VOLUMES),
-    classes: ctx.informers.for(STORAGE_CLASSES),
-    recorder: ctx.recorder,
-    log: ctx.log.child({ driver: v.driver }),
-    registry: ctx.registry,
-    workers: ctx.config.volumes.concurrentSyncs,
-  });
+  const c = new VolumeResizer(claimControllerOptions(ctx, v));
   return { run: (signal) => c.run(signal) };
 };
 
