@@ -45,8 +45,16 @@ function newRecord(clusterName: string, hint: string, route: Route, cidr: Cidr):
   };
 }
 
-/** The RoutesService implementation. */
+/**
+ * The RoutesService of the local cloud: reads, single-route writes and the
+ * batch reconcile, each a group of its own below.
+ */
 export function createRoutesService(c: CloudContext): RoutesProvider {
+  return { ...routeReads(c), ...routeWrites(c), ...routeBatches(c) };
+}
+
+/** Read-only: the cluster's routes (paged). */
+function routeReads(c: CloudContext): Pick<RoutesProvider, 'listRoutes'> {
   return {
     async listRoutes(req) {
       const cluster = clusterOf(c, req.meta);
@@ -55,7 +63,12 @@ export function createRoutesService(c: CloudContext): RoutesProvider {
       const { page, nextPageToken } = paginate(mine, (r) => r.name, req, 'routes', cluster);
       return { routes: page.map((r) => toRoute(view, r)), nextPageToken };
     },
+  };
+}
 
+/** One route: create, delete. */
+function routeWrites(c: CloudContext): Pick<RoutesProvider, 'createRoute' | 'deleteRoute'> {
+  return {
     async createRoute(req) {
       const cluster = clusterOf(c, req.meta);
       const route = required(req.route, 'route');
@@ -94,7 +107,12 @@ export function createRoutesService(c: CloudContext): RoutesProvider {
       });
       return {};
     },
+  };
+}
 
+/** The whole desired set in one call: missing routes created, extra ones deleted. */
+function routeBatches(c: CloudContext): Pick<RoutesProvider, 'reconcileRoutes'> {
+  return {
     async reconcileRoutes(req) {
       const cluster = clusterOf(c, req.meta);
       if (req.clusterCidrs.length === 0) throw new InvalidArgumentError('cluster_cidrs must not be empty');
