@@ -72,53 +72,24 @@ export interface ServiceMetrics {
 
 /** The metrics on `registry` (shared by every service controller using it). */
 export function serviceMetrics(registry: Registry): ServiceMetrics {
-  const registers = [registry];
   return {
-    nodeSyncLatency: registeredMetric(
-      registry,
-      'service_controller_nodesync_latency_seconds',
-      Histogram,
-      () =>
-        new Histogram({
-          name: 'service_controller_nodesync_latency_seconds',
-          help: 'A metric measuring the latency for nodesync which updates loadbalancer hosts on cluster node updates.',
-          buckets: LATENCY_BUCKETS,
-          registers,
-        }),
-    ),
-    updateHostLatency: registeredMetric(
-      registry,
-      'service_controller_update_loadbalancer_host_latency_seconds',
-      Histogram,
-      () =>
-        new Histogram({
-          name: 'service_controller_update_loadbalancer_host_latency_seconds',
-          help: 'A metric measuring the latency for updating each load balancer hosts.',
-          buckets: LATENCY_BUCKETS,
-          registers,
-        }),
-    ),
-    loadBalancerSyncs: registeredMetric(
-      registry,
-      'service_controller_loadbalancer_sync_total',
-      Counter,
-      () =>
-        new Counter({
-          name: 'service_controller_loadbalancer_sync_total',
-          help: 'A metric counting the amount of times any load balancer has been configured, as an effect of service/node changes on the cluster',
-          registers,
-        }),
-    ),
-    nodeSyncErrors: registeredMetric(
-      registry,
-      'service_controller_nodesync_error_total',
-      Counter,
-      () =>
-        new Counter({
-          name: 'service_controller_nodesync_error_total',
-          help: 'A metric counting the amount of times any load balancer has been configured and errored, as an effect of node changes on the cluster',
-          registers,
-        }),
-    ),
+    nodeSyncLatency: metric(registry, Histogram, {
+      name: 'service_controller_nodesync_latency_seconds',
+      help: 'A metric measuring the latency for nodesync which updates loadbalancer hosts on cluster node updates.',
+      buckets: LATENCY_BUCKETS,
+    }),
+    updateHostLatency: metric(registry, Histogram, {
+      name: 'service_controller_update_loadbalancer_host_latency_seconds',
+      help: 'A metric measuring the latency for updating each load balancer hosts.',
+      buckets: LATENCY_BUCKETS,
+    }),
+    loadBalancerSyncs: metric(registry, Counter, {
+      name: 'service_controller_loadbalancer_sync_total',
+      help: 'A metric counting the amount of times any load balancer has been configured, as an effect of service/node changes on the cluster',
+    }),
+    nodeSyncErrors: metric(registry, Counter, {
+      name: 'service_controller_nodesync_error_total',
+      help: 'A metric counting the amount of times any load balancer has been configured and errored, as an effect of node changes on the cluster',
+    }),
   };
 }
