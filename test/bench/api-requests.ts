@@ -10,10 +10,12 @@ import dc from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { CoreV1Api } from '@kubernetes/client-node';
+import { execa } from 'execa';
 import { ConnectionPool } from '../../host/kube/connections.js';
 import { makeClients } from '../../host/kube/client.js';
 import { f2, f3, int, type BenchSection } from './section.js';
 import { percentile } from './stats.js';
+import { clientBenchOf, ensureUpstreamCcm } from './upstream-ccm.js';
 
 const REQUESTS = 1000;
 const WARMUP = 50;
@@ -107,11 +109,20 @@ export const apiRequestsSection: BenchSection = {
     } finally {
       connections.destroy();
     }
+    const clientBench = clientBenchOf(await ensureUpstreamCcm((l) => ctx.log(l)));
+    for (const concurrency of [1, 16]) {
+      ctx.log(`api-requests: client-go, ${concurrency} concurrent`);
+      const { stdout } = await execa(clientBench, ['get', cp.kubeconfigPath, String(REQUESTS), String(WARMUP), String(concurrency)]);
+      rows.push(JSON.parse(stdout.trim()) as ApiRequestFigures);
+    }
     return `## API request cost
 
 ${int(REQUESTS)} GETs of Namespace \`default\` against the real kube-apiserver (TLS, bearer token) from the benchmark
 process, after ${WARMUP} untimed ones; the client-side limiter is set high enough never to delay. Connections are the
-distinct sockets the requests went out on; CPU is this process's user+system time per request.
+distinct sockets the requests went out on; CPU is the client process's user+system time per request. Upstream:
+client-go, the client the upstream CCM is built on, making the same requests from a Go process of its own
+(\`tools/upstream-ccm/cmd/client-bench\`, connections counted at its dialer), one after the other with ours on the
+same control plane.
 
 | client | concurrent | requests | connections opened | mean (ms) | p50 (ms) | p99 (ms) | client CPU per request (ms) |
 |---|---|---|---|---|---|---|---|

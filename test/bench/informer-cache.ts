@@ -3,12 +3,16 @@
  * (50 images, the kubelet's default cap; attached volumes; conditions; three
  * managedFields entries) are created, then a fresh process syncs one Nodes
  * informer that keeps objects as listed, and another the host's (which drops
- * fields no controller reads, host/kube/cache-transforms.ts).
+ * fields no controller reads, host/kube/cache-transforms.ts). The upstream
+ * column is client-go's Nodes informer as the upstream CCM builds it (a
+ * shared informer factory, no transform), and the same with managedFields
+ * dropped, each in a Go process of its own (tools/upstream-ccm/cmd/client-bench).
  */
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { patchOptions } from '../helpers/kube-patch.js';
+import { clientBenchOf, ensureUpstreamCcm } from './upstream-ccm.js';
 import { f1, int, type BenchSection } from './section.js';
 
 const CHILD = fileURLToPath(new URL('./informer-cache-child.js', import.meta.url));
@@ -17,11 +21,18 @@ const IMAGES = 50;
 const CREATE_CONCURRENCY = 32;
 
 interface CacheFigures {
-  mode: 'raw' | 'host';
+  mode: 'raw' | 'host' | 'plain' | 'trimmed';
   nodes: number;
   cacheHeapMb: number;
   rssMb: number;
 }
+
+const CACHE_LABELS: Record<CacheFigures['mode'], string> = {
+  raw: 'ours, objects as listed',
+  host: "ours, host's (cache-transforms.ts)",
+  plain: 'upstream: client-go, as the upstream CCM (no transform)',
+  trimmed: 'upstream: client-go, managedFields dropped',
+};
 
 const hex = (i: number, len: number) => i.toString(16).padStart(len, '0');
 
@@ -125,11 +136,17 @@ export const informerCacheSection: BenchSection = {
       }),
     );
     const rows: CacheFigures[] = [];
+    const clientBench = clientBenchOf(await ensureUpstreamCcm((l) => ctx.log(l)));
     try {
       for (const mode of ['raw', 'host'] as const) {
         ctx.log(`informer-cache: ${mode}`);
         const { stdout } = await execa(process.execPath, ['--expose-gc', CHILD, cp.kubeconfigPath, `bench-run=${run}`, mode]);
         rows.push(JSON.parse(stdout.trim().split('\n').pop()!) as CacheFigures);
+      }
+      for (const mode of ['plain', 'trimmed'] as const) {
+        ctx.log(`informer-cache: client-go, ${mode}`);
+        const { stdout } = await execa(clientBench, ['informer', cp.kubeconfigPath, `bench-run=${run}`, mode]);
+        rows.push(JSON.parse(stdout.trim()) as CacheFigures);
       }
     } finally {
       await core.deleteCollectionNode({ labelSelector: `bench-run=${run}` });
@@ -138,11 +155,14 @@ export const informerCacheSection: BenchSection = {
 
 ${int(NODES)} Nodes shaped like a kubelet's on a cloud VM (${IMAGES} images, the kubelet's default cap; 4 attached volumes;
 4 conditions; managedFields of the kubelet and kube-controller-manager), cached by one Nodes informer in a fresh process.
-Heap is the live heap the synced cache added (after full GCs); RSS is the whole process.
+Heap is the live heap the synced cache added (after full GCs: V8's heapUsed, Go's HeapAlloc); RSS is the whole
+process. Upstream: client-go's Nodes informer as the upstream CCM builds it (\`informers.NewSharedInformerFactory\`,
+no transform), and the same with managedFields dropped by an informer transform, each in a Go process of its own
+(\`tools/upstream-ccm/cmd/client-bench\`), one after the other with ours on the same Nodes.
 
 | cache | nodes | heap of the cache (MB) | process RSS (MB) |
 |---|---|---|---|
-${rows.map((r) => `| ${r.mode === 'raw' ? 'objects as listed' : "host's (cache-transforms.ts)"} | ${int(r.nodes)} | **${f1(r.cacheHeapMb)}** | ${f1(r.rssMb)} |`).join('\n')}
+${rows.map((r) => `| ${CACHE_LABELS[r.mode]} | ${int(r.nodes)} | **${f1(r.cacheHeapMb)}** | ${f1(r.rssMb)} |`).join('\n')}
 `;
   },
 };

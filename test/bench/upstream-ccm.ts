@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { access, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -76,9 +76,15 @@ async function checkPinnedVersion(): Promise<void> {
   }
 }
 
+/** The client-bench binary built beside upstream-ccm (tools/upstream-ccm/cmd/client-bench): client-go measured on its own. */
+export function clientBenchOf(upstreamCcm: string): string {
+  return join(dirname(upstreamCcm), 'client-bench');
+}
+
 /**
- * Path of the upstream-ccm binary for the current sources, building it when
- * missing (`progress` receives the build's output and a tick every 30 s).
+ * Path of the upstream-ccm binary for the current sources, building it (and
+ * client-bench beside it, see clientBenchOf) when missing (`progress`
+ * receives the build's output and a tick every 30 s).
  * Fails with what to do when Go is missing or the build fails.
  */
 export async function ensureUpstreamCcm(progress: (line: string) => void): Promise<string> {
@@ -100,14 +106,15 @@ export async function ensureUpstreamCcm(progress: (line: string) => void): Promi
     );
   });
   await mkdir(dir, { recursive: true });
-  // Built under a name of its own and renamed when done, so a half-built or
-  // concurrently built binary is never mistaken for a finished one.
-  const partial = join(dir, `.upstream-ccm.${process.pid}`);
+  // Built into a directory of its own and renamed when done, upstream-ccm
+  // last, so a half-built or concurrently built pair is never mistaken for a
+  // finished one.
+  const partial = join(dir, `.partial.${process.pid}`);
   const started = Date.now();
   progress(
     `building the upstream cloud-controller-manager (k8s.io/cloud-provider ${CLOUD_PROVIDER_VERSION}, tools/upstream-ccm) into ${dir} (once per source change; several minutes on 2 cores)`,
   );
-  const child = execa('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', partial, '.'], {
+  const child = execa('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', `${partial}/`, '.', './cmd/client-bench'], {
     cwd: SOURCE,
     env: { GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },
     stdin: 'ignore',
@@ -127,7 +134,7 @@ export async function ensureUpstreamCcm(progress: (line: string) => void): Promi
   try {
     const r = await child;
     if (r.exitCode !== 0) {
-      await rm(partial, { force: true });
+      await rm(partial, { recursive: true, force: true });
       const why = r.timedOut ? `exceeded ${BUILD_TIMEOUT_MS / 60_000} min` : `exited ${r.exitCode ?? r.signal}`;
       throw new Error(`building tools/upstream-ccm failed (go build ${why}); last output:\n${tail.join('\n')}`);
     }
@@ -135,7 +142,9 @@ export async function ensureUpstreamCcm(progress: (line: string) => void): Promi
     clearInterval(tick);
     lines.close();
   }
-  await rename(partial, bin);
+  await rename(join(partial, 'client-bench'), clientBenchOf(bin));
+  await rename(join(partial, 'upstream-ccm'), bin);
+  await rm(partial, { recursive: true, force: true });
   progress(`upstream-ccm built in ${Math.round((Date.now() - started) / 1000)}s: ${bin}`);
   return bin;
 }

@@ -8,6 +8,7 @@ require (
 	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.34.4
 	k8s.io/apimachinery v0.34.4
+	k8s.io/client-go v0.34.4
 	k8s.io/cloud-provider v0.34.4
 	k8s.io/component-base v0.34.4
 	k8s.io/klog/v2 v2.130.1
@@ -95,7 +96,6 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/apiserver v0.34.4 // indirect
-	k8s.io/client-go v0.34.4 // indirect
 	k8s.io/component-helpers v0.34.4 // indirect
 	k8s.io/controller-manager v0.34.4 // indirect
 	k8s.io/kms v0.34.4 // indirect
