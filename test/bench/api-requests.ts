@@ -7,6 +7,7 @@
  * else meanwhile, so its CPU time is the client's.
  */
 import dc from 'node:diagnostics_channel';
+import https from 'node:https';
 import type { ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -94,17 +95,31 @@ export const apiRequestsSection: BenchSection = {
     const connections = new ConnectionPool();
     const { rest } = makeClients(kc, { qps: UNTHROTTLED, burst: UNTHROTTLED, userAgent: 'bench', connections });
     const host = { readNamespace: (name: string) => rest.request('GET', `/api/v1/namespaces/${name}`) };
+    // The runtime's floor: node:https on the host's pooled keep-alive agent, prepared once, no client code around it.
+    const floor = await rest.prepare('/api/v1/namespaces/default', undefined, 'request');
+    const rawGet = () =>
+      new Promise<unknown>((resolve, reject) => {
+        const req = https.request(floor.url, { headers: { ...floor.headers, Accept: 'application/json' }, agent: floor.agent }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
     const rows: ApiRequestFigures[] = [];
     try {
       for (const [client, core, concurrency] of [
         ['client-node makeApiClient', plain, 1],
         ['host makeClients', host, 1],
         ['host makeClients', host, 16],
+        ['node:https alone (the floor)', rawGet, 1],
+        ['node:https alone (the floor)', rawGet, 16],
       ] as const) {
         ctx.log(`api-requests: ${client}, ${concurrency} concurrent`);
-        rows.push(
-          await measure(client, () => (core === host ? host.readNamespace('default') : plain.readNamespace({ name: 'default' })), concurrency),
-        );
+        const get = core === host ? () => host.readNamespace('default') : core === rawGet ? rawGet : () => plain.readNamespace({ name: 'default' });
+        rows.push(await measure(client, get, concurrency));
       }
     } finally {
       connections.destroy();
@@ -122,7 +137,8 @@ process, after ${WARMUP} untimed ones; the client-side limiter is set high enoug
 distinct sockets the requests went out on; CPU is the client process's user+system time per request. Upstream:
 client-go, the client the upstream CCM is built on, making the same requests from a Go process of its own
 (\`tools/upstream-ccm/cmd/client-bench\`, connections counted at its dialer), one after the other with ours on the
-same control plane.
+same control plane. "node:https alone" is Node's own HTTP client on the host's keep-alive agent with nothing of
+ours around it: what any Node client pays per request.
 
 | client | concurrent | requests | connections opened | mean (ms) | p50 (ms) | p99 (ms) | client CPU per request (ms) |
 |---|---|---|---|---|---|---|---|
