@@ -141,7 +141,7 @@ export const apiRequestsSection: BenchSection = {
       connections.destroy();
     }
     const rows = rounds.map((r) => [...r].sort((x, y) => x.cpuMsPerRequest - y.cpuMsPerRequest)[Math.floor(r.length / 2)]);
-    return `## API request cost
+    const markdown = `## API request cost
 
 ${int(REQUESTS)} GETs of Namespace \`default\` against the real kube-apiserver (TLS, bearer token) from the benchmark
 process, after ${WARMUP} untimed ones, in ${ROUNDS} rounds (every client once per round; each row is its round of median CPU; client-node's default, one
@@ -156,5 +156,6 @@ ours around it: what any Node client pays per request.
 |---|---|---|---|---|---|---|---|
 ${rows.map((r) => `| ${r.client} | ${r.concurrency} | ${int(r.requests)} | **${int(r.connections)}** | ${f2(r.meanMs)} | ${f2(r.p50Ms)} | ${f2(r.p99Ms)} | **${f3(r.cpuMsPerRequest)}** |`).join('\n')}
 `;
+    return { markdown, figures: { settings: { requests: REQUESTS, warmup: WARMUP, rounds: ROUNDS }, rows } };
   },
 };

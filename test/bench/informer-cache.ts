@@ -151,7 +151,7 @@ export const informerCacheSection: BenchSection = {
     } finally {
       await core.deleteCollectionNode({ labelSelector: `bench-run=${run}` });
     }
-    return `## Nodes informer cache
+    const markdown = `## Nodes informer cache
 
 ${int(NODES)} Nodes shaped like a kubelet's on a cloud VM (${IMAGES} images, the kubelet's default cap; 4 attached volumes;
 4 conditions; managedFields of the kubelet and kube-controller-manager), cached by one Nodes informer in a fresh process.
@@ -164,5 +164,6 @@ no transform), and the same with managedFields dropped by an informer transform,
 |---|---|---|---|
 ${rows.map((r) => `| ${CACHE_LABELS[r.mode]} | ${int(r.nodes)} | **${f1(r.cacheHeapMb)}** | ${f1(r.rssMb)} |`).join('\n')}
 `;
+    return { markdown, figures: { settings: { nodes: NODES, images: IMAGES }, rows } };
   },
 };
