@@ -4,7 +4,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'proto/gen/**', 'plugins/go/**', 'plugins/python/**', '.localcluster/**', 'tools/upstream-ccm/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'sdk/dist/**',
+      'node_modules/**',
+      'proto/gen/**',
+      'plugins/go/**',
+      'plugins/python/**',
+      '.localcluster/**',
+      'tools/upstream-ccm/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,6 +1,7 @@
 /** IdentityService and LifecycleService.Configure checks. */
 import { setTimeout as delay } from 'node:timers/promises';
 import { Capability, Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { ServiceRef } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { ErrorReason, SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
 import { CheckFailed, expect, skip, type Check, type Kit } from '../kit.js';
 import { Code, RpcError } from '../rpc.js';
@@ -35,7 +36,8 @@ export function probeCall(k: Kit, s: Service): [object, string, object] | undefi
       return [
         c.loadBalancers,
         'GetLoadBalancerName',
-        { meta, service: { uid: '00000000-0000-0000-0000-000000000000', namespace: 'default', name: 'x', annotations: {}, labels: {}, ports: [] } },
+        // fromPartial fills every repeated and map field: the generated encoder iterates them unchecked.
+        { meta, service: ServiceRef.fromPartial({ uid: '00000000-0000-0000-0000-000000000000', namespace: 'default', name: 'x' }) },
       ];
     case Service.SERVICE_ROUTES:
       return [c.routes, 'ListRoutes', { meta, pageSize: 1, pageToken: '' }];
