@@ -20,6 +20,8 @@ export const GO_DIR = join(REPO, 'plugins', 'go');
 /** The Go SDK module (sdk/go), which plugins/go uses through a replace directive. */
 export const GO_SDK_DIR = join(REPO, 'sdk', 'go');
 export const PYTHON_DIR = join(REPO, 'plugins', 'python');
+/** The cloudprovider.Interface bridge (sdk/go/bridge), its own module next to the SDK it replaces with ../. */
+export const GO_BRIDGE_DIR = join(GO_SDK_DIR, 'bridge');
 
 function cacheRoot(): string {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
