@@ -31,7 +31,7 @@ const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SELECTOR_LABEL = 'ccm-test/provider-scenario';
 const EXCLUDE_FROM_LBS = 'node.kubernetes.io/exclude-from-external-load-balancers';
 /** Each provider's load balancer address pool (plugins/go/loadbalancers.go, plugins/python/mempy/cloud.py). */
-const LB_POOL: Record<ProviderUnderTest['name'], RegExp> = { memgo: /^203\.0\.113\./, mempy: /^198\.51\.100\./ };
+const LB_POOL: Record<ProviderUnderTest['name'], RegExp> = { memgo: /^203\.0\.113\./, mempy: /^198\.51\.100\./, fake: /^192\.0\.2\.10$/ };
 
 /** What a scenario gets: a host running against one provider in one mode. */
 interface ScenarioContext {
