@@ -1,6 +1,6 @@
 // ccm-provider-fake: upstream's test double k8s.io/cloud-provider/fake,
 // unmodified, served through the bridge. It is how the repository tests the
-// bridge on code nobody here wrote (test/integration/providers/bridge-fake.test.ts).
+// bridge on code nobody here wrote (test/integration/conformance/kit.test.ts).
 //
 // The fake is configured only through its exported fields: Instances (v1)
 // and Zones, no InstancesV2, so every instance call takes the bridge's
