@@ -54,6 +54,19 @@ func TestNodeFromRef(t *testing.T) {
 	}
 }
 
+func TestAddressesRoundTripEveryKubernetesType(t *testing.T) {
+	in := []v1.NodeAddress{
+		{Type: v1.NodeHostName, Address: "n1"},
+		{Type: v1.NodeInternalIP, Address: "10.0.0.1"},
+		{Type: v1.NodeExternalIP, Address: "203.0.113.1"},
+		{Type: v1.NodeInternalDNS, Address: "n1.internal"},
+		{Type: v1.NodeExternalDNS, Address: "n1.example.com"},
+	}
+	if got := AddressesFromProto(AddressesToProto(in)); !equality.Semantic.DeepEqual(got, in) {
+		t.Fatalf("round trip: got %v, want %v", got, in)
+	}
+}
+
 func TestNodeFromRefCopiesMaps(t *testing.T) {
 	ref := &pb.NodeRef{Name: "n", Labels: map[string]string{"a": "1"}}
 	n := NodeFromRef(ref)
