@@ -259,7 +259,12 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** Node scenarios of upstream's fake cloud, whose machines the test hook makes (exec mode: hooks on the host's socket). */
+/**
+ * Scenarios of upstream's fake cloud, whose machines the test hook makes
+ * (exec mode: hooks on the host's socket). Its load balancer scenario checks
+ * what the fake's EnsureLoadBalancer stored; the fake never deletes a
+ * balancer, so unlike SCENARIOS' it cannot check that none is left.
+ */
 const FAKE_SCENARIOS: Scenario[] = [
   {
     name: 'node initialization',
@@ -343,6 +348,56 @@ const FAKE_SCENARIOS: Scenario[] = [
       } finally {
         hooks.close();
         await c.core.deleteNode({ name }).catch(() => undefined);
+      }
+    },
+  },
+  {
+    // cloud-node too: only initialized nodes are load balancer backends.
+    name: 'load balancer',
+    controllers: 'cloud-node,service',
+    flags: (p) => [`--watch-namespace=${p}`, '--plugin-env=CCM_PROVIDER_TEST_HOOKS=1'],
+    instances: () => [],
+    async run(t, c) {
+      const [a, x] = [`${c.prefix}-a`, `${c.prefix}-x`];
+      const hooks = providerHooks(c);
+      try {
+        for (const n of [a, x]) await createInstance(hooks, n);
+        await registerNode(c, a);
+        await registerNode(c, x, { [EXCLUDE_FROM_LBS]: 'true' });
+        await waitInitialized(c, a);
+        await waitInitialized(c, x);
+        await ensureNamespace(c.core, c.prefix);
+        const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
+        const uid = created.metadata!.uid!;
+        const svc = await waitFor(
+          async () => {
+            const s = await readService(c, 'web');
+            return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+          },
+          { what: `ingress of web (fake, ${c.mode})`, timeoutMs: 120_000 },
+        );
+        t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
+        const ingress = svc.status!.loadBalancer!.ingress!;
+        t.is(ingress.length, 1);
+        t.regex(ingress[0]!.ip!, LB_POOL.fake, "the fake's ExternalIP");
+        t.deepEqual(
+          (ingress[0]!.ports ?? []).map((p) => [p.port, p.protocol]),
+          [[8080, 'TCP']],
+          'port status from the fake, through the bridge',
+        );
+        // What the fake's EnsureLoadBalancer received: the rebuilt Service's ports and the eligible Nodes only.
+        const name = `a${uid.replaceAll('-', '')}`.slice(0, 32);
+        const lb = (await listProviderLbs(hooks)).find((l) => l.name === name);
+        t.truthy(lb, `the fake holds ${name}`);
+        t.deepEqual(lb!.ports, [8080]);
+        t.deepEqual(lb!.nodeNames, [a]);
+
+        await c.core.deleteNamespacedService({ name: 'web', namespace: c.prefix });
+        await waitFor(async () => (await readService(c, 'web')) === undefined, { what: 'Service web gone (finalizer removed)', timeoutMs: 120_000 });
+        t.true((await serviceEvents(c.core, svc)).some((e) => e.reason === 'DeletedLoadBalancer'));
+      } finally {
+        hooks.close();
+        for (const n of [a, x]) await c.core.deleteNode({ name: n }).catch(() => undefined);
       }
     },
   },

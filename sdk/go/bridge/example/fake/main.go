@@ -15,6 +15,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"slices"
 	"sync"
 
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
@@ -60,9 +61,11 @@ func main() {
 // testHooks makes and removes the fake's "instances" for the conformance kit
 // and host tests. The fake answers InstanceID and the instance type per node
 // name, but existence by providerID (ExistsByProviderID) for the whole
-// cloud: it is on while at least one test instance exists. SetThrottle and
-// ListTestLoadBalancers are unimplemented (the fake has no throttle and no
-// per-Service load balancer state worth listing).
+// cloud: it is on while at least one test instance exists.
+// ListTestLoadBalancers lists the fake's Balancers (what EnsureLoadBalancer
+// stored; the fake keeps no cluster name or Service uid, and
+// EnsureLoadBalancerDeleted leaves them). SetThrottle is unimplemented: the
+// fake has no throttle.
 type testHooks struct {
 	tpb.UnimplementedTestHooksServiceServer
 	mu        sync.Mutex
@@ -93,6 +96,24 @@ func (h *testHooks) CreateTestInstance(_ context.Context, req *tpb.CreateTestIns
 	h.instances[req.GetName()] = true
 	f.ExistsByProviderID = true
 	return &tpb.CreateTestInstanceResponse{ProviderId: pid}, nil
+}
+
+// ListTestLoadBalancers reports the fake's Balancers by name, with their
+// address, ports and host names. Read-only.
+func (h *testHooks) ListTestLoadBalancers(context.Context, *tpb.ListTestLoadBalancersRequest) (*tpb.ListTestLoadBalancersResponse, error) {
+	out := &tpb.ListTestLoadBalancersResponse{}
+	for _, b := range h.cloud.Balancers {
+		lb := &tpb.TestLoadBalancer{Name: b.Name, IngressIps: []string{h.cloud.ExternalIP.String()}}
+		for _, p := range b.Ports {
+			lb.Ports = append(lb.Ports, p.Port)
+		}
+		for _, n := range b.Hosts {
+			lb.NodeNames = append(lb.NodeNames, n.Name)
+		}
+		slices.Sort(lb.NodeNames)
+		out.LoadBalancers = append(out.LoadBalancers, lb)
+	}
+	return out, nil
 }
 
 // DeleteTestInstance makes InstanceID(name) answer InstanceNotFound. Absent is success.
