@@ -547,3 +547,34 @@ func TestClientBuilderFromEnvReportsMissingConfig(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// BenchmarkBridgeOverhead measures what the bridge adds to one call (the
+// Node rebuilt from the request, the metadata converted back), against the
+// same InstancesV2 call made directly; gRPC itself is the SDK's either way.
+func BenchmarkBridgeOverhead(b *testing.B) {
+	c := newTestCloud()
+	c.v2 = true
+	c.machines["n"] = &machine{id: "1", zone: "z"}
+	p, _ := New(c, Options{SDK: ccmsdk.Options{Logger: ccmsdk.NewLogger("bench", nil, nil)}})
+	inst := p.Instances().(*instances)
+	ctx := context.Background()
+	ref := &pb.NodeRef{Name: "n", Uid: "u", Labels: map[string]string{"kubernetes.io/hostname": "n", "a": "b"},
+		Addresses: []*pb.NodeAddress{{Type: pb.NodeAddressType_NODE_ADDRESS_TYPE_INTERNAL_IP, Address: "10.0.0.1"}}}
+	req := &pb.InstanceMetadataRequest{Node: ref}
+	node := NodeFromRef(ref)
+	v2, _ := c.InstancesV2()
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := v2.InstanceMetadata(ctx, node); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bridged", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := inst.InstanceMetadata(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
