@@ -7,9 +7,10 @@
  *
  * The binary lives outside the repository in
  * `${XDG_CACHE_HOME:-~/.cache}/ccm-host/upstream-ccm-<version>-<hash>/`, the
- * hash covering our Go sources (the forwarder and the generated stubs it
- * links), so editing them builds a new one and an unchanged tree never does.
- * `go test` in tools/upstream-ccm checks its error mapping and conversions.
+ * hash covering our Go sources (the forwarder and sdk/go: the generated
+ * stubs, the SDK and the bridge it links), so editing them builds a new one
+ * and an unchanged tree never does. `go test` in tools/upstream-ccm checks
+ * its error mapping; the conversions are the bridge's (sdk/go/bridge).
  */
 import { createHash } from 'node:crypto';
 import { access, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
@@ -22,8 +23,8 @@ import { K8S_VERSION } from '../controlplane/binaries.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const SOURCE = join(REPO, 'tools', 'upstream-ccm');
-/** Inputs of the build besides the module cache: ours only. */
-const HASHED = [SOURCE, join(REPO, 'sdk', 'go', 'go.mod'), join(REPO, 'sdk', 'go', 'go.sum'), join(REPO, 'sdk', 'go', 'gen')];
+/** Inputs of the build besides the module cache, ours only: the forwarder and sdk/go (the stubs, ccmsdk, and the bridge whose conversions and error mapping it shares). */
+const HASHED = [SOURCE, join(REPO, 'sdk', 'go')];
 /** How long a from-scratch build (module download + compile) may take. */
 const BUILD_TIMEOUT_MS = 45 * 60_000;
 /** How often a person watching the build is told it is still going. */

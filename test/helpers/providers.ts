@@ -3,6 +3,8 @@
  * executables for tests, built on first use and cached outside the repository:
  *   ~/.cache/ccm-host/providers/go-<source hash>/ccm-provider-memgo
  *   ~/.cache/ccm-host/providers/python-<requirements hash>/venv
+ *   ~/.cache/ccm-host/providers/fake-<source hash>/ccm-provider-fake (upstream's
+ *     k8s.io/cloud-provider/fake behind the bridge, sdk/go/bridge/example/fake)
  * Go modules come from the Go module proxy, Python packages from PyPI. A
  * directory lock keeps parallel test files from building the same thing twice.
  */
@@ -20,6 +22,8 @@ export const GO_DIR = join(REPO, 'plugins', 'go');
 /** The Go SDK module (sdk/go), which plugins/go uses through a replace directive. */
 export const GO_SDK_DIR = join(REPO, 'sdk', 'go');
 export const PYTHON_DIR = join(REPO, 'plugins', 'python');
+/** The cloudprovider.Interface bridge (sdk/go/bridge), its own module next to the SDK it replaces with ../. */
+export const GO_BRIDGE_DIR = join(GO_SDK_DIR, 'bridge');
 
 function cacheRoot(): string {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
@@ -53,6 +57,11 @@ function goSource(rel: string): boolean {
   return /^(go\.mod|go\.sum|(.+\/)?[^/]+\.go)$/.test(rel) && !rel.endsWith('_test.go');
 }
 
+/** Hash of the SDK module's sources (sdk/go without the nested bridge module). */
+async function goSdkHash(goVersion: string): Promise<string> {
+  return hashFiles(GO_SDK_DIR, await filesUnder(GO_SDK_DIR, (rel) => goSource(rel) && !rel.startsWith('bridge/')), goVersion);
+}
+
 /**
  * Path of the built Go provider (go build on first use). The cache key covers
  * plugins/go and the SDK module it replaces with ../../sdk/go.
@@ -60,13 +69,32 @@ function goSource(rel: string): boolean {
 export function goProviderBinary(): Promise<string> {
   return (goBinary ??= (async () => {
     const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-    const sdkHash = await hashFiles(GO_SDK_DIR, await filesUnder(GO_SDK_DIR, goSource), goVersion);
+    const sdkHash = await goSdkHash(goVersion);
     const files = await filesUnder(GO_DIR, goSource);
     const dir = join(cacheRoot(), `go-${await hashFiles(GO_DIR, files, `${goVersion}\0${sdkHash}`)}`);
     await buildOnce(dir, async (tmp) => {
       await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-memgo'), '.'], { cwd: GO_DIR });
     });
     return join(dir, 'ccm-provider-memgo');
+  })());
+}
+
+let fakeBinary: Promise<string> | undefined;
+
+/**
+ * Path of ccm-provider-fake: upstream's k8s.io/cloud-provider/fake served by
+ * the bridge (go build of sdk/go/bridge/example/fake on first use; the cache
+ * key covers the bridge module and the SDK it replaces with ../).
+ */
+export function fakeCloudBinary(): Promise<string> {
+  return (fakeBinary ??= (async () => {
+    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
+    const files = await filesUnder(GO_BRIDGE_DIR, goSource);
+    const dir = join(cacheRoot(), `fake-${await hashFiles(GO_BRIDGE_DIR, files, `${goVersion}\0${await goSdkHash(goVersion)}`)}`);
+    await buildOnce(dir, async (tmp) => {
+      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-fake'), './example/fake'], { cwd: GO_BRIDGE_DIR });
+    });
+    return join(dir, 'ccm-provider-fake');
   })());
 }
 
@@ -107,22 +135,24 @@ export async function pythonProviderLauncher(dir: string): Promise<string> {
 /** A provider under test: how to run it and what it calls itself. */
 export interface ProviderUnderTest {
   /** --cloud-provider and providerID prefix. */
-  name: 'memgo' | 'mempy';
+  name: 'memgo' | 'mempy' | 'fake';
   /** An executable for --plugin-path (exec) or to start as a sidecar. */
   executable(dir: string): Promise<string>;
 }
 
 export const GO_PROVIDER: ProviderUnderTest = { name: 'memgo', executable: () => goProviderBinary() };
 export const PYTHON_PROVIDER: ProviderUnderTest = { name: 'mempy', executable: (dir) => pythonProviderLauncher(dir) };
+/** Upstream's fake cloud through the bridge; its providerIDs are fake://<node name>. */
+export const FAKE_CLOUD_PROVIDER: ProviderUnderTest = { name: 'fake', executable: () => fakeCloudBinary() };
 
 /**
- * Builds both providers before the tests start (the test runner calls this),
+ * Builds the providers before the tests start (the test runner calls this),
  * so a first run on a fresh machine does not spend a test's timeout on go
  * build or pip install.
  */
 export async function prepareTestProviders(say: (line: string) => void): Promise<void> {
   const t0 = Date.now();
-  say('building the Go provider and the Python provider venv if needed (first run: Go proxy and PyPI)');
-  const [go, py] = await Promise.all([goProviderBinary(), pythonProviderInterpreter()]);
-  say(`providers ready in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${go}, ${py}`);
+  say('building the Go provider, the fake cloud through the bridge and the Python provider venv if needed (first run: Go proxy and PyPI)');
+  const [go, fake, py] = await Promise.all([goProviderBinary(), fakeCloudBinary(), pythonProviderInterpreter()]);
+  say(`providers ready in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${go}, ${fake}, ${py}`);
 }

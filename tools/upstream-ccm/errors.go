@@ -5,37 +5,18 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	cloudprovider "k8s.io/cloud-provider"
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
+	"github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/bridge"
 )
 
-// Error reasons of proto/ccm/provider/v1/common.proto this forwarder reads.
-const (
-	errorDomain                = "ccm.provider.v1"
-	reasonInstanceNotFound     = "INSTANCE_NOT_FOUND"
-	reasonImplementedElsewhere = "IMPLEMENTED_ELSEWHERE"
-	reasonNotConfigured        = "NOT_CONFIGURED"
-	// reconfigureTimeout bounds configuring a provider that restarted under us.
-	reconfigureTimeout = 30 * time.Second
-)
-
-// reason is the ErrorInfo reason of a provider error, or "".
-func reason(err error) string {
-	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
-			return info.GetReason()
-		}
-	}
-	return ""
-}
+// reconfigureTimeout bounds configuring a provider that restarted under us.
+const reconfigureTimeout = 30 * time.Second
 
 // call runs one RPC; when the provider answers NOT_CONFIGURED (it restarted
 // behind the socket) it configures it again and retries once, as our host does.
 func call[T any](ctx context.Context, g *grpcCloud, rpc func() (T, error)) (T, error) {
 	res, err := rpc()
-	if err == nil || reason(err) != reasonNotConfigured {
+	if err == nil || ccmsdk.ErrorReason(err) != ccmsdk.ReasonNotConfigured {
 		return res, cloudError(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, reconfigureTimeout)
@@ -47,19 +28,7 @@ func call[T any](ctx context.Context, g *grpcCloud, rpc func() (T, error)) (T, e
 	return res, cloudError(err)
 }
 
-// cloudError maps the protocol's error model onto the sentinel errors the
-// upstream controllers compare against; other errors pass through.
-func cloudError(err error) error {
-	if err == nil {
-		return nil
-	}
-	switch {
-	case reason(err) == reasonInstanceNotFound:
-		return cloudprovider.InstanceNotFound
-	case reason(err) == reasonImplementedElsewhere:
-		return cloudprovider.ImplementedElsewhere
-	case status.Code(err) == codes.Unimplemented:
-		return cloudprovider.NotImplemented
-	}
-	return err
-}
+// cloudError maps the protocol's error model onto the errors upstream's
+// controllers compare against (bridge.FromStatus: the sentinels, and a
+// RetryInfo as an *api.RetryError); other errors pass through.
+func cloudError(err error) error { return bridge.FromStatus(err) }

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go v0.0.0
+	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/bridge v0.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.34.4
@@ -108,5 +109,9 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// The generated protocol stubs live in the Go provider's module.
-replace github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go => ../../sdk/go
+// The generated protocol stubs, the SDK and the bridge (conversions and the
+// error mapping, shared with this forwarder) are the repository's own.
+replace (
+	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go => ../../sdk/go
+	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/bridge => ../../sdk/go/bridge
+)

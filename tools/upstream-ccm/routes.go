@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/bridge"
 	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
@@ -29,7 +30,7 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 			out = append(out, &cloudprovider.Route{
 				Name:                rt.GetName(),
 				TargetNode:          types.NodeName(rt.GetTargetNode()),
-				TargetNodeAddresses: fromAddresses(rt.GetTargetNodeAddresses()),
+				TargetNodeAddresses: bridge.AddressesFromProto(rt.GetTargetNodeAddresses()),
 				DestinationCIDR:     rt.GetDestinationCidr(),
 				Blackhole:           rt.GetBlackhole(),
 			})
@@ -40,26 +41,16 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	}
 }
 
-func toRoute(rt *cloudprovider.Route) *pb.Route {
-	return &pb.Route{
-		Name:                rt.Name,
-		TargetNode:          string(rt.TargetNode),
-		TargetNodeAddresses: toAddresses(rt.TargetNodeAddresses),
-		DestinationCidr:     rt.DestinationCIDR,
-		Blackhole:           rt.Blackhole,
-	}
-}
-
 func (r *routes) CreateRoute(ctx context.Context, _ string, nameHint string, rt *cloudprovider.Route) error {
 	_, err := call(ctx, r.g, func() (*pb.CreateRouteResponse, error) {
-		return r.g.routes.CreateRoute(ctx, &pb.CreateRouteRequest{Meta: r.g.meta(), NameHint: nameHint, Route: toRoute(rt)})
+		return r.g.routes.CreateRoute(ctx, &pb.CreateRouteRequest{Meta: r.g.meta(), NameHint: nameHint, Route: bridge.RouteToProto(rt)})
 	})
 	return err
 }
 
 func (r *routes) DeleteRoute(ctx context.Context, _ string, rt *cloudprovider.Route) error {
 	_, err := call(ctx, r.g, func() (*pb.DeleteRouteResponse, error) {
-		return r.g.routes.DeleteRoute(ctx, &pb.DeleteRouteRequest{Meta: r.g.meta(), Route: toRoute(rt)})
+		return r.g.routes.DeleteRoute(ctx, &pb.DeleteRouteRequest{Meta: r.g.meta(), Route: bridge.RouteToProto(rt)})
 	})
 	return err
 }

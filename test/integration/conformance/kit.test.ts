@@ -1,10 +1,11 @@
 /**
  * The conformance kit against real provider processes: the local cloud (a
  * command test hook), the Go and Python providers (their TestHooksService) in
- * exec and sidecar mode, the CLI with JUnit output, and a deliberately
+ * exec and sidecar mode, upstream's k8s.io/cloud-provider/fake through the
+ * Go bridge (sdk/go/bridge) in both modes, the CLI with JUnit output, and a deliberately
  * nonconforming provider whose violations the kit must report.
  */
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import type { KitOptions, TargetSpec } from '../../../conformance/kit.js';
 import type { CheckResult } from '../../../conformance/report.js';
 import { runConformance } from '../../../conformance/run.js';
 import { LOCAL_PLUGIN } from '../../helpers/localcloud.js';
-import { GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
+import { FAKE_CLOUD_PROVIDER, GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
 import { startSidecar } from '../../helpers/sidecar.js';
 
 const CLI = fileURLToPath(new URL('../../../conformance/cli.js', import.meta.url));
@@ -89,6 +90,76 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
     }
   });
 }
+
+/**
+ * Upstream's fake cloud is a test double, served unmodified: its
+ * GetLoadBalancer answers one cloud-wide `Exists` flag and its
+ * UpdateLoadBalancer never fails, so a Service's load balancer cannot be
+ * absent for one check and present for the next. These two checks fail on
+ * the fake, not on the bridge (whose per-Service answers
+ * sdk/go/bridge/bridge_test.go checks); everything else the fake implements
+ * passes, instances through the bridge's Instances v1 + Zones fallback.
+ */
+const FAKE_CLOUD_FAILURES = {
+  'load-balancers/absent': /UpdateLoadBalancer: want NOT_FOUND, but the call succeeded/,
+  'load-balancers/ensure-twice': /GetLoadBalancer says the ensured load balancer does not exist/,
+};
+
+function checkFakeCloudRun(t: ExecutionContext, results: CheckResult[]): void {
+  const failed = results.filter((r) => r.outcome === 'fail');
+  t.deepEqual(
+    failed.map((r) => r.id),
+    Object.keys(FAKE_CLOUD_FAILURES),
+    failed.map((r) => `${r.id}: ${r.message}`).join('\n'),
+  );
+  for (const r of failed) t.regex(r.message ?? '', FAKE_CLOUD_FAILURES[r.id as keyof typeof FAKE_CLOUD_FAILURES]);
+  for (const id of [
+    'identity/capabilities',
+    'lifecycle/not-configured',
+    'lifecycle/configure',
+    'instances/absent',
+    'instances/test-instance',
+    'instances/exists-and-shutdown',
+    'load-balancers/name',
+    'load-balancers/update-twice',
+    'load-balancers/delete-twice',
+    'routes/create-twice',
+    'routes/conflict',
+    'routes/paging',
+    'routes/invalid-page-token',
+    'routes/delete-twice',
+    'cleanup/no-leftovers',
+    'errors/details',
+  ]) {
+    t.is(outcome(results, id), 'pass', id);
+  }
+  // Not in upstream's interface, or not in the fake: skipped, not failed.
+  for (const id of ['instances/batch-status', 'load-balancers/list', 'routes/reconcile', 'volumes/create-twice', 'errors/retry-info']) {
+    t.is(outcome(results, id), 'skip', id);
+  }
+}
+
+test("upstream's fake cloud through the bridge passes the kit in exec mode, but for the fake's cloud-wide load balancer answers", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-fake-'));
+  const results = await runConformance(options({ kind: 'exec', path: await FAKE_CLOUD_PROVIDER.executable(dir), env: [] }));
+  checkFakeCloudRun(t, results);
+  for (const id of ['launch/handshake', 'launch/protocol-mismatch', 'launch/stdout-hygiene', 'launch/stdin-eof-exit', 'lifecycle/shutdown']) {
+    t.is(outcome(results, id), 'pass', id);
+  }
+});
+
+test("upstream's fake cloud through the bridge passes the kit in sidecar mode, but for the fake's cloud-wide load balancer answers", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-fake-sc-'));
+  const sidecar = await startSidecar(await FAKE_CLOUD_PROVIDER.executable(dir), dir, { CCM_PROVIDER_TEST_HOOKS: '1' });
+  try {
+    const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }));
+    checkFakeCloudRun(t, results);
+    t.is(outcome(results, 'identity/plugin-info'), 'pass', 'a per-process instance id in sidecar mode');
+    t.is(outcome(results, 'launch/handshake'), 'skip', 'no handshake in sidecar mode');
+  } finally {
+    await sidecar.stop();
+  }
+});
 
 test('the CLI prints one line per check and a summary, writes JUnit XML, and exits 0 for a conforming provider', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-cli-'));

@@ -1,8 +1,10 @@
 /**
  * The Go SDK's own tests (sdk/go: handshake, cookie refusal, version
  * negotiation, capability derivation, stdout guard, stale socket, Shutdown,
- * stdin EOF, signals, sidecar mode) and the Go provider's (plugins/go, built
- * on the SDK through a replace directive), run with `go test`, so `npm test`
+ * stdin EOF, signals, sidecar mode), the Go provider's (plugins/go, built
+ * on the SDK through a replace directive) and the cloudprovider.Interface
+ * bridge's (sdk/go/bridge, its own module: error mapping both ways, Node and
+ * Service rebuilding, the Instances v1 fallback), run with `go test`, so `npm test`
  * covers them; and the SDK's copies of the protocol constants are those of
  * sdk/protocol.ts.
  */
@@ -27,11 +29,12 @@ import {
   PROTOCOL_MINOR,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../../sdk/protocol.js';
-import { GO_DIR, GO_SDK_DIR } from '../../helpers/providers.js';
+import { GO_BRIDGE_DIR, GO_DIR, GO_SDK_DIR } from '../../helpers/providers.js';
 
 for (const [name, dir] of [
   ['sdk/go', GO_SDK_DIR],
   ['plugins/go', GO_DIR],
+  ['sdk/go/bridge', GO_BRIDGE_DIR],
 ] as const) {
   test.serial(`go vet ./... and go test (every package with tests) pass in ${name}`, async (t) => {
     const vet = await execa('go', ['vet', './...'], { cwd: dir, reject: false, all: true });

@@ -12,6 +12,11 @@
  * and Python providers keep load balancers in memory and have no data plane,
  * so unlike test/integration/service/lb-lifecycle.test.ts (the local cloud,
  * which forwards real TCP) there is no traffic to send.
+ *
+ * Upstream's k8s.io/cloud-provider/fake, served by the Go bridge
+ * (sdk/go/bridge/example/fake), runs its own node scenarios (FAKE_SCENARIOS):
+ * it takes no cloud config, so its machines come from the test hook, and
+ * every instance call goes through the bridge's Instances v1 + Zones fallback.
  */
 import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -23,7 +28,7 @@ import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node'
 import { TestHooksServiceClient, type TestLoadBalancer } from '../../../proto/gen/ccm/provider/testing/v1/test_hooks.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
-import { GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
+import { FAKE_CLOUD_PROVIDER, GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -31,7 +36,9 @@ const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SELECTOR_LABEL = 'ccm-test/provider-scenario';
 const EXCLUDE_FROM_LBS = 'node.kubernetes.io/exclude-from-external-load-balancers';
 /** Each provider's load balancer address pool (plugins/go/loadbalancers.go, plugins/python/mempy/cloud.py). */
-const LB_POOL: Record<ProviderUnderTest['name'], RegExp> = { memgo: /^203\.0\.113\./, mempy: /^198\.51\.100\./ };
+const LB_POOL: Record<ProviderUnderTest['name'], RegExp> = { memgo: /^203\.0\.113\./, mempy: /^198\.51\.100\./, fake: /^192\.0\.2\.10$/ };
+/** What the fake cloud answers for every machine (sdk/go/bridge/example/fake/main.go). */
+const FAKE = { zone: 'fake-zone-a', region: 'fake-region-1', type: 'fake-standard-2', internalIp: '10.240.0.10' };
 
 /** What a scenario gets: a host running against one provider in one mode. */
 interface ScenarioContext {
@@ -85,6 +92,16 @@ async function waitInitialized(c: ScenarioContext, name: string): Promise<V1Node
 function providerHooks(c: ScenarioContext): TestHooksServiceClient {
   const target = c.running.sidecar?.endpoint ?? c.running.host.supervisor.connection().target;
   return new TestHooksServiceClient(target, credentials.createInsecure());
+}
+
+function createInstance(hooks: TestHooksServiceClient, name: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    hooks.createTestInstance({ name, internalIp: '', zone: '' }, (err, res) => (err ? reject(err) : resolve(res.providerId))),
+  );
+}
+
+function deleteInstance(hooks: TestHooksServiceClient, name: string): Promise<void> {
+  return new Promise((resolve, reject) => hooks.deleteTestInstance({ name }, (err) => (err ? reject(err) : resolve())));
 }
 
 function listProviderLbs(hooks: TestHooksServiceClient): Promise<TestLoadBalancer[]> {
@@ -242,9 +259,157 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-for (const provider of [GO_PROVIDER, PYTHON_PROVIDER]) {
+/**
+ * Scenarios of upstream's fake cloud, whose machines the test hook makes
+ * (exec mode: hooks on the host's socket). Its load balancer scenario checks
+ * what the fake's EnsureLoadBalancer stored; the fake never deletes a
+ * balancer, so unlike SCENARIOS' it cannot check that none is left.
+ */
+const FAKE_SCENARIOS: Scenario[] = [
+  {
+    name: 'node initialization',
+    controllers: 'cloud-node',
+    flags: () => ['--plugin-env=CCM_PROVIDER_TEST_HOOKS=1'],
+    instances: () => [],
+    async run(t, c) {
+      const [name, unknown] = [`${c.prefix}-a`, `${c.prefix}-unknown`];
+      const hooks = providerHooks(c);
+      try {
+        t.is(await createInstance(hooks, name), `fake://${name}`);
+        await registerNode(c, name);
+        const node = await waitInitialized(c, name);
+        t.is(node.spec?.providerID, `fake://${name}`, 'providerID from InstanceID, as upstream builds it');
+        const labels = node.metadata?.labels ?? {};
+        t.is(labels['topology.kubernetes.io/zone'], FAKE.zone, 'zone from Zones.GetZoneByProviderID');
+        t.is(labels['topology.kubernetes.io/region'], FAKE.region);
+        t.is(labels['node.kubernetes.io/instance-type'], FAKE.type, 'type from Instances.InstanceTypeByProviderID');
+        const addrs = await waitFor(
+          async () => {
+            const a = (await c.core.readNode({ name })).status?.addresses ?? [];
+            return a.some((x) => x.type === 'InternalIP') ? a : undefined;
+          },
+          { what: `addresses of ${name}` },
+        );
+        t.true(addrs.some((a) => a.type === 'InternalIP' && a.address === FAKE.internalIp));
+
+        // A machine the cloud does not have (InstanceID answers InstanceNotFound): tainted, with a Warning event.
+        await deleteInstance(hooks, unknown);
+        await registerNode(c, unknown);
+        const warning = await waitFor(
+          async () => {
+            const ev = await c.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${unknown}` });
+            return ev.items.find((e) => e.type === 'Warning' && e.reason === 'FailedToSyncNode');
+          },
+          { what: `FailedToSyncNode for ${unknown}` },
+        );
+        t.regex(warning.message ?? '', /has no instance for node/);
+        t.false(initialized(await c.core.readNode({ name: unknown })));
+        // Once the machine exists, the retry initializes the node.
+        await createInstance(hooks, unknown);
+        t.is((await waitInitialized(c, unknown)).spec?.providerID, `fake://${unknown}`);
+      } finally {
+        hooks.close();
+        for (const n of [name, unknown]) await c.core.deleteNode({ name: n }).catch(() => undefined);
+      }
+    },
+  },
+  {
+    name: 'node lifecycle',
+    controllers: 'cloud-node,cloud-node-lifecycle',
+    flags: () => ['--plugin-env=CCM_PROVIDER_TEST_HOOKS=1', '--node-monitor-period=2s'],
+    instances: () => [],
+    async run(t, c) {
+      const name = `${c.prefix}-a`;
+      const hooks = providerHooks(c);
+      try {
+        await createInstance(hooks, name);
+        await registerNode(c, name);
+        await waitInitialized(c, name);
+        // No kubelet: the node is not Ready, so the lifecycle controller asks
+        // whether its machine still exists. While it does, the Node stays
+        // (three monitor periods; a slow run only checks fewer of them).
+        await new Promise((r) => setTimeout(r, 6_000));
+        t.truthy(await c.core.readNode({ name }), 'the Node of an existing machine is kept');
+        // The machine goes away: InstanceExistsByProviderID says so and the host deletes the Node.
+        await deleteInstance(hooks, name);
+        await waitFor(
+          async () =>
+            c.core.readNode({ name }).then(
+              () => false,
+              (err: { code?: number }) => err.code === 404,
+            ),
+          { what: `node ${name} deleted once its machine is gone`, timeoutMs: 120_000 },
+        );
+        const ev = await c.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+        t.true(
+          ev.items.some((e) => e.reason === 'DeletingNode'),
+          ev.items.map((e) => e.reason).join(', '),
+        );
+      } finally {
+        hooks.close();
+        await c.core.deleteNode({ name }).catch(() => undefined);
+      }
+    },
+  },
+  {
+    // cloud-node too: only initialized nodes are load balancer backends.
+    name: 'load balancer',
+    controllers: 'cloud-node,service',
+    flags: (p) => [`--watch-namespace=${p}`, '--plugin-env=CCM_PROVIDER_TEST_HOOKS=1'],
+    instances: () => [],
+    async run(t, c) {
+      const [a, x] = [`${c.prefix}-a`, `${c.prefix}-x`];
+      const hooks = providerHooks(c);
+      try {
+        for (const n of [a, x]) await createInstance(hooks, n);
+        await registerNode(c, a);
+        await registerNode(c, x, { [EXCLUDE_FROM_LBS]: 'true' });
+        await waitInitialized(c, a);
+        await waitInitialized(c, x);
+        await ensureNamespace(c.core, c.prefix);
+        const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
+        const uid = created.metadata!.uid!;
+        const svc = await waitFor(
+          async () => {
+            const s = await readService(c, 'web');
+            return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+          },
+          { what: `ingress of web (fake, ${c.mode})`, timeoutMs: 120_000 },
+        );
+        t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
+        const ingress = svc.status!.loadBalancer!.ingress!;
+        t.is(ingress.length, 1);
+        t.regex(ingress[0]!.ip!, LB_POOL.fake, "the fake's ExternalIP");
+        t.deepEqual(
+          (ingress[0]!.ports ?? []).map((p) => [p.port, p.protocol]),
+          [[8080, 'TCP']],
+          'port status from the fake, through the bridge',
+        );
+        // What the fake's EnsureLoadBalancer received: the rebuilt Service's ports and the eligible Nodes only.
+        const name = `a${uid.replaceAll('-', '')}`.slice(0, 32);
+        const lb = (await listProviderLbs(hooks)).find((l) => l.name === name);
+        t.truthy(lb, `the fake holds ${name}`);
+        t.deepEqual(lb!.ports, [8080]);
+        t.deepEqual(lb!.nodeNames, [a]);
+
+        await c.core.deleteNamespacedService({ name: 'web', namespace: c.prefix });
+        await waitFor(async () => (await readService(c, 'web')) === undefined, { what: 'Service web gone (finalizer removed)', timeoutMs: 120_000 });
+        t.true((await serviceEvents(c.core, svc)).some((e) => e.reason === 'DeletedLoadBalancer'));
+      } finally {
+        hooks.close();
+        for (const n of [a, x]) await c.core.deleteNode({ name: n }).catch(() => undefined);
+      }
+    },
+  },
+];
+
+for (const [provider, scenarios] of [
+  [GO_PROVIDER, SCENARIOS],
+  [PYTHON_PROVIDER, SCENARIOS],
+  [FAKE_CLOUD_PROVIDER, FAKE_SCENARIOS],
+] as const) {
   for (const mode of ['exec', 'sidecar'] as const) {
-    for (const scenario of SCENARIOS) {
+    for (const scenario of scenarios) {
       test(`${scenario.name}: ${provider.name} provider, ${mode} mode`, async (t) => {
         const prefix = `${provider.name}-${mode}-${randomBytes(3).toString('hex')}`;
         const dir = await mkdtemp(join(tmpdir(), `ccm-${prefix}-`));
