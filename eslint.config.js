@@ -6,8 +6,8 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   {
     ignores: [
-      'dist/**',
-      'sdk/dist/**',
+      // Build output: the tree's, and the packed SDK's and kit's (sdk/dist, conformance/dist).
+      '**/dist/**',
       'node_modules/**',
       'proto/gen/**',
       'plugins/go/**',
