@@ -120,6 +120,26 @@ async function readService(c: ScenarioContext, name: string): Promise<V1Service 
   });
 }
 
+/** Creates LoadBalancer Service `web` (port 8080) in the scenario's namespace and waits for its ingress. */
+async function createWebWithIngress(c: ScenarioContext): Promise<{ uid: string; svc: V1Service }> {
+  await ensureNamespace(c.core, c.prefix);
+  const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
+  const svc = await waitFor(
+    async () => {
+      const s = await readService(c, 'web');
+      return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+    },
+    { what: `ingress of web (${c.provider.name}, ${c.mode})`, timeoutMs: 120_000 },
+  );
+  return { uid: created.metadata!.uid!, svc };
+}
+
+/** Deletes Service `web` and waits until it is gone (the host removed its finalizer). */
+async function deleteWeb(c: ScenarioContext): Promise<void> {
+  await c.core.deleteNamespacedService({ name: 'web', namespace: c.prefix });
+  await waitFor(async () => (await readService(c, 'web')) === undefined, { what: 'Service web gone (finalizer removed)', timeoutMs: 120_000 });
+}
+
 const SCENARIOS: Scenario[] = [
   {
     name: 'node initialization',
@@ -204,17 +224,8 @@ const SCENARIOS: Scenario[] = [
         await registerNode(c, unknown);
         await waitInitialized(c, a);
         await waitInitialized(c, x);
-        await ensureNamespace(c.core, c.prefix);
-        const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
-        const uid = created.metadata!.uid!;
+        const { uid, svc } = await createWebWithIngress(c);
 
-        const svc = await waitFor(
-          async () => {
-            const s = await readService(c, 'web');
-            return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-          },
-          { what: `ingress of web (${c.provider.name}, ${c.mode})`, timeoutMs: 120_000 },
-        );
         t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
         const ingress = svc.status!.loadBalancer!.ingress!;
         t.is(ingress.length, 1);
@@ -246,8 +257,7 @@ const SCENARIOS: Scenario[] = [
         });
 
         // Delete: finalizer removed, Service gone, the provider's load balancer gone.
-        await c.core.deleteNamespacedService({ name: 'web', namespace: c.prefix });
-        await waitFor(async () => (await readService(c, 'web')) === undefined, { what: 'Service web gone (finalizer removed)', timeoutMs: 120_000 });
+        await deleteWeb(c);
         // The host deletes the load balancer before it removes the finalizer.
         t.is(await providerLb(hooks, uid), undefined, 'no load balancer left in the provider once the Service is gone');
         t.true((await serviceEvents(c.core, svc)).some((e) => e.reason === 'DeletedLoadBalancer'));
@@ -366,16 +376,7 @@ const FAKE_SCENARIOS: Scenario[] = [
         await registerNode(c, x, { [EXCLUDE_FROM_LBS]: 'true' });
         await waitInitialized(c, a);
         await waitInitialized(c, x);
-        await ensureNamespace(c.core, c.prefix);
-        const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
-        const uid = created.metadata!.uid!;
-        const svc = await waitFor(
-          async () => {
-            const s = await readService(c, 'web');
-            return s?.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-          },
-          { what: `ingress of web (fake, ${c.mode})`, timeoutMs: 120_000 },
-        );
+        const { uid, svc } = await createWebWithIngress(c);
         t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
         const ingress = svc.status!.loadBalancer!.ingress!;
         t.is(ingress.length, 1);
@@ -392,8 +393,7 @@ const FAKE_SCENARIOS: Scenario[] = [
         t.deepEqual(lb!.ports, [8080]);
         t.deepEqual(lb!.nodeNames, [a]);
 
-        await c.core.deleteNamespacedService({ name: 'web', namespace: c.prefix });
-        await waitFor(async () => (await readService(c, 'web')) === undefined, { what: 'Service web gone (finalizer removed)', timeoutMs: 120_000 });
+        await deleteWeb(c);
         t.true((await serviceEvents(c.core, svc)).some((e) => e.reason === 'DeletedLoadBalancer'));
       } finally {
         hooks.close();
