@@ -71,7 +71,7 @@ test('dependencies come from the lock file, production only in the image; no COP
   t.deepEqual(nodeModules, ['COPY --from=deps --chown=root:root /app/node_modules ./node_modules'], 'node_modules from the production-only stage');
 });
 
-test('only the product is compiled: tsconfig.image.json includes no tests, demo or tools', async (t) => {
+test('only the product is compiled: tsconfig.image.json leaves out the tests, demo and tools', async (t) => {
   const lines = await instructions();
   t.true(lines.includes('RUN npx tsc -p tsconfig.image.json'));
   const cfg = JSON.parse(await readFile(join(REPO, 'tsconfig.image.json'), 'utf8')) as { include: string[] };
