@@ -111,24 +111,27 @@ export const identityChecks: Check[] = [
   },
   {
     id: 'lifecycle/not-configured',
-    title: 'before Configure, cloud calls answer FAILED_PRECONDITION with reason NOT_CONFIGURED and Probe answers ready=false',
+    title:
+      'before Configure, a call of every declared cloud service answers FAILED_PRECONDITION with reason NOT_CONFIGURED, and Probe answers ready=false',
     run: async (k) => {
-      const service = k.caps.services.find((s) => probeCall(k, s) !== undefined);
-      if (service === undefined) skip('the provider declares no cloud service');
-      const [client, method, req] = probeCall(k, service)!;
-      let err: RpcError;
-      try {
-        err = await k.rpc.callError(client, method, req);
-      } catch {
-        const fresh = k.exec ? '' : ' (in sidecar mode, run the kit against a freshly started provider that no host has configured)';
-        throw new CheckFailed(
-          `${method} succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED} until the first Configure, so a restarted provider never answers from an empty state${fresh}`,
+      const services = k.caps.services.filter((s) => probeCall(k, s) !== undefined);
+      if (services.length === 0) skip('the provider declares no cloud service');
+      for (const service of services) {
+        const [client, method, req] = probeCall(k, service)!;
+        let err: RpcError;
+        try {
+          err = await k.rpc.callError(client, method, req);
+        } catch {
+          const fresh = k.exec ? '' : ' (in sidecar mode, run the kit against a freshly started provider that no host has configured)';
+          throw new CheckFailed(
+            `${method} succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED} until the first Configure, so a restarted provider never answers from an empty state${fresh}`,
+          );
+        }
+        expect(
+          err.code === Code.FAILED_PRECONDITION && err.reason === ErrorReason.NOT_CONFIGURED,
+          `${method} (${Service[service]}) before Configure: want FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED}, got ${err.message} (reason ${err.reason ?? 'none'})`,
         );
       }
-      expect(
-        err.code === Code.FAILED_PRECONDITION && err.reason === ErrorReason.NOT_CONFIGURED,
-        `${method} before Configure: want FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED}, got ${err.message} (reason ${err.reason ?? 'none'})`,
-      );
       const probe = await k.rpc.call<{ ready: boolean }>(k.rpc.conn.identity, 'Probe', {});
       expect(!probe.ready, 'Probe answered ready=true before Configure; answer ready=false until the provider is configured');
     },

@@ -4,6 +4,7 @@
  * the socket, health, Shutdown within its grace period, exit on stdin EOF.
  */
 import { lstat } from 'node:fs/promises';
+import { execa } from 'execa';
 import { parseHandshake, SUPPORTED_PROTOCOL_VERSIONS, unixSocketPath } from '../../sdk/protocol.js';
 import { GrpcHooks, CommandHooks } from '../hooks.js';
 import { expect, skip, type Check, type Kit } from '../kit.js';
@@ -18,7 +19,7 @@ const EXIT_SLACK_MS = 3_000;
 const BOGUS_PROTOCOL = 999;
 
 /** Starts the provider with a bent environment and expects a prompt refusal. */
-async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVersions?: string }, what: string): Promise<Launched> {
+async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVersions?: string | null }, what: string): Promise<Launched> {
   if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
   const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env, ...how });
   try {
@@ -38,6 +39,22 @@ async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVers
   } finally {
     await p.kill();
   }
+}
+
+/** Leaves a unix socket file at `path` that nothing listens on (a listener killed with SIGKILL). */
+async function leaveStaleSocket(path: string): Promise<void> {
+  const child = execa(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], {
+    stdout: 'pipe',
+    reject: false,
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    void child.then((r) => reject(new Error(`could not make a stale socket at ${path}: ${r.stderr}`)));
+  });
+  child.kill('SIGKILL');
+  await child;
+  const st = await lstat(path);
+  if (!st.isSocket()) throw new Error(`could not make a stale socket at ${path}`);
 }
 
 export const launchChecks: Check[] = [
@@ -62,6 +79,45 @@ export const launchChecks: Check[] = [
         SUPPORTED_PROTOCOL_VERSIONS.some((v) => new RegExp(`\\b${v}\\b`).test(text.replaceAll(String(BOGUS_PROTOCOL), ''))),
         `the refusal does not name the version(s) the provider speaks${p.stderrSummary()}`,
       );
+    },
+  },
+  {
+    id: 'launch/no-protocol-versions',
+    title: 'a host that sets no CCM_PLUGIN_PROTOCOL_VERSIONS offered none: refused like a mismatch, naming the versions the provider speaks',
+    run: async (k) => {
+      const p = await expectRefusal(k, { protocolVersions: null }, 'without CCM_PLUGIN_PROTOCOL_VERSIONS');
+      const text = p.stderrTail.join('\n');
+      expect(
+        SUPPORTED_PROTOCOL_VERSIONS.some((v) => new RegExp(`\\b${v}\\b`).test(text)),
+        `the refusal does not name the version(s) the provider speaks${p.stderrSummary()}`,
+      );
+    },
+  },
+  {
+    id: 'launch/stale-socket',
+    title: 'a socket file left by a crashed process at CCM_PLUGIN_ENDPOINT (nothing answers on it) is replaced, and the provider serves',
+    run: async (k) => {
+      if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
+      const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env, beforeStart: leaveStaleSocket });
+      try {
+        const line = await p.firstLine(k.opts.startTimeoutMs);
+        expect(
+          line !== undefined,
+          p.exit
+            ? `with a stale socket file at its endpoint the provider exited (${describeExit(p.exit)}) without a handshake${p.stderrSummary()}; remove a socket file nothing answers on before binding`
+            : `no handshake within ${k.opts.startTimeoutMs} ms with a stale socket file at its endpoint${p.stderrSummary()}`,
+        );
+        const rpc = new Rpc(`unix://${p.socketPath}`);
+        try {
+          const s = await rpc.healthStatus('');
+          expect(s === 'SERVING', `after replacing a stale socket, health Check answered ${s}`);
+        } finally {
+          rpc.close();
+        }
+      } finally {
+        p.closeStdin();
+        await p.kill();
+      }
     },
   },
   {

@@ -21,6 +21,7 @@ const CLI = fileURLToPath(new URL('../../../conformance/cli.js', import.meta.url
 const LOCAL_HOOK = fileURLToPath(new URL('../../../conformance/hooks/localcloud.js', import.meta.url));
 const NONCONFORMING = fileURLToPath(new URL('../../fixtures/nonconforming-provider.js', import.meta.url));
 const UNGUARDED = fileURLToPath(new URL('../../fixtures/unguarded-provider.js', import.meta.url));
+const DOCS_READER = fileURLToPath(new URL('../../fixtures/docs-reader-provider.js', import.meta.url));
 
 function options(target: TargetSpec, extra: Partial<KitOptions> = {}): KitOptions {
   return { target, cloudConfig: Buffer.alloc(0), startTimeoutMs: 60_000, shutdownGraceMs: 2_000, ...extra };
@@ -47,6 +48,17 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
   const skipped = results.filter((r) => r.outcome === 'skip').map((r) => r.id);
   t.deepEqual(skipped, ['identity/undeclared-unimplemented'], 'the reference provider declares everything, so nothing else is skipped');
   t.is(outcome(results, 'lifecycle/not-configured'), 'pass');
+  for (const id of [
+    'launch/no-protocol-versions',
+    'launch/stale-socket',
+    'instances/batch-count',
+    'instances/legacy',
+    'zones/absent',
+    'zones/test-instance',
+    'volumes/expand-smaller',
+    'volumes/labels',
+  ])
+    t.is(outcome(results, id), 'pass', id);
 });
 
 for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
@@ -63,12 +75,20 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
       'errors/retry-info',
       'cleanup/no-leftovers',
       'volumes/publish-twice',
+      'launch/no-protocol-versions',
+      'launch/stale-socket',
+      'volumes/expand-smaller',
+      'volumes/labels',
     ]) {
       t.is(outcome(results, id), 'pass', id);
     }
+    // Neither declares ZonesService nor the legacy Instances RPCs.
+    t.is(outcome(results, 'zones/absent'), 'skip');
+    t.is(outcome(results, 'instances/legacy'), 'skip');
     // The Python provider declares no batch capabilities: those checks are skipped, not failed.
     const batch = p.name === 'memgo' ? 'pass' : 'skip';
     t.is(outcome(results, 'instances/batch-status'), batch);
+    t.is(outcome(results, 'instances/batch-count'), batch);
     t.is(outcome(results, 'routes/reconcile'), batch);
   });
 
@@ -147,6 +167,45 @@ test('a provider that answers from an empty state before Configure fails lifecyc
       results.find((r) => r.id === 'identity/plugin-info')!.message!,
       /instance_id is empty: in sidecar mode report an id generated at process start/,
     );
+  } finally {
+    await sidecar.stop();
+  }
+});
+
+test('a provider written from the docs alone, before they said so, fails exactly the checks for its mistakes', async (t) => {
+  const results = await runConformance(options({ kind: 'exec', path: DOCS_READER, env: [] }));
+  t.deepEqual(
+    results.filter((r) => r.outcome === 'fail').map((r) => r.id),
+    [
+      'launch/no-protocol-versions',
+      'launch/stale-socket',
+      'instances/batch-count',
+      'instances/legacy',
+      'zones/absent',
+      'volumes/expand-smaller',
+      'volumes/labels',
+    ],
+  );
+  const message = (id: string) => results.find((r) => r.id === id)!.message!;
+  t.regex(message('launch/no-protocol-versions'), /without CCM_PLUGIN_PROTOCOL_VERSIONS, the provider was still running/);
+  t.regex(message('launch/stale-socket'), /stale socket file at its endpoint the provider exited .*address already in use/);
+  t.regex(message('instances/batch-count'), /GetInstancesStatus answered 0 results for 2 absent nodes/);
+  t.regex(message('instances/legacy'), /InstanceId: NOT_FOUND without ErrorInfo reason INSTANCE_NOT_FOUND/);
+  t.regex(message('zones/absent'), /GetZoneByProviderId: want NOT_FOUND with reason INSTANCE_NOT_FOUND, but the call succeeded/);
+  t.regex(message('volumes/expand-smaller'), /required_bytes is a minimum/);
+  t.regex(message('volumes/labels'), /GetVolumeLabels answered topology\.kubernetes\.io\/zone=undefined/);
+});
+
+test('lifecycle/not-configured checks every declared service, not only the first', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-guarded-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${UNGUARDED}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const sidecar = await startSidecar(launcher, dir, { FIXTURE_GUARD_INSTANCES: '1' });
+  try {
+    const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }, { focus: /^lifecycle\// }));
+    t.is(outcome(results, 'lifecycle/not-configured'), 'fail');
+    t.regex(results.find((r) => r.id === 'lifecycle/not-configured')!.message!, /GetZone succeeded before Configure/);
   } finally {
     await sidecar.stop();
   }
