@@ -33,6 +33,34 @@ export const instanceChecks: Check[] = [
     },
   },
   {
+    id: 'instances/foreign-provider-id',
+    title:
+      "a node with another provider's providerID is never reported gone: no exists=false and no NOT_FOUND (INVALID_ARGUMENT is the expected answer)",
+    run: async (k) => {
+      k.needService(Service.SERVICE_INSTANCES);
+      const i = k.rpc.conn.instances;
+      const other = k.caps.providerName === 'othercloud' ? 'anothercloud' : 'othercloud';
+      const node = k.nodeRef(`${k.prefix}-foreign`, `${other}://${k.prefix}-foreign-id`);
+      const gone = (method: string, what: string) =>
+        `${method} for a node with providerID ${node.providerId} answered ${what}: that means "gone" and makes the host delete the Node; answer INVALID_ARGUMENT for another provider's providerID`;
+      for (const method of ['InstanceExists', 'InstanceShutdown', 'InstanceMetadata']) {
+        try {
+          const r = await k.rpc.call<{ exists?: boolean }>(i, method, { meta: k.meta(), node });
+          expect(!(method === 'InstanceExists' && r.exists === false), gone(method, 'exists=false'));
+        } catch (err) {
+          if (!(err instanceof RpcError)) throw err;
+          expect(err.code !== Code.NOT_FOUND, gone(method, err.message));
+        }
+      }
+      if (!k.caps.capabilities.includes(Capability.CAPABILITY_INSTANCES_BATCH)) return;
+      const r = await k.rpc.call<GetInstancesStatusResponse>(i, 'GetInstancesStatus', { meta: k.meta(), nodes: [node] });
+      expect(r.results.length === 1, `GetInstancesStatus answered ${r.results.length} results for 1 node`);
+      const item = r.results[0]!;
+      if (item.error && item.error.code !== Code.OK) expect(item.error.code !== Code.NOT_FOUND, gone('GetInstancesStatus', 'a per-item NOT_FOUND'));
+      else expect(item.exists, gone('GetInstancesStatus', 'exists=false'));
+    },
+  },
+  {
     id: 'instances/test-instance',
     title: 'a test instance made by the hook is found by node name and by providerID, with valid metadata',
     run: async (k) => {

@@ -139,6 +139,27 @@ export const launchChecks: Check[] = [
     },
   },
   {
+    id: 'launch/sigterm',
+    title: 'SIGTERM stops the provider gracefully: it exits 0 and removes its socket file',
+    run: async (k) => {
+      if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
+      const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env });
+      try {
+        const line = await p.firstLine(k.opts.startTimeoutMs);
+        expect(line !== undefined, `no handshake within ${k.opts.startTimeoutMs} ms${p.stderrSummary()}`);
+        process.kill(p.pid!, 'SIGTERM');
+        const bound = k.opts.shutdownGraceMs + 5_000 + EXIT_SLACK_MS;
+        const exit = await p.waitExit(bound);
+        expect(exit, `still running ${bound} ms after SIGTERM`);
+        expect(exit.code === 0, `exited with ${describeExit(exit)} after SIGTERM; want a graceful stop and exit code 0${p.stderrSummary()}`);
+        const left = await lstat(p.socketPath).catch(() => undefined);
+        expect(!left, `the socket file ${p.socketPath} is still there after SIGTERM; remove it when you stop`);
+      } finally {
+        await p.kill();
+      }
+    },
+  },
+  {
     id: 'launch/handshake',
     title: 'exactly one valid handshake line CCMPLUGIN|1|<protocol>|unix|<socket>|grpc naming a protocol the host offered',
     run: async (k) => {

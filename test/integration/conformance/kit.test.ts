@@ -51,6 +51,8 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
   for (const id of [
     'launch/no-protocol-versions',
     'launch/stale-socket',
+    'launch/sigterm',
+    'instances/foreign-provider-id',
     'instances/batch-count',
     'instances/legacy',
     'zones/absent',
@@ -77,6 +79,8 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
       'volumes/publish-twice',
       'launch/no-protocol-versions',
       'launch/stale-socket',
+      'launch/sigterm',
+      'instances/foreign-provider-id',
       'volumes/expand-smaller',
       'volumes/labels',
     ]) {
@@ -139,7 +143,7 @@ test('a nonconforming provider fails exactly the checks it violates, and the CLI
   const results = await runConformance(options({ kind: 'exec', path: NONCONFORMING, env: [] }));
   t.deepEqual(
     results.filter((r) => r.outcome === 'fail').map((r) => r.id),
-    ['instances/absent', 'load-balancers/ensure-twice', 'launch/stdout-hygiene'],
+    ['instances/absent', 'instances/foreign-provider-id', 'load-balancers/ensure-twice', 'launch/stdout-hygiene'],
   );
   t.regex(results.find((r) => r.id === 'instances/absent')!.message!, /without ErrorInfo reason INSTANCE_NOT_FOUND/);
   t.regex(results.find((r) => r.id === 'launch/stdout-hygiene')!.message!, /debug: provider started/);
@@ -174,11 +178,14 @@ test('a provider that answers from an empty state before Configure fails lifecyc
 
 test('a provider written from the docs alone, before they said so, fails exactly the checks for its mistakes', async (t) => {
   const results = await runConformance(options({ kind: 'exec', path: DOCS_READER, env: [] }));
+  const message = (id: string) => results.find((r) => r.id === id)!.message!;
   t.deepEqual(
     results.filter((r) => r.outcome === 'fail').map((r) => r.id),
     [
       'launch/no-protocol-versions',
       'launch/stale-socket',
+      'launch/sigterm',
+      'instances/foreign-provider-id',
       'instances/batch-count',
       'instances/legacy',
       'zones/absent',
@@ -186,8 +193,9 @@ test('a provider written from the docs alone, before they said so, fails exactly
       'volumes/labels',
     ],
   );
-  const message = (id: string) => results.find((r) => r.id === id)!.message!;
+  t.regex(message('instances/foreign-provider-id'), /InstanceExists for a node with providerID othercloud:\/\/\S+ answered exists=false/);
   t.regex(message('launch/no-protocol-versions'), /without CCM_PLUGIN_PROTOCOL_VERSIONS, the provider was still running/);
+  t.regex(message('launch/sigterm'), /exited with killed by SIGTERM after SIGTERM/);
   t.regex(message('launch/stale-socket'), /stale socket file at its endpoint the provider exited .*address already in use/);
   t.regex(message('instances/batch-count'), /GetInstancesStatus answered 0 results for 2 absent nodes/);
   t.regex(message('instances/legacy'), /InstanceId: NOT_FOUND without ErrorInfo reason INSTANCE_NOT_FOUND/);
