@@ -20,6 +20,8 @@ export interface KitOptions {
   target: TargetSpec;
   /** Bytes handed to Configure. */
   cloudConfig: Buffer;
+  /** Bytes the provider must refuse in Configure (INVALID_ARGUMENT, staying unconfigured); lifecycle/bad-config is skipped without. */
+  badCloudConfig?: Buffer;
   /** --test-hook-command; otherwise the provider's TestHooksService is used if served. */
   hookCommand?: string;
   /** Bound for the handshake and for Probe to report ready. */

@@ -137,6 +137,33 @@ export const identityChecks: Check[] = [
     },
   },
   {
+    id: 'lifecycle/bad-config',
+    title: 'Configure with a config the provider cannot use (--bad-cloud-config) answers INVALID_ARGUMENT and leaves it unconfigured',
+    run: async (k) => {
+      const bad = k.opts.badCloudConfig;
+      if (!bad) skip('pass --bad-cloud-config FILE with bytes your provider must refuse');
+      const err = await k.rpc
+        .callError(k.rpc.conn.lifecycle, 'Configure', { cloudConfig: bad, clusterName: k.cluster, hostVersion: 'ccm-provider-conformance' })
+        .catch(() => {
+          throw new CheckFailed('Configure accepted the bad cloud config; answer INVALID_ARGUMENT for a config that cannot be used');
+        });
+      expect(err.code === Code.INVALID_ARGUMENT, `Configure with the bad cloud config: want INVALID_ARGUMENT, got ${err.message}`);
+      const service = k.caps.services.find((s) => probeCall(k, s) !== undefined);
+      if (service !== undefined) {
+        const [client, method, req] = probeCall(k, service)!;
+        const after = await k.rpc.callError(client, method, req).catch(() => {
+          throw new CheckFailed(`${method} succeeded after a failed Configure; the provider must stay unconfigured (NOT_CONFIGURED)`);
+        });
+        expect(
+          after.code === Code.FAILED_PRECONDITION && after.reason === ErrorReason.NOT_CONFIGURED,
+          `${method} after a failed Configure: want FAILED_PRECONDITION/${ErrorReason.NOT_CONFIGURED}, got ${after.message}`,
+        );
+      }
+      const probe = await k.rpc.call<{ ready: boolean }>(k.rpc.conn.identity, 'Probe', {});
+      expect(!probe.ready, 'Probe answered ready=true after a failed Configure');
+    },
+  },
+  {
     id: 'lifecycle/configure',
     title: 'Configure accepts the cloud config, and a second identical call is a no-op',
     run: async (k) => {

@@ -22,6 +22,8 @@ const LOCAL_HOOK = fileURLToPath(new URL('../../../conformance/hooks/localcloud.
 const NONCONFORMING = fileURLToPath(new URL('../../fixtures/nonconforming-provider.js', import.meta.url));
 const UNGUARDED = fileURLToPath(new URL('../../fixtures/unguarded-provider.js', import.meta.url));
 const DOCS_READER = fileURLToPath(new URL('../../fixtures/docs-reader-provider.js', import.meta.url));
+/** Not JSON: every provider here must refuse it (lifecycle/bad-config). */
+const BAD_CONFIG = Buffer.from('{not a config');
 
 function options(target: TargetSpec, extra: Partial<KitOptions> = {}): KitOptions {
   return { target, cloudConfig: Buffer.alloc(0), startTimeoutMs: 60_000, shutdownGraceMs: 2_000, ...extra };
@@ -41,7 +43,7 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
   const results = await runConformance(
     options(
       { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.78.0/24'] },
-      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'` },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, badCloudConfig: BAD_CONFIG },
     ),
   );
   t.deepEqual(failures(results), []);
@@ -52,6 +54,7 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
     'launch/no-protocol-versions',
     'launch/stale-socket',
     'launch/sigterm',
+    'lifecycle/bad-config',
     'instances/foreign-provider-id',
     'instances/batch-count',
     'instances/legacy',
@@ -66,7 +69,7 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
 for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
   test(`the ${p.name} provider passes the kit in exec mode`, async (t) => {
     const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-`));
-    const results = await runConformance(options({ kind: 'exec', path: await p.executable(dir), env: [] }));
+    const results = await runConformance(options({ kind: 'exec', path: await p.executable(dir), env: [] }, { badCloudConfig: BAD_CONFIG }));
     t.deepEqual(failures(results), []);
     for (const id of [
       'launch/protocol-mismatch',
@@ -80,6 +83,7 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
       'launch/no-protocol-versions',
       'launch/stale-socket',
       'launch/sigterm',
+      'lifecycle/bad-config',
       'instances/foreign-provider-id',
       'volumes/expand-smaller',
       'volumes/labels',
@@ -100,8 +104,9 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
     const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-sc-`));
     const sidecar = await startSidecar(await p.executable(dir), dir, { CCM_PROVIDER_TEST_HOOKS: '1' });
     try {
-      const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }));
+      const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }, { badCloudConfig: BAD_CONFIG }));
       t.deepEqual(failures(results), []);
+      t.is(outcome(results, 'lifecycle/bad-config'), 'pass');
       t.is(outcome(results, 'launch/handshake'), 'skip', 'no handshake in sidecar mode');
       t.is(outcome(results, 'lifecycle/shutdown'), 'skip', "the kit never stops somebody else's sidecar");
       t.is(outcome(results, 'cleanup/no-leftovers'), 'pass');
@@ -177,7 +182,7 @@ test('a provider that answers from an empty state before Configure fails lifecyc
 });
 
 test('a provider written from the docs alone, before they said so, fails exactly the checks for its mistakes', async (t) => {
-  const results = await runConformance(options({ kind: 'exec', path: DOCS_READER, env: [] }));
+  const results = await runConformance(options({ kind: 'exec', path: DOCS_READER, env: [] }, { badCloudConfig: BAD_CONFIG }));
   const message = (id: string) => results.find((r) => r.id === id)!.message!;
   t.deepEqual(
     results.filter((r) => r.outcome === 'fail').map((r) => r.id),
@@ -185,6 +190,7 @@ test('a provider written from the docs alone, before they said so, fails exactly
       'launch/no-protocol-versions',
       'launch/stale-socket',
       'launch/sigterm',
+      'lifecycle/bad-config',
       'instances/foreign-provider-id',
       'instances/batch-count',
       'instances/legacy',
@@ -195,6 +201,7 @@ test('a provider written from the docs alone, before they said so, fails exactly
   );
   t.regex(message('instances/foreign-provider-id'), /InstanceExists for a node with providerID othercloud:\/\/\S+ answered exists=false/);
   t.regex(message('launch/no-protocol-versions'), /without CCM_PLUGIN_PROTOCOL_VERSIONS, the provider was still running/);
+  t.regex(message('lifecycle/bad-config'), /Configure accepted the bad cloud config/);
   t.regex(message('launch/sigterm'), /exited with killed by SIGTERM after SIGTERM/);
   t.regex(message('launch/stale-socket'), /stale socket file at its endpoint the provider exited .*address already in use/);
   t.regex(message('instances/batch-count'), /GetInstancesStatus answered 0 results for 2 absent nodes/);
