@@ -230,7 +230,7 @@ export const launchChecks: Check[] = [
 export const endChecks: Check[] = [
   {
     id: 'lifecycle/shutdown',
-    title: 'Shutdown is answered and the process exits within the grace period',
+    title: 'Shutdown is answered and, with stdin closed right after it (as the host does), the process exits 0 within the grace period',
     run: async (k) => {
       k.needExec();
       const p = k.proc;
@@ -238,6 +238,8 @@ export const endChecks: Check[] = [
       const graceMs = k.opts.shutdownGraceMs;
       const sent = Date.now();
       await k.rpc.call(k.rpc.conn.lifecycle, 'Shutdown', { gracePeriod: { seconds: Math.floor(graceMs / 1000), nanos: (graceMs % 1000) * 1e6 } });
+      // The host closes stdin at once after Shutdown: EOF belongs to the same stop (docs/protocol.md, Lifecycle).
+      p.closeStdin();
       const exit = await p.waitExit(graceMs + EXIT_SLACK_MS);
       expect(exit, `still running ${graceMs + EXIT_SLACK_MS} ms after Shutdown with a ${graceMs} ms grace period`);
       expect(exit.code === 0, `exited with ${describeExit(exit)} after Shutdown; want exit code 0`);

@@ -197,8 +197,10 @@ test('a provider written from the docs alone, before they said so, fails exactly
       'zones/absent',
       'volumes/expand-smaller',
       'volumes/labels',
+      'lifecycle/shutdown',
     ],
   );
+  t.regex(message('lifecycle/shutdown'), /exited with exit code 1 after Shutdown/);
   t.regex(message('instances/foreign-provider-id'), /InstanceExists for a node with providerID othercloud:\/\/\S+ answered exists=false/);
   t.regex(message('launch/no-protocol-versions'), /without CCM_PLUGIN_PROTOCOL_VERSIONS, the provider was still running/);
   t.regex(message('lifecycle/bad-config'), /Configure accepted the bad cloud config/);
