@@ -35,6 +35,7 @@ const program = new Command('ccm-provider-conformance')
   .option('--plugin-endpoint <endpoint>', 'unix:///path.sock of an already running provider (sidecar mode)')
   .option('--plugin-env <NAME=VALUE>', 'extra environment for the provider (exec mode), repeatable', collect, [])
   .option('--cloud-config <file>', 'file whose bytes are handed to Configure')
+  .option('--bad-cloud-config <file>', 'file whose bytes Configure must refuse with INVALID_ARGUMENT (checked before --cloud-config is sent)')
   .option(
     '--test-hook-command <command>',
     "command that creates/deletes test instances (see docs/protocol.md); default: the provider's TestHooksService",
@@ -52,6 +53,7 @@ async function main(): Promise<number> {
     pluginEndpoint?: string;
     pluginEnv: string[];
     cloudConfig?: string;
+    badCloudConfig?: string;
     testHookCommand?: string;
     junit?: string;
     focus?: string;
@@ -72,6 +74,9 @@ async function main(): Promise<number> {
   let cloudConfig = Buffer.alloc(0);
   if (o.cloudConfig)
     cloudConfig = await readFile(o.cloudConfig).catch((err: Error) => (problems.push(`--cloud-config: ${err.message}`), Buffer.alloc(0)));
+  let badCloudConfig: Buffer | undefined;
+  if (o.badCloudConfig)
+    badCloudConfig = await readFile(o.badCloudConfig).catch((err: Error) => (problems.push(`--bad-cloud-config: ${err.message}`), undefined));
   if (problems.length) {
     for (const p of problems) process.stderr.write(`ccm-provider-conformance: ${p}\n`);
     return 2;
@@ -83,6 +88,7 @@ async function main(): Promise<number> {
   const results = await runConformance({
     target,
     cloudConfig,
+    badCloudConfig,
     hookCommand: o.testHookCommand,
     startTimeoutMs: o.startTimeout,
     shutdownGraceMs: o.shutdownGrace,

@@ -20,6 +20,8 @@ export interface KitOptions {
   target: TargetSpec;
   /** Bytes handed to Configure. */
   cloudConfig: Buffer;
+  /** Bytes the provider must refuse in Configure (INVALID_ARGUMENT, staying unconfigured); lifecycle/bad-config is skipped without. */
+  badCloudConfig?: Buffer;
   /** --test-hook-command; otherwise the provider's TestHooksService is used if served. */
   hookCommand?: string;
   /** Bound for the handshake and for Probe to report ready. */
@@ -57,6 +59,15 @@ export interface Check {
   run(k: Kit): Promise<void>;
 }
 
+/** The instance the kit created through the hook, as InstanceMetadata described it. */
+export interface TestNode {
+  name: string;
+  providerId: string;
+  zone: string;
+  region: string;
+  instanceType: string;
+}
+
 /** Everything the kit made in the cloud, for cleanup and the leftovers check. */
 export interface Created {
   instances: Map<string, string>; // node name → providerID
@@ -79,7 +90,7 @@ export class Kit {
   hooksValue?: TestHooks;
   hooksProblem = 'no test hook: pass --test-hook-command, or serve ccm.provider.testing.v1.TestHooksService when CCM_PROVIDER_TEST_HOOKS=1';
   /** Instance the kit created through the hook, once instances/test-instance ran. */
-  testNode?: { name: string; providerId: string; zone: string };
+  testNode?: TestNode;
 
   constructor(readonly opts: KitOptions) {}
 
@@ -119,7 +130,7 @@ export class Kit {
     if (!this.caps.capabilities.includes(c)) skip(`provider does not declare ${Capability[c]}`);
   }
 
-  needTestNode(): { name: string; providerId: string; zone: string } {
+  needTestNode(): TestNode {
     if (!this.testNode) skip('needs the test instance (see instances/test-instance)');
     return this.testNode;
   }

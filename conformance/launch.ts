@@ -35,8 +35,10 @@ export interface LaunchOptions {
   env?: readonly string[];
   /** Cookie value; null leaves the variable out. Default: the real cookie. */
   cookie?: string | null;
-  /** CCM_PLUGIN_PROTOCOL_VERSIONS; default the versions the host speaks. */
-  protocolVersions?: string;
+  /** CCM_PLUGIN_PROTOCOL_VERSIONS; default the versions the host speaks; null leaves the variable out. */
+  protocolVersions?: string | null;
+  /** Runs before the provider starts, with the socket path it will be given (e.g. to leave a stale socket there). */
+  beforeStart?: (socketPath: string) => Promise<void>;
 }
 
 /** A running (or finished) provider process. */
@@ -61,10 +63,11 @@ export class Launched {
     const instanceId = randomUUID();
     const env = allowedPluginEnv(opts.env ?? []);
     if (opts.cookie !== null) env[MAGIC_COOKIE_KEY] = opts.cookie ?? MAGIC_COOKIE_VALUE;
-    env[ENV_PROTOCOL_VERSIONS] = opts.protocolVersions ?? SUPPORTED_PROTOCOL_VERSIONS.join(',');
+    if (opts.protocolVersions !== null) env[ENV_PROTOCOL_VERSIONS] = opts.protocolVersions ?? SUPPORTED_PROTOCOL_VERSIONS.join(',');
     env[ENV_ENDPOINT] = `unix://${socketPath}`;
     env[ENV_INSTANCE_ID] = instanceId;
     env[ENV_LOG_LEVEL] = 'debug';
+    await opts.beforeStart?.(socketPath);
     const isJs = /\.[cm]?js$/.test(opts.path);
     const child = execa(isJs ? process.execPath : opts.path, isJs ? [opts.path] : [], {
       env,

@@ -11,6 +11,7 @@ import { endChecks, launchChecks } from './checks/launch.js';
 import { loadBalancerChecks } from './checks/load-balancers.js';
 import { routeChecks } from './checks/routes.js';
 import { volumeChecks } from './checks/volumes.js';
+import { zoneChecks } from './checks/zones.js';
 import { Kit, runChecks, type Check, type KitOptions } from './kit.js';
 import type { CheckResult } from './report.js';
 
@@ -19,6 +20,7 @@ const ALL_CHECKS: readonly Check[] = [
   ...launchChecks,
   ...identityChecks,
   ...instanceChecks,
+  ...zoneChecks,
   ...loadBalancerChecks,
   ...routeChecks,
   ...volumeChecks,

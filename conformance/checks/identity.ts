@@ -111,26 +111,56 @@ export const identityChecks: Check[] = [
   },
   {
     id: 'lifecycle/not-configured',
-    title: 'before Configure, cloud calls answer FAILED_PRECONDITION with reason NOT_CONFIGURED and Probe answers ready=false',
+    title:
+      'before Configure, a call of every declared cloud service answers FAILED_PRECONDITION with reason NOT_CONFIGURED, and Probe answers ready=false',
     run: async (k) => {
-      const service = k.caps.services.find((s) => probeCall(k, s) !== undefined);
-      if (service === undefined) skip('the provider declares no cloud service');
-      const [client, method, req] = probeCall(k, service)!;
-      let err: RpcError;
-      try {
-        err = await k.rpc.callError(client, method, req);
-      } catch {
-        const fresh = k.exec ? '' : ' (in sidecar mode, run the kit against a freshly started provider that no host has configured)';
-        throw new CheckFailed(
-          `${method} succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED} until the first Configure, so a restarted provider never answers from an empty state${fresh}`,
+      const services = k.caps.services.filter((s) => probeCall(k, s) !== undefined);
+      if (services.length === 0) skip('the provider declares no cloud service');
+      for (const service of services) {
+        const [client, method, req] = probeCall(k, service)!;
+        let err: RpcError;
+        try {
+          err = await k.rpc.callError(client, method, req);
+        } catch {
+          const fresh = k.exec ? '' : ' (in sidecar mode, run the kit against a freshly started provider that no host has configured)';
+          throw new CheckFailed(
+            `${method} succeeded before Configure; answer FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED} until the first Configure, so a restarted provider never answers from an empty state${fresh}`,
+          );
+        }
+        expect(
+          err.code === Code.FAILED_PRECONDITION && err.reason === ErrorReason.NOT_CONFIGURED,
+          `${method} (${Service[service]}) before Configure: want FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED}, got ${err.message} (reason ${err.reason ?? 'none'})`,
         );
       }
-      expect(
-        err.code === Code.FAILED_PRECONDITION && err.reason === ErrorReason.NOT_CONFIGURED,
-        `${method} before Configure: want FAILED_PRECONDITION with ErrorInfo reason ${ErrorReason.NOT_CONFIGURED}, got ${err.message} (reason ${err.reason ?? 'none'})`,
-      );
       const probe = await k.rpc.call<{ ready: boolean }>(k.rpc.conn.identity, 'Probe', {});
       expect(!probe.ready, 'Probe answered ready=true before Configure; answer ready=false until the provider is configured');
+    },
+  },
+  {
+    id: 'lifecycle/bad-config',
+    title: 'Configure with a config the provider cannot use (--bad-cloud-config) answers INVALID_ARGUMENT and leaves it unconfigured',
+    run: async (k) => {
+      const bad = k.opts.badCloudConfig;
+      if (!bad) skip('pass --bad-cloud-config FILE with bytes your provider must refuse');
+      const err = await k.rpc
+        .callError(k.rpc.conn.lifecycle, 'Configure', { cloudConfig: bad, clusterName: k.cluster, hostVersion: 'ccm-provider-conformance' })
+        .catch(() => {
+          throw new CheckFailed('Configure accepted the bad cloud config; answer INVALID_ARGUMENT for a config that cannot be used');
+        });
+      expect(err.code === Code.INVALID_ARGUMENT, `Configure with the bad cloud config: want INVALID_ARGUMENT, got ${err.message}`);
+      const service = k.caps.services.find((s) => probeCall(k, s) !== undefined);
+      if (service !== undefined) {
+        const [client, method, req] = probeCall(k, service)!;
+        const after = await k.rpc.callError(client, method, req).catch(() => {
+          throw new CheckFailed(`${method} succeeded after a failed Configure; the provider must stay unconfigured (NOT_CONFIGURED)`);
+        });
+        expect(
+          after.code === Code.FAILED_PRECONDITION && after.reason === ErrorReason.NOT_CONFIGURED,
+          `${method} after a failed Configure: want FAILED_PRECONDITION/${ErrorReason.NOT_CONFIGURED}, got ${after.message}`,
+        );
+      }
+      const probe = await k.rpc.call<{ ready: boolean }>(k.rpc.conn.identity, 'Probe', {});
+      expect(!probe.ready, 'Probe answered ready=true after a failed Configure');
     },
   },
   {

@@ -33,6 +33,34 @@ export const instanceChecks: Check[] = [
     },
   },
   {
+    id: 'instances/foreign-provider-id',
+    title:
+      "a node with another provider's providerID is never reported gone: no exists=false and no NOT_FOUND (INVALID_ARGUMENT is the expected answer)",
+    run: async (k) => {
+      k.needService(Service.SERVICE_INSTANCES);
+      const i = k.rpc.conn.instances;
+      const other = k.caps.providerName === 'othercloud' ? 'anothercloud' : 'othercloud';
+      const node = k.nodeRef(`${k.prefix}-foreign`, `${other}://${k.prefix}-foreign-id`);
+      const gone = (method: string, what: string) =>
+        `${method} for a node with providerID ${node.providerId} answered ${what}: that means "gone" and makes the host delete the Node; answer INVALID_ARGUMENT for another provider's providerID`;
+      for (const method of ['InstanceExists', 'InstanceShutdown', 'InstanceMetadata']) {
+        try {
+          const r = await k.rpc.call<{ exists?: boolean }>(i, method, { meta: k.meta(), node });
+          expect(!(method === 'InstanceExists' && r.exists === false), gone(method, 'exists=false'));
+        } catch (err) {
+          if (!(err instanceof RpcError)) throw err;
+          expect(err.code !== Code.NOT_FOUND, gone(method, err.message));
+        }
+      }
+      if (!k.caps.capabilities.includes(Capability.CAPABILITY_INSTANCES_BATCH)) return;
+      const r = await k.rpc.call<GetInstancesStatusResponse>(i, 'GetInstancesStatus', { meta: k.meta(), nodes: [node] });
+      expect(r.results.length === 1, `GetInstancesStatus answered ${r.results.length} results for 1 node`);
+      const item = r.results[0]!;
+      if (item.error && item.error.code !== Code.OK) expect(item.error.code !== Code.NOT_FOUND, gone('GetInstancesStatus', 'a per-item NOT_FOUND'));
+      else expect(item.exists, gone('GetInstancesStatus', 'exists=false'));
+    },
+  },
+  {
     id: 'instances/test-instance',
     title: 'a test instance made by the hook is found by node name and by providerID, with valid metadata',
     run: async (k) => {
@@ -62,7 +90,7 @@ export const instanceChecks: Check[] = [
       const again = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name, md.providerId) }))
         .metadata;
       expect(again?.providerId === md.providerId, 'InstanceMetadata by providerID found another instance');
-      k.testNode = { name, providerId: md.providerId, zone: md.zone };
+      k.testNode = { name, providerId: md.providerId, zone: md.zone, region: md.region, instanceType: md.instanceType };
     },
   },
   {
@@ -117,6 +145,80 @@ export const instanceChecks: Check[] = [
         !r.results[1]!.error && r.results[1]!.metadata?.providerId === t.providerId,
         `result for the test instance: ${JSON.stringify(r.results[1])}`,
       );
+    },
+  },
+  {
+    id: 'instances/batch-count',
+    title:
+      'batch calls answer exactly one result per requested node, in order, also when every node is absent (2 and 500 of them); no test hook needed',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_INSTANCES_BATCH);
+      const i = k.rpc.conn.instances;
+      const two = [k.nodeRef(`${k.prefix}-absent-1`), k.nodeRef(`${k.prefix}-absent-2`, `${k.caps.providerName}://${k.prefix}-absent-2-id`)];
+      const many = Array.from({ length: 500 }, (_, n) => k.nodeRef(`${k.prefix}-gone-${n}`));
+      for (const nodes of [two, many]) {
+        const names = nodes.map((n) => n.name);
+        const status = await k.rpc.call<GetInstancesStatusResponse>(i, 'GetInstancesStatus', { meta: k.meta(), nodes });
+        expect(
+          status.results.length === nodes.length,
+          `GetInstancesStatus answered ${status.results.length} results for ${nodes.length} absent nodes; answer one per requested node (exists=false or a per-item INSTANCE_NOT_FOUND), never leave absent ones out`,
+        );
+        expect(status.results.map((r) => r.nodeName).join() === names.join(), 'GetInstancesStatus results are not in request order');
+        status.results.forEach((r, n) => {
+          if (r.error && r.error.code !== Code.OK) expectItemInstanceNotFound(`GetInstancesStatus result ${n}`, r.error);
+          else expect(!r.exists, `GetInstancesStatus says absent node ${r.nodeName} exists`);
+        });
+        const md = await k.rpc.call<GetInstancesMetadataResponse>(i, 'GetInstancesMetadata', { meta: k.meta(), nodes });
+        expect(
+          md.results.length === nodes.length,
+          `GetInstancesMetadata answered ${md.results.length} results for ${nodes.length} absent nodes; answer one per requested node with a per-item INSTANCE_NOT_FOUND`,
+        );
+        expect(md.results.map((r) => r.nodeName).join() === names.join(), 'GetInstancesMetadata results are not in request order');
+        md.results.forEach((r, n) => expectItemInstanceNotFound(`GetInstancesMetadata result ${n}`, r.error));
+      }
+    },
+  },
+  {
+    id: 'instances/legacy',
+    title:
+      'with CAPABILITY_INSTANCES_LEGACY: InstanceId, NodeAddresses, InstanceType (by name and providerID) agree with InstanceMetadata; absent ones are NOT_FOUND/INSTANCE_NOT_FOUND',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_INSTANCES_LEGACY);
+      const i = k.rpc.conn.instances;
+      const absent = `${k.prefix}-absent`;
+      const absentId = `${k.caps.providerName}://${k.prefix}-absent-id`;
+      await expectCode(k, i, 'InstanceId', { meta: k.meta(), nodeName: absent }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+      await expectCode(k, i, 'NodeAddresses', { meta: k.meta(), nodeName: absent }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+      await expectCode(k, i, 'NodeAddressesByProviderId', { meta: k.meta(), providerId: absentId }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+      await expectCode(k, i, 'InstanceType', { meta: k.meta(), nodeName: absent }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+      await expectCode(k, i, 'InstanceTypeByProviderId', { meta: k.meta(), providerId: absentId }, Code.NOT_FOUND, ErrorReason.INSTANCE_NOT_FOUND);
+      const t = k.needTestNode();
+      const id = (await k.rpc.call<{ instanceId: string }>(i, 'InstanceId', { meta: k.meta(), nodeName: t.name })).instanceId;
+      expect(
+        `${k.caps.providerName}://${id}` === t.providerId,
+        `InstanceId answered ${JSON.stringify(id)}; "${k.caps.providerName}://" + it must be the providerID ${t.providerId} (answer the id without the prefix)`,
+      );
+      for (const [method, req] of [
+        ['NodeAddresses', { meta: k.meta(), nodeName: t.name }],
+        ['NodeAddressesByProviderId', { meta: k.meta(), providerId: t.providerId }],
+      ] as const) {
+        const r = await k.rpc.call<{ addresses: { type: number; address: string }[] }>(i, method, req);
+        expect(r.addresses.length > 0 && r.addresses.length <= 64, `${method} answered ${r.addresses.length} addresses; want 1..64`);
+        for (const a of r.addresses) {
+          const problem = addressProblem(a);
+          expect(!problem, `${method}: ${problem}`);
+        }
+      }
+      for (const [method, req] of [
+        ['InstanceType', { meta: k.meta(), nodeName: t.name }],
+        ['InstanceTypeByProviderId', { meta: k.meta(), providerId: t.providerId }],
+      ] as const) {
+        const r = await k.rpc.call<{ instanceType: string }>(i, method, req);
+        expect(
+          r.instanceType === t.instanceType,
+          `${method} answered ${JSON.stringify(r.instanceType)}, InstanceMetadata ${JSON.stringify(t.instanceType)}`,
+        );
+      }
     },
   },
   {

@@ -4,6 +4,7 @@
  * the socket, health, Shutdown within its grace period, exit on stdin EOF.
  */
 import { lstat } from 'node:fs/promises';
+import { execa } from 'execa';
 import { parseHandshake, SUPPORTED_PROTOCOL_VERSIONS, unixSocketPath } from '../../sdk/protocol.js';
 import { GrpcHooks, CommandHooks } from '../hooks.js';
 import { expect, skip, type Check, type Kit } from '../kit.js';
@@ -18,7 +19,7 @@ const EXIT_SLACK_MS = 3_000;
 const BOGUS_PROTOCOL = 999;
 
 /** Starts the provider with a bent environment and expects a prompt refusal. */
-async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVersions?: string }, what: string): Promise<Launched> {
+async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVersions?: string | null }, what: string): Promise<Launched> {
   if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
   const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env, ...how });
   try {
@@ -38,6 +39,22 @@ async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVers
   } finally {
     await p.kill();
   }
+}
+
+/** Leaves a unix socket file at `path` that nothing listens on (a listener killed with SIGKILL). */
+async function leaveStaleSocket(path: string): Promise<void> {
+  const child = execa(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], {
+    stdout: 'pipe',
+    reject: false,
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    void child.then((r) => reject(new Error(`could not make a stale socket at ${path}: ${r.stderr}`)));
+  });
+  child.kill('SIGKILL');
+  await child;
+  const st = await lstat(path);
+  if (!st.isSocket()) throw new Error(`could not make a stale socket at ${path}`);
 }
 
 export const launchChecks: Check[] = [
@@ -65,6 +82,45 @@ export const launchChecks: Check[] = [
     },
   },
   {
+    id: 'launch/no-protocol-versions',
+    title: 'a host that sets no CCM_PLUGIN_PROTOCOL_VERSIONS offered none: refused like a mismatch, naming the versions the provider speaks',
+    run: async (k) => {
+      const p = await expectRefusal(k, { protocolVersions: null }, 'without CCM_PLUGIN_PROTOCOL_VERSIONS');
+      const text = p.stderrTail.join('\n');
+      expect(
+        SUPPORTED_PROTOCOL_VERSIONS.some((v) => new RegExp(`\\b${v}\\b`).test(text)),
+        `the refusal does not name the version(s) the provider speaks${p.stderrSummary()}`,
+      );
+    },
+  },
+  {
+    id: 'launch/stale-socket',
+    title: 'a socket file left by a crashed process at CCM_PLUGIN_ENDPOINT (nothing answers on it) is replaced, and the provider serves',
+    run: async (k) => {
+      if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
+      const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env, beforeStart: leaveStaleSocket });
+      try {
+        const line = await p.firstLine(k.opts.startTimeoutMs);
+        expect(
+          line !== undefined,
+          p.exit
+            ? `with a stale socket file at its endpoint the provider exited (${describeExit(p.exit)}) without a handshake${p.stderrSummary()}; remove a socket file nothing answers on before binding`
+            : `no handshake within ${k.opts.startTimeoutMs} ms with a stale socket file at its endpoint${p.stderrSummary()}`,
+        );
+        const rpc = new Rpc(`unix://${p.socketPath}`);
+        try {
+          const s = await rpc.healthStatus('');
+          expect(s === 'SERVING', `after replacing a stale socket, health Check answered ${s}`);
+        } finally {
+          rpc.close();
+        }
+      } finally {
+        p.closeStdin();
+        await p.kill();
+      }
+    },
+  },
+  {
     id: 'launch/stdin-eof-exit',
     title: 'the provider exits when its stdin closes (the host died)',
     run: async (k) => {
@@ -77,6 +133,27 @@ export const launchChecks: Check[] = [
         const bound = k.opts.shutdownGraceMs + 5_000 + EXIT_SLACK_MS;
         const exit = await p.waitExit(bound);
         expect(exit, `still running ${bound} ms after its stdin closed`);
+      } finally {
+        await p.kill();
+      }
+    },
+  },
+  {
+    id: 'launch/sigterm',
+    title: 'SIGTERM stops the provider gracefully: it exits 0 and removes its socket file',
+    run: async (k) => {
+      if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
+      const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env });
+      try {
+        const line = await p.firstLine(k.opts.startTimeoutMs);
+        expect(line !== undefined, `no handshake within ${k.opts.startTimeoutMs} ms${p.stderrSummary()}`);
+        process.kill(p.pid!, 'SIGTERM');
+        const bound = k.opts.shutdownGraceMs + 5_000 + EXIT_SLACK_MS;
+        const exit = await p.waitExit(bound);
+        expect(exit, `still running ${bound} ms after SIGTERM`);
+        expect(exit.code === 0, `exited with ${describeExit(exit)} after SIGTERM; want a graceful stop and exit code 0${p.stderrSummary()}`);
+        const left = await lstat(p.socketPath).catch(() => undefined);
+        expect(!left, `the socket file ${p.socketPath} is still there after SIGTERM; remove it when you stop`);
       } finally {
         await p.kill();
       }
@@ -153,7 +230,7 @@ export const launchChecks: Check[] = [
 export const endChecks: Check[] = [
   {
     id: 'lifecycle/shutdown',
-    title: 'Shutdown is answered and the process exits within the grace period',
+    title: 'Shutdown is answered and, with stdin closed right after it (as the host does), the process exits 0 within the grace period',
     run: async (k) => {
       k.needExec();
       const p = k.proc;
@@ -161,6 +238,8 @@ export const endChecks: Check[] = [
       const graceMs = k.opts.shutdownGraceMs;
       const sent = Date.now();
       await k.rpc.call(k.rpc.conn.lifecycle, 'Shutdown', { gracePeriod: { seconds: Math.floor(graceMs / 1000), nanos: (graceMs % 1000) * 1e6 } });
+      // The host closes stdin at once after Shutdown: EOF belongs to the same stop (docs/protocol.md, Lifecycle).
+      p.closeStdin();
       const exit = await p.waitExit(graceMs + EXIT_SLACK_MS);
       expect(exit, `still running ${graceMs + EXIT_SLACK_MS} ms after Shutdown with a ${graceMs} ms grace period`);
       expect(exit.code === 0, `exited with ${describeExit(exit)} after Shutdown; want exit code 0`);

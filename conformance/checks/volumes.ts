@@ -1,13 +1,22 @@
 /** VolumesService checks (CSI-controller semantics). */
 import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
-import type { ControllerExpandVolumeResponse, CreateVolumeResponse, ListVolumesEntry } from '../../proto/gen/ccm/provider/v1/volumes.js';
+import type {
+  ControllerExpandVolumeResponse,
+  CreateVolumeResponse,
+  GetVolumeLabelsResponse,
+  ListVolumesEntry,
+  Volume,
+} from '../../proto/gen/ccm/provider/v1/volumes.js';
 import { ErrorReason } from '../../sdk/protocol.js';
-import { expect, skip, type Check, type Kit } from '../kit.js';
+import { CheckFailed, expect, skip, type Check, type Kit } from '../kit.js';
 import { Code } from '../rpc.js';
 import { expectCode, listAll } from './common.js';
 
 const GIB = 1024 ** 3;
 const ZONE_KEY = 'topology.kubernetes.io/zone';
+const REGION_KEY = 'topology.kubernetes.io/region';
+/** The kit's main volume as CreateVolume answered it (volumes/create-twice). */
+const mainVolumes = new WeakMap<Kit, Volume>();
 
 function createReq(k: Kit, suffix: string, requiredBytes: number): object {
   const zone = k.testNode?.zone;
@@ -36,6 +45,7 @@ export const volumeChecks: Check[] = [
       const a = (await k.rpc.call<CreateVolumeResponse>(k.rpc.conn.volumes, 'CreateVolume', req)).volume;
       expect(a?.volumeId, 'CreateVolume answered no volume id');
       k.created.volumes.set(a.volumeId, `${k.prefix}-vol-a`);
+      mainVolumes.set(k, a);
       expect(a.capacityBytes >= GIB, `capacity ${a.capacityBytes} is below the required ${GIB}`);
       const b = (await k.rpc.call<CreateVolumeResponse>(k.rpc.conn.volumes, 'CreateVolume', req)).volume;
       expect(b?.volumeId === a.volumeId, `the second CreateVolume made another volume (${b?.volumeId} vs ${a.volumeId})`);
@@ -137,11 +147,71 @@ export const volumeChecks: Check[] = [
     },
   },
   {
-    id: 'volumes/labels',
-    title: 'GetVolumeLabels answers for an existing volume',
+    id: 'volumes/expand-smaller',
+    title:
+      'ControllerExpandVolume to less than the volume has is success at its current size (required_bytes is a minimum); a limit_bytes below it answers INVALID_ARGUMENT',
     run: async (k) => {
       const volumeId = mainVolume(k);
-      await k.rpc.call(k.rpc.conn.volumes, 'GetVolumeLabels', { meta: k.meta(), volumeId });
+      const v = k.rpc.conn.volumes;
+      const grown = await k.rpc.call<ControllerExpandVolumeResponse>(v, 'ControllerExpandVolume', {
+        meta: k.meta(),
+        volumeId,
+        capacityRange: { requiredBytes: 2 * GIB, limitBytes: 0 },
+      });
+      let smaller: ControllerExpandVolumeResponse;
+      try {
+        smaller = await k.rpc.call<ControllerExpandVolumeResponse>(v, 'ControllerExpandVolume', {
+          meta: k.meta(),
+          volumeId,
+          capacityRange: { requiredBytes: GIB, limitBytes: 0 },
+        });
+      } catch (err) {
+        throw new CheckFailed(
+          `ControllerExpandVolume with required_bytes ${GIB} for a volume of ${grown.capacityBytes} bytes failed (${(err as Error).message}); required_bytes is a minimum: a volume already that large is success, answering its current size`,
+        );
+      }
+      expect(
+        smaller.capacityBytes >= grown.capacityBytes,
+        `ControllerExpandVolume with a smaller required_bytes answered capacity ${smaller.capacityBytes}, below the volume's ${grown.capacityBytes}: a volume never shrinks`,
+      );
+      await expectCode(
+        k,
+        v,
+        'ControllerExpandVolume',
+        { meta: k.meta(), volumeId, capacityRange: { requiredBytes: GIB, limitBytes: GIB } },
+        Code.INVALID_ARGUMENT,
+      );
+    },
+  },
+  {
+    id: 'volumes/labels',
+    title:
+      'GetVolumeLabels answers for an existing volume, with the same keys and values as its accessible_topology (topology.kubernetes.io/zone, …) and the test instance zone it was created in',
+    run: async (k) => {
+      const volumeId = mainVolume(k);
+      const labels = (await k.rpc.call<GetVolumeLabelsResponse>(k.rpc.conn.volumes, 'GetVolumeLabels', { meta: k.meta(), volumeId })).labels;
+      const vol = mainVolumes.get(k);
+      for (const [i, t] of (vol?.accessibleTopology ?? []).entries()) {
+        for (const [key, value] of Object.entries(t.segments)) {
+          if (key !== ZONE_KEY && key !== REGION_KEY) continue;
+          const have = labels[key];
+          expect(
+            have !== undefined && have.split('__').includes(value),
+            `accessible_topology[${i}] has ${key}=${value}, but GetVolumeLabels answered ${key}=${JSON.stringify(have)} (labels ${JSON.stringify(labels)}); use the same Node label keys and values for both`,
+          );
+        }
+      }
+      const zone = k.testNode?.zone;
+      if (zone && vol) {
+        expect(
+          vol.accessibleTopology.some((t) => t.segments[ZONE_KEY] === zone),
+          `the volume was created with requisite ${ZONE_KEY}=${zone} (the test instance's zone), but its accessible_topology is ${JSON.stringify(vol.accessibleTopology)}`,
+        );
+        expect(
+          labels[ZONE_KEY]?.split('__').includes(zone),
+          `a volume created in ${ZONE_KEY}=${zone} has labels ${JSON.stringify(labels)}; GetVolumeLabels must answer the zone under ${ZONE_KEY}`,
+        );
+      }
     },
   },
   {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"maps"
+	"strings"
 
 	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
@@ -24,9 +25,21 @@ func describe(node *pb.NodeRef) string {
 	return "named " + node.GetName()
 }
 
+// foreign answers INVALID_ARGUMENT for another provider's providerID: "not
+// found" would tell the host the instance is gone (docs/protocol.md).
+func foreign(providerID string) error {
+	if providerID != "" && !strings.HasPrefix(providerID, providerName+"://") {
+		return ccmsdk.InvalidArgument(fmt.Sprintf("providerID %q is not a %s:// providerID", providerID, providerName))
+	}
+	return nil
+}
+
 func (c *cloud) metadata(node *pb.NodeRef) (*pb.InstanceMetadata, error) {
 	if node == nil {
 		return nil, ccmsdk.InvalidArgument("node is required")
+	}
+	if err := foreign(node.ProviderId); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -43,6 +56,9 @@ func (c *cloud) metadata(node *pb.NodeRef) (*pb.InstanceMetadata, error) {
 func (c *cloud) status(node *pb.NodeRef) (exists, shutdown bool, err error) {
 	if node == nil {
 		return false, false, ccmsdk.InvalidArgument("node is required")
+	}
+	if err := foreign(node.ProviderId); err != nil {
+		return false, false, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

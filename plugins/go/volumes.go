@@ -128,6 +128,9 @@ func (s *volumesServer) ControllerPublishVolume(_ context.Context, req *pb.Contr
 	if v == nil {
 		return nil, ccmsdk.NotFound("volume " + req.VolumeId + " not found")
 	}
+	if err := foreign(req.NodeId); err != nil {
+		return nil, err
+	}
 	if s.cloud.byProviderID(req.NodeId) == nil {
 		return nil, instanceNotFound("with providerID " + req.NodeId)
 	}

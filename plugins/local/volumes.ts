@@ -173,8 +173,10 @@ function volumeLifecycle(c: CloudContext): Pick<VolumesProvider, 'createVolume' 
       if (limit > 0 && want > limit) throw new InvalidArgumentError(`capacity_range.required_bytes ${want} exceeds limit_bytes ${limit}`);
       const capacityBytes = await c.store.update(async (draft) => {
         const v = findVolume(draft, volumeId);
-        if (want < v.capacityBytes)
-          throw new InvalidArgumentError(`volume ${volumeId} has ${v.capacityBytes} bytes; shrinking to ${want} is not supported`);
+        // required_bytes is a minimum (CSI): a volume already that large is success. Only a limit
+        // below the current size asks for shrinking, which no volume does.
+        if (limit > 0 && limit < v.capacityBytes)
+          throw new InvalidArgumentError(`volume ${volumeId} has ${v.capacityBytes} bytes; shrinking to ${limit} is not supported`);
         if (want > v.capacityBytes) {
           await sizeImage(c.store.volumePath(v.id), want);
           c.log.info({ volume: v.id, from: v.capacityBytes, to: want }, 'volume expanded');

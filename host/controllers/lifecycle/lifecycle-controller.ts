@@ -14,6 +14,10 @@
  *     (host/plugin/grpc-cloud.ts maps it).
  *
  * Differences from upstream, on purpose:
+ * - a NotReady node whose providerID has another provider's prefix (not
+ *   `<provider_name>://`) gets no cloud call and is never deleted or
+ *   tainted: it is not this provider's to judge, and a provider answering
+ *   "not found" for an id it cannot read must not delete it;
  * - one batch status lookup per pass for all NotReady nodes (paged at 500 by
  *   Instances.instancesStatus) instead of two calls per node; providers
  *   without the batch RPC get single calls with bounded concurrency;
@@ -73,6 +77,8 @@ export interface LifecycleControllerOptions {
   deletionLimit: DeletionLimit | null;
   /** --node-deletion-limit-window. */
   deletionLimitWindowMs: number;
+  /** The provider name of providerIDs ("<name>://…"); nodes with another prefix are left alone. */
+  providerName: () => string;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -90,6 +96,8 @@ export interface TickReport {
   errors: number;
   /** The whole status lookup failed (nothing was done to NotReady nodes). */
   lookupFailed: boolean;
+  /** NotReady nodes left alone because their providerID belongs to another provider. */
+  foreign: string[];
   durationMs: number;
 }
 
@@ -114,6 +122,8 @@ export class NodeLifecycleController {
   private readonly brake: DeletionBrake;
   /** Nodes held back by the brake → when they were first held back (oldest go first). */
   private readonly heldSince = new Map<string, number>();
+  /** Foreign-providerID nodes already logged (one line per node). */
+  private readonly foreignLogged = new Set<string>();
 
   constructor(private readonly o: LifecycleControllerOptions) {
     this.progress = new Progress(10 * o.periodMs + 120_000);
@@ -167,6 +177,7 @@ export class NodeLifecycleController {
       heldBack: [],
       errors: 0,
       lookupFailed: false,
+      foreign: [],
       durationMs: 0,
     };
     const byName = new Map<string, V1Node>();
@@ -177,16 +188,33 @@ export class NodeLifecycleController {
     report.nodes = byName.size;
     for (const name of this.gone.keys()) if (!byName.has(name)) this.gone.delete(name);
     for (const name of this.heldSince.keys()) if (!byName.has(name)) this.heldSince.delete(name);
+    for (const name of this.foreignLogged) if (!byName.has(name)) this.foreignLogged.delete(name);
 
     const writes: (() => Promise<void>)[] = [];
     const notReady: V1Node[] = [];
+    const ours = `${this.o.providerName()}://`;
     for (const node of byName.values()) {
+      const name = node.metadata!.name!;
       if (isNodeReady(node)) {
-        this.forget(node.metadata!.name!);
+        this.forget(name);
         if (hasTaint(node, Taints.SHUTDOWN)) writes.push(() => this.untaint(node, report));
-      } else {
-        notReady.push(node);
+        continue;
       }
+      const providerId = node.spec?.providerID ?? '';
+      if (providerId !== '' && !providerId.startsWith(ours)) {
+        // Another provider's node: never asked about, so never deleted or tainted by this host.
+        this.forget(name);
+        report.foreign.push(name);
+        if (!this.foreignLogged.has(name)) {
+          this.foreignLogged.add(name);
+          this.o.log.info(
+            { node: name, providerID: providerId, provider: ours },
+            "NotReady node has another provider's providerID; leaving it alone (no cloud call, never deleted by this host)",
+          );
+        }
+        continue;
+      }
+      notReady.push(node);
     }
     report.notReady = notReady.length;
     this.metrics?.notReady.set(notReady.length);

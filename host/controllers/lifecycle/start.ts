@@ -9,6 +9,7 @@ export const startNodeLifecycleController: ControllerFactory = (ctx) => {
     core: ctx.clients.core,
     nodes: ctx.informers.nodes(),
     instances,
+    providerName: () => ctx.cloud.info().providerName,
     recorder: ctx.recorder,
     log: ctx.log,
     registry: ctx.registry,

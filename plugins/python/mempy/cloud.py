@@ -98,6 +98,10 @@ class Cloud:
         return inst
 
     def by_provider_id(self, pid):
+        # Another provider's providerID is not ours to judge: "not found" would
+        # tell the host the instance is gone (docs/protocol.md).
+        if not pid.startswith(f"{PROVIDER_NAME}://"):
+            raise invalid(f"providerID {pid!r} is not a {PROVIDER_NAME}:// providerID")
         return next((i for i in self.instances.values() if i.provider_id == pid), None)
 
     def find_instance(self, node):

@@ -22,6 +22,9 @@ const CLI = fileURLToPath(new URL('../../../conformance/cli.js', import.meta.url
 const LOCAL_HOOK = fileURLToPath(new URL('../../../conformance/hooks/localcloud.js', import.meta.url));
 const NONCONFORMING = fileURLToPath(new URL('../../fixtures/nonconforming-provider.js', import.meta.url));
 const UNGUARDED = fileURLToPath(new URL('../../fixtures/unguarded-provider.js', import.meta.url));
+const DOCS_READER = fileURLToPath(new URL('../../fixtures/docs-reader-provider.js', import.meta.url));
+/** Not JSON: every provider here must refuse it (lifecycle/bad-config). */
+const BAD_CONFIG = Buffer.from('{not a config');
 
 function options(target: TargetSpec, extra: Partial<KitOptions> = {}): KitOptions {
   return { target, cloudConfig: Buffer.alloc(0), startTimeoutMs: 60_000, shutdownGraceMs: 2_000, ...extra };
@@ -41,19 +44,33 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
   const results = await runConformance(
     options(
       { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.78.0/24'] },
-      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'` },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, badCloudConfig: BAD_CONFIG },
     ),
   );
   t.deepEqual(failures(results), []);
   const skipped = results.filter((r) => r.outcome === 'skip').map((r) => r.id);
   t.deepEqual(skipped, ['identity/undeclared-unimplemented'], 'the reference provider declares everything, so nothing else is skipped');
   t.is(outcome(results, 'lifecycle/not-configured'), 'pass');
+  for (const id of [
+    'launch/no-protocol-versions',
+    'launch/stale-socket',
+    'launch/sigterm',
+    'lifecycle/bad-config',
+    'instances/foreign-provider-id',
+    'instances/batch-count',
+    'instances/legacy',
+    'zones/absent',
+    'zones/test-instance',
+    'volumes/expand-smaller',
+    'volumes/labels',
+  ])
+    t.is(outcome(results, id), 'pass', id);
 });
 
 for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
   test(`the ${p.name} provider passes the kit in exec mode`, async (t) => {
     const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-`));
-    const results = await runConformance(options({ kind: 'exec', path: await p.executable(dir), env: [] }));
+    const results = await runConformance(options({ kind: 'exec', path: await p.executable(dir), env: [] }, { badCloudConfig: BAD_CONFIG }));
     t.deepEqual(failures(results), []);
     for (const id of [
       'launch/protocol-mismatch',
@@ -64,12 +81,23 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
       'errors/retry-info',
       'cleanup/no-leftovers',
       'volumes/publish-twice',
+      'launch/no-protocol-versions',
+      'launch/stale-socket',
+      'launch/sigterm',
+      'lifecycle/bad-config',
+      'instances/foreign-provider-id',
+      'volumes/expand-smaller',
+      'volumes/labels',
     ]) {
       t.is(outcome(results, id), 'pass', id);
     }
+    // Neither declares ZonesService nor the legacy Instances RPCs.
+    t.is(outcome(results, 'zones/absent'), 'skip');
+    t.is(outcome(results, 'instances/legacy'), 'skip');
     // The Python provider declares no batch capabilities: those checks are skipped, not failed.
     const batch = p.name === 'memgo' ? 'pass' : 'skip';
     t.is(outcome(results, 'instances/batch-status'), batch);
+    t.is(outcome(results, 'instances/batch-count'), batch);
     t.is(outcome(results, 'routes/reconcile'), batch);
   });
 
@@ -77,8 +105,9 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
     const dir = await mkdtemp(join(tmpdir(), `ccm-kit-${p.name}-sc-`));
     const sidecar = await startSidecar(await p.executable(dir), dir, { CCM_PROVIDER_TEST_HOOKS: '1' });
     try {
-      const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }));
+      const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }, { badCloudConfig: BAD_CONFIG }));
       t.deepEqual(failures(results), []);
+      t.is(outcome(results, 'lifecycle/bad-config'), 'pass');
       t.is(outcome(results, 'launch/handshake'), 'skip', 'no handshake in sidecar mode');
       t.is(outcome(results, 'lifecycle/shutdown'), 'skip', "the kit never stops somebody else's sidecar");
       t.is(outcome(results, 'cleanup/no-leftovers'), 'pass');
@@ -190,7 +219,7 @@ test('a nonconforming provider fails exactly the checks it violates, and the CLI
   const results = await runConformance(options({ kind: 'exec', path: NONCONFORMING, env: [] }));
   t.deepEqual(
     results.filter((r) => r.outcome === 'fail').map((r) => r.id),
-    ['instances/absent', 'load-balancers/ensure-twice', 'launch/stdout-hygiene'],
+    ['instances/absent', 'instances/foreign-provider-id', 'load-balancers/ensure-twice', 'launch/stdout-hygiene'],
   );
   t.regex(results.find((r) => r.id === 'instances/absent')!.message!, /without ErrorInfo reason INSTANCE_NOT_FOUND/);
   t.regex(results.find((r) => r.id === 'launch/stdout-hygiene')!.message!, /debug: provider started/);
@@ -218,6 +247,53 @@ test('a provider that answers from an empty state before Configure fails lifecyc
       results.find((r) => r.id === 'identity/plugin-info')!.message!,
       /instance_id is empty: in sidecar mode report an id generated at process start/,
     );
+  } finally {
+    await sidecar.stop();
+  }
+});
+
+test('a provider written from the docs alone, before they said so, fails exactly the checks for its mistakes', async (t) => {
+  const results = await runConformance(options({ kind: 'exec', path: DOCS_READER, env: [] }, { badCloudConfig: BAD_CONFIG }));
+  const message = (id: string) => results.find((r) => r.id === id)!.message!;
+  t.deepEqual(
+    results.filter((r) => r.outcome === 'fail').map((r) => r.id),
+    [
+      'launch/no-protocol-versions',
+      'launch/stale-socket',
+      'launch/sigterm',
+      'lifecycle/bad-config',
+      'instances/foreign-provider-id',
+      'instances/batch-count',
+      'instances/legacy',
+      'zones/absent',
+      'volumes/expand-smaller',
+      'volumes/labels',
+      'lifecycle/shutdown',
+    ],
+  );
+  t.regex(message('lifecycle/shutdown'), /exited with exit code 1 after Shutdown/);
+  t.regex(message('instances/foreign-provider-id'), /InstanceExists for a node with providerID othercloud:\/\/\S+ answered exists=false/);
+  t.regex(message('launch/no-protocol-versions'), /without CCM_PLUGIN_PROTOCOL_VERSIONS, the provider was still running/);
+  t.regex(message('lifecycle/bad-config'), /Configure accepted the bad cloud config/);
+  t.regex(message('launch/sigterm'), /exited with killed by SIGTERM after SIGTERM/);
+  t.regex(message('launch/stale-socket'), /stale socket file at its endpoint the provider exited .*address already in use/);
+  t.regex(message('instances/batch-count'), /GetInstancesStatus answered 0 results for 2 absent nodes/);
+  t.regex(message('instances/legacy'), /InstanceId: NOT_FOUND without ErrorInfo reason INSTANCE_NOT_FOUND/);
+  t.regex(message('zones/absent'), /GetZoneByProviderId: want NOT_FOUND with reason INSTANCE_NOT_FOUND, but the call succeeded/);
+  t.regex(message('volumes/expand-smaller'), /required_bytes is a minimum/);
+  t.regex(message('volumes/labels'), /GetVolumeLabels answered topology\.kubernetes\.io\/zone=undefined/);
+});
+
+test('lifecycle/not-configured checks every declared service, not only the first', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-guarded-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${UNGUARDED}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const sidecar = await startSidecar(launcher, dir, { FIXTURE_GUARD_INSTANCES: '1' });
+  try {
+    const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }, { focus: /^lifecycle\// }));
+    t.is(outcome(results, 'lifecycle/not-configured'), 'fail');
+    t.regex(results.find((r) => r.id === 'lifecycle/not-configured')!.message!, /GetZone succeeded before Configure/);
   } finally {
     await sidecar.stop();
   }

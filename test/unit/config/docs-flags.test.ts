@@ -36,6 +36,7 @@ const OTHER_PROGRAMS = [
   'focus',
   'start-timeout',
   'shutdown-grace',
+  'bad-cloud-config',
 ];
 
 const DOCS = [

@@ -61,6 +61,7 @@ function harness(
     core,
     nodes: { list: () => nodes } as unknown as Informer<V1Node>,
     instances,
+    providerName: () => 'mycloud',
     recorder: { event: (_o: unknown, _t: string, reason: string) => events.push(reason) } as unknown as EventRecorder,
     log: silent,
     periodMs: 1000,
@@ -222,4 +223,24 @@ test('brake: a node reported to exist again leaves the hold; a node held again g
   h.advance(1_000);
   t.deepEqual((await h.c.tick()).heldBack, ['b']);
   t.is(h.events.filter((e) => e === 'DeletingNodeHeldBack').length, 2);
+});
+
+test("a NotReady node with another provider's providerID gets no cloud call and is never deleted or tainted", async (t) => {
+  const withId = (n: V1Node, id: string): V1Node => ({ ...n, spec: { ...n.spec, providerID: id } });
+  const foreign = withId(mkNode('foreign', false), 'othercloud://i-1');
+  const prefixOnly = withId(mkNode('prefix', false), 'mycloudx://i-2');
+  const ours = withId(mkNode('ours', false), 'mycloud://i-3');
+  const uninitialized = mkNode('new', false);
+  // The provider says "gone" for everything: only our own nodes may be deleted.
+  const h = harness([foreign, prefixOnly, ours, uninitialized], () => ({ exists: false, shutdown: false }));
+  const r = await h.c.tick();
+  t.deepEqual(h.calls, [['ours', 'new']], 'foreign nodes are not sent to the provider');
+  t.deepEqual(h.deleted.sort(), ['new', 'ours']);
+  t.deepEqual(r.foreign, ['foreign', 'prefix']);
+  t.is(r.notReady, 2);
+  const shutdown = harness([foreign], () => ({ exists: true, shutdown: true }));
+  const r2 = await shutdown.c.tick();
+  t.deepEqual(shutdown.calls, [], 'no lookup at all when every NotReady node is foreign');
+  t.deepEqual(r2.tainted, []);
+  t.deepEqual(shutdown.patched, []);
 });

@@ -409,12 +409,15 @@ test('volumes: sparse file, idempotent create, expand, attach rules, delete', as
   t.is((await failure(create('pvc-1', 64 * MiB, { type: 'ssd' }))).code, Code.ALREADY_EXISTS);
   t.is((await failure(create('bad/name', MiB))).code, Code.INVALID_ARGUMENT);
 
-  const expand = (requiredBytes: number) =>
-    vols.controllerExpandVolume!({ meta: meta(), volumeId: volume!.volumeId, capacityRange: { requiredBytes, limitBytes: 0 } }, ctx());
+  const expand = (requiredBytes: number, limitBytes = 0) =>
+    vols.controllerExpandVolume!({ meta: meta(), volumeId: volume!.volumeId, capacityRange: { requiredBytes, limitBytes } }, ctx());
   t.is((await expand(128 * MiB)).capacityBytes, 128 * MiB);
   t.is((await expand(128 * MiB)).capacityBytes, 128 * MiB);
   t.is((await stat(path)).size, 128 * MiB);
-  t.is((await failure(expand(MiB))).code, Code.INVALID_ARGUMENT);
+  // required_bytes is a minimum: a volume already that large is success, at its size; only a limit below it is a shrink.
+  t.is((await expand(MiB)).capacityBytes, 128 * MiB);
+  t.is((await stat(path)).size, 128 * MiB);
+  t.is((await failure(expand(MiB, 2 * MiB))).code, Code.INVALID_ARGUMENT);
   t.is(
     (
       await failure(

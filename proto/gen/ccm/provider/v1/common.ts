@@ -176,7 +176,13 @@ export interface NodeRef_AnnotationsEntry {
   value: string;
 }
 
-/** Topology segments such as {"topology.kubernetes.io/zone": "zone-a"}. */
+/**
+ * Topology segments such as {"topology.kubernetes.io/zone": "zone-a"}. Keys
+ * are Node label keys (topology.kubernetes.io/zone and
+ * topology.kubernetes.io/region, with the values InstanceMetadata reports),
+ * the same keys GetVolumeLabels answers: the host turns them into
+ * PersistentVolume node affinity matched against Node labels.
+ */
 export interface Topology {
   /** Segment key to value. */
   segments: { [key: string]: string };

@@ -34,13 +34,21 @@ export const protobufFileName = "ccm/provider/v1/routes.proto";
 export interface Route {
   /** Provider-assigned name; ignored on create (use name_hint). */
   name: string;
-  /** Name of the Node that receives the traffic. */
+  /**
+   * Name of the Node (metadata.name) that receives the traffic; not an
+   * instance id or providerID. ListRoutes reports it as CreateRoute got it.
+   */
   targetNode: string;
   /** Addresses of the target node. */
   targetNodeAddresses: NodeAddress[];
   /** Destination CIDR (a pod CIDR of the node). */
   destinationCidr: string;
-  /** True when the route's target no longer exists; such routes are deleted. */
+  /**
+   * Set by the provider in ListRoutes (the host sends false): true when the
+   * route's next hop, the cloud instance of target_node, no longer exists,
+   * whether or not a Node of that name does. The host deletes such routes
+   * (and creates them again while a Node claims the CIDR).
+   */
   blackhole: boolean;
 }
 

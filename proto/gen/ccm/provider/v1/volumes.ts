@@ -218,7 +218,10 @@ export interface GetVolumeLabelsRequest {
 
 /** Response of GetVolumeLabels. */
 export interface GetVolumeLabelsResponse {
-  /** Labels, e.g. topology.kubernetes.io/zone. */
+  /**
+   * Labels with the Node label keys of Topology (topology.kubernetes.io/zone,
+   * topology.kubernetes.io/region), e.g. the zone of accessible_topology.
+   */
   labels: { [key: string]: string };
 }
 
@@ -2663,8 +2666,11 @@ export const VolumesServiceService = {
       ControllerUnpublishVolumeResponse.decode(value),
   },
   /**
-   * Grows a volume to at least required_bytes. Already that large is
-   * success. Shrinking answers INVALID_ARGUMENT. Volume absent: NOT_FOUND.
+   * Grows a volume to at least required_bytes (a minimum, as in CSI); never
+   * shrinks. A volume that already has at least required_bytes is success,
+   * answering its current size. INVALID_ARGUMENT only when the request cannot
+   * be met without shrinking (limit_bytes below the current size), or when
+   * required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
    */
   controllerExpandVolume: {
     path: "/ccm.provider.v1.VolumesService/ControllerExpandVolume" as const,
@@ -2734,8 +2740,11 @@ export interface VolumesServiceServer extends UntypedServiceImplementation {
    */
   controllerUnpublishVolume: handleUnaryCall<ControllerUnpublishVolumeRequest, ControllerUnpublishVolumeResponse>;
   /**
-   * Grows a volume to at least required_bytes. Already that large is
-   * success. Shrinking answers INVALID_ARGUMENT. Volume absent: NOT_FOUND.
+   * Grows a volume to at least required_bytes (a minimum, as in CSI); never
+   * shrinks. A volume that already has at least required_bytes is success,
+   * answering its current size. INVALID_ARGUMENT only when the request cannot
+   * be met without shrinking (limit_bytes below the current size), or when
+   * required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
    */
   controllerExpandVolume: handleUnaryCall<ControllerExpandVolumeRequest, ControllerExpandVolumeResponse>;
   /**
@@ -2832,8 +2841,11 @@ export interface VolumesServiceClient extends Client {
     callback: (error: ServiceError | null, response: ControllerUnpublishVolumeResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Grows a volume to at least required_bytes. Already that large is
-   * success. Shrinking answers INVALID_ARGUMENT. Volume absent: NOT_FOUND.
+   * Grows a volume to at least required_bytes (a minimum, as in CSI); never
+   * shrinks. A volume that already has at least required_bytes is success,
+   * answering its current size. INVALID_ARGUMENT only when the request cannot
+   * be met without shrinking (limit_bytes below the current size), or when
+   * required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
    */
   controllerExpandVolume(
     request: ControllerExpandVolumeRequest,

@@ -117,8 +117,11 @@ class VolumesServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ControllerExpandVolume(self, request, context):
-        """Grows a volume to at least required_bytes. Already that large is
-        success. Shrinking answers INVALID_ARGUMENT. Volume absent: NOT_FOUND.
+        """Grows a volume to at least required_bytes (a minimum, as in CSI); never
+        shrinks. A volume that already has at least required_bytes is success,
+        answering its current size. INVALID_ARGUMENT only when the request cannot
+        be met without shrinking (limit_bytes below the current size), or when
+        required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

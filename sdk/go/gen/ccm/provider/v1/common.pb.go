@@ -347,7 +347,11 @@ func (x *NodeRef) GetAnnotations() map[string]string {
 	return nil
 }
 
-// Topology segments such as {"topology.kubernetes.io/zone": "zone-a"}.
+// Topology segments such as {"topology.kubernetes.io/zone": "zone-a"}. Keys
+// are Node label keys (topology.kubernetes.io/zone and
+// topology.kubernetes.io/region, with the values InstanceMetadata reports),
+// the same keys GetVolumeLabels answers: the host turns them into
+// PersistentVolume node affinity matched against Node labels.
 type Topology struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Segment key to value.

@@ -30,13 +30,17 @@ type Route struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Provider-assigned name; ignored on create (use name_hint).
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Name of the Node that receives the traffic.
+	// Name of the Node (metadata.name) that receives the traffic; not an
+	// instance id or providerID. ListRoutes reports it as CreateRoute got it.
 	TargetNode string `protobuf:"bytes,2,opt,name=target_node,json=targetNode,proto3" json:"target_node,omitempty"`
 	// Addresses of the target node.
 	TargetNodeAddresses []*NodeAddress `protobuf:"bytes,3,rep,name=target_node_addresses,json=targetNodeAddresses,proto3" json:"target_node_addresses,omitempty"`
 	// Destination CIDR (a pod CIDR of the node).
 	DestinationCidr string `protobuf:"bytes,4,opt,name=destination_cidr,json=destinationCidr,proto3" json:"destination_cidr,omitempty"`
-	// True when the route's target no longer exists; such routes are deleted.
+	// Set by the provider in ListRoutes (the host sends false): true when the
+	// route's next hop, the cloud instance of target_node, no longer exists,
+	// whether or not a Node of that name does. The host deletes such routes
+	// (and creates them again while a Node claims the CIDR).
 	Blackhole     bool `protobuf:"varint,5,opt,name=blackhole,proto3" json:"blackhole,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -1008,7 +1008,8 @@ func (x *GetVolumeLabelsRequest) GetVolumeId() string {
 // Response of GetVolumeLabels.
 type GetVolumeLabelsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Labels, e.g. topology.kubernetes.io/zone.
+	// Labels with the Node label keys of Topology (topology.kubernetes.io/zone,
+	// topology.kubernetes.io/region), e.g. the zone of accessible_topology.
 	Labels        map[string]string `protobuf:"bytes,1,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

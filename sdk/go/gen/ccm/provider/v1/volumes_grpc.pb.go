@@ -55,8 +55,11 @@ type VolumesServiceClient interface {
 	// Detaches a volume from an instance. Not attached, volume absent or
 	// instance absent are all success.
 	ControllerUnpublishVolume(ctx context.Context, in *ControllerUnpublishVolumeRequest, opts ...grpc.CallOption) (*ControllerUnpublishVolumeResponse, error)
-	// Grows a volume to at least required_bytes. Already that large is
-	// success. Shrinking answers INVALID_ARGUMENT. Volume absent: NOT_FOUND.
+	// Grows a volume to at least required_bytes (a minimum, as in CSI); never
+	// shrinks. A volume that already has at least required_bytes is success,
+	// answering its current size. INVALID_ARGUMENT only when the request cannot
+	// be met without shrinking (limit_bytes below the current size), or when
+	// required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
 	ControllerExpandVolume(ctx context.Context, in *ControllerExpandVolumeRequest, opts ...grpc.CallOption) (*ControllerExpandVolumeResponse, error)
 	// Volumes, paged, with the instances each is attached to. Read-only. An
 	// invalid page_token answers ABORTED.
@@ -168,8 +171,11 @@ type VolumesServiceServer interface {
 	// Detaches a volume from an instance. Not attached, volume absent or
 	// instance absent are all success.
 	ControllerUnpublishVolume(context.Context, *ControllerUnpublishVolumeRequest) (*ControllerUnpublishVolumeResponse, error)
-	// Grows a volume to at least required_bytes. Already that large is
-	// success. Shrinking answers INVALID_ARGUMENT. Volume absent: NOT_FOUND.
+	// Grows a volume to at least required_bytes (a minimum, as in CSI); never
+	// shrinks. A volume that already has at least required_bytes is success,
+	// answering its current size. INVALID_ARGUMENT only when the request cannot
+	// be met without shrinking (limit_bytes below the current size), or when
+	// required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
 	ControllerExpandVolume(context.Context, *ControllerExpandVolumeRequest) (*ControllerExpandVolumeResponse, error)
 	// Volumes, paged, with the instances each is attached to. Read-only. An
 	// invalid page_token answers ABORTED.
