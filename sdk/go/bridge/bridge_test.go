@@ -348,6 +348,35 @@ func TestInstancesBothPaths(t *testing.T) {
 	}
 }
 
+// A Node with another provider's providerID is refused with INVALID_ARGUMENT
+// before the cloud is asked: an answer of "gone" would get it deleted.
+func TestInstancesRefuseAnotherProvidersID(t *testing.T) {
+	for _, path := range []string{"v2", "v1"} {
+		t.Run(path, func(t *testing.T) {
+			c := newTestCloud()
+			c.v2, c.v1 = path == "v2", path == "v1"
+			inst := newProvider(t, c).Instances().(interface {
+				InstanceExists(context.Context, *pb.InstanceExistsRequest) (*pb.InstanceExistsResponse, error)
+				InstanceShutdown(context.Context, *pb.InstanceShutdownRequest) (*pb.InstanceShutdownResponse, error)
+				InstanceMetadata(context.Context, *pb.InstanceMetadataRequest) (*pb.InstanceMetadataResponse, error)
+			})
+			ctx, n := context.Background(), &pb.NodeRef{Name: "x", ProviderId: "othercloud://1"}
+			before := len(c.calls)
+			_, e1 := inst.InstanceExists(ctx, &pb.InstanceExistsRequest{Node: n})
+			_, e2 := inst.InstanceShutdown(ctx, &pb.InstanceShutdownRequest{Node: n})
+			_, e3 := inst.InstanceMetadata(ctx, &pb.InstanceMetadataRequest{Node: n})
+			for i, err := range []error{e1, e2, e3} {
+				if code(err) != codes.InvalidArgument {
+					t.Errorf("call %d: %v; want INVALID_ARGUMENT", i, err)
+				}
+			}
+			if len(c.calls) != before {
+				t.Errorf("the cloud was asked: %v", c.calls[before:])
+			}
+		})
+	}
+}
+
 // The fallback's calls are upstream's, in upstream's order (plus the one
 // existence check), and InstancesV2 gets the rebuilt Node.
 func TestInstancesFallbackCallsAndRebuiltNode(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
@@ -23,7 +24,10 @@ type instances struct{ p *Provider }
 // InstanceID(name) (InstanceNotFound there: false); then
 // InstanceExistsByProviderID.
 func (i *instances) InstanceExists(ctx context.Context, req *pb.InstanceExistsRequest) (*pb.InstanceExistsResponse, error) {
-	node := NodeFromRef(req.GetNode())
+	node, err := i.ownNode(req.GetNode())
+	if err != nil {
+		return nil, err
+	}
 	if i.p.v2 != nil {
 		ok, err := i.p.v2.InstanceExists(ctx, node)
 		if err != nil {
@@ -36,6 +40,20 @@ func (i *instances) InstanceExists(ctx context.Context, req *pb.InstanceExistsRe
 		return nil, ToStatus(err)
 	}
 	return &pb.InstanceExistsResponse{Exists: exists}, nil
+}
+
+// ownNode rebuilds the request's Node, refusing one whose providerID has
+// another provider's prefix with INVALID_ARGUMENT: it is not this cloud's to
+// judge, and an answer of "gone" (exists=false, NOT_FOUND), which many
+// providers give for an id they cannot parse, would get the Node deleted.
+func (i *instances) ownNode(ref *pb.NodeRef) (*v1.Node, error) {
+	node := NodeFromRef(ref)
+	if pid := node.Spec.ProviderID; pid != "" {
+		if want := i.p.cloud.ProviderName() + "://"; !strings.HasPrefix(pid, want) {
+			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("providerID %q of node %q is not this provider's (want the prefix %q)", pid, node.Name, want))
+		}
+	}
+	return node, nil
 }
 
 // existsV1 is upstream's ensureNodeExistsByProviderID over Instances.
@@ -84,7 +102,10 @@ func (i *instances) mustExistV1(ctx context.Context, pid string) error {
 // InstanceShutdownByProviderID, NotImplemented meaning false), except that
 // an absent instance answers INSTANCE_NOT_FOUND as the protocol requires.
 func (i *instances) InstanceShutdown(ctx context.Context, req *pb.InstanceShutdownRequest) (*pb.InstanceShutdownResponse, error) {
-	node := NodeFromRef(req.GetNode())
+	node, err := i.ownNode(req.GetNode())
+	if err != nil {
+		return nil, err
+	}
 	if i.p.v2 != nil {
 		off, err := i.p.v2.InstanceShutdown(ctx, node)
 		if err != nil {
@@ -120,9 +141,11 @@ func (i *instances) InstanceShutdown(ctx context.Context, req *pb.InstanceShutdo
 // Zones by providerID then by name when Zones is supported; plus the
 // existence check of mustExistV1.
 func (i *instances) InstanceMetadata(ctx context.Context, req *pb.InstanceMetadataRequest) (*pb.InstanceMetadataResponse, error) {
-	node := NodeFromRef(req.GetNode())
+	node, err := i.ownNode(req.GetNode())
+	if err != nil {
+		return nil, err
+	}
 	var md *cloudprovider.InstanceMetadata
-	var err error
 	if i.p.v2 != nil {
 		md, err = i.p.v2.InstanceMetadata(ctx, node)
 		if err == nil && md != nil && md.ProviderID == "" {

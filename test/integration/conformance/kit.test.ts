@@ -124,12 +124,16 @@ for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
  * Upstream's fake cloud is a test double, served unmodified: its
  * GetLoadBalancer answers one cloud-wide `Exists` flag and its
  * UpdateLoadBalancer never fails, so a Service's load balancer cannot be
- * absent for one check and present for the next. These two checks fail on
+ * absent for one check and present for the next; its InstanceID answers ""
+ * and its GetZoneByProviderID the cloud's one zone, without an error, for a
+ * machine it does not know. These four checks fail on
  * the fake, not on the bridge (whose per-Service answers
  * sdk/go/bridge/bridge_test.go checks); everything else the fake implements
  * passes, instances through the bridge's Instances v1 + Zones fallback.
  */
 const FAKE_CLOUD_FAILURES = {
+  'instances/legacy': /InstanceId: want NOT_FOUND with reason INSTANCE_NOT_FOUND, but the call succeeded/,
+  'zones/absent': /GetZoneByProviderId: want NOT_FOUND with reason INSTANCE_NOT_FOUND, but the call succeeded/,
   'load-balancers/absent': /UpdateLoadBalancer: want NOT_FOUND, but the call succeeded/,
   'load-balancers/ensure-twice': /GetLoadBalancer says the ensured load balancer does not exist/,
 };
@@ -149,6 +153,7 @@ function checkFakeCloudRun(t: ExecutionContext, results: CheckResult[]): void {
     'instances/absent',
     'instances/test-instance',
     'instances/exists-and-shutdown',
+    'instances/foreign-provider-id',
     'load-balancers/name',
     'load-balancers/update-twice',
     'load-balancers/delete-twice',
