@@ -29,6 +29,7 @@ import {
   PROTOCOL_MINOR,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../../sdk/protocol.js';
+import { parseStderrLine } from '../../../host/plugin/stderr.js';
 import { PYTHON_SDK_DIR, pythonProviderInterpreter, REPO } from '../../helpers/providers.js';
 
 const PACKAGE = join(PYTHON_SDK_DIR, 'src', 'ccm_provider_sdk');
@@ -86,4 +87,20 @@ test("the Python package's version is the host's (docs/release-policy.md)", asyn
     'import importlib.metadata as m, ccm_provider_sdk as s; print(m.version("ccm-provider-sdk"), s.__version__)',
   ]);
   t.is(installed.stdout.trim(), `${host} ${host}`);
+});
+
+test("the Python SDK's log lines are read by the host with their level, message and fields", async (t) => {
+  const python = await pythonProviderInterpreter();
+  const script = [
+    'from ccm_provider_sdk import Logger',
+    'log = Logger("example", level="trace")',
+    'for level in ("trace", "debug", "info", "warn", "error"):',
+    '    getattr(log, level)("instance created", node="n1")',
+  ].join('\n');
+  const r = await execa(python, ['-c', script], { env: { CCM_PLUGIN_LOG_LEVEL: 'trace' } });
+  const lines = r.stderr.split('\n').filter(Boolean);
+  t.deepEqual(
+    lines.map((l) => parseStderrLine(l, false)),
+    ['trace', 'debug', 'info', 'warn', 'error'].map((level) => ({ level, msg: 'instance created', fields: { name: 'example', node: 'n1' } })),
+  );
 });
