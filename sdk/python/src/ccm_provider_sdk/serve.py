@@ -21,6 +21,7 @@ implements; until the first successful Configure, cloud calls answer
 FAILED_PRECONDITION/NOT_CONFIGURED and Probe answers ready=false; a stale
 socket file nothing answers on is replaced, a live one or a non-socket is
 refused; the socket is removed on stop."""
+import functools
 import os
 import signal
 import socket
@@ -75,7 +76,6 @@ def _abort(context, error):
 def handles_errors(method):
     """Decorator for servicer methods registered by hand (serve's register=,
     e.g. TestHooksService): a ProviderError raised answers the call with it."""
-    import functools
 
     @functools.wraps(method)
     def wrapper(self, request, context):
