@@ -1,43 +1,62 @@
 #!/usr/bin/env python3
 """ccm-provider-mempy: a cloud provider for the grpc cloud-controller-manager,
-written in Python with grpcio against the generated ccm.provider.v1 code. Its
-cloud is in memory (instances, load balancers, routes, volumes); see README.md."""
+written in Python on the ccm-provider-sdk package (sdk/python), which does the
+launch contract. Its cloud is in memory (instances, load balancers, routes,
+volumes); see README.md."""
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "gen"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import grpc  # noqa: E402
+from grpc_status import rpc_status  # noqa: E402
 
 from ccm.provider.testing.v1 import test_hooks_pb2_grpc  # noqa: E402
-from ccm.provider.v1 import (  # noqa: E402
-    identity_pb2_grpc,
-    instances_pb2_grpc,
-    lifecycle_pb2_grpc,
-    load_balancers_pb2_grpc,
-    routes_pb2_grpc,
-    volumes_pb2_grpc,
-)
+from ccm.provider.v1 import lifecycle_pb2  # noqa: E402
+from ccm_provider_sdk import ENV_TEST_HOOKS, Info, is_cloud_method, main, rate_limited  # noqa: E402
 from mempy import services  # noqa: E402
-from mempy.cloud import Cloud  # noqa: E402
-from mempy.launch import ENV_TEST_HOOKS, serve  # noqa: E402
+from mempy.cloud import PROVIDER_NAME, Cloud  # noqa: E402
 
 
-def main():
+class Mempy:
+    info = Info(name="mempy.ccm.example", provider_name=PROVIDER_NAME, vendor_version="0.1.0",
+                has_cluster_id=True, manifest={"language": "python"})
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+        self.instances = services.Instances(cloud)
+        self.load_balancers = services.LoadBalancers(cloud)
+        self.routes = services.Routes(cloud)
+        self.volumes = services.Volumes(cloud)
+
+    def configure(self, request, context):
+        return lifecycle_pb2.ConfigureResponse(warnings=self.cloud.configure(request.cloud_config))
+
+
+class Throttle(grpc.ServerInterceptor):
+    """Test hook: while cloud.throttle is set, cloud calls fail with
+    RESOURCE_EXHAUSTED, reason RATE_LIMITED and a RetryInfo."""
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+
+    def intercept_service(self, continuation, details):
+        delay = self.cloud.throttle
+        if delay is None or not is_cloud_method(details.method):
+            return continuation(details)
+        status = rpc_status.to_status(rate_limited("cloud API rate limit exceeded", delay).to_status())
+        return grpc.unary_unary_rpc_method_handler(lambda request, context: context.abort_with_status(status))
+
+
+def run():
     cloud = Cloud()
 
-    def register(server, exec_mode, protocol, instance_id, on_shutdown):
-        identity_pb2_grpc.add_IdentityServiceServicer_to_server(services.Identity(protocol, instance_id, cloud), server)
-        lifecycle_pb2_grpc.add_LifecycleServiceServicer_to_server(services.Lifecycle(cloud, on_shutdown), server)
-        instances_pb2_grpc.add_InstancesServiceServicer_to_server(services.Instances(cloud), server)
-        load_balancers_pb2_grpc.add_LoadBalancersServiceServicer_to_server(services.LoadBalancers(cloud), server)
-        routes_pb2_grpc.add_RoutesServiceServicer_to_server(services.Routes(cloud), server)
-        volumes_pb2_grpc.add_VolumesServiceServicer_to_server(services.Volumes(cloud), server)
+    def register(server):
         if os.environ.get(ENV_TEST_HOOKS) == "1":
             test_hooks_pb2_grpc.add_TestHooksServiceServicer_to_server(services.TestHooks(cloud), server)
 
-    serve(cloud, register)
+    main(Mempy(cloud), register=register, interceptors=[Throttle(cloud)])
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -2,7 +2,8 @@
  * The Go and Python providers (plugins/go, plugins/python) as runnable
  * executables for tests, built on first use and cached outside the repository:
  *   ~/.cache/ccm-host/providers/go-<source hash>/ccm-provider-memgo
- *   ~/.cache/ccm-host/providers/python-<requirements hash>/venv
+ *   ~/.cache/ccm-host/providers/python-<hash of the SDK's requirements and sources>/venv
+ *     (sdk/python installed into it; plugins/python runs on it)
  *   ~/.cache/ccm-host/providers/fake-<source hash>/ccm-provider-fake (upstream's
  *     k8s.io/cloud-provider/fake behind the bridge, sdk/go/bridge/example/fake)
  * Go modules come from the Go module proxy, Python packages from PyPI. A
@@ -22,6 +23,8 @@ export const GO_DIR = join(REPO, 'plugins', 'go');
 /** The Go SDK module (sdk/go), which plugins/go uses through a replace directive. */
 export const GO_SDK_DIR = join(REPO, 'sdk', 'go');
 export const PYTHON_DIR = join(REPO, 'plugins', 'python');
+/** The Python SDK package (sdk/python, ccm-provider-sdk), pip-installed into the test venv. */
+export const PYTHON_SDK_DIR = join(REPO, 'sdk', 'python');
 /** The cloudprovider.Interface bridge (sdk/go/bridge), its own module next to the SDK it replaces with ../. */
 export const GO_BRIDGE_DIR = join(GO_SDK_DIR, 'bridge');
 
@@ -100,15 +103,27 @@ export function fakeCloudBinary(): Promise<string> {
 
 let venvPython: Promise<string> | undefined;
 
-/** The Python interpreter of a venv with plugins/python/requirements-dev.txt installed. */
+/** Whether `rel` (a path inside sdk/python) is part of what pip installs, or pins what it installs. */
+function pythonSdkSource(rel: string): boolean {
+  return /^(pyproject\.toml|README\.md|requirements(-dev)?\.txt|src\/.+\.pyi?)$/.test(rel);
+}
+
+/**
+ * The Python interpreter of a venv with sdk/python/requirements-dev.txt (the
+ * pinned runtime dependencies and grpcio-tools) and the SDK package itself
+ * installed. The cache key covers the requirements and the SDK's sources, so
+ * a changed SDK builds a new venv.
+ */
 export function pythonProviderInterpreter(): Promise<string> {
   return (venvPython ??= (async () => {
     const base = process.env.CCM_TEST_PYTHON || 'python3';
     const version = (await execa(base, ['--version'])).stdout.trim();
-    const dir = join(cacheRoot(), `python-${await hashFiles(PYTHON_DIR, ['requirements.txt', 'requirements-dev.txt'], version)}`);
+    const files = await filesUnder(PYTHON_SDK_DIR, pythonSdkSource);
+    const dir = join(cacheRoot(), `python-${await hashFiles(PYTHON_SDK_DIR, files, version)}`);
     await buildOnce(dir, async (tmp) => {
       await execa(base, ['-m', 'venv', join(tmp, 'venv')]);
       // Only bin/python is used afterwards, which keeps working after the rename.
+      // One pip run: the pins of requirements-dev.txt decide the versions within the SDK's ranges.
       await execa(join(tmp, 'venv', 'bin', 'python'), [
         '-m',
         'pip',
@@ -116,7 +131,8 @@ export function pythonProviderInterpreter(): Promise<string> {
         '--quiet',
         '--disable-pip-version-check',
         '-r',
-        join(PYTHON_DIR, 'requirements-dev.txt'),
+        join(PYTHON_SDK_DIR, 'requirements-dev.txt'),
+        PYTHON_SDK_DIR,
       ]);
     });
     return join(dir, 'venv', 'bin', 'python');

@@ -4,10 +4,9 @@ import ipaddress
 import json
 import threading
 
-import grpc
-
 from ccm.provider.v1 import common_pb2
-from .errors import ProviderError, QUOTA_EXCEEDED, already_exists, instance_not_found, invalid
+from ccm_provider_sdk import already_exists, instance_not_found, quota_exceeded
+from ccm_provider_sdk import invalid_argument as invalid
 
 PROVIDER_NAME = "mempy"
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -49,9 +48,6 @@ class Cloud:
         self.routes = {}  # (cluster, destination) -> dict(name, target, addresses, dest)
         self.volumes = {}  # name -> dict(id, name, bytes, zone, params, attached:set)
         self.throttle = None  # retry delay in ms while throttled
-        # True after the first successful Configure; until then cloud calls
-        # answer NOT_CONFIGURED and Probe says not ready (protocol rule).
-        self.configured = False
 
     # ---- configuration ----
 
@@ -117,7 +113,7 @@ class Cloud:
     def instance_or_raise(self, node):
         inst = self.find_instance(node)
         if inst is None:
-            raise instance_not_found(self.describe(node))
+            raise instance_not_found(f"no instance {self.describe(node)}")
         return inst
 
     # ---- load balancers ----
@@ -128,7 +124,7 @@ class Cloud:
         for ip in LB_POOL.hosts():
             if str(ip) not in used:
                 return str(ip)
-        raise ProviderError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"load balancer pool {LB_POOL} is exhausted", reason=QUOTA_EXCEEDED)
+        raise quota_exceeded(f"load balancer pool {LB_POOL} is exhausted")
 
     # ---- routes ----
 

@@ -5,7 +5,8 @@ import json
 
 import grpc
 
-from .errors import ProviderError, invalid
+from ccm_provider_sdk import ProviderError
+from ccm_provider_sdk import invalid_argument as invalid
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000

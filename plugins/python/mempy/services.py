@@ -1,19 +1,14 @@
-"""The gRPC servicers: Identity, Lifecycle, Instances, LoadBalancers, Routes,
-Volumes, and the test-only TestHooks. Unlisted RPCs answer UNIMPLEMENTED (the
-generated base classes do that), and capabilities declare exactly what is here."""
-import threading
-
+"""The service objects: Instances, LoadBalancers, Routes, Volumes, and the
+test-only TestHooks. The SDK serves them: RPCs not defined here answer
+UNIMPLEMENTED, and the capabilities it declares are derived from those that are
+(no batch RPCs and no ListLoadBalancers, so the host uses single calls)."""
 import grpc
 
 from ccm.provider.testing.v1 import test_hooks_pb2, test_hooks_pb2_grpc
 from ccm.provider.v1 import (
     common_pb2,
-    identity_pb2,
-    identity_pb2_grpc,
     instances_pb2,
     instances_pb2_grpc,
-    lifecycle_pb2,
-    lifecycle_pb2_grpc,
     load_balancers_pb2,
     load_balancers_pb2_grpc,
     routes_pb2,
@@ -21,65 +16,16 @@ from ccm.provider.v1 import (
     volumes_pb2,
     volumes_pb2_grpc,
 )
-from .cloud import PROVIDER_NAME, REGION_KEY, ZONE_KEY
-from .errors import IN_USE, ProviderError, already_exists, instance_not_found, invalid, not_found, rpc
+from ccm_provider_sdk import ProviderError, already_exists, handles_errors, in_use, instance_not_found, not_found
+from ccm_provider_sdk import invalid_argument as invalid
+from .cloud import REGION_KEY, ZONE_KEY
 from .paging import paginate
 
-VENDOR_VERSION = "0.1.0"
 GIB = 1 << 30
-DEFAULT_GRACE_MS = 5000
-MAX_GRACE_MS = 120_000
 
 
 def cluster_of(meta):
     return meta.cluster_name or "kubernetes"
-
-
-class Identity(identity_pb2_grpc.IdentityServiceServicer):
-    def __init__(self, protocol, instance_id, cloud):
-        self.protocol = protocol
-        self.instance_id = instance_id
-        self.cloud = cloud
-
-    @rpc
-    def GetPluginInfo(self, request, context):
-        return identity_pb2.GetPluginInfoResponse(
-            name="mempy.ccm.example", vendor_version=VENDOR_VERSION, protocol_version=self.protocol,
-            protocol_minor=0, instance_id=self.instance_id, manifest={"language": "python"})
-
-    @rpc
-    def GetPluginCapabilities(self, request, context):
-        # Fixed for the life of the process. No batch RPCs: the host falls back to single calls.
-        return identity_pb2.GetPluginCapabilitiesResponse(
-            services=[identity_pb2.SERVICE_INSTANCES, identity_pb2.SERVICE_LOAD_BALANCERS,
-                      identity_pb2.SERVICE_ROUTES, identity_pb2.SERVICE_VOLUMES],
-            capabilities=[identity_pb2.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES],
-            provider_name=PROVIDER_NAME, has_cluster_id=True)
-
-    @rpc
-    def Probe(self, request, context):
-        return identity_pb2.ProbeResponse(ready=self.cloud.configured)
-
-
-class Lifecycle(lifecycle_pb2_grpc.LifecycleServiceServicer):
-    def __init__(self, cloud, on_shutdown):
-        self.cloud = cloud
-        self.on_shutdown = on_shutdown
-
-    @rpc
-    def Configure(self, request, context):
-        warnings = self.cloud.configure(request.cloud_config)
-        self.cloud.configured = True
-        return lifecycle_pb2.ConfigureResponse(warnings=warnings)
-
-    @rpc
-    def Shutdown(self, request, context):
-        grace = DEFAULT_GRACE_MS
-        if request.HasField("grace_period"):
-            grace = min(MAX_GRACE_MS, max(0, request.grace_period.ToMilliseconds()))
-        # Answer first; the stop starts once the answer is on its way.
-        threading.Timer(0.05, self.on_shutdown, args=(grace / 1000.0,)).start()
-        return lifecycle_pb2.ShutdownResponse()
 
 
 def _addresses(inst):
@@ -90,17 +36,14 @@ class Instances(instances_pb2_grpc.InstancesServiceServicer):
     def __init__(self, cloud):
         self.cloud = cloud
 
-    @rpc
     def InstanceExists(self, request, context):
         with self.cloud.lock:
             return instances_pb2.InstanceExistsResponse(exists=self.cloud.find_instance(request.node) is not None)
 
-    @rpc
     def InstanceShutdown(self, request, context):
         with self.cloud.lock:
             return instances_pb2.InstanceShutdownResponse(shutdown=self.cloud.instance_or_raise(request.node).shutdown)
 
-    @rpc
     def InstanceMetadata(self, request, context):
         with self.cloud.lock:
             inst = self.cloud.instance_or_raise(request.node)
@@ -140,7 +83,6 @@ class LoadBalancers(load_balancers_pb2_grpc.LoadBalancersServiceServicer):
     def __init__(self, cloud):
         self.cloud = cloud
 
-    @rpc
     def GetLoadBalancer(self, request, context):
         _check_service(request.service, False)
         with self.cloud.lock:
@@ -149,12 +91,10 @@ class LoadBalancers(load_balancers_pb2_grpc.LoadBalancersServiceServicer):
                 return load_balancers_pb2.GetLoadBalancerResponse(exists=False)
             return load_balancers_pb2.GetLoadBalancerResponse(exists=True, status=_lb_status(lb))
 
-    @rpc
     def GetLoadBalancerName(self, request, context):
         _check_service(request.service, False)
         return load_balancers_pb2.GetLoadBalancerNameResponse(name=_lb_name(request.service.uid))
 
-    @rpc
     def EnsureLoadBalancer(self, request, context):
         _check_service(request.service, True)
         nodes = _node_names(request.nodes)
@@ -168,7 +108,6 @@ class LoadBalancers(load_balancers_pb2_grpc.LoadBalancersServiceServicer):
             lb["nodes"] = nodes
             return load_balancers_pb2.EnsureLoadBalancerResponse(status=_lb_status(lb))
 
-    @rpc
     def UpdateLoadBalancer(self, request, context):
         _check_service(request.service, False)
         nodes = _node_names(request.nodes)
@@ -180,7 +119,6 @@ class LoadBalancers(load_balancers_pb2_grpc.LoadBalancersServiceServicer):
             lb["nodes"] = nodes
         return load_balancers_pb2.UpdateLoadBalancerResponse()
 
-    @rpc
     def EnsureLoadBalancerDeleted(self, request, context):
         _check_service(request.service, False)
         with self.cloud.lock:
@@ -196,7 +134,6 @@ class Routes(routes_pb2_grpc.RoutesServiceServicer):
         return routes_pb2.Route(name=r["name"], target_node=r["target"], target_node_addresses=r["addresses"],
                                 destination_cidr=str(r["dest"]), blackhole=r["target"] not in self.cloud.instances)
 
-    @rpc
     def ListRoutes(self, request, context):
         cluster = cluster_of(request.meta)
         with self.cloud.lock:
@@ -204,13 +141,11 @@ class Routes(routes_pb2_grpc.RoutesServiceServicer):
             page, token = paginate(list(mine), request.page_size, request.page_token, "routes", cluster)
             return routes_pb2.ListRoutesResponse(routes=[self._proto(mine[d]) for d in page], next_page_token=token)
 
-    @rpc
     def CreateRoute(self, request, context):
         with self.cloud.lock:
             stored, _ = self.cloud.create_route(cluster_of(request.meta), request.name_hint, request.route)
             return routes_pb2.CreateRouteResponse(route=self._proto(stored))
 
-    @rpc
     def DeleteRoute(self, request, context):
         dest = self.cloud.parse_cidr(request.route.destination_cidr)
         with self.cloud.lock:
@@ -243,7 +178,6 @@ class Volumes(volumes_pb2_grpc.VolumesServiceServicer):
         return volumes_pb2.Volume(volume_id=v["id"], capacity_bytes=v["bytes"], volume_context={"zone": v["zone"]},
                                   accessible_topology=[common_pb2.Topology(segments={ZONE_KEY: v["zone"]})])
 
-    @rpc
     def CreateVolume(self, request, context):
         if not request.name:
             raise invalid("name is required")
@@ -264,17 +198,15 @@ class Volumes(volumes_pb2_grpc.VolumesServiceServicer):
             self.cloud.volumes[request.name] = v
             return volumes_pb2.CreateVolumeResponse(volume=self._proto(v))
 
-    @rpc
     def DeleteVolume(self, request, context):
         with self.cloud.lock:
             v = self._by_id(request.volume_id)
             if v is not None:
                 if v["attached"]:
-                    raise ProviderError(grpc.StatusCode.FAILED_PRECONDITION, f"volume {v['id']} is attached", reason=IN_USE)
+                    raise in_use(f"volume {v['id']} is attached")
                 del self.cloud.volumes[v["name"]]
         return volumes_pb2.DeleteVolumeResponse()
 
-    @rpc
     def ControllerPublishVolume(self, request, context):
         if not request.volume_id or not request.node_id:
             raise invalid("volume_id and node_id are required")
@@ -283,13 +215,12 @@ class Volumes(volumes_pb2_grpc.VolumesServiceServicer):
             if v is None:
                 raise not_found(f"volume {request.volume_id} not found")
             if self.cloud.by_provider_id(request.node_id) is None:
-                raise instance_not_found(f"with providerID {request.node_id}")
+                raise instance_not_found(f"no instance with providerID {request.node_id}")
             if v["attached"] and request.node_id not in v["attached"]:
                 raise ProviderError(grpc.StatusCode.FAILED_PRECONDITION, f"volume {v['id']} is attached to another instance; detach it first")
             v["attached"].add(request.node_id)
             return volumes_pb2.ControllerPublishVolumeResponse(publish_context={"devicePath": f"/dev/disk/by-id/mempy-{v['id']}"})
 
-    @rpc
     def ControllerUnpublishVolume(self, request, context):
         with self.cloud.lock:
             v = self._by_id(request.volume_id)
@@ -300,7 +231,6 @@ class Volumes(volumes_pb2_grpc.VolumesServiceServicer):
                     v["attached"].clear()
         return volumes_pb2.ControllerUnpublishVolumeResponse()
 
-    @rpc
     def ControllerExpandVolume(self, request, context):
         want, limit = request.capacity_range.required_bytes, request.capacity_range.limit_bytes
         if want <= 0:
@@ -315,7 +245,6 @@ class Volumes(volumes_pb2_grpc.VolumesServiceServicer):
                 v["bytes"] = _size_for(request.capacity_range)
             return volumes_pb2.ControllerExpandVolumeResponse(capacity_bytes=v["bytes"], node_expansion_required=True)
 
-    @rpc
     def ListVolumes(self, request, context):
         with self.cloud.lock:
             by_id = {v["id"]: v for v in self.cloud.volumes.values()}
@@ -323,7 +252,6 @@ class Volumes(volumes_pb2_grpc.VolumesServiceServicer):
             return volumes_pb2.ListVolumesResponse(next_page_token=token, entries=[
                 volumes_pb2.ListVolumesEntry(volume=self._proto(by_id[i]), published_node_ids=sorted(by_id[i]["attached"])) for i in page])
 
-    @rpc
     def GetVolumeLabels(self, request, context):
         with self.cloud.lock:
             v = self._by_id(request.volume_id)
@@ -338,7 +266,7 @@ class TestHooks(test_hooks_pb2_grpc.TestHooksServiceServicer):
     def __init__(self, cloud):
         self.cloud = cloud
 
-    @rpc
+    @handles_errors
     def CreateTestInstance(self, request, context):
         if not request.name:
             raise invalid("name is required")
@@ -346,19 +274,19 @@ class TestHooks(test_hooks_pb2_grpc.TestHooksServiceServicer):
             inst = self.cloud.upsert_instance(request.name, request.internal_ip, request.zone)
             return test_hooks_pb2.CreateTestInstanceResponse(provider_id=inst.provider_id)
 
-    @rpc
+    @handles_errors
     def DeleteTestInstance(self, request, context):
         with self.cloud.lock:
             self.cloud.instances.pop(request.name, None)
         return test_hooks_pb2.DeleteTestInstanceResponse()
 
-    @rpc
+    @handles_errors
     def SetThrottle(self, request, context):
         with self.cloud.lock:
             self.cloud.throttle = request.retry_delay_ms if request.enabled else None
         return test_hooks_pb2.SetThrottleResponse()
 
-    @rpc
+    @handles_errors
     def ListTestLoadBalancers(self, request, context):
         # This cloud has no data plane: tests check the store instead of traffic.
         with self.cloud.lock:

@@ -1,6 +1,6 @@
 /**
  * Protocol stewardship: the Go and Python code committed under sdk/go/gen and
- * plugins/python/gen is what buf / grpcio-tools generate from proto/ today,
+ * sdk/python/src/ccm is what buf / grpcio-tools generate from proto/ today,
  * and `buf breaking` against the recorded v1 baseline catches an incompatible
  * change.
  */
@@ -9,7 +9,7 @@ import { cp, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { execa } from 'execa';
-import { GO_SDK_DIR, PYTHON_DIR, pythonProviderInterpreter, REPO } from '../../helpers/providers.js';
+import { GO_SDK_DIR, PYTHON_SDK_DIR, pythonProviderInterpreter, REPO } from '../../helpers/providers.js';
 
 const BUF = join(REPO, 'node_modules', '.bin', 'buf');
 const BASELINE = join(REPO, 'proto', 'baseline', 'ccm.provider.v1.json');
@@ -35,10 +35,10 @@ test('sdk/go/gen is what buf generates from proto/ (run npm run generate:go)', a
   t.deepEqual(stale(await tree(join(GO_SDK_DIR, 'gen')), await tree(join(out, 'gen'))), []);
 });
 
-test('plugins/python/gen is what grpcio-tools generates from proto/ (run npm run generate:python)', async (t) => {
+test('sdk/python/src/ccm is what grpcio-tools generates from proto/ (run npm run generate:python)', async (t) => {
   const out = await mkdtemp(join(tmpdir(), 'ccm-gen-py-'));
-  await execa(join(PYTHON_DIR, 'generate.sh'), [out], { env: { PYTHON: await pythonProviderInterpreter() } });
-  t.deepEqual(stale(await tree(join(PYTHON_DIR, 'gen')), await tree(out)), []);
+  await execa(join(PYTHON_SDK_DIR, 'generate.sh'), [out], { env: { PYTHON: await pythonProviderInterpreter() } });
+  t.deepEqual(stale(await tree(join(PYTHON_SDK_DIR, 'src', 'ccm')), await tree(join(out, 'ccm'))), []);
 });
 
 test('buf breaking against the v1 baseline passes today and names an incompatible change', async (t) => {

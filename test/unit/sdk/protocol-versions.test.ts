@@ -1,7 +1,7 @@
 /**
  * docs/protocol.md, "Protocol versions", states the current protocol minor
  * and lists every minor; it must agree with PROTOCOL_MINOR (sdk/protocol.ts),
- * the Go SDK's ProtocolMinor and the Python provider's protocol_minor, so a
+ * the Go SDK's ProtocolMinor and the Python SDK's PROTOCOL_MINOR, so a
  * release that bumps one without the others fails here.
  */
 import test from 'ava';
@@ -35,11 +35,11 @@ test('the current minor in docs/protocol.md is PROTOCOL_MINOR, and the history l
   );
 });
 
-test('the Go SDK and the Python provider report the same minor', (t) => {
+test('the Go and Python SDKs report the same minor', (t) => {
   const go = /ProtocolMinor\s*=\s*(\d+)/.exec(read('sdk/go/protocol.go'));
   t.is(Number(go?.[1]), PROTOCOL_MINOR, 'sdk/go/protocol.go ProtocolMinor');
-  const py = /protocol_minor=(\d+)/.exec(read('plugins/python/mempy/services.py'));
-  t.is(Number(py?.[1]), PROTOCOL_MINOR, 'plugins/python protocol_minor');
+  const py = /^PROTOCOL_MINOR = (\d+)$/m.exec(read('sdk/python/src/ccm_provider_sdk/protocol.py'));
+  t.is(Number(py?.[1]), PROTOCOL_MINOR, 'sdk/python PROTOCOL_MINOR');
 });
 
 test('support-matrix.md keeps no history of its own: it links to docs/protocol.md', (t) => {

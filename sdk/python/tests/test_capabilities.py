@@ -1,0 +1,107 @@
+"""GetPluginCapabilities derived from the methods a provider implements."""
+import unittest
+
+from ccm.provider.v1 import identity_pb2 as pb, instances_pb2_grpc
+from ccm_provider_sdk import Info, derive_capabilities
+
+INFO = Info(name="example.com", provider_name="example", has_cluster_id=True)
+
+
+class Provider:
+    info = INFO
+
+    def __init__(self, **services):
+        for k, v in services.items():
+            setattr(self, k, v)
+
+
+class Instances(instances_pb2_grpc.InstancesServiceServicer):
+    """Subclasses the generated servicer: only what it defines counts."""
+
+    def InstanceExists(self, request, context):
+        return None
+
+
+class Batch:
+    def GetInstancesStatus(self, request, context):
+        pass
+
+    def GetInstancesMetadata(self, request, context):
+        pass
+
+    def NodeAddresses(self, request, context):
+        pass
+
+
+class LoadBalancers:
+    def UpdateLoadBalancerHosts(self, request, context):
+        pass
+
+    def EnsureLoadBalancers(self, request, context):
+        pass
+
+    def ListLoadBalancers(self, request, context):
+        pass
+
+
+class Routes:
+    def ReconcileRoutes(self, request, context):
+        pass
+
+
+class Volumes:
+    def ListVolumes(self, request, context):
+        pass
+
+
+class CapabilitiesTest(unittest.TestCase):
+    def test_nothing_but_info(self):
+        caps = derive_capabilities(Provider())
+        self.assertEqual((list(caps.services), list(caps.capabilities)), ([], []))
+        self.assertEqual((caps.provider_name, caps.has_cluster_id), ("example", True))
+
+    def test_inherited_generated_methods_do_not_count(self):
+        caps = derive_capabilities(Provider(instances=Instances(), zones=None))
+        self.assertEqual(list(caps.services), [pb.SERVICE_INSTANCES])
+        self.assertEqual(list(caps.capabilities), [])
+
+    def test_every_rule(self):
+        class Full(Provider):
+            info = Info(name="x", provider_name="x", load_balancer_ip_mode_proxy=True, volumes_expand_online=True)
+
+            def metrics(self, context):
+                return ""
+
+        caps = derive_capabilities(Full(instances=Batch(), load_balancers=LoadBalancers(), routes=Routes(), volumes=Volumes(), zones=object()))
+        self.assertEqual(list(caps.services), [pb.SERVICE_INSTANCES, pb.SERVICE_ZONES, pb.SERVICE_LOAD_BALANCERS, pb.SERVICE_ROUTES, pb.SERVICE_VOLUMES])
+        self.assertEqual(list(caps.capabilities), sorted([
+            pb.CAPABILITY_INSTANCES_BATCH, pb.CAPABILITY_INSTANCES_LEGACY, pb.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS,
+            pb.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE, pb.CAPABILITY_LOAD_BALANCER_LIST, pb.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY,
+            pb.CAPABILITY_ROUTES_RECONCILE, pb.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES, pb.CAPABILITY_VOLUMES_EXPAND_ONLINE,
+            pb.CAPABILITY_METRICS]))
+
+    def test_half_a_batch_and_info_flags_without_their_service(self):
+        class Half:
+            def GetInstancesStatus(self, request, context):
+                pass
+
+        class Flags(Provider):
+            info = Info(name="x", provider_name="x", load_balancer_ip_mode_proxy=True, volumes_expand_online=True)
+
+        self.assertEqual(list(derive_capabilities(Flags(instances=Half())).capabilities), [])
+
+    def test_a_method_that_cannot_take_request_and_context_is_refused(self):
+        class Wrong:
+            def InstanceExists(self, request):
+                pass
+
+        with self.assertRaisesRegex(TypeError, r"Wrong.InstanceExists cannot be called as InstanceExists\(request, context\)"):
+            derive_capabilities(Provider(instances=Wrong()))
+
+    def test_info_is_required(self):
+        with self.assertRaisesRegex(TypeError, "want a ccm_provider_sdk.Info"):
+            derive_capabilities(object())
+
+
+if __name__ == "__main__":
+    unittest.main()
