@@ -283,6 +283,33 @@ test.serial(
   },
 );
 
+test.serial(
+  "a provided node IP that only the kubelet's Hostname address holds is refused at init, as upstream (the cloud reports IPs only)",
+  async (t) => {
+    const { dir, core } = t.context;
+    const name = 'provided-hostname-ip';
+    await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--address', '127.0.1.120', '--no-hostname');
+    await core.createNode({
+      body: {
+        metadata: {
+          name,
+          labels: { ...scope.labels, 'kubernetes.io/hostname': name },
+          annotations: { 'alpha.kubernetes.io/provided-node-ip': '127.0.1.129' },
+        },
+        spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+        status: { addresses: [{ type: 'Hostname', address: '127.0.1.129' }] },
+      },
+    });
+    const event = await waitFor(async () => (await nodeEvents(core, name)).find((e) => e.reason === 'FailedToSyncNode'), {
+      what: 'FailedToSyncNode on the node',
+    });
+    t.regex(event.message ?? '', /node IP 127\.0\.1\.129 \(from --node-ip\) is not among the addresses the cloud reports/);
+    const node = await core.readNode({ name });
+    t.false(initialized(node), 'still tainted');
+    t.falsy(node.spec?.providerID);
+  },
+);
+
 test.serial('the address refresh runs as soon as the host starts, not one period later (upstream runs it at once)', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-node-refresh-it-'));
   const refreshScope = testScope('nodectl-refresh');
