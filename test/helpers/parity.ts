@@ -28,6 +28,8 @@ export interface AllowedDifference {
   path: RegExp;
   ours: RegExp | null;
   upstream: RegExp | null;
+  /** When the two values must also relate exactly (e.g. ours = upstream without one entry): true when they do. */
+  relation?: (ours: string | undefined, upstream: string | undefined) => boolean;
 }
 
 /** Every path whose value differs or that only one side has, sorted by path. */
@@ -40,7 +42,9 @@ const valueMatches = (want: RegExp | null, got: string | undefined) => (want ===
 
 /** Whether `row` allows `d`. */
 export function allows(row: AllowedDifference, d: Difference): boolean {
-  return row.path.test(d.path) && valueMatches(row.ours, d.ours) && valueMatches(row.upstream, d.upstream);
+  return (
+    row.path.test(d.path) && valueMatches(row.ours, d.ours) && valueMatches(row.upstream, d.upstream) && (row.relation?.(d.ours, d.upstream) ?? true)
+  );
 }
 
 export interface Judgement {

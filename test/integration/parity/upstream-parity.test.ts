@@ -42,6 +42,7 @@ const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 const EXCLUDE = 'node.kubernetes.io/exclude-from-external-load-balancers';
 const PROVIDED_IP = 'alpha.kubernetes.io/provided-node-ip';
+const TO_BE_DELETED = 'ToBeDeletedByClusterAutoscaler';
 const SIDE_LABEL = 'parity-side';
 const CLUSTER_CIDR = '10.244.0.0/16';
 
@@ -111,7 +112,10 @@ interface Scenario {
   run(c: SideCtx): Promise<void>;
 }
 
-/** The table: each row runs on both sides, in order, while that side's CCM runs. */
+/**
+ * The table: each row runs on both sides, in order, while that side's CCM runs. The load balancer
+ * comes last, so every other node change is done before its first ensure and its backends are settled.
+ */
 const SCENARIOS: Scenario[] = [
   {
     name: 'node init: providerID, zone/region/instance-type labels (GA and beta), cloud labels, addresses, taint removed, event',
@@ -160,38 +164,6 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'LoadBalancer Service: created (finalizer, ingress, events), a port added, a node excluded by label, another Service deleted',
-    async run(c) {
-      for (const [i, be] of ['be-1', 'be-2'].entries()) {
-        await instance(c, be, '--address', `127.0.40.${11 + i}`);
-        await registerNode(c, be);
-        await waitInitialized(c, be);
-        await setReady(c.core, c.n(be), true);
-      }
-      await createService(c, 'web', [80]);
-      const backends = async () => backendNames(await lbOf(c, 'web'));
-      const hasBackends = async (...names: string[]) => {
-        const now = await backends();
-        return names.every((b) => now.includes(c.n(b)));
-      };
-      await waitFor(async () => (await hasBackends('be-1', 'be-2')) && (await readSvc(c, 'web'))?.status?.loadBalancer?.ingress?.[0]?.ip, {
-        what: 'web: ingress, be-1 and be-2 backends',
-        log: c.log,
-      });
-      await patchService(c.core, c.ns, 'web', { spec: { ports: [...lbService('web', c.ns, [{ port: 80 }, { port: 443 }]).spec!.ports!] } }, 'merge');
-      await waitFor(async () => (await lbOf(c, 'web'))?.ports.length === 2, { what: 'web: second port in the cloud', log: c.log });
-      await patchNode(c.core, c.n('be-2'), { metadata: { labels: { [EXCLUDE]: 'true' } } }, 'merge');
-      await waitFor(async () => !(await backends()).includes(c.n('be-2')), { what: 'web: be-2 excluded', log: c.log });
-      await createService(c, 'gone', [81]);
-      await waitFor(async () => (await readSvc(c, 'gone'))?.status?.loadBalancer?.ingress?.[0]?.ip, { what: 'gone: ingress', log: c.log });
-      await c.core.deleteNamespacedService({ name: 'gone', namespace: c.ns });
-      await waitFor(async () => !(await readSvc(c, 'gone')) && !(await lbOf(c, 'gone')), {
-        what: 'gone: Service and load balancer deleted',
-        log: c.log,
-      });
-    },
-  },
-  {
     name: 'node lifecycle: NotReady and instance deleted → Node deleted; NotReady and shut down → shutdown taint',
     async run(c) {
       for (const [i, short] of ['dead', 'down'].entries()) {
@@ -235,6 +207,45 @@ const SCENARIOS: Scenario[] = [
           (await routes(c)).length === 3,
         { what: 'three routes and rt-3 NetworkUnavailable set', log: c.log, timeoutMs: 120_000 },
       );
+    },
+  },
+  {
+    name: "LoadBalancer Service: created (finalizer, ingress, events), a port added, a node excluded by label, the autoscaler's taint applied at the next update, another Service deleted",
+    async run(c) {
+      for (const [i, be] of ['be-1', 'be-2'].entries()) {
+        await instance(c, be, '--address', `127.0.40.${11 + i}`);
+        await registerNode(c, be);
+        await waitInitialized(c, be);
+        await setReady(c.core, c.n(be), true);
+      }
+      await createService(c, 'web', [80]);
+      const backends = async () => backendNames(await lbOf(c, 'web'));
+      const hasBackends = async (...names: string[]) => {
+        const now = await backends();
+        return names.every((b) => now.includes(c.n(b)));
+      };
+      await waitFor(async () => (await hasBackends('be-1', 'be-2')) && (await readSvc(c, 'web'))?.status?.loadBalancer?.ingress?.[0]?.ip, {
+        what: 'web: ingress, be-1 and be-2 backends',
+        log: c.log,
+      });
+      await patchService(c.core, c.ns, 'web', { spec: { ports: [...lbService('web', c.ns, [{ port: 80 }, { port: 443 }]).spec!.ports!] } }, 'merge');
+      await waitFor(async () => (await lbOf(c, 'web'))?.ports.length === 2, { what: 'web: second port in the cloud', log: c.log });
+      await patchNode(c.core, c.n('be-2'), { metadata: { labels: { [EXCLUDE]: 'true' } } }, 'merge');
+      await waitFor(async () => !(await backends()).includes(c.n('be-2')), { what: 'web: be-2 excluded', log: c.log });
+      // The Cluster Autoscaler's taint starts no update of its own (KEP-3458); the next update, started by a new node, applies it.
+      await patchNode(c.core, c.n('be-1'), { spec: { taints: [{ key: TO_BE_DELETED, value: '1700000000', effect: 'NoSchedule' }] } }, 'merge');
+      await instance(c, 'be-3', '--address', '127.0.40.13');
+      await registerNode(c, 'be-3');
+      await waitInitialized(c, 'be-3');
+      await setReady(c.core, c.n('be-3'), true);
+      await waitFor(async () => hasBackends('be-3'), { what: 'web: be-3 a backend', log: c.log });
+      await createService(c, 'gone', [81]);
+      await waitFor(async () => (await readSvc(c, 'gone'))?.status?.loadBalancer?.ingress?.[0]?.ip, { what: 'gone: ingress', log: c.log });
+      await c.core.deleteNamespacedService({ name: 'gone', namespace: c.ns });
+      await waitFor(async () => !(await readSvc(c, 'gone')) && !(await lbOf(c, 'gone')), {
+        what: 'gone: Service and load balancer deleted',
+        log: c.log,
+      });
     },
   },
 ];

@@ -18,46 +18,66 @@ const snap = (o: Record<string, string>): Snapshot => new Map(Object.entries(o))
 const ROWS: AllowedDifference[] = [
   { id: 'event-ours', path: /^event\/Node\/n\/FailedToSyncNode$/, ours: /^Warning /, upstream: null },
   { id: 'reads', path: /^cloud\/reads$/, ours: /^metadata$/, upstream: /^metadata, routes$/ },
+  {
+    id: 'backends',
+    path: /^cloud\/lb\/web\/backends$/,
+    ours: /^(?!.*\bu=)/,
+    upstream: /\bu=/,
+    relation: (o, u) => o === u?.replace(/, u=[^,]*/, ''),
+  },
 ];
 
-const BASE = { 'node/n/providerID': 'local://<id:n>', 'cloud/reads': 'metadata' };
+const BASE = { 'node/n/providerID': 'local://<id:n>', 'cloud/reads': 'metadata', 'cloud/lb/web/backends': 'a=1, b=2' };
 
 const CASES: { description: string; ours: Record<string, string>; upstream: Record<string, string>; unexpected: string[]; unused: string[] }[] = [
-  { description: 'equal snapshots: nothing to allow, every row unused', ours: BASE, upstream: BASE, unexpected: [], unused: ['event-ours', 'reads'] },
+  {
+    description: 'equal snapshots: nothing to allow, every row unused',
+    ours: BASE,
+    upstream: BASE,
+    unexpected: [],
+    unused: ['event-ours', 'reads', 'backends'],
+  },
   {
     description: 'exactly the listed differences: accepted, every row used',
     ours: { ...BASE, 'event/Node/n/FailedToSyncNode': 'Warning from x: y' },
-    upstream: { ...BASE, 'cloud/reads': 'metadata, routes' },
+    upstream: { ...BASE, 'cloud/reads': 'metadata, routes', 'cloud/lb/web/backends': 'a=1, b=2, u=3' },
     unexpected: [],
     unused: [],
+  },
+  {
+    description: "a row's relation must hold too: ours with an extra entry besides the allowed one fails",
+    ours: { ...BASE, 'cloud/lb/web/backends': 'a=1, b=2, x=9' },
+    upstream: { ...BASE, 'cloud/lb/web/backends': 'a=1, b=2, u=3' },
+    unexpected: ['cloud/lb/web/backends'],
+    unused: ['event-ours', 'reads', 'backends'],
   },
   {
     description: 'a difference no row lists fails',
     ours: { ...BASE, 'node/n/providerID': 'local://<id:m>' },
     upstream: BASE,
     unexpected: ['node/n/providerID'],
-    unused: ['event-ours', 'reads'],
+    unused: ['event-ours', 'reads', 'backends'],
   },
   {
     description: 'an allowed path with another value fails (the row pins the values too)',
     ours: { ...BASE, 'event/Node/n/FailedToSyncNode': 'Normal from x: y' },
     upstream: BASE,
     unexpected: ['event/Node/n/FailedToSyncNode'],
-    unused: ['event-ours', 'reads'],
+    unused: ['event-ours', 'reads', 'backends'],
   },
   {
     description: 'present on the side the row says is absent fails',
     ours: { ...BASE, 'event/Node/n/FailedToSyncNode': 'Warning from x: y' },
     upstream: { ...BASE, 'event/Node/n/FailedToSyncNode': 'Normal from x: z' },
     unexpected: ['event/Node/n/FailedToSyncNode'],
-    unused: ['event-ours', 'reads'],
+    unused: ['event-ours', 'reads', 'backends'],
   },
   {
     description: 'a path only one side has is a difference',
     ours: BASE,
     upstream: { ...BASE, 'node/n/label/extra': 'x' },
     unexpected: ['node/n/label/extra'],
-    unused: ['event-ours', 'reads'],
+    unused: ['event-ours', 'reads', 'backends'],
   },
 ];
 
