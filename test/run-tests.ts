@@ -23,6 +23,7 @@ import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareKustomize } from './helpers/kustomize.js';
 import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
+import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
 import { StreamText, summarize } from './ava-summary.js';
 
 /**
@@ -47,6 +48,8 @@ async function main(): Promise<number> {
   await ensureBinaries({ onProgress: (line) => process.stderr.write(`[controlplane] ${line}\n`) });
   await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
   await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
+  // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
+  await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));
   const cp = await ControlPlane.start({ auditLog: true });
   process.stderr.write(`[test] control plane ready at ${cp.server} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   // Test hosts authenticate as the shipped ServiceAccount, under the shipped RBAC.

@@ -5,7 +5,7 @@
  * fault-injection knobs, all in the state directory the provider serves from.
  *
  *   localcloud [--state DIR] instance add NAME... [--type T] [--zone Z] [--region R]
- *                                     [--address [TYPE=]VALUE]... [--no-addresses] [--label k=v]... [-o json]
+ *                                     [--address [TYPE=]VALUE]... [--no-addresses] [--no-hostname] [--label k=v]... [-o json]
  *   localcloud instance delete|shutdown|start NAME|ID
  *   localcloud instance list [-o json]
  *   localcloud lb list [--cluster C] [-o json]
@@ -74,17 +74,28 @@ instance
     [],
   )
   .option('--no-addresses', 'report no addresses at all (as a cloud may for an instance still being set up)')
+  .option('--no-hostname', 'report no Hostname address (none is added; as a cloud that reports IPs only)')
   .option('--label <key=value>', 'extra node label, repeatable', collect, [])
   .addOption(outputOption())
   .action(
     async (
       names: string[],
-      o: { type?: string; zone?: string; region?: string; address: string[]; addresses: boolean; label: string[]; output: Output },
+      o: { type?: string; zone?: string; region?: string; address: string[]; addresses: boolean; hostname: boolean; label: string[]; output: Output },
     ) => {
       const addresses = o.address.map(parseAddress);
       const labels = Object.fromEntries(o.label.map(parseLabel));
       const noAddresses = !o.addresses;
-      const specs: NewInstanceSpec[] = names.map((name) => ({ name, type: o.type, zone: o.zone, region: o.region, addresses, noAddresses, labels }));
+      const noHostname = !o.hostname;
+      const specs: NewInstanceSpec[] = names.map((name) => ({
+        name,
+        type: o.type,
+        zone: o.zone,
+        region: o.region,
+        addresses,
+        noAddresses,
+        noHostname,
+        labels,
+      }));
       if (names.length > 1 && addresses.some((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')) {
         throw new Error('--address with an IP applies to a single instance; add instances one by one');
       }

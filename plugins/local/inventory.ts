@@ -19,10 +19,12 @@ export interface NewInstanceSpec {
   type?: string;
   zone?: string;
   region?: string;
-  /** Addresses; an InternalIP is allocated and a Hostname (= name) added when missing. */
+  /** Addresses; an InternalIP is allocated and a Hostname (= name) added when missing (unless noHostname). */
   addresses?: AddressRecord[];
   /** No addresses at all (a cloud that reports none yet); `addresses` must then be empty. */
   noAddresses?: boolean;
+  /** No Hostname address is added (a cloud that reports IPs only). */
+  noHostname?: boolean;
   labels?: Record<string, string>;
 }
 
@@ -121,7 +123,8 @@ export async function addInstances(
         addresses.unshift({ type: 'InternalIP', address: ip });
       }
       for (const a of addresses) if (a.type === 'InternalIP') used.add(a.address);
-      if (!spec.noAddresses && !addresses.some((a) => a.type === 'Hostname')) addresses.push({ type: 'Hostname', address: spec.name });
+      if (!spec.noAddresses && !spec.noHostname && !addresses.some((a) => a.type === 'Hostname'))
+        addresses.push({ type: 'Hostname', address: spec.name });
       const inst: InstanceRecord = {
         id: newInstanceId((id) => draft.instances.some((i) => i.id === id)),
         name: spec.name,

@@ -16,7 +16,7 @@ import { ConnectionPool } from '../../host/kube/connections.js';
 import { makeClients } from '../../host/kube/client.js';
 import { f2, f3, int, type BenchSection } from './section.js';
 import { percentile } from './stats.js';
-import { clientBenchOf, ensureUpstreamCcm } from './upstream-ccm.js';
+import { clientBenchOf, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 
 const REQUESTS = 1000;
 /** Enough for V8 to have optimized the request path (with 50, the first hundreds of timed requests still ran unoptimized code). */

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { patchOptions } from '../helpers/kube-patch.js';
-import { clientBenchOf, ensureUpstreamCcm } from './upstream-ccm.js';
+import { clientBenchOf, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 import { f1, int, type BenchSection } from './section.js';
 
 const CHILD = fileURLToPath(new URL('./informer-cache-child.js', import.meta.url));

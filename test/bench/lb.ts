@@ -21,9 +21,10 @@ import { DEFAULT_CONCURRENT_SERVICE_SYNCS } from '../../host/config/options.js';
 import { StateStore } from '../../plugins/local/state.js';
 import { readJournal } from '../../plugins/local/journal.js';
 import { mapLimit } from '../../host/util/map-limit.js';
-import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, startCcm, WRITE_VERBS, type Side } from './ccm-sides.js';
+import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, WRITE_VERBS } from './ccm-sides.js';
+import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, f2, int, type BenchSection } from './section.js';
-import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from './upstream-ccm.js';
+import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 
 const CREATE_CONCURRENCY = 32;
 const LATENCY_MS = 200;

@@ -20,9 +20,10 @@ import { waitFor } from '../helpers/wait.js';
 import { mapLimit } from '../../host/util/map-limit.js';
 import { deleteInstance } from '../../plugins/local/inventory.js';
 import { StateStore } from '../../plugins/local/state.js';
-import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, startCcm, WRITE_VERBS, type Side } from './ccm-sides.js';
+import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, WRITE_VERBS } from './ccm-sides.js';
+import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, int, type BenchSection } from './section.js';
-import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from './upstream-ccm.js';
+import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 
 const CONCURRENCY = 32;
 const QPS = 100;

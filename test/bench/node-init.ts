@@ -15,9 +15,10 @@ import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
-import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, startCcm, type Side } from './ccm-sides.js';
+import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows } from './ccm-sides.js';
+import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, int, type BenchSection } from './section.js';
-import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from './upstream-ccm.js';
+import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CREATE_CONCURRENCY = 32;

@@ -15,9 +15,10 @@ import { dropFinalizers, ensureNamespace, lbService } from '../helpers/lb.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
 import { mapLimit } from '../../host/util/map-limit.js';
-import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, startCcm, WRITE_VERBS, type Side } from './ccm-sides.js';
+import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, WRITE_VERBS } from './ccm-sides.js';
+import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, int, type BenchSection } from './section.js';
-import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from './upstream-ccm.js';
+import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 
 const CONCURRENCY = 32;
 const QPS = 100;

@@ -7,7 +7,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { execa } from 'execa';
-import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from './upstream-ccm.js';
+import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 
 const FIXTURE = 'test/fixtures/upstream-ccm-flags.txt';
 

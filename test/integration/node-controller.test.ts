@@ -179,6 +179,38 @@ test.serial('a node without the uninitialized taint is left alone', async (t) =>
   t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'], undefined);
 });
 
+test.serial(
+  'a node outside --node-selector is left alone, even with a cloud instance of its name (the guard every test host relies on)',
+  async (t) => {
+    const { dir, core } = t.context;
+    // Another scope's node, registered first: a host ignoring its selector would take it before the marker (one worker, in order).
+    const other = testScope('nodectl-other');
+    const name = `${other.prefix}-outside`;
+    await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--zone', 'zone-q', '--address', '127.0.1.72');
+    await core.createNode({
+      body: {
+        metadata: { name, labels: { ...other.labels, 'kubernetes.io/hostname': name } },
+        spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+        status: { addresses: [{ type: 'Hostname', address: name }] },
+      },
+    });
+    t.teardown(() =>
+      core.deleteNode({ name }).then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    const marker = 'after-outside';
+    await localcloud(join(dir, 'cloud'), 'instance', 'add', marker, '--address', '127.0.1.73');
+    await registerNode(core, marker);
+    await waitFor(async () => initialized(await core.readNode({ name: marker })), { what: 'marker node initialized' });
+    const node = await core.readNode({ name });
+    t.false(initialized(node), 'still tainted');
+    t.falsy(node.spec?.providerID);
+    t.deepEqual(await nodeEvents(core, name), [], 'no event on it');
+  },
+);
+
 test.serial("a cloud that reports no addresses leaves the kubelet's addresses alone (upstream returns early)", async (t) => {
   const { dir, core } = t.context;
   const name = 'no-cloud-addresses';
@@ -248,6 +280,33 @@ test.serial(
       (node.status?.addresses ?? []).map(({ type, address }) => ({ type, address })),
       want,
     );
+  },
+);
+
+test.serial(
+  "a provided node IP that only the kubelet's Hostname address holds is refused at init, as upstream (the cloud reports IPs only)",
+  async (t) => {
+    const { dir, core } = t.context;
+    const name = 'provided-hostname-ip';
+    await localcloud(join(dir, 'cloud'), 'instance', 'add', name, '--address', '127.0.1.120', '--no-hostname');
+    await core.createNode({
+      body: {
+        metadata: {
+          name,
+          labels: { ...scope.labels, 'kubernetes.io/hostname': name },
+          annotations: { 'alpha.kubernetes.io/provided-node-ip': '127.0.1.129' },
+        },
+        spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+        status: { addresses: [{ type: 'Hostname', address: '127.0.1.129' }] },
+      },
+    });
+    const event = await waitFor(async () => (await nodeEvents(core, name)).find((e) => e.reason === 'FailedToSyncNode'), {
+      what: 'FailedToSyncNode on the node',
+    });
+    t.regex(event.message ?? '', /node IP 127\.0\.1\.129 \(from --node-ip\) is not among the addresses the cloud reports/);
+    const node = await core.readNode({ name });
+    t.false(initialized(node), 'still tainted');
+    t.falsy(node.spec?.providerID);
   },
 );
 

@@ -13,11 +13,12 @@ import { fileURLToPath } from 'node:url';
 import { startHost } from '../../host/app.js';
 import { parseHostArgs } from '../../host/config/flags.js';
 import { createLogger } from '../../host/log.js';
-import { testKubeConfig } from '../controlplane/shared.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
+import { checkForbiddenOnStop } from '../helpers/forbidden.js';
 import { startTestHost } from '../helpers/host.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { logFile } from '../helpers/log-file.js';
+import { hostKubeConfig } from '../helpers/service-account.js';
 import { waitFor } from '../helpers/wait.js';
 
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
@@ -61,7 +62,11 @@ test('valid families are served, shadowing ones dropped, an invalid answer dropp
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));
   const logPath = join(dir, 'host.log');
-  const host = await startHost(parsed.config, { log: createLogger({ destination: logFile(logPath) }), kubeConfig: await testKubeConfig() });
+  // As every test host: the shipped ServiceAccount, and stop() fails on a 403.
+  const host = checkForbiddenOnStop(
+    await startHost(parsed.config, { log: createLogger({ destination: logFile(logPath) }), kubeConfig: await hostKubeConfig() }),
+    logPath,
+  );
   t.teardown(() => host.stop());
 
   const CASES: { name: string; answer: string; served: string[]; absent: string[]; logged?: RegExp }[] = [

@@ -21,7 +21,7 @@ import { freePorts } from '../controlplane/probe.js';
 import { httpsRequest } from '../helpers/https.js';
 import { logFile } from '../helpers/log-file.js';
 import { scraperToken } from '../helpers/scraper.js';
-import { serviceAccountKubeConfig } from '../helpers/service-account.js';
+import { hostKubeConfig, serviceAccountKubeConfig } from '../helpers/service-account.js';
 
 /** A ServiceAccount with no rights beyond every authenticated user's (unique in the suite). */
 const SA = { namespace: 'kube-system', name: 'ccm-test-secure-lookup' };
@@ -105,7 +105,8 @@ test('--authentication-kubeconfig is who reviews tokens: one that may not makes 
     t,
     'authn-kc',
     ['--authentication-skip-lookup', `--authentication-kubeconfig=${t.context.kcFile}`],
-    await testKubeConfig(),
+    // The shipped ServiceAccount, which may review tokens and access: only the flag's kubeconfig lacks the right.
+    await hostKubeConfig(),
   );
   t.teardown(() => host.stop());
   t.is((await httpsRequest(`https://127.0.0.1:${port}/metrics`, { insecure: true, token: await scraperToken() })).status, 401);
@@ -116,7 +117,8 @@ test('--authorization-kubeconfig is who reviews access: one that may not makes d
     t,
     'authz-kc',
     ['--authentication-skip-lookup', `--authorization-kubeconfig=${t.context.kcFile}`],
-    await testKubeConfig(),
+    // The shipped ServiceAccount, which may review tokens and access: only the flag's kubeconfig lacks the right.
+    await hostKubeConfig(),
   );
   t.teardown(() => host.stop());
   const r = await httpsRequest(`https://127.0.0.1:${port}/metrics`, { insecure: true, token: await scraperToken() });

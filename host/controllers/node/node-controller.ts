@@ -136,8 +136,11 @@ export class CloudNodeController {
     const name = cached.metadata!.name!;
     const meta = await this.batcher.get(toNodeRef(cached));
     const current = nodeAddresses(cached);
-    // Throws for a provided node IP the cloud does not report, also when it reports no address.
-    const addresses = desiredAddresses(meta.nodeAddresses, current, cached.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP]);
+    const provided = cached.metadata?.annotations?.[Annotations.PROVIDED_NODE_IP];
+    // As upstream at init: the provided node IP must be among the cloud's own addresses (throws, also when it
+    // reports none); the kubelet's Hostname address, which desiredAddresses keeps, does not vouch for it.
+    if (provided !== undefined) desiredAddresses(meta.nodeAddresses, [], provided);
+    const addresses = desiredAddresses(meta.nodeAddresses, current, provided);
     let base = cached;
     // No cloud addresses: the kubelet's stay, as upstream (and the refresh below) leave them.
     if (meta.nodeAddresses.length > 0 && addressesChanged(addresses, current)) {

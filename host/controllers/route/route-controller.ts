@@ -16,7 +16,8 @@
  * one call; else ListRoutes (all pages), then deletes, then creates, each
  * with at most ROUTE_CONCURRENCY calls in flight → per node with pod CIDRs,
  * NetworkUnavailable False/RouteCreated when all its routes exist, else
- * True/NoRouteCreated (patched only when status or reason changes); a node
+ * True/NoRouteCreated (patched only when the status differs, as upstream: a
+ * network plugin's own reason, e.g. CalicoIsUp, is kept); a node
  * without pod CIDRs that a cloud route points to gets True/NoRouteCreated too,
  * as upstream (with the batch RPC, routes are not listed: only routes the
  * call deleted or failed to delete are seen). A route that could not be
@@ -229,13 +230,14 @@ export class RouteController {
       const ok = failed.length === 0 && problems.length === 0 && routes.length > 0;
       const cond = networkCondition(node);
       const want = ok ? { status: 'False', reason: NetworkReasons.ROUTE_CREATED } : { status: 'True', reason: NetworkReasons.NO_ROUTE_CREATED };
-      if (cond?.status !== want.status || cond?.reason !== want.reason) patches.push({ node, ok });
+      // Status only, as upstream: a network plugin's own reason (e.g. CalicoIsUp with False) is left alone, not fought over.
+      if (cond?.status !== want.status) patches.push({ node, ok });
     }
     for (const name of routedWithoutCidrs) {
       const node = byName.get(name);
       if (!node) continue;
       const cond = networkCondition(node);
-      if (cond?.status !== 'True' || cond?.reason !== NetworkReasons.NO_ROUTE_CREATED) patches.push({ node, ok: false });
+      if (cond?.status !== 'True') patches.push({ node, ok: false });
     }
     await mapLimit(patches, PATCH_CONCURRENCY, async ({ node, ok }) => {
       if (await this.setCondition(node, ok)) report.conditionsPatched++;

@@ -97,6 +97,13 @@ test('InstanceMetadata reports providerID, type, addresses, zone, region and lab
   t.regex(ids.n1!, /^i-[0-9a-f]{8}$/);
 });
 
+test('an instance added with noHostname reports its IPs only (a cloud without Hostname addresses)', async (t) => {
+  const cloud = await newCloud(t);
+  await addInstances(cloud.store, [{ name: 'ips-only', addresses: [{ type: 'InternalIP', address: '127.1.9.9' }], noHostname: true }], DEFAULTS);
+  const { metadata } = await cloud.instances!.instanceMetadata!({ meta: meta(), node: node('ips-only') }, ctx());
+  t.deepEqual(metadata?.nodeAddresses, [{ type: NodeAddressType.NODE_ADDRESS_TYPE_INTERNAL_IP, address: '127.1.9.9' }]);
+});
+
 test('legacy instance RPCs and zones', async (t) => {
   const cloud = await newCloud(t);
   const ids = await seed(cloud);

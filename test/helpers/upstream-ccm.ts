@@ -2,8 +2,9 @@
  * Locates (or, once per source change, builds) tools/upstream-ccm: the
  * upstream Go cloud-controller-manager from k8s.io/cloud-provider at the
  * control plane's Kubernetes version, with a cloud provider that forwards
- * every call to a provider plugin over our protocol. Only `npm run bench`
- * needs it; `npm test` never builds it.
+ * every call to a provider plugin over our protocol. `npm run bench` runs it
+ * beside our host, and `npm test` runs the differential suite against it
+ * (test/integration/parity; the runner builds it before the tests start).
  *
  * The binary lives outside the repository in
  * `${XDG_CACHE_HOME:-~/.cache}/ccm-host/upstream-ccm-<version>-<hash>/`, the
