@@ -41,6 +41,23 @@ async function expectRefusal(k: Kit, how: { cookie?: string | null; protocolVers
   }
 }
 
+/** Starts the provider in exec mode (skipping in sidecar mode) and waits for its handshake line. */
+async function startedPastHandshake(k: Kit): Promise<Launched> {
+  if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
+  const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env });
+  try {
+    const line = await p.firstLine(k.opts.startTimeoutMs);
+    expect(line !== undefined, `no handshake within ${k.opts.startTimeoutMs} ms${p.stderrSummary()}`);
+    return p;
+  } catch (err) {
+    await p.kill();
+    throw err;
+  }
+}
+
+/** How long a provider told to stop may take to be gone: its grace period, the 5 s Shutdown bound and some slack. */
+const stopBound = (k: Kit): number => k.opts.shutdownGraceMs + 5_000 + EXIT_SLACK_MS;
+
 /** Leaves a unix socket file at `path` that nothing listens on (a listener killed with SIGKILL). */
 async function leaveStaleSocket(path: string): Promise<void> {
   const child = execa(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], {
@@ -124,13 +141,10 @@ export const launchChecks: Check[] = [
     id: 'launch/stdin-eof-exit',
     title: 'the provider exits when its stdin closes (the host died)',
     run: async (k) => {
-      if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
-      const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env });
+      const p = await startedPastHandshake(k);
       try {
-        const line = await p.firstLine(k.opts.startTimeoutMs);
-        expect(line !== undefined, `no handshake within ${k.opts.startTimeoutMs} ms${p.stderrSummary()}`);
         p.closeStdin();
-        const bound = k.opts.shutdownGraceMs + 5_000 + EXIT_SLACK_MS;
+        const bound = stopBound(k);
         const exit = await p.waitExit(bound);
         expect(exit, `still running ${bound} ms after its stdin closed`);
       } finally {
@@ -142,13 +156,10 @@ export const launchChecks: Check[] = [
     id: 'launch/sigterm',
     title: 'SIGTERM stops the provider gracefully: it exits 0 and removes its socket file',
     run: async (k) => {
-      if (k.opts.target.kind !== 'exec') skip('applies to exec mode (--plugin-path) only');
-      const p = await Launched.start({ path: k.opts.target.path, env: k.opts.target.env });
+      const p = await startedPastHandshake(k);
       try {
-        const line = await p.firstLine(k.opts.startTimeoutMs);
-        expect(line !== undefined, `no handshake within ${k.opts.startTimeoutMs} ms${p.stderrSummary()}`);
         process.kill(p.pid!, 'SIGTERM');
-        const bound = k.opts.shutdownGraceMs + 5_000 + EXIT_SLACK_MS;
+        const bound = stopBound(k);
         const exit = await p.waitExit(bound);
         expect(exit, `still running ${bound} ms after SIGTERM`);
         expect(exit.code === 0, `exited with ${describeExit(exit)} after SIGTERM; want a graceful stop and exit code 0${p.stderrSummary()}`);

@@ -12,24 +12,9 @@ import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import {
-  CORE_PROTOCOL_VERSION,
-  ENV_ENDPOINT,
-  ENV_INSTANCE_ID,
-  ENV_LOG_LEVEL,
-  ENV_PROTOCOL_VERSIONS,
-  ENV_SIDECAR_ENDPOINT,
-  ERROR_DOMAIN,
-  ErrorReason,
-  HANDSHAKE_PREFIX,
-  HEALTH_SERVICE_NAME,
-  MAGIC_COOKIE_KEY,
-  MAGIC_COOKIE_VALUE,
-  MAX_UNIX_SOCKET_PATH_BYTES,
-  PROTOCOL_MINOR,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from '../../../sdk/protocol.js';
+import { ErrorReason, SUPPORTED_PROTOCOL_VERSIONS } from '../../../sdk/protocol.js';
 import { GO_BRIDGE_DIR, GO_DIR, GO_SDK_DIR } from '../../helpers/providers.js';
+import { SDK_CONSTANTS } from '../../helpers/sdk-constants.js';
 
 for (const [name, dir] of [
   ['sdk/go', GO_SDK_DIR],
@@ -53,19 +38,7 @@ for (const [name, dir] of [
 test('the Go SDK speaks the protocol constants of sdk/protocol.ts', async (t) => {
   const go = (await readFile(join(GO_SDK_DIR, 'protocol.go'), 'utf8')) + (await readFile(join(GO_SDK_DIR, 'errors.go'), 'utf8'));
   const constant = (name: string): string | undefined => new RegExp(`\\b${name}\\s+=\\s+("[^"]*"|\\d+)`).exec(go)?.[1];
-  t.is(constant('MagicCookieKey'), JSON.stringify(MAGIC_COOKIE_KEY));
-  t.is(constant('MagicCookieValue'), JSON.stringify(MAGIC_COOKIE_VALUE));
-  t.is(constant('EnvProtocolVersions'), JSON.stringify(ENV_PROTOCOL_VERSIONS));
-  t.is(constant('EnvEndpoint'), JSON.stringify(ENV_ENDPOINT));
-  t.is(constant('EnvInstanceID'), JSON.stringify(ENV_INSTANCE_ID));
-  t.is(constant('EnvLogLevel'), JSON.stringify(ENV_LOG_LEVEL));
-  t.is(constant('EnvSidecarEndpoint'), JSON.stringify(ENV_SIDECAR_ENDPOINT));
-  t.is(constant('HandshakePrefix'), JSON.stringify(HANDSHAKE_PREFIX));
-  t.is(constant('CoreProtocolVersion'), String(CORE_PROTOCOL_VERSION));
-  t.is(constant('ProtocolMinor'), String(PROTOCOL_MINOR));
-  t.is(constant('HealthServiceName'), JSON.stringify(HEALTH_SERVICE_NAME));
-  t.is(constant('ErrorDomain'), JSON.stringify(ERROR_DOMAIN));
-  t.is(constant('MaxUnixSocketPathBytes'), String(MAX_UNIX_SOCKET_PATH_BYTES));
+  for (const c of SDK_CONSTANTS) t.is(constant(c.go), c.source, c.go);
   t.is(/SupportedProtocolVersions = \[\]int\{([\d, ]*)\}/.exec(go)?.[1], SUPPORTED_PROTOCOL_VERSIONS.join(', '));
   for (const reason of Object.values(ErrorReason)) t.regex(go, new RegExp(`\\bReason\\w+\\s+=\\s+"${reason}"`), reason);
 });

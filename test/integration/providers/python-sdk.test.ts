@@ -11,26 +11,10 @@ import test from 'ava';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import {
-  CORE_PROTOCOL_VERSION,
-  ENV_ENDPOINT,
-  ENV_INSTANCE_ID,
-  ENV_LOG_LEVEL,
-  ENV_PROTOCOL_VERSIONS,
-  ENV_SIDECAR_ENDPOINT,
-  ERROR_DOMAIN,
-  ErrorReason,
-  HANDSHAKE_PREFIX,
-  HEALTH_SERVICE_NAME,
-  MAGIC_COOKIE_KEY,
-  MAGIC_COOKIE_VALUE,
-  MAX_MESSAGE_BYTES,
-  MAX_UNIX_SOCKET_PATH_BYTES,
-  PROTOCOL_MINOR,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from '../../../sdk/protocol.js';
+import { ErrorReason, MAX_MESSAGE_BYTES, SUPPORTED_PROTOCOL_VERSIONS } from '../../../sdk/protocol.js';
 import { parseStderrLine } from '../../../host/plugin/stderr.js';
 import { PYTHON_SDK_DIR, pythonProviderInterpreter, REPO } from '../../helpers/providers.js';
+import { SDK_CONSTANTS } from '../../helpers/sdk-constants.js';
 
 const PACKAGE = join(PYTHON_SDK_DIR, 'src', 'ccm_provider_sdk');
 
@@ -58,19 +42,7 @@ test('the Python SDK unit tests pass, every test module ran', async (t) => {
 test('the Python SDK speaks the protocol constants of sdk/protocol.ts', async (t) => {
   const py = (await readFile(join(PACKAGE, 'protocol.py'), 'utf8')) + (await readFile(join(PACKAGE, 'errors.py'), 'utf8'));
   const constant = (name: string): string | undefined => new RegExp(`^${name} = ("[^"]*"|[\\d *]+)$`, 'm').exec(py)?.[1];
-  t.is(constant('MAGIC_COOKIE_KEY'), JSON.stringify(MAGIC_COOKIE_KEY));
-  t.is(constant('MAGIC_COOKIE_VALUE'), JSON.stringify(MAGIC_COOKIE_VALUE));
-  t.is(constant('ENV_PROTOCOL_VERSIONS'), JSON.stringify(ENV_PROTOCOL_VERSIONS));
-  t.is(constant('ENV_ENDPOINT'), JSON.stringify(ENV_ENDPOINT));
-  t.is(constant('ENV_INSTANCE_ID'), JSON.stringify(ENV_INSTANCE_ID));
-  t.is(constant('ENV_LOG_LEVEL'), JSON.stringify(ENV_LOG_LEVEL));
-  t.is(constant('ENV_SIDECAR_ENDPOINT'), JSON.stringify(ENV_SIDECAR_ENDPOINT));
-  t.is(constant('HANDSHAKE_PREFIX'), JSON.stringify(HANDSHAKE_PREFIX));
-  t.is(constant('CORE_PROTOCOL_VERSION'), String(CORE_PROTOCOL_VERSION));
-  t.is(constant('PROTOCOL_MINOR'), String(PROTOCOL_MINOR));
-  t.is(constant('HEALTH_SERVICE_NAME'), JSON.stringify(HEALTH_SERVICE_NAME));
-  t.is(constant('ERROR_DOMAIN'), JSON.stringify(ERROR_DOMAIN));
-  t.is(constant('MAX_UNIX_SOCKET_PATH_BYTES'), String(MAX_UNIX_SOCKET_PATH_BYTES));
+  for (const c of SDK_CONSTANTS) t.is(constant(c.python), c.source, c.python);
   t.is(constant('MAX_MESSAGE_BYTES'), '16 * 1024 * 1024');
   t.is(MAX_MESSAGE_BYTES, 16 * 1024 * 1024);
   t.is(/^SUPPORTED_PROTOCOL_VERSIONS = \[([\d, ]*)\]$/m.exec(py)?.[1], SUPPORTED_PROTOCOL_VERSIONS.join(', '));
