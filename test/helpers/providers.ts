@@ -28,11 +28,13 @@ export const PYTHON_SDK_DIR = join(REPO, 'sdk', 'python');
 /** The cloudprovider.Interface bridge (sdk/go/bridge), its own module next to the SDK it replaces with ../. */
 export const GO_BRIDGE_DIR = join(GO_SDK_DIR, 'bridge');
 
-function cacheRoot(): string {
+/** Where built providers are cached, outside the repository, keyed by source hash. */
+export function cacheRoot(): string {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
 }
 
-async function filesUnder(dir: string, keep: (rel: string) => boolean): Promise<string[]> {
+/** Paths under `dir` (relative, sorted) that `keep` accepts. */
+export async function filesUnder(dir: string, keep: (rel: string) => boolean): Promise<string[]> {
   const out: string[] = [];
   for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
     if (!e.isFile()) continue;
@@ -43,7 +45,8 @@ async function filesUnder(dir: string, keep: (rel: string) => boolean): Promise<
   return out.sort();
 }
 
-async function hashFiles(dir: string, files: string[], extra: string): Promise<string> {
+/** A short hash of `files` (relative to `dir`) and `extra`: a cache key. */
+export async function hashFiles(dir: string, files: string[], extra: string): Promise<string> {
   const h = createHash('sha256').update(extra);
   for (const f of files)
     h.update(f)
@@ -56,12 +59,12 @@ async function hashFiles(dir: string, files: string[], extra: string): Promise<s
 let goBinary: Promise<string> | undefined;
 
 /** Whether `rel` (a path inside a Go module) is part of what `go build` compiles. */
-function goSource(rel: string): boolean {
+export function goSource(rel: string): boolean {
   return /^(go\.mod|go\.sum|(.+\/)?[^/]+\.go)$/.test(rel) && !rel.endsWith('_test.go');
 }
 
 /** Hash of the SDK module's sources (sdk/go without the nested bridge module). */
-async function goSdkHash(goVersion: string): Promise<string> {
+export async function goSdkHash(goVersion: string): Promise<string> {
   return hashFiles(GO_SDK_DIR, await filesUnder(GO_SDK_DIR, (rel) => goSource(rel) && !rel.startsWith('bridge/')), goVersion);
 }
 

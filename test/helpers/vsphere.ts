@@ -1,0 +1,124 @@
+/**
+ * k8s.io/cloud-provider-vsphere, unmodified, as a plugin through the bridge
+ * (plugins/vsphere-bridge), and its stand-in: govmomi's vCenter simulator
+ * run in process by plugins/vsphere-bridge/cmd/vcsim on 127.0.0.1.
+ */
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { buildOnce } from './build-once.js';
+import { cacheRoot, filesUnder, goSdkHash, goSource, GO_BRIDGE_DIR, hashFiles, REPO } from './providers.js';
+
+export const VSPHERE_BRIDGE_DIR = join(REPO, 'plugins', 'vsphere-bridge');
+/** The provider module the plugin links (plugins/vsphere-bridge/go.mod). */
+export const VSPHERE_MODULE = 'k8s.io/cloud-provider-vsphere v1.36.0';
+
+let binaries: Promise<{ provider: string; vcsim: string }> | undefined;
+
+/**
+ * ccm-provider-vsphere and vcsim, built on first use into the cache; the key
+ * covers the plugin module, the bridge and the SDK it replaces locally.
+ */
+export function vsphereBinaries(say: (line: string) => void = () => undefined): Promise<{ provider: string; vcsim: string }> {
+  return (binaries ??= (async () => {
+    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
+    const bridgeHash = await hashFiles(
+      GO_BRIDGE_DIR,
+      await filesUnder(GO_BRIDGE_DIR, (rel) => goSource(rel) && !rel.startsWith('example/')),
+      goVersion,
+    );
+    const files = await filesUnder(VSPHERE_BRIDGE_DIR, goSource);
+    const key = await hashFiles(VSPHERE_BRIDGE_DIR, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}`);
+    const dir = join(cacheRoot(), `vsphere-${key}`);
+    await buildOnce(dir, async (tmp) => {
+      const t0 = Date.now();
+      say(
+        `building ccm-provider-vsphere (${VSPHERE_MODULE} through the bridge) and vcsim; the first build compiles client-go v0.36 and govmomi, a few minutes`,
+      );
+      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-vsphere'), '.'], { cwd: VSPHERE_BRIDGE_DIR });
+      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'vcsim'), './cmd/vcsim'], { cwd: VSPHERE_BRIDGE_DIR });
+      say(`ccm-provider-vsphere and vcsim built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    });
+    return { provider: join(dir, 'ccm-provider-vsphere'), vcsim: join(dir, 'vcsim') };
+  })());
+}
+
+/** One simulated VM: its guest hostname (the Node's name), BIOS UUID and guest IP. */
+export interface VcsimVm {
+  name: string;
+  uuid: string;
+  ip: string;
+}
+
+export interface Vcsim {
+  server: string;
+  port: string;
+  user: string;
+  password: string;
+  datacenter: string;
+  vms: VcsimVm[];
+  /** poweroff, poweron or destroy a VM by guest hostname, through the vSphere API. */
+  command(verb: 'poweroff' | 'poweron' | 'destroy', name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts a vCenter simulator whose VMs are named `<prefix><i>` (valid Node names). */
+export async function startVcsim(prefix: string): Promise<Vcsim> {
+  const { vcsim } = await vsphereBinaries();
+  const child: ResultPromise = execa(vcsim, [`--hostname-prefix=${prefix}`], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit', reject: false });
+  const lines = createInterface({ input: child.stdout! });
+  const pending: ((line: string) => void)[] = [];
+  const queued: string[] = [];
+  lines.on('line', (line) => {
+    const next = pending.shift();
+    if (next) next(line);
+    else queued.push(line);
+  });
+  const nextLine = (what: string) =>
+    new Promise<string>((resolve, reject) => {
+      const line = queued.shift();
+      if (line !== undefined) return resolve(line);
+      const timer = setTimeout(() => reject(new Error(`vcsim did not answer ${what} within 60 s`)), 60_000);
+      pending.push((l) => {
+        clearTimeout(timer);
+        resolve(l);
+      });
+    });
+  const hello = JSON.parse(await nextLine('its start')) as Omit<Vcsim, 'command' | 'stop'>;
+  let chain = Promise.resolve();
+  return {
+    ...hello,
+    command(verb, name) {
+      const run = chain.then(async () => {
+        child.stdin!.write(`${verb} ${name}\n`);
+        const answer = await nextLine(`${verb} ${name}`);
+        if (answer !== 'ok') throw new Error(`vcsim ${verb} ${name}: ${answer}`);
+      });
+      chain = run.catch(() => undefined);
+      return run;
+    },
+    async stop() {
+      child.stdin!.end();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await child;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The provider's own cloud config (YAML) for `sim`; secrets, if any, only in `secretNamespace`. */
+export function vsphereCloudConfig(sim: Vcsim, secretNamespace: string): string {
+  return [
+    'global:',
+    `  port: ${sim.port}`,
+    '  insecureFlag: true',
+    `  user: ${JSON.stringify(sim.user)}`,
+    `  password: ${JSON.stringify(sim.password)}`,
+    `  secretNamespace: ${JSON.stringify(secretNamespace)}`,
+    'vcenter:',
+    '  vcsim:',
+    `    server: ${sim.server}`,
+    `    datacenters: [${JSON.stringify(sim.datacenter)}]`,
+    '',
+  ].join('\n');
+}
