@@ -5,21 +5,30 @@
  */
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
+import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { execa, type ResultPromise } from 'execa';
 import { buildOnce } from './build-once.js';
+import { serviceAccountKubeConfig } from './service-account.js';
 import { cacheRoot, filesUnder, goSdkHash, goSource, GO_BRIDGE_DIR, hashFiles, REPO } from './providers.js';
 
 export const VSPHERE_BRIDGE_DIR = join(REPO, 'plugins', 'vsphere-bridge');
 /** The provider module the plugin links (plugins/vsphere-bridge/go.mod). */
 export const VSPHERE_MODULE = 'k8s.io/cloud-provider-vsphere v1.36.0';
 
-let binaries: Promise<{ provider: string; vcsim: string }> | undefined;
+/** The plugin, the simulator, and the upstream CCM with the same provider linked in (for the side-by-side test). */
+export interface VsphereBinaries {
+  provider: string;
+  vcsim: string;
+  upstream: string;
+}
+
+let binaries: Promise<VsphereBinaries> | undefined;
 
 /**
  * ccm-provider-vsphere and vcsim, built on first use into the cache; the key
  * covers the plugin module, the bridge and the SDK it replaces locally.
  */
-export function vsphereBinaries(say: (line: string) => void = () => undefined): Promise<{ provider: string; vcsim: string }> {
+export function vsphereBinaries(say: (line: string) => void = () => undefined): Promise<VsphereBinaries> {
   return (binaries ??= (async () => {
     const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
     const bridgeHash = await hashFiles(
@@ -33,13 +42,14 @@ export function vsphereBinaries(say: (line: string) => void = () => undefined): 
     await buildOnce(dir, async (tmp) => {
       const t0 = Date.now();
       say(
-        `building ccm-provider-vsphere (${VSPHERE_MODULE} through the bridge) and vcsim; the first build compiles client-go v0.36 and govmomi, a few minutes`,
+        `building ccm-provider-vsphere (${VSPHERE_MODULE} through the bridge), vcsim and the upstream CCM linking the provider; the first build compiles client-go v0.36, govmomi and the upstream app: several minutes`,
       );
       await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-vsphere'), '.'], { cwd: VSPHERE_BRIDGE_DIR });
       await execa('go', ['build', '-trimpath', '-o', join(tmp, 'vcsim'), './cmd/vcsim'], { cwd: VSPHERE_BRIDGE_DIR });
-      say(`ccm-provider-vsphere and vcsim built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'upstream-ccm'), './cmd/upstream-ccm'], { cwd: VSPHERE_BRIDGE_DIR });
+      say(`ccm-provider-vsphere, vcsim and upstream-ccm built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     });
-    return { provider: join(dir, 'ccm-provider-vsphere'), vcsim: join(dir, 'vcsim') };
+    return { provider: join(dir, 'ccm-provider-vsphere'), vcsim: join(dir, 'vcsim'), upstream: join(dir, 'upstream-ccm') };
   })());
 }
 
@@ -121,4 +131,46 @@ export function vsphereCloudConfig(sim: Vcsim, secretNamespace: string): string 
     `    datacenters: [${JSON.stringify(sim.datacenter)}]`,
     '',
   ].join('\n');
+}
+
+/**
+ * The vSphere provider's own identity, made in `namespace` (created here):
+ * what its Initialize starts, Node informers and Secret informers in that
+ * namespace. Returns its kubeconfig.
+ */
+export async function vsphereProviderIdentity(admin: KubeConfig, namespace: string): Promise<KubeConfig> {
+  const core = admin.makeApiClient(CoreV1Api);
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const sa = { namespace, name: 'vsphere-cloud-provider' };
+  const subject = [{ kind: 'ServiceAccount', ...sa }];
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: sa.name } } });
+  await rbac.createClusterRole({
+    body: { metadata: { name: namespace }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }] },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: namespace },
+      subjects: subject,
+    },
+  });
+  await rbac.createNamespacedRole({
+    namespace,
+    body: { metadata: { name: 'secrets' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }] },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: { metadata: { name: 'secrets' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'secrets' }, subjects: subject },
+  });
+  return serviceAccountKubeConfig(admin, sa);
+}
+
+/** Removes what vsphereProviderIdentity made. */
+export async function removeVsphereProviderIdentity(admin: KubeConfig, namespace: string): Promise<void> {
+  const core = admin.makeApiClient(CoreV1Api);
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.deleteClusterRoleBinding({ name: namespace }).catch(() => undefined);
+  await rbac.deleteClusterRole({ name: namespace }).catch(() => undefined);
+  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
 }

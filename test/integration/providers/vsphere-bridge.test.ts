@@ -15,56 +15,24 @@ import test from 'ava';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { runConformance } from '../../../conformance/run.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { createTestNode, hasTaint, readNodeOrUndefined, setReady, testScope, deleteScopedNodes } from '../../helpers/nodes.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
-import { serviceAccountKubeConfig } from '../../helpers/service-account.js';
-import { startVcsim, vsphereBinaries, vsphereCloudConfig, type Vcsim } from '../../helpers/vsphere.js';
+import {
+  removeVsphereProviderIdentity,
+  startVcsim,
+  vsphereBinaries,
+  vsphereCloudConfig,
+  vsphereProviderIdentity,
+  type Vcsim,
+} from '../../helpers/vsphere.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
-
-/** The vSphere provider's own identity: what its Initialize starts (Node and Secret informers). */
-async function providerIdentity(admin: KubeConfig, namespace: string): Promise<KubeConfig> {
-  const core = admin.makeApiClient(CoreV1Api);
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  const sa = { namespace, name: 'vsphere-cloud-provider' };
-  const subject = [{ kind: 'ServiceAccount', ...sa }];
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: sa.name } } });
-  await rbac.createClusterRole({
-    body: { metadata: { name: namespace }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }] },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name: namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: namespace },
-      subjects: subject,
-    },
-  });
-  await rbac.createNamespacedRole({
-    namespace,
-    body: { metadata: { name: 'secrets' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }] },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: { metadata: { name: 'secrets' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'secrets' }, subjects: subject },
-  });
-  return serviceAccountKubeConfig(admin, sa);
-}
-
-async function cleanup(admin: KubeConfig, namespace: string, selector: string): Promise<void> {
-  const core = admin.makeApiClient(CoreV1Api);
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  await deleteScopedNodes(core, selector);
-  await rbac.deleteClusterRoleBinding({ name: namespace }).catch(() => undefined);
-  await rbac.deleteClusterRole({ name: namespace }).catch(() => undefined);
-  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-}
 
 /**
  * What the kit reports against the provider's own behaviour, pinned (and
@@ -97,7 +65,7 @@ for (const mode of MODES) {
       sim = await startVcsim(`${scope.prefix}-`);
       const [keep, stop, gone] = sim.vms;
       const kubeconfig = join(dir, 'provider-kubeconfig');
-      await writeFile(kubeconfig, (await providerIdentity(admin, scope.prefix)).exportConfig(), { mode: 0o600 });
+      await writeFile(kubeconfig, (await vsphereProviderIdentity(admin, scope.prefix)).exportConfig(), { mode: 0o600 });
       const cloudConfig = join(dir, 'vsphere.yaml');
       await writeFile(cloudConfig, vsphereCloudConfig(sim, scope.prefix));
       // As kubelet --cloud-provider=external registers them: no providerID, only the name (the VM's guest hostname).
@@ -157,7 +125,8 @@ for (const mode of MODES) {
     } finally {
       await running?.stop();
       await sim?.stop();
-      await cleanup(admin, scope.prefix, scope.selector);
+      await deleteScopedNodes(admin.makeApiClient(CoreV1Api), scope.selector);
+      await removeVsphereProviderIdentity(admin, scope.prefix);
     }
   });
 }
@@ -171,7 +140,7 @@ test('the conformance kit against k8s.io/cloud-provider-vsphere through the brid
   const sim = await startVcsim(`${scope.prefix}-`);
   try {
     const kubeconfig = join(dir, 'provider-kubeconfig');
-    await writeFile(kubeconfig, (await providerIdentity(admin, scope.prefix)).exportConfig(), { mode: 0o600 });
+    await writeFile(kubeconfig, (await vsphereProviderIdentity(admin, scope.prefix)).exportConfig(), { mode: 0o600 });
     const cloudConfig = join(dir, 'vsphere.yaml');
     await writeFile(cloudConfig, vsphereCloudConfig(sim, scope.prefix));
     const results = await runConformance({
@@ -199,7 +168,8 @@ test('the conformance kit against k8s.io/cloud-provider-vsphere through the brid
       t.true(by('pass').includes(id), id);
   } finally {
     await sim.stop();
-    await cleanup(admin, scope.prefix, scope.selector);
+    await deleteScopedNodes(admin.makeApiClient(CoreV1Api), scope.selector);
+    await removeVsphereProviderIdentity(admin, scope.prefix);
   }
 });
 
