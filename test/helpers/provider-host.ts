@@ -28,6 +28,8 @@ export interface ProviderHost {
 /**
  * Starts `provider` in `mode` and a host using it. `cloudConfig` is written
  * to `<dir>/cloud.json` and passed with --cloud-config; `args` are extra flags.
+ * `providerEnv` reaches the provider in both modes: the sidecar's
+ * environment, or --plugin-env in exec mode.
  */
 export async function startProviderHost(
   dir: string,
@@ -35,14 +37,16 @@ export async function startProviderHost(
   mode: ProviderMode,
   cloudConfig: unknown,
   args: string[],
+  providerEnv: Record<string, string> = {},
 ): Promise<ProviderHost> {
   const configPath = join(dir, 'cloud.json');
   await writeFile(configPath, JSON.stringify(cloudConfig));
   const executable = await provider.executable(dir);
-  const sidecar = mode === 'sidecar' ? await startSidecar(executable, dir, { CCM_PROVIDER_TEST_HOOKS: '1' }) : undefined;
+  const sidecar = mode === 'sidecar' ? await startSidecar(executable, dir, { CCM_PROVIDER_TEST_HOOKS: '1', ...providerEnv }) : undefined;
   const parsed = parseHostArgs([
     `--cloud-provider=${provider.name}`,
     sidecar ? `--plugin-endpoint=${sidecar.endpoint}` : `--plugin-path=${executable}`,
+    ...(sidecar ? [] : Object.entries(providerEnv).map(([k, v]) => `--plugin-env=${k}=${v}`)),
     `--cloud-config=${configPath}`,
     '--cluster-name=test',
     '--secure-port=0',
