@@ -398,7 +398,9 @@ export interface ServiceRef {
   /**
    * status.loadBalancer as the Service shows it when the host sends the
    * request: the ingress of the last successful EnsureLoadBalancer, empty
-   * (no ingress) before the first one. At most 64 ingress points.
+   * (no ingress) before the first one. At most 64 ingress points, each with
+   * at most 64 ports (those of another protocol than TCP, UDP and SCTP left
+   * out).
    */
   status?: LoadBalancerStatus | undefined;
 }

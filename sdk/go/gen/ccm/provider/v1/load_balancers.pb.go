@@ -555,7 +555,9 @@ type ServiceRef struct {
 	InternalTrafficPolicy InternalTrafficPolicy `protobuf:"varint,20,opt,name=internal_traffic_policy,json=internalTrafficPolicy,proto3,enum=ccm.provider.v1.InternalTrafficPolicy" json:"internal_traffic_policy,omitempty"`
 	// status.loadBalancer as the Service shows it when the host sends the
 	// request: the ingress of the last successful EnsureLoadBalancer, empty
-	// (no ingress) before the first one. At most 64 ingress points.
+	// (no ingress) before the first one. At most 64 ingress points, each with
+	// at most 64 ports (those of another protocol than TCP, UDP and SCTP left
+	// out).
 	Status        *LoadBalancerStatus `protobuf:"bytes,21,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
