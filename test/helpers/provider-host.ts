@@ -28,25 +28,26 @@ export interface ProviderHost {
 /**
  * Starts `provider` in `mode` and a host using it. `cloudConfig` is written
  * to `<dir>/cloud.json` and passed with --cloud-config; `args` are extra flags.
- * `providerEnv` reaches the provider in both modes: the sidecar's
- * environment, or --plugin-env in exec mode.
+ * `pluginEnv` reaches the provider: --plugin-env in exec mode, its
+ * environment in sidecar mode.
  */
 export async function startProviderHost(
   dir: string,
-  provider: ProviderUnderTest,
+  provider: { name: string; executable: ProviderUnderTest['executable'] },
   mode: ProviderMode,
   cloudConfig: unknown,
   args: string[],
-  providerEnv: Record<string, string> = {},
+  pluginEnv: Record<string, string> = {},
 ): Promise<ProviderHost> {
   const configPath = join(dir, 'cloud.json');
   await writeFile(configPath, JSON.stringify(cloudConfig));
   const executable = await provider.executable(dir);
-  const sidecar = mode === 'sidecar' ? await startSidecar(executable, dir, { CCM_PROVIDER_TEST_HOOKS: '1', ...providerEnv }) : undefined;
+  const sidecar = mode === 'sidecar' ? await startSidecar(executable, dir, { CCM_PROVIDER_TEST_HOOKS: '1', ...pluginEnv }) : undefined;
   const parsed = parseHostArgs([
     `--cloud-provider=${provider.name}`,
-    sidecar ? `--plugin-endpoint=${sidecar.endpoint}` : `--plugin-path=${executable}`,
-    ...(sidecar ? [] : Object.entries(providerEnv).map(([k, v]) => `--plugin-env=${k}=${v}`)),
+    ...(sidecar
+      ? [`--plugin-endpoint=${sidecar.endpoint}`]
+      : [`--plugin-path=${executable}`, ...Object.entries(pluginEnv).map(([k, v]) => `--plugin-env=${k}=${v}`)]),
     `--cloud-config=${configPath}`,
     '--cluster-name=test',
     '--secure-port=0',
