@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Capability, Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../proto/gen/ccm/provider/v1/identity.js';
+import type { NodeRef } from '../proto/gen/ccm/provider/v1/common.js';
 import type { ServiceRef } from '../proto/gen/ccm/provider/v1/load_balancers.js';
 import type { Route } from '../proto/gen/ccm/provider/v1/routes.js';
 import type { TestHooks } from './hooks.js';
@@ -135,12 +136,41 @@ export class Kit {
     return this.testNode;
   }
 
-  /** A NodeRef for the test instance, by name (as an uninitialized node is). */
-  nodeRef(
-    name: string,
-    providerId = '',
-  ): { name: string; providerId: string; addresses: never[]; labels: Record<string, string>; uid: string; annotations: Record<string, string> } {
-    return { name, providerId, addresses: [], labels: {}, uid: '', annotations: {} };
+  /**
+   * A NodeRef for the test instance, by name, as the host sends a just
+   * registered node: the uninitialized taint, a Ready condition, a pod CIDR,
+   * the kubelet's versions. The machine's own identifiers (systemUUID,
+   * machineID, bootID) stay empty: the kit cannot know the test instance's,
+   * and a made-up one could send a provider that looks instances up by them
+   * to the wrong machine.
+   */
+  nodeRef(name: string, providerId = ''): NodeRef {
+    return {
+      name,
+      providerId,
+      addresses: [],
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' },
+      uid: '',
+      annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' },
+      podCidrs: ['10.244.7.0/24'],
+      taints: [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' }],
+      unschedulable: false,
+      conditions: [
+        { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory' },
+        { type: 'Ready', status: 'True', reason: 'KubeletReady' },
+      ],
+      nodeInfo: {
+        machineId: '',
+        systemUuid: '',
+        bootId: '',
+        kernelVersion: '6.8.0-1017-generic',
+        osImage: 'Ubuntu 24.04.1 LTS',
+        containerRuntimeVersion: 'containerd://2.1.0',
+        kubeletVersion: 'v1.34.4',
+        operatingSystem: 'linux',
+        architecture: 'amd64',
+      },
+    };
   }
 }
 

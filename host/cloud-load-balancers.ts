@@ -25,6 +25,8 @@ export interface LbServicePort {
   /** 0 when the Service has none (allocateLoadBalancerNodePorts=false). */
   nodePort: number;
   appProtocol: string;
+  /** spec.ports[].targetPort: a number, a Pod port's name, or undefined when unset. */
+  targetPort?: number | string;
 }
 
 /** The parts of a Service a load balancer depends on. Read-only input. */
@@ -43,6 +45,18 @@ export interface ServiceRef {
   sessionAffinity: 'None' | 'ClientIP';
   sessionAffinityTimeoutSeconds: number;
   loadBalancerClass: string;
+  // The rest is what toServiceRef (host/controllers/service/service-ref.ts)
+  // fills from the Service within the protocol's bounds
+  // (proto/ccm/provider/v1/load_balancers.proto, ServiceRef); absent means
+  // empty or unset.
+  selector?: Record<string, string>;
+  clusterIps?: string[];
+  ipFamilyPolicy?: 'SingleStack' | 'PreferDualStack' | 'RequireDualStack';
+  externalIps?: string[];
+  allocateLoadBalancerNodePorts?: boolean;
+  internalTrafficPolicy?: 'Cluster' | 'Local';
+  /** status.loadBalancer as the Service shows it (not part of what the load balancer should be). */
+  status?: LbStatus;
 }
 
 /** One port of an ingress point (status.loadBalancer.ingress[].ports[]). */

@@ -23,13 +23,51 @@ export interface NodeAddress {
   address: string;
 }
 
-/** The parts of a Node the cloud needs. Read-only input. */
+/** A Node taint (spec.taints[]). */
+export interface NodeTaint {
+  key: string;
+  value: string;
+  effect: string;
+}
+
+/** A Node condition without its times and message (status.conditions[]). */
+export interface NodeConditionRef {
+  type: string;
+  status: string;
+  reason: string;
+}
+
+/** The identifiers and versions of a Node's status.nodeInfo (the protocol's NodeSystemInfo). */
+export interface NodeSystemInfoRef {
+  machineId: string;
+  systemUuid: string;
+  bootId: string;
+  kernelVersion: string;
+  osImage: string;
+  containerRuntimeVersion: string;
+  kubeletVersion: string;
+  operatingSystem: string;
+  architecture: string;
+}
+
+/**
+ * The parts of a Node the cloud needs. Read-only input. The optional fields
+ * are what toNodeRef (host/controllers/node-ref.ts) fills from the Node,
+ * within the protocol's bounds (proto/ccm/provider/v1/common.proto, NodeRef);
+ * absent means empty.
+ */
 export interface NodeRef {
   name: string;
   uid?: string;
   providerId?: string;
   addresses: NodeAddress[];
   labels: Record<string, string>;
+  annotations?: Record<string, string>;
+  podCidrs?: string[];
+  taints?: NodeTaint[];
+  unschedulable?: boolean;
+  conditions?: NodeConditionRef[];
+  nodeInfo?: NodeSystemInfoRef;
 }
 
 /** What the cloud knows about a node's instance (validated). */

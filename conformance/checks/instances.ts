@@ -1,4 +1,5 @@
 /** InstancesService checks (NOT_FOUND/INSTANCE_NOT_FOUND semantics, batch shape). */
+import type { NodeRef } from '../../proto/gen/ccm/provider/v1/common.js';
 import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
 import type {
   GetInstancesMetadataResponse,
@@ -102,6 +103,22 @@ export const instanceChecks: Check[] = [
         expect(!(await instanceAbsent(k, node)), `InstanceExists says the test instance does not exist (${node.providerId || node.name})`);
         const r = await k.rpc.call<{ shutdown: boolean }>(k.rpc.conn.instances, 'InstanceShutdown', { meta: k.meta(), node });
         expect(r.shutdown === false, 'InstanceShutdown says the running test instance is shut down');
+      }
+    },
+  },
+  {
+    id: 'instances/bare-node',
+    title:
+      'the running test instance is never reported gone for a NodeRef without the optional node fields (no nodeInfo, conditions, taints, pod CIDRs, annotations): a node the kubelet has not reported on yet',
+    run: async (k) => {
+      const t = k.needTestNode();
+      const i = k.rpc.conn.instances;
+      for (const node of [bareNodeRef(t.name), bareNodeRef(t.name, t.providerId)]) {
+        const by = node.providerId ? `providerID ${node.providerId}` : `name ${node.name}`;
+        expect(!(await instanceAbsent(k, node)), `InstanceExists for a bare NodeRef (by ${by}) says the test instance does not exist`);
+        // Success, or an error that is not "gone" (a provider that needs a field may answer a retryable error).
+        const err = await k.rpc.callError(i, 'InstanceMetadata', { meta: k.meta(), node }).catch(() => undefined);
+        expect(err?.code !== Code.NOT_FOUND, `InstanceMetadata for a bare NodeRef (by ${by}) answered NOT_FOUND for the running test instance`);
       }
     },
   },
@@ -242,3 +259,11 @@ export const instanceChecks: Check[] = [
     },
   },
 ];
+
+/**
+ * A NodeRef with only a name (and providerID), every optional field empty:
+ * what an older host, or a Node before its kubelet reported, gives.
+ */
+function bareNodeRef(name: string, providerId = ''): NodeRef {
+  return { name, providerId, addresses: [], labels: {}, uid: '', annotations: {}, podCidrs: [], taints: [], unschedulable: false, conditions: [] };
+}

@@ -3,6 +3,9 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { Capability, Service } from '../../proto/gen/ccm/provider/v1/identity.js';
 import {
+  InternalTrafficPolicy,
+  IpFamily,
+  IpFamilyPolicy,
   Protocol,
   type EnsureLoadBalancerResponse,
   type EnsureLoadBalancersResponse,
@@ -26,15 +29,33 @@ function service(k: Kit, suffix: string): ServiceRef {
     annotations: {},
     labels: {},
     // A high, random port: a cloud that opens real listeners must not collide with another run.
-    ports: [{ name: 'web', protocol: Protocol.PROTOCOL_TCP, port: 20_000 + randomInt(20_000), nodePort: 30_000 + randomInt(2_000), appProtocol: '' }],
+    ports: [
+      {
+        name: 'web',
+        protocol: Protocol.PROTOCOL_TCP,
+        port: 20_000 + randomInt(20_000),
+        nodePort: 30_000 + randomInt(2_000),
+        appProtocol: '',
+        targetPort: 0,
+        targetPortName: 'http',
+      },
+    ],
     loadBalancerIp: '',
     loadBalancerSourceRanges: [],
-    ipFamilies: [],
+    ipFamilies: [IpFamily.IP_FAMILY_IPV4],
     externalTrafficPolicy: 0,
     healthCheckNodePort: 0,
     sessionAffinity: 0,
     loadBalancerClass: '',
     sessionAffinityTimeoutSeconds: 0,
+    // What the API server fills in for a Service of type LoadBalancer, as the host sends it.
+    selector: { app: `${k.prefix}-${suffix}` },
+    clusterIps: ['10.96.200.10'],
+    ipFamilyPolicy: IpFamilyPolicy.IP_FAMILY_POLICY_SINGLE_STACK,
+    externalIps: [],
+    allocateLoadBalancerNodePorts: true,
+    internalTrafficPolicy: InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_CLUSTER,
+    status: { ingress: [] },
   };
 }
 
@@ -149,7 +170,9 @@ export const loadBalancerChecks: Check[] = [
       const fresh = service(k, 'batch-new');
       const bad = {
         ...service(k, 'batch-bad'),
-        ports: [{ name: 'web', protocol: Protocol.PROTOCOL_UNSPECIFIED, port: 80, nodePort: 30080, appProtocol: '' }],
+        ports: [
+          { name: 'web', protocol: Protocol.PROTOCOL_UNSPECIFIED, port: 80, nodePort: 30080, appProtocol: '', targetPort: 8080, targetPortName: '' },
+        ],
       };
       k.created.loadBalancers.set(fresh.uid, fresh);
       k.created.loadBalancers.set(bad.uid, bad);

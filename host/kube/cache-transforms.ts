@@ -23,8 +23,9 @@ export function dropManagedFields<T extends KubernetesObject>(obj: T): T {
  * Also drops what the kubelet reports about a node's workloads:
  * `status.images` (every image on the node, typically the bulk of a Node),
  * `status.volumesInUse` and `status.volumesAttached`. The controllers read a
- * Node's metadata, spec (providerID, taints, pod CIDRs), addresses and
- * conditions only. Returns `node`.
+ * Node's metadata, spec (providerID, taints, pod CIDRs, unschedulable),
+ * addresses, conditions and nodeInfo only (the last ones also reach the
+ * provider in every NodeRef: host/controllers/node-ref.ts). Returns `node`.
  */
 export function slimNode(node: V1Node): V1Node {
   dropManagedFields(node);

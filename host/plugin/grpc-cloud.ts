@@ -66,7 +66,12 @@ function toPbNode(n: NodeRef): PbNodeRef {
     providerId: n.providerId ?? '',
     addresses: n.addresses.map((a) => ({ type: TO_PB_ADDR[a.type], address: a.address })),
     labels: n.labels,
-    annotations: {},
+    annotations: n.annotations ?? {},
+    podCidrs: n.podCidrs ?? [],
+    taints: n.taints ?? [],
+    unschedulable: n.unschedulable ?? false,
+    conditions: n.conditions ?? [],
+    nodeInfo: n.nodeInfo,
   };
 }
 

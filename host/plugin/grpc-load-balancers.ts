@@ -6,7 +6,9 @@
 import type { NodeRef as PbNodeRef } from '../../proto/gen/ccm/provider/v1/common.js';
 import {
   ExternalTrafficPolicy,
+  InternalTrafficPolicy,
   IpFamily,
+  IpFamilyPolicy,
   IpMode,
   Protocol,
   SessionAffinity,
@@ -63,6 +65,8 @@ function toPbService(s: ServiceRef): PbServiceRef {
       port: p.port,
       nodePort: p.nodePort,
       appProtocol: p.appProtocol,
+      targetPort: typeof p.targetPort === 'number' ? p.targetPort : 0,
+      targetPortName: typeof p.targetPort === 'string' ? p.targetPort : '',
     })),
     loadBalancerIp: s.loadBalancerIp,
     loadBalancerSourceRanges: s.loadBalancerSourceRanges,
@@ -75,6 +79,34 @@ function toPbService(s: ServiceRef): PbServiceRef {
     sessionAffinity: s.sessionAffinity === 'ClientIP' ? SessionAffinity.SESSION_AFFINITY_CLIENT_IP : SessionAffinity.SESSION_AFFINITY_NONE,
     loadBalancerClass: s.loadBalancerClass,
     sessionAffinityTimeoutSeconds: s.sessionAffinityTimeoutSeconds,
+    selector: s.selector ?? {},
+    clusterIps: s.clusterIps ?? [],
+    ipFamilyPolicy: s.ipFamilyPolicy ? TO_PB_FAMILY_POLICY[s.ipFamilyPolicy] : IpFamilyPolicy.IP_FAMILY_POLICY_UNSPECIFIED,
+    externalIps: s.externalIps ?? [],
+    allocateLoadBalancerNodePorts: s.allocateLoadBalancerNodePorts,
+    internalTrafficPolicy:
+      s.internalTrafficPolicy === 'Local'
+        ? InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_LOCAL
+        : s.internalTrafficPolicy === 'Cluster'
+          ? InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_CLUSTER
+          : InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_UNSPECIFIED,
+    status: { ingress: (s.status?.ingress ?? []).map(toPbIngress) },
+  };
+}
+
+const TO_PB_FAMILY_POLICY: Record<NonNullable<ServiceRef['ipFamilyPolicy']>, IpFamilyPolicy> = {
+  SingleStack: IpFamilyPolicy.IP_FAMILY_POLICY_SINGLE_STACK,
+  PreferDualStack: IpFamilyPolicy.IP_FAMILY_POLICY_PREFER_DUAL_STACK,
+  RequireDualStack: IpFamilyPolicy.IP_FAMILY_POLICY_REQUIRE_DUAL_STACK,
+};
+
+/** One ingress point of the Service's current status, as the protocol carries it. */
+function toPbIngress(i: LbIngress): PbStatus['ingress'][number] {
+  return {
+    ip: i.ip ?? '',
+    hostname: i.hostname ?? '',
+    ipMode: i.ipMode === 'VIP' ? IpMode.IP_MODE_VIP : i.ipMode === 'Proxy' ? IpMode.IP_MODE_PROXY : IpMode.IP_MODE_UNSPECIFIED,
+    ports: (i.ports ?? []).map((p) => ({ port: p.port, protocol: TO_PB_PROTOCOL[p.protocol], error: p.error ?? '' })),
   };
 }
 

@@ -112,7 +112,18 @@ async function storePhase(): Promise<void> {
 }
 
 function nodeRef(inst: InstanceRecord): NodeRef {
-  return { name: inst.name, providerId: `local://${inst.id}`, addresses: [], labels: {}, uid: '', annotations: {} };
+  return {
+    name: inst.name,
+    providerId: `local://${inst.id}`,
+    addresses: [],
+    labels: {},
+    uid: '',
+    annotations: {},
+    podCidrs: [],
+    taints: [],
+    unschedulable: false,
+    conditions: [],
+  };
 }
 
 function service(i: number): ServiceRef {
@@ -122,7 +133,7 @@ function service(i: number): ServiceRef {
     name: `svc-${i}`,
     annotations: {},
     labels: {},
-    ports: [{ name: 'http', protocol: Protocol.PROTOCOL_TCP, port: 18080, nodePort: 30080, appProtocol: '' }],
+    ports: [{ name: 'http', protocol: Protocol.PROTOCOL_TCP, port: 18080, nodePort: 30080, appProtocol: '', targetPort: 8080, targetPortName: '' }],
     loadBalancerIp: '',
     loadBalancerSourceRanges: [],
     ipFamilies: [],
@@ -131,6 +142,11 @@ function service(i: number): ServiceRef {
     sessionAffinity: 0,
     loadBalancerClass: '',
     sessionAffinityTimeoutSeconds: 0,
+    selector: {},
+    clusterIps: [],
+    ipFamilyPolicy: 0,
+    externalIps: [],
+    internalTrafficPolicy: 0,
   };
 }
 

@@ -65,10 +65,18 @@ interface Kept {
   at: number;
 }
 
-/** Everything of a request that decides its result, as one comparable string. */
+/**
+ * Everything of a request that decides its result, as one comparable string.
+ * The Service's current status is left out: it is what an earlier ensure
+ * answered, not what the load balancer should be, and it changes when the
+ * host writes that answer.
+ */
 function requestSig(ref: ServiceRef, nodesSig: string): string {
   const sorted = (m: Record<string, string>) => Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return JSON.stringify([{ ...ref, annotations: sorted(ref.annotations), labels: sorted(ref.labels) }, nodesSig]);
+  return JSON.stringify([
+    { ...ref, status: undefined, annotations: sorted(ref.annotations), labels: sorted(ref.labels), selector: ref.selector && sorted(ref.selector) },
+    nodesSig,
+  ]);
 }
 
 export class EnsureBatcher {

@@ -2,8 +2,17 @@
  * Conversion of a Kubernetes Service into the cloud layer's ServiceRef, and
  * comparison of load balancer ingress lists.
  */
+import { isIP } from 'node:net';
 import type { V1LoadBalancerIngress, V1Service } from '@kubernetes/client-node';
-import type { LbIngress, LbProtocol, ServiceRef } from '../../cloud-load-balancers.js';
+import type { LbIngress, LbProtocol, LbServicePort, ServiceRef } from '../../cloud-load-balancers.js';
+
+/**
+ * Bounds of the ServiceRef fields the protocol limits
+ * (proto/ccm/provider/v1/load_balancers.proto, ServiceRef).
+ */
+export const SERVICE_REF_BOUNDS = { selector: 64, clusterIps: 2, externalIps: 64, ingress: 64, ingressPorts: 64 } as const;
+
+const FAMILY_POLICIES: ReadonlySet<string> = new Set(['SingleStack', 'PreferDualStack', 'RequireDualStack']);
 
 const PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP']);
 
@@ -15,6 +24,7 @@ const PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP']);
 export function toServiceRef(svc: V1Service): { ref: ServiceRef; problems: string[] } {
   const problems: string[] = [];
   const s = svc.spec ?? {};
+  const B = SERVICE_REF_BOUNDS;
   const ports = (s.ports ?? []).flatMap((p) => {
     const protocol = p.protocol ?? 'TCP';
     if (!PROTOCOLS.has(protocol)) {
@@ -30,7 +40,10 @@ export function toServiceRef(svc: V1Service): { ref: ServiceRef; problems: strin
       problems.push(`nodePort ${nodePort} of port ${p.port} is outside 0..65535`);
       return [];
     }
-    return [{ name: p.name ?? '', protocol: protocol as LbProtocol, port: p.port, nodePort, appProtocol: p.appProtocol ?? '' }];
+    const port: LbServicePort = { name: p.name ?? '', protocol: protocol as LbProtocol, port: p.port, nodePort, appProtocol: p.appProtocol ?? '' };
+    const targetPort = targetPortOf(p.targetPort);
+    if (targetPort !== undefined) port.targetPort = targetPort;
+    return [port];
   });
   if (ports.length === 0 && problems.length === 0) problems.push('the Service has no ports');
   const ref: ServiceRef = {
@@ -48,9 +61,44 @@ export function toServiceRef(svc: V1Service): { ref: ServiceRef; problems: strin
     sessionAffinity: s.sessionAffinity === 'ClientIP' ? 'ClientIP' : 'None',
     sessionAffinityTimeoutSeconds: s.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 0,
     loadBalancerClass: s.loadBalancerClass ?? '',
+    selector: Object.keys(s.selector ?? {}).length <= B.selector ? { ...(s.selector ?? {}) } : {},
+    clusterIps: (s.clusterIPs?.length ? s.clusterIPs : s.clusterIP && s.clusterIP !== 'None' ? [s.clusterIP] : [])
+      .filter((ip) => isIP(ip) !== 0)
+      .slice(0, B.clusterIps),
+    ipFamilyPolicy: s.ipFamilyPolicy && FAMILY_POLICIES.has(s.ipFamilyPolicy) ? (s.ipFamilyPolicy as ServiceRef['ipFamilyPolicy']) : undefined,
+    externalIps: (s.externalIPs ?? []).slice(0, B.externalIps),
+    allocateLoadBalancerNodePorts: s.allocateLoadBalancerNodePorts,
+    internalTrafficPolicy: s.internalTrafficPolicy === 'Local' ? 'Local' : s.internalTrafficPolicy === 'Cluster' ? 'Cluster' : undefined,
+    status: { ingress: currentIngress(svc) },
   };
   if (!ref.uid) problems.push('the Service has no uid');
   return { ref, problems };
+}
+
+/** spec.ports[].targetPort as a number (1..65535) or a port name; undefined when unset or neither. */
+function targetPortOf(v: unknown): number | string | undefined {
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 1 && v <= 65535 ? v : undefined;
+  if (typeof v !== 'string' || v === '') return undefined;
+  // The API returns an IntOrString; a digits-only string is a number (a port name has a letter).
+  if (/^[0-9]+$/.test(v)) return targetPortOf(Number(v));
+  return v.length <= 15 ? v : undefined;
+}
+
+/** The Service's status.loadBalancer.ingress, within SERVICE_REF_BOUNDS, in the cloud layer's shape. */
+function currentIngress(svc: V1Service): LbIngress[] {
+  const B = SERVICE_REF_BOUNDS;
+  return (svc.status?.loadBalancer?.ingress ?? []).slice(0, B.ingress).map((i) => {
+    const out: LbIngress = {};
+    if (i.ip) out.ip = i.ip;
+    if (i.hostname) out.hostname = i.hostname;
+    if (i.ipMode === 'VIP' || i.ipMode === 'Proxy') out.ipMode = i.ipMode;
+    const ports = (i.ports ?? []).filter((p) => PROTOCOLS.has(p.protocol)).slice(0, B.ingressPorts);
+    if (ports.length)
+      out.ports = ports.map((p) =>
+        p.error ? { port: p.port, protocol: p.protocol as LbProtocol, error: p.error } : { port: p.port, protocol: p.protocol as LbProtocol },
+      );
+    return out;
+  });
 }
 
 /** An ingress list in canonical form: empty fields dropped, so equal meanings compare equal. */

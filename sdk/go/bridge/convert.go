@@ -5,6 +5,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
@@ -35,6 +36,21 @@ var kubeProtocols = invert(protocols)
 var ipFamilies = map[v1.IPFamily]pb.IpFamily{v1.IPv4Protocol: pb.IpFamily_IP_FAMILY_IPV4, v1.IPv6Protocol: pb.IpFamily_IP_FAMILY_IPV6}
 
 var kubeIPFamilies = invert(ipFamilies)
+
+var ipFamilyPolicies = map[v1.IPFamilyPolicy]pb.IpFamilyPolicy{
+	v1.IPFamilyPolicySingleStack:      pb.IpFamilyPolicy_IP_FAMILY_POLICY_SINGLE_STACK,
+	v1.IPFamilyPolicyPreferDualStack:  pb.IpFamilyPolicy_IP_FAMILY_POLICY_PREFER_DUAL_STACK,
+	v1.IPFamilyPolicyRequireDualStack: pb.IpFamilyPolicy_IP_FAMILY_POLICY_REQUIRE_DUAL_STACK,
+}
+
+var kubeIPFamilyPolicies = invert(ipFamilyPolicies)
+
+var internalTrafficPolicies = map[v1.ServiceInternalTrafficPolicy]pb.InternalTrafficPolicy{
+	v1.ServiceInternalTrafficPolicyCluster: pb.InternalTrafficPolicy_INTERNAL_TRAFFIC_POLICY_CLUSTER,
+	v1.ServiceInternalTrafficPolicyLocal:   pb.InternalTrafficPolicy_INTERNAL_TRAFFIC_POLICY_LOCAL,
+}
+
+var kubeInternalTrafficPolicies = invert(internalTrafficPolicies)
 
 func invert[K, V comparable](m map[K]V) map[V]K {
 	out := make(map[V]K, len(m))
@@ -67,16 +83,43 @@ func AddressesFromProto(in []*pb.NodeAddress) []v1.NodeAddress {
 	return out
 }
 
-// NodeRef is the protocol's view of a Node, as the host sends it.
+// NodeRef is the protocol's view of a Node, as the host sends it. Unlike
+// the host it applies no bounds (annotations, taints and conditions are
+// passed whole); the caller is a test tool that sends what it is given.
 func NodeRef(n *v1.Node) *pb.NodeRef {
-	return &pb.NodeRef{
-		Name:        n.Name,
-		ProviderId:  n.Spec.ProviderID,
-		Addresses:   AddressesToProto(n.Status.Addresses),
-		Labels:      n.Labels,
-		Uid:         string(n.UID),
-		Annotations: n.Annotations,
+	ref := &pb.NodeRef{
+		Name:          n.Name,
+		ProviderId:    n.Spec.ProviderID,
+		Addresses:     AddressesToProto(n.Status.Addresses),
+		Labels:        n.Labels,
+		Uid:           string(n.UID),
+		Annotations:   n.Annotations,
+		PodCidrs:      n.Spec.PodCIDRs,
+		Unschedulable: n.Spec.Unschedulable,
 	}
+	if len(ref.PodCidrs) == 0 && n.Spec.PodCIDR != "" {
+		ref.PodCidrs = []string{n.Spec.PodCIDR}
+	}
+	for _, t := range n.Spec.Taints {
+		ref.Taints = append(ref.Taints, &pb.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	for _, c := range n.Status.Conditions {
+		ref.Conditions = append(ref.Conditions, &pb.NodeCondition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason})
+	}
+	if i := n.Status.NodeInfo; i != (v1.NodeSystemInfo{}) {
+		ref.NodeInfo = &pb.NodeSystemInfo{
+			MachineId:               i.MachineID,
+			SystemUuid:              i.SystemUUID,
+			BootId:                  i.BootID,
+			KernelVersion:           i.KernelVersion,
+			OsImage:                 i.OSImage,
+			ContainerRuntimeVersion: i.ContainerRuntimeVersion,
+			KubeletVersion:          i.KubeletVersion,
+			OperatingSystem:         i.OperatingSystem,
+			Architecture:            i.Architecture,
+		}
+	}
+	return ref
 }
 
 // NodeRefs converts a node list.
@@ -90,12 +133,17 @@ func NodeRefs(nodes []*v1.Node) []*pb.NodeRef {
 
 // NodeFromRef rebuilds the *v1.Node an upstream controller would have passed,
 // from what the protocol carries: metadata.name, uid, labels, annotations
-// (those the host forwards), spec.providerID and status.addresses. The
-// protocol does not carry, so the Node has them empty: spec.podCIDR(s),
-// spec.taints, spec.unschedulable, status.nodeInfo (systemUUID, machineID,
-// kubelet version…), status.conditions, status.capacity/allocatable,
-// metadata.creationTimestamp, resourceVersion, ownerReferences. A provider
-// that reads one of them sees what a just-registered Node would show.
+// (those the host forwards, within its bounds), spec.providerID,
+// spec.podCIDRs with spec.podCIDR (their first), spec.taints,
+// spec.unschedulable, status.addresses, status.conditions (type, status,
+// reason) and status.nodeInfo (machineID, systemUUID, bootID, kernel, OS
+// image, container runtime and kubelet versions, operating system,
+// architecture). The protocol does not carry, so the Node has them empty:
+// the conditions' times and messages, taints' timeAdded,
+// status.capacity/allocatable, status.daemonEndpoints, images, volumes,
+// metadata.creationTimestamp, resourceVersion, ownerReferences, finalizers.
+// A provider that reads one of them sees what a just-registered Node would
+// show.
 func NodeFromRef(ref *pb.NodeRef) *v1.Node {
 	n := &v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
@@ -105,10 +153,37 @@ func NodeFromRef(ref *pb.NodeRef) *v1.Node {
 			Labels:      cloneMap(ref.GetLabels()),
 			Annotations: cloneMap(ref.GetAnnotations()),
 		},
-		Spec: v1.NodeSpec{ProviderID: ref.GetProviderId()},
+		Spec: v1.NodeSpec{ProviderID: ref.GetProviderId(), Unschedulable: ref.GetUnschedulable()},
 	}
 	if len(ref.GetAddresses()) > 0 {
 		n.Status.Addresses = AddressesFromProto(ref.GetAddresses())
+	}
+	if c := ref.GetPodCidrs(); len(c) > 0 {
+		n.Spec.PodCIDRs = append([]string(nil), c...)
+		n.Spec.PodCIDR = c[0]
+	}
+	for _, t := range ref.GetTaints() {
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: t.GetKey(), Value: t.GetValue(), Effect: v1.TaintEffect(t.GetEffect())})
+	}
+	for _, c := range ref.GetConditions() {
+		n.Status.Conditions = append(n.Status.Conditions, v1.NodeCondition{
+			Type:   v1.NodeConditionType(c.GetType()),
+			Status: v1.ConditionStatus(c.GetStatus()),
+			Reason: c.GetReason(),
+		})
+	}
+	if i := ref.GetNodeInfo(); i != nil {
+		n.Status.NodeInfo = v1.NodeSystemInfo{
+			MachineID:               i.GetMachineId(),
+			SystemUUID:              i.GetSystemUuid(),
+			BootID:                  i.GetBootId(),
+			KernelVersion:           i.GetKernelVersion(),
+			OSImage:                 i.GetOsImage(),
+			ContainerRuntimeVersion: i.GetContainerRuntimeVersion(),
+			KubeletVersion:          i.GetKubeletVersion(),
+			OperatingSystem:         i.GetOperatingSystem(),
+			Architecture:            i.GetArchitecture(),
+		}
 	}
 	return n
 }
@@ -154,7 +229,28 @@ func ServiceRef(s *v1.Service) *pb.ServiceRef {
 		if p.AppProtocol != nil {
 			port.AppProtocol = *p.AppProtocol
 		}
+		if p.TargetPort.Type == intstr.String {
+			port.TargetPortName = p.TargetPort.StrVal
+		} else {
+			port.TargetPort = p.TargetPort.IntVal
+		}
 		ref.Ports = append(ref.Ports, port)
+	}
+	ref.Selector = s.Spec.Selector
+	ref.ClusterIps = s.Spec.ClusterIPs
+	if len(ref.ClusterIps) == 0 && s.Spec.ClusterIP != "" && s.Spec.ClusterIP != v1.ClusterIPNone {
+		ref.ClusterIps = []string{s.Spec.ClusterIP}
+	}
+	if s.Spec.IPFamilyPolicy != nil {
+		ref.IpFamilyPolicy = ipFamilyPolicies[*s.Spec.IPFamilyPolicy]
+	}
+	ref.ExternalIps = s.Spec.ExternalIPs
+	ref.AllocateLoadBalancerNodePorts = s.Spec.AllocateLoadBalancerNodePorts
+	if p := s.Spec.InternalTrafficPolicy; p != nil {
+		ref.InternalTrafficPolicy = internalTrafficPolicies[*p]
+	}
+	if len(s.Status.LoadBalancer.Ingress) > 0 {
+		ref.Status = LoadBalancerStatusToProto(&s.Status.LoadBalancer)
 	}
 	for _, f := range s.Spec.IPFamilies {
 		ref.IpFamilies = append(ref.IpFamilies, ipFamilies[f])
@@ -177,15 +273,16 @@ func ServiceRef(s *v1.Service) *pb.ServiceRef {
 // ServiceFromRef rebuilds the *v1.Service of type LoadBalancer an upstream
 // service controller would have passed, from what the protocol carries:
 // metadata.uid, namespace, name, annotations, labels; spec.ports (name,
-// protocol, port, nodePort, appProtocol), loadBalancerIP,
-// loadBalancerSourceRanges, ipFamilies, externalTrafficPolicy (Cluster when
-// unset, as the API server defaults it), healthCheckNodePort,
-// sessionAffinity (None when unset) with its ClientIP timeout, and
-// loadBalancerClass. The protocol does not carry, so the Service has them
-// empty: spec.ports[].targetPort, spec.selector, spec.clusterIP(s),
-// spec.ipFamilyPolicy, spec.externalIPs, spec.allocateLoadBalancerNodePorts,
-// spec.internalTrafficPolicy, status.loadBalancer (the current ingress),
-// metadata.finalizers, creationTimestamp and resourceVersion.
+// protocol, port, nodePort, appProtocol, targetPort), selector, clusterIP
+// and clusterIPs, ipFamilies, ipFamilyPolicy, externalIPs, loadBalancerIP,
+// loadBalancerSourceRanges, externalTrafficPolicy (Cluster when unset, as the
+// API server defaults it), internalTrafficPolicy, healthCheckNodePort,
+// sessionAffinity (None when unset) with its ClientIP timeout,
+// allocateLoadBalancerNodePorts, loadBalancerClass; and
+// status.loadBalancer (the ingress the Service shows). The protocol does not
+// carry, so the Service has them empty: spec.publishNotReadyAddresses,
+// spec.trafficDistribution, status.conditions, metadata.finalizers,
+// creationTimestamp, resourceVersion and ownerReferences.
 func ServiceFromRef(ref *pb.ServiceRef) *v1.Service {
 	s := &v1.Service{
 		TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
@@ -215,6 +312,11 @@ func ServiceFromRef(ref *pb.ServiceRef) *v1.Service {
 		if a := p.GetAppProtocol(); a != "" {
 			port.AppProtocol = &a
 		}
+		if n := p.GetTargetPortName(); n != "" {
+			port.TargetPort = intstr.FromString(n)
+		} else if t := p.GetTargetPort(); t != 0 {
+			port.TargetPort = intstr.FromInt32(t)
+		}
 		s.Spec.Ports = append(s.Spec.Ports, port)
 	}
 	for _, f := range ref.GetIpFamilies() {
@@ -230,6 +332,29 @@ func ServiceFromRef(ref *pb.ServiceRef) *v1.Service {
 	}
 	if c := ref.GetLoadBalancerClass(); c != "" {
 		s.Spec.LoadBalancerClass = &c
+	}
+	if sel := ref.GetSelector(); len(sel) > 0 {
+		s.Spec.Selector = cloneMap(sel)
+	}
+	if ips := ref.GetClusterIps(); len(ips) > 0 {
+		s.Spec.ClusterIPs = append([]string(nil), ips...)
+		s.Spec.ClusterIP = ips[0]
+	}
+	if p, ok := kubeIPFamilyPolicies[ref.GetIpFamilyPolicy()]; ok {
+		s.Spec.IPFamilyPolicy = &p
+	}
+	if ips := ref.GetExternalIps(); len(ips) > 0 {
+		s.Spec.ExternalIPs = append([]string(nil), ips...)
+	}
+	if ref.AllocateLoadBalancerNodePorts != nil {
+		a := ref.GetAllocateLoadBalancerNodePorts()
+		s.Spec.AllocateLoadBalancerNodePorts = &a
+	}
+	if p, ok := kubeInternalTrafficPolicies[ref.GetInternalTrafficPolicy()]; ok {
+		s.Spec.InternalTrafficPolicy = &p
+	}
+	if st := ref.GetStatus(); len(st.GetIngress()) > 0 {
+		s.Status.LoadBalancer = *LoadBalancerStatusFromProto(st)
 	}
 	return s
 }

@@ -23,6 +23,7 @@ const LOCAL_HOOK = fileURLToPath(new URL('../../../conformance/hooks/localcloud.
 const NONCONFORMING = fileURLToPath(new URL('../../fixtures/nonconforming-provider.js', import.meta.url));
 const UNGUARDED = fileURLToPath(new URL('../../fixtures/unguarded-provider.js', import.meta.url));
 const DOCS_READER = fileURLToPath(new URL('../../fixtures/docs-reader-provider.js', import.meta.url));
+const NODEINFO = fileURLToPath(new URL('../../fixtures/nodeinfo-provider.js', import.meta.url));
 /** Not JSON: every provider here must refuse it (lifecycle/bad-config). */
 const BAD_CONFIG = Buffer.from('{not a config');
 
@@ -287,6 +288,28 @@ test('a provider written from the docs alone, before they said so, fails exactly
   t.regex(message('zones/absent'), /GetZoneByProviderId: want NOT_FOUND with reason INSTANCE_NOT_FOUND, but the call succeeded/);
   t.regex(message('volumes/expand-smaller'), /required_bytes is a minimum/);
   t.regex(message('volumes/labels'), /GetVolumeLabels answered topology\.kubernetes\.io\/zone=undefined/);
+});
+
+test('a provider that finds machines only through the NodeRef nodeInfo fails exactly instances/bare-node', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-nodeinfo-'));
+  const state = join(dir, 'cloud');
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${NODEINFO}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const results = await runConformance(
+    options(
+      { kind: 'exec', path: launcher, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.79.0/24'] },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, focus: /^instances\// },
+    ),
+  );
+  t.deepEqual(
+    results.filter((r) => r.outcome === 'fail').map((r) => r.id),
+    ['instances/bare-node'],
+  );
+  t.regex(
+    results.find((r) => r.id === 'instances/bare-node')!.message!,
+    /InstanceExists for a bare NodeRef \(by name \S+\) says the test instance does not exist/,
+  );
 });
 
 test('lifecycle/not-configured checks every declared service, not only the first', async (t) => {

@@ -197,7 +197,18 @@ function call<Req, Res>(fn: Unary<Req, Res>, req: Req): Promise<Res> {
 }
 
 function nodeRef(name: string): NodeRef {
-  return { name, providerId: '', addresses: [], labels: {}, uid: '', annotations: {} };
+  return {
+    name,
+    providerId: '',
+    addresses: [],
+    labels: {},
+    uid: '',
+    annotations: {},
+    podCidrs: [],
+    taints: [],
+    unschedulable: false,
+    conditions: [],
+  };
 }
 
 test('provider: serves instances the CLI added, sees CLI changes and knobs live, exits on stdin EOF', async (t) => {

@@ -20,7 +20,7 @@
  */
 import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
@@ -30,6 +30,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { FAKE_CLOUD_PROVIDER, GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
+import { patchNodeStatus, patchService } from '../../helpers/kube-patch.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
@@ -48,6 +49,8 @@ interface ScenarioContext {
   core: CoreV1Api;
   /** Unique name prefix; also the value of SELECTOR_LABEL on the scenario's nodes. */
   prefix: string;
+  /** The scenario's temporary directory. */
+  dir: string;
 }
 
 interface Scenario {
@@ -63,15 +66,68 @@ interface Scenario {
 
 const initialized = (n: V1Node) => !(n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED);
 
-/** Registers a Node like kubelet --cloud-provider=external, labelled for this scenario's host. */
-async function registerNode(c: ScenarioContext, name: string, labels: Record<string, string> = {}): Promise<void> {
+/**
+ * Registers a Node like kubelet --cloud-provider=external, labelled for this
+ * scenario's host. `more` adds what a kubelet and the node IPAM controller
+ * would have set (annotations, taints, pod CIDRs, status).
+ */
+async function registerNode(
+  c: ScenarioContext,
+  name: string,
+  labels: Record<string, string> = {},
+  more: Partial<typeof NODE_FIELDS> = {},
+): Promise<void> {
   await c.core.createNode({
     body: {
-      metadata: { name, labels: { 'kubernetes.io/hostname': name, [SELECTOR_LABEL]: c.prefix, ...labels } },
-      spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
+      metadata: { name, labels: { 'kubernetes.io/hostname': name, [SELECTOR_LABEL]: c.prefix, ...labels }, annotations: more.annotations },
+      spec: {
+        taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }, ...(more.taints ?? [])],
+        podCIDR: more.podCIDRs?.[0],
+        podCIDRs: more.podCIDRs,
+      },
       status: { addresses: [{ type: 'Hostname', address: name }] },
     },
   });
+  // The status a kubelet reports, through the status subresource as a kubelet writes it.
+  if (more.nodeInfo || more.conditions)
+    await patchNodeStatus(c.core, name, { status: { nodeInfo: more.nodeInfo, conditions: more.conditions } }, 'strategic');
+}
+
+/**
+ * What the fake's load balancer scenario puts on its backend Node, as a
+ * kubelet and the node IPAM controller would, for the host to forward and the
+ * bridge to rebuild.
+ */
+const NODE_FIELDS = {
+  annotations: { 'example.com/rack': 'r42' },
+  taints: [{ key: 'example.com/dedicated', value: 'lb', effect: 'PreferNoSchedule' }],
+  podCIDRs: ['10.244.42.0/24'],
+  nodeInfo: {
+    machineID: '0f1e2d3c4b5a69788796a5b4c3d2e1f0',
+    systemUUID: '4211f4b8-8d3c-4d2a-9e6f-00000000002a',
+    bootID: 'b0b0b0b0-0000-4000-8000-00000000002a',
+    kernelVersion: '6.8.0-1017-generic',
+    osImage: 'Ubuntu 24.04.1 LTS',
+    containerRuntimeVersion: 'containerd://2.1.0',
+    kubeletVersion: 'v1.34.4',
+    kubeProxyVersion: '',
+    operatingSystem: 'linux',
+    architecture: 'amd64',
+  },
+  conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }],
+};
+
+/** The fake's record of its last EnsureLoadBalancer (sdk/go/bridge/example/fake/record.go): the objects as it received them. */
+interface FakeEnsureRecord {
+  service: V1Service;
+  nodes: V1Node[];
+}
+
+const fakeRecordPath = (dir: string) => join(dir, 'fake-ensure.json');
+
+async function fakeRecord(c: ScenarioContext): Promise<FakeEnsureRecord | undefined> {
+  const text = await readFile(fakeRecordPath(c.dir), 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : (JSON.parse(text) as FakeEnsureRecord);
 }
 
 async function waitInitialized(c: ScenarioContext, name: string): Promise<V1Node> {
@@ -120,10 +176,19 @@ async function readService(c: ScenarioContext, name: string): Promise<V1Service 
   });
 }
 
-/** Creates LoadBalancer Service `web` (port 8080) in the scenario's namespace and waits for its ingress. */
-async function createWebWithIngress(c: ScenarioContext): Promise<{ uid: string; svc: V1Service }> {
+/**
+ * Creates LoadBalancer Service `web` (port 8080) in the scenario's namespace
+ * and waits for its ingress. `more`: a selector, and a targetPort other than
+ * the port.
+ */
+async function createWebWithIngress(
+  c: ScenarioContext,
+  more: { selector?: Record<string, string>; targetPort?: string } = {},
+): Promise<{ uid: string; svc: V1Service }> {
   await ensureNamespace(c.core, c.prefix);
-  const created = await c.core.createNamespacedService({ namespace: c.prefix, body: lbService('web', c.prefix, [{ port: 8080 }]) });
+  const body = lbService('web', c.prefix, [{ port: 8080 }], more.selector ? { selector: more.selector } : {});
+  if (more.targetPort) body.spec!.ports![0]!.targetPort = more.targetPort as never;
+  const created = await c.core.createNamespacedService({ namespace: c.prefix, body });
   const svc = await waitFor(
     async () => {
       const s = await readService(c, 'web');
@@ -272,8 +337,12 @@ const SCENARIOS: Scenario[] = [
 /**
  * Scenarios of upstream's fake cloud, whose machines the test hook makes
  * (exec mode: hooks on the host's socket). Its load balancer scenario checks
- * what the fake's EnsureLoadBalancer stored; the fake never deletes a
- * balancer, so unlike SCENARIOS' it cannot check that none is left.
+ * what the fake's EnsureLoadBalancer stored, and the Service and Nodes it
+ * received as the fake writes them to FAKE_CLOUD_RECORD_FILE: the fields the
+ * host fills end to end (pod CIDRs, taints, conditions, nodeInfo, annotations;
+ * selector, targetPort, cluster IPs, policies, the current ingress). The fake
+ * never deletes a balancer, so unlike SCENARIOS' it cannot check that none is
+ * left.
  */
 const FAKE_SCENARIOS: Scenario[] = [
   {
@@ -372,11 +441,11 @@ const FAKE_SCENARIOS: Scenario[] = [
       const hooks = providerHooks(c);
       try {
         for (const n of [a, x]) await createInstance(hooks, n);
-        await registerNode(c, a);
+        await registerNode(c, a, {}, NODE_FIELDS);
         await registerNode(c, x, { [EXCLUDE_FROM_LBS]: 'true' });
         await waitInitialized(c, a);
         await waitInitialized(c, x);
-        const { uid, svc } = await createWebWithIngress(c);
+        const { uid, svc } = await createWebWithIngress(c, { selector: { app: 'web' }, targetPort: 'http' });
         t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
         const ingress = svc.status!.loadBalancer!.ingress!;
         t.is(ingress.length, 1);
@@ -392,6 +461,58 @@ const FAKE_SCENARIOS: Scenario[] = [
         t.truthy(lb, `the fake holds ${name}`);
         t.deepEqual(lb!.ports, [8080]);
         t.deepEqual(lb!.nodeNames, [a]);
+
+        // The objects upstream's EnsureLoadBalancer received carry what the
+        // host read from the API server: the fields a provider of
+        // k8s.io/cloud-provider reads (e.g. vSphere's systemUUID).
+        const first = await waitFor(async () => ((await fakeRecord(c))?.service.metadata?.uid === uid ? fakeRecord(c) : undefined), {
+          what: "the fake's record of EnsureLoadBalancer",
+        });
+        const spec = first!.service.spec!;
+        t.deepEqual(spec.selector, { app: 'web' });
+        t.deepEqual(
+          spec.ports!.map((p) => [p.port, p.targetPort]),
+          [[8080, 'http']],
+        );
+        t.truthy(svc.spec!.clusterIP);
+        t.is(spec.clusterIP, svc.spec!.clusterIP, 'the cluster IP the API server allocated');
+        t.deepEqual(spec.clusterIPs, svc.spec!.clusterIPs);
+        t.is(spec.ipFamilyPolicy, svc.spec!.ipFamilyPolicy);
+        t.is(spec.allocateLoadBalancerNodePorts, true, "the API server's default");
+        t.is(spec.internalTrafficPolicy, 'Cluster');
+        t.is(first!.nodes.length, 1);
+        const backend = first!.nodes[0]!;
+        t.is(backend.metadata!.name, a);
+        t.is(backend.metadata!.annotations!['example.com/rack'], 'r42');
+        t.deepEqual(backend.spec!.podCIDRs, NODE_FIELDS.podCIDRs);
+        t.is(backend.spec!.podCIDR, NODE_FIELDS.podCIDRs[0]);
+        // The Node's taints as the API server holds them (its TaintNodesByCondition
+        // admission adds node.kubernetes.io/not-ready on create; no kubelet or
+        // node lifecycle controller removes it here), without the uninitialized one.
+        const taints = (n: V1Node) => (n.spec?.taints ?? []).map((x) => `${x.key}=${x.value ?? ''}:${x.effect}`).sort();
+        t.deepEqual(taints(backend), taints(await c.core.readNode({ name: a })));
+        t.true(taints(backend).includes('example.com/dedicated=lb:PreferNoSchedule'));
+        t.false(taints(backend).some((x) => x.startsWith(`${UNINITIALIZED}=`)));
+        t.deepEqual(
+          (backend.status!.conditions ?? []).map((x) => [x.type, x.status, x.reason]),
+          [['Ready', 'True', 'KubeletReady']],
+        );
+        t.is(backend.status!.nodeInfo!.systemUUID, NODE_FIELDS.nodeInfo.systemUUID);
+        t.is(backend.status!.nodeInfo!.kubeletVersion, 'v1.34.4');
+        // A change of the Service ensures again, now with the ingress the Service shows.
+        await patchService(c.core, c.prefix, 'web', { metadata: { annotations: { 'example.com/touched': '1' } } }, 'merge');
+        const again = await waitFor(
+          async () => {
+            const r = await fakeRecord(c);
+            return r?.service.metadata?.annotations?.['example.com/touched'] === '1' ? r : undefined;
+          },
+          { what: 'EnsureLoadBalancer again after the annotation' },
+        );
+        t.deepEqual(
+          (again.service.status?.loadBalancer?.ingress ?? []).map((i) => i.ip),
+          [ingress[0]!.ip],
+          "status.loadBalancer: the Service's current ingress",
+        );
 
         await deleteWeb(c);
         t.true((await serviceEvents(c.core, svc)).some((e) => e.reason === 'DeletedLoadBalancer'));
@@ -413,15 +534,22 @@ for (const [provider, scenarios] of [
       test(`${scenario.name}: ${provider.name} provider, ${mode} mode`, async (t) => {
         const prefix = `${provider.name}-${mode}-${randomBytes(3).toString('hex')}`;
         const dir = await mkdtemp(join(tmpdir(), `ccm-${prefix}-`));
-        const running = await startProviderHost(dir, provider, mode, { zone: 'zone-1', region: 'region-x', instances: scenario.instances(prefix) }, [
-          `--controllers=${scenario.controllers}`,
-          `--node-selector=${SELECTOR_LABEL}=${prefix}`,
-          '--node-status-update-frequency=2s',
-          ...(scenario.flags?.(prefix) ?? []),
-        ]);
+        const running = await startProviderHost(
+          dir,
+          provider,
+          mode,
+          { zone: 'zone-1', region: 'region-x', instances: scenario.instances(prefix) },
+          [
+            `--controllers=${scenario.controllers}`,
+            `--node-selector=${SELECTOR_LABEL}=${prefix}`,
+            '--node-status-update-frequency=2s',
+            ...(scenario.flags?.(prefix) ?? []),
+          ],
+          provider === FAKE_CLOUD_PROVIDER ? { FAKE_CLOUD_RECORD_FILE: fakeRecordPath(dir) } : {},
+        );
         try {
           t.is(running.host.supervisor.identity?.capabilities.providerName, provider.name);
-          await scenario.run(t, { provider, mode, running, core: (await testKubeConfig()).makeApiClient(CoreV1Api), prefix });
+          await scenario.run(t, { provider, mode, running, core: (await testKubeConfig()).makeApiClient(CoreV1Api), prefix, dir });
         } finally {
           await running.stop();
         }

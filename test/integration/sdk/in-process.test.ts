@@ -63,13 +63,35 @@ test('serves the echo provider over typed clients', async (t) => {
   t.deepEqual(caps.services, [Service.SERVICE_INSTANCES, Service.SERVICE_ZONES, Service.SERVICE_ROUTES]);
   t.deepEqual(caps.capabilities, [Capability.CAPABILITY_INSTANCES_BATCH, Capability.CAPABILITY_INSTANCES_LEGACY]);
   const md = await unary(instances.instanceMetadata.bind(instances), {
-    node: { name: 'n2', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} },
+    node: {
+      name: 'n2',
+      providerId: '',
+      addresses: [],
+      labels: {},
+      uid: '',
+      annotations: {},
+      podCidrs: [],
+      taints: [],
+      unschedulable: false,
+      conditions: [],
+    },
   });
   t.deepEqual(md.metadata, echoMetadata('n2'));
   t.deepEqual(await unary(instances.instanceId.bind(instances), { nodeName: 'x' }), { instanceId: 'x' });
   const gone = await failure(
     unary(instances.instanceShutdown.bind(instances), {
-      node: { name: 'gone-2', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} },
+      node: {
+        name: 'gone-2',
+        providerId: '',
+        addresses: [],
+        labels: {},
+        uid: '',
+        annotations: {},
+        podCidrs: [],
+        taints: [],
+        unschedulable: false,
+        conditions: [],
+      },
     }),
   );
   t.is(gone.reason, ErrorReason.INSTANCE_NOT_FOUND);
@@ -198,7 +220,20 @@ test('configure: false leaves the provider unconfigured: cloud calls answer NOT_
   const p = await startInProcess(createEchoProvider(silent), { logger: silent, configure: false });
   t.teardown(() => p.close());
   const { instances, lifecycle, identity } = p.clients;
-  const req = { node: { name: 'n1', providerId: '', addresses: [], labels: {}, uid: '', annotations: {} } };
+  const req = {
+    node: {
+      name: 'n1',
+      providerId: '',
+      addresses: [],
+      labels: {},
+      uid: '',
+      annotations: {},
+      podCidrs: [],
+      taints: [],
+      unschedulable: false,
+      conditions: [],
+    },
+  };
   const err = await failure(unary(instances.instanceExists.bind(instances), req));
   t.is(err.code, Code.FAILED_PRECONDITION);
   t.is(err.reason, ErrorReason.NOT_CONFIGURED);

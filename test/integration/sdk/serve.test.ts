@@ -297,7 +297,18 @@ test('sidecar mode (--endpoint, no cookie): no handshake, survives Shutdown, SIG
 });
 
 function node(name: string) {
-  return { name, providerId: '', addresses: [], labels: {}, uid: '', annotations: {} };
+  return {
+    name,
+    providerId: '',
+    addresses: [],
+    labels: {},
+    uid: '',
+    annotations: {},
+    podCidrs: [],
+    taints: [],
+    unschedulable: false,
+    conditions: [],
+  };
 }
 
 test('before the first successful Configure: cloud calls answer FAILED_PRECONDITION/NOT_CONFIGURED and Probe says not ready', async (t) => {

@@ -35,12 +35,12 @@ export function meta(cluster = 'test-cluster'): RequestMeta {
 
 /** A NodeRef with only a name and/or providerID set. */
 export function node(name: string, providerId = ''): NodeRef {
-  return { name, providerId, addresses: [], labels: {}, uid: '', annotations: {} };
+  return { name, providerId, addresses: [], labels: {}, uid: '', annotations: {}, podCidrs: [], taints: [], unschedulable: false, conditions: [] };
 }
 
 /** A TCP ServicePort. */
 export function port(p: number, nodePort: number): ServicePort {
-  return { name: `p${p}`, protocol: Protocol.PROTOCOL_TCP, port: p, nodePort, appProtocol: '' };
+  return { name: `p${p}`, protocol: Protocol.PROTOCOL_TCP, port: p, nodePort, appProtocol: '', targetPort: 0, targetPortName: '' };
 }
 
 /** A LoadBalancer Service with one port unless overridden. */
@@ -60,6 +60,11 @@ export function service(uid: string, overrides: Partial<ServiceRef> = {}): Servi
     sessionAffinity: 0,
     loadBalancerClass: '',
     sessionAffinityTimeoutSeconds: 0,
+    selector: {},
+    clusterIps: [],
+    ipFamilyPolicy: 0,
+    externalIps: [],
+    internalTrafficPolicy: 0,
     ...overrides,
   };
 }

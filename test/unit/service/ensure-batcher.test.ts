@@ -165,6 +165,15 @@ const cases: Case[] = [
     released: ['x'],
   },
   {
+    name: "a Service whose status changed still uses the kept result (the status is an earlier answer, not the request's)",
+    batchEnsure: true,
+    companions: ['x'],
+    rounds: [[work('a')], [{ ...work('x'), ref: { ...ref('x'), status: { ingress: [{ ip: '10.0.0.1' }] } } }]],
+    calls: ['batch:a,x@n1'],
+    outcomes: ['10.0.0.1', '10.0.0.1'],
+    released: ['x'],
+  },
+  {
     name: 'a changed backend set does not use the kept result',
     batchEnsure: true,
     companions: ['x'],

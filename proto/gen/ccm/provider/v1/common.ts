@@ -160,10 +160,39 @@ export interface NodeRef {
   /** metadata.uid. */
   uid: string;
   /**
-   * metadata.annotations that start with a provider-relevant prefix; the host
-   * may omit annotations it knows to be irrelevant.
+   * metadata.annotations. The host sends at most 64 of them and at most
+   * 8 KiB of keys and values together per Node, taken in key order (an
+   * annotation that would pass either bound is left out, and the next ones
+   * still may fit); kubectl.kubernetes.io/last-applied-configuration is never
+   * sent. Hosts before this field was filled sent none.
    */
   annotations: { [key: string]: string };
+  /**
+   * spec.podCIDRs (spec.podCIDR alone when only that is set), in the Node's
+   * order; empty until the node IPAM controller or the kubelet assigns one.
+   * At most 8 (Kubernetes allows 2).
+   */
+  podCidrs: string[];
+  /**
+   * spec.taints, in the Node's order (the host's own
+   * node.cloudprovider.kubernetes.io/uninitialized taint included while the
+   * node is not initialized). At most 64; further taints are not sent.
+   */
+  taints: Taint[];
+  /** spec.unschedulable (cordoned). */
+  unschedulable: boolean;
+  /**
+   * status.conditions as the kubelet (or the node lifecycle controller)
+   * reports them, in the Node's order: type, status and reason only; empty
+   * before the kubelet first reports. At most 32; further conditions are not
+   * sent.
+   */
+  conditions: NodeCondition[];
+  /**
+   * The identifiers and versions of status.nodeInfo the kubelet reports;
+   * unset or with empty fields before it first reports.
+   */
+  nodeInfo?: NodeSystemInfo | undefined;
 }
 
 export interface NodeRef_LabelsEntry {
@@ -174,6 +203,61 @@ export interface NodeRef_LabelsEntry {
 export interface NodeRef_AnnotationsEntry {
   key: string;
   value: string;
+}
+
+/**
+ * A Node taint (spec.taints[]). Each string is at most 316 bytes (a label
+ * key's longest); the host does not send a taint with a longer string.
+ */
+export interface Taint {
+  /** key, e.g. "node.kubernetes.io/unreachable". */
+  key: string;
+  /** value; may be empty. */
+  value: string;
+  /** effect: "NoSchedule", "PreferNoSchedule" or "NoExecute". */
+  effect: string;
+}
+
+/**
+ * One Node condition (status.conditions[]) without its times and message.
+ * Each string is at most 256 bytes; a longer one is sent empty.
+ */
+export interface NodeCondition {
+  /** type, e.g. "Ready", "MemoryPressure". */
+  type: string;
+  /** status: "True", "False" or "Unknown". */
+  status: string;
+  /** reason (CamelCase), e.g. "KubeletReady"; may be empty. */
+  reason: string;
+}
+
+/**
+ * status.nodeInfo of a Node, as its kubelet reports it (kubeProxyVersion and
+ * swap omitted). Each field is at most 256 bytes; a longer value is sent
+ * empty, never cut. Any may be empty.
+ */
+export interface NodeSystemInfo {
+  /** machineID (/etc/machine-id). */
+  machineId: string;
+  /**
+   * systemUUID (the SMBIOS/DMI system UUID; several clouds, e.g. vSphere,
+   * find the instance by it).
+   */
+  systemUuid: string;
+  /** bootID. */
+  bootId: string;
+  /** kernelVersion. */
+  kernelVersion: string;
+  /** osImage. */
+  osImage: string;
+  /** containerRuntimeVersion, e.g. "containerd://2.1.0". */
+  containerRuntimeVersion: string;
+  /** kubeletVersion, e.g. "v1.34.4". */
+  kubeletVersion: string;
+  /** operatingSystem, e.g. "linux". */
+  operatingSystem: string;
+  /** architecture, e.g. "amd64". */
+  architecture: string;
 }
 
 /**
@@ -388,7 +472,19 @@ export const NodeAddress: MessageFns<NodeAddress> = {
 };
 
 function createBaseNodeRef(): NodeRef {
-  return { name: "", providerId: "", addresses: [], labels: {}, uid: "", annotations: {} };
+  return {
+    name: "",
+    providerId: "",
+    addresses: [],
+    labels: {},
+    uid: "",
+    annotations: {},
+    podCidrs: [],
+    taints: [],
+    unschedulable: false,
+    conditions: [],
+    nodeInfo: undefined,
+  };
 }
 
 export const NodeRef: MessageFns<NodeRef> = {
@@ -411,6 +507,21 @@ export const NodeRef: MessageFns<NodeRef> = {
     globalThis.Object.entries(message.annotations).forEach(([key, value]: [string, string]) => {
       NodeRef_AnnotationsEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
     });
+    for (const v of message.podCidrs) {
+      writer.uint32(58).string(v!);
+    }
+    for (const v of message.taints) {
+      Taint.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.unschedulable !== false) {
+      writer.uint32(72).bool(message.unschedulable);
+    }
+    for (const v of message.conditions) {
+      NodeCondition.encode(v!, writer.uint32(82).fork()).join();
+    }
+    if (message.nodeInfo !== undefined) {
+      NodeSystemInfo.encode(message.nodeInfo, writer.uint32(90).fork()).join();
+    }
     return writer;
   },
 
@@ -481,6 +592,46 @@ export const NodeRef: MessageFns<NodeRef> = {
             }
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.podCidrs.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.taints.push(Taint.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.unschedulable = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.conditions.push(NodeCondition.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.nodeInfo = NodeSystemInfo.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -533,6 +684,21 @@ export const NodeRef: MessageFns<NodeRef> = {
           {},
         )
         : {},
+      podCidrs: globalThis.Array.isArray(object?.podCidrs)
+        ? object.podCidrs.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.pod_cidrs)
+        ? object.pod_cidrs.map((e: any) => globalThis.String(e))
+        : [],
+      taints: globalThis.Array.isArray(object?.taints) ? object.taints.map((e: any) => Taint.fromJSON(e)) : [],
+      unschedulable: isSet(object.unschedulable) ? globalThis.Boolean(object.unschedulable) : false,
+      conditions: globalThis.Array.isArray(object?.conditions)
+        ? object.conditions.map((e: any) => NodeCondition.fromJSON(e))
+        : [],
+      nodeInfo: isSet(object.nodeInfo)
+        ? NodeSystemInfo.fromJSON(object.nodeInfo)
+        : isSet(object.node_info)
+        ? NodeSystemInfo.fromJSON(object.node_info)
+        : undefined,
     };
   },
 
@@ -568,6 +734,21 @@ export const NodeRef: MessageFns<NodeRef> = {
         });
       }
     }
+    if (message.podCidrs?.length) {
+      obj.podCidrs = message.podCidrs;
+    }
+    if (message.taints?.length) {
+      obj.taints = message.taints.map((e) => Taint.toJSON(e));
+    }
+    if (message.unschedulable !== false) {
+      obj.unschedulable = message.unschedulable;
+    }
+    if (message.conditions?.length) {
+      obj.conditions = message.conditions.map((e) => NodeCondition.toJSON(e));
+    }
+    if (message.nodeInfo !== undefined) {
+      obj.nodeInfo = NodeSystemInfo.toJSON(message.nodeInfo);
+    }
     return obj;
   },
 
@@ -598,6 +779,13 @@ export const NodeRef: MessageFns<NodeRef> = {
       },
       {},
     );
+    message.podCidrs = object.podCidrs?.map((e) => e) || [];
+    message.taints = object.taints?.map((e) => Taint.fromPartial(e)) || [];
+    message.unschedulable = object.unschedulable ?? false;
+    message.conditions = object.conditions?.map((e) => NodeCondition.fromPartial(e)) || [];
+    message.nodeInfo = (object.nodeInfo !== undefined && object.nodeInfo !== null)
+      ? NodeSystemInfo.fromPartial(object.nodeInfo)
+      : undefined;
     return message;
   },
 };
@@ -768,6 +956,447 @@ export const NodeRef_AnnotationsEntry: MessageFns<NodeRef_AnnotationsEntry> = {
     const message = createBaseNodeRef_AnnotationsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseTaint(): Taint {
+  return { key: "", value: "", effect: "" };
+}
+
+export const Taint: MessageFns<Taint> = {
+  encode(message: Taint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    if (message.effect !== "") {
+      writer.uint32(26).string(message.effect);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Taint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.effect = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Taint {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+      effect: isSet(object.effect) ? globalThis.String(object.effect) : "",
+    };
+  },
+
+  toJSON(message: Taint): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    if (message.effect !== "") {
+      obj.effect = message.effect;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Taint>, I>>(base?: I): Taint {
+    return Taint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Taint>, I>>(object: I): Taint {
+    const message = createBaseTaint();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    message.effect = object.effect ?? "";
+    return message;
+  },
+};
+
+function createBaseNodeCondition(): NodeCondition {
+  return { type: "", status: "", reason: "" };
+}
+
+export const NodeCondition: MessageFns<NodeCondition> = {
+  encode(message: NodeCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NodeCondition {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: NodeCondition): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NodeCondition>, I>>(base?: I): NodeCondition {
+    return NodeCondition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeCondition>, I>>(object: I): NodeCondition {
+    const message = createBaseNodeCondition();
+    message.type = object.type ?? "";
+    message.status = object.status ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseNodeSystemInfo(): NodeSystemInfo {
+  return {
+    machineId: "",
+    systemUuid: "",
+    bootId: "",
+    kernelVersion: "",
+    osImage: "",
+    containerRuntimeVersion: "",
+    kubeletVersion: "",
+    operatingSystem: "",
+    architecture: "",
+  };
+}
+
+export const NodeSystemInfo: MessageFns<NodeSystemInfo> = {
+  encode(message: NodeSystemInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.machineId !== "") {
+      writer.uint32(10).string(message.machineId);
+    }
+    if (message.systemUuid !== "") {
+      writer.uint32(18).string(message.systemUuid);
+    }
+    if (message.bootId !== "") {
+      writer.uint32(26).string(message.bootId);
+    }
+    if (message.kernelVersion !== "") {
+      writer.uint32(34).string(message.kernelVersion);
+    }
+    if (message.osImage !== "") {
+      writer.uint32(42).string(message.osImage);
+    }
+    if (message.containerRuntimeVersion !== "") {
+      writer.uint32(50).string(message.containerRuntimeVersion);
+    }
+    if (message.kubeletVersion !== "") {
+      writer.uint32(58).string(message.kubeletVersion);
+    }
+    if (message.operatingSystem !== "") {
+      writer.uint32(66).string(message.operatingSystem);
+    }
+    if (message.architecture !== "") {
+      writer.uint32(74).string(message.architecture);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeSystemInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeSystemInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.machineId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.systemUuid = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.bootId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kernelVersion = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.osImage = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.containerRuntimeVersion = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.kubeletVersion = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.operatingSystem = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.architecture = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NodeSystemInfo {
+    return {
+      machineId: isSet(object.machineId)
+        ? globalThis.String(object.machineId)
+        : isSet(object.machine_id)
+        ? globalThis.String(object.machine_id)
+        : "",
+      systemUuid: isSet(object.systemUuid)
+        ? globalThis.String(object.systemUuid)
+        : isSet(object.system_uuid)
+        ? globalThis.String(object.system_uuid)
+        : "",
+      bootId: isSet(object.bootId)
+        ? globalThis.String(object.bootId)
+        : isSet(object.boot_id)
+        ? globalThis.String(object.boot_id)
+        : "",
+      kernelVersion: isSet(object.kernelVersion)
+        ? globalThis.String(object.kernelVersion)
+        : isSet(object.kernel_version)
+        ? globalThis.String(object.kernel_version)
+        : "",
+      osImage: isSet(object.osImage)
+        ? globalThis.String(object.osImage)
+        : isSet(object.os_image)
+        ? globalThis.String(object.os_image)
+        : "",
+      containerRuntimeVersion: isSet(object.containerRuntimeVersion)
+        ? globalThis.String(object.containerRuntimeVersion)
+        : isSet(object.container_runtime_version)
+        ? globalThis.String(object.container_runtime_version)
+        : "",
+      kubeletVersion: isSet(object.kubeletVersion)
+        ? globalThis.String(object.kubeletVersion)
+        : isSet(object.kubelet_version)
+        ? globalThis.String(object.kubelet_version)
+        : "",
+      operatingSystem: isSet(object.operatingSystem)
+        ? globalThis.String(object.operatingSystem)
+        : isSet(object.operating_system)
+        ? globalThis.String(object.operating_system)
+        : "",
+      architecture: isSet(object.architecture) ? globalThis.String(object.architecture) : "",
+    };
+  },
+
+  toJSON(message: NodeSystemInfo): unknown {
+    const obj: any = {};
+    if (message.machineId !== "") {
+      obj.machineId = message.machineId;
+    }
+    if (message.systemUuid !== "") {
+      obj.systemUuid = message.systemUuid;
+    }
+    if (message.bootId !== "") {
+      obj.bootId = message.bootId;
+    }
+    if (message.kernelVersion !== "") {
+      obj.kernelVersion = message.kernelVersion;
+    }
+    if (message.osImage !== "") {
+      obj.osImage = message.osImage;
+    }
+    if (message.containerRuntimeVersion !== "") {
+      obj.containerRuntimeVersion = message.containerRuntimeVersion;
+    }
+    if (message.kubeletVersion !== "") {
+      obj.kubeletVersion = message.kubeletVersion;
+    }
+    if (message.operatingSystem !== "") {
+      obj.operatingSystem = message.operatingSystem;
+    }
+    if (message.architecture !== "") {
+      obj.architecture = message.architecture;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NodeSystemInfo>, I>>(base?: I): NodeSystemInfo {
+    return NodeSystemInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeSystemInfo>, I>>(object: I): NodeSystemInfo {
+    const message = createBaseNodeSystemInfo();
+    message.machineId = object.machineId ?? "";
+    message.systemUuid = object.systemUuid ?? "";
+    message.bootId = object.bootId ?? "";
+    message.kernelVersion = object.kernelVersion ?? "";
+    message.osImage = object.osImage ?? "";
+    message.containerRuntimeVersion = object.containerRuntimeVersion ?? "";
+    message.kubeletVersion = object.kubeletVersion ?? "";
+    message.operatingSystem = object.operatingSystem ?? "";
+    message.architecture = object.architecture ?? "";
     return message;
   },
 };

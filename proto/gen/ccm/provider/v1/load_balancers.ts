@@ -193,6 +193,91 @@ export function sessionAffinityToJSON(object: SessionAffinity): string {
   }
 }
 
+/** spec.ipFamilyPolicy. */
+export enum IpFamilyPolicy {
+  /** IP_FAMILY_POLICY_UNSPECIFIED - Not set (the API server sets it on every Service with a cluster IP). */
+  IP_FAMILY_POLICY_UNSPECIFIED = 0,
+  /** IP_FAMILY_POLICY_SINGLE_STACK - "SingleStack". */
+  IP_FAMILY_POLICY_SINGLE_STACK = 1,
+  /** IP_FAMILY_POLICY_PREFER_DUAL_STACK - "PreferDualStack". */
+  IP_FAMILY_POLICY_PREFER_DUAL_STACK = 2,
+  /** IP_FAMILY_POLICY_REQUIRE_DUAL_STACK - "RequireDualStack". */
+  IP_FAMILY_POLICY_REQUIRE_DUAL_STACK = 3,
+}
+
+export function ipFamilyPolicyFromJSON(object: any): IpFamilyPolicy {
+  switch (object) {
+    case 0:
+    case "IP_FAMILY_POLICY_UNSPECIFIED":
+      return IpFamilyPolicy.IP_FAMILY_POLICY_UNSPECIFIED;
+    case 1:
+    case "IP_FAMILY_POLICY_SINGLE_STACK":
+      return IpFamilyPolicy.IP_FAMILY_POLICY_SINGLE_STACK;
+    case 2:
+    case "IP_FAMILY_POLICY_PREFER_DUAL_STACK":
+      return IpFamilyPolicy.IP_FAMILY_POLICY_PREFER_DUAL_STACK;
+    case 3:
+    case "IP_FAMILY_POLICY_REQUIRE_DUAL_STACK":
+      return IpFamilyPolicy.IP_FAMILY_POLICY_REQUIRE_DUAL_STACK;
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum IpFamilyPolicy");
+  }
+}
+
+export function ipFamilyPolicyToJSON(object: IpFamilyPolicy): string {
+  switch (object) {
+    case IpFamilyPolicy.IP_FAMILY_POLICY_UNSPECIFIED:
+      return "IP_FAMILY_POLICY_UNSPECIFIED";
+    case IpFamilyPolicy.IP_FAMILY_POLICY_SINGLE_STACK:
+      return "IP_FAMILY_POLICY_SINGLE_STACK";
+    case IpFamilyPolicy.IP_FAMILY_POLICY_PREFER_DUAL_STACK:
+      return "IP_FAMILY_POLICY_PREFER_DUAL_STACK";
+    case IpFamilyPolicy.IP_FAMILY_POLICY_REQUIRE_DUAL_STACK:
+      return "IP_FAMILY_POLICY_REQUIRE_DUAL_STACK";
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum IpFamilyPolicy");
+  }
+}
+
+/** spec.internalTrafficPolicy. */
+export enum InternalTrafficPolicy {
+  /** INTERNAL_TRAFFIC_POLICY_UNSPECIFIED - Not set (treated as CLUSTER). */
+  INTERNAL_TRAFFIC_POLICY_UNSPECIFIED = 0,
+  /** INTERNAL_TRAFFIC_POLICY_CLUSTER - "Cluster". */
+  INTERNAL_TRAFFIC_POLICY_CLUSTER = 1,
+  /** INTERNAL_TRAFFIC_POLICY_LOCAL - "Local". */
+  INTERNAL_TRAFFIC_POLICY_LOCAL = 2,
+}
+
+export function internalTrafficPolicyFromJSON(object: any): InternalTrafficPolicy {
+  switch (object) {
+    case 0:
+    case "INTERNAL_TRAFFIC_POLICY_UNSPECIFIED":
+      return InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_UNSPECIFIED;
+    case 1:
+    case "INTERNAL_TRAFFIC_POLICY_CLUSTER":
+      return InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_CLUSTER;
+    case 2:
+    case "INTERNAL_TRAFFIC_POLICY_LOCAL":
+      return InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_LOCAL;
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum InternalTrafficPolicy");
+  }
+}
+
+export function internalTrafficPolicyToJSON(object: InternalTrafficPolicy): string {
+  switch (object) {
+    case InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_UNSPECIFIED:
+      return "INTERNAL_TRAFFIC_POLICY_UNSPECIFIED";
+    case InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_CLUSTER:
+      return "INTERNAL_TRAFFIC_POLICY_CLUSTER";
+    case InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_LOCAL:
+      return "INTERNAL_TRAFFIC_POLICY_LOCAL";
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum InternalTrafficPolicy");
+  }
+}
+
 /** status.loadBalancer.ingress[].ipMode. */
 export enum IpMode {
   /** IP_MODE_UNSPECIFIED - Not reported (Kubernetes treats it as VIP). */
@@ -244,6 +329,16 @@ export interface ServicePort {
   nodePort: number;
   /** spec.ports[].appProtocol, may be empty. */
   appProtocol: string;
+  /**
+   * spec.ports[].targetPort when it is a number (1..65535); 0 when it is a
+   * name (see target_port_name) or unset.
+   */
+  targetPort: number;
+  /**
+   * spec.ports[].targetPort when it is the name of a Pod port (at most 15
+   * characters); empty when it is a number or unset.
+   */
+  targetPortName: string;
 }
 
 /** The language-neutral subset of a Kubernetes Service that providers need. */
@@ -276,6 +371,38 @@ export interface ServiceRef {
   loadBalancerClass: string;
   /** spec.sessionAffinityConfig.clientIP.timeoutSeconds (0 when unset). */
   sessionAffinityTimeoutSeconds: number;
+  /**
+   * spec.selector; empty for a Service without one (its endpoints are
+   * managed by hand). At most 64 entries; a Service with more gets none.
+   */
+  selector: { [key: string]: string };
+  /**
+   * spec.clusterIPs (the first is spec.clusterIP), IP literals; empty when
+   * none is allocated. At most 2.
+   */
+  clusterIps: string[];
+  /** spec.ipFamilyPolicy. */
+  ipFamilyPolicy: IpFamilyPolicy;
+  /** spec.externalIPs. At most 64; further ones are not sent. */
+  externalIps: string[];
+  /**
+   * spec.allocateLoadBalancerNodePorts; unset when the Service has none (the
+   * API server sets it, true by default, on every Service of type
+   * LoadBalancer; ports then have no node_port when it is false).
+   */
+  allocateLoadBalancerNodePorts?:
+    | boolean
+    | undefined;
+  /** spec.internalTrafficPolicy. */
+  internalTrafficPolicy: InternalTrafficPolicy;
+  /**
+   * status.loadBalancer as the Service shows it when the host sends the
+   * request: the ingress of the last successful EnsureLoadBalancer, empty
+   * (no ingress) before the first one. At most 64 ingress points, each with
+   * at most 64 ports (those of another protocol than TCP, UDP and SCTP left
+   * out).
+   */
+  status?: LoadBalancerStatus | undefined;
 }
 
 export interface ServiceRef_AnnotationsEntry {
@@ -284,6 +411,11 @@ export interface ServiceRef_AnnotationsEntry {
 }
 
 export interface ServiceRef_LabelsEntry {
+  key: string;
+  value: string;
+}
+
+export interface ServiceRef_SelectorEntry {
   key: string;
   value: string;
 }
@@ -499,7 +631,7 @@ export interface EnsureLoadBalancersResponse {
 }
 
 function createBaseServicePort(): ServicePort {
-  return { name: "", protocol: 0, port: 0, nodePort: 0, appProtocol: "" };
+  return { name: "", protocol: 0, port: 0, nodePort: 0, appProtocol: "", targetPort: 0, targetPortName: "" };
 }
 
 export const ServicePort: MessageFns<ServicePort> = {
@@ -518,6 +650,12 @@ export const ServicePort: MessageFns<ServicePort> = {
     }
     if (message.appProtocol !== "") {
       writer.uint32(42).string(message.appProtocol);
+    }
+    if (message.targetPort !== 0) {
+      writer.uint32(48).int32(message.targetPort);
+    }
+    if (message.targetPortName !== "") {
+      writer.uint32(58).string(message.targetPortName);
     }
     return writer;
   },
@@ -575,6 +713,22 @@ export const ServicePort: MessageFns<ServicePort> = {
             message.appProtocol = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.targetPort = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.targetPortName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -602,6 +756,16 @@ export const ServicePort: MessageFns<ServicePort> = {
         : isSet(object.app_protocol)
         ? globalThis.String(object.app_protocol)
         : "",
+      targetPort: isSet(object.targetPort)
+        ? globalThis.Number(object.targetPort)
+        : isSet(object.target_port)
+        ? globalThis.Number(object.target_port)
+        : 0,
+      targetPortName: isSet(object.targetPortName)
+        ? globalThis.String(object.targetPortName)
+        : isSet(object.target_port_name)
+        ? globalThis.String(object.target_port_name)
+        : "",
     };
   },
 
@@ -622,6 +786,12 @@ export const ServicePort: MessageFns<ServicePort> = {
     if (message.appProtocol !== "") {
       obj.appProtocol = message.appProtocol;
     }
+    if (message.targetPort !== 0) {
+      obj.targetPort = Math.round(message.targetPort);
+    }
+    if (message.targetPortName !== "") {
+      obj.targetPortName = message.targetPortName;
+    }
     return obj;
   },
 
@@ -635,6 +805,8 @@ export const ServicePort: MessageFns<ServicePort> = {
     message.port = object.port ?? 0;
     message.nodePort = object.nodePort ?? 0;
     message.appProtocol = object.appProtocol ?? "";
+    message.targetPort = object.targetPort ?? 0;
+    message.targetPortName = object.targetPortName ?? "";
     return message;
   },
 };
@@ -655,6 +827,13 @@ function createBaseServiceRef(): ServiceRef {
     sessionAffinity: 0,
     loadBalancerClass: "",
     sessionAffinityTimeoutSeconds: 0,
+    selector: {},
+    clusterIps: [],
+    ipFamilyPolicy: 0,
+    externalIps: [],
+    allocateLoadBalancerNodePorts: undefined,
+    internalTrafficPolicy: 0,
+    status: undefined,
   };
 }
 
@@ -705,6 +884,27 @@ export const ServiceRef: MessageFns<ServiceRef> = {
     }
     if (message.sessionAffinityTimeoutSeconds !== 0) {
       writer.uint32(112).int32(message.sessionAffinityTimeoutSeconds);
+    }
+    globalThis.Object.entries(message.selector).forEach(([key, value]: [string, string]) => {
+      ServiceRef_SelectorEntry.encode({ key: key as any, value }, writer.uint32(122).fork()).join();
+    });
+    for (const v of message.clusterIps) {
+      writer.uint32(130).string(v!);
+    }
+    if (message.ipFamilyPolicy !== 0) {
+      writer.uint32(136).int32(message.ipFamilyPolicy);
+    }
+    for (const v of message.externalIps) {
+      writer.uint32(146).string(v!);
+    }
+    if (message.allocateLoadBalancerNodePorts !== undefined) {
+      writer.uint32(152).bool(message.allocateLoadBalancerNodePorts);
+    }
+    if (message.internalTrafficPolicy !== 0) {
+      writer.uint32(160).int32(message.internalTrafficPolicy);
+    }
+    if (message.status !== undefined) {
+      LoadBalancerStatus.encode(message.status, writer.uint32(170).fork()).join();
     }
     return writer;
   },
@@ -850,6 +1050,65 @@ export const ServiceRef: MessageFns<ServiceRef> = {
             message.sessionAffinityTimeoutSeconds = reader.int32();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            const entry15 = ServiceRef_SelectorEntry.decode(reader, reader.uint32());
+            if (entry15.value !== undefined) {
+              message.selector[entry15.key] = entry15.value;
+            }
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.clusterIps.push(reader.string());
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.ipFamilyPolicy = reader.int32() as any;
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.externalIps.push(reader.string());
+            continue;
+          }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.allocateLoadBalancerNodePorts = reader.bool();
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.internalTrafficPolicy = reader.int32() as any;
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.status = LoadBalancerStatus.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -936,6 +1195,46 @@ export const ServiceRef: MessageFns<ServiceRef> = {
         : isSet(object.session_affinity_timeout_seconds)
         ? globalThis.Number(object.session_affinity_timeout_seconds)
         : 0,
+      selector: isObject(object.selector)
+        ? (globalThis.Object.entries(object.selector) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      clusterIps: globalThis.Array.isArray(object?.clusterIps)
+        ? object.clusterIps.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.cluster_ips)
+        ? object.cluster_ips.map((e: any) => globalThis.String(e))
+        : [],
+      ipFamilyPolicy: isSet(object.ipFamilyPolicy)
+        ? ipFamilyPolicyFromJSON(object.ipFamilyPolicy)
+        : isSet(object.ip_family_policy)
+        ? ipFamilyPolicyFromJSON(object.ip_family_policy)
+        : 0,
+      externalIps: globalThis.Array.isArray(object?.externalIps)
+        ? object.externalIps.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.external_ips)
+        ? object.external_ips.map((e: any) => globalThis.String(e))
+        : [],
+      allocateLoadBalancerNodePorts: isSet(object.allocateLoadBalancerNodePorts)
+        ? globalThis.Boolean(object.allocateLoadBalancerNodePorts)
+        : isSet(object.allocate_load_balancer_node_ports)
+        ? globalThis.Boolean(object.allocate_load_balancer_node_ports)
+        : undefined,
+      internalTrafficPolicy: isSet(object.internalTrafficPolicy)
+        ? internalTrafficPolicyFromJSON(object.internalTrafficPolicy)
+        : isSet(object.internal_traffic_policy)
+        ? internalTrafficPolicyFromJSON(object.internal_traffic_policy)
+        : 0,
+      status: isSet(object.status) ? LoadBalancerStatus.fromJSON(object.status) : undefined,
     };
   },
 
@@ -995,6 +1294,33 @@ export const ServiceRef: MessageFns<ServiceRef> = {
     if (message.sessionAffinityTimeoutSeconds !== 0) {
       obj.sessionAffinityTimeoutSeconds = Math.round(message.sessionAffinityTimeoutSeconds);
     }
+    if (message.selector) {
+      const entries = globalThis.Object.entries(message.selector) as [string, string][];
+      if (entries.length > 0) {
+        obj.selector = {};
+        entries.forEach(([k, v]) => {
+          obj.selector[k] = v;
+        });
+      }
+    }
+    if (message.clusterIps?.length) {
+      obj.clusterIps = message.clusterIps;
+    }
+    if (message.ipFamilyPolicy !== 0) {
+      obj.ipFamilyPolicy = ipFamilyPolicyToJSON(message.ipFamilyPolicy);
+    }
+    if (message.externalIps?.length) {
+      obj.externalIps = message.externalIps;
+    }
+    if (message.allocateLoadBalancerNodePorts !== undefined) {
+      obj.allocateLoadBalancerNodePorts = message.allocateLoadBalancerNodePorts;
+    }
+    if (message.internalTrafficPolicy !== 0) {
+      obj.internalTrafficPolicy = internalTrafficPolicyToJSON(message.internalTrafficPolicy);
+    }
+    if (message.status !== undefined) {
+      obj.status = LoadBalancerStatus.toJSON(message.status);
+    }
     return obj;
   },
 
@@ -1033,6 +1359,23 @@ export const ServiceRef: MessageFns<ServiceRef> = {
     message.sessionAffinity = object.sessionAffinity ?? 0;
     message.loadBalancerClass = object.loadBalancerClass ?? "";
     message.sessionAffinityTimeoutSeconds = object.sessionAffinityTimeoutSeconds ?? 0;
+    message.selector = (globalThis.Object.entries(object.selector ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.clusterIps = object.clusterIps?.map((e) => e) || [];
+    message.ipFamilyPolicy = object.ipFamilyPolicy ?? 0;
+    message.externalIps = object.externalIps?.map((e) => e) || [];
+    message.allocateLoadBalancerNodePorts = object.allocateLoadBalancerNodePorts ?? undefined;
+    message.internalTrafficPolicy = object.internalTrafficPolicy ?? 0;
+    message.status = (object.status !== undefined && object.status !== null)
+      ? LoadBalancerStatus.fromPartial(object.status)
+      : undefined;
     return message;
   },
 };
@@ -1201,6 +1544,91 @@ export const ServiceRef_LabelsEntry: MessageFns<ServiceRef_LabelsEntry> = {
   },
   fromPartial<I extends Exact<DeepPartial<ServiceRef_LabelsEntry>, I>>(object: I): ServiceRef_LabelsEntry {
     const message = createBaseServiceRef_LabelsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseServiceRef_SelectorEntry(): ServiceRef_SelectorEntry {
+  return { key: "", value: "" };
+}
+
+export const ServiceRef_SelectorEntry: MessageFns<ServiceRef_SelectorEntry> = {
+  encode(message: ServiceRef_SelectorEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceRef_SelectorEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceRef_SelectorEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ServiceRef_SelectorEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ServiceRef_SelectorEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ServiceRef_SelectorEntry>, I>>(base?: I): ServiceRef_SelectorEntry {
+    return ServiceRef_SelectorEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceRef_SelectorEntry>, I>>(object: I): ServiceRef_SelectorEntry {
+    const message = createBaseServiceRef_SelectorEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
     return message;

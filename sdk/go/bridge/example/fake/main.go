@@ -9,6 +9,9 @@
 // CreateTestInstance and DeleteTestInstance edit those fields (see
 // testHooks). The fake keeps a few answers cloud-wide rather than per
 // object; the kit's checks that need them per object are listed in the test.
+// With FAKE_CLOUD_RECORD_FILE set (tests only) it writes the Service and
+// Nodes of the last EnsureLoadBalancer there, as the fake received them
+// (record.go).
 package main
 
 import (
@@ -41,6 +44,9 @@ func main() {
 		Balancers:     map[string]fake.Balancer{},
 		ClusterList:   []string{"fake-cluster"},
 		MasterName:    "127.0.0.1",
+	}
+	if path := os.Getenv(EnvRecordFile); path != "" {
+		f.EnsureCallCb = func(c fake.UpdateBalancerCall) { recordEnsure(path, c) }
 	}
 	hooks := &testHooks{cloud: f, instances: map[string]bool{}}
 	bridge.Main(f, bridge.Options{

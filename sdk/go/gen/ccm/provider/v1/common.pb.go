@@ -268,9 +268,30 @@ type NodeRef struct {
 	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// metadata.uid.
 	Uid string `protobuf:"bytes,5,opt,name=uid,proto3" json:"uid,omitempty"`
-	// metadata.annotations that start with a provider-relevant prefix; the host
-	// may omit annotations it knows to be irrelevant.
-	Annotations   map[string]string `protobuf:"bytes,6,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// metadata.annotations. The host sends at most 64 of them and at most
+	// 8 KiB of keys and values together per Node, taken in key order (an
+	// annotation that would pass either bound is left out, and the next ones
+	// still may fit); kubectl.kubernetes.io/last-applied-configuration is never
+	// sent. Hosts before this field was filled sent none.
+	Annotations map[string]string `protobuf:"bytes,6,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// spec.podCIDRs (spec.podCIDR alone when only that is set), in the Node's
+	// order; empty until the node IPAM controller or the kubelet assigns one.
+	// At most 8 (Kubernetes allows 2).
+	PodCidrs []string `protobuf:"bytes,7,rep,name=pod_cidrs,json=podCidrs,proto3" json:"pod_cidrs,omitempty"`
+	// spec.taints, in the Node's order (the host's own
+	// node.cloudprovider.kubernetes.io/uninitialized taint included while the
+	// node is not initialized). At most 64; further taints are not sent.
+	Taints []*Taint `protobuf:"bytes,8,rep,name=taints,proto3" json:"taints,omitempty"`
+	// spec.unschedulable (cordoned).
+	Unschedulable bool `protobuf:"varint,9,opt,name=unschedulable,proto3" json:"unschedulable,omitempty"`
+	// status.conditions as the kubelet (or the node lifecycle controller)
+	// reports them, in the Node's order: type, status and reason only; empty
+	// before the kubelet first reports. At most 32; further conditions are not
+	// sent.
+	Conditions []*NodeCondition `protobuf:"bytes,10,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// The identifiers and versions of status.nodeInfo the kubelet reports;
+	// unset or with empty fields before it first reports.
+	NodeInfo      *NodeSystemInfo `protobuf:"bytes,11,opt,name=node_info,json=nodeInfo,proto3" json:"node_info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -347,6 +368,292 @@ func (x *NodeRef) GetAnnotations() map[string]string {
 	return nil
 }
 
+func (x *NodeRef) GetPodCidrs() []string {
+	if x != nil {
+		return x.PodCidrs
+	}
+	return nil
+}
+
+func (x *NodeRef) GetTaints() []*Taint {
+	if x != nil {
+		return x.Taints
+	}
+	return nil
+}
+
+func (x *NodeRef) GetUnschedulable() bool {
+	if x != nil {
+		return x.Unschedulable
+	}
+	return false
+}
+
+func (x *NodeRef) GetConditions() []*NodeCondition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+func (x *NodeRef) GetNodeInfo() *NodeSystemInfo {
+	if x != nil {
+		return x.NodeInfo
+	}
+	return nil
+}
+
+// A Node taint (spec.taints[]). Each string is at most 316 bytes (a label
+// key's longest); the host does not send a taint with a longer string.
+type Taint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key, e.g. "node.kubernetes.io/unreachable".
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// value; may be empty.
+	Value string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// effect: "NoSchedule", "PreferNoSchedule" or "NoExecute".
+	Effect        string `protobuf:"bytes,3,opt,name=effect,proto3" json:"effect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Taint) Reset() {
+	*x = Taint{}
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Taint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Taint) ProtoMessage() {}
+
+func (x *Taint) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Taint.ProtoReflect.Descriptor instead.
+func (*Taint) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_common_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Taint) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Taint) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *Taint) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+// One Node condition (status.conditions[]) without its times and message.
+// Each string is at most 256 bytes; a longer one is sent empty.
+type NodeCondition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type, e.g. "Ready", "MemoryPressure".
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// status: "True", "False" or "Unknown".
+	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// reason (CamelCase), e.g. "KubeletReady"; may be empty.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeCondition) Reset() {
+	*x = NodeCondition{}
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeCondition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeCondition) ProtoMessage() {}
+
+func (x *NodeCondition) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
+func (*NodeCondition) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_common_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NodeCondition) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *NodeCondition) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *NodeCondition) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// status.nodeInfo of a Node, as its kubelet reports it (kubeProxyVersion and
+// swap omitted). Each field is at most 256 bytes; a longer value is sent
+// empty, never cut. Any may be empty.
+type NodeSystemInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// machineID (/etc/machine-id).
+	MachineId string `protobuf:"bytes,1,opt,name=machine_id,json=machineId,proto3" json:"machine_id,omitempty"`
+	// systemUUID (the SMBIOS/DMI system UUID; several clouds, e.g. vSphere,
+	// find the instance by it).
+	SystemUuid string `protobuf:"bytes,2,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
+	// bootID.
+	BootId string `protobuf:"bytes,3,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	// kernelVersion.
+	KernelVersion string `protobuf:"bytes,4,opt,name=kernel_version,json=kernelVersion,proto3" json:"kernel_version,omitempty"`
+	// osImage.
+	OsImage string `protobuf:"bytes,5,opt,name=os_image,json=osImage,proto3" json:"os_image,omitempty"`
+	// containerRuntimeVersion, e.g. "containerd://2.1.0".
+	ContainerRuntimeVersion string `protobuf:"bytes,6,opt,name=container_runtime_version,json=containerRuntimeVersion,proto3" json:"container_runtime_version,omitempty"`
+	// kubeletVersion, e.g. "v1.34.4".
+	KubeletVersion string `protobuf:"bytes,7,opt,name=kubelet_version,json=kubeletVersion,proto3" json:"kubelet_version,omitempty"`
+	// operatingSystem, e.g. "linux".
+	OperatingSystem string `protobuf:"bytes,8,opt,name=operating_system,json=operatingSystem,proto3" json:"operating_system,omitempty"`
+	// architecture, e.g. "amd64".
+	Architecture  string `protobuf:"bytes,9,opt,name=architecture,proto3" json:"architecture,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeSystemInfo) Reset() {
+	*x = NodeSystemInfo{}
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeSystemInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeSystemInfo) ProtoMessage() {}
+
+func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
+func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_common_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NodeSystemInfo) GetMachineId() string {
+	if x != nil {
+		return x.MachineId
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetSystemUuid() string {
+	if x != nil {
+		return x.SystemUuid
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetKernelVersion() string {
+	if x != nil {
+		return x.KernelVersion
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetOsImage() string {
+	if x != nil {
+		return x.OsImage
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetContainerRuntimeVersion() string {
+	if x != nil {
+		return x.ContainerRuntimeVersion
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetKubeletVersion() string {
+	if x != nil {
+		return x.KubeletVersion
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetOperatingSystem() string {
+	if x != nil {
+		return x.OperatingSystem
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetArchitecture() string {
+	if x != nil {
+		return x.Architecture
+	}
+	return ""
+}
+
 // Topology segments such as {"topology.kubernetes.io/zone": "zone-a"}. Keys
 // are Node label keys (topology.kubernetes.io/zone and
 // topology.kubernetes.io/region, with the values InstanceMetadata reports),
@@ -362,7 +669,7 @@ type Topology struct {
 
 func (x *Topology) Reset() {
 	*x = Topology{}
-	mi := &file_ccm_provider_v1_common_proto_msgTypes[3]
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +681,7 @@ func (x *Topology) String() string {
 func (*Topology) ProtoMessage() {}
 
 func (x *Topology) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_common_proto_msgTypes[3]
+	mi := &file_ccm_provider_v1_common_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +694,7 @@ func (x *Topology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Topology.ProtoReflect.Descriptor instead.
 func (*Topology) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_common_proto_rawDescGZIP(), []int{3}
+	return file_ccm_provider_v1_common_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Topology) GetSegments() map[string]string {
@@ -408,7 +715,7 @@ const file_ccm_provider_v1_common_proto_rawDesc = "" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\"]\n" +
 	"\vNodeAddress\x124\n" +
 	"\x04type\x18\x01 \x01(\x0e2 .ccm.provider.v1.NodeAddressTypeR\x04type\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x92\x03\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x83\x05\n" +
 	"\aNodeRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vprovider_id\x18\x02 \x01(\tR\n" +
@@ -416,13 +723,41 @@ const file_ccm_provider_v1_common_proto_rawDesc = "" +
 	"\taddresses\x18\x03 \x03(\v2\x1c.ccm.provider.v1.NodeAddressR\taddresses\x12<\n" +
 	"\x06labels\x18\x04 \x03(\v2$.ccm.provider.v1.NodeRef.LabelsEntryR\x06labels\x12\x10\n" +
 	"\x03uid\x18\x05 \x01(\tR\x03uid\x12K\n" +
-	"\vannotations\x18\x06 \x03(\v2).ccm.provider.v1.NodeRef.AnnotationsEntryR\vannotations\x1a9\n" +
+	"\vannotations\x18\x06 \x03(\v2).ccm.provider.v1.NodeRef.AnnotationsEntryR\vannotations\x12\x1b\n" +
+	"\tpod_cidrs\x18\a \x03(\tR\bpodCidrs\x12.\n" +
+	"\x06taints\x18\b \x03(\v2\x16.ccm.provider.v1.TaintR\x06taints\x12$\n" +
+	"\runschedulable\x18\t \x01(\bR\runschedulable\x12>\n" +
+	"\n" +
+	"conditions\x18\n" +
+	" \x03(\v2\x1e.ccm.provider.v1.NodeConditionR\n" +
+	"conditions\x12<\n" +
+	"\tnode_info\x18\v \x01(\v2\x1f.ccm.provider.v1.NodeSystemInfoR\bnodeInfo\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8c\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x05Taint\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\"S\n" +
+	"\rNodeCondition\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xdf\x02\n" +
+	"\x0eNodeSystemInfo\x12\x1d\n" +
+	"\n" +
+	"machine_id\x18\x01 \x01(\tR\tmachineId\x12\x1f\n" +
+	"\vsystem_uuid\x18\x02 \x01(\tR\n" +
+	"systemUuid\x12\x17\n" +
+	"\aboot_id\x18\x03 \x01(\tR\x06bootId\x12%\n" +
+	"\x0ekernel_version\x18\x04 \x01(\tR\rkernelVersion\x12\x19\n" +
+	"\bos_image\x18\x05 \x01(\tR\aosImage\x12:\n" +
+	"\x19container_runtime_version\x18\x06 \x01(\tR\x17containerRuntimeVersion\x12'\n" +
+	"\x0fkubelet_version\x18\a \x01(\tR\x0ekubeletVersion\x12)\n" +
+	"\x10operating_system\x18\b \x01(\tR\x0foperatingSystem\x12\"\n" +
+	"\farchitecture\x18\t \x01(\tR\farchitecture\"\x8c\x01\n" +
 	"\bTopology\x12C\n" +
 	"\bsegments\x18\x01 \x03(\v2'.ccm.provider.v1.Topology.SegmentsEntryR\bsegments\x1a;\n" +
 	"\rSegmentsEntry\x12\x10\n" +
@@ -450,28 +785,34 @@ func file_ccm_provider_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_ccm_provider_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ccm_provider_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_ccm_provider_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_ccm_provider_v1_common_proto_goTypes = []any{
-	(NodeAddressType)(0), // 0: ccm.provider.v1.NodeAddressType
-	(*RequestMeta)(nil),  // 1: ccm.provider.v1.RequestMeta
-	(*NodeAddress)(nil),  // 2: ccm.provider.v1.NodeAddress
-	(*NodeRef)(nil),      // 3: ccm.provider.v1.NodeRef
-	(*Topology)(nil),     // 4: ccm.provider.v1.Topology
-	nil,                  // 5: ccm.provider.v1.NodeRef.LabelsEntry
-	nil,                  // 6: ccm.provider.v1.NodeRef.AnnotationsEntry
-	nil,                  // 7: ccm.provider.v1.Topology.SegmentsEntry
+	(NodeAddressType)(0),   // 0: ccm.provider.v1.NodeAddressType
+	(*RequestMeta)(nil),    // 1: ccm.provider.v1.RequestMeta
+	(*NodeAddress)(nil),    // 2: ccm.provider.v1.NodeAddress
+	(*NodeRef)(nil),        // 3: ccm.provider.v1.NodeRef
+	(*Taint)(nil),          // 4: ccm.provider.v1.Taint
+	(*NodeCondition)(nil),  // 5: ccm.provider.v1.NodeCondition
+	(*NodeSystemInfo)(nil), // 6: ccm.provider.v1.NodeSystemInfo
+	(*Topology)(nil),       // 7: ccm.provider.v1.Topology
+	nil,                    // 8: ccm.provider.v1.NodeRef.LabelsEntry
+	nil,                    // 9: ccm.provider.v1.NodeRef.AnnotationsEntry
+	nil,                    // 10: ccm.provider.v1.Topology.SegmentsEntry
 }
 var file_ccm_provider_v1_common_proto_depIdxs = []int32{
-	0, // 0: ccm.provider.v1.NodeAddress.type:type_name -> ccm.provider.v1.NodeAddressType
-	2, // 1: ccm.provider.v1.NodeRef.addresses:type_name -> ccm.provider.v1.NodeAddress
-	5, // 2: ccm.provider.v1.NodeRef.labels:type_name -> ccm.provider.v1.NodeRef.LabelsEntry
-	6, // 3: ccm.provider.v1.NodeRef.annotations:type_name -> ccm.provider.v1.NodeRef.AnnotationsEntry
-	7, // 4: ccm.provider.v1.Topology.segments:type_name -> ccm.provider.v1.Topology.SegmentsEntry
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	0,  // 0: ccm.provider.v1.NodeAddress.type:type_name -> ccm.provider.v1.NodeAddressType
+	2,  // 1: ccm.provider.v1.NodeRef.addresses:type_name -> ccm.provider.v1.NodeAddress
+	8,  // 2: ccm.provider.v1.NodeRef.labels:type_name -> ccm.provider.v1.NodeRef.LabelsEntry
+	9,  // 3: ccm.provider.v1.NodeRef.annotations:type_name -> ccm.provider.v1.NodeRef.AnnotationsEntry
+	4,  // 4: ccm.provider.v1.NodeRef.taints:type_name -> ccm.provider.v1.Taint
+	5,  // 5: ccm.provider.v1.NodeRef.conditions:type_name -> ccm.provider.v1.NodeCondition
+	6,  // 6: ccm.provider.v1.NodeRef.node_info:type_name -> ccm.provider.v1.NodeSystemInfo
+	10, // 7: ccm.provider.v1.Topology.segments:type_name -> ccm.provider.v1.Topology.SegmentsEntry
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_common_proto_init() }
@@ -485,7 +826,7 @@ func file_ccm_provider_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_v1_common_proto_rawDesc), len(file_ccm_provider_v1_common_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

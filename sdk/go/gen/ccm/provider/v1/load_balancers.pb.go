@@ -241,6 +241,116 @@ func (SessionAffinity) EnumDescriptor() ([]byte, []int) {
 	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{3}
 }
 
+// spec.ipFamilyPolicy.
+type IpFamilyPolicy int32
+
+const (
+	// Not set (the API server sets it on every Service with a cluster IP).
+	IpFamilyPolicy_IP_FAMILY_POLICY_UNSPECIFIED IpFamilyPolicy = 0
+	// "SingleStack".
+	IpFamilyPolicy_IP_FAMILY_POLICY_SINGLE_STACK IpFamilyPolicy = 1
+	// "PreferDualStack".
+	IpFamilyPolicy_IP_FAMILY_POLICY_PREFER_DUAL_STACK IpFamilyPolicy = 2
+	// "RequireDualStack".
+	IpFamilyPolicy_IP_FAMILY_POLICY_REQUIRE_DUAL_STACK IpFamilyPolicy = 3
+)
+
+// Enum value maps for IpFamilyPolicy.
+var (
+	IpFamilyPolicy_name = map[int32]string{
+		0: "IP_FAMILY_POLICY_UNSPECIFIED",
+		1: "IP_FAMILY_POLICY_SINGLE_STACK",
+		2: "IP_FAMILY_POLICY_PREFER_DUAL_STACK",
+		3: "IP_FAMILY_POLICY_REQUIRE_DUAL_STACK",
+	}
+	IpFamilyPolicy_value = map[string]int32{
+		"IP_FAMILY_POLICY_UNSPECIFIED":        0,
+		"IP_FAMILY_POLICY_SINGLE_STACK":       1,
+		"IP_FAMILY_POLICY_PREFER_DUAL_STACK":  2,
+		"IP_FAMILY_POLICY_REQUIRE_DUAL_STACK": 3,
+	}
+)
+
+func (x IpFamilyPolicy) Enum() *IpFamilyPolicy {
+	p := new(IpFamilyPolicy)
+	*p = x
+	return p
+}
+
+func (x IpFamilyPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IpFamilyPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_ccm_provider_v1_load_balancers_proto_enumTypes[4].Descriptor()
+}
+
+func (IpFamilyPolicy) Type() protoreflect.EnumType {
+	return &file_ccm_provider_v1_load_balancers_proto_enumTypes[4]
+}
+
+func (x IpFamilyPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IpFamilyPolicy.Descriptor instead.
+func (IpFamilyPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{4}
+}
+
+// spec.internalTrafficPolicy.
+type InternalTrafficPolicy int32
+
+const (
+	// Not set (treated as CLUSTER).
+	InternalTrafficPolicy_INTERNAL_TRAFFIC_POLICY_UNSPECIFIED InternalTrafficPolicy = 0
+	// "Cluster".
+	InternalTrafficPolicy_INTERNAL_TRAFFIC_POLICY_CLUSTER InternalTrafficPolicy = 1
+	// "Local".
+	InternalTrafficPolicy_INTERNAL_TRAFFIC_POLICY_LOCAL InternalTrafficPolicy = 2
+)
+
+// Enum value maps for InternalTrafficPolicy.
+var (
+	InternalTrafficPolicy_name = map[int32]string{
+		0: "INTERNAL_TRAFFIC_POLICY_UNSPECIFIED",
+		1: "INTERNAL_TRAFFIC_POLICY_CLUSTER",
+		2: "INTERNAL_TRAFFIC_POLICY_LOCAL",
+	}
+	InternalTrafficPolicy_value = map[string]int32{
+		"INTERNAL_TRAFFIC_POLICY_UNSPECIFIED": 0,
+		"INTERNAL_TRAFFIC_POLICY_CLUSTER":     1,
+		"INTERNAL_TRAFFIC_POLICY_LOCAL":       2,
+	}
+)
+
+func (x InternalTrafficPolicy) Enum() *InternalTrafficPolicy {
+	p := new(InternalTrafficPolicy)
+	*p = x
+	return p
+}
+
+func (x InternalTrafficPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (InternalTrafficPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_ccm_provider_v1_load_balancers_proto_enumTypes[5].Descriptor()
+}
+
+func (InternalTrafficPolicy) Type() protoreflect.EnumType {
+	return &file_ccm_provider_v1_load_balancers_proto_enumTypes[5]
+}
+
+func (x InternalTrafficPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use InternalTrafficPolicy.Descriptor instead.
+func (InternalTrafficPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{5}
+}
+
 // status.loadBalancer.ingress[].ipMode.
 type IpMode int32
 
@@ -278,11 +388,11 @@ func (x IpMode) String() string {
 }
 
 func (IpMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_ccm_provider_v1_load_balancers_proto_enumTypes[4].Descriptor()
+	return file_ccm_provider_v1_load_balancers_proto_enumTypes[6].Descriptor()
 }
 
 func (IpMode) Type() protoreflect.EnumType {
-	return &file_ccm_provider_v1_load_balancers_proto_enumTypes[4]
+	return &file_ccm_provider_v1_load_balancers_proto_enumTypes[6]
 }
 
 func (x IpMode) Number() protoreflect.EnumNumber {
@@ -291,7 +401,7 @@ func (x IpMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use IpMode.Descriptor instead.
 func (IpMode) EnumDescriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{4}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{6}
 }
 
 // One Service port.
@@ -306,9 +416,15 @@ type ServicePort struct {
 	// The node port backends listen on.
 	NodePort int32 `protobuf:"varint,4,opt,name=node_port,json=nodePort,proto3" json:"node_port,omitempty"`
 	// spec.ports[].appProtocol, may be empty.
-	AppProtocol   string `protobuf:"bytes,5,opt,name=app_protocol,json=appProtocol,proto3" json:"app_protocol,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AppProtocol string `protobuf:"bytes,5,opt,name=app_protocol,json=appProtocol,proto3" json:"app_protocol,omitempty"`
+	// spec.ports[].targetPort when it is a number (1..65535); 0 when it is a
+	// name (see target_port_name) or unset.
+	TargetPort int32 `protobuf:"varint,6,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
+	// spec.ports[].targetPort when it is the name of a Pod port (at most 15
+	// characters); empty when it is a number or unset.
+	TargetPortName string `protobuf:"bytes,7,opt,name=target_port_name,json=targetPortName,proto3" json:"target_port_name,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ServicePort) Reset() {
@@ -376,6 +492,20 @@ func (x *ServicePort) GetAppProtocol() string {
 	return ""
 }
 
+func (x *ServicePort) GetTargetPort() int32 {
+	if x != nil {
+		return x.TargetPort
+	}
+	return 0
+}
+
+func (x *ServicePort) GetTargetPortName() string {
+	if x != nil {
+		return x.TargetPortName
+	}
+	return ""
+}
+
 // The language-neutral subset of a Kubernetes Service that providers need.
 type ServiceRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -407,8 +537,30 @@ type ServiceRef struct {
 	LoadBalancerClass string `protobuf:"bytes,13,opt,name=load_balancer_class,json=loadBalancerClass,proto3" json:"load_balancer_class,omitempty"`
 	// spec.sessionAffinityConfig.clientIP.timeoutSeconds (0 when unset).
 	SessionAffinityTimeoutSeconds int32 `protobuf:"varint,14,opt,name=session_affinity_timeout_seconds,json=sessionAffinityTimeoutSeconds,proto3" json:"session_affinity_timeout_seconds,omitempty"`
-	unknownFields                 protoimpl.UnknownFields
-	sizeCache                     protoimpl.SizeCache
+	// spec.selector; empty for a Service without one (its endpoints are
+	// managed by hand). At most 64 entries; a Service with more gets none.
+	Selector map[string]string `protobuf:"bytes,15,rep,name=selector,proto3" json:"selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// spec.clusterIPs (the first is spec.clusterIP), IP literals; empty when
+	// none is allocated. At most 2.
+	ClusterIps []string `protobuf:"bytes,16,rep,name=cluster_ips,json=clusterIps,proto3" json:"cluster_ips,omitempty"`
+	// spec.ipFamilyPolicy.
+	IpFamilyPolicy IpFamilyPolicy `protobuf:"varint,17,opt,name=ip_family_policy,json=ipFamilyPolicy,proto3,enum=ccm.provider.v1.IpFamilyPolicy" json:"ip_family_policy,omitempty"`
+	// spec.externalIPs. At most 64; further ones are not sent.
+	ExternalIps []string `protobuf:"bytes,18,rep,name=external_ips,json=externalIps,proto3" json:"external_ips,omitempty"`
+	// spec.allocateLoadBalancerNodePorts; unset when the Service has none (the
+	// API server sets it, true by default, on every Service of type
+	// LoadBalancer; ports then have no node_port when it is false).
+	AllocateLoadBalancerNodePorts *bool `protobuf:"varint,19,opt,name=allocate_load_balancer_node_ports,json=allocateLoadBalancerNodePorts,proto3,oneof" json:"allocate_load_balancer_node_ports,omitempty"`
+	// spec.internalTrafficPolicy.
+	InternalTrafficPolicy InternalTrafficPolicy `protobuf:"varint,20,opt,name=internal_traffic_policy,json=internalTrafficPolicy,proto3,enum=ccm.provider.v1.InternalTrafficPolicy" json:"internal_traffic_policy,omitempty"`
+	// status.loadBalancer as the Service shows it when the host sends the
+	// request: the ingress of the last successful EnsureLoadBalancer, empty
+	// (no ingress) before the first one. At most 64 ingress points, each with
+	// at most 64 ports (those of another protocol than TCP, UDP and SCTP left
+	// out).
+	Status        *LoadBalancerStatus `protobuf:"bytes,21,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServiceRef) Reset() {
@@ -537,6 +689,55 @@ func (x *ServiceRef) GetSessionAffinityTimeoutSeconds() int32 {
 		return x.SessionAffinityTimeoutSeconds
 	}
 	return 0
+}
+
+func (x *ServiceRef) GetSelector() map[string]string {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *ServiceRef) GetClusterIps() []string {
+	if x != nil {
+		return x.ClusterIps
+	}
+	return nil
+}
+
+func (x *ServiceRef) GetIpFamilyPolicy() IpFamilyPolicy {
+	if x != nil {
+		return x.IpFamilyPolicy
+	}
+	return IpFamilyPolicy_IP_FAMILY_POLICY_UNSPECIFIED
+}
+
+func (x *ServiceRef) GetExternalIps() []string {
+	if x != nil {
+		return x.ExternalIps
+	}
+	return nil
+}
+
+func (x *ServiceRef) GetAllocateLoadBalancerNodePorts() bool {
+	if x != nil && x.AllocateLoadBalancerNodePorts != nil {
+		return *x.AllocateLoadBalancerNodePorts
+	}
+	return false
+}
+
+func (x *ServiceRef) GetInternalTrafficPolicy() InternalTrafficPolicy {
+	if x != nil {
+		return x.InternalTrafficPolicy
+	}
+	return InternalTrafficPolicy_INTERNAL_TRAFFIC_POLICY_UNSPECIFIED
+}
+
+func (x *ServiceRef) GetStatus() *LoadBalancerStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
 }
 
 // Per-port status of an ingress point.
@@ -1782,13 +1983,16 @@ var File_ccm_provider_v1_load_balancers_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\n" +
-	"$ccm/provider/v1/load_balancers.proto\x12\x0fccm.provider.v1\x1a\x1cccm/provider/v1/common.proto\x1a\x17google/rpc/status.proto\"\xac\x01\n" +
+	"$ccm/provider/v1/load_balancers.proto\x12\x0fccm.provider.v1\x1a\x1cccm/provider/v1/common.proto\x1a\x17google/rpc/status.proto\"\xf7\x01\n" +
 	"\vServicePort\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\bprotocol\x18\x02 \x01(\x0e2\x19.ccm.provider.v1.ProtocolR\bprotocol\x12\x12\n" +
 	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x1b\n" +
 	"\tnode_port\x18\x04 \x01(\x05R\bnodePort\x12!\n" +
-	"\fapp_protocol\x18\x05 \x01(\tR\vappProtocol\"\x90\a\n" +
+	"\fapp_protocol\x18\x05 \x01(\tR\vappProtocol\x12\x1f\n" +
+	"\vtarget_port\x18\x06 \x01(\x05R\n" +
+	"targetPort\x12(\n" +
+	"\x10target_port_name\x18\a \x01(\tR\x0etargetPortName\"\xb5\v\n" +
 	"\n" +
 	"ServiceRef\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x12\x1c\n" +
@@ -1806,13 +2010,25 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x16health_check_node_port\x18\v \x01(\x05R\x13healthCheckNodePort\x12K\n" +
 	"\x10session_affinity\x18\f \x01(\x0e2 .ccm.provider.v1.SessionAffinityR\x0fsessionAffinity\x12.\n" +
 	"\x13load_balancer_class\x18\r \x01(\tR\x11loadBalancerClass\x12G\n" +
-	" session_affinity_timeout_seconds\x18\x0e \x01(\x05R\x1dsessionAffinityTimeoutSeconds\x1a>\n" +
+	" session_affinity_timeout_seconds\x18\x0e \x01(\x05R\x1dsessionAffinityTimeoutSeconds\x12E\n" +
+	"\bselector\x18\x0f \x03(\v2).ccm.provider.v1.ServiceRef.SelectorEntryR\bselector\x12\x1f\n" +
+	"\vcluster_ips\x18\x10 \x03(\tR\n" +
+	"clusterIps\x12I\n" +
+	"\x10ip_family_policy\x18\x11 \x01(\x0e2\x1f.ccm.provider.v1.IpFamilyPolicyR\x0eipFamilyPolicy\x12!\n" +
+	"\fexternal_ips\x18\x12 \x03(\tR\vexternalIps\x12M\n" +
+	"!allocate_load_balancer_node_ports\x18\x13 \x01(\bH\x00R\x1dallocateLoadBalancerNodePorts\x88\x01\x01\x12^\n" +
+	"\x17internal_traffic_policy\x18\x14 \x01(\x0e2&.ccm.provider.v1.InternalTrafficPolicyR\x15internalTrafficPolicy\x12;\n" +
+	"\x06status\x18\x15 \x01(\v2#.ccm.provider.v1.LoadBalancerStatusR\x06status\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"m\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rSelectorEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B$\n" +
+	"\"_allocate_load_balancer_node_ports\"m\n" +
 	"\n" +
 	"PortStatus\x12\x12\n" +
 	"\x04port\x18\x01 \x01(\x05R\x04port\x125\n" +
@@ -1903,7 +2119,16 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x0fSessionAffinity\x12 \n" +
 	"\x1cSESSION_AFFINITY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SESSION_AFFINITY_NONE\x10\x01\x12\x1e\n" +
-	"\x1aSESSION_AFFINITY_CLIENT_IP\x10\x02*E\n" +
+	"\x1aSESSION_AFFINITY_CLIENT_IP\x10\x02*\xa6\x01\n" +
+	"\x0eIpFamilyPolicy\x12 \n" +
+	"\x1cIP_FAMILY_POLICY_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dIP_FAMILY_POLICY_SINGLE_STACK\x10\x01\x12&\n" +
+	"\"IP_FAMILY_POLICY_PREFER_DUAL_STACK\x10\x02\x12'\n" +
+	"#IP_FAMILY_POLICY_REQUIRE_DUAL_STACK\x10\x03*\x88\x01\n" +
+	"\x15InternalTrafficPolicy\x12'\n" +
+	"#INTERNAL_TRAFFIC_POLICY_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fINTERNAL_TRAFFIC_POLICY_CLUSTER\x10\x01\x12!\n" +
+	"\x1dINTERNAL_TRAFFIC_POLICY_LOCAL\x10\x02*E\n" +
 	"\x06IpMode\x12\x17\n" +
 	"\x13IP_MODE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vIP_MODE_VIP\x10\x01\x12\x11\n" +
@@ -1931,104 +2156,111 @@ func file_ccm_provider_v1_load_balancers_proto_rawDescGZIP() []byte {
 	return file_ccm_provider_v1_load_balancers_proto_rawDescData
 }
 
-var file_ccm_provider_v1_load_balancers_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_ccm_provider_v1_load_balancers_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_ccm_provider_v1_load_balancers_proto_goTypes = []any{
 	(Protocol)(0),                             // 0: ccm.provider.v1.Protocol
 	(IpFamily)(0),                             // 1: ccm.provider.v1.IpFamily
 	(ExternalTrafficPolicy)(0),                // 2: ccm.provider.v1.ExternalTrafficPolicy
 	(SessionAffinity)(0),                      // 3: ccm.provider.v1.SessionAffinity
-	(IpMode)(0),                               // 4: ccm.provider.v1.IpMode
-	(*ServicePort)(nil),                       // 5: ccm.provider.v1.ServicePort
-	(*ServiceRef)(nil),                        // 6: ccm.provider.v1.ServiceRef
-	(*PortStatus)(nil),                        // 7: ccm.provider.v1.PortStatus
-	(*LoadBalancerIngress)(nil),               // 8: ccm.provider.v1.LoadBalancerIngress
-	(*LoadBalancerStatus)(nil),                // 9: ccm.provider.v1.LoadBalancerStatus
-	(*GetLoadBalancerRequest)(nil),            // 10: ccm.provider.v1.GetLoadBalancerRequest
-	(*GetLoadBalancerResponse)(nil),           // 11: ccm.provider.v1.GetLoadBalancerResponse
-	(*GetLoadBalancerNameRequest)(nil),        // 12: ccm.provider.v1.GetLoadBalancerNameRequest
-	(*GetLoadBalancerNameResponse)(nil),       // 13: ccm.provider.v1.GetLoadBalancerNameResponse
-	(*EnsureLoadBalancerRequest)(nil),         // 14: ccm.provider.v1.EnsureLoadBalancerRequest
-	(*EnsureLoadBalancerResponse)(nil),        // 15: ccm.provider.v1.EnsureLoadBalancerResponse
-	(*UpdateLoadBalancerRequest)(nil),         // 16: ccm.provider.v1.UpdateLoadBalancerRequest
-	(*UpdateLoadBalancerResponse)(nil),        // 17: ccm.provider.v1.UpdateLoadBalancerResponse
-	(*EnsureLoadBalancerDeletedRequest)(nil),  // 18: ccm.provider.v1.EnsureLoadBalancerDeletedRequest
-	(*EnsureLoadBalancerDeletedResponse)(nil), // 19: ccm.provider.v1.EnsureLoadBalancerDeletedResponse
-	(*UpdateLoadBalancerHostsRequest)(nil),    // 20: ccm.provider.v1.UpdateLoadBalancerHostsRequest
-	(*UpdateLoadBalancerHostsResult)(nil),     // 21: ccm.provider.v1.UpdateLoadBalancerHostsResult
-	(*UpdateLoadBalancerHostsResponse)(nil),   // 22: ccm.provider.v1.UpdateLoadBalancerHostsResponse
-	(*ListLoadBalancersRequest)(nil),          // 23: ccm.provider.v1.ListLoadBalancersRequest
-	(*LoadBalancerSummary)(nil),               // 24: ccm.provider.v1.LoadBalancerSummary
-	(*ListLoadBalancersResponse)(nil),         // 25: ccm.provider.v1.ListLoadBalancersResponse
-	(*EnsureLoadBalancersRequest)(nil),        // 26: ccm.provider.v1.EnsureLoadBalancersRequest
-	(*EnsureLoadBalancersResult)(nil),         // 27: ccm.provider.v1.EnsureLoadBalancersResult
-	(*EnsureLoadBalancersResponse)(nil),       // 28: ccm.provider.v1.EnsureLoadBalancersResponse
-	nil,                                       // 29: ccm.provider.v1.ServiceRef.AnnotationsEntry
-	nil,                                       // 30: ccm.provider.v1.ServiceRef.LabelsEntry
-	(*RequestMeta)(nil),                       // 31: ccm.provider.v1.RequestMeta
-	(*NodeRef)(nil),                           // 32: ccm.provider.v1.NodeRef
-	(*status.Status)(nil),                     // 33: google.rpc.Status
+	(IpFamilyPolicy)(0),                       // 4: ccm.provider.v1.IpFamilyPolicy
+	(InternalTrafficPolicy)(0),                // 5: ccm.provider.v1.InternalTrafficPolicy
+	(IpMode)(0),                               // 6: ccm.provider.v1.IpMode
+	(*ServicePort)(nil),                       // 7: ccm.provider.v1.ServicePort
+	(*ServiceRef)(nil),                        // 8: ccm.provider.v1.ServiceRef
+	(*PortStatus)(nil),                        // 9: ccm.provider.v1.PortStatus
+	(*LoadBalancerIngress)(nil),               // 10: ccm.provider.v1.LoadBalancerIngress
+	(*LoadBalancerStatus)(nil),                // 11: ccm.provider.v1.LoadBalancerStatus
+	(*GetLoadBalancerRequest)(nil),            // 12: ccm.provider.v1.GetLoadBalancerRequest
+	(*GetLoadBalancerResponse)(nil),           // 13: ccm.provider.v1.GetLoadBalancerResponse
+	(*GetLoadBalancerNameRequest)(nil),        // 14: ccm.provider.v1.GetLoadBalancerNameRequest
+	(*GetLoadBalancerNameResponse)(nil),       // 15: ccm.provider.v1.GetLoadBalancerNameResponse
+	(*EnsureLoadBalancerRequest)(nil),         // 16: ccm.provider.v1.EnsureLoadBalancerRequest
+	(*EnsureLoadBalancerResponse)(nil),        // 17: ccm.provider.v1.EnsureLoadBalancerResponse
+	(*UpdateLoadBalancerRequest)(nil),         // 18: ccm.provider.v1.UpdateLoadBalancerRequest
+	(*UpdateLoadBalancerResponse)(nil),        // 19: ccm.provider.v1.UpdateLoadBalancerResponse
+	(*EnsureLoadBalancerDeletedRequest)(nil),  // 20: ccm.provider.v1.EnsureLoadBalancerDeletedRequest
+	(*EnsureLoadBalancerDeletedResponse)(nil), // 21: ccm.provider.v1.EnsureLoadBalancerDeletedResponse
+	(*UpdateLoadBalancerHostsRequest)(nil),    // 22: ccm.provider.v1.UpdateLoadBalancerHostsRequest
+	(*UpdateLoadBalancerHostsResult)(nil),     // 23: ccm.provider.v1.UpdateLoadBalancerHostsResult
+	(*UpdateLoadBalancerHostsResponse)(nil),   // 24: ccm.provider.v1.UpdateLoadBalancerHostsResponse
+	(*ListLoadBalancersRequest)(nil),          // 25: ccm.provider.v1.ListLoadBalancersRequest
+	(*LoadBalancerSummary)(nil),               // 26: ccm.provider.v1.LoadBalancerSummary
+	(*ListLoadBalancersResponse)(nil),         // 27: ccm.provider.v1.ListLoadBalancersResponse
+	(*EnsureLoadBalancersRequest)(nil),        // 28: ccm.provider.v1.EnsureLoadBalancersRequest
+	(*EnsureLoadBalancersResult)(nil),         // 29: ccm.provider.v1.EnsureLoadBalancersResult
+	(*EnsureLoadBalancersResponse)(nil),       // 30: ccm.provider.v1.EnsureLoadBalancersResponse
+	nil,                                       // 31: ccm.provider.v1.ServiceRef.AnnotationsEntry
+	nil,                                       // 32: ccm.provider.v1.ServiceRef.LabelsEntry
+	nil,                                       // 33: ccm.provider.v1.ServiceRef.SelectorEntry
+	(*RequestMeta)(nil),                       // 34: ccm.provider.v1.RequestMeta
+	(*NodeRef)(nil),                           // 35: ccm.provider.v1.NodeRef
+	(*status.Status)(nil),                     // 36: google.rpc.Status
 }
 var file_ccm_provider_v1_load_balancers_proto_depIdxs = []int32{
 	0,  // 0: ccm.provider.v1.ServicePort.protocol:type_name -> ccm.provider.v1.Protocol
-	29, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
-	30, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
-	5,  // 3: ccm.provider.v1.ServiceRef.ports:type_name -> ccm.provider.v1.ServicePort
+	31, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
+	32, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
+	7,  // 3: ccm.provider.v1.ServiceRef.ports:type_name -> ccm.provider.v1.ServicePort
 	1,  // 4: ccm.provider.v1.ServiceRef.ip_families:type_name -> ccm.provider.v1.IpFamily
 	2,  // 5: ccm.provider.v1.ServiceRef.external_traffic_policy:type_name -> ccm.provider.v1.ExternalTrafficPolicy
 	3,  // 6: ccm.provider.v1.ServiceRef.session_affinity:type_name -> ccm.provider.v1.SessionAffinity
-	0,  // 7: ccm.provider.v1.PortStatus.protocol:type_name -> ccm.provider.v1.Protocol
-	4,  // 8: ccm.provider.v1.LoadBalancerIngress.ip_mode:type_name -> ccm.provider.v1.IpMode
-	7,  // 9: ccm.provider.v1.LoadBalancerIngress.ports:type_name -> ccm.provider.v1.PortStatus
-	8,  // 10: ccm.provider.v1.LoadBalancerStatus.ingress:type_name -> ccm.provider.v1.LoadBalancerIngress
-	31, // 11: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	6,  // 12: ccm.provider.v1.GetLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	9,  // 13: ccm.provider.v1.GetLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	31, // 14: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	6,  // 15: ccm.provider.v1.GetLoadBalancerNameRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	31, // 16: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	6,  // 17: ccm.provider.v1.EnsureLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	32, // 18: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	9,  // 19: ccm.provider.v1.EnsureLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	31, // 20: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	6,  // 21: ccm.provider.v1.UpdateLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	32, // 22: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	31, // 23: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	6,  // 24: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	31, // 25: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	6,  // 26: ccm.provider.v1.UpdateLoadBalancerHostsRequest.services:type_name -> ccm.provider.v1.ServiceRef
-	32, // 27: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	33, // 28: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
-	21, // 29: ccm.provider.v1.UpdateLoadBalancerHostsResponse.results:type_name -> ccm.provider.v1.UpdateLoadBalancerHostsResult
-	31, // 30: ccm.provider.v1.ListLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	24, // 31: ccm.provider.v1.ListLoadBalancersResponse.load_balancers:type_name -> ccm.provider.v1.LoadBalancerSummary
-	31, // 32: ccm.provider.v1.EnsureLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	6,  // 33: ccm.provider.v1.EnsureLoadBalancersRequest.services:type_name -> ccm.provider.v1.ServiceRef
-	32, // 34: ccm.provider.v1.EnsureLoadBalancersRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	9,  // 35: ccm.provider.v1.EnsureLoadBalancersResult.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	33, // 36: ccm.provider.v1.EnsureLoadBalancersResult.error:type_name -> google.rpc.Status
-	27, // 37: ccm.provider.v1.EnsureLoadBalancersResponse.results:type_name -> ccm.provider.v1.EnsureLoadBalancersResult
-	10, // 38: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
-	12, // 39: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
-	14, // 40: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
-	16, // 41: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
-	18, // 42: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
-	20, // 43: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
-	23, // 44: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:input_type -> ccm.provider.v1.ListLoadBalancersRequest
-	26, // 45: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:input_type -> ccm.provider.v1.EnsureLoadBalancersRequest
-	11, // 46: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
-	13, // 47: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
-	15, // 48: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
-	17, // 49: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
-	19, // 50: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
-	22, // 51: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
-	25, // 52: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:output_type -> ccm.provider.v1.ListLoadBalancersResponse
-	28, // 53: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:output_type -> ccm.provider.v1.EnsureLoadBalancersResponse
-	46, // [46:54] is the sub-list for method output_type
-	38, // [38:46] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	33, // 7: ccm.provider.v1.ServiceRef.selector:type_name -> ccm.provider.v1.ServiceRef.SelectorEntry
+	4,  // 8: ccm.provider.v1.ServiceRef.ip_family_policy:type_name -> ccm.provider.v1.IpFamilyPolicy
+	5,  // 9: ccm.provider.v1.ServiceRef.internal_traffic_policy:type_name -> ccm.provider.v1.InternalTrafficPolicy
+	11, // 10: ccm.provider.v1.ServiceRef.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	0,  // 11: ccm.provider.v1.PortStatus.protocol:type_name -> ccm.provider.v1.Protocol
+	6,  // 12: ccm.provider.v1.LoadBalancerIngress.ip_mode:type_name -> ccm.provider.v1.IpMode
+	9,  // 13: ccm.provider.v1.LoadBalancerIngress.ports:type_name -> ccm.provider.v1.PortStatus
+	10, // 14: ccm.provider.v1.LoadBalancerStatus.ingress:type_name -> ccm.provider.v1.LoadBalancerIngress
+	34, // 15: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 16: ccm.provider.v1.GetLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	11, // 17: ccm.provider.v1.GetLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	34, // 18: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 19: ccm.provider.v1.GetLoadBalancerNameRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	34, // 20: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 21: ccm.provider.v1.EnsureLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	35, // 22: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	11, // 23: ccm.provider.v1.EnsureLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	34, // 24: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 25: ccm.provider.v1.UpdateLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	35, // 26: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	34, // 27: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 28: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	34, // 29: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 30: ccm.provider.v1.UpdateLoadBalancerHostsRequest.services:type_name -> ccm.provider.v1.ServiceRef
+	35, // 31: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	36, // 32: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
+	23, // 33: ccm.provider.v1.UpdateLoadBalancerHostsResponse.results:type_name -> ccm.provider.v1.UpdateLoadBalancerHostsResult
+	34, // 34: ccm.provider.v1.ListLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	26, // 35: ccm.provider.v1.ListLoadBalancersResponse.load_balancers:type_name -> ccm.provider.v1.LoadBalancerSummary
+	34, // 36: ccm.provider.v1.EnsureLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 37: ccm.provider.v1.EnsureLoadBalancersRequest.services:type_name -> ccm.provider.v1.ServiceRef
+	35, // 38: ccm.provider.v1.EnsureLoadBalancersRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	11, // 39: ccm.provider.v1.EnsureLoadBalancersResult.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	36, // 40: ccm.provider.v1.EnsureLoadBalancersResult.error:type_name -> google.rpc.Status
+	29, // 41: ccm.provider.v1.EnsureLoadBalancersResponse.results:type_name -> ccm.provider.v1.EnsureLoadBalancersResult
+	12, // 42: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
+	14, // 43: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
+	16, // 44: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
+	18, // 45: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
+	20, // 46: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
+	22, // 47: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
+	25, // 48: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:input_type -> ccm.provider.v1.ListLoadBalancersRequest
+	28, // 49: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:input_type -> ccm.provider.v1.EnsureLoadBalancersRequest
+	13, // 50: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
+	15, // 51: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
+	17, // 52: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
+	19, // 53: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
+	21, // 54: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
+	24, // 55: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
+	27, // 56: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:output_type -> ccm.provider.v1.ListLoadBalancersResponse
+	30, // 57: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:output_type -> ccm.provider.v1.EnsureLoadBalancersResponse
+	50, // [50:58] is the sub-list for method output_type
+	42, // [42:50] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_load_balancers_proto_init() }
@@ -2037,13 +2269,14 @@ func file_ccm_provider_v1_load_balancers_proto_init() {
 		return
 	}
 	file_ccm_provider_v1_common_proto_init()
+	file_ccm_provider_v1_load_balancers_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_v1_load_balancers_proto_rawDesc), len(file_ccm_provider_v1_load_balancers_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   26,
+			NumEnums:      7,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

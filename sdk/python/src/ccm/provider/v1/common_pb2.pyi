@@ -41,7 +41,7 @@ class NodeAddress(_message.Message):
     def __init__(self, type: _Optional[_Union[NodeAddressType, str]] = ..., address: _Optional[str] = ...) -> None: ...
 
 class NodeRef(_message.Message):
-    __slots__ = ("name", "provider_id", "addresses", "labels", "uid", "annotations")
+    __slots__ = ("name", "provider_id", "addresses", "labels", "uid", "annotations", "pod_cidrs", "taints", "unschedulable", "conditions", "node_info")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -62,13 +62,65 @@ class NodeRef(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    POD_CIDRS_FIELD_NUMBER: _ClassVar[int]
+    TAINTS_FIELD_NUMBER: _ClassVar[int]
+    UNSCHEDULABLE_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    NODE_INFO_FIELD_NUMBER: _ClassVar[int]
     name: str
     provider_id: str
     addresses: _containers.RepeatedCompositeFieldContainer[NodeAddress]
     labels: _containers.ScalarMap[str, str]
     uid: str
     annotations: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., provider_id: _Optional[str] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., labels: _Optional[_Mapping[str, str]] = ..., uid: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    pod_cidrs: _containers.RepeatedScalarFieldContainer[str]
+    taints: _containers.RepeatedCompositeFieldContainer[Taint]
+    unschedulable: bool
+    conditions: _containers.RepeatedCompositeFieldContainer[NodeCondition]
+    node_info: NodeSystemInfo
+    def __init__(self, name: _Optional[str] = ..., provider_id: _Optional[str] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., labels: _Optional[_Mapping[str, str]] = ..., uid: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., pod_cidrs: _Optional[_Iterable[str]] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., unschedulable: bool = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ...) -> None: ...
+
+class Taint(_message.Message):
+    __slots__ = ("key", "value", "effect")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    effect: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ...) -> None: ...
+
+class NodeCondition(_message.Message):
+    __slots__ = ("type", "status", "reason")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    reason: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class NodeSystemInfo(_message.Message):
+    __slots__ = ("machine_id", "system_uuid", "boot_id", "kernel_version", "os_image", "container_runtime_version", "kubelet_version", "operating_system", "architecture")
+    MACHINE_ID_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_UUID_FIELD_NUMBER: _ClassVar[int]
+    BOOT_ID_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    OS_IMAGE_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_RUNTIME_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_VERSION_FIELD_NUMBER: _ClassVar[int]
+    OPERATING_SYSTEM_FIELD_NUMBER: _ClassVar[int]
+    ARCHITECTURE_FIELD_NUMBER: _ClassVar[int]
+    machine_id: str
+    system_uuid: str
+    boot_id: str
+    kernel_version: str
+    os_image: str
+    container_runtime_version: str
+    kubelet_version: str
+    operating_system: str
+    architecture: str
+    def __init__(self, machine_id: _Optional[str] = ..., system_uuid: _Optional[str] = ..., boot_id: _Optional[str] = ..., kernel_version: _Optional[str] = ..., os_image: _Optional[str] = ..., container_runtime_version: _Optional[str] = ..., kubelet_version: _Optional[str] = ..., operating_system: _Optional[str] = ..., architecture: _Optional[str] = ...) -> None: ...
 
 class Topology(_message.Message):
     __slots__ = ("segments",)

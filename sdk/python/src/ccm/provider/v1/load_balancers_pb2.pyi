@@ -34,6 +34,19 @@ class SessionAffinity(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SESSION_AFFINITY_NONE: _ClassVar[SessionAffinity]
     SESSION_AFFINITY_CLIENT_IP: _ClassVar[SessionAffinity]
 
+class IpFamilyPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    IP_FAMILY_POLICY_UNSPECIFIED: _ClassVar[IpFamilyPolicy]
+    IP_FAMILY_POLICY_SINGLE_STACK: _ClassVar[IpFamilyPolicy]
+    IP_FAMILY_POLICY_PREFER_DUAL_STACK: _ClassVar[IpFamilyPolicy]
+    IP_FAMILY_POLICY_REQUIRE_DUAL_STACK: _ClassVar[IpFamilyPolicy]
+
+class InternalTrafficPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INTERNAL_TRAFFIC_POLICY_UNSPECIFIED: _ClassVar[InternalTrafficPolicy]
+    INTERNAL_TRAFFIC_POLICY_CLUSTER: _ClassVar[InternalTrafficPolicy]
+    INTERNAL_TRAFFIC_POLICY_LOCAL: _ClassVar[InternalTrafficPolicy]
+
 class IpMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     IP_MODE_UNSPECIFIED: _ClassVar[IpMode]
@@ -52,26 +65,37 @@ EXTERNAL_TRAFFIC_POLICY_LOCAL: ExternalTrafficPolicy
 SESSION_AFFINITY_UNSPECIFIED: SessionAffinity
 SESSION_AFFINITY_NONE: SessionAffinity
 SESSION_AFFINITY_CLIENT_IP: SessionAffinity
+IP_FAMILY_POLICY_UNSPECIFIED: IpFamilyPolicy
+IP_FAMILY_POLICY_SINGLE_STACK: IpFamilyPolicy
+IP_FAMILY_POLICY_PREFER_DUAL_STACK: IpFamilyPolicy
+IP_FAMILY_POLICY_REQUIRE_DUAL_STACK: IpFamilyPolicy
+INTERNAL_TRAFFIC_POLICY_UNSPECIFIED: InternalTrafficPolicy
+INTERNAL_TRAFFIC_POLICY_CLUSTER: InternalTrafficPolicy
+INTERNAL_TRAFFIC_POLICY_LOCAL: InternalTrafficPolicy
 IP_MODE_UNSPECIFIED: IpMode
 IP_MODE_VIP: IpMode
 IP_MODE_PROXY: IpMode
 
 class ServicePort(_message.Message):
-    __slots__ = ("name", "protocol", "port", "node_port", "app_protocol")
+    __slots__ = ("name", "protocol", "port", "node_port", "app_protocol", "target_port", "target_port_name")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     NODE_PORT_FIELD_NUMBER: _ClassVar[int]
     APP_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    TARGET_PORT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_PORT_NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     protocol: Protocol
     port: int
     node_port: int
     app_protocol: str
-    def __init__(self, name: _Optional[str] = ..., protocol: _Optional[_Union[Protocol, str]] = ..., port: _Optional[int] = ..., node_port: _Optional[int] = ..., app_protocol: _Optional[str] = ...) -> None: ...
+    target_port: int
+    target_port_name: str
+    def __init__(self, name: _Optional[str] = ..., protocol: _Optional[_Union[Protocol, str]] = ..., port: _Optional[int] = ..., node_port: _Optional[int] = ..., app_protocol: _Optional[str] = ..., target_port: _Optional[int] = ..., target_port_name: _Optional[str] = ...) -> None: ...
 
 class ServiceRef(_message.Message):
-    __slots__ = ("uid", "namespace", "name", "annotations", "labels", "ports", "load_balancer_ip", "load_balancer_source_ranges", "ip_families", "external_traffic_policy", "health_check_node_port", "session_affinity", "load_balancer_class", "session_affinity_timeout_seconds")
+    __slots__ = ("uid", "namespace", "name", "annotations", "labels", "ports", "load_balancer_ip", "load_balancer_source_ranges", "ip_families", "external_traffic_policy", "health_check_node_port", "session_affinity", "load_balancer_class", "session_affinity_timeout_seconds", "selector", "cluster_ips", "ip_family_policy", "external_ips", "allocate_load_balancer_node_ports", "internal_traffic_policy", "status")
     class AnnotationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +104,13 @@ class ServiceRef(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class SelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +131,13 @@ class ServiceRef(_message.Message):
     SESSION_AFFINITY_FIELD_NUMBER: _ClassVar[int]
     LOAD_BALANCER_CLASS_FIELD_NUMBER: _ClassVar[int]
     SESSION_AFFINITY_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_IPS_FIELD_NUMBER: _ClassVar[int]
+    IP_FAMILY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_IPS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATE_LOAD_BALANCER_NODE_PORTS_FIELD_NUMBER: _ClassVar[int]
+    INTERNAL_TRAFFIC_POLICY_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     uid: str
     namespace: str
     name: str
@@ -114,7 +152,14 @@ class ServiceRef(_message.Message):
     session_affinity: SessionAffinity
     load_balancer_class: str
     session_affinity_timeout_seconds: int
-    def __init__(self, uid: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., load_balancer_ip: _Optional[str] = ..., load_balancer_source_ranges: _Optional[_Iterable[str]] = ..., ip_families: _Optional[_Iterable[_Union[IpFamily, str]]] = ..., external_traffic_policy: _Optional[_Union[ExternalTrafficPolicy, str]] = ..., health_check_node_port: _Optional[int] = ..., session_affinity: _Optional[_Union[SessionAffinity, str]] = ..., load_balancer_class: _Optional[str] = ..., session_affinity_timeout_seconds: _Optional[int] = ...) -> None: ...
+    selector: _containers.ScalarMap[str, str]
+    cluster_ips: _containers.RepeatedScalarFieldContainer[str]
+    ip_family_policy: IpFamilyPolicy
+    external_ips: _containers.RepeatedScalarFieldContainer[str]
+    allocate_load_balancer_node_ports: bool
+    internal_traffic_policy: InternalTrafficPolicy
+    status: LoadBalancerStatus
+    def __init__(self, uid: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., load_balancer_ip: _Optional[str] = ..., load_balancer_source_ranges: _Optional[_Iterable[str]] = ..., ip_families: _Optional[_Iterable[_Union[IpFamily, str]]] = ..., external_traffic_policy: _Optional[_Union[ExternalTrafficPolicy, str]] = ..., health_check_node_port: _Optional[int] = ..., session_affinity: _Optional[_Union[SessionAffinity, str]] = ..., load_balancer_class: _Optional[str] = ..., session_affinity_timeout_seconds: _Optional[int] = ..., selector: _Optional[_Mapping[str, str]] = ..., cluster_ips: _Optional[_Iterable[str]] = ..., ip_family_policy: _Optional[_Union[IpFamilyPolicy, str]] = ..., external_ips: _Optional[_Iterable[str]] = ..., allocate_load_balancer_node_ports: bool = ..., internal_traffic_policy: _Optional[_Union[InternalTrafficPolicy, str]] = ..., status: _Optional[_Union[LoadBalancerStatus, _Mapping]] = ...) -> None: ...
 
 class PortStatus(_message.Message):
     __slots__ = ("port", "protocol", "error")
