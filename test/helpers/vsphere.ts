@@ -5,10 +5,10 @@
  */
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { execa, type ResultPromise } from 'execa';
 import { buildOnce } from './build-once.js';
-import { serviceAccountKubeConfig } from './service-account.js';
+import { providerIdentity } from './provider-identity.js';
 import { cacheRoot, filesUnder, goSdkHash, goSource, GO_BRIDGE_DIR, hashFiles, REPO } from './providers.js';
 
 export const VSPHERE_BRIDGE_DIR = join(REPO, 'plugins', 'vsphere-bridge');
@@ -133,44 +133,10 @@ export function vsphereCloudConfig(sim: Vcsim, secretNamespace: string): string 
   ].join('\n');
 }
 
-/**
- * The vSphere provider's own identity, made in `namespace` (created here):
- * what its Initialize starts, Node informers and Secret informers in that
- * namespace. Returns its kubeconfig.
- */
-export async function vsphereProviderIdentity(admin: KubeConfig, namespace: string): Promise<KubeConfig> {
-  const core = admin.makeApiClient(CoreV1Api);
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  const sa = { namespace, name: 'vsphere-cloud-provider' };
-  const subject = [{ kind: 'ServiceAccount', ...sa }];
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: sa.name } } });
-  await rbac.createClusterRole({
-    body: { metadata: { name: namespace }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }] },
+/** The vSphere provider's own identity in `namespace`: what its Initialize starts, a Node informer and a Secret informer in that namespace. */
+export function vsphereProviderIdentity(admin: KubeConfig, namespace: string): Promise<KubeConfig> {
+  return providerIdentity(admin, namespace, 'vsphere-cloud-provider', {
+    cluster: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }],
+    namespaced: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }],
   });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name: namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: namespace },
-      subjects: subject,
-    },
-  });
-  await rbac.createNamespacedRole({
-    namespace,
-    body: { metadata: { name: 'secrets' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }] },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: { metadata: { name: 'secrets' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'secrets' }, subjects: subject },
-  });
-  return serviceAccountKubeConfig(admin, sa);
-}
-
-/** Removes what vsphereProviderIdentity made. */
-export async function removeVsphereProviderIdentity(admin: KubeConfig, namespace: string): Promise<void> {
-  const core = admin.makeApiClient(CoreV1Api);
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.deleteClusterRoleBinding({ name: namespace }).catch(() => undefined);
-  await rbac.deleteClusterRole({ name: namespace }).catch(() => undefined);
-  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
 }

@@ -19,15 +19,9 @@ import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { runConformance } from '../../../conformance/run.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { createTestNode, hasTaint, readNodeOrUndefined, setReady, testScope, deleteScopedNodes } from '../../helpers/nodes.js';
+import { removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
-import {
-  removeVsphereProviderIdentity,
-  startVcsim,
-  vsphereBinaries,
-  vsphereCloudConfig,
-  vsphereProviderIdentity,
-  type Vcsim,
-} from '../../helpers/vsphere.js';
+import { startVcsim, vsphereBinaries, vsphereCloudConfig, vsphereProviderIdentity, type Vcsim } from '../../helpers/vsphere.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
@@ -126,7 +120,7 @@ for (const mode of MODES) {
       await running?.stop();
       await sim?.stop();
       await deleteScopedNodes(admin.makeApiClient(CoreV1Api), scope.selector);
-      await removeVsphereProviderIdentity(admin, scope.prefix);
+      await removeProviderIdentity(admin, scope.prefix);
     }
   });
 }
@@ -169,7 +163,7 @@ test('the conformance kit against k8s.io/cloud-provider-vsphere through the brid
   } finally {
     await sim.stop();
     await deleteScopedNodes(admin.makeApiClient(CoreV1Api), scope.selector);
-    await removeVsphereProviderIdentity(admin, scope.prefix);
+    await removeProviderIdentity(admin, scope.prefix);
   }
 });
 

@@ -22,15 +22,9 @@ import { ControlPlane } from '../../controlplane/controlplane.js';
 import { freePorts, get } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { createTestNode, deleteScopedNodes, hasTaint, testScope } from '../../helpers/nodes.js';
+import { removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { startProviderHost } from '../../helpers/provider-host.js';
-import {
-  removeVsphereProviderIdentity,
-  startVcsim,
-  vsphereBinaries,
-  vsphereCloudConfig,
-  vsphereProviderIdentity,
-  type VcsimVm,
-} from '../../helpers/vsphere.js';
+import { startVcsim, vsphereBinaries, vsphereCloudConfig, vsphereProviderIdentity, type VcsimVm } from '../../helpers/vsphere.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
@@ -148,6 +142,6 @@ test('node initialization by k8s.io/cloud-provider-vsphere: the host through the
   } finally {
     await sim.stop();
     await deleteScopedNodes(admin.makeApiClient(CoreV1Api), scope.selector);
-    await removeVsphereProviderIdentity(admin, scope.prefix);
+    await removeProviderIdentity(admin, scope.prefix);
   }
 });
