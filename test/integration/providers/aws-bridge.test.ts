@@ -1,0 +1,337 @@
+/**
+ * k8s.io/cloud-provider-aws, unmodified, under the host through the Go
+ * bridge (plugins/aws-bridge, docs/providers/aws.md), in exec mode
+ * (--plugin-path) and in sidecar mode (--plugin-endpoint): the real host,
+ * the real kube-apiserver, the provider as a real process talking to moto
+ * (test/helpers/moto.ts), a local AWS stand-in on 127.0.0.1 that the test
+ * seeds and inspects with boto3 (test/helpers/moto-aws.py).
+ *
+ * Nothing leaves the machine: the cloud config points EC2, ELB and ELBv2 at
+ * moto (ServiceOverride sections, whose Service must be the SDK's exact
+ * ServiceID), IMDS is off (AWS_EC2_METADATA_DISABLED), VPC + SubnetID +
+ * KubernetesClusterID stand in for the metadata of the machine the provider
+ * would run on, and HTTP(S)_PROXY point at a closed loopback port, so any
+ * other AWS endpoint the provider might call fails at once on this machine
+ * (Go never proxies loopback, so moto and the API server are reached).
+ *
+ * The provider's own Kubernetes client (Initialize: events; SetInformers: a
+ * node informer) runs as a ServiceAccount of its own with only those rights,
+ * not as the host's.
+ *
+ * One test per mode, one host each, running the node, node lifecycle and
+ * service controllers against one moto server seeded with a VPC, an internet
+ * gateway, a cluster-tagged subnet and security group, and t3.medium
+ * instances:
+ *   - Nodes with providerID aws:///<az>/<instance id> are initialized with
+ *     the provider's zone, region, instance type and zone-id labels and its
+ *     addresses; a Node without one, named as AWS names nodes (the
+ *     instance's private DNS name), gets its providerID from the provider's
+ *     lookup by name;
+ *   - a LoadBalancer Service gets a classic ELB in moto (ingress: the ELB's
+ *     DNS name) whose instances follow the initialized nodes;
+ *   - a stopped instance gets its Node the shutdown taint; a terminated one
+ *     gets its Node deleted, and leaves the ELB;
+ *   - deleting the Service deletes the ELB.
+ */
+import test, { type ExecutionContext } from 'ava';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
+import { execa } from 'execa';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
+import { startMoto, type Moto } from '../../helpers/moto.js';
+import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
+import { AWS_BRIDGE_DIR, AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
+import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
+const SELECTOR_LABEL = 'ccm-test/aws-bridge';
+const REGION = 'us-east-1';
+const AZ = 'us-east-1a';
+const INSTANCE_TYPE = 't3.medium';
+/** The provider's zone-id label (k8s.io/cloud-provider-aws pkg/providers/v1/well_known_labels.go). */
+const ZONE_ID_LABEL = 'topology.k8s.aws/zone-id';
+/** The ServiceAccount the provider's own client uses (not the host's). */
+const PROVIDER_SA = { namespace: 'kube-system', name: 'ccm-test-aws-provider' } as const;
+
+interface Seeded {
+  vpc: string;
+  subnet: string;
+  securityGroup: string;
+  az: string;
+  zoneId: string;
+  instances: { id: string; privateIp: string; privateDns: string }[];
+}
+
+type Instance = Seeded['instances'][number];
+
+interface MotoElb {
+  name: string;
+  dns: string;
+  instances: string[];
+  ports: [number, number][];
+  tags: Record<string, string>;
+}
+
+/** The provider's RBAC: what its Initialize (events) and its node informer need, nothing else. */
+async function providerKubeconfig(dir: string): Promise<string> {
+  const admin = await testKubeConfig();
+  const role = 'ccm-test:aws-cloud-provider';
+  await applyObjects(admin, [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...PROVIDER_SA } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: role },
+      rules: [
+        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+      ],
+    } as never,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', ...PROVIDER_SA }],
+    } as never,
+  ]);
+  const path = join(dir, 'provider-kubeconfig');
+  await writeFile(path, (await serviceAccountKubeConfig(admin, PROVIDER_SA)).exportConfig(), { mode: 0o600 });
+  return path;
+}
+
+/** The provider's cloud config: every AWS API it uses at moto, the "machine" it runs on given instead of read from IMDS. */
+function cloudConfig(moto: Moto, seeded: Seeded, clusterId: string): string {
+  const override = (n: number, service: string) =>
+    `[ServiceOverride "${n}"]\nService = ${service}\nRegion = ${moto.region}\nURL = ${moto.endpoint}\nSigningRegion = ${moto.region}\n`;
+  return [
+    `[Global]\nRegion = ${moto.region}\nVPC = ${seeded.vpc}\nSubnetID = ${seeded.subnet}\nKubernetesClusterID = ${clusterId}\n`,
+    // The SDK v2 ServiceIDs, case-sensitive: "ec2" would pass validation and override nothing.
+    override(1, 'EC2'),
+    override(2, 'Elastic Load Balancing'),
+    override(3, 'Elastic Load Balancing v2'),
+  ].join('\n');
+}
+
+const initialized = (n: V1Node) => !(n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED);
+
+async function readService(core: CoreV1Api, namespace: string, name: string): Promise<V1Service | undefined> {
+  return core.readNamespacedService({ name, namespace }).catch((err: { code?: number }) => {
+    if (err.code === 404) return undefined;
+    throw err;
+  });
+}
+
+async function nodeGone(core: CoreV1Api, name: string): Promise<boolean> {
+  return core.readNode({ name }).then(
+    () => false,
+    (err: { code?: number }) => err.code === 404,
+  );
+}
+
+/** The provider's log lines: in exec mode the host logs them (source plugin-stderr), a sidecar's go to provider.log. */
+async function providerLog(dir: string, mode: ProviderMode): Promise<string> {
+  if (mode === 'sidecar') return readFile(join(dir, 'provider.log'), 'utf8');
+  const host = await readFile(join(dir, 'host.log'), 'utf8');
+  return host
+    .split('\n')
+    .filter((l) => l.includes('"source":"plugin-stderr"'))
+    .join('\n');
+}
+
+async function run(t: ExecutionContext, mode: ProviderMode): Promise<void> {
+  const prefix = `aws-${mode}-${randomBytes(3).toString('hex')}`;
+  const dir = await mkdtemp(join(tmpdir(), `ccm-${prefix}-`));
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  const moto = await startMoto(dir, REGION);
+  const names: string[] = ['a', 'b', 'c'].map((s) => `${prefix}-${s}`);
+  try {
+    // Each mode its own VPC range, so that the node named by private DNS name differs between the two tests.
+    const net = mode === 'exec' ? 42 : 43;
+    const seeded = await moto.ctl<Seeded>('seed', { cluster: prefix, az: AZ, instances: 4, type: INSTANCE_TYPE, net });
+    const [ia, ib, ic, id] = seeded.instances as [Instance, Instance, Instance, Instance];
+    names.push(id.privateDns);
+    const configPath = join(dir, 'cloud.conf');
+    await writeFile(configPath, cloudConfig(moto, seeded, prefix));
+    const running = await startProviderHost(
+      dir,
+      AWS_CLOUD_PROVIDER,
+      mode,
+      undefined,
+      [
+        '--controllers=cloud-node,cloud-node-lifecycle,service',
+        `--node-selector=${SELECTOR_LABEL}=${prefix}`,
+        `--watch-namespace=${prefix}`,
+        '--node-monitor-period=2s',
+        '--node-status-update-frequency=2s',
+      ],
+      {
+        // The host's --cloud-config is the same file: the bridge checks they agree (bridge.CloudConfigFile).
+        cloudConfigFile: configPath,
+        env: {
+          CLOUD_CONFIG: configPath,
+          KUBECONFIG: await providerKubeconfig(dir),
+          AWS_ACCESS_KEY_ID: 'test',
+          AWS_SECRET_ACCESS_KEY: 'test',
+          AWS_EC2_METADATA_DISABLED: 'true',
+          HTTP_PROXY: 'http://127.0.0.1:9',
+          HTTPS_PROXY: 'http://127.0.0.1:9',
+        },
+      },
+    );
+    try {
+      const identity = running.host.supervisor.identity;
+      t.is(identity?.capabilities.providerName, 'aws');
+      t.regex(identity?.info?.vendorVersion ?? '', /^k8s\.io\/cloud-provider-aws v1\.34\.\d+$/, 'the provider reports the module it was built from');
+
+      // Node initialization, by providerID.
+      const register = (name: string, instanceId?: string) =>
+        core.createNode({
+          body: {
+            metadata: { name, labels: { 'kubernetes.io/hostname': name, [SELECTOR_LABEL]: prefix } },
+            spec: {
+              ...(instanceId ? { providerID: `aws:///${AZ}/${instanceId}` } : {}),
+              taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }],
+            },
+          },
+        });
+      const waitInitialized = (name: string) =>
+        waitFor(
+          async () => {
+            const n = await core.readNode({ name });
+            return initialized(n) ? n : undefined;
+          },
+          { what: `node ${name} initialized by the AWS provider (${mode})`, timeoutMs: 120_000, log: join(dir, 'host.log') },
+        );
+      await register(names[0]!, ia.id);
+      await register(names[1]!, ib.id);
+      await register(id.privateDns); // no providerID: the provider finds the instance by its private DNS name
+      for (const [name, inst] of [
+        [names[0]!, ia],
+        [names[1]!, ib],
+        [id.privateDns, id],
+      ] as const) {
+        const node = await waitInitialized(name);
+        const labels = node.metadata?.labels ?? {};
+        t.is(labels['topology.kubernetes.io/zone'], AZ);
+        t.is(labels['topology.kubernetes.io/region'], REGION);
+        t.is(labels['node.kubernetes.io/instance-type'], INSTANCE_TYPE);
+        if (seeded.zoneId) t.is(labels[ZONE_ID_LABEL], seeded.zoneId, "the provider's additional label, from DescribeAvailabilityZones");
+        t.is(node.spec?.providerID, `aws:///${AZ}/${inst.id}`, name === id.privateDns ? 'found by name (InstanceID), as upstream sets it' : 'kept');
+        const addrs = await waitFor(
+          async () => {
+            const a = (await core.readNode({ name })).status?.addresses ?? [];
+            return a.some((x) => x.type === 'InternalIP') ? a : undefined;
+          },
+          { what: `addresses of ${name}` },
+        );
+        t.true(
+          addrs.some((a) => a.type === 'InternalIP' && a.address === inst.privateIp),
+          JSON.stringify(addrs),
+        );
+        t.true(
+          addrs.some((a) => a.type === 'InternalDNS' && a.address === inst.privateDns),
+          JSON.stringify(addrs),
+        );
+      }
+
+      // A LoadBalancer Service: a classic ELB in moto, on the initialized nodes' instances.
+      await ensureNamespace(core, prefix);
+      const created = await core.createNamespacedService({ namespace: prefix, body: lbService('web', prefix, [{ port: 80 }]) });
+      const uid = created.metadata!.uid!;
+      const elbName = `a${uid.replaceAll('-', '')}`.slice(0, 32);
+      const svc = await waitFor(
+        async () => {
+          const s = await readService(core, prefix, 'web');
+          return s?.status?.loadBalancer?.ingress?.[0]?.hostname ? s : undefined;
+        },
+        { what: `ingress of web (${mode})`, timeoutMs: 180_000, log: join(dir, 'host.log') },
+      );
+      t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
+      const elbs = () => moto.ctl<{ loadBalancers: MotoElb[] }>('describe-elbs').then((r) => r.loadBalancers);
+      const elb = (await elbs()).find((l) => l.name === elbName);
+      t.truthy(elb, `moto holds the ELB ${elbName}`);
+      t.is(svc.status!.loadBalancer!.ingress![0]!.hostname, elb!.dns, "the ingress is the ELB's DNS name");
+      t.deepEqual(elb!.ports, [[80, svc.spec!.ports![0]!.nodePort!]], 'listener: the service port to its nodePort');
+      t.is(elb!.tags[`kubernetes.io/cluster/${prefix}`], 'owned');
+      const backends = (ids: string[]) =>
+        waitFor(async () => ((await elbs()).find((l) => l.name === elbName)?.instances.join(',') === [...ids].sort().join(',') ? true : undefined), {
+          what: `ELB instances ${ids.join(',')} (${mode})`,
+          timeoutMs: 120_000,
+          log: join(dir, 'host.log'),
+        });
+      await backends([ia.id, ib.id, id.id]);
+
+      // A new node joins the ELB once initialized.
+      await register(names[2]!, ic.id);
+      await waitInitialized(names[2]!);
+      await backends([ia.id, ib.id, ic.id, id.id]);
+
+      // A stopped instance: its (kubelet-less, so not Ready) Node gets the shutdown taint.
+      await moto.ctl('stop-instances', { ids: [ib.id] });
+      await waitFor(async () => ((await core.readNode({ name: names[1]! })).spec?.taints ?? []).some((x) => x.key === SHUTDOWN), {
+        what: `shutdown taint on ${names[1]} (${mode})`,
+        timeoutMs: 120_000,
+        log: join(dir, 'host.log'),
+      });
+
+      // A terminated instance: its Node is deleted, and the ELB deregisters it.
+      await moto.ctl('terminate-instances', { ids: [ic.id] });
+      await waitFor(() => nodeGone(core, names[2]!), { what: `node ${names[2]} deleted (${mode})`, timeoutMs: 120_000, log: join(dir, 'host.log') });
+      await backends([ia.id, ib.id, id.id]);
+
+      // Delete: the ELB goes with the Service.
+      await core.deleteNamespacedService({ name: 'web', namespace: prefix });
+      await waitFor(async () => (await readService(core, prefix, 'web')) === undefined, {
+        what: 'Service web gone (finalizer removed)',
+        timeoutMs: 120_000,
+        log: join(dir, 'host.log'),
+      });
+      t.false(
+        (await elbs()).some((l) => l.name === elbName),
+        'no ELB left in moto once the Service is gone',
+      );
+      t.true((await serviceEvents(core, svc)).some((e) => e.reason === 'DeletedLoadBalancer'));
+
+      // What the provider logged: its own client reached the API server with
+      // the rights it has, and no AWS request went anywhere but moto (one
+      // would have met the closed proxy port).
+      const log = await providerLog(dir, mode);
+      t.regex(log, /cluster version: v1\.34\./, "Initialize's client (the provider's ServiceAccount) reached the API server");
+      t.regex(log, /Setting up informers for Cloud/, 'the bridge gave the cloud its informers');
+      t.notRegex(log, /proxyconnect|127\.0\.0\.1:9\b/, 'no request to an AWS endpoint other than moto');
+      t.notRegex(log, /forbidden/i);
+      t.notRegex(await readFile(join(dir, 'host.log'), 'utf8'), /plugin configuration warning/, "the host's --cloud-config is the provider's file");
+    } finally {
+      await running.stop();
+    }
+  } finally {
+    for (const name of names) await core.deleteNode({ name }).catch(() => undefined);
+    await core.deleteNamespace({ name: prefix }).catch(() => undefined);
+    await moto.stop();
+  }
+}
+
+test('plugins/aws-bridge: go vet passes, and k8s.io/cloud-provider-aws comes from the module proxy as go.mod pins it, not replaced', async (t) => {
+  const vet = await execa('go', ['vet', './...'], { cwd: AWS_BRIDGE_DIR, reject: false, all: true });
+  t.is(vet.exitCode, 0, vet.all);
+  const list = await execa('go', ['list', '-m', '-f', '{{.Path}} {{.Version}} {{.Replace}}', 'k8s.io/cloud-provider-aws', 'k8s.io/cloud-provider'], {
+    cwd: AWS_BRIDGE_DIR,
+  });
+  const [aws, upstream] = list.stdout.split('\n');
+  t.regex(aws ?? '', /^k8s\.io\/cloud-provider-aws v1\.34\.\d+ <nil>$/);
+  t.is(upstream, `k8s.io/cloud-provider v0.34.4 <nil>`, "the bridge's k8s.io/cloud-provider (bridge.UpstreamVersion)");
+});
+
+for (const mode of ['exec', 'sidecar'] as const) {
+  test(`k8s.io/cloud-provider-aws through the bridge, ${mode} mode: node initialization, lifecycle and a classic ELB on moto`, async (t) => {
+    t.timeout(360_000);
+    await run(t, mode);
+  });
+}
