@@ -14,10 +14,11 @@ provider's describe-instance batcher sends such requests when two lookups of
 one instance meet in a batch; it then falls back to one request per id, so
 this only saves retries and error lines.
 
-Nothing of moto is changed on disk: the backend's create_load_balancer is
-wrapped in this process only.
+Nothing of moto is changed on disk: the backends' methods are wrapped in
+this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
 """
 
+import os
 import sys
 
 from moto.ec2.models import instances as ec2_instances
@@ -36,8 +37,6 @@ def create_load_balancer(self, *args, **kwargs):
     return lb
 
 
-models.ELBBackend.create_load_balancer = create_load_balancer
-
 _by_ids = ec2_instances.InstanceBackend.get_reservations_by_instance_ids
 
 
@@ -45,7 +44,9 @@ def get_reservations_by_instance_ids(self, instance_ids, filters=None):
     return _by_ids(self, list(dict.fromkeys(instance_ids)), filters=filters)
 
 
-ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
+if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
+    models.ELBBackend.create_load_balancer = create_load_balancer
+    ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -61,18 +61,23 @@ function cleanEnv(): Record<string, string> {
   return env;
 }
 
+export interface MotoOptions {
+  /** The fixes of moto-server.py (default true); false: moto as it is, e.g. to see what a provider does on its differences. */
+  fidelityFixes?: boolean;
+}
+
 /**
  * Starts a moto server for `region` on 127.0.0.1 (a free port; retried
  * when another process took it first). Its log goes to `<dir>/moto.log`.
  */
-export async function startMoto(dir: string, region = 'us-east-1'): Promise<Moto> {
+export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOptions = {}): Promise<Moto> {
   const python = await motoPython();
   const log = join(dir, 'moto.log');
   for (let attempt = 1; ; attempt++) {
     const [port] = (await freePorts(1)) as [number];
     const endpoint = `http://127.0.0.1:${port}`;
     const child: ResultPromise = execa(python, [SERVER, '-H', '127.0.0.1', '-p', String(port)], {
-      env: cleanEnv(),
+      env: { ...cleanEnv(), ...(opts.fidelityFixes === false ? { CCM_TEST_MOTO_AS_IS: '1' } : {}) },
       extendEnv: false,
       stdin: 'ignore',
       stdout: { file: log, append: true },
