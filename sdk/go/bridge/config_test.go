@@ -95,7 +95,7 @@ func TestLaunchedAsProvider(t *testing.T) {
 		want bool
 	}{
 		{"exec mode", map[string]string{ccmsdk.MagicCookieKey: ccmsdk.MagicCookieValue}, nil, true},
-		{"sidecar by env", map[string]string{ccmsdk.EnvSidecarEndpoint: "unix:///p.sock"}, nil, true},
+		{"a provider's client (CCM_PROVIDER_ENDPOINT only)", map[string]string{ccmsdk.EnvSidecarEndpoint: "unix:///p.sock"}, nil, false},
 		{"sidecar by flag", nil, []string{"--endpoint=unix:///p.sock"}, true},
 		{"a wrong cookie", map[string]string{ccmsdk.MagicCookieKey: "x"}, nil, false},
 		{"another program", nil, []string{"--cloud-provider=grpc", "--v=2"}, false},

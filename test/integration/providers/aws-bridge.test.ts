@@ -362,6 +362,9 @@ async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
   t.regex(log, /Setting up informers for Cloud/, 'the bridge gave the cloud its informers');
   t.notRegex(log, /proxyconnect|127\.0\.0\.1:9\b/, 'no request to an AWS endpoint other than moto');
   t.notRegex(log, /forbidden/i);
+  // Structured: klog's lines (the provider's own logging) arrive as the SDK's JSON lines, none in klog's text format.
+  t.regex(log, /"component":"klog"/);
+  t.notRegex(log, /^[IWEF]\d{4} \d\d:\d\d|"msg":"[IWEF]\d{4} \d\d:\d\d/m, "no line in klog's text format");
   t.notRegex(await readFile(join(dir, 'host.log'), 'utf8'), /plugin configuration warning/, "the host's --cloud-config is the provider's file");
 }
 
