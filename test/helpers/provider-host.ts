@@ -25,11 +25,24 @@ export interface ProviderHost {
   stop(): Promise<void>;
 }
 
+export interface ProviderHostOptions {
+  /**
+   * The provider's own environment, and nothing else of the test process's:
+   * in exec mode as --plugin-env flags, in sidecar mode as the sidecar's
+   * whole environment. Unset: exec mode passes none, a sidecar inherits the
+   * test process's environment plus CCM_PROVIDER_TEST_HOOKS=1. With env, a
+   * sidecar's log goes to `<dir>/provider.log` (in exec mode the host logs
+   * the provider's lines in `<dir>/host.log`).
+   */
+  env?: Record<string, string>;
+  /** Pass this file with --cloud-config as it is, instead of writing `cloudConfig` (ignored then) as JSON. */
+  cloudConfigFile?: string;
+}
+
 /**
  * Starts `provider` in `mode` and a host using it. `cloudConfig` is written
- * to `<dir>/cloud.json` and passed with --cloud-config; `args` are extra flags.
- * `pluginEnv` reaches the provider: --plugin-env in exec mode, its
- * environment in sidecar mode.
+ * to `<dir>/cloud.json` and passed with --cloud-config (unless
+ * opts.cloudConfigFile names the file to pass); `args` are extra flags.
  */
 export async function startProviderHost(
   dir: string,
@@ -37,17 +50,24 @@ export async function startProviderHost(
   mode: ProviderMode,
   cloudConfig: unknown,
   args: string[],
-  pluginEnv: Record<string, string> = {},
+  opts: ProviderHostOptions = {},
 ): Promise<ProviderHost> {
-  const configPath = join(dir, 'cloud.json');
-  await writeFile(configPath, JSON.stringify(cloudConfig));
+  let configPath = opts.cloudConfigFile;
+  if (!configPath) {
+    configPath = join(dir, 'cloud.json');
+    await writeFile(configPath, JSON.stringify(cloudConfig));
+  }
   const executable = await provider.executable(dir);
-  const sidecar = mode === 'sidecar' ? await startSidecar(executable, dir, { CCM_PROVIDER_TEST_HOOKS: '1', ...pluginEnv }) : undefined;
+  const sidecar =
+    mode !== 'sidecar'
+      ? undefined
+      : opts.env
+        ? await startSidecar(executable, dir, opts.env, { inheritEnv: false, logPath: join(dir, 'provider.log') })
+        : await startSidecar(executable, dir, { CCM_PROVIDER_TEST_HOOKS: '1' });
+  const pluginEnv = mode === 'exec' ? Object.entries(opts.env ?? {}).map(([k, v]) => `--plugin-env=${k}=${v}`) : [];
   const parsed = parseHostArgs([
     `--cloud-provider=${provider.name}`,
-    ...(sidecar
-      ? [`--plugin-endpoint=${sidecar.endpoint}`]
-      : [`--plugin-path=${executable}`, ...Object.entries(pluginEnv).map(([k, v]) => `--plugin-env=${k}=${v}`)]),
+    sidecar ? `--plugin-endpoint=${sidecar.endpoint}` : `--plugin-path=${executable}`,
     `--cloud-config=${configPath}`,
     '--cluster-name=test',
     '--secure-port=0',
@@ -55,6 +75,7 @@ export async function startProviderHost(
     '-v=2',
     // No election on the shared default Lease (kube-system/cloud-controller-manager): other files' hosts run at the same time.
     '--leader-elect=false',
+    ...pluginEnv,
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);

@@ -6,6 +6,8 @@
  *     (sdk/python installed into it; plugins/python runs on it)
  *   ~/.cache/ccm-host/providers/fake-<source hash>/ccm-provider-fake (upstream's
  *     k8s.io/cloud-provider/fake behind the bridge, sdk/go/bridge/example/fake)
+ *   ~/.cache/ccm-host/providers/aws-<source hash>/ccm-provider-aws
+ *     (k8s.io/cloud-provider-aws behind the bridge, plugins/aws-bridge)
  * Go modules come from the Go module proxy, Python packages from PyPI. A
  * directory lock keeps parallel test files from building the same thing twice.
  */
@@ -16,6 +18,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { buildOnce } from './build-once.js';
+import { motoPython } from './moto.js';
 
 /** The repository root (dist/test/helpers → ../../..). */
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
@@ -27,6 +30,8 @@ export const PYTHON_DIR = join(REPO, 'plugins', 'python');
 export const PYTHON_SDK_DIR = join(REPO, 'sdk', 'python');
 /** The cloudprovider.Interface bridge (sdk/go/bridge), its own module next to the SDK it replaces with ../. */
 export const GO_BRIDGE_DIR = join(GO_SDK_DIR, 'bridge');
+/** k8s.io/cloud-provider-aws through the bridge (plugins/aws-bridge), its own module replacing the bridge and the SDK. */
+export const AWS_BRIDGE_DIR = join(REPO, 'plugins', 'aws-bridge');
 
 /** Where built providers are cached, outside the repository, keyed by source hash. */
 export function cacheRoot(): string {
@@ -104,6 +109,37 @@ export function fakeCloudBinary(): Promise<string> {
   })());
 }
 
+let awsBinary: Promise<string> | undefined;
+
+/**
+ * Path of ccm-provider-aws: k8s.io/cloud-provider-aws (the version of
+ * plugins/aws-bridge/go.mod), unmodified, served by the bridge. Built on
+ * first use (cold: a few minutes on 2 cores, the AWS SDK is large); the
+ * cache key covers plugins/aws-bridge (its go.sum pins the provider and
+ * every dependency), the bridge module, the SDK and the Go version. `say`
+ * gets progress lines while it builds.
+ */
+export function awsCloudBinary(say: (line: string) => void = () => undefined): Promise<string> {
+  return (awsBinary ??= (async () => {
+    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
+    const bridgeHash = await hashFiles(GO_BRIDGE_DIR, await filesUnder(GO_BRIDGE_DIR, goSource), `${goVersion}\0${await goSdkHash(goVersion)}`);
+    const files = await filesUnder(AWS_BRIDGE_DIR, goSource);
+    const dir = join(cacheRoot(), `aws-${await hashFiles(AWS_BRIDGE_DIR, files, `${goVersion}\0${bridgeHash}`)}`);
+    await buildOnce(dir, async (tmp) => {
+      const t0 = Date.now();
+      say(`building ccm-provider-aws (k8s.io/cloud-provider-aws through the bridge) into ${dir}; the first build takes minutes`);
+      const tick = setInterval(() => say(`still building ccm-provider-aws (${Math.round((Date.now() - t0) / 1000)} s elapsed)`), 30_000);
+      try {
+        await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-aws'), '.'], { cwd: AWS_BRIDGE_DIR });
+      } finally {
+        clearInterval(tick);
+      }
+      say(`ccm-provider-aws built in ${Math.round((Date.now() - t0) / 1000)} s`);
+    });
+    return join(dir, 'ccm-provider-aws');
+  })());
+}
+
 let venvPython: Promise<string> | undefined;
 
 /** Whether `rel` (a path inside sdk/python) is part of what pip installs, or pins what it installs. */
@@ -154,7 +190,7 @@ export async function pythonProviderLauncher(dir: string): Promise<string> {
 /** A provider under test: how to run it and what it calls itself. */
 export interface ProviderUnderTest {
   /** --cloud-provider and providerID prefix. */
-  name: 'memgo' | 'mempy' | 'fake';
+  name: 'memgo' | 'mempy' | 'fake' | 'aws';
   /** An executable for --plugin-path (exec) or to start as a sidecar. */
   executable(dir: string): Promise<string>;
 }
@@ -163,6 +199,8 @@ export const GO_PROVIDER: ProviderUnderTest = { name: 'memgo', executable: () =>
 export const PYTHON_PROVIDER: ProviderUnderTest = { name: 'mempy', executable: (dir) => pythonProviderLauncher(dir) };
 /** Upstream's fake cloud through the bridge; its providerIDs are fake://<node name>. */
 export const FAKE_CLOUD_PROVIDER: ProviderUnderTest = { name: 'fake', executable: () => fakeCloudBinary() };
+/** k8s.io/cloud-provider-aws through the bridge; its providerIDs are aws:///<zone>/<instance id>. */
+export const AWS_CLOUD_PROVIDER: ProviderUnderTest = { name: 'aws', executable: () => awsCloudBinary() };
 
 /**
  * Builds the providers before the tests start (the test runner calls this),
@@ -171,7 +209,11 @@ export const FAKE_CLOUD_PROVIDER: ProviderUnderTest = { name: 'fake', executable
  */
 export async function prepareTestProviders(say: (line: string) => void): Promise<void> {
   const t0 = Date.now();
-  say('building the Go provider, the fake cloud through the bridge and the Python provider venv if needed (first run: Go proxy and PyPI)');
+  say(
+    'building the Go provider, the fake cloud and the AWS provider through the bridge, the Python provider venv and the moto venv if needed (first run: Go proxy and PyPI)',
+  );
   const [go, fake, py] = await Promise.all([goProviderBinary(), fakeCloudBinary(), pythonProviderInterpreter()]);
-  say(`providers ready in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${go}, ${fake}, ${py}`);
+  // After the others: the largest Go build, on its own so the two cores are not split three ways.
+  const [aws, moto] = await Promise.all([awsCloudBinary(say), motoPython(say)]);
+  say(`providers ready in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${go}, ${fake}, ${py}, ${aws}, ${moto}`);
 }

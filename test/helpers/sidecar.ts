@@ -4,6 +4,7 @@
  * once the socket accepts connections.
  */
 import { join } from 'node:path';
+import { createWriteStream } from 'node:fs';
 import { connect } from 'node:net';
 import { execa, type ResultPromise } from 'execa';
 import { waitFor } from './wait.js';
@@ -26,12 +27,25 @@ export function answers(path: string): Promise<boolean> {
   });
 }
 
+export interface SidecarOptions {
+  /**
+   * Whether the sidecar also gets the test process's environment (default
+   * true). False: only `env`, as a container gets only what its spec sets and
+   * as exec mode passes only --plugin-env (e.g. no AWS settings or proxies of
+   * the machine reach a provider that reads them).
+   */
+  inheritEnv?: boolean;
+  /** Also append the sidecar's stderr (its log) to this file, for assertions and post-mortems. */
+  logPath?: string;
+}
+
 /** Starts `executable` as a sidecar listening in `dir`; `env` entries are NAME=VALUE. */
-export async function startSidecar(executable: string, dir: string, env: Record<string, string> = {}): Promise<Sidecar> {
+export async function startSidecar(executable: string, dir: string, env: Record<string, string> = {}, opts: SidecarOptions = {}): Promise<Sidecar> {
   const socketPath = join(dir, 'provider.sock');
   const endpoint = `unix://${socketPath}`;
-  const { CCM_PLUGIN_MAGIC_COOKIE: _cookie, ...inherited } = process.env;
+  const { CCM_PLUGIN_MAGIC_COOKIE: _cookie, ...all } = process.env;
   void _cookie;
+  const inherited = opts.inheritEnv === false ? {} : all;
   const child: ResultPromise = execa(executable, [`--endpoint=${endpoint}`], {
     env: { ...inherited, ...env },
     extendEnv: false,
@@ -43,6 +57,7 @@ export async function startSidecar(executable: string, dir: string, env: Record<
   });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  if (opts.logPath) child.stderr?.pipe(createWriteStream(opts.logPath, { flags: 'a' }));
   try {
     await waitFor(() => answers(socketPath), { what: `sidecar socket ${socketPath}`, timeoutMs: 60_000, intervalMs: 100 });
   } catch (err) {

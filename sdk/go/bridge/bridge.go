@@ -105,6 +105,7 @@ func New(cloud cloudprovider.Interface, opts Options) (*Provider, error) {
 	if p.log == nil {
 		p.log = ccmsdk.NewLogger(cloud.ProviderName(), nil, nil)
 	}
+	routeKlog(p.log)
 	return p, nil
 }
 

@@ -36,8 +36,12 @@ import { waitFor } from '../../helpers/wait.js';
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SELECTOR_LABEL = 'ccm-test/provider-scenario';
 const EXCLUDE_FROM_LBS = 'node.kubernetes.io/exclude-from-external-load-balancers';
-/** Each provider's load balancer address pool (plugins/go/loadbalancers.go, plugins/python/mempy/cloud.py). */
-const LB_POOL: Record<ProviderUnderTest['name'], RegExp> = { memgo: /^203\.0\.113\./, mempy: /^198\.51\.100\./, fake: /^192\.0\.2\.10$/ };
+/** Each provider's load balancer address pool (plugins/go/loadbalancers.go, plugins/python/mempy/cloud.py); aws has tests of its own (aws-bridge.test.ts). */
+const LB_POOL: Record<Exclude<ProviderUnderTest['name'], 'aws'>, RegExp> = {
+  memgo: /^203\.0\.113\./,
+  mempy: /^198\.51\.100\./,
+  fake: /^192\.0\.2\.10$/,
+};
 /** What the fake cloud answers for every machine (sdk/go/bridge/example/fake/main.go). */
 const FAKE = { zone: 'fake-zone-a', region: 'fake-region-1', type: 'fake-standard-2', internalIp: '10.240.0.10' };
 
@@ -294,7 +298,7 @@ const SCENARIOS: Scenario[] = [
         t.true(svc.metadata!.finalizers!.includes(LB_FINALIZER));
         const ingress = svc.status!.loadBalancer!.ingress!;
         t.is(ingress.length, 1);
-        t.regex(ingress[0]!.ip!, LB_POOL[c.provider.name]);
+        t.regex(ingress[0]!.ip!, LB_POOL[c.provider.name as keyof typeof LB_POOL]);
         t.is(ingress[0]!.ipMode, 'VIP');
 
         // The cloud side: the provider holds the load balancer, on the
@@ -545,7 +549,12 @@ for (const [provider, scenarios] of [
             '--node-status-update-frequency=2s',
             ...(scenario.flags?.(prefix) ?? []),
           ],
-          provider === FAKE_CLOUD_PROVIDER ? { FAKE_CLOUD_RECORD_FILE: fakeRecordPath(dir) } : {},
+          // The fake cloud records what its EnsureLoadBalancer received (a sidecar given env gets only that env, so hooks are named too).
+          provider === FAKE_CLOUD_PROVIDER && mode === 'sidecar'
+            ? { env: { FAKE_CLOUD_RECORD_FILE: fakeRecordPath(dir), CCM_PROVIDER_TEST_HOOKS: '1' } }
+            : provider === FAKE_CLOUD_PROVIDER
+              ? { env: { FAKE_CLOUD_RECORD_FILE: fakeRecordPath(dir) } }
+              : {},
         );
         try {
           t.is(running.host.supervisor.identity?.capabilities.providerName, provider.name);

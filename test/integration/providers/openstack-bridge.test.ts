@@ -88,7 +88,7 @@ for (const mode of MODES) {
         mode,
         {},
         ['--controllers=cloud-node,cloud-node-lifecycle,service,route', `--node-selector=${scope.selector}`],
-        await providerEnv(admin, dir, scope.prefix, standin),
+        { env: await providerEnv(admin, dir, scope.prefix, standin) },
       );
 
       for (const s of [keep, stop, gone]) {

@@ -76,7 +76,7 @@ for (const mode of MODES) {
         mode,
         {},
         ['--controllers=cloud-node,cloud-node-lifecycle,service', `--node-selector=${scope.selector}`],
-        { VSPHERE_CLOUD_CONFIG: cloudConfig, KUBECONFIG: kubeconfig },
+        { env: { VSPHERE_CLOUD_CONFIG: cloudConfig, KUBECONFIG: kubeconfig } },
       );
 
       for (const vm of [keep, stop, gone]) {

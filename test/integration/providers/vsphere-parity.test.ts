@@ -128,7 +128,7 @@ test('node initialization by k8s.io/cloud-provider-vsphere: the host through the
       'exec',
       {},
       ['--controllers=cloud-node', `--node-selector=${scope.selector}`],
-      { VSPHERE_CLOUD_CONFIG: cloudConfig, KUBECONFIG: kubeconfig },
+      { env: { VSPHERE_CLOUD_CONFIG: cloudConfig, KUBECONFIG: kubeconfig } },
     );
     let ours: Record<string, NodeView>;
     try {

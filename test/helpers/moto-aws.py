@@ -1,0 +1,115 @@
+"""Drives a local moto server (the AWS stand-in of test/helpers/moto.ts) with boto3.
+
+    python moto-aws.py <endpoint> <region> <command> [json argument]
+
+Prints one JSON document on stdout. Commands:
+  seed {"cluster": id, "az": az, "instances": n, "type": t, "net": k}
+      a VPC 10.<k>.0.0/16 (private DNS names ip-10-<k>-1-<n>.ec2.internal), an internet gateway with a 0.0.0.0/0 route in the VPC's main
+      route table, one subnet in az tagged kubernetes.io/cluster/<id>=owned
+      and kubernetes.io/role/elb=1, and n running instances of type t in it
+      with the cluster tag, in a security group with the cluster tag.
+      -> {"vpc", "subnet", "securityGroup", "az", "zoneId", "instances": [{"id", "privateIp", "privateDns"}]}
+  run-instances {"cluster", "subnet", "securityGroup", "count", "type"} -> {"instances": [...]}
+  stop-instances / start-instances / terminate-instances {"ids": [...]} -> {}
+  describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {}}]}
+  security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
+
+Only the endpoint given is contacted (credentials are the dummy test/test).
+"""
+
+import json
+import sys
+
+import boto3
+
+
+def clients(endpoint, region):
+    kw = dict(endpoint_url=endpoint, region_name=region, aws_access_key_id="test", aws_secret_access_key="test")
+    return boto3.client("ec2", **kw), boto3.client("elb", **kw)
+
+
+def instance_view(i):
+    return {"id": i["InstanceId"], "privateIp": i.get("PrivateIpAddress", ""), "privateDns": i.get("PrivateDnsName", "")}
+
+
+def run_instances(ec2, cluster, subnet, group, count, itype):
+    res = ec2.run_instances(
+        ImageId="ami-12c6146b",  # one of moto's built-in AMIs
+        InstanceType=itype,
+        MinCount=count,
+        MaxCount=count,
+        SubnetId=subnet,
+        SecurityGroupIds=[group],
+        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}]}],
+    )
+    return [instance_view(i) for i in res["Instances"]]
+
+
+def seed(ec2, arg):
+    cluster, az = arg["cluster"], arg["az"]
+    net = int(arg.get("net", 42))
+    vpc = ec2.create_vpc(CidrBlock=f"10.{net}.0.0/16")["Vpc"]["VpcId"]
+    igw = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc)
+    main = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}, {"Name": "association.main", "Values": ["true"]}])
+    rtb = main["RouteTables"][0]["RouteTableId"]
+    ec2.create_route(RouteTableId=rtb, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw)
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.{net}.1.0/24", AvailabilityZone=az)["Subnet"]["SubnetId"]
+    ec2.create_tags(
+        Resources=[vpc, subnet, rtb],
+        Tags=[{"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}, {"Key": "kubernetes.io/role/elb", "Value": "1"}],
+    )
+    # The nodes' security group, tagged as the cluster's: the load balancer code opens it to the ELB's own group.
+    group = ec2.create_security_group(VpcId=vpc, GroupName=f"{cluster}-nodes", Description="nodes")["GroupId"]
+    ec2.create_tags(Resources=[group], Tags=[{"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}])
+    zones = ec2.describe_availability_zones(ZoneNames=[az])["AvailabilityZones"]
+    zone_id = zones[0].get("ZoneId", "") if zones else ""
+    instances = run_instances(ec2, cluster, subnet, group, arg["instances"], arg["type"])
+    return {"vpc": vpc, "subnet": subnet, "securityGroup": group, "az": az, "zoneId": zone_id, "instances": instances}
+
+
+def describe_elbs(elb):
+    out = []
+    for lb in elb.describe_load_balancers()["LoadBalancerDescriptions"]:
+        tags = elb.describe_tags(LoadBalancerNames=[lb["LoadBalancerName"]])["TagDescriptions"]
+        out.append(
+            {
+                "name": lb["LoadBalancerName"],
+                "dns": lb.get("DNSName", ""),
+                "instances": sorted(i["InstanceId"] for i in lb.get("Instances", [])),
+                "ports": sorted([l["Listener"]["LoadBalancerPort"], l["Listener"]["InstancePort"]] for l in lb.get("ListenerDescriptions", [])),
+                "tags": {t["Key"]: t["Value"] for d in tags for t in d.get("Tags", [])},
+            }
+        )
+    return {"loadBalancers": out}
+
+
+def main():
+    endpoint, region, command = sys.argv[1:4]
+    arg = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    ec2, elb = clients(endpoint, region)
+    if command == "seed":
+        out = seed(ec2, arg)
+    elif command == "run-instances":
+        out = {"instances": run_instances(ec2, arg["cluster"], arg["subnet"], arg["securityGroup"], arg["count"], arg["type"])}
+    elif command == "stop-instances":
+        ec2.stop_instances(InstanceIds=arg["ids"])
+        out = {}
+    elif command == "start-instances":
+        ec2.start_instances(InstanceIds=arg["ids"])
+        out = {}
+    elif command == "terminate-instances":
+        ec2.terminate_instances(InstanceIds=arg["ids"])
+        out = {}
+    elif command == "describe-elbs":
+        out = describe_elbs(elb)
+    elif command == "security-groups":
+        groups = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [arg["vpc"]]}])["SecurityGroups"]
+        out = {"groups": [{"id": g["GroupId"], "name": g["GroupName"]} for g in groups]}
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+/**
+ * moto (https://github.com/getmoto/moto), a local stand-in for the AWS APIs,
+ * as a real server process for tests of k8s.io/cloud-provider-aws through
+ * the bridge (test/integration/providers/aws-bridge.test.ts):
+ *   ~/.cache/ccm-host/providers/moto-<version>-<hash of the Python version and the pin>/venv
+ *     (`moto[server]` from PyPI at MOTO_VERSION, with boto3, which it depends on)
+ * startMoto runs moto's server (through test/helpers/moto-server.py, which
+ * gives new classic load balancers AWS's default health check, as AWS does
+ * and moto does not) on 127.0.0.1 on a free port; one server serves EC2, ELB
+ * and ELBv2 (it dispatches on the SigV4 service of each request). test/helpers/moto-aws.py drives it with boto3 (seeding,
+ * stopping and terminating instances, describing load balancers).
+ */
+import { createHash } from 'node:crypto';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa, type ResultPromise } from 'execa';
+import { freePorts, get } from '../controlplane/probe.js';
+import { buildOnce } from './build-once.js';
+import { waitFor } from './wait.js';
+
+export const MOTO_VERSION = '5.2.5';
+const MOTO_REQUIREMENT = `moto[server]==${MOTO_VERSION}`;
+const SCRIPT = fileURLToPath(new URL('../../../test/helpers/moto-aws.py', import.meta.url));
+const SERVER = fileURLToPath(new URL('../../../test/helpers/moto-server.py', import.meta.url));
+
+let venv: Promise<string> | undefined;
+
+/** The Python interpreter of a venv with moto[server] installed (pip on first use). */
+export function motoPython(say: (line: string) => void = () => undefined): Promise<string> {
+  return (venv ??= (async () => {
+    const base = process.env.CCM_TEST_PYTHON || 'python3';
+    const version = (await execa(base, ['--version'])).stdout.trim();
+    const key = createHash('sha256').update(`${version}\0${MOTO_REQUIREMENT}`).digest('hex').slice(0, 12);
+    const root = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
+    const dir = join(root, `moto-${MOTO_VERSION}-${key}`);
+    await buildOnce(dir, async (tmp) => {
+      const t0 = Date.now();
+      say(`installing ${MOTO_REQUIREMENT} from PyPI into ${dir} (about a minute the first time)`);
+      await execa(base, ['-m', 'venv', join(tmp, 'venv')]);
+      await execa(join(tmp, 'venv', 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', MOTO_REQUIREMENT]);
+      say(`moto installed in ${Math.round((Date.now() - t0) / 1000)} s`);
+    });
+    return join(dir, 'venv', 'bin', 'python');
+  })());
+}
+
+export interface Moto {
+  /** http://127.0.0.1:<port> */
+  endpoint: string;
+  region: string;
+  /** Runs one command of moto-aws.py against this server and returns its JSON answer. */
+  ctl<T = unknown>(command: string, arg?: unknown): Promise<T>;
+  stop(): Promise<void>;
+}
+
+/** A process environment with nothing of the caller's AWS settings, credentials or proxies. */
+function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', AWS_EC2_METADATA_DISABLED: 'true' };
+  if (process.env.HOME) env.HOME = process.env.HOME;
+  return env;
+}
+
+export interface MotoOptions {
+  /** The fixes of moto-server.py (default true); false: moto as it is, e.g. to see what a provider does on its differences. */
+  fidelityFixes?: boolean;
+}
+
+/**
+ * Starts a moto server for `region` on 127.0.0.1 (a free port; retried
+ * when another process took it first). Its log goes to `<dir>/moto.log`.
+ */
+export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOptions = {}): Promise<Moto> {
+  const python = await motoPython();
+  const log = join(dir, 'moto.log');
+  for (let attempt = 1; ; attempt++) {
+    const [port] = (await freePorts(1)) as [number];
+    const endpoint = `http://127.0.0.1:${port}`;
+    const child: ResultPromise = execa(python, [SERVER, '-H', '127.0.0.1', '-p', String(port)], {
+      env: { ...cleanEnv(), ...(opts.fidelityFixes === false ? { CCM_TEST_MOTO_AS_IS: '1' } : {}) },
+      extendEnv: false,
+      stdin: 'ignore',
+      stdout: { file: log, append: true },
+      stderr: { file: log, append: true },
+      reject: false,
+    });
+    let exited = false;
+    void child.then(() => (exited = true));
+    try {
+      await waitFor(
+        async () => {
+          if (exited) throw new Error(`moto exited (see ${log})`);
+          return (await get(`${endpoint}/moto-api/`, { timeoutMs: 2_000 })).status === 200;
+        },
+        { what: `moto server on ${endpoint}`, timeoutMs: 60_000, intervalMs: 200, log },
+      );
+    } catch (err) {
+      child.kill('SIGKILL');
+      await child;
+      if (exited && attempt < 3) continue; // the port was taken: another one
+      throw err;
+    }
+    const stop = async () => {
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await child;
+      clearTimeout(t);
+    };
+    return {
+      endpoint,
+      region,
+      async ctl<T>(command: string, arg: unknown = {}) {
+        const res = await execa(python, [SCRIPT, endpoint, region, command, JSON.stringify(arg)], {
+          env: cleanEnv(),
+          extendEnv: false,
+          timeout: 60_000,
+        });
+        return JSON.parse(res.stdout) as T;
+      },
+      stop,
+    };
+  }
+}
