@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Api, CoreV1Event, V1Node, V1NodeCondition } from '@kubernetes/client-node';
 import { patchNodeStatus } from './kube-patch.js';
+import { waitFor } from './wait.js';
 
 /** A unique label for one test host: pass `selector` to --node-selector and `labels` to every node. */
 export function testScope(prefix: string): { key: string; value: string; selector: string; labels: Record<string, string>; prefix: string } {
@@ -72,4 +73,23 @@ export async function readNodeOrUndefined(core: CoreV1Api, name: string): Promis
 /** Deletes every node with the scope label. */
 export async function deleteScopedNodes(core: CoreV1Api, selector: string): Promise<void> {
   await core.deleteCollectionNode({ labelSelector: selector }).catch(() => undefined);
+}
+
+/** The taint a kubelet with --cloud-provider=external registers its Node with, until a cloud-node controller initializes it. */
+export const UNINITIALIZED_TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+/** Registers a Ready Node as kubelet --cloud-provider=external would: no providerID, the uninitialized taint. */
+export function createExternalNode(core: CoreV1Api, name: string, labels: Record<string, string>): Promise<V1Node> {
+  return createTestNode(core, name, { labels, ready: true, taints: [{ key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' }] });
+}
+
+/** Waits until the Node lost the uninitialized taint (a cloud-node controller initialized it) and returns it. */
+export function waitNodeInitialized(core: CoreV1Api, name: string, by: string, timeoutMs = 180_000): Promise<V1Node> {
+  return waitFor(
+    async () => {
+      const n = await core.readNode({ name });
+      return hasTaint(n, UNINITIALIZED_TAINT) ? undefined : n;
+    },
+    { what: `node ${name} initialized by ${by}`, timeoutMs },
+  );
 }

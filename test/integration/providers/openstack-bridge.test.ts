@@ -17,13 +17,20 @@ import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { runConformance } from '../../../conformance/run.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { createTestNode, deleteScopedNodes, hasTaint, readNodeOrUndefined, setReady, testScope } from '../../helpers/nodes.js';
+import {
+  createExternalNode,
+  waitNodeInitialized,
+  deleteScopedNodes,
+  hasTaint,
+  readNodeOrUndefined,
+  setReady,
+  testScope,
+} from '../../helpers/nodes.js';
 import { openstackBinary, openstackCloudConfig, startOpenStackStandin, type OpenStackStandin } from '../../helpers/openstack.js';
 import { providerIdentity, removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 
 function openstackIdentity(admin: KubeConfig, namespace: string): Promise<KubeConfig> {
@@ -76,12 +83,7 @@ for (const mode of MODES) {
       const stop = standin.addServer(`${scope.prefix}-1`, '10.0.0.11', 'nova-az2');
       const gone = standin.addServer(`${scope.prefix}-2`, '10.0.0.12', 'nova-az1');
       // As kubelet --cloud-provider=external registers them: no providerID, named like the Nova server.
-      for (const s of [keep, stop, gone])
-        await createTestNode(core, s.name, {
-          labels: scope.labels,
-          ready: true,
-          taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }],
-        });
+      for (const s of [keep, stop, gone]) await createExternalNode(core, s.name, scope.labels);
       running = await startProviderHost(
         dir,
         { name: 'openstack', executable: async () => provider },
@@ -92,13 +94,7 @@ for (const mode of MODES) {
       );
 
       for (const s of [keep, stop, gone]) {
-        const node = await waitFor(
-          async () => {
-            const n = await core.readNode({ name: s.name });
-            return hasTaint(n, UNINITIALIZED) ? undefined : n;
-          },
-          { what: `node ${s.name} initialized by the OpenStack provider (${mode})`, timeoutMs: 180_000 },
-        );
+        const node = await waitNodeInitialized(core, s.name, `the OpenStack provider (${mode})`);
         t.is(node.spec?.providerID, `openstack:///${s.id}`, s.name);
         const labels = node.metadata?.labels ?? {};
         t.is(labels['node.kubernetes.io/instance-type'], 'm1.small', s.name);

@@ -18,13 +18,20 @@ import { join } from 'node:path';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { runConformance } from '../../../conformance/run.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { createTestNode, hasTaint, readNodeOrUndefined, setReady, testScope, deleteScopedNodes } from '../../helpers/nodes.js';
+import {
+  createExternalNode,
+  waitNodeInitialized,
+  hasTaint,
+  readNodeOrUndefined,
+  setReady,
+  testScope,
+  deleteScopedNodes,
+} from '../../helpers/nodes.js';
 import { removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { startVcsim, vsphereBinaries, vsphereCloudConfig, vsphereProviderIdentity, type Vcsim } from '../../helpers/vsphere.js';
 import { waitFor } from '../../helpers/wait.js';
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
 
@@ -63,12 +70,7 @@ for (const mode of MODES) {
       const cloudConfig = join(dir, 'vsphere.yaml');
       await writeFile(cloudConfig, vsphereCloudConfig(sim, scope.prefix));
       // As kubelet --cloud-provider=external registers them: no providerID, only the name (the VM's guest hostname).
-      for (const vm of [keep, stop, gone])
-        await createTestNode(core, vm.name, {
-          labels: scope.labels,
-          ready: true,
-          taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }],
-        });
+      for (const vm of [keep, stop, gone]) await createExternalNode(core, vm.name, scope.labels);
 
       running = await startProviderHost(
         dir,
@@ -80,13 +82,7 @@ for (const mode of MODES) {
       );
 
       for (const vm of [keep, stop, gone]) {
-        const node = await waitFor(
-          async () => {
-            const n = await core.readNode({ name: vm.name });
-            return hasTaint(n, UNINITIALIZED) ? undefined : n;
-          },
-          { what: `node ${vm.name} initialized by the vSphere provider (${mode})`, timeoutMs: 180_000 },
-        );
+        const node = await waitNodeInitialized(core, vm.name, `the vSphere provider (${mode})`);
         t.is(node.spec?.providerID, `vsphere://${vm.uuid}`, vm.name);
         t.deepEqual(addresses(node), [`Hostname=${vm.name}`, `InternalIP=${vm.ip}`, `ExternalIP=${vm.ip}`].sort(), vm.name);
         t.regex(node.metadata?.labels?.[INSTANCE_TYPE] ?? '', /^vsphere-vm\.cpu-\d+\.mem-\d+gb\.os-/, vm.name);

@@ -21,13 +21,11 @@ import { execa } from 'execa';
 import { ControlPlane } from '../../controlplane/controlplane.js';
 import { freePorts, get } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { createTestNode, deleteScopedNodes, hasTaint, testScope } from '../../helpers/nodes.js';
+import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { startProviderHost } from '../../helpers/provider-host.js';
 import { startVcsim, vsphereBinaries, vsphereCloudConfig, vsphereProviderIdentity, type VcsimVm } from '../../helpers/vsphere.js';
 import { waitFor } from '../../helpers/wait.js';
-
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 /** What a cloud-node controller decides about a Node, normalized for comparison. */
 interface NodeView {
@@ -48,19 +46,9 @@ function view(n: V1Node): NodeView {
 
 /** Creates the VMs' Nodes as kubelet --cloud-provider=external would, waits until a CCM initialized them, and returns them. */
 async function initializedNodes(core: CoreV1Api, vms: VcsimVm[], labels: Record<string, string>, who: string): Promise<Record<string, NodeView>> {
-  for (const vm of vms)
-    await createTestNode(core, vm.name, { labels, ready: true, taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] });
+  for (const vm of vms) await createExternalNode(core, vm.name, labels);
   const out: Record<string, NodeView> = {};
-  for (const vm of vms) {
-    const n = await waitFor(
-      async () => {
-        const node = await core.readNode({ name: vm.name });
-        return hasTaint(node, UNINITIALIZED) ? undefined : node;
-      },
-      { what: `node ${vm.name} initialized by ${who}`, timeoutMs: 180_000 },
-    );
-    out[vm.name] = view(n);
-  }
+  for (const vm of vms) out[vm.name] = view(await waitNodeInitialized(core, vm.name, who));
   return out;
 }
 
