@@ -38,6 +38,11 @@ export interface JournalEntry {
   keys?: string[];
   /** A batch call: the keys whose object it created. */
   createdKeys?: string[];
+  /** A batch call: the keys (service uids, node names) whose entry it answered with an error. */
+  failedKeys?: string[];
+  /** A ReconcileRoutes call: the target nodes of the routes it created, and of those it deleted. */
+  routesCreated?: string[];
+  routesDeleted?: string[];
 }
 
 /**
@@ -104,7 +109,7 @@ export class Journal {
 
   /** Appends one entry; a failed write is ignored (the journal must never fail a call). */
   async record(
-    e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys'> & {
+    e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys' | 'failedKeys' | 'routesCreated' | 'routesDeleted'> & {
       request: unknown;
       methodName: string;
       result?: unknown;
@@ -126,6 +131,12 @@ export class Journal {
       if (createdResults.has(e.result)) entry.created = true;
       const created = createdKeysOf.get(e.result);
       if (created) entry.createdKeys = created;
+      const results = (e.result as { results?: { serviceUid?: string; nodeName?: string; error?: unknown }[] }).results;
+      const failed = Array.isArray(results) ? results.filter((x) => x.error).map((x) => x.serviceUid ?? x.nodeName ?? '') : [];
+      if (failed.length > 0) entry.failedKeys = failed;
+      const routes = e.result as { created?: { targetNode?: string }[]; deleted?: { targetNode?: string }[] };
+      if (Array.isArray(routes.created) && routes.created.length > 0) entry.routesCreated = routes.created.map((r) => r.targetNode ?? '');
+      if (Array.isArray(routes.deleted) && routes.deleted.length > 0) entry.routesDeleted = routes.deleted.map((r) => r.targetNode ?? '');
     }
     await appendFile(join(this.dir, JOURNAL_FILE), JSON.stringify(entry) + '\n').catch(() => undefined);
   }

@@ -11,7 +11,8 @@ export const ALLOWED: readonly AllowedDifference[] = [
   {
     // The node whose init failed (provided-node-ip the cloud does not report) is uninitialized: ours leaves it out.
     id: 'uninitialized-not-backend',
-    path: /^cloud\/lb\/web\/backends$/,
+    // Every load balancer made while that node is uninitialized (web, and the provider-error scenarios' Services).
+    path: /^cloud\/lb\/[^/]+\/backends$/,
     ours: /^(?!.*parity-<side>-provided-hostname=)/,
     upstream: /parity-<side>-provided-hostname=127\.0\.40\.5/,
     // Otherwise the same backends: ours is upstream's list without that node.
@@ -24,8 +25,9 @@ export const ALLOWED: readonly AllowedDifference[] = [
   },
   {
     id: 'failed-to-sync-node-event',
-    path: /^event\/Node\/parity-<side>-provided-hostname\/FailedToSyncNode$/,
-    ours: /^Warning from cloud-node-controller: failed to initialize node: node IP 127\.0\.40\.9 \(from --node-ip\) is not among the addresses the cloud reports for this node$/,
+    // The provided IP the cloud does not report, and the instance metadata read answered NotFound.
+    path: /^event\/Node\/parity-<side>-(provided-hostname|md-notfound)\/FailedToSyncNode$/,
+    ours: /^Warning from cloud-node-controller: failed to initialize node: (node IP 127\.0\.40\.9 \(from --node-ip\) is not among the addresses the cloud reports for this node|GetInstancesMetadata: injected \(fail knob\): instances\.getInstancesMetadata on parity-<side>-md-notfound)$/,
     upstream: null,
   },
   {
@@ -33,5 +35,18 @@ export const ALLOWED: readonly AllowedDifference[] = [
     path: /^cloud\/reads$/,
     ours: /^instance metadata, instance status$/,
     upstream: /^instance metadata, instance status, load balancer status, route list$/,
+  },
+  {
+    // ImplementedElsewhere: no load balancer was made; at deletion upstream's GetLoadBalancer finds none and calls nothing.
+    id: 'delete-without-status-read',
+    path: /^cloud\/calls\/elsewhere$/,
+    ours: /^delete \(failed\), ensure \(failed\)$/,
+    upstream: /^ensure \(failed\)$/,
+  },
+  {
+    id: 'deleting-event-without-status-read',
+    path: /^event\/Service\/elsewhere\/DeletingLoadBalancer$/,
+    ours: /^Normal from service-controller: Deleting load balancer$/,
+    upstream: null,
   },
 ];

@@ -32,7 +32,7 @@ import { patchNode, patchNodeStatus, patchService } from '../../helpers/kube-pat
 import { cloudLbs, ensureNamespace, lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { readNodeOrUndefined, setReady } from '../../helpers/nodes.js';
-import { describe, differences, judge, normalizer, type SideName, type Snapshot } from '../../helpers/parity.js';
+import { describe, differences, judge, normalizer, withoutErrorWording, type SideName, type Snapshot } from '../../helpers/parity.js';
 import { applyShippedRbac, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { ensureUpstreamCcm } from '../../helpers/upstream-ccm.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -106,6 +106,41 @@ async function lbOf(c: SideCtx, svc: string) {
 }
 
 const backendNames = (lb: { backends: { nodeName: string }[] } | undefined) => (lb?.backends ?? []).map((b) => b.nodeName).sort();
+
+/** Sets the local cloud's `fail` knob (plugins/local/knobs.ts): `method@object=ERROR` rules; none clears it. */
+async function setFail(c: SideCtx, ...rules: string[]): Promise<void> {
+  if (rules.length === 0) await localcloud(c.state, 'knobs', 'unset', 'fail');
+  else await localcloud(c.state, 'knobs', 'set', `fail=${rules.join(',')}`);
+}
+
+/** `fail` rules giving `error` to the single and batch calls of `methods` on `object`. */
+const failing = (object: string, error: string, ...methods: string[]) => methods.map((m) => `${m}@${object}=${error}`);
+const ENSURES = ['ensureLoadBalancer', 'ensureLoadBalancers'];
+const METADATA = ['instanceMetadata', 'getInstancesMetadata'];
+
+/** Whether the cloud answered a call of a method matching `method` about `key` (a Service uid or node name) with an error. */
+async function cloudFailed(c: SideCtx, method: RegExp, key: string): Promise<boolean> {
+  return (await readJournal(c.state)).some(
+    (e) => method.test(e.method) && ((!e.ok && (e.key === key || e.keys?.includes(key))) || e.failedKeys?.includes(key)),
+  );
+}
+
+const ingressOf = async (c: SideCtx, svc: string) => (await readSvc(c, svc))?.status?.loadBalancer?.ingress?.[0]?.ip;
+
+/**
+ * A Service whose first ensures the cloud answers with `error`: the failure is
+ * seen, the fault cleared, and the Service then gets its load balancer.
+ */
+async function serviceRecoversFrom(c: SideCtx, short: string, port: number, error: string): Promise<void> {
+  await setFail(c, ...failing(short, error, ...ENSURES));
+  const svc = await createService(c, short, [port]);
+  await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), {
+    what: `${short}: an ensure failed with ${error}`,
+    log: c.log,
+  });
+  await setFail(c);
+  await waitFor(async () => ingressOf(c, short), { what: `${short}: ingress after the fault cleared`, log: c.log, timeoutMs: 120_000 });
+}
 
 interface Scenario {
   name: string;
@@ -210,6 +245,46 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'node init while the cloud answers NotFound for its instance metadata: retried, initialized once it answers',
+    async run(c) {
+      await instance(c, 'md-notfound', '--address', '127.0.40.41');
+      await setFail(c, ...failing(c.n('md-notfound'), 'NOT_FOUND', ...METADATA));
+      await registerNode(c, 'md-notfound');
+      await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n('md-notfound')), {
+        what: 'md-notfound: metadata read failed',
+        log: c.log,
+      });
+      await setFail(c);
+      await waitInitialized(c, 'md-notfound');
+    },
+  },
+  {
+    name: 'routes: a pod CIDR given to a node after it joined gets its route; a deleted node loses its route',
+    async run(c) {
+      await instance(c, 'rt-late', '--address', '127.0.40.34');
+      await registerNode(c, 'rt-late');
+      await instance(c, 'rt-gone', '--address', '127.0.40.35');
+      await registerNode(c, 'rt-gone', { podCidr: '10.244.5.0/24' });
+      await waitInitialized(c, 'rt-late');
+      await waitInitialized(c, 'rt-gone');
+      await waitFor(async () => (await routes(c)).some((r) => r.targetNode === c.n('rt-gone')), { what: 'rt-gone: route', log: c.log });
+      await patchNode(c.core, c.n('rt-late'), { spec: { podCIDR: '10.244.4.0/24', podCIDRs: ['10.244.4.0/24'] } }, 'merge');
+      await c.core.deleteNode({ name: c.n('rt-gone') });
+      await waitFor(
+        async () => {
+          const rs = await routes(c);
+          const late = await readNodeOrUndefined(c.core, c.n('rt-late'));
+          return (
+            rs.some((r) => r.targetNode === c.n('rt-late')) &&
+            !rs.some((r) => r.targetNode === c.n('rt-gone')) &&
+            late?.status?.conditions?.some((x) => x.type === 'NetworkUnavailable' && x.status === 'False')
+          );
+        },
+        { what: 'rt-late routed, rt-gone route deleted', log: c.log, timeoutMs: 120_000 },
+      );
+    },
+  },
+  {
     name: "LoadBalancer Service: created (finalizer, ingress, events), a port added, a node excluded by label, the autoscaler's taint applied at the next update, another Service deleted",
     async run(c) {
       for (const [i, be] of ['be-1', 'be-2'].entries()) {
@@ -246,6 +321,35 @@ const SCENARIOS: Scenario[] = [
         what: 'gone: Service and load balancer deleted',
         log: c.log,
       });
+    },
+  },
+  {
+    name: 'LoadBalancer Service, provider errors on ensure, each cleared after one failure: NotFound, Unimplemented, RetryInfo (a retry delay)',
+    async run(c) {
+      await serviceRecoversFrom(c, 'ensure-notfound', 82, 'NOT_FOUND');
+      await serviceRecoversFrom(c, 'ensure-unimpl', 83, 'UNIMPLEMENTED');
+      await serviceRecoversFrom(c, 'ensure-retry', 84, 'RETRY:1500');
+    },
+  },
+  {
+    name: 'LoadBalancer Service during an outage (every cloud call UNAVAILABLE) until the cloud is back',
+    async run(c) {
+      await localcloud(c.state, 'knobs', 'set', 'failAll=true');
+      const svc = await createService(c, 'outage', [85]);
+      await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), { what: 'outage: an ensure failed', log: c.log });
+      await localcloud(c.state, 'knobs', 'unset', 'failAll');
+      await waitFor(async () => ingressOf(c, 'outage'), { what: 'outage: ingress once the cloud is back', log: c.log, timeoutMs: 120_000 });
+    },
+  },
+  {
+    name: 'LoadBalancer Service implemented elsewhere (ensure and delete answer ImplementedElsewhere): no load balancer, deleted with its finalizer removed',
+    async run(c) {
+      await setFail(c, ...failing('elsewhere', 'IMPLEMENTED_ELSEWHERE', ...ENSURES, 'ensureLoadBalancerDeleted'));
+      const svc = await createService(c, 'elsewhere', [86]);
+      await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), { what: 'elsewhere: ensure answered', log: c.log });
+      await c.core.deleteNamespacedService({ name: 'elsewhere', namespace: c.ns });
+      await waitFor(async () => !(await readSvc(c, 'elsewhere')), { what: 'elsewhere: Service deleted', log: c.log, timeoutMs: 120_000 });
+      await setFail(c);
     },
   },
 ];
@@ -306,9 +410,11 @@ async function collect(c: SideCtx): Promise<Snapshot> {
   ];
   const byKey = new Map<string, Set<string>>();
   for (const e of events) {
+    // The API server's own repair loops, racing the test's creates, are no CCM's doing.
+    if (APISERVER_COMPONENTS.has(e.source?.component || e.reportingComponent || '')) continue;
     const key = `event/${e.involvedObject.kind}/${e.involvedObject.name}/${e.reason}`;
     const set = byKey.get(key) ?? new Set<string>();
-    set.add(`${e.type} from ${e.source?.component || e.reportingComponent || '?'}: ${e.message ?? ''}`);
+    set.add(`${e.type} from ${e.source?.component || e.reportingComponent || '?'}: ${withoutErrorWording(e.message ?? '')}`);
     byKey.set(key, set);
   }
   for (const [k, v] of byKey) put(k, [...v].map(norm).sort().join(' ¦ '));
@@ -329,26 +435,43 @@ async function collect(c: SideCtx): Promise<Snapshot> {
   for (const r of await routes(c)) put(`cloud/route/${r.targetNode}`, `${r.destinationCidr}${r.blackhole ? ' blackhole' : ''}`);
   const calls = new Map<string, Set<string>>();
   const reads = new Set<string>();
+  const deletes = new Map<string, number>();
+  const addCall = (object: string, op: string) => {
+    const set = calls.get(object) ?? new Set<string>();
+    set.add(op);
+    calls.set(object, set);
+  };
   for (const e of await readJournal(c.state)) {
     const method = e.method.replace(/^.*\./, '');
     if (!e.mutating) {
       reads.add(CANONICAL_READS[method] ?? method);
       continue;
     }
+    if (method === 'reconcileRoutes') {
+      // The batch names its changes in its answer; one that failed as a whole changed
+      // nothing, as upstream's route list read that fails before any change.
+      if (e.routesCreated) addCall('routes', 'create route');
+      if (e.routesDeleted) addCall('routes', 'delete route');
+      continue;
+    }
+    if (method === 'ensureLoadBalancerDeleted' && e.ok && e.key) {
+      const object = c.services.get(e.key) ?? e.key;
+      deletes.set(object, (deletes.get(object) ?? 0) + 1);
+    }
     const op = CANONICAL_OPS[method] ?? method;
     // Routes as one object: batch ReconcileRoutes names no route (the cloud's routes are compared above).
     const keys = e.method.startsWith('routes.') ? ['routes'] : (e.keys ?? (e.key !== undefined ? [e.key] : ['(none)']));
-    for (const key of keys) {
-      const object = c.services.get(key) ?? key;
-      const set = calls.get(object) ?? new Set<string>();
-      set.add(e.ok ? op : `${op} (failed)`);
-      calls.set(object, set);
-    }
+    for (const key of keys) addCall(c.services.get(key) ?? key, e.ok && !e.failedKeys?.includes(key) ? op : `${op} (failed)`);
   }
   for (const [object, ops] of calls) put(`cloud/calls/${object}`, [...ops].sort().join(', '));
+  // How often a load balancer was deleted: once per Service deletion (upstream drops its cache entry after cleanup).
+  for (const [object, n] of deletes) put(`cloud/deletes/${object}`, String(n));
   put('cloud/reads', [...reads].sort().join(', '));
   return snap;
 }
+
+/** Event sources that are the API server's, not a CCM's. */
+const APISERVER_COMPONENTS = new Set(['ipallocator-repair-controller', 'portallocator-repair-controller']);
 
 /** One name per kind of read, whether it came as a single or a batch call. */
 const CANONICAL_READS: Record<string, string> = {
@@ -371,7 +494,6 @@ const CANONICAL_OPS: Record<string, string> = {
   ensureLoadBalancerDeleted: 'delete',
   createRoute: 'create route',
   deleteRoute: 'delete route',
-  reconcileRoutes: 'create route',
 };
 
 async function runSide(cp: ControlPlane, side: Side, name: SideName, dir: string): Promise<Snapshot> {
