@@ -88,13 +88,15 @@ async function waitInitialized(c: SideCtx, short: string): Promise<void> {
   await waitFor(async () => initialized(await readNodeOrUndefined(c.core, c.n(short))), { what: `${c.n(short)} initialized`, log: c.log });
 }
 
-async function createService(c: SideCtx, short: string, ports: number[]): Promise<V1Service> {
+/** A LoadBalancer Service; `loadBalancerIP` pins its ingress where the order of ensures may differ between the sides. */
+async function createService(c: SideCtx, short: string, ports: number[], loadBalancerIP?: string): Promise<V1Service> {
   const svc = await c.core.createNamespacedService({
     namespace: c.ns,
     body: lbService(
       short,
       c.ns,
       ports.map((port) => ({ port })),
+      loadBalancerIP ? { loadBalancerIP } : {},
     ),
   });
   c.services.set(svc.metadata!.uid!, short);
@@ -117,6 +119,7 @@ async function setFail(c: SideCtx, ...rules: string[]): Promise<void> {
 const failing = (object: string, error: string, ...methods: string[]) => methods.map((m) => `${m}@${object}=${error}`);
 const ENSURES = ['ensureLoadBalancer', 'ensureLoadBalancers'];
 const METADATA = ['instanceMetadata', 'getInstancesMetadata'];
+const STATUS = ['instanceExists', 'instanceShutdown', 'getInstancesStatus'];
 
 /** Whether the cloud answered a call of a method matching `method` about `key` (a Service uid or node name) with an error. */
 async function cloudFailed(c: SideCtx, method: RegExp, key: string): Promise<boolean> {
@@ -128,18 +131,23 @@ async function cloudFailed(c: SideCtx, method: RegExp, key: string): Promise<boo
 const ingressOf = async (c: SideCtx, svc: string) => (await readSvc(c, svc))?.status?.loadBalancer?.ingress?.[0]?.ip;
 
 /**
- * A Service whose first ensures the cloud answers with `error`: the failure is
- * seen, the fault cleared, and the Service then gets its load balancer.
+ * Services whose first ensures the cloud answers with an error each (`short → error`), all at once
+ * (their retries wait out their backoffs side by side): each failure is seen, the faults cleared,
+ * and every Service then gets its load balancer.
  */
-async function serviceRecoversFrom(c: SideCtx, short: string, port: number, error: string): Promise<void> {
-  await setFail(c, ...failing(short, error, ...ENSURES));
-  const svc = await createService(c, short, [port]);
-  await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), {
-    what: `${short}: an ensure failed with ${error}`,
-    log: c.log,
-  });
+async function servicesRecoverFrom(c: SideCtx, errors: [short: string, port: number, error: string][]): Promise<void> {
+  await setFail(c, ...errors.flatMap(([short, , error]) => failing(short, error, ...ENSURES)));
+  for (const [i, [short, port, error]] of errors.entries()) {
+    // Their retries may succeed in either order: each gets an ingress IP of its own.
+    const svc = await createService(c, short, [port], `127.0.63.${100 + i}`);
+    await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), {
+      what: `${short}: an ensure failed with ${error}`,
+      log: c.log,
+    });
+  }
   await setFail(c);
-  await waitFor(async () => ingressOf(c, short), { what: `${short}: ingress after the fault cleared`, log: c.log, timeoutMs: 120_000 });
+  for (const [short] of errors)
+    await waitFor(async () => ingressOf(c, short), { what: `${short}: ingress after the fault cleared`, log: c.log, timeoutMs: 120_000 });
 }
 
 interface Scenario {
@@ -245,17 +253,41 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'node init while the cloud answers NotFound for its instance metadata: retried, initialized once it answers',
+    name: 'node init while the cloud answers NotFound, then Unimplemented, for its instance metadata: retried, initialized once it answers',
     async run(c) {
-      await instance(c, 'md-notfound', '--address', '127.0.40.41');
-      await setFail(c, ...failing(c.n('md-notfound'), 'NOT_FOUND', ...METADATA));
-      await registerNode(c, 'md-notfound');
-      await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n('md-notfound')), {
-        what: 'md-notfound: metadata read failed',
+      for (const [i, [short, error]] of [
+        ['md-notfound', 'NOT_FOUND'],
+        ['md-unimpl', 'UNIMPLEMENTED'],
+      ].entries()) {
+        await instance(c, short!, '--address', `127.0.40.${41 + i}`);
+        await setFail(c, ...failing(c.n(short!), error!, ...METADATA));
+        await registerNode(c, short!);
+        await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n(short!)), {
+          what: `${short}: metadata read failed with ${error}`,
+          log: c.log,
+        });
+        await setFail(c);
+        await waitInitialized(c, short!);
+      }
+    },
+  },
+  {
+    name: "node lifecycle while the cloud answers UNAVAILABLE for a NotReady node's instance status: kept; deleted once the cloud says its instance is gone",
+    async run(c) {
+      await instance(c, 'lc-unavail', '--address', '127.0.40.23');
+      await registerNode(c, 'lc-unavail');
+      await waitInitialized(c, 'lc-unavail');
+      await setFail(c, ...failing(c.n('lc-unavail'), 'UNAVAILABLE', ...STATUS));
+      await localcloud(c.state, 'instance', 'delete', c.n('lc-unavail'));
+      await setReady(c.core, c.n('lc-unavail'), false);
+      await waitFor(async () => cloudFailed(c, /instanceExists$|instanceShutdown$|getInstancesStatus$/, c.n('lc-unavail')), {
+        what: 'lc-unavail: status read failed',
         log: c.log,
       });
+      if (!(await readNodeOrUndefined(c.core, c.n('lc-unavail'))))
+        throw new Error(`${c.n('lc-unavail')} deleted while the cloud could not say its instance is gone`);
       await setFail(c);
-      await waitInitialized(c, 'md-notfound');
+      await waitFor(async () => !(await readNodeOrUndefined(c.core, c.n('lc-unavail'))), { what: 'lc-unavail deleted', log: c.log });
     },
   },
   {
@@ -324,11 +356,13 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'LoadBalancer Service, provider errors on ensure, each cleared after one failure: NotFound, Unimplemented, RetryInfo (a retry delay)',
+    name: 'LoadBalancer Services, provider errors on ensure, cleared after one failure each: NotFound, Unimplemented, RetryInfo (a retry delay)',
     async run(c) {
-      await serviceRecoversFrom(c, 'ensure-notfound', 82, 'NOT_FOUND');
-      await serviceRecoversFrom(c, 'ensure-unimpl', 83, 'UNIMPLEMENTED');
-      await serviceRecoversFrom(c, 'ensure-retry', 84, 'RETRY:1500');
+      await servicesRecoverFrom(c, [
+        ['ensure-notfound', 82, 'NOT_FOUND'],
+        ['ensure-unimpl', 83, 'UNIMPLEMENTED'],
+        ['ensure-retry', 84, 'RETRY:1500'],
+      ]);
     },
   },
   {
@@ -496,7 +530,7 @@ const CANONICAL_OPS: Record<string, string> = {
   deleteRoute: 'delete route',
 };
 
-async function runSide(cp: ControlPlane, side: Side, name: SideName, dir: string): Promise<Snapshot> {
+async function runSide(cp: ControlPlane, side: Side, name: SideName, dir: string, progress: (line: string) => void): Promise<Snapshot> {
   const core = cp.kubeConfig().makeApiClient(CoreV1Api);
   const sideDir = join(dir, name);
   const state = join(sideDir, 'cloud');
@@ -528,7 +562,11 @@ async function runSide(cp: ControlPlane, side: Side, name: SideName, dir: string
   const ccm = await startCcm(cp, side, settings, state, sideDir, { LOCALCLOUD_LB_CIDR: '127.0.63.0/24' });
   const c: SideCtx = { side: name, core, state, ns, log: ccm.logFile, n: (s) => `parity-${name}-${s}`, nodes: new Set(), services: new Map() };
   try {
-    for (const s of SCENARIOS) await s.run(c);
+    for (const s of SCENARIOS) {
+      const started = Date.now();
+      await s.run(c);
+      progress(`${name}: ${((Date.now() - started) / 1000).toFixed(1)} s: ${s.name}`);
+    }
   } finally {
     await ccm.stop();
   }
@@ -546,8 +584,8 @@ test('upstream CCM and our host leave the same Nodes, Services, events and cloud
   t.teardown(() => cp.stop());
   await applyShippedRbac(cp.kubeConfig());
   const dir = await mkdtemp(join(tmpdir(), 'ccm-parity-'));
-  const upstream = await runSide(cp, { kind: 'upstream', bin }, 'upstream', dir);
-  const ours = await runSide(cp, { kind: 'ours', nodeFlags: [] }, 'ours', dir);
+  const upstream = await runSide(cp, { kind: 'upstream', bin }, 'upstream', dir, (l) => t.log(l));
+  const ours = await runSide(cp, { kind: 'ours', nodeFlags: [] }, 'ours', dir, (l) => t.log(l));
   await writeFile(join(dir, 'snapshots.json'), JSON.stringify({ ours: Object.fromEntries(ours), upstream: Object.fromEntries(upstream) }, null, 1));
   const { unexpected, unused, allowed } = judge(differences(ours, upstream), ALLOWED);
   for (const [id, ds] of allowed) for (const d of ds) t.log(`allowed (${id}): ${describe(d)}`);
