@@ -7,21 +7,28 @@
  */
 import type { AllowedDifference } from '../../helpers/parity.js';
 
+/** Upstream's value without the uninitialized node: a backend list (`name=ip, …`) or an UpdateLoadBalancerFailed message (`… new hosts [a b …] [node names limited, total number of nodes: N], error: …`). */
+function withoutUninitialized(upstream: string | undefined): string | undefined {
+  const node = 'parity-<side>-provided-hostname';
+  if (upstream === undefined) return undefined;
+  if (upstream.startsWith('Warning '))
+    return upstream.replace(` ${node}`, '').replace(/total number of nodes: (\d+)/, (_, n: string) => `total number of nodes: ${Number(n) - 1}`);
+  return upstream
+    .split(', ')
+    .filter((b) => !b.startsWith(`${node}=`))
+    .join(', ');
+}
+
 export const ALLOWED: readonly AllowedDifference[] = [
   {
-    // The node whose init failed (provided-node-ip the cloud does not report) is uninitialized: ours leaves it out.
+    // The node whose init failed (provided-node-ip the cloud does not report) is uninitialized: ours leaves it out,
+    // of every load balancer made meanwhile and of the node list of a failed host update's event.
     id: 'uninitialized-not-backend',
-    // Every load balancer made while that node is uninitialized (web, and the provider-error scenarios' Services).
-    path: /^cloud\/lb\/[^/]+\/backends$/,
-    ours: /^(?!.*parity-<side>-provided-hostname=)/,
-    upstream: /parity-<side>-provided-hostname=127\.0\.40\.5/,
-    // Otherwise the same backends: ours is upstream's list without that node.
-    relation: (ours, upstream) =>
-      ours ===
-      upstream
-        ?.split(', ')
-        .filter((b) => !b.startsWith('parity-<side>-provided-hostname='))
-        .join(', '),
+    path: /^(cloud\/lb\/[^/]+\/backends|event\/Service\/[^/]+\/UpdateLoadBalancerFailed)$/,
+    ours: /^(?!.*parity-<side>-provided-hostname\b)/,
+    upstream: /parity-<side>-provided-hostname(=127\.0\.40\.5|[ \]])/,
+    // Otherwise the same: ours is upstream's without that node.
+    relation: (ours, upstream) => ours === withoutUninitialized(upstream),
   },
   {
     id: 'failed-to-sync-node-event',

@@ -386,6 +386,22 @@ const SCENARIOS: Scenario[] = [
       await setFail(c);
     },
   },
+  {
+    name: "backends changed while the cloud answers UNAVAILABLE to one load balancer's host update: that Service re-ensured, the others updated",
+    async run(c) {
+      const web = [...c.services].find(([, short]) => short === 'web')![0];
+      await setFail(c, ...failing('web', 'UNAVAILABLE', 'updateLoadBalancer', 'updateLoadBalancerHosts'));
+      await patchNode(c.core, c.n('be-2'), { metadata: { labels: { [EXCLUDE]: null } } }, 'merge');
+      await waitFor(async () => cloudFailed(c, /updateLoadBalancer(Hosts)?$/, web), { what: 'web: host update failed', log: c.log });
+      for (const lb of ['web', 'ensure-notfound', 'ensure-unimpl', 'ensure-retry', 'outage'])
+        await waitFor(async () => backendNames(await lbOf(c, lb)).includes(c.n('be-2')), {
+          what: `${lb}: be-2 a backend again`,
+          log: c.log,
+          timeoutMs: 120_000,
+        });
+      await setFail(c);
+    },
+  },
 ];
 
 async function readSvc(c: SideCtx, name: string): Promise<V1Service | undefined> {
