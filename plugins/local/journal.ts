@@ -34,7 +34,7 @@ export interface JournalEntry {
   pid: number;
   /** Set when the call created a new object (e.g. EnsureLoadBalancer made a new load balancer rather than updating one). */
   created?: true;
-  /** A batch call (EnsureLoadBalancers): the uids of its services, in request order. */
+  /** A batch call: the uids of its services (EnsureLoadBalancers, UpdateLoadBalancerHosts) or the names of its nodes (GetInstancesStatus, GetInstancesMetadata), in request order. */
   keys?: string[];
   /** A batch call: the keys whose object it created. */
   createdKeys?: string[];
@@ -73,10 +73,11 @@ export function journalModeFromEnv(env: NodeJS.ProcessEnv): JournalMode {
   throw new TypeError(`${JOURNAL_ENV}=${JSON.stringify(v)} is invalid: use mutations, all or off`);
 }
 
-/** The service uids of a batch request. */
+/** The service uids of a batch request, or the node names of an instances batch (`nodes` without a `service`). */
 function keysOf(req: unknown): string[] | undefined {
-  const services = ((req ?? {}) as { services?: { uid?: string }[] }).services;
-  return Array.isArray(services) ? services.map((s) => s.uid ?? '') : undefined;
+  const r = (req ?? {}) as { services?: { uid?: string }[]; service?: unknown; nodes?: { name?: string }[] };
+  if (Array.isArray(r.services)) return r.services.map((s) => s.uid ?? '');
+  return r.service === undefined && Array.isArray(r.nodes) ? r.nodes.map((n) => n.name ?? '') : undefined;
 }
 
 /** A key naming the request's object, from the usual request fields. */

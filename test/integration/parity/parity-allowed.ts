@@ -32,9 +32,9 @@ export const ALLOWED: readonly AllowedDifference[] = [
   },
   {
     id: 'failed-to-sync-node-event',
-    // The provided IP the cloud does not report, and the instance metadata read answered NotFound or Unimplemented.
-    path: /^event\/Node\/parity-<side>-(provided-hostname|md-notfound|md-unimpl)\/FailedToSyncNode$/,
-    ours: /^Warning from cloud-node-controller: failed to initialize node: (node IP 127\.0\.40\.9 \(from --node-ip\) is not among the addresses the cloud reports for this node|GetInstancesMetadata: injected \(fail knob\): instances\.getInstancesMetadata on parity-<side>-md-(notfound|unimpl))$/,
+    // The provided IP the cloud does not report, and the instance metadata read answered NotFound, Unimplemented, RetryInfo or UNAVAILABLE (outage).
+    path: /^event\/Node\/parity-<side>-(provided-hostname|md-notfound|md-unimpl|md-retry|md-outage)\/FailedToSyncNode$/,
+    ours: /^Warning from cloud-node-controller: failed to initialize node: (node IP 127\.0\.40\.9 \(from --node-ip\) is not among the addresses the cloud reports for this node|GetInstancesMetadata: injected \(fail knob\): instances\.getInstancesMetadata on parity-<side>-md-(notfound|unimpl|retry)|GetInstancesMetadata: local cloud is down \(failAll knob\): instances\.getInstancesMetadata)$/,
     upstream: null,
   },
   {

@@ -253,22 +253,40 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'node init while the cloud answers NotFound, then Unimplemented, for its instance metadata: retried, initialized once it answers',
+    name: 'node init while the cloud answers NotFound, Unimplemented, RetryInfo (a retry delay) for its instance metadata: retried, initialized once it answers',
     async run(c) {
-      for (const [i, [short, error]] of [
+      // All three at once (their retries wait side by side), each with its own error.
+      const errors: [short: string, error: string][] = [
         ['md-notfound', 'NOT_FOUND'],
         ['md-unimpl', 'UNIMPLEMENTED'],
-      ].entries()) {
-        await instance(c, short!, '--address', `127.0.40.${41 + i}`);
-        await setFail(c, ...failing(c.n(short!), error!, ...METADATA));
-        await registerNode(c, short!);
-        await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n(short!)), {
+        ['md-retry', 'RETRY:1500'],
+      ];
+      await setFail(c, ...errors.flatMap(([short, error]) => failing(c.n(short), error, ...METADATA)));
+      for (const [i, [short]] of errors.entries()) {
+        await instance(c, short, '--address', `127.0.40.${41 + i}`);
+        await registerNode(c, short);
+      }
+      for (const [short, error] of errors)
+        await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n(short)), {
           what: `${short}: metadata read failed with ${error}`,
           log: c.log,
         });
-        await setFail(c);
-        await waitInitialized(c, short!);
-      }
+      await setFail(c);
+      for (const [short] of errors) await waitInitialized(c, short);
+    },
+  },
+  {
+    name: 'node init during an outage (every cloud call UNAVAILABLE): retried, initialized once the cloud is back',
+    async run(c) {
+      await instance(c, 'md-outage', '--address', '127.0.40.44');
+      await localcloud(c.state, 'knobs', 'set', 'failAll=true');
+      await registerNode(c, 'md-outage');
+      await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n('md-outage')), {
+        what: 'md-outage: metadata read failed',
+        log: c.log,
+      });
+      await localcloud(c.state, 'knobs', 'unset', 'failAll');
+      await waitInitialized(c, 'md-outage');
     },
   },
   {
