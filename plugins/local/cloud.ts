@@ -6,12 +6,12 @@
  * Every cloud call first goes through the fault-injection knobs (knobs.ts)
  * and is counted (metrics.ts); Configure, probe, metrics and close are not.
  */
-import { UnavailableError } from '../../sdk/errors.js';
+import { toStatus, UnavailableError } from '../../sdk/errors.js';
 import type { CallContext, CloudProvider } from '../../sdk/provider.js';
 import { applyCloudConfig, resolveSettings, type CloudSettings, type SettingsInput } from './config.js';
 import { silentLogger, type CloudContext, type LocalCloudLogger } from './context.js';
 import { createInstancesService } from './instances.js';
-import { FaultInjector, knobsFromEnv, mergeKnobs, type Knobs } from './knobs.js';
+import { failFor, FaultInjector, knobsFromEnv, mergeKnobs, type Knobs } from './knobs.js';
 import { createLoadBalancersService } from './load-balancers.js';
 import { Journal, journalModeFromEnv } from './journal.js';
 import { LockTimeoutError } from './lock.js';
@@ -60,6 +60,46 @@ export interface LocalCloud extends CloudProvider {
 
 type AsyncMethod = (req: never, ctx: CallContext) => Promise<unknown>;
 
+/** The name of the object a single call is about: its Service's name, its Node's, or its route's target node. */
+function objectOf(req: Record<string, unknown>): string | undefined {
+  const svc = req.service as { name?: string } | undefined;
+  const node = req.node as { name?: string } | undefined;
+  const route = req.route as { targetNode?: string } | undefined;
+  return svc?.name || node?.name || (req.nodeName as string | undefined) || route?.targetNode || undefined;
+}
+
+/**
+ * Runs `call` under the `fail` knob (knobs.ts, failFor): a single call about
+ * a named object fails with its error; a batch call (`services`, else
+ * `nodes`) is made without the named entries, which are answered with their
+ * errors, in request order. A single call is about its `service`, `node`,
+ * `nodeName` or route target.
+ */
+async function withFailKnob(fail: string, method: string, req: unknown, call: (req: unknown) => Promise<unknown>): Promise<unknown> {
+  if (!fail) return call(req);
+  const r = (req ?? {}) as Record<string, unknown>;
+  // A load balancer call's `nodes` are its backends: the call is about its Service(s).
+  const field = Array.isArray(r.services) ? 'services' : r.service === undefined && Array.isArray(r.nodes) ? 'nodes' : undefined;
+  if (field === undefined) {
+    const err = failFor(fail, method, objectOf(r));
+    if (err) throw err;
+    return call(req);
+  }
+  const items = r[field] as { name?: string; uid?: string }[];
+  const errors = items.map((i) => failFor(fail, method, i.name));
+  if (errors.every((e) => e === undefined)) return call(req);
+  const rest = items.filter((_, i) => errors[i] === undefined);
+  const res = (rest.length > 0 ? await call({ ...r, [field]: rest }) : { results: [] }) as { results: Record<string, unknown>[] };
+  const keyOf = (i: { name?: string; uid?: string }) => (field === 'services' ? i.uid : i.name);
+  const resultKey = field === 'services' ? 'serviceUid' : 'nodeName';
+  const byKey = new Map(res.results.map((x) => [x[resultKey], x]));
+  res.results = items.map((item, i) => {
+    const err = errors[i];
+    return err ? { [resultKey]: keyOf(item), error: toStatus(err) } : byKey.get(keyOf(item))!;
+  });
+  return res;
+}
+
 /**
  * Creates the local cloud. Throws a one-line error when the environment or
  * options are invalid (bad knob value, bad CIDR).
@@ -101,7 +141,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
         try {
           await faults.hold(currentKnobs, ctx, label);
           await faults.before(currentKnobs(), ctx, label);
-          const res = await fn(req, ctx);
+          const res = await withFailKnob(currentKnobs().fail, label, req, (r) => fn(r as never, ctx));
           ok = true;
           result = res;
           await faults.after(currentKnobs(), ctx);

@@ -34,10 +34,15 @@ export interface JournalEntry {
   pid: number;
   /** Set when the call created a new object (e.g. EnsureLoadBalancer made a new load balancer rather than updating one). */
   created?: true;
-  /** A batch call (EnsureLoadBalancers): the uids of its services, in request order. */
+  /** A batch call: the uids of its services (EnsureLoadBalancers, UpdateLoadBalancerHosts) or the names of its nodes (GetInstancesStatus, GetInstancesMetadata), in request order. */
   keys?: string[];
   /** A batch call: the keys whose object it created. */
   createdKeys?: string[];
+  /** A batch call: the keys (service uids, node names) whose entry it answered with an error. */
+  failedKeys?: string[];
+  /** A ReconcileRoutes call: the target nodes of the routes it created, and of those it deleted. */
+  routesCreated?: string[];
+  routesDeleted?: string[];
 }
 
 /**
@@ -68,10 +73,11 @@ export function journalModeFromEnv(env: NodeJS.ProcessEnv): JournalMode {
   throw new TypeError(`${JOURNAL_ENV}=${JSON.stringify(v)} is invalid: use mutations, all or off`);
 }
 
-/** The service uids of a batch request. */
+/** The service uids of a batch request, or the node names of an instances batch (`nodes` without a `service`). */
 function keysOf(req: unknown): string[] | undefined {
-  const services = ((req ?? {}) as { services?: { uid?: string }[] }).services;
-  return Array.isArray(services) ? services.map((s) => s.uid ?? '') : undefined;
+  const r = (req ?? {}) as { services?: { uid?: string }[]; service?: unknown; nodes?: { name?: string }[] };
+  if (Array.isArray(r.services)) return r.services.map((s) => s.uid ?? '');
+  return r.service === undefined && Array.isArray(r.nodes) ? r.nodes.map((n) => n.name ?? '') : undefined;
 }
 
 /** A key naming the request's object, from the usual request fields. */
@@ -104,7 +110,7 @@ export class Journal {
 
   /** Appends one entry; a failed write is ignored (the journal must never fail a call). */
   async record(
-    e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys'> & {
+    e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys' | 'failedKeys' | 'routesCreated' | 'routesDeleted'> & {
       request: unknown;
       methodName: string;
       result?: unknown;
@@ -126,6 +132,12 @@ export class Journal {
       if (createdResults.has(e.result)) entry.created = true;
       const created = createdKeysOf.get(e.result);
       if (created) entry.createdKeys = created;
+      const results = (e.result as { results?: { serviceUid?: string; nodeName?: string; error?: unknown }[] }).results;
+      const failed = Array.isArray(results) ? results.filter((x) => x.error).map((x) => x.serviceUid ?? x.nodeName ?? '') : [];
+      if (failed.length > 0) entry.failedKeys = failed;
+      const routes = e.result as { created?: { targetNode?: string }[]; deleted?: { targetNode?: string }[] };
+      if (Array.isArray(routes.created) && routes.created.length > 0) entry.routesCreated = routes.created.map((r) => r.targetNode ?? '');
+      if (Array.isArray(routes.deleted) && routes.deleted.length > 0) entry.routesDeleted = routes.deleted.map((r) => r.targetNode ?? '');
     }
     await appendFile(join(this.dir, JOURNAL_FILE), JSON.stringify(entry) + '\n').catch(() => undefined);
   }

@@ -8,7 +8,15 @@
  * call without restarting. Precedence: state document, then the options
  * given to createLocalCloud, then the environment, then the default.
  */
-import { Code, ProviderError, RateLimitedError, UnavailableError } from '../../sdk/errors.js';
+import {
+  Code,
+  ImplementedElsewhereError,
+  NotFoundError,
+  NotImplementedError,
+  ProviderError,
+  RateLimitedError,
+  UnavailableError,
+} from '../../sdk/errors.js';
 import type { CallContext } from '../../sdk/provider.js';
 import type { KnobSettings, StateStore } from './state.js';
 
@@ -40,6 +48,18 @@ export interface Knobs {
    * the call is cancelled). Tests use it to act while a call is in flight.
    */
   hold: string;
+  /**
+   * Errors given to calls about named objects, rules separated by commas:
+   * `method@object=ERROR`, where `method` is as in `hold`, `object` the name
+   * of the Service (its name, not namespace/name), Node or route target the
+   * call is about, and ERROR one of NOT_FOUND, UNIMPLEMENTED,
+   * IMPLEMENTED_ELSEWHERE, UNAVAILABLE or RETRY:<ms> (RESOURCE_EXHAUSTED with
+   * a RetryInfo of <ms>). A single call about that object fails with it; a
+   * batch call (`services` or `nodes`) answers that object's entry with it
+   * and does the rest. Tests use it to give one object a provider error while
+   * every other call goes through (test/integration/parity).
+   */
+  fail: string;
 }
 
 /** The knob names. */
@@ -55,6 +75,7 @@ const DEFAULT_KNOBS: Readonly<Knobs> = {
   failAll: false,
   replyLatencyMs: 0,
   hold: '',
+  fail: '',
 };
 
 /** Environment variable of each knob. */
@@ -67,6 +88,7 @@ export const KNOB_ENV: Readonly<Record<KnobName, string>> = {
   failAll: 'LOCALCLOUD_FAIL_ALL',
   replyLatencyMs: 'LOCALCLOUD_REPLY_LATENCY_MS',
   hold: 'LOCALCLOUD_HOLD',
+  fail: 'LOCALCLOUD_FAIL',
 };
 
 /** Longest accepted `hold` value, in characters. */
@@ -96,7 +118,7 @@ export function knobName(name: string): KnobName | undefined {
 /** Parses a knob value given as text; throws a one-line error when invalid. */
 export function parseKnobValue(name: KnobName, text: string): number | boolean | string {
   const t = text.trim();
-  if (name === 'hold') {
+  if (name === 'hold' || name === 'fail') {
     const problem = checkKnob(name, t);
     if (problem) throw new RangeError(problem);
     return t;
@@ -119,6 +141,12 @@ function checkKnob(name: KnobName, value: unknown): string | undefined {
     return typeof value === 'string' && value.length <= MAX_HOLD_LENGTH
       ? undefined
       : `knob ${name} must be method names separated by commas, at most ${MAX_HOLD_LENGTH} characters`;
+  if (name === 'fail') {
+    if (typeof value !== 'string' || value.length > MAX_HOLD_LENGTH)
+      return `knob ${name} must be rules separated by commas, at most ${MAX_HOLD_LENGTH} characters`;
+    const bad = parseFailRules(value).find((r) => typeof r === 'string');
+    return bad === undefined ? undefined : `knob ${name}: ${bad}`;
+  }
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `knob ${name} must be a number >= 0`;
   if (name === 'errorRate' && value > 1) return `knob ${name} must be between 0 and 1`;
   if ((name === 'latencyMs' || name === 'latencyJitterMs' || name === 'replyLatencyMs') && value > MAX_LATENCY_MS)
@@ -279,6 +307,45 @@ function holds(hold: string, method: string): boolean {
     const want = h.trim().toLowerCase();
     return want !== '' && (want === full || want === short);
   });
+}
+
+/** One rule of the `fail` knob. */
+interface FailRule {
+  method: string;
+  object: string;
+  error: string;
+}
+
+const FAIL_RULE = /^([A-Za-z.]+)@([^=\s]+)=(NOT_FOUND|UNIMPLEMENTED|IMPLEMENTED_ELSEWHERE|UNAVAILABLE|RETRY:\d+)$/;
+
+/** The rules of a `fail` knob value; a string in place of a rule that does not parse (why). */
+function parseFailRules(value: string): (FailRule | string)[] {
+  return value
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '')
+    .map((r) => {
+      const m = FAIL_RULE.exec(r);
+      if (!m)
+        return `${JSON.stringify(r)} is not METHOD@OBJECT=ERROR (ERROR: NOT_FOUND, UNIMPLEMENTED, IMPLEMENTED_ELSEWHERE, UNAVAILABLE, RETRY:<ms>)`;
+      return { method: m[1]!, object: m[2]!, error: m[3]! };
+    });
+}
+
+/**
+ * The error the `fail` knob gives a call of `method` (`service.method`) about
+ * `object`, or undefined.
+ */
+export function failFor(fail: string, method: string, object: string | undefined): ProviderError | undefined {
+  if (!fail || object === undefined) return undefined;
+  const rule = parseFailRules(fail).find((r): r is FailRule => typeof r !== 'string' && r.object === object && holds(r.method, method));
+  if (!rule) return undefined;
+  const what = `injected (fail knob): ${method} on ${object}`;
+  if (rule.error === 'NOT_FOUND') return new NotFoundError(what);
+  if (rule.error === 'UNIMPLEMENTED') return new NotImplementedError(what);
+  if (rule.error === 'IMPLEMENTED_ELSEWHERE') return new ImplementedElsewhereError();
+  if (rule.error === 'UNAVAILABLE') return new UnavailableError(what);
+  return new RateLimitedError(what, Number(rule.error.slice('RETRY:'.length)));
 }
 
 /** The error for a call whose signal fired: DEADLINE_EXCEEDED past the deadline, else CANCELLED. */

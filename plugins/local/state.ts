@@ -168,6 +168,7 @@ export interface KnobSettings {
   failAll?: boolean;
   replyLatencyMs?: number;
   hold?: string;
+  fail?: string;
 }
 
 /** The whole state document. */

@@ -91,3 +91,18 @@ export function normalizer(side: SideName, instanceIds: ReadonlyMap<string, stri
     return out.split(`parity-${side}`).join('parity-<side>').replace(UID, '<uid>').replace(UID_HEX, '<lb-name>');
   };
 }
+
+/**
+ * Event messages whose tail is an error's wording, which legitimately differs
+ * (upstream wraps the gRPC status as `rpc error: code = … desc = …` or maps
+ * it to a fixed cloudprovider error; ours names the call): the tail becomes
+ * `<error>`, the rest is compared. Upstream's own formats
+ * (k8s.io/cloud-provider controllers/service).
+ */
+const ERROR_TAILS: readonly RegExp[] = [/^(Error syncing load balancer: ).+$/s, /^(Error updating load balancer with new hosts .*?, error: ).+$/s];
+
+/** `message` with the error wording of a failure event replaced by `<error>` (see ERROR_TAILS). */
+export function withoutErrorWording(message: string): string {
+  for (const re of ERROR_TAILS) if (re.test(message)) return message.replace(re, '$1<error>');
+  return message;
+}

@@ -120,6 +120,13 @@ export class ServiceController {
   private readonly synced = new Map<string, Synced>();
   /** Deleted Services that wanted or had a load balancer, by key, until their sync deleted it. */
   private readonly deleted = new Map<string, ServiceRef>();
+  /**
+   * Uids of deleting Services whose cleanup is done (load balancer deleted,
+   * finalizer removed), until their deletion arrives: that deletion carries
+   * the object as last stored, finalizer still on, and needs no second
+   * EnsureLoadBalancerDeleted (upstream drops its cache entry after cleanup).
+   */
+  private readonly cleanedUp = new Set<string>();
   private readonly log: Logger;
   private readonly batcher: EnsureBatcher;
   /** Undefined when the sweep is off. */
@@ -167,6 +174,7 @@ export class ServiceController {
       // flight: the ref keeps the uid the load balancer was made for.
       onDelete: (s) => {
         const key = keyOf(s);
+        if (this.cleanedUp.delete(s.metadata?.uid ?? '')) return;
         if (!hasLbFinalizer(s) && !this.synced.has(key)) return;
         this.deleted.set(key, toServiceRef(s).ref);
         this.queue.add(key);
@@ -421,6 +429,10 @@ export class ServiceController {
       }
     }
     if (hasLbFinalizer(svc)) {
+      // Its deletion, carrying the finalizer as last stored, has nothing left to do
+      // (marked before the write: the deletion may reach the informer before the answer).
+      const deleting = svc.metadata?.deletionTimestamp !== undefined && svc.metadata.deletionTimestamp !== null && ref.uid !== '';
+      if (deleting) this.cleanedUp.add(ref.uid);
       try {
         await patchService(
           this.o.core,
@@ -430,6 +442,7 @@ export class ServiceController {
           'strategic',
         );
       } catch (err) {
+        if (deleting) this.cleanedUp.delete(ref.uid);
         if (!isGoneOrReplaced(err)) throw err;
       }
       this.log.info({ service: key }, 'load balancer cleanup finalizer removed');

@@ -7,25 +7,42 @@
  */
 import type { AllowedDifference } from '../../helpers/parity.js';
 
+/** Upstream's value without the uninitialized node: a backend list (`name=ip, …`) or an UpdateLoadBalancerFailed message (`… new hosts [a b …] [node names limited, total number of nodes: N], error: …`). */
+function withoutUninitialized(upstream: string | undefined): string | undefined {
+  const node = 'parity-<side>-provided-hostname';
+  if (upstream === undefined) return undefined;
+  if (upstream.startsWith('Warning '))
+    return upstream.replace(` ${node}`, '').replace(/total number of nodes: (\d+)/, (_, n: string) => `total number of nodes: ${Number(n) - 1}`);
+  return upstream
+    .split(', ')
+    .filter((b) => !b.startsWith(`${node}=`))
+    .join(', ');
+}
+
+/** The start of ours' FailedToSyncNode message, and the error of an instance metadata read during an outage (as regular expressions). */
+const FAILED_INIT = 'Warning from cloud-node-controller: failed to initialize node: ';
+const OUTAGE = 'GetInstancesMetadata: local cloud is down \\(failAll knob\\): instances\\.getInstancesMetadata';
+
 export const ALLOWED: readonly AllowedDifference[] = [
   {
-    // The node whose init failed (provided-node-ip the cloud does not report) is uninitialized: ours leaves it out.
+    // The node whose init failed (provided-node-ip the cloud does not report) is uninitialized: ours leaves it out,
+    // of every load balancer made meanwhile and of the node list of a failed host update's event.
     id: 'uninitialized-not-backend',
-    path: /^cloud\/lb\/web\/backends$/,
-    ours: /^(?!.*parity-<side>-provided-hostname=)/,
-    upstream: /parity-<side>-provided-hostname=127\.0\.40\.5/,
-    // Otherwise the same backends: ours is upstream's list without that node.
-    relation: (ours, upstream) =>
-      ours ===
-      upstream
-        ?.split(', ')
-        .filter((b) => !b.startsWith('parity-<side>-provided-hostname='))
-        .join(', '),
+    path: /^(cloud\/lb\/[^/]+\/backends|event\/Service\/[^/]+\/UpdateLoadBalancerFailed)$/,
+    ours: /^(?!.*parity-<side>-provided-hostname\b)/,
+    upstream: /parity-<side>-provided-hostname(=127\.0\.40\.5|[ \]])/,
+    // Otherwise the same: ours is upstream's without that node.
+    relation: (ours, upstream) => ours === withoutUninitialized(upstream),
   },
   {
     id: 'failed-to-sync-node-event',
-    path: /^event\/Node\/parity-<side>-provided-hostname\/FailedToSyncNode$/,
-    ours: /^Warning from cloud-node-controller: failed to initialize node: node IP 127\.0\.40\.9 \(from --node-ip\) is not among the addresses the cloud reports for this node$/,
+    // The provided IP the cloud does not report, and the instance metadata read answered NotFound, Unimplemented,
+    // RetryInfo or UNAVAILABLE (outage). The node whose init keeps failing is retried all along, so a retry may
+    // also meet an outage scenario (whether one does is timing): that message may come besides its own.
+    path: /^event\/Node\/parity-<side>-(provided-hostname|md-notfound|md-unimpl|md-retry|md-outage)\/FailedToSyncNode$/,
+    ours: new RegExp(
+      `^(${FAILED_INIT}${OUTAGE} ¦ )?${FAILED_INIT}(node IP 127\\.0\\.40\\.9 \\(from --node-ip\\) is not among the addresses the cloud reports for this node|GetInstancesMetadata: injected \\(fail knob\\): instances\\.getInstancesMetadata on parity-<side>-md-(notfound|unimpl|retry)|${OUTAGE})$`,
+    ),
     upstream: null,
   },
   {
@@ -33,5 +50,18 @@ export const ALLOWED: readonly AllowedDifference[] = [
     path: /^cloud\/reads$/,
     ours: /^instance metadata, instance status$/,
     upstream: /^instance metadata, instance status, load balancer status, route list$/,
+  },
+  {
+    // ImplementedElsewhere: no load balancer was made; at deletion upstream's GetLoadBalancer finds none and calls nothing.
+    id: 'delete-without-status-read',
+    path: /^cloud\/calls\/elsewhere$/,
+    ours: /^delete \(failed\), ensure \(failed\)$/,
+    upstream: /^ensure \(failed\)$/,
+  },
+  {
+    id: 'deleting-event-without-status-read',
+    path: /^event\/Service\/elsewhere\/DeletingLoadBalancer$/,
+    ours: /^Normal from service-controller: Deleting load balancer$/,
+    upstream: null,
   },
 ];

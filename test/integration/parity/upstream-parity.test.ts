@@ -32,7 +32,7 @@ import { patchNode, patchNodeStatus, patchService } from '../../helpers/kube-pat
 import { cloudLbs, ensureNamespace, lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { readNodeOrUndefined, setReady } from '../../helpers/nodes.js';
-import { describe, differences, judge, normalizer, type SideName, type Snapshot } from '../../helpers/parity.js';
+import { describe, differences, judge, normalizer, withoutErrorWording, type SideName, type Snapshot } from '../../helpers/parity.js';
 import { applyShippedRbac, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { ensureUpstreamCcm } from '../../helpers/upstream-ccm.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -88,13 +88,15 @@ async function waitInitialized(c: SideCtx, short: string): Promise<void> {
   await waitFor(async () => initialized(await readNodeOrUndefined(c.core, c.n(short))), { what: `${c.n(short)} initialized`, log: c.log });
 }
 
-async function createService(c: SideCtx, short: string, ports: number[]): Promise<V1Service> {
+/** A LoadBalancer Service; `loadBalancerIP` pins its ingress where the order of ensures may differ between the sides. */
+async function createService(c: SideCtx, short: string, ports: number[], loadBalancerIP?: string): Promise<V1Service> {
   const svc = await c.core.createNamespacedService({
     namespace: c.ns,
     body: lbService(
       short,
       c.ns,
       ports.map((port) => ({ port })),
+      loadBalancerIP ? { loadBalancerIP } : {},
     ),
   });
   c.services.set(svc.metadata!.uid!, short);
@@ -106,6 +108,47 @@ async function lbOf(c: SideCtx, svc: string) {
 }
 
 const backendNames = (lb: { backends: { nodeName: string }[] } | undefined) => (lb?.backends ?? []).map((b) => b.nodeName).sort();
+
+/** Sets the local cloud's `fail` knob (plugins/local/knobs.ts): `method@object=ERROR` rules; none clears it. */
+async function setFail(c: SideCtx, ...rules: string[]): Promise<void> {
+  if (rules.length === 0) await localcloud(c.state, 'knobs', 'unset', 'fail');
+  else await localcloud(c.state, 'knobs', 'set', `fail=${rules.join(',')}`);
+}
+
+/** `fail` rules giving `error` to the single and batch calls of `methods` on `object`. */
+const failing = (object: string, error: string, ...methods: string[]) => methods.map((m) => `${m}@${object}=${error}`);
+const ENSURES = ['ensureLoadBalancer', 'ensureLoadBalancers'];
+const METADATA = ['instanceMetadata', 'getInstancesMetadata'];
+const STATUS = ['instanceExists', 'instanceShutdown', 'getInstancesStatus'];
+
+/** Whether the cloud answered a call of a method matching `method` about `key` (a Service uid or node name) with an error. */
+async function cloudFailed(c: SideCtx, method: RegExp, key: string): Promise<boolean> {
+  return (await readJournal(c.state)).some(
+    (e) => method.test(e.method) && ((!e.ok && (e.key === key || e.keys?.includes(key))) || e.failedKeys?.includes(key)),
+  );
+}
+
+const ingressOf = async (c: SideCtx, svc: string) => (await readSvc(c, svc))?.status?.loadBalancer?.ingress?.[0]?.ip;
+
+/**
+ * Services whose first ensures the cloud answers with an error each (`short → error`), all at once
+ * (their retries wait out their backoffs side by side): each failure is seen, the faults cleared,
+ * and every Service then gets its load balancer.
+ */
+async function servicesRecoverFrom(c: SideCtx, errors: [short: string, port: number, error: string][]): Promise<void> {
+  await setFail(c, ...errors.flatMap(([short, , error]) => failing(short, error, ...ENSURES)));
+  for (const [i, [short, port, error]] of errors.entries()) {
+    // Their retries may succeed in either order: each gets an ingress IP of its own.
+    const svc = await createService(c, short, [port], `127.0.63.${100 + i}`);
+    await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), {
+      what: `${short}: an ensure failed with ${error}`,
+      log: c.log,
+    });
+  }
+  await setFail(c);
+  for (const [short] of errors)
+    await waitFor(async () => ingressOf(c, short), { what: `${short}: ingress after the fault cleared`, log: c.log, timeoutMs: 120_000 });
+}
 
 interface Scenario {
   name: string;
@@ -210,6 +253,88 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'node init while the cloud answers NotFound, Unimplemented, RetryInfo (a retry delay) for its instance metadata: retried, initialized once it answers',
+    async run(c) {
+      // All three at once (their retries wait side by side), each with its own error.
+      const errors: [short: string, error: string][] = [
+        ['md-notfound', 'NOT_FOUND'],
+        ['md-unimpl', 'UNIMPLEMENTED'],
+        ['md-retry', 'RETRY:1500'],
+      ];
+      await setFail(c, ...errors.flatMap(([short, error]) => failing(c.n(short), error, ...METADATA)));
+      for (const [i, [short]] of errors.entries()) {
+        await instance(c, short, '--address', `127.0.40.${41 + i}`);
+        await registerNode(c, short);
+      }
+      for (const [short, error] of errors)
+        await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n(short)), {
+          what: `${short}: metadata read failed with ${error}`,
+          log: c.log,
+        });
+      await setFail(c);
+      for (const [short] of errors) await waitInitialized(c, short);
+    },
+  },
+  {
+    name: 'node init during an outage (every cloud call UNAVAILABLE): retried, initialized once the cloud is back',
+    async run(c) {
+      await instance(c, 'md-outage', '--address', '127.0.40.44');
+      await localcloud(c.state, 'knobs', 'set', 'failAll=true');
+      await registerNode(c, 'md-outage');
+      await waitFor(async () => cloudFailed(c, /nstancesMetadata$|instanceMetadata$/, c.n('md-outage')), {
+        what: 'md-outage: metadata read failed',
+        log: c.log,
+      });
+      await localcloud(c.state, 'knobs', 'unset', 'failAll');
+      await waitInitialized(c, 'md-outage');
+    },
+  },
+  {
+    name: "node lifecycle while the cloud answers UNAVAILABLE for a NotReady node's instance status: kept; deleted once the cloud says its instance is gone",
+    async run(c) {
+      await instance(c, 'lc-unavail', '--address', '127.0.40.23');
+      await registerNode(c, 'lc-unavail');
+      await waitInitialized(c, 'lc-unavail');
+      await setFail(c, ...failing(c.n('lc-unavail'), 'UNAVAILABLE', ...STATUS));
+      await localcloud(c.state, 'instance', 'delete', c.n('lc-unavail'));
+      await setReady(c.core, c.n('lc-unavail'), false);
+      await waitFor(async () => cloudFailed(c, /instanceExists$|instanceShutdown$|getInstancesStatus$/, c.n('lc-unavail')), {
+        what: 'lc-unavail: status read failed',
+        log: c.log,
+      });
+      if (!(await readNodeOrUndefined(c.core, c.n('lc-unavail'))))
+        throw new Error(`${c.n('lc-unavail')} deleted while the cloud could not say its instance is gone`);
+      await setFail(c);
+      await waitFor(async () => !(await readNodeOrUndefined(c.core, c.n('lc-unavail'))), { what: 'lc-unavail deleted', log: c.log });
+    },
+  },
+  {
+    name: 'routes: a pod CIDR given to a node after it joined gets its route; a deleted node loses its route',
+    async run(c) {
+      await instance(c, 'rt-late', '--address', '127.0.40.34');
+      await registerNode(c, 'rt-late');
+      await instance(c, 'rt-gone', '--address', '127.0.40.35');
+      await registerNode(c, 'rt-gone', { podCidr: '10.244.5.0/24' });
+      await waitInitialized(c, 'rt-late');
+      await waitInitialized(c, 'rt-gone');
+      await waitFor(async () => (await routes(c)).some((r) => r.targetNode === c.n('rt-gone')), { what: 'rt-gone: route', log: c.log });
+      await patchNode(c.core, c.n('rt-late'), { spec: { podCIDR: '10.244.4.0/24', podCIDRs: ['10.244.4.0/24'] } }, 'merge');
+      await c.core.deleteNode({ name: c.n('rt-gone') });
+      await waitFor(
+        async () => {
+          const rs = await routes(c);
+          const late = await readNodeOrUndefined(c.core, c.n('rt-late'));
+          return (
+            rs.some((r) => r.targetNode === c.n('rt-late')) &&
+            !rs.some((r) => r.targetNode === c.n('rt-gone')) &&
+            late?.status?.conditions?.some((x) => x.type === 'NetworkUnavailable' && x.status === 'False')
+          );
+        },
+        { what: 'rt-late routed, rt-gone route deleted', log: c.log, timeoutMs: 120_000 },
+      );
+    },
+  },
+  {
     name: "LoadBalancer Service: created (finalizer, ingress, events), a port added, a node excluded by label, the autoscaler's taint applied at the next update, another Service deleted",
     async run(c) {
       for (const [i, be] of ['be-1', 'be-2'].entries()) {
@@ -246,6 +371,53 @@ const SCENARIOS: Scenario[] = [
         what: 'gone: Service and load balancer deleted',
         log: c.log,
       });
+    },
+  },
+  {
+    name: 'LoadBalancer Services, provider errors on ensure, cleared after one failure each: NotFound, Unimplemented, RetryInfo (a retry delay)',
+    async run(c) {
+      await servicesRecoverFrom(c, [
+        ['ensure-notfound', 82, 'NOT_FOUND'],
+        ['ensure-unimpl', 83, 'UNIMPLEMENTED'],
+        ['ensure-retry', 84, 'RETRY:1500'],
+      ]);
+    },
+  },
+  {
+    name: 'LoadBalancer Service during an outage (every cloud call UNAVAILABLE) until the cloud is back',
+    async run(c) {
+      await localcloud(c.state, 'knobs', 'set', 'failAll=true');
+      const svc = await createService(c, 'outage', [85]);
+      await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), { what: 'outage: an ensure failed', log: c.log });
+      await localcloud(c.state, 'knobs', 'unset', 'failAll');
+      await waitFor(async () => ingressOf(c, 'outage'), { what: 'outage: ingress once the cloud is back', log: c.log, timeoutMs: 120_000 });
+    },
+  },
+  {
+    name: 'LoadBalancer Service implemented elsewhere (ensure and delete answer ImplementedElsewhere): no load balancer, deleted with its finalizer removed',
+    async run(c) {
+      await setFail(c, ...failing('elsewhere', 'IMPLEMENTED_ELSEWHERE', ...ENSURES, 'ensureLoadBalancerDeleted'));
+      const svc = await createService(c, 'elsewhere', [86]);
+      await waitFor(async () => cloudFailed(c, /ensureLoadBalancers?$/, svc.metadata!.uid!), { what: 'elsewhere: ensure answered', log: c.log });
+      await c.core.deleteNamespacedService({ name: 'elsewhere', namespace: c.ns });
+      await waitFor(async () => !(await readSvc(c, 'elsewhere')), { what: 'elsewhere: Service deleted', log: c.log, timeoutMs: 120_000 });
+      await setFail(c);
+    },
+  },
+  {
+    name: "backends changed while the cloud answers UNAVAILABLE to one load balancer's host update: that Service re-ensured, the others updated",
+    async run(c) {
+      const web = [...c.services].find(([, short]) => short === 'web')![0];
+      await setFail(c, ...failing('web', 'UNAVAILABLE', 'updateLoadBalancer', 'updateLoadBalancerHosts'));
+      await patchNode(c.core, c.n('be-2'), { metadata: { labels: { [EXCLUDE]: null } } }, 'merge');
+      await waitFor(async () => cloudFailed(c, /updateLoadBalancer(Hosts)?$/, web), { what: 'web: host update failed', log: c.log });
+      for (const lb of ['web', 'ensure-notfound', 'ensure-unimpl', 'ensure-retry', 'outage'])
+        await waitFor(async () => backendNames(await lbOf(c, lb)).includes(c.n('be-2')), {
+          what: `${lb}: be-2 a backend again`,
+          log: c.log,
+          timeoutMs: 120_000,
+        });
+      await setFail(c);
     },
   },
 ];
@@ -306,9 +478,11 @@ async function collect(c: SideCtx): Promise<Snapshot> {
   ];
   const byKey = new Map<string, Set<string>>();
   for (const e of events) {
+    // The API server's own repair loops, racing the test's creates, are no CCM's doing.
+    if (APISERVER_COMPONENTS.has(e.source?.component || e.reportingComponent || '')) continue;
     const key = `event/${e.involvedObject.kind}/${e.involvedObject.name}/${e.reason}`;
     const set = byKey.get(key) ?? new Set<string>();
-    set.add(`${e.type} from ${e.source?.component || e.reportingComponent || '?'}: ${e.message ?? ''}`);
+    set.add(`${e.type} from ${e.source?.component || e.reportingComponent || '?'}: ${withoutErrorWording(e.message ?? '')}`);
     byKey.set(key, set);
   }
   for (const [k, v] of byKey) put(k, [...v].map(norm).sort().join(' ¦ '));
@@ -329,26 +503,43 @@ async function collect(c: SideCtx): Promise<Snapshot> {
   for (const r of await routes(c)) put(`cloud/route/${r.targetNode}`, `${r.destinationCidr}${r.blackhole ? ' blackhole' : ''}`);
   const calls = new Map<string, Set<string>>();
   const reads = new Set<string>();
+  const deletes = new Map<string, number>();
+  const addCall = (object: string, op: string) => {
+    const set = calls.get(object) ?? new Set<string>();
+    set.add(op);
+    calls.set(object, set);
+  };
   for (const e of await readJournal(c.state)) {
     const method = e.method.replace(/^.*\./, '');
     if (!e.mutating) {
       reads.add(CANONICAL_READS[method] ?? method);
       continue;
     }
+    if (method === 'reconcileRoutes') {
+      // The batch names its changes in its answer; one that failed as a whole changed
+      // nothing, as upstream's route list read that fails before any change.
+      if (e.routesCreated) addCall('routes', 'create route');
+      if (e.routesDeleted) addCall('routes', 'delete route');
+      continue;
+    }
+    if (method === 'ensureLoadBalancerDeleted' && e.ok && e.key) {
+      const object = c.services.get(e.key) ?? e.key;
+      deletes.set(object, (deletes.get(object) ?? 0) + 1);
+    }
     const op = CANONICAL_OPS[method] ?? method;
     // Routes as one object: batch ReconcileRoutes names no route (the cloud's routes are compared above).
     const keys = e.method.startsWith('routes.') ? ['routes'] : (e.keys ?? (e.key !== undefined ? [e.key] : ['(none)']));
-    for (const key of keys) {
-      const object = c.services.get(key) ?? key;
-      const set = calls.get(object) ?? new Set<string>();
-      set.add(e.ok ? op : `${op} (failed)`);
-      calls.set(object, set);
-    }
+    for (const key of keys) addCall(c.services.get(key) ?? key, e.ok && !e.failedKeys?.includes(key) ? op : `${op} (failed)`);
   }
   for (const [object, ops] of calls) put(`cloud/calls/${object}`, [...ops].sort().join(', '));
+  // How often a load balancer was deleted: once per Service deletion (upstream drops its cache entry after cleanup).
+  for (const [object, n] of deletes) put(`cloud/deletes/${object}`, String(n));
   put('cloud/reads', [...reads].sort().join(', '));
   return snap;
 }
+
+/** Event sources that are the API server's, not a CCM's. */
+const APISERVER_COMPONENTS = new Set(['ipallocator-repair-controller', 'portallocator-repair-controller']);
 
 /** One name per kind of read, whether it came as a single or a batch call. */
 const CANONICAL_READS: Record<string, string> = {
@@ -371,10 +562,9 @@ const CANONICAL_OPS: Record<string, string> = {
   ensureLoadBalancerDeleted: 'delete',
   createRoute: 'create route',
   deleteRoute: 'delete route',
-  reconcileRoutes: 'create route',
 };
 
-async function runSide(cp: ControlPlane, side: Side, name: SideName, dir: string): Promise<Snapshot> {
+async function runSide(cp: ControlPlane, side: Side, name: SideName, dir: string, progress: (line: string) => void): Promise<Snapshot> {
   const core = cp.kubeConfig().makeApiClient(CoreV1Api);
   const sideDir = join(dir, name);
   const state = join(sideDir, 'cloud');
@@ -406,7 +596,11 @@ async function runSide(cp: ControlPlane, side: Side, name: SideName, dir: string
   const ccm = await startCcm(cp, side, settings, state, sideDir, { LOCALCLOUD_LB_CIDR: '127.0.63.0/24' });
   const c: SideCtx = { side: name, core, state, ns, log: ccm.logFile, n: (s) => `parity-${name}-${s}`, nodes: new Set(), services: new Map() };
   try {
-    for (const s of SCENARIOS) await s.run(c);
+    for (const s of SCENARIOS) {
+      const started = Date.now();
+      await s.run(c);
+      progress(`${name}: ${((Date.now() - started) / 1000).toFixed(1)} s: ${s.name}`);
+    }
   } finally {
     await ccm.stop();
   }
@@ -424,8 +618,8 @@ test('upstream CCM and our host leave the same Nodes, Services, events and cloud
   t.teardown(() => cp.stop());
   await applyShippedRbac(cp.kubeConfig());
   const dir = await mkdtemp(join(tmpdir(), 'ccm-parity-'));
-  const upstream = await runSide(cp, { kind: 'upstream', bin }, 'upstream', dir);
-  const ours = await runSide(cp, { kind: 'ours', nodeFlags: [] }, 'ours', dir);
+  const upstream = await runSide(cp, { kind: 'upstream', bin }, 'upstream', dir, (l) => t.log(l));
+  const ours = await runSide(cp, { kind: 'ours', nodeFlags: [] }, 'ours', dir, (l) => t.log(l));
   await writeFile(join(dir, 'snapshots.json'), JSON.stringify({ ours: Object.fromEntries(ours), upstream: Object.fromEntries(upstream) }, null, 1));
   const { unexpected, unused, allowed } = judge(differences(ours, upstream), ALLOWED);
   for (const [id, ds] of allowed) for (const d of ds) t.log(`allowed (${id}): ${describe(d)}`);

@@ -597,6 +597,73 @@ test('knobs: hold keeps a named call waiting until unset, and ends with the call
   await t.throwsAsync(updateKnobs(cloud.store, { hold: 'x'.repeat(2000) }), { message: /at most 1024/ });
 });
 
+test('knobs: fail gives the named object the named error, in single and batch calls, and nothing else', async (t) => {
+  const cloud = await newCloud(t);
+  await seed(cloud);
+  const lbs = cloud.loadBalancers!;
+  const svc = service('00000000-0000-0000-0000-0000000000aa', { name: 'web' });
+  const other = service('00000000-0000-0000-0000-0000000000bb', { name: 'api' });
+  const cases: { rule: string; call: () => Promise<unknown>; code: Code; reason?: string; retryAfterMs?: number }[] = [
+    {
+      rule: 'instanceMetadata@n1=NOT_FOUND',
+      call: () => cloud.instances!.instanceMetadata!({ meta: meta(), node: node('n1') }, ctx()),
+      code: Code.NOT_FOUND,
+    },
+    {
+      rule: 'ensureLoadBalancer@web=UNIMPLEMENTED',
+      call: () => lbs.ensureLoadBalancer!({ meta: meta(), service: svc, nodes: [node('n1')] }, ctx()),
+      code: Code.UNIMPLEMENTED,
+    },
+    {
+      rule: 'loadBalancers.ensureLoadBalancerDeleted@web=IMPLEMENTED_ELSEWHERE',
+      call: () => lbs.ensureLoadBalancerDeleted!({ meta: meta(), service: svc }, ctx()),
+      code: Code.FAILED_PRECONDITION,
+      reason: ErrorReason.IMPLEMENTED_ELSEWHERE,
+    },
+    {
+      rule: 'instanceExists@n1=UNAVAILABLE',
+      call: () => cloud.instances!.instanceExists!({ meta: meta(), node: node('n1') }, ctx()),
+      code: Code.UNAVAILABLE,
+    },
+    {
+      rule: 'EnsureLoadBalancer@web=RETRY:1500',
+      call: () => lbs.ensureLoadBalancer!({ meta: meta(), service: svc, nodes: [] }, ctx()),
+      code: Code.RESOURCE_EXHAUSTED,
+      retryAfterMs: 1500,
+    },
+  ];
+  for (const c of cases) {
+    await updateKnobs(cloud.store, { fail: c.rule });
+    const f = await failure(c.call());
+    t.is(f.code, c.code, c.rule);
+    if (c.reason) t.is(f.reason, c.reason, c.rule);
+    if (c.retryAfterMs !== undefined) t.is(f.retryAfterMs, c.retryAfterMs, c.rule);
+  }
+  // Other objects and other methods go through.
+  await updateKnobs(cloud.store, { fail: 'ensureLoadBalancers@web=NOT_FOUND,getInstancesMetadata@n1=NOT_FOUND' });
+  t.truthy((await lbs.ensureLoadBalancer!({ meta: meta(), service: other, nodes: [node('n1')] }, ctx())).status);
+  // A batch answers the named entry with the error, does the rest, in request order.
+  const batch = await lbs.ensureLoadBalancers!({ meta: meta(), services: [svc, other], nodes: [node('n1')] }, ctx());
+  t.deepEqual(
+    batch.results.map((r) => [r.serviceUid, r.error ? fromStatus(r.error).code : 'ok']),
+    [
+      [svc.uid, Code.NOT_FOUND],
+      [other.uid, 'ok'],
+    ],
+  );
+  const md = await cloud.instances!.getInstancesMetadata!({ meta: meta(), nodes: [node('n1'), node('n3')] }, ctx());
+  t.deepEqual(
+    md.results.map((r) => [r.nodeName, r.error ? fromStatus(r.error).code : r.metadata?.zone]),
+    [
+      ['n1', Code.NOT_FOUND],
+      ['n3', 'local-b'],
+    ],
+  );
+  await updateKnobs(cloud.store, {}, ['fail']);
+  t.truthy((await lbs.ensureLoadBalancer!({ meta: meta(), service: svc, nodes: [] }, ctx())).status);
+  await t.throwsAsync(updateKnobs(cloud.store, { fail: 'ensureLoadBalancer@web=TEAPOT' }), { message: /METHOD@OBJECT=ERROR/ });
+});
+
 test('Configure applies JSON cloud config, warns on unknown keys, rejects garbage', async (t) => {
   const cloud = await newCloud(t);
   const res = await cloud.configure!(

@@ -39,3 +39,33 @@ test('LOCALCLOUD_JOURNAL=all journals reads too; off journals nothing; a bad val
     message: /LOCALCLOUD_JOURNAL="sometimes" is invalid/,
   });
 });
+
+test('a batch answer with failed entries names them (failedKeys); ReconcileRoutes names the target nodes of the routes it created and deleted', async (t) => {
+  const dir = await tempDir(t);
+  const cloud = createLocalCloud({ stateDir: dir, env: {} });
+  const signal = new AbortController().signal;
+  const lbs = cloud.loadBalancers!;
+  await lbs.ensureLoadBalancers!({ meta: meta(), services: [service('uid-b1'), service('uid-b2')], nodes: [] }, { signal });
+  // uid-b3 has no load balancer: its entry fails, uid-b1's does not.
+  await lbs.updateLoadBalancerHosts!({ meta: meta(), services: [service('uid-b1'), service('uid-b3')], nodes: [node('n1')] }, { signal });
+  const routes = cloud.routes!;
+  const route = (targetNode: string, destinationCidr: string) => ({
+    name: '',
+    targetNode,
+    targetNodeAddresses: [],
+    destinationCidr,
+    blackhole: false,
+  });
+  await routes.reconcileRoutes!({ meta: meta(), desired: [route('n1', '10.244.1.0/24')], clusterCidrs: ['10.244.0.0/16'] }, { signal });
+  await routes.reconcileRoutes!({ meta: meta(), desired: [route('n2', '10.244.2.0/24')], clusterCidrs: ['10.244.0.0/16'] }, { signal });
+  const entries = await readJournal(dir);
+  t.deepEqual(
+    entries.map((e) => [e.method, e.keys, e.failedKeys, e.routesCreated, e.routesDeleted]),
+    [
+      ['loadBalancers.ensureLoadBalancers', ['uid-b1', 'uid-b2'], undefined, undefined, undefined],
+      ['loadBalancers.updateLoadBalancerHosts', ['uid-b1', 'uid-b3'], ['uid-b3'], undefined, undefined],
+      ['routes.reconcileRoutes', undefined, undefined, ['n1'], undefined],
+      ['routes.reconcileRoutes', undefined, undefined, ['n2'], ['n1']],
+    ],
+  );
+});

@@ -8,7 +8,7 @@
 import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { differences, judge, normalizer, type AllowedDifference, type Snapshot } from '../../helpers/parity.js';
+import { differences, judge, normalizer, withoutErrorWording, type AllowedDifference, type Snapshot } from '../../helpers/parity.js';
 import { ALLOWED } from '../../integration/parity/parity-allowed.js';
 
 const DOC = fileURLToPath(new URL('../../../../docs/upstream-parity.md', import.meta.url));
@@ -103,6 +103,20 @@ test('normalizer: side names, instance ids, UIDs and UID-named load balancers', 
     ['a21e47a4099ed40c2bbb28afe8a44ca2', '<lb-name>'],
   ];
   for (const [input, want] of cases) t.is(norm(input), want, input);
+});
+
+test("withoutErrorWording: only a failure event's error tail is replaced, in upstream's and ours wording alike", (t) => {
+  const cases: [string, string][] = [
+    ['Error syncing load balancer: failed to ensure load balancer: rpc error: code = NotFound desc = gone', 'Error syncing load balancer: <error>'],
+    ['Error syncing load balancer: EnsureLoadBalancer: gone', 'Error syncing load balancer: <error>'],
+    [
+      'Error updating load balancer with new hosts [a b], error: rpc error: code = Unavailable desc = down',
+      'Error updating load balancer with new hosts [a b], error: <error>',
+    ],
+    ['Ensured load balancer', 'Ensured load balancer'],
+    ['failed to initialize node: x', 'failed to initialize node: x'],
+  ];
+  for (const [input, want] of cases) t.is(withoutErrorWording(input), want, input);
 });
 
 test('docs/upstream-parity.md lists exactly the allowed rows of the suite, in order', async (t) => {
