@@ -24,7 +24,7 @@ import { prepareKustomize } from './helpers/kustomize.js';
 import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
 import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
-import { openstackBinary } from './helpers/openstack.js';
+import { openstackBinaries } from './helpers/openstack.js';
 import { vsphereBinaries } from './helpers/vsphere.js';
 import { StreamText, summarize } from './ava-summary.js';
 
@@ -52,7 +52,7 @@ async function main(): Promise<number> {
   // k8s.io/cloud-provider-vsphere through the bridge, and its simulator (test/integration/providers/vsphere-bridge.test.ts).
   await vsphereBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
   // k8s.io/cloud-provider-openstack through the bridge (test/integration/providers/openstack-bridge.test.ts).
-  await openstackBinary((line) => process.stderr.write(`[providers] ${line}\n`));
+  await openstackBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
   await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
   // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
   await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));

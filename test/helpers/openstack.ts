@@ -11,19 +11,27 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { buildOnce } from './build-once.js';
+import { providerIdentity } from './provider-identity.js';
 import { cacheRoot, filesUnder, goSdkHash, goSource, GO_BRIDGE_DIR, hashFiles, REPO } from './providers.js';
 
 export const OPENSTACK_BRIDGE_DIR = join(REPO, 'plugins', 'openstack-bridge');
 /** The provider module the plugin links (plugins/openstack-bridge/go.mod). */
 export const OPENSTACK_MODULE = 'k8s.io/cloud-provider-openstack v1.34.1';
 
-let binary: Promise<string> | undefined;
+/** The plugin, and the upstream CCM with the same provider linked in (for the side-by-side test). */
+export interface OpenStackBinaries {
+  provider: string;
+  upstream: string;
+}
 
-/** ccm-provider-openstack, built on first use into the cache (key: the plugin module, the bridge, the SDK). */
-export function openstackBinary(say: (line: string) => void = () => undefined): Promise<string> {
-  return (binary ??= (async () => {
+let binaries: Promise<OpenStackBinaries> | undefined;
+
+/** ccm-provider-openstack and upstream-ccm, built on first use into the cache (key: the plugin module, the bridge, the SDK). */
+export function openstackBinaries(say: (line: string) => void = () => undefined): Promise<OpenStackBinaries> {
+  return (binaries ??= (async () => {
     const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
     const bridgeHash = await hashFiles(
       GO_BRIDGE_DIR,
@@ -36,12 +44,13 @@ export function openstackBinary(say: (line: string) => void = () => undefined): 
     await buildOnce(dir, async (tmp) => {
       const t0 = Date.now();
       say(
-        `building ccm-provider-openstack (${OPENSTACK_MODULE} through the bridge); the first build compiles gophercloud and client-go: a few minutes`,
+        `building ccm-provider-openstack (${OPENSTACK_MODULE} through the bridge) and the upstream CCM linking the provider; the first build compiles gophercloud, client-go and the upstream app: a few minutes`,
       );
       await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-openstack'), '.'], { cwd: OPENSTACK_BRIDGE_DIR });
-      say(`ccm-provider-openstack built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'upstream-ccm'), './cmd/upstream-ccm'], { cwd: OPENSTACK_BRIDGE_DIR });
+      say(`ccm-provider-openstack and upstream-ccm built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     });
-    return join(dir, 'ccm-provider-openstack');
+    return { provider: join(dir, 'ccm-provider-openstack'), upstream: join(dir, 'upstream-ccm') };
   })());
 }
 
@@ -242,4 +251,14 @@ export function openstackCloudConfig(s: OpenStackStandin): string {
     'enabled=false',
     '',
   ].join('\n');
+}
+
+/** The OpenStack provider's own identity in `namespace`: what its Initialize and SetInformers use, a Node informer and an event recorder. */
+export function openstackProviderIdentity(admin: KubeConfig, namespace: string): Promise<KubeConfig> {
+  return providerIdentity(admin, namespace, 'openstack-cloud-provider', {
+    cluster: [
+      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+    ],
+  });
 }

@@ -26,26 +26,23 @@ import {
   setReady,
   testScope,
 } from '../../helpers/nodes.js';
-import { openstackBinary, openstackCloudConfig, startOpenStackStandin, type OpenStackStandin } from '../../helpers/openstack.js';
-import { providerIdentity, removeProviderIdentity } from '../../helpers/provider-identity.js';
+import {
+  openstackBinaries,
+  openstackCloudConfig,
+  openstackProviderIdentity,
+  startOpenStackStandin,
+  type OpenStackStandin,
+} from '../../helpers/openstack.js';
+import { removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 
-function openstackIdentity(admin: KubeConfig, namespace: string): Promise<KubeConfig> {
-  return providerIdentity(admin, namespace, 'openstack-cloud-provider', {
-    cluster: [
-      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update'] },
-    ],
-  });
-}
-
 /** The provider's own config and identity, written into `dir`; returns the plugin's environment. */
 async function providerEnv(admin: KubeConfig, dir: string, namespace: string, standin: OpenStackStandin): Promise<Record<string, string>> {
   const kubeconfig = join(dir, 'provider-kubeconfig');
-  await writeFile(kubeconfig, (await openstackIdentity(admin, namespace)).exportConfig(), { mode: 0o600 });
+  await writeFile(kubeconfig, (await openstackProviderIdentity(admin, namespace)).exportConfig(), { mode: 0o600 });
   const cloudConfig = join(dir, 'cloud.conf');
   await writeFile(cloudConfig, openstackCloudConfig(standin), { mode: 0o600 });
   return { OPENSTACK_CLOUD_CONFIG: cloudConfig, KUBECONFIG: kubeconfig };
@@ -70,7 +67,7 @@ const MODES: ProviderMode[] = ['exec', 'sidecar'];
 for (const mode of MODES) {
   test(`k8s.io/cloud-provider-openstack through the bridge (${mode}): nodes initialized from Nova and Neutron, a SHUTOFF server taints its Node, a deleted one deletes it`, async (t) => {
     t.timeout(10 * 60_000);
-    const provider = await openstackBinary();
+    const { provider } = await openstackBinaries();
     const admin = await testKubeConfig();
     const core = admin.makeApiClient(CoreV1Api);
     const scope = testScope(`os-${mode}`);
@@ -135,7 +132,7 @@ for (const mode of MODES) {
 
 test('the conformance kit against k8s.io/cloud-provider-openstack through the bridge (exec): what it does not implement is skipped, and only its own answer for an absent machine fails', async (t) => {
   t.timeout(10 * 60_000);
-  const provider = await openstackBinary();
+  const { provider } = await openstackBinaries();
   const admin = await testKubeConfig();
   const scope = testScope('os-kit');
   const dir = await mkdtemp(join(tmpdir(), 'ccm-openstack-kit-'));

@@ -2,7 +2,7 @@
 // (k8s.io/cloud-provider's app package, unchanged) with
 // k8s.io/cloud-provider-vsphere linked in, as vSphere's own CCM runs it. The
 // tests run it beside the host running the same provider through the bridge
-// and compare the Nodes both make (test/integration/providers/vsphere-parity.test.ts).
+// and compare the Nodes both make (test/integration/providers/real-provider-parity.test.ts).
 // Test-only; never shipped.
 package main
 
