@@ -121,3 +121,16 @@ export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOpt
     };
   }
 }
+
+/** The provider's cloud config: every AWS API it uses at moto, the "machine" it runs on given instead of read from IMDS. */
+export function awsCloudConfig(moto: Moto, seeded: { vpc: string; subnet: string }, clusterId: string): string {
+  const override = (n: number, service: string) =>
+    `[ServiceOverride "${n}"]\nService = ${service}\nRegion = ${moto.region}\nURL = ${moto.endpoint}\nSigningRegion = ${moto.region}\n`;
+  return [
+    `[Global]\nRegion = ${moto.region}\nVPC = ${seeded.vpc}\nSubnetID = ${seeded.subnet}\nKubernetesClusterID = ${clusterId}\n`,
+    // The SDK v2 ServiceIDs, case-sensitive: "ec2" would pass validation and override nothing.
+    override(1, 'EC2'),
+    override(2, 'Elastic Load Balancing'),
+    override(3, 'Elastic Load Balancing v2'),
+  ].join('\n');
+}

@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { buildOnce } from './build-once.js';
@@ -131,13 +131,20 @@ export function awsCloudBinary(say: (line: string) => void = () => undefined): P
       const tick = setInterval(() => say(`still building ccm-provider-aws (${Math.round((Date.now() - t0) / 1000)} s elapsed)`), 30_000);
       try {
         await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-aws'), '.'], { cwd: AWS_BRIDGE_DIR });
+        // The upstream CCM with the same provider linked in (test/integration/providers/real-provider-parity.test.ts).
+        await execa('go', ['build', '-trimpath', '-o', join(tmp, 'upstream-ccm'), './cmd/upstream-ccm'], { cwd: AWS_BRIDGE_DIR });
       } finally {
         clearInterval(tick);
       }
-      say(`ccm-provider-aws built in ${Math.round((Date.now() - t0) / 1000)} s`);
+      say(`ccm-provider-aws and upstream-ccm built in ${Math.round((Date.now() - t0) / 1000)} s`);
     });
     return join(dir, 'ccm-provider-aws');
   })());
+}
+
+/** The upstream cloud-controller-manager with k8s.io/cloud-provider-aws linked in, built beside ccm-provider-aws. */
+export async function awsUpstreamCcm(): Promise<string> {
+  return join(dirname(await awsCloudBinary()), 'upstream-ccm');
 }
 
 let venvPython: Promise<string> | undefined;

@@ -47,7 +47,7 @@ import { execa } from 'execa';
 import { runConformance } from '../../../conformance/run.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
-import { startMoto, type Moto } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, type Moto } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_BRIDGE_DIR, AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
@@ -111,19 +111,6 @@ async function providerKubeconfig(dir: string): Promise<string> {
   return path;
 }
 
-/** The provider's cloud config: every AWS API it uses at moto, the "machine" it runs on given instead of read from IMDS. */
-function cloudConfig(moto: Moto, seeded: Seeded, clusterId: string): string {
-  const override = (n: number, service: string) =>
-    `[ServiceOverride "${n}"]\nService = ${service}\nRegion = ${moto.region}\nURL = ${moto.endpoint}\nSigningRegion = ${moto.region}\n`;
-  return [
-    `[Global]\nRegion = ${moto.region}\nVPC = ${seeded.vpc}\nSubnetID = ${seeded.subnet}\nKubernetesClusterID = ${clusterId}\n`,
-    // The SDK v2 ServiceIDs, case-sensitive: "ec2" would pass validation and override nothing.
-    override(1, 'EC2'),
-    override(2, 'Elastic Load Balancing'),
-    override(3, 'Elastic Load Balancing v2'),
-  ].join('\n');
-}
-
 const initialized = (n: V1Node) => !(n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED);
 
 async function readService(core: CoreV1Api, namespace: string, name: string): Promise<V1Service | undefined> {
@@ -185,7 +172,7 @@ async function withAwsHost(
   try {
     const seeded = await moto.ctl<Seeded>('seed', { cluster: prefix, az: AZ, instances: opts.instances, type: INSTANCE_TYPE, net: opts.net });
     const configPath = join(dir, 'cloud.conf');
-    await writeFile(configPath, cloudConfig(moto, seeded, prefix));
+    await writeFile(configPath, awsCloudConfig(moto, seeded, prefix));
     const running = await startProviderHost(
       dir,
       AWS_CLOUD_PROVIDER,
@@ -452,7 +439,7 @@ test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (
   try {
     const seeded = await moto.ctl<Seeded>('seed', { cluster: prefix, az: AZ, instances: 1, type: INSTANCE_TYPE, net: 45 });
     const configPath = join(dir, 'cloud.conf');
-    await writeFile(configPath, cloudConfig(moto, seeded, prefix));
+    await writeFile(configPath, awsCloudConfig(moto, seeded, prefix));
     const env = {
       CLOUD_CONFIG: configPath,
       KUBECONFIG: await providerKubeconfig(dir),

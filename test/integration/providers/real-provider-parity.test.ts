@@ -24,7 +24,9 @@ import { freePorts, get } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { openstackBinaries, openstackCloudConfig, openstackProviderIdentity, startOpenStackStandin } from '../../helpers/openstack.js';
-import { removeProviderIdentity } from '../../helpers/provider-identity.js';
+import { awsCloudConfig, startMoto } from '../../helpers/moto.js';
+import { providerIdentity, removeProviderIdentity } from '../../helpers/provider-identity.js';
+import { AWS_CLOUD_PROVIDER, awsUpstreamCcm } from '../../helpers/providers.js';
 import { startProviderHost } from '../../helpers/provider-host.js';
 import { startVcsim, vsphereBinaries, vsphereCloudConfig, vsphereProviderIdentity } from '../../helpers/vsphere.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -54,6 +56,8 @@ interface Stage {
   cloudConfig: string;
   /** The variable the plugin's main reads the config path from. */
   configEnv: string;
+  /** More environment both sides' provider code needs (e.g. credentials for the stand-in). */
+  env?: Record<string, string>;
   /** Node names (the stand-in's machines) and the providerID each must get. */
   machines: { name: string; providerID: string }[];
   identity(admin: KubeConfig, namespace: string): Promise<KubeConfig>;
@@ -61,6 +65,47 @@ interface Stage {
 }
 
 const PROVIDERS: { name: string; stage(dir: string, prefix: string): Promise<Stage> }[] = [
+  {
+    name: 'aws',
+    async stage(dir, prefix) {
+      const [upstream, plugin] = await Promise.all([awsUpstreamCcm(), AWS_CLOUD_PROVIDER.executable(dir)]);
+      const moto = await startMoto(dir, 'us-east-1');
+      const az = 'us-east-1a';
+      // Its own VPC range (net 46): Nodes are named by the instances' private DNS names, as AWS names them.
+      const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string; privateDns: string }[] }>('seed', {
+        cluster: prefix,
+        az,
+        instances: 2,
+        type: 't3.medium',
+        net: 46,
+      });
+      const cloudConfig = join(dir, 'cloud.conf');
+      await writeFile(cloudConfig, awsCloudConfig(moto, seeded, prefix));
+      return {
+        upstream,
+        plugin,
+        cloudConfig,
+        configEnv: 'CLOUD_CONFIG',
+        // Nothing leaves the machine: dummy credentials, no IMDS, and any endpoint but moto's fails on a closed port.
+        env: {
+          AWS_ACCESS_KEY_ID: 'test',
+          AWS_SECRET_ACCESS_KEY: 'test',
+          AWS_EC2_METADATA_DISABLED: 'true',
+          HTTP_PROXY: 'http://127.0.0.1:9',
+          HTTPS_PROXY: 'http://127.0.0.1:9',
+        },
+        machines: seeded.instances.map((i) => ({ name: i.privateDns, providerID: `aws:///${az}/${i.id}` })),
+        identity: (admin, namespace) =>
+          providerIdentity(admin, namespace, 'aws-cloud-provider', {
+            cluster: [
+              { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+              { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+            ],
+          }),
+        stop: () => moto.stop(),
+      };
+    },
+  },
   {
     name: 'vsphere',
     async stage(dir, prefix) {
@@ -138,7 +183,7 @@ async function upstreamNodes(stage: Stage, provider: string, dir: string, labels
         '--bind-address=127.0.0.1',
         `--secure-port=${port}`,
       ],
-      { reject: false, stdin: 'ignore', all: true, buffer: false },
+      { reject: false, stdin: 'ignore', all: true, buffer: false, env: stage.env ?? {} },
     );
     ccm.all!.pipe(createWriteStream(logFile));
     try {
@@ -183,7 +228,7 @@ for (const { name: provider, stage: makeStage } of PROVIDERS) {
         'exec',
         {},
         ['--controllers=cloud-node', `--node-selector=${scope.selector}`],
-        { env: { [stage.configEnv]: stage.cloudConfig, KUBECONFIG: kubeconfig } },
+        { env: { ...stage.env, [stage.configEnv]: stage.cloudConfig, KUBECONFIG: kubeconfig }, cloudConfigFile: stage.cloudConfig },
       );
       let ours: Record<string, NodeView>;
       try {
