@@ -12,10 +12,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { execa } from 'execa';
-import { buildOnce } from './build-once.js';
+
 import { providerIdentity } from './provider-identity.js';
-import { cacheRoot, filesUnder, goSdkHash, goSource, GO_BRIDGE_DIR, hashFiles, REPO } from './providers.js';
+import { buildBridgedModule, REPO } from './providers.js';
 
 export const OPENSTACK_BRIDGE_DIR = join(REPO, 'plugins', 'openstack-bridge');
 /** The provider module the plugin links (plugins/openstack-bridge/go.mod). */
@@ -29,29 +28,15 @@ export interface OpenStackBinaries {
 
 let binaries: Promise<OpenStackBinaries> | undefined;
 
-/** ccm-provider-openstack and upstream-ccm, built on first use into the cache (key: the plugin module, the bridge, the SDK). */
+/** The plugin and the upstream CCM linking the provider, built on first use into the cache (buildBridgedModule). */
 export function openstackBinaries(say: (line: string) => void = () => undefined): Promise<OpenStackBinaries> {
-  return (binaries ??= (async () => {
-    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-    const bridgeHash = await hashFiles(
-      GO_BRIDGE_DIR,
-      await filesUnder(GO_BRIDGE_DIR, (rel) => goSource(rel) && !rel.startsWith('example/')),
-      goVersion,
-    );
-    const files = await filesUnder(OPENSTACK_BRIDGE_DIR, goSource);
-    const key = await hashFiles(OPENSTACK_BRIDGE_DIR, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}`);
-    const dir = join(cacheRoot(), `openstack-${key}`);
-    await buildOnce(dir, async (tmp) => {
-      const t0 = Date.now();
-      say(
-        `building ccm-provider-openstack (${OPENSTACK_MODULE} through the bridge) and the upstream CCM linking the provider; the first build compiles gophercloud, client-go and the upstream app: a few minutes`,
-      );
-      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-openstack'), '.'], { cwd: OPENSTACK_BRIDGE_DIR });
-      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'upstream-ccm'), './cmd/upstream-ccm'], { cwd: OPENSTACK_BRIDGE_DIR });
-      say(`ccm-provider-openstack and upstream-ccm built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    });
-    return { provider: join(dir, 'ccm-provider-openstack'), upstream: join(dir, 'upstream-ccm') };
-  })());
+  return (binaries ??= buildBridgedModule(
+    'openstack',
+    OPENSTACK_BRIDGE_DIR,
+    { 'ccm-provider-openstack': '.', 'upstream-ccm': './cmd/upstream-ccm' },
+    `${OPENSTACK_MODULE} through the bridge and the upstream CCM linking it; the first build compiles gophercloud, client-go and the upstream app: a few minutes`,
+    say,
+  ).then((out) => ({ provider: out['ccm-provider-openstack']!, upstream: out['upstream-ccm']! })));
 }
 
 /** One Nova server as the stand-in serves it. */

@@ -120,26 +120,52 @@ let awsBinary: Promise<string> | undefined;
  * gets progress lines while it builds.
  */
 export function awsCloudBinary(say: (line: string) => void = () => undefined): Promise<string> {
-  return (awsBinary ??= (async () => {
-    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-    const bridgeHash = await hashFiles(GO_BRIDGE_DIR, await filesUnder(GO_BRIDGE_DIR, goSource), `${goVersion}\0${await goSdkHash(goVersion)}`);
-    const files = await filesUnder(AWS_BRIDGE_DIR, goSource);
-    const dir = join(cacheRoot(), `aws-${await hashFiles(AWS_BRIDGE_DIR, files, `${goVersion}\0${bridgeHash}`)}`);
-    await buildOnce(dir, async (tmp) => {
-      const t0 = Date.now();
-      say(`building ccm-provider-aws (k8s.io/cloud-provider-aws through the bridge) into ${dir}; the first build takes minutes`);
-      const tick = setInterval(() => say(`still building ccm-provider-aws (${Math.round((Date.now() - t0) / 1000)} s elapsed)`), 30_000);
-      try {
-        await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-aws'), '.'], { cwd: AWS_BRIDGE_DIR });
-        // The upstream CCM with the same provider linked in (test/integration/providers/real-provider-parity.test.ts).
-        await execa('go', ['build', '-trimpath', '-o', join(tmp, 'upstream-ccm'), './cmd/upstream-ccm'], { cwd: AWS_BRIDGE_DIR });
-      } finally {
-        clearInterval(tick);
-      }
-      say(`ccm-provider-aws and upstream-ccm built in ${Math.round((Date.now() - t0) / 1000)} s`);
-    });
-    return join(dir, 'ccm-provider-aws');
-  })());
+  return (awsBinary ??= buildBridgedModule(
+    'aws',
+    AWS_BRIDGE_DIR,
+    // The upstream CCM with the same provider linked in (test/integration/providers/real-provider-parity.test.ts).
+    { 'ccm-provider-aws': '.', 'upstream-ccm': './cmd/upstream-ccm' },
+    'k8s.io/cloud-provider-aws through the bridge, and the upstream CCM linking it; the first build takes minutes (the AWS SDK is large)',
+    say,
+  ).then((out) => out['ccm-provider-aws']!));
+}
+
+/**
+ * Builds the packages `targets` (output name → package path) of a module that
+ * serves a real provider through the bridge (plugins/<name>-bridge) into the
+ * cache, once per source change: the key covers the module (its go.sum pins
+ * the provider and every dependency), the bridge module, the SDK and the Go
+ * version. `say` gets a line when it starts, every 30 s, and when it is done.
+ * Resolves to each target's path.
+ */
+export async function buildBridgedModule(
+  name: string,
+  moduleDir: string,
+  targets: Record<string, string>,
+  what: string,
+  say: (line: string) => void,
+): Promise<Record<string, string>> {
+  const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
+  const bridgeHash = await hashFiles(
+    GO_BRIDGE_DIR,
+    await filesUnder(GO_BRIDGE_DIR, (rel) => goSource(rel) && !rel.startsWith('example/')),
+    goVersion,
+  );
+  const files = await filesUnder(moduleDir, goSource);
+  const dir = join(cacheRoot(), `${name}-${await hashFiles(moduleDir, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}`)}`);
+  await buildOnce(dir, async (tmp) => {
+    const t0 = Date.now();
+    const names = Object.keys(targets).join(', ');
+    say(`building ${names} (${what}) into ${dir}`);
+    const tick = setInterval(() => say(`still building ${names} (${Math.round((Date.now() - t0) / 1000)} s elapsed)`), 30_000);
+    try {
+      for (const [out, pkg] of Object.entries(targets)) await execa('go', ['build', '-trimpath', '-o', join(tmp, out), pkg], { cwd: moduleDir });
+    } finally {
+      clearInterval(tick);
+    }
+    say(`${names} built in ${Math.round((Date.now() - t0) / 1000)} s`);
+  });
+  return Object.fromEntries(Object.keys(targets).map((out) => [out, join(dir, out)]));
 }
 
 /** The upstream cloud-controller-manager with k8s.io/cloud-provider-aws linked in, built beside ccm-provider-aws. */

@@ -7,9 +7,8 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { execa, type ResultPromise } from 'execa';
-import { buildOnce } from './build-once.js';
 import { providerIdentity } from './provider-identity.js';
-import { cacheRoot, filesUnder, goSdkHash, goSource, GO_BRIDGE_DIR, hashFiles, REPO } from './providers.js';
+import { buildBridgedModule, REPO } from './providers.js';
 
 export const VSPHERE_BRIDGE_DIR = join(REPO, 'plugins', 'vsphere-bridge');
 /** The provider module the plugin links (plugins/vsphere-bridge/go.mod). */
@@ -24,33 +23,15 @@ export interface VsphereBinaries {
 
 let binaries: Promise<VsphereBinaries> | undefined;
 
-/**
- * ccm-provider-vsphere and vcsim, built on first use into the cache; the key
- * covers the plugin module, the bridge and the SDK it replaces locally.
- */
+/** The plugin, vcsim and the upstream CCM linking the provider, built on first use into the cache (buildBridgedModule). */
 export function vsphereBinaries(say: (line: string) => void = () => undefined): Promise<VsphereBinaries> {
-  return (binaries ??= (async () => {
-    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-    const bridgeHash = await hashFiles(
-      GO_BRIDGE_DIR,
-      await filesUnder(GO_BRIDGE_DIR, (rel) => goSource(rel) && !rel.startsWith('example/')),
-      goVersion,
-    );
-    const files = await filesUnder(VSPHERE_BRIDGE_DIR, goSource);
-    const key = await hashFiles(VSPHERE_BRIDGE_DIR, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}`);
-    const dir = join(cacheRoot(), `vsphere-${key}`);
-    await buildOnce(dir, async (tmp) => {
-      const t0 = Date.now();
-      say(
-        `building ccm-provider-vsphere (${VSPHERE_MODULE} through the bridge), vcsim and the upstream CCM linking the provider; the first build compiles client-go v0.36, govmomi and the upstream app: several minutes`,
-      );
-      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-vsphere'), '.'], { cwd: VSPHERE_BRIDGE_DIR });
-      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'vcsim'), './cmd/vcsim'], { cwd: VSPHERE_BRIDGE_DIR });
-      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'upstream-ccm'), './cmd/upstream-ccm'], { cwd: VSPHERE_BRIDGE_DIR });
-      say(`ccm-provider-vsphere, vcsim and upstream-ccm built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    });
-    return { provider: join(dir, 'ccm-provider-vsphere'), vcsim: join(dir, 'vcsim'), upstream: join(dir, 'upstream-ccm') };
-  })());
+  return (binaries ??= buildBridgedModule(
+    'vsphere',
+    VSPHERE_BRIDGE_DIR,
+    { 'ccm-provider-vsphere': '.', vcsim: './cmd/vcsim', 'upstream-ccm': './cmd/upstream-ccm' },
+    `${VSPHERE_MODULE} through the bridge, its simulator and the upstream CCM linking it; the first build compiles client-go v0.36, govmomi and the upstream app: several minutes`,
+    say,
+  ).then((out) => ({ provider: out['ccm-provider-vsphere']!, vcsim: out.vcsim!, upstream: out['upstream-ccm']! })));
 }
 
 /** One simulated VM: its guest hostname (the Node's name), BIOS UUID and guest IP. */

@@ -44,8 +44,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
 import { execa } from 'execa';
-import { runConformance } from '../../../conformance/run.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
+import { checkRealProviderKit, type PinnedFailure } from '../../helpers/real-provider-kit.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { awsCloudConfig, startMoto, type Moto } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
@@ -412,7 +412,7 @@ test('a panic inside cloud-provider-aws answers that call INTERNAL; the provider
  * have the host delete Nodes the upstream CCM keeps. The kit's machine names
  * (cct<run>-…) are normalized.
  */
-const AWS_KIT_FAILURES = [
+const AWS_KIT_FAILURES: PinnedFailure[] = [
   // The kit's made-up providerID is not aws:///<zone>/<instance id>: the provider refuses its format with an error, not "not found".
   { id: 'instances/absent', message: 'InstanceExists: INTERNAL/CLOUD_API_ERROR: Invalid format for AWS instance (aws://cct<run>-absent-id)' },
   // By name, an unknown node is an error ("not found" in its text), not cloudprovider.InstanceNotFound.
@@ -449,28 +449,20 @@ test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (
       HTTP_PROXY: 'http://127.0.0.1:9',
       HTTPS_PROXY: 'http://127.0.0.1:9',
     };
-    const results = await runConformance({
-      target: { kind: 'exec', path: await AWS_CLOUD_PROVIDER.executable(dir), env: Object.entries(env).map(([k, v]) => `${k}=${v}`) },
+    await checkRealProviderKit(t, {
+      path: await AWS_CLOUD_PROVIDER.executable(dir),
+      env,
       // The host sends the same file with --cloud-config (bridge.CloudConfigFile checks they agree).
       cloudConfig: await readFile(configPath),
-      startTimeoutMs: 60_000,
-      shutdownGraceMs: 2_000,
+      failures: AWS_KIT_FAILURES,
+      pass: [
+        'launch/handshake',
+        'lifecycle/not-configured',
+        'instances/foreign-provider-id',
+        'load-balancers/ensure-twice',
+        'load-balancers/delete-twice',
+      ],
     });
-    const by = (outcome: string) => results.filter((r) => r.outcome === outcome).map((r) => r.id);
-    t.log(`passed: ${by('pass').join(', ')}`);
-    t.log(`skipped: ${by('skip').join(', ')}`);
-    t.deepEqual(
-      results.filter((r) => r.outcome === 'fail').map((r) => `${r.id}: ${(r.message ?? '').replace(/cct[0-9a-f]+-/g, 'cct<run>-')}`),
-      AWS_KIT_FAILURES.map((f) => `${f.id}: ${f.message}`),
-    );
-    for (const id of [
-      'launch/handshake',
-      'lifecycle/not-configured',
-      'instances/foreign-provider-id',
-      'load-balancers/ensure-twice',
-      'load-balancers/delete-twice',
-    ])
-      t.true(by('pass').includes(id), id);
   } finally {
     await moto.stop();
   }

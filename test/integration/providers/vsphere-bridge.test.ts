@@ -16,8 +16,8 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
-import { runConformance } from '../../../conformance/run.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
+import { checkRealProviderKit, type PinnedFailure } from '../../helpers/real-provider-kit.js';
 import {
   createExternalNode,
   waitNodeInitialized,
@@ -42,7 +42,7 @@ const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
  * vclib.ErrNoVMFound to "not found" would have the host delete Nodes the
  * upstream CCM keeps.
  */
-const VSPHERE_KIT_FAILURES = [
+const VSPHERE_KIT_FAILURES: PinnedFailure[] = [
   // A Node name no VM has: vSphere looks names up by guest DNS name and answers vclib.ErrNoVMFound, an error, not false.
   { id: 'instances/absent', message: 'InstanceExists: INTERNAL/CLOUD_API_ERROR: No VM found' },
   { id: 'instances/legacy', message: 'InstanceId: want NOT_FOUND/INSTANCE_NOT_FOUND, got InstanceId: INTERNAL/CLOUD_API_ERROR: No VM found' },
@@ -133,29 +133,20 @@ test('the conformance kit against k8s.io/cloud-provider-vsphere through the brid
     await writeFile(kubeconfig, (await vsphereProviderIdentity(admin, scope.prefix)).exportConfig(), { mode: 0o600 });
     const cloudConfig = join(dir, 'vsphere.yaml');
     await writeFile(cloudConfig, vsphereCloudConfig(sim, scope.prefix));
-    const results = await runConformance({
-      target: { kind: 'exec', path: provider, env: [`VSPHERE_CLOUD_CONFIG=${cloudConfig}`, `KUBECONFIG=${kubeconfig}`] },
-      cloudConfig: Buffer.alloc(0),
-      startTimeoutMs: 60_000,
-      shutdownGraceMs: 2_000,
+    await checkRealProviderKit(t, {
+      path: provider,
+      env: { VSPHERE_CLOUD_CONFIG: cloudConfig, KUBECONFIG: kubeconfig },
+      failures: VSPHERE_KIT_FAILURES,
+      pass: [
+        'launch/handshake',
+        'launch/sigterm',
+        'identity/capabilities',
+        'lifecycle/not-configured',
+        'instances/foreign-provider-id',
+        'lifecycle/shutdown',
+        'identity/undeclared-unimplemented',
+      ],
     });
-    const by = (outcome: string) => results.filter((r) => r.outcome === outcome).map((r) => r.id);
-    t.log(`passed: ${by('pass').join(', ')}`);
-    t.log(`skipped: ${by('skip').join(', ')}`);
-    t.deepEqual(
-      results.filter((r) => r.outcome === 'fail').map((r) => `${r.id}: ${r.message}`),
-      VSPHERE_KIT_FAILURES.map((f) => `${f.id}: ${f.message}`),
-    );
-    for (const id of [
-      'launch/handshake',
-      'launch/sigterm',
-      'identity/capabilities',
-      'lifecycle/not-configured',
-      'instances/foreign-provider-id',
-      'lifecycle/shutdown',
-      'identity/undeclared-unimplemented',
-    ])
-      t.true(by('pass').includes(id), id);
   } finally {
     await sim.stop();
     await deleteScopedNodes(admin.makeApiClient(CoreV1Api), scope.selector);
