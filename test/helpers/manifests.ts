@@ -55,6 +55,15 @@ export async function renderDeploy(r: Rendering): Promise<KubernetesObject[]> {
   }
 }
 
+/** The bridged real providers with a rendering of their own: `kubectl apply -k deploy/providers/<name>` (sidecar flavour). */
+export const PROVIDER_RENDERINGS = ['aws', 'vsphere', 'openstack'] as const;
+export type ProviderRendering = (typeof PROVIDER_RENDERINGS)[number];
+
+/** The objects of deploy/providers/<name>, in kustomize's order. */
+export function renderProvider(name: ProviderRendering): Promise<KubernetesObject[]> {
+  return renderKustomization(join(DEPLOY_DIR, 'providers', name));
+}
+
 /** Every YAML file under deploy/, recursively, sorted; paths relative to deploy/. */
 export async function manifestFiles(dir = DEPLOY_DIR, prefix = ''): Promise<string[]> {
   const out: string[] = [];

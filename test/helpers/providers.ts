@@ -131,11 +131,19 @@ export function awsCloudBinary(say: (line: string) => void = () => undefined): P
 }
 
 /**
+ * How deploy/providers/Dockerfile builds a bridged provider, and so how the
+ * tests build every target of those modules: static (the image has no libc),
+ * paths trimmed. test/unit/deploy/provider-image.test.ts checks the
+ * Dockerfile's RUN line against it.
+ */
+export const BRIDGED_BUILD = { env: { CGO_ENABLED: '0' }, flags: ['-trimpath'] } as const;
+
+/**
  * Builds the packages `targets` (output name → package path) of a module that
  * serves a real provider through the bridge (plugins/<name>-bridge) into the
  * cache, once per source change: the key covers the module (its go.sum pins
  * the provider and every dependency), the bridge module, the SDK and the Go
- * version. `say` gets a line when it starts, every 30 s, and when it is done.
+ * version and BRIDGED_BUILD. `say` gets a line when it starts, every 30 s, and when it is done.
  * Resolves to each target's path.
  */
 export async function buildBridgedModule(
@@ -152,14 +160,16 @@ export async function buildBridgedModule(
     goVersion,
   );
   const files = await filesUnder(moduleDir, goSource);
-  const dir = join(cacheRoot(), `${name}-${await hashFiles(moduleDir, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}`)}`);
+  const how = JSON.stringify(BRIDGED_BUILD);
+  const dir = join(cacheRoot(), `${name}-${await hashFiles(moduleDir, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}\0${how}`)}`);
   await buildOnce(dir, async (tmp) => {
     const t0 = Date.now();
     const names = Object.keys(targets).join(', ');
     say(`building ${names} (${what}) into ${dir}`);
     const tick = setInterval(() => say(`still building ${names} (${Math.round((Date.now() - t0) / 1000)} s elapsed)`), 30_000);
     try {
-      for (const [out, pkg] of Object.entries(targets)) await execa('go', ['build', '-trimpath', '-o', join(tmp, out), pkg], { cwd: moduleDir });
+      for (const [out, pkg] of Object.entries(targets))
+        await execa('go', ['build', ...BRIDGED_BUILD.flags, '-o', join(tmp, out), pkg], { cwd: moduleDir, env: BRIDGED_BUILD.env });
     } finally {
       clearInterval(tick);
     }

@@ -24,13 +24,19 @@ import {
 } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
-import { DEPLOY_DIR, RENDERINGS, manifestFiles, renderDeploy, renderingName, type Rendering } from '../../helpers/manifests.js';
+import { DEPLOY_DIR, PROVIDER_RENDERINGS, RENDERINGS, manifestFiles, renderDeploy, renderProvider, renderingName } from '../../helpers/manifests.js';
+
+/** Every flavour's rendering, then each bridged provider's (`providers/<name>`), by name. */
+async function deployments(): Promise<{ name: string; objects: KubernetesObject[] }[]> {
+  return [
+    ...(await Promise.all(RENDERINGS.map(async (r) => ({ name: renderingName(r), objects: await renderDeploy(r) })))),
+    ...(await Promise.all(PROVIDER_RENDERINGS.map(async (p) => ({ name: `providers/${p}`, objects: await renderProvider(p) })))),
+  ];
+}
 
 /** Every rendering, plus deploy/volumes, by name. */
 async function everything(): Promise<{ name: string; objects: KubernetesObject[] }[]> {
-  const out = await Promise.all(RENDERINGS.map(async (r) => ({ name: renderingName(r), objects: await renderDeploy(r) })));
-  out.push({ name: 'volumes', objects: await renderKustomization(join(DEPLOY_DIR, 'volumes')) });
-  return out;
+  return [...(await deployments()), { name: 'volumes', objects: await renderKustomization(join(DEPLOY_DIR, 'volumes')) }];
 }
 
 function only<T extends KubernetesObject>(objects: KubernetesObject[], kind: string): T {
@@ -45,9 +51,11 @@ test('every rendering passes a server-side apply dry run', async (t) => {
     t.true(objects.length > 0, `${name} renders objects`);
     for (const obj of objects) {
       const what = `${name}: ${obj.kind}/${obj.metadata?.name}`;
+      // A namespace the rendering ships is applied for real: a dry run of the objects in it needs it to exist.
+      const dryRun = obj.kind === 'Namespace' ? undefined : 'All';
       // Server-side apply works whether or not the object exists already.
       const out = await api
-        .patch(obj, undefined, 'All', 'ccm-manifest-test', true, PatchStrategy.ServerSideApply)
+        .patch(obj, undefined, dryRun, 'ccm-manifest-test', true, PatchStrategy.ServerSideApply)
         .catch((err: { body?: unknown; message?: string }) => {
           t.fail(`${what}: ${JSON.stringify(err.body ?? err.message)}`);
           return undefined;
@@ -63,8 +71,12 @@ test('every YAML file under deploy/ is named by the kustomization of its directo
   t.deepEqual(kustomizations.sort(), [
     'base/kustomization.yaml',
     'components/per-controller-rbac/kustomization.yaml',
+    'components/sidecar/kustomization.yaml',
     'overlays/exec/kustomization.yaml',
     'overlays/sidecar/kustomization.yaml',
+    'providers/aws/kustomization.yaml',
+    'providers/openstack/kustomization.yaml',
+    'providers/vsphere/kustomization.yaml',
     'volumes/kustomization.yaml',
   ]);
   const named = new Set<string>();
@@ -160,6 +172,62 @@ test('every rendering follows the recommended shape', async (t) => {
   }
 });
 
+/** Each bridged provider: its config file, the variable its main.go reads it from, its image. */
+const PROVIDER_SHAPE = {
+  aws: { file: '/etc/ccm/cloud.conf', env: 'CLOUD_CONFIG' },
+  vsphere: { file: '/etc/ccm/vsphere.conf', env: 'VSPHERE_CLOUD_CONFIG' },
+  openstack: { file: '/etc/ccm/cloud.conf', env: 'OPENSTACK_CLOUD_CONFIG' },
+} as const;
+
+test('each bridged provider renders the sidecar flavour with its own image and a required cloud config both containers read', async (t) => {
+  const sidecar = only<V1Deployment>(await renderDeploy({ overlay: 'sidecar', perController: false }), 'Deployment').spec!.template.spec!;
+  for (const p of PROVIDER_RENDERINGS) {
+    const name = `providers/${p}`;
+    const spec = only<V1Deployment>(await renderProvider(p), 'Deployment').spec!.template.spec!;
+    const [host, provider] = spec.containers;
+    t.is(spec.containers.length, 2, name);
+    t.is(host!.name, 'cloud-controller-manager', name);
+    t.is(provider!.name, 'provider', name);
+    t.is(host!.image, sidecar.containers[0]!.image, `${name}: the host image is the shipped one`);
+    t.is(provider!.image, `ghcr.io/grpc-ccm/ccm-provider-${p}:v0.1.0`, name);
+    const { file, env } = PROVIDER_SHAPE[p];
+    t.deepEqual(
+      host!.args!.filter((a) => /^--cloud-(provider|config)/.test(a)),
+      [`--cloud-provider=${p}`, `--cloud-config=${file}`, '--cloud-config-optional=false'],
+      `${name}: the host names the provider and requires the file`,
+    );
+    t.deepEqual(
+      provider!.env?.map((e) => ({ name: e.name, value: e.value })),
+      [{ name: env, value: file }],
+      `${name}: the provider reads the same file`,
+    );
+    t.like(
+      spec.volumes?.find((v) => v.name === 'cloud-config')?.secret,
+      { secretName: 'cloud-controller-manager-cloud-config', optional: false },
+      name,
+    );
+    for (const c of [host!, provider!])
+      t.like(
+        c.volumeMounts?.find((m) => m.name === 'cloud-config'),
+        { mountPath: '/etc/ccm', readOnly: true },
+        `${name} ${c.name}`,
+      );
+    // Everything else is the sidecar flavour's, the local provider's own volume and variable left out.
+    const strip = (s: typeof spec) => ({
+      ...s,
+      containers: s.containers.map((c) => ({
+        ...c,
+        args: c.args?.filter((a) => !/^--cloud-(provider|config)/.test(a)),
+        image: undefined,
+        env: c.name === 'provider' ? undefined : c.env,
+        volumeMounts: c.volumeMounts?.filter((m) => !['cloud-config', 'cloud-state'].includes(m.name)),
+      })),
+      volumes: s.volumes?.filter((v) => !['cloud-config', 'cloud-state'].includes(v.name)),
+    });
+    t.deepEqual(strip(spec), strip(sidecar), `${name}: otherwise the sidecar flavour`);
+  }
+});
+
 test('the pods are admitted at Pod Security "restricted" without hostNetwork, and hostNetwork is their only violation', async (t) => {
   const kc = await testKubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
@@ -178,10 +246,9 @@ test('the pods are admitted at Pod Security "restricted" without hostNetwork, an
       () => undefined,
     ),
   );
-  const flavours: Rendering[] = RENDERINGS.filter((r) => !r.perController);
-  for (const r of flavours) {
-    const name = renderingName(r);
-    const d = only<V1Deployment>(await renderDeploy(r), 'Deployment');
+  const flavours = (await deployments()).filter(({ name }) => !name.includes('per-controller'));
+  for (const { name, objects } of flavours) {
+    const d = only<V1Deployment>(objects, 'Deployment');
     const template = structuredClone(d.spec!.template);
     // Only kube-system may use the system-* priority classes; not a security setting.
     delete template.spec!.priorityClassName;
@@ -212,11 +279,26 @@ test('the pods are admitted at Pod Security "restricted" without hostNetwork, an
   }
 });
 
-test('nothing shipped grants access to Secrets, Pods or RBAC objects, or uses wildcards', async (t) => {
+/**
+ * The one Secret rule shipped: the vSphere provider watches the Secrets of its
+ * config's secretNamespace, a namespace of its own (deploy/providers/vsphere/rbac.yaml).
+ */
+const VSPHERE_SECRETS = { kind: 'Role', namespace: 'vsphere-cloud-credentials', verbs: ['get', 'list', 'watch'] };
+
+test("nothing shipped grants access to Secrets (but vSphere's own namespace), Pods or RBAC objects, or uses wildcards", async (t) => {
   for (const { name, objects } of await everything()) {
     for (const obj of objects as (KubernetesObject & { rules?: { resources?: string[]; verbs?: string[]; apiGroups?: string[] }[] })[]) {
       for (const rule of obj.rules ?? []) {
         const what = `${name} ${obj.kind}/${obj.metadata?.name}`;
+        const secrets = (rule.resources ?? []).includes('secrets');
+        if (secrets && name === 'providers/vsphere') {
+          t.deepEqual(
+            { kind: obj.kind, namespace: obj.metadata?.namespace, verbs: rule.verbs, resources: rule.resources },
+            { ...VSPHERE_SECRETS, resources: ['secrets'] },
+            what,
+          );
+          continue;
+        }
         t.false(
           (rule.resources ?? []).some((r) => ['secrets', 'pods', '*'].includes(r.split('/')[0]!)),
           what,

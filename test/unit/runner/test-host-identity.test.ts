@@ -52,7 +52,10 @@ const HOSTS: { file: string; identity: Identity }[] = [
     file: 'test/integration/deploy/per-controller-credentials.test.ts',
     identity: { other: 'the per-controller ServiceAccounts (per-controller-rbac)' },
   },
-  { file: 'test/integration/deploy/run-manifests.test.ts', identity: { other: "each rendering's own ServiceAccount and RBAC" } },
+  {
+    file: 'test/helpers/pod-runner.ts',
+    identity: { other: "the rendered Deployment's ServiceAccount and RBAC (run-manifests, run-provider-manifests)" },
+  },
   { file: 'test/helpers/ccm-side.ts', identity: { other: 'the spawner of either side: its callers pass the kubeconfig (default: the admin)' } },
   {
     file: 'test/integration/parity/upstream-parity.test.ts',
