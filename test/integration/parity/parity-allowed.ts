@@ -25,7 +25,7 @@ const OUTAGE = 'GetInstancesMetadata: local cloud is down \\(failAll knob\\): in
 
 /** A FailedToCreateRoute message of each side, up to its error (either side's error wording is its own). */
 const OURS_ROUTE_FAILED = /^Warning from route_controller: Could not create route (\S+): .+$/;
-const UPSTREAM_ROUTE_FAILED = /^Warning from route_controller: Could not create route <uid> (\S+) for node \S+ after [0-9.]+[µnm]?s: .+$/;
+const UPSTREAM_ROUTE_FAILED = /^Warning from route_controller: Could not create route <uid> (\S+) for node \S+ after \S+: .+$/;
 
 /** The destination CIDRs a side's FailedToCreateRoute messages (joined by ` ¦ `) name, sorted and deduplicated. */
 function failedRouteCidrs(value: string | undefined, re: RegExp): string | undefined {
