@@ -127,6 +127,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
     }
     return knobs;
   };
+  // ReconcileRoutes applies the `fail` knob to each route it would create or delete (routes.ts).
+  c.faultFor = (method, object) => failFor(currentKnobs().fail, method, object);
 
   /** Puts every method of a service behind the knobs and maps lock timeouts to UNAVAILABLE. */
   function instrument<S extends object>(service: string, impl: S): S {

@@ -2,7 +2,7 @@
  * What every service of the local cloud shares: the state store, the current
  * settings and a logger; plus small helpers used by several services.
  */
-import { InvalidArgumentError } from '../../sdk/errors.js';
+import { InvalidArgumentError, type ProviderError } from '../../sdk/errors.js';
 import type { RequestMeta } from '../../proto/gen/ccm/provider/v1/common.js';
 import type { CloudSettings } from './config.js';
 import { DEFAULT_CLUSTER_NAME } from './names.js';
@@ -25,6 +25,13 @@ export interface CloudContext {
   log: LocalCloudLogger;
   /** The load balancer data plane, when this process runs one (the provider executable does). */
   forwarder?: { sync(): Promise<void> };
+  /**
+   * The error the `fail` knob (knobs.ts) gives the part of a call of `method`
+   * (`service.method`) about `object`, or undefined. For batch calls that
+   * cannot be split by request alone (ReconcileRoutes: which routes it would
+   * create or delete is only known inside the state update).
+   */
+  faultFor?: (method: string, object: string) => ProviderError | undefined;
 }
 
 /** Topology label of a zone. */

@@ -43,6 +43,13 @@ export interface JournalEntry {
   /** A ReconcileRoutes call: the target nodes of the routes it created, and of those it deleted. */
   routesCreated?: string[];
   routesDeleted?: string[];
+  /**
+   * Route changes answered with an error, by target node: a ReconcileRoutes
+   * call's failed entries (a desired route it could not create, or a route
+   * it could not delete), or a CreateRoute or DeleteRoute call that failed.
+   */
+  routesCreateFailed?: string[];
+  routesDeleteFailed?: string[];
 }
 
 /**
@@ -97,6 +104,34 @@ function keyOf(req: unknown): string | undefined {
   );
 }
 
+/**
+ * The route changes of a call that failed, by target node. A failed entry of
+ * ReconcileRoutes is a failed create when the request desires that route
+ * (same node and CIDR), else a failed delete.
+ */
+function failedRouteChanges(
+  method: string,
+  req: unknown,
+  ok: boolean,
+  result: unknown,
+): Pick<JournalEntry, 'routesCreateFailed' | 'routesDeleteFailed'> {
+  type R = { targetNode?: string; destinationCidr?: string };
+  const r = (req ?? {}) as { route?: R; desired?: R[] };
+  if (!ok && (method === 'createRoute' || method === 'deleteRoute')) {
+    const nodes = [r.route?.targetNode ?? ''];
+    return method === 'createRoute' ? { routesCreateFailed: nodes } : { routesDeleteFailed: nodes };
+  }
+  const failed = (result as { failed?: { route?: R }[] } | undefined)?.failed;
+  if (method !== 'reconcileRoutes' || !ok || !Array.isArray(failed) || failed.length === 0) return {};
+  const desired = new Set((r.desired ?? []).map((d) => `${d.targetNode} ${d.destinationCidr}`));
+  const out: { routesCreateFailed?: string[]; routesDeleteFailed?: string[] } = {};
+  for (const f of failed) {
+    const key = desired.has(`${f.route?.targetNode} ${f.route?.destinationCidr}`) ? 'routesCreateFailed' : 'routesDeleteFailed';
+    (out[key] ??= []).push(f.route?.targetNode ?? '');
+  }
+  return out;
+}
+
 export class Journal {
   constructor(
     private readonly dir: string,
@@ -110,7 +145,20 @@ export class Journal {
 
   /** Appends one entry; a failed write is ignored (the journal must never fail a call). */
   async record(
-    e: Omit<JournalEntry, 'pid' | 'key' | 'mutating' | 'created' | 'keys' | 'createdKeys' | 'failedKeys' | 'routesCreated' | 'routesDeleted'> & {
+    e: Omit<
+      JournalEntry,
+      | 'pid'
+      | 'key'
+      | 'mutating'
+      | 'created'
+      | 'keys'
+      | 'createdKeys'
+      | 'failedKeys'
+      | 'routesCreated'
+      | 'routesDeleted'
+      | 'routesCreateFailed'
+      | 'routesDeleteFailed'
+    > & {
       request: unknown;
       methodName: string;
       result?: unknown;
@@ -139,6 +187,7 @@ export class Journal {
       if (Array.isArray(routes.created) && routes.created.length > 0) entry.routesCreated = routes.created.map((r) => r.targetNode ?? '');
       if (Array.isArray(routes.deleted) && routes.deleted.length > 0) entry.routesDeleted = routes.deleted.map((r) => r.targetNode ?? '');
     }
+    Object.assign(entry, failedRouteChanges(e.methodName, e.request, e.ok, e.result));
     await appendFile(join(this.dir, JOURNAL_FILE), JSON.stringify(entry) + '\n').catch(() => undefined);
   }
 }

@@ -56,7 +56,9 @@ export interface Knobs {
    * IMPLEMENTED_ELSEWHERE, UNAVAILABLE or RETRY:<ms> (RESOURCE_EXHAUSTED with
    * a RetryInfo of <ms>). A single call about that object fails with it; a
    * batch call (`services` or `nodes`) answers that object's entry with it
-   * and does the rest. Tests use it to give one object a provider error while
+   * and does the rest; ReconcileRoutes (routes.ts) leaves a named target
+   * node's routes as they are, answering each change it would have made to
+   * them as a failed entry. Tests use it to give one object a provider error while
    * every other call goes through (test/integration/parity).
    */
   fail: string;

@@ -122,6 +122,9 @@ function routeBatches(c: CloudContext): Pick<RoutesProvider, 'reconcileRoutes'> 
         return cidr;
       });
       const managed = (cidr: Cidr) => clusterCidrs.some((outer) => cidrContains(outer, cidr));
+      // The `fail` knob's error for a target node (test-only): its routes are neither created nor deleted,
+      // each change answered with that error, as CreateRoute and DeleteRoute about that node would be.
+      const faultOf = (targetNode: string) => c.faultFor?.('routes.reconcileRoutes', targetNode);
       const outcome = await c.store.update((draft) => {
         const failed: { route: Route; error: ReturnType<typeof toStatus> }[] = [];
         const desired = new Map<string, Route>();
@@ -150,12 +153,30 @@ function routeBatches(c: CloudContext): Pick<RoutesProvider, 'reconcileRoutes'> 
             kept.add(r.destinationCidr);
             return true;
           }
+          const fault = faultOf(r.targetNode);
+          if (fault) {
+            const inst = draft.instances.find((i) => i.name === r.targetNode);
+            const route: Route = {
+              name: r.name,
+              targetNode: r.targetNode,
+              targetNodeAddresses: toNodeAddresses(inst?.addresses ?? r.targetNodeAddresses),
+              destinationCidr: r.destinationCidr,
+              blackhole: inst === undefined,
+            };
+            failed.push({ route, error: toStatus(fault) });
+            return true;
+          }
           deleted.push(r);
           return false;
         });
         const created: RouteRecord[] = [];
         for (const [text, route] of desired) {
           if (kept.has(text)) continue;
+          const fault = faultOf(route.targetNode);
+          if (fault) {
+            failed.push({ route, error: toStatus(fault) });
+            continue;
+          }
           const r = newRecord(cluster, route.targetNode, route, destinationOf(route));
           draft.routes.push(r);
           created.push(r);

@@ -23,6 +23,18 @@ function withoutUninitialized(upstream: string | undefined): string | undefined 
 const FAILED_INIT = 'Warning from cloud-node-controller: failed to initialize node: ';
 const OUTAGE = 'GetInstancesMetadata: local cloud is down \\(failAll knob\\): instances\\.getInstancesMetadata';
 
+/** A FailedToCreateRoute message of each side, up to its error (either side's error wording is its own). */
+const OURS_ROUTE_FAILED = /^Warning from route_controller: Could not create route (\S+): .+$/;
+const UPSTREAM_ROUTE_FAILED = /^Warning from route_controller: Could not create route <uid> (\S+) for node \S+ after \S+: .+$/;
+
+/** The destination CIDRs a side's FailedToCreateRoute messages (joined by ` ¦ `) name, sorted and deduplicated. */
+function failedRouteCidrs(value: string | undefined, re: RegExp): string | undefined {
+  const cidrs = (value ?? '').split(' ¦ ').map((m) => re.exec(m)?.[1]);
+  return cidrs.some((c) => c === undefined) ? undefined : [...new Set(cidrs)].sort().join(' ');
+}
+
+const allOf = (re: RegExp) => new RegExp(`^(${re.source.slice(1, -1)})( ¦ (${re.source.slice(1, -1)}))*$`);
+
 export const ALLOWED: readonly AllowedDifference[] = [
   {
     // The node whose init failed (provided-node-ip the cloud does not report) is uninitialized: ours leaves it out,
@@ -44,6 +56,18 @@ export const ALLOWED: readonly AllowedDifference[] = [
       `^(${FAILED_INIT}${OUTAGE} ¦ )?${FAILED_INIT}(node IP 127\\.0\\.40\\.9 \\(from --node-ip\\) is not among the addresses the cloud reports for this node|GetInstancesMetadata: injected \\(fail knob\\): instances\\.getInstancesMetadata on parity-<side>-md-(notfound|unimpl|retry)|${OUTAGE})$`,
     ),
     upstream: null,
+  },
+  {
+    // A route create answered with an error (UNAVAILABLE, RetryInfo, Unimplemented): the same Warning on the same Node,
+    // for the same CIDRs; upstream's message also has the name hint (the Node's UID), the node's name and the time taken.
+    id: 'failed-to-create-route-message',
+    path: /^event\/Node\/[^/]+\/FailedToCreateRoute$/,
+    ours: allOf(OURS_ROUTE_FAILED),
+    upstream: allOf(UPSTREAM_ROUTE_FAILED),
+    relation: (ours, upstream) => {
+      const cidrs = failedRouteCidrs(ours, OURS_ROUTE_FAILED);
+      return cidrs !== undefined && cidrs === failedRouteCidrs(upstream, UPSTREAM_ROUTE_FAILED);
+    },
   },
   {
     id: 'batched-reads',

@@ -29,7 +29,7 @@ import { ControlPlane } from '../../controlplane/controlplane.js';
 import { startCcm, type CommonSettings, type Side } from '../../helpers/ccm-side.js';
 import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { patchNode, patchNodeStatus, patchService } from '../../helpers/kube-patch.js';
-import { cloudLbs, ensureNamespace, lbService } from '../../helpers/lb.js';
+import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { readNodeOrUndefined, setReady } from '../../helpers/nodes.js';
 import { describe, differences, judge, normalizer, withoutErrorWording, type SideName, type Snapshot } from '../../helpers/parity.js';
@@ -127,6 +127,17 @@ async function cloudFailed(c: SideCtx, method: RegExp, key: string): Promise<boo
     (e) => method.test(e.method) && ((!e.ok && (e.key === key || e.keys?.includes(key))) || e.failedKeys?.includes(key)),
   );
 }
+
+/** `fail` rules giving `error` to every change of `node`'s routes: CreateRoute and DeleteRoute (upstream), ReconcileRoutes' entries (ours). */
+const routeFaults = (node: string, error: string) => failing(node, error, 'createRoute', 'deleteRoute', 'reconcileRoutes');
+
+/** Whether the cloud answered a change (`create` or `delete`) of `node`'s route with an error, as a single call or a batch entry. */
+async function routeChangeFailed(c: SideCtx, change: 'create' | 'delete', node: string): Promise<boolean> {
+  return (await readJournal(c.state)).some((e) => (change === 'create' ? e.routesCreateFailed : e.routesDeleteFailed)?.includes(node));
+}
+
+const networkUnavailable = async (c: SideCtx, short: string) =>
+  (await readNodeOrUndefined(c.core, c.n(short)))?.status?.conditions?.find((x) => x.type === 'NetworkUnavailable')?.status;
 
 const ingressOf = async (c: SideCtx, svc: string) => (await readSvc(c, svc))?.status?.loadBalancer?.ingress?.[0]?.ip;
 
@@ -335,6 +346,76 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "routes while the cloud answers UNAVAILABLE, RetryInfo, Unimplemented for creating one node's route each, and UNAVAILABLE for deleting a deleted node's: NetworkUnavailable True meanwhile, all done once it answers",
+    async run(c) {
+      await instance(c, 'rt-del', '--address', '127.0.40.36');
+      await registerNode(c, 'rt-del', { podCidr: '10.244.6.0/24' });
+      await waitFor(async () => (await routes(c)).some((r) => r.targetNode === c.n('rt-del')), { what: 'rt-del: route', log: c.log });
+      const errors: [short: string, error: string][] = [
+        ['rt-unavail', 'UNAVAILABLE'],
+        ['rt-retry', 'RETRY:1500'],
+        ['rt-unimpl', 'UNIMPLEMENTED'],
+      ];
+      await setFail(c, ...routeFaults(c.n('rt-del'), 'UNAVAILABLE'), ...errors.flatMap(([short, error]) => routeFaults(c.n(short), error)));
+      for (const [i, [short]] of errors.entries()) {
+        await instance(c, short, '--address', `127.0.40.${37 + i}`);
+        await registerNode(c, short, { podCidr: `10.244.${7 + i}.0/24` });
+      }
+      await c.core.deleteNode({ name: c.n('rt-del') });
+      for (const [short, error] of errors)
+        await waitFor(async () => (await routeChangeFailed(c, 'create', c.n(short))) && (await networkUnavailable(c, short)) === 'True', {
+          what: `${short}: route create failed with ${error}, NetworkUnavailable True`,
+          log: c.log,
+        });
+      await waitFor(async () => routeChangeFailed(c, 'delete', c.n('rt-del')), { what: 'rt-del: route delete failed', log: c.log });
+      if (!(await routes(c)).some((r) => r.targetNode === c.n('rt-del'))) throw new Error(`${c.n('rt-del')}: route deleted while its delete fails`);
+      await setFail(c);
+      await waitFor(
+        async () => {
+          const targets = (await routes(c)).map((r) => r.targetNode);
+          for (const [short] of errors) if (!targets.includes(c.n(short)) || (await networkUnavailable(c, short)) !== 'False') return false;
+          return !targets.includes(c.n('rt-del'));
+        },
+        { what: 'routes made once the cloud answers, rt-del route deleted', log: c.log, timeoutMs: 120_000 },
+      );
+    },
+  },
+  {
+    name: "node lifecycle while the cloud answers Unimplemented (instance gone) and RetryInfo (instance shut down) for a NotReady node's instance status: kept as is; deleted, tainted once it answers",
+    async run(c) {
+      const nodes: [short: string, error: string, state: 'delete' | 'shutdown'][] = [
+        ['lc-unimpl', 'UNIMPLEMENTED', 'delete'],
+        ['lc-retry', 'RETRY:1500', 'shutdown'],
+      ];
+      for (const [i, [short]] of nodes.entries()) {
+        await instance(c, short, '--address', `127.0.40.${24 + i}`);
+        await registerNode(c, short);
+        await waitInitialized(c, short);
+      }
+      await setFail(c, ...nodes.flatMap(([short, error]) => failing(c.n(short), error, ...STATUS)));
+      for (const [short, , state] of nodes) {
+        await localcloud(c.state, 'instance', state, c.n(short));
+        await setReady(c.core, c.n(short), false);
+      }
+      for (const [short, error] of nodes)
+        await waitFor(async () => cloudFailed(c, /instanceExists$|instanceShutdown$|getInstancesStatus$/, c.n(short)), {
+          what: `${short}: status read failed with ${error}`,
+          log: c.log,
+        });
+      for (const [short] of nodes) {
+        const node = await readNodeOrUndefined(c.core, c.n(short));
+        if (!node || node.spec?.taints?.some((t) => t.key === SHUTDOWN))
+          throw new Error(`${c.n(short)} ${node ? 'tainted' : 'deleted'} while the cloud could not say what its instance is`);
+      }
+      await setFail(c);
+      await waitFor(async () => !(await readNodeOrUndefined(c.core, c.n('lc-unimpl'))), { what: 'lc-unimpl deleted', log: c.log });
+      await waitFor(async () => (await readNodeOrUndefined(c.core, c.n('lc-retry')))?.spec?.taints?.some((t) => t.key === SHUTDOWN), {
+        what: 'lc-retry: shutdown taint',
+        log: c.log,
+      });
+    },
+  },
+  {
     name: "LoadBalancer Service: created (finalizer, ingress, events), a port added, a node excluded by label, the autoscaler's taint applied at the next update, another Service deleted",
     async run(c) {
       for (const [i, be] of ['be-1', 'be-2'].entries()) {
@@ -418,6 +499,39 @@ const SCENARIOS: Scenario[] = [
           timeoutMs: 120_000,
         });
       await setFail(c);
+    },
+  },
+  {
+    name: 'LoadBalancer Services deleted while the cloud answers Unimplemented, UNAVAILABLE for deleting their load balancers: finalizer kept, deleted once it answers',
+    async run(c) {
+      const errors: [short: string, port: number, error: string][] = [
+        ['del-unimpl', 87, 'UNIMPLEMENTED'],
+        ['del-unavail', 88, 'UNAVAILABLE'],
+      ];
+      const uids = new Map<string, string>();
+      for (const [i, [short, port]] of errors.entries()) {
+        uids.set(short, (await createService(c, short, [port], `127.0.63.${110 + i}`)).metadata!.uid!);
+        await waitFor(async () => ingressOf(c, short), { what: `${short}: ingress`, log: c.log });
+      }
+      await setFail(c, ...errors.flatMap(([short, , error]) => failing(short, error, 'ensureLoadBalancerDeleted')));
+      for (const [short] of errors) await c.core.deleteNamespacedService({ name: short, namespace: c.ns });
+      for (const [short, , error] of errors)
+        await waitFor(async () => cloudFailed(c, /ensureLoadBalancerDeleted$/, uids.get(short)!), {
+          what: `${short}: delete failed with ${error}`,
+          log: c.log,
+        });
+      for (const [short] of errors) {
+        const svc = await readSvc(c, short);
+        if (!svc?.metadata?.finalizers?.includes(LB_FINALIZER) || !(await lbOf(c, short)))
+          throw new Error(`${short}: Service or load balancer gone while the cloud could not delete it`);
+      }
+      await setFail(c);
+      for (const [short] of errors)
+        await waitFor(async () => !(await readSvc(c, short)) && !(await lbOf(c, short)), {
+          what: `${short}: Service and load balancer deleted once the cloud answers`,
+          log: c.log,
+          timeoutMs: 120_000,
+        });
     },
   },
 ];
@@ -520,6 +634,9 @@ async function collect(c: SideCtx): Promise<Snapshot> {
       // nothing, as upstream's route list read that fails before any change.
       if (e.routesCreated) addCall('routes', 'create route');
       if (e.routesDeleted) addCall('routes', 'delete route');
+      // Its failed entries, as upstream's failed CreateRoute and DeleteRoute calls.
+      if (e.routesCreateFailed) addCall('routes', 'create route (failed)');
+      if (e.routesDeleteFailed) addCall('routes', 'delete route (failed)');
       continue;
     }
     if (method === 'ensureLoadBalancerDeleted' && e.ok && e.key) {

@@ -664,6 +664,40 @@ test('knobs: fail gives the named object the named error, in single and batch ca
   await t.throwsAsync(updateKnobs(cloud.store, { fail: 'ensureLoadBalancer@web=TEAPOT' }), { message: /METHOD@OBJECT=ERROR/ });
 });
 
+test("knobs: fail in ReconcileRoutes fails the named node's route changes as entries (neither created nor deleted) and does the rest", async (t) => {
+  const cloud = await newCloud(t);
+  await seed(cloud);
+  const routes = cloud.routes!;
+  const cidrs = { clusterCidrs: ['10.244.0.0/16'] };
+  await routes.createRoute!({ meta: meta(), nameHint: '', route: route('n1', '10.244.1.0/24') }, ctx()); // kept: already there
+  await routes.createRoute!({ meta: meta(), nameHint: '', route: route('n2', '10.244.2.0/24') }, ctx()); // not desired: its delete fails
+  await updateKnobs(cloud.store, { fail: 'reconcileRoutes@n1=UNAVAILABLE,reconcileRoutes@n2=RETRY:1500,reconcileRoutes@n3=UNIMPLEMENTED' });
+  // n1's existing route is kept, not failed (no change needed); its second CIDR fails; n3's create fails; n4's is made.
+  const desired = [route('n1', '10.244.1.0/24'), route('n1', '10.244.11.0/24'), route('n3', '10.244.3.0/24'), route('n4', '10.244.4.0/24')];
+  const res = await routes.reconcileRoutes!({ meta: meta(), desired, ...cidrs }, ctx());
+  const entry = (r: Route) => `${r.targetNode}:${r.destinationCidr}`;
+  t.deepEqual(res.created.map(entry), ['n4:10.244.4.0/24']);
+  t.deepEqual(res.deleted.map(entry), []);
+  t.deepEqual(
+    res.failed.map((f) => [entry(f.route!), fromStatus(f.error!).code, fromStatus(f.error!).retryAfterMs]),
+    [
+      ['n2:10.244.2.0/24', Code.RESOURCE_EXHAUSTED, 1500],
+      ['n1:10.244.11.0/24', Code.UNAVAILABLE, undefined],
+      ['n3:10.244.3.0/24', Code.UNIMPLEMENTED, undefined],
+    ],
+  );
+  const list = async () => (await routes.listRoutes!({ meta: meta(), pageSize: 0, pageToken: '' }, ctx())).routes.map(entry).sort();
+  t.deepEqual(await list(), ['n1:10.244.1.0/24', 'n2:10.244.2.0/24', 'n4:10.244.4.0/24']);
+  // Cleared: the same call does what was held back.
+  await updateKnobs(cloud.store, {}, ['fail']);
+  const after = await routes.reconcileRoutes!({ meta: meta(), desired, ...cidrs }, ctx());
+  t.deepEqual(
+    [after.created.map(entry).sort(), after.deleted.map(entry), after.failed],
+    [['n1:10.244.11.0/24', 'n3:10.244.3.0/24'], ['n2:10.244.2.0/24'], []],
+  );
+  t.deepEqual(await list(), ['n1:10.244.1.0/24', 'n1:10.244.11.0/24', 'n3:10.244.3.0/24', 'n4:10.244.4.0/24']);
+});
+
 test('Configure applies JSON cloud config, warns on unknown keys, rejects garbage', async (t) => {
   const cloud = await newCloud(t);
   const res = await cloud.configure!(

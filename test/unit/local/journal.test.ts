@@ -2,6 +2,7 @@
 import test from 'ava';
 import { readJournal } from '../../../plugins/local/journal.js';
 import { createLocalCloud } from '../../../plugins/local/cloud.js';
+import { updateKnobs } from '../../../plugins/local/knobs.js';
 import { meta, node, service, tempDir } from './_helpers.js';
 
 test('mutating calls are journaled with the caller, the object key and start/end times; reads are not by default', async (t) => {
@@ -66,6 +67,37 @@ test('a batch answer with failed entries names them (failedKeys); ReconcileRoute
       ['loadBalancers.updateLoadBalancerHosts', ['uid-b1', 'uid-b3'], ['uid-b3'], undefined, undefined],
       ['routes.reconcileRoutes', undefined, undefined, ['n1'], undefined],
       ['routes.reconcileRoutes', undefined, undefined, ['n2'], ['n1']],
+    ],
+  );
+});
+
+test('route changes answered with an error are named by target node, create or delete, for ReconcileRoutes entries and single calls', async (t) => {
+  const dir = await tempDir(t);
+  const cloud = createLocalCloud({ stateDir: dir, env: {} });
+  const signal = new AbortController().signal;
+  const routes = cloud.routes!;
+  const route = (targetNode: string, destinationCidr: string) => ({
+    name: '',
+    targetNode,
+    targetNodeAddresses: [],
+    destinationCidr,
+    blackhole: false,
+  });
+  const cidrs = { clusterCidrs: ['10.244.0.0/16'] };
+  await routes.reconcileRoutes!({ meta: meta(), desired: [route('old', '10.244.9.0/24')], ...cidrs }, { signal });
+  await updateKnobs(cloud.store, {
+    fail: 'reconcileRoutes@old=UNAVAILABLE,reconcileRoutes@new=UNAVAILABLE,createRoute@new=UNAVAILABLE,deleteRoute@old=UNAVAILABLE',
+  });
+  await routes.reconcileRoutes!({ meta: meta(), desired: [route('new', '10.244.1.0/24')], ...cidrs }, { signal });
+  await t.throwsAsync(routes.createRoute!({ meta: meta(), nameHint: '', route: route('new', '10.244.1.0/24') }, { signal }));
+  await t.throwsAsync(routes.deleteRoute!({ meta: meta(), route: route('old', '10.244.9.0/24') }, { signal }));
+  t.deepEqual(
+    (await readJournal(dir)).map((e) => [e.method, e.ok, e.routesCreated, e.routesCreateFailed, e.routesDeleteFailed]),
+    [
+      ['routes.reconcileRoutes', true, ['old'], undefined, undefined],
+      ['routes.reconcileRoutes', true, undefined, ['new'], ['old']],
+      ['routes.createRoute', false, undefined, ['new'], undefined],
+      ['routes.deleteRoute', false, undefined, undefined, ['old']],
     ],
   );
 });
