@@ -13,6 +13,10 @@ Prints one JSON document on stdout. Commands:
   stop-instances / start-instances / terminate-instances {"ids": [...]} -> {}
   describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {}}]}
   security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
+  run-named-instance {"cluster", "subnet", "securityGroup", "type", "name"}
+      a running instance of the cluster whose private DNS name is name (moto-server.py, 3),
+      or the one there is (any state but terminated) -> {"id", "az", "privateIp", "privateDns"}
+  terminate-named-instances {"name"} -> {"ids": [...]} (the conformance kit's test hook)
 
 Only the endpoint given is contacted (credentials are the dummy test/test).
 """
@@ -68,6 +72,40 @@ def seed(ec2, arg):
     return {"vpc": vpc, "subnet": subnet, "securityGroup": group, "az": az, "zoneId": zone_id, "instances": instances}
 
 
+DNS_NAME_TAG = "ccm-test/private-dns-name"  # moto-server.py, 3
+# What the provider's lookup by name sees (its aliveFilter): every state but terminated.
+ALIVE = ["pending", "running", "shutting-down", "stopping", "stopped"]
+
+
+def named_instances(ec2, name):
+    filters = [{"Name": f"tag:{DNS_NAME_TAG}", "Values": [name]}, {"Name": "instance-state-name", "Values": ALIVE}]
+    return [i for r in ec2.describe_instances(Filters=filters)["Reservations"] for i in r["Instances"]]
+
+
+def run_named_instance(ec2, arg):
+    found = named_instances(ec2, arg["name"])
+    if not found:
+        res = ec2.run_instances(
+            ImageId="ami-12c6146b",
+            InstanceType=arg["type"],
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=arg["subnet"],
+            SecurityGroupIds=[arg["securityGroup"]],
+            TagSpecifications=[
+                {
+                    "ResourceType": "instance",
+                    "Tags": [{"Key": f"kubernetes.io/cluster/{arg['cluster']}", "Value": "owned"}, {"Key": DNS_NAME_TAG, "Value": arg["name"]}],
+                }
+            ],
+        )
+        iid = res["Instances"][0]["InstanceId"]
+        ec2.get_waiter("instance_running").wait(InstanceIds=[iid], WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        found = named_instances(ec2, arg["name"])
+    i = found[0]
+    return {**instance_view(i), "az": i["Placement"]["AvailabilityZone"]}
+
+
 def describe_elbs(elb):
     out = []
     for lb in elb.describe_load_balancers()["LoadBalancerDescriptions"]:
@@ -101,6 +139,13 @@ def main():
     elif command == "terminate-instances":
         ec2.terminate_instances(InstanceIds=arg["ids"])
         out = {}
+    elif command == "run-named-instance":
+        out = run_named_instance(ec2, arg)
+    elif command == "terminate-named-instances":
+        ids = [i["InstanceId"] for i in named_instances(ec2, arg["name"])]
+        if ids:
+            ec2.terminate_instances(InstanceIds=ids)
+        out = {"ids": ids}
     elif command == "describe-elbs":
         out = describe_elbs(elb)
     elif command == "security-groups":

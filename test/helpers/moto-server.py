@@ -1,4 +1,5 @@
-"""moto's server (python -m moto.server, same arguments) with two fidelity fixes.
+"""moto's server (python -m moto.server, same arguments) with two fidelity fixes
+and one test device.
 
 1. A classic load balancer that AWS creates has a health check from the start
 (DescribeLoadBalancers shows the default: Target TCP:<instance port of the
@@ -13,6 +14,15 @@ which real AWS never makes it need, so without this it panics on moto.
 provider's describe-instance batcher sends such requests when two lookups of
 one instance meet in a batch; it then falls back to one request per id, so
 this only saves retries and error lines.
+
+3. (A test device, not a fix.) An instance tagged ccm-test/private-dns-name
+has that tag's value as its private DNS name, in DescribeInstances and in
+its private-dns-name filter. The AWS provider finds a Node without
+providerID by the EC2 private DNS name equal to the Node's name; on AWS that
+name follows the private IP (ip-10-1-2-3.ec2.internal), so a node the
+conformance kit names itself (cct<run>-node-a) has no instance on AWS. The
+kit's test hook (moto-aws.py hook) tags the instances it makes, so the
+provider's own lookup by name runs against them.
 
 Nothing of moto is changed on disk: the backends' methods are wrapped in
 this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
@@ -44,7 +54,19 @@ def get_reservations_by_instance_ids(self, instance_ids, filters=None):
     return _by_ids(self, list(dict.fromkeys(instance_ids)), filters=filters)
 
 
+DNS_NAME_TAG = "ccm-test/private-dns-name"
+_private_dns_name = ec2_instances.Instance.private_dns_name
+
+
+def private_dns_name(self):
+    for tag in self.get_tags():
+        if tag["key"] == DNS_NAME_TAG:
+            return tag["value"]
+    return _private_dns_name.fget(self)
+
+
 if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
+    ec2_instances.Instance.private_dns_name = property(private_dns_name)
     models.ELBBackend.create_load_balancer = create_load_balancer
     ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
 

@@ -15,6 +15,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 
 import { providerIdentity } from './provider-identity.js';
 import { buildBridgedModule, REPO } from './providers.js';
+import type { InstanceHook } from './real-provider-kit.js';
 
 export const OPENSTACK_BRIDGE_DIR = join(REPO, 'plugins', 'openstack-bridge');
 /** The provider module the plugin links (plugins/openstack-bridge/go.mod). */
@@ -62,6 +63,8 @@ export interface OpenStackStandin {
   servers: Map<string, StandinServer>;
   /** Adds a server named `name`; returns it. */
   addServer(name: string, ip: string, zone?: string): StandinServer;
+  /** The conformance kit's test hook (serveTestHook): an ACTIVE server named like the kit's node, providerID openstack:///<id>. */
+  instanceHook: InstanceHook;
   /** Requests the stand-in does not serve ("METHOD path"), at most 100. */
   unknown: string[];
   stop(): Promise<void>;
@@ -199,6 +202,13 @@ export async function startOpenStackStandin(): Promise<OpenStackStandin> {
       return send(res, 404, { NeutronError: { type: 'HTTPNotFound', message: `the stand-in does not serve ${req.method} ${path}` } });
     })().catch((err: Error) => send(res, 400, { error: { code: 400, message: err.message } }));
   });
+  function addServer(name: string, ip: string, zone = 'nova-az1'): StandinServer {
+    const s: StandinServer = { id: randomUUID(), name, flavor: 'm1.small', zone, ip, status: 'ACTIVE' };
+    servers.set(s.id, s);
+    return s;
+  }
+  const named = (name: string) => [...servers.values()].filter((s) => s.name === name);
+  let hookServers = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -209,10 +219,11 @@ export async function startOpenStackStandin(): Promise<OpenStackStandin> {
     project,
     servers,
     unknown,
-    addServer(name, ip, zone = 'nova-az1') {
-      const s: StandinServer = { id: randomUUID(), name, flavor: 'm1.small', zone, ip, status: 'ACTIVE' };
-      servers.set(s.id, s);
-      return s;
+    addServer,
+    instanceHook: {
+      // 10.0.1.x: apart from the addresses tests give addServer.
+      createInstance: async (name) => `openstack:///${(named(name)[0] ?? addServer(name, `10.0.1.${10 + (hookServers++ % 240)}`)).id}`,
+      deleteInstance: async (name) => named(name).forEach((s) => servers.delete(s.id)),
     },
     async stop() {
       server.closeAllConnections();

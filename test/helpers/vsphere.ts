@@ -8,30 +8,33 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { execa, type ResultPromise } from 'execa';
 import { providerIdentity } from './provider-identity.js';
+import { shellCommand } from './real-provider-kit.js';
 import { buildBridgedModule, REPO } from './providers.js';
 
 export const VSPHERE_BRIDGE_DIR = join(REPO, 'plugins', 'vsphere-bridge');
 /** The provider module the plugin links (plugins/vsphere-bridge/go.mod). */
 export const VSPHERE_MODULE = 'k8s.io/cloud-provider-vsphere v1.36.0';
 
-/** The plugin, the simulator, and the upstream CCM with the same provider linked in (for the side-by-side test). */
+/** The plugin, the simulator and its test hook, and the upstream CCM with the same provider linked in (for the side-by-side test). */
 export interface VsphereBinaries {
   provider: string;
   vcsim: string;
+  /** The conformance kit's test hook against a running vcsim (cmd/vcsim-hook). */
+  vcsimHook: string;
   upstream: string;
 }
 
 let binaries: Promise<VsphereBinaries> | undefined;
 
-/** The plugin, vcsim and the upstream CCM linking the provider, built on first use into the cache (buildBridgedModule). */
+/** The plugin, vcsim, its hook and the upstream CCM linking the provider, built on first use into the cache (buildBridgedModule). */
 export function vsphereBinaries(say: (line: string) => void = () => undefined): Promise<VsphereBinaries> {
   return (binaries ??= buildBridgedModule(
     'vsphere',
     VSPHERE_BRIDGE_DIR,
-    { 'ccm-provider-vsphere': '.', vcsim: './cmd/vcsim', 'upstream-ccm': './cmd/upstream-ccm' },
+    { 'ccm-provider-vsphere': '.', vcsim: './cmd/vcsim', 'vcsim-hook': './cmd/vcsim-hook', 'upstream-ccm': './cmd/upstream-ccm' },
     `${VSPHERE_MODULE} through the bridge, its simulator and the upstream CCM linking it; the first build compiles client-go v0.36, govmomi and the upstream app: several minutes`,
     say,
-  ).then((out) => ({ provider: out['ccm-provider-vsphere']!, vcsim: out.vcsim!, upstream: out['upstream-ccm']! })));
+  ).then((out) => ({ provider: out['ccm-provider-vsphere']!, vcsim: out.vcsim!, vcsimHook: out['vcsim-hook']!, upstream: out['upstream-ccm']! })));
 }
 
 /** One simulated VM: its guest hostname (the Node's name), BIOS UUID and guest IP. */
@@ -48,6 +51,8 @@ export interface Vcsim {
   password: string;
   datacenter: string;
   vms: VcsimVm[];
+  /** The conformance kit's --test-hook-command for this simulator: makes and destroys VMs through its vSphere API (cmd/vcsim-hook). */
+  hookCommand: string;
   /** poweroff, poweron or destroy a VM by guest hostname, through the vSphere API. */
   command(verb: 'poweroff' | 'poweron' | 'destroy', name: string): Promise<void>;
   stop(): Promise<void>;
@@ -55,7 +60,7 @@ export interface Vcsim {
 
 /** Starts a vCenter simulator whose VMs are named `<prefix><i>` (valid Node names). */
 export async function startVcsim(prefix: string): Promise<Vcsim> {
-  const { vcsim } = await vsphereBinaries();
+  const { vcsim, vcsimHook } = await vsphereBinaries();
   const child: ResultPromise = execa(vcsim, [`--hostname-prefix=${prefix}`], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit', reject: false });
   const lines = createInterface({ input: child.stdout! });
   const pending: ((line: string) => void)[] = [];
@@ -75,10 +80,12 @@ export async function startVcsim(prefix: string): Promise<Vcsim> {
         resolve(l);
       });
     });
-  const hello = JSON.parse(await nextLine('its start')) as Omit<Vcsim, 'command' | 'stop'>;
+  const hello = JSON.parse(await nextLine('its start')) as Omit<Vcsim, 'hookCommand' | 'command' | 'stop'>;
   let chain = Promise.resolve();
+  const url = `https://${encodeURIComponent(hello.user)}:${encodeURIComponent(hello.password)}@${hello.server}:${hello.port}/sdk`;
   return {
     ...hello,
+    hookCommand: shellCommand([vcsimHook, url]),
     command(verb, name) {
       const run = chain.then(async () => {
         child.stdin!.write(`${verb} ${name}\n`);

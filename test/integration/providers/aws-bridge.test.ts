@@ -45,7 +45,7 @@ import { join } from 'node:path';
 import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { checkRealProviderKit, type PinnedFailure } from '../../helpers/real-provider-kit.js';
+import { checkRealProviderKit, serveTestHook, type InstanceHook, type PinnedFailure, type TestHookServer } from '../../helpers/real-provider-kit.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { awsCloudConfig, startMoto, type Moto } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
@@ -406,6 +406,42 @@ test('a panic inside cloud-provider-aws answers that call INTERNAL; the provider
 });
 
 /**
+ * The kit's test hook on moto: an instance of the cluster in the seeded
+ * subnet whose private DNS name is the kit's node name (moto-aws.py
+ * run-named-instance), as AWS names nodes; and its Node, registered as its
+ * kubelet would with --provider-id. The provider needs that Node: ListRoutes
+ * names each route's target through its node informer (instanceIDToNodeName),
+ * and an instance route with no Node fails the whole list, and with it every
+ * route call of the bridge, which lists first.
+ */
+function motoInstanceHook(core: CoreV1Api, moto: Moto, seeded: Seeded, cluster: string): InstanceHook {
+  return {
+    async createInstance(name) {
+      const i = await moto.ctl<{ id: string; az: string }>('run-named-instance', {
+        cluster,
+        subnet: seeded.subnet,
+        securityGroup: seeded.securityGroup,
+        type: INSTANCE_TYPE,
+        name,
+      });
+      const providerID = `aws:///${i.az}/${i.id}`;
+      await core
+        .createNode({ body: { metadata: { name, labels: { 'kubernetes.io/hostname': name, [SELECTOR_LABEL]: cluster } }, spec: { providerID } } })
+        .catch((err: { code?: number }) => {
+          if (err.code !== 409) throw err;
+        });
+      return providerID;
+    },
+    async deleteInstance(name) {
+      await moto.ctl('terminate-named-instances', { name });
+      await core.deleteNode({ name }).catch((err: { code?: number }) => {
+        if (err.code !== 404) throw err;
+      });
+    },
+  };
+}
+
+/**
  * What the kit reports against cloud-provider-aws's own answers, pinned (and
  * listed in docs/providers/aws.md). The bridge passes the provider's errors on
  * as upstream's controllers see them: turning them into "not found" would
@@ -426,16 +462,15 @@ const AWS_KIT_FAILURES: PinnedFailure[] = [
     message:
       'GetZoneByProviderId: want NOT_FOUND/INSTANCE_NOT_FOUND, got GetZoneByProviderId: INTERNAL/CLOUD_API_ERROR: Invalid format for AWS instance (aws://cct<run>-absent-id)',
   },
-  // A route's target must be a running instance (its ENI): without a test hook the kit targets a node with no instance.
-  { id: 'routes/create-twice', message: 'CreateRoute: NOT_FOUND/INSTANCE_NOT_FOUND: instance not found' },
-  { id: 'routes/paging', message: 'CreateRoute: NOT_FOUND/INSTANCE_NOT_FOUND: instance not found' },
 ];
 
-test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (exec), on moto: load balancers pass, what it does not serve is skipped, its own answers for absent machines pinned', async (t) => {
+test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (exec), on moto with a test hook: instances, load balancers and routes pass, what it does not serve is skipped, its own answers for absent machines pinned', async (t) => {
   t.timeout(360_000);
   const prefix = `aws-kit-${randomBytes(3).toString('hex')}`;
   const dir = await mkdtemp(join(tmpdir(), `ccm-${prefix}-`));
   const moto = await startMoto(dir, REGION);
+  const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
+  let hook: TestHookServer | undefined;
   try {
     const seeded = await moto.ctl<Seeded>('seed', { cluster: prefix, az: AZ, instances: 1, type: INSTANCE_TYPE, net: 45 });
     const configPath = join(dir, 'cloud.conf');
@@ -449,21 +484,35 @@ test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (
       HTTP_PROXY: 'http://127.0.0.1:9',
       HTTPS_PROXY: 'http://127.0.0.1:9',
     };
+    hook = await serveTestHook(motoInstanceHook(core, moto, seeded, prefix));
     await checkRealProviderKit(t, {
       path: await AWS_CLOUD_PROVIDER.executable(dir),
       env,
       // The host sends the same file with --cloud-config (bridge.CloudConfigFile checks they agree).
       cloudConfig: await readFile(configPath),
+      hookCommand: hook.command,
       failures: AWS_KIT_FAILURES,
       pass: [
         'launch/handshake',
+        'setup/hooks',
         'lifecycle/not-configured',
         'instances/foreign-provider-id',
+        'instances/test-instance',
+        'instances/exists-and-shutdown',
+        'instances/bare-node',
+        'zones/test-instance',
         'load-balancers/ensure-twice',
         'load-balancers/delete-twice',
+        'routes/create-twice',
+        'routes/conflict',
+        'routes/paging',
+        'routes/delete-twice',
+        'cleanup/no-leftovers',
       ],
     });
   } finally {
+    await hook?.stop();
+    await core.deleteCollectionNode({ labelSelector: `${SELECTOR_LABEL}=${prefix}` }).catch(() => undefined);
     await moto.stop();
   }
 });

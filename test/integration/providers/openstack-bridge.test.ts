@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { checkRealProviderKit, type PinnedFailure } from '../../helpers/real-provider-kit.js';
+import { checkRealProviderKit, serveTestHook, type PinnedFailure, type TestHookServer } from '../../helpers/real-provider-kit.js';
 import {
   createExternalNode,
   waitNodeInitialized,
@@ -130,22 +130,38 @@ for (const mode of MODES) {
   });
 }
 
-test('the conformance kit against k8s.io/cloud-provider-openstack through the bridge (exec): what it does not implement is skipped, and only its own answer for an absent machine fails', async (t) => {
+test('the conformance kit against k8s.io/cloud-provider-openstack through the bridge (exec), with servers made in the stand-in: its instances pass, what it does not implement is skipped, and only its own answer for an absent machine fails', async (t) => {
   t.timeout(10 * 60_000);
   const { provider } = await openstackBinaries();
   const admin = await testKubeConfig();
   const scope = testScope('os-kit');
   const dir = await mkdtemp(join(tmpdir(), 'ccm-openstack-kit-'));
   const standin = await startOpenStackStandin();
+  let hook: TestHookServer | undefined;
   try {
+    // Servers made in the stand-in, named like the kit's nodes, as the provider finds them.
+    hook = await serveTestHook(standin.instanceHook);
     const env = await providerEnv(admin, dir, scope.prefix, standin);
     await checkRealProviderKit(t, {
       path: provider,
       env,
+      hookCommand: hook.command,
       failures: OPENSTACK_KIT_FAILURES,
-      pass: ['launch/handshake', 'launch/sigterm', 'lifecycle/not-configured', 'instances/foreign-provider-id', 'lifecycle/shutdown'],
+      pass: [
+        'launch/handshake',
+        'launch/sigterm',
+        'lifecycle/not-configured',
+        'setup/hooks',
+        'instances/foreign-provider-id',
+        'instances/test-instance',
+        'instances/exists-and-shutdown',
+        'instances/bare-node',
+        'cleanup/no-leftovers',
+        'lifecycle/shutdown',
+      ],
     });
   } finally {
+    await hook?.stop();
     await standin.stop();
     await removeProviderIdentity(admin, scope.prefix);
   }
