@@ -143,7 +143,7 @@ export const BRIDGED_BUILD = { env: { CGO_ENABLED: '0' }, flags: ['-trimpath'] }
  * serves a real provider through the bridge (plugins/<name>-bridge) into the
  * cache, once per source change: the key covers the module (its go.sum pins
  * the provider and every dependency), the bridge module, the SDK and the Go
- * version and BRIDGED_BUILD. `say` gets a line when it starts, every 30 s, and when it is done.
+ * version, BRIDGED_BUILD and the targets. `say` gets a line when it starts, every 30 s, and when it is done.
  * Resolves to each target's path.
  */
 export async function buildBridgedModule(
@@ -160,7 +160,8 @@ export async function buildBridgedModule(
     goVersion,
   );
   const files = await filesUnder(moduleDir, goSource);
-  const how = JSON.stringify(BRIDGED_BUILD);
+  // The targets too: a directory built for fewer targets must not be taken for a complete one.
+  const how = JSON.stringify({ build: BRIDGED_BUILD, targets });
   const dir = join(cacheRoot(), `${name}-${await hashFiles(moduleDir, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}\0${how}`)}`);
   await buildOnce(dir, async (tmp) => {
     const t0 = Date.now();
