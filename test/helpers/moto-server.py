@@ -1,5 +1,5 @@
-"""moto's server (python -m moto.server, same arguments) with two fidelity fixes
-and one test device.
+"""moto's server (python -m moto.server, same arguments) with three fidelity
+fixes and one test device.
 
 1. A classic load balancer that AWS creates has a health check from the start
 (DescribeLoadBalancers shows the default: Target TCP:<instance port of the
@@ -15,7 +15,14 @@ provider's describe-instance batcher sends such requests when two lookups of
 one instance meet in a batch; it then falls back to one request per id, so
 this only saves retries and error lines.
 
-3. (A test device, not a fix.) An instance tagged ccm-test/private-dns-name
+3. DescribeInstanceTopology: moto does not implement it (HTTP 500, which the
+AWS SDK retries with backoff, about 3 s per lookup, and the provider then
+asks again for every node). AWS lists the topology of instances of the types
+that have one (p4d, trn1, ...) and answers an empty list for the others, such
+as the t3 instances the tests run; the provider then remembers that type as
+without topology. Answered here with an empty list, for any instance.
+
+4. (A test device, not a fix.) An instance tagged ccm-test/private-dns-name
 has that tag's value as its private DNS name, in DescribeInstances and in
 its private-dns-name filter. The AWS provider finds a Node without
 providerID by the EC2 private DNS name equal to the Node's name; on AWS that
@@ -31,7 +38,9 @@ this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
 import os
 import sys
 
+from moto.core.responses import ActionResult
 from moto.ec2.models import instances as ec2_instances
+from moto.ec2.responses import EC2Response
 from moto.elb import models
 from moto.server import main
 
@@ -54,6 +63,10 @@ def get_reservations_by_instance_ids(self, instance_ids, filters=None):
     return _by_ids(self, list(dict.fromkeys(instance_ids)), filters=filters)
 
 
+def describe_instance_topology(self):
+    return ActionResult({"Instances": []})
+
+
 DNS_NAME_TAG = "ccm-test/private-dns-name"
 _private_dns_name = ec2_instances.Instance.private_dns_name
 
@@ -69,6 +82,7 @@ if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
     ec2_instances.Instance.private_dns_name = property(private_dns_name)
     models.ELBBackend.create_load_balancer = create_load_balancer
     ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
+    EC2Response.describe_instance_topology = describe_instance_topology
 
 if __name__ == "__main__":
     main(sys.argv[1:])
