@@ -5,6 +5,15 @@ import { createLocalCloud } from '../../../plugins/local/cloud.js';
 import { updateKnobs } from '../../../plugins/local/knobs.js';
 import { meta, node, service, tempDir } from './_helpers.js';
 
+/** A desired route to `targetNode`, as the route controller sends it. */
+const route = (targetNode: string, destinationCidr: string) => ({
+  name: '',
+  targetNode,
+  targetNodeAddresses: [],
+  destinationCidr,
+  blackhole: false,
+});
+
 test('mutating calls are journaled with the caller, the object key and start/end times; reads are not by default', async (t) => {
   const dir = await tempDir(t);
   const cloud = createLocalCloud({ stateDir: dir, env: {} });
@@ -50,13 +59,6 @@ test('a batch answer with failed entries names them (failedKeys); ReconcileRoute
   // uid-b3 has no load balancer: its entry fails, uid-b1's does not.
   await lbs.updateLoadBalancerHosts!({ meta: meta(), services: [service('uid-b1'), service('uid-b3')], nodes: [node('n1')] }, { signal });
   const routes = cloud.routes!;
-  const route = (targetNode: string, destinationCidr: string) => ({
-    name: '',
-    targetNode,
-    targetNodeAddresses: [],
-    destinationCidr,
-    blackhole: false,
-  });
   await routes.reconcileRoutes!({ meta: meta(), desired: [route('n1', '10.244.1.0/24')], clusterCidrs: ['10.244.0.0/16'] }, { signal });
   await routes.reconcileRoutes!({ meta: meta(), desired: [route('n2', '10.244.2.0/24')], clusterCidrs: ['10.244.0.0/16'] }, { signal });
   const entries = await readJournal(dir);
@@ -76,13 +78,6 @@ test('route changes answered with an error are named by target node, create or d
   const cloud = createLocalCloud({ stateDir: dir, env: {} });
   const signal = new AbortController().signal;
   const routes = cloud.routes!;
-  const route = (targetNode: string, destinationCidr: string) => ({
-    name: '',
-    targetNode,
-    targetNodeAddresses: [],
-    destinationCidr,
-    blackhole: false,
-  });
   const cidrs = { clusterCidrs: ['10.244.0.0/16'] };
   await routes.reconcileRoutes!({ meta: meta(), desired: [route('old', '10.244.9.0/24')], ...cidrs }, { signal });
   await updateKnobs(cloud.store, {
