@@ -5,6 +5,17 @@
  * load balancers must be exactly those of the Services that want one, and no
  * Service may be stuck on the finalizer.
  *
+ * One window no finalizer closes: kube-apiserver can remove a Service whose
+ * finalizer was written while its DELETE was in flight
+ * (kubernetes/kubernetes#77988); the host deletes the load balancer it just
+ * made when the status write then finds the Service gone, but a SIGKILL
+ * between the cloud call and that write leaves the load balancer with no
+ * Service any later host can see. That is what the orphan sweep is for
+ * (orphan-sweep.ts; 10m and a 5m grace by default): here it runs every 2 s
+ * with a 2 s grace, and may delete only load balancers of Services the test
+ * deleted, at most one per SIGKILL (the window needs one). A finalizer path
+ * that leaked on every deletion would exceed that.
+ *
  * The random points come from a seed (CCM_TEST_SEED replays a run); the
  * seed, the host log and the cloud state directory are named in the failure.
  *
@@ -13,7 +24,7 @@
  * 127.0.53.0/24.
  */
 import test from 'ava';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -46,6 +57,9 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
     '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.53.0/24',
     // Some cloud latency widens the windows between finalizer, cloud call and status write.
     '--plugin-env=LOCALCLOUD_LATENCY_MS=30',
+    // The backstop for the one window above, soon enough for this test to see.
+    '--lb-orphan-sweep-period=2s',
+    '--lb-orphan-grace-period=2s',
   ];
   const logPath = join(dir, 'host.log');
   let host: HostProcess | undefined = await startHostProcess(args, logPath);
@@ -55,9 +69,12 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
   let kills = 0;
   const live: string[] = [];
   const deleted: string[] = [];
+  /** Service uid → name, for every Service the test made. */
+  const uids = new Map<string, string>();
   for (let i = 0; i < CYCLES; i++) {
     const name = `c${i}`;
-    await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8080 }]) });
+    const created = await core.createNamespacedService({ namespace: NS, body: lbService(name, NS, [{ port: 8080 }]) });
+    uids.set(created.metadata!.uid!, name);
     live.push(name);
     // Delete about every other Service, some right away, some later.
     if (random() < 0.5 && live.length > 0) {
@@ -98,6 +115,16 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
     { what: `cloud load balancers == Services that want one (${seed}; cloud state ${state})`, timeoutMs: 120_000, intervalMs: 500, log: logPath },
   );
   t.is(settled.lbs.length, live.length, 'zero orphans, zero leaks');
+  const swept = [...(await readFile(logPath, 'utf8')).matchAll(/"orphaned load balancer deleted".*?uid="([0-9a-f-]+)"/g)].map(
+    (m) => uids.get(m[1]!) ?? m[1]!,
+  );
+  t.log(`orphan sweep deleted ${swept.length} load balancer(s)${swept.length ? `: ${swept.join(', ')}` : ''}`);
+  t.deepEqual(
+    swept.filter((name) => !deleted.includes(name)),
+    [],
+    'the sweep deleted only load balancers of Services the test deleted',
+  );
+  t.true(swept.length <= kills, `at most one swept load balancer per SIGKILL (${swept.length} for ${kills})`);
   t.true(
     settled.list.every((s) => s.metadata?.finalizers?.includes(LB_FINALIZER)),
     'every live LB Service keeps its finalizer',
