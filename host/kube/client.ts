@@ -31,6 +31,8 @@ export interface MakeClientsOptions {
   auth?: Authenticator;
   /** Keep-alive connections to share with other clients of the process; default a pool of these clients' own. */
   connections?: ConnectionPool;
+  /** Bound of each (non-watch) request in ms; default REQUEST_TIMEOUT_MS (rest.ts). Shorter in tests. */
+  requestTimeoutMs?: number;
 }
 
 /** API clients sharing one limiter, one metric and one connection configuration. */
@@ -64,6 +66,7 @@ export function makeClients(kc: KubeConfigData, opts: MakeClientsOptions): KubeC
     throttle: limiter,
     userAgent: opts.userAgent,
     metrics,
+    requestTimeoutMs: opts.requestTimeoutMs,
   });
   return { core: new CoreV1Api(rest), coordination: new CoordinationV1Api(rest), storage: new StorageV1Api(rest), rest, connections };
 }

@@ -13,6 +13,12 @@
  * connection of the pool's watch agent and are neither limited nor counted
  * (client-go throttles them too; here the informer's reconnect backoff bounds
  * their rate).
+ *
+ * Every request is bounded by {@link REQUEST_TIMEOUT_MS} from the moment it is
+ * sent (after the throttle's wait), so a request on a connection that died
+ * silently (half-open, black-holed) fails with a {@link RequestTimeoutError}
+ * instead of holding its caller (and any lock the caller holds) forever.
+ * Watches are not bounded this way: the informer's liveness check is theirs.
  */
 import type http from 'node:http';
 import { sleep } from './backoff.js';
@@ -20,6 +26,34 @@ import type { ConnectionPool, Purpose } from './connections.js';
 import type { Authenticator } from './credentials.js';
 import { sendRequest } from './http-library.js';
 import type { RestMetrics } from './rest-metrics.js';
+
+/**
+ * Longest a request to the API server may take, in ms, from being sent until
+ * its whole answer has arrived. kube-apiserver ends every non-long-running
+ * request after its own `--request-timeout` (default 60 s) with a 504, so an
+ * answer later than this would not come anyway: past it the connection is
+ * taken for dead. client-go sets no default (rest.Config.Timeout 0) and relies
+ * on callers' context deadlines and HTTP/2 pings; the host's HTTP/1.1
+ * connections have no pings, hence this bound on every request.
+ */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * A request that got no (whole) answer within its timeout: it was aborted and
+ * its connection closed. The outcome of a write is unknown: the server may
+ * have applied it.
+ */
+export class RequestTimeoutError extends Error {
+  constructor(
+    method: string,
+    path: string,
+    /** The bound that passed, in ms. */
+    readonly timeoutMs: number,
+  ) {
+    super(`${method} ${path}: no answer within ${timeoutMs / 1000} s (request timeout); the connection was closed`);
+    this.name = 'RequestTimeoutError';
+  }
+}
 
 /** Something that hands out request slots: returns how long to wait (ms) for the reserved slot. */
 export interface RequestThrottle {
@@ -64,6 +98,8 @@ export interface RestClientOptions {
   throttle: RequestThrottle;
   userAgent: string;
   metrics?: RestMetrics;
+  /** Bound of each request in ms (> 0); default {@link REQUEST_TIMEOUT_MS}. Shorter in tests. */
+  requestTimeoutMs?: number;
 }
 
 /** JSON over HTTP to one API server; see the file comment. */
@@ -79,7 +115,12 @@ export class RestClient {
     return this.o.server;
   }
 
-  /** Sends `method path` and returns the parsed JSON answer; throws {@link ApiError} on a non-2xx status. */
+  /**
+   * Sends `method path` and returns the parsed JSON answer. Throws
+   * {@link ApiError} on a non-2xx status, {@link RequestTimeoutError} when no
+   * whole answer arrived within the request timeout, and the abort reason
+   * when `opts.signal` aborts; other errors are the transport's.
+   */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const delayMs = this.o.throttle.when();
     if (delayMs > 0) await sleep(delayMs);
@@ -98,13 +139,29 @@ export class RestClient {
     m?.rateLimiter.observe(labels, delayMs > 0 ? delayMs / 1000 : 0);
     m?.requestSize.observe(labels, body === undefined ? 0 : Buffer.byteLength(body));
     const started = performance.now();
+    const timeoutMs = this.o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    // Own controller, timer and listener (not AbortSignal.any/timeout): all released when the request ends,
+    // whatever the lifetime of the caller's signal.
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort(new RequestTimeoutError(method, url.pathname, timeoutMs));
+    }, timeoutMs);
+    const onCallerAbort = (): void => abort.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) onCallerAbort();
+    else opts.signal?.addEventListener('abort', onCallerAbort, { once: true });
     let response;
     try {
-      response = await sendRequest({ method, url, headers, body, agent, signal: opts.signal });
+      response = await sendRequest({ method, url, headers, body, agent, signal: abort.signal });
     } catch (err) {
       m?.requests.inc({ method, host: url.host, code: '<error>' });
+      // The caller's abort is the caller's; only our own bound becomes a timeout error.
+      if (timedOut && !opts.signal?.aborted) throw new RequestTimeoutError(method, url.pathname, timeoutMs);
       throw err;
     } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onCallerAbort);
       m?.duration.observe(labels, (performance.now() - started) / 1000);
     }
     m?.requests.inc({ method, host: url.host, code: String(response.status) });

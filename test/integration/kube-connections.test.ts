@@ -21,9 +21,12 @@ import {
 import { makeClients } from '../../host/kube/client.js';
 import { ConnectionPool } from '../../host/kube/connections.js';
 import { InformerFactory, type ResourceSpec } from '../../host/kube/informer-factory.js';
+import { currentCluster, currentUser, singleConfig } from '../../host/kube/kubeconfig.js';
+import { RequestTimeoutError } from '../../host/kube/rest.js';
 import { silentLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { HOST_USER, hostKubeConfig } from '../helpers/service-account.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** Requests this process sends from now on that `pick` selects, with their socket and agent. */
@@ -141,4 +144,41 @@ test('requests with a body are framed on reused connections: 40 concurrent condi
     results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : [])),
     [],
   );
+});
+
+test('a write on a black-holed connection fails with a request timeout instead of hanging; the next request takes a new connection', async (t) => {
+  const kc = await testKubeConfig();
+  const admin = kc.makeApiClient(CoreV1Api);
+  const namespace = `kube-connections-it-${randomBytes(4).toString('hex')}`;
+  await admin.createNamespace({ body: { metadata: { name: namespace } } });
+  t.teardown(() =>
+    admin.deleteNamespace({ name: namespace }).then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
+  const proxy = await startTcpProxy(currentCluster(kc)!.server);
+  t.teardown(() => proxy.close());
+  const requestTimeoutMs = 2000;
+  const { rest, connections } = makeClients(singleConfig({ ...currentCluster(kc)!, server: proxy.url }, currentUser(kc)!), {
+    userAgent: 'kube-connections-it-timeout',
+    qps: 1000,
+    burst: 1000,
+    requestTimeoutMs,
+  });
+  t.teardown(() => connections.destroy());
+  const path = `/api/v1/namespaces/${namespace}/configmaps`;
+  await rest.request<V1ConfigMap>('POST', path, { body: { metadata: { name: 'probe' }, data: { v: '1' } } });
+  t.is(proxy.accepted, 1);
+
+  t.is(proxy.freeze(), 1, 'the idle keep-alive connection is black-holed');
+  const patch = { body: { data: { v: '2' } }, contentType: 'application/merge-patch+json' };
+  const err = await t.throwsAsync(rest.request<V1ConfigMap>('PATCH', `${path}/probe`, patch));
+  t.true(err instanceof RequestTimeoutError, String(err));
+  t.is((err as RequestTimeoutError).timeoutMs, requestTimeoutMs);
+  t.regex(err!.message, /^PATCH \/api\/v1\/namespaces\/[^ ]+\/configmaps\/probe: no answer within 2 s/);
+
+  const patched = await rest.request<V1ConfigMap>('PATCH', `${path}/probe`, patch);
+  t.is(patched.data?.v, '2');
+  t.is(proxy.accepted, 2, 'the retry went over a new connection');
 });
