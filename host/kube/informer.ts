@@ -16,6 +16,16 @@
  * watch that ends that way is resumed from the last resourceVersion without
  * relisting.
  *
+ * Liveness: a watch that delivers nothing (no event, no bookmark) for
+ * {@link WATCH_LIVENESS_TIMEOUT_MS} is taken for dead (a half-open or
+ * black-holed connection delivers nothing and never ends): it is aborted,
+ * {@link Informer.hasSynced} turns false, and the informer relists over a new
+ * connection; it is synced again once the relist is applied. The watch asks
+ * for bookmarks, which kube-apiserver sends about once a minute on an idle
+ * watch, so a live watch never stays quiet that long. An event that cannot be
+ * applied (the transform or the key throws) ends the watch the same way, and
+ * the resourceVersion stays at the last event applied, so nothing is skipped.
+ *
  * With `resyncPeriodMs`, every cached object is also handed to `onUpdate`
  * (as old and new) once per period, as client-go's resync.
  *
@@ -35,6 +45,15 @@ const INFORMER_INITIAL_BACKOFF_MS = 800;
 const INFORMER_MAX_BACKOFF_MS = 30_000;
 /** A watch that ends cleanly sooner than this without delivering events counts as a failure, in ms. */
 const MIN_HEALTHY_WATCH_MS = 1000;
+/**
+ * A watch that delivers no event or bookmark for this long is aborted and the
+ * informer relists, in ms. kube-apiserver sends a bookmark to an idle watch
+ * about every 60 s (and one 2 s before the watch's timeoutSeconds ends it), so
+ * this is two and a half of its periods: a dead connection is noticed within
+ * 2.5 min, a live one never trips it. (client-go has no such check: over HTTP/2
+ * its transport pings a connection idle for 30 s and drops it after 15 s more.)
+ */
+export const WATCH_LIVENESS_TIMEOUT_MS = 150_000;
 /** Server-side watch timeout is drawn from [MIN, 2*MIN), in seconds (upstream reflector: 5 min). */
 const MIN_WATCH_TIMEOUT_S = 300;
 
@@ -79,10 +98,18 @@ export interface InformerOptions<T = KubernetesObject> {
    * level-triggered controllers look at every object again. 0 or absent: never.
    */
   resyncPeriodMs?: number;
+  /** Liveness bound of each watch in ms; default {@link WATCH_LIVENESS_TIMEOUT_MS}. Shorter in tests. */
+  watchLivenessTimeoutMs?: number;
 }
 
 /** How one watch connection ended. */
-type WatchOutcome = { kind: 'stopped' } | { kind: 'closed' } | { kind: 'expired' } | { kind: 'failed'; err: string; code?: number };
+type WatchOutcome =
+  | { kind: 'stopped' }
+  | { kind: 'closed' }
+  | { kind: 'expired' }
+  | { kind: 'failed'; err: string; code?: number }
+  /** Nothing arrived within the liveness bound, or an event could not be applied: the cache may be behind. */
+  | { kind: 'stale'; err: string };
 
 /**
  * Keeps a cache of the objects at `path` (e.g. `/api/v1/nodes`) current and
@@ -151,7 +178,13 @@ export class Informer<T extends KubernetesObject> {
     this.stopper = undefined;
   }
 
-  /** Whether the first list has been applied to the cache (and its adds delivered). */
+  /**
+   * Whether a list has been applied to the cache (and its adds delivered) and
+   * the cache is not known to be behind: false from the start until the first
+   * list, and again from a stalled watch (or an event that could not be
+   * applied) until the relist that follows is applied. Consumers that act on
+   * the cache's completeness (the orphan sweep) check it before each pass.
+   */
   hasSynced(): boolean {
     return this.synced;
   }
@@ -227,6 +260,14 @@ export class Informer<T extends KubernetesObject> {
           await sleep(delayMs, signal);
           break;
         }
+        case 'stale': {
+          needList = true;
+          this.synced = false;
+          const delayMs = this.backoff.next();
+          this.log.warn({ err: outcome.err, resourceVersion: this.resourceVersion, delayMs }, 'cache may be behind; not synced until relisted');
+          await sleep(delayMs, signal);
+          break;
+        }
       }
     }
   }
@@ -278,7 +319,19 @@ export class Informer<T extends KubernetesObject> {
     const startedAt = performance.now();
     let events = 0;
     let status: { code?: number; message?: string } | undefined;
+    let stale: string | undefined;
     const connection = new AbortController();
+    const livenessMs = this.opts.watchLivenessTimeoutMs ?? WATCH_LIVENESS_TIMEOUT_MS;
+    let liveness: NodeJS.Timeout | undefined;
+    // (Re)armed when the watch starts and on every event, bookmarks included.
+    const arm = (): void => {
+      clearTimeout(liveness);
+      liveness = setTimeout(() => {
+        stale ??= `no event or bookmark for ${livenessMs / 1000} s`;
+        connection.abort();
+      }, livenessMs);
+    };
+    arm();
     const onStop = (): void => connection.abort();
     signal.addEventListener('abort', onStop, { once: true });
     // stop() may have run between the list and here; 'abort' does not fire again.
@@ -292,22 +345,30 @@ export class Informer<T extends KubernetesObject> {
       fieldSelector: this.opts.fieldSelector,
     };
     const onEvent = (phase: string, obj: unknown): void => {
-      if (signal.aborted || status) return;
+      if (signal.aborted || status || stale) return;
+      arm();
       if (phase === 'ERROR') {
         status = (obj ?? {}) as { code?: number; message?: string };
         connection.abort();
         return;
       }
+      const failure = this.apply(phase, obj as T);
+      if (failure !== undefined) {
+        stale = `${phase} event could not be applied: ${failure}`;
+        connection.abort();
+        return;
+      }
       events++;
       this.backoff.reset();
-      this.apply(phase, obj as T);
     };
     const err = await watch(this.rest, this.path, query, onEvent, connection.signal).then(
       () => undefined,
       (e: unknown) => e ?? new Error('watch failed'),
     );
+    clearTimeout(liveness);
     signal.removeEventListener('abort', onStop);
     if (signal.aborted) return { kind: 'stopped' };
+    if (stale) return { kind: 'stale', err: stale };
     if (status) {
       return status.code === 410 ? { kind: 'expired' } : { kind: 'failed', err: status.message ?? 'watch error event', code: status.code };
     }
@@ -321,8 +382,14 @@ export class Informer<T extends KubernetesObject> {
     return { kind: 'closed' };
   }
 
-  /** Applies one watch event to the cache and notifies handlers. */
-  private apply(phase: string, watched: T): void {
+  /**
+   * Applies one watch event to the cache, notifies handlers and advances the
+   * resourceVersion to the event's. Returns undefined when applied (or an
+   * unknown type, ignored), else why not: then neither the cache nor the
+   * resourceVersion changed, so a relist or a watch from the resourceVersion
+   * gets the event again. (Handler errors are the handlers'; they do not count.)
+   */
+  private apply(phase: string, watched: T): string | undefined {
     let obj = watched;
     try {
       if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') obj = this.opts.transform?.(watched) ?? watched;
@@ -338,13 +405,14 @@ export class Informer<T extends KubernetesObject> {
         this.cache.delete(key);
         if (prev) this.emit('onDelete', obj);
       } else if (phase !== 'BOOKMARK') {
-        return;
+        return undefined;
       }
     } catch (err) {
-      this.log.warn({ phase, err: errorMessage(err) }, 'watch event ignored');
+      return errorMessage(err);
     }
     const rv = obj?.metadata?.resourceVersion;
     if (rv) this.resourceVersion = rv;
+    return undefined;
   }
 
   private emit(event: 'onAdd' | 'onDelete', obj: T): void;

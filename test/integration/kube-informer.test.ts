@@ -8,11 +8,13 @@ import anyTest, { type TestFn } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type V1ConfigMap, type V1ConfigMapList } from '@kubernetes/client-node';
 import { makeClients } from '../../host/kube/client.js';
+import { currentCluster, currentUser, singleConfig } from '../../host/kube/kubeconfig.js';
 import { dropManagedFields } from '../../host/kube/cache-transforms.js';
 import type { RestClient } from '../../host/kube/rest.js';
 import { Informer, type InformerHandler, type InformerOptions, type ListResult } from '../../host/kube/informer.js';
 import { silentLogger } from '../../host/log.js';
 import { testKubeConfig } from '../controlplane/shared.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
 const LABEL = 'kube-informer-it/test';
@@ -87,7 +89,12 @@ interface Scope {
   setLabels(n: string, labels: Record<string, string>): Promise<V1ConfigMap>;
   remove(n: string): Promise<void>;
   list(): Promise<ListResult<V1ConfigMap>>;
-  informer(listFn?: () => Promise<ListResult<V1ConfigMap>>, opts?: Partial<InformerOptions<V1ConfigMap>>): Informer<V1ConfigMap>;
+  /** An informer of this scope's objects; its watches go over `watchRest` (default the test's client). */
+  informer(
+    listFn?: () => Promise<ListResult<V1ConfigMap>>,
+    opts?: Partial<InformerOptions<V1ConfigMap>>,
+    watchRest?: RestClient,
+  ): Informer<V1ConfigMap>;
 }
 
 function scope(t: { context: { rest: RestClient; core: CoreV1Api; ns: string; informers: Informer<V1ConfigMap>[] } }): Scope {
@@ -114,8 +121,8 @@ function scope(t: { context: { rest: RestClient; core: CoreV1Api; ns: string; in
       await core.deleteNamespacedConfigMap({ namespace: ns, name: name(n) });
     },
     list,
-    informer: (listFn = list, opts = {}) => {
-      const inf = new Informer<V1ConfigMap>(rest, `/api/v1/namespaces/${ns}/configmaps`, listFn, {
+    informer: (listFn = list, opts = {}, watchRest = rest) => {
+      const inf = new Informer<V1ConfigMap>(watchRest, `/api/v1/namespaces/${ns}/configmaps`, listFn, {
         log: silentLogger(),
         labelSelector: selector,
         // No jitter: backoff delays are exactly 800 ms, 1.6 s, 3.2 s, ...
@@ -436,4 +443,51 @@ test('resync: every resyncPeriodMs each cached object is handed to onUpdate as b
   t.true(await quiet.waitForSync(undefined, 30_000));
   await waitFor(() => resyncs('a') >= 4, { what: 'two more resyncs of the first informer', timeoutMs: 30_000, intervalMs: 50 });
   t.deepEqual(quietRec.summary(), [`add ${s.name('a')}`, `add ${s.name('b')}`], 'an informer without resyncPeriodMs only reports changes');
+});
+
+test('liveness: a black-holed watch is noticed within the bound, not synced until a relist; the relist sees what changed during the freeze, a new watch connection what changed after', async (t) => {
+  const s = scope(t);
+  // The watch goes through a TCP proxy; the list goes straight to the API server.
+  const kc = await testKubeConfig();
+  const proxy = await startTcpProxy(currentCluster(kc)!.server);
+  t.teardown(() => proxy.close());
+  const viaProxy = makeClients(singleConfig({ ...currentCluster(kc)!, server: proxy.url }, currentUser(kc)!), {
+    userAgent: 'kube-informer-it-liveness',
+    qps: 1000,
+    burst: 1000,
+  });
+  t.teardown(() => viaProxy.connections.destroy());
+  await s.create('before');
+  let lists = 0;
+  let releaseRelist!: () => void;
+  const relistGate = new Promise<void>((resolve) => (releaseRelist = resolve));
+  const inf = s.informer(
+    async () => {
+      // The relist waits until the test has seen the informer report not synced.
+      if (++lists > 1) await relistGate;
+      return s.list();
+    },
+    { watchLivenessTimeoutMs: 3000 },
+    viaProxy.rest,
+  );
+  const rec = new Recorder();
+  inf.addEventHandler(rec);
+  inf.start();
+  t.true(await inf.waitForSync(undefined, 30_000));
+  await waitFor(() => proxy.open === 1, { what: 'the watch connection through the proxy', timeoutMs: 30_000, intervalMs: 20 });
+
+  t.is(proxy.freeze(), 1, 'the watch connection is black-holed');
+  await s.create('during');
+  await waitFor(() => !inf.hasSynced(), { what: 'the informer to notice the frozen watch', timeoutMs: 30_000, intervalMs: 20 });
+  t.is(rec.find('add', s.name('during')), undefined, 'the frozen watch delivered nothing');
+  t.false(await inf.waitForSync(undefined, 100), 'not synced while the relist waits');
+  releaseRelist();
+  t.true(await inf.waitForSync(undefined, 30_000));
+  t.truthy(rec.find('add', s.name('during')), 'the relist reported the object created during the freeze');
+  t.is(lists, 2);
+
+  await waitFor(() => proxy.accepted >= 2, { what: 'a new watch connection', timeoutMs: 30_000, intervalMs: 20 });
+  await s.create('after');
+  await rec.waitFor('add', s.name('after'));
+  t.deepEqual(rec.summary(), [`add ${s.name('after')}`, `add ${s.name('before')}`, `add ${s.name('during')}`]);
 });
