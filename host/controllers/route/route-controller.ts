@@ -143,6 +143,12 @@ export class RouteController {
       this.queue,
       1,
       async () => {
+        // A cache known to be behind (its watch stalled; relisting) lacks nodes added meanwhile, and a
+        // reconcile would delete their routes: wait for the relist (its node events and the ticker queue again).
+        if (!this.o.nodes.hasSynced()) {
+          this.log.info('node cache not synced (relisting); route reconcile postponed');
+          return;
+        }
         await this.reconcile();
       },
       { log: this.log, signal },
