@@ -84,20 +84,20 @@ test.serial(
     });
     const volName = `pvc-${claim.metadata!.uid}`;
     const message = await warning(env, 'rounded', /exceeds the limit/);
-    t.regex(message, /was deleted/, 'the event says the unusable volume was deleted in the cloud');
-    assertHeld(t, await readClaim(env, 'rounded'));
-    t.false(
-      (await env.core.listPersistentVolume()).items.some((p) => p.metadata?.name === volName),
-      'no PV for an unusable volume',
-    );
+    const before = await readClaim(env, 'rounded');
+    const pvs = (await env.core.listPersistentVolume()).items.filter((p) => p.metadata?.name === volName);
 
     await env.core.deleteNamespacedPersistentVolumeClaim({ name: 'rounded', namespace: env.namespace });
     await waitFor(() => claimGone(env, 'rounded'), { what: 'claim rounded gone', timeoutMs: 120_000, log: env.hostLog });
+    // The invariant first (ava reports the first failed assertion).
     t.deepEqual(
       (await cloudVolumes(env)).filter((v) => v.name === volName).map((v) => v.id),
       [],
       'no volume of the deleted claim is left in the cloud',
     );
+    assertHeld(t, before);
+    t.deepEqual(pvs, [], 'no PV for an unusable volume');
+    t.regex(message, /was deleted/, 'the event says the unusable volume was deleted in the cloud');
   },
 );
 
