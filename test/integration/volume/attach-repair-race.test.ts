@@ -28,7 +28,14 @@ const test = anyTest as TestFn<{ env: VolumeTestEnv; host: TestHost; node: V1Nod
 test.before(async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-vol-repair-race-'));
   const env = await volumeTestEnv(await testKubeConfig(), 'vrepair', dir);
-  const host = await startTestHost(dir, hostFlags(env, 'volume-provisioner,volume-attacher', ['--volume-attach-reconcile-period=1s']));
+  const host = await startTestHost(
+    dir,
+    hostFlags(env, 'volume-provisioner,volume-attacher', [
+      '--volume-attach-reconcile-period=1s',
+      // The held ListVolumes must answer, not time out (else no repair would run and the race would not be tried).
+      '--plugin-call-timeout=2m',
+    ]),
+  );
   const node = await addNode(env, `${env.id}-n1`);
   await createClass(env, `${env.id}-sc`);
   t.context = { env, host, node };
@@ -90,6 +97,11 @@ test('a VolumeAttachment deleted while the repair waits for ListVolumes stays de
     what: 'two more repair passes',
     log: env.hostLog,
   });
+  t.is(
+    await sample(host, /^ccm_plugin_rpc_errors_total\{[^}]*method="ListVolumes"[^}]*\} (\d+)/m),
+    0,
+    'the held ListVolumes answered (the race was run)',
+  );
   t.deepEqual(await attachmentsOf(env, race.volumeId), [], 'the repair did not attach the volume of a deleted VolumeAttachment again');
   t.is((await attachmentsOf(env, keep.volumeId)).length, 1, 'the other attachment is untouched');
   t.true(
