@@ -15,7 +15,9 @@
  *    tell the user and retry slowly (they may fix the object).
  *  - InstanceNotFoundError (publish): the node's instance does not exist.
  *  - InvalidCloudResponseError: the provider answered something invalid;
- *    nothing was written to Kubernetes.
+ *    nothing was written to Kubernetes. From createVolume it is always
+ *    UnusableVolumeError: the volume exists in the cloud (its id, when
+ *    usable, in `volumeId`), so it must be deleted or kept track of.
  */
 
 /** Topology segments of one placement, e.g. { 'topology.kubernetes.io/zone': 'a' }. */

@@ -54,6 +54,24 @@ export function orphanSweepMetrics(registry: Registry) {
   };
 }
 
+/**
+ * Live reads (ours; issue 29: the cache never decides a deletion alone): a
+ * GET from the API server, not the informer cache, made right before a
+ * destructive action to confirm the fact that decided it. `outcome`:
+ * `confirmed` (the action went ahead), `refused` (the fresh object said
+ * otherwise, or was gone). Shared by every controller; the bench reports it
+ * beside the writes.
+ */
+export function liveReadMetrics(registry: Registry) {
+  return {
+    reads: metric(registry, Counter<'controller' | 'resource' | 'outcome'>, {
+      name: 'ccm_live_reads_total',
+      help: 'GETs from the API server confirming a destructive action the cache suggested, by controller, resource and outcome (confirmed, refused).',
+      labelNames: ['controller', 'resource', 'outcome'],
+    }),
+  };
+}
+
 /** Upstream's service controller metrics (k8s.io/cloud-provider controllers/service/metrics.go). */
 
 /** Upstream's buckets for both latencies: 1 s to 16384 s, doubling. */

@@ -82,6 +82,24 @@ export class InvalidCloudResponseError extends Error {
 }
 
 /**
+ * CreateVolume succeeded in the cloud but its answer is unusable (capacity
+ * outside the claim's range, too much volume_context, no volume, ...): a
+ * volume named as requested exists, so the caller must not treat this as
+ * "nothing created". `volumeId` is the answered id when it passed validation
+ * (DeleteVolume may be called with it), else undefined (the volume cannot be
+ * named to the cloud).
+ */
+export class UnusableVolumeError extends InvalidCloudResponseError {
+  override name = 'UnusableVolumeError';
+  constructor(
+    problems: string[],
+    readonly volumeId: string | undefined,
+  ) {
+    super('CreateVolume', problems);
+  }
+}
+
+/**
  * A start-up problem the operator must fix (also thrown by a controller
  * factory for a configuration it cannot run with); main prints its message
  * as one line and exits non-zero.

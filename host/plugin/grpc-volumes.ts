@@ -13,9 +13,9 @@ import type {
   Volume as PbVolume,
 } from '../../proto/gen/ccm/provider/v1/volumes.js';
 import type { CloudVolume, CreateVolumeRequest, ExpandResult, ListedVolume, TopologySegments, Volumes } from '../cloud-volumes.js';
-import { InvalidCloudResponseError } from '../errors.js';
+import { InvalidCloudResponseError, UnusableVolumeError } from '../errors.js';
 import type { PluginSupervisor } from './supervisor.js';
-import { stringMapProblems, volumeHandleProblem, volumeLabelsProblems, volumeProblems } from './validate-volumes.js';
+import { stringMapProblems, volumeHandleProblem, volumeIdProblem, volumeLabelsProblems, volumeProblems } from './validate-volumes.js';
 import { providerIdProblem } from './validate.js';
 
 /** Page size asked of ListVolumes. */
@@ -79,9 +79,11 @@ export class GrpcVolumes implements Volumes {
       },
       true,
     );
-    if (!r.volume) throw new InvalidCloudResponseError('CreateVolume', ['volume is missing']);
+    // An answer, even a bad one, means the cloud made the volume: UnusableVolumeError (with its id when that id is sound).
+    if (!r.volume) throw new UnusableVolumeError(['volume is missing'], undefined);
     const v = fromPbVolume(r.volume);
-    check('CreateVolume', volumeProblems(v, req));
+    const problems = volumeProblems(v, req);
+    if (problems.length) throw new UnusableVolumeError(problems, volumeIdProblem(v.volumeId) ? undefined : v.volumeId);
     // A provider may leave the size out; the request is then what was made.
     if (v.capacityBytes === 0) v.capacityBytes = req.requiredBytes;
     return v;

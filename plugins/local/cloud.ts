@@ -141,7 +141,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
         let ok = false;
         let result: unknown;
         try {
-          await faults.hold(currentKnobs, ctx, label);
+          await faults.hold(currentKnobs, ctx, label, (waiting) => metrics.held(label, waiting));
           await faults.before(currentKnobs(), ctx, label);
           const res = await withFailKnob(currentKnobs().fail, label, req, (r) => fn(r as never, ctx));
           ok = true;

@@ -264,9 +264,17 @@ export class FaultInjector {
    * Waits while the knobs `current()` returns name `method` in `hold`
    * (rejects with {@link abortError} when the call is aborted meanwhile).
    * `method` is `service.method`, e.g. `loadBalancers.ensureLoadBalancer`.
+   * `onHeld(true)` is called when the call starts waiting, `onHeld(false)`
+   * when it stops (so tests can see that a call is held).
    */
-  async hold(current: () => Knobs, ctx: CallContext, method: string): Promise<void> {
-    while (holds(current().hold, method)) await sleep(HOLD_POLL_MS, ctx);
+  async hold(current: () => Knobs, ctx: CallContext, method: string, onHeld?: (held: boolean) => void): Promise<void> {
+    if (!holds(current().hold, method)) return;
+    onHeld?.(true);
+    try {
+      while (holds(current().hold, method)) await sleep(HOLD_POLL_MS, ctx);
+    } finally {
+      onHeld?.(false);
+    }
   }
 
   /** Runs before the body of the cloud call `method`. */

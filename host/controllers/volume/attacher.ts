@@ -18,6 +18,13 @@
  * someone removes it by hand): what this host published, or is publishing, is
  * remembered by name and uid, and an attachment found gone (from the cache,
  * or a 404 on the status write right after the publish) is unpublished.
+ *
+ * The drift repair runs outside the work queue, so every VolumeAttachment
+ * name has a lock that sync() and the repair both take: a repair re-reads
+ * the VolumeAttachment live under it and publishes only when the fresh
+ * object still wants that volume on that node (same uid, not being deleted,
+ * attached, our finalizer, same node id); a detach waiting for the lock then
+ * undoes the re-publish, which is recorded like any publish of this host.
  */
 import { type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from '@kubernetes/client-node';
 import { type StorageV1Api, type CoreV1Api } from '../../kube/api.js';
@@ -34,7 +41,9 @@ import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
-import { Annotations, Finalizers, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
+import { Annotations, Controllers, Finalizers, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
+import { KeyedMutex } from '../../util/keyed-mutex.js';
+import { liveReadCounter, type LiveReadOutcome } from './live-reads.js';
 import { setFinalizer } from './finalizers.js';
 
 export interface AttacherOptions {
@@ -61,6 +70,10 @@ export class VolumeAttacher {
   private readonly progress: Progress;
   /** Attachments published (or being published) by this host, by VolumeAttachment name. */
   private readonly published = new Map<string, { uid: string; handle: string; nodeId: string }>();
+  /** Per VolumeAttachment name: sync() and the drift repair never overlap (the queue alone only serializes sync). */
+  private readonly lock = new KeyedMutex<string>();
+  /** Counts the VolumeAttachment reads that confirm a repair. */
+  private readonly liveRead: (outcome: LiveReadOutcome) => void;
 
   constructor(private readonly o: AttacherOptions) {
     this.progress = new Progress(3 * o.reconcilePeriodMs + 60_000);
@@ -68,6 +81,7 @@ export class VolumeAttacher {
     this.storage = o.clients.storage;
     this.core = o.clients.core;
     this.finalizer = Finalizers.attacher(o.driver);
+    this.liveRead = liveReadCounter(Controllers.VOLUME_ATTACHER, 'volumeattachments', o.registry);
     const add = (va: V1VolumeAttachment) => {
       if (va.spec?.attacher === o.driver) this.queue.add(va.metadata!.name!);
     };
@@ -101,6 +115,10 @@ export class VolumeAttacher {
   }
 
   async sync(name: string): Promise<void> {
+    return this.lock.run(name, () => this.syncLocked(name));
+  }
+
+  private async syncLocked(name: string): Promise<void> {
     const va = this.o.attachments.get(name);
     const rec = this.published.get(name);
     if (rec && rec.uid !== va?.metadata?.uid) await this.unpublishGone(name, rec);
@@ -253,23 +271,63 @@ export class VolumeAttacher {
       const nodeId = va.metadata?.annotations?.[Annotations.VA_NODE_ID];
       if (!handle || !nodeId || published.get(handle)?.has(nodeId)) continue;
       const name = va.metadata!.name!;
-      this.o.log.warn({ attachment: name, volume: handle, node: va.spec?.nodeName }, 'volume is not attached in the cloud; attaching it again');
-      const pvName = va.spec?.source?.persistentVolumeName;
-      const csi = (pvName ? this.o.pvs.get(pvName)?.spec?.csi : undefined) ?? va.spec?.source?.inlineVolumeSpec?.csi;
       try {
-        await this.o.volumes.controllerPublish(handle, nodeId, !!csi?.readOnly, csi?.volumeAttributes ?? {});
-        repaired++;
+        if (await this.lock.run(name, () => this.repair(va, handle, nodeId))) repaired++;
       } catch (err) {
-        if (err instanceof InstanceNotFoundError) {
-          this.o.log.info({ attachment: name, volume: handle, nodeId }, 'instance of a lost attachment no longer exists; left to the detach');
-          continue;
-        }
-        this.o.log.warn({ attachment: name, err: errorMessage(err) }, 'could not attach a lost attachment again; retried through the attach path');
-        await this.patchStatus(name, { attached: false }).catch((e) =>
-          this.o.log.warn({ attachment: name, err: errorMessage(e) }, 'could not mark attachment for repair'),
-        );
+        this.o.log.warn({ attachment: name, err: errorMessage(err) }, 'could not check a lost attachment; next period');
       }
     }
     return repaired;
+  }
+
+  /**
+   * Publishes again an attachment the cloud lost (caller holds its lock).
+   * `seen` is the cache's copy from before ListVolumes, which may have taken
+   * seconds: the VolumeAttachment is read live first and the publish happens
+   * only when it still asks for it. Returns whether it published.
+   */
+  private async repair(seen: V1VolumeAttachment, handle: string, nodeId: string): Promise<boolean> {
+    const name = seen.metadata!.name!;
+    let va: V1VolumeAttachment | undefined;
+    try {
+      va = await this.storage.readVolumeAttachment({ name });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    const still =
+      va &&
+      va.metadata?.uid === seen.metadata?.uid &&
+      !va.metadata?.deletionTimestamp &&
+      va.status?.attached === true &&
+      (va.metadata?.finalizers ?? []).includes(this.finalizer) &&
+      va.spec?.nodeName === seen.spec?.nodeName &&
+      va.metadata?.annotations?.[Annotations.VA_NODE_ID] === nodeId;
+    this.liveRead(still ? 'confirmed' : 'refused');
+    if (!va || !still) {
+      this.o.log.info(
+        { attachment: name, volume: handle, nodeId },
+        'lost attachment changed or went away meanwhile (read live); not attaching it again',
+      );
+      return false;
+    }
+    this.o.log.warn({ attachment: name, volume: handle, node: va.spec?.nodeName }, 'volume is not attached in the cloud; attaching it again');
+    const pvName = va.spec?.source?.persistentVolumeName;
+    const csi = (pvName ? this.o.pvs.get(pvName)?.spec?.csi : undefined) ?? va.spec?.source?.inlineVolumeSpec?.csi;
+    // Recorded before the call, as attach() does: a VolumeAttachment that vanishes from here on is unpublished.
+    this.published.set(name, { uid: va.metadata!.uid!, handle, nodeId });
+    try {
+      await this.o.volumes.controllerPublish(handle, nodeId, !!csi?.readOnly, csi?.volumeAttributes ?? {});
+      return true;
+    } catch (err) {
+      if (err instanceof InstanceNotFoundError) {
+        this.o.log.info({ attachment: name, volume: handle, nodeId }, 'instance of a lost attachment no longer exists; left to the detach');
+        return false;
+      }
+      this.o.log.warn({ attachment: name, err: errorMessage(err) }, 'could not attach a lost attachment again; retried through the attach path');
+      await this.patchStatus(name, { attached: false }).catch((e) =>
+        this.o.log.warn({ attachment: name, err: errorMessage(e) }, 'could not mark attachment for repair'),
+      );
+      return false;
+    }
   }
 }

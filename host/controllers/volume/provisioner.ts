@@ -14,10 +14,24 @@
  * this holds across host restarts too (upstream keeps it in memory only). A
  * claim whose finalizer was removed by hand is still covered by the
  * in-memory record while this host runs.
+ *
+ * A CreateVolume that made a volume the host cannot use (an answer that fails
+ * validation, e.g. a capacity above the claim's limit; or ALREADY_EXISTS: the
+ * name is taken by a volume made with other parameters) is not "nothing
+ * created": the finalizer, the request and the record stay, the volume is
+ * deleted in the cloud when the answer named a usable id (external-
+ * provisioner does this for a volume smaller than asked), and the create is
+ * retried with a Warning. A volume that cannot be named to the cloud holds a
+ * deleted claim until it can (Warning events say how to let it go).
+ *
+ * Deletions are confirmed with a live read, never decided from the cache:
+ * the PV (phase, reclaim policy, driver, uid) right before DeleteVolume of a
+ * released PV, and the PV's absence before deleting the volume of a claim
+ * that went away during its create.
  */
 import type { V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass, V1VolumeAttachment } from '@kubernetes/client-node';
 import type { CreateVolumeRequest } from '../../cloud-volumes.js';
-import { CloudCallError, PluginUnavailableError } from '../../errors.js';
+import { CloudCallError, PluginUnavailableError, UnusableVolumeError } from '../../errors.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
@@ -25,7 +39,8 @@ import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import { volumeRateLimiter } from './retry.js';
 import { errorMessage } from '../../log.js';
-import { Annotations, EventReasons, Finalizers } from '../../names.js';
+import { Annotations, Controllers, EventReasons, Finalizers } from '../../names.js';
+import { liveReadCounter, type LiveReadOutcome } from './live-reads.js';
 import { setFinalizer } from './finalizers.js';
 import { BadClaimError, claimProvisioner, createRequestFor, persistentVolumeFor, volumeNameFor } from './pv-spec.js';
 import type { ClaimControllerOptions } from './resizer.js';
@@ -72,15 +87,49 @@ function mayBeInProgress(err: unknown): boolean {
   return err instanceof CloudCallError && err.transient;
 }
 
+/**
+ * What a failed CreateVolume says about the cloud:
+ *  - `unknown`: it may still be in progress; repeat the identical request;
+ *  - `exists`: a volume of that name exists but cannot be used (an invalid
+ *    answer, or ALREADY_EXISTS); `volumeId` when DeleteVolume can name it;
+ *  - `none`: final, nothing was created.
+ */
+type CreateFailure = { kind: 'unknown' } | { kind: 'exists'; volumeId?: string } | { kind: 'none' };
+
+function createFailure(err: unknown): CreateFailure {
+  if (mayBeInProgress(err)) return { kind: 'unknown' };
+  if (err instanceof UnusableVolumeError) return { kind: 'exists', volumeId: err.volumeId };
+  if (err instanceof CloudCallError && err.code === 'ALREADY_EXISTS') return { kind: 'exists' };
+  return { kind: 'none' };
+}
+
+/** What a PV we provisioned asks of this controller, from its phase, reclaim policy and deletion state. */
+type PvAction = 'none' | 'release-retained' | 'delete-volume';
+
+function pvAction(pv: V1PersistentVolume, driver: string): PvAction {
+  if (pv.spec?.csi?.driver !== driver || pv.metadata?.annotations?.[Annotations.PROVISIONED_BY] !== driver) return 'none';
+  const deleting = !!pv.metadata?.deletionTimestamp;
+  const phase = pv.status?.phase;
+  const hasFinalizer = (pv.metadata?.finalizers ?? []).includes(Finalizers.PROVISIONER);
+  // Retained: the cloud volume stays; only a deleted object is let go.
+  if ((pv.spec?.persistentVolumeReclaimPolicy ?? 'Delete') !== 'Delete') return deleting && hasFinalizer ? 'release-retained' : 'none';
+  if (!(phase === 'Released' || phase === 'Failed' || (deleting && phase !== 'Bound'))) return 'none';
+  if (!deleting && !hasFinalizer && phase === 'Failed') return 'none';
+  return 'delete-volume';
+}
+
 export class VolumeProvisioner {
   private readonly claimQueue: WorkQueue<string>;
   private readonly pvQueue: WorkQueue<string>;
   private readonly inFlight = new Map<string, InFlight>();
   /** Written into every PV's volumeAttributes, as external-provisioner does. */
   private readonly identity: string;
+  /** Counts the PV reads that confirm a volume deletion. */
+  private readonly liveRead: (outcome: LiveReadOutcome) => void;
 
   constructor(private readonly o: ProvisionerOptions) {
     this.identity = `${Date.now()}-${o.driver}`;
+    this.liveRead = liveReadCounter(Controllers.VOLUME_PROVISIONER, 'persistentvolumes', o.registry);
     this.claimQueue = new WorkQueue<string>({ name: 'volume-provisioner-claims', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     this.pvQueue = new WorkQueue<string>({ name: 'volume-provisioner-pvs', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
     const claimKey = (c: V1PersistentVolumeClaim) => this.claimQueue.add(keyOf(c));
@@ -177,12 +226,24 @@ export class VolumeProvisioner {
     try {
       volume = await this.o.volumes.createVolume(entry.request, entry.attempts);
     } catch (err) {
-      if (!mayBeInProgress(err)) {
+      const failure = createFailure(err);
+      if (failure.kind === 'none') {
         // Final: nothing was created.
         this.inFlight.delete(key);
         await this.releaseClaim(claim, true);
       }
-      this.provisioningFailed(claim, sc, err);
+      if (failure.kind !== 'exists') {
+        this.provisioningFailed(claim, sc, err);
+        throw err;
+      }
+      // A volume exists that cannot back a PV: finalizer, request and record stay (the claim's deletion must find it).
+      let fate: string;
+      try {
+        fate = await this.discardUnusable(key, entry.request.name, failure.volumeId);
+      } catch (deleteErr) {
+        fate = `deleting it failed (retried): ${errorMessage(deleteErr)}`;
+      }
+      this.provisioningFailed(claim, sc, err, `; ${fate}`);
       throw err;
     }
     const pv = persistentVolumeFor(claim, sc, volume, this.o.driver, this.identity);
@@ -236,17 +297,35 @@ export class VolumeProvisioner {
     }
   }
 
-  /** Strategic-merge-patches the claim's metadata; undefined when the claim is gone. */
-  /** The Warning a failed provisioning attempt leaves on the claim (upstream's reason and wording). */
-  private provisioningFailed(claim: V1PersistentVolumeClaim, sc: V1StorageClass, err: unknown): void {
+  /** The Warning a failed provisioning attempt leaves on the claim (upstream's reason and wording, plus what became of a made volume). */
+  private provisioningFailed(claim: V1PersistentVolumeClaim, sc: V1StorageClass, err: unknown, fate = ''): void {
     this.o.recorder.event(
       claim,
       'Warning',
       EventReasons.PROVISIONING_FAILED,
-      `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}`,
+      `failed to provision volume with StorageClass ${JSON.stringify(sc.metadata?.name)}: ${errorMessage(err)}${fate}`,
     );
   }
 
+  /**
+   * A volume CreateVolume made but the host cannot use, while its claim
+   * lives: deleted in the cloud when its id is known (external-provisioner's
+   * cleanup of a volume it cannot use), else kept (nothing can name it).
+   * Either way the create is retried. Returns what happened, for the event.
+   */
+  private async discardUnusable(key: string, name: string, volumeId: string | undefined): Promise<string> {
+    if (!volumeId)
+      return `volume ${name} exists in the cloud and cannot be deleted by the host; the claim keeps its finalizer ${Finalizers.PROVISIONING_CLAIM}`;
+    // A PV of an earlier, usable answer that the cache has not seen yet keeps its volume.
+    const live = await this.livePv(name);
+    this.liveRead(live ? 'refused' : 'confirmed');
+    if (live) return `PersistentVolume ${name} records the volume ${volumeId}; kept`;
+    await this.o.volumes.deleteVolume(volumeId);
+    this.o.log.info({ claim: key, volume: volumeId }, 'deleted a volume the host cannot use; retrying the create');
+    return `the volume ${volumeId} was deleted; retrying`;
+  }
+
+  /** Strategic-merge-patches the claim's metadata; undefined when the claim is gone. */
   private async patchClaim(claim: V1PersistentVolumeClaim, metadata: Record<string, unknown>): Promise<V1PersistentVolumeClaim | undefined> {
     const { name, namespace } = claim.metadata as { name: string; namespace: string };
     try {
@@ -273,20 +352,24 @@ export class VolumeProvisioner {
   /**
    * A claim deleted while its create had no final answer (our finalizer holds
    * it): repeat the persisted request until it has one, delete a volume no PV
-   * records, then let the claim go.
+   * records, then let the claim go. A volume the host cannot name to the
+   * cloud keeps the claim (Warning).
    */
   private async finishDeletedClaim(key: string, claim: V1PersistentVolumeClaim): Promise<void> {
     const request = this.inFlight.get(key)?.request ?? persistedRequest(claim);
     if (request) {
-      let volumeId: string | undefined;
       try {
-        volumeId = (await this.o.volumes.createVolume(request)).volumeId;
+        await this.undoCreate(key, request);
       } catch (err) {
-        if (mayBeInProgress(err)) throw err; // still unknown: ask again
-      }
-      if (volumeId && !this.o.pvs.get(request.name)) {
-        await this.o.volumes.deleteVolume(volumeId);
-        this.o.log.info({ claim: key, volume: volumeId }, 'deleted volume whose claim was deleted while it was created');
+        if (!mayBeInProgress(err))
+          this.o.recorder.event(
+            claim,
+            'Warning',
+            EventReasons.PROVISIONING_FAILED,
+            `claim deleted, but its volume ${request.name} cannot be deleted (${errorMessage(err)}); ` +
+              `delete it in the cloud, then remove the finalizer ${Finalizers.PROVISIONING_CLAIM}`,
+          );
+        throw err;
       }
     }
     this.inFlight.delete(key);
@@ -296,42 +379,82 @@ export class VolumeProvisioner {
   /** The claim of an in-flight create is gone: learn the outcome, and delete a volume nobody wants. */
   private async finishOrphan(key: string, pending: InFlight): Promise<void> {
     pending.attempts++;
-    let volumeId: string;
-    try {
-      volumeId = (await this.o.volumes.createVolume(pending.request, pending.attempts)).volumeId;
-    } catch (err) {
-      if (mayBeInProgress(err)) throw err; // still unknown: ask again
-      this.inFlight.delete(key);
-      this.o.log.info({ claim: key, name: pending.request.name, err: errorMessage(err) }, 'create for a deleted claim ended without a volume');
-      return;
-    }
-    if (!this.o.pvs.get(pending.request.name)) {
-      await this.o.volumes.deleteVolume(volumeId);
-      this.o.log.info({ claim: key, volume: volumeId }, 'deleted volume whose claim was deleted while it was created');
-    }
+    await this.undoCreate(key, pending.request, pending.attempts);
     this.inFlight.delete(key);
   }
 
-  /** Level-triggered: delete the cloud volume of a released PV with reclaim policy Delete, then the PV. */
-  async syncVolume(name: string): Promise<void> {
-    const pv = this.o.pvs.get(name);
-    if (!pv || pv.spec?.csi?.driver !== this.o.driver) return;
-    if (pv.metadata?.annotations?.[Annotations.PROVISIONED_BY] !== this.o.driver) return;
-    const deleting = !!pv.metadata?.deletionTimestamp;
-    const phase = pv.status?.phase;
-    const hasFinalizer = (pv.metadata?.finalizers ?? []).includes(Finalizers.PROVISIONER);
-    const policy = pv.spec?.persistentVolumeReclaimPolicy ?? 'Delete';
-    if (policy !== 'Delete') {
-      // Retained: the cloud volume stays; only let a deleted object go.
-      if (deleting && hasFinalizer) await this.removeFinalizer(pv);
-      return;
+  /**
+   * Repeats the create of a claim that is gone or going, and deletes the
+   * volume it made unless a PV records it (confirmed with a live read: a PV
+   * the cache has not seen yet must keep its volume). Resolves when no volume
+   * of that name is left to this claim; rejects (retry) while the outcome is
+   * unknown, or when a volume exists that cannot be named to the cloud.
+   */
+  private async undoCreate(key: string, request: CreateVolumeRequest, attempt?: number): Promise<void> {
+    let volumeId: string | undefined;
+    try {
+      volumeId = (await this.o.volumes.createVolume(request, attempt)).volumeId;
+    } catch (err) {
+      const failure = createFailure(err);
+      if (failure.kind === 'unknown') throw err; // still unknown: ask again
+      if (failure.kind === 'none') {
+        this.o.log.info({ claim: key, name: request.name, err: errorMessage(err) }, 'create for a deleted claim ended without a volume');
+        return;
+      }
+      if (!failure.volumeId) throw err; // a volume exists and nothing can name it: kept, retried
+      volumeId = failure.volumeId;
     }
-    if (!(phase === 'Released' || phase === 'Failed' || (deleting && phase !== 'Bound'))) return;
-    if (!deleting && !hasFinalizer && phase === 'Failed') return;
+    // A PV records the volume: its reclaim policy decides. The cache may stop the deletion, never start it.
+    if (this.o.pvs.get(request.name)) return;
+    const live = await this.livePv(request.name);
+    this.liveRead(live ? 'refused' : 'confirmed');
+    if (live) return;
+    await this.o.volumes.deleteVolume(volumeId);
+    this.o.log.info({ claim: key, volume: volumeId }, 'deleted volume whose claim was deleted while it was created');
+  }
+
+  /** The PV as the API server has it now (a live GET), or undefined when there is none. */
+  private async livePv(name: string): Promise<V1PersistentVolume | undefined> {
+    try {
+      return await this.o.core.readPersistentVolume({ name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Level-triggered: delete the cloud volume of a released PV with reclaim
+   * policy Delete, then the PV. The cache only suggests the deletion: the PV
+   * is read live right before DeleteVolume and must still ask for it (same
+   * uid and volume handle, released, policy Delete, ours).
+   */
+  async syncVolume(name: string): Promise<void> {
+    const cached = this.o.pvs.get(name);
+    if (!cached) return;
+    const action = pvAction(cached, this.o.driver);
+    if (action === 'none') return;
+    if (action === 'release-retained') return this.removeFinalizer(cached);
     const attached = this.o.attachments.list().filter((va) => va.spec?.source?.persistentVolumeName === name);
     if (attached.length > 0)
       throw new Error(`PersistentVolume ${name} is still used by VolumeAttachment ${attached[0]!.metadata?.name}; deleting its volume later`);
-    const handle = pv.spec!.csi!.volumeHandle;
+    const handle = cached.spec!.csi!.volumeHandle;
+    const pv = await this.livePv(name);
+    if (
+      !pv ||
+      pv.metadata?.uid !== cached.metadata?.uid ||
+      pv.spec?.csi?.volumeHandle !== handle ||
+      pvAction(pv, this.o.driver) !== 'delete-volume'
+    ) {
+      // The cache was behind: the informer brings what changed, and the next sync decides on it.
+      this.liveRead('refused');
+      this.o.log.info(
+        { pv: name, volume: handle, phase: pv?.status?.phase, policy: pv?.spec?.persistentVolumeReclaimPolicy, gone: !pv },
+        'PersistentVolume read live no longer asks for its volume to be deleted; keeping the volume',
+      );
+      return;
+    }
+    this.liveRead('confirmed');
     try {
       await this.o.volumes.deleteVolume(handle);
     } catch (err) {
@@ -339,9 +462,9 @@ export class VolumeProvisioner {
       throw err;
     }
     this.o.log.info({ pv: name, volume: handle }, 'deleted volume');
-    if (!deleting) {
+    if (!pv.metadata?.deletionTimestamp) {
       try {
-        await this.o.core.deletePersistentVolume({ name });
+        await this.o.core.deletePersistentVolume({ name, body: { preconditions: { uid: pv.metadata!.uid! } } });
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }

@@ -7,7 +7,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { pino } from 'pino';
 import type { Volumes } from '../../../host/cloud-volumes.js';
-import { CloudCallError, InvalidCloudResponseError } from '../../../host/errors.js';
+import { CloudCallError, InvalidCloudResponseError, UnusableVolumeError } from '../../../host/errors.js';
 import { createLogger } from '../../../host/log.js';
 import { GrpcCloud } from '../../../host/plugin/grpc-cloud.js';
 import { PluginSupervisor } from '../../../host/plugin/supervisor.js';
@@ -77,17 +77,22 @@ test('createVolume sends name, size, parameters and topology, and converts the a
   t.deepEqual(r.accessibilityRequirements.requisite[0]!.segments, { [ZONE]: 'a' });
 });
 
-const invalid: [string, Volume | undefined][] = [
-  ['no volume', undefined],
-  ['empty id', vol({ volumeId: '' })],
-  ['smaller than asked', vol({ capacityBytes: 10 })],
-  ['topology value not a label value', vol({ accessibleTopology: [{ segments: { [ZONE]: 'a b' } }] })],
-  ['topology key not a label key', vol({ accessibleTopology: [{ segments: { 'bad key': 'a' } }] })],
+/** [what, answer, the volume id the error carries (the volume exists; undefined: it cannot be named)]. */
+const invalid: [string, Volume | undefined, string | undefined][] = [
+  ['no volume', undefined, undefined],
+  ['empty id', vol({ volumeId: '' }), undefined],
+  ['smaller than asked', vol({ capacityBytes: 10 }), 'vol-1'],
+  ['larger than the limit', vol({ capacityBytes: 4096 }), 'vol-1'],
+  ['65 volume_context entries', vol({ volumeContext: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) }), 'vol-1'],
+  ['topology value not a label value', vol({ accessibleTopology: [{ segments: { [ZONE]: 'a b' } }] }), 'vol-1'],
+  ['topology key not a label key', vol({ accessibleTopology: [{ segments: { 'bad key': 'a' } }] }), 'vol-1'],
 ];
-for (const [what, answer] of invalid) {
-  test(`createVolume rejects an invalid answer: ${what}`, async (t) => {
+for (const [what, answer, volumeId] of invalid) {
+  test(`createVolume rejects an invalid answer as an unusable volume: ${what}`, async (t) => {
     const v = await volumesFor(t, { createVolume: async () => ({ volume: answer }) });
-    await t.throwsAsync(v.createVolume(REQ), { instanceOf: InvalidCloudResponseError });
+    const err = await t.throwsAsync(v.createVolume({ ...REQ, limitBytes: 2048 }), { instanceOf: UnusableVolumeError });
+    t.true(err instanceof InvalidCloudResponseError);
+    t.is(err?.volumeId, volumeId);
   });
 }
 
