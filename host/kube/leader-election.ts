@@ -9,9 +9,10 @@
  *   skew between replicas does not matter; clock rate skew does).
  * - The leader renews every retry period; each renewal is retried every
  *   retry period until it succeeds or the renew deadline passes, and then
- *   leadership is lost (the host exits, as upstream). The renew deadline is
- *   shorter than the lease duration, so a leader gives up before anyone else
- *   may take over.
+ *   leadership is lost (the host exits, as upstream). A renewal that finds
+ *   another holder loses at once (client-go retries until the deadline).
+ *   The renew deadline is shorter than the lease duration, so a leader gives
+ *   up before anyone else may take over.
  * - Fencing (beyond client-go): {@link LeaderElector.holdsFreshLease} is the
  *   gate every Kubernetes write and cloud mutation of the host asks right
  *   before it leaves the process. It measures from the moment the last
@@ -187,6 +188,12 @@ export class LeaderElector {
     return this.isLeader() && this.now() < this.renewSentAt + this.freshWindowMs;
   }
 
+  /** Whether the last record seen names another replica as holder. */
+  private heldByAnother(): boolean {
+    const holder = this.currentLeader;
+    return holder !== '' && holder !== this.o.identity;
+  }
+
   /** Holder of the last record seen ('' when released or unknown). */
   get currentLeader(): string {
     return this.observed?.record.holderIdentity ?? '';
@@ -255,14 +262,17 @@ export class LeaderElector {
       let ok: boolean;
       for (;;) {
         ok = await this.tryAcquireOrRenew(attempt);
-        if (ok || attempt.aborted || this.now() >= deadline) break;
+        // Another replica holds the lease now (e.g. this one was paused past it): lost for certain,
+        // no point retrying until the renew deadline (client-go does).
+        if (ok || attempt.aborted || this.now() >= deadline || this.heldByAnother()) break;
         await sleep(Math.min(this.o.retryPeriodMs, Math.max(0, deadline - this.now())), attempt);
         if (attempt.aborted) break;
       }
       this.reportTransition();
       if (signal.aborted) return true;
       if (!ok) {
-        this.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
+        if (this.heldByAnother()) this.log.warn({ leader: this.currentLeader }, 'lease taken over by another replica');
+        else this.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
         return false;
       }
       await sleep(this.o.retryPeriodMs, signal);

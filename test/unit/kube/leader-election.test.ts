@@ -28,6 +28,7 @@ class MemoryLease {
 /** One candidate's view of the lease; `cut` makes every call fail, like a partition. */
 class MemoryLock implements LeaseLock {
   cut = false;
+  gets = 0;
   constructor(private readonly lease: MemoryLease) {}
   describe() {
     return 'mem/lease';
@@ -38,6 +39,7 @@ class MemoryLock implements LeaseLock {
   }
   async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
     this.check(signal);
+    this.gets++;
     const l = this.lease;
     return l.record ? { record: structuredClone(l.record), resourceVersion: String(l.version) } : undefined;
   }
@@ -257,4 +259,18 @@ test('freshness counts from when the renewal was SENT: sent at t0, answered at t
   lock.pending?.answer();
   stop.abort();
   await run;
+});
+
+test('a leader whose lease another replica took (it was paused past it) loses on the renewal that reads it, without retrying until the renew deadline', async (t) => {
+  const lease = new MemoryLease();
+  const a = candidate(lease, 'a');
+  await waitFor(() => a.elector.isLeader(), { what: 'a leads' });
+  const gets = a.lock.gets;
+  // What a successor's takeover leaves: another holder, a new version.
+  lease.record = { ...lease.record!, holderIdentity: 'b', leaseTransitions: lease.record!.leaseTransitions + 1 };
+  lease.version++;
+  t.is(await a.outcome, 'lost');
+  t.is(a.lock.gets - gets, 1, 'one read of the lease, then lost');
+  t.false(a.elector.holdsFreshLease());
+  t.is(lease.record.holderIdentity, 'b', 'the lease is left to its holder');
 });
