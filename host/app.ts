@@ -5,8 +5,9 @@
  * Cloud over it (start/plugin.ts), then (with --leader-elect, once this
  * replica holds the Lease) the shared informers and the enabled controllers
  * (start/controllers.ts). The plugin starts before leadership so a standby is
- * ready to take over, but only the leader runs controllers, and the plugin
- * connection refuses mutating calls unless this replica holds a fresh lease.
+ * ready to take over, but only the leader runs controllers, and neither the
+ * plugin connection's mutating calls nor the controllers' Kubernetes writes
+ * leave the process unless this replica holds a fresh lease (the fence).
  * `startHost` resolves once the plugin is up and the election (or the
  * controllers) runs; `stop()` shuts down in reverse: controllers (bounded) →
  * informers → lease released → plugin → server.
@@ -79,12 +80,14 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const health = new HostHealth(server);
     const identity = newLeaderIdentity();
     const elector = leaderElector(config, kc, identity, { metrics, connections, log });
-    // Only the leader, and only while its lease is fresh, sends cloud mutations.
+    // The fence: only the leader, and only while its lease is fresh (measured from when its last
+    // renewal was sent), sends Kubernetes writes and cloud mutations. Without --leader-elect there
+    // is no lease and nothing is fenced.
+    const fence = elector ? () => (elector.holdsFreshLease() ? undefined : 'this replica does not hold a fresh leader lease') : undefined;
     let stoppingHost = false;
     const refuseMutation = (): string | undefined => {
       if (stoppingHost) return 'the host is stopping';
-      if (elector && !elector.holdsFreshLease()) return 'this replica is not the leader';
-      return undefined;
+      return fence?.();
     };
     const supervisor = pluginSupervisor(config, { cloudConfig, metrics, health, identity, refuseMutation, log });
     const abortStart = new AbortController();
@@ -94,7 +97,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       await supervisor.stop();
     });
     const cloud = await openCloud(config, supervisor, abortStart.signal, log);
-    const clients = controllerClients(config, kc, { metrics, connections, log });
+    const clients = controllerClients(config, kc, { metrics, connections, log, fence });
     const controllers = controllerRunner(config, { cloud, supervisor, clients, metrics, health, server, requestAuth, log });
     const stopping = new AbortController();
     const done = elector

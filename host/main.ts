@@ -12,6 +12,13 @@ import { redact } from './redact.js';
 
 /** Time allowed on top of the plugin's grace period for the whole shutdown. */
 const SHUTDOWN_SLACK_MS = 20_000;
+/**
+ * Bound on the stop after the lease was lost: then exit 1 whatever is still
+ * running (upstream exits at once, klog.Fatalf). The fence already holds back
+ * every write of this replica; this is the time the plugin gets to stop
+ * cleanly (it also exits on its own once the host is gone: stdin EOF).
+ */
+const LOST_LEASE_EXIT_BOUND_MS = 5_000;
 
 async function main(): Promise<void> {
   const parsed = parseHostArgs(process.argv.slice(2));
@@ -28,8 +35,8 @@ async function main(): Promise<void> {
   const log = createLogger({ verbosity: config.verbosity, format: config.loggingFormat });
   let stopping = false;
   let host: Awaited<ReturnType<typeof startHost>> | undefined;
-  /** Stops everything (bounded) and exits with `code`: 0 on a requested stop, 1 when leadership was lost. */
-  const shutdown = async (signal: string, code = 0) => {
+  /** Stops everything (within `boundMs`) and exits with `code`: 0 on a requested stop, 1 when leadership was lost. */
+  const shutdown = async (signal: string, code = 0, boundMs = shutdownBoundMs) => {
     if (stopping) {
       if (code !== 0) return; // already stopping; a lost lease during a stop changes nothing
       log.warn({ signal }, 'second signal: exiting without waiting for a clean stop');
@@ -39,9 +46,9 @@ async function main(): Promise<void> {
     log.info({ signal }, 'shutting down');
     // Every stage of stop() is bounded; this is the backstop for the whole of it.
     setTimeout(() => {
-      log.error({ timeoutMs: shutdownBoundMs }, 'shutdown did not finish in time; exiting');
+      log.error({ timeoutMs: boundMs }, 'shutdown did not finish in time; exiting');
       process.exit(1);
-    }, shutdownBoundMs).unref();
+    }, boundMs).unref();
     await host?.stop();
     log.info('stopped');
     process.exit(code);
@@ -54,7 +61,7 @@ async function main(): Promise<void> {
       // As upstream: exit non-zero so the kubelet restarts the process clean.
       onLeadershipLost: () => {
         log.error({ lease: `${config.leaderElection.resourceNamespace}/${config.leaderElection.resourceName}` }, 'leaderelection lost');
-        void shutdown('leadership lost', 1);
+        void shutdown('leadership lost', 1, Math.min(shutdownBoundMs, LOST_LEASE_EXIT_BOUND_MS));
       },
     });
   } catch (err) {

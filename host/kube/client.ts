@@ -13,7 +13,7 @@ import { ConnectionPool } from './connections.js';
 import { KubeCredentials, type Authenticator } from './credentials.js';
 import type { KubeConfigData } from './kubeconfig.js';
 import { BucketRateLimiter } from './ratelimiter.js';
-import { ApiError, RestClient } from './rest.js';
+import { ApiError, RestClient, type WriteFence } from './rest.js';
 import { restMetrics } from './rest-metrics.js';
 import { DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS } from '../config/options.js';
 
@@ -33,6 +33,8 @@ export interface MakeClientsOptions {
   connections?: ConnectionPool;
   /** Bound of each (non-watch) request in ms; default REQUEST_TIMEOUT_MS (rest.ts). Shorter in tests. */
   requestTimeoutMs?: number;
+  /** Asked before every write of these clients (rest.ts, write fencing); none: writes are not fenced. */
+  fence?: WriteFence;
 }
 
 /** API clients sharing one limiter, one metric and one connection configuration. */
@@ -67,6 +69,7 @@ export function makeClients(kc: KubeConfigData, opts: MakeClientsOptions): KubeC
     userAgent: opts.userAgent,
     metrics,
     requestTimeoutMs: opts.requestTimeoutMs,
+    fence: opts.fence,
   });
   return { core: new CoreV1Api(rest), coordination: new CoordinationV1Api(rest), storage: new StorageV1Api(rest), rest, connections };
 }

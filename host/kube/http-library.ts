@@ -11,6 +11,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 
 /** Largest response body accepted (a list of many thousand objects fits). */
 export const MAX_RESPONSE_BYTES = 256 * 2 ** 20;
@@ -26,6 +28,13 @@ export interface HttpRequest {
   body?: string;
   agent?: http.Agent;
   signal?: AbortSignal;
+  /**
+   * Asked once the request has its connection (connected, TLS handshake
+   * done), right before its bytes are written: an error refuses the request
+   * (it fails with that error, nothing of it is sent). Write fencing
+   * (rest.ts): this is the last moment a write can still be held back.
+   */
+  beforeSend?: () => Error | undefined;
 }
 
 /** A whole HTTP response. */
@@ -80,8 +89,36 @@ function exchange(request: HttpRequest): Promise<HttpResponse> {
       });
     });
     req.on('error', (err) => reject(req.reusedSocket && isReset(err) ? new StaleConnectionError(err) : err));
-    req.end(request.body);
+    const beforeSend = request.beforeSend;
+    if (!beforeSend) {
+      req.end(request.body);
+      return;
+    }
+    // Nothing is written before end() (no flushHeaders), so holding it back until
+    // the connection is ready holds back the whole request.
+    req.once('socket', (socket) =>
+      whenConnected(socket, () => {
+        const refused = beforeSend();
+        if (refused) req.destroy(refused);
+        else req.end(request.body);
+      }),
+    );
   });
+}
+
+/**
+ * Runs `ready` once `socket` can carry bytes to the server: at once for a
+ * connected socket (a reused keep-alive one, or one handed over from the
+ * agent's queue), else after its TCP connect and, for TLS, its handshake.
+ * A socket that fails to connect never runs it (the request's 'error' ends it).
+ */
+function whenConnected(socket: Socket, ready: () => void): void {
+  if (socket instanceof TLSSocket) {
+    // No public flag says "handshake done" on a client TLSSocket; Node sets this one right before 'secureConnect'.
+    if ((socket as TLSSocket & { _secureEstablished?: boolean })._secureEstablished) ready();
+    else socket.once('secureConnect', ready);
+  } else if (socket.connecting) socket.once('connect', ready);
+  else ready();
 }
 
 function isReset(err: Error): boolean {

@@ -9,9 +9,16 @@
  *   skew between replicas does not matter; clock rate skew does).
  * - The leader renews every retry period; each renewal is retried every
  *   retry period until it succeeds or the renew deadline passes, and then
- *   leadership is lost (the host exits, as upstream). The renew deadline is
- *   shorter than the lease duration, so a leader gives up before anyone else
- *   may take over (there is no fencing: this ordering is the guard).
+ *   leadership is lost (the host exits, as upstream). A renewal that finds
+ *   another holder loses at once (client-go retries until the deadline).
+ *   The renew deadline is shorter than the lease duration, so a leader gives
+ *   up before anyone else may take over.
+ * - Fencing (beyond client-go): {@link LeaderElector.holdsFreshLease} is the
+ *   gate every Kubernetes write and cloud mutation of the host asks right
+ *   before it leaves the process. It measures from the moment the last
+ *   successful renewal was SENT, not when its answer came back: another
+ *   replica may take over one lease duration after it saw that renewal, and
+ *   it cannot have seen it before it was sent. See {@link freshLeaseWindowMs}.
  * - Release (on a requested stop, after the guarded work stopped) clears the
  *   holder and sets a 1 s lease, so a candidate takes over within about one
  *   retry period.
@@ -32,6 +39,24 @@ export const JITTER_FACTOR = 1.2;
 
 /** Upstream's leader healthz tolerance (controller-manager: NewLeaderHealthzAdaptor(20s)). */
 const LEADER_HEALTHZ_TOLERANCE_MS = 20_000;
+
+/** Share of the lease duration that is always kept as a safety margin by {@link freshLeaseWindowMs}. */
+const MIN_FENCE_MARGIN_FRACTION = 0.1;
+
+/**
+ * How long after a successful acquire/renew was SENT this process counts as
+ * holding a fresh lease: the renew deadline, but never more than 90% of the
+ * lease duration. Another replica takes over at the earliest one lease
+ * duration after it observed the renewal, which it cannot have done before
+ * the renewal was sent; the margin (lease duration − window, at least 10% of
+ * it: 5 s at the defaults 15 s/10 s) covers a write that passed the check
+ * still travelling to the API server and the replicas' clocks running at
+ * slightly different rates. A renewal that took 8 s to return leaves
+ * window − 8 s of freshness (2 s at the defaults), not a full window.
+ */
+export function freshLeaseWindowMs(t: Pick<LeaderElectionTiming, 'leaseDurationMs' | 'renewDeadlineMs'>): number {
+  return Math.min(t.renewDeadlineMs, t.leaseDurationMs * (1 - MIN_FENCE_MARGIN_FRACTION));
+}
 
 /** The fields of a Lease that hold the election record. */
 export interface LeaseRecord {
@@ -118,6 +143,14 @@ export class LeaderElector {
   private observed?: ObservedLease;
   /** Local monotonic time at which `observed` was first seen (or written). */
   private observedAt = 0;
+  /**
+   * Local monotonic time at which the last acquire/renew that succeeded was
+   * sent (-Infinity: none). Only this process's own successful writes set
+   * it: a record of ours that is merely read (e.g. a renewal whose answer was
+   * lost) never makes the lease fresh.
+   */
+  private renewSentAt = -Infinity;
+  private readonly freshWindowMs: number;
   private readonly now: () => number;
   private readonly wallNow: () => Date;
   private readonly random: () => number;
@@ -130,6 +163,7 @@ export class LeaderElector {
     this.now = o.now ?? (() => performance.now());
     this.wallNow = o.wallNow ?? (() => new Date());
     this.random = o.random ?? Math.random;
+    this.freshWindowMs = freshLeaseWindowMs(o);
     this.log = o.log.child({ lease: o.lock.describe(), identity: o.identity });
   }
 
@@ -143,12 +177,21 @@ export class LeaderElector {
   }
 
   /**
-   * Whether this process leads AND renewed less than a renew deadline ago:
-   * past that point it is about to give up, and another replica may take over
-   * one lease duration after its last renewal, so it must not act any more.
+   * The fence: whether this process leads AND its last successful
+   * acquire/renew was sent less than {@link freshLeaseWindowMs} ago. Past
+   * that point another replica may soon take over, so no write may leave
+   * this process any more. Pure clock arithmetic, no I/O: cheap enough to
+   * ask right before every request, and right after a SIGSTOP/SIGCONT (the
+   * monotonic clock kept running) it already answers false.
    */
   holdsFreshLease(): boolean {
-    return this.isLeader() && this.now() < this.observedAt + this.o.renewDeadlineMs;
+    return this.isLeader() && this.now() < this.renewSentAt + this.freshWindowMs;
+  }
+
+  /** Whether the last record seen names another replica as holder. */
+  private heldByAnother(): boolean {
+    const holder = this.currentLeader;
+    return holder !== '' && holder !== this.o.identity;
   }
 
   /** Holder of the last record seen ('' when released or unknown). */
@@ -219,14 +262,17 @@ export class LeaderElector {
       let ok: boolean;
       for (;;) {
         ok = await this.tryAcquireOrRenew(attempt);
-        if (ok || attempt.aborted || this.now() >= deadline) break;
+        // Another replica holds the lease now (e.g. this one was paused past it): lost for certain,
+        // no point retrying until the renew deadline (client-go does).
+        if (ok || attempt.aborted || this.now() >= deadline || this.heldByAnother()) break;
         await sleep(Math.min(this.o.retryPeriodMs, Math.max(0, deadline - this.now())), attempt);
         if (attempt.aborted) break;
       }
       this.reportTransition();
       if (signal.aborted) return true;
       if (!ok) {
-        this.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
+        if (this.heldByAnother()) this.log.warn({ leader: this.currentLeader }, 'lease taken over by another replica');
+        else this.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
         return false;
       }
       await sleep(this.o.retryPeriodMs, signal);
@@ -252,7 +298,7 @@ export class LeaderElector {
       const record = { ...desired, acquireTime: old.record.acquireTime, leaseTransitions: old.record.leaseTransitions };
       try {
         const rv = await lock.update(record, old.resourceVersion, signal);
-        this.setObserved({ record, resourceVersion: rv }, now);
+        this.setOwn({ record, resourceVersion: rv }, now);
         return true;
       } catch (err) {
         this.log.debug({ err: errorMessage(err) }, 'optimistic lease renewal failed; re-reading the lease');
@@ -266,9 +312,10 @@ export class LeaderElector {
       return false;
     }
     if (!current) {
+      const sentAt = this.now();
       try {
         const rv = await lock.create(desired, signal);
-        this.setObserved({ record: desired, resourceVersion: rv }, this.now());
+        this.setOwn({ record: desired, resourceVersion: rv }, sentAt);
         return true;
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'error creating lease');
@@ -286,9 +333,10 @@ export class LeaderElector {
       held === this.o.identity
         ? { ...desired, acquireTime: current.record.acquireTime, leaseTransitions: current.record.leaseTransitions }
         : { ...desired, leaseTransitions: current.record.leaseTransitions + 1 };
+    const sentAt = this.now();
     try {
       const rv = await lock.update(record, current.resourceVersion, signal);
-      this.setObserved({ record, resourceVersion: rv }, this.now());
+      this.setOwn({ record, resourceVersion: rv }, sentAt);
       return true;
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'failed to update lease');
@@ -320,6 +368,12 @@ export class LeaderElector {
   private setObserved(o: ObservedLease, at: number): void {
     this.observed = o;
     this.observedAt = at;
+  }
+
+  /** Records a write of ours that succeeded, sent at `sentAt`: the lease is fresh from then on (see holdsFreshLease). */
+  private setOwn(o: ObservedLease, sentAt: number): void {
+    this.setObserved(o, sentAt);
+    if (o.record.holderIdentity === this.o.identity) this.renewSentAt = sentAt;
   }
 
   private reportTransition(): void {

@@ -19,6 +19,12 @@
  * silently (half-open, black-holed) fails with a {@link RequestTimeoutError}
  * instead of holding its caller (and any lock the caller holds) forever.
  * Watches are not bounded this way: the informer's liveness check is theirs.
+ *
+ * Write fencing: a client made with a {@link WriteFence} asks it about every
+ * write (any method but GET/HEAD/OPTIONS) twice: before waiting for a slot,
+ * and again at the last moment, once the connection is up and right before
+ * the request's bytes are handed to it (http-library.ts). A refused write is
+ * never sent and fails with {@link FencedWriteError}.
  */
 import type http from 'node:http';
 import { sleep } from './backoff.js';
@@ -89,6 +95,30 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Asked right before a write leaves the process: a reason to refuse it, or
+ * undefined to let it go. Synchronous and cheap (no I/O): it runs on every
+ * write. The host's fence is the leader election's fresh-lease check.
+ */
+export type WriteFence = () => string | undefined;
+
+/**
+ * A write the {@link WriteFence} refused. It was NOT sent: the API server
+ * never saw it, so nothing changed. Retryable like any transient error (the
+ * replica that holds the lease again, or its successor, does the work); never
+ * an answer about the object (not a NotFound, not a Conflict).
+ */
+export class FencedWriteError extends Error {
+  override name = 'FencedWriteError';
+  readonly transient = true;
+  constructor(method: string, path: string, reason: string) {
+    super(`${method} ${path} not sent: ${reason}`);
+  }
+}
+
+/** Methods that change nothing; the fence lets them pass. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** Settings of a {@link RestClient}. */
 export interface RestClientOptions {
   /** API server URL. */
@@ -100,6 +130,8 @@ export interface RestClientOptions {
   metrics?: RestMetrics;
   /** Bound of each request in ms (> 0); default {@link REQUEST_TIMEOUT_MS}. Shorter in tests. */
   requestTimeoutMs?: number;
+  /** Asked before every write; none: writes are not fenced (see the file comment). */
+  fence?: WriteFence;
 }
 
 /** JSON over HTTP to one API server; see the file comment. */
@@ -122,6 +154,10 @@ export class RestClient {
    * when `opts.signal` aborts; other errors are the transport's.
    */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const fence = this.o.fence && !READ_METHODS.has(method) ? this.o.fence : undefined;
+    // Refused early too, so a fenced write takes no slot of the throttle.
+    const refusedEarly = fence?.();
+    if (refusedEarly !== undefined) throw new FencedWriteError(method, path, refusedEarly);
     const delayMs = this.o.throttle.when();
     if (delayMs > 0) await sleep(delayMs);
     const { url, headers, agent } = await this.prepare(path, opts.query, 'request');
@@ -153,9 +189,16 @@ export class RestClient {
     else opts.signal?.addEventListener('abort', onCallerAbort, { once: true });
     let response;
     try {
-      response = await sendRequest({ method, url, headers, body, agent, signal: abort.signal });
+      // The last check: after the throttle's wait and the credentials, once the connection is up.
+      const beforeSend = fence
+        ? () => {
+            const refused = fence();
+            return refused === undefined ? undefined : new FencedWriteError(method, path, refused);
+          }
+        : undefined;
+      response = await sendRequest({ method, url, headers, body, agent, signal: abort.signal, beforeSend });
     } catch (err) {
-      m?.requests.inc({ method, host: url.host, code: '<error>' });
+      m?.requests.inc({ method, host: url.host, code: err instanceof FencedWriteError ? '<fenced>' : '<error>' });
       // The caller's abort is the caller's; only our own bound becomes a timeout error.
       if (timedOut && !opts.signal?.aborted) throw new RequestTimeoutError(method, url.pathname, timeoutMs);
       throw err;

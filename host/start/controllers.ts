@@ -13,6 +13,7 @@ import type { ConnectionPool } from '../kube/connections.js';
 import { EventRecorder } from '../kube/events.js';
 import { InformerFactory } from '../kube/informer-factory.js';
 import type { KubeConfigData } from '../kube/kubeconfig.js';
+import type { WriteFence } from '../kube/rest.js';
 import { ServiceAccountCredentials } from '../kube/service-account-credentials.js';
 import { errorMessage, type Logger } from '../log.js';
 import { setControllerRunning, type HostMetrics } from '../metrics.js';
@@ -39,15 +40,18 @@ export interface ControllerClients {
  * rest_client_requests_total like every other client). With
  * --use-service-account-credentials each controller's clients and Events
  * authenticate as its own ServiceAccount; informers, leader election and the
- * start-up checks keep the host's credentials, as upstream.
+ * start-up checks keep the host's credentials, as upstream. `fence` (the
+ * fresh-lease check with --leader-elect) is asked before every write of all
+ * of these clients; the leader election's own client is not fenced.
  */
 export function controllerClients(
   config: HostConfig,
   kc: KubeConfigData,
-  d: { metrics: HostMetrics; connections: ConnectionPool; log: Logger },
+  d: { metrics: HostMetrics; connections: ConnectionPool; log: Logger; fence?: WriteFence },
 ): { host: KubeClients; of: (name: ControllerName) => ControllerClients } {
   const userAgent = `${COMPONENT_NAME}/${HOST_VERSION}`;
-  const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, registry: d.metrics.registry, connections: d.connections };
+  // Every write of these clients (the controllers', their Events', the ServiceAccount token requests) is fenced.
+  const o = { qps: config.kubeApiQps, burst: config.kubeApiBurst, registry: d.metrics.registry, connections: d.connections, fence: d.fence };
   const clients = makeClients(kc, { ...o, userAgent });
   const eventClients = makeClients(kc, { ...o, userAgent });
   const perController = config.useServiceAccountCredentials ? new ServiceAccountCredentials({ kc, hostCore: clients.core, log: d.log }) : undefined;

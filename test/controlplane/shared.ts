@@ -3,10 +3,13 @@
  * the whole suite and passes its kubeconfig in CCM_TEST_KUBECONFIG; a test
  * file run on its own starts a private one, stopped when the process ends.
  */
+import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane } from './controlplane.js';
 
 let shared: Promise<KubeConfig> | undefined;
+/** The control plane started by this process (a test file run on its own), if any. */
+let own: ControlPlane | undefined;
 
 /**
  * Returns a KubeConfig for the suite's control plane: loaded from
@@ -35,10 +38,23 @@ async function load(): Promise<KubeConfig> {
     }
     return kc;
   }
-  const cp = await ControlPlane.start();
+  const cp = await ControlPlane.start({ auditLog: true });
+  own = cp;
   // Graceful stop once nothing else is pending; if the process exits some
   // other way, ControlPlane's own 'exit' hook SIGKILLs and cleans up.
   process.once('beforeExit', () => void cp.stop());
   kc.loadFromFile(cp.kubeconfigPath);
   return kc;
+}
+
+/**
+ * Path of kube-apiserver's audit log of the same control plane (writes to
+ * Services, claims, PVs and Nodes; see ControlPlane's AUDIT_POLICY): next to
+ * CCM_TEST_KUBECONFIG when the runner started it (with the audit log on), else
+ * that of the control plane this process started.
+ */
+export async function testAuditLogPath(): Promise<string> {
+  await testKubeConfig();
+  const path = process.env.CCM_TEST_KUBECONFIG;
+  return path ? join(dirname(path), 'audit.log') : own!.auditLogPath;
 }

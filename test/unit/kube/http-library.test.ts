@@ -1,7 +1,10 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import test from 'ava';
 import { MAX_RESPONSE_BYTES, sendRequest } from '../../../host/kube/http-library.js';
+import { testCa } from '../../helpers/certs.js';
 
 /**
  * A server that answers the first request on each connection and resets the
@@ -81,3 +84,85 @@ test('sendRequest: an aborted signal ends the request with an AbortError', async
   setTimeout(() => abort.abort(), 50);
   await t.throwsAsync(sent, { name: 'AbortError' });
 });
+
+/**
+ * Write fencing's last check (beforeSend): asked once the request has a
+ * connection that can carry it (TCP connected, TLS handshake done), and a
+ * refusal sends nothing. Each kind of connection a request can get from a
+ * keep-alive agent, refused and allowed.
+ */
+const fenceKinds = [
+  'new TCP connection',
+  'reused keep-alive connection',
+  'connection handed over from the agent queue',
+  'new TLS connection',
+] as const;
+
+async function fenceServer(tls: boolean): Promise<{ url: string; seen: (path: string) => number; close(): Promise<void> }> {
+  const seen = new Map<string, number>();
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    req.resume();
+    req.on('end', () => {
+      seen.set(req.url ?? '', (seen.get(req.url ?? '') ?? 0) + 1);
+      // /slow keeps the agent's only socket busy, so the next request waits in the agent's queue.
+      setTimeout(() => res.end('{}'), req.url === '/slow' ? 100 : 0);
+    });
+  };
+  const server = tls ? https.createServer(await testCa('fence-server'), handler) : http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen: (path) => seen.get(path) ?? 0,
+    close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+for (const kind of fenceKinds) {
+  for (const refuse of [true, false]) {
+    test(`sendRequest: beforeSend on a ${kind} runs once it is connected; ${refuse ? 'a refusal sends nothing' : 'allowed, the request is sent'}`, async (t) => {
+      const tls = kind === 'new TLS connection';
+      const server = await fenceServer(tls);
+      t.teardown(() => server.close());
+      const agent = tls
+        ? new https.Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false })
+        : new http.Agent({ keepAlive: true, maxSockets: 1 });
+      t.teardown(() => agent.destroy());
+      const sockets: Socket[] = [];
+      const create = (agent as unknown as { createConnection: (...a: unknown[]) => Socket }).createConnection.bind(agent);
+      (agent as unknown as { createConnection: (...a: unknown[]) => Socket }).createConnection = (...a: unknown[]) => {
+        const s = create(...a);
+        sockets.push(s);
+        return s;
+      };
+      const get = (path: string) => sendRequest({ method: 'GET', url: new URL(server.url + path), headers: {}, agent });
+      if (kind === 'reused keep-alive connection') await get('/first');
+      const busy = kind === 'connection handed over from the agent queue' ? get('/slow') : undefined;
+      const connectedAtCheck: boolean[] = [];
+      const sent = sendRequest({
+        method: 'PATCH',
+        url: new URL(`${server.url}/fenced`),
+        headers: { 'Content-Length': '2' },
+        body: '{}',
+        agent,
+        beforeSend: () => {
+          const s = sockets.at(-1)!;
+          connectedAtCheck.push(s instanceof TLSSocket ? Object.keys(s.getPeerCertificate()).length > 0 : !s.connecting && !s.destroyed);
+          return refuse ? new Error('lease not fresh') : undefined;
+        },
+      });
+      if (refuse) await t.throwsAsync(sent, { message: 'lease not fresh' });
+      else t.is((await sent).status, 200);
+      await busy;
+      // A later request on a connection of its own: the server has read whatever came before.
+      await sendRequest({
+        method: 'GET',
+        url: new URL(`${server.url}/after`),
+        headers: {},
+        agent: tls ? new https.Agent({ rejectUnauthorized: false }) : undefined,
+      });
+      t.deepEqual(connectedAtCheck, [true], 'asked once, on a connected socket');
+      t.is(sockets.length, 1, 'one connection for all requests');
+      t.is(server.seen('/fenced'), refuse ? 0 : 1);
+    });
+  }
+}

@@ -5,7 +5,14 @@
  * test/integration/ha/.
  */
 import test from 'ava';
-import { LeaderElector, leaderElectionProblems, type LeaseLock, type LeaseRecord, type ObservedLease } from '../../../host/kube/leader-election.js';
+import {
+  LeaderElector,
+  freshLeaseWindowMs,
+  leaderElectionProblems,
+  type LeaseLock,
+  type LeaseRecord,
+  type ObservedLease,
+} from '../../../host/kube/leader-election.js';
 import { createLogger } from '../../../host/log.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -21,6 +28,7 @@ class MemoryLease {
 /** One candidate's view of the lease; `cut` makes every call fail, like a partition. */
 class MemoryLock implements LeaseLock {
   cut = false;
+  gets = 0;
   constructor(private readonly lease: MemoryLease) {}
   describe() {
     return 'mem/lease';
@@ -31,6 +39,7 @@ class MemoryLock implements LeaseLock {
   }
   async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
     this.check(signal);
+    this.gets++;
     const l = this.lease;
     return l.record ? { record: structuredClone(l.record), resourceVersion: String(l.version) } : undefined;
   }
@@ -183,4 +192,85 @@ test('a stop before leading resolves "stopped" without touching a held lease', a
   t.is(lease.record?.holderIdentity, 'a');
   a.stop.abort();
   await a.outcome;
+});
+
+test('the fresh-lease window: the renew deadline, at most 90% of the lease duration', (t) => {
+  const table: { leaseDurationMs: number; renewDeadlineMs: number; windowMs: number }[] = [
+    { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, windowMs: 10_000 }, // upstream defaults: 5 s margin
+    { leaseDurationMs: 6_000, renewDeadlineMs: 4_000, windowMs: 4_000 },
+    { leaseDurationMs: 15_000, renewDeadlineMs: 14_900, windowMs: 13_500 }, // never less than a 10% margin
+  ];
+  for (const { windowMs, ...timing } of table) t.is(freshLeaseWindowMs(timing), windowMs, JSON.stringify(timing));
+});
+
+/** A lock whose renewals (updates after the first write) wait until the test answers them. */
+class SlowRenewalLock extends MemoryLock {
+  pending?: { answer: () => void; sentAt: number };
+  /** false: updates are answered at once (the release at the end). */
+  hold = true;
+  constructor(
+    lease: MemoryLease,
+    private readonly clock: () => number,
+  ) {
+    super(lease);
+  }
+  override async update(record: LeaseRecord, rv: string, signal: AbortSignal): Promise<string> {
+    const sentAt = this.clock();
+    if (this.hold)
+      await new Promise<void>((resolve, reject) => {
+        this.pending = { answer: resolve, sentAt };
+        signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+      });
+    this.pending = undefined;
+    return super.update(record, rv, signal);
+  }
+}
+
+test('freshness counts from when the renewal was SENT: sent at t0, answered at t0+8s, the lease is fresh until t0 + window, not answer + window', async (t) => {
+  const timing = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 20 };
+  const window = freshLeaseWindowMs(timing);
+  let now = 0;
+  const lock = new SlowRenewalLock(new MemoryLease(), () => now);
+  const elector = new LeaderElector({ lock, identity: 'a', log, ...timing, now: () => now });
+  const stop = new AbortController();
+  const t0 = 1_000;
+  // Acquired (create) at 0; the clock moves to t0 before the first renewal is sent.
+  const run = elector.run(stop.signal, async () => void (now = t0));
+  await waitFor(() => lock.pending !== undefined, { what: 'a renewal in flight' });
+  t.is(lock.pending!.sentAt, t0);
+  now = t0 + 8_000;
+  lock.pending!.answer();
+  // Answered: the elector goes on to its next renewal (sent now, left unanswered).
+  await waitFor(() => lock.pending?.sentAt === t0 + 8_000, { what: 'renewal answered' });
+  const fresh: Record<string, boolean> = {};
+  for (const at of [t0 + 8_000, t0 + window - 1, t0 + window, t0 + 8_000 + window - 1, t0 + timing.leaseDurationMs]) {
+    now = at;
+    fresh[`t0+${at - t0}ms`] = elector.holdsFreshLease();
+  }
+  t.deepEqual(fresh, {
+    't0+8000ms': true,
+    [`t0+${window - 1}ms`]: true,
+    [`t0+${window}ms`]: false, // the old rule (from the answer) said fresh until t0+18s
+    [`t0+${8_000 + window - 1}ms`]: false,
+    't0+15000ms': false,
+  });
+  t.true(elector.isLeader(), 'still the holder of record: only the fence says no');
+  lock.hold = false;
+  lock.pending?.answer();
+  stop.abort();
+  await run;
+});
+
+test('a leader whose lease another replica took (it was paused past it) loses on the renewal that reads it, without retrying until the renew deadline', async (t) => {
+  const lease = new MemoryLease();
+  const a = candidate(lease, 'a');
+  await waitFor(() => a.elector.isLeader(), { what: 'a leads' });
+  const gets = a.lock.gets;
+  // What a successor's takeover leaves: another holder, a new version.
+  lease.record = { ...lease.record!, holderIdentity: 'b', leaseTransitions: lease.record!.leaseTransitions + 1 };
+  lease.version++;
+  t.is(await a.outcome, 'lost');
+  t.is(a.lock.gets - gets, 1, 'one read of the lease, then lost');
+  t.false(a.elector.holdsFreshLease());
+  t.is(lease.record.holderIdentity, 'b', 'the lease is left to its holder');
 });

@@ -1,0 +1,185 @@
+/**
+ * Fenced writes with real host processes against the real API server: two
+ * replicas (the shipped ServiceAccount, one token each, so the audit log
+ * tells them apart by credential id) share one Lease and one local cloud.
+ * The leader is SIGSTOPped while its EnsureLoadBalancer is answering slowly
+ * (the cloud already made the load balancer; the reply is delayed), so it
+ * has a Service status write pending; it stays stopped past its lease, the
+ * standby takes over and writes the status itself; then the old leader is
+ * SIGCONTed. Its pending write must not reach the API server: the audit log
+ * shows no write of the old leader's token after the new leader's first
+ * write, the old leader's log shows the write held back, and it exits 1
+ * (lost lease) on its own.
+ */
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { readJournal } from '../../../plugins/local/journal.js';
+import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
+import { auditLogFromNow, credentialIdOf, tokenCredentialId, type AuditEvent } from '../../helpers/audit.js';
+import { forbiddenInLog } from '../../helpers/forbidden.js';
+import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
+import { cloudLbs, lbService } from '../../helpers/lb.js';
+import { localcloud } from '../../helpers/localcloud.js';
+import { HOST_SERVICE_ACCOUNT, hostKubeConfig, serviceAccountKubeConfig } from '../../helpers/service-account.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
+const CLUSTER = 'fencing';
+/** How long the cloud holds back EnsureLoadBalancer's answer after making the load balancer: the leader is stopped in that window. */
+const REPLY_DELAY_MS = 5_000;
+/** What a write the fence held back says (rest.ts FencedWriteError, app.ts). */
+const FENCED = /not sent: this replica does not hold a fresh leader lease/;
+
+test('a leader SIGSTOPped past its lease with a status write pending: after SIGCONT no write of it reaches the API server after its successor’s first, and it exits 1', async (t) => {
+  t.timeout(240_000);
+  const id = randomBytes(4).toString('hex');
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-fence-'));
+  const admin = await testKubeConfig();
+  await hostKubeConfig(); // the shipped ServiceAccount and RBAC exist (the runner, or this, applied them)
+  const audit = await auditLogFromNow(await testAuditLogPath());
+  const core = admin.makeApiClient(CoreV1Api);
+  const coordination = admin.makeApiClient(CoordinationV1Api);
+  const namespace = `fence-${id}`;
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await grantLease(admin, namespace, 'ccm');
+  const state = join(dir, 'cloud');
+  const hosts: HostProcess[] = [];
+  t.teardown(async () => {
+    for (const h of hosts) {
+      h.kill('SIGCONT');
+      h.kill('SIGKILL');
+    }
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  });
+  // Two tokens of the shipped ServiceAccount: the same RBAC, told apart in the audit log.
+  const start = async (n: number) => {
+    const kc = await serviceAccountKubeConfig(admin);
+    const kubeconfig = join(dir, `kubeconfig-${n}`);
+    await writeFile(kubeconfig, kc.exportConfig(), { mode: 0o600 });
+    const h = spawnHost(
+      [
+        '--cloud-provider=local',
+        `--cluster-name=${CLUSTER}`,
+        `--kubeconfig=${kubeconfig}`,
+        '--controllers=service',
+        `--node-selector=ccm-test=${namespace}`,
+        `--watch-namespace=${namespace}`,
+        '--secure-port=0',
+        '--leader-elect=true',
+        `--leader-elect-resource-namespace=${namespace}`,
+        '--leader-elect-resource-name=ccm',
+        `--leader-elect-lease-duration=${LEASE.durationS}s`,
+        `--leader-elect-renew-deadline=${LEASE.renewS}s`,
+        `--leader-elect-retry-period=${LEASE.retryS}s`,
+        `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+        '--plugin-env=LOCALCLOUD_JOURNAL=all',
+        '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.63.0/24',
+        '-v=2',
+      ],
+      join(dir, `host-${n}.log`),
+    );
+    hosts.push(h);
+    return { h, credential: tokenCredentialId(kc.getCurrentUser()!.token!) };
+  };
+  const holder = async () => (await coordination.readNamespacedLease({ name: 'ccm', namespace }).catch(() => undefined))?.spec?.holderIdentity ?? '';
+  const replicas = await Promise.all([start(1), start(2)]);
+  const byIdentity = new Map(await Promise.all(replicas.map(async (r) => [await r.h.identity, r] as const)));
+  const oldIdentity = await waitFor(
+    async () => {
+      const h = await holder();
+      return byIdentity.has(h) ? h : undefined;
+    },
+    { what: 'a leader' },
+  );
+  const old = byIdentity.get(oldIdentity)!;
+  const [newIdentity, next] = [...byIdentity].find(([identity]) => identity !== oldIdentity)!;
+  const writesBy = (events: AuditEvent[], credential: string) => events.filter((e) => credentialIdOf(e) === credential);
+
+  // The leader makes the load balancer; the cloud holds back its answer. Stopped in that window, the
+  // leader has the Service's status write still to do.
+  await localcloud(state, 'knobs', 'set', `replyLatencyMs=${REPLY_DELAY_MS}`);
+  const svc = await core.createNamespacedService({ namespace, body: lbService('web', namespace, [{ port: 8080 }]) });
+  await waitFor(async () => (await cloudLbs(state)).some((l) => l.serviceUid === svc.metadata!.uid), {
+    what: 'the leader made the load balancer (its answer is held back)',
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
+  old.h.kill('SIGSTOP');
+  const stoppedAt = Date.now();
+  await localcloud(state, 'knobs', 'unset', 'replyLatencyMs');
+  t.true(writesBy(await audit.events(), old.credential).length > 0, 'the old leader wrote before (its token is in the audit log)');
+
+  // Past the lease: the standby takes over and writes the status itself.
+  await waitFor(async () => (await holder()) === newIdentity, { what: 'the standby takes over', timeoutMs: 60_000 });
+  const takeOverMs = Date.now() - stoppedAt;
+  const firstNew = await waitFor(
+    async () => {
+      const s = await core.readNamespacedService({ name: 'web', namespace });
+      const written = writesBy(await audit.events(), next.credential);
+      return s.status?.loadBalancer?.ingress?.[0]?.ip && written.length > 0 ? written[0]! : undefined;
+    },
+    { what: 'the new leader wrote the Service status', timeoutMs: 60_000, log: next.h.logPath },
+  );
+
+  const resumedAt = Date.now();
+  old.h.kill('SIGCONT');
+  t.is(await old.h.exited, 1, 'the old leader exits 1 (lease lost)');
+  const exitMs = Date.now() - resumedAt;
+
+  const events = await audit.events();
+  const late = writesBy(events, old.credential).filter((e) => e.requestReceivedTimestamp >= firstNew.requestReceivedTimestamp);
+  t.deepEqual(
+    late.map((e) => `${e.verb} ${e.requestURI} → ${e.responseStatus?.code}`),
+    [],
+    'no write of the old leader reaches the API server after the new leader’s first',
+  );
+  const oldLog = await readFile(old.h.logPath, 'utf8');
+  t.regex(oldLog, FENCED, 'the old leader had a write pending, and it was held back');
+  t.regex(oldLog, /leaderelection lost/);
+  // The cloud side, fenced since before this change: no mutation of the old leader started after the new leader's first.
+  const journal = await readJournal(state);
+  const firstNewMutation = Math.min(...journal.filter((e) => e.caller === newIdentity && e.mutating).map((e) => e.start));
+  t.deepEqual(
+    journal.filter((e) => e.caller === oldIdentity && e.mutating && e.start >= firstNewMutation),
+    [],
+  );
+  t.log(
+    `stopped → standby holds the lease: ${(takeOverMs / 1000).toFixed(1)} s; SIGCONT → old leader exited: ${(exitMs / 1000).toFixed(1)} s; ` +
+      `old leader's writes held back: ${oldLog.split('\n').filter((l) => FENCED.test(l)).length} log lines`,
+  );
+
+  // The new leader removes the load balancer and its finalizer; then it stops cleanly.
+  await core.deleteNamespacedService({ name: 'web', namespace });
+  await waitFor(async () => (await cloudLbs(state)).every((l) => l.serviceUid !== svc.metadata!.uid), { what: 'load balancer deleted' });
+  next.h.kill('SIGTERM');
+  t.is(await next.h.exited, 0);
+  for (const h of hosts) t.is(await forbiddenInLog(h.logPath), 0, `no 403 in ${h.logPath} (shipped RBAC)`);
+});
+
+/** The shipped leader-election Role (deploy/base/rbac.yaml) for the Lease `name` in `namespace`, bound to the host's ServiceAccount. */
+async function grantLease(admin: KubeConfig, namespace: string, name: string): Promise<void> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const group = 'coordination.k8s.io';
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata: { name: 'ccm-leader-election' },
+      rules: [
+        { apiGroups: [group], resources: ['leases'], verbs: ['create'] },
+        { apiGroups: [group], resources: ['leases'], resourceNames: [name], verbs: ['get', 'update'] },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: 'ccm-leader-election' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ccm-leader-election' },
+      subjects: [{ kind: 'ServiceAccount', namespace: HOST_SERVICE_ACCOUNT.namespace, name: HOST_SERVICE_ACCOUNT.name }],
+    },
+  });
+}
