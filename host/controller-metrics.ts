@@ -30,6 +30,14 @@ export function lifecycleMetrics(registry: Registry) {
       help: 'Duration of one node lifecycle pass (status lookup and API writes).',
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     }),
+    liveReads: metric(registry, Counter, {
+      name: 'ccm_node_lifecycle_live_reads_total',
+      help: 'Fresh GETs of a Node (not the cache) to confirm it is still NotReady and the same Node before deleting it.',
+    }),
+    ledgerFailures: metric(registry, Counter, {
+      name: 'ccm_node_lifecycle_deletion_record_failures_total',
+      help: 'Passes that deleted no Node because the --node-deletion-limit record (a Lease) could not be read or written.',
+    }),
     notReady: metric(registry, Gauge, {
       name: 'ccm_node_lifecycle_not_ready_nodes',
       help: 'NotReady nodes the last node lifecycle pass looked up in the cloud.',

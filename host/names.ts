@@ -103,6 +103,16 @@ export const Finalizers = {
  */
 export const VOLUME_HANDLE_ANNOTATION = 'volume.ccm.dev/volume-handle';
 
+/**
+ * The Lease (in the leader election's namespace) that keeps the node
+ * deletion brake's count across restarts and leader changes (not upstream;
+ * host/controllers/lifecycle/deletion-ledger.ts). RBAC grants get/update on
+ * exactly this name.
+ */
+export const NODE_DELETIONS_LEASE = 'cloud-controller-manager-node-deletions';
+/** On NODE_DELETIONS_LEASE: one annotation per brake, this prefix + a hash of its lock and --node-selector. */
+export const NODE_DELETIONS_ANNOTATION_PREFIX = 'lifecycle.ccm.dev/node-deletions-';
+
 /** Key of spec.csi.volumeAttributes naming the provisioner instance (external-provisioner). */
 export const PROVISIONER_IDENTITY_ATTRIBUTE = 'storage.kubernetes.io/csiProvisionerIdentity';
 

@@ -476,12 +476,12 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** `--node-deletion-limit`: `N` or `P%`; 0 turns the brake off. */
+/** `--node-deletion-limit`: `N` or `P%` (1–100); 0 turns the brake off, 0% is refused (parseDeletionLimit). */
 function deletionLimit(text: string, p: Problems): DeletionLimit | null {
   const limit = parseDeletionLimit(text);
   if (limit === undefined) {
     p.add(
-      `--node-deletion-limit=${JSON.stringify(text)} is invalid: use a count of nodes (e.g. 5; 0 turns the limit off) or a percentage of the nodes (e.g. 10%)`,
+      `--node-deletion-limit=${JSON.stringify(text)} is invalid: use a count of nodes (e.g. 5; 0 turns the limit off) or a percentage of the nodes from 1% to 100% (e.g. 10%)`,
     );
     return null;
   }

@@ -27,16 +27,23 @@
  *   instance was reported gone on two consecutive checks, the first at least
  *   the grace period ago (a check that errors neither counts nor resets;
  *   "exists", Ready, or a new Node UID resets);
- * - the delete carries UID and resourceVersion preconditions, so a Node that
- *   was recreated or changed since the check is not deleted (it is checked
- *   again on the next pass);
+ * - the cache never decides a deletion alone: each Node about to be deleted
+ *   is read fresh from the API server first (counted in
+ *   ccm_node_lifecycle_live_reads_total) and deleted only if it is still
+ *   the same Node (uid, providerID) and still NotReady;
+ * - the delete carries the fresh object's UID and resourceVersion as
+ *   preconditions, so a Node that was recreated or changed since that read
+ *   is not deleted (it is checked again on the next pass);
  * - the shutdown taint is also removed from a NotReady node whose instance
  *   is running again (upstream removes it only once the node is Ready);
  * - a mass-deletion brake (deletion-brake.ts): at most --node-deletion-limit
  *   deletions per --node-deletion-limit-window. Nodes beyond it are held
  *   back (Warning event `DeletingNodeHeldBack` once per node, one log line,
  *   metrics) and deleted on a later pass, oldest hold first, if their
- *   instance is still reported gone when the window allows.
+ *   instance is still reported gone when the window allows. The count lives
+ *   in the cluster (deletion-ledger.ts), read fresh before each deletion
+ *   and written (reserved) before it, so a restart or a new leader does not
+ *   reset it; when it cannot be read or written, no Node is deleted.
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
@@ -55,7 +62,7 @@ import { formatGoDuration } from '../../config/values.js';
 import { toNodeRef } from '../node-ref.js';
 import { setTaint } from './taint.js';
 import { hasTaint } from '../node-ref.js';
-import { DeletionBrake, type DeletionLimit } from './deletion-brake.js';
+import { DeletionBrake, type DeletionLedger, type DeletionLimit } from './deletion-brake.js';
 
 /** API writes (taints, deletes) in flight at once during a pass. */
 const WRITE_CONCURRENCY = 16;
@@ -77,6 +84,8 @@ export interface LifecycleControllerOptions {
   deletionLimit: DeletionLimit | null;
   /** --node-deletion-limit-window. */
   deletionLimitWindowMs: number;
+  /** Where the brake counts the deletions inside the window (deletion-ledger.ts); unused when deletionLimit is null. */
+  deletionLedger: DeletionLedger;
   /** The provider name of providerIDs ("<name>://…"); nodes with another prefix are left alone. */
   providerName: () => string;
   /** Clock (tests). */
@@ -94,6 +103,10 @@ export interface TickReport {
   heldBack: string[];
   /** Nodes whose status lookup failed (nothing was done to them). */
   errors: number;
+  /** Nodes about to be deleted that the live read did not confirm (gone, re-created, Ready again, read failed). */
+  unconfirmed: string[];
+  /** The brake's record could not be read or written: no Node was deleted this pass. */
+  recordFailed: boolean;
   /** The whole status lookup failed (nothing was done to NotReady nodes). */
   lookupFailed: boolean;
   /** NotReady nodes left alone because their providerID belongs to another provider. */
@@ -128,7 +141,7 @@ export class NodeLifecycleController {
   constructor(private readonly o: LifecycleControllerOptions) {
     this.progress = new Progress(10 * o.periodMs + 120_000);
     this.now = o.now ?? Date.now;
-    this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, this.now);
+    this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, o.deletionLedger, this.now);
     this.metrics = o.registry ? lifecycleMetrics(o.registry) : undefined;
   }
 
@@ -176,6 +189,8 @@ export class NodeLifecycleController {
       untainted: [],
       heldBack: [],
       errors: 0,
+      unconfirmed: [],
+      recordFailed: false,
       lookupFailed: false,
       foreign: [],
       durationMs: 0,
@@ -234,10 +249,10 @@ export class NodeLifecycleController {
         if (write === 'delete') doomed.push(node);
         else if (write) writes.push(write);
       });
-      for (const node of this.applyBrake(doomed, byName.size, started, report)) writes.push(() => this.deleteNode(node, report));
+      if (doomed.length > 0) writes.push(() => this.deleteGone(doomed, byName.size, started, report));
     }
-    this.metrics?.heldBack.set(report.heldBack.length);
     await mapLimit(writes, WRITE_CONCURRENCY, (w) => w());
+    this.metrics?.heldBack.set(report.heldBack.length);
     report.durationMs = this.now() - started;
     this.metrics?.passDuration.observe(report.durationMs / 1000);
     return report;
@@ -250,17 +265,92 @@ export class NodeLifecycleController {
   }
 
   /**
-   * Of the nodes to delete, those the brake allows now (held longest first);
-   * the rest are held back with a Warning event (once per node), one log
-   * line and the metrics.
+   * Deletes nodes whose instance is gone, within the brake: a fresh read of
+   * the brake's record gives the allowance (held longest first; the rest are
+   * held back), a live GET confirms each candidate, the confirmed ones are
+   * reserved in the record, and only what was reserved is deleted. A record
+   * that cannot be read or written deletes nothing this pass.
    */
-  private applyBrake(doomed: V1Node[], nodes: number, now: number, report: TickReport): V1Node[] {
-    const allowed = this.brake.allowance(nodes);
-    if (doomed.length <= allowed) return doomed;
+  private async deleteGone(doomed: V1Node[], nodes: number, now: number, report: TickReport): Promise<void> {
     const since = (n: V1Node) => this.heldSince.get(n.metadata!.name!) ?? now;
     const ordered = [...doomed].sort((a, b) => since(a) - since(b) || a.metadata!.name!.localeCompare(b.metadata!.name!));
-    const held = ordered.slice(allowed);
-    const bound = this.brake.windowBound(nodes);
+    let allowance;
+    try {
+      allowance = await this.brake.allowance(nodes);
+    } catch (err) {
+      this.recordFailed(err, ordered.length, report);
+      return;
+    }
+    const candidates = ordered.slice(0, allowance.granted);
+    this.holdBack(ordered.slice(candidates.length), allowance.bound, doomed.length, now, report);
+    const confirmed = (await mapLimit(candidates, WRITE_CONCURRENCY, (n) => this.confirm(n, report))).filter((n) => n !== undefined);
+    if (confirmed.length === 0) return;
+    let reservation;
+    try {
+      reservation = await this.brake.reserve(confirmed.length, nodes);
+    } catch (err) {
+      this.recordFailed(err, confirmed.length, report);
+      return;
+    }
+    const go = confirmed.slice(0, reservation.granted);
+    // Another writer (a replica that still thought it led) used the window meanwhile.
+    this.holdBack(confirmed.slice(go.length), reservation.bound, doomed.length, now, report);
+    const deleted = await mapLimit(go, WRITE_CONCURRENCY, (n) => this.deleteNode(n, report));
+    const unused = deleted.filter((ok) => !ok).length;
+    if (unused > 0) {
+      // Best effort: left counted, they only hold back more.
+      await this.brake
+        .release(unused)
+        .catch((err: unknown) =>
+          this.o.log.info({ count: unused, err: errorMessage(err) }, 'could not give back reserved node deletions that did not happen'),
+        );
+    }
+  }
+
+  private recordFailed(err: unknown, nodes: number, report: TickReport): void {
+    report.recordFailed = true;
+    this.metrics?.ledgerFailures.inc();
+    this.o.log.warn(
+      { nodes, record: this.o.deletionLedger.describe(), err: errorMessage(err) },
+      'cannot read or write the node deletion record (--node-deletion-limit); no node is deleted this pass',
+    );
+  }
+
+  /**
+   * A live GET of a node about to be deleted: the fresh object when it is
+   * still the same Node (uid, providerID) and still NotReady, else undefined
+   * (nothing is done; the next pass decides again from the cache).
+   */
+  private async confirm(node: V1Node, report: TickReport): Promise<V1Node | undefined> {
+    const name = node.metadata!.name!;
+    this.metrics?.liveReads.inc();
+    let fresh: V1Node;
+    try {
+      fresh = await this.o.core.readNode({ name });
+    } catch (err) {
+      report.unconfirmed.push(name);
+      if (isNotFound(err)) this.forget(name);
+      else this.o.log.info({ node: name, err: errorMessage(err) }, 'cannot read the node before deleting it; checking it again next pass');
+      return undefined;
+    }
+    const why =
+      fresh.metadata?.uid !== node.metadata?.uid
+        ? 'it was re-created (another uid)'
+        : (fresh.spec?.providerID ?? '') !== (node.spec?.providerID ?? '')
+          ? 'its providerID changed'
+          : isNodeReady(fresh)
+            ? 'it is Ready'
+            : undefined;
+    if (why === undefined) return fresh;
+    report.unconfirmed.push(name);
+    this.forget(name);
+    this.o.log.info({ node: name, reason: why }, 'not deleting node: the live read differs from the cache; checking it again next pass');
+    return undefined;
+  }
+
+  /** Holds back `held` (a Warning event once per node, one log line, the metrics). */
+  private holdBack(held: V1Node[], bound: number, candidates: number, now: number, report: TickReport): void {
+    if (held.length === 0) return;
     const window = formatGoDuration(this.brake.windowMs);
     const fresh: string[] = [];
     for (const node of held) {
@@ -285,12 +375,12 @@ export class NodeLifecycleController {
           nodes: fresh.slice(0, 10),
           limit: bound,
           windowMs: this.brake.windowMs,
-          candidates: doomed.length,
+          candidates,
+          record: this.o.deletionLedger.describe(),
         },
         'node deletion limit reached: holding back deletions of nodes whose instance is reported gone; check the cloud provider if this is unexpected',
       );
     }
-    return ordered.slice(0, allowed);
   }
 
   /** What to do about one NotReady node given its instance status; undefined = nothing. */
@@ -326,23 +416,25 @@ export class NodeLifecycleController {
     return 'delete';
   }
 
-  private async deleteNode(node: V1Node, report: TickReport): Promise<void> {
+  /** Deletes `node` (the fresh object) with its uid and resourceVersion as preconditions; true when it was deleted. */
+  private async deleteNode(node: V1Node, report: TickReport): Promise<boolean> {
     const name = node.metadata!.name!;
     this.o.log.info({ node: name }, 'deleting node: its instance does not exist in the cloud provider');
     this.o.recorder.event(node, 'Normal', EventReasons.DELETING_NODE, `Deleting node ${name} because it does not exist in the cloud provider`);
     try {
       await this.o.core.deleteNode({ name, body: { preconditions: { uid: node.metadata?.uid, resourceVersion: node.metadata?.resourceVersion } } });
-      this.brake.record();
       this.forget(name);
       report.deleted.push(name);
+      return true;
     } catch (err) {
-      if (isNotFound(err)) return;
+      if (isNotFound(err)) return false;
       if (isConflict(err)) {
         this.o.log.info({ node: name }, 'node changed since it was checked; checking it again next pass');
-        return;
+        return false;
       }
       this.o.log.warn({ node: name, err: errorMessage(err) }, 'failed to delete node');
       this.o.recorder.event(node, 'Warning', EventReasons.DELETING_NODE_FAILED, `Error deleting node ${name}: ${errorMessage(err)}`);
+      return false;
     }
   }
 

@@ -12,6 +12,11 @@
  * A companion is asked for at most once per `prefetchTtlMs` (failed or not),
  * so nodes the cloud cannot answer for do not make every call bigger; an
  * answer is used once, and never after its TTL.
+ *
+ * Prefetched answers are keyed by node name AND uid: a Node deleted and
+ * registered again under the same name (another instance, a new uid) within
+ * the TTL must not get the old instance's answer, whose providerID is
+ * immutable once written.
  */
 import type { InstanceMetadata, Instances, NodeRef } from '../../cloud.js';
 import { MAX_BATCH_NODES } from '../../cloud.js';
@@ -25,12 +30,17 @@ interface Pending {
 /** How long a prefetched answer (and a companion's "recently asked") lasts, by default. */
 const PREFETCH_TTL_MS = 30_000;
 
+/** A Node's identity for the prefetch cache: its name alone would match a Node re-registered under that name. */
+function nodeKey(node: NodeRef): string {
+  return `${node.name}\u0000${node.uid ?? ''}`;
+}
+
 export class MetadataBatcher {
   private pending: Pending[] = [];
   private timer?: NodeJS.Timeout;
-  /** Prefetched answers by node name. */
+  /** Prefetched answers by node key (name and uid). */
   private readonly prefetched = new Map<string, { meta: InstanceMetadata; at: number }>();
-  /** When each node was last asked for as a companion (ms). */
+  /** When each node (by key) was last asked for as a companion (ms). */
   private readonly askedAt = new Map<string, number>();
 
   private readonly companions: () => NodeRef[];
@@ -58,9 +68,9 @@ export class MetadataBatcher {
   /** Same contract as Instances.instanceMetadata. */
   get(node: NodeRef): Promise<InstanceMetadata> {
     if (!this.instances.batched) return this.instances.instanceMetadata(node);
-    const hit = this.prefetched.get(node.name);
+    const hit = this.prefetched.get(nodeKey(node));
     if (hit) {
-      this.prefetched.delete(node.name);
+      this.prefetched.delete(nodeKey(node));
       if (this.now() - hit.at < this.prefetchTtlMs) return Promise.resolve(hit.meta);
     }
     return new Promise((resolve, reject) => {
@@ -73,18 +83,19 @@ export class MetadataBatcher {
   /** Companions to add to a call for `batch`: not asked for within the TTL, not in the call already. */
   private extra(batch: Pending[]): NodeRef[] {
     const now = this.now();
-    for (const [name, at] of this.askedAt) if (now - at >= this.prefetchTtlMs) this.askedAt.delete(name);
-    for (const [name, p] of this.prefetched) if (now - p.at >= this.prefetchTtlMs) this.prefetched.delete(name);
+    for (const [key, at] of this.askedAt) if (now - at >= this.prefetchTtlMs) this.askedAt.delete(key);
+    for (const [key, p] of this.prefetched) if (now - p.at >= this.prefetchTtlMs) this.prefetched.delete(key);
     const room = MAX_BATCH_NODES - batch.length;
-    const inCall = new Set(batch.map((p) => p.node.name));
-    for (const name of inCall) this.askedAt.set(name, now);
+    const inCall = new Set(batch.map((p) => nodeKey(p.node)));
+    for (const key of inCall) this.askedAt.set(key, now);
     const out: NodeRef[] = [];
     for (const n of this.companions()) {
       if (out.length >= room) break;
-      if (inCall.has(n.name) || this.askedAt.has(n.name) || this.prefetched.has(n.name)) continue;
-      inCall.add(n.name);
+      const key = nodeKey(n);
+      if (inCall.has(key) || this.askedAt.has(key) || this.prefetched.has(key)) continue;
+      inCall.add(key);
       out.push(n);
-      this.askedAt.set(n.name, now);
+      this.askedAt.set(key, now);
     }
     return out;
   }
@@ -106,7 +117,7 @@ export class MetadataBatcher {
         const at = this.now();
         extra.forEach((n, i) => {
           const r = results[batch.length + i];
-          if (r?.metadata) this.prefetched.set(n.name, { meta: r.metadata, at });
+          if (r?.metadata) this.prefetched.set(nodeKey(n), { meta: r.metadata, at });
         });
       },
       (err: Error) => batch.forEach((p) => p.reject(err)),

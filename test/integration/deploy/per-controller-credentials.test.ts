@@ -29,6 +29,7 @@ import { scrape } from '../../helpers/scraper.js';
 const HOST_SA = { namespace: 'kube-system', name: 'cloud-controller-manager-host' };
 const NODE_SA = { namespace: 'kube-system', name: 'cloud-node-controller' };
 const SERVICE_SA = { namespace: 'kube-system', name: 'service-lb-controller' };
+const LIFECYCLE_SA = { namespace: 'kube-system', name: 'cloud-node-lifecycle-controller' };
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 const scope = testScope('sacreds');
@@ -39,7 +40,7 @@ let host: TestHost | undefined;
 
 async function can(
   kc: KubeConfig,
-  attrs: { verb: string; resource: string; subresource?: string; namespace?: string; name?: string },
+  attrs: { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string },
 ): Promise<boolean> {
   const api = kc.makeApiClient(AuthorizationV1Api);
   const r = await api.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { group: '', ...attrs } } } });
@@ -161,4 +162,15 @@ test.serial("each controller ServiceAccount is its own user with only its contro
   t.true(await can(svcKc, { verb: 'patch', resource: 'services', subresource: 'status', namespace: NS }));
   t.false(await can(svcKc, { verb: 'patch', resource: 'nodes' }));
   t.false(await can(svcKc, { verb: 'list', resource: 'secrets' }));
+  // The lifecycle controller keeps its deletion brake's count on its own Lease, and may touch no other.
+  // This host did not run it, so its ServiceAccount may not exist yet (the host creates it when it does).
+  await admin
+    .makeApiClient(CoreV1Api)
+    .createNamespacedServiceAccount({ namespace: LIFECYCLE_SA.namespace, body: { metadata: { name: LIFECYCLE_SA.name } } })
+    .catch(() => undefined);
+  const lifecycleKc = await serviceAccountKubeConfig(admin, LIFECYCLE_SA);
+  const lease = (name: string) => ({ verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system', name });
+  t.true(await can(lifecycleKc, lease('cloud-controller-manager-node-deletions')));
+  t.false(await can(lifecycleKc, lease('cloud-controller-manager')), "not the leader election's Lease");
+  t.false(await can(svcKc, lease('cloud-controller-manager-node-deletions')));
 });

@@ -87,11 +87,13 @@ const NON_RESOURCE = [
   'get /version',
   'get /version/',
 ];
-/** Only in kube-system: the leader-election lock. */
+/** Only in kube-system: the leader-election lock, and the node deletion brake's record. */
 const KUBE_SYSTEM_ONLY = [
   'create coordination.k8s.io/leases',
   'get coordination.k8s.io/leases#cloud-controller-manager',
   'update coordination.k8s.io/leases#cloud-controller-manager',
+  'get coordination.k8s.io/leases#cloud-controller-manager-node-deletions',
+  'update coordination.k8s.io/leases#cloud-controller-manager-node-deletions',
   // deploy/base/rbac-delegated-auth.yaml: extension-apiserver-authentication-reader.
   'get /configmaps#extension-apiserver-authentication',
   'list /configmaps#extension-apiserver-authentication',

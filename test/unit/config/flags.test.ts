@@ -330,6 +330,13 @@ const cases: Case[] = [
   { description: 'node-deletion-limit percentage', argv: [...BASE, '--node-deletion-limit=25%'], want: { nodeDeletionLimit: { percent: 25 } } },
   { description: 'node-deletion-limit 0 turns the brake off', argv: [...BASE, '--node-deletion-limit=0'], want: { nodeDeletionLimit: null } },
   {
+    description: 'node-deletion-limit 0% is refused (neither "off" nor the floor of 5)',
+    argv: [...BASE, '--node-deletion-limit=0%'],
+    errors: [
+      '--node-deletion-limit="0%" is invalid: use a count of nodes (e.g. 5; 0 turns the limit off) or a percentage of the nodes from 1% to 100%',
+    ],
+  },
+  {
     description: 'node-deletion-limit garbage',
     argv: [...BASE, '--node-deletion-limit=lots'],
     errors: ['--node-deletion-limit="lots" is invalid: use a count of nodes'],

@@ -1,8 +1,10 @@
 /**
  * The lifecycle pass with fakes (no API server): one status lookup per pass
  * for all NotReady nodes, errors never delete, the grace period needs two
- * consecutive "gone" answers, each node at most once per pass, and the
- * mass-deletion brake (--node-deletion-limit) with its window arithmetic.
+ * consecutive "gone" answers, each node at most once per pass, a live read
+ * confirms each deletion, and the mass-deletion brake (--node-deletion-limit)
+ * with its window arithmetic, its record shared across restarts, and its
+ * failures deleting nothing.
  */
 import test from 'ava';
 import type { V1Node } from '@kubernetes/client-node';
@@ -10,10 +12,11 @@ import type { CoreV1Api } from '../../../host/kube/api.js';
 import type { Instances, NodeRef, StatusResult } from '../../../host/cloud.js';
 import { CloudCallError } from '../../../host/errors.js';
 import { NodeLifecycleController } from '../../../host/controllers/lifecycle/lifecycle-controller.js';
-import { DeletionBrake, parseDeletionLimit, type DeletionLimit } from '../../../host/controllers/lifecycle/deletion-brake.js';
+import { DeletionBrake, MemoryDeletionLedger, parseDeletionLimit, type DeletionLimit } from '../../../host/controllers/lifecycle/deletion-brake.js';
 import type { EventRecorder } from '../../../host/kube/events.js';
 import type { Informer } from '../../../host/kube/informer.js';
 import { createLogger } from '../../../host/log.js';
+import { ApiError } from '../../../host/kube/rest.js';
 import { Writable } from 'node:stream';
 
 const silent = createLogger({ verbosity: 0, destination: new Writable({ write: (_c, _e, cb) => cb() }) });
@@ -28,15 +31,26 @@ function mkNode(name: string, ready: boolean | undefined, taints: string[] = [])
   };
 }
 
+const apiError = (code: number) => new ApiError(code, {}, 'TEST', '/api/v1/nodes');
+
 function harness(
   nodes: V1Node[],
   answer: (n: NodeRef) => Omit<StatusResult, 'nodeName'>,
   graceMs = 0,
   limit: DeletionLimit | null = null,
   windowMs = 300_000,
+  ledger = new MemoryDeletionLedger(),
 ) {
   const calls: string[][] = [];
   const deleted: string[] = [];
+  /** Preconditions each delete carried. */
+  const preconditions: { uid?: string; resourceVersion?: string }[] = [];
+  /** GETs of Nodes (live reads). */
+  const reads: string[] = [];
+  /** What a live read answers instead of the listed Node (an Error is thrown). */
+  const live = new Map<string, V1Node | Error>();
+  /** Names whose delete fails with this error. */
+  const deleteErrors = new Map<string, Error>();
   const patched: string[] = [];
   const events: string[] = [];
   let now = 0;
@@ -48,8 +62,19 @@ function harness(
     },
   } as unknown as Instances;
   const core = {
-    async deleteNode(req: { name: string }) {
+    async readNode(req: { name: string }) {
+      reads.push(req.name);
+      const l = live.get(req.name);
+      if (l instanceof Error) throw l;
+      const n = l ?? nodes.find((x) => x.metadata?.name === req.name);
+      if (!n) throw apiError(404);
+      return structuredClone(n);
+    },
+    async deleteNode(req: { name: string; body: { preconditions: { uid?: string; resourceVersion?: string } } }) {
+      const e = deleteErrors.get(req.name);
+      if (e) throw e;
       deleted.push(req.name);
+      preconditions.push(req.body.preconditions);
       return {};
     },
     async patchNode(req: { name: string }) {
@@ -68,9 +93,23 @@ function harness(
     deletionGraceMs: graceMs,
     deletionLimit: limit,
     deletionLimitWindowMs: windowMs,
+    deletionLedger: ledger,
     now: () => now,
   });
-  return { c, calls, deleted, patched, events, advance: (ms: number) => (now += ms) };
+  return {
+    c,
+    calls,
+    deleted,
+    patched,
+    events,
+    reads,
+    live,
+    deleteErrors,
+    preconditions,
+    ledger,
+    advance: (ms: number) => (now += ms),
+    setNow: (ms: number) => (now = ms),
+  };
 }
 
 test('one lookup per pass covers every NotReady node; Ready nodes cost no cloud call; each node once', async (t) => {
@@ -132,7 +171,8 @@ test('parseDeletionLimit: counts, percentages, 0 = off, garbage rejected', (t) =
     ['5', { count: 5 }],
     ['0', null],
     ['10%', { percent: 10 }],
-    ['0%', { percent: 0 }],
+    ['0%', undefined],
+    ['1%', { percent: 1 }],
     ['100%', { percent: 100 }],
     ['101%', undefined],
     ['-1', undefined],
@@ -150,40 +190,64 @@ test('DeletionBrake.bound: a count as given; a percentage of the nodes, rounded 
     [{ percent: 10 }, 59, 5],
     [{ percent: 10 }, 60, 6],
     [{ percent: 10 }, 1000, 100],
-    [{ percent: 0 }, 1000, 5],
     [null, 1000, Infinity],
   ];
-  for (const [limit, nodes, want] of rows) t.is(new DeletionBrake(limit, 60_000).bound(nodes), want, `${JSON.stringify(limit)} of ${nodes}`);
+  for (const [limit, nodes, want] of rows)
+    t.is(new DeletionBrake(limit, 60_000, new MemoryDeletionLedger()).bound(nodes), want, `${JSON.stringify(limit)} of ${nodes}`);
 });
 
-test('DeletionBrake window: deletions count for exactly one window, then free their slot', (t) => {
+test('DeletionBrake window: deletions count for exactly one window, then free their slot', async (t) => {
   let now = 0;
-  const b = new DeletionBrake({ count: 2 }, 60_000, () => now);
-  t.is(b.allowance(10), 2);
-  b.record();
+  const b = new DeletionBrake({ count: 2 }, 60_000, new MemoryDeletionLedger(), () => now);
+  const allowance = async (nodes: number) => (await b.allowance(nodes)).granted;
+  t.is(await allowance(10), 2);
+  t.is((await b.reserve(1, 10)).granted, 1);
   now = 10_000;
-  b.record();
-  t.is(b.allowance(10), 0);
+  t.is((await b.reserve(5, 10)).granted, 1, 'a reservation gets no more than the window allows');
+  t.is(await allowance(10), 0);
+  t.is((await b.reserve(1, 10)).granted, 0);
   now = 59_999;
-  t.is(b.allowance(10), 0, 'the first deletion is still inside the window');
+  t.is(await allowance(10), 0, 'the first deletion is still inside the window');
   now = 60_000;
-  t.is(b.allowance(10), 1, 'the first deletion left the window');
+  t.is(await allowance(10), 1, 'the first deletion left the window');
   now = 70_000;
-  t.is(b.allowance(10), 2);
+  t.is(await allowance(10), 2);
 });
 
-test('DeletionBrake percentage: Nodes deleted inside the window still count, so 10 % of 200 allows 20, not 19', (t) => {
+test('DeletionBrake percentage: Nodes deleted inside the window still count, so 10 % of 200 allows 20, not 19', async (t) => {
   let now = 0;
-  const b = new DeletionBrake({ percent: 10 }, 60_000, () => now);
+  const b = new DeletionBrake({ percent: 10 }, 60_000, new MemoryDeletionLedger(), () => now);
+  const allowance = async (nodes: number) => (await b.allowance(nodes)).granted;
   for (let deleted = 0; deleted < 19; deleted++) {
-    t.is(b.allowance(200 - deleted), 20 - deleted, `after ${deleted} deletions`);
-    b.record();
+    t.is(await allowance(200 - deleted), 20 - deleted, `after ${deleted} deletions`);
+    await b.reserve(1, 200 - deleted);
   }
-  t.is(b.allowance(181), 1, 'the 20th of 200');
-  b.record();
-  t.is(b.allowance(180), 0);
+  t.is(await allowance(181), 1, 'the 20th of 200');
+  await b.reserve(1, 181);
+  t.is(await allowance(180), 0);
   now = 60_000;
-  t.is(b.allowance(180), 18, 'a new window: 10 % of the 180 left');
+  t.is(await allowance(180), 18, 'a new window: 10 % of the 180 left');
+});
+
+test('DeletionBrake: a conflicting writer is re-read, not overwritten; release gives back unused reservations', async (t) => {
+  const ledger = new MemoryDeletionLedger();
+  const b = new DeletionBrake({ count: 3 }, 60_000, ledger, () => 0);
+  // Another replica reserves 2 between this one's read and write.
+  const read = ledger.read.bind(ledger);
+  let raced = false;
+  ledger.read = async () => {
+    const snap = await read();
+    if (!raced) {
+      raced = true;
+      await ledger.write([{ at: 1000, count: 2 }], snap.version);
+    }
+    return snap;
+  };
+  t.is((await b.reserve(3, 10)).granted, 1, 'only what the other left');
+  ledger.read = read;
+  t.is((await b.allowance(10)).granted, 0);
+  await b.release(1);
+  t.is((await b.allowance(10)).granted, 1);
 });
 
 test('brake: of many "gone" nodes only the bound is deleted; the rest get one Warning each and go on later passes, oldest hold first', async (t) => {
@@ -243,4 +307,96 @@ test("a NotReady node with another provider's providerID gets no cloud call and 
   t.deepEqual(shutdown.calls, [], 'no lookup at all when every NotReady node is foreign');
   t.deepEqual(r2.tainted, []);
   t.deepEqual(shutdown.patched, []);
+});
+
+test('the brake remembers: a new controller on the same record (a restart, a new leader) deletes no more within the window', async (t) => {
+  const ledger = new MemoryDeletionLedger();
+  const nodes = Array.from({ length: 8 }, (_, i) => mkNode(`n${i}`, false));
+  const first = harness(nodes, () => ({ exists: false }), 0, { count: 3 }, 60_000, ledger);
+  await first.c.tick();
+  t.deepEqual(first.deleted, ['n0', 'n1', 'n2']);
+  nodes.splice(0, 3);
+  // A new process, 30 s later: inside the window, so nothing more.
+  const second = harness(nodes, () => ({ exists: false }), 0, { count: 3 }, 60_000, ledger);
+  second.setNow(30_000);
+  const r = await second.c.tick();
+  t.deepEqual(second.deleted, []);
+  t.deepEqual(r.heldBack, ['n3', 'n4', 'n5', 'n6', 'n7']);
+  // Past the window: three more.
+  second.setNow(61_000);
+  await second.c.tick();
+  t.deepEqual(second.deleted, ['n3', 'n4', 'n5']);
+});
+
+const recordFailures: [string, (l: MemoryDeletionLedger) => void][] = [
+  ['the record cannot be read', (l) => (l.failRead = new Error('503 from the API server'))],
+  ['the record cannot be written', (l) => (l.failWrite = new Error('403 Forbidden'))],
+];
+for (const [description, fail] of recordFailures) {
+  test(`brake: when ${description}, no Node is deleted`, async (t) => {
+    const ledger = new MemoryDeletionLedger();
+    fail(ledger);
+    const h = harness([mkNode('a', false), mkNode('b', false)], () => ({ exists: false }), 0, { count: 5 }, 60_000, ledger);
+    const r = await h.c.tick();
+    t.true(r.recordFailed);
+    t.deepEqual(h.deleted, []);
+    t.deepEqual(
+      h.events.filter((e) => e === 'DeletingNode'),
+      [],
+    );
+  });
+}
+
+test('brake: a delete that fails gives its reservation back', async (t) => {
+  const h = harness([mkNode('a', false), mkNode('b', false)], () => ({ exists: false }), 0, { count: 2 }, 60_000);
+  h.deleteErrors.set('a', apiError(409));
+  await h.c.tick();
+  t.deepEqual(h.deleted, ['b']);
+  h.deleteErrors.clear();
+  h.advance(1_000);
+  await h.c.tick();
+  t.deepEqual(h.deleted, ['b', 'a'], 'the failed one did not use up the window');
+});
+
+test('the cache never decides a deletion alone: each is confirmed by a live read, and deleted at the fresh resourceVersion', async (t) => {
+  const withId = (n: V1Node, id: string): V1Node => ({ ...n, spec: { ...n.spec, providerID: id } });
+  const names = ['same', 'recreated', 'ready', 'moved', 'gone', 'unreadable'];
+  const nodes = names.map((n) => withId(mkNode(n, false), `mycloud://${n}`));
+  const h = harness(nodes, () => ({ exists: false }));
+  const fresh = (name: string, f: (n: V1Node) => void): V1Node => {
+    const n = structuredClone(nodes.find((x) => x.metadata!.name === name)!);
+    f(n);
+    return n;
+  };
+  h.live.set(
+    'same',
+    fresh('same', (n) => (n.metadata!.resourceVersion = '7')),
+  );
+  h.live.set(
+    'recreated',
+    fresh('recreated', (n) => (n.metadata!.uid = 'uid-other')),
+  );
+  h.live.set(
+    'ready',
+    fresh('ready', (n) => (n.status!.conditions = [{ type: 'Ready', status: 'True' }])),
+  );
+  h.live.set(
+    'moved',
+    fresh('moved', (n) => (n.spec!.providerID = 'mycloud://elsewhere')),
+  );
+  h.live.set('gone', apiError(404));
+  h.live.set('unreadable', new Error('connection reset'));
+  const r = await h.c.tick();
+  t.deepEqual(h.reads.sort(), [...names].sort(), 'one live read per node about to be deleted');
+  t.deepEqual(h.deleted, ['same']);
+  t.deepEqual(h.preconditions, [{ uid: 'uid-same', resourceVersion: '7' }], "the fresh object's preconditions");
+  t.deepEqual(r.unconfirmed.sort(), ['gone', 'moved', 'ready', 'recreated', 'unreadable']);
+});
+
+test('held-back nodes cost no live read', async (t) => {
+  const nodes = Array.from({ length: 6 }, (_, i) => mkNode(`n${i}`, false));
+  const h = harness(nodes, () => ({ exists: false }), 0, { count: 2 }, 60_000);
+  await h.c.tick();
+  t.deepEqual(h.reads, ['n0', 'n1']);
+  t.deepEqual(h.deleted, ['n0', 'n1']);
 });

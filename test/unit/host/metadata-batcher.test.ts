@@ -284,3 +284,24 @@ test('companions fill a call up to the batch limit only', async (t) => {
   t.is(fake.batchCalls[0]!.length, MAX_BATCH_NODES);
   t.is(fake.batchCalls[0]![0], 'x');
 });
+
+test('a prefetched answer serves only the Node it was asked for: a Node re-registered under the same name (new uid) gets a fresh lookup', async (t) => {
+  // The cloud's answer changes when the name moves to another instance.
+  let instance = 'old';
+  const fake = new FakeInstances(true);
+  fake.instancesMetadata = async (nodes: NodeRef[]) => {
+    fake.batchCalls.push(nodes.map((n) => `${n.name}/${n.uid}`));
+    return nodes.map((n) => ({ nodeName: n.name, metadata: { ...metaFor(n.name), providerId: `fake://${instance}-${n.name}` } }));
+  };
+  const withUid = (name: string, uid: string): NodeRef => ({ ...node(name), uid });
+  let companions = [withUid('web', 'uid-1')];
+  const batcher = new MetadataBatcher(fake, { maxWaitMs: 1, companions: () => companions, prefetchTtlMs: 30_000, now: () => 0 });
+  await batcher.get(withUid('other', 'uid-9'));
+  t.deepEqual(fake.batchCalls, [['other/uid-9', 'web/uid-1']], 'web (uid-1) prefetched with the old instance');
+  // Node web deleted and registered again by another instance within the TTL.
+  instance = 'new';
+  companions = [withUid('web', 'uid-2')];
+  const got = await batcher.get(withUid('web', 'uid-2'));
+  t.is(got.providerId, 'fake://new-web', "the new Node gets its own instance's providerID, not the prefetched one");
+  t.deepEqual(fake.batchCalls[1], ['web/uid-2']);
+});
