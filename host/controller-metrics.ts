@@ -55,6 +55,15 @@ export function routeMetrics(registry: Registry) {
   };
 }
 
+/** The service controller's live reads (ours): a Node LIST (limit 1) before an empty backend set is sent under --node-selector. */
+export function serviceLiveReadMetrics(registry: Registry) {
+  return metric(registry, Counter<'outcome'>, {
+    name: 'ccm_service_live_reads_total',
+    help: 'Live Node LISTs (limit 1) before an empty backend set is sent with --node-selector (ours), by outcome (exists: refused, gone: sent, error: refused).',
+    labelNames: ['outcome'],
+  });
+}
+
 /** The node IPAM controller's (ours). */
 export function nodeIpamMetrics(registry: Registry) {
   return {
