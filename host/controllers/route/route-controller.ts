@@ -60,6 +60,8 @@ const EVENT_REPEAT_MS = 5 * 60_000;
 /** Node events trigger a reconcile at most this often (upstream's minRouteResyncInterval, KEP-5237). */
 const MIN_EVENT_INTERVAL_MS = 10_000;
 const KEY = 'routes';
+/** A Node found to exist outside the cache is read again after this many periods (its route is kept meanwhile). */
+const OUTSIDE_RECHECK_PERIODS = 30;
 
 export interface RouteControllerOptions {
   core: CoreV1Api;
@@ -96,6 +98,8 @@ export class RouteController {
   private readonly queue: WorkQueue<string>;
   private readonly log: Logger;
   private readonly metrics?: ReturnType<typeof routeMetrics>;
+  /** Nodes a live read found outside the cache (another shard's, or relabelled), by name: when. */
+  private readonly outside = new Map<string, number>();
   /** Routes kept after a live read, with why: logged once per why. */
   private readonly kept = new RepeatFilter(EVENT_REPEAT_MS);
   /** Last Warning per node: message and time, to avoid repeating it every reconcile. */
@@ -166,20 +170,33 @@ export class RouteController {
    * for each. Never throws: a failed read keeps the route.
    */
   private async confirmDeletions(toDelete: readonly CloudRoute[], byName: ReadonlyMap<string, V1Node>): Promise<CloudRoute[]> {
-    const targets = [...new Set(toDelete.map((r) => r.targetNode).filter((n) => n !== ''))];
+    const targets = new Set(toDelete.map((r) => r.targetNode).filter((n) => n !== ''));
+    const now = Date.now();
+    for (const [name, at] of this.outside)
+      if (!targets.has(name) || byName.has(name) || now - at >= OUTSIDE_RECHECK_PERIODS * this.o.periodMs) this.outside.delete(name);
     const live = new Map<string, LiveNode>();
-    await mapLimit(targets, PATCH_CONCURRENCY, async (name) => {
-      try {
-        live.set(name, { state: 'exists', node: await this.o.core.readNode({ name }) });
-      } catch (err) {
-        live.set(name, isNotFound(err) ? { state: 'gone' } : { state: 'error', error: errorMessage(err) });
-      }
-      this.metrics?.liveReads.inc({ outcome: live.get(name)!.state });
-    });
+    // A Node seen outside the cache lately is not read again each reconcile (other shards' nodes would cost a GET each).
+    await mapLimit(
+      [...targets].filter((n) => !this.outside.has(n)),
+      PATCH_CONCURRENCY,
+      async (name) => {
+        try {
+          live.set(name, { state: 'exists', node: await this.o.core.readNode({ name }) });
+        } catch (err) {
+          live.set(name, isNotFound(err) ? { state: 'gone' } : { state: 'error', error: errorMessage(err) });
+        }
+        this.metrics?.liveReads.inc({ outcome: live.get(name)!.state });
+      },
+    );
     const confirmed: CloudRoute[] = [];
     for (const route of toDelete) {
+      if (this.outside.has(route.targetNode)) {
+        this.metrics?.keptRoutes.inc({ why: 'node_exists' });
+        continue;
+      }
       const l = route.targetNode ? live.get(route.targetNode) : undefined;
       const v = confirmRouteDeletion(route, byName.get(route.targetNode), l);
+      if (v.why === 'node_exists' && !byName.has(route.targetNode)) this.outside.set(route.targetNode, now);
       if (v.delete) {
         confirmed.push(route);
         continue;

@@ -139,6 +139,15 @@ test('a node outside the selector keeps its route; a gone node loses it; one GET
   t.deepEqual(Object.fromEntries(reads.values.map((v) => [v.labels.outcome, v.value])), { exists: 1, gone: 1 });
 });
 
+test('a node found outside the cache is not read again at the next reconcile', async (t) => {
+  const outside = node('b', ['10.240.2.0/24']);
+  const h = harness([], [outside], [route('b', '10.240.2.0/24')], { nodesScoped: true });
+  await h.c.reconcile();
+  await h.c.reconcile();
+  t.deepEqual(h.gets, ['b']);
+  t.deepEqual(h.deleted, []);
+});
+
 test('a mistyped selector (empty cache, nodes exist): nothing is deleted', async (t) => {
   const nodes = [node('a', ['10.240.1.0/24']), node('b', ['10.240.2.0/24'])];
   const h = harness([], nodes, [route('a', '10.240.1.0/24'), route('b', '10.240.2.0/24')], { nodesScoped: true, batched: true });
