@@ -88,6 +88,11 @@ class EmptyBackendsRefusedError extends Error {
   }
 }
 
+/** Whether the cloud may hold backends for a Service's load balancer: as recorded, else (after a restart) whether it has one at all. */
+function mayHaveBackends(entry: Synced | undefined, svc: V1Service): boolean {
+  return entry?.mayHaveBackends ?? (svc.status?.loadBalancer?.ingress ?? []).length > 0;
+}
+
 async function filterAsync<T>(items: readonly T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
   const out: T[] = [];
   for (const item of items) if (await keep(item)) out.push(item);
@@ -128,6 +133,8 @@ interface Synced {
   specSig: string;
   /** Backend set the cloud has, or undefined when unknown (the last ensure failed). */
   nodesSig: string | undefined;
+  /** Whether the cloud may hold backends for it (false only after an empty set was sent successfully); undefined: unknown. */
+  mayHaveBackends?: boolean;
 }
 
 export class ServiceController {
@@ -295,13 +302,9 @@ export class ServiceController {
    * limit 1, counted) is more likely mistyped than true: the backends are
    * kept (the caller fails the sync: Warning event, retry with backoff).
    * Upstream has no --node-selector: an empty node list is sent as is.
-   * `prevSig` = the backend set the cloud has (undefined: unknown).
    */
-  private async mayEmptyBackends(svc: V1Service, prevSig: string | undefined): Promise<boolean> {
-    if (!this.o.nodesScoped || this.o.nodes.list().length > 0) return true;
-    if (prevSig === EMPTY_BACKENDS) return true;
-    // Unknown backends (after a restart or a failed ensure): only a load balancer that exists can lose any.
-    if (prevSig === undefined && (svc.status?.loadBalancer?.ingress ?? []).length === 0) return true;
+  private async mayEmptyBackends(svc: V1Service, entry: Synced | undefined): Promise<boolean> {
+    if (!this.o.nodesScoped || this.o.nodes.list().length > 0 || !mayHaveBackends(entry, svc)) return true;
     try {
       const clusterNodes = await this.o.core.listNode({ limit: 1 });
       this.liveReads?.inc({ outcome: clusterNodes.items.length > 0 ? 'exists' : 'gone' });
@@ -368,15 +371,17 @@ export class ServiceController {
     if (!hasLbFinalizer(cached)) await this.addFinalizer(ref);
     const nodes = this.backendNodes();
     const nodesSig = backendSetKey(nodes);
-    if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev?.nodesSig))) throw new EmptyBackendsRefusedError();
+    if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev))) throw new EmptyBackendsRefusedError();
+    // Until the call succeeds, the cloud may hold the old backends or the new ones.
+    const mayHave = mayHaveBackends(prev, cached) || nodes.length > 0;
     if (nodes.length === 0 && changed) {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
     // Known before the call: a deletion that arrives while it is in flight (or
     // after it failed half-way) is queued with this uid.
-    this.synced.set(key, { ref, specSig: prev?.specSig ?? '', nodesSig: undefined });
+    this.synced.set(key, { ref, specSig: prev?.specSig ?? '', nodesSig: undefined, mayHaveBackends: mayHave });
     const status = await this.batcher.ensure({ key, ref, nodes: nodes.map(toNodeRef), nodesSig });
-    this.synced.set(key, { ref, specSig, nodesSig });
+    this.synced.set(key, { ref, specSig, nodesSig, mayHaveBackends: nodes.length > 0 });
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).
@@ -439,13 +444,7 @@ export class ServiceController {
       const { ref, problems } = toServiceRef(svc);
       if (problems.length) continue;
       // An empty backend set for a load balancer that may have backends is left to its own sync (mayEmptyBackends).
-      if (
-        nodesSig === EMPTY_BACKENDS &&
-        this.o.nodesScoped &&
-        prev?.nodesSig !== EMPTY_BACKENDS &&
-        (svc.status?.loadBalancer?.ingress ?? []).length > 0
-      )
-        continue;
+      if (nodesSig === EMPTY_BACKENDS && this.o.nodesScoped && mayHaveBackends(prev, svc)) continue;
       const release = this.lock.tryAcquire(key);
       if (release) picked.push({ key, svc, ref, release });
     }
@@ -463,7 +462,13 @@ export class ServiceController {
     return ready
       .filter((p) => p !== undefined)
       .map((p) => {
-        this.synced.set(p.key, { ref: p.ref, specSig: this.synced.get(p.key)?.specSig ?? '', nodesSig: undefined });
+        const prev = this.synced.get(p.key);
+        this.synced.set(p.key, {
+          ref: p.ref,
+          specSig: prev?.specSig ?? '',
+          nodesSig: undefined,
+          mayHaveBackends: mayHaveBackends(prev, p.svc) || nodesSig !== EMPTY_BACKENDS,
+        });
         return { key: p.key, ref: p.ref, release: p.release };
       });
   }
@@ -558,7 +563,7 @@ export class ServiceController {
       const nodes = this.backendNodes();
       let refused: Error | undefined;
       if (nodes.length === 0) {
-        const kept = await filterAsync(todo, async ([key, s]) => !(await this.mayEmptyBackends(this.o.services.get(key)!, s.nodesSig)));
+        const kept = await filterAsync(todo, async ([key, s]) => !(await this.mayEmptyBackends(this.o.services.get(key)!, s)));
         if (kept.length > 0) {
           refused = new EmptyBackendsRefusedError();
           this.log.warn({ loadBalancers: kept.length }, refused.message);
@@ -572,6 +577,7 @@ export class ServiceController {
       }
       const sig = backendSetKey(nodes);
       const refs = nodes.map(toNodeRef);
+      if (nodes.length > 0) for (const [, s] of todo) s.mayHaveBackends = true;
       this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
       const results: { key: string; error?: Error; callFailed?: true }[] = [];
       if (this.o.lbs.batchHosts) {
@@ -619,6 +625,7 @@ export class ServiceController {
     if (!entry || !svc) return;
     if (!error || error instanceof ImplementedElsewhereError) {
       entry.nodesSig = sig;
+      if (!error) entry.mayHaveBackends = nodes.length > 0;
       if (!error) {
         if (nodes.length === 0) this.o.recorder.event(svc, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
         else this.o.recorder.event(svc, 'Normal', EventReasons.UPDATED_LB, 'Updated load balancer with new hosts');
