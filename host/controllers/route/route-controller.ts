@@ -211,7 +211,7 @@ export class RouteController {
             : 'route kept: the live read does not confirm its deletion',
         );
     }
-    if (confirmed.length === 0 && toDelete.length > 0 && byName.size === 0 && this.o.nodesScoped)
+    if (confirmed.length === 0 && toDelete.length > 0 && byName.size === 0 && this.o.nodesScoped && this.kept.admit('', 'no node in the cache'))
       this.log.warn(
         { routes: toDelete.length },
         '--node-selector matches no Node in the cache while routes point to existing nodes: nothing is deleted (check the selector)',

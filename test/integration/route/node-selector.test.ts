@@ -88,7 +88,8 @@ test.serial(
     // Really deleted: the live read answers 404 and the route goes.
     await core.deleteNode({ name: moved });
     await waitFor(async () => !(await cloudRoutes(state)).some((r) => r.targetNode === moved), {
-      what: 'the deleted node’s route removed',
+      what: 'the deleted node’s route removed (read again after 30 periods)',
+      timeoutMs: 120_000,
       log: host.logPath,
     });
     t.true((await counter(host, 'ccm_route_live_reads_total', { outcome: 'gone' })) > 0);
