@@ -48,7 +48,39 @@ export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
 
 /** The route controller's (upstream's name). */
 export function routeMetrics(registry: Registry) {
-  return { syncs: metric(registry, Counter, { name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).' }) };
+  return {
+    syncs: metric(registry, Counter, { name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).' }),
+    liveReads: metric(registry, Counter<'outcome'>, {
+      name: 'ccm_route_live_reads_total',
+      help: 'Live GETs of a Node before one of its routes is deleted (ours), by outcome (gone, exists, error).',
+      labelNames: ['outcome'],
+    }),
+    keptRoutes: metric(registry, Counter<'why'>, {
+      name: 'ccm_route_deletions_refused_total',
+      help: 'Route deletions the cache proposed and the live read refused (ours), by why (node_exists, cache_behind, read_failed, no_target).',
+      labelNames: ['why'],
+    }),
+  };
+}
+
+/** The service controller's live reads (ours): a Node LIST (limit 1) before an empty backend set is sent under --node-selector. */
+export function serviceLiveReadMetrics(registry: Registry) {
+  return metric(registry, Counter<'outcome'>, {
+    name: 'ccm_service_live_reads_total',
+    help: 'Live Node LISTs (limit 1) before an empty backend set is sent with --node-selector (ours), by outcome (exists: refused, gone: sent, error: refused).',
+    labelNames: ['outcome'],
+  });
+}
+
+/** The node IPAM controller's (ours). */
+export function nodeIpamMetrics(registry: Registry) {
+  return {
+    liveReads: metric(registry, Counter<'outcome'>, {
+      name: 'ccm_nodeipam_live_reads_total',
+      help: 'Live GETs of a Node before its pod CIDR range is released or after a write with an unknown outcome (ours), by outcome (gone, exists, error).',
+      labelNames: ['outcome'],
+    }),
+  };
 }
 
 /** The orphaned load balancer sweep's (ours). */

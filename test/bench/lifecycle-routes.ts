@@ -215,7 +215,7 @@ Time runs from the first node create until the cloud has all ${int(ROUTES.nodes)
 
 ${table(results, 'seconds until all routes and conditions')}
 
-Our host creates the missing routes in batch calls (ReconcileRoutes) as nodes arrive (node events trigger at most one
+Our host lists the routes and creates the missing ones in batch calls (ReconcileRoutes) as nodes arrive (node events trigger at most one
 reconcile per 10 s, as upstream's v1.35 watch-based mode); upstream reconciles every
 \`--route-reconciliation-period\` (10 s) with one CreateRoute per missing route (up to 200 in flight).
 Target (issue 4): ≤ 60 s at \`--kube-api-qps=${QPS}\` (${int(ROUTES.nodes)} condition patches alone take ${ROUTES.nodes / QPS} s at that rate); (issue 12) never slower than upstream.

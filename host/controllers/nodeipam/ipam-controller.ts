@@ -15,8 +15,14 @@
  * (upstream emits them as Normal; README differences).
  * - No free range → Warning `CIDRNotAvailable`; the node waits and is retried
  *   as soon as any range is released (and every minute).
- * - Write failure → the range is released, Warning `CIDRAssignmentFailed`,
- *   retry with backoff. spec.podCIDRs can only be set once (the API server
+ * - Write failure → Warning `CIDRAssignmentFailed`, retry with backoff. The
+ *   range is released only on a definite failure (isDefiniteFailure: a 4xx
+ *   refusal, nothing written); when the outcome is unknown (no answer, a
+ *   timeout, a 5xx) it stays reserved for the node and the retry first
+ *   re-reads the Node: ranges written → recorded; none → the same range is
+ *   written again, never a second one (finding 6).
+ * - Node gone from the cache → released only when a live GET answers 404: a
+ *   Node relabelled out of --node-selector keeps its range (finding 5). spec.podCIDRs can only be set once (the API server
  *   refuses changes), so a Node someone else gave ranges meanwhile is left
  *   as it is.
  */
@@ -24,6 +30,8 @@ import type { V1Node } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import { isNotFound } from '../../kube/client.js';
+import { ApiError } from '../../kube/rest.js';
+import { nodeIpamMetrics } from '../../controller-metrics.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { patchNode } from '../../kube/patch.js';
@@ -50,6 +58,17 @@ export interface IpamControllerOptions {
   maskSizes: readonly number[];
 }
 
+/**
+ * Whether a failed write certainly changed nothing: the API server answered
+ * with a 4xx refusal (400 bad request, 401/403, 404 gone, 409 conflict, 422
+ * invalid, 429 throttled...), except 408 (request timeout). Anything else (no
+ * answer, a reset connection, a 5xx such as a 504 server timeout) may have
+ * been applied.
+ */
+export function isDefiniteFailure(err: unknown): boolean {
+  return err instanceof ApiError && err.code >= 400 && err.code < 500 && err.code !== 408;
+}
+
 export class IpamController {
   readonly allocator: RangeAllocator;
   private readonly queue: WorkQueue<string>;
@@ -57,12 +76,16 @@ export class IpamController {
   private readonly written = new Map<string, string>();
   /** Nodes waiting for a free range. */
   private readonly waiting = new Set<string>();
+  /** Nodes whose pod CIDR write had an unknown outcome: the range stays theirs until a live read tells (name → uid, ranges). */
+  private readonly unsure = new Map<string, { uid: string; cidrs: string[] }>();
+  private readonly metrics?: ReturnType<typeof nodeIpamMetrics>;
   /** Last problem reported per node (not repeated). */
   private readonly reported = new RepeatFilter();
 
   constructor(private readonly o: IpamControllerOptions) {
     this.allocator = new RangeAllocator(o.clusterCidrs, o.maskSizes);
     this.queue = new WorkQueue<string>({ name: 'nodeipam', registry: o.registry });
+    this.metrics = o.registry ? nodeIpamMetrics(o.registry) : undefined;
     const enqueue = (n: V1Node) => n.metadata?.name && this.queue.add(n.metadata.name);
     o.nodes.addEventHandler({ onAdd: enqueue, onUpdate: (_old, n) => enqueue(n), onDelete: enqueue });
   }
@@ -89,7 +112,15 @@ export class IpamController {
   async sync(name: string): Promise<void> {
     const node = this.o.nodes.get(name);
     if (!node) {
-      this.forget(name);
+      // Leaving the cache is not deletion: a Node relabelled out of --node-selector arrives as DELETED.
+      // Its ranges are released only when a live GET says it is gone (finding 5).
+      const live = await this.readLive(name);
+      if (live === 'gone') this.forget(name);
+      else if (this.allocator.holding(name)) {
+        this.o.log.info({ node: name }, 'node left the Node cache but still exists (outside --node-selector?): its pod CIDR range stays reserved');
+        // Its deletion will not reach this cache: look again now and then, so the range is freed once it is gone.
+        this.queue.addAfter(name, EXHAUSTED_RETRY_MS);
+      }
       return;
     }
     const uid = node.metadata?.uid ?? '';
@@ -97,12 +128,30 @@ export class IpamController {
     if (cidrs.length > 0) {
       this.written.delete(name);
       this.waiting.delete(name);
+      this.unsure.delete(name);
       const held = this.allocator.holding(name);
       if (!held || held.uid !== uid || held.cidrs.join(',') !== cidrs.join(',')) this.record(node, cidrs);
       return;
     }
     if (this.written.get(name) === uid) return; // our patch is on its way into the cache
-    const got = this.allocator.allocate(name, uid);
+    let got: string[] | undefined;
+    const unsure = this.unsure.get(name);
+    if (unsure?.uid === uid) {
+      // An earlier write's outcome is unknown: learn it before anything else (finding 6).
+      const live = await this.readLive(name);
+      if (live === 'gone') return this.forget(name);
+      if (live.metadata?.uid === uid && podCidrsOf(live).length > 0) {
+        this.unsure.delete(name);
+        this.record(live, podCidrsOf(live));
+        this.o.log.info({ node: name, podCIDRs: podCidrsOf(live) }, 'the earlier pod CIDR write was applied');
+        return;
+      }
+      if (live.metadata?.uid === uid) got = unsure.cidrs; // not applied: the same range again, never a second one
+    }
+    if (!got) {
+      this.unsure.delete(name);
+      got = this.allocator.allocate(name, uid);
+    }
     if (!got) {
       this.waiting.add(name);
       this.report(
@@ -117,12 +166,33 @@ export class IpamController {
     try {
       await patchNode(this.o.core, name, { metadata: { uid }, spec: { podCIDR: got[0], podCIDRs: got } }, 'strategic');
       this.written.set(name, uid);
+      this.unsure.delete(name);
       this.reported.clear(name);
       this.o.log.info({ node: name, podCIDRs: got }, 'allocated pod CIDRs');
     } catch (err) {
-      this.allocator.release(name);
-      if (isNotFound(err)) return;
+      if (isDefiniteFailure(err)) {
+        this.unsure.delete(name);
+        this.allocator.release(name);
+        if (isNotFound(err)) return;
+      } else {
+        // The API server may have applied it (a lost response, a timeout): the range stays reserved
+        // for this node and the next sync re-reads the Node (upstream keeps it on a server timeout).
+        this.unsure.set(name, { uid, cidrs: got });
+      }
       this.report(node, EventReasons.CIDR_ASSIGNMENT_FAILED, `Node ${name} status is now: CIDRAssignmentFailed (${errorMessage(err)})`);
+      throw err;
+    }
+  }
+
+  /** A live GET of the Node, counted; 'gone' only on 404; other errors throw (the sync is retried). */
+  private async readLive(name: string): Promise<V1Node | 'gone'> {
+    try {
+      const node = await this.o.core.readNode({ name });
+      this.metrics?.liveReads.inc({ outcome: 'exists' });
+      return node;
+    } catch (err) {
+      this.metrics?.liveReads.inc({ outcome: isNotFound(err) ? 'gone' : 'error' });
+      if (isNotFound(err)) return 'gone';
       throw err;
     }
   }
@@ -142,6 +212,7 @@ export class IpamController {
 
   private forget(name: string): void {
     this.written.delete(name);
+    this.unsure.delete(name);
     this.waiting.delete(name);
     this.reported.clear(name);
     if (this.allocator.release(name) > 0) {

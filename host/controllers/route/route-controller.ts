@@ -12,20 +12,24 @@
  * reconcile at once and then at most one per 10 s. A failed reconcile is
  * retried with backoff.
  *
- * One reconcile: plan (plan.ts) → with the provider's batch ReconcileRoutes,
- * one call; else ListRoutes (all pages), then deletes, then creates, each
- * with at most ROUTE_CONCURRENCY calls in flight → per node with pod CIDRs,
- * NetworkUnavailable False/RouteCreated when all its routes exist, else
- * True/NoRouteCreated (patched only when the status differs, as upstream: a
- * network plugin's own reason, e.g. CalicoIsUp, is kept); a node
- * without pod CIDRs that a cloud route points to gets True/NoRouteCreated too,
- * as upstream (with the batch RPC, routes are not listed: only routes the
- * call deleted or failed to delete are seen). A route that could not be
+ * One reconcile: ListRoutes (all pages) → plan (plan.ts) → every deletion the
+ * plan proposes is confirmed by a live GET of the route's Node (confirm.ts:
+ * only routes of Nodes that are gone, or whose pod CIDRs really changed, are
+ * deleted; routes of Nodes outside --node-selector are kept) → with the
+ * provider's batch ReconcileRoutes, one call when it would delete exactly the
+ * confirmed routes and no --node-selector is set; else deletes, then
+ * creates, each with at most ROUTE_CONCURRENCY calls in flight → per node
+ * with pod CIDRs, NetworkUnavailable False/RouteCreated when all its routes
+ * exist, else True/NoRouteCreated (patched only when the status differs, as
+ * upstream: a network plugin's own reason, e.g. CalicoIsUp, is kept); a node
+ * without pod CIDRs that a cloud route points to gets True/NoRouteCreated
+ * too, as upstream. A pod CIDR that gets no route (outside --cluster-cidr,
+ * conflicting, invalid) or a route that could not be
  * created emits Warning `FailedToCreateRoute` on the Node.
  */
 import type { V1Node, V1NodeCondition } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
-import type { Counter, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { routeMetrics } from '../../controller-metrics.js';
 import type { CloudRoute, DesiredRoute, RouteReconcileResult, Routes } from '../../cloud-routes.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -43,6 +47,7 @@ import { parseCidr, type Cidr } from '../../util/cidr.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { nodeAddresses, podCidrsOf } from '../node-ref.js';
 import { planRoutes, type NodeProblem, type PlanNode } from './plan.js';
+import { confirmRouteDeletion, type LiveNode } from './confirm.js';
 
 /** Route creates/deletes in flight at once (upstream: 200). */
 const ROUTE_CONCURRENCY = 32;
@@ -55,6 +60,8 @@ const EVENT_REPEAT_MS = 5 * 60_000;
 /** Node events trigger a reconcile at most this often (upstream's minRouteResyncInterval, KEP-5237). */
 const MIN_EVENT_INTERVAL_MS = 10_000;
 const KEY = 'routes';
+/** A Node found to exist outside the cache is read again after this many periods (its route is kept meanwhile). */
+const OUTSIDE_RECHECK_PERIODS = 30;
 
 export interface RouteControllerOptions {
   core: CoreV1Api;
@@ -68,6 +75,8 @@ export interface RouteControllerOptions {
   clusterCidrs: readonly Cidr[];
   /** --route-reconciliation-period. */
   periodMs: number;
+  /** --node-selector is set: the cache holds only some Nodes, so the batch call (which deletes all it is not given) is not used. */
+  nodesScoped?: boolean;
 }
 
 /** What one reconcile did (returned for tests, logged). */
@@ -88,7 +97,11 @@ const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.
 export class RouteController {
   private readonly queue: WorkQueue<string>;
   private readonly log: Logger;
-  private readonly syncs?: Counter;
+  private readonly metrics?: ReturnType<typeof routeMetrics>;
+  /** Nodes a live read found outside the cache (another shard's, or relabelled), by name: when. */
+  private readonly outside = new Map<string, number>();
+  /** Routes kept after a live read, with why: logged once per why. */
+  private readonly kept = new RepeatFilter(EVENT_REPEAT_MS);
   /** Last Warning per node: message and time, to avoid repeating it every reconcile. */
   private readonly warned = new RepeatFilter(EVENT_REPEAT_MS);
   /** One token per MIN_EVENT_INTERVAL_MS, burst 1: the first event of a quiet spell reconciles at once. */
@@ -105,7 +118,7 @@ export class RouteController {
       registry: o.registry,
       rateLimiter: new ItemExponentialRateLimiter<string>(1000, Math.max(1000, o.periodMs)),
     });
-    this.syncs = o.registry ? routeMetrics(o.registry).syncs : undefined;
+    this.metrics = o.registry ? routeMetrics(o.registry) : undefined;
     o.nodes.addEventHandler({
       onAdd: () => this.nodeEvent(),
       onDelete: () => this.nodeEvent(),
@@ -157,27 +170,81 @@ export class RouteController {
     this.log.info('Shutting down route controller');
   }
 
+  /**
+   * Live GETs of the target Nodes of the routes the plan would delete (one per
+   * node, at most PATCH_CONCURRENCY at once), then the verdict of confirm.ts
+   * for each. Never throws: a failed read keeps the route.
+   */
+  private async confirmDeletions(toDelete: readonly CloudRoute[], byName: ReadonlyMap<string, V1Node>): Promise<CloudRoute[]> {
+    const targets = new Set(toDelete.map((r) => r.targetNode).filter((n) => n !== ''));
+    const now = Date.now();
+    for (const [name, at] of this.outside)
+      if (!targets.has(name) || byName.has(name) || now - at >= OUTSIDE_RECHECK_PERIODS * this.o.periodMs) this.outside.delete(name);
+    const live = new Map<string, LiveNode>();
+    // A Node seen outside the cache lately is not read again each reconcile (other shards' nodes would cost a GET each).
+    await mapLimit(
+      [...targets].filter((n) => !this.outside.has(n)),
+      PATCH_CONCURRENCY,
+      async (name) => {
+        try {
+          live.set(name, { state: 'exists', node: await this.o.core.readNode({ name }) });
+        } catch (err) {
+          live.set(name, isNotFound(err) ? { state: 'gone' } : { state: 'error', error: errorMessage(err) });
+        }
+        this.metrics?.liveReads.inc({ outcome: live.get(name)!.state });
+      },
+    );
+    const confirmed: CloudRoute[] = [];
+    for (const route of toDelete) {
+      if (this.outside.has(route.targetNode)) {
+        this.metrics?.keptRoutes.inc({ why: 'node_exists' });
+        continue;
+      }
+      const l = route.targetNode ? live.get(route.targetNode) : undefined;
+      const v = confirmRouteDeletion(route, byName.get(route.targetNode), l);
+      if (v.why === 'node_exists' && !byName.has(route.targetNode)) this.outside.set(route.targetNode, now);
+      if (v.delete) {
+        confirmed.push(route);
+        continue;
+      }
+      this.metrics?.keptRoutes.inc({ why: v.why });
+      const fields = { route: route.name, destination: route.destinationCidr, node: route.targetNode, why: v.why };
+      if (this.kept.admit(`${route.targetNode}\u0000${route.destinationCidr}`, v.why))
+        this.log.info(
+          l?.state === 'error' ? { ...fields, err: l.error } : fields,
+          v.why === 'node_exists'
+            ? "route kept: its node exists but is not in this host's Node cache (outside --node-selector, or the cache is behind)"
+            : 'route kept: the live read does not confirm its deletion',
+        );
+    }
+    if (confirmed.length === 0 && toDelete.length > 0 && byName.size === 0 && this.o.nodesScoped && this.kept.admit('', 'no node in the cache'))
+      this.log.warn(
+        { routes: toDelete.length },
+        '--node-selector matches no Node in the cache while routes point to existing nodes: nothing is deleted (check the selector)',
+      );
+    return confirmed;
+  }
+
   /** One full reconcile; rejects when the cloud could not be read or the batch call failed. */
   async reconcile(): Promise<ReconcileReport> {
-    this.syncs?.inc();
+    this.metrics?.syncs.inc();
     const cached = this.o.nodes.list();
+    const byName = new Map(cached.map((n) => [n.metadata!.name!, n]));
     const planNodes: PlanNode[] = cached.map((n) => ({
       name: n.metadata!.name!,
       createdMs: Date.parse(String(n.metadata?.creationTimestamp ?? '')) || 0,
       podCidrs: podCidrsOf(n),
       addresses: nodeAddresses(n),
     }));
-    let plan = planRoutes(planNodes, undefined, this.o.clusterCidrs);
+    // The routes are always listed: no deletion is decided by the cache alone, not even the batch call's (item 5).
+    const existing = await this.o.routes.listRoutes(this.o.clusterName);
+    const plan = planRoutes(planNodes, existing, this.o.clusterCidrs);
+    const toDelete = await this.confirmDeletions(plan.toDelete, byName);
     // The limit counts routes (two per node on dual-stack), not nodes.
     const routeCount = [...plan.desired.values()].reduce((n, routes) => n + routes.length, 0);
-    const useBatch = this.o.routes.batched && routeCount <= MAX_BATCH_ROUTES;
-    const conflicts = [...plan.problems.values()].some((ps) => ps.some((p) => p.reason === 'conflict'));
-    let existing: CloudRoute[] | undefined;
-    if (!useBatch || conflicts) {
-      // Single calls need the current routes; conflicts are resolved in favour of existing routes.
-      existing = await this.o.routes.listRoutes(this.o.clusterName);
-      plan = planRoutes(planNodes, existing, this.o.clusterCidrs);
-    }
+    // The batch call deletes every route it is not given: only when it would delete exactly the confirmed
+    // routes, and never with --node-selector (another host's routes, created after our listing, are not in our plan).
+    const useBatch = this.o.routes.batched && routeCount <= MAX_BATCH_ROUTES && !this.o.nodesScoped && toDelete.length === plan.toDelete.length;
 
     const failures = new Map<string, string[]>();
     const fail = (route: DesiredRoute, err: unknown) => {
@@ -197,7 +264,7 @@ export class RouteController {
       report.deleted = r.deleted.length;
       for (const f of r.failed) fail(f.route, f.error);
     } else {
-      await mapLimit(plan.toDelete, ROUTE_CONCURRENCY, async (route) => {
+      await mapLimit(toDelete, ROUTE_CONCURRENCY, async (route) => {
         try {
           await this.o.routes.deleteRoute(this.o.clusterName, route);
           report.deleted++;
@@ -226,7 +293,6 @@ export class RouteController {
     const seen = [...(existing ?? []), ...(batchResult?.deleted ?? []), ...(batchResult?.failed.map((f) => f.route) ?? [])];
     for (const r of seen) if (r.targetNode && !plan.desired.has(r.targetNode)) routedWithoutCidrs.add(r.targetNode);
 
-    const byName = new Map(cached.map((n) => [n.metadata!.name!, n]));
     const patches: { node: V1Node; ok: boolean }[] = [];
     for (const [name, routes] of plan.desired) {
       const node = byName.get(name)!;

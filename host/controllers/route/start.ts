@@ -34,6 +34,7 @@ export const startRouteController: ControllerFactory = (ctx) => {
     clusterName: ctx.config.clusterName,
     clusterCidrs,
     periodMs: ctx.config.routeReconciliationPeriodMs,
+    nodesScoped: ctx.config.nodeSelector !== '',
   });
   return { run: (signal) => controller.run(signal), healthy: () => controller.healthy() };
 };

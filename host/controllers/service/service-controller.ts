@@ -53,7 +53,7 @@ import { EventReasons, Finalizers } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
-import { serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
+import { serviceLiveReadMetrics, serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
 import {
   backendSetKey,
   hasLbFinalizer,
@@ -75,6 +75,29 @@ const MAX_RETRY_DELAY_MS = 300_000;
 /** Services per batch host update call. */
 const MAX_BATCH_SERVICES = 1000;
 const NODES_KEY = 'nodes';
+/** backendSetKey of no nodes. */
+const EMPTY_BACKENDS = backendSetKey([]);
+
+/** An empty backend set refused: --node-selector matches no Node while the cluster has Nodes (mayEmptyBackends). */
+class EmptyBackendsRefusedError extends Error {
+  constructor() {
+    super(
+      'refusing to remove every backend: --node-selector matches no Node while the cluster has Nodes (a mistyped selector?); the load balancer keeps its backends',
+    );
+    this.name = 'EmptyBackendsRefusedError';
+  }
+}
+
+/** Whether the cloud may hold backends for a Service's load balancer: as recorded, else (after a restart) whether it has one at all. */
+function mayHaveBackends(entry: Synced | undefined, svc: V1Service): boolean {
+  return entry?.mayHaveBackends ?? (svc.status?.loadBalancer?.ingress ?? []).length > 0;
+}
+
+async function filterAsync<T>(items: readonly T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
+  const out: T[] = [];
+  for (const item of items) if (await keep(item)) out.push(item);
+  return out;
+}
 /** Finalizer writes in flight at once while companions are prepared (the client's QPS limit meters them). */
 const COMPANION_FINALIZER_CONCURRENCY = 16;
 /** Queued keys looked at per companion slot (skipped ones included). */
@@ -100,6 +123,8 @@ export interface ServiceControllerOptions {
   resyncPeriodMs: number;
   /** --lb-orphan-sweep-*; off when the period is 0 or the provider cannot list its load balancers. */
   orphanSweep?: Omit<OrphanSweepSettings, 'namespace'> & { namespace?: string };
+  /** --node-selector is set: an empty Node cache may be a mistyped selector (see mayEmptyBackends). */
+  nodesScoped?: boolean;
 }
 
 /** What the controller last did for a Service it ensured. */
@@ -108,6 +133,8 @@ interface Synced {
   specSig: string;
   /** Backend set the cloud has, or undefined when unknown (the last ensure failed). */
   nodesSig: string | undefined;
+  /** Whether the cloud may hold backends for it (false only after an empty set was sent successfully); undefined: unknown. */
+  mayHaveBackends?: boolean;
 }
 
 export class ServiceController {
@@ -115,6 +142,7 @@ export class ServiceController {
   private readonly nodeQueue: WorkQueue<string>;
   /** Upstream's service_controller_* metrics; none without a registry. */
   private readonly metrics?: ServiceMetrics;
+  private readonly liveReads?: ReturnType<typeof serviceLiveReadMetrics>;
   private readonly lock = new KeyedMutex<string>();
   /** Services this controller ensured or is ensuring (upstream serviceCache + lastSyncedNodes). */
   private readonly synced = new Map<string, Synced>();
@@ -150,7 +178,10 @@ export class ServiceController {
         registry: o.registry,
       });
     }
-    if (o.registry) this.metrics = serviceMetrics(o.registry);
+    if (o.registry) {
+      this.metrics = serviceMetrics(o.registry);
+      this.liveReads = serviceLiveReadMetrics(o.registry);
+    }
     this.queue = new WorkQueue<string>({
       name: 'service',
       registry: o.registry,
@@ -263,6 +294,28 @@ export class ServiceController {
     return this.o.nodes.list().filter(isBackendNode);
   }
 
+  /**
+   * Whether an empty Node cache under --node-selector may be what it seems
+   * (issue 29, finding 5): without a selector, or with Nodes in the cache, or
+   * for a load balancer not known to have backends, yes. Else a selector
+   * matching no Node at all while the cluster has Nodes (one live LIST,
+   * limit 1, counted) is more likely mistyped than true: the backends are
+   * kept (the caller fails the sync: Warning event, retry with backoff).
+   * Upstream has no --node-selector: an empty node list is sent as is.
+   */
+  private async mayEmptyBackends(svc: V1Service, entry: Synced | undefined): Promise<boolean> {
+    if (!this.o.nodesScoped || this.o.nodes.list().length > 0 || !mayHaveBackends(entry, svc)) return true;
+    try {
+      const clusterNodes = await this.o.core.listNode({ limit: 1 });
+      this.liveReads?.inc({ outcome: clusterNodes.items.length > 0 ? 'exists' : 'gone' });
+      return clusterNodes.items.length === 0;
+    } catch (err) {
+      this.liveReads?.inc({ outcome: 'error' });
+      this.log.warn({ err: errorMessage(err) }, 'could not list Nodes to check an empty backend set; the backends are kept');
+      return false;
+    }
+  }
+
   /** Level-triggered reconcile of one Service key; a rejection requeues it (RetryAfterError: after exactly its delay). */
   async sync(key: string): Promise<void> {
     await this.lock.run(key, async () => {
@@ -318,14 +371,17 @@ export class ServiceController {
     if (!hasLbFinalizer(cached)) await this.addFinalizer(ref);
     const nodes = this.backendNodes();
     const nodesSig = backendSetKey(nodes);
+    if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev))) throw new EmptyBackendsRefusedError();
+    // Until the call succeeds, the cloud may hold the old backends or the new ones.
+    const mayHave = mayHaveBackends(prev, cached) || nodes.length > 0;
     if (nodes.length === 0 && changed) {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
     // Known before the call: a deletion that arrives while it is in flight (or
     // after it failed half-way) is queued with this uid.
-    this.synced.set(key, { ref, specSig: prev?.specSig ?? '', nodesSig: undefined });
+    this.synced.set(key, { ref, specSig: prev?.specSig ?? '', nodesSig: undefined, mayHaveBackends: mayHave });
     const status = await this.batcher.ensure({ key, ref, nodes: nodes.map(toNodeRef), nodesSig });
-    this.synced.set(key, { ref, specSig, nodesSig });
+    this.synced.set(key, { ref, specSig, nodesSig, mayHaveBackends: nodes.length > 0 });
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).
@@ -387,6 +443,8 @@ export class ServiceController {
       if (prev && prev.ref.uid !== svc.metadata?.uid) continue;
       const { ref, problems } = toServiceRef(svc);
       if (problems.length) continue;
+      // An empty backend set for a load balancer that may have backends is left to its own sync (mayEmptyBackends).
+      if (nodesSig === EMPTY_BACKENDS && this.o.nodesScoped && mayHaveBackends(prev, svc)) continue;
       const release = this.lock.tryAcquire(key);
       if (release) picked.push({ key, svc, ref, release });
     }
@@ -404,7 +462,13 @@ export class ServiceController {
     return ready
       .filter((p) => p !== undefined)
       .map((p) => {
-        this.synced.set(p.key, { ref: p.ref, specSig: this.synced.get(p.key)?.specSig ?? '', nodesSig: undefined });
+        const prev = this.synced.get(p.key);
+        this.synced.set(p.key, {
+          ref: p.ref,
+          specSig: prev?.specSig ?? '',
+          nodesSig: undefined,
+          mayHaveBackends: mayHaveBackends(prev, p.svc) || nodesSig !== EMPTY_BACKENDS,
+        });
         return { key: p.key, ref: p.ref, release: p.release };
       });
   }
@@ -494,11 +558,26 @@ export class ServiceController {
     if (keys.length === 0) return;
     await this.lock.runAll(keys, async () => {
       // Service syncs that ran while we waited for the locks may have covered some already.
-      const todo = stale();
+      let todo = stale();
       if (todo.length === 0) return;
       const nodes = this.backendNodes();
+      let refused: Error | undefined;
+      if (nodes.length === 0) {
+        const kept = await filterAsync(todo, async ([key, s]) => !(await this.mayEmptyBackends(this.o.services.get(key)!, s)));
+        if (kept.length > 0) {
+          refused = new EmptyBackendsRefusedError();
+          this.log.warn({ loadBalancers: kept.length }, refused.message);
+          for (const [key] of kept) {
+            const svc = this.o.services.get(key);
+            if (svc) this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, refused.message);
+          }
+          todo = todo.filter((e) => !kept.includes(e));
+        }
+        if (todo.length === 0) throw refused!;
+      }
       const sig = backendSetKey(nodes);
       const refs = nodes.map(toNodeRef);
+      if (nodes.length > 0) for (const [, s] of todo) s.mayHaveBackends = true;
       this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
       const results: { key: string; error?: Error; callFailed?: true }[] = [];
       if (this.o.lbs.batchHosts) {
@@ -535,7 +614,7 @@ export class ServiceController {
       // retried together, one batch call again, by the node queue: on its
       // backoff, or after the call's RetryInfo (clamped, see runWorkers).
       // Upstream re-ensures each Service on its own.
-      const callError = results.find((r) => r.callFailed)?.error;
+      const callError = results.find((r) => r.callFailed)?.error ?? refused;
       if (callError) throw callError;
     });
   }
@@ -546,6 +625,7 @@ export class ServiceController {
     if (!entry || !svc) return;
     if (!error || error instanceof ImplementedElsewhereError) {
       entry.nodesSig = sig;
+      if (!error) entry.mayHaveBackends = nodes.length > 0;
       if (!error) {
         if (nodes.length === 0) this.o.recorder.event(svc, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
         else this.o.recorder.event(svc, 'Normal', EventReasons.UPDATED_LB, 'Updated load balancer with new hosts');

@@ -18,6 +18,7 @@ export const startServiceController: ControllerFactory = (ctx) => {
     workers: ctx.config.concurrentServiceSyncs,
     resyncPeriodMs: ctx.config.lbResyncPeriodMs,
     orphanSweep: { ...ctx.config.lbOrphanSweep, namespace: ctx.config.watchNamespace },
+    nodesScoped: ctx.config.nodeSelector !== '',
   });
   // After a plugin restart, re-ensure everything at once rather than at the next resync.
   ctx.supervisor.on('ready', () => controller.resyncAll());

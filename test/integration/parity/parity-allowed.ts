@@ -72,7 +72,7 @@ export const ALLOWED: readonly AllowedDifference[] = [
   {
     id: 'batched-reads',
     path: /^cloud\/reads$/,
-    ours: /^instance metadata, instance status$/,
+    ours: /^instance metadata, instance status, route list$/,
     upstream: /^instance metadata, instance status, load balancer status, route list$/,
   },
   {
