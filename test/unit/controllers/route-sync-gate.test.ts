@@ -3,7 +3,7 @@
  * (host/kube/informer.ts: a stalled watch being relisted reports not synced):
  * a reconcile from such a cache would delete the routes of every node it
  * misses. Fakes only: an informer whose hasSynced the test sets, a batched
- * route table that counts its calls.
+ * route table that counts its reconciles (each starts with a listing).
  */
 import test from 'ava';
 import type { V1Node } from '@kubernetes/client-node';
@@ -31,10 +31,11 @@ test('route controller: no reconcile while the node cache is not synced; reconci
   const reconciles: number[] = [];
   const routes = {
     batched: true,
-    reconcileRoutes: async (_cluster: string, desired: unknown[]) => {
-      reconciles.push(desired.length);
-      return { created: [], deleted: [], failed: [] };
+    listRoutes: async () => {
+      reconciles.push(0);
+      return [];
     },
+    reconcileRoutes: async () => ({ created: [], deleted: [], failed: [] }),
   } as unknown as Routes;
   const c = new RouteController({
     core: {} as CoreV1Api,

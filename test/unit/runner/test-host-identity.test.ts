@@ -42,6 +42,10 @@ const HOSTS: { file: string; identity: Identity }[] = [
     identity: { other: 'a ServiceAccount without rights: the test is about lookups it may not make' },
   },
   { file: 'test/integration/secure-serving-rotation.test.ts', identity: { other: 'no host: delegated authentication alone, as the admin' } },
+  {
+    file: 'test/integration/ha/fencing.test.ts',
+    identity: { other: 'two tokens of the shipped ServiceAccount (told apart in the audit log) plus the leader-election Role for its own Lease' },
+  },
   { file: 'test/integration/ha/failover.test.ts', identity: { other: 'the shipped ServiceAccount plus the leader-election Role for its own Lease' } },
   {
     file: 'test/integration/ha/apiserver-outage.test.ts',
