@@ -242,6 +242,29 @@ test('load balancers: deterministic name, idempotent ensure, requested IP, updat
   t.is(reuse.status?.ingress[0]?.ip, '127.0.10.1');
 });
 
+test('load balancers are tagged with the cluster UID of each ensure (adoption re-tags; none keeps the tag) and listed with it', async (t) => {
+  const cloud = await newCloud(t);
+  const lbs = cloud.loadBalancers!;
+  const listed = async () =>
+    (await lbs.listLoadBalancers!({ meta: meta(), pageSize: 0, pageToken: '' }, ctx())).loadBalancers.map((l) => l.clusterUid);
+  const rows: [string, string[]][] = [];
+  for (const [what, clusterUid] of [
+    ['created by cluster A', 'uid-a'],
+    ['ensured again by A', 'uid-a'],
+    ['adopted by A restored from backup (--cluster-uid)', 'uid-restored'],
+    ['ensured by a host that sends no UID', ''],
+  ] as const) {
+    await lbs.ensureLoadBalancer!({ meta: meta('test-cluster', clusterUid), service: service('uid-tagged'), nodes: [] }, ctx());
+    rows.push([what, await listed()]);
+  }
+  t.deepEqual(rows, [
+    ['created by cluster A', ['uid-a']],
+    ['ensured again by A', ['uid-a']],
+    ['adopted by A restored from backup (--cluster-uid)', ['uid-restored']],
+    ['ensured by a host that sends no UID', ['uid-restored']],
+  ]);
+});
+
 test('load balancer pool exhaustion answers QUOTA_EXCEEDED', async (t) => {
   const cloud = await newCloud(t, { loadBalancerCidr: '127.0.10.0/30' });
   const lbs = cloud.loadBalancers!;
