@@ -20,7 +20,7 @@
  * 127.0.64.0/24, cluster name twins.
  */
 import test from 'ava';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
@@ -74,6 +74,7 @@ test('two clusters with one --cluster-name in one cloud: over many sweeps neithe
     for (const h of hosts) await h.stop();
   });
   const start = async (name: string, extra: { kubeConfig?: typeof hostKcB } = {}) => {
+    await mkdir(join(root, name), { recursive: true });
     const h = await startTestHost(join(root, name), flags, extra);
     hosts.push(h);
     return h;
