@@ -4,7 +4,7 @@
  * so it can be removed), and the loop that runs checks in order, turning
  * SkipCheck into "skip" and any other error into "fail".
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Capability, Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../proto/gen/ccm/provider/v1/identity.js';
 import type { NodeRef } from '../proto/gen/ccm/provider/v1/common.js';
 import type { ServiceRef } from '../proto/gen/ccm/provider/v1/load_balancers.js';
@@ -82,6 +82,8 @@ export class Kit {
   readonly prefix = `cct${randomBytes(3).toString('hex')}`;
   /** RequestMeta.cluster_name of every call: keeps the kit's routes apart. */
   readonly cluster = `ccm-conformance-${randomBytes(3).toString('hex')}`;
+  /** RequestMeta.cluster_uid of every call (a kube-system Namespace uid stands for the cluster). */
+  readonly clusterUid = randomUUID();
   readonly created: Created = { instances: new Map(), loadBalancers: new Map(), routes: new Map(), volumes: new Map() };
   proc?: Launched;
   rpcValue?: Rpc;
@@ -100,8 +102,8 @@ export class Kit {
   }
 
   /** Request meta of every call. */
-  meta(operation = ''): { operationId: string; clusterName: string; attempt: number } {
-    return { operationId: operation ? `${this.prefix}-${operation}` : '', clusterName: this.cluster, attempt: 1 };
+  meta(operation = ''): { operationId: string; clusterName: string; clusterUid: string; attempt: number } {
+    return { operationId: operation ? `${this.prefix}-${operation}` : '', clusterName: this.cluster, clusterUid: this.clusterUid, attempt: 1 };
   }
 
   get rpc(): Rpc {

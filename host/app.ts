@@ -29,7 +29,7 @@ import { startSecureServer } from './server/secure-server.js';
 import type { HealthServer } from './server/server.js';
 import { controllerClients, controllerRunner } from './start/controllers.js';
 import { openCloud, pluginSupervisor } from './start/plugin.js';
-import { connectToApiServer, loadCloudConfig, warnAboutConfig } from './start/preflight.js';
+import { connectToApiServer, loadCloudConfig, readClusterUid, warnAboutConfig } from './start/preflight.js';
 import { HOST_VERSION } from './version.js';
 
 export { HostStartError } from './errors.js';
@@ -65,6 +65,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   warnAboutConfig(config, log);
   const cloudConfig = await loadCloudConfig(config, log);
   const kc = await connectToApiServer(config, cloudConfig, opts.kubeConfig, log);
+  const clusterUid = await readClusterUid(config, kc, log);
 
   const metrics = createHostMetrics();
   const cleanups: (() => Promise<void>)[] = [];
@@ -89,7 +90,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       if (stoppingHost) return 'the host is stopping';
       return fence?.();
     };
-    const supervisor = pluginSupervisor(config, { cloudConfig, metrics, health, identity, refuseMutation, log });
+    const supervisor = pluginSupervisor(config, { cloudConfig, clusterUid, metrics, health, identity, refuseMutation, log });
     const abortStart = new AbortController();
     cleanups.push(async () => {
       stoppingHost = true;

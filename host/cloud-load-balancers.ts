@@ -87,6 +87,8 @@ export interface LbSummary {
   serviceUid: string;
   serviceNamespace: string;
   serviceName: string;
+  /** The cluster UID the load balancer is tagged with; '' when it carries none. The sweep deletes only its own. */
+  clusterUid: string;
 }
 
 /** Per-Service outcome of a batch host update: no error means success. */

@@ -88,7 +88,7 @@ export function orphanSweepMetrics(registry: Registry) {
   return {
     found: metric(registry, Counter<'outcome'>, {
       name: 'ccm_orphan_load_balancers_total',
-      help: 'Orphaned load balancers found by the sweep, by outcome (deleted, dry_run, failed).',
+      help: 'Orphaned load balancers found by the sweep, by outcome (deleted, dry_run, failed; foreign: tagged with another cluster UID, untagged: with none, each counted once and never deleted).',
       labelNames: ['outcome'],
     }),
   };
@@ -108,6 +108,23 @@ export function liveReadMetrics(registry: Registry) {
       name: 'ccm_live_reads_total',
       help: 'GETs from the API server confirming a destructive action the cache suggested, by controller, resource and outcome (confirmed, refused).',
       labelNames: ['controller', 'resource', 'outcome'],
+    }),
+  };
+}
+
+/**
+ * Live reads that confirm a deletion's deciding fact before the delete (the
+ * cache never decides a deletion alone), by resource, path and result
+ * (confirmed: the delete went ahead; refuted: the live object still wants
+ * what the cache said it no longer did; failed: the read failed, nothing
+ * deleted).
+ */
+export function deletionReadMetrics(registry: Registry) {
+  return {
+    reads: metric(registry, Counter<'resource' | 'path' | 'result'>, {
+      name: 'ccm_deletion_live_reads_total',
+      help: 'Live API reads confirming a deletion before it is made, by resource, path and result (confirmed, refuted, failed).',
+      labelNames: ['resource', 'path', 'result'],
     }),
   };
 }

@@ -199,3 +199,6 @@ export const DEFAULT_SECURE_PORT = 10258;
 
 /** Name of this program in logs, user agents and events. */
 export const COMPONENT_NAME = 'cloud-controller-manager';
+
+/** The Namespace whose metadata.uid is the cluster UID (overridden by --cluster-uid). */
+export const CLUSTER_UID_NAMESPACE = 'kube-system';

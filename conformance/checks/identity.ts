@@ -143,7 +143,12 @@ export const identityChecks: Check[] = [
       const bad = k.opts.badCloudConfig;
       if (!bad) skip('pass --bad-cloud-config FILE with bytes your provider must refuse');
       const err = await k.rpc
-        .callError(k.rpc.conn.lifecycle, 'Configure', { cloudConfig: bad, clusterName: k.cluster, hostVersion: 'ccm-provider-conformance' })
+        .callError(k.rpc.conn.lifecycle, 'Configure', {
+          cloudConfig: bad,
+          clusterName: k.cluster,
+          clusterUid: k.clusterUid,
+          hostVersion: 'ccm-provider-conformance',
+        })
         .catch(() => {
           throw new CheckFailed('Configure accepted the bad cloud config; answer INVALID_ARGUMENT for a config that cannot be used');
         });
@@ -167,7 +172,7 @@ export const identityChecks: Check[] = [
     id: 'lifecycle/configure',
     title: 'Configure accepts the cloud config, and a second identical call is a no-op',
     run: async (k) => {
-      const req = { cloudConfig: k.opts.cloudConfig, clusterName: k.cluster, hostVersion: 'ccm-provider-conformance' };
+      const req = { cloudConfig: k.opts.cloudConfig, clusterName: k.cluster, clusterUid: k.clusterUid, hostVersion: 'ccm-provider-conformance' };
       await k.rpc.call(k.rpc.conn.lifecycle, 'Configure', req);
       await k.rpc.call(k.rpc.conn.lifecycle, 'Configure', req);
     },

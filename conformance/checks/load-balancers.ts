@@ -222,7 +222,7 @@ export const loadBalancerChecks: Check[] = [
   {
     id: 'load-balancers/list',
     title:
-      'ListLoadBalancers lists the ensured load balancer with its Service, once, across pages of one; never for another cluster name; a bad token answers ABORTED',
+      'ListLoadBalancers lists the ensured load balancer with its Service and the cluster UID it was ensured with, once, across pages of one; an ensure with another cluster UID re-tags it (adoption); never for another cluster name; a bad token answers ABORTED',
     run: async (k) => {
       k.needCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST);
       const svc = mainLb.get(k) ?? skip('needs the load balancer of load-balancers/ensure-twice');
@@ -251,6 +251,22 @@ export const loadBalancerChecks: Check[] = [
         entry!.serviceNamespace === svc.namespace && entry!.serviceName === svc.name,
         `listed for ${entry!.serviceNamespace}/${entry!.serviceName}, made for ${svc.namespace}/${svc.name}`,
       );
+      expect(
+        entry!.clusterUid === k.clusterUid,
+        `cluster_uid ${JSON.stringify(entry!.clusterUid)}, expected the RequestMeta.cluster_uid it was ensured with, ${JSON.stringify(k.clusterUid)} (the host's orphan sweep deletes only load balancers of its own cluster UID)`,
+      );
+      // A cluster restored from backup sends its old UID (--cluster-uid) and adopts the load balancer; then back.
+      const restored = `${k.clusterUid}-restored`;
+      const adopt = async (clusterUid: string) => {
+        await k.rpc.call(lb, 'EnsureLoadBalancer', { meta: { ...k.meta(`svc-${svc.uid}`), clusterUid }, service: svc, nodes: nodes(k) });
+        const again = (await listAll(k.cluster)).filter((l) => l.serviceUid === svc.uid);
+        expect(
+          again.length === 1 && again[0]!.clusterUid === clusterUid,
+          `after an ensure with cluster UID ${JSON.stringify(clusterUid)}: listed ${again.length} times with cluster_uid ${JSON.stringify(again[0]?.clusterUid)}`,
+        );
+      };
+      await adopt(restored);
+      await adopt(k.clusterUid);
       const name = await k.rpc.call<{ name: string }>(lb, 'GetLoadBalancerName', { meta: k.meta(), service: svc });
       expect(entry!.name === name.name, `listed as ${JSON.stringify(entry!.name)}, GetLoadBalancerName says ${JSON.stringify(name.name)}`);
       const other = await listAll(`${k.cluster}-other`);

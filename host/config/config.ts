@@ -55,6 +55,8 @@ export interface HostConfig {
   readonly clusterName: string;
   /** True when `--cluster-name` was not given: main warns, since LB names derive from it. */
   readonly clusterNameDefaulted: boolean;
+  /** `--cluster-uid`: overrides the cluster UID read at start (the kube-system Namespace's uid); '' = read it. */
+  readonly clusterUid: string;
   /** `--controllers` as given (split on commas). */
   readonly controllers: readonly string[];
   /** What `controllers` enables, canonical names in start order. */
@@ -96,8 +98,8 @@ export interface HostConfig {
   readonly concurrentServiceSyncs: number;
   /** `--lb-resync-period`: every LoadBalancer Service is re-ensured this often; 0 = never (upstream). */
   readonly lbResyncPeriodMs: number;
-  /** `--lb-orphan-sweep-period`, `--lb-orphan-grace-period`, `--lb-orphan-sweep-dry-run` (orphan-sweep.ts); period 0 = off. */
-  readonly lbOrphanSweep: { readonly periodMs: number; readonly graceMs: number; readonly dryRun: boolean };
+  /** `--lb-orphan-sweep-period`, `--lb-orphan-grace-period`, `--lb-orphan-sweep-dry-run`, `--lb-orphan-sweep-limit` (orphan-sweep.ts); period 0 = off. */
+  readonly lbOrphanSweep: { readonly periodMs: number; readonly graceMs: number; readonly dryRun: boolean; readonly limit: number };
   readonly nodeDeletionGracePeriodMs: number;
   /** `--node-deletion-limit`: the lifecycle controller's mass-deletion brake; null = off. */
   readonly nodeDeletionLimit: DeletionLimit | null;
@@ -205,6 +207,7 @@ function apiSection(
   | 'master'
   | 'clusterName'
   | 'clusterNameDefaulted'
+  | 'clusterUid'
   | 'kubeApiQps'
   | 'kubeApiBurst'
   | 'useServiceAccountCredentials'
@@ -222,6 +225,7 @@ function apiSection(
     master: o.master,
     clusterName: o.clusterName,
     clusterNameDefaulted: o.defaulted.has('clusterName'),
+    clusterUid: checkClusterUid(o.clusterUid, p),
     kubeApiQps,
     kubeApiBurst,
     useServiceAccountCredentials: p.bool('use-service-account-credentials', o.useServiceAccountCredentials),
@@ -317,6 +321,7 @@ function serviceSection(
       periodMs: p.duration('lb-orphan-sweep-period', o.lbOrphanSweepPeriod),
       graceMs: p.duration('lb-orphan-grace-period', o.lbOrphanGracePeriod),
       dryRun: p.bool('lb-orphan-sweep-dry-run', o.lbOrphanSweepDryRun),
+      limit: p.int('lb-orphan-sweep-limit', o.lbOrphanSweepLimit, POSITIVE_INT),
     },
     nodeSelector: checkLabelSelector(o.nodeSelector, p),
     watchNamespace: checkNamespace(o.watchNamespace, p),
@@ -465,6 +470,16 @@ function checkNamespace(text: string | undefined, p: Problems): string {
   if (text === undefined || text === '') return '';
   if (!DNS_LABEL.test(text))
     p.add(`--watch-namespace=${JSON.stringify(text)} is invalid: want a namespace name (a DNS label), or leave it out to watch all namespaces`);
+  return text;
+}
+
+/** `--cluster-uid`: empty (read the kube-system Namespace's uid) or a uid such as that Namespace's metadata.uid. */
+function checkClusterUid(text: string | undefined, p: Problems): string {
+  if (text === undefined || text === '') return '';
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(text))
+    p.add(
+      `--cluster-uid=${JSON.stringify(text.slice(0, 140))} is invalid: want a uid (letters, digits, '.', '_', '-', at most 128), e.g. the old kube-system Namespace's metadata.uid, or leave it out`,
+    );
   return text;
 }
 

@@ -126,6 +126,13 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Cluster name passed to the cloud, e.g. in load balancer names; make it unique per cloud account.',
   },
   {
+    name: 'cluster-uid',
+    key: 'clusterUid',
+    kind: 'string',
+    value: 'uid',
+    help: "Cluster UID passed to the cloud, which tags load balancers with it (the orphan sweep deletes only its own); default the kube-system Namespace's uid. Set it to the old cluster's UID when a cluster restored from backup must adopt its cloud objects (not in upstream).",
+  },
+  {
     name: 'controllers',
     key: 'controllers',
     kind: 'list',
@@ -423,6 +430,13 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'lbOrphanSweepDryRun',
     kind: 'bool',
     help: 'Report orphaned load balancers (log line, metric ccm_orphan_load_balancers_total{outcome="dry_run"}) without deleting them.',
+  },
+  {
+    name: 'lb-orphan-sweep-limit',
+    key: 'lbOrphanSweepLimit',
+    kind: 'string',
+    value: 'int',
+    help: 'Most orphaned load balancers one sweep deletes; the others wait for the next sweep (not in upstream).',
   },
   {
     name: 'node-selector',

@@ -31,6 +31,7 @@ export interface HostOptions {
   kubeconfig?: string;
   master?: string;
   clusterName?: string;
+  clusterUid?: string;
   /** `--controllers`, already split on commas. */
   controllers?: string[];
   concurrentNodeSyncs?: string;
@@ -83,6 +84,7 @@ export interface HostOptions {
   lbOrphanSweepPeriod?: string;
   lbOrphanGracePeriod?: string;
   lbOrphanSweepDryRun?: string;
+  lbOrphanSweepLimit?: string;
   nodeDeletionGracePeriod?: string;
   nodeDeletionLimit?: string;
   nodeDeletionLimitWindow?: string;
@@ -179,6 +181,7 @@ export const DEFAULT_OPTIONS = Object.freeze({
   /** An orphan is deleted only when seen on two sweeps at least this far apart. */
   lbOrphanGracePeriod: '5m',
   lbOrphanSweepDryRun: 'false',
+  lbOrphanSweepLimit: '10',
   nodeDeletionGracePeriod: '0s',
   /** Not in upstream (which has no brake): at most max(10% of the nodes, 5) deletions per window. */
   nodeDeletionLimit: '10%',

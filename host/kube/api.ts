@@ -8,6 +8,7 @@
 import type {
   CoreV1Event,
   V1Lease,
+  V1Namespace,
   V1Node,
   V1NodeList,
   V1PersistentVolume,
@@ -130,6 +131,7 @@ export class CoreV1Api {
   private readonly pvs: Resource;
   private readonly pvcs: Resource;
   private readonly serviceAccounts: Resource;
+  private readonly namespaces: Resource;
 
   constructor(rest: RestClient) {
     this.nodes = new Resource(rest, '/api/v1', 'nodes');
@@ -138,6 +140,11 @@ export class CoreV1Api {
     this.pvs = new Resource(rest, '/api/v1', 'persistentvolumes');
     this.pvcs = new Resource(rest, '/api/v1', 'persistentvolumeclaims');
     this.serviceAccounts = new Resource(rest, '/api/v1', 'serviceaccounts');
+    this.namespaces = new Resource(rest, '/api/v1', 'namespaces');
+  }
+
+  readNamespace(p: Named, o?: CallOptions): Promise<V1Namespace> {
+    return this.namespaces.read(undefined, p.name, o);
   }
 
   readNode(p: Named, o?: CallOptions): Promise<V1Node> {
@@ -156,6 +163,9 @@ export class CoreV1Api {
     return this.nodes.delete(undefined, p.name, p.body, o);
   }
 
+  readNamespacedService(p: Named & InNamespace, o?: CallOptions): Promise<V1Service> {
+    return this.services.read(p.namespace, p.name, o);
+  }
   listServiceForAllNamespaces(p: ListParams = {}, o?: CallOptions): Promise<V1ServiceList> {
     return this.services.list(undefined, p, o);
   }

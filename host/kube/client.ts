@@ -84,6 +84,11 @@ export function isConflict(err: unknown): boolean {
   return hasStatus(err, 409);
 }
 
+/** Whether `err` is a 403 Forbidden from the API server. */
+export function isForbidden(err: unknown): boolean {
+  return hasStatus(err, 403);
+}
+
 /** Whether `err` is a 404 Not Found from the API server. */
 export function isNotFound(err: unknown): boolean {
   return hasStatus(err, 404);

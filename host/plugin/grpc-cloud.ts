@@ -92,6 +92,7 @@ export class GrpcCloud implements Cloud {
     hasList: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST),
     hasBatchEnsure: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE),
     toPbNode,
+    clusterUid: () => this.supervisor.clusterUid,
   });
   private readonly routesImpl = new GrpcRoutes(this);
 
@@ -138,6 +139,7 @@ export class GrpcCloud implements Cloud {
 
   /** Sends one read-only call to the current plugin connection. */
   read<Res>(service: 'instances' | 'zones', method: string, request: object): Promise<Res> {
+    request = { meta: { operationId: '', clusterName: this.supervisor.clusterName, clusterUid: this.supervisor.clusterUid, attempt: 1 }, ...request };
     const conn = this.supervisor.connection();
     return conn.unary<object, Res>(conn[service], method, request, this.timeouts.readMs);
   }

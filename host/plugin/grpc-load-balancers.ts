@@ -47,6 +47,8 @@ export interface LbTransport {
   hasList(): boolean;
   hasBatchEnsure(): boolean;
   toPbNode(n: NodeRef): PbNodeRef;
+  /** RequestMeta.cluster_uid of every call. */
+  clusterUid(): string;
 }
 
 const TO_PB_PROTOCOL: Record<LbProtocol, Protocol> = { TCP: Protocol.PROTOCOL_TCP, UDP: Protocol.PROTOCOL_UDP, SCTP: Protocol.PROTOCOL_SCTP };
@@ -153,7 +155,7 @@ export class GrpcLoadBalancers implements LoadBalancers {
 
   /** RequestMeta: the operation id is stable per Service so a provider can use it as an idempotency token. */
   private meta(clusterName: string, svc?: ServiceRef) {
-    return { clusterName, operationId: svc ? `svc-${svc.uid}` : '', attempt: 1 };
+    return { clusterName, clusterUid: this.t.clusterUid(), operationId: svc ? `svc-${svc.uid}` : '', attempt: 1 };
   }
 
   async ensureLoadBalancer(clusterName: string, svc: ServiceRef, nodes: NodeRef[]): Promise<LbStatus> {
@@ -231,7 +233,13 @@ export class GrpcLoadBalancers implements LoadBalancers {
       const problems: string[] = [];
       for (const [i, lb] of r.loadBalancers.entries()) {
         problems.push(...lbSummaryProblems(lb, clusterName).map((p) => `load_balancers[${i}]: ${p}`));
-        out.push({ name: lb.name, serviceUid: lb.serviceUid, serviceNamespace: lb.serviceNamespace, serviceName: lb.serviceName });
+        out.push({
+          name: lb.name,
+          serviceUid: lb.serviceUid,
+          serviceNamespace: lb.serviceNamespace,
+          serviceName: lb.serviceName,
+          clusterUid: lb.clusterUid,
+        });
       }
       if (out.length > MAX_LISTED_LOAD_BALANCERS) problems.push(`more than ${MAX_LISTED_LOAD_BALANCERS} load balancers`);
       pageToken = r.nextPageToken;

@@ -64,7 +64,7 @@ export class GrpcRoutes implements Routes {
       if (page >= MAX_ROUTE_PAGES) throw new InvalidCloudResponseError('ListRoutes', [`more than ${MAX_ROUTE_PAGES} pages`]);
       const r = await this.call<ListRoutesResponse>(
         'ListRoutes',
-        { meta: { clusterName, operationId: '', attempt: 1 }, pageSize: ROUTE_PAGE_SIZE, pageToken },
+        { meta: { clusterName, clusterUid: this.cloud.supervisor.clusterUid, operationId: '', attempt: 1 }, pageSize: ROUTE_PAGE_SIZE, pageToken },
         false,
       );
       r.routes.forEach((pb, i) => out.push(fromPbRoute(pb, 'ListRoutes', `page ${page} route ${i}`)));
@@ -79,7 +79,16 @@ export class GrpcRoutes implements Routes {
   async createRoute(clusterName: string, nameHint: string, route: DesiredRoute): Promise<CloudRoute> {
     const r = await this.call<{ route?: PbRoute }>(
       'CreateRoute',
-      { meta: { clusterName, operationId: `route-${route.targetNode}-${route.destinationCidr}`, attempt: 1 }, nameHint, route: toPbRoute(route) },
+      {
+        meta: {
+          clusterName,
+          clusterUid: this.cloud.supervisor.clusterUid,
+          operationId: `route-${route.targetNode}-${route.destinationCidr}`,
+          attempt: 1,
+        },
+        nameHint,
+        route: toPbRoute(route),
+      },
       true,
     );
     const created = fromPbRoute(r.route, 'CreateRoute', 'route');
@@ -94,7 +103,15 @@ export class GrpcRoutes implements Routes {
   async deleteRoute(clusterName: string, route: CloudRoute): Promise<void> {
     await this.call(
       'DeleteRoute',
-      { meta: { clusterName, operationId: `route-delete-${route.name || route.destinationCidr}`, attempt: 1 }, route: toPbRoute(route) },
+      {
+        meta: {
+          clusterName,
+          clusterUid: this.cloud.supervisor.clusterUid,
+          operationId: `route-delete-${route.name || route.destinationCidr}`,
+          attempt: 1,
+        },
+        route: toPbRoute(route),
+      },
       true,
     );
   }
@@ -102,7 +119,11 @@ export class GrpcRoutes implements Routes {
   async reconcileRoutes(clusterName: string, desired: DesiredRoute[], clusterCidrs: readonly string[]): Promise<RouteReconcileResult> {
     const r = await this.call<ReconcileRoutesResponse>(
       'ReconcileRoutes',
-      { meta: { clusterName, operationId: '', attempt: 1 }, desired: desired.map(toPbRoute), clusterCidrs: [...clusterCidrs] },
+      {
+        meta: { clusterName, clusterUid: this.cloud.supervisor.clusterUid, operationId: '', attempt: 1 },
+        desired: desired.map(toPbRoute),
+        clusterCidrs: [...clusterCidrs],
+      },
       true,
     );
     const created = r.created.map((pb, i) => fromPbRoute(pb, 'ReconcileRoutes', `created ${i}`));

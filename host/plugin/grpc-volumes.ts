@@ -54,9 +54,9 @@ export class GrpcVolumes implements Volumes {
     readonly listsPublishedNodes: boolean,
   ) {}
 
-  /** RequestMeta: the operation's idempotency id, the cluster name (so providers can tag volumes) and the attempt. */
+  /** RequestMeta: the operation's idempotency id, the cluster's name and UID (so providers can tag volumes) and the attempt. */
   private meta(operationId: string, attempt = 1) {
-    return { operationId, clusterName: this.supervisor.clusterName, attempt };
+    return { operationId, clusterName: this.supervisor.clusterName, clusterUid: this.supervisor.clusterUid, attempt };
   }
 
   private call<Res>(method: string, request: object, mutating: boolean): Promise<Res> {
@@ -131,7 +131,7 @@ export class GrpcVolumes implements Volumes {
     const out: ListedVolume[] = [];
     let pageToken = '';
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const r = await this.call<ListVolumesResponse>('ListVolumes', { meta: undefined, pageSize: LIST_PAGE_SIZE, pageToken }, false);
+      const r = await this.call<ListVolumesResponse>('ListVolumes', { meta: this.meta(''), pageSize: LIST_PAGE_SIZE, pageToken }, false);
       for (const e of r.entries ?? []) {
         if (!e.volume) throw new InvalidCloudResponseError('ListVolumes', ['an entry has no volume']);
         const volume = fromPbVolume(e.volume);
@@ -148,7 +148,7 @@ export class GrpcVolumes implements Volumes {
 
   async getVolumeLabels(volumeId: string): Promise<Record<string, string>> {
     check('GetVolumeLabels', [volumeHandleProblem(volumeId)]);
-    const r = await this.call<GetVolumeLabelsResponse>('GetVolumeLabels', { meta: undefined, volumeId }, false);
+    const r = await this.call<GetVolumeLabelsResponse>('GetVolumeLabels', { meta: this.meta(''), volumeId }, false);
     const labels = { ...(r.labels ?? {}) };
     check('GetVolumeLabels', volumeLabelsProblems(labels));
     return labels;

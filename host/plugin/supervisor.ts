@@ -44,7 +44,7 @@ export interface SupervisorOptions {
   startTimeoutMs: number;
   shutdownGraceMs: number;
   /** Passed to Configure after every (re)start. */
-  configure: { cloudConfig: Buffer; clusterName: string; hostVersion: string };
+  configure: { cloudConfig: Buffer; clusterName: string; hostVersion: string; clusterUid?: string };
   /** Probe period while ready (default 10 s). */
   probeIntervalMs?: number;
   /** Restart/redial backoff (defaults 1 s doubling to 5 min, reset after 10 min healthy). */
@@ -87,6 +87,11 @@ export class PluginSupervisor extends EventEmitter {
   /** The --cluster-name sent in Configure; requests carry it in RequestMeta too. */
   get clusterName(): string {
     return this.opts.configure.clusterName;
+  }
+
+  /** The cluster UID sent in Configure and in every RequestMeta ('' when not known). */
+  get clusterUid(): string {
+    return this.opts.configure.clusterUid ?? '';
   }
 
   constructor(private readonly opts: SupervisorOptions) {
@@ -365,7 +370,7 @@ export class PluginSupervisor extends EventEmitter {
       conn.unary<object, { warnings: string[] }>(
         conn.lifecycle,
         'Configure',
-        { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion },
+        { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion, clusterUid: cfg.clusterUid ?? '' },
         ms,
       ),
     );

@@ -52,7 +52,7 @@ const UID = /^[\x21-\x7e]{1,128}$/;
 
 /** Problems of one ListLoadBalancers entry for the cluster `clusterName` (empty = valid). */
 export function lbSummaryProblems(
-  lb: { name: string; clusterName: string; serviceUid: string; serviceNamespace: string; serviceName: string },
+  lb: { name: string; clusterName: string; serviceUid: string; serviceNamespace: string; serviceName: string; clusterUid?: string },
   clusterName: string,
 ): string[] {
   const problems: string[] = [];
@@ -60,6 +60,7 @@ export function lbSummaryProblems(
   if (lb.clusterName !== clusterName)
     problems.push(`cluster_name ${JSON.stringify(lb.clusterName.slice(0, 64))} is not ${JSON.stringify(clusterName)}`);
   if (!UID.test(lb.serviceUid)) problems.push('service_uid must be 1..128 printable ASCII characters without spaces');
+  if (lb.clusterUid && !UID.test(lb.clusterUid)) problems.push('cluster_uid must be empty or 1..128 printable ASCII characters without spaces');
   if (!DNS_LABEL.test(lb.serviceNamespace))
     problems.push(`service_namespace ${JSON.stringify(lb.serviceNamespace.slice(0, 64))} is not a namespace name`);
   if (!DNS_LABEL.test(lb.serviceName)) problems.push(`service_name ${JSON.stringify(lb.serviceName.slice(0, 64))} is not a Service name`);

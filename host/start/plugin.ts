@@ -20,6 +20,8 @@ export interface PluginStepDeps {
   cloudConfig: Buffer;
   metrics: HostMetrics;
   health: HostHealth;
+  /** The cluster UID (start/preflight.ts readClusterUid), sent in Configure and every RequestMeta. */
+  clusterUid: string;
   /** Sent as the caller of every call (the leader-election identity). */
   identity: string;
   /** Asked before every mutating call; a reason refuses it (see sdk/mutations.ts). */
@@ -45,7 +47,7 @@ export function pluginSupervisor(config: HostConfig, d: Omit<PluginStepDeps, 'si
     mode,
     startTimeoutMs: config.pluginStartTimeoutMs,
     shutdownGraceMs: config.pluginShutdownGraceMs,
-    configure: { cloudConfig: d.cloudConfig, clusterName: config.clusterName, hostVersion: HOST_VERSION },
+    configure: { cloudConfig: d.cloudConfig, clusterName: config.clusterName, clusterUid: d.clusterUid, hostVersion: HOST_VERSION },
     log: d.log,
     pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
     observeCall: (method, code, seconds) => {

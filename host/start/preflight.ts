@@ -7,10 +7,10 @@ import type { HostConfig } from '../config/config.js';
 import { readCloudConfig } from '../config/cloud-config.js';
 import { HostStartError } from '../errors.js';
 import { getVersion } from '../kube/api.js';
-import { makeClients, type KubeClients } from '../kube/client.js';
+import { isForbidden, isNotFound, makeClients, type KubeClients } from '../kube/client.js';
 import { currentUser, loadKubeConfig, type KubeConfigData } from '../kube/kubeconfig.js';
 import { errorMessage, type Logger } from '../log.js';
-import { COMPONENT_NAME } from '../names.js';
+import { CLUSTER_UID_NAMESPACE, COMPONENT_NAME } from '../names.js';
 import { registerCloudConfigSecrets, registerEnvSecrets, registerSecret, untrackedSecrets } from '../redact.js';
 import { HOST_VERSION } from '../version.js';
 
@@ -91,4 +91,48 @@ async function checkApiServer(clients: KubeClients): Promise<void> {
     }
   }
   throw new HostStartError(`cannot reach the API server at ${server}: ${errorMessage(last)}; check --kubeconfig/--master`);
+}
+
+/**
+ * The cluster UID the host sends to the provider (RequestMeta.cluster_uid,
+ * Configure): --cluster-uid when given, else the uid of the kube-system
+ * Namespace, read live (it outlives every workload and differs between two
+ * clusters that share a --cluster-name). Rejects with HostStartError when it
+ * cannot be read: without it the orphan sweep could not tell this cluster's
+ * load balancers from a neighbour's.
+ */
+export async function readClusterUid(config: HostConfig, kc: KubeConfigData, log: Logger): Promise<string> {
+  if (config.clusterUid) {
+    log.info({ clusterUid: config.clusterUid }, 'cluster UID from --cluster-uid');
+    return config.clusterUid;
+  }
+  const clients = makeClients(kc, { userAgent: `${COMPONENT_NAME}/${HOST_VERSION}` });
+  const deadline = Date.now() + API_CHECK_TIMEOUT_MS;
+  let last: unknown;
+  try {
+    while (Date.now() < deadline) {
+      try {
+        const ns = await clients.core.readNamespace(
+          { name: CLUSTER_UID_NAMESPACE },
+          { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) },
+        );
+        const uid = ns.metadata?.uid ?? '';
+        if (!uid) throw new HostStartError(`the ${CLUSTER_UID_NAMESPACE} Namespace has no metadata.uid; pass --cluster-uid`);
+        log.info({ clusterUid: uid }, `cluster UID: the uid of the ${CLUSTER_UID_NAMESPACE} Namespace`);
+        return uid;
+      } catch (err) {
+        if (err instanceof HostStartError) throw err;
+        if (isForbidden(err) || isNotFound(err)) {
+          throw new HostStartError(
+            `cannot read the ${CLUSTER_UID_NAMESPACE} Namespace for the cluster UID: ${errorMessage(err)}; grant get on namespaces/${CLUSTER_UID_NAMESPACE} or pass --cluster-uid`,
+          );
+        }
+        last = err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  } finally {
+    clients.connections.destroy();
+  }
+  throw new HostStartError(`cannot read the ${CLUSTER_UID_NAMESPACE} Namespace for the cluster UID: ${errorMessage(last)}; or pass --cluster-uid`);
 }

@@ -34,9 +34,11 @@ type loadBalancer struct {
 	Namespace string
 	Service   string
 	Cluster   string
-	IP        netip.Addr
-	Ports     []*pb.ServicePort
-	Nodes     []string
+	// ClusterUID is RequestMeta.cluster_uid of the last ensure (the tag ListLoadBalancers reports).
+	ClusterUID string
+	IP         netip.Addr
+	Ports      []*pb.ServicePort
+	Nodes      []string
 }
 
 type route struct {

@@ -117,6 +117,10 @@ func (s *loadBalancersServer) EnsureLoadBalancer(_ context.Context, req *pb.Ensu
 		s.cloud.lbs[key] = lb
 	}
 	lb.Ports, lb.Nodes = req.Service.Ports, nodes
+	// Tag with the cluster UID (re-tagging one made before, or by a cluster restored from backup: adoption).
+	if uid := req.GetMeta().GetClusterUid(); uid != "" {
+		lb.ClusterUID = uid
+	}
 	return &pb.EnsureLoadBalancerResponse{Status: lbStatus(lb)}, nil
 }
 
@@ -192,7 +196,7 @@ func (s *loadBalancersServer) ListLoadBalancers(_ context.Context, req *pb.ListL
 	out := &pb.ListLoadBalancersResponse{NextPageToken: next}
 	for _, k := range page {
 		lb := byName[k]
-		out.LoadBalancers = append(out.LoadBalancers, &pb.LoadBalancerSummary{Name: lb.Name, ClusterName: lb.Cluster, ServiceUid: lb.UID, ServiceNamespace: lb.Namespace, ServiceName: lb.Service})
+		out.LoadBalancers = append(out.LoadBalancers, &pb.LoadBalancerSummary{Name: lb.Name, ClusterName: lb.Cluster, ClusterUid: lb.ClusterUID, ServiceUid: lb.UID, ServiceNamespace: lb.Namespace, ServiceName: lb.Service})
 	}
 	return out, nil
 }

@@ -101,6 +101,8 @@ const MAX_BATCH_ENSURE = 500;
 interface EnsurePlan {
   name: string;
   clusterName: string;
+  /** RequestMeta.cluster_uid ('' from a host that sends none). */
+  clusterUid: string;
   ports: LbPortRecord[];
   ipMode: 'VIP' | 'Proxy';
   /** The Service's loadBalancerIP, canonical, if set. */
@@ -136,6 +138,7 @@ function lbReads(c: CloudContext): Pick<LoadBalancersProvider, 'getLoadBalancer'
         loadBalancers: page.map((l) => ({
           name: l.name,
           clusterName: l.clusterName,
+          clusterUid: l.clusterUid ?? '',
           serviceUid: l.serviceUid,
           serviceNamespace: l.serviceNamespace,
           serviceName: l.serviceName,
@@ -240,7 +243,14 @@ function planEnsure(c: CloudContext, meta: RequestMeta | undefined, svc: Service
     if (!wanted) throw new InvalidArgumentError(`loadBalancerIP ${JSON.stringify(svc.loadBalancerIp)} is not an IP address`);
     if (!pool.has(wanted)) throw new InvalidArgumentError(`loadBalancerIP ${wanted} is not in the load balancer pool ${pool.cidr.text}`);
   }
-  return { name: nameOf(c, meta, svc), clusterName: clusterOf(c, meta), ports: portsOf(svc), ipMode: ipModeOf(svc), wanted };
+  return {
+    name: nameOf(c, meta, svc),
+    clusterName: clusterOf(c, meta),
+    clusterUid: meta?.clusterUid ?? '',
+    ports: portsOf(svc),
+    ipMode: ipModeOf(svc),
+    wanted,
+  };
 }
 
 /** Creates or converges the load balancer of `svc` inside a state update. */
@@ -287,6 +297,13 @@ function applyEnsure(
     sessionAffinity: svc.sessionAffinity === SessionAffinity.SESSION_AFFINITY_CLIENT_IP ? 'ClientIP' : 'None',
     createdAt: existing?.createdAt ?? nowIso(),
   };
+  // The cluster UID of this call tags it; one found untagged or with another UID
+  // (a cluster restored from backup with --cluster-uid) is adopted. A host that
+  // sends none leaves the tag as it was.
+  const clusterUid = plan.clusterUid || existing?.clusterUid;
+  if (clusterUid) lb.clusterUid = clusterUid;
+  if (existing && plan.clusterUid && existing.clusterUid !== plan.clusterUid)
+    c.log.info({ lb: name, clusterUid: plan.clusterUid, was: existing.clusterUid ?? '' }, 'load balancer tagged with the cluster UID (adopted)');
   if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
   else draft.loadBalancers.push(lb);
   if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');

@@ -94,6 +94,11 @@ export interface LoadBalancerRecord {
   /** Cloud name, derived from cluster name and service uid (see names.ts). */
   name: string;
   clusterName: string;
+  /**
+   * RequestMeta.cluster_uid of the last ensure (creation or adoption); absent
+   * in state written before cluster UIDs, and when the host sent none.
+   */
+  clusterUid?: string;
   serviceUid: string;
   serviceNamespace: string;
   serviceName: string;

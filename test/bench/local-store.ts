@@ -156,7 +156,7 @@ async function providerPhase(): Promise<void> {
   const forwarder = new Forwarder(store, silentLogger);
   const cloud = createLocalCloud({ store, env: {}, loadBalancerCidr: '127.20.0.0/16', forwarder });
   const lbApi = cloud.loadBalancers!;
-  const meta = { operationId: '', clusterName: 'bench', attempt: 1 };
+  const meta = { operationId: '', clusterName: 'bench', clusterUid: 'bench-uid', attempt: 1 };
   const signal = { signal: new AbortController().signal };
   try {
     const all = Array.from({ length: nodes }, (_, i) => instance(i));

@@ -53,6 +53,9 @@ export interface CloudLb {
   ipMode: string;
   ports: { port: number; nodePort: number; protocol: string }[];
   backends: { nodeName: string; address: string }[];
+  createdAt: string;
+  /** The cluster UID it is tagged with (absent: untagged). */
+  clusterUid?: string;
 }
 
 /** The local cloud's load balancers (`localcloud lb list -o json`). */

@@ -66,7 +66,8 @@ import {
 } from './predicates.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
 import { hostsUpdateFailedMessage, updateHostsInChunks } from './host-updates.js';
-import { OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
+import { liveKeepsForController, liveServiceReads, type LiveServiceReads } from './live-read.js';
+import { LastKnownRefs, OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
 
 /** Upstream's per-item retry delays of the service and node queues. */
@@ -102,10 +103,17 @@ async function filterAsync<T>(items: readonly T[], keep: (item: T) => Promise<bo
 const COMPANION_FINALIZER_CONCURRENCY = 16;
 /** Queued keys looked at per companion slot (skipped ones included). */
 const COMPANION_SCAN_FACTOR = 4;
+/** --lb-orphan-sweep-limit's default, for callers that leave it out. */
+const DEFAULT_SWEEP_LIMIT = 10;
 
 /** The Service's spec cannot be turned into a load balancer (bad input); retried with backoff after a change. */
 class InvalidServiceError extends Error {
   override name = 'InvalidServiceError';
+}
+
+/** The live Service still wants the load balancer the cache said to delete: nothing deleted; retried with backoff (the cache catches up). */
+class StaleCacheError extends Error {
+  override name = 'StaleCacheError';
 }
 
 export interface ServiceControllerOptions {
@@ -114,6 +122,8 @@ export interface ServiceControllerOptions {
   nodes: Informer<V1Node>;
   lbs: LoadBalancers;
   clusterName: string;
+  /** The cluster UID (RequestMeta.cluster_uid); the orphan sweep deletes only load balancers tagged with it. */
+  clusterUid: string;
   recorder: EventRecorder;
   log: Logger;
   registry?: Registry;
@@ -122,7 +132,9 @@ export interface ServiceControllerOptions {
   /** --lb-resync-period; 0 disables the periodic re-ensure. */
   resyncPeriodMs: number;
   /** --lb-orphan-sweep-*; off when the period is 0 or the provider cannot list its load balancers. */
-  orphanSweep?: Omit<OrphanSweepSettings, 'namespace'> & { namespace?: string };
+  orphanSweep?: Omit<OrphanSweepSettings, 'namespace' | 'limit'> & { namespace?: string; limit?: number };
+  /** Live reads before deletions (default: GETs over `core`, counted on `registry`). */
+  reads?: LiveServiceReads;
   /** --node-selector is set: an empty Node cache may be a mistyped selector (see mayEmptyBackends). */
   nodesScoped?: boolean;
 }
@@ -157,19 +169,27 @@ export class ServiceController {
   private readonly cleanedUp = new Set<string>();
   private readonly log: Logger;
   private readonly batcher: EnsureBatcher;
+  private readonly reads: LiveServiceReads;
+  /** Deleted Services' last objects by uid, for the orphan sweep's delete call. */
+  private readonly lastKnown = new LastKnownRefs();
   /** Undefined when the sweep is off. */
   readonly sweeper?: OrphanSweeper;
 
   constructor(private readonly o: ServiceControllerOptions) {
     this.log = o.log;
+    this.reads = o.reads ?? liveServiceReads(o.core, o.registry);
     this.batcher = new EnsureBatcher(o.lbs, o.clusterName, o.log, { companions: (room, nodesSig, skip) => this.companions(room, nodesSig, skip) });
     const sweep = o.orphanSweep;
     if (sweep && sweep.periodMs > 0 && o.lbs.canList) {
       this.sweeper = new OrphanSweeper({
         ...sweep,
         namespace: sweep.namespace ?? '',
+        limit: sweep.limit ?? DEFAULT_SWEEP_LIMIT,
         lbs: o.lbs,
         clusterName: o.clusterName,
+        clusterUid: o.clusterUid,
+        reads: this.reads,
+        lastKnownRef: (uid) => this.lastKnown.get(uid),
         services: o.services,
         lock: this.lock,
         busyUids: () => new Set([...[...this.synced.values()].map((s) => s.ref.uid), ...[...this.deleted.values()].map((r) => r.uid)]),
@@ -197,6 +217,7 @@ export class ServiceController {
         if (wantsLoadBalancer(s) || needsCleanup(s)) this.enqueue(s);
       },
       onUpdate: (old, s) => {
+        if (wantsLoadBalancer(old) && !wantsLoadBalancer(s)) this.lastKnown.remember(old);
         if (needsUpdate(old, s) || needsCleanup(s) || (wantsLoadBalancer(s) && !hasLbFinalizer(s))) this.enqueue(s);
       },
       // With the finalizer a deletion arrives as an update. This covers a finalizer
@@ -205,6 +226,7 @@ export class ServiceController {
       // flight: the ref keeps the uid the load balancer was made for.
       onDelete: (s) => {
         const key = keyOf(s);
+        if (wantsLoadBalancer(s) || hasLbFinalizer(s)) this.lastKnown.remember(s);
         if (this.cleanedUp.delete(s.metadata?.uid ?? '')) return;
         if (!hasLbFinalizer(s) && !this.synced.has(key)) return;
         this.deleted.set(key, toServiceRef(s).ref);
@@ -353,11 +375,15 @@ export class ServiceController {
   private async deleteGone(key: string, uid: string | undefined): Promise<void> {
     const prev = this.synced.get(key);
     if (prev && prev.ref.uid !== uid) {
+      await this.confirmDeletion(prev.ref);
       await this.deleteLoadBalancer(undefined, prev.ref);
       this.synced.delete(key);
     }
     const tomb = this.deleted.get(key);
-    if (tomb && tomb.uid !== uid && tomb.uid !== prev?.ref.uid) await this.deleteLoadBalancer(undefined, tomb);
+    if (tomb && tomb.uid !== uid && tomb.uid !== prev?.ref.uid) {
+      await this.confirmDeletion(tomb);
+      await this.deleteLoadBalancer(undefined, tomb);
+    }
     this.deleted.delete(key);
   }
 
@@ -476,6 +502,7 @@ export class ServiceController {
   /** Deletes the load balancer, clears the status, then removes the finalizer (in this order). */
   private async cleanup(key: string, svc: V1Service): Promise<void> {
     const { ref } = toServiceRef(svc);
+    await this.confirmDeletion(ref);
     await this.deleteLoadBalancer(svc, ref);
     this.synced.delete(key);
     // Both writes carry the uid: a Service recreated under the name is not touched.
@@ -511,6 +538,22 @@ export class ServiceController {
       }
       this.log.info({ service: key }, 'load balancer cleanup finalizer removed');
     }
+  }
+
+  /**
+   * The cache never decides a deletion alone: a live GET of the Service must
+   * show it gone, under another uid, or no longer wanting a load balancer
+   * (being deleted included). Else StaleCacheError: nothing is deleted and
+   * the key is retried with backoff, by when the cache has caught up.
+   */
+  private async confirmDeletion(ref: ServiceRef): Promise<void> {
+    const live = await this.reads.read('finalizer', ref.namespace, ref.name);
+    const keeps = liveKeepsForController(live, ref.uid);
+    this.reads.decided('finalizer', !keeps);
+    if (keeps)
+      throw new StaleCacheError(
+        `not deleting the load balancer of ${ref.namespace}/${ref.name}: the API server's Service still wants it (the cache is behind); retried`,
+      );
   }
 
   /**

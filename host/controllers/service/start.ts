@@ -12,6 +12,7 @@ export const startServiceController: ControllerFactory = (ctx) => {
     nodes: ctx.informers.nodes(),
     lbs,
     clusterName: ctx.config.clusterName,
+    clusterUid: ctx.supervisor.clusterUid,
     recorder: ctx.recorder,
     log: ctx.log,
     registry: ctx.registry,

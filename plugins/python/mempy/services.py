@@ -106,6 +106,9 @@ class LoadBalancers(load_balancers_pb2_grpc.LoadBalancersServiceServicer):
                 self.cloud.lbs[key] = lb
             lb["ports"] = list(request.service.ports)
             lb["nodes"] = nodes
+            # Tagged with the cluster UID (RequestMeta.cluster_uid), as the protocol asks of
+            # every load balancer ensured; kept when a host sends none.
+            lb["cluster_uid"] = request.meta.cluster_uid or lb.get("cluster_uid", "")
             return load_balancers_pb2.EnsureLoadBalancerResponse(status=_lb_status(lb))
 
     def UpdateLoadBalancer(self, request, context):

@@ -155,7 +155,7 @@ test('undefined answers encode as empty responses; non-Error throws become INTER
   t.is(bad.code, Code.INTERNAL);
   t.true(bad.message.includes('returned a boolean'), bad.message);
   // No configure: Configure still answers, with no warnings.
-  t.deepEqual(await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.from('x'), clusterName: '', hostVersion: '' }), {
+  t.deepEqual(await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.from('x'), clusterName: '', clusterUid: '', hostVersion: '' }), {
     warnings: [],
   });
 });
@@ -197,7 +197,12 @@ test('messages up to MAX_MESSAGE_BYTES pass both ways (above the grpc-js 4 MiB d
   const p = await startInProcess(provider, { logger: silent });
   t.teardown(() => p.close());
   const { lifecycle } = p.clients;
-  const res = await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.alloc(big, 1), clusterName: '', hostVersion: '' });
+  const res = await unary(lifecycle.configure.bind(lifecycle), {
+    cloudConfig: Buffer.alloc(big, 1),
+    clusterName: '',
+    clusterUid: '',
+    hostVersion: '',
+  });
   t.is(res.warnings[0], `got ${big} bytes`);
   t.is(res.warnings[1]!.length, big);
 });
@@ -238,6 +243,6 @@ test('configure: false leaves the provider unconfigured: cloud calls answer NOT_
   t.is(err.code, Code.FAILED_PRECONDITION);
   t.is(err.reason, ErrorReason.NOT_CONFIGURED);
   t.false((await unary(identity.probe.bind(identity), {})).ready);
-  await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.alloc(0), clusterName: '', hostVersion: '' });
+  await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.alloc(0), clusterName: '', clusterUid: '', hostVersion: '' });
   t.true((await unary(instances.instanceExists.bind(instances), req)).exists);
 });

@@ -17,7 +17,7 @@ import { NOT_BY_HAND_MESSAGE } from '../../../sdk/serve.js';
 import { echoMetadata } from '../../fixtures/echo-provider-lib.js';
 import { launchPlugin, withTimeout, WAIT_MS, type LaunchOptions, type PluginProcess } from './plugin-process.js';
 
-const CONFIGURE = { cloudConfig: Buffer.alloc(0), clusterName: 'test', hostVersion: 'test' };
+const CONFIGURE = { cloudConfig: Buffer.alloc(0), clusterName: 'test', clusterUid: '', hostVersion: 'test' };
 
 /** Launches the echo provider in exec mode, waits for the handshake, connects and (unless told not to) configures it, as the host does. */
 async function started(
@@ -126,7 +126,12 @@ test('results and errors: metadata from the node name, INSTANCE_NOT_FOUND and Re
 
 test('Configure and Probe reach the provider', async (t) => {
   const { c } = await started(t);
-  const res = await unary(c.lifecycle.configure.bind(c.lifecycle), { cloudConfig: Buffer.alloc(0), clusterName: 'k', hostVersion: 'test' });
+  const res = await unary(c.lifecycle.configure.bind(c.lifecycle), {
+    cloudConfig: Buffer.alloc(0),
+    clusterName: 'k',
+    clusterUid: '',
+    hostVersion: 'test',
+  });
   t.deepEqual(res.warnings, ['cloud config is empty']);
   const probe = await unary(c.identity.probe.bind(c.identity), {});
   t.true(probe.ready);

@@ -8,7 +8,9 @@
  * into ClusterIP; a namespace deleted (its Service's finalizer cleared by
  * hand, the namespace finalized). A load balancer of another cluster name
  * sits in the same cloud, and one host never touches the namespace of the
- * other.
+ * other. Two more of this cluster name look orphaned but are not this
+ * cluster's (issue 29): one tagged with another cluster UID, one untagged;
+ * they are counted (foreign, untagged) and never deleted.
  *
  * Scoping: namespaces lb-sweep and lb-sweep-ns, nodes labelled lbtest=sweep
  * (none), ingress pool 127.0.56.0/24, cluster name sweep.
@@ -29,9 +31,13 @@ const NS = 'lb-sweep';
 const NS_GONE = 'lb-sweep-ns';
 const CLUSTER = 'sweep';
 
-/** Cluster-name-`sweep` load balancers in the cloud, by Service uid. */
+/** Service uids of the load balancers of cluster name `sweep` that are not this cluster's (another cluster UID, none). */
+const NOT_OURS = { foreign: 'f0f0f0f0-0000-4000-8000-000000000002', untagged: 'f0f0f0f0-0000-4000-8000-000000000003' };
+
+/** This cluster's `sweep` load balancers in the cloud, by Service uid. */
 async function sweepUids(state: string): Promise<Set<string>> {
-  return new Set((await cloudLbs(state)).filter((l) => l.clusterName === CLUSTER).map((l) => l.serviceUid));
+  const notOurs = new Set(Object.values(NOT_OURS));
+  return new Set((await cloudLbs(state)).filter((l) => l.clusterName === CLUSTER && !notOurs.has(l.serviceUid)).map((l) => l.serviceUid));
 }
 
 /** Sum of ccm_orphan_load_balancers_total{outcome} in a host's registry. */
@@ -107,19 +113,33 @@ test('orphans made while no host ran are deleted by the sweep (dry run first), a
     serviceNamespace: NS,
     serviceName: 'byhand',
   };
+  // Same cluster name, same namespace, Services this cluster never had: one of another cluster UID, one untagged.
+  const sameName = [
+    {
+      name: 'lb-sweep-foreign-uid',
+      clusterName: CLUSTER,
+      clusterUid: 'uid-of-another-cluster',
+      serviceUid: NOT_OURS.foreign,
+      serviceNamespace: NS,
+      serviceName: 'theirs',
+    },
+    { name: 'lb-sweep-untagged', clusterName: CLUSTER, serviceUid: NOT_OURS.untagged, serviceNamespace: NS, serviceName: 'old' },
+  ];
   await new StateStore(state).update((d) => {
-    d.loadBalancers.push({
-      ...foreign,
-      ingressIp: '127.0.56.250',
-      ipMode: 'VIP',
-      ports: [],
-      backends: [],
-      sourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      healthCheckNodePort: 0,
-      sessionAffinity: 'None',
-      createdAt: new Date().toISOString(),
-    });
+    for (const [i, lb] of [foreign, ...sameName].entries()) {
+      d.loadBalancers.push({
+        ...lb,
+        ingressIp: `127.0.56.${250 + i}`,
+        ipMode: 'VIP',
+        ports: [],
+        backends: [],
+        sourceRanges: [],
+        externalTrafficPolicy: 'Cluster',
+        healthCheckNodePort: 0,
+        sessionAffinity: 'None',
+        createdAt: new Date().toISOString(),
+      });
+    }
   });
   const uid = (s: V1Service | undefined) => s!.metadata!.uid!;
   const all = [uid(keep), uid(byHand), uid(flip), uid(gone)];
@@ -146,6 +166,8 @@ test('orphans made while no host ran are deleted by the sweep (dry run first), a
   t.true(have.has(uid(keep)), 'the live Service keeps its load balancer');
   t.true(have.has(uid(gone)), `a host watching ${NS} leaves load balancers of other namespaces alone`);
   t.is(await orphanCount(h1, 'deleted'), 2);
+  t.is(await orphanCount(h1, 'foreign'), 1, 'the load balancer of another cluster UID is counted once');
+  t.is(await orphanCount(h1, 'untagged'), 1, 'the untagged load balancer is counted once');
   const flipEvents = await serviceEvents(core, flip!);
   t.true(
     flipEvents.some((e) => e.reason === 'DeletedLoadBalancer' && /orphaned/.test(e.message ?? '')),
@@ -163,6 +185,11 @@ test('orphans made while no host ran are deleted by the sweep (dry run first), a
   t.true(
     (await cloudLbs(state)).some((l) => l.name === foreign.name),
     'a load balancer of another cluster name is never touched',
+  );
+  t.deepEqual(
+    (await cloudLbs(state)).filter((l) => sameName.some((s) => s.name === l.name)).map((l) => l.name),
+    sameName.map((s) => s.name),
+    'load balancers of another cluster UID or none are never deleted',
   );
 
   // Cleanup through the normal path.

@@ -346,6 +346,15 @@ const cases: Case[] = [
     argv: [...BASE, '--node-deletion-limit-window=0s'],
     errors: ['--node-deletion-limit-window="0s" is invalid: want a duration greater than 0'],
   },
+  { description: 'cluster-uid default: read at start', argv: [...BASE], want: { clusterUid: '' } },
+  { description: 'cluster-uid override', argv: [...BASE, '--cluster-uid=2f1c-old-kube-system'], want: { clusterUid: '2f1c-old-kube-system' } },
+  { description: 'cluster-uid with a space', argv: [...BASE, '--cluster-uid=a b'], errors: ['--cluster-uid="a b" is invalid: want a uid'] },
+  {
+    description: 'lb-orphan-sweep-limit default',
+    argv: [...BASE],
+    want: { lbOrphanSweep: { periodMs: 600_000, graceMs: 300_000, dryRun: false, limit: 10 } },
+  },
+  { description: 'lb-orphan-sweep-limit 0', argv: [...BASE, '--lb-orphan-sweep-limit=0'], errors: ['--lb-orphan-sweep-limit'] },
 
   // Scoping (not in upstream)
   { description: 'node-selector equality', argv: [...BASE, '--node-selector=pool=a'], want: { nodeSelector: 'pool=a' } },

@@ -28,9 +28,9 @@ export function ctx(controller = new AbortController()): CallContext {
   return { signal: controller.signal };
 }
 
-/** RequestMeta for `cluster`. */
-export function meta(cluster = 'test-cluster'): RequestMeta {
-  return { operationId: '', clusterName: cluster, attempt: 1 };
+/** RequestMeta for `cluster` (and its cluster UID). */
+export function meta(cluster = 'test-cluster', clusterUid = 'uid-of-test-cluster'): RequestMeta {
+  return { operationId: '', clusterName: cluster, clusterUid, attempt: 1 };
 }
 
 /** A NodeRef with only a name and/or providerID set. */

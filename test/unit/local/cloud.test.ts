@@ -242,6 +242,29 @@ test('load balancers: deterministic name, idempotent ensure, requested IP, updat
   t.is(reuse.status?.ingress[0]?.ip, '127.0.10.1');
 });
 
+test('load balancers are tagged with the cluster UID of each ensure (adoption re-tags; none keeps the tag) and listed with it', async (t) => {
+  const cloud = await newCloud(t);
+  const lbs = cloud.loadBalancers!;
+  const listed = async () =>
+    (await lbs.listLoadBalancers!({ meta: meta(), pageSize: 0, pageToken: '' }, ctx())).loadBalancers.map((l) => l.clusterUid);
+  const rows: [string, string[]][] = [];
+  for (const [what, clusterUid] of [
+    ['created by cluster A', 'uid-a'],
+    ['ensured again by A', 'uid-a'],
+    ['adopted by A restored from backup (--cluster-uid)', 'uid-restored'],
+    ['ensured by a host that sends no UID', ''],
+  ] as const) {
+    await lbs.ensureLoadBalancer!({ meta: meta('test-cluster', clusterUid), service: service('uid-tagged'), nodes: [] }, ctx());
+    rows.push([what, await listed()]);
+  }
+  t.deepEqual(rows, [
+    ['created by cluster A', ['uid-a']],
+    ['ensured again by A', ['uid-a']],
+    ['adopted by A restored from backup (--cluster-uid)', ['uid-restored']],
+    ['ensured by a host that sends no UID', ['uid-restored']],
+  ]);
+});
+
 test('load balancer pool exhaustion answers QUOTA_EXCEEDED', async (t) => {
   const cloud = await newCloud(t, { loadBalancerCidr: '127.0.10.0/30' });
   const lbs = cloud.loadBalancers!;
@@ -701,7 +724,7 @@ test("knobs: fail in ReconcileRoutes fails the named node's route changes as ent
 test('Configure applies JSON cloud config, warns on unknown keys, rejects garbage', async (t) => {
   const cloud = await newCloud(t);
   const res = await cloud.configure!(
-    { cloudConfig: Buffer.from('{"zone":"z9","region":"r9","extra":1}'), clusterName: 'prod', hostVersion: 'test' },
+    { cloudConfig: Buffer.from('{"zone":"z9","region":"r9","extra":1}'), clusterName: 'prod', clusterUid: '', hostVersion: 'test' },
     ctx(),
   );
   t.deepEqual(res?.warnings, ['cloud config key "extra" is unknown and ignored']);
@@ -709,11 +732,11 @@ test('Configure applies JSON cloud config, warns on unknown keys, rejects garbag
   t.is(cloud.currentSettings().clusterName, 'prod');
   t.is((await cloud.loadBalancers!.getLoadBalancerName!({ service: service('u1') }, ctx())).name, loadBalancerName('prod', 'u1'));
   t.is(
-    (await failure(cloud.configure!({ cloudConfig: Buffer.from('zone: z9'), clusterName: '', hostVersion: '' }, ctx()))).code,
+    (await failure(cloud.configure!({ cloudConfig: Buffer.from('zone: z9'), clusterName: '', clusterUid: '', hostVersion: '' }, ctx()))).code,
     Code.INVALID_ARGUMENT,
   );
   // An empty config restores the defaults (Configure replaces, it does not merge).
-  await cloud.configure!({ cloudConfig: Buffer.alloc(0), clusterName: 'prod', hostVersion: '' }, ctx());
+  await cloud.configure!({ cloudConfig: Buffer.alloc(0), clusterName: 'prod', clusterUid: '', hostVersion: '' }, ctx());
   t.is(cloud.currentSettings().zone, 'local-a');
   t.true(await cloud.probe!(ctx()));
 });

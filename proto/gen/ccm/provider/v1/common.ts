@@ -134,6 +134,18 @@ export interface RequestMeta {
   clusterName: string;
   /** 1 for the first attempt of this operation, incremented on retries. */
   attempt: number;
+  /**
+   * The cluster's UID: the uid of its kube-system Namespace, read by the host
+   * at start, or the host's --cluster-uid (a cluster restored from backup
+   * passes its old UID to adopt its cloud objects). Unlike cluster_name it
+   * differs between two clusters that share a name. Providers tag every cloud
+   * object they create or converge with it (re-tagging one they find by
+   * cluster_name and Service uid: adoption) and report it where they list
+   * objects (LoadBalancerSummary.cluster_uid); they never select objects by
+   * it, so an object of an older host (no tag) is still found. Empty from
+   * hosts before this field; a provider keeps an object's tag then.
+   */
+  clusterUid: string;
 }
 
 /** One address of a node. */
@@ -278,7 +290,7 @@ export interface Topology_SegmentsEntry {
 }
 
 function createBaseRequestMeta(): RequestMeta {
-  return { operationId: "", clusterName: "", attempt: 0 };
+  return { operationId: "", clusterName: "", attempt: 0, clusterUid: "" };
 }
 
 export const RequestMeta: MessageFns<RequestMeta> = {
@@ -291,6 +303,9 @@ export const RequestMeta: MessageFns<RequestMeta> = {
     }
     if (message.attempt !== 0) {
       writer.uint32(24).uint32(message.attempt);
+    }
+    if (message.clusterUid !== "") {
+      writer.uint32(34).string(message.clusterUid);
     }
     return writer;
   },
@@ -332,6 +347,14 @@ export const RequestMeta: MessageFns<RequestMeta> = {
             message.attempt = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.clusterUid = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -357,6 +380,11 @@ export const RequestMeta: MessageFns<RequestMeta> = {
         ? globalThis.String(object.cluster_name)
         : "",
       attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+      clusterUid: isSet(object.clusterUid)
+        ? globalThis.String(object.clusterUid)
+        : isSet(object.cluster_uid)
+        ? globalThis.String(object.cluster_uid)
+        : "",
     };
   },
 
@@ -371,6 +399,9 @@ export const RequestMeta: MessageFns<RequestMeta> = {
     if (message.attempt !== 0) {
       obj.attempt = Math.round(message.attempt);
     }
+    if (message.clusterUid !== "") {
+      obj.clusterUid = message.clusterUid;
+    }
     return obj;
   },
 
@@ -382,6 +413,7 @@ export const RequestMeta: MessageFns<RequestMeta> = {
     message.operationId = object.operationId ?? "";
     message.clusterName = object.clusterName ?? "";
     message.attempt = object.attempt ?? 0;
+    message.clusterUid = object.clusterUid ?? "";
     return message;
   },
 };

@@ -37,6 +37,12 @@ export interface ConfigureRequest {
   clusterName: string;
   /** Version of the host, for diagnostics. */
   hostVersion: string;
+  /**
+   * The cluster's UID, as RequestMeta.cluster_uid carries it on every call
+   * (the kube-system Namespace's uid, or the host's --cluster-uid). Empty from
+   * hosts before this field.
+   */
+  clusterUid: string;
 }
 
 /** Result of configuration. */
@@ -56,7 +62,7 @@ export interface ShutdownResponse {
 }
 
 function createBaseConfigureRequest(): ConfigureRequest {
-  return { cloudConfig: Buffer.alloc(0), clusterName: "", hostVersion: "" };
+  return { cloudConfig: Buffer.alloc(0), clusterName: "", hostVersion: "", clusterUid: "" };
 }
 
 export const ConfigureRequest: MessageFns<ConfigureRequest> = {
@@ -69,6 +75,9 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     }
     if (message.hostVersion !== "") {
       writer.uint32(26).string(message.hostVersion);
+    }
+    if (message.clusterUid !== "") {
+      writer.uint32(34).string(message.clusterUid);
     }
     return writer;
   },
@@ -110,6 +119,14 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
             message.hostVersion = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.clusterUid = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -139,6 +156,11 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
         : isSet(object.host_version)
         ? globalThis.String(object.host_version)
         : "",
+      clusterUid: isSet(object.clusterUid)
+        ? globalThis.String(object.clusterUid)
+        : isSet(object.cluster_uid)
+        ? globalThis.String(object.cluster_uid)
+        : "",
     };
   },
 
@@ -153,6 +175,9 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     if (message.hostVersion !== "") {
       obj.hostVersion = message.hostVersion;
     }
+    if (message.clusterUid !== "") {
+      obj.clusterUid = message.clusterUid;
+    }
     return obj;
   },
 
@@ -164,6 +189,7 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     message.cloudConfig = object.cloudConfig ?? Buffer.alloc(0);
     message.clusterName = object.clusterName ?? "";
     message.hostVersion = object.hostVersion ?? "";
+    message.clusterUid = object.clusterUid ?? "";
     return message;
   },
 };

@@ -584,6 +584,13 @@ export interface LoadBalancerSummary {
   serviceNamespace: string;
   /** The name of that Service. */
   serviceName: string;
+  /**
+   * The cluster UID the load balancer was tagged with when it was created or
+   * last ensured (RequestMeta.cluster_uid of that call); empty when it carries
+   * none (made by a host or provider before cluster UIDs). The host's orphan
+   * sweep deletes only load balancers whose cluster_uid equals its own.
+   */
+  clusterUid: string;
 }
 
 /** Response of ListLoadBalancers. */
@@ -3125,7 +3132,7 @@ export const ListLoadBalancersRequest: MessageFns<ListLoadBalancersRequest> = {
 };
 
 function createBaseLoadBalancerSummary(): LoadBalancerSummary {
-  return { name: "", clusterName: "", serviceUid: "", serviceNamespace: "", serviceName: "" };
+  return { name: "", clusterName: "", serviceUid: "", serviceNamespace: "", serviceName: "", clusterUid: "" };
 }
 
 export const LoadBalancerSummary: MessageFns<LoadBalancerSummary> = {
@@ -3144,6 +3151,9 @@ export const LoadBalancerSummary: MessageFns<LoadBalancerSummary> = {
     }
     if (message.serviceName !== "") {
       writer.uint32(42).string(message.serviceName);
+    }
+    if (message.clusterUid !== "") {
+      writer.uint32(50).string(message.clusterUid);
     }
     return writer;
   },
@@ -3201,6 +3211,14 @@ export const LoadBalancerSummary: MessageFns<LoadBalancerSummary> = {
             message.serviceName = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.clusterUid = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3236,6 +3254,11 @@ export const LoadBalancerSummary: MessageFns<LoadBalancerSummary> = {
         : isSet(object.service_name)
         ? globalThis.String(object.service_name)
         : "",
+      clusterUid: isSet(object.clusterUid)
+        ? globalThis.String(object.clusterUid)
+        : isSet(object.cluster_uid)
+        ? globalThis.String(object.cluster_uid)
+        : "",
     };
   },
 
@@ -3256,6 +3279,9 @@ export const LoadBalancerSummary: MessageFns<LoadBalancerSummary> = {
     if (message.serviceName !== "") {
       obj.serviceName = message.serviceName;
     }
+    if (message.clusterUid !== "") {
+      obj.clusterUid = message.clusterUid;
+    }
     return obj;
   },
 
@@ -3269,6 +3295,7 @@ export const LoadBalancerSummary: MessageFns<LoadBalancerSummary> = {
     message.serviceUid = object.serviceUid ?? "";
     message.serviceNamespace = object.serviceNamespace ?? "";
     message.serviceName = object.serviceName ?? "";
+    message.clusterUid = object.clusterUid ?? "";
     return message;
   },
 };
@@ -3655,7 +3682,9 @@ export const EnsureLoadBalancersResponse: MessageFns<EnsureLoadBalancersResponse
  * Load balancer management. A load balancer is identified by the Service's
  * uid together with RequestMeta.cluster_name; the provider derives its cloud
  * name from those (see GetLoadBalancerName) and must never create two load
- * balancers for one Service.
+ * balancers for one Service. Every load balancer it creates or ensures is
+ * tagged with RequestMeta.cluster_uid; the tag never changes which load
+ * balancer a call addresses.
  */
 export type LoadBalancersServiceService = typeof LoadBalancersServiceService;
 export const LoadBalancersServiceService = {
@@ -3761,11 +3790,15 @@ export const LoadBalancersServiceService = {
   },
   /**
    * The load balancers the provider holds for RequestMeta.cluster_name, each
-   * with the Service it was made for, paged. Must never list a load balancer
-   * of another cluster name. Read-only, idempotent. The host's orphan sweep
-   * deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
-   * longer exists or no longer wants a load balancer. An invalid page_token
-   * answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+   * with the Service it was made for and the cluster UID it is tagged with
+   * (LoadBalancerSummary.cluster_uid), paged. Must never list a load balancer
+   * of another cluster name; lists those of every cluster UID (two clusters
+   * may share a name). Read-only, idempotent. The host's orphan sweep deletes
+   * (EnsureLoadBalancerDeleted) only the listed ones whose cluster_uid equals
+   * RequestMeta.cluster_uid and whose Service uid no longer exists or no
+   * longer wants a load balancer; it never deletes one of another cluster UID
+   * or of none. An invalid page_token answers ABORTED. Requires
+   * CAPABILITY_LOAD_BALANCER_LIST.
    */
   listLoadBalancers: {
     path: "/ccm.provider.v1.LoadBalancersService/ListLoadBalancers" as const,
@@ -3844,11 +3877,15 @@ export interface LoadBalancersServiceServer extends UntypedServiceImplementation
   updateLoadBalancerHosts: handleUnaryCall<UpdateLoadBalancerHostsRequest, UpdateLoadBalancerHostsResponse>;
   /**
    * The load balancers the provider holds for RequestMeta.cluster_name, each
-   * with the Service it was made for, paged. Must never list a load balancer
-   * of another cluster name. Read-only, idempotent. The host's orphan sweep
-   * deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
-   * longer exists or no longer wants a load balancer. An invalid page_token
-   * answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+   * with the Service it was made for and the cluster UID it is tagged with
+   * (LoadBalancerSummary.cluster_uid), paged. Must never list a load balancer
+   * of another cluster name; lists those of every cluster UID (two clusters
+   * may share a name). Read-only, idempotent. The host's orphan sweep deletes
+   * (EnsureLoadBalancerDeleted) only the listed ones whose cluster_uid equals
+   * RequestMeta.cluster_uid and whose Service uid no longer exists or no
+   * longer wants a load balancer; it never deletes one of another cluster UID
+   * or of none. An invalid page_token answers ABORTED. Requires
+   * CAPABILITY_LOAD_BALANCER_LIST.
    */
   listLoadBalancers: handleUnaryCall<ListLoadBalancersRequest, ListLoadBalancersResponse>;
   /**
@@ -3991,11 +4028,15 @@ export interface LoadBalancersServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * The load balancers the provider holds for RequestMeta.cluster_name, each
-   * with the Service it was made for, paged. Must never list a load balancer
-   * of another cluster name. Read-only, idempotent. The host's orphan sweep
-   * deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
-   * longer exists or no longer wants a load balancer. An invalid page_token
-   * answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+   * with the Service it was made for and the cluster UID it is tagged with
+   * (LoadBalancerSummary.cluster_uid), paged. Must never list a load balancer
+   * of another cluster name; lists those of every cluster UID (two clusters
+   * may share a name). Read-only, idempotent. The host's orphan sweep deletes
+   * (EnsureLoadBalancerDeleted) only the listed ones whose cluster_uid equals
+   * RequestMeta.cluster_uid and whose Service uid no longer exists or no
+   * longer wants a load balancer; it never deletes one of another cluster UID
+   * or of none. An invalid page_token answers ABORTED. Requires
+   * CAPABILITY_LOAD_BALANCER_LIST.
    */
   listLoadBalancers(
     request: ListLoadBalancersRequest,

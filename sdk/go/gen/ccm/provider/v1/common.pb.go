@@ -143,7 +143,17 @@ type RequestMeta struct {
 	// that several clusters can share one account.
 	ClusterName string `protobuf:"bytes,2,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
 	// 1 for the first attempt of this operation, incremented on retries.
-	Attempt       uint32 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt uint32 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The cluster's UID: the uid of its kube-system Namespace, read by the host
+	// at start, or the host's --cluster-uid (a cluster restored from backup
+	// passes its old UID to adopt its cloud objects). Unlike cluster_name it
+	// differs between two clusters that share a name. Providers tag every cloud
+	// object they create or converge with it (re-tagging one they find by
+	// cluster_name and Service uid: adoption) and report it where they list
+	// objects (LoadBalancerSummary.cluster_uid); they never select objects by
+	// it, so an object of an older host (no tag) is still found. Empty from
+	// hosts before this field; a provider keeps an object's tag then.
+	ClusterUid    string `protobuf:"bytes,4,opt,name=cluster_uid,json=clusterUid,proto3" json:"cluster_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,6 +207,13 @@ func (x *RequestMeta) GetAttempt() uint32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *RequestMeta) GetClusterUid() string {
+	if x != nil {
+		return x.ClusterUid
+	}
+	return ""
 }
 
 // One address of a node.
@@ -708,11 +725,13 @@ var File_ccm_provider_v1_common_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_common_proto_rawDesc = "" +
 	"\n" +
-	"\x1cccm/provider/v1/common.proto\x12\x0fccm.provider.v1\"m\n" +
+	"\x1cccm/provider/v1/common.proto\x12\x0fccm.provider.v1\"\x8e\x01\n" +
 	"\vRequestMeta\x12!\n" +
 	"\foperation_id\x18\x01 \x01(\tR\voperationId\x12!\n" +
 	"\fcluster_name\x18\x02 \x01(\tR\vclusterName\x12\x18\n" +
-	"\aattempt\x18\x03 \x01(\rR\aattempt\"]\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x1f\n" +
+	"\vcluster_uid\x18\x04 \x01(\tR\n" +
+	"clusterUid\"]\n" +
 	"\vNodeAddress\x124\n" +
 	"\x04type\x18\x01 \x01(\x0e2 .ccm.provider.v1.NodeAddressTypeR\x04type\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x83\x05\n" +

@@ -33,7 +33,11 @@ type ConfigureRequest struct {
 	// The host's --cluster-name.
 	ClusterName string `protobuf:"bytes,2,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
 	// Version of the host, for diagnostics.
-	HostVersion   string `protobuf:"bytes,3,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	HostVersion string `protobuf:"bytes,3,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	// The cluster's UID, as RequestMeta.cluster_uid carries it on every call
+	// (the kube-system Namespace's uid, or the host's --cluster-uid). Empty from
+	// hosts before this field.
+	ClusterUid    string `protobuf:"bytes,4,opt,name=cluster_uid,json=clusterUid,proto3" json:"cluster_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -85,6 +89,13 @@ func (x *ConfigureRequest) GetClusterName() string {
 func (x *ConfigureRequest) GetHostVersion() string {
 	if x != nil {
 		return x.HostVersion
+	}
+	return ""
+}
+
+func (x *ConfigureRequest) GetClusterUid() string {
+	if x != nil {
+		return x.ClusterUid
 	}
 	return ""
 }
@@ -222,11 +233,13 @@ var File_ccm_provider_v1_lifecycle_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_lifecycle_proto_rawDesc = "" +
 	"\n" +
-	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"{\n" +
+	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\x9c\x01\n" +
 	"\x10ConfigureRequest\x12!\n" +
 	"\fcloud_config\x18\x01 \x01(\fR\vcloudConfig\x12!\n" +
 	"\fcluster_name\x18\x02 \x01(\tR\vclusterName\x12!\n" +
-	"\fhost_version\x18\x03 \x01(\tR\vhostVersion\"/\n" +
+	"\fhost_version\x18\x03 \x01(\tR\vhostVersion\x12\x1f\n" +
+	"\vcluster_uid\x18\x04 \x01(\tR\n" +
+	"clusterUid\"/\n" +
 	"\x11ConfigureResponse\x12\x1a\n" +
 	"\bwarnings\x18\x01 \x03(\tR\bwarnings\"O\n" +
 	"\x0fShutdownRequest\x12<\n" +

@@ -1678,7 +1678,12 @@ type LoadBalancerSummary struct {
 	// The namespace of that Service.
 	ServiceNamespace string `protobuf:"bytes,4,opt,name=service_namespace,json=serviceNamespace,proto3" json:"service_namespace,omitempty"`
 	// The name of that Service.
-	ServiceName   string `protobuf:"bytes,5,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	ServiceName string `protobuf:"bytes,5,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	// The cluster UID the load balancer was tagged with when it was created or
+	// last ensured (RequestMeta.cluster_uid of that call); empty when it carries
+	// none (made by a host or provider before cluster UIDs). The host's orphan
+	// sweep deletes only load balancers whose cluster_uid equals its own.
+	ClusterUid    string `protobuf:"bytes,6,opt,name=cluster_uid,json=clusterUid,proto3" json:"cluster_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1744,6 +1749,13 @@ func (x *LoadBalancerSummary) GetServiceNamespace() string {
 func (x *LoadBalancerSummary) GetServiceName() string {
 	if x != nil {
 		return x.ServiceName
+	}
+	return ""
+}
+
+func (x *LoadBalancerSummary) GetClusterUid() string {
+	if x != nil {
+		return x.ClusterUid
 	}
 	return ""
 }
@@ -2081,14 +2093,16 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.ccm.provider.v1.RequestMetaR\x04meta\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"\xbd\x01\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xde\x01\n" +
 	"\x13LoadBalancerSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fcluster_name\x18\x02 \x01(\tR\vclusterName\x12\x1f\n" +
 	"\vservice_uid\x18\x03 \x01(\tR\n" +
 	"serviceUid\x12+\n" +
 	"\x11service_namespace\x18\x04 \x01(\tR\x10serviceNamespace\x12!\n" +
-	"\fservice_name\x18\x05 \x01(\tR\vserviceName\"\x90\x01\n" +
+	"\fservice_name\x18\x05 \x01(\tR\vserviceName\x12\x1f\n" +
+	"\vcluster_uid\x18\x06 \x01(\tR\n" +
+	"clusterUid\"\x90\x01\n" +
 	"\x19ListLoadBalancersResponse\x12K\n" +
 	"\x0eload_balancers\x18\x01 \x03(\v2$.ccm.provider.v1.LoadBalancerSummaryR\rloadBalancers\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb7\x01\n" +

@@ -39,7 +39,9 @@ const (
 // Load balancer management. A load balancer is identified by the Service's
 // uid together with RequestMeta.cluster_name; the provider derives its cloud
 // name from those (see GetLoadBalancerName) and must never create two load
-// balancers for one Service.
+// balancers for one Service. Every load balancer it creates or ensures is
+// tagged with RequestMeta.cluster_uid; the tag never changes which load
+// balancer a call addresses.
 type LoadBalancersServiceClient interface {
 	// Current status of the Service's load balancer. exists=false when there is
 	// none (not an error). Read-only, idempotent.
@@ -67,11 +69,15 @@ type LoadBalancersServiceClient interface {
 	// does not fail the others. Requires CAPABILITY_LOAD_BALANCER_BATCH_HOSTS.
 	UpdateLoadBalancerHosts(ctx context.Context, in *UpdateLoadBalancerHostsRequest, opts ...grpc.CallOption) (*UpdateLoadBalancerHostsResponse, error)
 	// The load balancers the provider holds for RequestMeta.cluster_name, each
-	// with the Service it was made for, paged. Must never list a load balancer
-	// of another cluster name. Read-only, idempotent. The host's orphan sweep
-	// deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
-	// longer exists or no longer wants a load balancer. An invalid page_token
-	// answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+	// with the Service it was made for and the cluster UID it is tagged with
+	// (LoadBalancerSummary.cluster_uid), paged. Must never list a load balancer
+	// of another cluster name; lists those of every cluster UID (two clusters
+	// may share a name). Read-only, idempotent. The host's orphan sweep deletes
+	// (EnsureLoadBalancerDeleted) only the listed ones whose cluster_uid equals
+	// RequestMeta.cluster_uid and whose Service uid no longer exists or no
+	// longer wants a load balancer; it never deletes one of another cluster UID
+	// or of none. An invalid page_token answers ABORTED. Requires
+	// CAPABILITY_LOAD_BALANCER_LIST.
 	ListLoadBalancers(ctx context.Context, in *ListLoadBalancersRequest, opts ...grpc.CallOption) (*ListLoadBalancersResponse, error)
 	// Batch EnsureLoadBalancer: each listed Service gets exactly what
 	// EnsureLoadBalancer would do for it with the given backend nodes (the same
@@ -182,7 +188,9 @@ func (c *loadBalancersServiceClient) EnsureLoadBalancers(ctx context.Context, in
 // Load balancer management. A load balancer is identified by the Service's
 // uid together with RequestMeta.cluster_name; the provider derives its cloud
 // name from those (see GetLoadBalancerName) and must never create two load
-// balancers for one Service.
+// balancers for one Service. Every load balancer it creates or ensures is
+// tagged with RequestMeta.cluster_uid; the tag never changes which load
+// balancer a call addresses.
 type LoadBalancersServiceServer interface {
 	// Current status of the Service's load balancer. exists=false when there is
 	// none (not an error). Read-only, idempotent.
@@ -210,11 +218,15 @@ type LoadBalancersServiceServer interface {
 	// does not fail the others. Requires CAPABILITY_LOAD_BALANCER_BATCH_HOSTS.
 	UpdateLoadBalancerHosts(context.Context, *UpdateLoadBalancerHostsRequest) (*UpdateLoadBalancerHostsResponse, error)
 	// The load balancers the provider holds for RequestMeta.cluster_name, each
-	// with the Service it was made for, paged. Must never list a load balancer
-	// of another cluster name. Read-only, idempotent. The host's orphan sweep
-	// deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
-	// longer exists or no longer wants a load balancer. An invalid page_token
-	// answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+	// with the Service it was made for and the cluster UID it is tagged with
+	// (LoadBalancerSummary.cluster_uid), paged. Must never list a load balancer
+	// of another cluster name; lists those of every cluster UID (two clusters
+	// may share a name). Read-only, idempotent. The host's orphan sweep deletes
+	// (EnsureLoadBalancerDeleted) only the listed ones whose cluster_uid equals
+	// RequestMeta.cluster_uid and whose Service uid no longer exists or no
+	// longer wants a load balancer; it never deletes one of another cluster UID
+	// or of none. An invalid page_token answers ABORTED. Requires
+	// CAPABILITY_LOAD_BALANCER_LIST.
 	ListLoadBalancers(context.Context, *ListLoadBalancersRequest) (*ListLoadBalancersResponse, error)
 	// Batch EnsureLoadBalancer: each listed Service gets exactly what
 	// EnsureLoadBalancer would do for it with the given backend nodes (the same

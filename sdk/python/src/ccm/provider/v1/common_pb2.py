@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63\x63m/provider/v1/common.proto\x12\x0f\x63\x63m.provider.v1\"J\n\x0bRequestMeta\x12\x14\n\x0coperation_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63luster_name\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\"N\n\x0bNodeAddress\x12.\n\x04type\x18\x01 \x01(\x0e\x32 .ccm.provider.v1.NodeAddressType\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"\xfd\x03\n\x07NodeRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bprovider_id\x18\x02 \x01(\t\x12/\n\taddresses\x18\x03 \x03(\x0b\x32\x1c.ccm.provider.v1.NodeAddress\x12\x34\n\x06labels\x18\x04 \x03(\x0b\x32$.ccm.provider.v1.NodeRef.LabelsEntry\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12>\n\x0b\x61nnotations\x18\x06 \x03(\x0b\x32).ccm.provider.v1.NodeRef.AnnotationsEntry\x12\x11\n\tpod_cidrs\x18\x07 \x03(\t\x12&\n\x06taints\x18\x08 \x03(\x0b\x32\x16.ccm.provider.v1.Taint\x12\x15\n\runschedulable\x18\t \x01(\x08\x12\x32\n\nconditions\x18\n \x03(\x0b\x32\x1e.ccm.provider.v1.NodeCondition\x12\x32\n\tnode_info\x18\x0b \x01(\x0b\x32\x1f.ccm.provider.v1.NodeSystemInfo\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"3\n\x05Taint\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12\x0e\n\x06\x65\x66\x66\x65\x63t\x18\x03 \x01(\t\"=\n\rNodeCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xe0\x01\n\x0eNodeSystemInfo\x12\x12\n\nmachine_id\x18\x01 \x01(\t\x12\x13\n\x0bsystem_uuid\x18\x02 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x03 \x01(\t\x12\x16\n\x0ekernel_version\x18\x04 \x01(\t\x12\x10\n\x08os_image\x18\x05 \x01(\t\x12!\n\x19\x63ontainer_runtime_version\x18\x06 \x01(\t\x12\x17\n\x0fkubelet_version\x18\x07 \x01(\t\x12\x18\n\x10operating_system\x18\x08 \x01(\t\x12\x14\n\x0c\x61rchitecture\x18\t \x01(\t\"v\n\x08Topology\x12\x39\n\x08segments\x18\x01 \x03(\x0b\x32\'.ccm.provider.v1.Topology.SegmentsEntry\x1a/\n\rSegmentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xe2\x01\n\x0fNodeAddressType\x12!\n\x1dNODE_ADDRESS_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aNODE_ADDRESS_TYPE_HOSTNAME\x10\x01\x12!\n\x1dNODE_ADDRESS_TYPE_INTERNAL_IP\x10\x02\x12!\n\x1dNODE_ADDRESS_TYPE_EXTERNAL_IP\x10\x03\x12\"\n\x1eNODE_ADDRESS_TYPE_INTERNAL_DNS\x10\x04\x12\"\n\x1eNODE_ADDRESS_TYPE_EXTERNAL_DNS\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63\x63m/provider/v1/common.proto\x12\x0f\x63\x63m.provider.v1\"_\n\x0bRequestMeta\x12\x14\n\x0coperation_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63luster_name\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\x13\n\x0b\x63luster_uid\x18\x04 \x01(\t\"N\n\x0bNodeAddress\x12.\n\x04type\x18\x01 \x01(\x0e\x32 .ccm.provider.v1.NodeAddressType\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"\xfd\x03\n\x07NodeRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bprovider_id\x18\x02 \x01(\t\x12/\n\taddresses\x18\x03 \x03(\x0b\x32\x1c.ccm.provider.v1.NodeAddress\x12\x34\n\x06labels\x18\x04 \x03(\x0b\x32$.ccm.provider.v1.NodeRef.LabelsEntry\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12>\n\x0b\x61nnotations\x18\x06 \x03(\x0b\x32).ccm.provider.v1.NodeRef.AnnotationsEntry\x12\x11\n\tpod_cidrs\x18\x07 \x03(\t\x12&\n\x06taints\x18\x08 \x03(\x0b\x32\x16.ccm.provider.v1.Taint\x12\x15\n\runschedulable\x18\t \x01(\x08\x12\x32\n\nconditions\x18\n \x03(\x0b\x32\x1e.ccm.provider.v1.NodeCondition\x12\x32\n\tnode_info\x18\x0b \x01(\x0b\x32\x1f.ccm.provider.v1.NodeSystemInfo\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"3\n\x05Taint\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12\x0e\n\x06\x65\x66\x66\x65\x63t\x18\x03 \x01(\t\"=\n\rNodeCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xe0\x01\n\x0eNodeSystemInfo\x12\x12\n\nmachine_id\x18\x01 \x01(\t\x12\x13\n\x0bsystem_uuid\x18\x02 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x03 \x01(\t\x12\x16\n\x0ekernel_version\x18\x04 \x01(\t\x12\x10\n\x08os_image\x18\x05 \x01(\t\x12!\n\x19\x63ontainer_runtime_version\x18\x06 \x01(\t\x12\x17\n\x0fkubelet_version\x18\x07 \x01(\t\x12\x18\n\x10operating_system\x18\x08 \x01(\t\x12\x14\n\x0c\x61rchitecture\x18\t \x01(\t\"v\n\x08Topology\x12\x39\n\x08segments\x18\x01 \x03(\x0b\x32\'.ccm.provider.v1.Topology.SegmentsEntry\x1a/\n\rSegmentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xe2\x01\n\x0fNodeAddressType\x12!\n\x1dNODE_ADDRESS_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aNODE_ADDRESS_TYPE_HOSTNAME\x10\x01\x12!\n\x1dNODE_ADDRESS_TYPE_INTERNAL_IP\x10\x02\x12!\n\x1dNODE_ADDRESS_TYPE_EXTERNAL_IP\x10\x03\x12\"\n\x1eNODE_ADDRESS_TYPE_INTERNAL_DNS\x10\x04\x12\"\n\x1eNODE_ADDRESS_TYPE_EXTERNAL_DNS\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,26 +37,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODEREF_ANNOTATIONSENTRY']._serialized_options = b'8\001'
   _globals['_TOPOLOGY_SEGMENTSENTRY']._loaded_options = None
   _globals['_TOPOLOGY_SEGMENTSENTRY']._serialized_options = b'8\001'
-  _globals['_NODEADDRESSTYPE']._serialized_start=1181
-  _globals['_NODEADDRESSTYPE']._serialized_end=1407
+  _globals['_NODEADDRESSTYPE']._serialized_start=1202
+  _globals['_NODEADDRESSTYPE']._serialized_end=1428
   _globals['_REQUESTMETA']._serialized_start=49
-  _globals['_REQUESTMETA']._serialized_end=123
-  _globals['_NODEADDRESS']._serialized_start=125
-  _globals['_NODEADDRESS']._serialized_end=203
-  _globals['_NODEREF']._serialized_start=206
-  _globals['_NODEREF']._serialized_end=715
-  _globals['_NODEREF_LABELSENTRY']._serialized_start=618
-  _globals['_NODEREF_LABELSENTRY']._serialized_end=663
-  _globals['_NODEREF_ANNOTATIONSENTRY']._serialized_start=665
-  _globals['_NODEREF_ANNOTATIONSENTRY']._serialized_end=715
-  _globals['_TAINT']._serialized_start=717
-  _globals['_TAINT']._serialized_end=768
-  _globals['_NODECONDITION']._serialized_start=770
-  _globals['_NODECONDITION']._serialized_end=831
-  _globals['_NODESYSTEMINFO']._serialized_start=834
-  _globals['_NODESYSTEMINFO']._serialized_end=1058
-  _globals['_TOPOLOGY']._serialized_start=1060
-  _globals['_TOPOLOGY']._serialized_end=1178
-  _globals['_TOPOLOGY_SEGMENTSENTRY']._serialized_start=1131
-  _globals['_TOPOLOGY_SEGMENTSENTRY']._serialized_end=1178
+  _globals['_REQUESTMETA']._serialized_end=144
+  _globals['_NODEADDRESS']._serialized_start=146
+  _globals['_NODEADDRESS']._serialized_end=224
+  _globals['_NODEREF']._serialized_start=227
+  _globals['_NODEREF']._serialized_end=736
+  _globals['_NODEREF_LABELSENTRY']._serialized_start=639
+  _globals['_NODEREF_LABELSENTRY']._serialized_end=684
+  _globals['_NODEREF_ANNOTATIONSENTRY']._serialized_start=686
+  _globals['_NODEREF_ANNOTATIONSENTRY']._serialized_end=736
+  _globals['_TAINT']._serialized_start=738
+  _globals['_TAINT']._serialized_end=789
+  _globals['_NODECONDITION']._serialized_start=791
+  _globals['_NODECONDITION']._serialized_end=852
+  _globals['_NODESYSTEMINFO']._serialized_start=855
+  _globals['_NODESYSTEMINFO']._serialized_end=1079
+  _globals['_TOPOLOGY']._serialized_start=1081
+  _globals['_TOPOLOGY']._serialized_end=1199
+  _globals['_TOPOLOGY_SEGMENTSENTRY']._serialized_start=1152
+  _globals['_TOPOLOGY_SEGMENTSENTRY']._serialized_end=1199
 # @@protoc_insertion_point(module_scope)

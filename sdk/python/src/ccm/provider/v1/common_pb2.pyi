@@ -23,14 +23,16 @@ NODE_ADDRESS_TYPE_INTERNAL_DNS: NodeAddressType
 NODE_ADDRESS_TYPE_EXTERNAL_DNS: NodeAddressType
 
 class RequestMeta(_message.Message):
-    __slots__ = ("operation_id", "cluster_name", "attempt")
+    __slots__ = ("operation_id", "cluster_name", "attempt", "cluster_uid")
     OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_UID_FIELD_NUMBER: _ClassVar[int]
     operation_id: str
     cluster_name: str
     attempt: int
-    def __init__(self, operation_id: _Optional[str] = ..., cluster_name: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+    cluster_uid: str
+    def __init__(self, operation_id: _Optional[str] = ..., cluster_name: _Optional[str] = ..., attempt: _Optional[int] = ..., cluster_uid: _Optional[str] = ...) -> None: ...
 
 class NodeAddress(_message.Message):
     __slots__ = ("type", "address")

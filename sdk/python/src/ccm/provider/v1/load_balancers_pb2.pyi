@@ -296,18 +296,20 @@ class ListLoadBalancersRequest(_message.Message):
     def __init__(self, meta: _Optional[_Union[_common_pb2.RequestMeta, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class LoadBalancerSummary(_message.Message):
-    __slots__ = ("name", "cluster_name", "service_uid", "service_namespace", "service_name")
+    __slots__ = ("name", "cluster_name", "service_uid", "service_namespace", "service_name", "cluster_uid")
     NAME_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     SERVICE_UID_FIELD_NUMBER: _ClassVar[int]
     SERVICE_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     SERVICE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_UID_FIELD_NUMBER: _ClassVar[int]
     name: str
     cluster_name: str
     service_uid: str
     service_namespace: str
     service_name: str
-    def __init__(self, name: _Optional[str] = ..., cluster_name: _Optional[str] = ..., service_uid: _Optional[str] = ..., service_namespace: _Optional[str] = ..., service_name: _Optional[str] = ...) -> None: ...
+    cluster_uid: str
+    def __init__(self, name: _Optional[str] = ..., cluster_name: _Optional[str] = ..., service_uid: _Optional[str] = ..., service_namespace: _Optional[str] = ..., service_name: _Optional[str] = ..., cluster_uid: _Optional[str] = ...) -> None: ...
 
 class ListLoadBalancersResponse(_message.Message):
     __slots__ = ("load_balancers", "next_page_token")

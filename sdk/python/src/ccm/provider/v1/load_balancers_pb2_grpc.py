@@ -29,7 +29,9 @@ class LoadBalancersServiceStub(object):
     """Load balancer management. A load balancer is identified by the Service's
     uid together with RequestMeta.cluster_name; the provider derives its cloud
     name from those (see GetLoadBalancerName) and must never create two load
-    balancers for one Service.
+    balancers for one Service. Every load balancer it creates or ensures is
+    tagged with RequestMeta.cluster_uid; the tag never changes which load
+    balancer a call addresses.
     """
 
     def __init__(self, channel):
@@ -84,7 +86,9 @@ class LoadBalancersServiceServicer(object):
     """Load balancer management. A load balancer is identified by the Service's
     uid together with RequestMeta.cluster_name; the provider derives its cloud
     name from those (see GetLoadBalancerName) and must never create two load
-    balancers for one Service.
+    balancers for one Service. Every load balancer it creates or ensures is
+    tagged with RequestMeta.cluster_uid; the tag never changes which load
+    balancer a call addresses.
     """
 
     def GetLoadBalancer(self, request, context):
@@ -144,11 +148,15 @@ class LoadBalancersServiceServicer(object):
 
     def ListLoadBalancers(self, request, context):
         """The load balancers the provider holds for RequestMeta.cluster_name, each
-        with the Service it was made for, paged. Must never list a load balancer
-        of another cluster name. Read-only, idempotent. The host's orphan sweep
-        deletes (EnsureLoadBalancerDeleted) the listed ones whose Service uid no
-        longer exists or no longer wants a load balancer. An invalid page_token
-        answers ABORTED. Requires CAPABILITY_LOAD_BALANCER_LIST.
+        with the Service it was made for and the cluster UID it is tagged with
+        (LoadBalancerSummary.cluster_uid), paged. Must never list a load balancer
+        of another cluster name; lists those of every cluster UID (two clusters
+        may share a name). Read-only, idempotent. The host's orphan sweep deletes
+        (EnsureLoadBalancerDeleted) only the listed ones whose cluster_uid equals
+        RequestMeta.cluster_uid and whose Service uid no longer exists or no
+        longer wants a load balancer; it never deletes one of another cluster UID
+        or of none. An invalid page_token answers ABORTED. Requires
+        CAPABILITY_LOAD_BALANCER_LIST.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -226,7 +234,9 @@ class LoadBalancersService(object):
     """Load balancer management. A load balancer is identified by the Service's
     uid together with RequestMeta.cluster_name; the provider derives its cloud
     name from those (see GetLoadBalancerName) and must never create two load
-    balancers for one Service.
+    balancers for one Service. Every load balancer it creates or ensures is
+    tagged with RequestMeta.cluster_uid; the tag never changes which load
+    balancer a call addresses.
     """
 
     @staticmethod

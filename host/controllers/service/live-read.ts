@@ -1,0 +1,66 @@
+/**
+ * The live read before a load balancer is deleted: the cache never decides a
+ * deletion alone (a frozen or lagging informer would otherwise delete the
+ * load balancer of a Service that still wants it). One GET of the Service;
+ * each is counted in ccm_deletion_live_reads_total.
+ */
+import type { V1Service } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { deletionReadMetrics } from '../../controller-metrics.js';
+import type { CoreV1Api } from '../../kube/api.js';
+import { isNotFound } from '../../kube/client.js';
+import { hasLbFinalizer, needsCleanup, wantsLoadBalancer } from './predicates.js';
+
+/** Which deletion a read confirms: the orphan sweep, or the controller's own (finalizer or gone Service). */
+export type LiveReadPath = 'sweep' | 'finalizer';
+
+/** Live Service reads before a deletion, counted. */
+export interface LiveServiceReads {
+  /** The Service as the API server has it now; undefined when it does not exist. Rejects on any other error (counted as failed). */
+  read(path: LiveReadPath, namespace: string, name: string): Promise<V1Service | undefined>;
+  /** Records what a read decided: confirmed (the delete goes ahead) or refuted (the cache was stale). */
+  decided(path: LiveReadPath, confirmed: boolean): void;
+}
+
+/** LiveServiceReads over `core`, counted on `registry` when given. */
+export function liveServiceReads(core: CoreV1Api, registry?: Registry): LiveServiceReads {
+  const reads = registry ? deletionReadMetrics(registry).reads : undefined;
+  return {
+    async read(path, namespace, name) {
+      try {
+        return await core.readNamespacedService({ namespace, name });
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        reads?.inc({ resource: 'service', path, result: 'failed' });
+        throw err;
+      }
+    },
+    decided(path, confirmed) {
+      reads?.inc({ resource: 'service', path, result: confirmed ? 'confirmed' : 'refuted' });
+    },
+  };
+}
+
+/**
+ * Whether the live Service `live` still holds the load balancer made for
+ * `uid` as the sweep sees it: the same object, wanting a load balancer or
+ * still carrying the cleanup finalizer (the controller's own cleanup is due).
+ */
+export function liveKeepsForSweep(live: V1Service | undefined, uid: string): boolean {
+  return live !== undefined && live.metadata?.uid === uid && (wantsLoadBalancer(live) || hasLbFinalizer(live));
+}
+
+/**
+ * Whether the live Service `live` still wants the load balancer made for
+ * `uid` as the controller's delete paths see it: the same object, wanting a
+ * load balancer and not being deleted.
+ */
+export function liveKeepsForController(live: V1Service | undefined, uid: string): boolean {
+  return (
+    live !== undefined &&
+    live.metadata?.uid === uid &&
+    wantsLoadBalancer(live) &&
+    !needsCleanup(live) &&
+    (live.metadata?.deletionTimestamp ?? undefined) === undefined
+  );
+}
