@@ -185,8 +185,13 @@ test.serial("a killed kubelet's node goes Unknown, and once its instance is dele
   await readyIs(t, name, 'True');
 
   await kubelets.kill(name);
-  const unknown = await readyIs(t, name, 'Unknown');
-  t.true(hasTaint(unknown, 'node.kubernetes.io/unreachable'), 'KCM taints the dead node unreachable');
+  await readyIs(t, name, 'Unknown');
+  // KCM sets Ready=Unknown and adds the taint in separate writes: wait for the taint rather than expect both in one read.
+  await waitFor(async () => hasTaint(await core.readNode({ name }), 'node.kubernetes.io/unreachable'), {
+    timeoutMs: 180_000,
+    intervalMs: 1_000,
+    what: `KCM taints the dead node ${name} unreachable`,
+  });
 
   await localcloud(join(dir, 'cloud'), 'instance', 'delete', name);
   await waitFor(async () => (await readNodeOrUndefined(core, name)) === undefined, {
