@@ -60,6 +60,8 @@ async function start(t: { context: { kc: KubeConfig; dir: string } }, name: stri
   const parsed = parseHostArgs([
     '--cloud-provider=local',
     '--cluster-name=secure-lookup',
+    // Given, since this identity may not read the kube-system Namespace either: the test is about the ConfigMap lookup.
+    '--cluster-uid=secure-lookup-uid',
     '--leader-elect=false',
     '--controllers=',
     '--bind-address=127.0.0.1',
