@@ -312,6 +312,9 @@ export class RouteController {
       if (cond?.status !== 'True') patches.push({ node, ok: false });
     }
     await mapLimit(patches, PATCH_CONCURRENCY, async ({ node, ok }) => {
+      // Decided from the cache as it was before the cloud calls: a network plugin may have set the status since.
+      const now = this.o.nodes.get(node.metadata!.name!);
+      if (now && networkCondition(now)?.status === (ok ? 'False' : 'True')) return;
       if (await this.setCondition(node, ok)) report.conditionsPatched++;
     });
     if (report.created || report.deleted || report.failed || report.conditionsPatched) this.log.info({ ...report }, 'reconciled routes');

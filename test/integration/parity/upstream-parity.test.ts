@@ -244,6 +244,13 @@ const SCENARIOS: Scenario[] = [
       }
       await waitInitialized(c, 'rt-1');
       await waitInitialized(c, 'rt-2');
+      // The network plugin speaks after the route controller has: a patch sent while a reconcile is between its
+      // read and its own patch would be overwritten on either side (upstream patches from its cache too).
+      await waitFor(async () => (await readNodeOrUndefined(c.core, c.n('rt-2')))?.status?.conditions?.some((x) => x.type === 'NetworkUnavailable'), {
+        what: 'rt-2 NetworkUnavailable set by the route controller',
+        log: c.log,
+        timeoutMs: 120_000,
+      });
       await patchNodeStatus(
         c.core,
         c.n('rt-2'),

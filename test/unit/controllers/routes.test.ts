@@ -70,7 +70,12 @@ interface Harness {
   registry: Registry;
 }
 
-function harness(cached: V1Node[], live: V1Node[], cloud: CloudRoute[], o: { batched?: boolean; nodesScoped?: boolean } = {}): Harness {
+function harness(
+  cached: V1Node[],
+  live: V1Node[],
+  cloud: CloudRoute[],
+  o: { batched?: boolean; nodesScoped?: boolean; onCreate?: () => void } = {},
+): Harness {
   const h = {
     deleted: [] as string[],
     created: [] as string[],
@@ -83,6 +88,7 @@ function harness(cached: V1Node[], live: V1Node[], cloud: CloudRoute[], o: { bat
     batched: o.batched ?? false,
     listRoutes: async () => cloud,
     createRoute: async (_c, _h, r) => {
+      o.onCreate?.();
       h.created.push(`${r.targetNode} ${r.destinationCidr}`);
       return { ...r, name: 'new', blackhole: false };
     },
@@ -107,7 +113,11 @@ function harness(cached: V1Node[], live: V1Node[], cloud: CloudRoute[], o: { bat
   const registry = new Registry();
   const c = new RouteController({
     core,
-    nodes: { list: () => cached, addEventHandler: () => undefined } as unknown as Informer<V1Node>,
+    nodes: {
+      list: () => cached,
+      get: (name: string) => cached.find((n) => n.metadata?.name === name),
+      addEventHandler: () => undefined,
+    } as unknown as Informer<V1Node>,
     routes,
     recorder: { event: (_o: unknown, _t: string, reason: string) => h.events.push(reason) } as unknown as EventRecorder,
     log: silent,
@@ -137,6 +147,18 @@ test('a node outside the selector keeps its route; a gone node loses it; one GET
   t.is(r.mode, 'single');
   const reads = await h.registry.getSingleMetric('ccm_route_live_reads_total')!.get();
   t.deepEqual(Object.fromEntries(reads.values.map((v) => [v.labels.outcome, v.value])), { exists: 1, gone: 1 });
+});
+
+test("NetworkUnavailable: a network plugin's status set while routes were created is not overwritten", async (t) => {
+  const cached = [node('a', ['10.240.1.0/24']), node('b', ['10.240.2.0/24'])];
+  const calico = { type: 'NetworkUnavailable', status: 'False', reason: 'CalicoIsUp' };
+  // The informer replaces objects: node a arrives with the plugin's condition while the cloud call runs.
+  const onCreate = () => void (cached[0] = { ...cached[0]!, status: { ...cached[0]!.status, conditions: [calico] } });
+  const h = harness(cached, cached, [], { onCreate });
+  const r = await h.c.reconcile();
+  t.deepEqual(h.created.sort(), ['a 10.240.1.0/24', 'b 10.240.2.0/24']);
+  t.deepEqual([...h.patches], [['b', 'False']], 'only b, whose condition was still unset, is patched');
+  t.is(r.conditionsPatched, 1);
 });
 
 test('a node found outside the cache is not read again at the next reconcile', async (t) => {
