@@ -1,6 +1,6 @@
 /**
  * What the health endpoints mean, so the kubelet's probes act on the right
- * signal (README "Health"):
+ * signal (docs/health-and-metrics.md):
  *
  * - liveness, `/healthz` and `/livez`: the host process only (the built-in
  *   `ping` and, with leader election, `leaderElection`: the leader stopped

@@ -118,7 +118,7 @@ export const PROVISIONER_IDENTITY_ATTRIBUTE = 'storage.kubernetes.io/csiProvisio
 
 /**
  * Event reasons. Each says whether upstream emits it, and with which type
- * where ours differs (README "Differences from the upstream CCM").
+ * where ours differs (docs/differences-from-upstream.md).
  */
 export const EventReasons = {
   /** Cloud node (upstream): Normal, the node was initialized. */

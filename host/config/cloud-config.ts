@@ -8,7 +8,7 @@ import { HostStartError } from '../errors.js';
 import { errorMessage } from '../log.js';
 import { fsErrorReason } from './validate.js';
 
-/** Largest --cloud-config the host accepts (README "Flags"). */
+/** Largest --cloud-config the host accepts (docs/flags.md). */
 export const MAX_CLOUD_CONFIG_BYTES = 1024 * 1024;
 
 /** Options of readCloudConfig. */

@@ -414,7 +414,7 @@ export interface RunWorkersOptions {
   signal?: AbortSignal;
 }
 
-/** Shortest requeue delay a provider's RetryInfo gets (README "Errors"): shorter ones, zero included, are raised to it. */
+/** Shortest requeue delay a provider's RetryInfo gets (docs/architecture.md, "Errors"): shorter ones, zero included, are raised to it. */
 export const MIN_RETRY_AFTER_MS = 1000;
 /** Longest requeue delay a provider's RetryInfo gets: longer ones are cut to it. */
 export const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;

@@ -193,7 +193,7 @@ export const hollowSection: BenchSection = {
         sideBySideRows(results, what, pick, fmt, bold);
       const markdown = `## Real kubelets (hollow nodes) beside the upstream CCM: initialization and dead nodes
 
-${int(s.nodes)} kubemark hollow kubelets (the kubelet's own code with a fake runtime, one process each; README "Real kubelets
+${int(s.nodes)} kubemark hollow kubelets (the kubelet's own code with a fake runtime, one process each; docs/testing.md "Real kubelets
 in the tests") register with \`--cloud-provider=external\` (tainted) while the CCM runs, ${START_BATCH} spawned at a time, every
 instance present in a fresh local cloud that adds ${s.latencyMs} ms to every call. Each side runs \`--controllers=cloud-node,cloud-node-lifecycle
 --node-monitor-period=${s.monitorPeriod} --kube-api-qps=${s.qps} --kube-api-burst=${s.burst}\` as its own process (upstream: the upstream CCM

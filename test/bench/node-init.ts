@@ -117,7 +117,7 @@ export async function benchNodeInit(
 }
 
 const NODE_INIT = { nodes: 1000, latencyMs: 50, qps: 100, burst: 200 };
-/** The V8 settings README recommends for the host (see "Memory"). */
+/** The V8 settings docs/memory.md recommends for the host. */
 const TUNED_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256'];
 
 /** One row: the same settings for both sides; `oursFlags` are V8 flags for our host only. */
@@ -130,7 +130,7 @@ interface Row {
 const ROWS: Row[] = [
   { label: '10 (equal)', workers: 10, oursFlags: [] },
   { label: 'default (1 on both)', oursFlags: [] },
-  { label: "10, our host with README's V8 flags", workers: 10, oursFlags: TUNED_FLAGS },
+  { label: '10, our host with the V8 flags of docs/memory.md', workers: 10, oursFlags: TUNED_FLAGS },
 ];
 
 export const nodeInitSection: BenchSection = {

@@ -1,7 +1,7 @@
 /**
  * How the test kube-apiserver authenticates to admission webhooks, as an
  * operator configures a real one for the host's PersistentVolume label
- * webhook (README, "Secure serving"): a client CA given to the API server
+ * webhook (docs/secure-serving.md): a client CA given to the API server
  * with --client-ca-file (so it also lands in ConfigMap
  * kube-system/extension-apiserver-authentication, where the host finds it),
  * and an AdmissionConfiguration whose kubeconfig presents a certificate it

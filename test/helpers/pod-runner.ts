@@ -16,7 +16,7 @@
  * | what the node gives a pod (e.g. the cloud's instance credentials) | env the test names per container (`extraEnv`) | not on a cloud instance |
  *
  * and these flags appended to the host's arguments, so it touches nothing of
- * other tests on the shared API server (as every test host, README "test/"):
+ * other tests on the shared API server (as every test host, CONTRIBUTING.md "How the suite is laid out"):
  * `--node-selector` (nodes), `--watch-namespace` (Services, claims),
  * `--volume-provisioner-name` (PersistentVolumes and VolumeAttachments of the
  * default provisioner), `--webhook-secure-port` (a free port) and

@@ -1,5 +1,5 @@
 /**
- * `npm start` end to end, run exactly as README says (its tsc step finds
+ * `npm start` end to end, run exactly as README.md says (its tsc step finds
  * nothing to emit: pretest already compiled tsconfig.start.json, so the
  * files other tests run are never rewritten under them): the demo as a real
  * process with its own control plane, host, local cloud and hollow kubelets.

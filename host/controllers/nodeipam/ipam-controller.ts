@@ -12,7 +12,7 @@
  *   a Warning `PodCIDRConflict`; nothing is changed on the Node); Node
  *   without → allocate and write spec.podCIDR + spec.podCIDRs in one patch.
  * Both events below are Warnings: the node has no pod network meanwhile
- * (upstream emits them as Normal; README differences).
+ * (upstream emits them as Normal; docs/differences-from-upstream.md).
  * - No free range → Warning `CIDRNotAvailable`; the node waits and is retried
  *   as soon as any range is released (and every minute).
  * - Write failure → Warning `CIDRAssignmentFailed`, retry with backoff. The

@@ -20,7 +20,7 @@
  * the non-resource path /mutate-v1-persistentvolume (SubjectAccessReview;
  * 403 otherwise), so nobody else learns a volume's zone through it. The API
  * server presents those credentials from its AdmissionConfiguration's
- * kubeconfig (README, "Secure serving").
+ * kubeconfig (docs/secure-serving.md).
  */
 import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';

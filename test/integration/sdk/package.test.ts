@@ -1,7 +1,7 @@
 /**
  * The TypeScript SDK as the package a vendor's repository depends on: the
  * repository's `npm run pack:sdk` packs `@grpc-ccm/provider-sdk`, an empty
- * project installs the tarball, the README's TypeScript example is compiled
+ * project installs the tarball, docs/writing-a-provider.md's TypeScript example is compiled
  * there exactly as printed (against the package's own type declarations,
  * with a stand-in `./my-cloud.js` for the vendor's cloud client), and the
  * compiled provider passes the conformance kit in exec and sidecar mode.
@@ -18,7 +18,7 @@ import { REPO } from '../../helpers/providers.js';
 import { startSidecar } from '../../helpers/sidecar.js';
 
 const PACKAGE = '@grpc-ccm/provider-sdk';
-/** What the README's example imports besides the SDK: the vendor's cloud client. One VM, vm-1. */
+/** What the docs' example imports besides the SDK: the vendor's cloud client. One VM, vm-1. */
 const MY_CLOUD = `export const myCloud = {
   async find(name: string) {
     return name === 'vm-1' ? { id: 'i-1', size: 'm1.small', ip: '10.0.0.1', zone: 'zone-a', region: 'region-1' } : undefined;
@@ -26,16 +26,16 @@ const MY_CLOUD = `export const myCloud = {
 };
 `;
 
-/** The code block under the README's "Writing a provider in TypeScript". */
-async function readmeExample(): Promise<string> {
-  const readme = await readFile(join(REPO, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Writing a provider in TypeScript'));
+/** The code block under "Writing a provider in TypeScript" in docs/writing-a-provider.md (the README points there). */
+async function docsExample(): Promise<string> {
+  const doc = await readFile(join(REPO, 'docs', 'writing-a-provider.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Writing a provider in TypeScript'));
   const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  if (!code) throw new Error('README.md has no ```ts block under "Writing a provider in TypeScript"');
+  if (!code) throw new Error('docs/writing-a-provider.md has no ```ts block under "Writing a provider in TypeScript"');
   return code;
 }
 
-/** Packs the SDK with the repository's script, installs it into a new project, compiles the README example there; returns the launcher. */
+/** Packs the SDK with the repository's script, installs it into a new project, compiles the docs' example there; returns the launcher. */
 async function vendorProject(): Promise<{ dir: string; launcher: string; tarball: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-sdk-package-'));
   const packs = join(dir, 'packs');
@@ -68,7 +68,7 @@ async function vendorProject(): Promise<{ dir: string; launcher: string; tarball
     }),
   );
   await writeFile(join(project, 'src', 'my-cloud.ts'), MY_CLOUD);
-  await writeFile(join(project, 'src', 'provider.ts'), await readmeExample());
+  await writeFile(join(project, 'src', 'provider.ts'), await docsExample());
   // The SDK's dependencies come from npm's cache, which the repository's own install filled.
   await execa('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project });
   await execa(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project]);
@@ -108,7 +108,7 @@ test('the packed SDK holds the built JavaScript and type declarations, and no Ty
   t.is(manifest.version, root.version, 'the SDK shares the host version (docs/release-policy.md)');
 });
 
-test('the README example, built on the installed package, passes the conformance kit in exec mode', async (t) => {
+test('the TypeScript example of docs/writing-a-provider.md, built on the installed package, passes the conformance kit in exec mode', async (t) => {
   const { launcher } = await project;
   const results = await runConformance(options({ kind: 'exec', path: launcher, env: [] }));
   t.deepEqual(failures(results), []);
@@ -119,7 +119,7 @@ test('the README example, built on the installed package, passes the conformance
   t.is(outcome(results, 'instances/absent'), 'pass', 'InstanceShutdown is not implemented: UNIMPLEMENTED is accepted');
 });
 
-test('the README example, built on the installed package, passes the conformance kit in sidecar mode', async (t) => {
+test('the TypeScript example of docs/writing-a-provider.md, built on the installed package, passes the conformance kit in sidecar mode', async (t) => {
   const { dir, launcher } = await project;
   const sidecar = await startSidecar(launcher, dir);
   try {

@@ -130,7 +130,7 @@ test.serial(
     const want = [...t.context.nodes];
     for (const s of svcs)
       await waitFor(() => backendsAre(cloud, s, want), { what: `${s.metadata!.name} converged after the outage`, timeoutMs: 120_000 });
-    // Ours (README differences): the failed call is retried as one batch call; upstream re-ensures each Service.
+    // Ours (docs/differences-from-upstream.md): the failed call is retried as one batch call; upstream re-ensures each Service.
     for (const s of svcs) t.is(await ensureCalls(cloud, s.metadata!.uid!), 1, `${s.metadata!.name}: no re-ensure, the batch update was retried`);
     await deleteAll(core, svcs);
   },

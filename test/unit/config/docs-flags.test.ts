@@ -1,7 +1,8 @@
 /**
  * Operator docs name only flags the host has: every `--flag` written in
- * README.md and docs/*.md is one of the host's flags or an upstream flag it
- * accepts (so a renamed or removed flag cannot linger in the docs).
+ * README.md, CONTRIBUTING.md and docs/*.md (docs/flags.md is the reference)
+ * is one of the host's flags or an upstream flag it accepts (so a renamed or
+ * removed flag cannot linger in the docs).
  */
 import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { INERT_FLAGS } from '../../../host/config/upstream-flags.js';
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** Flags the host handles before parsing (main.ts). */
 const SPECIAL = ['version', 'help'];
-/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit. */
+/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, ava. */
 const OTHER_PROGRAMS = [
   'cloud-provider',
   'node-ip',
@@ -37,10 +38,12 @@ const OTHER_PROGRAMS = [
   'start-timeout',
   'shutdown-grace',
   'bad-cloud-config',
+  'match',
 ];
 
 const DOCS = [
   'README.md',
+  'CONTRIBUTING.md',
   ...readdirSync(`${ROOT}docs`)
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),

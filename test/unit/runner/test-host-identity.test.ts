@@ -1,6 +1,7 @@
 /**
- * Which identity each test host runs as (README "Tests": every test host runs
- * as the shipped ServiceAccount and fails on a 403, unless it says why not).
+ * Which identity each test host runs as (docs/deploying.md, "How the
+ * manifests are tested": every test host runs as the shipped ServiceAccount
+ * and fails on a 403, unless it says why not).
  * The sources under test/integration and test/helpers that start a host, in
  * process or as a process, are found by what they call, and must be exactly
  * the files of this table: a new one has to choose its row. A host on the
@@ -19,7 +20,7 @@ type Identity =
   | 'shipped'
   /** A process (startHostProcess checks its log for 403s) given kubeconfigFile() or a file of hostKubeConfig(). */
   | 'shipped process'
-  /** Another identity, for the reason given (README "Tests" names these). */
+  /** Another identity, for the reason given (docs/deploying.md names these). */
   | { other: string };
 
 const HOSTS: { file: string; identity: Identity }[] = [

@@ -113,7 +113,7 @@ test('backendKey ignores heartbeats and unrelated labels, not addresses', (t) =>
 // its exclusion label or providerID changes; the autoscaler's taint and a
 // deletionTimestamp drop it from the backends at the next sync, so kube-proxy's
 // health check can drain its connections first. Address changes and the
-// uninitialized taint are ours (README differences).
+// uninitialized taint are ours (docs/differences-from-upstream.md).
 const CA_TAINT = { key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' };
 const nodeUpdates: { description: string; old: V1Node; cur: V1Node; want: boolean }[] = [
   { description: 'heartbeat', old: node(), cur: node((n) => (n.status!.conditions = [{ type: 'Ready', status: 'True' }])), want: false },
