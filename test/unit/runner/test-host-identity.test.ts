@@ -33,11 +33,23 @@ const HOSTS: { file: string; identity: Identity }[] = [
   { file: 'test/integration/plugin-metrics.test.ts', identity: 'shipped' },
   { file: 'test/integration/secrets-canary.test.ts', identity: 'shipped' },
   { file: 'test/integration/service/lb-faults.test.ts', identity: 'shipped' },
+  {
+    file: 'test/integration/service/lb-two-clusters.test.ts',
+    identity: { other: 'the shipped ServiceAccount of each cluster: base/rbac.yaml applied on the second control plane, a token minted there' },
+  },
   { file: 'test/integration/health-probes.test.ts', identity: 'shipped process' },
   { file: 'test/integration/plugin-liveness.test.ts', identity: 'shipped process' },
   { file: 'test/integration/plugin-output.test.ts', identity: 'shipped process' },
   { file: 'test/integration/service/lb-crash.test.ts', identity: 'shipped process' },
   { file: 'test/integration/volume/faults.test.ts', identity: 'shipped process' },
+  {
+    file: 'test/integration/route/nodeipam-lost-patch.test.ts',
+    identity: { other: 'the shipped ServiceAccount through an HTTP proxy (http-proxy.ts), started by startTestHost (fails on a 403)' },
+  },
+  {
+    file: 'test/integration/volume/stale-pv-delete.test.ts',
+    identity: { other: 'the shipped ServiceAccount through an HTTP proxy (http-proxy.ts), started by startTestHost (fails on a 403)' },
+  },
   {
     file: 'test/integration/secure-serving-lookup.test.ts',
     identity: { other: 'a ServiceAccount without rights: the test is about lookups it may not make' },
@@ -69,7 +81,7 @@ const HOSTS: { file: string; identity: Identity }[] = [
 ];
 
 /** How a source starts a host, or hands a host an identity of its choosing. */
-const STARTS = /\bstartHost\(|\bspawnHost\(|\bstartHostProcess\(|\bstartCcm\(|\bdelegatedAuth\(|^\s*\{ kubeConfig: /m;
+const STARTS = /\bstartHost\(|\bspawnHost\(|\bstartHostProcess\(|\bstartCcm\(|\bdelegatedAuth\(|\{ kubeConfig: /;
 
 async function sources(dir: string): Promise<string[]> {
   const entries = await readdir(join(ROOT, dir), { withFileTypes: true, recursive: true });
