@@ -304,6 +304,14 @@ const CREATE_WORKERS = [1, DEFAULT_CONCURRENT_SERVICE_SYNCS];
 /** The setting whose run then deletes every Service (at 1 worker the cloud latency alone would take 200 s a side). */
 const DELETE_WORKERS = DEFAULT_CONCURRENT_SERVICE_SYNCS;
 
+/** What the API server served each side per deleted Service (GETs, writes), as a sentence. */
+function perDeletion(deleted: { ours: DeleteFigures; upstream: DeleteFigures }[]): string {
+  const d = deleted[0];
+  if (!d) return '';
+  const per = (n: number) => f1(n / LB_CREATE.services);
+  return ` Per deleted load balancer the API server served our host ${per(d.ours.live.gets)} Service GETs and ${per(d.ours.live.kubeWrites)} writes, upstream ${per(d.upstream.live.gets)} GETs and ${per(d.upstream.live.kubeWrites)} writes.`;
+}
+
 export const lbCreateSection: BenchSection = {
   name: 'lb-create',
   async run(ctx) {
@@ -382,7 +390,7 @@ ${liveReadRows(deleted, (f) => f.live, 'Service', int)}
 Live reads (issue 29, item 5): before our host deletes a load balancer (a deleted Service's, or one whose Service no
 longer wants it) it GETs the Service from the API server, one read per deletion; creating costs none. Upstream
 deletes from its cache with no read. Service GETs count every client's; cloud objects changed count each load balancer
-a batch call changed. Target (issue 29): live reads a few percent of writes at most.
+a batch call changed. Target (issue 29): live reads a few percent of writes at most.${perDeletion(deleted)}
 
 Targets (issue 12): at equal workers (1 and 10) ours ≥ 1.5× faster than upstream (the cloud-latency and QPS bounds
 allow about 1.8× at 10 workers); with one worker the cloud latency alone is ${int(LB_CREATE.services)} × ${LATENCY_MS} ms =
