@@ -30,10 +30,6 @@ export function lifecycleMetrics(registry: Registry) {
       help: 'Duration of one node lifecycle pass (status lookup and API writes).',
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     }),
-    liveReads: metric(registry, Counter, {
-      name: 'ccm_node_lifecycle_live_reads_total',
-      help: 'Fresh GETs of a Node (not the cache) to confirm it is still NotReady and the same Node before deleting it.',
-    }),
     ledgerFailures: metric(registry, Counter, {
       name: 'ccm_node_lifecycle_deletion_record_failures_total',
       help: 'Passes that deleted no Node because the --node-deletion-limit record (a Lease) could not be read or written.',
@@ -50,35 +46,10 @@ export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
 export function routeMetrics(registry: Registry) {
   return {
     syncs: metric(registry, Counter, { name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).' }),
-    liveReads: metric(registry, Counter<'outcome'>, {
-      name: 'ccm_route_live_reads_total',
-      help: 'Live GETs of a Node before one of its routes is deleted (ours), by outcome (gone, exists, error).',
-      labelNames: ['outcome'],
-    }),
     keptRoutes: metric(registry, Counter<'why'>, {
       name: 'ccm_route_deletions_refused_total',
       help: 'Route deletions the cache proposed and the live read refused (ours), by why (node_exists, cache_behind, read_failed, no_target).',
       labelNames: ['why'],
-    }),
-  };
-}
-
-/** The service controller's live reads (ours): a Node LIST (limit 1) before an empty backend set is sent under --node-selector. */
-export function serviceLiveReadMetrics(registry: Registry) {
-  return metric(registry, Counter<'outcome'>, {
-    name: 'ccm_service_live_reads_total',
-    help: 'Live Node LISTs (limit 1) before an empty backend set is sent with --node-selector (ours), by outcome (exists: refused, gone: sent, error: refused).',
-    labelNames: ['outcome'],
-  });
-}
-
-/** The node IPAM controller's (ours). */
-export function nodeIpamMetrics(registry: Registry) {
-  return {
-    liveReads: metric(registry, Counter<'outcome'>, {
-      name: 'ccm_nodeipam_live_reads_total',
-      help: 'Live GETs of a Node before its pod CIDR range is released or after a write with an unknown outcome (ours), by outcome (gone, exists, error).',
-      labelNames: ['outcome'],
     }),
   };
 }
@@ -95,36 +66,18 @@ export function orphanSweepMetrics(registry: Registry) {
 }
 
 /**
- * Live reads (ours; issue 29: the cache never decides a deletion alone): a
- * GET from the API server, not the informer cache, made right before a
- * destructive action to confirm the fact that decided it. `outcome`:
- * `confirmed` (the action went ahead), `refused` (the fresh object said
- * otherwise, or was gone). Shared by every controller; the bench reports it
- * beside the writes.
+ * Live reads (ours; issue 29: the cache never decides a destructive action
+ * alone): a request to the API server, not the informer cache, made right
+ * before a destructive decision to check the fact that decided it. One
+ * counter for every controller, so the cost is one query (the bench reports
+ * it beside the writes). Counted through liveReadCounter (live-reads.ts).
  */
 export function liveReadMetrics(registry: Registry) {
   return {
     reads: metric(registry, Counter<'controller' | 'resource' | 'outcome'>, {
       name: 'ccm_live_reads_total',
-      help: 'GETs from the API server confirming a destructive action the cache suggested, by controller, resource and outcome (confirmed, refused).',
+      help: 'Reads from the API server (not the cache) checking the fact behind a destructive decision, by controller, resource (plural, e.g. nodes) and outcome (confirmed: the live object agrees with the cache; changed: it does not; gone: it does not exist; error: the read failed and nothing was done).',
       labelNames: ['controller', 'resource', 'outcome'],
-    }),
-  };
-}
-
-/**
- * Live reads that confirm a deletion's deciding fact before the delete (the
- * cache never decides a deletion alone), by resource, path and result
- * (confirmed: the delete went ahead; refuted: the live object still wants
- * what the cache said it no longer did; failed: the read failed, nothing
- * deleted).
- */
-export function deletionReadMetrics(registry: Registry) {
-  return {
-    reads: metric(registry, Counter<'resource' | 'path' | 'result'>, {
-      name: 'ccm_deletion_live_reads_total',
-      help: 'Live API reads confirming a deletion before it is made, by resource, path and result (confirmed, refuted, failed).',
-      labelNames: ['resource', 'path', 'result'],
     }),
   };
 }

@@ -30,6 +30,24 @@ export const Controllers = {
 } as const;
 export type ControllerName = (typeof Controllers)[keyof typeof Controllers];
 
+/**
+ * Who counts live reads in ccm_live_reads_total's `controller` label: the
+ * controllers above by name, and the orphaned load balancer sweep (part of
+ * the service controller) apart, as its reads decide other deletions.
+ */
+export const LiveReaders = {
+  ...Controllers,
+  LB_ORPHAN_SWEEP: 'service-lb-orphan-sweep',
+} as const;
+
+/** ccm_live_reads_total's `outcome` values (meanings: host/controllers/live-reads.ts). */
+export const LiveReadOutcomes = {
+  CONFIRMED: 'confirmed',
+  CHANGED: 'changed',
+  GONE: 'gone',
+  ERROR: 'error',
+} as const;
+
 /** Upstream aliases (`--controllers=cloud-node` works like the canonical name). */
 export const ControllerAliases: Record<string, ControllerName> = {
   'cloud-node': Controllers.CLOUD_NODE,

@@ -8,6 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { get } from '../controlplane/probe.js';
+import { httpsRequest } from '../helpers/https.js';
+import type { RunningCcm } from '../helpers/ccm-side.js';
 import { readJournal } from '../../plugins/local/journal.js';
 
 /** `VmHWM` (peak) or `VmRSS` (now) of `pid`, in MiB (the bench tables say so). */
@@ -66,4 +68,76 @@ export function sideBySideRows<F>(
       return `| ${what} | ${label} | ${bold ? `**${o}**` : o} | ${fmt(pick(upstream))} | ${ratio(pick(ours), pick(upstream))} |`;
     })
     .join('\n');
+}
+
+/**
+ * The cost of the live reads (issue 29, item 5: the cache never decides a
+ * destructive action alone) beside what they guard, for one side over one
+ * scenario.
+ */
+export interface LiveReadFigures {
+  /** ccm_live_reads_total over every label, from the host's /metrics; upstream has no such reads (0). */
+  liveReads: number;
+  /** GETs of the scenario's resource the kube-apiserver served meanwhile (any client): what each side read one object at a time. */
+  gets: number;
+  /** The scenario's resource writes by the CCM (create, update, patch, delete) meanwhile. */
+  kubeWrites: number;
+  /** Cloud objects the CCM changed meanwhile (the journal's mutating calls; a batch call counts each object it changed). */
+  cloudChanges: number;
+}
+
+/** The sum of the host's ccm_live_reads_total; 0 for a CCM without it (upstream). */
+export async function hostLiveReads(cp: ControlPlane, ccm: RunningCcm): Promise<number> {
+  // The admin (system:masters) may read /metrics without a SubjectAccessReview.
+  const r = await httpsRequest(`https://127.0.0.1:${ccm.port}/metrics`, { insecure: true, token: cp.token });
+  if (r.status !== 200) throw new Error(`CCM /metrics answered ${r.status}`);
+  let n = 0;
+  for (const m of r.body.matchAll(/^ccm_live_reads_total\{[^}]*\} ([0-9.e+-]+)/gm)) n += Number(m[1]);
+  return n;
+}
+
+/** Cloud objects changed by the journal's mutating calls from entry `from` on (a batch call counts each object). */
+export async function cloudChanges(state: string, from = 0): Promise<number> {
+  let n = 0;
+  for (const e of (await readJournal(state)).slice(from)) {
+    if (!e.mutating || !e.ok) continue;
+    const routes = (e.routesCreated?.length ?? 0) + (e.routesDeleted?.length ?? 0);
+    n += e.routesCreated || e.routesDeleted ? routes : Math.max(1, (e.keys?.length ?? 1) - (e.failedKeys?.length ?? 0));
+  }
+  return n;
+}
+
+/** Journal entries so far (a `from` for cloudChanges). */
+export async function journalLength(state: string): Promise<number> {
+  return (await readJournal(state)).length;
+}
+
+/** Live reads as a share of what they guard: `3.1 %`, or a dash when nothing was written. */
+export const liveReadShare = (f: LiveReadFigures) =>
+  f.kubeWrites + f.cloudChanges > 0 ? `${((100 * f.liveReads) / (f.kubeWrites + f.cloudChanges)).toFixed(1)} %` : '—';
+
+/**
+ * The rows of a side-by-side table for LiveReadFigures (`| what | setting |
+ * ours | upstream | ratio |`): `resource` names the scenario's objects
+ * (`Node`, `Service`), `int` formats counts.
+ */
+export function liveReadRows<F>(
+  results: { label: string; ours: F; upstream: F }[],
+  pick: (f: F) => LiveReadFigures,
+  resource: string,
+  int: (n: number) => string,
+): string {
+  const rows = [
+    sideBySideRows(results, 'live reads (ccm_live_reads_total)', (f) => pick(f).liveReads, int, true),
+    sideBySideRows(results, `${resource} GETs (API server, all clients)`, (f) => pick(f).gets, int),
+    sideBySideRows(results, `${resource} writes by the CCM`, (f) => pick(f).kubeWrites, int),
+    sideBySideRows(results, 'cloud objects changed', (f) => pick(f).cloudChanges, int),
+    results
+      .map(
+        ({ label, ours, upstream }) =>
+          `| live reads ÷ (writes + cloud changes) | ${label} | **${liveReadShare(pick(ours))}** | ${liveReadShare(pick(upstream))} | |`,
+      )
+      .join('\n'),
+  ];
+  return rows.join('\n');
 }

@@ -4,7 +4,9 @@
  * - lb-create: N LoadBalancer Services created at once, the cloud adding a
  *   fixed latency to every call, our host and the upstream CCM one after the
  *   other (ccm-sides.ts); seconds until every Service has its ingress, cloud
- *   calls, API writes, CPU and RSS.
+ *   calls, API writes, CPU and RSS; at our default workers, then every
+ *   Service deleted: seconds until every load balancer is gone, and the
+ *   live reads our host made before deleting beside its writes.
  * - lb-nodes: M load balancers over K nodes, one node added; seconds until
  *   every load balancer in the cloud has it, and the cloud calls it took,
  *   both sides too.
@@ -21,8 +23,20 @@ import { DEFAULT_CONCURRENT_SERVICE_SYNCS } from '../../host/config/options.js';
 import { StateStore } from '../../plugins/local/state.js';
 import { readJournal } from '../../plugins/local/journal.js';
 import { mapLimit } from '../../host/util/map-limit.js';
-import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, WRITE_VERBS } from './ccm-sides.js';
-import { startCcm, type Side } from '../helpers/ccm-side.js';
+import {
+  apiRequests,
+  cloudChanges,
+  cpuSeconds,
+  hostLiveReads,
+  journaledCalls,
+  journalLength,
+  liveReadRows,
+  rssMb,
+  sideBySideRows,
+  WRITE_VERBS,
+  type LiveReadFigures,
+} from './ccm-sides.js';
+import { startCcm, type RunningCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, f2, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 
@@ -61,6 +75,22 @@ interface CreateFigures {
   cpuSeconds: number;
   startRssMb: number;
   peakRssMb: number;
+  /** Live reads beside the Service writes and cloud changes while creating. */
+  live: LiveReadFigures;
+  /** Only with `deleting`: every Service deleted once all have their ingress. */
+  deletion?: DeleteFigures;
+}
+
+/** Deleting every Service (its load balancer, then the cleanup finalizer). */
+interface DeleteFigures {
+  /** Seconds from the first delete until every Service is gone and the cloud has no load balancer. */
+  seconds: number;
+  cloudCalls: number;
+  /** Live reads beside the Service writes and cloud changes while deleting. */
+  live: LiveReadFigures;
+  /** CPU seconds and peak RSS of the whole run (creating included). */
+  cpuSeconds: number;
+  peakRssMb: number;
 }
 
 /**
@@ -77,7 +107,11 @@ async function deleteServices(core: CoreV1Api, ns: string): Promise<void> {
   });
 }
 
-/** N Services created at once under `side`; seconds until every ingress is set, and what it cost. */
+/**
+ * N Services created at once under `side`; seconds until every ingress is
+ * set, and what it cost. With `deleting`, then every Service deleted while
+ * the CCM runs: seconds until they and their load balancers are gone.
+ */
 async function benchCreate(
   cp: ControlPlane,
   side: Side,
@@ -85,6 +119,7 @@ async function benchCreate(
   workers: number,
   runId: string,
   log: (s: string) => void,
+  deleting = false,
 ): Promise<CreateFigures> {
   const dir = await mkdtemp(join(tmpdir(), `ccm-bench-lb-${side.kind}-`));
   const state = join(dir, 'cloud');
@@ -100,22 +135,33 @@ async function benchCreate(
     const calls0 = await journaledCalls(state);
     const writes0 = await apiRequests(cp, 'services', WRITE_VERBS);
     const events0 = await apiRequests(cp, 'events', WRITE_VERBS);
+    const gets0 = await apiRequests(cp, 'services', ['GET']);
+    const journal0 = await journalLength(state);
     log(`lb-create: ${side.kind}: ${services} Services, workers=${workers}, latency ${LATENCY_MS} ms, logs in ${dir}`);
     const t0 = Date.now();
     await createServices(core, ns, services);
     await waitFor(() => allIngress(core, ns, services), { what: 'every ingress set', timeoutMs: 30 * 60_000, intervalMs: 250 });
     const seconds = (Date.now() - t0) / 1000;
+    // The benchmark's own creates are Service writes too.
+    const serviceWrites = (await apiRequests(cp, 'services', WRITE_VERBS)) - writes0 - services;
+    const liveReads = side.kind === 'ours' ? await hostLiveReads(cp, ccm) : 0;
     const figures: CreateFigures = {
       seconds,
       cloudCalls: (await journaledCalls(state)) - calls0,
       ensureCalls: await journaledCalls(state, /ensureLoadBalancers?$/i),
-      // The benchmark's own creates are Service writes too.
-      serviceWrites: (await apiRequests(cp, 'services', WRITE_VERBS)) - writes0 - services,
+      serviceWrites,
       eventWrites: (await apiRequests(cp, 'events', WRITE_VERBS)) - events0,
       cpuSeconds: await cpuSeconds(ccm.pid),
       startRssMb,
       peakRssMb: await rssMb(ccm.pid, 'VmHWM'),
+      live: {
+        liveReads,
+        gets: (await apiRequests(cp, 'services', ['GET'])) - gets0,
+        kubeWrites: serviceWrites,
+        cloudChanges: await cloudChanges(state, journal0),
+      },
     };
+    if (deleting) figures.deletion = await deleteAll(cp, core, ccm, side, ns, state, liveReads, log);
     log(`lb-create: ${side.kind} workers=${workers} done in ${f1(seconds)} s, ${figures.ensureCalls} ensure calls`);
     return figures;
   } finally {
@@ -123,6 +169,49 @@ async function benchCreate(
     await deleteServices(core, ns);
     await cleanup(core, ns, runId);
   }
+}
+
+/** Deletes every Service in `ns` (the CCM running); seconds until they and every load balancer are gone, and what it cost. */
+async function deleteAll(
+  cp: ControlPlane,
+  core: CoreV1Api,
+  ccm: RunningCcm,
+  side: Side,
+  ns: string,
+  state: string,
+  liveReads0: number,
+  log: (s: string) => void,
+): Promise<DeleteFigures> {
+  const calls0 = await journaledCalls(state);
+  const journal0 = await journalLength(state);
+  const writes0 = await apiRequests(cp, 'services', [...WRITE_VERBS, 'DELETE']);
+  const gets0 = await apiRequests(cp, 'services', ['GET']);
+  const names = (await core.listNamespacedService({ namespace: ns })).items.map((s) => s.metadata!.name!);
+  const store = new StateStore(state);
+  const t0 = Date.now();
+  await mapLimit(names, CREATE_CONCURRENCY, (name) => core.deleteNamespacedService({ namespace: ns, name }));
+  await waitFor(async () => store.read().loadBalancers.length === 0 && (await core.listNamespacedService({ namespace: ns })).items.length === 0, {
+    what: `every Service and load balancer gone (${side.kind})`,
+    timeoutMs: 30 * 60_000,
+    intervalMs: 250,
+  });
+  const seconds = (Date.now() - t0) / 1000;
+  // The benchmark's own deletes are Service writes too.
+  const kubeWrites = (await apiRequests(cp, 'services', [...WRITE_VERBS, 'DELETE'])) - writes0 - names.length;
+  const figures = {
+    seconds,
+    cloudCalls: (await journaledCalls(state)) - calls0,
+    live: {
+      liveReads: side.kind === 'ours' ? (await hostLiveReads(cp, ccm)) - liveReads0 : 0,
+      gets: (await apiRequests(cp, 'services', ['GET'])) - gets0,
+      kubeWrites,
+      cloudChanges: await cloudChanges(state, journal0),
+    },
+    cpuSeconds: await cpuSeconds(ccm.pid),
+    peakRssMb: await rssMb(ccm.pid, 'VmHWM'),
+  };
+  log(`lb-create: ${side.kind}: ${names.length} Services deleted in ${f1(seconds)} s, ${figures.live.liveReads} live reads`);
+  return figures;
 }
 
 interface NodesFigures {
@@ -212,6 +301,16 @@ const LB_NODES = { services: 500, nodes: 200, workers: DEFAULT_CONCURRENT_SERVIC
 const LB_CREATE = { services: 1000, latencyMs: LATENCY_MS, qps: QPS, burst: BURST };
 /** Equal workers on both sides: upstream's default (1), then ours (10). */
 const CREATE_WORKERS = [1, DEFAULT_CONCURRENT_SERVICE_SYNCS];
+/** The setting whose run then deletes every Service (at 1 worker the cloud latency alone would take 200 s a side). */
+const DELETE_WORKERS = DEFAULT_CONCURRENT_SERVICE_SYNCS;
+
+/** What the API server served each side per deleted Service (GETs, writes), as a sentence. */
+function perDeletion(deleted: { ours: DeleteFigures; upstream: DeleteFigures }[]): string {
+  const d = deleted[0];
+  if (!d) return '';
+  const per = (n: number) => f1(n / LB_CREATE.services);
+  return ` Per deleted load balancer the API server served our host ${per(d.ours.live.gets)} Service GETs and ${per(d.ours.live.kubeWrites)} writes, upstream ${per(d.upstream.live.gets)} GETs and ${per(d.upstream.live.kubeWrites)} writes.`;
+}
 
 export const lbCreateSection: BenchSection = {
   name: 'lb-create',
@@ -229,6 +328,7 @@ export const lbCreateSection: BenchSection = {
         workers,
         `co${workers}-${Date.now().toString(36)}`,
         ctx.log,
+        workers === DELETE_WORKERS,
       );
       const upstream = await benchCreate(
         cp,
@@ -237,6 +337,7 @@ export const lbCreateSection: BenchSection = {
         workers,
         `cu${workers}-${Date.now().toString(36)}`,
         ctx.log,
+        workers === DELETE_WORKERS,
       );
       const label = `${workers} (equal${workers === 1 ? "; upstream's default" : workers === DEFAULT_CONCURRENT_SERVICE_SYNCS ? '; our default' : ''})`;
       results.push({ label, workers, ours, upstream });
@@ -245,7 +346,12 @@ export const lbCreateSection: BenchSection = {
     const loadAfter = loadavg()[0]!;
     const line = (what: string, pick: (f: CreateFigures) => number, fmt: (n: number) => string, bold = false) =>
       sideBySideRows(results, what, pick, fmt, bold);
-    const markdown = `## LoadBalancer Services created at once, beside the upstream CCM
+    const deleted = results
+      .filter((r) => r.ours.deletion && r.upstream.deletion)
+      .map((r) => ({ label: r.label, ours: r.ours.deletion!, upstream: r.upstream.deletion! }));
+    const dline = (what: string, pick: (f: DeleteFigures) => number, fmt: (n: number) => string, bold = false) =>
+      sideBySideRows(deleted, what, pick, fmt, bold);
+    const markdown = `## LoadBalancer Services created at once (then deleted), beside the upstream CCM
 
 ${int(LB_CREATE.services)} Services of type LoadBalancer (one TCP port, one backend node) created by the benchmark's own
 client (32 at a time). Each side runs on the same control plane, one after the other, with the same
@@ -263,11 +369,28 @@ and ${f1(loadAfter)} after.
 ${line('seconds until every ingress is set', (f) => f.seconds, f1, true)}
 ${line('cloud calls', (f) => f.cloudCalls, int)}
 ${line('ensure calls', (f) => f.ensureCalls, int)}
-${line('Service writes', (f) => f.serviceWrites, int)}
 ${line('Event writes', (f) => f.eventWrites, int)}
 ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
 ${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
 ${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
+${liveReadRows(results, (f) => f.live, 'Service', int)}
+
+Then, in the ${DELETE_WORKERS}-worker run, the benchmark deletes all ${int(LB_CREATE.services)} Services while the CCM runs; time runs from
+the first delete until every Service is gone (the CCM removed its cleanup finalizer) and the cloud has no load balancer.
+Service writes exclude the benchmark's deletes; CPU and peak RSS are the whole run's (creating included):
+
+| figure | --concurrent-service-syncs | ours | upstream | ours ÷ upstream |
+|---|---|---|---|---|
+${dline('seconds until every Service and load balancer is gone', (f) => f.seconds, f1, true)}
+${dline('cloud calls', (f) => f.cloudCalls, int)}
+${dline('CPU (s), whole run', (f) => f.cpuSeconds, f1, true)}
+${dline('peak RSS (MiB), whole run', (f) => f.peakRssMb, f1, true)}
+${liveReadRows(deleted, (f) => f.live, 'Service', int)}
+
+Live reads (issue 29, item 5): before our host deletes a load balancer (a deleted Service's, or one whose Service no
+longer wants it) it GETs the Service from the API server, one read per deletion; creating costs none. Upstream
+deletes from its cache with no read. Service GETs count every client's; cloud objects changed count each load balancer
+a batch call changed. Target (issue 29): live reads a few percent of writes at most.${perDeletion(deleted)}
 
 Targets (issue 12): at equal workers (1 and 10) ours ≥ 1.5× faster than upstream (the cloud-latency and QPS bounds
 allow about 1.8× at 10 workers); with one worker the cloud latency alone is ${int(LB_CREATE.services)} × ${LATENCY_MS} ms =

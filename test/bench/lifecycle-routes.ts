@@ -20,7 +20,19 @@ import { waitFor } from '../helpers/wait.js';
 import { mapLimit } from '../../host/util/map-limit.js';
 import { deleteInstance } from '../../plugins/local/inventory.js';
 import { StateStore } from '../../plugins/local/state.js';
-import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, WRITE_VERBS } from './ccm-sides.js';
+import {
+  apiRequests,
+  cloudChanges,
+  cpuSeconds,
+  hostLiveReads,
+  journaledCalls,
+  journalLength,
+  liveReadRows,
+  rssMb,
+  sideBySideRows,
+  WRITE_VERBS,
+  type LiveReadFigures,
+} from './ccm-sides.js';
 import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
@@ -38,6 +50,10 @@ interface SideFigures {
   cpuSeconds: number;
   startRssMb: number;
   peakRssMb: number;
+  /** The live reads beside the writes and cloud changes they guard, over the measured span. */
+  live: LiveReadFigures;
+  /** Routes only: seconds from deleting ROUTES.deleted Nodes until their routes are gone from the cloud. */
+  deleteSeconds?: number;
 }
 
 type Results = { label: string; ours: SideFigures; upstream: SideFigures }[];
@@ -49,17 +65,17 @@ async function bothSides(bin: string, label: string, measure: (side: Side, runId
   return [{ label, ours, upstream }];
 }
 
-function table(results: Results, first: string): string {
+function table(results: Results, first: string, deleted?: string): string {
   const line = (what: string, pick: (f: SideFigures) => number, fmt: (n: number) => string, bold = false) =>
     sideBySideRows(results, what, pick, fmt, bold);
   return `| figure | settings | ours | upstream | ours ÷ upstream |
 |---|---|---|---|---|
-${line(first, (f) => f.seconds, f1, true)}
+${line(first, (f) => f.seconds, f1, true)}${deleted ? `\n${line(deleted, (f) => f.deleteSeconds ?? 0, f1, true)}` : ''}
 ${line('cloud calls', (f) => f.cloudCalls, int)}
-${line('Node writes', (f) => f.nodeWrites, int)}
 ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
 ${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
-${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}`;
+${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
+${liveReadRows(results, (f) => f.live, 'Node', int)}`;
 }
 
 const LIFECYCLE = { nodes: 2000, notReady: 500, deleted: 50, latencyMs: 50, monitorPeriod: '5s' };
@@ -82,6 +98,9 @@ async function lifecycleRun(cp: ControlPlane, side: Side, runId: string, log: (s
     await waitFor(async () => (await journaledCalls(state)) > 0, { what: 'first lifecycle cloud call', timeoutMs: 120_000, intervalMs: 200 });
     const calls0 = await journaledCalls(state);
     const writes0 = await apiRequests(cp, 'nodes', [...WRITE_VERBS, 'DELETE']);
+    const gets0 = await apiRequests(cp, 'nodes', ['GET']);
+    const journal0 = await journalLength(state);
+    const reads0 = side.kind === 'ours' ? await hostLiveReads(cp, ccm) : 0;
     const gone = names.slice(0, LIFECYCLE.deleted);
     const store = new StateStore(state);
     const t0 = Date.now();
@@ -95,13 +114,20 @@ async function lifecycleRun(cp: ControlPlane, side: Side, runId: string, log: (s
     const left = new Set((await core.listNode({ labelSelector: `bench-run=${runId}` })).items.map((n: V1Node) => n.metadata!.name!));
     const wrong = names.filter((n, i) => (i < LIFECYCLE.deleted ? left.has(n) : !left.has(n)));
     if (wrong.length) throw new Error(`lifecycle (${side.kind}): wrong Nodes deleted or kept: ${wrong.slice(0, 10).join(', ')}; see ${ccm.logFile}`);
+    const nodeWrites = (await apiRequests(cp, 'nodes', [...WRITE_VERBS, 'DELETE'])) - writes0;
     const figures = {
       seconds,
       cloudCalls: (await journaledCalls(state)) - calls0,
-      nodeWrites: (await apiRequests(cp, 'nodes', [...WRITE_VERBS, 'DELETE'])) - writes0,
+      nodeWrites,
       cpuSeconds: await cpuSeconds(ccm.pid),
       startRssMb,
       peakRssMb: await rssMb(ccm.pid, 'VmHWM'),
+      live: {
+        liveReads: side.kind === 'ours' ? (await hostLiveReads(cp, ccm)) - reads0 : 0,
+        gets: (await apiRequests(cp, 'nodes', ['GET'])) - gets0,
+        kubeWrites: nodeWrites,
+        cloudChanges: await cloudChanges(state, journal0),
+      },
     };
     log(`lifecycle: ${side.kind}: ${LIFECYCLE.deleted} Nodes gone ${f1(seconds)} s after their instances, ${figures.cloudCalls} cloud calls`);
     return figures;
@@ -111,7 +137,8 @@ async function lifecycleRun(cp: ControlPlane, side: Side, runId: string, log: (s
   }
 }
 
-const ROUTES = { nodes: 2000, clusterCidr: '10.64.0.0/12' };
+/** `deleted`: Nodes deleted once every route exists (every 20th), whose routes must go. */
+const ROUTES = { nodes: 2000, deleted: 100, clusterCidr: '10.64.0.0/12' };
 
 async function routesRun(cp: ControlPlane, side: Side, runId: string, log: (s: string) => void): Promise<SideFigures> {
   const dir = await mkdtemp(join(tmpdir(), `ccm-bench-routes-${side.kind}-`));
@@ -126,6 +153,8 @@ async function routesRun(cp: ControlPlane, side: Side, runId: string, log: (s: s
     const startRssMb = await rssMb(ccm.pid, 'VmRSS');
     const calls0 = await journaledCalls(state);
     const writes0 = await apiRequests(cp, 'nodes', WRITE_VERBS);
+    const gets0 = await apiRequests(cp, 'nodes', ['GET']);
+    const journal0 = await journalLength(state);
     log(`routes: ${side.kind}: creating ${int(ROUTES.nodes)} nodes with pod CIDRs, logs in ${dir}`);
     const t0 = Date.now();
     await mapLimit(
@@ -149,14 +178,33 @@ async function routesRun(cp: ControlPlane, side: Side, runId: string, log: (s: s
       { what: `all routes and conditions (${side.kind})`, timeoutMs: 15 * 60_000, intervalMs: 500 },
     );
     const seconds = (Date.now() - t0) / 1000;
+    // Then Nodes go: each side's route controller must delete their routes (ours after a live read of each Node).
+    const doomed = names.filter((_, i) => i % (ROUTES.nodes / ROUTES.deleted) === 0);
+    const t1 = Date.now();
+    await mapLimit(doomed, CONCURRENCY, (name) => core.deleteNode({ name }));
+    const doomedSet = new Set(doomed);
+    await waitFor(() => !store.read().routes.some((r) => doomedSet.has(r.targetNode)), {
+      what: `the routes of ${ROUTES.deleted} deleted Nodes gone (${side.kind})`,
+      timeoutMs: 10 * 60_000,
+      intervalMs: 250,
+    });
+    const deleteSeconds = (Date.now() - t1) / 1000;
+    // The benchmark's own creates are Node writes too (its deletes are not counted: DELETE is not in WRITE_VERBS).
+    const nodeWrites = (await apiRequests(cp, 'nodes', WRITE_VERBS)) - writes0 - ROUTES.nodes;
     const figures = {
       seconds,
+      deleteSeconds,
       cloudCalls: (await journaledCalls(state)) - calls0,
-      // The benchmark's own creates are Node writes too.
-      nodeWrites: (await apiRequests(cp, 'nodes', WRITE_VERBS)) - writes0 - ROUTES.nodes,
+      nodeWrites,
       cpuSeconds: await cpuSeconds(ccm.pid),
       startRssMb,
       peakRssMb: await rssMb(ccm.pid, 'VmHWM'),
+      live: {
+        liveReads: side.kind === 'ours' ? await hostLiveReads(cp, ccm) : 0,
+        gets: (await apiRequests(cp, 'nodes', ['GET'])) - gets0,
+        kubeWrites: nodeWrites,
+        cloudChanges: await cloudChanges(state, journal0),
+      },
     };
     log(`routes: ${side.kind}: ${f1(seconds)} s, ${figures.cloudCalls} cloud calls`);
     return figures;
@@ -192,6 +240,11 @@ Our host asks about every NotReady node in one batch call per pass (GetInstances
 two calls per NotReady node, one after the other (InstanceExists, then InstanceShutdown), so one pass over
 ${int(LIFECYCLE.notReady)} NotReady nodes takes about ${int(LIFECYCLE.notReady)} × 2 × ${LIFECYCLE.latencyMs} ms = ${(LIFECYCLE.notReady * 2 * LIFECYCLE.latencyMs) / 1000} s there.
 Targets (issue 4): ≤ 1 s per pass over 500 NotReady nodes and ≤ 2 cloud calls per pass; (issue 12) never slower than upstream.
+
+Live reads (issue 29, item 5): before deleting a Node our host GETs it from the API server (still the same Node,
+still NotReady), one read per deletion, so here, where deleting is all the CCM writes, they equal its writes; upstream
+deletes from its cache with no read. Node GETs count every client's; cloud objects changed are the journal's mutating
+calls (none: the benchmark removes the instances itself). Target (issue 29): a few percent of writes at most.
 `;
     return { markdown, figures: { settings: { ...LIFECYCLE, qps: QPS, upstream: CLOUD_PROVIDER_VERSION }, rows: results } };
   },
@@ -211,14 +264,21 @@ present in a fresh local cloud. Each side runs \`--controllers=route --cluster-c
 --configure-cloud-routes=true --kube-api-qps=${QPS} --kube-api-burst=${QPS}\` as its own process, other settings at each side's
 default (upstream: the upstream CCM \`k8s.io/cloud-provider\` ${CLOUD_PROVIDER_VERSION} forwarding to the local cloud as a sidecar).
 Time runs from the first node create until the cloud has all ${int(ROUTES.nodes)} routes and every node has
-\`NetworkUnavailable=False\` (reason RouteCreated); Node writes exclude the benchmark's creates; ${load(before)}.
+\`NetworkUnavailable=False\` (reason RouteCreated). Then the benchmark deletes ${int(ROUTES.deleted)} of the Nodes (every
+${ROUTES.nodes / ROUTES.deleted}th) and time runs until the cloud has none of their routes. Cloud calls, Node writes and the live-read
+rows cover both phases; Node writes exclude the benchmark's creates and deletes; ${load(before)}.
 
-${table(results, 'seconds until all routes and conditions')}
+${table(results, 'seconds until all routes and conditions', `seconds until the routes of ${int(ROUTES.deleted)} deleted Nodes are gone`)}
 
-Our host lists the routes and creates the missing ones in batch calls (ReconcileRoutes) as nodes arrive (node events trigger at most one
-reconcile per 10 s, as upstream's v1.35 watch-based mode); upstream reconciles every
-\`--route-reconciliation-period\` (10 s) with one CreateRoute per missing route (up to 200 in flight).
-Target (issue 4): ≤ 60 s at \`--kube-api-qps=${QPS}\` (${int(ROUTES.nodes)} condition patches alone take ${ROUTES.nodes / QPS} s at that rate); (issue 12) never slower than upstream.
+Our host reconciles in batch mode: once per reconcile it lists the routes (ListRoutes: no deletion is decided from the
+Node cache alone, not even the batch call's), then creates the missing ones and deletes the confirmed ones in one
+ReconcileRoutes call, as nodes arrive (node events trigger at most one reconcile per 10 s, as upstream's v1.35 watch-based
+mode); upstream reconciles every \`--route-reconciliation-period\` (10 s), listing the routes and making one CreateRoute
+or DeleteRoute per route (up to 200 in flight). Before a route is deleted our host GETs its target Node (one read per
+Node, gone → the route goes); upstream deletes from its cache with no read. Cloud objects changed count each route a
+batch call created or deleted.
+Targets (issue 4): ≤ 60 s at \`--kube-api-qps=${QPS}\` (${int(ROUTES.nodes)} condition patches alone take ${ROUTES.nodes / QPS} s at that rate); (issue 12) never slower than upstream; (issue 29) live reads a few percent of
+writes at most.
 `;
     return { markdown, figures: { settings: { ...ROUTES, qps: QPS, upstream: CLOUD_PROVIDER_VERSION }, rows: results } };
   },

@@ -38,6 +38,8 @@ export interface CommonSettings {
 
 export interface RunningCcm {
   pid: number;
+  /** The secure port it serves /healthz and /metrics on (127.0.0.1). */
+  port: number;
   /** Where the CCM's (and, upstream, the sidecar's) output goes. */
   logFile: string;
   stop(): Promise<void>;
@@ -100,7 +102,7 @@ export async function startCcm(
       },
       { what: 'host started', timeoutMs: 60_000 },
     );
-    return { pid: host.pid!, logFile, stop: () => stopChild(host) };
+    return { pid: host.pid!, port: port!, logFile, stop: () => stopChild(host) };
   }
   // The compiled plugin is a .js file: a launcher runs it with this Node, as a container's entrypoint would.
   const launcher = join(dir, 'localcloud-sidecar');
@@ -129,6 +131,7 @@ export async function startCcm(
   );
   return {
     pid: ccm.pid!,
+    port: port!,
     logFile,
     async stop() {
       await stopChild(ccm);

@@ -29,7 +29,7 @@
  *   "exists", Ready, or a new Node UID resets);
  * - the cache never decides a deletion alone: each Node about to be deleted
  *   is read fresh from the API server first (counted in
- *   ccm_node_lifecycle_live_reads_total) and deleted only if it is still
+ *   ccm_live_reads_total) and deleted only if it is still
  *   the same Node (uid, providerID) and still NotReady;
  * - the delete carries the fresh object's UID and resourceVersion as
  *   preconditions, so a Node that was recreated or changed since that read
@@ -49,6 +49,7 @@ import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import { lifecycleMetrics, type LifecycleMetrics } from '../../controller-metrics.js';
+import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import type { Instances, StatusResult } from '../../cloud.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -56,7 +57,7 @@ import type { Informer } from '../../kube/informer.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
-import { EventReasons, NodeConditions, Taints } from '../../names.js';
+import { Controllers, EventReasons, LiveReadOutcomes, NodeConditions, Taints } from '../../names.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { formatGoDuration } from '../../config/values.js';
 import { toNodeRef } from '../node-ref.js';
@@ -135,6 +136,7 @@ export class NodeLifecycleController {
   private readonly brake: DeletionBrake;
   /** Nodes held back by the brake → when they were first held back (oldest go first). */
   private readonly heldSince = new Map<string, number>();
+  private readonly liveRead: LiveReadCount;
   /** Foreign-providerID nodes already logged (one line per node). */
   private readonly foreignLogged = new Set<string>();
 
@@ -143,6 +145,7 @@ export class NodeLifecycleController {
     this.now = o.now ?? Date.now;
     this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, o.deletionLedger, this.now);
     this.metrics = o.registry ? lifecycleMetrics(o.registry) : undefined;
+    this.liveRead = liveReadCounter(Controllers.CLOUD_NODE_LIFECYCLE, 'nodes', o.registry);
   }
 
   /** Healthy while passes keep completing. */
@@ -323,11 +326,11 @@ export class NodeLifecycleController {
    */
   private async confirm(node: V1Node, report: TickReport): Promise<V1Node | undefined> {
     const name = node.metadata!.name!;
-    this.metrics?.liveReads.inc();
     let fresh: V1Node;
     try {
       fresh = await this.o.core.readNode({ name });
     } catch (err) {
+      this.liveRead(isNotFound(err) ? LiveReadOutcomes.GONE : LiveReadOutcomes.ERROR);
       report.unconfirmed.push(name);
       if (isNotFound(err)) this.forget(name);
       else this.o.log.info({ node: name, err: errorMessage(err) }, 'cannot read the node before deleting it; checking it again next pass');
@@ -341,6 +344,7 @@ export class NodeLifecycleController {
           : isNodeReady(fresh)
             ? 'it is Ready'
             : undefined;
+    this.liveRead(why === undefined ? LiveReadOutcomes.CONFIRMED : LiveReadOutcomes.CHANGED);
     if (why === undefined) return fresh;
     report.unconfirmed.push(name);
     this.forget(name);

@@ -31,13 +31,13 @@ import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import { isNotFound } from '../../kube/client.js';
 import { ApiError } from '../../kube/rest.js';
-import { nodeIpamMetrics } from '../../controller-metrics.js';
+import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { patchNode } from '../../kube/patch.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
-import { EventReasons } from '../../names.js';
+import { Controllers, EventReasons, LiveReadOutcomes } from '../../names.js';
 import type { Cidr } from '../../util/cidr.js';
 import { podCidrsOf } from '../node-ref.js';
 import { RangeAllocator } from './range-allocator.js';
@@ -78,14 +78,14 @@ export class IpamController {
   private readonly waiting = new Set<string>();
   /** Nodes whose pod CIDR write had an unknown outcome: the range stays theirs until a live read tells (name → uid, ranges). */
   private readonly unsure = new Map<string, { uid: string; cidrs: string[] }>();
-  private readonly metrics?: ReturnType<typeof nodeIpamMetrics>;
+  private readonly liveRead: LiveReadCount;
   /** Last problem reported per node (not repeated). */
   private readonly reported = new RepeatFilter();
 
   constructor(private readonly o: IpamControllerOptions) {
     this.allocator = new RangeAllocator(o.clusterCidrs, o.maskSizes);
     this.queue = new WorkQueue<string>({ name: 'nodeipam', registry: o.registry });
-    this.metrics = o.registry ? nodeIpamMetrics(o.registry) : undefined;
+    this.liveRead = liveReadCounter(Controllers.NODE_IPAM, 'nodes', o.registry);
     const enqueue = (n: V1Node) => n.metadata?.name && this.queue.add(n.metadata.name);
     o.nodes.addEventHandler({ onAdd: enqueue, onUpdate: (_old, n) => enqueue(n), onDelete: enqueue });
   }
@@ -114,7 +114,7 @@ export class IpamController {
     if (!node) {
       // Leaving the cache is not deletion: a Node relabelled out of --node-selector arrives as DELETED.
       // Its ranges are released only when a live GET says it is gone (finding 5).
-      const live = await this.readLive(name);
+      const live = await this.readLive(name, false);
       if (live === 'gone') this.forget(name);
       else if (this.allocator.holding(name)) {
         this.o.log.info({ node: name }, 'node left the Node cache but still exists (outside --node-selector?): its pod CIDR range stays reserved');
@@ -138,7 +138,7 @@ export class IpamController {
     const unsure = this.unsure.get(name);
     if (unsure?.uid === uid) {
       // An earlier write's outcome is unknown: learn it before anything else (finding 6).
-      const live = await this.readLive(name);
+      const live = await this.readLive(name, true);
       if (live === 'gone') return this.forget(name);
       if (live.metadata?.uid === uid && podCidrsOf(live).length > 0) {
         this.unsure.delete(name);
@@ -184,14 +184,18 @@ export class IpamController {
     }
   }
 
-  /** A live GET of the Node, counted; 'gone' only on 404; other errors throw (the sync is retried). */
-  private async readLive(name: string): Promise<V1Node | 'gone'> {
+  /**
+   * A live GET of the Node, counted; 'gone' only on 404; other errors throw
+   * (the sync is retried). `cached`: whether the cache holds the Node (an
+   * existing Node then confirms it; one the cache lost is a change).
+   */
+  private async readLive(name: string, cached: boolean): Promise<V1Node | 'gone'> {
     try {
       const node = await this.o.core.readNode({ name });
-      this.metrics?.liveReads.inc({ outcome: 'exists' });
+      this.liveRead(cached ? LiveReadOutcomes.CONFIRMED : LiveReadOutcomes.CHANGED);
       return node;
     } catch (err) {
-      this.metrics?.liveReads.inc({ outcome: isNotFound(err) ? 'gone' : 'error' });
+      this.liveRead(isNotFound(err) ? LiveReadOutcomes.GONE : LiveReadOutcomes.ERROR);
       if (isNotFound(err)) return 'gone';
       throw err;
     }

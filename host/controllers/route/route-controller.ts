@@ -31,6 +31,7 @@ import type { V1Node, V1NodeCondition } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import { routeMetrics } from '../../controller-metrics.js';
+import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import type { CloudRoute, DesiredRoute, RouteReconcileResult, Routes } from '../../cloud-routes.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
@@ -42,7 +43,7 @@ import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
 import { RepeatFilter } from '../../util/repeat-filter.js';
-import { EventReasons, NetworkReasons, NodeConditions } from '../../names.js';
+import { Controllers, EventReasons, LiveReadOutcomes, NetworkReasons, NodeConditions } from '../../names.js';
 import { parseCidr, type Cidr } from '../../util/cidr.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { nodeAddresses, podCidrsOf } from '../node-ref.js';
@@ -98,6 +99,7 @@ export class RouteController {
   private readonly queue: WorkQueue<string>;
   private readonly log: Logger;
   private readonly metrics?: ReturnType<typeof routeMetrics>;
+  private readonly liveRead: LiveReadCount;
   /** Nodes a live read found outside the cache (another shard's, or relabelled), by name: when. */
   private readonly outside = new Map<string, number>();
   /** Routes kept after a live read, with why: logged once per why. */
@@ -119,6 +121,7 @@ export class RouteController {
       rateLimiter: new ItemExponentialRateLimiter<string>(1000, Math.max(1000, o.periodMs)),
     });
     this.metrics = o.registry ? routeMetrics(o.registry) : undefined;
+    this.liveRead = liveReadCounter(Controllers.NODE_ROUTE, 'nodes', o.registry);
     o.nodes.addEventHandler({
       onAdd: () => this.nodeEvent(),
       onDelete: () => this.nodeEvent(),
@@ -191,7 +194,6 @@ export class RouteController {
         } catch (err) {
           live.set(name, isNotFound(err) ? { state: 'gone' } : { state: 'error', error: errorMessage(err) });
         }
-        this.metrics?.liveReads.inc({ outcome: live.get(name)!.state });
       },
     );
     const confirmed: CloudRoute[] = [];
@@ -217,6 +219,18 @@ export class RouteController {
             : 'route kept: the live read does not confirm its deletion',
         );
     }
+    // One count per read: a Node that exists confirms when one of its routes goes, else it changed under the cache.
+    const deletedFor = new Set(confirmed.map((r) => r.targetNode));
+    for (const [name, l] of live)
+      this.liveRead(
+        l.state === 'gone'
+          ? LiveReadOutcomes.GONE
+          : l.state === 'error'
+            ? LiveReadOutcomes.ERROR
+            : deletedFor.has(name)
+              ? LiveReadOutcomes.CONFIRMED
+              : LiveReadOutcomes.CHANGED,
+      );
     if (confirmed.length === 0 && toDelete.length > 0 && byName.size === 0 && this.o.nodesScoped && this.kept.admit('', 'no node in the cache'))
       this.log.warn(
         { routes: toDelete.length },

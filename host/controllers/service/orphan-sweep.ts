@@ -235,7 +235,7 @@ export class OrphanSweeper {
     if (!this.isOrphan(lb, this.o.busyUids())) return 'claimed'; // the controller or a new Service claimed it meanwhile
     const live = await this.o.reads.read('sweep', lb.serviceNamespace, lb.serviceName);
     const keeps = liveKeepsForSweep(live, lb.serviceUid);
-    this.o.reads.decided('sweep', !keeps);
+    this.o.reads.decided('sweep', live, keeps);
     if (keeps) return 'refuted';
     await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, this.refFor(lb, live));
     return 'deleted';

@@ -49,11 +49,12 @@ import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
 import { WorkQueue, clampRetryAfterMs, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
-import { EventReasons, Finalizers } from '../../names.js';
+import { Controllers, EventReasons, Finalizers, LiveReadOutcomes } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
-import { serviceLiveReadMetrics, serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
+import { serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
+import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import {
   backendSetKey,
   hasLbFinalizer,
@@ -154,7 +155,8 @@ export class ServiceController {
   private readonly nodeQueue: WorkQueue<string>;
   /** Upstream's service_controller_* metrics; none without a registry. */
   private readonly metrics?: ServiceMetrics;
-  private readonly liveReads?: ReturnType<typeof serviceLiveReadMetrics>;
+  /** The Node LIST before an empty backend set (mayEmptyBackends). */
+  private readonly nodeLiveRead: LiveReadCount;
   private readonly lock = new KeyedMutex<string>();
   /** Services this controller ensured or is ensuring (upstream serviceCache + lastSyncedNodes). */
   private readonly synced = new Map<string, Synced>();
@@ -178,6 +180,7 @@ export class ServiceController {
   constructor(private readonly o: ServiceControllerOptions) {
     this.log = o.log;
     this.reads = o.reads ?? liveServiceReads(o.core, o.registry);
+    this.nodeLiveRead = liveReadCounter(Controllers.SERVICE_LB, 'nodes', o.registry);
     this.batcher = new EnsureBatcher(o.lbs, o.clusterName, o.log, { companions: (room, nodesSig, skip) => this.companions(room, nodesSig, skip) });
     const sweep = o.orphanSweep;
     if (sweep && sweep.periodMs > 0 && o.lbs.canList) {
@@ -200,7 +203,6 @@ export class ServiceController {
     }
     if (o.registry) {
       this.metrics = serviceMetrics(o.registry);
-      this.liveReads = serviceLiveReadMetrics(o.registry);
     }
     this.queue = new WorkQueue<string>({
       name: 'service',
@@ -329,10 +331,10 @@ export class ServiceController {
     if (!this.o.nodesScoped || this.o.nodes.list().length > 0 || !mayHaveBackends(entry, svc)) return true;
     try {
       const clusterNodes = await this.o.core.listNode({ limit: 1 });
-      this.liveReads?.inc({ outcome: clusterNodes.items.length > 0 ? 'exists' : 'gone' });
+      this.nodeLiveRead(clusterNodes.items.length > 0 ? LiveReadOutcomes.CHANGED : LiveReadOutcomes.CONFIRMED);
       return clusterNodes.items.length === 0;
     } catch (err) {
-      this.liveReads?.inc({ outcome: 'error' });
+      this.nodeLiveRead(LiveReadOutcomes.ERROR);
       this.log.warn({ err: errorMessage(err) }, 'could not list Nodes to check an empty backend set; the backends are kept');
       return false;
     }
@@ -549,7 +551,7 @@ export class ServiceController {
   private async confirmDeletion(ref: ServiceRef): Promise<void> {
     const live = await this.reads.read('finalizer', ref.namespace, ref.name);
     const keeps = liveKeepsForController(live, ref.uid);
-    this.reads.decided('finalizer', !keeps);
+    this.reads.decided('finalizer', live, keeps);
     if (keeps)
       throw new StaleCacheError(
         `not deleting the load balancer of ${ref.namespace}/${ref.name}: the API server's Service still wants it (the cache is behind); retried`,

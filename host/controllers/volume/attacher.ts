@@ -41,9 +41,9 @@ import { volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
-import { Annotations, Controllers, Finalizers, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
+import { Annotations, Controllers, Finalizers, LiveReadOutcomes, VOLUME_HANDLE_ANNOTATION } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
-import { liveReadCounter, type LiveReadOutcome } from './live-reads.js';
+import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import { setFinalizer } from './finalizers.js';
 
 export interface AttacherOptions {
@@ -73,7 +73,7 @@ export class VolumeAttacher {
   /** Per VolumeAttachment name: sync() and the drift repair never overlap (the queue alone only serializes sync). */
   private readonly lock = new KeyedMutex<string>();
   /** Counts the VolumeAttachment reads that confirm a repair. */
-  private readonly liveRead: (outcome: LiveReadOutcome) => void;
+  private readonly liveRead: LiveReadCount;
 
   constructor(private readonly o: AttacherOptions) {
     this.progress = new Progress(3 * o.reconcilePeriodMs + 60_000);
@@ -292,7 +292,10 @@ export class VolumeAttacher {
     try {
       va = await this.storage.readVolumeAttachment({ name });
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (!isNotFound(err)) {
+        this.liveRead(LiveReadOutcomes.ERROR);
+        throw err;
+      }
     }
     const still =
       va &&
@@ -302,7 +305,7 @@ export class VolumeAttacher {
       (va.metadata?.finalizers ?? []).includes(this.finalizer) &&
       va.spec?.nodeName === seen.spec?.nodeName &&
       va.metadata?.annotations?.[Annotations.VA_NODE_ID] === nodeId;
-    this.liveRead(still ? 'confirmed' : 'refused');
+    this.liveRead(!va ? LiveReadOutcomes.GONE : still ? LiveReadOutcomes.CONFIRMED : LiveReadOutcomes.CHANGED);
     if (!va || !still) {
       this.o.log.info(
         { attachment: name, volume: handle, nodeId },

@@ -39,8 +39,8 @@ import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import { volumeRateLimiter } from './retry.js';
 import { errorMessage } from '../../log.js';
-import { Annotations, Controllers, EventReasons, Finalizers } from '../../names.js';
-import { liveReadCounter, type LiveReadOutcome } from './live-reads.js';
+import { Annotations, Controllers, EventReasons, Finalizers, LiveReadOutcomes } from '../../names.js';
+import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import { setFinalizer } from './finalizers.js';
 import { BadClaimError, claimProvisioner, createRequestFor, persistentVolumeFor, volumeNameFor } from './pv-spec.js';
 import type { ClaimControllerOptions } from './resizer.js';
@@ -125,7 +125,7 @@ export class VolumeProvisioner {
   /** Written into every PV's volumeAttributes, as external-provisioner does. */
   private readonly identity: string;
   /** Counts the PV reads that confirm a volume deletion. */
-  private readonly liveRead: (outcome: LiveReadOutcome) => void;
+  private readonly liveRead: LiveReadCount;
 
   constructor(private readonly o: ProvisionerOptions) {
     this.identity = `${Date.now()}-${o.driver}`;
@@ -318,7 +318,7 @@ export class VolumeProvisioner {
       return `volume ${name} exists in the cloud and cannot be deleted by the host; the claim keeps its finalizer ${Finalizers.PROVISIONING_CLAIM}`;
     // A PV of an earlier, usable answer that the cache has not seen yet keeps its volume.
     const live = await this.livePv(name);
-    this.liveRead(live ? 'refused' : 'confirmed');
+    this.liveRead(live ? LiveReadOutcomes.CHANGED : LiveReadOutcomes.GONE);
     if (live) return `PersistentVolume ${name} records the volume ${volumeId}; kept`;
     await this.o.volumes.deleteVolume(volumeId);
     this.o.log.info({ claim: key, volume: volumeId }, 'deleted a volume the host cannot use; retrying the create');
@@ -407,7 +407,7 @@ export class VolumeProvisioner {
     // A PV records the volume: its reclaim policy decides. The cache may stop the deletion, never start it.
     if (this.o.pvs.get(request.name)) return;
     const live = await this.livePv(request.name);
-    this.liveRead(live ? 'refused' : 'confirmed');
+    this.liveRead(live ? LiveReadOutcomes.CHANGED : LiveReadOutcomes.GONE);
     if (live) return;
     await this.o.volumes.deleteVolume(volumeId);
     this.o.log.info({ claim: key, volume: volumeId }, 'deleted volume whose claim was deleted while it was created');
@@ -419,6 +419,7 @@ export class VolumeProvisioner {
       return await this.o.core.readPersistentVolume({ name });
     } catch (err) {
       if (isNotFound(err)) return undefined;
+      this.liveRead(LiveReadOutcomes.ERROR);
       throw err;
     }
   }
@@ -447,14 +448,14 @@ export class VolumeProvisioner {
       pvAction(pv, this.o.driver) !== 'delete-volume'
     ) {
       // The cache was behind: the informer brings what changed, and the next sync decides on it.
-      this.liveRead('refused');
+      this.liveRead(pv ? LiveReadOutcomes.CHANGED : LiveReadOutcomes.GONE);
       this.o.log.info(
         { pv: name, volume: handle, phase: pv?.status?.phase, policy: pv?.spec?.persistentVolumeReclaimPolicy, gone: !pv },
         'PersistentVolume read live no longer asks for its volume to be deleted; keeping the volume',
       );
       return;
     }
-    this.liveRead('confirmed');
+    this.liveRead(LiveReadOutcomes.CONFIRMED);
     try {
       await this.o.volumes.deleteVolume(handle);
     } catch (err) {

@@ -92,7 +92,7 @@ test.serial(
       timeoutMs: 120_000,
       log: host.logPath,
     });
-    t.true((await counter(host, 'ccm_route_live_reads_total', { outcome: 'gone' })) > 0);
+    t.true((await counter(host, 'ccm_live_reads_total', { controller: 'node-route-controller', resource: 'nodes', outcome: 'gone' })) > 0);
     t.deepEqual(
       (await cloudRoutes(state)).map((r) => r.targetNode),
       [keep],
@@ -128,10 +128,13 @@ test.serial('IPAM: the range of a node relabelled out of --node-selector is not 
   t.not(ranges[0], ranges[1]);
 
   await patchNode(core, a, { metadata: { labels: other.labels } }, 'strategic');
-  await waitFor(async () => (await counter(host, 'ccm_nodeipam_live_reads_total', { outcome: 'exists' })) > 0, {
-    what: 'the live read of the relabelled node',
-    log: host.logPath,
-  });
+  await waitFor(
+    async () => (await counter(host, 'ccm_live_reads_total', { controller: 'node-ipam-controller', resource: 'nodes', outcome: 'changed' })) > 0,
+    {
+      what: 'the live read of the relabelled node',
+      log: host.logPath,
+    },
+  );
   await createTestNode(core, c, { labels: scope.labels });
   const ev = await waitFor(async () => (await nodeEvents(core, c)).find((e) => e.reason === 'CIDRNotAvailable'), {
     what: 'CIDRNotAvailable on the third node (a still holds its range)',

@@ -18,6 +18,7 @@ import type { Informer } from '../../../host/kube/informer.js';
 import { createLogger } from '../../../host/log.js';
 import { ApiError } from '../../../host/kube/rest.js';
 import { Writable } from 'node:stream';
+import { Registry } from 'prom-client';
 
 const silent = createLogger({ verbosity: 0, destination: new Writable({ write: (_c, _e, cb) => cb() }) });
 
@@ -40,6 +41,7 @@ function harness(
   limit: DeletionLimit | null = null,
   windowMs = 300_000,
   ledger = new MemoryDeletionLedger(),
+  registry?: Registry,
 ) {
   const calls: string[][] = [];
   const deleted: string[] = [];
@@ -95,6 +97,7 @@ function harness(
     deletionLimitWindowMs: windowMs,
     deletionLedger: ledger,
     now: () => now,
+    registry,
   });
   return {
     c,
@@ -362,7 +365,8 @@ test('the cache never decides a deletion alone: each is confirmed by a live read
   const withId = (n: V1Node, id: string): V1Node => ({ ...n, spec: { ...n.spec, providerID: id } });
   const names = ['same', 'recreated', 'ready', 'moved', 'gone', 'unreadable'];
   const nodes = names.map((n) => withId(mkNode(n, false), `mycloud://${n}`));
-  const h = harness(nodes, () => ({ exists: false }));
+  const registry = new Registry();
+  const h = harness(nodes, () => ({ exists: false }), 0, null, 300_000, new MemoryDeletionLedger(), registry);
   const fresh = (name: string, f: (n: V1Node) => void): V1Node => {
     const n = structuredClone(nodes.find((x) => x.metadata!.name === name)!);
     f(n);
@@ -391,6 +395,19 @@ test('the cache never decides a deletion alone: each is confirmed by a live read
   t.deepEqual(h.deleted, ['same']);
   t.deepEqual(h.preconditions, [{ uid: 'uid-same', resourceVersion: '7' }], "the fresh object's preconditions");
   t.deepEqual(r.unconfirmed.sort(), ['gone', 'moved', 'ready', 'recreated', 'unreadable']);
+  const counted = (await registry.getSingleMetric('ccm_live_reads_total')!.get()).values.map(
+    (v) => `${v.labels.controller} ${v.labels.resource} ${v.labels.outcome} ${v.value}`,
+  );
+  t.deepEqual(
+    counted.sort(),
+    [
+      'cloud-node-lifecycle-controller nodes changed 3',
+      'cloud-node-lifecycle-controller nodes confirmed 1',
+      'cloud-node-lifecycle-controller nodes error 1',
+      'cloud-node-lifecycle-controller nodes gone 1',
+    ],
+    'each live read counted once, by what it found',
+  );
 });
 
 test('held-back nodes cost no live read', async (t) => {

@@ -145,8 +145,12 @@ test('a node outside the selector keeps its route; a gone node loses it; one GET
   t.deepEqual(h.deleted.sort(), ['ghost 10.240.10.0/24', 'ghost 10.240.9.0/24']);
   t.deepEqual(h.gets.sort(), ['b', 'ghost']);
   t.is(r.mode, 'single');
-  const reads = await h.registry.getSingleMetric('ccm_route_live_reads_total')!.get();
-  t.deepEqual(Object.fromEntries(reads.values.map((v) => [v.labels.outcome, v.value])), { exists: 1, gone: 1 });
+  const reads = await h.registry.getSingleMetric('ccm_live_reads_total')!.get();
+  // b exists outside the cache (changed: its route stays), ghost is gone (its routes go).
+  t.deepEqual(Object.fromEntries(reads.values.map((v) => [`${v.labels.controller} ${v.labels.resource} ${v.labels.outcome}`, v.value])), {
+    'node-route-controller nodes changed': 1,
+    'node-route-controller nodes gone': 1,
+  });
 });
 
 test("NetworkUnavailable: a network plugin's status set while routes were created is not overwritten", async (t) => {

@@ -40,7 +40,7 @@ async function syncWith(cached: V1Service, live: V1Service | undefined): Promise
     batchHosts: false,
     ensureLoadBalancerDeleted: async (_c: string, ref: ServiceRef) => void deleted.push(ref.uid),
   } as unknown as LoadBalancers;
-  const reads: LiveServiceReads = { read: async () => live, decided: (_p, confirmed) => void decided.push(confirmed) };
+  const reads: LiveServiceReads = { read: async () => live, decided: (_p, _live, keeps) => void decided.push(!keeps) };
   const core = { patchNamespacedService: async () => ({}), patchNamespacedServiceStatus: async () => ({}) } as unknown as CoreV1Api;
   const controller = new ServiceController({
     core,

@@ -70,7 +70,7 @@ function fixture(o: { cached?: V1Service[]; limit?: number; lastKnown?: LastKnow
       if (f.readFails) throw new Error('connection refused');
       return f.live.get(name);
     },
-    decided: (_path, confirmed) => void f.decided.push(confirmed),
+    decided: (_path, _live, keeps) => void f.decided.push(!keeps),
   };
   const registry = new Registry();
   const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Fixture['logs'][number]) });
