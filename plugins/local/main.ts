@@ -6,6 +6,8 @@
  * serve() does the handshake, the socket, health, Shutdown and stdin EOF.
  *
  * Arguments: `--state DIR` (else $LOCALCLOUD_STATE_DIR, else ./.localcloud).
+ * It refuses to start without LOCALCLOUD_ALLOW_SIMULATION=true
+ * (simulation-guard.ts: a simulation must never answer for a real cluster).
  * Settings and knobs come from LOCALCLOUD_* environment variables (see
  * README.md). Logs are JSON lines on stderr.
  */
@@ -16,8 +18,16 @@ import { createLocalCloud, type LocalCloud } from './cloud.js';
 import { Forwarder } from './forwarder.js';
 import { resolveStateDir, StateStore } from './state.js';
 import { PROVIDER_NAME } from './names.js';
+import { simulationRefusal } from './simulation-guard.js';
 
 const log = createProviderLogger(PROVIDER_NAME);
+
+// Before anything else (no state directory, no socket): one line, exit 1.
+const refusal = simulationRefusal(process.env);
+if (refusal !== undefined) {
+  log.error(refusal);
+  process.exit(1);
+}
 
 let cloud: LocalCloud;
 let forwarder: Forwarder | undefined;
