@@ -13,21 +13,26 @@
  */
 import { parseArgs } from 'node:util';
 import { createProviderLogger } from '../../sdk/log.js';
-import { serve } from '../../sdk/serve.js';
-import { createLocalCloud, type LocalCloud } from './cloud.js';
-import { Forwarder } from './forwarder.js';
-import { resolveStateDir, StateStore } from './state.js';
+import type { LocalCloud } from './cloud.js';
+import type { Forwarder } from './forwarder.js';
 import { PROVIDER_NAME } from './names.js';
 import { simulationRefusal } from './simulation-guard.js';
 
 const log = createProviderLogger(PROVIDER_NAME);
 
-// Before anything else (no state directory, no socket): one line, exit 1.
+// Before anything else (no state directory, no socket, not even the gRPC
+// modules loaded, so the refusal is quick): one line, exit 1.
 const refusal = simulationRefusal(process.env);
 if (refusal !== undefined) {
   log.error(refusal);
   process.exit(1);
 }
+const [{ serve }, { createLocalCloud }, { Forwarder: ForwarderClass }, { resolveStateDir, StateStore }] = await Promise.all([
+  import('../../sdk/serve.js'),
+  import('./cloud.js'),
+  import('./forwarder.js'),
+  import('./state.js'),
+]);
 
 let cloud: LocalCloud;
 let forwarder: Forwarder | undefined;
@@ -37,7 +42,7 @@ try {
   const store = new StateStore(resolveStateDir(values.state, process.env));
   // LOCALCLOUD_FORWARD=false keeps load balancers as records only (no listeners).
   const forward = !/^(0|false|no|off)$/i.test(process.env.LOCALCLOUD_FORWARD ?? '');
-  forwarder = forward ? new Forwarder(store, log) : undefined;
+  forwarder = forward ? new ForwarderClass(store, log) : undefined;
   cloud = createLocalCloud({ store, logger: log, forwarder });
 } catch (err) {
   log.error({ error: err instanceof Error ? err.message : String(err) }, 'invalid local cloud settings');

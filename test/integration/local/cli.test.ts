@@ -231,7 +231,8 @@ test('provider: without LOCALCLOUD_ALLOW_SIMULATION=true it exits 1 with one lin
     };
     if (value !== undefined) env[ALLOW_SIMULATION_ENV] = value;
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [MAIN, '--state', dir], { env, timeout: STEP_TIMEOUT_MS }, (err, out, errOut) =>
+      // A bound on a loaded machine, not a timing assertion.
+      execFile(process.execPath, [MAIN, '--state', dir], { env, timeout: 4 * STEP_TIMEOUT_MS }, (err, out, errOut) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout: out, stderr: errOut }),
       );
     });
