@@ -19,6 +19,7 @@ import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { startHost } from '../host/app.js';
 import { parseHostArgs } from '../host/config/flags.js';
 import { createLogger } from '../host/log.js';
+import { ALLOW_SIMULATION_ENV } from '../plugins/local/simulation-guard.js';
 import { StateStore } from '../plugins/local/state.js';
 import { ensureBinaries } from '../test/controlplane/binaries.js';
 import { ControlPlane } from '../test/controlplane/controlplane.js';
@@ -64,6 +65,8 @@ async function main(): Promise<void> {
     '--bind-address=127.0.0.1',
     '--secure-port=10258',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${cloudDir}`,
+    // The local cloud refuses to start without it (plugins/local/simulation-guard.ts): this is its demo.
+    `--plugin-env=${ALLOW_SIMULATION_ENV}=true`,
     // The route controller needs the pod network; the node IPAM controller hands out ranges of it.
     '--cluster-cidr=10.244.0.0/16',
     '--allocate-node-cidrs=true',

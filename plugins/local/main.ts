@@ -6,18 +6,33 @@
  * serve() does the handshake, the socket, health, Shutdown and stdin EOF.
  *
  * Arguments: `--state DIR` (else $LOCALCLOUD_STATE_DIR, else ./.localcloud).
+ * It refuses to start without LOCALCLOUD_ALLOW_SIMULATION=true
+ * (simulation-guard.ts: a simulation must never answer for a real cluster).
  * Settings and knobs come from LOCALCLOUD_* environment variables (see
  * README.md). Logs are JSON lines on stderr.
  */
 import { parseArgs } from 'node:util';
 import { createProviderLogger } from '../../sdk/log.js';
-import { serve } from '../../sdk/serve.js';
-import { createLocalCloud, type LocalCloud } from './cloud.js';
-import { Forwarder } from './forwarder.js';
-import { resolveStateDir, StateStore } from './state.js';
+import type { LocalCloud } from './cloud.js';
+import type { Forwarder } from './forwarder.js';
 import { PROVIDER_NAME } from './names.js';
+import { simulationRefusal } from './simulation-guard.js';
 
 const log = createProviderLogger(PROVIDER_NAME);
+
+// Before anything else (no state directory, no socket, not even the gRPC
+// modules loaded, so the refusal is quick): one line, exit 1.
+const refusal = simulationRefusal(process.env);
+if (refusal !== undefined) {
+  log.error(refusal);
+  process.exit(1);
+}
+const [{ serve }, { createLocalCloud }, { Forwarder: ForwarderClass }, { resolveStateDir, StateStore }] = await Promise.all([
+  import('../../sdk/serve.js'),
+  import('./cloud.js'),
+  import('./forwarder.js'),
+  import('./state.js'),
+]);
 
 let cloud: LocalCloud;
 let forwarder: Forwarder | undefined;
@@ -27,7 +42,7 @@ try {
   const store = new StateStore(resolveStateDir(values.state, process.env));
   // LOCALCLOUD_FORWARD=false keeps load balancers as records only (no listeners).
   const forward = !/^(0|false|no|off)$/i.test(process.env.LOCALCLOUD_FORWARD ?? '');
-  forwarder = forward ? new Forwarder(store, log) : undefined;
+  forwarder = forward ? new ForwarderClass(store, log) : undefined;
   cloud = createLocalCloud({ store, logger: log, forwarder });
 } catch (err) {
   log.error({ error: err instanceof Error ? err.message : String(err) }, 'invalid local cloud settings');

@@ -26,6 +26,7 @@ import type { ControlPlane } from '../controlplane/controlplane.js';
 import { cloudLbs, ensureNamespace, lbService } from '../helpers/lb.js';
 import { seededRandom } from '../helpers/seed.js';
 import { f1, int, type BenchSection } from './section.js';
+import { ALLOW_SIMULATION_FLAG } from '../helpers/localcloud.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 /** Services alive at once at most (the ingress pool has 254 addresses). */
@@ -86,6 +87,7 @@ async function soak(cp: ControlPlane, mode: Mode, index: number, kills: number, 
     `--node-selector=soak=${index}`,
     '--secure-port=0',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+    ALLOW_SIMULATION_FLAG,
     `--plugin-env=LOCALCLOUD_LB_CIDR=127.0.${57 + index}.0/24`,
     '--plugin-env=LOCALCLOUD_LATENCY_MS=20',
     ...(mode.leaderElect

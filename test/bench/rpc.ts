@@ -14,7 +14,7 @@ import { IdentityServiceClient } from '../../proto/gen/ccm/provider/v1/identity.
 import { silentLogger } from '../../host/log.js';
 import { GrpcCloud } from '../../host/plugin/grpc-cloud.js';
 import { PluginSupervisor } from '../../host/plugin/supervisor.js';
-import { LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
+import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
 import { f1, f3, int, type BenchSection } from './section.js';
 import { load, percentile, type LoadResult } from './stats.js';
 
@@ -53,7 +53,7 @@ export async function benchRpc(log: (s: string) => void): Promise<RpcFigures> {
 
   const sup = new PluginSupervisor({
     name: 'local',
-    mode: { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`] },
+    mode: { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, ALLOW_SIMULATION] },
     startTimeoutMs: 30_000,
     shutdownGraceMs: 5_000,
     configure: { cloudConfig: Buffer.alloc(0), clusterName: 'bench', hostVersion: 'bench' },

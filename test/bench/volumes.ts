@@ -16,7 +16,7 @@ import { execa } from 'execa';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { freePorts } from '../controlplane/probe.js';
 import { httpsRequest } from '../helpers/https.js';
-import { localcloud } from '../helpers/localcloud.js';
+import { ALLOW_SIMULATION_FLAG, localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
 import { f1, f2, type BenchSection } from './section.js';
 
@@ -116,6 +116,7 @@ export async function benchVolumes(cp: ControlPlane, s: VolumeBenchSettings, log
       '--bind-address=127.0.0.1',
       `--secure-port=${port}`,
       `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+      ALLOW_SIMULATION_FLAG,
       `--kube-api-qps=${s.qps}`,
       `--kube-api-burst=${s.burst}`,
       `--concurrent-volume-syncs=${s.workers}`,

@@ -14,6 +14,7 @@ import { execa, type ResultPromise } from 'execa';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { freePorts, get } from '../controlplane/probe.js';
 import { LOCAL_PLUGIN } from './localcloud.js';
+import { ALLOW_SIMULATION_ENV } from '../../plugins/local/simulation-guard.js';
 import { startSidecar } from './sidecar.js';
 import { waitFor } from './wait.js';
 
@@ -79,7 +80,7 @@ export async function startCcm(
   dir: string,
   pluginEnv: Record<string, string> = {},
 ): Promise<RunningCcm> {
-  const env = { LOCALCLOUD_STATE_DIR: state, LOCALCLOUD_JOURNAL: 'all', ...pluginEnv };
+  const env = { LOCALCLOUD_STATE_DIR: state, LOCALCLOUD_JOURNAL: 'all', [ALLOW_SIMULATION_ENV]: 'true', ...pluginEnv };
   const [port] = await freePorts(1);
   if (side.kind === 'ours') {
     const logFile = join(dir, 'host.log');

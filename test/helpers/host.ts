@@ -17,6 +17,7 @@ import { hostKubeConfig } from './service-account.js';
 import { logFile } from './log-file.js';
 import { assertNodeScoped } from './node-scope.js';
 import { checkForbiddenOnStop } from './forbidden.js';
+import { ALLOW_SIMULATION_FLAG } from './localcloud.js';
 
 export interface TestHost extends HostHandle {
   logPath: string;
@@ -41,6 +42,7 @@ export async function startTestHost(dir: string, args: string[] = [], opts: Test
     '--secure-port=0',
     '--bind-address=127.0.0.1',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
+    ALLOW_SIMULATION_FLAG,
     '-v=2',
     // Many test files run hosts at once against one API server: no election
     // unless a test asks for one (with its own lease name and namespace).

@@ -1,9 +1,15 @@
 /** Drives the built local cloud CLI as a real process, for tests. */
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { ALLOW_SIMULATION_ENV } from '../../plugins/local/simulation-guard.js';
 
 const CLI = fileURLToPath(new URL('../../plugins/local/cli.js', import.meta.url));
 export const LOCAL_PLUGIN = fileURLToPath(new URL('../../plugins/local/main.js', import.meta.url));
+
+/** The environment entry the local cloud refuses to start without (plugins/local/simulation-guard.ts): every test start sets it. */
+export const ALLOW_SIMULATION = `${ALLOW_SIMULATION_ENV}=true`;
+/** ALLOW_SIMULATION for a host that spawns the local cloud (exec mode). */
+export const ALLOW_SIMULATION_FLAG = `--plugin-env=${ALLOW_SIMULATION}`;
 
 /** Runs `localcloud --state DIR ...args` and returns its stdout; rejects with stderr on failure. */
 export async function localcloud(stateDir: string, ...args: string[]): Promise<string> {

@@ -9,11 +9,21 @@ import { renderKustomization } from './kustomize.js';
 /** Repository's deploy/ directory (tests run from dist/test/...). */
 export const DEPLOY_DIR = fileURLToPath(new URL('../../../deploy/', import.meta.url));
 
-/** The flavours: `kubectl apply -k deploy/overlays/<name>`. */
+/**
+ * The flavours. Each is shipped as a demo of the simulated local cloud,
+ * `kubectl apply -k deploy/overlays/local-demo-<flavour>` (the only renderings
+ * that run it), and as a component for a provider of one's own
+ * (deploy/components/<flavour>).
+ */
 export const OVERLAYS = ['exec', 'sidecar'] as const;
 export type Overlay = (typeof OVERLAYS)[number];
 
-/** What an operator applies: a flavour, alone or with the per-controller RBAC component. */
+/** The local cloud's demo overlay of a flavour, relative to deploy/. */
+export function localDemoDir(flavour: Overlay): string {
+  return `overlays/local-demo-${flavour}`;
+}
+
+/** What an operator applies: a flavour (its local demo), alone or with the per-controller RBAC component. */
 export interface Rendering {
   overlay: Overlay;
   perController: boolean;
@@ -23,17 +33,13 @@ export interface Rendering {
 export const RENDERINGS: readonly Rendering[] = OVERLAYS.flatMap((overlay) => [false, true].map((perController) => ({ overlay, perController })));
 
 export function renderingName(r: Rendering): string {
-  return r.perController ? `${r.overlay} + per-controller-rbac` : r.overlay;
+  const dir = `local-demo-${r.overlay}`;
+  return r.perController ? `${dir} + per-controller-rbac` : dir;
 }
 
-/**
- * The objects of a rendering, in kustomize's order. The component is used as
- * its header says an operator uses it: from a kustomization of one's own
- * (written to a temporary directory and removed afterwards).
- */
-export async function renderDeploy(r: Rendering): Promise<KubernetesObject[]> {
-  const overlay = join(DEPLOY_DIR, 'overlays', r.overlay);
-  if (!r.perController) return renderKustomization(overlay);
+/** The objects of `dir` (absolute), used as its header says: alone, or with the per-controller RBAC component from a kustomization of one's own. */
+async function renderWithRbacMode(overlay: string, perController: boolean): Promise<KubernetesObject[]> {
+  if (!perController) return renderKustomization(overlay);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-kustomization-'));
   try {
     // kustomize refuses absolute paths to other kustomizations.
@@ -55,13 +61,22 @@ export async function renderDeploy(r: Rendering): Promise<KubernetesObject[]> {
   }
 }
 
+/**
+ * The objects of a rendering, in kustomize's order. The component is used as
+ * its header says an operator uses it: from a kustomization of one's own
+ * (written to a temporary directory and removed afterwards).
+ */
+export function renderDeploy(r: Rendering): Promise<KubernetesObject[]> {
+  return renderWithRbacMode(join(DEPLOY_DIR, localDemoDir(r.overlay)), r.perController);
+}
+
 /** The bridged real providers with a rendering of their own: `kubectl apply -k deploy/providers/<name>` (sidecar flavour). */
 export const PROVIDER_RENDERINGS = ['aws', 'vsphere', 'openstack'] as const;
 export type ProviderRendering = (typeof PROVIDER_RENDERINGS)[number];
 
-/** The objects of deploy/providers/<name>, in kustomize's order. */
-export function renderProvider(name: ProviderRendering): Promise<KubernetesObject[]> {
-  return renderKustomization(join(DEPLOY_DIR, 'providers', name));
+/** The objects of deploy/providers/<name>, in kustomize's order; with the per-controller RBAC component when `perController`. */
+export function renderProvider(name: ProviderRendering, perController = false): Promise<KubernetesObject[]> {
+  return renderWithRbacMode(join(DEPLOY_DIR, 'providers', name), perController);
 }
 
 /** Every YAML file under deploy/, recursively, sorted; paths relative to deploy/. */

@@ -12,6 +12,7 @@
  * | the image's files                            | the image's layout (test/helpers/image-layout.ts, or the bridged provider's binary) | no Docker here |
  * | files the image carries (`/opt/ccm/plugins`) | `<dir>/image/<container>/opt/ccm/plugins`, linking into it | as the Dockerfile's exec stage |
  * | in-cluster config (token, CA, service host)  | env KUBECONFIG: a token of the pod's ServiceAccount | not in a pod |
+ * | a mount at the token path (/var/run/secrets/kubernetes.io/serviceaccount), which keeps the pod's token out of that container (ServiceAccount admission) | an emptyDir: no KUBECONFIG; a Secret of type kubernetes.io/service-account-token the rendering ships: KUBECONFIG with a token of the ServiceAccount it names | the same identity; TokenRequest, as this control plane runs no token controller to fill the Secret |
  * | a probe's or `--*port` flag's port           | a free port                                       | hostNetwork: ports are the machine's, shared by every test |
  * | what the node gives a pod (e.g. the cloud's instance credentials) | env the test names per container (`extraEnv`) | not on a cloud instance |
  *
@@ -30,6 +31,7 @@ import type { KubeConfig, KubernetesObject, V1Container, V1Deployment, V1Probe, 
 import { ManagedProcess } from '../controlplane/managed-process.js';
 import { freePorts, get } from '../controlplane/probe.js';
 import { startHostProcess, type HostProcess } from './host-process.js';
+import { tokenCredentialId } from './audit.js';
 import { applyObjects, serviceAccountKubeConfig } from './service-account.js';
 
 /** What an image runs, by image name without the tag. */
@@ -64,8 +66,17 @@ export interface ContainerProcess {
   stop(): Promise<number | string>;
 }
 
+/** The Kubernetes identity a container runs with (see the table), or undefined: none. */
+export interface ContainerIdentity {
+  serviceAccount: { namespace: string; name: string };
+  /** The API server's credential id of its token (test/helpers/audit.ts), to find its requests in the audit log. */
+  credentialId: string;
+}
+
 export interface Pod {
   host: HostProcess;
+  /** Each container's identity, by container name. */
+  identities: Map<string, ContainerIdentity | undefined>;
   others: ContainerProcess[];
   /** Local path of each volume, by volume name. */
   volumes: Map<string, string>;
@@ -137,17 +148,30 @@ export async function runPod(
   const spec = deployment.spec!.template.spec!;
   await applyRbac(admin, objects, opts.namespace);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-pod-'));
-  const sa = { namespace: deployment.metadata!.namespace!, name: spec.serviceAccountName! };
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, (await serviceAccountKubeConfig(admin, sa)).exportConfig(), { mode: 0o600 });
-  const volumes = await mapVolumes(dir, spec.volumes ?? [], opts.secretFiles);
+  const namespace = deployment.metadata!.namespace!;
+  const identities = new Map<string, ContainerIdentity | undefined>();
+  const kubeconfigs = new Map<string, string | undefined>();
+  for (const c of spec.containers) {
+    const sa = containerServiceAccount(c, spec, objects, namespace);
+    if (!sa) continue;
+    const kc = await serviceAccountKubeConfig(admin, sa);
+    const file = join(dir, `kubeconfig-${c.name}`);
+    await writeFile(file, kc.exportConfig(), { mode: 0o600 });
+    kubeconfigs.set(c.name, file);
+    identities.set(c.name, { serviceAccount: sa, credentialId: tokenCredentialId(kc.getCurrentUser()!.token!) });
+  }
+  const volumes = await mapVolumes(
+    dir,
+    (spec.volumes ?? []).filter((v) => !v.secret || !tokenSecret(objects, v.secret.secretName)),
+    opts.secretFiles,
+  );
   const ports = await mapPorts(spec.containers);
 
   const processes = spec.containers.map((container) => {
     const image = opts.images[container.image!.replace(/:[^/:]+$/, '')];
     if (!image) throw new Error(`no entrypoint known for image ${container.image}: add it to the test's images as its Dockerfile builds it`);
     const paths = new Map<string, string>();
-    for (const m of container.volumeMounts ?? []) paths.set(m.mountPath, volumes.get(m.name)!);
+    for (const m of container.volumeMounts ?? []) if (m.mountPath !== TOKEN_PATH) paths.set(m.mountPath, volumes.get(m.name)!);
     return { container, image, paths };
   });
   const others: ContainerProcess[] = [];
@@ -165,7 +189,8 @@ export async function runPod(
       const port = /^(--[a-z-]*port)=(\d+)$/.exec(a);
       return port ? `${port[1]}=${ports.get(Number(port[2]))}` : mapPath(a);
     });
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig };
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
+    if (kubeconfigs.get(container.name)) env.KUBECONFIG = kubeconfigs.get(container.name);
     if (paths.has('/tmp')) env.TMPDIR = paths.get('/tmp');
     for (const e of container.env ?? []) env[e.name] = mapPath(e.value ?? '');
     Object.assign(env, opts.extraEnv?.[container.name]);
@@ -193,7 +218,38 @@ export async function runPod(
     }
   }
   if (!host) throw new Error('the pod has no host container');
-  return { host, others, volumes, ports, deployment };
+  return { host, identities, others, volumes, ports, deployment };
+}
+
+/** Where a container's in-cluster client reads its token (kubelet mounts the pod's there unless the container mounts something else). */
+export const TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** The ServiceAccount token Secret named `name` among the rendered objects, if it is one. */
+function tokenSecret(objects: KubernetesObject[], name: string | undefined): (KubernetesObject & { type?: string }) | undefined {
+  return objects.find(
+    (o): o is KubernetesObject & { type?: string } =>
+      o.kind === 'Secret' && o.metadata?.name === name && (o as { type?: string }).type === 'kubernetes.io/service-account-token',
+  );
+}
+
+/** The ServiceAccount whose token `c` finds at TOKEN_PATH, as the ServiceAccount admission plugin and kubelet would arrange it; undefined: none. */
+function containerServiceAccount(
+  c: V1Container,
+  spec: NonNullable<NonNullable<V1Deployment['spec']>['template']['spec']>,
+  objects: KubernetesObject[],
+  namespace: string,
+): { namespace: string; name: string } | undefined {
+  const mount = (c.volumeMounts ?? []).find((m) => m.mountPath === TOKEN_PATH);
+  if (!mount) return spec.automountServiceAccountToken === false ? undefined : { namespace, name: spec.serviceAccountName ?? 'default' };
+  const volume = (spec.volumes ?? []).find((v) => v.name === mount.name);
+  if (volume?.emptyDir) return undefined;
+  const secret = tokenSecret(objects, volume?.secret?.secretName);
+  const name = secret?.metadata?.annotations?.['kubernetes.io/service-account.name'];
+  if (!name)
+    throw new Error(
+      `container ${c.name} mounts ${mount.name} at ${TOKEN_PATH}: neither an emptyDir nor a ServiceAccount token Secret the rendering ships`,
+    );
+  return { namespace: secret.metadata?.namespace ?? namespace, name };
 }
 
 /** The kubelet's view of an httpGet probe: 200..399 is a success. */

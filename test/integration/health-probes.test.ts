@@ -18,7 +18,7 @@ import { freePorts } from '../controlplane/probe.js';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { BAD_PROVIDER_NAME } from '../fixtures/bad-provider-lib.js';
 import { startHostProcess, type HostProcess } from '../helpers/host-process.js';
-import { localcloud } from '../helpers/localcloud.js';
+import { ALLOW_SIMULATION_FLAG, localcloud } from '../helpers/localcloud.js';
 import { scrape } from '../helpers/scraper.js';
 import { deleteScopedNodes, testScope } from '../helpers/nodes.js';
 import { hostKubeConfig } from '../helpers/service-account.js';
@@ -109,6 +109,7 @@ test('a full cloud outage fails readiness (check "cloud") and shows in the RPC e
   const h = await startProbed(t, 'healthprobes-outage', (dir) => [
     '--cloud-provider=local',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
+    ALLOW_SIMULATION_FLAG,
     '--controllers=cloud-node,route,nodeipam',
     '--configure-cloud-routes=false',
   ]);
@@ -160,6 +161,7 @@ test('a PersistentVolume label webhook that cannot bind its port fails readiness
   t.teardown(() => new Promise<void>((resolve) => holder.close(() => resolve())));
   const h = await startProbed(t, 'healthprobes-webhook', (dir) => [
     `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
+    ALLOW_SIMULATION_FLAG,
     '--cloud-provider=local',
     '--controllers=persistentvolume-label-controller',
     `--volume-provisioner-name=${scope.prefix}.health.test`,

@@ -16,7 +16,7 @@ import { execa } from 'execa';
 import { PluginUnavailableError } from '../../host/errors.js';
 import { silentLogger } from '../../host/log.js';
 import { readJournal } from '../../plugins/local/journal.js';
-import { LOCAL_PLUGIN } from '../helpers/localcloud.js';
+import { ALLOW_SIMULATION, LOCAL_PLUGIN } from '../helpers/localcloud.js';
 import { EnsureLoadBalancerRequest, Protocol } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { executableProblem } from '../../host/plugin/file-checks.js';
 import { MAX_CLOUD_CONFIG_BYTES } from '../../host/config/cloud-config.js';
@@ -264,7 +264,7 @@ test('every call carries the caller identity; mutations are refused locally whil
   let refuse: string | undefined = 'this replica is not the leader';
   const s = new PluginSupervisor({
     name: 'local',
-    mode: { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_JOURNAL=all'] },
+    mode: { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_JOURNAL=all', ALLOW_SIMULATION] },
     startTimeoutMs: 15_000,
     shutdownGraceMs: 2_000,
     configure: { cloudConfig: Buffer.alloc(0), clusterName: 'caller', hostVersion: 'test' },
@@ -328,6 +328,26 @@ test('an oversized --cloud-config is refused at start, naming the flag and the l
     const r = await hostFailsToStart(['--cloud-provider=local', `--cloud-config=${file}`, `--kubeconfig=${kubeconfig}`]);
     t.not(r.exitCode, 0, `${c.size} bytes`);
     t.regex(r.stderr, c.want, `${c.size} bytes`);
+  }
+});
+
+test('the local cloud without LOCALCLOUD_ALLOW_SIMULATION=true: the host does not start, and says why in one line of the provider', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-nosim-'));
+  const kubeconfig = await kubeconfigFile(dir);
+  for (const allow of [[], ['--plugin-env=LOCALCLOUD_ALLOW_SIMULATION=false']]) {
+    const r = await hostFailsToStart([
+      '--cloud-provider=local',
+      `--kubeconfig=${kubeconfig}`,
+      '--controllers=cloud-node',
+      '--node-selector=ccm-test-scope=nosim-none',
+      `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
+      ...allow,
+    ]);
+    const what = allow.join(' ') || 'no --plugin-env for it';
+    t.not(r.exitCode, 0, what);
+    t.regex(r.stderr, /cannot start plugin for --cloud-provider=local/, what);
+    t.regex(r.stderr, /refusing to start: the local cloud is a simulation for tests and demos/, what);
+    t.regex(r.stderr, /--plugin-env=LOCALCLOUD_ALLOW_SIMULATION=true/, `${what}: says how to allow it`);
   }
 });
 

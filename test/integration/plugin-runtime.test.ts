@@ -13,7 +13,8 @@ import { CloudCallError, PluginUnavailableError } from '../../host/errors.js';
 import { silentLogger } from '../../host/log.js';
 import { GrpcCloud } from '../../host/plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
-import { LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
+import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
+import { ALLOW_SIMULATION_ENV } from '../../plugins/local/simulation-guard.js';
 import { waitFor } from '../helpers/wait.js';
 
 const MISBEHAVING = fileURLToPath(new URL('../fixtures/plugins/misbehaving.js', import.meta.url));
@@ -89,7 +90,7 @@ test('kill -9 mid-call: in-flight calls fail at once, the plugin restarts with b
   const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
   const state = join(dir, 'cloud');
   await localcloud(state, 'instance', 'add', 'n1', '--address', '127.0.3.1');
-  const sup = supervisor({ kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`] });
+  const sup = supervisor({ kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, ALLOW_SIMULATION] });
   t.teardown(() => sup.stop());
   await sup.start();
   const cloud = new GrpcCloud(sup, { readMs: 60_000, mutateMs: 60_000 });
@@ -121,7 +122,7 @@ test('kill -9 mid-call: in-flight calls fail at once, the plugin restarts with b
 
 test('graceful stop: Shutdown, the process exits and its socket directory is removed', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
-  const sup = supervisor({ kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`] });
+  const sup = supervisor({ kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`, ALLOW_SIMULATION] });
   const identity = await sup.start();
   t.is(identity.capabilities.providerName, 'local');
   const pid = sup.pid!;
@@ -140,7 +141,11 @@ test('sidecar mode: dials a separately started provider, redials after it restar
   const socket = join(dir, 'sidecar.sock');
   await localcloud(state, 'instance', 'add', 'side-1', '--address', '127.0.3.9');
   const startSidecar = () =>
-    execa(process.execPath, [LOCAL_PLUGIN, `--endpoint=unix://${socket}`], { env: { LOCALCLOUD_STATE_DIR: state }, reject: false, stdin: 'ignore' });
+    execa(process.execPath, [LOCAL_PLUGIN, `--endpoint=unix://${socket}`], {
+      env: { LOCALCLOUD_STATE_DIR: state, [ALLOW_SIMULATION_ENV]: 'true' },
+      reject: false,
+      stdin: 'ignore',
+    });
   let sidecar = startSidecar();
   t.teardown(() => {
     sidecar.kill('SIGKILL');

@@ -22,6 +22,7 @@ import { httpsRequest } from '../helpers/https.js';
 import { logFile } from '../helpers/log-file.js';
 import { scraperToken } from '../helpers/scraper.js';
 import { hostKubeConfig, serviceAccountKubeConfig } from '../helpers/service-account.js';
+import { ALLOW_SIMULATION_FLAG } from '../helpers/localcloud.js';
 
 /** A ServiceAccount with no rights beyond every authenticated user's (unique in the suite). */
 const SA = { namespace: 'kube-system', name: 'ccm-test-secure-lookup' };
@@ -67,6 +68,7 @@ async function start(t: { context: { kc: KubeConfig; dir: string } }, name: stri
     '--bind-address=127.0.0.1',
     `--secure-port=${port}`,
     `--plugin-env=LOCALCLOUD_STATE_DIR=${join(t.context.dir, name, 'cloud')}`,
+    ALLOW_SIMULATION_FLAG,
     ...flags,
   ]);
   if ('errors' in parsed) throw new Error(parsed.errors.join('; '));

@@ -14,7 +14,7 @@ import { execa } from 'execa';
 import type { KitOptions, TargetSpec } from '../../../conformance/kit.js';
 import type { CheckResult } from '../../../conformance/report.js';
 import { runConformance } from '../../../conformance/run.js';
-import { LOCAL_PLUGIN } from '../../helpers/localcloud.js';
+import { ALLOW_SIMULATION, LOCAL_PLUGIN } from '../../helpers/localcloud.js';
 import { FAKE_CLOUD_PROVIDER, GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
 import { startSidecar } from '../../helpers/sidecar.js';
 
@@ -44,7 +44,7 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
   const state = join(dir, 'cloud');
   const results = await runConformance(
     options(
-      { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.78.0/24'] },
+      { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.78.0/24', ALLOW_SIMULATION] },
       { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, badCloudConfig: BAD_CONFIG },
     ),
   );

@@ -24,7 +24,19 @@ import {
 } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
-import { DEPLOY_DIR, PROVIDER_RENDERINGS, RENDERINGS, manifestFiles, renderDeploy, renderProvider, renderingName } from '../../helpers/manifests.js';
+import {
+  DEPLOY_DIR,
+  OVERLAYS,
+  PROVIDER_RENDERINGS,
+  RENDERINGS,
+  localDemoDir,
+  manifestFiles,
+  renderDeploy,
+  renderProvider,
+  renderingName,
+} from '../../helpers/manifests.js';
+import { TOKEN_PATH } from '../../helpers/pod-runner.js';
+import { ALLOW_SIMULATION_ENV } from '../../../plugins/local/simulation-guard.js';
 
 /** Every flavour's rendering, then each bridged provider's (`providers/<name>`), by name. */
 async function deployments(): Promise<{ name: string; objects: KubernetesObject[] }[]> {
@@ -70,10 +82,12 @@ test('every YAML file under deploy/ is named by the kustomization of its directo
   const kustomizations = files.filter((f) => f.endsWith('/kustomization.yaml'));
   t.deepEqual(kustomizations.sort(), [
     'base/kustomization.yaml',
+    'components/exec/kustomization.yaml',
     'components/per-controller-rbac/kustomization.yaml',
+    'components/provider-identity/kustomization.yaml',
     'components/sidecar/kustomization.yaml',
-    'overlays/exec/kustomization.yaml',
-    'overlays/sidecar/kustomization.yaml',
+    'overlays/local-demo-exec/kustomization.yaml',
+    'overlays/local-demo-sidecar/kustomization.yaml',
     'providers/aws/kustomization.yaml',
     'providers/openstack/kustomization.yaml',
     'providers/vsphere/kustomization.yaml',
@@ -222,7 +236,8 @@ test('each bridged provider renders the sidecar flavour with its own image and a
         env: c.name === 'provider' ? undefined : c.env,
         volumeMounts: c.volumeMounts?.filter((m) => !['cloud-config', 'cloud-state'].includes(m.name)),
       })),
-      volumes: s.volumes?.filter((v) => !['cloud-config', 'cloud-state'].includes(v.name)),
+      // The provider's token volume: none in the demo, its own ServiceAccount's here (the test below).
+      volumes: s.volumes?.filter((v) => !['cloud-config', 'cloud-state', 'provider-api-token'].includes(v.name)),
     });
     t.deepEqual(strip(spec), strip(sidecar), `${name}: otherwise the sidecar flavour`);
   }
@@ -310,5 +325,165 @@ test("nothing shipped grants access to Secrets (but vSphere's own namespace), Po
         );
       }
     }
+  }
+});
+
+/** The host's --cloud-provider in a rendered Deployment (undefined: none). */
+function cloudProvider(d: V1Deployment): string | undefined {
+  const args = d.spec!.template.spec!.containers[0]!.args ?? [];
+  return args.find((a) => a.startsWith('--cloud-provider='))?.slice('--cloud-provider='.length);
+}
+
+test('no default runs the simulated cloud: only deploy/overlays/local-demo-* name it, and each allows it explicitly', async (t) => {
+  // Every kustomization under deploy/ that renders a Deployment, by directory.
+  const rendered: { dir: string; deployment: V1Deployment }[] = [];
+  for (const k of (await manifestFiles()).filter((f) => f.endsWith('/kustomization.yaml') && !f.startsWith('components/'))) {
+    const dir = dirname(k);
+    const objects = await renderKustomization(join(DEPLOY_DIR, dir));
+    const d = objects.find((o): o is V1Deployment => o.kind === 'Deployment');
+    if (d) rendered.push({ dir, deployment: d });
+  }
+  const want = [
+    { dir: 'base', provider: undefined },
+    ...OVERLAYS.map((f) => ({ dir: localDemoDir(f), provider: 'local' })),
+    ...PROVIDER_RENDERINGS.map((p) => ({ dir: `providers/${p}`, provider: p })),
+  ].sort((a, b) => a.dir.localeCompare(b.dir));
+  t.deepEqual(
+    rendered.map(({ dir, deployment }) => ({ dir, provider: cloudProvider(deployment) })).sort((a, b) => a.dir.localeCompare(b.dir)),
+    want,
+    'the base names no provider (applied alone, the host exits naming the missing flag); each provider names its own',
+  );
+  const allowance = `${ALLOW_SIMULATION_ENV}=true`;
+  for (const { dir, deployment } of rendered) {
+    const spec = deployment.spec!.template.spec!;
+    const allowed = [
+      ...spec.containers[0]!.args!.filter((a) => a === `--plugin-env=${allowance}`),
+      ...spec.containers.flatMap((c) => (c.env ?? []).filter((e) => e.name === ALLOW_SIMULATION_ENV).map((e) => `${c.name}: ${e.name}=${e.value}`)),
+    ];
+    if (cloudProvider(deployment) === 'local') {
+      t.true(dir.startsWith('overlays/local-demo-'), `${dir}: the local cloud only in a directory named as its demo`);
+      // The local provider refuses to start without it (plugins/local/simulation-guard.ts; run-manifests.test.ts starts these).
+      t.deepEqual(allowed, [dir.endsWith('exec') ? `--plugin-env=${allowance}` : `provider: ${allowance}`], dir);
+    } else {
+      t.deepEqual(allowed, [], `${dir}: no allowance for a simulation`);
+    }
+  }
+});
+
+/** What each bridged provider's own client may do (deploy/providers/<name>/rbac.yaml): `verb group/resource` cluster-wide, `@namespace` when namespaced. */
+const PROVIDER_RULES: Record<(typeof PROVIDER_RENDERINGS)[number], string[]> = {
+  aws: ['get /nodes', 'list /nodes', 'watch /nodes', ...eventRules()],
+  openstack: ['get /nodes', 'list /nodes', 'watch /nodes', ...eventRules()],
+  vsphere: [
+    'get /nodes',
+    'list /nodes',
+    'watch /nodes',
+    'get /secrets@vsphere-cloud-credentials',
+    'list /secrets@vsphere-cloud-credentials',
+    'watch /secrets@vsphere-cloud-credentials',
+  ],
+};
+function eventRules(): string[] {
+  return ['', 'events.k8s.io'].flatMap((g) => ['create', 'patch', 'update'].map((v) => `${v} ${g}/events`));
+}
+
+type Rule = { apiGroups?: string[]; resources?: string[]; verbs?: string[]; resourceNames?: string[] };
+type RbacObject = KubernetesObject & {
+  rules?: Rule[];
+  roleRef?: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+};
+
+/** The rules the rendering's own roles grant ServiceAccount `sa`, flattened as in PROVIDER_RULES, sorted. */
+function grantedTo(objects: KubernetesObject[], sa: { namespace: string; name: string }): string[] {
+  const rbac = objects as RbacObject[];
+  const out = new Set<string>();
+  for (const b of rbac.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
+    if (!(b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa.name && s.namespace === sa.namespace)) continue;
+    const role = rbac.find(
+      (o) =>
+        o.kind === b.roleRef!.kind &&
+        o.metadata?.name === b.roleRef!.name &&
+        (o.kind === 'ClusterRole' || o.metadata?.namespace === b.metadata?.namespace),
+    );
+    // A built-in role (the delegated-auth bindings of deploy/base/rbac-delegated-auth.yaml): not the provider's concern here.
+    if (!role) continue;
+    const where = b.kind === 'RoleBinding' ? `@${b.metadata?.namespace}` : '';
+    for (const r of role.rules ?? [])
+      for (const g of r.apiGroups ?? [''])
+        for (const res of r.resources ?? [])
+          for (const v of r.verbs ?? []) out.add(`${v} ${g}/${res}${r.resourceNames ? `#${r.resourceNames.join('|')}` : ''}${where}`);
+  }
+  return [...out].sort();
+}
+
+const PROVIDER_SA = { namespace: 'kube-system', name: 'cloud-controller-manager-provider' };
+
+test("the provider container never runs as the host: no API token in the demos, its own ServiceAccount with only its provider's rules in deploy/providers, with either RBAC mode", async (t) => {
+  const cases: { name: string; objects: KubernetesObject[]; own: (typeof PROVIDER_RENDERINGS)[number] | undefined }[] = [
+    ...(await Promise.all(
+      RENDERINGS.filter((r) => r.overlay === 'sidecar').map(async (r) => ({
+        name: renderingName(r),
+        objects: await renderDeploy(r),
+        own: undefined,
+      })),
+    )),
+    ...(await Promise.all(
+      PROVIDER_RENDERINGS.flatMap((p) =>
+        [false, true].map(async (pc) => ({
+          name: `providers/${p}${pc ? ' + per-controller-rbac' : ''}`,
+          objects: await renderProvider(p, pc),
+          own: p,
+        })),
+      ),
+    )),
+  ];
+  for (const { name, objects, own } of cases) {
+    const spec = only<V1Deployment>(objects, 'Deployment').spec!.template.spec!;
+    const [host, provider] = spec.containers;
+    t.false(
+      (host!.volumeMounts ?? []).some((m) => m.mountPath === TOKEN_PATH),
+      `${name}: the host container keeps the pod's token`,
+    );
+    // A mount at the token path keeps the pod's (the host's) token out of the container (ServiceAccount admission).
+    const mount = (provider!.volumeMounts ?? []).find((m) => m.mountPath === TOKEN_PATH);
+    t.truthy(mount, `${name}: the provider container mounts its own token path`);
+    t.true(mount?.readOnly, name);
+    const volume = spec.volumes!.find((v) => v.name === mount?.name)!;
+    if (own === undefined) {
+      t.truthy(volume.emptyDir, `${name}: the local provider needs no API: an empty directory, no token`);
+      t.false(
+        objects.some((o) => o.metadata?.name === PROVIDER_SA.name),
+        name,
+      );
+      continue;
+    }
+    t.falsy(volume.emptyDir, name);
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata?.name === volume.secret?.secretName) as
+      (KubernetesObject & { type?: string }) | undefined;
+    t.like(
+      secret,
+      {
+        type: 'kubernetes.io/service-account-token',
+        metadata: { namespace: 'kube-system', annotations: { 'kubernetes.io/service-account.name': PROVIDER_SA.name } },
+      },
+      `${name}: the token of the provider's own ServiceAccount`,
+    );
+    t.not(spec.serviceAccountName, PROVIDER_SA.name, `${name}: the pod (the host) runs as another`);
+    t.deepEqual(
+      volume.secret?.items?.map((i) => i.key),
+      ['token', 'ca.crt', 'namespace'],
+      `${name}: what an in-cluster client reads, required (the pod waits for the token controller)`,
+    );
+    t.truthy(
+      objects.find((o) => o.kind === 'ServiceAccount' && o.metadata?.name === PROVIDER_SA.name && o.metadata?.namespace === PROVIDER_SA.namespace),
+      name,
+    );
+    t.deepEqual(grantedTo(objects, PROVIDER_SA), [...PROVIDER_RULES[own]].sort(), `${name}: exactly what the provider reads`);
+    // And the host's identity grants the provider nothing it did not have: the host's rules name no provider-only resource.
+    t.false(
+      grantedTo(objects, { namespace: 'kube-system', name: spec.serviceAccountName! }).some((r) => r.includes('secrets')),
+      `${name}: the host reads no Secrets`,
+    );
   }
 });

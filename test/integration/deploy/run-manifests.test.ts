@@ -1,6 +1,7 @@
 /**
- * The shipped defaults start: each rendering of deploy/ (the real
- * kustomize, as `kubectl apply -k`) is run as its pod would run, with real
+ * The local demos start: each rendering of deploy/overlays/local-demo-* (the
+ * real kustomize, as `kubectl apply -k`; the only renderings that run the
+ * simulated cloud, which they allow explicitly) is run as its pod would run, with real
  * processes against the shared control plane, and must become ready
  * (readinessProbe) and initialize a node. The RBAC and ServiceAccount come
  * from the rendered output, and the host authenticates with a token of the
@@ -93,6 +94,9 @@ for (const c of CASES) {
     await waitFor(() => probe(hostContainer.readinessProbe, pod.ports), { what: `${name}: readinessProbe`, timeoutMs: 90_000, log });
     t.true(await probe(hostContainer.livenessProbe, pod.ports), 'livenessProbe');
     t.is((await readFile(log, 'utf8')).includes(NO_CLOUD_CONFIG), !c.secret, 'an empty cloud config only without the Secret');
+    // The host has the pod's identity; the local provider, which needs no API, has none (deploy/components/sidecar).
+    t.is(pod.identities.get('cloud-controller-manager')?.serviceAccount.name, pod.deployment.spec!.template.spec!.serviceAccountName);
+    if (c.overlay === 'sidecar') t.is(pod.identities.get('provider'), undefined, 'the provider container has no API token');
 
     // The provider's state is the cloud-state volume (exec: --plugin-env; sidecar: the provider's env).
     const nodeName = `${scope.prefix}-${c.overlay}${c.perController ? '-pc' : ''}`;

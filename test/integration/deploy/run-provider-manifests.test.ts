@@ -10,10 +10,15 @@
  * Images: the host container runs deploy/Dockerfile's host layout
  * (test/helpers/image-layout.ts); the provider container runs the binary
  * built as deploy/providers/Dockerfile builds it (BRIDGED_BUILD, checked by
- * test/unit/deploy/provider-image.test.ts). Both authenticate as the rendered
- * ServiceAccount (the pod's in-cluster identity; the rendered RBAC, vSphere's
- * credentials namespace included, is applied as rendered), and neither may
- * meet a 403. The cloud config Secret holds the stand-in's config; what a
+ * test/unit/deploy/provider-image.test.ts). The host authenticates as the
+ * pod's ServiceAccount, the provider as its own (the token Secret of
+ * deploy/components/provider-identity mounted at its in-cluster token path);
+ * the rendered RBAC, vSphere's credentials namespace included, is applied as
+ * rendered, in both RBAC modes (alone and with
+ * deploy/components/per-controller-rbac), and neither may meet a 403: the
+ * host's are counted by its client (rest_client_requests_total), the
+ * provider's found in kube-apiserver's audit log by its token's credential
+ * id. The cloud config Secret holds the stand-in's config; what a
  * cloud instance would give the pod and this machine cannot is added to the
  * provider's environment, and listed per provider below.
  */
@@ -23,7 +28,8 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { testKubeConfig } from '../../controlplane/shared.js';
+import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
+import { auditLogFromNow, credentialIdOf, type AuditEvent } from '../../helpers/audit.js';
 import { buildImageLayout } from '../../helpers/image-layout.js';
 import { PROVIDER_RENDERINGS, renderProvider, type ProviderRendering } from '../../helpers/manifests.js';
 import { awsCloudConfig, startMoto } from '../../helpers/moto.js';
@@ -50,8 +56,11 @@ interface ProviderCase {
   name: ProviderRendering;
   binary(): Promise<string>;
   start(prefix: string): Promise<Cloud>;
-  /** The one refusal the provider's own client is expected to meet, if any (see the case). */
-  refused?: RegExp;
+  /**
+   * The one refusal the provider's own client is expected to meet, if any (see the case): its log line, and the
+   * requests the API server refuses it (`verb resource namespace`): the first is required, the others allowed.
+   */
+  refused?: { log: RegExp; audit: [string, ...string[]] };
 }
 
 const CASES: ProviderCase[] = [
@@ -99,7 +108,11 @@ const CASES: ProviderCase[] = [
     // NamespaceAll before finding it has no NSX-T config) and never reads it.
     // The rendering does not grant that (docs/providers/vsphere.md): its
     // reflector is refused, retries with backoff and changes nothing else.
-    refused: /failed to list \*v1\.Secret: secrets is forbidden: .* cannot list resource \\"secrets\\" in API group \\"\\" at the cluster scope/,
+    refused: {
+      log: /failed to list \*v1\.Secret: secrets is forbidden: .* cannot list resource \\"secrets\\" in API group \\"\\" at the cluster scope/,
+      // The reflector's list, and the streaming watch client-go tries before it (WatchListClient).
+      audit: ['list secrets (cluster)', 'watch secrets (cluster)'],
+    },
     async start(prefix) {
       const sim = await startVcsim(`${prefix}-`);
       const vm = sim.vms[0]!;
@@ -132,6 +145,8 @@ const CASES: ProviderCase[] = [
 ];
 
 const NS = `deployprov-${randomBytes(3).toString('hex')}`;
+/** deploy/components/provider-identity's ServiceAccount. */
+const PROVIDER_SA = { namespace: 'kube-system', name: 'cloud-controller-manager-provider' };
 let hostMain = '';
 
 test.before(async () => {
@@ -152,67 +167,96 @@ test('a case for every provider rendering', (t) => {
   );
 });
 
-for (const c of CASES) {
-  test.serial(
-    `deploy/providers/${c.name}: the host and the provider start as rendered, become ready and initialize a node from the stand-in`,
-    async (t) => {
-      t.timeout(10 * 60_000);
-      const admin = await testKubeConfig();
-      const core = admin.makeApiClient(CoreV1Api);
-      const scope = testScope(`deploy-${c.name}`);
-      const images: Record<string, ContainerImage> = {
-        'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: hostMain, node: true, host: true },
-        [`ghcr.io/grpc-ccm/ccm-provider-${c.name}`]: { entrypoint: await c.binary(), node: false, host: false },
-      };
-      const cloud = await c.start(scope.prefix);
-      t.teardown(async () => {
-        await deleteScopedNodes(core, scope.selector);
-        await cloud.stop();
-      });
-      const pod = await runPod(t, await renderProvider(c.name), admin, {
-        images,
-        namespace: NS,
-        nodeSelector: scope.selector,
-        provisionerName: `${scope.prefix}.deploy.test`,
-        secretFiles: cloud.secretFiles,
-        extraEnv: cloud.providerEnv ? { provider: cloud.providerEnv } : undefined,
-      });
-      const hostContainer = pod.deployment.spec!.template.spec!.containers[0]!;
-      const log = pod.host.logPath;
-      await waitFor(() => probe(hostContainer.readinessProbe, pod.ports), { what: `${c.name}: readinessProbe`, timeoutMs: 120_000, log });
-      t.true(await probe(hostContainer.livenessProbe, pod.ports), 'livenessProbe');
-
-      await createExternalNode(core, cloud.node.name, scope.labels);
-      const node = await waitNodeInitialized(core, cloud.node.name, `the ${c.name} provider's pod`);
-      t.is(node.spec?.providerID, cloud.node.providerID);
-      t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'] ?? '', cloud.node.zone);
-      t.true(
-        (node.status?.addresses ?? []).some((a) => a.type === 'InternalIP'),
-        'the provider gave an InternalIP',
-      );
-
-      // The rendered RBAC was enough for both containers: not one 403.
-      const metricsPort = hostContainer.ports!.find((p) => p.name === 'metrics')!.containerPort;
-      const metrics = await scrapeMetrics(pod.ports.get(metricsPort)!);
-      t.deepEqual(
-        metrics.split('\n').filter((l) => l.startsWith('rest_client_requests_total') && l.includes('code="403"')),
-        [],
-      );
-      t.is(await pod.host.stop(), 0, 'the host stops cleanly');
-      const [provider] = pod.others;
-      t.is(await provider!.stop(), 0, 'the provider stops cleanly');
-      const refusals = (await readFile(provider!.logPath, 'utf8')).split('\n').filter((l) => /forbidden|\b403\b/i.test(l));
-      t.deepEqual(
-        refusals.filter((l) => !c.refused?.test(l)),
-        [],
-        `the provider's own client met no 403${c.refused ? ' but the expected one' : ''} (${provider!.logPath})`,
-      );
-      // Pinned both ways: when a provider release stops it, the case and its doc change.
-      if (c.refused)
-        t.true(
-          refusals.some((l) => c.refused!.test(l)),
-          `the expected refusal is still there (${provider!.logPath})`,
-        );
-    },
-  );
+/** The provider SA's requests the API server refused, as `verb resource namespace` (or `(cluster)`), sorted, without repeats. */
+function refusals(events: AuditEvent[], credentialId: string): string[] {
+  const out = new Set<string>();
+  for (const e of events)
+    if (credentialIdOf(e) === credentialId && e.responseStatus?.code === 403)
+      out.add(`${e.verb} ${e.objectRef?.resource ?? e.requestURI} ${e.objectRef?.namespace ?? '(cluster)'}`);
+  return [...out].sort();
 }
+
+for (const c of CASES)
+  for (const perController of [false, true]) {
+    const name = `deploy/providers/${c.name}${perController ? ' + per-controller-rbac' : ''}`;
+    test.serial(
+      `${name}: the host and the provider start as rendered, each as its own ServiceAccount, become ready and initialize a node from the stand-in, without a 403`,
+      async (t) => {
+        t.timeout(10 * 60_000);
+        const admin = await testKubeConfig();
+        const core = admin.makeApiClient(CoreV1Api);
+        const scope = testScope(`deploy-${c.name}`);
+        const images: Record<string, ContainerImage> = {
+          'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: hostMain, node: true, host: true },
+          [`ghcr.io/grpc-ccm/ccm-provider-${c.name}`]: { entrypoint: await c.binary(), node: false, host: false },
+        };
+        const cloud = await c.start(scope.prefix);
+        t.teardown(async () => {
+          await deleteScopedNodes(core, scope.selector);
+          await cloud.stop();
+        });
+        const audit = await auditLogFromNow(await testAuditLogPath());
+        const pod = await runPod(t, await renderProvider(c.name, perController), admin, {
+          images,
+          namespace: NS,
+          nodeSelector: scope.selector,
+          provisionerName: `${scope.prefix}.deploy.test`,
+          secretFiles: cloud.secretFiles,
+          extraEnv: cloud.providerEnv ? { provider: cloud.providerEnv } : undefined,
+        });
+        const hostContainer = pod.deployment.spec!.template.spec!.containers[0]!;
+        const log = pod.host.logPath;
+        await waitFor(() => probe(hostContainer.readinessProbe, pod.ports), { what: `${c.name}: readinessProbe`, timeoutMs: 120_000, log });
+        t.true(await probe(hostContainer.livenessProbe, pod.ports), 'livenessProbe');
+
+        await createExternalNode(core, cloud.node.name, scope.labels);
+        const node = await waitNodeInitialized(core, cloud.node.name, `the ${c.name} provider's pod`);
+        t.is(node.spec?.providerID, cloud.node.providerID);
+        t.is(node.metadata?.labels?.['topology.kubernetes.io/zone'] ?? '', cloud.node.zone);
+        t.true(
+          (node.status?.addresses ?? []).some((a) => a.type === 'InternalIP'),
+          'the provider gave an InternalIP',
+        );
+
+        // The rendered RBAC was enough for both containers: not one 403.
+        const metricsPort = hostContainer.ports!.find((p) => p.name === 'metrics')!.containerPort;
+        const metrics = await scrapeMetrics(pod.ports.get(metricsPort)!);
+        t.deepEqual(
+          metrics.split('\n').filter((l) => l.startsWith('rest_client_requests_total') && l.includes('code="403"')),
+          [],
+        );
+        t.is(await pod.host.stop(), 0, 'the host stops cleanly');
+        const [provider] = pod.others;
+        t.is(await provider!.stop(), 0, 'the provider stops cleanly');
+        const logged = (await readFile(provider!.logPath, 'utf8')).split('\n').filter((l) => /forbidden|\b403\b/i.test(l));
+        t.deepEqual(
+          logged.filter((l) => !c.refused?.log.test(l)),
+          [],
+          `the provider's own client met no 403${c.refused ? ' but the expected one' : ''} (${provider!.logPath})`,
+        );
+        // Pinned both ways: when a provider release stops it, the case and its doc change.
+        if (c.refused)
+          t.true(
+            logged.some((l) => c.refused!.log.test(l)),
+            `the expected refusal is still there (${provider!.logPath})`,
+          );
+
+        // Who the provider was, as the API server saw it: its own ServiceAccount, never the host's.
+        const identity = pod.identities.get('provider');
+        t.deepEqual(identity?.serviceAccount, PROVIDER_SA, 'the provider runs as its own ServiceAccount');
+        t.not(pod.identities.get('cloud-controller-manager')?.serviceAccount.name, PROVIDER_SA.name);
+        const events = await audit.events();
+        t.true(
+          events.some((e) => credentialIdOf(e) === identity!.credentialId && e.objectRef?.resource === 'nodes'),
+          'the provider read Nodes with its own token (the audit log has its requests)',
+        );
+        const refused = refusals(events, identity!.credentialId);
+        t.deepEqual(
+          refused.filter((r) => !c.refused?.audit.includes(r)),
+          [],
+          'the API server refused the provider nothing else',
+        );
+        if (c.refused) t.true(refused.includes(c.refused.audit[0]), `the expected refusal is in the audit log too: ${refused.join(', ')}`);
+      },
+    );
+  }

@@ -25,7 +25,7 @@ import { forbiddenLogTimes } from '../../helpers/forbidden.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
 import { applyShippedRbac, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { lbService } from '../../helpers/lb.js';
-import { localcloud } from '../../helpers/localcloud.js';
+import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 import { lbCreatesByUid, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
 
@@ -60,6 +60,7 @@ test('API server down 5 s: no restart; down 60 s: the leader exits 1, is restart
     '--leader-elect-renew-deadline=25s',
     '--leader-elect-retry-period=2s',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+    ALLOW_SIMULATION_FLAG,
     '--plugin-env=LOCALCLOUD_JOURNAL=all',
     // Own ingress pool: the load balancers really listen on loopback.
     '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.62.0/24',

@@ -25,7 +25,7 @@ import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
 import { HOST_SERVICE_ACCOUNT, hostKubeConfig } from '../../helpers/service-account.js';
 import { lbService } from '../../helpers/lb.js';
-import { localcloud } from '../../helpers/localcloud.js';
+import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 import { lbCreatesByUid, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
 
@@ -73,6 +73,7 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
         `--leader-elect-renew-deadline=${LEASE.renewS}s`,
         `--leader-elect-retry-period=${LEASE.retryS}s`,
         `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+        ALLOW_SIMULATION_FLAG,
         '--plugin-env=LOCALCLOUD_JOURNAL=all',
         // Own ingress pool: the load balancers really listen on loopback.
         '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.61.0/24',

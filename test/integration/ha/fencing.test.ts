@@ -23,7 +23,7 @@ import { auditLogFromNow, credentialIdOf, tokenCredentialId, type AuditEvent } f
 import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
 import { cloudLbs, lbService } from '../../helpers/lb.js';
-import { localcloud } from '../../helpers/localcloud.js';
+import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
 import { HOST_SERVICE_ACCOUNT, hostKubeConfig, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -76,6 +76,7 @@ test('a leader SIGSTOPped past its lease with a status write pending: after SIGC
         `--leader-elect-renew-deadline=${LEASE.renewS}s`,
         `--leader-elect-retry-period=${LEASE.retryS}s`,
         `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+        ALLOW_SIMULATION_FLAG,
         '--plugin-env=LOCALCLOUD_JOURNAL=all',
         '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.63.0/24',
         '-v=2',

@@ -2,9 +2,11 @@
  * Runs the built `localcloud` CLI and provider executable as real processes
  * on a shared state directory: instances added by the CLI are served over
  * gRPC by the provider, and knobs flipped by the CLI reach the running
- * provider without a restart.
+ * provider without a restart. Without LOCALCLOUD_ALLOW_SIMULATION=true the
+ * provider refuses to start (a simulation never answers for a real cluster).
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { credentials, Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
 import test, { type ExecutionContext } from 'ava';
 import { Code, fromServiceError } from '../../../sdk/errors.js';
+import { ALLOW_SIMULATION_ENV } from '../../../plugins/local/simulation-guard.js';
 import {
   ENV_ENDPOINT,
   ENV_INSTANCE_ID,
@@ -165,6 +168,7 @@ async function startProvider(
       [ENV_PROTOCOL_VERSIONS]: '1',
       [ENV_INSTANCE_ID]: 'it-local-1',
       [ENV_LOG_LEVEL]: 'warn',
+      [ALLOW_SIMULATION_ENV]: 'true',
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -210,6 +214,40 @@ function nodeRef(name: string): NodeRef {
     conditions: [],
   };
 }
+
+/** LOCALCLOUD_ALLOW_SIMULATION as set (undefined: unset): the provider must refuse each with one line. */
+const NOT_ALLOWED: (string | undefined)[] = [undefined, '', 'false', '1', 'yes', 'TRUE'];
+
+test('provider: without LOCALCLOUD_ALLOW_SIMULATION=true it exits 1 with one line saying it is a simulation and how to allow it', async (t) => {
+  for (const value of NOT_ALLOWED) {
+    const dir = join(await stateDir(t), 'state');
+    const env: NodeJS.ProcessEnv = {
+      ...cleanEnv(),
+      // Everything the host gives a plugin, so only the allowance is missing.
+      [MAGIC_COOKIE_KEY]: MAGIC_COOKIE_VALUE,
+      [ENV_ENDPOINT]: `unix://${join(dir, '..', 'p.sock')}`,
+      [ENV_PROTOCOL_VERSIONS]: '1',
+      [ENV_INSTANCE_ID]: 'it-local-refuse',
+    };
+    if (value !== undefined) env[ALLOW_SIMULATION_ENV] = value;
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      // A bound on a loaded machine, not a timing assertion.
+      execFile(process.execPath, [MAIN, '--state', dir], { env, timeout: 4 * STEP_TIMEOUT_MS }, (err, out, errOut) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout: out, stderr: errOut }),
+      );
+    });
+    const what = `${ALLOW_SIMULATION_ENV}=${value ?? '(unset)'}`;
+    t.is(code, 1, what);
+    t.is(stdout, '', `${what}: no handshake`);
+    const lines = stderr.split('\n').filter((l) => l !== '');
+    t.is(lines.length, 1, `${what}: ${stderr}`);
+    const msg = (JSON.parse(lines[0]!) as { msg: string }).msg;
+    t.regex(msg, /the local cloud is a simulation for tests and demos/, what);
+    t.true(msg.includes(`${ALLOW_SIMULATION_ENV}=true`), `${what}: says how to allow it`);
+    t.true(msg.includes(`--plugin-env=${ALLOW_SIMULATION_ENV}=true`), `${what}: and how through the host`);
+    t.false(existsSync(dir), `${what}: no state directory made`);
+  }
+});
 
 test('provider: serves instances the CLI added, sees CLI changes and knobs live, exits on stdin EOF', async (t) => {
   const dir = await stateDir(t);

@@ -33,6 +33,7 @@ import { kubeconfigFile, startHostProcess, type HostProcess } from '../../helper
 import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { seededRandom } from '../../helpers/seed.js';
 import { waitFor } from '../../helpers/wait.js';
+import { ALLOW_SIMULATION_FLAG } from '../../helpers/localcloud.js';
 
 const NS = 'lb-crash';
 const CYCLES = 50;
@@ -54,6 +55,7 @@ test('SIGKILL at random points during 50 create/delete cycles: cloud LBs == Serv
     '--node-selector=lbtest=crash',
     '--secure-port=0',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
+    ALLOW_SIMULATION_FLAG,
     '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.53.0/24',
     // Some cloud latency widens the windows between finalizer, cloud call and status write.
     '--plugin-env=LOCALCLOUD_LATENCY_MS=30',

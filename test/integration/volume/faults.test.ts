@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { kubeconfigFile, startHostProcess } from '../../helpers/host-process.js';
-import { localcloud } from '../../helpers/localcloud.js';
+import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 import { cloudVolumes, createClaim, createClass, eventsFor, hostFlags, volumeTestEnv, waitBound, type VolumeTestEnv } from '../../helpers/volumes.js';
 
@@ -115,6 +115,7 @@ test.serial('host killed during CreateVolume and the claim deleted meanwhile: th
           '--cluster-name=test',
           `--kubeconfig=${await kubeconfigFile(dir)}`,
           `--plugin-env=LOCALCLOUD_STATE_DIR=${env.stateDir}`,
+          ALLOW_SIMULATION_FLAG,
           ...hostFlags(env, 'volume-provisioner'),
         ],
         killedLog,
