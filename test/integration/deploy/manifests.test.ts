@@ -70,6 +70,7 @@ test('every YAML file under deploy/ is named by the kustomization of its directo
   const kustomizations = files.filter((f) => f.endsWith('/kustomization.yaml'));
   t.deepEqual(kustomizations.sort(), [
     'base/kustomization.yaml',
+    'components/monitoring/kustomization.yaml',
     'components/per-controller-rbac/kustomization.yaml',
     'components/sidecar/kustomization.yaml',
     'overlays/exec/kustomization.yaml',
