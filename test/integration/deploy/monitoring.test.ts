@@ -19,6 +19,8 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
   RbacAuthorizationV1Api,
   dumpYaml,
   type KubeConfig,
@@ -191,6 +193,24 @@ test('with each flavour, the Service selects the pods and their metrics port, th
       [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
       `${overlay}: a reader role for Prometheus, /metrics only`,
     );
+  }
+});
+
+test("the component's built-in kinds pass a server-side apply dry run (the Prometheus Operator's kinds need its CRDs, absent here)", async (t) => {
+  const api = KubernetesObjectApi.makeApiClient(await testKubeConfig());
+  const builtIn = (await renderWithMonitoring('exec')).filter(
+    (o) => ['Service', 'ClusterRole', 'ConfigMap'].includes(o.kind ?? '') && /monitoring|metrics|dashboard/.test(o.metadata?.name ?? ''),
+  );
+  t.deepEqual(builtIn.map((o) => o.kind).sort(), ['ClusterRole', 'ConfigMap', 'Service']);
+  for (const obj of builtIn) {
+    const what = `${obj.kind}/${obj.metadata?.name}`;
+    const out = await api
+      .patch(obj, undefined, 'All', 'ccm-monitoring-test', true, PatchStrategy.ServerSideApply)
+      .catch((err: { body?: unknown; message?: string }) => {
+        t.fail(`${what}: ${JSON.stringify(err.body ?? err.message)}`);
+        return undefined;
+      });
+    if (out) t.is(out.kind, obj.kind, what);
   }
 });
 
