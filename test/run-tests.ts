@@ -55,7 +55,7 @@ async function main(): Promise<number> {
   // k8s.io/cloud-provider-openstack through the bridge (test/integration/providers/openstack-bridge.test.ts).
   await openstackBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
   await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
-  // Checks the shipped alerts (test/integration/monitoring.test.ts).
+  // Checks the shipped alerts (test/integration/deploy/monitoring.test.ts).
   await preparePromtool((line) => process.stderr.write(`[promtool] ${line}\n`));
   // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
   await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));
