@@ -21,6 +21,7 @@ import { DEFAULT_OPTIONS } from '../host/config/options.js';
 import { ensureBinaries } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareKustomize } from './helpers/kustomize.js';
+import { preparePromtool } from './helpers/promtool.js';
 import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
 import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
@@ -54,6 +55,8 @@ async function main(): Promise<number> {
   // k8s.io/cloud-provider-openstack through the bridge (test/integration/providers/openstack-bridge.test.ts).
   await openstackBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
   await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
+  // Checks the shipped alerts (test/integration/deploy/monitoring.test.ts).
+  await preparePromtool((line) => process.stderr.write(`[promtool] ${line}\n`));
   // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
   await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));
   const cp = await ControlPlane.start({ auditLog: true });

@@ -5,13 +5,15 @@
  * call, which happens at most once per MIN_INTERVAL_MS and has a deadline of
  * CALL_DEADLINE_MS; an answer that fails validate-metrics.ts is dropped whole
  * and the reason logged (each message at most once per LOG_INTERVAL_MS). A failed or
- * missing answer never fails the host's own scrape.
+ * missing answer never fails the host's own scrape. Every served sample gets
+ * the label plugin="<--cloud-provider>" (unless it has a `plugin` label), as
+ * the host's own ccm_plugin_* metrics have.
  */
 import type { Logger } from 'pino';
 import { Capability } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { errorMessage } from '../log.js';
 import type { PluginSupervisor } from './supervisor.js';
-import { checkPluginMetrics, exposedNames } from './validate-metrics.js';
+import { addLabel, checkPluginMetrics, exposedNames } from './validate-metrics.js';
 
 /** Scrapes closer together than this get the previous answer. */
 const MIN_INTERVAL_MS = 1_000;
@@ -29,6 +31,8 @@ export class PluginMetrics {
   constructor(
     private readonly supervisor: PluginSupervisor,
     private readonly log: Logger,
+    /** The plugin label's value: --cloud-provider. */
+    private readonly plugin: string,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
@@ -53,7 +57,7 @@ export class PluginMetrics {
             { names: checked.shadowed.slice(0, 20) },
             'dropping plugin metric families that the host serves itself: prefix them with the provider name',
           );
-        text = checked.text;
+        text = addLabel(checked.text, 'plugin', this.plugin);
       }
     } catch (err) {
       this.warn({ err: errorMessage(err) }, "cannot get the plugin's metrics; /metrics is served without them");

@@ -11,7 +11,9 @@ export const MAX_PLUGIN_METRICS_BYTES = 4 * 1024 * 1024;
 const MAX_LINE_CHARS = 64 * 1024;
 
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
-const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
+const LABEL_NAME = '[a-zA-Z_][a-zA-Z0-9_]*';
+const LABEL_VALUE = '"(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
+const LABEL = `${LABEL_NAME}=${LABEL_VALUE}`;
 const VALUE = '(?:[-+]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|[-+]?Inf|NaN)';
 const SAMPLE = new RegExp(`^(${NAME})(?:\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? ${VALUE}(?: -?\\d+)?$`);
 const HELP = new RegExp(`^# HELP (${NAME})(?: .*)?$`);
@@ -61,6 +63,34 @@ export function checkPluginMetrics(text: string, reserved: ReadonlySet<string>):
     kept.push(line);
   }
   return { text: kept.length ? kept.join('\n') + '\n' : '', shadowed: [...shadowed] };
+}
+
+/**
+ * `text` (as checkPluginMetrics returns it) with label `name="value"` first
+ * in every sample that has no label of that name: the host's plugin metrics
+ * carry the plugin's name in `plugin`, and so do the plugin's own. A sample
+ * that already has the label keeps its own value.
+ */
+export function addLabel(text: string, name: string, value: string): string {
+  const pair = `${name}="${value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`))}"`;
+  return text
+    .split('\n')
+    .map((line) => {
+      if (line === '' || line.startsWith('#')) return line;
+      const m = NAME_AT_START.exec(line)!;
+      const rest = line.slice(m[0].length);
+      if (!rest.startsWith('{')) return `${m[0]}{${pair}}${rest}`;
+      if (hasLabel(rest, name)) return line;
+      return rest.startsWith('{}') ? `${m[0]}{${pair}}${rest.slice(2)}` : `${m[0]}{${pair},${rest.slice(1)}`;
+    })
+    .join('\n');
+}
+
+/** Whether the label set at the start of `rest` (`{...} value`, a checked sample) has label `name`. */
+function hasLabel(rest: string, name: string): boolean {
+  const pair = new RegExp(`[{,](${LABEL_NAME})=${LABEL_VALUE}`, 'y');
+  for (let m = pair.exec(rest); m; m = pair.exec(rest)) if (m[1] === name) return true;
+  return false;
 }
 
 /** Whether `name` (or the family a histogram/summary sample belongs to) is one the host serves. */

@@ -57,7 +57,7 @@ export function pluginSupervisor(config: HostConfig, d: Omit<PluginStepDeps, 'si
     callPolicy: { caller: d.identity, refuseMutation: d.refuseMutation },
     onOutputDropped: (stream) => d.metrics.pluginOutputDropped.inc({ plugin: config.cloudProvider, stream }),
   });
-  const pluginMetrics = new PluginMetrics(supervisor, d.log);
+  const pluginMetrics = new PluginMetrics(supervisor, d.log, config.cloudProvider);
   d.metrics.registry.append = (hostText) => pluginMetrics.textAfter(hostText);
   const labels = { plugin: config.cloudProvider };
   supervisor.on('state', (s: string) => d.metrics.pluginReady.set(labels, s === 'ready' ? 1 : 0));

@@ -3,7 +3,8 @@
  * the local cloud's as a real provider exports them, and a provider whose
  * answer changes between scrapes (the bad provider reading a file): valid
  * families are served after the host's, families that shadow the host's are
- * dropped, and an invalid answer is dropped whole without failing the scrape.
+ * dropped, and an invalid answer is dropped whole without failing the scrape;
+ * every served sample is labelled with the plugin (--cloud-provider).
  */
 import test from 'ava';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -35,7 +36,7 @@ test("the local cloud's calls and objects appear on the host's /metrics", async 
   const text = await waitFor(
     async () => {
       const all = await host.metrics.registry.metrics();
-      return all.split('\n').includes('localcloud_objects{kind="instances"} 2') ? all : undefined;
+      return all.split('\n').includes('localcloud_objects{plugin="local",kind="instances"} 2') ? all : undefined;
     },
     { what: "the local cloud's metrics", log: host.logPath },
   );
@@ -74,14 +75,18 @@ test('valid families are served, shadowing ones dropped, an invalid answer dropp
       name: 'a counter and a histogram of its own',
       answer:
         '# HELP bad_widgets_total Widgets.\n# TYPE bad_widgets_total counter\nbad_widgets_total{zone="a"} 3\nbad_latency_seconds_bucket{le="+Inf"} 2\nbad_latency_seconds_sum 0.5\nbad_latency_seconds_count 2\n',
-      served: ['bad_widgets_total{zone="a"} 3', 'bad_latency_seconds_count 2', '# TYPE bad_widgets_total counter'],
+      served: [
+        `bad_widgets_total{plugin="${BAD_PROVIDER_NAME}",zone="a"} 3`,
+        `bad_latency_seconds_count{plugin="${BAD_PROVIDER_NAME}"} 2`,
+        '# TYPE bad_widgets_total counter',
+      ],
       absent: [],
     },
     {
       name: 'families the host serves are dropped, the rest kept',
       answer:
         '# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 1\nrest_client_requests_total{code="200",method="GET",host="x"} 9\nbad_gadgets 7\n',
-      served: ['bad_gadgets 7'],
+      served: [`bad_gadgets{plugin="${BAD_PROVIDER_NAME}"} 7`],
       absent: ['process_resident_memory_bytes 1', 'rest_client_requests_total{code="200",method="GET",host="x"} 9'],
       logged: /dropping plugin metric families that the host serves itself/,
     },

@@ -279,6 +279,9 @@ func TestCapabilitiesFollowTheCloudsAnswers(t *testing.T) {
 			if tc.legacy {
 				wantCaps = append(wantCaps, pb.Capability_CAPABILITY_INSTANCES_LEGACY)
 			}
+			// Every bridged cloud exports its process's metrics (metrics.go).
+			wantCaps = append(wantCaps, pb.Capability_CAPABILITY_METRICS)
+			slices.Sort(wantCaps)
 			if !slices.Equal(caps.Capabilities, wantCaps) {
 				t.Errorf("capabilities %v; want %v", caps.Capabilities, wantCaps)
 			}

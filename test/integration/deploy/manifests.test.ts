@@ -83,6 +83,7 @@ test('every YAML file under deploy/ is named by the kustomization of its directo
   t.deepEqual(kustomizations.sort(), [
     'base/kustomization.yaml',
     'components/exec/kustomization.yaml',
+    'components/monitoring/kustomization.yaml',
     'components/per-controller-rbac/kustomization.yaml',
     'components/provider-identity/kustomization.yaml',
     'components/sidecar/kustomization.yaml',

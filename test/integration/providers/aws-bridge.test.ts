@@ -29,6 +29,9 @@
  *     lookup by name;
  *   - a LoadBalancer Service gets a classic ELB in moto (ingress: the ELB's
  *     DNS name) whose instances follow the initialized nodes;
+ *   - the provider's own metrics (cloudprovider_aws_api_*, and its process's
+ *     Go runtime and memory as ccm_plugin_go_*, ccm_plugin_process_*) appear
+ *     on the host's /metrics, labelled plugin="aws";
  *   - a stopped instance gets its Node the shutdown taint; a terminated one
  *     gets its Node deleted, and leaves the ELB;
  *   - deleting the Service deletes the ELB.
@@ -44,9 +47,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
 import { execa } from 'execa';
+import { exposedNames } from '../../../host/plugin/validate-metrics.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { checkRealProviderKit, serveTestHook, type InstanceHook, type PinnedFailure, type TestHookServer } from '../../helpers/real-provider-kit.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
+import { bundleMetrics, fromProviderProcess, isExposed } from '../../helpers/monitoring.js';
 import { awsCloudConfig, startMoto, type Moto } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_BRIDGE_DIR, AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
@@ -251,6 +256,40 @@ async function deleteService(c: AwsCluster, name: string): Promise<void> {
   });
 }
 
+/**
+ * The provider process's metrics on the host's /metrics (the bridge exports
+ * its k8s.io/component-base registry through GetMetrics), labelled with the
+ * plugin: cloud-provider-aws's own AWS API latency after its calls, and the
+ * process's Go runtime and memory. Every provider metric the monitoring
+ * bundle (deploy/components/monitoring) queries is served, or (a counter
+ * nothing has incremented yet, which the registry leaves out) defined by the
+ * pinned cloud-provider-aws.
+ */
+async function providerMetrics(t: ExecutionContext, c: AwsCluster): Promise<void> {
+  const text = await waitFor(
+    async () => {
+      const all = await c.running.host.metrics.registry.metrics();
+      return /^cloudprovider_aws_api_request_duration_seconds_count\{plugin="aws",request="[^"]+"\} [1-9]/m.test(all) ? all : undefined;
+    },
+    { what: `cloudprovider_aws_api_request_duration_seconds on the host's /metrics (${c.mode})`, log: join(c.dir, 'host.log') },
+  );
+  t.regex(text, /^# TYPE cloudprovider_aws_api_request_duration_seconds histogram$/m, 'the upstream name and type');
+  t.regex(text, /^ccm_plugin_go_goroutines\{plugin="aws"\} [1-9]/m, "the provider process's Go runtime");
+  t.regex(text, /^ccm_plugin_process_resident_memory_bytes\{plugin="aws"\} [1-9]/m, "the provider process's memory");
+  t.is(text.match(/^# TYPE process_resident_memory_bytes /gm)?.length, 1, "the host's own family once, not the provider's");
+  const exposed = exposedNames(text);
+  const defined = await awsProviderMetricNames();
+  const missing = [...(await bundleMetrics()).keys()].filter((n) => fromProviderProcess(n) && !isExposed(n, exposed) && !defined.has(n));
+  t.deepEqual(missing, [], 'provider metrics the monitoring bundle queries');
+}
+
+/** The metric names the pinned k8s.io/cloud-provider-aws defines (pkg/providers/v1/aws_metrics.go). */
+async function awsProviderMetricNames(): Promise<Set<string>> {
+  const dir = (await execa('go', ['list', '-m', '-f', '{{.Dir}}', 'k8s.io/cloud-provider-aws'], { cwd: AWS_BRIDGE_DIR })).stdout.trim();
+  const source = await readFile(join(dir, 'pkg', 'providers', 'v1', 'aws_metrics.go'), 'utf8');
+  return new Set([...source.matchAll(/Name:\s*"([a-z_]+)"/g)].map((m) => m[1]!));
+}
+
 async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
   const { mode, prefix, dir, core, moto, seeded } = c;
   const [ia, ib, ic, id] = seeded.instances as [Instance, Instance, Instance, Instance];
@@ -315,6 +354,7 @@ async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
       log: join(dir, 'host.log'),
     });
   await backends([ia.id, ib.id, id.id]);
+  await providerMetrics(t, c);
 
   // A new node joins the ELB once initialized.
   await c.register(nc, ic.id);

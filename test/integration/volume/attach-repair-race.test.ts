@@ -77,7 +77,7 @@ test('a VolumeAttachment deleted while the repair waits for ListVolumes stays de
   const race = await attached(env, node, 'race');
 
   await localcloud(env.stateDir, 'knobs', 'set', 'hold=listVolumes');
-  await waitFor(async () => (await sample(host, /^localcloud_held_calls\{method="volumes\.listVolumes"\} (\d+)/m)) >= 1, {
+  await waitFor(async () => (await sample(host, /^localcloud_held_calls\{plugin="local",method="volumes\.listVolumes"\} (\d+)/m)) >= 1, {
     what: "the repair loop's ListVolumes held (its snapshot shows both attachments attached)",
     log: env.hostLog,
   });

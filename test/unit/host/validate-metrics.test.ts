@@ -1,6 +1,6 @@
 /** The check of a provider's metrics text before the host serves it (host/plugin/validate-metrics.ts). */
 import test from 'ava';
-import { checkPluginMetrics, exposedNames, MAX_PLUGIN_METRICS_BYTES } from '../../../host/plugin/validate-metrics.js';
+import { addLabel, checkPluginMetrics, exposedNames, MAX_PLUGIN_METRICS_BYTES } from '../../../host/plugin/validate-metrics.js';
 
 const RESERVED = new Set(['process_cpu_seconds_total', 'workqueue_depth', 'rest_client_request_duration_seconds']);
 
@@ -58,3 +58,22 @@ test('families the host serves are left out, histogram and counter suffixes incl
 test('exposedNames reads samples and HELP/TYPE lines', (t) => {
   t.deepEqual([...exposedNames('# HELP a x\n# TYPE a gauge\na{l="1"} 1\nb_total 2\n# other comment\n')].sort(), ['a', 'b_total']);
 });
+
+const LABELLED: { name: string; line: string; want: string }[] = [
+  { name: 'no labels', line: 'a 1', want: 'a{plugin="aws"} 1' },
+  { name: 'empty braces', line: 'a{} 1', want: 'a{plugin="aws"} 1' },
+  { name: 'other labels', line: 'a_bucket{le="+Inf",x="q\\"uote"} 2', want: 'a_bucket{plugin="aws",le="+Inf",x="q\\"uote"} 2' },
+  { name: 'a plugin label of its own is kept', line: 'a{x="1",plugin="other"} 1', want: 'a{x="1",plugin="other"} 1' },
+  { name: 'plugin only inside a value is not a label', line: 'a{x="plugin=\\"y\\""} 1', want: 'a{plugin="aws",x="plugin=\\"y\\""} 1' },
+  { name: 'a timestamp', line: 'a 1 1700000000000', want: 'a{plugin="aws"} 1 1700000000000' },
+  { name: 'HELP and TYPE lines unchanged', line: '# HELP a x y\n# TYPE a gauge', want: '# HELP a x y\n# TYPE a gauge' },
+];
+for (const c of LABELLED) {
+  test(`addLabel: ${c.name}`, (t) => {
+    const checked = checkPluginMetrics(`${c.line}\n`, RESERVED);
+    if ('problem' in checked) return t.fail(checked.problem);
+    const out = addLabel(checked.text, 'plugin', 'aws');
+    t.is(out, `${c.want}\n`);
+    t.false('problem' in checkPluginMetrics(out, RESERVED), 'still valid text format');
+  });
+}

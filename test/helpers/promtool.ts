@@ -1,0 +1,49 @@
+/**
+ * promtool, Prometheus's own rule checker (`promtool check rules`, `promtool
+ * test rules`), at the version tools/promtool/go.mod pins: built from Go
+ * modules on first use into
+ * `${XDG_CACHE_HOME:-~/.cache}/ccm-host/promtool-<hash>/promtool`, the hash
+ * covering that go.mod and go.sum, the build flags and the Go version, once
+ * per machine. Built without Prometheus's service discovery (-tags
+ * remove_all_sd): the rule commands do not need it, and it is most of the
+ * build.
+ */
+import { join } from 'node:path';
+import { homedir } from 'node:os';
+import { execa } from 'execa';
+import { buildOnce } from './build-once.js';
+import { hashFiles, REPO } from './providers.js';
+
+/** The module that pins promtool's version (go.mod's `tool` line) and every dependency (go.sum). */
+export const PROMTOOL_MODULE = join(REPO, 'tools', 'promtool');
+
+const BUILD = { flags: ['-trimpath', '-tags', 'remove_all_sd', '-ldflags=-s -w'], env: { CGO_ENABLED: '0' } } as const;
+
+let binary: Promise<string> | undefined;
+
+/** Path of promtool, built on first use; `say` gets a line when a build starts and when it is done (with its time). */
+export function promtoolBinary(say: (line: string) => void = () => undefined): Promise<string> {
+  return (binary ??= (async () => {
+    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
+    const key = await hashFiles(PROMTOOL_MODULE, ['go.mod', 'go.sum'], `${goVersion}\0${JSON.stringify(BUILD)}`);
+    const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', `promtool-${key}`);
+    await buildOnce(dir, async (tmp) => {
+      const t0 = Date.now();
+      say(`building promtool (tools/promtool/go.mod) into ${dir}`);
+      const r = await execa('go', ['build', ...BUILD.flags, '-o', join(tmp, 'promtool'), 'github.com/prometheus/prometheus/cmd/promtool'], {
+        cwd: PROMTOOL_MODULE,
+        env: { ...BUILD.env, GOTOOLCHAIN: 'local' },
+        reject: false,
+        timeout: 30 * 60_000,
+      });
+      if (r.failed) throw new Error(`building promtool failed (Go and the Go module proxy are needed once): ${r.stderr || r.message}`);
+      say(`promtool built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    });
+    return join(dir, 'promtool');
+  })());
+}
+
+/** Builds promtool before the tests start (the test runner calls this), so no test spends its timeout on it. */
+export async function preparePromtool(say: (line: string) => void): Promise<void> {
+  await promtoolBinary(say);
+}
