@@ -18,6 +18,9 @@ export const ECHO_PROVIDER = fileURLToPath(new URL('../../fixtures/echo-provider
 /** Default bound for any single wait in these tests. */
 export const WAIT_MS = 10_000;
 
+/** Bound for a provider process to start and print its handshake: loading grpc-js on a loaded 2-core machine took over 10 s. */
+export const START_WAIT_MS = 60_000;
+
 /** Rejects with `what` if `p` does not settle within `ms`. */
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -147,7 +150,7 @@ export async function launchPlugin(opts: LaunchOptions = {}): Promise<PluginProc
     child,
     stdoutLines,
     stderrLines,
-    handshake: (ms = WAIT_MS) => waitFor(() => stdoutLines[0], ms, 'the handshake line'),
+    handshake: (ms = START_WAIT_MS) => waitFor(() => stdoutLines[0], ms, 'the handshake line'),
     stderrLine: (pred, ms = WAIT_MS) => waitFor(() => stderrLines.find(pred), ms, 'a stderr line'),
     logLine: (msg, ms = WAIT_MS) =>
       waitFor(
