@@ -25,6 +25,7 @@ import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
 import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
 import { openstackBinaries } from './helpers/openstack.js';
+import { prepareImages } from './helpers/images.js';
 import { vsphereBinaries } from './helpers/vsphere.js';
 import { StreamText, summarize } from './ava-summary.js';
 
@@ -54,6 +55,8 @@ async function main(): Promise<number> {
   // k8s.io/cloud-provider-openstack through the bridge (test/integration/providers/openstack-bridge.test.ts).
   await openstackBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
   await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
+  // deploy/Dockerfile's host image and deploy/providers/Dockerfile's AWS image, built with buildah (test/integration/deploy/images.test.ts).
+  await prepareImages((line) => process.stderr.write(`[images] ${line}\n`));
   // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
   await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));
   const cp = await ControlPlane.start({ auditLog: true });

@@ -12,7 +12,7 @@ import { INERT_FLAGS } from '../../../host/config/upstream-flags.js';
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** Flags the host handles before parsing (main.ts). */
 const SPECIAL = ['version', 'help'];
-/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit. */
+/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, docker/buildah. */
 const OTHER_PROGRAMS = [
   'cloud-provider',
   'node-ip',
@@ -37,6 +37,9 @@ const OTHER_PROGRAMS = [
   'start-timeout',
   'shutdown-grace',
   'bad-cloud-config',
+  'target',
+  'build-arg',
+  'storage-driver',
 ];
 
 const DOCS = [
