@@ -26,6 +26,7 @@ import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
 import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
 import { openstackBinaries } from './helpers/openstack.js';
+import { prepareImages } from './helpers/images.js';
 import { vsphereBinaries } from './helpers/vsphere.js';
 import { StreamText, summarize } from './ava-summary.js';
 
@@ -57,6 +58,8 @@ async function main(): Promise<number> {
   await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
   // Checks the shipped alerts (test/integration/deploy/monitoring.test.ts).
   await preparePromtool((line) => process.stderr.write(`[promtool] ${line}\n`));
+  // deploy/Dockerfile's host image and deploy/providers/Dockerfile's AWS image, built with buildah (test/integration/deploy/images.test.ts).
+  await prepareImages((line) => process.stderr.write(`[images] ${line}\n`));
   // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
   await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));
   const cp = await ControlPlane.start({ auditLog: true });

@@ -15,6 +15,13 @@ const MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 /** Longest log read for the start line: the host logs it within its first lines. */
 const MAX_SCAN_BYTES = 4 * 1024 * 1024;
 
+/**
+ * What runs the host: a script for this machine's node (default: the
+ * repository's dist/host/main.js), or the command (file and argv) that runs
+ * it with `args`, e.g. a built image's entrypoint (test/helpers/images.ts).
+ */
+export type HostMain = string | ((args: string[]) => [string, string[]]);
+
 export interface HostProcess {
   readonly pid: number;
   /** Leader-election identity, once the host logged that it started (pending forever if it exits first). */
@@ -35,12 +42,13 @@ export interface HostProcess {
 export function spawnHost(
   args: string[],
   logPath: string,
-  opts: { ownApiServer?: boolean; env?: NodeJS.ProcessEnv; main?: string } = {},
+  opts: { ownApiServer?: boolean; env?: NodeJS.ProcessEnv; main?: HostMain } = {},
 ): HostProcess {
   if (!opts.ownApiServer) assertArgsNodeScoped(args);
   // Only this process's lines count: the log may hold an earlier run's.
   const offset = existsSync(logPath) ? statSync(logPath).size : 0;
-  const child = ManagedProcess.spawn('host', process.execPath, [opts.main ?? MAIN, ...args], logPath, { keepAlive: true, env: opts.env });
+  const [file, argv] = typeof opts.main === 'function' ? opts.main(args) : [process.execPath, [opts.main ?? MAIN, ...args]];
+  const child = ManagedProcess.spawn('host', file, argv, logPath, { keepAlive: true, env: opts.env });
   let ended = false;
   void child.exited.then(() => (ended = true));
   const identity = (async () => {

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import { assertNoForbidden, forbiddenInLog } from './forbidden.js';
-import { spawnHost } from './ha-host-process.js';
+import { spawnHost, type HostMain } from './ha-host-process.js';
 import { hostKubeConfig } from './service-account.js';
 
 export interface HostProcess {
@@ -33,7 +33,7 @@ export async function kubeconfigFile(dir: string): Promise<string> {
  * started. Output is appended to `logPath`; `env` replaces this process's
  * environment.
  */
-export async function startHostProcess(args: string[], logPath: string, env?: NodeJS.ProcessEnv, main?: string): Promise<HostProcess> {
+export async function startHostProcess(args: string[], logPath: string, env?: NodeJS.ProcessEnv, main?: HostMain): Promise<HostProcess> {
   // One replica: no lease to wait for after a SIGKILL (unless the caller asks for leader election).
   if (!args.some((a) => a.startsWith('--leader-elect'))) args = ['--leader-elect=false', ...args];
   // Only this process's lines count: the log may hold an earlier run's.

@@ -10,6 +10,7 @@
  * | Secret volume                                | a file per key the test gives, mode defaultMode; none when the test has no Secret | |
  * | `/tmp` mount as the temp directory           | env TMPDIR=`<dir>/volumes/tmp`                    | os.tmpdir() is /tmp in the container |
  * | the image's files                            | the image's layout (test/helpers/image-layout.ts, or the bridged provider's binary) | no Docker here |
+ * | a built image (`rootfs`, test/helpers/images.ts) | its entrypoint, user, working directory and env, chrooted into its root filesystem with `<dir>` bind-mounted at the same path; `<dir>` owned by the image's user | the kubelet's volumes, as the pod's user may read them |
  * | files the image carries (`/opt/ccm/plugins`) | `<dir>/image/<container>/opt/ccm/plugins`, linking into it | as the Dockerfile's exec stage |
  * | in-cluster config (token, CA, service host)  | env KUBECONFIG: a token of the pod's ServiceAccount | not in a pod |
  * | a mount at the token path (/var/run/secrets/kubernetes.io/serviceaccount), which keeps the pod's token out of that container (ServiceAccount admission) | an emptyDir: no KUBECONFIG; a Secret of type kubernetes.io/service-account-token the rendering ships: KUBECONFIG with a token of the ServiceAccount it names | the same identity; TokenRequest, as this control plane runs no token controller to fill the Secret |
@@ -24,18 +25,32 @@
  * `--leader-elect-resource-namespace` (the test's namespace, with copies of
  * the rendered Roles and RoleBindings there, so the Lease is the test's own).
  */
+import { execFile } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { KubeConfig, KubernetesObject, V1Container, V1Deployment, V1Probe, V1Volume } from '@kubernetes/client-node';
 import { ManagedProcess } from '../controlplane/managed-process.js';
 import { freePorts, get } from '../controlplane/probe.js';
 import { startHostProcess, type HostProcess } from './host-process.js';
 import { tokenCredentialId } from './audit.js';
+import { rootfsCommand, type ImageRootfs } from './images.js';
 import { applyObjects, serviceAccountKubeConfig } from './service-account.js';
 
-/** What an image runs, by image name without the tag. */
-export interface ContainerImage {
+/** What an image runs, by image name without the tag: a built image's root filesystem, or a layout on this machine. */
+export type ContainerImage = BuiltImage | LocalImage;
+
+/** A built image, run from its root filesystem (see the table). */
+export interface BuiltImage {
+  rootfs: ImageRootfs;
+  /** Whether this is a host image (started as a host process). */
+  host: boolean;
+}
+
+/** The image's files as laid out on this machine. */
+export interface LocalImage {
+  rootfs?: undefined;
   /** The ENTRYPOINT: a script run by node (`node: true`), or an executable. */
   entrypoint: string;
   node: boolean;
@@ -84,6 +99,8 @@ export interface Pod {
   ports: Map<number, number>;
   deployment: V1Deployment;
 }
+
+const run = promisify(execFile);
 
 /** Replaces container paths (at the start of a value, after `=` or `unix://`) by local ones, in one pass so a mapped path is never mapped again. */
 function pathMapper(map: Map<string, string>): (text: string) => string {
@@ -174,11 +191,15 @@ export async function runPod(
     for (const m of container.volumeMounts ?? []) if (m.mountPath !== TOKEN_PATH) paths.set(m.mountPath, volumes.get(m.name)!);
     return { container, image, paths };
   });
+  // A built image's process runs as the image's user, which must read what the kubelet would give it.
+  const users = new Set(processes.flatMap(({ image }) => (image.rootfs ? [image.rootfs.user] : [])));
+  if (users.size > 1) throw new Error(`the images run as different users (${[...users].join(', ')}): not supported here`);
+  for (const user of users) await run('chown', ['-R', user, dir]);
   const others: ContainerProcess[] = [];
   let host: HostProcess | undefined;
   // Other containers first: the host dials a sidecar's socket as soon as it starts.
   for (const { container, image, paths } of [...processes].sort((a, b) => Number(a.image.host) - Number(b.image.host))) {
-    for (const [file, target] of Object.entries(image.files ?? {})) {
+    for (const [file, target] of Object.entries((!image.rootfs && image.files) || {})) {
       const local = join(dir, 'image', container.name, file);
       await mkdir(join(local, '..'), { recursive: true });
       await symlink(target, local);
@@ -189,7 +210,7 @@ export async function runPod(
       const port = /^(--[a-z-]*port)=(\d+)$/.exec(a);
       return port ? `${port[1]}=${ports.get(Number(port[2]))}` : mapPath(a);
     });
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
+    const env: NodeJS.ProcessEnv = image.rootfs ? { HOME: '/', ...image.rootfs.env } : { PATH: process.env.PATH, HOME: process.env.HOME };
     if (kubeconfigs.get(container.name)) env.KUBECONFIG = kubeconfigs.get(container.name);
     if (paths.has('/tmp')) env.TMPDIR = paths.get('/tmp');
     for (const e of container.env ?? []) env[e.name] = mapPath(e.value ?? '');
@@ -203,11 +224,17 @@ export async function runPod(
         `--webhook-secure-port=${ports.get(-1)}`,
         `--leader-elect-resource-namespace=${opts.namespace}`,
       ];
-      host = await startHostProcess([...args, ...scoped], logPath, env, image.entrypoint);
+      const { rootfs } = image;
+      const main = rootfs ? (a: string[]) => rootfsCommand(rootfs, [dir], [...rootfs.entrypoint, ...a]) : image.entrypoint;
+      host = await startHostProcess([...args, ...scoped], logPath, env, main);
       const h = host;
       t.teardown(async () => void (await h.stop()));
     } else {
-      const [file, argv] = image.node ? [process.execPath, [image.entrypoint, ...args]] : [image.entrypoint, args];
+      const [file, argv] = image.rootfs
+        ? rootfsCommand(image.rootfs, [dir], [...image.rootfs.entrypoint, ...args])
+        : image.node
+          ? [process.execPath, [image.entrypoint, ...args]]
+          : [image.entrypoint, args];
       const p = ManagedProcess.spawn(container.name, file, argv, logPath, { env, keepAlive: true });
       const stop = async () => {
         p.signal('SIGTERM');

@@ -13,7 +13,7 @@ import { INERT_FLAGS } from '../../../host/config/upstream-flags.js';
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** Flags the host handles before parsing (main.ts). */
 const SPECIAL = ['version', 'help'];
-/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, ava. */
+/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, ava, docker/buildah. */
 const OTHER_PROGRAMS = [
   'cloud-provider',
   'node-ip',
@@ -39,6 +39,9 @@ const OTHER_PROGRAMS = [
   'shutdown-grace',
   'bad-cloud-config',
   'match',
+  'target',
+  'build-arg',
+  'storage-driver',
 ];
 
 const DOCS = [
