@@ -49,6 +49,12 @@ export interface HostConfig {
    * value and are left out when the host has none (see `warnings`).
    */
   readonly pluginEnv: Readonly<Record<string, string>>;
+  /**
+   * `--provider-arg`: words appended, in order, to the spawned plugin's
+   * command line, for a provider's own flags (empty with --plugin-endpoint,
+   * where the provider container has its own args).
+   */
+  readonly providerArgs: readonly string[];
   /** `--kubeconfig`: absolute path of a readable file. */
   readonly kubeconfig: string | undefined;
   readonly master: string | undefined;
@@ -189,6 +195,7 @@ function providerSection(o: HostOptionsWithDefaults, p: Problems, deps: CompileO
       p,
     ),
     pluginEnv: resolvePluginEnv(o.pluginEnv, deps.env ?? process.env, p, warnings),
+    providerArgs: checkProviderArgs(o.providerArgs, o.pluginEndpoint, p),
     pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
     pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
     pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),
@@ -292,6 +299,7 @@ function routeSection(
   const allocateNodeCidrs = p.bool('allocate-node-cidrs', o.allocateNodeCidrs);
   if (o.cidrAllocatorType === '') p.add('--cidr-allocator-type must not be empty: leave it out to use RangeAllocator');
   else if (allocateNodeCidrs && o.cidrAllocatorType !== 'RangeAllocator') {
+    // Provider-owned allocators (CloudAllocator, ...) were already reported and dropped by flags.ts.
     p.add(`--cidr-allocator-type=${JSON.stringify(o.cidrAllocatorType)} is not supported by this build: use RangeAllocator`);
   }
   const maskFlags = {
@@ -361,7 +369,10 @@ function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Pr
     );
   }
   if (o.leaderElectResourceLock !== 'leases') {
-    q.add(`--leader-elect-resource-lock=${JSON.stringify(o.leaderElectResourceLock)} is not supported: use leases (coordination.k8s.io/v1 Lease)`);
+    // Upstream (client-go v0.34 resourcelock.New) refuses the others too: endpoints, configmaps and their *leases pairs were removed.
+    q.add(
+      `--leader-elect-resource-lock=${JSON.stringify(o.leaderElectResourceLock)} is not supported (upstream removed every lock but leases): use leases (coordination.k8s.io/v1 Lease)`,
+    );
   }
   if (!DNS_SUBDOMAIN.test(o.leaderElectResourceName)) {
     q.add(
@@ -397,6 +408,19 @@ function checkCloudProvider(name: string | undefined, p: Problems): string | und
     return undefined;
   }
   return name;
+}
+
+/**
+ * `--provider-arg` goes to a plugin the host spawns; a plugin behind
+ * --plugin-endpoint was started by someone else, with its own arguments.
+ */
+function checkProviderArgs(args: readonly string[], pluginEndpoint: string | undefined, p: Problems): readonly string[] {
+  if (args.length > 0 && pluginEndpoint !== undefined) {
+    p.add(
+      `--provider-arg=${args[0]!} has no plugin to go to: with --plugin-endpoint the host does not start the provider, so put ${args.length > 1 ? 'these' : 'it'} in the provider container's args instead`,
+    );
+  }
+  return Object.freeze([...args]);
 }
 
 /** `NAME=VALUE` → that pair; `NAME` → the host's value of NAME, if any. */

@@ -15,6 +15,15 @@ import { HOST_VERSION } from '../version.js';
 import { compileHostConfig, type HostConfig } from './config.js';
 import { DEFAULT_OPTIONS, type HostOptions } from './options.js';
 import { INERT_FLAGS } from './upstream-flags.js';
+import {
+  ownerOfCidrAllocator,
+  ownerOfController,
+  ownerOfFlag,
+  passToProvider,
+  providerOwnedLine,
+  REMOVED_FLAGS,
+  type OwnedItem,
+} from './provider-owned.js';
 
 /** How a flag takes its value. */
 type FlagKind =
@@ -109,6 +118,13 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'array',
     value: 'NAME[=VALUE]',
     help: "Environment variable the plugin gets (repeatable): NAME passes the host's value, NAME=VALUE sets one. The plugin gets no other host variables.",
+  },
+  {
+    name: 'provider-arg',
+    key: 'providerArgs',
+    kind: 'array',
+    value: 'ARG',
+    help: "A word appended to the spawned plugin's command line (repeatable, in order), for the provider's own flags, e.g. --provider-arg=--cluster-id=k8s. With --plugin-endpoint, put them in the provider container's args instead (not in upstream).",
   },
   {
     name: 'kubeconfig',
@@ -624,9 +640,13 @@ function parseFlags(argv: readonly string[]): { options: HostOptions; errors: st
       errors.push(err.message.replace(/^error: /, ''));
       return { options: {}, errors, inert };
     }
-    errors.push(...leftoverErrors(program.args));
+    const owned: OwnedItem[] = [];
+    errors.push(...leftoverErrors(program.args, owned));
     inert.push(...inertWarnings(program));
-    return { options: collect(program), errors, inert };
+    const options = takeProviderOwned(collect(program), owned, inert);
+    const line = providerOwnedLine(owned);
+    if (line !== undefined) errors.push(line);
+    return { options, errors, inert };
   }
 }
 
@@ -657,8 +677,38 @@ function newProgram(): Command {
 function inertWarnings(program: Command): string[] {
   const values = program.opts<Record<string, unknown>>();
   return INERT_FLAGS.filter((f) => values[program.options.find((o) => o.long === `--${f.name}`)!.attributeName()] !== undefined).map(
-    (f) => `--${f.name} has no effect: ${f.why}`,
+    (f) => `--${f.name} has no effect: ${f.why}${f.deprecated ? ` (deprecated upstream: ${f.deprecated})` : ''}`,
   );
+}
+
+/**
+ * Takes a provider's own controllers out of --controllers and a provider's
+ * own CIDR allocator (when allocating) out of the node IPAM flags, recording them in `owned`
+ * (reported as one line), so that compileHostConfig does not report them a
+ * second time. Disabling a provider's controller (`-tagging`) asks for what
+ * already holds here: a warning, no error.
+ */
+function takeProviderOwned(options: HostOptions, owned: OwnedItem[], warnings: string[]): HostOptions {
+  const out = { ...options };
+  if (out.controllers !== undefined) {
+    out.controllers = out.controllers.filter((entry) => {
+      const disable = entry.startsWith('-');
+      const entryOwner = ownerOfController(disable ? entry.slice(1) : entry);
+      if (entryOwner === undefined) return true;
+      if (disable) warnings.push(`--controllers=${entry} has no effect: ${entry.slice(1)} belongs to ${entryOwner.owner}, not to this host`);
+      else owned.push({ what: `--controllers=${entry}`, entry: entryOwner });
+      return false;
+    });
+  }
+  // As upstream, the allocator matters only when allocating.
+  const allocating = out.allocateNodeCidrs !== undefined && /^(1|t|T|true|TRUE|True)$/.test(out.allocateNodeCidrs);
+  const allocator = allocating && out.cidrAllocatorType !== undefined ? ownerOfCidrAllocator(out.cidrAllocatorType) : undefined;
+  if (allocator !== undefined) {
+    owned.push({ what: `--cidr-allocator-type=${out.cidrAllocatorType!}`, entry: allocator });
+    delete out.cidrAllocatorType;
+    delete out.allocateNodeCidrs;
+  }
+  return out;
 }
 
 function toOption(f: FlagSpec): Option {
@@ -734,8 +784,13 @@ function normalize(argv: readonly string[], errors: string[]): string[] {
   return out;
 }
 
-/** Words commander did not consume: unknown flags (with their value, if separate) and positional arguments. */
-function leftoverErrors(args: readonly string[]): string[] {
+/**
+ * Words commander did not consume: unknown flags (with their value, if
+ * separate) and positional arguments. Flags of a known provider go to
+ * `owned` (one line for all of them); flags upstream removed name their
+ * replacement; any other unknown flag says where a provider's own flag goes.
+ */
+function leftoverErrors(args: readonly string[], owned: OwnedItem[]): string[] {
   const errors: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const word = args[i]!;
@@ -744,10 +799,25 @@ function leftoverErrors(args: readonly string[]): string[] {
       continue;
     }
     const name = word.split('=')[0]!;
-    const hint = suggest(name);
-    errors.push(`unknown flag ${name}: ${hint ? `did you mean --${hint}? ` : ''}run with --help to list the flags`);
+    const bare = name.replace(/^-+/, '');
     const next = args[i + 1];
-    if (!word.includes('=') && next !== undefined && !next.startsWith('-')) i++; // its value
+    const takesNext = !word.includes('=') && next !== undefined && !next.startsWith('-');
+    if (takesNext) i++; // its value
+    const asArg = takesNext ? `${name}=${next!}` : word;
+    const owner = ownerOfFlag(bare);
+    if (owner !== undefined) {
+      owned.push({ what: name, word: asArg, entry: owner });
+      continue;
+    }
+    const removed = REMOVED_FLAGS[bare];
+    if (removed !== undefined) {
+      errors.push(`${name} is not accepted: ${removed}`);
+      continue;
+    }
+    const hint = suggest(name);
+    errors.push(
+      `unknown flag ${name}: ${hint ? `did you mean --${hint}? ` : ''}run with --help to list the flags; if it is your provider's own flag, ${passToProvider([asArg])}`,
+    );
   }
   return errors;
 }

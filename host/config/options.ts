@@ -28,6 +28,8 @@ export interface HostOptions {
   pluginAllowExternalSocket?: string;
   /** `--plugin-env`, one entry per use: `NAME` or `NAME=VALUE`. */
   pluginEnv?: string[];
+  /** `--provider-arg`, one entry per use: a word appended to the spawned plugin's command line. */
+  providerArgs?: string[];
   kubeconfig?: string;
   master?: string;
   clusterName?: string;
@@ -137,6 +139,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   /** Not in upstream (where a missing --cloud-config file is fatal): see flags.ts. */
   cloudConfigOptional: 'false',
   pluginEnv: [] as readonly string[],
+  /** Not in upstream (whose provider is in-process and reads its flags from the same command line). */
+  providerArgs: [] as readonly string[],
   clusterName: DEFAULT_CLUSTER_NAME,
   controllers: ['*'] as readonly string[],
   concurrentNodeSyncs: '1',

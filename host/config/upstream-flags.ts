@@ -3,9 +3,11 @@
  * v0.34) that this host accepts but that change nothing here, each with why.
  * They are accepted so that existing upstream manifests start unchanged;
  * each one given is reported once at start as a configuration warning. The
- * full upstream list is test/fixtures/upstream-ccm-flags.txt (regenerate it
- * with `npm run upstream:flags`); a unit test fails on any flag of it this
- * host rejects.
+ * full upstream list, hidden and deprecated flags included, is
+ * test/fixtures/upstream-ccm-flags.txt (regenerate it with `npm run
+ * upstream:flags`); a unit test fails on any flag of it this host rejects.
+ * Flags upstream no longer accepts are refused with their replacement
+ * (REMOVED_FLAGS in provider-owned.ts).
  */
 
 /** How an accepted-but-inert flag takes its value (as in flags.ts). */
@@ -19,6 +21,8 @@ export interface InertFlag {
   value?: string;
   /** Why it has no effect, and what to use instead where there is something. */
   why: string;
+  /** Upstream's deprecation message, for flags upstream hides and still accepts. */
+  deprecated?: string;
 }
 
 const LOG_FORMAT = 'logs are written by pino, unbuffered and in one stream';
@@ -62,4 +66,18 @@ export const INERT_FLAGS: readonly InertFlag[] = [
   { name: 'log-text-info-buffer-size', kind: 'string', value: 'quantity', why: LOG_FORMAT },
   { name: 'log-text-split-stream', kind: 'bool', why: LOG_FORMAT },
   { name: 'vmodule', kind: 'string', value: 'pattern=N,...', why: 'verbosity is per process (-v), not per source file' },
+  // Hidden and deprecated upstream (options/kubecloudshared.go), still accepted there: many providers' manifests pass them.
+  {
+    name: 'allow-untagged-cloud',
+    kind: 'bool',
+    why: 'this host always starts with a provider that does not tag cloud objects with the cluster (HasClusterID=false) and logs a warning, which is what the flag makes upstream do',
+    deprecated: 'This flag is deprecated and will be removed in a future release. A cluster-id will be required on cloud instances.',
+  },
+  {
+    name: 'node-sync-period',
+    kind: 'string',
+    value: 'duration',
+    why: 'upstream made it a no-op; see --node-monitor-period and --route-reconciliation-period',
+    deprecated: 'This flag is currently no-op and will be deleted.',
+  },
 ];

@@ -38,6 +38,7 @@ export function pluginSupervisor(config: HostConfig, d: Omit<PluginStepDeps, 'si
       ? {
           kind: 'exec',
           path: config.plugin.file,
+          args: [...config.providerArgs],
           env: Object.entries(config.pluginEnv).map(([k, v]) => `${k}=${v}`),
           allow: { tcp: config.pluginAllowTcp, externalSocket: config.pluginAllowExternalSocket },
         }

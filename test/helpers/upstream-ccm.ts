@@ -24,6 +24,8 @@ import { K8S_VERSION } from '../controlplane/binaries.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const SOURCE = join(REPO, 'tools', 'upstream-ccm');
+/** `npm run upstream:flags`'s lister (test/bench/upstream-flags.ts): in the module, not in the binary, so not hashed. */
+export const FLAG_LIST = join(SOURCE, 'cmd', 'flag-list');
 /** Inputs of the build besides the module cache, ours only: the forwarder and sdk/go (the stubs, ccmsdk, and the bridge whose conversions and error mapping it shares). */
 const HASHED = [SOURCE, join(REPO, 'sdk', 'go')];
 /** How long a from-scratch build (module download + compile) may take. */
@@ -48,7 +50,10 @@ async function hashedFiles(): Promise<string[]> {
     }
     for (const e of entries) {
       const child = join(p, e.name);
-      if (e.isDirectory()) await walk(child);
+      // cmd/flag-list only lists upstream's flags (`npm run upstream:flags`); it is not built into the binary.
+      if (e.isDirectory()) {
+        if (child !== FLAG_LIST) await walk(child);
+      }
       // Tests do not go into the binary, so they do not change its hash.
       else if (/(?<!_test)\.go$|^go\.(mod|sum)$/.test(e.name)) out.push(relative(REPO, child));
     }

@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { FLAGS } from '../../../host/config/flags.js';
 import { INERT_FLAGS } from '../../../host/config/upstream-flags.js';
+import { PROVIDER_OWNED, REMOVED_FLAGS } from '../../../host/config/provider-owned.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** Flags the host handles before parsing (main.ts). */
@@ -55,7 +56,9 @@ const DOCS = [
 for (const doc of DOCS) {
   test(`${doc} names only flags the host accepts`, (t) => {
     const ours = [...FLAGS.map((f) => f.name), ...INERT_FLAGS.map((f) => f.name), ...SPECIAL];
-    const known = new Set([...ours, ...OTHER_PROGRAMS]);
+    // Providers' own flags and the ones upstream removed: the docs say where they go instead.
+    const refused = [...PROVIDER_OWNED.flatMap((e) => e.flags ?? []), ...Object.keys(REMOVED_FLAGS)];
+    const known = new Set([...ours, ...OTHER_PROGRAMS, ...refused]);
     const text = readFileSync(`${ROOT}${doc}`, 'utf8');
     // `--authentication-*` names a family: some flag must start with it.
     const isKnown = (f: string) => (f.endsWith('-') ? ours.some((o) => o.startsWith(f)) : known.has(f));

@@ -714,7 +714,7 @@ const cases: Case[] = [
   {
     description: 'resource lock other than leases',
     argv: [...BASE, '--leader-elect-resource-lock=endpoints'],
-    errors: ['--leader-elect-resource-lock="endpoints" is not supported: use leases'],
+    errors: ['--leader-elect-resource-lock="endpoints" is not supported (upstream removed every lock but leases): use leases'],
   },
   {
     description: 'bad lease name',
@@ -830,8 +830,8 @@ const cases: Case[] = [
   },
   {
     description: 'cidr-allocator-type other than RangeAllocator refused when allocating',
-    argv: [...BASE, '--allocate-node-cidrs', '--cluster-cidr=10.244.0.0/16', '--cidr-allocator-type=CloudAllocator'],
-    errors: ['--cidr-allocator-type="CloudAllocator" is not supported by this build: use RangeAllocator'],
+    argv: [...BASE, '--allocate-node-cidrs', '--cluster-cidr=10.244.0.0/16', '--cidr-allocator-type=FooAllocator'],
+    errors: ['--cidr-allocator-type="FooAllocator" is not supported by this build: use RangeAllocator'],
     errorCount: 1,
   },
   { description: 'cluster-cidr=foo', argv: [...BASE, '--cluster-cidr=foo'], errors: ['--cluster-cidr="foo" is invalid: "foo" is not a CIDR'] },
@@ -944,7 +944,74 @@ const cases: Case[] = [
     errors: ['cannot read --webhook-tls-cert-file'],
   },
 
+  // --provider-arg
+  {
+    description: 'provider-arg words go to the spawned plugin in order, commas and = kept',
+    argv: ['--cloud-provider=local', '--provider-arg=--cluster-id=k8s', '--provider-arg', '--private=false', '--provider-arg=--tags=a=1,b=2'],
+    want: { providerArgs: ['--cluster-id=k8s', '--private=false', '--tags=a=1,b=2'] },
+  },
+  { description: 'provider-arg defaults to none', argv: BASE, want: { providerArgs: [] } },
+  {
+    description: 'provider-arg with plugin-endpoint has no plugin to go to',
+    argv: [...BASE, '--provider-arg=--x=1'],
+    errors: ['--provider-arg=--x=1 has no plugin to go to', "provider container's args"],
+    errorCount: 1,
+  },
+
+  // Provider-owned and removed flags (test/unit/config/real-command-lines.test.ts runs whole real command lines)
+  {
+    description: 'a provider-owned flag names its owner and the words to pass instead',
+    argv: [...BASE, '--cluster-id', 'k8s'],
+    errors: [
+      '--cluster-id belongs to cloud-provider-ionoscloud, not to this host',
+      '--provider-arg=--cluster-id=k8s',
+      '--cluster-id=k8s in the provider container',
+    ],
+    errorCount: 1,
+  },
+  {
+    description: 'a provider-owned controller names its owner',
+    argv: [...BASE, '--controllers=*,tagging'],
+    errors: ["--controllers=tagging belongs to cloud-provider-aws's tagging controller", '--controllers=tagging (and a --leader-elect-resource-name'],
+    errorCount: 1,
+  },
+  {
+    description: 'disabling a provider-owned controller only warns',
+    argv: [...BASE, '--controllers=*,-tagging'],
+    want: {
+      controllers: ['*'],
+      warnings: ["--controllers=-tagging has no effect: tagging belongs to cloud-provider-aws's tagging controller, not to this host"],
+    },
+  },
+  {
+    description: "a provider's CIDR allocator names its owner, without the RangeAllocator error",
+    argv: [...BASE, '--allocate-node-cidrs', '--cidr-allocator-type=CloudAllocator'],
+    errors: ["--cidr-allocator-type=CloudAllocator belongs to the provider's own node IPAM"],
+    errorCount: 1,
+  },
+  {
+    description: 'provider-owned items of two owners are still one line',
+    argv: [...BASE, '--tags=a=b', '--cluster-id=x', '--controllers=*,tagging'],
+    errors: [
+      "--tags, --controllers=tagging belong to cloud-provider-aws's tagging controller",
+      '; --cluster-id belongs to cloud-provider-ionoscloud',
+    ],
+    errorCount: 1,
+  },
+  {
+    description: 'removed upstream flag --address',
+    argv: [...BASE, '--address=0.0.0.0'],
+    errors: ['--address is not accepted', '--bind-address'],
+    errorCount: 1,
+  },
+
   // Unknown flags, arguments, missing values
+  {
+    description: "an unknown flag says how to hand a provider's own flag to the provider",
+    argv: [...BASE, '--bogus', '1'],
+    errors: ["if it is your provider's own flag, pass it to the provider instead: --provider-arg=--bogus=1 when the host spawns the plugin"],
+    errorCount: 1,
+  },
   { description: 'unknown flag', argv: [...BASE, '--bogus'], errors: ['unknown flag --bogus', '--help'], errorCount: 1 },
   {
     description: 'unknown flag with a separate value is one error',

@@ -1,8 +1,10 @@
 /**
  * Every flag of the upstream cloud-controller-manager (the fixture generated
- * from its --help by `npm run upstream:flags`) is accepted: the ones this
- * host implements parse, the rest are accepted with one warning each saying
- * why they have no effect. And `--version` answers as upstream's does.
+ * from its flag set by `npm run upstream:flags`, hidden and deprecated flags
+ * included) is accepted: the ones this host implements parse, the rest are
+ * accepted with one warning each saying why they have no effect. Flags
+ * upstream removed are refused, naming the replacement. And `--version`
+ * answers as upstream's does.
  */
 import fs from 'node:fs';
 import test from 'ava';
@@ -15,14 +17,15 @@ import { HOST_VERSION } from '../../../host/version.js';
 const FIXTURE = new URL('../../../../test/fixtures/upstream-ccm-flags.txt', import.meta.url);
 const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
 
-/** Upstream flags as `[name, type]`; type is empty for booleans. */
-const UPSTREAM: [string, string][] = fs
+/** Upstream flags as `[name, type, hidden or deprecated]`; type is empty for booleans. */
+const UPSTREAM: [string, string, boolean][] = fs
   .readFileSync(FIXTURE, 'utf8')
   .split('\n')
   .filter((l) => l.startsWith('--'))
   .map((l) => {
-    const [flag, type = ''] = l.split(' ');
-    return [flag!.slice(2), type];
+    const hash = l.indexOf(' #');
+    const [flag, type = ''] = (hash < 0 ? l : l.slice(0, hash)).split(' ');
+    return [flag!.slice(2), type, hash >= 0];
   });
 
 /** A well-formed value for each upstream flag type. */
@@ -42,9 +45,13 @@ const SAMPLE: Record<string, string> = {
   Level: '2',
 };
 
-test('the fixture lists upstream v0.34 flags', (t) => {
+test('the fixture lists upstream v0.34 flags, hidden and deprecated ones included', (t) => {
   t.true(UPSTREAM.length >= 70, `${UPSTREAM.length} flags`);
   t.true(UPSTREAM.some(([n]) => n === 'concurrent-service-syncs'));
+  t.deepEqual(
+    UPSTREAM.filter(([, , hidden]) => hidden).map(([n]) => n),
+    ['allow-untagged-cloud', 'node-sync-period'],
+  );
 });
 
 for (const [name, type] of UPSTREAM) {
@@ -76,6 +83,37 @@ test('inert flags are upstream flags the host does not implement', (t) => {
     t.false(implemented.has(f.name), `--${f.name} is both implemented and inert`);
   }
 });
+
+test("a deprecated upstream flag warns once, with upstream's deprecation", (t) => {
+  const r = parseHostArgs([...BASE, '--allow-untagged-cloud', '--allow-untagged-cloud=true']);
+  t.true('config' in r, 'errors' in r ? r.errors.join('; ') : '');
+  if (!('config' in r)) return;
+  const warnings = r.config.warnings.filter((w) => w.startsWith('--allow-untagged-cloud'));
+  t.is(warnings.length, 1, warnings.join('\n'));
+  t.regex(warnings[0]!, /deprecated upstream: This flag is deprecated/);
+});
+
+/** Flags upstream v0.34 refuses (not in the fixture): refused here too, with the replacement. */
+const REMOVED: [string, RegExp][] = [
+  ['--address=127.0.0.1', /^--address is not accepted: .*--bind-address/],
+  ['--port=0', /^--port is not accepted: .*--secure-port/],
+  ['--port', /^--port is not accepted/],
+];
+
+for (const [word, message] of REMOVED) {
+  test(`${word}, which upstream removed, is refused with one line naming the replacement`, (t) => {
+    t.false(
+      UPSTREAM.some(([n]) => word.startsWith(`--${n}=`) || word === `--${n}`),
+      'upstream accepts it after all: regenerate the fixture',
+    );
+    const r = parseHostArgs([...BASE, word]);
+    t.true('errors' in r);
+    if ('errors' in r) {
+      t.is(r.errors.length, 1, r.errors.join('\n'));
+      t.regex(r.errors[0]!, message);
+    }
+  });
+}
 
 test('an inert boolean flag given bare does not swallow the next flag', (t) => {
   const r = parseHostArgs(['--profiling', ...BASE]);
