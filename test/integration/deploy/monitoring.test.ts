@@ -34,7 +34,7 @@ import { exposedNames } from '../../../host/plugin/validate-metrics.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost } from '../../helpers/host.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
-import { DEPLOY_DIR, OVERLAYS } from '../../helpers/manifests.js';
+import { DEPLOY_DIR, OVERLAYS, localDemoDir } from '../../helpers/manifests.js';
 import {
   MONITORING_DIR,
   bundleMetrics,
@@ -115,7 +115,10 @@ test('promtool is a real checker: a broken expression, a broken template and a f
   }
 });
 
-/** `kustomize build` of a kustomization of one's own: `overlay` with the monitoring component, as its header says to use it. */
+/** What the component is tested with: both flavours (their local demos) and a real provider's kustomization, relative to deploy/. */
+const WITH_MONITORING = [...OVERLAYS.map(localDemoDir), 'providers/aws'];
+
+/** `kustomize build` of a kustomization of one's own: `overlay` (relative to deploy/) with the monitoring component, as its header says to use it. */
 async function renderWithMonitoring(overlay: string): Promise<KubernetesObject[]> {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-kustomization-'));
   try {
@@ -125,7 +128,7 @@ async function renderWithMonitoring(overlay: string): Promise<KubernetesObject[]
         'apiVersion: kustomize.config.k8s.io/v1beta1',
         'kind: Kustomization',
         'resources:',
-        `  - ${relative(dir, join(DEPLOY_DIR, 'overlays', overlay))}`,
+        `  - ${relative(dir, join(DEPLOY_DIR, overlay))}`,
         'components:',
         `  - ${relative(dir, MONITORING_DIR)}`,
         '',
@@ -150,7 +153,7 @@ const matches = (selector: Record<string, string>, labels: Record<string, string
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
 test('with each flavour, the Service selects the pods and their metrics port, the ServiceMonitor the Service, and the dashboard is valid', async (t) => {
-  for (const overlay of OVERLAYS) {
+  for (const overlay of WITH_MONITORING) {
     const objects = await renderWithMonitoring(overlay);
     const one = <T extends KubernetesObject>(kind: string): T => {
       const found = objects.filter((o) => o.kind === kind);
@@ -198,7 +201,7 @@ test('with each flavour, the Service selects the pods and their metrics port, th
 
 test("the component's built-in kinds pass a server-side apply dry run (the Prometheus Operator's kinds need its CRDs, absent here)", async (t) => {
   const api = KubernetesObjectApi.makeApiClient(await testKubeConfig());
-  const builtIn = (await renderWithMonitoring('exec')).filter(
+  const builtIn = (await renderWithMonitoring(localDemoDir('exec'))).filter(
     (o) => ['Service', 'ClusterRole', 'ConfigMap'].includes(o.kind ?? '') && /monitoring|metrics|dashboard/.test(o.metadata?.name ?? ''),
   );
   t.deepEqual(builtIn.map((o) => o.kind).sort(), ['ClusterRole', 'ConfigMap', 'Service']);
