@@ -84,7 +84,8 @@ test('a released PV whose cache is stale: the reclaim policy changed to Retain o
   await env.core.patchPersistentVolume({ name: pvName, body: { spec: { persistentVolumeReclaimPolicy: 'Retain' } } }, patchOptions('merge'));
 
   // The attachment goes: to the cache, nothing holds the deletion back any more.
-  const refused = { resource: 'persistentvolumes', outcome: 'refused' };
+  // The live PV disagrees with the cache (Retain, not Delete): ccm_live_reads_total's outcome "changed", nothing deleted.
+  const refused = { resource: 'persistentvolumes', outcome: 'changed' };
   const refusedBefore = await counter(host, 'ccm_live_reads_total', refused);
   await env.storage.deleteVolumeAttachment({ name: vaName });
   const decided = await waitFor(
