@@ -8,7 +8,7 @@
  * the admin kubeconfig (testKubeConfig).
  */
 import { writeFile } from 'node:fs/promises';
-import { CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { testKubeConfig } from '../controlplane/shared.js';
 import { loadManifest } from './manifests.js';
 
@@ -80,4 +80,31 @@ export async function hostKubeConfig(): Promise<KubeConfig> {
   const kc = new KubeConfig();
   kc.loadFromString(await shared);
   return kc;
+}
+
+/**
+ * The shipped leader-election Role's verbs (deploy/base/rbac.yaml) for the Lease `name` in `namespace`, bound to the
+ * host's ServiceAccount: what an operator who moves the Lease (--leader-elect-resource-namespace/-name) grants.
+ */
+export async function grantLease(admin: KubeConfig, namespace: string, name: string): Promise<void> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const group = 'coordination.k8s.io';
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata: { name: 'ccm-leader-election' },
+      rules: [
+        { apiGroups: [group], resources: ['leases'], verbs: ['create'] },
+        { apiGroups: [group], resources: ['leases'], resourceNames: [name], verbs: ['get', 'update'] },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: 'ccm-leader-election' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ccm-leader-election' },
+      subjects: [{ kind: 'ServiceAccount', namespace: HOST_SERVICE_ACCOUNT.namespace, name: HOST_SERVICE_ACCOUNT.name }],
+    },
+  });
 }

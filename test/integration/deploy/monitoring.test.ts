@@ -21,9 +21,7 @@ import {
   CoreV1Api,
   KubernetesObjectApi,
   PatchStrategy,
-  RbacAuthorizationV1Api,
   dumpYaml,
-  type KubeConfig,
   type KubernetesObject,
   type V1ConfigMap,
   type V1Deployment,
@@ -46,7 +44,7 @@ import {
   type Dashboard,
 } from '../../helpers/monitoring.js';
 import { promtoolBinary } from '../../helpers/promtool.js';
-import { HOST_SERVICE_ACCOUNT } from '../../helpers/service-account.js';
+import { grantLease } from '../../helpers/service-account.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UNIT_TESTS = fileURLToPath(new URL('../../../../test/fixtures/monitoring/alerts.test.yaml', import.meta.url));
@@ -232,30 +230,6 @@ test('the dashboard: unique panel ids, every panel queries the data source varia
     t.true(p.gridPos.x >= 0 && p.gridPos.w > 0 && p.gridPos.x + p.gridPos.w <= 24, `${p.title}: within the 24 columns`);
   }
 });
-
-/** The shipped leader-election Role's verbs for Lease `name` in `namespace`, bound to the host's ServiceAccount (as an operator who moves the Lease grants them). */
-async function grantLease(admin: KubeConfig, namespace: string, name: string): Promise<void> {
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  const group = 'coordination.k8s.io';
-  await rbac.createNamespacedRole({
-    namespace,
-    body: {
-      metadata: { name: 'ccm-leader-election' },
-      rules: [
-        { apiGroups: [group], resources: ['leases'], verbs: ['create'] },
-        { apiGroups: [group], resources: ['leases'], resourceNames: [name], verbs: ['get', 'update'] },
-      ],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'ccm-leader-election' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ccm-leader-election' },
-      subjects: [{ kind: 'ServiceAccount', namespace: HOST_SERVICE_ACCOUNT.namespace, name: HOST_SERVICE_ACCOUNT.name }],
-    },
-  });
-}
 
 test("every metric the alerts and the dashboard query is on a running host's /metrics", async (t) => {
   const uses = await bundleMetrics();

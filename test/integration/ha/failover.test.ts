@@ -18,12 +18,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { readJournal } from '../../../plugins/local/journal.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
-import { HOST_SERVICE_ACCOUNT, hostKubeConfig } from '../../helpers/service-account.js';
+import { grantLease, hostKubeConfig } from '../../helpers/service-account.js';
 import { lbService } from '../../helpers/lb.js';
 import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -204,30 +204,6 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   t.is(await c.exited, 0);
   for (const h of hosts) t.is(await forbiddenInLog(h.logPath), 0, `no 403 in ${h.logPath} (shipped RBAC)`);
 });
-
-/** The shipped leader-election Role (deploy/rbac.yaml) for the Lease `name` in `namespace`, bound to the host's ServiceAccount. */
-async function grantLease(admin: KubeConfig, namespace: string, name: string): Promise<void> {
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  const group = 'coordination.k8s.io';
-  await rbac.createNamespacedRole({
-    namespace,
-    body: {
-      metadata: { name: 'ccm-leader-election' },
-      rules: [
-        { apiGroups: [group], resources: ['leases'], verbs: ['create'] },
-        { apiGroups: [group], resources: ['leases'], resourceNames: [name], verbs: ['get', 'update'] },
-      ],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'ccm-leader-election' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ccm-leader-election' },
-      subjects: [{ kind: 'ServiceAccount', namespace: HOST_SERVICE_ACCOUNT.namespace, name: HOST_SERVICE_ACCOUNT.name }],
-    },
-  });
-}
 
 test('invalid leader election settings: the host refuses to start with one clear line per problem', async (t) => {
   const h = spawnHost(
