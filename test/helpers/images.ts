@@ -226,7 +226,8 @@ interface ImageSpec {
   context: (rel: string) => boolean;
 }
 
-const noBuildOutput = (rel: string) => !/(^|\/)(node_modules|dist|\.localcluster|\.localcloud)\//.test(rel) && !rel.endsWith('.tsbuildinfo');
+const noBuildOutput = (rel: string) =>
+  !/(^|\/)(node_modules|dist|\.localcluster|\.localcloud)\//.test(rel) && !rel.endsWith('.tsbuildinfo') && !rel.endsWith('.pack.lock');
 
 /** deploy/Dockerfile's `host` target: the sidecar flavour's host. */
 export const HOST_IMAGE: ImageSpec = {
@@ -283,7 +284,10 @@ export async function buildImage(b: Buildah, spec: ImageSpec, bases: Record<stri
   const args = { ...bases, ...spec.buildArgs };
   const hash = await hashFiles(REPO, files, JSON.stringify({ target: spec.target, args }));
   const tag = `localhost/${spec.name}:${hash}`;
-  await buildOnce(join(b.dir, 'built', `${spec.name}-${hash}`), async (tmp) => {
+  const marker = (t: string) => join(b.dir, 'built', `${spec.name}-${t.slice(t.lastIndexOf(':') + 1)}`);
+  // A build of other inputs removes this image (below): its marker then says "built" of an image the store lost.
+  if (!(await b.run(['images', '--format', '{{.Name}}:{{.Tag}}'])).split('\n').includes(tag)) await rm(marker(tag), { recursive: true, force: true });
+  await buildOnce(marker(tag), async (tmp) => {
     await mkdir(tmp, { recursive: true });
     const present = await b.run(['images', '--format', '{{.Name}}:{{.Tag}}']);
     if (!present.split('\n').includes(tag)) {
@@ -322,8 +326,10 @@ export async function buildImage(b: Buildah, spec: ImageSpec, bases: Record<stri
       }
       say(`${spec.name} built in ${secs(t0)} s`);
     }
-    for (const old of present.split('\n').filter((n) => n.startsWith(`localhost/${spec.name}:`) && n !== tag))
+    for (const old of present.split('\n').filter((n) => n.startsWith(`localhost/${spec.name}:`) && n !== tag)) {
       await b.run(['rmi', '--force', old]).catch(() => undefined);
+      await rm(marker(old), { recursive: true, force: true });
+    }
   });
   return tag;
 }
