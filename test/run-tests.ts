@@ -5,6 +5,12 @@
  * (CCM_TEST_KUBECONFIG), stops the control plane, and prints a closing
  * `tests: N passed, N failed` line. Exit code: ava's.
  *
+ * Builds (test/builds.ts): only what the selected files need; the early
+ * ones before the control plane starts, the late ones beside the files that
+ * do not need them, the files that do after. Every build prints its time and
+ * the run ends with a table of them and the total. `--builds-only` builds
+ * (for the files named, else for all) and runs no test.
+ *
  * Artifacts: the test processes get TMPDIR set to one artifacts folder, so
  * every test's temporary directory (host logs, local cloud state and
  * journal, plugin sockets) is made there. When a test fails, kube-apiserver's
@@ -15,19 +21,12 @@ import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_OPTIONS } from '../host/config/options.js';
-import { ensureBinaries } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
-import { prepareKustomize } from './helpers/kustomize.js';
-import { preparePromtool } from './helpers/promtool.js';
-import { prepareTestProviders } from './helpers/providers.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
-import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
-import { openstackBinaries } from './helpers/openstack.js';
-import { prepareImages } from './helpers/images.js';
-import { vsphereBinaries } from './helpers/vsphere.js';
+import { BUILDS, buildsNeeded, buildSummary, selectedFiles, startBuilds, type BuildName, type BuildResult } from './builds.js';
 import { StreamText, summarize } from './ava-summary.js';
 
 /**
@@ -46,49 +45,14 @@ async function defaultLeaseTaken(kc: KubeConfig): Promise<boolean> {
   }
 }
 
-async function main(): Promise<number> {
-  const t0 = Date.now();
-  process.stderr.write('[test] checking control-plane binaries (first run builds them from Go modules)\n');
-  await ensureBinaries({ onProgress: (line) => process.stderr.write(`[controlplane] ${line}\n`) });
-  await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
-  // k8s.io/cloud-provider-vsphere through the bridge, and its simulator (test/integration/providers/vsphere-bridge.test.ts).
-  await vsphereBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
-  // k8s.io/cloud-provider-openstack through the bridge (test/integration/providers/openstack-bridge.test.ts).
-  await openstackBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
-  await prepareKustomize((line) => process.stderr.write(`[kustomize] ${line}\n`));
-  // Checks the shipped alerts (test/integration/deploy/monitoring.test.ts).
-  await preparePromtool((line) => process.stderr.write(`[promtool] ${line}\n`));
-  // deploy/Dockerfile's host image and deploy/providers/Dockerfile's AWS image, built with buildah (test/integration/deploy/images.test.ts).
-  await prepareImages((line) => process.stderr.write(`[images] ${line}\n`));
-  // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
-  await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));
-  const cp = await ControlPlane.start({ auditLog: true });
-  process.stderr.write(`[test] control plane ready at ${cp.server} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-  // Test hosts authenticate as the shipped ServiceAccount, under the shipped RBAC.
-  const hostKubeconfigPath = join(cp.dir, 'host-kubeconfig');
-  await prepareHostIdentity(cp.kubeConfig(), hostKubeconfigPath);
-  // Short: plugin socket paths under it must stay within the 108-byte limit.
-  const artifacts = await mkdtemp(join(tmpdir(), 'ccm-test-'));
+/** Runs ava on `args` with the runner's environment, echoing and collecting its output. */
+function runAva(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; counts: ReturnType<typeof summarize> }> {
   const stdout = new StreamText();
   const stderr = new StreamText();
-  const stop = async () => {
-    await cp.stop().catch((err) => process.stderr.write(`[test] control plane stop failed: ${String(err)}\n`));
-  };
-  process.once('SIGINT', () => void stop().then(() => process.exit(130)));
-  process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
   // The CLI is not an exported subpath: find it next to the package's main entry.
   const avaCli = join(dirname(createRequire(import.meta.url).resolve('ava')), 'cli.mjs');
-  const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, [avaCli, ...process.argv.slice(2)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        CCM_TEST_KUBECONFIG: cp.kubeconfigPath,
-        CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath,
-        TMPDIR: artifacts,
-        CCM_TEST_ARTIFACTS: artifacts,
-      },
-    });
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [avaCli, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     child.stdout.on('data', (d: Buffer) => {
       stdout.push(d);
       process.stdout.write(d);
@@ -97,18 +61,98 @@ async function main(): Promise<number> {
       stderr.push(d);
       process.stderr.write(d);
     });
-    child.on('close', (c) => resolve(c ?? 1));
+    child.on('close', (c) => resolve({ code: c ?? 1, counts: summarize(stdout.value(), stderr.value()) }));
   });
+}
+
+const secs = (t0: number) => ((Date.now() - t0) / 1000).toFixed(0);
+
+async function main(): Promise<number> {
+  const t0 = Date.now();
+  // Builds started here run under nice, so those beside the tests leave them the CPU (test/helpers/go-build.ts).
+  process.env.CCM_BUILD_NICE ??= '10';
+  const buildsOnly = process.argv.includes('--builds-only');
+  const args = process.argv.slice(2).filter((a) => a !== '--builds-only');
+  const selection = await selectedFiles(args);
+  // What each selected file needs; a selection this cannot read (a glob) needs everything.
+  const needs = new Map<string, Set<BuildName>>();
+  for (const f of selection?.files ?? []) needs.set(f, await buildsNeeded(f));
+  const wanted = selection ? new Set([...needs.values()].flatMap((n) => [...n])) : new Set(BUILDS.map((b) => b.name));
+  const builds = BUILDS.filter((b) => wanted.has(b.name));
+  process.stderr.write(
+    `[test] builds for the selected tests: ${builds.map((b) => b.name).join(', ')} (each built once per input change, cached under ~/.cache/ccm-host)\n`,
+  );
+  const started = startBuilds(builds, (name, line) => process.stderr.write(`[${name}] ${line}\n`));
+  const results: BuildResult[] = [];
+  let buildsDone = 0;
+  const allBuilt = Promise.all(builds.map((b) => started.get(b.name)!.then((r) => results.push(r)))).then(() => {
+    buildsDone = Date.now();
+  });
+  // Without a file list (a glob), which file needs what is unknown: everything is built first.
+  const early = selection ? builds.filter((b) => b.early) : builds;
+  await Promise.all(early.map((b) => started.get(b.name)!));
+  const summary = async () => {
+    await allBuilt;
+    const order = new Map(builds.map((b, i) => [b.name, i]));
+    results.sort((a, b) => order.get(a.name)! - order.get(b.name)!);
+    return buildSummary(results, (buildsDone - t0) / 1000);
+  };
+  const failedBuilds = () => results.filter((r) => r.error).map((r) => r.name);
+  if (buildsOnly) {
+    await allBuilt;
+    process.stdout.write(`\n${await summary()}\n`);
+    return failedBuilds().length > 0 ? 1 : 0;
+  }
+  if (failedBuilds().length > 0) throw new Error(`build failed: ${failedBuilds().join(', ')} (see its lines above)`);
+
+  const cp = await ControlPlane.start({ auditLog: true });
+  process.stderr.write(`[test] control plane ready at ${cp.server} in ${secs(t0)} s\n`);
+  // Test hosts authenticate as the shipped ServiceAccount, under the shipped RBAC.
+  const hostKubeconfigPath = join(cp.dir, 'host-kubeconfig');
+  await prepareHostIdentity(cp.kubeConfig(), hostKubeconfigPath);
+  // Short: plugin socket paths under it must stay within the 108-byte limit.
+  const artifacts = await mkdtemp(join(tmpdir(), 'ccm-test-'));
+  const stop = async () => {
+    await cp.stop().catch((err) => process.stderr.write(`[test] control plane stop failed: ${String(err)}\n`));
+  };
+  process.once('SIGINT', () => void stop().then(() => process.exit(130)));
+  process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
+  const env = {
+    CCM_TEST_KUBECONFIG: cp.kubeconfigPath,
+    CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath,
+    TMPDIR: artifacts,
+    CCM_TEST_ARTIFACTS: artifacts,
+  };
+
+  // Files whose builds are all done run now; those waiting for a late build run once the late builds are done.
+  const pending = new Set(builds.filter((b) => !b.early).map((b) => b.name));
+  for (const r of results) pending.delete(r.name);
+  const later = selection && pending.size > 0 ? [...needs].filter(([, n]) => [...n].some((b) => pending.has(b))).map(([f]) => f) : [];
+  const runs: { code: number; counts: ReturnType<typeof summarize> }[] = [];
+  if (later.length === 0) runs.push(await runAva(args, env));
+  else {
+    const now = selection!.files.filter((f) => !later.includes(f));
+    process.stderr.write(
+      `[test] ${now.length} test files start now; ${later.length} wait for ${[...pending].join(', ')} (building in the background): ${later.map((f) => relative(process.cwd(), f)).join(', ')}\n`,
+    );
+    if (now.length > 0) runs.push(await runAva([...selection!.flags, ...now], env));
+    await allBuilt;
+    process.stderr.write(`[test] late builds done at ${secs(t0)} s; running the ${later.length} files that waited\n`);
+    if (failedBuilds().length > 0)
+      process.stderr.write(`[test] build failed: ${failedBuilds().join(', ')}; the files that need it build it again and fail with its error\n`);
+    runs.push(await runAva([...selection!.flags, ...later], env));
+  }
+  const code = runs.find((r) => r.code !== 0)?.code ?? 0;
   const leaseTaken = await defaultLeaseTaken(cp.kubeConfig());
   const kept = code !== 0 || leaseTaken;
   if (kept) await copyFile(cp.auditLogPath, join(artifacts, 'kube-apiserver-audit.log')).catch(() => undefined);
   await stop();
   if (!kept) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
   else process.stdout.write(`\nartifacts (host logs, local cloud state and journals, kube-apiserver audit log): ${artifacts}\n`);
-  const counts = summarize(stdout.value(), stderr.value());
-  const { passed, skipped } = counts;
-  let failed = counts.failed;
-  if (code !== 0 && failed === 0) failed = 1; // ava failed before printing anything countable
+  const passed = runs.reduce((n, r) => n + r.counts.passed, 0);
+  const skipped = runs.reduce((n, r) => n + r.counts.skipped, 0);
+  let failed = 0;
+  for (const r of runs) failed += r.code !== 0 && r.counts.failed === 0 ? 1 : r.counts.failed; // ava failed before printing anything countable
   if (leaseTaken) {
     const lease = `${DEFAULT_OPTIONS.leaderElectResourceNamespace}/${DEFAULT_OPTIONS.leaderElectResourceName}`;
     process.stderr.write(
@@ -116,7 +160,9 @@ async function main(): Promise<number> {
     );
     failed++;
   }
+  process.stdout.write(`\n${await summary()}\n`);
   process.stdout.write(`\ntests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
+  process.stdout.write(`total: ${secs(t0)} s\n`);
   return leaseTaken && code === 0 ? 1 : code;
 }
 

@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import type { Logger } from '../../host/log.js';
 import { K8S_VERSION } from '../../host/names.js';
+import { niced } from '../helpers/go-build.js';
 
 /** Kubernetes version of the kube-apiserver and kube-controller-manager built into the cache: the one the host targets. */
 export { K8S_VERSION };
@@ -96,6 +97,12 @@ export function hollowKubeletKey(): string {
     }
   }
   return 'nosource';
+}
+
+/** Whether every control-plane binary is given (TEST_ASSET_*, KUBEBUILDER_ASSETS) or in the cache: ensureBinaries builds nothing. */
+export async function binariesReady(): Promise<boolean> {
+  if (process.env.KUBEBUILDER_ASSETS || process.env.TEST_ASSET_KUBE_APISERVER) return true;
+  return (await Promise.all(Object.values(cachedBinaries()).map(isExecutable))).every(Boolean);
 }
 
 /**
@@ -191,7 +198,7 @@ async function runBuild(cache: string, say: (line: string) => void, log?: Logger
     `building the missing ones of kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`,
   );
   log?.info({ script, cache }, 'building control-plane binaries');
-  const child = execa('bash', [script, cache, K8S_VERSION, ETCD_VERSION, hollowKubeletKey()], {
+  const child = execa(...niced('bash', [script, cache, K8S_VERSION, ETCD_VERSION, hollowKubeletKey()]), {
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',

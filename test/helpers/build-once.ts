@@ -9,7 +9,8 @@ import { join } from 'node:path';
 /** A lock older than this is left by a build that died. */
 const LOCK_STALE_MS = 15 * 60_000;
 
-async function exists(p: string): Promise<boolean> {
+/** Whether `p` exists (a built cache directory is complete: buildOnce renames it into place when done). */
+export async function exists(p: string): Promise<boolean> {
   return stat(p).then(
     () => true,
     () => false,

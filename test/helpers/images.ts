@@ -28,7 +28,8 @@ import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { buildOnce } from './build-once.js';
+import { buildOnce, exists as pathExists } from './build-once.js';
+import { niced } from './go-build.js';
 import { filesUnder, hashFiles, REPO } from './providers.js';
 
 /**
@@ -114,7 +115,9 @@ export async function imageStore(): Promise<Buildah> {
   return {
     dir,
     run: async (args, opts) =>
-      (await execa('buildah', [...global, ...args], { timeout: opts?.timeoutMs ?? 30 * 60_000, maxBuffer: 64 * 1024 * 1024 })).stdout.trim(),
+      (
+        await execa(...niced('buildah', [...global, ...args]), { timeout: opts?.timeoutMs ?? 30 * 60_000, maxBuffer: 64 * 1024 * 1024 })
+      ).stdout.trim(),
   };
 }
 
@@ -154,7 +157,7 @@ const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
  */
 export async function baseImages(b: Buildah, say: (line: string) => void): Promise<Record<string, string>> {
   const go = await goVersion();
-  const goTag = `localhost/ccm-base-go:${go}`;
+  const goTag = baseTags(go).GO_IMAGE;
   await buildOnce(join(b.dir, 'bases'), async (tmp) => {
     const t0 = Date.now();
     await mkdir(tmp, { recursive: true });
@@ -213,7 +216,29 @@ export async function baseImages(b: Buildah, say: (line: string) => void): Promi
     await rm(rootfs, { recursive: true });
     say(`local base images built in ${secs(t0)} s`);
   });
-  return { NODE_IMAGE: BASE_TAGS.node, GO_IMAGE: goTag, BASE_IMAGE: BASE_TAGS.static };
+  return baseTags(go);
+}
+
+/** The base build-args baseImages resolves to. */
+function baseTags(go: string): Record<string, string> {
+  return { NODE_IMAGE: BASE_TAGS.node, GO_IMAGE: `localhost/ccm-base-go:${go}`, BASE_IMAGE: BASE_TAGS.static };
+}
+
+/** `spec`'s tag for its current inputs (hash of its Dockerfile, build-args and context) and the marker directory that says it was built. */
+async function imageTag(b: Buildah, spec: ImageSpec, bases: Record<string, string>): Promise<{ tag: string; marker: string }> {
+  const files = (await filesUnder(REPO, (rel) => spec.context(rel))).concat(spec.dockerfile, spec.ignorefile);
+  const args = { ...bases, ...spec.buildArgs };
+  const hash = await hashFiles(REPO, files, JSON.stringify({ target: spec.target, args }));
+  return { tag: `localhost/${spec.name}:${hash}`, marker: join(b.dir, 'built', `${spec.name}-${hash}`) };
+}
+
+/** Whether prepareImages would build nothing (the bases and both images of the current inputs are marked built; buildah need not be installed). */
+export async function imagesBuilt(): Promise<boolean> {
+  const store = await imageStore();
+  const bases = baseTags(await goVersion());
+  if (!(await pathExists(join(store.dir, 'bases')))) return false;
+  for (const spec of [HOST_IMAGE, providerImage('aws')]) if (!(await pathExists((await imageTag(store, spec, bases)).marker))) return false;
+  return true;
 }
 
 /** A Dockerfile as shipped, its target, build-args and the files of its build context (the hash). */
@@ -280,10 +305,8 @@ async function buildVolumes(dir: string): Promise<string[]> {
  * whole copies).
  */
 export async function buildImage(b: Buildah, spec: ImageSpec, bases: Record<string, string>, say: (line: string) => void): Promise<string> {
-  const files = (await filesUnder(REPO, (rel) => spec.context(rel))).concat(spec.dockerfile, spec.ignorefile);
   const args = { ...bases, ...spec.buildArgs };
-  const hash = await hashFiles(REPO, files, JSON.stringify({ target: spec.target, args }));
-  const tag = `localhost/${spec.name}:${hash}`;
+  const { tag } = await imageTag(b, spec, bases);
   const marker = (t: string) => join(b.dir, 'built', `${spec.name}-${t.slice(t.lastIndexOf(':') + 1)}`);
   // A build of other inputs removes this image (below): its marker then says "built" of an image the store lost.
   if (!(await b.run(['images', '--format', '{{.Name}}:{{.Tag}}'])).split('\n').includes(tag)) await rm(marker(tag), { recursive: true, force: true });

@@ -11,19 +11,25 @@ import { execa } from 'execa';
 import { loadAllYaml, type KubernetesObject } from '@kubernetes/client-node';
 import { cacheDir } from '../controlplane/binaries.js';
 import { buildOnce } from './build-once.js';
+import { niced } from './go-build.js';
 
 /** The kustomize kubectl v1.34 embeds (`kubectl version --client`). */
 export const KUSTOMIZE_VERSION = 'v5.7.1';
 
 let binary: Promise<string> | undefined;
 
+/** The cache directory of kustomize (its version). */
+export function kustomizeDir(): string {
+  return join(cacheDir(), `kustomize-${KUSTOMIZE_VERSION}`);
+}
+
 /** Path of the kustomize binary, built on first use (needs Go and the module proxy once). */
 export function kustomizeBinary(): Promise<string> {
   return (binary ??= (async () => {
-    const dir = join(cacheDir(), `kustomize-${KUSTOMIZE_VERSION}`);
+    const dir = kustomizeDir();
     await buildOnce(dir, async (tmp) => {
       await mkdir(tmp, { recursive: true });
-      const r = await execa('go', ['install', '-trimpath', '-ldflags=-s -w', `sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}`], {
+      const r = await execa(...niced('go', ['install', '-trimpath', '-ldflags=-s -w', `sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}`]), {
         env: { GOBIN: tmp, GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },
         reject: false,
         timeout: 30 * 60_000,
@@ -43,11 +49,4 @@ export async function renderKustomization(dir: string): Promise<KubernetesObject
   const r = await execa(await kustomizeBinary(), ['build', dir], { reject: false });
   if (r.exitCode !== 0) throw new Error(`kustomize build ${dir} failed: ${r.stderr}`);
   return (loadAllYaml(r.stdout) as (KubernetesObject | null)[]).filter((d): d is KubernetesObject => d !== null && typeof d === 'object');
-}
-
-/** Builds kustomize before the tests start (the test runner calls this), so a first run does not spend a test's timeout on it. */
-export async function prepareKustomize(say: (line: string) => void): Promise<void> {
-  const t0 = Date.now();
-  const bin = await kustomizeBinary();
-  if (Date.now() - t0 > 1000) say(`kustomize ${KUSTOMIZE_VERSION} built in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${bin}`);
 }

@@ -26,14 +26,19 @@ const SERVER = fileURLToPath(new URL('../../../test/helpers/moto-server.py', imp
 
 let venv: Promise<string> | undefined;
 
-/** The Python interpreter of a venv with moto[server] installed (pip on first use). */
+/** The cache directory of the moto venv: the interpreter's version and the pin. */
+export async function motoVenvDir(): Promise<string> {
+  const version = (await execa(process.env.CCM_TEST_PYTHON || 'python3', ['--version'])).stdout.trim();
+  const key = createHash('sha256').update(`${version}\0${MOTO_REQUIREMENT}`).digest('hex').slice(0, 12);
+  const root = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
+  return join(root, `moto-${MOTO_VERSION}-${key}`);
+}
+
+/** The Python interpreter of a venv with moto[server] installed (pip on first use, into motoVenvDir). */
 export function motoPython(say: (line: string) => void = () => undefined): Promise<string> {
   return (venv ??= (async () => {
     const base = process.env.CCM_TEST_PYTHON || 'python3';
-    const version = (await execa(base, ['--version'])).stdout.trim();
-    const key = createHash('sha256').update(`${version}\0${MOTO_REQUIREMENT}`).digest('hex').slice(0, 12);
-    const root = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
-    const dir = join(root, `moto-${MOTO_VERSION}-${key}`);
+    const dir = await motoVenvDir();
     await buildOnce(dir, async (tmp) => {
       const t0 = Date.now();
       say(`installing ${MOTO_REQUIREMENT} from PyPI into ${dir} (about a minute the first time)`);

@@ -29,12 +29,15 @@ export interface OpenStackBinaries {
 
 let binaries: Promise<OpenStackBinaries> | undefined;
 
+/** What openstackBinaries builds (buildBridgedModule's targets). */
+export const OPENSTACK_TARGETS = { 'ccm-provider-openstack': '.', 'upstream-ccm': './cmd/upstream-ccm' } as const;
+
 /** The plugin and the upstream CCM linking the provider, built on first use into the cache (buildBridgedModule). */
 export function openstackBinaries(say: (line: string) => void = () => undefined): Promise<OpenStackBinaries> {
   return (binaries ??= buildBridgedModule(
     'openstack',
     OPENSTACK_BRIDGE_DIR,
-    { 'ccm-provider-openstack': '.', 'upstream-ccm': './cmd/upstream-ccm' },
+    OPENSTACK_TARGETS,
     `${OPENSTACK_MODULE} through the bridge and the upstream CCM linking it; the first build compiles gophercloud, client-go and the upstream app: a few minutes`,
     say,
   ).then((out) => ({ provider: out['ccm-provider-openstack']!, upstream: out['upstream-ccm']! })));

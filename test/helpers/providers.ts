@@ -18,7 +18,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { buildOnce } from './build-once.js';
-import { motoPython } from './moto.js';
+import { GO_BUILD, goFetch, niced } from './go-build.js';
 
 /** The repository root (dist/test/helpers → ../../..). */
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
@@ -73,18 +73,24 @@ export async function goSdkHash(goVersion: string): Promise<string> {
   return hashFiles(GO_SDK_DIR, await filesUnder(GO_SDK_DIR, (rel) => goSource(rel) && !rel.startsWith('bridge/')), goVersion);
 }
 
-/**
- * Path of the built Go provider (go build on first use). The cache key covers
- * plugins/go and the SDK module it replaces with ../../sdk/go.
- */
+/** The machine's Go version (part of every Go build's cache key). */
+export async function goVersion(): Promise<string> {
+  return (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
+}
+
+/** The cache directory of the Go provider for the current sources: plugins/go, the SDK module it replaces with ../../sdk/go, GO_BUILD. */
+export async function goProviderDir(): Promise<string> {
+  const v = await goVersion();
+  const files = await filesUnder(GO_DIR, goSource);
+  return join(cacheRoot(), `go-${await hashFiles(GO_DIR, files, `${v}\0${await goSdkHash(v)}\0${JSON.stringify(GO_BUILD)}`)}`);
+}
+
+/** Path of the built Go provider (go build on first use, into goProviderDir). */
 export function goProviderBinary(): Promise<string> {
   return (goBinary ??= (async () => {
-    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-    const sdkHash = await goSdkHash(goVersion);
-    const files = await filesUnder(GO_DIR, goSource);
-    const dir = join(cacheRoot(), `go-${await hashFiles(GO_DIR, files, `${goVersion}\0${sdkHash}`)}`);
+    const dir = await goProviderDir();
     await buildOnce(dir, async (tmp) => {
-      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-memgo'), '.'], { cwd: GO_DIR });
+      await execa(...niced('go', ['build', ...GO_BUILD.flags, '-o', join(tmp, 'ccm-provider-memgo'), '.']), { cwd: GO_DIR, env: GO_BUILD.env });
     });
     return join(dir, 'ccm-provider-memgo');
   })());
@@ -92,24 +98,34 @@ export function goProviderBinary(): Promise<string> {
 
 let fakeBinary: Promise<string> | undefined;
 
+/** The cache directory of ccm-provider-fake for the current sources: the bridge module, the SDK it replaces with ../, GO_BUILD. */
+export async function fakeCloudDir(): Promise<string> {
+  const v = await goVersion();
+  const files = await filesUnder(GO_BRIDGE_DIR, goSource);
+  return join(cacheRoot(), `fake-${await hashFiles(GO_BRIDGE_DIR, files, `${v}\0${await goSdkHash(v)}\0${JSON.stringify(GO_BUILD)}`)}`);
+}
+
 /**
  * Path of ccm-provider-fake: upstream's k8s.io/cloud-provider/fake served by
- * the bridge (go build of sdk/go/bridge/example/fake on first use; the cache
- * key covers the bridge module and the SDK it replaces with ../).
+ * the bridge (go build of sdk/go/bridge/example/fake on first use, into fakeCloudDir).
  */
 export function fakeCloudBinary(): Promise<string> {
   return (fakeBinary ??= (async () => {
-    const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-    const files = await filesUnder(GO_BRIDGE_DIR, goSource);
-    const dir = join(cacheRoot(), `fake-${await hashFiles(GO_BRIDGE_DIR, files, `${goVersion}\0${await goSdkHash(goVersion)}`)}`);
+    const dir = await fakeCloudDir();
     await buildOnce(dir, async (tmp) => {
-      await execa('go', ['build', '-trimpath', '-o', join(tmp, 'ccm-provider-fake'), './example/fake'], { cwd: GO_BRIDGE_DIR });
+      await execa(...niced('go', ['build', ...GO_BUILD.flags, '-o', join(tmp, 'ccm-provider-fake'), './example/fake']), {
+        cwd: GO_BRIDGE_DIR,
+        env: GO_BUILD.env,
+      });
     });
     return join(dir, 'ccm-provider-fake');
   })());
 }
 
 let awsBinary: Promise<string> | undefined;
+
+/** What awsCloudBinary builds: the plugin, and the upstream CCM with the same provider linked in (test/integration/providers/real-provider-parity.test.ts). */
+export const AWS_TARGETS = { 'ccm-provider-aws': '.', 'upstream-ccm': './cmd/upstream-ccm' } as const;
 
 /**
  * Path of ccm-provider-aws: k8s.io/cloud-provider-aws (the version of
@@ -123,8 +139,7 @@ export function awsCloudBinary(say: (line: string) => void = () => undefined): P
   return (awsBinary ??= buildBridgedModule(
     'aws',
     AWS_BRIDGE_DIR,
-    // The upstream CCM with the same provider linked in (test/integration/providers/real-provider-parity.test.ts).
-    { 'ccm-provider-aws': '.', 'upstream-ccm': './cmd/upstream-ccm' },
+    AWS_TARGETS,
     'k8s.io/cloud-provider-aws through the bridge, and the upstream CCM linking it; the first build takes minutes (the AWS SDK is large)',
     say,
   ).then((out) => out['ccm-provider-aws']!));
@@ -139,12 +154,30 @@ export function awsCloudBinary(say: (line: string) => void = () => undefined): P
 export const BRIDGED_BUILD = { env: { CGO_ENABLED: '0' }, flags: ['-trimpath'] } as const;
 
 /**
- * Builds the packages `targets` (output name → package path) of a module that
- * serves a real provider through the bridge (plugins/<name>-bridge) into the
- * cache, once per source change: the key covers the module (its go.sum pins
- * the provider and every dependency), the bridge module, the SDK and the Go
- * version, BRIDGED_BUILD and the targets. `say` gets a line when it starts, every 30 s, and when it is done.
- * Resolves to each target's path.
+ * The cache directory of a module that serves a real provider through the
+ * bridge (plugins/<name>-bridge) built for `targets` (output name → package
+ * path): the key covers the module (its go.sum pins the provider and every
+ * dependency), the bridge module, the SDK and the Go version, BRIDGED_BUILD
+ * and the targets.
+ */
+export async function bridgedModuleDir(name: string, moduleDir: string, targets: Record<string, string>): Promise<string> {
+  const v = await goVersion();
+  const bridgeHash = await hashFiles(GO_BRIDGE_DIR, await filesUnder(GO_BRIDGE_DIR, (rel) => goSource(rel) && !rel.startsWith('example/')), v);
+  const files = await filesUnder(moduleDir, goSource);
+  // The targets too: a directory built for fewer targets must not be taken for a complete one.
+  const how = JSON.stringify({ build: BRIDGED_BUILD, targets });
+  return join(cacheRoot(), `${name}-${await hashFiles(moduleDir, files, `${v}\0${bridgeHash}\0${await goSdkHash(v)}\0${how}`)}`);
+}
+
+/** Downloads what buildBridgedModule of `targets` needs from the module proxy, compiling nothing (goFetch). */
+export async function fetchBridgedModule(moduleDir: string, targets: Record<string, string>): Promise<void> {
+  await goFetch(moduleDir, Object.values(targets));
+}
+
+/**
+ * Builds `targets` of a bridged provider's module into bridgedModuleDir,
+ * once per source change. `say` gets a line when it starts, every 30 s, and
+ * when it is done (with its time). Resolves to each target's path.
  */
 export async function buildBridgedModule(
   name: string,
@@ -153,16 +186,7 @@ export async function buildBridgedModule(
   what: string,
   say: (line: string) => void,
 ): Promise<Record<string, string>> {
-  const goVersion = (await execa('go', ['env', 'GOVERSION'])).stdout.trim();
-  const bridgeHash = await hashFiles(
-    GO_BRIDGE_DIR,
-    await filesUnder(GO_BRIDGE_DIR, (rel) => goSource(rel) && !rel.startsWith('example/')),
-    goVersion,
-  );
-  const files = await filesUnder(moduleDir, goSource);
-  // The targets too: a directory built for fewer targets must not be taken for a complete one.
-  const how = JSON.stringify({ build: BRIDGED_BUILD, targets });
-  const dir = join(cacheRoot(), `${name}-${await hashFiles(moduleDir, files, `${goVersion}\0${bridgeHash}\0${await goSdkHash(goVersion)}\0${how}`)}`);
+  const dir = await bridgedModuleDir(name, moduleDir, targets);
   await buildOnce(dir, async (tmp) => {
     const t0 = Date.now();
     const names = Object.keys(targets).join(', ');
@@ -170,7 +194,10 @@ export async function buildBridgedModule(
     const tick = setInterval(() => say(`still building ${names} (${Math.round((Date.now() - t0) / 1000)} s elapsed)`), 30_000);
     try {
       for (const [out, pkg] of Object.entries(targets))
-        await execa('go', ['build', ...BRIDGED_BUILD.flags, '-o', join(tmp, out), pkg], { cwd: moduleDir, env: BRIDGED_BUILD.env });
+        await execa(...niced('go', ['build', ...BRIDGED_BUILD.flags, '-o', join(tmp, out), pkg]), {
+          cwd: moduleDir,
+          env: { ...GO_BUILD.env, ...BRIDGED_BUILD.env },
+        });
     } finally {
       clearInterval(tick);
     }
@@ -191,6 +218,13 @@ function pythonSdkSource(rel: string): boolean {
   return /^(pyproject\.toml|README\.md|requirements(-dev)?\.txt|src\/.+\.pyi?)$/.test(rel);
 }
 
+/** The cache directory of the Python provider's venv: the interpreter's version, the SDK's requirements and sources. */
+export async function pythonVenvDir(): Promise<string> {
+  const version = (await execa(process.env.CCM_TEST_PYTHON || 'python3', ['--version'])).stdout.trim();
+  const files = await filesUnder(PYTHON_SDK_DIR, pythonSdkSource);
+  return join(cacheRoot(), `python-${await hashFiles(PYTHON_SDK_DIR, files, version)}`);
+}
+
 /**
  * The Python interpreter of a venv with sdk/python/requirements-dev.txt (the
  * pinned runtime dependencies and grpcio-tools) and the SDK package itself
@@ -200,9 +234,7 @@ function pythonSdkSource(rel: string): boolean {
 export function pythonProviderInterpreter(): Promise<string> {
   return (venvPython ??= (async () => {
     const base = process.env.CCM_TEST_PYTHON || 'python3';
-    const version = (await execa(base, ['--version'])).stdout.trim();
-    const files = await filesUnder(PYTHON_SDK_DIR, pythonSdkSource);
-    const dir = join(cacheRoot(), `python-${await hashFiles(PYTHON_SDK_DIR, files, version)}`);
+    const dir = await pythonVenvDir();
     await buildOnce(dir, async (tmp) => {
       await execa(base, ['-m', 'venv', join(tmp, 'venv')]);
       // Only bin/python is used afterwards, which keeps working after the rename.
@@ -245,19 +277,3 @@ export const PYTHON_PROVIDER: ProviderUnderTest = { name: 'mempy', executable: (
 export const FAKE_CLOUD_PROVIDER: ProviderUnderTest = { name: 'fake', executable: () => fakeCloudBinary() };
 /** k8s.io/cloud-provider-aws through the bridge; its providerIDs are aws:///<zone>/<instance id>. */
 export const AWS_CLOUD_PROVIDER: ProviderUnderTest = { name: 'aws', executable: () => awsCloudBinary() };
-
-/**
- * Builds the providers before the tests start (the test runner calls this),
- * so a first run on a fresh machine does not spend a test's timeout on go
- * build or pip install.
- */
-export async function prepareTestProviders(say: (line: string) => void): Promise<void> {
-  const t0 = Date.now();
-  say(
-    'building the Go provider, the fake cloud and the AWS provider through the bridge, the Python provider venv and the moto venv if needed (first run: Go proxy and PyPI)',
-  );
-  const [go, fake, py] = await Promise.all([goProviderBinary(), fakeCloudBinary(), pythonProviderInterpreter()]);
-  // After the others: the largest Go build, on its own so the two cores are not split three ways.
-  const [aws, moto] = await Promise.all([awsCloudBinary(say), motoPython(say)]);
-  say(`providers ready in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${go}, ${fake}, ${py}, ${aws}, ${moto}`);
-}

@@ -21,6 +21,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { K8S_VERSION } from '../controlplane/binaries.js';
+import { goFetch, niced } from './go-build.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const SOURCE = join(REPO, 'tools', 'upstream-ccm');
@@ -83,6 +84,20 @@ async function checkPinnedVersion(): Promise<void> {
   }
 }
 
+/** Where the upstream-ccm binary of the current sources is (or will be) cached. */
+export async function upstreamCcmPath(): Promise<string> {
+  const xdg = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(xdg, 'ccm-host', `upstream-ccm-${CLOUD_PROVIDER_VERSION}-${await sourceHash()}`, 'upstream-ccm');
+}
+
+/** The packages ensureUpstreamCcm builds. */
+const PACKAGES = ['.', './cmd/client-bench'];
+
+/** Downloads the modules the upstream-ccm build needs, compiling nothing (goFetch). */
+export async function fetchUpstreamCcm(): Promise<void> {
+  await goFetch(SOURCE, PACKAGES);
+}
+
 /** The client-bench binary built beside upstream-ccm (tools/upstream-ccm/cmd/client-bench): client-go measured on its own. */
 export function clientBenchOf(upstreamCcm: string): string {
   return join(dirname(upstreamCcm), 'client-bench');
@@ -96,9 +111,8 @@ export function clientBenchOf(upstreamCcm: string): string {
  */
 export async function ensureUpstreamCcm(progress: (line: string) => void): Promise<string> {
   await checkPinnedVersion();
-  const xdg = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  const dir = join(xdg, 'ccm-host', `upstream-ccm-${CLOUD_PROVIDER_VERSION}-${await sourceHash()}`);
-  const bin = join(dir, 'upstream-ccm');
+  const bin = await upstreamCcmPath();
+  const dir = dirname(bin);
   if (
     await access(bin).then(
       () => true,
@@ -121,7 +135,7 @@ export async function ensureUpstreamCcm(progress: (line: string) => void): Promi
   progress(
     `building the upstream cloud-controller-manager (k8s.io/cloud-provider ${CLOUD_PROVIDER_VERSION}, tools/upstream-ccm) into ${dir} (once per source change; several minutes on 2 cores)`,
   );
-  const child = execa('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', `${partial}/`, '.', './cmd/client-bench'], {
+  const child = execa(...niced('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', `${partial}/`, ...PACKAGES]), {
     cwd: SOURCE,
     env: { GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },
     stdin: 'ignore',

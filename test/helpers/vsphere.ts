@@ -26,12 +26,20 @@ export interface VsphereBinaries {
 
 let binaries: Promise<VsphereBinaries> | undefined;
 
+/** What vsphereBinaries builds (buildBridgedModule's targets). */
+export const VSPHERE_TARGETS = {
+  'ccm-provider-vsphere': '.',
+  vcsim: './cmd/vcsim',
+  'vcsim-hook': './cmd/vcsim-hook',
+  'upstream-ccm': './cmd/upstream-ccm',
+} as const;
+
 /** The plugin, vcsim, its hook and the upstream CCM linking the provider, built on first use into the cache (buildBridgedModule). */
 export function vsphereBinaries(say: (line: string) => void = () => undefined): Promise<VsphereBinaries> {
   return (binaries ??= buildBridgedModule(
     'vsphere',
     VSPHERE_BRIDGE_DIR,
-    { 'ccm-provider-vsphere': '.', vcsim: './cmd/vcsim', 'vcsim-hook': './cmd/vcsim-hook', 'upstream-ccm': './cmd/upstream-ccm' },
+    VSPHERE_TARGETS,
     `${VSPHERE_MODULE} through the bridge, its simulator and the upstream CCM linking it; the first build compiles client-go v0.36, govmomi and the upstream app: several minutes`,
     say,
   ).then((out) => ({ provider: out['ccm-provider-vsphere']!, vcsim: out.vcsim!, vcsimHook: out['vcsim-hook']!, upstream: out['upstream-ccm']! })));
