@@ -22,6 +22,7 @@
  * from its imports (buildsNeeded). Each build prints its time; the run ends
  * with a table of them (buildSummary).
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -289,10 +290,24 @@ export interface BuildResult {
   seconds: number;
   /** Seconds of its downloads (fetch), which ran beside the compile queue. */
   fetchSeconds?: number;
+  /** CPU seconds its processes used (one at a time only: otherwise they overlap and cannot be told apart). */
+  cpuSeconds?: number;
   error?: string;
 }
 
 const secs = (t0: number) => (Date.now() - t0) / 1000;
+
+/** CPU seconds of this process's finished children (Linux /proc; undefined elsewhere). */
+function childrenCpu(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    // After the command: state is field 3; cutime and cstime are fields 16 and 17, in clock ticks (100 a second on Linux).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[13]) + Number(f[14])) / 100;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Runs `builds`: every pending one's fetch at once, the compiles one at a
@@ -300,13 +315,18 @@ const secs = (t0: number) => (Date.now() - t0) / 1000;
  * build (its result) so the caller can wait for the early ones only. A
  * failed build rejects its own promise; the others go on.
  */
-export function startBuilds(builds: readonly Build[], say: (name: BuildName, line: string) => void): Map<BuildName, Promise<BuildResult>> {
+export function startBuilds(
+  builds: readonly Build[],
+  say: (name: BuildName, line: string) => void,
+  opts: { oneAtATime?: boolean } = {},
+): Map<BuildName, Promise<BuildResult>> {
   let queue: Promise<unknown> = Promise.resolve();
   const out = new Map<BuildName, Promise<BuildResult>>();
   for (const b of builds) {
     const readyP = b.ready().catch(() => false);
     const fetched = (async () => {
-      if ((await readyP) || !b.fetch) return undefined;
+      // One at a time: the downloads are part of the build (what a build costs on its own).
+      if ((await readyP) || !b.fetch || opts.oneAtATime) return undefined;
       const t0 = Date.now();
       await b.fetch().catch(() => undefined);
       return secs(t0);
@@ -314,6 +334,7 @@ export function startBuilds(builds: readonly Build[], say: (name: BuildName, lin
     const run = async (): Promise<BuildResult> => {
       if (await readyP) return { name: b.name, cached: true, seconds: 0 };
       const t0 = Date.now();
+      const cpu0 = childrenCpu();
       say(b.name, `building ${b.what}`);
       try {
         await b.build((line) => say(b.name, line));
@@ -322,14 +343,19 @@ export function startBuilds(builds: readonly Build[], say: (name: BuildName, lin
         say(b.name, `FAILED after ${secs(t0).toFixed(0)} s: ${error}`);
         return { name: b.name, cached: false, seconds: secs(t0), fetchSeconds: await fetched, error };
       }
-      const r: BuildResult = { name: b.name, cached: false, seconds: secs(t0), fetchSeconds: await fetched };
-      say(
-        b.name,
-        `built in ${r.seconds.toFixed(0)} s${r.fetchSeconds !== undefined ? ` (its downloads took ${r.fetchSeconds.toFixed(0)} s beside other builds)` : ''}`,
-      );
+      const cpu1 = childrenCpu();
+      const r: BuildResult = {
+        name: b.name,
+        cached: false,
+        seconds: secs(t0),
+        fetchSeconds: await fetched,
+        cpuSeconds: opts.oneAtATime && cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined,
+      };
+      const fetch = r.fetchSeconds !== undefined ? ` (its downloads took ${r.fetchSeconds.toFixed(0)} s beside other builds)` : '';
+      say(b.name, `built in ${r.seconds.toFixed(0)} s${r.cpuSeconds !== undefined ? `, ${r.cpuSeconds.toFixed(0)} CPU s` : ''}${fetch}`);
       return r;
     };
-    if (b.compile) {
+    if (b.compile || opts.oneAtATime) {
       const p = queue.then(run);
       queue = p;
       out.set(b.name, p);
@@ -343,8 +369,9 @@ export function buildSummary(results: readonly BuildResult[], wallSeconds: numbe
   const lines = ['builds:'];
   for (const r of results) {
     const how = r.error ? `FAILED after ${r.seconds.toFixed(0)} s` : r.cached ? 'cached' : `${r.seconds.toFixed(0)} s`;
+    const cpu = r.cpuSeconds !== undefined ? `, ${r.cpuSeconds.toFixed(0)} CPU s` : '';
     const fetch = r.fetchSeconds !== undefined ? ` (downloads ${r.fetchSeconds.toFixed(0)} s, beside)` : '';
-    lines.push(`  ${r.name.padEnd(13)} ${how}${fetch}`);
+    lines.push(`  ${r.name.padEnd(13)} ${how}${cpu}${fetch}`);
   }
   lines.push(`  builds took ${wallSeconds.toFixed(0)} s of wall time`);
   return lines.join('\n');

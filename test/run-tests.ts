@@ -72,7 +72,9 @@ async function main(): Promise<number> {
   // Builds started here run under nice, so those beside the tests leave them the CPU (test/helpers/go-build.ts).
   process.env.CCM_BUILD_NICE ??= '10';
   const buildsOnly = process.argv.includes('--builds-only');
-  const args = process.argv.slice(2).filter((a) => a !== '--builds-only');
+  // Each build alone, its downloads included, with its CPU time: to measure what each costs (docs/testing.md).
+  const oneAtATime = process.argv.includes('--builds-one-at-a-time');
+  const args = process.argv.slice(2).filter((a) => a !== '--builds-only' && a !== '--builds-one-at-a-time');
   const selection = await selectedFiles(args);
   // What each selected file needs; a selection this cannot read (a glob) needs everything.
   const needs = new Map<string, Set<BuildName>>();
@@ -82,7 +84,7 @@ async function main(): Promise<number> {
   process.stderr.write(
     `[test] builds for the selected tests: ${builds.map((b) => b.name).join(', ')} (each built once per input change, cached under ~/.cache/ccm-host)\n`,
   );
-  const started = startBuilds(builds, (name, line) => process.stderr.write(`[${name}] ${line}\n`));
+  const started = startBuilds(builds, (name, line) => process.stderr.write(`[${name}] ${line}\n`), { oneAtATime });
   const results: BuildResult[] = [];
   let buildsDone = 0;
   const allBuilt = Promise.all(builds.map((b) => started.get(b.name)!.then((r) => results.push(r)))).then(() => {
