@@ -7,7 +7,7 @@
  *
  * Builds (test/builds.ts): only what the selected files need; the early
  * ones before the control plane starts, the late ones beside the files that
- * do not need them, the files that do after. Every build prints its time and
+ * do not need them; after those, each file that does runs once its builds are done. Every build prints its time and
  * the run ends with a table of them and the total. `--builds-only` builds
  * (for the files named, else for all) and runs no test.
  *
@@ -126,23 +126,29 @@ async function main(): Promise<number> {
     CCM_TEST_ARTIFACTS: artifacts,
   };
 
-  // Files whose builds are all done run now; those waiting for a late build run once the late builds are done.
-  const pending = new Set(builds.filter((b) => !b.early).map((b) => b.name));
-  for (const r of results) pending.delete(r.name);
-  const later = selection && pending.size > 0 ? [...needs].filter(([, n]) => [...n].some((b) => pending.has(b))).map(([f]) => f) : [];
+  // Files whose builds are all done run now; each file that waits for a late build runs, after those, as soon as its builds are done.
+  const done = new Set(results.map((r) => r.name));
+  const waiting = (f: string) => [...needs.get(f)!].some((b) => !done.has(b));
+  let later = selection ? selection.files.filter(waiting) : [];
   const runs: { code: number; counts: ReturnType<typeof summarize> }[] = [];
   if (later.length === 0) runs.push(await runAva(args, env));
   else {
-    const now = selection!.files.filter((f) => !later.includes(f));
-    process.stderr.write(
-      `[test] ${now.length} test files start now; ${later.length} wait for ${[...pending].join(', ')} (building in the background): ${later.map((f) => relative(process.cwd(), f)).join(', ')}\n`,
-    );
+    const now = selection!.files.filter((f) => !waiting(f));
+    const names = (fs: string[]) => fs.map((f) => relative(process.cwd(), f)).join(', ');
+    process.stderr.write(`[test] ${now.length} test files start now; ${later.length} wait for a build running in the background: ${names(later)}\n`);
     if (now.length > 0) runs.push(await runAva([...selection!.flags, ...now], env));
-    await allBuilt;
-    process.stderr.write(`[test] late builds done at ${secs(t0)} s; running the ${later.length} files that waited\n`);
-    if (failedBuilds().length > 0)
-      process.stderr.write(`[test] build failed: ${failedBuilds().join(', ')}; the files that need it build it again and fail with its error\n`);
-    runs.push(await runAva([...selection!.flags, ...later], env));
+    while (later.length > 0) {
+      // A build finishing (failed ones too: their files then build again and fail with its error) may free some files.
+      const unfinished = builds.filter((b) => !done.has(b.name)).map((b) => started.get(b.name)!.then((r) => done.add(r.name)));
+      if (later.every(waiting)) await Promise.race(unfinished);
+      for (const r of results) done.add(r.name);
+      const ready = later.filter((f) => !waiting(f));
+      if (ready.length === 0) continue;
+      later = later.filter(waiting);
+      process.stderr.write(`[test] at ${secs(t0)} s, their builds done: ${names(ready)}\n`);
+      runs.push(await runAva([...selection!.flags, ...ready], env));
+    }
+    if (failedBuilds().length > 0) process.stderr.write(`[test] build failed: ${failedBuilds().join(', ')}\n`);
   }
   const code = runs.find((r) => r.code !== 0)?.code ?? 0;
   const leaseTaken = await defaultLeaseTaken(cp.kubeConfig());
