@@ -28,7 +28,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { binariesReady, ensureBinaries } from './controlplane/binaries.js';
 import { exists } from './helpers/build-once.js';
-import { imagesBuilt, prepareImages } from './helpers/images.js';
+import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
 import { motoPython, motoVenvDir } from './helpers/moto.js';
 import { OPENSTACK_BRIDGE_DIR, OPENSTACK_TARGETS, openstackBinaries } from './helpers/openstack.js';
@@ -64,7 +64,8 @@ export type BuildName =
   | 'openstack'
   | 'promtool'
   | 'images'
-  | 'upstream-ccm';
+  | 'upstream-ccm'
+  | 'image-bases';
 
 /** One build the suite needs: how to tell it is cached, fetch its downloads and build it. */
 export interface Build {
@@ -181,6 +182,14 @@ export const BUILDS: readonly Build[] = [
     build: (say) => vsphereBinaries(say),
   },
   {
+    name: 'image-bases',
+    what: 'buildah (apt-get) and the local base images the Dockerfiles build from: downloads and copies, beside the compiles (test/helpers/images.ts)',
+    early: false,
+    compile: false,
+    ready: imageBasesBuilt,
+    build: (say) => prepareImageBases(say),
+  },
+  {
     name: 'images',
     what: "deploy/Dockerfile's host image and the AWS provider image with buildah (test/helpers/images.ts)",
     early: false,
@@ -212,8 +221,15 @@ const NAME_NEEDS: [RegExp, BuildName][] = [
   // images.js also holds rootfsCommand (test/helpers/pod-runner.ts runs manifests with it): only these build.
   [/\b(prepareImages|imageRootfs|buildImage|baseImages)\b/, 'images'],
 ];
-/** Modules that define the builds: not read for names, their imports not followed. */
-const BUILDERS = new Set([...Object.keys(MODULE_NEEDS), 'helpers/providers.js', 'helpers/images.js', 'builds.js', 'controlplane/binaries.js']);
+/** Modules that define the builds (and builds.ts's test, which names every entry point): not read for names, their imports not followed. */
+const BUILDERS = new Set([
+  ...Object.keys(MODULE_NEEDS),
+  'helpers/providers.js',
+  'helpers/images.js',
+  'builds.js',
+  'controlplane/binaries.js',
+  'unit/runner/builds.test.js',
+]);
 
 const IMPORT = /(?:\bfrom\s*|\bimport\s*\(?\s*)'(\.{1,2}\/[^']+\.js)'/g;
 
@@ -239,6 +255,7 @@ export async function buildsNeeded(file: string): Promise<Set<BuildName>> {
     for (const m of text.matchAll(IMPORT)) await visit(resolve(dirname(path), m[1]!));
   };
   await visit(resolve(file));
+  if (needs.has('images')) needs.add('image-bases');
   return needs;
 }
 

@@ -232,6 +232,21 @@ async function imageTag(b: Buildah, spec: ImageSpec, bases: Record<string, strin
   return { tag: `localhost/${spec.name}:${hash}`, marker: join(b.dir, 'built', `${spec.name}-${hash}`) };
 }
 
+/** Whether the local base images of the current inputs are built (baseImages would build nothing). */
+export async function imageBasesBuilt(): Promise<boolean> {
+  return pathExists(join((await imageStore()).dir, 'bases'));
+}
+
+/**
+ * Installs buildah and builds the local base images (apt-get and npm
+ * downloads, the rootfs): the part of prepareImages that is not compiling,
+ * so the runner starts it beside the Go builds.
+ */
+export async function prepareImageBases(say: (line: string) => void = () => undefined): Promise<void> {
+  await ensureImageTools(say);
+  await baseImages(await imageStore(), say);
+}
+
 /** Whether prepareImages would build nothing (the bases and both images of the current inputs are marked built; buildah need not be installed). */
 export async function imagesBuilt(): Promise<boolean> {
   const store = await imageStore();

@@ -24,8 +24,9 @@ const file = (rel: string) => join(DIST_TEST, rel);
 
 const NEEDS: { file: string; needs: BuildName[] }[] = [
   { file: 'unit/runner/ava-summary.test.js', needs: ['controlplane'] },
+  { file: 'unit/runner/builds.test.js', needs: ['controlplane'] },
   { file: 'integration/deploy/monitoring.test.js', needs: ['controlplane', 'kustomize', 'promtool'] },
-  { file: 'integration/deploy/images.test.js', needs: ['controlplane', 'images', 'kustomize', 'moto-venv'] },
+  { file: 'integration/deploy/images.test.js', needs: ['controlplane', 'image-bases', 'images', 'kustomize', 'moto-venv'] },
   { file: 'integration/providers/aws-bridge.test.js', needs: ['aws', 'controlplane', 'moto-venv'] },
   { file: 'integration/providers/vsphere-bridge.test.js', needs: ['controlplane', 'vsphere'] },
   { file: 'integration/providers/openstack-bridge.test.js', needs: ['controlplane', 'openstack'] },
