@@ -231,6 +231,14 @@ const BUILDERS = new Set([
   'unit/runner/builds.test.js',
 ]);
 
+/** Module texts read so far (every file's needs read the same helpers). */
+const sources = new Map<string, Promise<string>>();
+const sourceOf = (path: string) => {
+  let p = sources.get(path);
+  if (!p) sources.set(path, (p = readFile(path, 'utf8').catch(() => '')));
+  return p;
+};
+
 const IMPORT = /(?:\bfrom\s*|\bimport\s*\(?\s*)'(\.{1,2}\/[^']+\.js)'/g;
 
 /**
@@ -250,7 +258,7 @@ export async function buildsNeeded(file: string): Promise<Set<BuildName>> {
     const direct = MODULE_NEEDS[rel];
     if (direct) needs.add(direct);
     if (BUILDERS.has(rel)) return;
-    const text = await readFile(path, 'utf8').catch(() => '');
+    const text = await sourceOf(path);
     for (const [re, name] of NAME_NEEDS) if (re.test(text)) needs.add(name);
     for (const m of text.matchAll(IMPORT)) await visit(resolve(dirname(path), m[1]!));
   };
