@@ -23,6 +23,7 @@ import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareKustomize } from './helpers/kustomize.js';
 import { preparePromtool } from './helpers/promtool.js';
 import { prepareTestProviders } from './helpers/providers.js';
+import { prepareAwsCloudControllerManager } from './helpers/aws-ccm.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
 import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
 import { openstackBinaries } from './helpers/openstack.js';
@@ -51,6 +52,8 @@ async function main(): Promise<number> {
   process.stderr.write('[test] checking control-plane binaries (first run builds them from Go modules)\n');
   await ensureBinaries({ onProgress: (line) => process.stderr.write(`[controlplane] ${line}\n`) });
   await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
+  // The upstream AWS CCM itself, after the bridged AWS provider whose compiled packages it shares (test/integration/deploy/migrate-aws.test.ts).
+  await prepareAwsCloudControllerManager((line) => process.stderr.write(`[providers] ${line}\n`));
   // k8s.io/cloud-provider-vsphere through the bridge, and its simulator (test/integration/providers/vsphere-bridge.test.ts).
   await vsphereBinaries((line) => process.stderr.write(`[providers] ${line}\n`));
   // k8s.io/cloud-provider-openstack through the bridge (test/integration/providers/openstack-bridge.test.ts).

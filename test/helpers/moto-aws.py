@@ -11,7 +11,8 @@ Prints one JSON document on stdout. Commands:
       -> {"vpc", "subnet", "securityGroup", "az", "zoneId", "instances": [{"id", "privateIp", "privateDns"}]}
   run-instances {"cluster", "subnet", "securityGroup", "count", "type"} -> {"instances": [...]}
   stop-instances / start-instances / terminate-instances {"ids": [...]} -> {}
-  describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {}}]}
+  describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {},
+      "listeners": ["TCP:80->TCP:30080"...], "healthCheck": {}, "securityGroups": [...], "subnets": [...], "scheme"}]}
   security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
   run-named-instance {"cluster", "subnet", "securityGroup", "type", "name"}
       a running instance of the cluster whose private DNS name is name (moto-server.py, 3),
@@ -117,6 +118,14 @@ def describe_elbs(elb):
                 "instances": sorted(i["InstanceId"] for i in lb.get("Instances", [])),
                 "ports": sorted([l["Listener"]["LoadBalancerPort"], l["Listener"]["InstancePort"]] for l in lb.get("ListenerDescriptions", [])),
                 "tags": {t["Key"]: t["Value"] for d in tags for t in d.get("Tags", [])},
+                "listeners": sorted(
+                    f"{l['Listener']['Protocol']}:{l['Listener']['LoadBalancerPort']}->{l['Listener'].get('InstanceProtocol', '')}:{l['Listener']['InstancePort']}"
+                    for l in lb.get("ListenerDescriptions", [])
+                ),
+                "healthCheck": lb.get("HealthCheck", {}),
+                "securityGroups": sorted(lb.get("SecurityGroups", [])),
+                "subnets": sorted(lb.get("Subnets", [])),
+                "scheme": lb.get("Scheme", ""),
             }
         )
     return {"loadBalancers": out}
