@@ -1,4 +1,4 @@
-"""moto's server (python -m moto.server, same arguments) with three fidelity
+"""moto's server (python -m moto.server, same arguments) with four fidelity
 fixes and two test devices.
 
 1. A classic load balancer that AWS creates has a health check from the start
@@ -31,7 +31,13 @@ conformance kit names itself (cct<run>-node-a) has no instance on AWS. The
 kit's test hook (moto-aws.py hook) tags the instances it makes, so the
 provider's own lookup by name runs against them.
 
-5. (A test device.) With CCM_TEST_MOTO_JOURNAL=<file>, every API request is
+5. ModifyLoadBalancerAttributes (classic ELB) without AdditionalAttributes:
+moto appends another ("elb.http.desyncmitigationmode", "defensive") to the
+load balancer's additional attributes on every call, so the list grows and
+DescribeLoadBalancerAttributes shows the key many times. AWS keeps one value
+per key. Kept here as AWS does: one entry per key, the last value set.
+
+6. (A test device.) With CCM_TEST_MOTO_JOURNAL=<file>, every API request is
 appended to that file as one JSON line {"service", "action", "caller",
 "status", "name"}: the SigV4 service, the Action, the access key id the
 request was signed with (so a test tells two clients apart by their keys),
@@ -78,6 +84,15 @@ def get_reservations_by_instance_ids(self, instance_ids, filters=None):
 
 def describe_instance_topology(self):
     return ActionResult({"Instances": []})
+
+
+_modify_attributes = models.ELBBackend.modify_load_balancer_attributes
+
+
+def modify_load_balancer_attributes(self, load_balancer_name, *args, **kwargs):
+    _modify_attributes(self, load_balancer_name, *args, **kwargs)
+    attributes = self.get_load_balancer(load_balancer_name).attributes
+    attributes["additional_attributes"] = list(dict(attributes["additional_attributes"]).items())
 
 
 DNS_NAME_TAG = "ccm-test/private-dns-name"
@@ -132,6 +147,7 @@ if JOURNAL:
 if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
     ec2_instances.Instance.private_dns_name = property(private_dns_name)
     models.ELBBackend.create_load_balancer = create_load_balancer
+    models.ELBBackend.modify_load_balancer_attributes = modify_load_balancer_attributes
     ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
     EC2Response.describe_instance_topology = describe_instance_topology
 

@@ -65,7 +65,7 @@ function cleanEnv(): Record<string, string> {
 export interface MotoOptions {
   /** The fixes of moto-server.py (default true); false: moto as it is, e.g. to see what a provider does on its differences. */
   fidelityFixes?: boolean;
-  /** Journal every API request into this file (moto-server.py, 5); read it with motoJournal. */
+  /** Journal every API request into this file (moto-server.py, 6); read it with motoJournal. */
   journal?: string;
 }
 
@@ -81,7 +81,7 @@ export interface MotoCall {
   name: string;
 }
 
-/** The requests journaled so far (moto-server.py, 5), oldest first; [] before the first. */
+/** The requests journaled so far (moto-server.py, 6), oldest first; [] before the first. */
 export async function motoJournal(path: string): Promise<MotoCall[]> {
   const text = await readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return '';

@@ -15,7 +15,7 @@
  * RBAC. Both are given the same Lease: cloud-controller-manager (the default
  * name of both) in the test's namespace instead of kube-system. Each side
  * signs its AWS requests with an access key of its own, so moto's journal
- * (moto-server.py, 5) tells who called what.
+ * (moto-server.py, 6) tells who called what.
  *
  * | step | what the operator does | what must hold |
  * |------|------------------------|----------------|
@@ -62,6 +62,7 @@ interface Elb {
   securityGroups: string[];
   subnets: string[];
   scheme: string;
+  attributes: Record<string, unknown>;
   tags: Record<string, string>;
 }
 
@@ -291,7 +292,7 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   t.deepEqual(
     adopted,
     before,
-    'after the switch: the same ELB (listeners, instances, health check, groups, tags), Service status, finalizer and Nodes',
+    'after the switch: the same ELB (listeners, instances, health check, attributes, groups, tags), Service status, finalizer and Nodes',
   );
   t.deepEqual(
     takeover.filter((c) => /^(Create|Delete)LoadBalancer$/.test(c.action)),
