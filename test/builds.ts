@@ -49,6 +49,7 @@ import {
   pythonVenvDir,
 } from './helpers/providers.js';
 import { goFetch } from './helpers/go-build.js';
+import { awsCloudControllerManager, awsCloudControllerManagerDir, fetchAwsCloudControllerManager } from './helpers/aws-ccm.js';
 import { ensureUpstreamCcm, fetchUpstreamCcm, upstreamCcmPath } from './helpers/upstream-ccm.js';
 import { VSPHERE_BRIDGE_DIR, VSPHERE_TARGETS, vsphereBinaries } from './helpers/vsphere.js';
 
@@ -65,6 +66,7 @@ export type BuildName =
   | 'promtool'
   | 'images'
   | 'upstream-ccm'
+  | 'aws-ccm'
   | 'image-bases';
 
 /** One build the suite needs: how to tell it is cached, fetch its downloads and build it. */
@@ -164,6 +166,15 @@ export const BUILDS: readonly Build[] = [
     build: (say) => awsCloudBinary(say),
   },
   {
+    name: 'aws-ccm',
+    what: "upstream's own aws-cloud-controller-manager, tools/aws-cloud-controller-manager (test/helpers/aws-ccm.ts); after the bridged AWS provider, whose packages it shares",
+    early: false,
+    compile: true,
+    ready: async () => exists(await awsCloudControllerManagerDir()),
+    fetch: fetchAwsCloudControllerManager,
+    build: (say) => awsCloudControllerManager(say),
+  },
+  {
     name: 'openstack',
     what: 'k8s.io/cloud-provider-openstack through the bridge and its upstream CCM (test/helpers/openstack.ts)',
     early: false,
@@ -211,6 +222,7 @@ const MODULE_NEEDS: Record<string, BuildName> = {
   'helpers/openstack.js': 'openstack',
   'helpers/promtool.js': 'promtool',
   'helpers/upstream-ccm.js': 'upstream-ccm',
+  'helpers/aws-ccm.js': 'aws-ccm',
 };
 /** providers.js and images.js build several things, or also hold what builds nothing: a module that names one of these uses it. */
 const NAME_NEEDS: [RegExp, BuildName][] = [

@@ -11,10 +11,11 @@ Prints one JSON document on stdout. Commands:
       -> {"vpc", "subnet", "securityGroup", "az", "zoneId", "instances": [{"id", "privateIp", "privateDns"}]}
   run-instances {"cluster", "subnet", "securityGroup", "count", "type"} -> {"instances": [...]}
   stop-instances / start-instances / terminate-instances {"ids": [...]} -> {}
-  describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {}}]}
+  describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {},
+      "listeners": ["TCP:80->TCP:30080"...], "healthCheck": {}, "securityGroups": [...], "subnets": [...], "scheme", "attributes": {}}]}
   security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
   run-named-instance {"cluster", "subnet", "securityGroup", "type", "name"}
-      a running instance of the cluster whose private DNS name is name (moto-server.py, 3),
+      a running instance of the cluster whose private DNS name is name (moto-server.py, 4),
       or the one there is (any state but terminated) -> {"id", "az", "privateIp", "privateDns"}
   terminate-named-instances {"name"} -> {"ids": [...]} (the conformance kit's test hook)
 
@@ -72,7 +73,7 @@ def seed(ec2, arg):
     return {"vpc": vpc, "subnet": subnet, "securityGroup": group, "az": az, "zoneId": zone_id, "instances": instances}
 
 
-DNS_NAME_TAG = "ccm-test/private-dns-name"  # moto-server.py, 3
+DNS_NAME_TAG = "ccm-test/private-dns-name"  # moto-server.py, 4
 # What the provider's lookup by name sees (its aliveFilter): every state but terminated.
 ALIVE = ["pending", "running", "shutting-down", "stopping", "stopped"]
 
@@ -117,6 +118,15 @@ def describe_elbs(elb):
                 "instances": sorted(i["InstanceId"] for i in lb.get("Instances", [])),
                 "ports": sorted([l["Listener"]["LoadBalancerPort"], l["Listener"]["InstancePort"]] for l in lb.get("ListenerDescriptions", [])),
                 "tags": {t["Key"]: t["Value"] for d in tags for t in d.get("Tags", [])},
+                "listeners": sorted(
+                    f"{l['Listener']['Protocol']}:{l['Listener']['LoadBalancerPort']}->{l['Listener'].get('InstanceProtocol', '')}:{l['Listener']['InstancePort']}"
+                    for l in lb.get("ListenerDescriptions", [])
+                ),
+                "healthCheck": lb.get("HealthCheck", {}),
+                "securityGroups": sorted(lb.get("SecurityGroups", [])),
+                "subnets": sorted(lb.get("Subnets", [])),
+                "scheme": lb.get("Scheme", ""),
+                "attributes": elb.describe_load_balancer_attributes(LoadBalancerName=lb["LoadBalancerName"])["LoadBalancerAttributes"],
             }
         )
     return {"loadBalancers": out}

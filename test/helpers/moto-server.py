@@ -1,5 +1,5 @@
-"""moto's server (python -m moto.server, same arguments) with three fidelity
-fixes and one test device.
+"""moto's server (python -m moto.server, same arguments) with four fidelity
+fixes and two test devices.
 
 1. A classic load balancer that AWS creates has a health check from the start
 (DescribeLoadBalancers shows the default: Target TCP:<instance port of the
@@ -31,17 +31,36 @@ conformance kit names itself (cct<run>-node-a) has no instance on AWS. The
 kit's test hook (moto-aws.py hook) tags the instances it makes, so the
 provider's own lookup by name runs against them.
 
+5. ModifyLoadBalancerAttributes (classic ELB) without AdditionalAttributes:
+moto appends another ("elb.http.desyncmitigationmode", "defensive") to the
+load balancer's additional attributes on every call, so the list grows and
+DescribeLoadBalancerAttributes shows the key many times. AWS keeps one value
+per key. Kept here as AWS does: one entry per key, the last value set.
+
+6. (A test device.) With CCM_TEST_MOTO_JOURNAL=<file>, every API request is
+appended to that file as one JSON line {"service", "action", "caller",
+"status", "name"}: the SigV4 service, the Action, the access key id the
+request was signed with (so a test tells two clients apart by their keys),
+the HTTP status, and the load balancer name the request names, if any. Moto
+keeps no call log of its own; a test counts creates and deletes with this.
+
 Nothing of moto is changed on disk: the backends' methods are wrapped in
 this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
 """
 
+import io
+import json
 import os
+import re
 import sys
+import threading
+from urllib.parse import parse_qs
 
 from moto.core.responses import ActionResult
 from moto.ec2.models import instances as ec2_instances
 from moto.ec2.responses import EC2Response
 from moto.elb import models
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.server import main
 
 _create = models.ELBBackend.create_load_balancer
@@ -67,6 +86,15 @@ def describe_instance_topology(self):
     return ActionResult({"Instances": []})
 
 
+_modify_attributes = models.ELBBackend.modify_load_balancer_attributes
+
+
+def modify_load_balancer_attributes(self, load_balancer_name, *args, **kwargs):
+    _modify_attributes(self, load_balancer_name, *args, **kwargs)
+    attributes = self.get_load_balancer(load_balancer_name).attributes
+    attributes["additional_attributes"] = list(dict(attributes["additional_attributes"]).items())
+
+
 DNS_NAME_TAG = "ccm-test/private-dns-name"
 _private_dns_name = ec2_instances.Instance.private_dns_name
 
@@ -78,9 +106,48 @@ def private_dns_name(self):
     return _private_dns_name.fget(self)
 
 
+JOURNAL = os.environ.get("CCM_TEST_MOTO_JOURNAL")
+_journal_lock = threading.Lock()
+_dispatch = DomainDispatcherApplication.__call__
+_SIGNED = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/")
+
+
+def journaled_call(self, environ, start_response):
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    params = parse_qs(environ.get("QUERY_STRING", ""))
+    if "x-www-form-urlencoded" in environ.get("CONTENT_TYPE", ""):
+        params.update(parse_qs(body.decode("utf-8", "replace")))
+    signed = _SIGNED.search(environ.get("HTTP_AUTHORIZATION", ""))
+    status = []
+
+    def recording_start_response(st, headers, *rest):
+        status.append(int(st.split(" ", 1)[0]))
+        return start_response(st, headers, *rest)
+
+    result = _dispatch(self, environ, recording_start_response)
+    action = params.get("Action", [""])[0]
+    if action:
+        entry = {
+            "service": signed.group(2) if signed else "",
+            "action": action,
+            "caller": signed.group(1) if signed else "",
+            "status": status[0] if status else 0,
+            "name": params.get("LoadBalancerName", params.get("LoadBalancerNames.member.1", [""]))[0],
+        }
+        with _journal_lock, open(JOURNAL, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+    return result
+
+
+if JOURNAL:
+    DomainDispatcherApplication.__call__ = journaled_call
+
 if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
     ec2_instances.Instance.private_dns_name = property(private_dns_name)
     models.ELBBackend.create_load_balancer = create_load_balancer
+    models.ELBBackend.modify_load_balancer_attributes = modify_load_balancer_attributes
     ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
     EC2Response.describe_instance_topology = describe_instance_topology
 

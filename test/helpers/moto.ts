@@ -11,6 +11,7 @@
  * stopping and terminating instances, describing load balancers).
  */
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,6 +70,39 @@ function cleanEnv(): Record<string, string> {
 export interface MotoOptions {
   /** The fixes of moto-server.py (default true); false: moto as it is, e.g. to see what a provider does on its differences. */
   fidelityFixes?: boolean;
+  /** Journal every API request into this file (moto-server.py, 6); read it with motoJournal. */
+  journal?: string;
+}
+
+/** One API request as moto-server.py journals it. */
+export interface MotoCall {
+  /** The SigV4 service name (ec2, elasticloadbalancing, ...). */
+  service: string;
+  action: string;
+  /** The access key id the request was signed with. */
+  caller: string;
+  status: number;
+  /** The load balancer the request names ('' if none). */
+  name: string;
+}
+
+/** The requests journaled so far (moto-server.py, 6), oldest first; [] before the first. */
+export async function motoJournal(path: string): Promise<MotoCall[]> {
+  const text = await readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return '';
+    throw err;
+  });
+  // The last line may still be being written.
+  return text
+    .split('\n')
+    .slice(0, -1)
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as MotoCall);
+}
+
+/** Whether an AWS API action changes something (everything but Describe*, Get*, List*). */
+export function mutating(call: MotoCall): boolean {
+  return !/^(Describe|Get|List)/.test(call.action);
 }
 
 /**
@@ -82,7 +116,11 @@ export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOpt
     const [port] = (await freePorts(1)) as [number];
     const endpoint = `http://127.0.0.1:${port}`;
     const child: ResultPromise = execa(python, [SERVER, '-H', '127.0.0.1', '-p', String(port)], {
-      env: { ...cleanEnv(), ...(opts.fidelityFixes === false ? { CCM_TEST_MOTO_AS_IS: '1' } : {}) },
+      env: {
+        ...cleanEnv(),
+        ...(opts.fidelityFixes === false ? { CCM_TEST_MOTO_AS_IS: '1' } : {}),
+        ...(opts.journal ? { CCM_TEST_MOTO_JOURNAL: opts.journal } : {}),
+      },
       extendEnv: false,
       stdin: 'ignore',
       stdout: { file: log, append: true },

@@ -1,0 +1,345 @@
+/**
+ * Migration from the upstream AWS cloud-controller-manager to the host with
+ * the AWS provider, and back, as docs/real-cluster.md ("Migrating from an
+ * upstream cloud-controller-manager") tells an operator to do it, on moto
+ * (test/helpers/moto.ts) and a control plane of the test's own (upstream has
+ * no --node-selector: on the shared one it would take every test's Nodes and
+ * Services).
+ *
+ * Upstream is k8s.io/cloud-provider-aws's own aws-cloud-controller-manager
+ * (test/helpers/aws-ccm.ts) with the arguments of its example DaemonSet
+ * (--cloud-provider=aws --configure-cloud-routes=false --v=2), as the admin
+ * (--use-service-account-credentials=false: its per-controller RBAC is not
+ * the subject here). Ours is the rendered deploy/providers/aws pod, run by
+ * test/helpers/pod-runner.ts with the shipped arguments, ServiceAccounts and
+ * RBAC. Both are given the same Lease: cloud-controller-manager (the default
+ * name of both) in the test's namespace instead of kube-system. Each side
+ * signs its AWS requests with an access key of its own, so moto's journal
+ * (moto-server.py, 6) tells who called what.
+ *
+ * | step | what the operator does | what must hold |
+ * |------|------------------------|----------------|
+ * | 1 | upstream runs           | Nodes initialized; a LoadBalancer Service gets one classic ELB |
+ * | 2 | ours starts beside it   | ours sees upstream holding the Lease and waits: no AWS write, no Service or Node write |
+ * | 3 | upstream stopped        | ours takes the Lease, adopts the ELB: same ELB, no create, no delete, its AWS writes those upstream makes on a restart; Service status, finalizer and Nodes unchanged |
+ * | 4 | ours stopped, upstream started again (rollback) | upstream takes the Lease back; nothing lost: same ELB, Service status, finalizer, Nodes |
+ */
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Node, type V1Service } from '@kubernetes/client-node';
+import { ControlPlane } from '../../controlplane/controlplane.js';
+import { ManagedProcess } from '../../controlplane/managed-process.js';
+import { freePorts, get } from '../../controlplane/probe.js';
+import { auditLogFromNow, type AuditEvent } from '../../helpers/audit.js';
+import { awsCloudControllerManager } from '../../helpers/aws-ccm.js';
+import { LB_FINALIZER, lbService } from '../../helpers/lb.js';
+import { renderProvider } from '../../helpers/manifests.js';
+import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall } from '../../helpers/moto.js';
+import { createExternalNode, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
+import { runPod, type Pod } from '../../helpers/pod-runner.js';
+import { awsCloudBinary, REPO } from '../../helpers/providers.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const REGION = 'us-east-1';
+const AZ = 'us-east-1a';
+/** The Lease both use: the default name of both (kube-system/cloud-controller-manager in a cluster), in the test's namespace. */
+const LEASE = 'cloud-controller-manager';
+/** The access key each side signs its AWS requests with (moto accepts any): the journal's caller. */
+const UPSTREAM_KEY = 'AKIDUPSTREAMCCM';
+const OURS_KEY = 'AKIDGRPCCCMHOST';
+/** Users whose writes are ours: the host's and the provider's ServiceAccounts (deploy/base, deploy/components/provider-identity). */
+const OURS_USER = /^system:serviceaccount:kube-system:cloud-controller-manager(-provider)?$/;
+
+interface Elb {
+  name: string;
+  dns: string;
+  instances: string[];
+  listeners: string[];
+  healthCheck: Record<string, unknown>;
+  securityGroups: string[];
+  subnets: string[];
+  scheme: string;
+  attributes: Record<string, unknown>;
+  tags: Record<string, string>;
+}
+
+/** What a cloud-node controller decides about a Node. */
+function nodeView(n: V1Node) {
+  return {
+    providerID: n.spec?.providerID,
+    labels: n.metadata?.labels ?? {},
+    taints: (n.spec?.taints ?? []).map((x) => `${x.key}=${x.value ?? ''}:${x.effect}`).sort(),
+    addresses: (n.status?.addresses ?? []).map((a) => `${a.type}=${a.address}`).sort(),
+  };
+}
+
+/** What a client of the Service sees of its load balancer, and what keeps it. */
+function serviceView(s: V1Service) {
+  return { uid: s.metadata?.uid, finalizers: s.metadata?.finalizers ?? [], ingress: s.status?.loadBalancer?.ingress ?? [] };
+}
+
+/** Environment of an AWS client here: moto's journal caller key, no IMDS, any endpoint but moto's fails on a closed port. */
+function awsEnv(key: string): Record<string, string> {
+  return {
+    AWS_ACCESS_KEY_ID: key,
+    AWS_SECRET_ACCESS_KEY: 'test',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    HTTP_PROXY: 'http://127.0.0.1:9',
+    HTTPS_PROXY: 'http://127.0.0.1:9',
+  };
+}
+
+/** Mutating AWS calls of `caller` in `calls`, as `Action name`, sorted. */
+function writesBy(calls: MotoCall[], caller: string): string[] {
+  return calls
+    .filter((c) => c.caller === caller && mutating(c))
+    .map((c) => `${c.action}${c.name ? ` ${c.name}` : ''}`)
+    .sort();
+}
+
+/** Writes to Services and Nodes (what the audit policy logs) by our ServiceAccounts. */
+function oursWrites(events: AuditEvent[]): string[] {
+  return events
+    .filter((e) => OURS_USER.test(e.user.username) && ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb))
+    .map(
+      (e) => `${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.name ?? ''}`,
+    );
+}
+
+/** The upstream AWS CCM as its example DaemonSet runs it, mapped to this machine (see the header). */
+function startUpstream(binary: string, kubeconfig: string, cloudConfig: string, namespace: string, port: number, logPath: string): ManagedProcess {
+  return ManagedProcess.spawn(
+    'aws-cloud-controller-manager',
+    binary,
+    [
+      '--v=2',
+      '--cloud-provider=aws',
+      '--configure-cloud-routes=false',
+      `--cloud-config=${cloudConfig}`,
+      `--kubeconfig=${kubeconfig}`,
+      '--leader-elect=true',
+      `--leader-elect-resource-namespace=${namespace}`,
+      `--leader-elect-resource-name=${LEASE}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+    ],
+    logPath,
+    { keepAlive: true, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...awsEnv(UPSTREAM_KEY) } },
+  );
+}
+
+async function leaseHolder(admin: KubeConfig, namespace: string): Promise<string> {
+  const lease = await admin
+    .makeApiClient(CoordinationV1Api)
+    .readNamespacedLease({ name: LEASE, namespace })
+    .catch(() => undefined);
+  return lease?.spec?.holderIdentity ?? '';
+}
+
+/** The sum of the counts of the Service's events of `reason` (a recorder counts repeats on one Event). */
+async function eventCount(core: CoreV1Api, svc: V1Service, reason: string): Promise<number> {
+  const list = await core.listNamespacedEvent({ namespace: svc.metadata!.namespace!, fieldSelector: `involvedObject.uid=${svc.metadata!.uid}` });
+  return list.items.filter((e) => e.reason === reason).reduce((n, e) => n + (e.count ?? 1), 0);
+}
+
+test('migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts the ELB when upstream stops (no create, no delete, Nodes untouched), and upstream takes it back on rollback with nothing lost', async (t) => {
+  t.timeout(8 * 60_000);
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-migrate-aws-'));
+  const [upstreamBin, providerBin] = await Promise.all([awsCloudControllerManager(), awsCloudBinary()]);
+  const cp = await ControlPlane.start({ controllerManager: false, auditLog: true });
+  t.teardown(() => cp.stop());
+  const admin = cp.kubeConfig();
+  const core = admin.makeApiClient(CoreV1Api);
+  const ns = `migrate-${randomBytes(3).toString('hex')}`;
+  await core.createNamespace({ body: { metadata: { name: ns } } });
+  const scope = testScope('migrate-aws');
+
+  const journal = join(dir, 'moto-journal.jsonl');
+  const moto = await startMoto(dir, REGION, { journal });
+  t.teardown(() => moto.stop());
+  const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string; privateDns: string }[] }>('seed', {
+    cluster: scope.prefix,
+    az: AZ,
+    instances: 2,
+    type: 't3.medium',
+    net: 49,
+  });
+  const cloudConf = awsCloudConfig(moto, seeded, scope.prefix);
+  const cloudConfigPath = join(dir, 'cloud.conf');
+  await writeFile(cloudConfigPath, cloudConf);
+  await writeFile(join(dir, 'admin-kubeconfig'), admin.exportConfig(), { mode: 0o600 });
+  const elbs = async () => (await moto.ctl<{ loadBalancers: Elb[] }>('describe-elbs')).loadBalancers;
+
+  const upstreamRuns: ManagedProcess[] = [];
+  const runUpstream = async () => {
+    const [port] = await freePorts(1);
+    const logPath = join(dir, `upstream-${upstreamRuns.length + 1}.log`);
+    const p = startUpstream(upstreamBin, join(dir, 'admin-kubeconfig'), cloudConfigPath, ns, port!, logPath);
+    upstreamRuns.push(p);
+    await waitFor(
+      async () => {
+        if (p.exit !== undefined) throw new Error(`aws-cloud-controller-manager ${p.exit}; see ${logPath}`);
+        return get(`https://127.0.0.1:${port}/healthz`, { insecure: true }).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+      },
+      { what: 'aws-cloud-controller-manager healthy', timeoutMs: 120_000, log: logPath },
+    );
+    const holder = await waitFor(async () => ((h) => h.startsWith(`${hostname()}_`) && h)(await leaseHolder(admin, ns)), {
+      what: 'aws-cloud-controller-manager holds the Lease',
+      timeoutMs: 60_000,
+      log: logPath,
+    });
+    return { process: p, holder, logPath };
+  };
+  const stopUpstream = async (p: ManagedProcess) => {
+    // As `kubectl -n kube-system delete daemonset aws-cloud-controller-manager` does: SIGTERM.
+    p.signal('SIGTERM');
+    await p.exited;
+  };
+  t.teardown(async () => {
+    for (const p of upstreamRuns) p.signal('SIGKILL');
+  });
+
+  // 1. Upstream runs: Nodes initialized, the Service's ELB.
+  let upstream = await runUpstream();
+  for (const i of seeded.instances) await createExternalNode(core, i.privateDns, scope.labels);
+  for (const i of seeded.instances) await waitNodeInitialized(core, i.privateDns, 'the upstream AWS CCM', 120_000);
+  const created = await core.createNamespacedService({ namespace: ns, body: lbService('web', ns, [{ port: 80 }]) });
+  const elbName = `a${created.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32);
+  const instanceIds = seeded.instances.map((i) => i.id).sort();
+  await waitFor(async () => ((e) => e?.instances.join() === instanceIds.join() || undefined)((await elbs()).find((l) => l.name === elbName)), {
+    what: `ELB ${elbName} with both instances`,
+    timeoutMs: 120_000,
+    log: upstream.logPath,
+  });
+  const service = await waitFor(
+    async () =>
+      ((s) => ((s.status?.loadBalancer?.ingress ?? []).length > 0 && s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined))(
+        await core.readNamespacedService({ name: 'web', namespace: ns }),
+      ),
+    { what: 'the Service has its ingress and finalizer', timeoutMs: 120_000, log: upstream.logPath },
+  );
+  const nodesNow = async () =>
+    Object.fromEntries(await Promise.all(seeded.instances.map(async (i) => [i.privateDns, nodeView(await core.readNode({ name: i.privateDns }))])));
+  const before = { elbs: await elbs(), service: serviceView(service), nodes: await nodesNow() };
+  t.deepEqual(
+    before.elbs.map((e) => e.name),
+    [elbName],
+    'upstream made one ELB, named a<uid>',
+  );
+  t.is(before.service.ingress[0]?.hostname, before.elbs[0]!.dns, "the Service's ingress is the ELB's DNS name");
+  const afterUpstream = await motoJournal(journal);
+  t.deepEqual(
+    afterUpstream.filter((c) => c.action === 'CreateLoadBalancer').map((c) => c.caller),
+    [UPSTREAM_KEY],
+  );
+
+  // 2. Ours starts with the shipped arguments while upstream holds the Lease: it waits.
+  const audit = await auditLogFromNow(cp.auditLogPath);
+  const hostMain = join(REPO, 'dist', 'host', 'main.js');
+  const pod: Pod = await runPod(t, await renderProvider('aws'), admin, {
+    images: {
+      'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: hostMain, node: true, host: true },
+      'ghcr.io/grpc-ccm/ccm-provider-aws': { entrypoint: providerBin, node: false, host: false },
+    },
+    namespace: ns,
+    nodeSelector: scope.selector,
+    provisionerName: `${scope.prefix}.migrate.test`,
+    secretFiles: { 'cloud.conf': cloudConf },
+    extraEnv: { provider: awsEnv(OURS_KEY) },
+  });
+  await waitFor(
+    async () => (await readFile(pod.host.logPath, 'utf8')).split('\n').some((l) => l.includes('new leader elected') && l.includes(upstream.holder)),
+    { what: 'ours sees upstream holding the Lease', timeoutMs: 60_000, log: pod.host.logPath },
+  );
+  // And keeps waiting while upstream renews it.
+  const leases = admin.makeApiClient(CoordinationV1Api);
+  const seen = (await leases.readNamespacedLease({ name: LEASE, namespace: ns })).spec?.renewTime?.valueOf();
+  await waitFor(async () => (await leases.readNamespacedLease({ name: LEASE, namespace: ns })).spec?.renewTime?.valueOf() !== seen, {
+    what: 'upstream renews the Lease once more while ours runs',
+    timeoutMs: 30_000,
+  });
+  const whileWaiting = await motoJournal(journal);
+  t.deepEqual(writesBy(whileWaiting, OURS_KEY), [], 'ours made no AWS write while upstream held the Lease');
+  t.deepEqual(oursWrites(await audit.events()), [], 'ours wrote no Service and no Node while upstream held the Lease');
+  t.is(await leaseHolder(admin, ns), upstream.holder, 'upstream still holds the Lease');
+
+  // 3. The operator stops upstream; ours takes the Lease and adopts the ELB.
+  const ensuredBefore = await eventCount(core, service, 'EnsuredLoadBalancer');
+  await stopUpstream(upstream.process);
+  const takeoverFrom = (await motoJournal(journal)).length;
+  const ours = await waitFor(async () => ((h) => h !== '' && h !== upstream.holder && h)(await leaseHolder(admin, ns)), {
+    what: 'ours takes the Lease',
+    timeoutMs: 90_000,
+    log: pod.host.logPath,
+  });
+  await waitFor(async () => (await eventCount(core, service, 'EnsuredLoadBalancer')) > ensuredBefore, {
+    what: 'ours ensured the Service',
+    timeoutMs: 120_000,
+    log: pod.host.logPath,
+  });
+  const adopted = {
+    elbs: await elbs(),
+    service: serviceView(await core.readNamespacedService({ name: 'web', namespace: ns })),
+    nodes: await nodesNow(),
+  };
+  const takeover = (await motoJournal(journal)).slice(takeoverFrom);
+  t.deepEqual(
+    adopted,
+    before,
+    'after the switch: the same ELB (listeners, instances, health check, attributes, groups, tags), Service status, finalizer and Nodes',
+  );
+  t.deepEqual(
+    takeover.filter((c) => /^(Create|Delete)LoadBalancer$/.test(c.action)),
+    [],
+    'ours created and deleted no load balancer',
+  );
+  const oursTakeoverWrites = writesBy(takeover, OURS_KEY);
+  const k8sWrites = oursWrites(await audit.events());
+  t.deepEqual(
+    k8sWrites.filter((w) => w.startsWith('delete') || w.includes(' nodes')),
+    [],
+    'ours deleted nothing and wrote no Node',
+  );
+
+  // 4. Rollback: ours stopped (it releases the Lease), upstream started again.
+  t.is(await pod.host.stop(), 0, 'ours stops cleanly');
+  for (const c of pod.others) await c.stop();
+  const rollbackFrom = (await motoJournal(journal)).length;
+  const ensuredByOurs = await eventCount(core, service, 'EnsuredLoadBalancer');
+  upstream = await runUpstream();
+  await waitFor(async () => (await eventCount(core, service, 'EnsuredLoadBalancer')) > ensuredByOurs, {
+    what: 'upstream ensured the Service again',
+    timeoutMs: 120_000,
+    log: upstream.logPath,
+  });
+  const rolledBack = {
+    elbs: await elbs(),
+    service: serviceView(await core.readNamespacedService({ name: 'web', namespace: ns })),
+    nodes: await nodesNow(),
+  };
+  const rollback = (await motoJournal(journal)).slice(rollbackFrom);
+  t.deepEqual(rolledBack, before, 'after the rollback: nothing lost');
+  t.deepEqual(
+    rollback.filter((c) => /^(Create|Delete)LoadBalancer$/.test(c.action)),
+    [],
+    'upstream created and deleted no load balancer on the rollback',
+  );
+  // Ours, taking over an ELB, writes to AWS exactly what upstream writes when it restarts onto it.
+  t.deepEqual(oursTakeoverWrites, writesBy(rollback, UPSTREAM_KEY), "ours' AWS writes on the switch are upstream's on a restart");
+  const all = await motoJournal(journal);
+  t.deepEqual(
+    all.filter((c) => c.action === 'DeleteLoadBalancer'),
+    [],
+    'no ELB was ever deleted',
+  );
+  t.log(
+    `ours took the Lease as ${ours}; its Service/Node writes: ${k8sWrites.join(', ') || 'none'}; its AWS writes: ${oursTakeoverWrites.join(', ') || 'none'}`,
+  );
+  await stopUpstream(upstream.process);
+});
