@@ -261,13 +261,14 @@ export class LeaderElector {
    */
   private async acquire(signal: AbortSignal): Promise<boolean> {
     this.log.info({}, 'attempting to acquire leader lease');
-    let blockedBy: string | undefined;
+    let blocked = false;
     while (!signal.aborted) {
       const blocker = this.o.campaignBlocker?.();
-      if (blocker !== blockedBy) {
+      // One line per change, not per attempt (the reason's wording changes with the plugin's state).
+      if (!!blocker !== blocked) {
         if (blocker) this.log.warn({ reason: blocker }, 'not campaigning for the leader lease');
         else this.log.info({}, 'campaigning for the leader lease again');
-        blockedBy = blocker;
+        blocked = !!blocker;
       }
       if (blocker) {
         await sleep(this.o.retryPeriodMs, signal);
