@@ -19,6 +19,7 @@ import { ConnectionPool } from './kube/connections.js';
 import { makeClients } from './kube/client.js';
 import type { KubeConfigData } from './kube/kubeconfig.js';
 import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from './kube/leader-election.js';
+import { PluginLeaseGuard } from './kube/plugin-lease-guard.js';
 import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, type HostMetrics } from './metrics.js';
 import { COMPONENT_NAME } from './names.js';
@@ -80,7 +81,9 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const { server, requestAuth } = await startServing(config, kc, { metrics, connections, cleanups, log });
     const health = new HostHealth(server);
     const identity = newLeaderIdentity();
-    const elector = leaderElector(config, kc, identity, { metrics, connections, log });
+    // Set once the supervisor exists (below); the elector asks it only once it runs.
+    let leaseGuard: PluginLeaseGuard | undefined;
+    const elector = leaderElector(config, kc, identity, { metrics, connections, log }, () => leaseGuard);
     // The fence: only the leader, and only while its lease is fresh (measured from when its last
     // renewal was sent), sends Kubernetes writes and cloud mutations. Without --leader-elect there
     // is no lease and nothing is fenced.
@@ -91,6 +94,11 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       return fence?.();
     };
     const supervisor = pluginSupervisor(config, { cloudConfig, clusterUid, metrics, health, identity, refuseMutation, log });
+    if (elector && config.leaderElection.pluginUnreadyReleaseMs > 0) {
+      const guard = new PluginLeaseGuard(supervisor, config.cloudProvider, config.leaderElection.pluginUnreadyReleaseMs);
+      leaseGuard = guard;
+      server?.addCheck('leaderCandidacy', () => guard.check(elector.isLeader()), 'readyz');
+    }
     const abortStart = new AbortController();
     cleanups.push(async () => {
       stoppingHost = true;
@@ -151,8 +159,19 @@ async function startServing(
   return { server, requestAuth };
 }
 
-/** The leader elector on the --leader-elect-resource-* Lease, with its own API client; undefined without --leader-elect. */
-function leaderElector(config: HostConfig, kc: KubeConfigData, identity: string, d: StepDeps): LeaderElector | undefined {
+/**
+ * The leader elector on the --leader-elect-resource-* Lease, with its own API
+ * client; undefined without --leader-elect. `guard()` (once set) makes a
+ * leader with an unready plugin resign and keeps a candidate with one out of
+ * the election (kube/plugin-lease-guard.ts).
+ */
+function leaderElector(
+  config: HostConfig,
+  kc: KubeConfigData,
+  identity: string,
+  d: StepDeps,
+  guard: () => PluginLeaseGuard | undefined,
+): LeaderElector | undefined {
   if (!config.leaderElect) return undefined;
   const coordination = makeClients(kc, {
     qps: config.kubeApiQps,
@@ -165,7 +184,11 @@ function leaderElector(config: HostConfig, kc: KubeConfigData, identity: string,
     lock: new KubeLeaseLock(coordination, config.leaderElection.resourceNamespace, config.leaderElection.resourceName),
     identity,
     log: d.log,
-    ...config.leaderElection,
+    leaseDurationMs: config.leaderElection.leaseDurationMs,
+    renewDeadlineMs: config.leaderElection.renewDeadlineMs,
+    retryPeriodMs: config.leaderElection.retryPeriodMs,
+    releaseReason: () => guard()?.releaseReason(),
+    campaignBlocker: () => guard()?.campaignBlocker(),
   });
 }
 

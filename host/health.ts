@@ -11,7 +11,10 @@
  *   UNAVAILABLE or times out), `informer-sync` and one check per started
  *   controller (running and making progress; a controller that stopped with
  *   an error, e.g. a PersistentVolume label webhook that could not bind its
- *   port, fails its check). A restart cures none of these, so they must
+ *   port, fails its check), and with --plugin-unready-lease-release-timeout
+ *   `leaderCandidacy` (app.ts, kube/plugin-lease-guard.ts: this replica is
+ *   out of the election because its plugin is unready, and why). A restart
+ *   cures none of these, so they must
  *   never fail liveness; they show in /readyz and in the metrics
  *   (ccm_plugin_ready, ccm_plugin_rpc_errors_total{code},
  *   running_managed_controllers).

@@ -129,6 +129,12 @@ export interface LeaderElectionSettings {
   readonly resourceLock: 'leases';
   readonly resourceName: string;
   readonly resourceNamespace: string;
+  /**
+   * `--plugin-unready-lease-release-timeout` (not in upstream): a leader whose
+   * plugin stays unready this long releases the Lease, and a replica with an
+   * unready plugin does not campaign (kube/plugin-lease-guard.ts); 0 disables both.
+   */
+  readonly pluginUnreadyReleaseMs: number;
 }
 
 /** Dependencies of compileHostConfig that tests replace. */
@@ -391,6 +397,7 @@ function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Pr
     resourceLock: 'leases',
     resourceName: o.leaderElectResourceName,
     resourceNamespace: o.leaderElectResourceNamespace,
+    pluginUnreadyReleaseMs: q.duration('plugin-unready-lease-release-timeout', o.pluginUnreadyLeaseReleaseTimeout),
   };
 }
 

@@ -362,6 +362,13 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Namespace of the Lease object.',
   },
   {
+    name: 'plugin-unready-lease-release-timeout',
+    key: 'pluginUnreadyLeaseReleaseTimeout',
+    kind: 'string',
+    value: 'duration',
+    help: 'With --leader-elect: a leader whose plugin stays unready (not SERVING, or not answering) this long stops its controllers and releases the Lease so a replica with a ready plugin takes over; a replica does not campaign while its plugin is unready. 0 disables both (not in upstream).',
+  },
+  {
     name: 'use-service-account-credentials',
     key: 'useServiceAccountCredentials',
     kind: 'bool',

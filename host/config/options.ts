@@ -71,6 +71,7 @@ export interface HostOptions {
   leaderElectResourceLock?: string;
   leaderElectResourceName?: string;
   leaderElectResourceNamespace?: string;
+  pluginUnreadyLeaseReleaseTimeout?: string;
   useServiceAccountCredentials?: string;
   /** `-v` / `--v`. */
   verbosity?: string;
@@ -168,6 +169,7 @@ export const DEFAULT_OPTIONS = Object.freeze({
   leaderElectResourceLock: 'leases',
   leaderElectResourceName: 'cloud-controller-manager',
   leaderElectResourceNamespace: 'kube-system',
+  pluginUnreadyLeaseReleaseTimeout: '60s',
   useServiceAccountCredentials: 'false',
   verbosity: '0',
   /** klog text, as upstream (component-base); json on request. */

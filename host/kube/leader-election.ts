@@ -22,6 +22,10 @@
  * - Release (on a requested stop, after the guarded work stopped) clears the
  *   holder and sets a 1 s lease, so a candidate takes over within about one
  *   retry period.
+ * - Resign (beyond client-go; `releaseReason`, kube/plugin-lease-guard.ts): a
+ *   leader that is told to give up closes its fence at once, stops the
+ *   guarded work, releases the lease and becomes a candidate again; a
+ *   candidate does not try to acquire while `campaignBlocker` names a reason.
  * - Updates carry the resourceVersion read, so two candidates racing for an
  *   expired lease cannot both win (the loser gets 409 Conflict).
  */
@@ -123,13 +127,17 @@ export interface LeaderElectorOptions extends LeaderElectionTiming {
   wallNow?: () => Date;
   /** Randomness for the acquire jitter, in [0, 1). */
   random?: () => number;
+  /** Asked by the leader before each renewal: a reason makes it resign (stop the work, release, campaign again). */
+  releaseReason?: () => string | undefined;
+  /** Asked before each acquire attempt: a reason skips the attempt (the candidate stays out of the election). */
+  campaignBlocker?: () => string | undefined;
 }
 
 /** How a run of the elector ended. */
 export type ElectionOutcome =
   /** Stopped (signal) before ever leading. */
   | 'stopped'
-  /** Led, then the signal asked to stop; the lease was released. */
+  /** Led, then the signal asked to stop; the lease was released (or: stopped as a candidate after resigning). */
   | 'released'
   /** Led, then could not renew within the renew deadline. */
   | 'lost';
@@ -156,6 +164,8 @@ export class LeaderElector {
   private readonly random: () => number;
   private readonly log: Logger;
   private leaderNotified = '';
+  /** Resigned and not leading since: the fence is closed and the renewal check is moot even if the release failed. */
+  private resigned = false;
 
   constructor(private readonly o: LeaderElectorOptions) {
     const problems = leaderElectionProblems(o);
@@ -185,7 +195,7 @@ export class LeaderElector {
    * monotonic clock kept running) it already answers false.
    */
   holdsFreshLease(): boolean {
-    return this.isLeader() && this.now() < this.renewSentAt + this.freshWindowMs;
+    return this.isLeader() && !this.resigned && this.now() < this.renewSentAt + this.freshWindowMs;
   }
 
   /** Whether the last record seen names another replica as holder. */
@@ -205,7 +215,7 @@ export class LeaderElector {
    * `toleranceMs`, i.e. its renew loop is stuck.
    */
   check(toleranceMs = LEADER_HEALTHZ_TOLERANCE_MS): void {
-    if (!this.isLeader()) return;
+    if (!this.isLeader() || this.resigned) return;
     const overdue = this.now() - (this.observedAt + this.o.leaseDurationMs + toleranceMs);
     if (overdue > 0) throw new Error(`failed to renew leadership on lease ${this.o.lock.describe()} (overdue by ${Math.round(overdue)}ms)`);
   }
@@ -215,7 +225,9 @@ export class LeaderElector {
    * `onStartedLeading(leading)` runs once leadership is acquired; `leading`
    * aborts the moment leadership ends (lost, or stop requested). The lease is
    * released only after `onStartedLeading`'s promise settles, so the guarded
-   * work has stopped before anyone else can start.
+   * work has stopped before anyone else can start. A leader that resigns
+   * (`releaseReason`) releases the same way and campaigns again: a later
+   * term calls `onStartedLeading` again.
    */
   async run(
     signal: AbortSignal,
@@ -223,26 +235,45 @@ export class LeaderElector {
     onNewLeader?: (identity: string) => void,
   ): Promise<ElectionOutcome> {
     this.onNewLeader = onNewLeader;
-    if (!(await this.acquire(signal))) return 'stopped';
-    const leading = new AbortController();
-    const work = onStartedLeading(leading.signal).catch((err) => this.log.error({ err: errorMessage(err) }, 'leader work failed'));
-    const renewed = await this.renew(signal);
-    leading.abort(new Error(renewed ? 'stopping' : 'leadership lost'));
-    if (!renewed) {
-      this.log.error({}, 'leader election lost');
-      return 'lost';
+    for (let terms = 0; ; terms++) {
+      if (!(await this.acquire(signal))) return terms === 0 ? 'stopped' : 'released';
+      this.resigned = false;
+      const leading = new AbortController();
+      const work = onStartedLeading(leading.signal).catch((err) => this.log.error({ err: errorMessage(err) }, 'leader work failed'));
+      const ended = await this.renew(signal);
+      leading.abort(new Error(ended === 'lost' ? 'leadership lost' : ended === 'stopped' ? 'stopping' : 'resigning'));
+      if (ended === 'lost') {
+        this.log.error({}, 'leader election lost');
+        return 'lost';
+      }
+      await work;
+      await this.release();
+      if (ended === 'stopped') return 'released';
     }
-    await work;
-    await this.release();
-    return 'released';
   }
 
   private onNewLeader?: (identity: string) => void;
 
-  /** Tries every retry period × [1, 1 + JITTER_FACTOR) until it leads (true) or `signal` aborts (false). */
+  /**
+   * Tries every retry period × [1, 1 + JITTER_FACTOR) until it leads (true)
+   * or `signal` aborts (false); skips the attempts while `campaignBlocker`
+   * names a reason.
+   */
   private async acquire(signal: AbortSignal): Promise<boolean> {
     this.log.info({}, 'attempting to acquire leader lease');
+    let blocked = false;
     while (!signal.aborted) {
+      const blocker = this.o.campaignBlocker?.();
+      // One line per change, not per attempt (the reason's wording changes with the plugin's state).
+      if (!!blocker !== blocked) {
+        if (blocker) this.log.warn({ reason: blocker }, 'not campaigning for the leader lease');
+        else this.log.info({}, 'campaigning for the leader lease again');
+        blocked = !!blocker;
+      }
+      if (blocker) {
+        await sleep(this.o.retryPeriodMs, signal);
+        continue;
+      }
       const ok = await this.tryAcquireOrRenew(AbortSignal.any([signal, AbortSignal.timeout(this.o.renewDeadlineMs)]));
       this.reportTransition();
       if (ok) {
@@ -254,9 +285,20 @@ export class LeaderElector {
     return false;
   }
 
-  /** Renews every retry period; false when a renewal did not succeed within the renew deadline, true when `signal` aborted. */
-  private async renew(signal: AbortSignal): Promise<boolean> {
+  /**
+   * Renews every retry period until `signal` aborts ('stopped'), a renewal
+   * does not succeed within the renew deadline ('lost'), or `releaseReason`
+   * names a reason ('resigned': the fence is closed before this returns).
+   */
+  private async renew(signal: AbortSignal): Promise<'stopped' | 'lost' | 'resigned'> {
     while (!signal.aborted) {
+      const resign = this.o.releaseReason?.();
+      if (resign) {
+        // No write may leave the process from now on, whatever the lease still says.
+        this.resigned = true;
+        this.log.warn({ reason: resign }, 'giving up the leader lease: stopping the controllers, then releasing it');
+        return 'resigned';
+      }
       const deadline = this.now() + this.o.renewDeadlineMs;
       const attempt = AbortSignal.any([signal, AbortSignal.timeout(this.o.renewDeadlineMs)]);
       let ok: boolean;
@@ -269,15 +311,15 @@ export class LeaderElector {
         if (attempt.aborted) break;
       }
       this.reportTransition();
-      if (signal.aborted) return true;
+      if (signal.aborted) return 'stopped';
       if (!ok) {
         if (this.heldByAnother()) this.log.warn({ leader: this.currentLeader }, 'lease taken over by another replica');
         else this.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
-        return false;
+        return 'lost';
       }
       await sleep(this.o.retryPeriodMs, signal);
     }
-    return true;
+    return 'stopped';
   }
 
   /** client-go tryAcquireOrRenew: true when this process holds the lease afterwards. */
@@ -363,6 +405,7 @@ export class LeaderElector {
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'failed to release lease; another replica takes over when it expires');
     }
+    this.reportTransition();
   }
 
   private setObserved(o: ObservedLease, at: number): void {

@@ -12,6 +12,10 @@ import { waitFor } from './wait.js';
 export interface Sidecar {
   endpoint: string;
   socketPath: string;
+  /** Pid of the executable (a launcher script that `exec`s keeps it). */
+  pid: number;
+  /** Sends `signal` (e.g. SIGSTOP to wedge it: alive, answering nothing). */
+  signal(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -67,7 +71,11 @@ export async function startSidecar(executable: string, dir: string, env: Record<
   return {
     endpoint,
     socketPath,
+    pid: child.pid ?? -1,
+    signal: (signal) => void child.kill(signal),
     async stop() {
+      // A stopped process gets SIGTERM only once it runs again.
+      child.kill('SIGCONT');
       child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await child;

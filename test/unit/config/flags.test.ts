@@ -121,6 +121,7 @@ const cases: Case[] = [
         resourceLock: 'leases',
         resourceName: 'cloud-controller-manager',
         resourceNamespace: 'kube-system',
+        pluginUnreadyReleaseMs: 60_000,
       },
       useServiceAccountCredentials: false,
       verbosity: 0,
@@ -675,6 +676,7 @@ const cases: Case[] = [
       '--leader-elect-retry-period=500ms',
       '--leader-elect-resource-name=my-ccm',
       '--leader-elect-resource-namespace=ccm',
+      '--plugin-unready-lease-release-timeout=0',
     ],
     want: {
       leaderElection: {
@@ -684,8 +686,14 @@ const cases: Case[] = [
         resourceLock: 'leases',
         resourceName: 'my-ccm',
         resourceNamespace: 'ccm',
+        pluginUnreadyReleaseMs: 0,
       },
     },
+  },
+  {
+    description: 'plugin-unready-lease-release-timeout negative',
+    argv: [...BASE, '--plugin-unready-lease-release-timeout=-5s'],
+    errors: ['--plugin-unready-lease-release-timeout="-5s" is invalid: want a duration of 0 or more'],
   },
   {
     description: 'lease duration not above renew deadline',
