@@ -85,8 +85,8 @@ export interface HostConfig {
   readonly leaderElection: LeaderElectionSettings;
   /**
    * `--use-service-account-credentials`: each controller's API clients (and
-   * its Events) authenticate as ServiceAccount kube-system/<controller name>
-   * with a token the host requests (host/kube/service-account-credentials.ts).
+   * its Events) authenticate as its ServiceAccount (upstream's names,
+   * names.ts ControllerServiceAccounts) with a token the host requests (host/kube/service-account-credentials.ts).
    */
   readonly useServiceAccountCredentials: boolean;
   /** `-v`. */

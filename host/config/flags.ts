@@ -365,7 +365,7 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'use-service-account-credentials',
     key: 'useServiceAccountCredentials',
     kind: 'bool',
-    help: "Give each controller its own ServiceAccount (kube-system/<controller name>, created if missing) and use the host's credentials only to request their tokens, as upstream. Needs the RBAC of deploy/components/per-controller-rbac.",
+    help: "Give each controller its own ServiceAccount (kube-system/ upstream's client name: node-controller, service-controller, route-controller; created if missing) and use the host's credentials only to request their tokens, as upstream. Needs the RBAC of deploy/components/per-controller-rbac.",
   },
   { name: 'v', short: 'v', key: 'verbosity', kind: 'string', value: 'level', help: 'Log verbosity: 0 info, 1-3 debug, 4+ trace.' },
   {
