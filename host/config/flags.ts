@@ -563,8 +563,16 @@ export function parseHostArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   if ('help' in parsed) return { errors: [], help: parsed.help };
   const compiled = compileHostConfig(parsed.options, { env, localPluginPath: opts.localPluginPath });
   if ('config' in compiled && parsed.errors.length === 0) {
-    if (parsed.inert.length === 0) return compiled;
-    return { config: Object.freeze({ ...compiled.config, warnings: Object.freeze([...compiled.config.warnings, ...parsed.inert]) }) };
+    const fp = parsed.forProvider;
+    if (parsed.inert.length === 0 && !fp?.flags.length && !fp?.controllers.length) return compiled;
+    return {
+      config: Object.freeze({
+        ...compiled.config,
+        providerFlags: Object.freeze([...(fp?.flags ?? [])]),
+        providerControllers: Object.freeze([...(fp?.controllers ?? [])]),
+        warnings: Object.freeze([...compiled.config.warnings, ...parsed.inert]),
+      }),
+    };
   }
   return { errors: [...parsed.errors, ...('errors' in compiled ? compiled.errors : [])] };
 }
@@ -615,7 +623,9 @@ function takeVersion(argv: readonly string[], inert: string[]): { rest: string[]
  * Step 1: argv → HostOptions (text values) plus tokenizing problems and the
  * warnings for upstream flags that have no effect here, or the help text.
  */
-function parseFlags(argv: readonly string[]): { options: HostOptions; errors: string[]; inert: string[] } | { help: string } {
+function parseFlags(
+  argv: readonly string[],
+): { options: HostOptions; errors: string[]; inert: string[]; forProvider?: { flags: string[]; controllers: string[] } } | { help: string } {
   const errors: string[] = [];
   const inert: string[] = [];
   const version = takeVersion(argv, inert);
@@ -644,9 +654,17 @@ function parseFlags(argv: readonly string[]): { options: HostOptions; errors: st
     errors.push(...leftoverErrors(program.args, owned));
     inert.push(...inertWarnings(program));
     const options = takeProviderOwned(collect(program), owned, inert);
-    const line = providerOwnedLine(owned);
+    // The provider named by --cloud-provider declares them: they are its, passed on (checked against its declaration at start).
+    const provider = options.cloudProvider;
+    const isDeclared = (i: OwnedItem) => provider !== undefined && (i.entry.declaredBy ?? []).includes(provider);
+    const line = providerOwnedLine(owned.filter((i) => !isDeclared(i)));
     if (line !== undefined) errors.push(line);
-    return { options, errors, inert };
+    const declared = owned.filter(isDeclared);
+    const forProvider = {
+      flags: declared.flatMap((i) => (i.word !== undefined ? [i.word] : [])),
+      controllers: declared.flatMap((i) => (i.controller !== undefined ? [i.controller] : [])),
+    };
+    return { options, errors, inert, forProvider };
   }
 }
 
@@ -696,7 +714,7 @@ function takeProviderOwned(options: HostOptions, owned: OwnedItem[], warnings: s
       const entryOwner = ownerOfController(disable ? entry.slice(1) : entry);
       if (entryOwner === undefined) return true;
       if (disable) warnings.push(`--controllers=${entry} has no effect: ${entry.slice(1)} belongs to ${entryOwner.owner}, not to this host`);
-      else owned.push({ what: `--controllers=${entry}`, entry: entryOwner });
+      else owned.push({ what: `--controllers=${entry}`, controller: entry, entry: entryOwner });
       return false;
     });
   }

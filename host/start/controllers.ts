@@ -113,12 +113,28 @@ export function controllerRunner(
     informers = factory;
     const { running, started } = await startControllers(config, factory, leading, d);
     factory.start();
+    // The provider's own controllers (e.g. AWS's tagging) run in its process, only while this replica leads.
+    const providerControllers = config.providerControllers;
+    if (providerControllers.length > 0) {
+      await d.supervisor
+        .runProviderControllers(providerControllers)
+        .catch((err: unknown) =>
+          d.log.error({ err: errorMessage(err), controllers: providerControllers }, "the provider's own controllers were not started"),
+        );
+    }
     d.log.info(
       { version: HOST_VERSION, provider: config.cloudProvider, controllers: started, informerResyncMs: factory.resyncPeriodMs },
       'controllers started',
     );
     await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
     leadingNow = false;
+    if (providerControllers.length > 0) {
+      await d.supervisor
+        .runProviderControllers([])
+        .catch((err: unknown) =>
+          d.log.warn({ err: errorMessage(err) }, "the provider's own controllers were not stopped (a plugin of this host ends with it)"),
+        );
+    }
     // In-flight work finishes or is abandoned within the bound; the gate
     // already refuses new cloud mutations.
     const settled = await within(Promise.allSettled(running), CONTROLLER_STOP_TIMEOUT_MS);
