@@ -62,6 +62,9 @@ test('prints one valid handshake line naming the 0600 socket; GetPluginInfo echo
     protocolMinor: PROTOCOL_MINOR,
     instanceId: p.instanceId,
     manifest: { fixture: 'echo' },
+    // No flags or controllers of its own.
+    providerFlags: [],
+    providerControllers: [],
   });
 });
 
