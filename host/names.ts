@@ -209,6 +209,28 @@ export const EventComponents: Record<ControllerName, string> = {
   [Controllers.PV_LABEL]: 'persistentvolume-label-controller',
 };
 
+/**
+ * ServiceAccount (in kube-system) of each controller with
+ * --use-service-account-credentials: upstream's client names
+ * (k8s.io/cloud-provider v0.34 app/controllermanager.go, the initializers'
+ * ClientName; the node IPAM controller as kube-controller-manager's), so a
+ * cluster's RBAC written for upstream's CCM (and the API server's bootstrap
+ * `system:controller:*` roles) fits. cloud-node and cloud-node-lifecycle
+ * share `node-controller`, as upstream. The volume controllers are not
+ * upstream's and keep their own names.
+ */
+export const ControllerServiceAccounts: Record<ControllerName, string> = {
+  [Controllers.CLOUD_NODE]: 'node-controller',
+  [Controllers.CLOUD_NODE_LIFECYCLE]: 'node-controller',
+  [Controllers.SERVICE_LB]: 'service-controller',
+  [Controllers.NODE_ROUTE]: 'route-controller',
+  [Controllers.NODE_IPAM]: 'node-controller',
+  [Controllers.VOLUME_PROVISIONER]: 'volume-provisioner-controller',
+  [Controllers.VOLUME_ATTACHER]: 'volume-attacher-controller',
+  [Controllers.VOLUME_RESIZER]: 'volume-resizer-controller',
+  [Controllers.PV_LABEL]: 'persistentvolume-label-controller',
+};
+
 /** The upstream CCM's webhook port (--webhook-secure-port). */
 export const DEFAULT_WEBHOOK_SECURE_PORT = 10260;
 

@@ -79,7 +79,14 @@ export async function startInProcess(provider: CloudProvider, opts: InProcessOpt
       await rm(dir, { recursive: true, force: true });
     })());
   if (opts.configure !== false) {
-    const request = opts.configure ?? { cloudConfig: Buffer.alloc(0), clusterName: '', clusterUid: '', hostVersion: 'in-process' };
+    const request = opts.configure ?? {
+      cloudConfig: Buffer.alloc(0),
+      clusterName: '',
+      clusterUid: '',
+      hostVersion: 'in-process',
+      providerArgs: [],
+      controllers: [],
+    };
     try {
       await unaryCall(clients.lifecycle.configure.bind(clients.lifecycle), request);
     } catch (err) {

@@ -148,6 +148,8 @@ export const identityChecks: Check[] = [
           clusterName: k.cluster,
           clusterUid: k.clusterUid,
           hostVersion: 'ccm-provider-conformance',
+          providerArgs: [],
+          controllers: [],
         })
         .catch(() => {
           throw new CheckFailed('Configure accepted the bad cloud config; answer INVALID_ARGUMENT for a config that cannot be used');
@@ -172,7 +174,14 @@ export const identityChecks: Check[] = [
     id: 'lifecycle/configure',
     title: 'Configure accepts the cloud config, and a second identical call is a no-op',
     run: async (k) => {
-      const req = { cloudConfig: k.opts.cloudConfig, clusterName: k.cluster, clusterUid: k.clusterUid, hostVersion: 'ccm-provider-conformance' };
+      const req = {
+        cloudConfig: k.opts.cloudConfig,
+        clusterName: k.cluster,
+        clusterUid: k.clusterUid,
+        hostVersion: 'ccm-provider-conformance',
+        providerArgs: [],
+        controllers: [],
+      };
       await k.rpc.call(k.rpc.conn.lifecycle, 'Configure', req);
       await k.rpc.call(k.rpc.conn.lifecycle, 'Configure', req);
     },

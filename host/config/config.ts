@@ -55,6 +55,14 @@ export interface HostConfig {
    * where the provider container has its own args).
    */
   readonly providerArgs: readonly string[];
+  /**
+   * Flags of the provider's own (host/config/provider-owned.ts, an entry
+   * declaredBy this --cloud-provider) found on the host's command line, each
+   * word as written: sent in ConfigureRequest.provider_args.
+   */
+  readonly providerFlags: readonly string[];
+  /** The provider's own controllers enabled by --controllers: sent in ConfigureRequest.controllers while leading. */
+  readonly providerControllers: readonly string[];
   /** `--kubeconfig`: absolute path of a readable file. */
   readonly kubeconfig: string | undefined;
   readonly master: string | undefined;
@@ -85,8 +93,8 @@ export interface HostConfig {
   readonly leaderElection: LeaderElectionSettings;
   /**
    * `--use-service-account-credentials`: each controller's API clients (and
-   * its Events) authenticate as ServiceAccount kube-system/<controller name>
-   * with a token the host requests (host/kube/service-account-credentials.ts).
+   * its Events) authenticate as its ServiceAccount (upstream's names,
+   * names.ts ControllerServiceAccounts) with a token the host requests (host/kube/service-account-credentials.ts).
    */
   readonly useServiceAccountCredentials: boolean;
   /** `-v`. */
@@ -202,6 +210,9 @@ function providerSection(o: HostOptionsWithDefaults, p: Problems, deps: CompileO
     ),
     pluginEnv: resolvePluginEnv(o.pluginEnv, deps.env ?? process.env, p, warnings),
     providerArgs: checkProviderArgs(o.providerArgs, o.pluginEndpoint, p),
+    // Set by parseHostArgs from the command line's provider-owned words.
+    providerFlags: [] as readonly string[],
+    providerControllers: [] as readonly string[],
     pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
     pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
     pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),

@@ -372,7 +372,7 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'use-service-account-credentials',
     key: 'useServiceAccountCredentials',
     kind: 'bool',
-    help: "Give each controller its own ServiceAccount (kube-system/<controller name>, created if missing) and use the host's credentials only to request their tokens, as upstream. Needs the RBAC of deploy/components/per-controller-rbac.",
+    help: "Give each controller its own ServiceAccount (kube-system/ upstream's client name: node-controller, service-controller, route-controller; created if missing) and use the host's credentials only to request their tokens, as upstream. Needs the RBAC of deploy/components/per-controller-rbac.",
   },
   { name: 'v', short: 'v', key: 'verbosity', kind: 'string', value: 'level', help: 'Log verbosity: 0 info, 1-3 debug, 4+ trace.' },
   {
@@ -570,8 +570,16 @@ export function parseHostArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   if ('help' in parsed) return { errors: [], help: parsed.help };
   const compiled = compileHostConfig(parsed.options, { env, localPluginPath: opts.localPluginPath });
   if ('config' in compiled && parsed.errors.length === 0) {
-    if (parsed.inert.length === 0) return compiled;
-    return { config: Object.freeze({ ...compiled.config, warnings: Object.freeze([...compiled.config.warnings, ...parsed.inert]) }) };
+    const fp = parsed.forProvider;
+    if (parsed.inert.length === 0 && !fp?.flags.length && !fp?.controllers.length) return compiled;
+    return {
+      config: Object.freeze({
+        ...compiled.config,
+        providerFlags: Object.freeze([...(fp?.flags ?? [])]),
+        providerControllers: Object.freeze([...(fp?.controllers ?? [])]),
+        warnings: Object.freeze([...compiled.config.warnings, ...parsed.inert]),
+      }),
+    };
   }
   return { errors: [...parsed.errors, ...('errors' in compiled ? compiled.errors : [])] };
 }
@@ -622,7 +630,9 @@ function takeVersion(argv: readonly string[], inert: string[]): { rest: string[]
  * Step 1: argv → HostOptions (text values) plus tokenizing problems and the
  * warnings for upstream flags that have no effect here, or the help text.
  */
-function parseFlags(argv: readonly string[]): { options: HostOptions; errors: string[]; inert: string[] } | { help: string } {
+function parseFlags(
+  argv: readonly string[],
+): { options: HostOptions; errors: string[]; inert: string[]; forProvider?: { flags: string[]; controllers: string[] } } | { help: string } {
   const errors: string[] = [];
   const inert: string[] = [];
   const version = takeVersion(argv, inert);
@@ -651,9 +661,17 @@ function parseFlags(argv: readonly string[]): { options: HostOptions; errors: st
     errors.push(...leftoverErrors(program.args, owned));
     inert.push(...inertWarnings(program));
     const options = takeProviderOwned(collect(program), owned, inert);
-    const line = providerOwnedLine(owned);
+    // The provider named by --cloud-provider declares them: they are its, passed on (checked against its declaration at start).
+    const provider = options.cloudProvider;
+    const isDeclared = (i: OwnedItem) => provider !== undefined && (i.entry.declaredBy ?? []).includes(provider);
+    const line = providerOwnedLine(owned.filter((i) => !isDeclared(i)));
     if (line !== undefined) errors.push(line);
-    return { options, errors, inert };
+    const declared = owned.filter(isDeclared);
+    const forProvider = {
+      flags: declared.flatMap((i) => (i.word !== undefined ? [i.word] : [])),
+      controllers: declared.flatMap((i) => (i.controller !== undefined ? [i.controller] : [])),
+    };
+    return { options, errors, inert, forProvider };
   }
 }
 
@@ -703,7 +721,7 @@ function takeProviderOwned(options: HostOptions, owned: OwnedItem[], warnings: s
       const entryOwner = ownerOfController(disable ? entry.slice(1) : entry);
       if (entryOwner === undefined) return true;
       if (disable) warnings.push(`--controllers=${entry} has no effect: ${entry.slice(1)} belongs to ${entryOwner.owner}, not to this host`);
-      else owned.push({ what: `--controllers=${entry}`, entry: entryOwner });
+      else owned.push({ what: `--controllers=${entry}`, controller: entry, entry: entryOwner });
       return false;
     });
   }

@@ -28,6 +28,14 @@ export interface ProviderOwned {
   cidrAllocators?: readonly string[];
   /** What to do instead; true means passToProvider. */
   how: string | true;
+  /**
+   * The --cloud-provider names whose plugin in this project declares these
+   * flags and controllers (GetPluginInfoResponse.provider_flags and
+   * provider_controllers): with one of them the host accepts them and passes
+   * them on (ConfigureRequest.provider_args and controllers); the plugin's
+   * declaration is checked when it starts.
+   */
+  declaredBy?: readonly string[];
 }
 
 /** Known provider-owned names, from the providers' sources (cmd/ and options/ of each repository). */
@@ -43,7 +51,8 @@ export const PROVIDER_OWNED: readonly ProviderOwned[] = [
       'tagging-controller-enable-batching',
     ],
     controllers: ['tagging'],
-    how: 'the bridged aws provider serves the cloud interface only and does not run it: run the upstream aws-cloud-controller-manager beside this host with --controllers=tagging (and a --leader-elect-resource-name of its own) and these flags, and remove them here',
+    how: 'the bridged aws provider (plugins/aws-bridge) declares them and runs the tagging controller in its process: use them with --cloud-provider=aws and that provider',
+    declaredBy: ['aws'],
   },
   {
     owner: 'cloud-provider-azure (cloud config from a Secret)',
@@ -105,6 +114,8 @@ export interface OwnedItem {
   what: string;
   /** For a flag, the whole word with its value (`--cluster-id=k8s`), as the provider would get it. */
   word?: string;
+  /** For a controller, its name (`tagging`). */
+  controller?: string;
   entry: ProviderOwned;
 }
 

@@ -1,8 +1,8 @@
 /**
  * Per-controller credentials for `--use-service-account-credentials` (upstream
  * controller-manager's "dynamic client builder"). The host's own credentials
- * are used only to get or create ServiceAccount `<namespace>/<controller name>`
- * and to request tokens for it (TokenRequest API); each controller's API
+ * are used only to get or create a controller's ServiceAccount (kube-system/
+ * upstream's client name, names.ts ControllerServiceAccounts) and to request tokens for it (TokenRequest API); each controller's API
  * clients, and its Event clients, then authenticate with that token, so the
  * API server sees (and RBAC authorizes) the controller, not the host.
  *
@@ -17,7 +17,8 @@
  *   backoff; only when no valid token is left does a request fail, with an
  *   Error naming the ServiceAccount and the cause (the caller's normal retry
  *   with backoff applies). Concurrent requests share one renewal.
- * - One token source per controller name, shared by all clients made for it.
+ * - One token source per ServiceAccount name, shared by all clients made for
+ *   it (cloud-node and cloud-node-lifecycle share `node-controller`).
  * The connection settings (server, CA, TLS options, proxy) come from the
  * host's KubeConfig; only the user is replaced.
  */

@@ -44,7 +44,14 @@ export interface SupervisorOptions {
   startTimeoutMs: number;
   shutdownGraceMs: number;
   /** Passed to Configure after every (re)start. */
-  configure: { cloudConfig: Buffer; clusterName: string; hostVersion: string; clusterUid?: string };
+  configure: {
+    cloudConfig: Buffer;
+    clusterName: string;
+    hostVersion: string;
+    clusterUid?: string;
+    /** The provider's own flags from the host's command line (ConfigureRequest.provider_args). */
+    providerArgs?: readonly string[];
+  };
   /** Probe period while ready (default 10 s). */
   probeIntervalMs?: number;
   /** Restart/redial backoff (defaults 1 s doubling to 5 min, reset after 10 min healthy). */
@@ -113,6 +120,45 @@ export class PluginSupervisor extends EventEmitter {
   /** Pid of the running plugin process (exec mode), if any. */
   get pid(): number | undefined {
     return this.proc?.pid;
+  }
+
+  /**
+   * The provider's own controllers to run (ConfigureRequest.controllers):
+   * sent in every Configure, so a restarted provider runs them again. Set
+   * with runProviderControllers.
+   */
+  private providerControllers: readonly string[] = [];
+
+  private configureRequest() {
+    const cfg = this.opts.configure;
+    return {
+      cloudConfig: cfg.cloudConfig,
+      clusterName: cfg.clusterName,
+      hostVersion: cfg.hostVersion,
+      clusterUid: cfg.clusterUid ?? '',
+      providerArgs: [...(cfg.providerArgs ?? [])],
+      controllers: [...this.providerControllers],
+    };
+  }
+
+  /**
+   * Asks the provider to run exactly `names` of its own controllers (the
+   * host calls it with those of --controllers when it starts leading, and
+   * with none when it stops): Configure again with them, at once when the
+   * plugin is ready, else at its next (re)start. Idempotent; rejects with
+   * the Configure error (the provider keeps what it ran before).
+   */
+  async runProviderControllers(names: readonly string[]): Promise<void> {
+    this.providerControllers = [...names];
+    if (this.stateValue !== 'ready' || !this.conn) return;
+    const configured = await this.conn.unary<object, { warnings: string[] }>(
+      this.conn.lifecycle,
+      'Configure',
+      this.configureRequest(),
+      this.opts.startTimeoutMs,
+    );
+    for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
+    this.log.info({ controllers: names }, "provider's own controllers configured");
   }
 
   /** Identity from the latest successful start-up; undefined before the first. */
@@ -365,14 +411,8 @@ export class PluginSupervisor extends EventEmitter {
         `plugin declares provider name ${JSON.stringify(capabilities.providerName)}, which is not a lowercase DNS label: fix the plugin`,
       );
     }
-    const cfg = this.opts.configure;
     const configured = await call('Configure', (ms) =>
-      conn.unary<object, { warnings: string[] }>(
-        conn.lifecycle,
-        'Configure',
-        { cloudConfig: cfg.cloudConfig, clusterName: cfg.clusterName, hostVersion: cfg.hostVersion, clusterUid: cfg.clusterUid ?? '' },
-        ms,
-      ),
+      conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), ms),
     );
     for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
     for (let answeredNotReady = false; ; answeredNotReady = true) {

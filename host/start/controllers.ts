@@ -17,7 +17,7 @@ import type { WriteFence } from '../kube/rest.js';
 import { ServiceAccountCredentials } from '../kube/service-account-credentials.js';
 import { errorMessage, type Logger } from '../log.js';
 import { setControllerRunning, type HostMetrics } from '../metrics.js';
-import { COMPONENT_NAME, EventComponents, type ControllerName } from '../names.js';
+import { COMPONENT_NAME, ControllerServiceAccounts, EventComponents, type ControllerName } from '../names.js';
 import type { PluginSupervisor } from '../plugin/supervisor.js';
 import type { RequestAuth } from '../server/delegated-auth.js';
 import type { HealthServer } from '../server/server.js';
@@ -39,7 +39,9 @@ export interface ControllerClients {
  * events never delays the controllers' own writes (counted in
  * rest_client_requests_total like every other client). With
  * --use-service-account-credentials each controller's clients and Events
- * authenticate as its own ServiceAccount; informers, leader election and the
+ * authenticate as its ServiceAccount (upstream's names,
+ * ControllerServiceAccounts: node-controller, service-controller,
+ * route-controller); informers, leader election and the
  * start-up checks keep the host's credentials, as upstream. `fence` (the
  * fresh-lease check with --leader-elect) is asked before every write of all
  * of these clients; the leader election's own client is not fenced.
@@ -60,8 +62,8 @@ export function controllerClients(
     of: (name) =>
       perController
         ? {
-            clients: perController.clientsFor(name, { ...o, userAgent: `${userAgent}/${name}` }),
-            eventClients: perController.clientsFor(name, { ...o, userAgent: `${userAgent}/${name}` }),
+            clients: perController.clientsFor(ControllerServiceAccounts[name], { ...o, userAgent: `${userAgent}/${name}` }),
+            eventClients: perController.clientsFor(ControllerServiceAccounts[name], { ...o, userAgent: `${userAgent}/${name}` }),
           }
         : { clients, eventClients },
   };
@@ -111,12 +113,28 @@ export function controllerRunner(
     informers = factory;
     const { running, started } = await startControllers(config, factory, leading, d);
     factory.start();
+    // The provider's own controllers (e.g. AWS's tagging) run in its process, only while this replica leads.
+    const providerControllers = config.providerControllers;
+    if (providerControllers.length > 0) {
+      await d.supervisor
+        .runProviderControllers(providerControllers)
+        .catch((err: unknown) =>
+          d.log.error({ err: errorMessage(err), controllers: providerControllers }, "the provider's own controllers were not started"),
+        );
+    }
     d.log.info(
       { version: HOST_VERSION, provider: config.cloudProvider, controllers: started, informerResyncMs: factory.resyncPeriodMs },
       'controllers started',
     );
     await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
     leadingNow = false;
+    if (providerControllers.length > 0) {
+      await d.supervisor
+        .runProviderControllers([])
+        .catch((err: unknown) =>
+          d.log.warn({ err: errorMessage(err) }, "the provider's own controllers were not stopped (a plugin of this host ends with it)"),
+        );
+    }
     // In-flight work finishes or is abandoned within the bound; the gate
     // already refuses new cloud mutations.
     const settled = await within(Promise.allSettled(running), CONTROLLER_STOP_TIMEOUT_MS);

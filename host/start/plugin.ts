@@ -15,6 +15,7 @@ import { GrpcCloud } from '../plugin/grpc-cloud.js';
 import { PluginMetrics } from '../plugin/plugin-metrics.js';
 import { PluginSupervisor, type PluginMode } from '../plugin/supervisor.js';
 import { HOST_VERSION } from '../version.js';
+import type { GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
 
 export interface PluginStepDeps {
   cloudConfig: Buffer;
@@ -48,7 +49,13 @@ export function pluginSupervisor(config: HostConfig, d: Omit<PluginStepDeps, 'si
     mode,
     startTimeoutMs: config.pluginStartTimeoutMs,
     shutdownGraceMs: config.pluginShutdownGraceMs,
-    configure: { cloudConfig: d.cloudConfig, clusterName: config.clusterName, clusterUid: d.clusterUid, hostVersion: HOST_VERSION },
+    configure: {
+      cloudConfig: d.cloudConfig,
+      clusterName: config.clusterName,
+      clusterUid: d.clusterUid,
+      hostVersion: HOST_VERSION,
+      providerArgs: config.providerFlags,
+    },
     log: d.log,
     pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
     observeCall: (method, code, seconds) => {
@@ -77,6 +84,12 @@ export async function openCloud(config: HostConfig, supervisor: PluginSupervisor
   } catch (err) {
     throw new HostStartError(`cannot start plugin for --cloud-provider=${config.cloudProvider}: ${errorMessage(err)}`);
   }
+  const undeclared = undeclaredByProvider(config, supervisor.identity?.info);
+  if (undeclared.length > 0) {
+    throw new HostStartError(
+      `${undeclared.join(', ')} ${undeclared.length > 1 ? 'are' : 'is'} not declared by the plugin for --cloud-provider=${config.cloudProvider} (${supervisor.identity?.info.name ?? '?'} ${supervisor.identity?.info.vendorVersion ?? ''}), so it would not act on ${undeclared.length > 1 ? 'them' : 'it'}: use a provider build that declares ${undeclared.length > 1 ? 'them' : 'it'} (GetPluginInfo provider_flags/provider_controllers), or remove ${undeclared.length > 1 ? 'them' : 'it'}`,
+    );
+  }
   const cloud = new GrpcCloud(supervisor, { readMs: config.pluginCallTimeoutMs, mutateMs: config.pluginMutationTimeoutMs });
   if (!cloud.info().hasClusterId) log.warn('the cloud provider does not tag cloud objects with the cluster name (HasClusterID=false)');
   for (const name of config.enabledControllers) {
@@ -84,4 +97,21 @@ export async function openCloud(config: HostConfig, supervisor: PluginSupervisor
     if (preflight) (await preflight())(config, cloud);
   }
   return cloud;
+}
+
+/**
+ * The provider's own flags and controllers of the command line
+ * (config.providerFlags, providerControllers) that the running plugin does
+ * not declare in GetPluginInfo: as `--tags` and `--controllers=tagging`.
+ */
+export function undeclaredByProvider(
+  config: Pick<HostConfig, 'providerFlags' | 'providerControllers'>,
+  info: Pick<GetPluginInfoResponse, 'providerFlags' | 'providerControllers'> | undefined,
+): string[] {
+  const flags = new Set(info?.providerFlags ?? []);
+  const controllers = new Set(info?.providerControllers ?? []);
+  return [
+    ...config.providerFlags.map((w) => w.split('=')[0]!).filter((f) => !flags.has(f.replace(/^-+/, ''))),
+    ...config.providerControllers.filter((c) => !controllers.has(c)).map((c) => `--controllers=${c}`),
+  ];
 }

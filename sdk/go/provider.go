@@ -24,6 +24,14 @@ type Info struct {
 	// VolumesExpandOnline: volumes can be expanded while attached
 	// (CAPABILITY_VOLUMES_EXPAND_ONLINE; only with a volume service).
 	VolumesExpandOnline bool
+	// ProviderFlags are the long names (without dashes) of the provider's own
+	// flags (GetPluginInfoResponse.provider_flags): the host passes them from
+	// its command line in ConfigureRequest.provider_args.
+	ProviderFlags []string
+	// ProviderControllers are the names of the provider's own controllers
+	// (GetPluginInfoResponse.provider_controllers), which the host asks it to
+	// run in ConfigureRequest.controllers.
+	ProviderControllers []string
 }
 
 // Provider is a cloud provider. Only Info is required; everything else is

@@ -290,6 +290,7 @@ func (i *identityServer) GetPluginInfo(context.Context, *pb.GetPluginInfoRequest
 		Name: info.Name, VendorVersion: info.VendorVersion,
 		ProtocolVersion: uint32(i.s.mode.Protocol), ProtocolMinor: ProtocolMinor,
 		InstanceId: i.s.mode.InstanceID, Manifest: manifest,
+		ProviderFlags: info.ProviderFlags, ProviderControllers: info.ProviderControllers,
 	}, nil
 }
 

@@ -9,7 +9,7 @@ import { IdentityServiceService } from '../../proto/gen/ccm/provider/v1/identity
 const socket = process.argv[2]!;
 const server = new Server();
 server.addService(IdentityServiceService, {
-  getPluginInfo: (_c: unknown, cb: (e: null, r: object) => void) => cb(null, {}),
+  getPluginInfo: (_c: unknown, cb: (e: null, r: object) => void) => cb(null, { providerFlags: [], providerControllers: [] }),
   getPluginCapabilities: (_c: unknown, cb: (e: null, r: object) => void) => cb(null, {}),
   probe: (_c: unknown, cb: (e: null, r: object) => void) => cb(null, { ready: true }),
 });

@@ -156,6 +156,9 @@ def main():
         if ids:
             ec2.terminate_instances(InstanceIds=ids)
         out = {"ids": ids}
+    elif command == "instance-tags":
+        res = ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [arg["id"]]}])["Tags"]
+        out = {"tags": {t["Key"]: t["Value"] for t in res}}
     elif command == "describe-elbs":
         out = describe_elbs(elb)
     elif command == "security-groups":

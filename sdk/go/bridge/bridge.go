@@ -10,6 +10,7 @@ import (
 
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/informers"
 	cloudprovider "k8s.io/cloud-provider"
 )
@@ -41,6 +42,15 @@ type Options struct {
 	ClientBuilder cloudprovider.ControllerClientBuilder
 	// SDK is passed to ccmsdk.Serve (endpoint, logger, test hooks, interceptors).
 	SDK ccmsdk.Options
+	// Flags are the provider's own flags (those upstream's CCM built with
+	// this provider registers beside k8s.io/cloud-provider's), declared to
+	// the host in GetPluginInfo; the first Configure parses its
+	// provider_args into them, before any Controllers start. Nil: none.
+	Flags *pflag.FlagSet
+	// Controllers are the provider's own controllers by their --controllers
+	// name, declared to the host in GetPluginInfo and run while the host asks
+	// (ConfigureRequest.controllers: only while it leads). Nil: none.
+	Controllers map[string]Controller
 }
 
 // Provider serves a cloudprovider.Interface as a ccmsdk.Provider. The
@@ -74,6 +84,9 @@ type Provider struct {
 	initialized bool
 	stop        chan struct{}
 	closeOnce   sync.Once
+	builder     cloudprovider.ControllerClientBuilder
+	parsedArgs  []string
+	running     map[string]context.CancelFunc
 }
 
 // New wraps cloud. It asks the cloud once for each of its interfaces; the
@@ -154,6 +167,9 @@ func (p *Provider) Info() ccmsdk.Info {
 		ProviderName:  p.cloud.ProviderName(),
 		HasClusterID:  p.cloud.HasClusterID(),
 		Manifest:      manifest,
+		// The provider's own flags and controllers, for the host to pass on.
+		ProviderFlags:       providerFlagNames(p.opts.Flags),
+		ProviderControllers: controllerNames(p.opts.Controllers),
 	}
 }
 
@@ -162,7 +178,11 @@ func (p *Provider) Info() ccmsdk.Info {
 // Options.Configure, and the first time it succeeds calls the cloud's
 // Initialize with the client builder and a stop channel closed by Close;
 // a cloud that is a cloudprovider.InformerUser then gets a shared informer
-// factory, started on the same stop channel. Repeating it with the same
+// factory, started on the same stop channel. The first Configure parses
+// provider_args into Options.Flags (INVALID_ARGUMENT for words they do not
+// take); every Configure, after Initialize, runs exactly the listed
+// Options.Controllers (starting those not running, stopping the others;
+// INVALID_ARGUMENT for a name not among them). Repeating it with the same
 // input changes nothing; Initialize runs once per process.
 func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
 	res := &pb.ConfigureResponse{}
@@ -177,14 +197,25 @@ func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	w, err := p.applyProviderArgs(req.GetProviderArgs())
+	if err != nil {
+		return nil, err
+	}
+	res.Warnings = append(res.Warnings, w...)
 	p.clusterName = req.GetClusterName()
 	if p.initialized {
+		w, err := p.runControllers(req.GetControllers(), p.builder)
+		if err != nil {
+			return nil, err
+		}
+		res.Warnings = append(res.Warnings, w...)
 		return res, nil
 	}
 	builder := p.opts.ClientBuilder
 	if builder == nil {
 		builder = ClientBuilderFromEnv()
 	}
+	p.builder = builder
 	p.cloud.Initialize(builder, p.stop)
 	if iu, ok := p.cloud.(cloudprovider.InformerUser); ok {
 		client, err := builder.Client("cloud-provider-informers")
@@ -197,11 +228,19 @@ func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb
 		}
 	}
 	p.initialized = true
+	w, err = p.runControllers(req.GetControllers(), builder)
+	if err != nil {
+		return nil, err
+	}
+	res.Warnings = append(res.Warnings, w...)
 	return res, nil
 }
 
 // Close closes the stop channel the cloud's Initialize received. Idempotent.
 func (p *Provider) Close(context.Context) error {
+	p.mu.Lock()
+	p.stopControllers()
+	p.mu.Unlock()
 	p.closeOnce.Do(func() { close(p.stop) })
 	return nil
 }

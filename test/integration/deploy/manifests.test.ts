@@ -153,7 +153,7 @@ test('every rendering follows the recommended shape', async (t) => {
       t.is(spec.serviceAccountName, 'cloud-controller-manager-host', name);
       t.true(host.args!.includes('--use-service-account-credentials=true'), name);
       t.false(
-        objects.some((o) => o.metadata?.name === 'system:cloud-controller-manager'),
+        objects.some((o) => o.metadata?.name === 'system:grpc-cloud-controller-manager'),
         `${name}: no single-identity ClusterRole`,
       );
     } else {

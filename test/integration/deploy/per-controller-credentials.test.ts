@@ -27,9 +27,10 @@ import { freePorts } from '../../controlplane/probe.js';
 import { scrape } from '../../helpers/scraper.js';
 
 const HOST_SA = { namespace: 'kube-system', name: 'cloud-controller-manager-host' };
-const NODE_SA = { namespace: 'kube-system', name: 'cloud-node-controller' };
-const SERVICE_SA = { namespace: 'kube-system', name: 'service-lb-controller' };
-const LIFECYCLE_SA = { namespace: 'kube-system', name: 'cloud-node-lifecycle-controller' };
+/** Upstream's per-controller ServiceAccounts (k8s.io/cloud-provider's client names); cloud-node and cloud-node-lifecycle share one, as upstream. */
+const NODE_SA = { namespace: 'kube-system', name: 'node-controller' };
+const SERVICE_SA = { namespace: 'kube-system', name: 'service-controller' };
+const LIFECYCLE_SA = NODE_SA;
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 const scope = testScope('sacreds');
@@ -139,7 +140,7 @@ test.serial('with --use-service-account-credentials the controllers work as thei
   });
   t.is(svcEv.reportingComponent || svcEv.source?.component, 'service-controller');
 
-  // The host got or created both ServiceAccounts (named for the controllers).
+  // The host got or created both ServiceAccounts (upstream's names).
   for (const sa of [NODE_SA, SERVICE_SA]) t.truthy((await core.readNamespacedServiceAccount(sa)).metadata?.uid, `${sa.name} exists`);
   // No 403 so far (stop() checks again, including Events and watches).
   const metric = await host.metrics.registry.getSingleMetric('rest_client_requests_total')?.get();
@@ -155,19 +156,14 @@ test.serial("each controller ServiceAccount is its own user with only its contro
   const svcKc = await serviceAccountKubeConfig(admin, SERVICE_SA);
   const who = async (kc: KubeConfig) =>
     (await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} })).status?.userInfo?.username;
-  t.is(await who(nodeKc), 'system:serviceaccount:kube-system:cloud-node-controller');
-  t.is(await who(svcKc), 'system:serviceaccount:kube-system:service-lb-controller');
+  t.is(await who(nodeKc), 'system:serviceaccount:kube-system:node-controller');
+  t.is(await who(svcKc), 'system:serviceaccount:kube-system:service-controller');
   t.true(await can(nodeKc, { verb: 'patch', resource: 'nodes' }));
   t.false(await can(nodeKc, { verb: 'patch', resource: 'services', subresource: 'status', namespace: NS }));
   t.true(await can(svcKc, { verb: 'patch', resource: 'services', subresource: 'status', namespace: NS }));
   t.false(await can(svcKc, { verb: 'patch', resource: 'nodes' }));
   t.false(await can(svcKc, { verb: 'list', resource: 'secrets' }));
-  // The lifecycle controller keeps its deletion brake's count on its own Lease, and may touch no other.
-  // This host did not run it, so its ServiceAccount may not exist yet (the host creates it when it does).
-  await admin
-    .makeApiClient(CoreV1Api)
-    .createNamespacedServiceAccount({ namespace: LIFECYCLE_SA.namespace, body: { metadata: { name: LIFECYCLE_SA.name } } })
-    .catch(() => undefined);
+  // The lifecycle controller (node-controller, as cloud-node) keeps its deletion brake's count on its own Lease, and may touch no other.
   const lifecycleKc = await serviceAccountKubeConfig(admin, LIFECYCLE_SA);
   const lease = (name: string) => ({ verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system', name });
   t.true(await can(lifecycleKc, lease('cloud-controller-manager-node-deletions')));

@@ -259,7 +259,14 @@ test('provider: serves instances the CLI added, sees CLI changes and knobs live,
   // Configured first, as the host does (cloud calls answer NOT_CONFIGURED before).
   const lifecycle = new LifecycleServiceClient(endpoint, credentials.createInsecure());
   t.teardown(() => lifecycle.close());
-  await call(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.alloc(0), clusterName: 'cli-test', clusterUid: '', hostVersion: 'test' });
+  await call(lifecycle.configure.bind(lifecycle), {
+    cloudConfig: Buffer.alloc(0),
+    clusterName: 'cli-test',
+    clusterUid: '',
+    hostVersion: 'test',
+    providerArgs: [],
+    controllers: [],
+  });
 
   const md = await call(client.instanceMetadata.bind(client), { node: nodeRef('worker-1') });
   t.is(md.metadata?.providerId, providerId);

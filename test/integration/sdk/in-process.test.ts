@@ -155,9 +155,19 @@ test('undefined answers encode as empty responses; non-Error throws become INTER
   t.is(bad.code, Code.INTERNAL);
   t.true(bad.message.includes('returned a boolean'), bad.message);
   // No configure: Configure still answers, with no warnings.
-  t.deepEqual(await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.from('x'), clusterName: '', clusterUid: '', hostVersion: '' }), {
-    warnings: [],
-  });
+  t.deepEqual(
+    await unary(lifecycle.configure.bind(lifecycle), {
+      cloudConfig: Buffer.from('x'),
+      clusterName: '',
+      clusterUid: '',
+      hostVersion: '',
+      providerArgs: [],
+      controllers: [],
+    }),
+    {
+      warnings: [],
+    },
+  );
 });
 
 test('probe: absent means ready, false means not ready, a throw is the error', async (t) => {
@@ -202,6 +212,8 @@ test('messages up to MAX_MESSAGE_BYTES pass both ways (above the grpc-js 4 MiB d
     clusterName: '',
     clusterUid: '',
     hostVersion: '',
+    providerArgs: [],
+    controllers: [],
   });
   t.is(res.warnings[0], `got ${big} bytes`);
   t.is(res.warnings[1]!.length, big);
@@ -243,6 +255,13 @@ test('configure: false leaves the provider unconfigured: cloud calls answer NOT_
   t.is(err.code, Code.FAILED_PRECONDITION);
   t.is(err.reason, ErrorReason.NOT_CONFIGURED);
   t.false((await unary(identity.probe.bind(identity), {})).ready);
-  await unary(lifecycle.configure.bind(lifecycle), { cloudConfig: Buffer.alloc(0), clusterName: '', clusterUid: '', hostVersion: '' });
+  await unary(lifecycle.configure.bind(lifecycle), {
+    cloudConfig: Buffer.alloc(0),
+    clusterName: '',
+    clusterUid: '',
+    hostVersion: '',
+    providerArgs: [],
+    controllers: [],
+  });
   t.true((await unary(instances.instanceExists.bind(instances), req)).exists);
 });

@@ -17,7 +17,7 @@ import { NOT_BY_HAND_MESSAGE } from '../../../sdk/serve.js';
 import { echoMetadata } from '../../fixtures/echo-provider-lib.js';
 import { launchPlugin, withTimeout, WAIT_MS, type LaunchOptions, type PluginProcess } from './plugin-process.js';
 
-const CONFIGURE = { cloudConfig: Buffer.alloc(0), clusterName: 'test', clusterUid: '', hostVersion: 'test' };
+const CONFIGURE = { cloudConfig: Buffer.alloc(0), clusterName: 'test', clusterUid: '', hostVersion: 'test', providerArgs: [], controllers: [] };
 
 /** Launches the echo provider in exec mode, waits for the handshake, connects and (unless told not to) configures it, as the host does. */
 async function started(
@@ -62,6 +62,9 @@ test('prints one valid handshake line naming the 0600 socket; GetPluginInfo echo
     protocolMinor: PROTOCOL_MINOR,
     instanceId: p.instanceId,
     manifest: { fixture: 'echo' },
+    // No flags or controllers of its own.
+    providerFlags: [],
+    providerControllers: [],
   });
 });
 
@@ -131,6 +134,8 @@ test('Configure and Probe reach the provider', async (t) => {
     clusterName: 'k',
     clusterUid: '',
     hostVersion: 'test',
+    providerArgs: [],
+    controllers: [],
   });
   t.deepEqual(res.warnings, ['cloud config is empty']);
   const probe = await unary(c.identity.probe.bind(c.identity), {});

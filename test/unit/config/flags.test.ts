@@ -980,7 +980,25 @@ const cases: Case[] = [
   {
     description: 'a provider-owned controller names its owner',
     argv: [...BASE, '--controllers=*,tagging'],
-    errors: ["--controllers=tagging belongs to cloud-provider-aws's tagging controller", '--controllers=tagging (and a --leader-elect-resource-name'],
+    errors: ["--controllers=tagging belongs to cloud-provider-aws's tagging controller", 'use them with --cloud-provider=aws'],
+    errorCount: 1,
+  },
+  {
+    description: "with --cloud-provider=aws, whose plugin declares them, AWS's own flags and tagging controller go to the provider",
+    argv: [
+      '--cloud-provider=aws',
+      '--plugin-endpoint=unix:///run/ccm/provider.sock',
+      '--controllers=*,tagging',
+      '--tags=Key1=Val1,Key2=Val2',
+      '--resources',
+      'instance',
+    ],
+    want: { controllers: ['*'], providerFlags: ['--tags=Key1=Val1,Key2=Val2', '--resources=instance'], providerControllers: ['tagging'] },
+  },
+  {
+    description: "another provider's flags stay refused with --cloud-provider=aws",
+    argv: ['--cloud-provider=aws', '--plugin-endpoint=unix:///run/ccm/provider.sock', '--tags=a=b', '--cluster-id=k8s'],
+    errors: ['--cluster-id belongs to cloud-provider-ionoscloud'],
     errorCount: 1,
   },
   {

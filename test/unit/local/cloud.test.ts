@@ -724,7 +724,14 @@ test("knobs: fail in ReconcileRoutes fails the named node's route changes as ent
 test('Configure applies JSON cloud config, warns on unknown keys, rejects garbage', async (t) => {
   const cloud = await newCloud(t);
   const res = await cloud.configure!(
-    { cloudConfig: Buffer.from('{"zone":"z9","region":"r9","extra":1}'), clusterName: 'prod', clusterUid: '', hostVersion: 'test' },
+    {
+      cloudConfig: Buffer.from('{"zone":"z9","region":"r9","extra":1}'),
+      clusterName: 'prod',
+      clusterUid: '',
+      hostVersion: 'test',
+      providerArgs: [],
+      controllers: [],
+    },
     ctx(),
   );
   t.deepEqual(res?.warnings, ['cloud config key "extra" is unknown and ignored']);
@@ -732,11 +739,21 @@ test('Configure applies JSON cloud config, warns on unknown keys, rejects garbag
   t.is(cloud.currentSettings().clusterName, 'prod');
   t.is((await cloud.loadBalancers!.getLoadBalancerName!({ service: service('u1') }, ctx())).name, loadBalancerName('prod', 'u1'));
   t.is(
-    (await failure(cloud.configure!({ cloudConfig: Buffer.from('zone: z9'), clusterName: '', clusterUid: '', hostVersion: '' }, ctx()))).code,
+    (
+      await failure(
+        cloud.configure!(
+          { cloudConfig: Buffer.from('zone: z9'), clusterName: '', clusterUid: '', hostVersion: '', providerArgs: [], controllers: [] },
+          ctx(),
+        ),
+      )
+    ).code,
     Code.INVALID_ARGUMENT,
   );
   // An empty config restores the defaults (Configure replaces, it does not merge).
-  await cloud.configure!({ cloudConfig: Buffer.alloc(0), clusterName: 'prod', clusterUid: '', hostVersion: '' }, ctx());
+  await cloud.configure!(
+    { cloudConfig: Buffer.alloc(0), clusterName: 'prod', clusterUid: '', hostVersion: '', providerArgs: [], controllers: [] },
+    ctx(),
+  );
   t.is(cloud.currentSettings().zone, 'local-a');
   t.true(await cloud.probe!(ctx()));
 });

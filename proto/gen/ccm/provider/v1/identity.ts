@@ -216,6 +216,22 @@ export interface GetPluginInfoResponse {
   instanceId: string;
   /** Free-form build facts (commit, build date). */
   manifest: { [key: string]: string };
+  /**
+   * Long names (without dashes) of the provider's own flags: flags an
+   * upstream CCM built with this provider registers beside
+   * k8s.io/cloud-provider's (e.g. cloud-provider-aws's "tags", "resources").
+   * The host passes such flags from its own command line to the provider in
+   * ConfigureRequest.provider_args, and refuses to start when one of them is
+   * not declared here. Empty from providers before this field.
+   */
+  providerFlags: string[];
+  /**
+   * Names of the provider's own controllers, as given to --controllers (e.g.
+   * cloud-provider-aws's "tagging"). The provider runs them in its process
+   * while the host asks it to (ConfigureRequest.controllers). Empty from
+   * providers before this field.
+   */
+  providerControllers: string[];
 }
 
 export interface GetPluginInfoResponse_ManifestEntry {
@@ -327,7 +343,16 @@ export const GetPluginInfoRequest: MessageFns<GetPluginInfoRequest> = {
 };
 
 function createBaseGetPluginInfoResponse(): GetPluginInfoResponse {
-  return { name: "", vendorVersion: "", protocolVersion: 0, protocolMinor: 0, instanceId: "", manifest: {} };
+  return {
+    name: "",
+    vendorVersion: "",
+    protocolVersion: 0,
+    protocolMinor: 0,
+    instanceId: "",
+    manifest: {},
+    providerFlags: [],
+    providerControllers: [],
+  };
 }
 
 export const GetPluginInfoResponse: MessageFns<GetPluginInfoResponse> = {
@@ -350,6 +375,12 @@ export const GetPluginInfoResponse: MessageFns<GetPluginInfoResponse> = {
     globalThis.Object.entries(message.manifest).forEach(([key, value]: [string, string]) => {
       GetPluginInfoResponse_ManifestEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
     });
+    for (const v of message.providerFlags) {
+      writer.uint32(58).string(v!);
+    }
+    for (const v of message.providerControllers) {
+      writer.uint32(66).string(v!);
+    }
     return writer;
   },
 
@@ -417,6 +448,22 @@ export const GetPluginInfoResponse: MessageFns<GetPluginInfoResponse> = {
             }
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.providerFlags.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.providerControllers.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -466,6 +513,16 @@ export const GetPluginInfoResponse: MessageFns<GetPluginInfoResponse> = {
           {},
         )
         : {},
+      providerFlags: globalThis.Array.isArray(object?.providerFlags)
+        ? object.providerFlags.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.provider_flags)
+        ? object.provider_flags.map((e: any) => globalThis.String(e))
+        : [],
+      providerControllers: globalThis.Array.isArray(object?.providerControllers)
+        ? object.providerControllers.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.provider_controllers)
+        ? object.provider_controllers.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -495,6 +552,12 @@ export const GetPluginInfoResponse: MessageFns<GetPluginInfoResponse> = {
         });
       }
     }
+    if (message.providerFlags?.length) {
+      obj.providerFlags = message.providerFlags;
+    }
+    if (message.providerControllers?.length) {
+      obj.providerControllers = message.providerControllers;
+    }
     return obj;
   },
 
@@ -517,6 +580,8 @@ export const GetPluginInfoResponse: MessageFns<GetPluginInfoResponse> = {
       },
       {},
     );
+    message.providerFlags = object.providerFlags?.map((e) => e) || [];
+    message.providerControllers = object.providerControllers?.map((e) => e) || [];
     return message;
   },
 };

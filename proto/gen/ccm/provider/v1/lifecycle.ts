@@ -43,6 +43,23 @@ export interface ConfigureRequest {
    * hosts before this field.
    */
   clusterUid: string;
+  /**
+   * The provider's own flags from the host's command line, each a whole word
+   * as written there (e.g. "--tags=a=b"), in order; only names the provider
+   * declared in GetPluginInfoResponse.provider_flags. The same in every
+   * Configure of one host process. Empty from hosts before this field.
+   */
+  providerArgs: string[];
+  /**
+   * The provider's own controllers (GetPluginInfoResponse.provider_controllers)
+   * to run now: the host sends those enabled by its --controllers while it
+   * holds the leader election lease (or runs without leader election), and
+   * configures again with none when it stops leading, so at most one
+   * provider runs them. The provider starts the listed ones not running and
+   * stops the running ones not listed (idempotent). Empty from hosts before
+   * this field.
+   */
+  controllers: string[];
 }
 
 /** Result of configuration. */
@@ -62,7 +79,14 @@ export interface ShutdownResponse {
 }
 
 function createBaseConfigureRequest(): ConfigureRequest {
-  return { cloudConfig: Buffer.alloc(0), clusterName: "", hostVersion: "", clusterUid: "" };
+  return {
+    cloudConfig: Buffer.alloc(0),
+    clusterName: "",
+    hostVersion: "",
+    clusterUid: "",
+    providerArgs: [],
+    controllers: [],
+  };
 }
 
 export const ConfigureRequest: MessageFns<ConfigureRequest> = {
@@ -78,6 +102,12 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     }
     if (message.clusterUid !== "") {
       writer.uint32(34).string(message.clusterUid);
+    }
+    for (const v of message.providerArgs) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.controllers) {
+      writer.uint32(50).string(v!);
     }
     return writer;
   },
@@ -127,6 +157,22 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
             message.clusterUid = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.providerArgs.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.controllers.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -161,6 +207,14 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
         : isSet(object.cluster_uid)
         ? globalThis.String(object.cluster_uid)
         : "",
+      providerArgs: globalThis.Array.isArray(object?.providerArgs)
+        ? object.providerArgs.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.provider_args)
+        ? object.provider_args.map((e: any) => globalThis.String(e))
+        : [],
+      controllers: globalThis.Array.isArray(object?.controllers)
+        ? object.controllers.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -178,6 +232,12 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     if (message.clusterUid !== "") {
       obj.clusterUid = message.clusterUid;
     }
+    if (message.providerArgs?.length) {
+      obj.providerArgs = message.providerArgs;
+    }
+    if (message.controllers?.length) {
+      obj.controllers = message.controllers;
+    }
     return obj;
   },
 
@@ -190,6 +250,8 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     message.clusterName = object.clusterName ?? "";
     message.hostVersion = object.hostVersion ?? "";
     message.clusterUid = object.clusterUid ?? "";
+    message.providerArgs = object.providerArgs?.map((e) => e) || [];
+    message.controllers = object.controllers?.map((e) => e) || [];
     return message;
   },
 };

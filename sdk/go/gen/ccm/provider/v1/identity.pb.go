@@ -237,9 +237,21 @@ type GetPluginInfoResponse struct {
 	// every reconnect, as it cannot tell.
 	InstanceId string `protobuf:"bytes,5,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	// Free-form build facts (commit, build date).
-	Manifest      map[string]string `protobuf:"bytes,6,rep,name=manifest,proto3" json:"manifest,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Manifest map[string]string `protobuf:"bytes,6,rep,name=manifest,proto3" json:"manifest,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Long names (without dashes) of the provider's own flags: flags an
+	// upstream CCM built with this provider registers beside
+	// k8s.io/cloud-provider's (e.g. cloud-provider-aws's "tags", "resources").
+	// The host passes such flags from its own command line to the provider in
+	// ConfigureRequest.provider_args, and refuses to start when one of them is
+	// not declared here. Empty from providers before this field.
+	ProviderFlags []string `protobuf:"bytes,7,rep,name=provider_flags,json=providerFlags,proto3" json:"provider_flags,omitempty"`
+	// Names of the provider's own controllers, as given to --controllers (e.g.
+	// cloud-provider-aws's "tagging"). The provider runs them in its process
+	// while the host asks it to (ConfigureRequest.controllers). Empty from
+	// providers before this field.
+	ProviderControllers []string `protobuf:"bytes,8,rep,name=provider_controllers,json=providerControllers,proto3" json:"provider_controllers,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetPluginInfoResponse) Reset() {
@@ -310,6 +322,20 @@ func (x *GetPluginInfoResponse) GetInstanceId() string {
 func (x *GetPluginInfoResponse) GetManifest() map[string]string {
 	if x != nil {
 		return x.Manifest
+	}
+	return nil
+}
+
+func (x *GetPluginInfoResponse) GetProviderFlags() []string {
+	if x != nil {
+		return x.ProviderFlags
+	}
+	return nil
+}
+
+func (x *GetPluginInfoResponse) GetProviderControllers() []string {
+	if x != nil {
+		return x.ProviderControllers
 	}
 	return nil
 }
@@ -600,7 +626,7 @@ var File_ccm_provider_v1_identity_proto protoreflect.FileDescriptor
 const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\n" +
 	"\x1eccm/provider/v1/identity.proto\x12\x0fccm.provider.v1\"\x16\n" +
-	"\x14GetPluginInfoRequest\"\xd4\x02\n" +
+	"\x14GetPluginInfoRequest\"\xae\x03\n" +
 	"\x15GetPluginInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0evendor_version\x18\x02 \x01(\tR\rvendorVersion\x12)\n" +
@@ -608,7 +634,9 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x0eprotocol_minor\x18\x04 \x01(\rR\rprotocolMinor\x12\x1f\n" +
 	"\vinstance_id\x18\x05 \x01(\tR\n" +
 	"instanceId\x12P\n" +
-	"\bmanifest\x18\x06 \x03(\v24.ccm.provider.v1.GetPluginInfoResponse.ManifestEntryR\bmanifest\x1a;\n" +
+	"\bmanifest\x18\x06 \x03(\v24.ccm.provider.v1.GetPluginInfoResponse.ManifestEntryR\bmanifest\x12%\n" +
+	"\x0eprovider_flags\x18\a \x03(\tR\rproviderFlags\x121\n" +
+	"\x14provider_controllers\x18\b \x03(\tR\x13providerControllers\x1a;\n" +
 	"\rManifestEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1e\n" +

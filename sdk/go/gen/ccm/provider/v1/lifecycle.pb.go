@@ -37,7 +37,20 @@ type ConfigureRequest struct {
 	// The cluster's UID, as RequestMeta.cluster_uid carries it on every call
 	// (the kube-system Namespace's uid, or the host's --cluster-uid). Empty from
 	// hosts before this field.
-	ClusterUid    string `protobuf:"bytes,4,opt,name=cluster_uid,json=clusterUid,proto3" json:"cluster_uid,omitempty"`
+	ClusterUid string `protobuf:"bytes,4,opt,name=cluster_uid,json=clusterUid,proto3" json:"cluster_uid,omitempty"`
+	// The provider's own flags from the host's command line, each a whole word
+	// as written there (e.g. "--tags=a=b"), in order; only names the provider
+	// declared in GetPluginInfoResponse.provider_flags. The same in every
+	// Configure of one host process. Empty from hosts before this field.
+	ProviderArgs []string `protobuf:"bytes,5,rep,name=provider_args,json=providerArgs,proto3" json:"provider_args,omitempty"`
+	// The provider's own controllers (GetPluginInfoResponse.provider_controllers)
+	// to run now: the host sends those enabled by its --controllers while it
+	// holds the leader election lease (or runs without leader election), and
+	// configures again with none when it stops leading, so at most one
+	// provider runs them. The provider starts the listed ones not running and
+	// stops the running ones not listed (idempotent). Empty from hosts before
+	// this field.
+	Controllers   []string `protobuf:"bytes,6,rep,name=controllers,proto3" json:"controllers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -98,6 +111,20 @@ func (x *ConfigureRequest) GetClusterUid() string {
 		return x.ClusterUid
 	}
 	return ""
+}
+
+func (x *ConfigureRequest) GetProviderArgs() []string {
+	if x != nil {
+		return x.ProviderArgs
+	}
+	return nil
+}
+
+func (x *ConfigureRequest) GetControllers() []string {
+	if x != nil {
+		return x.Controllers
+	}
+	return nil
 }
 
 // Result of configuration.
@@ -233,13 +260,15 @@ var File_ccm_provider_v1_lifecycle_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_lifecycle_proto_rawDesc = "" +
 	"\n" +
-	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\x9c\x01\n" +
+	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\xe3\x01\n" +
 	"\x10ConfigureRequest\x12!\n" +
 	"\fcloud_config\x18\x01 \x01(\fR\vcloudConfig\x12!\n" +
 	"\fcluster_name\x18\x02 \x01(\tR\vclusterName\x12!\n" +
 	"\fhost_version\x18\x03 \x01(\tR\vhostVersion\x12\x1f\n" +
 	"\vcluster_uid\x18\x04 \x01(\tR\n" +
-	"clusterUid\"/\n" +
+	"clusterUid\x12#\n" +
+	"\rprovider_args\x18\x05 \x03(\tR\fproviderArgs\x12 \n" +
+	"\vcontrollers\x18\x06 \x03(\tR\vcontrollers\"/\n" +
 	"\x11ConfigureResponse\x12\x1a\n" +
 	"\bwarnings\x18\x01 \x03(\tR\bwarnings\"O\n" +
 	"\x0fShutdownRequest\x12<\n" +

@@ -54,7 +54,7 @@ class GetPluginInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPluginInfoResponse(_message.Message):
-    __slots__ = ("name", "vendor_version", "protocol_version", "protocol_minor", "instance_id", "manifest")
+    __slots__ = ("name", "vendor_version", "protocol_version", "protocol_minor", "instance_id", "manifest", "provider_flags", "provider_controllers")
     class ManifestEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -68,13 +68,17 @@ class GetPluginInfoResponse(_message.Message):
     PROTOCOL_MINOR_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     MANIFEST_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FLAGS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_CONTROLLERS_FIELD_NUMBER: _ClassVar[int]
     name: str
     vendor_version: str
     protocol_version: int
     protocol_minor: int
     instance_id: str
     manifest: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., vendor_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., protocol_minor: _Optional[int] = ..., instance_id: _Optional[str] = ..., manifest: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    provider_flags: _containers.RepeatedScalarFieldContainer[str]
+    provider_controllers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., vendor_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., protocol_minor: _Optional[int] = ..., instance_id: _Optional[str] = ..., manifest: _Optional[_Mapping[str, str]] = ..., provider_flags: _Optional[_Iterable[str]] = ..., provider_controllers: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetPluginCapabilitiesRequest(_message.Message):
     __slots__ = ()

@@ -1,0 +1,138 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/informers"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// DefaultNodeMonitorPeriod is upstream's --node-monitor-period default, which
+// upstream hands its controllers (e.g. cloud-provider-aws's tagging
+// controller's resync).
+const DefaultNodeMonitorPeriod = 5 * time.Second
+
+// ControllerContext is what a provider controller gets when it starts.
+type ControllerContext struct {
+	// Cloud is the bridged cloud (after its Initialize).
+	Cloud cloudprovider.Interface
+	// ClientBuilder makes the controller's Kubernetes clients (Options.ClientBuilder).
+	ClientBuilder cloudprovider.ControllerClientBuilder
+	// Informers is a factory of this run of the controller: ask it for the
+	// informers the controller uses; the bridge starts it after the
+	// controller's start returns, and stops it with the controller.
+	Informers informers.SharedInformerFactory
+	// NodeMonitorPeriod is upstream's --node-monitor-period default.
+	NodeMonitorPeriod time.Duration
+}
+
+// Controller starts one of the provider's own controllers (a controller
+// upstream's CCM built with this provider registers beside k8s.io/cloud-
+// provider's, e.g. cloud-provider-aws's "tagging"), like upstream's
+// InitFunc: it builds the controller, starts its goroutines on ctx and
+// returns; ctx is cancelled when the host stops leading, asks for it no more,
+// or the process ends. An error is reported to the host as a Configure
+// warning and the controller is tried again on the next Configure that lists
+// it.
+type Controller func(ctx context.Context, c ControllerContext) error
+
+// providerFlagNames are the long names of Options.Flags, sorted.
+func providerFlagNames(fs *pflag.FlagSet) []string {
+	if fs == nil {
+		return nil
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	sort.Strings(names)
+	return names
+}
+
+func controllerNames(cs map[string]Controller) []string {
+	names := make([]string, 0, len(cs))
+	for n := range cs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// applyProviderArgs parses the host's provider_args into Options.Flags the
+// first time (a flag set is parsed once: repeatable flags would append);
+// later Configures with other words get a warning, as the provider keeps
+// running on the first ones. Called with p.mu held.
+func (p *Provider) applyProviderArgs(args []string) ([]string, error) {
+	if p.parsedArgs != nil {
+		if !slices.Equal(p.parsedArgs, args) {
+			return []string{fmt.Sprintf("the provider keeps the flags it got first (%s), not %s: restart the provider to change them", strings.Join(p.parsedArgs, " "), strings.Join(args, " "))}, nil
+		}
+		return nil, nil
+	}
+	if len(args) > 0 {
+		if p.opts.Flags == nil {
+			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("this provider has no flags of its own, but the host passed %s", strings.Join(args, " ")))
+		}
+		if err := p.opts.Flags.Parse(args); err != nil {
+			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("the provider's own flags %s: %v", strings.Join(args, " "), err))
+		}
+	}
+	p.parsedArgs = append([]string{}, args...)
+	return nil, nil
+}
+
+// runControllers starts the listed controllers not running and stops the
+// running ones not listed. Called with p.mu held, after Initialize.
+func (p *Provider) runControllers(names []string, builder cloudprovider.ControllerClientBuilder) ([]string, error) {
+	for _, n := range names {
+		if _, ok := p.opts.Controllers[n]; !ok {
+			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("this provider has no controller %q (it has: %s)", n, strings.Join(controllerNames(p.opts.Controllers), ", ")))
+		}
+	}
+	if p.running == nil {
+		p.running = map[string]context.CancelFunc{}
+	}
+	for n, cancel := range p.running {
+		if !slices.Contains(names, n) {
+			cancel()
+			delete(p.running, n)
+			p.log.Info("provider controller stopped", "controller", n)
+		}
+	}
+	var warnings []string
+	for _, n := range names {
+		if _, ok := p.running[n]; ok {
+			continue
+		}
+		client, err := builder.Client("shared-informers")
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("the provider controller %s cannot start: no Kubernetes client: %v", n, err))
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		f := informers.NewSharedInformerFactory(client, informerResync)
+		err = p.opts.Controllers[n](ctx, ControllerContext{Cloud: p.cloud, ClientBuilder: builder, Informers: f, NodeMonitorPeriod: DefaultNodeMonitorPeriod})
+		if err != nil {
+			cancel()
+			warnings = append(warnings, fmt.Sprintf("the provider controller %s did not start: %v", n, err))
+			continue
+		}
+		f.Start(ctx.Done())
+		p.running[n] = cancel
+		p.log.Info("provider controller started", "controller", n)
+	}
+	return warnings, nil
+}
+
+// stopControllers stops every running provider controller. Called with p.mu held.
+func (p *Provider) stopControllers() {
+	for n, cancel := range p.running {
+		cancel()
+		delete(p.running, n)
+	}
+}
