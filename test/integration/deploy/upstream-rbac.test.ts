@@ -22,7 +22,7 @@ import { AuthorizationV1Api, RbacAuthorizationV1Api, type KubeConfig, type Kuber
 import { ControlPlane } from '../../controlplane/controlplane.js';
 import { renderProvider } from '../../helpers/manifests.js';
 import { applyObjects } from '../../helpers/service-account.js';
-import { prepareKustomize } from '../../helpers/kustomize.js';
+import { kustomizeBinary } from '../../helpers/kustomize.js';
 
 const test = anyTest as TestFn<{ cp: ControlPlane; admin: KubeConfig }>;
 
@@ -85,7 +85,7 @@ async function allowed(admin: KubeConfig, user: string, a: { group: string; reso
 }
 
 test.before(async (t) => {
-  await prepareKustomize((l) => t.log(l));
+  await kustomizeBinary();
   const cp = await ControlPlane.start({ controllerManager: false });
   t.context = { cp, admin: cp.kubeConfig() };
 });
