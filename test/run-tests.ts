@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_OPTIONS } from '../host/config/options.js';
-import { ensureBinaries } from './controlplane/binaries.js';
+import { ensureBinaries, kubeVersion } from './controlplane/binaries.js';
 import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareKustomize } from './helpers/kustomize.js';
 import { preparePromtool } from './helpers/promtool.js';
@@ -48,7 +48,8 @@ async function defaultLeaseTaken(kc: KubeConfig): Promise<boolean> {
 
 async function main(): Promise<number> {
   const t0 = Date.now();
-  process.stderr.write('[test] checking control-plane binaries (first run builds them from Go modules)\n');
+  // CCM_KUBE_VERSION picks the control plane's Kubernetes version (docs/support-matrix.md); the host's own target otherwise.
+  process.stderr.write(`[test] checking control-plane binaries, Kubernetes ${kubeVersion()} (first run builds them from Go modules)\n`);
   await ensureBinaries({ onProgress: (line) => process.stderr.write(`[controlplane] ${line}\n`) });
   await prepareTestProviders((line) => process.stderr.write(`[providers] ${line}\n`));
   // k8s.io/cloud-provider-vsphere through the bridge, and its simulator (test/integration/providers/vsphere-bridge.test.ts).
