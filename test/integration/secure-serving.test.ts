@@ -20,6 +20,7 @@ import { clientCert, testCa, type Pem } from '../helpers/certs.js';
 import { startTestHost, type TestHost } from '../helpers/host.js';
 import { httpsRequest, type HttpsOptions } from '../helpers/https.js';
 import { scraperToken } from '../helpers/scraper.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Names of this file's objects (unique in the suite). */
 const ID = 'ccm-test-secure-serving';
@@ -78,6 +79,11 @@ test.before(async (t) => {
     `--node-selector=${ID}=none`,
   ]);
   t.context = { host, url: `https://127.0.0.1:${port}`, certDir, clientCa, proxyCa, noAccessToken: tr.status!.token };
+  // Ready (informers synced) before the cases run: the /readyz case is about who may ask, not about start-up timing.
+  await waitFor(async () => (await httpsRequest(`${t.context.url}/readyz`, { insecure: true })).status === 200, {
+    what: 'host ready',
+    log: host.logPath,
+  });
 });
 
 test.after.always(async () => {
