@@ -45,7 +45,11 @@ export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
 /** The route controller's (upstream's name). */
 export function routeMetrics(registry: Registry) {
   return {
-    syncs: metric(registry, Counter, { name: 'route_controller_route_sync_total', help: 'Route reconciles (upstream metric).' }),
+    syncs: metric(registry, Counter<'outcome' | 'trigger'>, {
+      name: 'route_controller_route_sync_total',
+      help: 'Route reconciles (upstream v1.37 metric), by trigger (periodic: --route-reconciliation-period; node_change: a Node added, deleted or with new pod CIDRs or addresses) and outcome (error: the reconcile failed or a route could not be created; changed: a route was created or deleted; else noop).',
+      labelNames: ['outcome', 'trigger'],
+    }),
     keptRoutes: metric(registry, Counter<'why'>, {
       name: 'ccm_route_deletions_refused_total',
       help: 'Route deletions the cache proposed and the live read refused (ours), by why (node_exists, cache_behind, read_failed, no_target).',

@@ -26,7 +26,7 @@ import { readFileSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { binariesReady, ensureBinaries } from './controlplane/binaries.js';
+import { binariesReady, ensureBinaries, kubeVersion } from './controlplane/binaries.js';
 import { exists } from './helpers/build-once.js';
 import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
@@ -89,7 +89,8 @@ export interface Build {
 export const BUILDS: readonly Build[] = [
   {
     name: 'controlplane',
-    what: 'etcd, kube-apiserver, kube-controller-manager and the hollow kubelet from Go modules (test/controlplane/build-binaries.sh)',
+    // CCM_KUBE_VERSION picks the control plane's Kubernetes version (docs/support-matrix.md); the host's own target otherwise.
+    what: `etcd, kube-apiserver, kube-controller-manager and the hollow kubelet ${kubeVersion()} from Go modules (test/controlplane/build-binaries.sh)`,
     early: true,
     compile: true,
     ready: binariesReady,

@@ -126,6 +126,12 @@ export interface HostConfig {
   readonly volumes: VolumeConfig;
   /** Accepted but questionable settings, one line each, for main to log (cluster-name excluded: see clusterNameDefaulted). */
   readonly warnings: readonly string[];
+  /**
+   * Every flag's effective value as /flagz shows it (pflag's text: lists as
+   * `[a,b]`, secrets as CLASSIFIED); set by parseHostArgs, absent in configs
+   * built another way (then /flagz lists nothing).
+   */
+  readonly flagz?: Readonly<Record<string, string>>;
 }
 
 /** `--leader-elect-*`, parsed. */

@@ -223,6 +223,13 @@ export const FLAGS: readonly FlagSpec[] = [
     help: "TLS 1.2 cipher suites by Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (TLS 1.3 suites are always on, as in Go). Default Node.js's.",
   },
   {
+    name: 'tls-curve-preferences',
+    key: 'tlsCurvePreferences',
+    kind: 'list',
+    value: 'ids',
+    help: "Key exchange groups by Go's numeric crypto/tls CurveID: 23 P-256, 24 P-384, 25 P-521, 29 X25519, 4588 X25519MLKEM768 (where this Node.js's OpenSSL has it). Default Node.js's.",
+  },
+  {
     name: 'authentication-kubeconfig',
     key: 'authenticationKubeconfig',
     kind: 'string',
@@ -526,6 +533,34 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Where a generated webhook certificate is written (webhook.crt, webhook.key), e.g. to build the caBundle. Default: kept in memory.',
   },
   {
+    name: 'webhook-tls-cipher-suites',
+    key: 'webhookTlsCipherSuites',
+    kind: 'list',
+    value: 'names',
+    help: 'As --tls-cipher-suites, for the webhook server.',
+  },
+  {
+    name: 'webhook-tls-min-version',
+    key: 'webhookTlsMinVersion',
+    kind: 'string',
+    value: 'version',
+    help: 'As --tls-min-version, for the webhook server.',
+  },
+  {
+    name: 'webhook-tls-curve-preferences',
+    key: 'webhookTlsCurvePreferences',
+    kind: 'list',
+    value: 'ids',
+    help: 'As --tls-curve-preferences, for the webhook server.',
+  },
+  {
+    name: 'webhook-tls-sni-cert-key',
+    key: 'webhookTlsSniCertKey',
+    kind: 'array',
+    value: 'cert,key[:names]',
+    help: 'A certificate and key the webhook serves to clients asking for one of names (TLS SNI; "*.example.com" matches one label; without names, the certificate\'s own DNS names and IPs). Repeatable; an exact name beats a wildcard, given names beat the certificate\'s. Others get --webhook-tls-cert-file or the generated certificate.',
+  },
+  {
     name: 'node-deletion-limit',
     key: 'nodeDeletionLimit',
     kind: 'string',
@@ -571,17 +606,39 @@ export function parseHostArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   const compiled = compileHostConfig(parsed.options, { env, localPluginPath: opts.localPluginPath });
   if ('config' in compiled && parsed.errors.length === 0) {
     const fp = parsed.forProvider;
-    if (parsed.inert.length === 0 && !fp?.flags.length && !fp?.controllers.length) return compiled;
     return {
       config: Object.freeze({
         ...compiled.config,
-        providerFlags: Object.freeze([...(fp?.flags ?? [])]),
-        providerControllers: Object.freeze([...(fp?.controllers ?? [])]),
-        warnings: Object.freeze([...compiled.config.warnings, ...parsed.inert]),
+        ...(fp?.flags.length || fp?.controllers.length
+          ? { providerFlags: Object.freeze([...fp.flags]), providerControllers: Object.freeze([...fp.controllers]) }
+          : {}),
+        warnings: parsed.inert.length === 0 ? compiled.config.warnings : Object.freeze([...compiled.config.warnings, ...parsed.inert]),
+        flagz: flagzValues(parsed.options),
       }),
     };
   }
   return { errors: [...parsed.errors, ...('errors' in compiled ? compiled.errors : [])] };
+}
+
+/**
+ * Flags whose values may carry credentials (a plugin's environment, a
+ * provider's own arguments): /flagz shows them as CLASSIFIED, as upstream
+ * shows flags annotated "classified".
+ */
+const CLASSIFIED_FLAGS = new Set(['plugin-env', 'provider-arg']);
+
+/** Every flag's effective value as pflag prints it (`[a,b]` for lists, '' when unset without a default), for /flagz. */
+export function flagzValues(options: HostOptions): Readonly<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const f of FLAGS) {
+    const v = (options[f.key] ?? (DEFAULT_OPTIONS as Partial<HostOptions>)[f.key]) as string | readonly string[] | undefined;
+    let text = Array.isArray(v)
+      ? `[${v.join(',')}]`
+      : ((v as string | undefined) ?? (f.kind === 'list' || f.kind === 'array' ? '[]' : f.kind === 'bool' ? 'false' : ''));
+    if (CLASSIFIED_FLAGS.has(f.name) && text !== '' && text !== '[]') text = 'CLASSIFIED';
+    out[f.name] = text;
+  }
+  return Object.freeze(out);
 }
 
 /** The text `--version` prints: ours and the Kubernetes version this build targets (`raw`: as JSON). */

@@ -49,6 +49,7 @@ export interface HostOptions {
   certDir?: string;
   tlsCipherSuites?: string[];
   tlsMinVersion?: string;
+  tlsCurvePreferences?: string[];
   authenticationKubeconfig?: string;
   authenticationSkipLookup?: string;
   authenticationTokenWebhookCacheTtl?: string;
@@ -104,6 +105,10 @@ export interface HostOptions {
   webhookTlsCertFile?: string;
   webhookTlsPrivateKeyFile?: string;
   webhookCertDir?: string;
+  webhookTlsCipherSuites?: string[];
+  webhookTlsMinVersion?: string;
+  webhookTlsCurvePreferences?: string[];
+  webhookTlsSniCertKey?: string[];
 }
 
 /**

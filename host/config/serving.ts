@@ -5,7 +5,7 @@
  * host/server/ for what each setting does at run time.
  */
 import path from 'node:path';
-import type { SecureVersion } from 'node:tls';
+import tls, { type SecureVersion } from 'node:tls';
 import type { HostOptionsWithDefaults } from './options.js';
 import type { Problems } from './validate.js';
 
@@ -36,6 +36,8 @@ export interface ServingConfig {
   readonly tlsMinVersion: SecureVersion | undefined;
   /** `--tls-cipher-suites` as an OpenSSL cipher list; undefined = Node's defaults. */
   readonly tlsCiphers: string | undefined;
+  /** `--tls-curve-preferences` as an OpenSSL group list (Node's `ecdhCurve`); undefined = Node's defaults. */
+  readonly tlsCurves: string | undefined;
   readonly authentication: {
     /** `--authentication-kubeconfig`; undefined = in-cluster, else the host's own connection. */
     readonly kubeconfig: string | undefined;
@@ -108,8 +110,9 @@ export function compileServingConfig(o: HostOptionsWithDefaults, p: Problems): S
   return {
     tls: checkTls(o.tlsCertFile, o.tlsPrivateKeyFile, p),
     certDir: o.certDir ? path.resolve(o.certDir) : '',
-    tlsMinVersion: tlsMinVersion(o.tlsMinVersion, p),
-    tlsCiphers: tlsCiphers(o.tlsCipherSuites, p),
+    tlsMinVersion: tlsMinVersion('tls-min-version', o.tlsMinVersion, p),
+    tlsCiphers: tlsCiphers('tls-cipher-suites', o.tlsCipherSuites, p),
+    tlsCurves: tlsCurves('tls-curve-preferences', o.tlsCurvePreferences, p),
     authentication: {
       kubeconfig: file('authentication-kubeconfig', o.authenticationKubeconfig),
       skipLookup: p.bool('authentication-skip-lookup', o.authenticationSkipLookup),
@@ -146,24 +149,119 @@ function checkTls(certFile: string | undefined, keyFile: string | undefined, p: 
   return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
 }
 
-function tlsMinVersion(text: string | undefined, p: Problems): SecureVersion | undefined {
+/** `--tls-min-version` and `--webhook-tls-min-version`: Go's version name → Node's; undefined when unset or invalid (a problem is added). */
+export function tlsMinVersion(flag: string, text: string | undefined, p: Problems): SecureVersion | undefined {
   if (text === undefined || text === '') return undefined;
   const v = TLS_VERSIONS[text];
-  if (v === undefined) p.add(`--tls-min-version=${JSON.stringify(text)} is invalid: use one of ${Object.keys(TLS_VERSIONS).join(', ')}`);
+  if (v === undefined) p.add(`--${flag}=${JSON.stringify(text)} is invalid: use one of ${Object.keys(TLS_VERSIONS).join(', ')}`);
   return v;
 }
 
-function tlsCiphers(names: readonly string[] | undefined, p: Problems): string | undefined {
+/** `--tls-cipher-suites` and `--webhook-tls-cipher-suites`: Go's names → an OpenSSL cipher list; undefined when unset or invalid. */
+export function tlsCiphers(flag: string, names: readonly string[] | undefined, p: Problems): string | undefined {
   if (names === undefined || names.length === 0) return undefined;
   const unknown = names.filter((n) => CIPHER_SUITES[n] === undefined && !TLS13_SUITES.includes(n));
   if (unknown.length > 0) {
     p.add(
-      `--tls-cipher-suites: unknown cipher suite ${unknown.map((n) => JSON.stringify(n)).join(', ')}: use Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`,
+      `--${flag}: unknown cipher suite ${unknown.map((n) => JSON.stringify(n)).join(', ')}: use Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`,
     );
     return undefined;
   }
   const openssl = names.map((n) => CIPHER_SUITES[n]).filter((n): n is string => n !== undefined);
   return [...new Set([...TLS13_SUITES, ...openssl])].join(':');
+}
+
+/**
+ * Go's crypto/tls CurveID numbers (what upstream's --tls-curve-preferences
+ * takes, k8s.io/component-base cli/flag TLSCurvePreferences) → OpenSSL's
+ * group names, which Node's `ecdhCurve` takes.
+ */
+const CURVES: Readonly<Record<number, string>> = {
+  23: 'P-256',
+  24: 'P-384',
+  25: 'P-521',
+  29: 'X25519',
+  4587: 'SecP256r1MLKEM768',
+  4588: 'X25519MLKEM768',
+  4589: 'SecP384r1MLKEM1024',
+};
+
+/**
+ * `--tls-curve-preferences` and `--webhook-tls-curve-preferences`: Go
+ * CurveIDs → an OpenSSL group list (`ecdhCurve`); undefined when unset or
+ * invalid. As upstream: each id is 1–65535, none twice, and each must be one
+ * this build can use ("not supported by the current Go version" there; by
+ * this Node.js's OpenSSL here, e.g. the ML-KEM hybrids before OpenSSL 3.5).
+ */
+export function tlsCurves(flag: string, ids: readonly string[] | undefined, p: Problems): string | undefined {
+  if (ids === undefined || ids.length === 0) return undefined;
+  const names: string[] = [];
+  const seen = new Set<number>();
+  const bad: string[] = [];
+  for (const text of ids) {
+    const id = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
+    if (!Number.isInteger(id) || id < 1 || id > 65535) bad.push(`${JSON.stringify(text)} is not a CurveID (1-65535)`);
+    else if (seen.has(id)) bad.push(`${id} is given twice`);
+    else if (CURVES[id] === undefined || !groupSupported(CURVES[id]))
+      bad.push(`${id} is not supported by this Node.js (OpenSSL ${process.versions.openssl})`);
+    else names.push(CURVES[id]);
+    seen.add(id);
+  }
+  if (bad.length > 0) {
+    const known = Object.entries(CURVES)
+      .filter(([, n]) => groupSupported(n))
+      .map(([id, n]) => `${id} (${n})`)
+      .join(', ');
+    p.add(`--${flag}: ${bad.join('; ')}: use Go's CurveID numbers, here ${known}`);
+    return undefined;
+  }
+  return names.join(':');
+}
+
+/** Whether this Node.js's OpenSSL can offer the key exchange group `name`. */
+function groupSupported(name: string): boolean {
+  try {
+    tls.createSecureContext({ ecdhCurve: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One `--webhook-tls-sni-cert-key`: a certificate and key for the TLS server names given (none: the certificate's own names). */
+export interface SniCertKey {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** Names as given after `:`, lowercased; empty = the certificate's DNS names and IPs, read when serving starts. */
+  readonly names: readonly string[];
+}
+
+/**
+ * `cert,key[:name,...]` values (component-base's NamedCertKey syntax) →
+ * SniCertKeys with absolute paths; files must be readable.
+ */
+export function sniCertKeys(flag: string, values: readonly string[] | undefined, p: Problems): readonly SniCertKey[] {
+  const out: SniCertKey[] = [];
+  for (const v of values ?? []) {
+    const colon = v.indexOf(':');
+    const files = (colon < 0 ? v : v.slice(0, colon)).split(',').map((f) => f.trim());
+    const names =
+      colon < 0
+        ? []
+        : v
+            .slice(colon + 1)
+            .split(',')
+            .map((n) => n.trim().toLowerCase())
+            .filter((n) => n !== '');
+    if (files.length !== 2 || files.some((f) => f === '')) {
+      p.add(`--${flag}=${JSON.stringify(v)} is invalid: use cert.crt,cert.key or cert.crt,cert.key:name1,*.name2`);
+      continue;
+    }
+    p.readableFile(flag, files[0]!);
+    p.readableFile(flag, files[1]!);
+    out.push({ certFile: path.resolve(files[0]!), keyFile: path.resolve(files[1]!), names });
+  }
+  return Object.freeze(out);
 }
 
 /** HTTP header names (RFC 9110 tokens). */

@@ -1,11 +1,13 @@
 /**
  * Flags of the upstream cloud-controller-manager (k8s.io/cloud-provider
- * v0.34) that this host accepts but that change nothing here, each with why.
+ * v0.34 to v0.37) that this host accepts but that change nothing here, each with why.
  * They are accepted so that existing upstream manifests start unchanged;
  * each one given is reported once at start as a configuration warning. The
  * full upstream list, hidden and deprecated flags included, is
- * test/fixtures/upstream-ccm-flags.txt (regenerate it with `npm run
- * upstream:flags`); a unit test fails on any flag of it this host rejects.
+ * test/fixtures/upstream-ccm-flags.txt (v0.34, the targeted version) and
+ * upstream-ccm-flags-v0.37.2.txt (the newest; regenerate them with `npm run
+ * upstream:flags [-- v0.37.2]`); a unit test fails on any flag of either this
+ * host rejects.
  * Flags upstream no longer accepts are refused with their replacement
  * (REMOVED_FLAGS in provider-owned.ts).
  */
@@ -54,6 +56,14 @@ export const INERT_FLAGS: readonly InertFlag[] = [
   },
   { name: 'disable-http2-serving', kind: 'bool', why: 'the --secure-port server speaks HTTP/1.1 only' },
   { name: 'http2-max-streams-per-connection', kind: 'string', value: 'int', why: 'the --secure-port server speaks HTTP/1.1 only' },
+  // Added upstream in v0.36/v0.37.
+  { name: 'webhook-disable-http2-serving', kind: 'bool', why: 'the webhook server speaks HTTP/1.1 only' },
+  {
+    name: 'concurrent-node-lifecycle-syncs',
+    kind: 'string',
+    value: 'int',
+    why: 'the node lifecycle controller checks every Node each --node-monitor-period, with batched provider calls and bounded concurrency of its own',
+  },
   { name: 'permit-address-sharing', kind: 'bool', why: 'the server does not set SO_REUSEADDR sharing options' },
   { name: 'permit-port-sharing', kind: 'bool', why: 'the server does not set SO_REUSEPORT' },
   {

@@ -3,7 +3,9 @@
  * (host/controllers/volume/), compiled into `HostConfig.volumes`.
  */
 import path from 'node:path';
+import type { SecureVersion } from 'node:tls';
 import type { HostOptionsWithDefaults } from './options.js';
+import { sniCertKeys, tlsCiphers, tlsCurves, tlsMinVersion, type SniCertKey } from './serving.js';
 import type { Problems } from './validate.js';
 
 /** A CSI driver name: a DNS subdomain of at most 63 characters (CSIDriver validation). */
@@ -24,6 +26,14 @@ export interface VolumeConfig {
   readonly webhookTls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** `--webhook-cert-dir`: where a generated certificate is written (for the caBundle); '' = memory only. */
   readonly webhookCertDir: string;
+  /** `--webhook-tls-min-version`, as Node names it; undefined = Node's default (TLS 1.2). */
+  readonly webhookTlsMinVersion: SecureVersion | undefined;
+  /** `--webhook-tls-cipher-suites` as an OpenSSL cipher list; undefined = Node's defaults. */
+  readonly webhookTlsCiphers: string | undefined;
+  /** `--webhook-tls-curve-preferences` as an OpenSSL group list; undefined = Node's defaults. */
+  readonly webhookTlsCurves: string | undefined;
+  /** `--webhook-tls-sni-cert-key`, in the order given. */
+  readonly webhookSniCerts: readonly SniCertKey[];
 }
 
 /** A CSI driver name problem, or undefined. */
@@ -64,5 +74,9 @@ export function compileVolumeConfig(o: HostOptionsWithDefaults, p: Problems): Vo
     webhookBindAddress: o.webhookBindAddress,
     webhookTls,
     webhookCertDir: o.webhookCertDir ? path.resolve(o.webhookCertDir) : '',
+    webhookTlsMinVersion: tlsMinVersion('webhook-tls-min-version', o.webhookTlsMinVersion, p),
+    webhookTlsCiphers: tlsCiphers('webhook-tls-cipher-suites', o.webhookTlsCipherSuites, p),
+    webhookTlsCurves: tlsCurves('webhook-tls-curve-preferences', o.webhookTlsCurvePreferences, p),
+    webhookSniCerts: sniCertKeys('webhook-tls-sni-cert-key', o.webhookTlsSniCertKey, p),
   };
 }

@@ -8,6 +8,8 @@ import type { HostConfig } from '../config/config.js';
 import { HostStartError } from '../errors.js';
 import { errorMessage, type Logger } from '../log.js';
 import type { RequestAuth } from './delegated-auth.js';
+import { COMPONENT_NAME, K8S_VERSION } from '../names.js';
+import { HOST_VERSION } from '../version.js';
 import { DelegatedGuard } from './guard.js';
 import { servingCert } from './serving-cert.js';
 import { startHealthServer, type HealthServer } from './server.js';
@@ -18,6 +20,9 @@ export interface SecureServerDeps {
   registry: Registry;
   log: Logger;
 }
+
+/** When this process started, for /statusz (upstream: the process start time). */
+const PROCESS_START = new Date(Date.now() - Math.round(process.uptime() * 1000));
 
 /** Starts the server on `--bind-address:--secure-port`; rejects with a HostStartError saying what to change. */
 export async function startSecureServer(config: HostConfig, deps: SecureServerDeps): Promise<HealthServer> {
@@ -30,6 +35,26 @@ export async function startSecureServer(config: HostConfig, deps: SecureServerDe
     throw new HostStartError(errorMessage(err));
   }
   deps.log.info({ certificate: cert.source }, 'serving certificate');
-  const tls = { cert: cert.cert, key: cert.key, minVersion: config.serving.tlsMinVersion, ciphers: config.serving.tlsCiphers };
-  return startHealthServer({ bindAddress: config.bindAddress, port: config.securePort, tls, guard, registry: deps.registry, log: deps.log });
+  const tls = {
+    cert: cert.cert,
+    key: cert.key,
+    minVersion: config.serving.tlsMinVersion,
+    ciphers: config.serving.tlsCiphers,
+    ecdhCurve: config.serving.tlsCurves,
+  };
+  return startHealthServer({
+    bindAddress: config.bindAddress,
+    port: config.securePort,
+    tls,
+    guard,
+    registry: deps.registry,
+    log: deps.log,
+    zpages: {
+      component: COMPONENT_NAME,
+      startTime: PROCESS_START,
+      binaryVersion: HOST_VERSION,
+      emulationVersion: K8S_VERSION.replace(/^v(\d+\.\d+)\..*$/, '$1'),
+      flags: config.flagz ?? {},
+    },
+  });
 }

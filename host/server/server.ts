@@ -23,11 +23,13 @@
 import type http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { SecureVersion } from 'node:tls';
+import { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
 import type { Registry } from 'prom-client';
 import { errorMessage, type Logger } from '../log.js';
 import { runChecks, type CheckResult, type HealthCheck } from './checks.js';
 import type { RequestGuard } from './guard.js';
+import { pickSni, type SniCert } from './sni.js';
+import { flagzResponse, statuszResponse } from './zpages.js';
 
 export type { HealthCheck } from './checks.js';
 
@@ -49,6 +51,14 @@ export interface HealthServerOptions {
   log: Logger;
   /** How long one check may take. Default DEFAULT_CHECK_TIMEOUT_MS. */
   checkTimeoutMs?: number;
+  /** What /statusz and /flagz show (zpages.ts); without it they are 404. */
+  zpages?: {
+    component: string;
+    startTime: Date;
+    binaryVersion: string;
+    emulationVersion: string;
+    flags: Readonly<Record<string, string>>;
+  };
 }
 
 /** PEM certificate (chain) and key, and the TLS settings of --tls-min-version and --tls-cipher-suites. */
@@ -58,6 +68,10 @@ export interface ServingTls {
   minVersion?: SecureVersion;
   /** OpenSSL cipher list. */
   ciphers?: string;
+  /** OpenSSL key exchange group list (`--tls-curve-preferences`). */
+  ecdhCurve?: string;
+  /** Certificates chosen by the client's server name (`--webhook-tls-sni-cert-key`); others get cert/key. */
+  sni?: readonly SniCert[];
 }
 
 /** A running health server. */
@@ -75,6 +89,9 @@ export interface HealthServer {
 }
 
 const CHECK_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/** The secure port's top-level paths, as /statusz lists them. */
+const SERVED_PATHS = ['/flagz', '/healthz', '/livez', '/metrics', '/readyz', '/statusz'];
 
 /** The endpoint a check is limited to (liveness: healthz; readiness: readyz). */
 export type CheckEndpoint = 'healthz' | 'readyz';
@@ -107,11 +124,30 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://health.invalid');
     const [, root, name, ...rest] = url.pathname.split('/');
-    const known = root === 'healthz' || root === 'livez' || root === 'readyz' ? rest.length === 0 : root === 'metrics' && name === undefined;
+    const zpage = (root === 'statusz' || root === 'flagz') && name === undefined && opts.zpages !== undefined;
+    const known =
+      root === 'healthz' || root === 'livez' || root === 'readyz' ? rest.length === 0 : (root === 'metrics' && name === undefined) || zpage;
     if (!known) return send(res, 404, '404 page not found\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
       return send(res, 405, 'method not allowed\n');
+    }
+    if (zpage) {
+      const z = opts.zpages!;
+      const accept = req.headers.accept;
+      const r =
+        root === 'statusz'
+          ? statuszResponse(accept, {
+              component: z.component,
+              startTime: z.startTime,
+              binaryVersion: z.binaryVersion,
+              emulationVersion: z.emulationVersion,
+              runtimeVersion: `node ${process.version}`,
+              paths: SERVED_PATHS,
+            })
+          : flagzResponse(accept, z.component, z.flags);
+      for (const [k, v] of Object.entries(r.headers ?? {})) res.setHeader(k, v);
+      return send(res, r.status, r.body, r.contentType);
     }
     if (root === 'metrics') {
       const body = await opts.registry.metrics();
@@ -150,7 +186,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   const port = (server.address() as AddressInfo).port;
   log.info(
     { address: opts.bindAddress, port, clientCertificates: opts.guard.requestsClientCerts },
-    'serving /healthz, /readyz and /metrics over HTTPS',
+    opts.zpages ? 'serving /healthz, /readyz, /metrics, /statusz and /flagz over HTTPS' : 'serving /healthz, /readyz and /metrics over HTTPS',
   );
 
   let closing: Promise<void> | undefined;
@@ -204,28 +240,40 @@ function safeDecode(segment: string): string {
  * required, and checked by the guard, as upstream: a request may
  * authenticate with a token instead, or be anonymous.
  */
-function tlsContextOptions(
-  tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string },
-  guard: RequestGuard,
-): https.ServerOptions {
+function tlsContextOptions(tls: ServingTls, guard: RequestGuard, cert: { cert: string; key: string } = tls): https.ServerOptions {
   return {
-    cert: tls.cert,
-    key: tls.key,
+    cert: cert.cert,
+    key: cert.key,
     minVersion: tls.minVersion,
     ciphers: tls.ciphers,
+    ...(tls.ecdhCurve ? { ecdhCurve: tls.ecdhCurve } : {}),
     ...(guard.requestsClientCerts ? { ca: [...guard.clientCaPems] } : {}),
   };
 }
 
-/** An HTTPS server whose trusted client CAs follow the guard's (a rotated CA applies to new connections). */
-export function createGuardedHttpsServer(
-  tls: { cert: string; key: string; minVersion?: SecureVersion; ciphers?: string },
-  guard: RequestGuard,
-  handler: http.RequestListener,
-): https.Server {
+/**
+ * An HTTPS server whose trusted client CAs follow the guard's (a rotated CA
+ * applies to new connections). With `tls.sni`, a client asking for a name
+ * one of those certificates answers for gets it (same TLS settings), others
+ * get `tls.cert`.
+ */
+export function createGuardedHttpsServer(tls: ServingTls, guard: RequestGuard, handler: http.RequestListener): https.Server {
   const client = guard.requestsClientCerts ? { requestCert: true, rejectUnauthorized: false } : {};
-  const server = https.createServer({ ...tlsContextOptions(tls, guard), ...client }, handler);
-  const unsubscribe = guard.onTrustChange(() => server.setSecureContext(tlsContextOptions(tls, guard)));
+  const sni = tls.sni ?? [];
+  // Built now, so a bad SNI certificate fails the start rather than a handshake; rebuilt when the trusted client CAs change.
+  let contexts = sni.map((c) => createSecureContext(tlsContextOptions(tls, guard, c)));
+  const SNICallback =
+    sni.length === 0
+      ? undefined
+      : (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
+          const i = pickSni(servername, sni);
+          cb(null, i === undefined ? undefined : contexts[i]);
+        };
+  const server = https.createServer({ ...tlsContextOptions(tls, guard), ...client, ...(SNICallback ? { SNICallback } : {}) }, handler);
+  const unsubscribe = guard.onTrustChange(() => {
+    server.setSecureContext(tlsContextOptions(tls, guard));
+    contexts = sni.map((c) => createSecureContext(tlsContextOptions(tls, guard, c)));
+  });
   server.on('close', unsubscribe);
   return server;
 }
@@ -235,7 +283,7 @@ function createHttpsServer(tls: ServingTls, guard: RequestGuard, handler: http.R
     return createGuardedHttpsServer(tls, guard, handler);
   } catch (err) {
     throw new Error(
-      `cannot serve HTTPS on --secure-port: ${errorMessage(err)}: check --tls-cert-file and --tls-private-key-file (a PEM certificate and its matching key), --tls-min-version and --tls-cipher-suites`,
+      `cannot serve HTTPS on --secure-port: ${errorMessage(err)}: check --tls-cert-file and --tls-private-key-file (a PEM certificate and its matching key), --tls-min-version, --tls-cipher-suites and --tls-curve-preferences`,
       { cause: err },
     );
   }

@@ -12,7 +12,8 @@
  *      envtest ships no kube-controller-manager or hollow kubelet, so those
  *      are taken from there only when present),
  *   3. the version-keyed cache (`CCM_CONTROLPLANE_CACHE`, default
- *      `${XDG_CACHE_HOME:-~/.cache}/ccm-host/controlplane`), filled by
+ *      `${XDG_CACHE_HOME:-~/.cache}/ccm-host/controlplane`) at the
+ *      Kubernetes version `CCM_KUBE_VERSION` (default: the host's), filled by
  *      `build-binaries.sh` from Go modules the first time it is needed. Each
  *      binary has its own directory, so adding one never rebuilds the others.
  */
@@ -28,8 +29,28 @@ import type { Logger } from '../../host/log.js';
 import { K8S_VERSION } from '../../host/names.js';
 import { niced } from '../helpers/go-build.js';
 
-/** Kubernetes version of the kube-apiserver and kube-controller-manager built into the cache: the one the host targets. */
+/** The host's targeted Kubernetes version: the control plane's unless CCM_KUBE_VERSION says otherwise. */
 export { K8S_VERSION };
+
+/**
+ * Newest Kubernetes release the suite is run on (`npm run test:kube-latest`);
+ * docs/support-matrix.md says which tests ran on it.
+ */
+export const K8S_LATEST_VERSION = 'v1.37.2';
+
+/**
+ * Kubernetes version of the test control plane (kube-apiserver,
+ * kube-controller-manager, hollow kubelet): `CCM_KUBE_VERSION` (a release
+ * such as v1.37.2, built from k8s.io/kubernetes at that version into its own
+ * cache directory), else `K8S_VERSION`, the host's target. Throws on a value
+ * that is not a v1.x.y release, naming it.
+ */
+export function kubeVersion(env: NodeJS.ProcessEnv = process.env): string {
+  const v = env.CCM_KUBE_VERSION?.trim();
+  if (!v) return K8S_VERSION;
+  if (!/^v1\.\d+\.\d+$/.test(v)) throw new Error(`CCM_KUBE_VERSION=${v} is not a Kubernetes release such as ${K8S_LATEST_VERSION}`);
+  return v;
+}
 /** etcd version built into the cache. */
 export const ETCD_VERSION = 'v3.6.16';
 
@@ -71,12 +92,12 @@ export function cacheDir(): string {
 }
 
 /** Where the cache keeps the binaries for the pinned versions. */
-export function cachedBinaries(cache = cacheDir()): Binaries {
+export function cachedBinaries(cache = cacheDir(), k8s = kubeVersion()): Binaries {
   return {
-    kubeApiserver: join(cache, `kube-apiserver-${K8S_VERSION}`, 'kube-apiserver'),
+    kubeApiserver: join(cache, `kube-apiserver-${k8s}`, 'kube-apiserver'),
     etcd: join(cache, `etcd-${ETCD_VERSION}`, 'etcd'),
-    kubeControllerManager: join(cache, `kube-controller-manager-${K8S_VERSION}`, 'kube-controller-manager'),
-    hollowKubelet: join(cache, `hollow-kubelet-${K8S_VERSION}-${hollowKubeletKey()}`, 'hollow-kubelet'),
+    kubeControllerManager: join(cache, `kube-controller-manager-${k8s}`, 'kube-controller-manager'),
+    hollowKubelet: join(cache, `hollow-kubelet-${k8s}-${hollowKubeletKey()}`, 'hollow-kubelet'),
   };
 }
 
@@ -194,11 +215,12 @@ async function ensureCached(cache: string, need: (keyof Binaries)[], say: (line:
 async function runBuild(cache: string, say: (line: string) => void, log?: Logger): Promise<void> {
   const script = await buildScript();
   const started = Date.now();
+  const k8s = kubeVersion();
   say(
-    `building the missing ones of kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`,
+    `building the missing ones of kube-apiserver, kube-controller-manager and hollow-kubelet ${k8s} and etcd ${ETCD_VERSION} into ${cache} (first run only; takes several minutes)`,
   );
   log?.info({ script, cache }, 'building control-plane binaries');
-  const child = execa(...niced('bash', [script, cache, K8S_VERSION, ETCD_VERSION, hollowKubeletKey()]), {
+  const child = execa(...niced('bash', [script, cache, k8s, ETCD_VERSION, hollowKubeletKey()]), {
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
@@ -227,7 +249,7 @@ async function runBuild(cache: string, say: (line: string) => void, log?: Logger
     clearInterval(tick);
     lines.close();
   }
-  say(`control-plane binaries built in ${Math.round((Date.now() - started) / 1000)}s`);
+  say(`control-plane binaries (Kubernetes ${k8s}) built in ${Math.round((Date.now() - started) / 1000)}s`);
 }
 
 /** build-binaries.sh sits next to this file's source; compiled code runs from dist/. */
@@ -249,7 +271,7 @@ async function requireGo(cache: string): Promise<void> {
     await execa('go', ['version'], { timeout: 30_000 });
   } catch {
     throw new Error(
-      `Go is needed once to build kube-apiserver, kube-controller-manager and hollow-kubelet ${K8S_VERSION} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver, kube-controller-manager, hollow-kubelet and etcd`,
+      `Go is needed once to build kube-apiserver, kube-controller-manager and hollow-kubelet ${kubeVersion()} and etcd ${ETCD_VERSION} into ${cache}: install Go (https://go.dev/dl) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver, kube-controller-manager, hollow-kubelet and etcd`,
     );
   }
 }

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../host/log.js';
+import { execa } from 'execa';
 import { ensureBinaries, type Binaries } from './binaries.js';
 import { ManagedProcess } from './managed-process.js';
 import { freePorts, get, pollUntil } from './probe.js';
@@ -363,6 +364,7 @@ export class ControlPlane {
       `--service-account-key-file=${saPub}`,
       `--service-account-signing-key-file=${saKey}`,
       ...(await webhookClientArgs(this.dir)),
+      ...(await loopbackAdvertiseArgs(bins.kubeApiserver)),
     ];
     this.apiserver = ManagedProcess.spawn('kube-apiserver', bins.kubeApiserver, apiserverArgs, join(this.dir, 'kube-apiserver.log'));
 
@@ -500,4 +502,17 @@ function kubeconfigYaml(server: string, caPem: string, token: string): string {
     'current-context: ccm-test',
     '',
   ].join('\n');
+}
+
+/**
+ * From v1.37 kube-apiserver refuses a loopback --advertise-address with the
+ * endpoint reconciler of the `kubernetes` Service ("may not be in the
+ * loopback range"); the test API server listens on 127.0.0.1 only, so that
+ * reconciler is turned off there (nothing in the tests reaches the API server
+ * through the Service). Older versions keep their default.
+ */
+async function loopbackAdvertiseArgs(kubeApiserver: string): Promise<string[]> {
+  const { stdout } = await execa(kubeApiserver, ['--version'], { timeout: 30_000 });
+  const minor = Number(/v1\.(\d+)\./.exec(stdout)?.[1] ?? 0);
+  return minor >= 37 ? ['--endpoint-reconciler-type=none'] : [];
 }

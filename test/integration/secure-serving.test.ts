@@ -20,6 +20,7 @@ import { clientCert, testCa, type Pem } from '../helpers/certs.js';
 import { startTestHost, type TestHost } from '../helpers/host.js';
 import { httpsRequest, type HttpsOptions } from '../helpers/https.js';
 import { scraperToken } from '../helpers/scraper.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Names of this file's objects (unique in the suite). */
 const ID = 'ccm-test-secure-serving';
@@ -78,6 +79,11 @@ test.before(async (t) => {
     `--node-selector=${ID}=none`,
   ]);
   t.context = { host, url: `https://127.0.0.1:${port}`, certDir, clientCa, proxyCa, noAccessToken: tr.status!.token };
+  // Ready (informers synced) before the cases run: the /readyz case is about who may ask, not about start-up timing.
+  await waitFor(async () => (await httpsRequest(`${t.context.url}/readyz`, { insecure: true })).status === 200, {
+    what: 'host ready',
+    log: host.logPath,
+  });
 });
 
 test.after.always(async () => {
@@ -180,8 +186,58 @@ const CASES: { what: string; path: string; who: Who; status: number; body?: RegE
     path: '/metrics',
     who: { anonymous: true, headers: { 'X-Remote-User': CERT_USER, 'X-Remote-Group': 'system:masters' } },
     status: 403,
+  }, // /statusz and /flagz (KEP-4827/4828): authorized as every other path, as in kube-controller-manager.
+  {
+    what: 'anonymous /statusz is forbidden',
+    path: '/statusz',
+    who: { anonymous: true },
+    status: 403,
+    body: /^forbidden: User "system:anonymous" cannot get path "\/statusz"$/,
+  },
+  { what: 'a user allowed only /metrics may not read /flagz', path: '/flagz', who: { cert: { ca: 'client', cn: CERT_USER } }, status: 403 },
+  {
+    what: '/statusz for system:masters: the component, its versions and paths, as text',
+    path: '/statusz',
+    who: { cert: { ca: 'client', cn: `${ID}-admin`, groups: ['system:masters'] } },
+    status: 200,
+    body: /^\ncloud-controller-manager statusz\nWarning: This endpoint is not meant to be machine parseable[^]*\nBinary version(: | |=|:) 0\.\d+\.\d+[^]*\nPaths(: | |=|:) \/flagz \/healthz \/livez \/metrics \/readyz \/statusz\n$/,
+  },
+  {
+    what: '/flagz for system:masters: every flag with its effective value',
+    path: '/flagz',
+    who: { cert: { ca: 'client', cn: `${ID}-admin`, groups: ['system:masters'] } },
+    status: 200,
+    body: /\ncontrollers(: | |=|:)\[cloud-node\]\n[^]*\nleader-elect-lease-duration(: | |=|:)15s\n[^]*\nsecure-port(: | |=|:)\d+\n/,
   },
 ];
+
+test("/statusz and /flagz are open to group system:monitoring exactly when the API server's system:monitoring role lists them (v1.36+)", async (t) => {
+  const role = await (await testKubeConfig()).makeApiClient(RbacAuthorizationV1Api).readClusterRole({ name: 'system:monitoring' });
+  const urls = new Set((role.rules ?? []).flatMap((r) => r.nonResourceURLs ?? []));
+  const who = await clientCert(t.context.clientCa, `${ID}-monitoring`, ['system:monitoring']);
+  for (const path of ['/statusz', '/flagz', '/metrics']) {
+    const r = await httpsRequest(`${t.context.url}${path}`, { insecure: true, ...who });
+    t.is(r.status, urls.has(path) ? 200 : 403, `${path}: ${r.body.slice(0, 200)}`);
+  }
+});
+
+test('/statusz answers the structured kind as JSON when asked, 406 for other types', async (t) => {
+  const admin = await clientCert(t.context.clientCa, `${ID}-admin`, ['system:masters']);
+  const json = await httpsRequest(`${t.context.url}/statusz`, {
+    insecure: true,
+    ...admin,
+    headers: { Accept: 'application/json;as=Statusz;v=v1beta1;g=config.k8s.io' },
+  });
+  t.is(json.status, 200, json.body);
+  t.like(JSON.parse(json.body), {
+    kind: 'Statusz',
+    apiVersion: 'config.k8s.io/v1beta1',
+    metadata: { name: 'cloud-controller-manager' },
+    emulationVersion: '1.34',
+  });
+  const plain = await httpsRequest(`${t.context.url}/flagz`, { insecure: true, ...admin, headers: { Accept: 'application/json' } });
+  t.is(plain.status, 406, plain.body);
+});
 
 let stranger: Pem | undefined;
 

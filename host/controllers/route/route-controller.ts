@@ -10,7 +10,10 @@
  * through a token bucket of one reconcile per MIN_EVENT_INTERVAL_MS whose
  * wait is capped at that interval, so a stream of node events costs one
  * reconcile at once and then at most one per 10 s. A failed reconcile is
- * retried with backoff.
+ * retried with backoff. Each reconcile is counted in upstream v1.37's
+ * `route_controller_route_sync_total{trigger,outcome}`: trigger node_change
+ * when a node event arrived since the last one started (one queue key here,
+ * two in upstream), else periodic.
  *
  * One reconcile: ListRoutes (all pages) → plan (plan.ts) → every deletion the
  * plan proposes is confirmed by a live GET of the route's Node (confirm.ts:
@@ -99,6 +102,8 @@ export class RouteController {
   private readonly queue: WorkQueue<string>;
   private readonly log: Logger;
   private readonly metrics?: ReturnType<typeof routeMetrics>;
+  /** A node event arrived since the last reconcile started: the next one counts as trigger node_change (upstream's key), else periodic. */
+  private nodeChanged = false;
   private readonly liveRead: LiveReadCount;
   /** Nodes a live read found outside the cache (another shard's, or relabelled), by name: when. */
   private readonly outside = new Map<string, number>();
@@ -137,6 +142,7 @@ export class RouteController {
    * WithMaxWaitRateLimiter): the bucket's debt grows with each event, the wait does not.
    */
   private nodeEvent(): void {
+    this.nodeChanged = true;
     this.queue.addAfter(KEY, Math.min(MIN_EVENT_INTERVAL_MS, this.eventBucket.when()));
   }
 
@@ -165,7 +171,15 @@ export class RouteController {
           this.log.info('node cache not synced (relisting); route reconcile postponed');
           return;
         }
-        await this.reconcile();
+        const trigger = this.nodeChanged ? 'node_change' : 'periodic';
+        this.nodeChanged = false;
+        let outcome = 'error';
+        try {
+          const r = await this.reconcile();
+          outcome = r.failed > 0 ? 'error' : r.created + r.deleted > 0 ? 'changed' : 'noop';
+        } finally {
+          this.metrics?.syncs.inc({ outcome, trigger });
+        }
       },
       { log: this.log, signal },
     );
@@ -241,7 +255,6 @@ export class RouteController {
 
   /** One full reconcile; rejects when the cloud could not be read or the batch call failed. */
   async reconcile(): Promise<ReconcileReport> {
-    this.metrics?.syncs.inc();
     const cached = this.o.nodes.list();
     const byName = new Map(cached.map((n) => [n.metadata!.name!, n]));
     const planNodes: PlanNode[] = cached.map((n) => ({

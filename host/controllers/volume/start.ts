@@ -10,6 +10,7 @@ import { VolumeProvisioner } from './provisioner.js';
 import { PvLabeler } from './labeler.js';
 import { VolumeResizer, type ClaimControllerOptions } from './resizer.js';
 import { webhookCert } from './webhook-cert.js';
+import { loadSniCerts } from '../../server/sni.js';
 import { PvLabelWebhook } from './webhook.js';
 import { DelegatedGuard } from '../../server/guard.js';
 import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
@@ -104,6 +105,12 @@ export const startPvLabelController: ControllerFactory = (ctx) => {
           volumes: v.volumes,
           cert: cert.cert,
           key: cert.key,
+          tls: {
+            minVersion: cfg.webhookTlsMinVersion,
+            ciphers: cfg.webhookTlsCiphers,
+            ecdhCurve: cfg.webhookTlsCurves,
+            sni: await loadSniCerts(cfg.webhookSniCerts),
+          },
           bindAddress: cfg.webhookBindAddress,
           port: cfg.webhookPort,
           guard,

@@ -31,7 +31,7 @@ import { CloudCallError, InvalidCloudResponseError } from '../../errors.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { sanitizeMessage } from '../../kube/message-text.js';
 import type { RequestGuard } from '../../server/guard.js';
-import { createGuardedHttpsServer } from '../../server/server.js';
+import { createGuardedHttpsServer, type ServingTls } from '../../server/server.js';
 import { labelPatch } from './pv-labels.js';
 
 /** Path the MutatingWebhookConfiguration points at. */
@@ -62,6 +62,8 @@ export interface PvLabelWebhookOptions {
   volumes: Volumes;
   cert: string;
   key: string;
+  /** `--webhook-tls-min-version`, `-cipher-suites`, `-curve-preferences` and `-sni-cert-key`, compiled. */
+  tls?: Pick<ServingTls, 'minVersion' | 'ciphers' | 'ecdhCurve' | 'sni'>;
   bindAddress: string;
   port: number;
   /** Admits only callers allowed to use the webhook (anonymous requests refused). */
@@ -125,7 +127,11 @@ export class PvLabelWebhook {
   }
 
   async start(): Promise<void> {
-    const server = createGuardedHttpsServer({ cert: this.o.cert, key: this.o.key }, this.o.guard, (req, res) => void this.handle(req, res));
+    const server = createGuardedHttpsServer(
+      { ...this.o.tls, cert: this.o.cert, key: this.o.key },
+      this.o.guard,
+      (req, res) => void this.handle(req, res),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.o.port, this.o.bindAddress, () => {

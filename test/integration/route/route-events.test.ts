@@ -67,4 +67,11 @@ test('a burst of node events costs one reconcile at once, then at most one per 1
   // One at once, one per started 10 s since, and one in flight when counting stopped.
   const allowed = 2 + Math.ceil(elapsed / MIN_INTERVAL_MS);
   t.true(made <= allowed, `${made} reconciles for ${WAVES} waves of node additions in ${elapsed} ms; at most ${allowed} allowed`);
+  // Upstream v1.37's labels: the start's reconcile was periodic, the waves' were node changes that created routes.
+  const byLabels = (await host.metrics.registry.getSingleMetric('route_controller_route_sync_total')!.get()).values;
+  const count = (trigger: string, outcome: string) =>
+    byLabels.filter((v) => v.labels.trigger === trigger && v.labels.outcome === outcome).reduce((n, v) => n + v.value, 0);
+  t.true(count('periodic', 'noop') >= 1, JSON.stringify(byLabels));
+  t.true(count('node_change', 'changed') >= 1, JSON.stringify(byLabels));
+  t.is(count('node_change', 'error') + count('periodic', 'error'), 0, JSON.stringify(byLabels));
 });

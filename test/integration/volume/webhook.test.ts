@@ -12,6 +12,7 @@ import anyTest, { type TestFn } from 'ava';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import {
   AdmissionregistrationV1Api,
   KubernetesObjectApi,
@@ -54,7 +55,14 @@ test.before(async (t) => {
   const [port] = await freePorts(1);
   const host = await startTestHost(
     dir,
-    hostFlags(env, 'pvl', [`--webhook-secure-port=${port}`, '--webhook-bind-address=127.0.0.1', `--webhook-cert-dir=${join(dir, 'webhook-certs')}`]),
+    hostFlags(env, 'pvl', [
+      `--webhook-secure-port=${port}`,
+      '--webhook-bind-address=127.0.0.1',
+      `--webhook-cert-dir=${join(dir, 'webhook-certs')}`,
+      // Upstream v1.36's webhook TLS flags: the API server (Go) still calls it; a client outside them does not get in.
+      '--webhook-tls-min-version=VersionTLS13',
+      '--webhook-tls-curve-preferences=29,23',
+    ]),
   );
   const caBundle = await waitFor(() => readFile(join(dir, 'webhook-certs', 'webhook.crt'), 'utf8'), {
     what: 'generated webhook certificate',
@@ -180,6 +188,34 @@ test.serial('a PV of this provider created before the webhook existed is labelle
   const exprs = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions ?? [];
   t.deepEqual(exprs.find((e) => e.key === ZONE)?.values, ['local-a']);
 });
+
+/** A TLS handshake with the webhook as `opts` allows: 'ok' or the error code. */
+function handshake(url: string, caBundle: string, opts: tls.ConnectionOptions): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const s = tls.connect({ host: hostname, port: Number(port), ca: caBundle, ...opts }, () => {
+      s.end();
+      resolve('ok');
+    });
+    s.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+const HANDSHAKES: { client: string; opts: tls.ConnectionOptions; ok: boolean }[] = [
+  { client: 'TLS 1.3 with X25519 (as the API server)', opts: { minVersion: 'TLSv1.3', ecdhCurve: 'X25519' }, ok: true },
+  { client: 'TLS 1.3 with P-256', opts: { ecdhCurve: 'P-256' }, ok: true },
+  { client: 'at most TLS 1.2 (--webhook-tls-min-version=VersionTLS13)', opts: { maxVersion: 'TLSv1.2' }, ok: false },
+  { client: 'only P-384 (--webhook-tls-curve-preferences=29,23)', opts: { ecdhCurve: 'P-384' }, ok: false },
+];
+
+for (const h of HANDSHAKES) {
+  test.serial(`the webhook's TLS settings: a client offering ${h.client} ${h.ok ? 'connects' : 'is refused'}`, async (t) => {
+    await webhookServing(t.context.env); // listening, so a refusal below is the TLS settings'
+    const got = await handshake(t.context.url, t.context.caBundle, h.opts);
+    if (h.ok) t.is(got, 'ok');
+    else t.regex(got, /^ERR_SSL|^EPROTO|^ECONNRESET|alert/i);
+  });
+}
 
 const REVIEW = JSON.stringify({
   apiVersion: 'admission.k8s.io/v1',

@@ -45,6 +45,7 @@ const DEFAULT_SERVING: ServingConfig = {
   certDir: '',
   tlsMinVersion: undefined,
   tlsCiphers: undefined,
+  tlsCurves: undefined,
   authentication: {
     kubeconfig: undefined,
     skipLookup: false,
@@ -583,6 +584,32 @@ const cases: Case[] = [
     }),
   },
   {
+    description: 'tls-curve-preferences: Go CurveIDs become OpenSSL groups',
+    argv: [...BASE, '--tls-curve-preferences=23,24', '--tls-curve-preferences=29'],
+    want: serving({ tlsCurves: 'P-256:P-384:X25519' }),
+  },
+  {
+    description: 'tls-curve-preferences: out of range, twice, unknown, all in one line',
+    argv: [...BASE, '--tls-curve-preferences=0,29,29,65535,P-256'],
+    errors: ['--tls-curve-preferences: "0" is not a CurveID (1-65535); 29 is given twice; 65535 is not supported by this Node.js (OpenSSL '],
+  },
+  {
+    description: "webhook TLS flags are checked like the secure port's",
+    argv: [
+      ...BASE,
+      '--webhook-tls-min-version=TLSv1.3',
+      '--webhook-tls-cipher-suites=AES128-SHA',
+      '--webhook-tls-curve-preferences=1',
+      '--webhook-tls-sni-cert-key=only-one.crt',
+    ],
+    errors: [
+      '--webhook-tls-min-version="TLSv1.3" is invalid',
+      '--webhook-tls-cipher-suites: unknown cipher suite "AES128-SHA"',
+      '--webhook-tls-curve-preferences: 1 is not supported',
+      '--webhook-tls-sni-cert-key="only-one.crt" is invalid: use cert.crt,cert.key',
+    ],
+  },
+  {
     description: 'tls-cipher-suites unknown',
     argv: [...BASE, '--tls-cipher-suites=ECDHE-RSA-AES128-GCM-SHA256'],
     errors: ['--tls-cipher-suites: unknown cipher suite "ECDHE-RSA-AES128-GCM-SHA256": use Go\'s names'],
@@ -887,6 +914,10 @@ const cases: Case[] = [
         webhookBindAddress: '0.0.0.0',
         webhookTls: undefined,
         webhookCertDir: '',
+        webhookTlsMinVersion: undefined,
+        webhookTlsCiphers: undefined,
+        webhookTlsCurves: undefined,
+        webhookSniCerts: [],
       },
     },
   },
@@ -902,6 +933,11 @@ const cases: Case[] = [
       `--webhook-tls-cert-file=${CERT}`,
       `--webhook-tls-private-key-file=${KEY}`,
       `--webhook-cert-dir=${DIR}`,
+      '--webhook-tls-min-version=VersionTLS13',
+      '--webhook-tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256',
+      '--webhook-tls-curve-preferences=29,23',
+      `--webhook-tls-sni-cert-key=${CERT},${KEY}`,
+      `--webhook-tls-sni-cert-key=${CERT},${KEY}:Webhook.Example.com,*.svc`,
     ],
     want: {
       volumes: {
@@ -912,6 +948,13 @@ const cases: Case[] = [
         webhookBindAddress: '127.0.0.1',
         webhookTls: { certFile: CERT, keyFile: KEY },
         webhookCertDir: DIR,
+        webhookTlsMinVersion: 'TLSv1.3',
+        webhookTlsCiphers: 'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:ECDHE-RSA-AES128-GCM-SHA256',
+        webhookTlsCurves: 'X25519:P-256',
+        webhookSniCerts: [
+          { certFile: CERT, keyFile: KEY, names: [] },
+          { certFile: CERT, keyFile: KEY, names: ['webhook.example.com', '*.svc'] },
+        ],
       },
     },
   },

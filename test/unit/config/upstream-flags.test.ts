@@ -14,19 +14,32 @@ import { FLAGS } from '../../../host/config/flags.js';
 import { K8S_VERSION } from '../../../host/names.js';
 import { HOST_VERSION } from '../../../host/version.js';
 
-const FIXTURE = new URL('../../../../test/fixtures/upstream-ccm-flags.txt', import.meta.url);
+/** The targeted version's flags, and the newest upstream's (`npm run upstream:flags -- v0.37.2`). */
+const FIXTURES = {
+  'v0.34.4': new URL('../../../../test/fixtures/upstream-ccm-flags.txt', import.meta.url),
+  'v0.37.2': new URL('../../../../test/fixtures/upstream-ccm-flags-v0.37.2.txt', import.meta.url),
+};
 const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
 
-/** Upstream flags as `[name, type, hidden or deprecated]`; type is empty for booleans. */
-const UPSTREAM: [string, string, boolean][] = fs
-  .readFileSync(FIXTURE, 'utf8')
-  .split('\n')
-  .filter((l) => l.startsWith('--'))
-  .map((l) => {
-    const hash = l.indexOf(' #');
-    const [flag, type = ''] = (hash < 0 ? l : l.slice(0, hash)).split(' ');
-    return [flag!.slice(2), type, hash >= 0];
-  });
+/** A fixture's flags as `[name, type, hidden or deprecated]`; type is empty for booleans. */
+function readFixture(file: URL): [string, string, boolean][] {
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('--'))
+    .map((l) => {
+      const hash = l.indexOf(' #');
+      const [flag, type = ''] = (hash < 0 ? l : l.slice(0, hash)).split(' ');
+      return [flag!.slice(2), type, hash >= 0];
+    });
+}
+
+/** Upstream v0.34's flags (the targeted version). */
+const UPSTREAM_034 = readFixture(FIXTURES['v0.34.4']);
+/** Upstream v0.37's flags (the newest the suite runs on). */
+const UPSTREAM_037 = readFixture(FIXTURES['v0.37.2']);
+/** Every flag of either version, once. */
+const UPSTREAM: [string, string, boolean][] = [...new Map([...UPSTREAM_034, ...UPSTREAM_037].map((f) => [f[0], f])).values()];
 
 /** A well-formed value for each upstream flag type. */
 const SAMPLE: Record<string, string> = {
@@ -35,6 +48,7 @@ const SAMPLE: Record<string, string> = {
   duration: '5s',
   int: '1',
   int32: '1',
+  int32Slice: '23',
   float32: '1',
   strings: 'a',
   ip: '127.0.0.1',
@@ -46,11 +60,33 @@ const SAMPLE: Record<string, string> = {
 };
 
 test('the fixture lists upstream v0.34 flags, hidden and deprecated ones included', (t) => {
-  t.true(UPSTREAM.length >= 70, `${UPSTREAM.length} flags`);
-  t.true(UPSTREAM.some(([n]) => n === 'concurrent-service-syncs'));
+  t.true(UPSTREAM_034.length >= 70, `${UPSTREAM_034.length} flags`);
+  t.true(UPSTREAM_034.some(([n]) => n === 'concurrent-service-syncs'));
   t.deepEqual(
-    UPSTREAM.filter(([, , hidden]) => hidden).map(([n]) => n),
+    UPSTREAM_034.filter(([, , hidden]) => hidden).map(([n]) => n),
     ['allow-untagged-cloud', 'node-sync-period'],
+  );
+});
+
+test('upstream v0.37 adds the v1.36 TLS and lifecycle flags and drops none of v0.34', (t) => {
+  const old = new Set(UPSTREAM_034.map(([n]) => n));
+  const now = new Set(UPSTREAM_037.map(([n]) => n));
+  t.deepEqual(
+    [...now].filter((n) => !old.has(n)),
+    [
+      'concurrent-node-lifecycle-syncs',
+      'concurrent-node-status-updates',
+      'tls-curve-preferences',
+      'webhook-disable-http2-serving',
+      'webhook-tls-cipher-suites',
+      'webhook-tls-curve-preferences',
+      'webhook-tls-min-version',
+      'webhook-tls-sni-cert-key',
+    ],
+  );
+  t.deepEqual(
+    [...old].filter((n) => !now.has(n)),
+    [],
   );
 });
 
@@ -93,7 +129,7 @@ test("a deprecated upstream flag warns once, with upstream's deprecation", (t) =
   t.regex(warnings[0]!, /deprecated upstream: This flag is deprecated/);
 });
 
-/** Flags upstream v0.34 refuses (not in the fixture): refused here too, with the replacement. */
+/** Flags upstream v0.34 and v0.37 refuse (in neither fixture): refused here too, with the replacement. */
 const REMOVED: [string, RegExp][] = [
   ['--address=127.0.0.1', /^--address is not accepted: .*--bind-address/],
   ['--port=0', /^--port is not accepted: .*--secure-port/],
