@@ -4,8 +4,10 @@
  * of the test's own, with only the rules that provider's own informers and
  * recorders need. Never the host's ServiceAccount, never the admin.
  */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1PolicyRule } from '@kubernetes/client-node';
-import { serviceAccountKubeConfig } from './service-account.js';
+import { applyObjects, serviceAccountKubeConfig } from './service-account.js';
 
 export interface ProviderRules {
   /** Granted cluster-wide (a ClusterRole named after the namespace). */
@@ -39,4 +41,33 @@ export async function removeProviderIdentity(admin: KubeConfig, namespace: strin
   await rbac.deleteClusterRoleBinding({ name: namespace }).catch(() => undefined);
   await rbac.deleteClusterRole({ name: namespace }).catch(() => undefined);
   await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+}
+
+/**
+ * The ServiceAccount `sa` bound to a ClusterRole `role` of `rules`, applied
+ * (idempotent: test files that share a ServiceAccount may call it again);
+ * its kubeconfig is written to `dir`/provider-kubeconfig (0600) and the path
+ * returned, for a provider's KUBECONFIG.
+ */
+export async function providerKubeconfigFile(
+  admin: KubeConfig,
+  dir: string,
+  sa: { namespace: string; name: string },
+  role: string,
+  rules: V1PolicyRule[],
+): Promise<string> {
+  await applyObjects(admin, [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...sa } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role }, rules } as never,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', ...sa }],
+    } as never,
+  ]);
+  const path = join(dir, 'provider-kubeconfig');
+  await writeFile(path, (await serviceAccountKubeConfig(admin, sa)).exportConfig(), { mode: 0o600 });
+  return path;
 }

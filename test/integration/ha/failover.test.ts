@@ -27,7 +27,7 @@ import { grantLease, hostKubeConfig } from '../../helpers/service-account.js';
 import { lbService } from '../../helpers/lb.js';
 import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
-import { lbCreatesByUid, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
+import { firstLeader, lbCreatesByUid, leaseHolder, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
@@ -84,7 +84,7 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
     hosts.push(h);
     return h;
   };
-  const holder = async () => (await coordination.readNamespacedLease({ name: 'ccm', namespace }).catch(() => undefined))?.spec?.holderIdentity ?? '';
+  const holder = leaseHolder(coordination, namespace);
   const nodes: string[] = [];
   const initNode = async (name: string) => {
     nodes.push(name);
@@ -116,13 +116,7 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
     [await a.identity, a],
     [await b.identity, b],
   ]);
-  const first = await waitFor(
-    async () => {
-      const h = await holder();
-      return ids.has(h) ? h : undefined;
-    },
-    { what: 'a leader' },
-  );
+  const first = await firstLeader(ids, holder);
   const leader = ids.get(first)!;
   const standby = leader === a ? b : a;
   await initNode(`ha-${id}-1`);

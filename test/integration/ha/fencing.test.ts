@@ -26,6 +26,7 @@ import { cloudLbs, lbService } from '../../helpers/lb.js';
 import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
 import { grantLease, hostKubeConfig, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { waitFor } from '../../helpers/wait.js';
+import { firstLeader, leaseHolder } from './ha-checks.js';
 
 const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 const CLUSTER = 'fencing';
@@ -86,16 +87,10 @@ test('a leader SIGSTOPped past its lease with a status write pending: after SIGC
     hosts.push(h);
     return { h, credential: tokenCredentialId(kc.getCurrentUser()!.token!) };
   };
-  const holder = async () => (await coordination.readNamespacedLease({ name: 'ccm', namespace }).catch(() => undefined))?.spec?.holderIdentity ?? '';
+  const holder = leaseHolder(coordination, namespace);
   const replicas = await Promise.all([start(1), start(2)]);
   const byIdentity = new Map(await Promise.all(replicas.map(async (r) => [await r.h.identity, r] as const)));
-  const oldIdentity = await waitFor(
-    async () => {
-      const h = await holder();
-      return byIdentity.has(h) ? h : undefined;
-    },
-    { what: 'a leader' },
-  );
+  const oldIdentity = await firstLeader(byIdentity, holder);
   const old = byIdentity.get(oldIdentity)!;
   const [newIdentity, next] = [...byIdentity].find(([identity]) => identity !== oldIdentity)!;
   const writesBy = (events: AuditEvent[], credential: string) => events.filter((e) => credentialIdOf(e) === credential);

@@ -4,7 +4,7 @@
  * after leadership changed hands while LoadBalancer Services were being
  * created and deleted.
  */
-import type { CoreV1Api, V1Service } from '@kubernetes/client-node';
+import type { CoordinationV1Api, CoreV1Api, V1Service } from '@kubernetes/client-node';
 import type { JournalEntry } from '../../../plugins/local/journal.js';
 import { cloudLbs, type CloudLb } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -92,4 +92,20 @@ export async function settledLbs(
   } catch (err) {
     throw new Error(`${(err as Error).message} (${last})`, { cause: err });
   }
+}
+
+/** Reads who holds the Lease `namespace`/`name` ('' while nobody does or it does not exist yet). */
+export function leaseHolder(coordination: CoordinationV1Api, namespace: string, name = 'ccm'): () => Promise<string> {
+  return async () => (await coordination.readNamespacedLease({ name, namespace }).catch(() => undefined))?.spec?.holderIdentity ?? '';
+}
+
+/** Waits until one of the replicas (by identity) holds the Lease; returns its identity. */
+export function firstLeader(replicas: ReadonlyMap<string, unknown>, holder: () => Promise<string>): Promise<string> {
+  return waitFor(
+    async () => {
+      const h = await holder();
+      return replicas.has(h) ? h : undefined;
+    },
+    { what: 'a leader' },
+  );
 }

@@ -35,7 +35,7 @@ import { scrape } from '../../helpers/scraper.js';
 import { grantLease, hostKubeConfig, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
 import { waitFor } from '../../helpers/wait.js';
-import { settledLbs } from './ha-checks.js';
+import { firstLeader, leaseHolder, settledLbs } from './ha-checks.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
@@ -114,7 +114,7 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
     hosts.push(host);
     return { n, host, sidecar, credential: tokenCredentialId(kc.getCurrentUser()!.token!), readyz: () => scrape(port!, '/readyz?verbose') };
   };
-  const holder = async () => (await coordination.readNamespacedLease({ name: 'ccm', namespace }).catch(() => undefined))?.spec?.holderIdentity ?? '';
+  const holder = leaseHolder(coordination, namespace);
   const initNode = async (name: string) => {
     nodes.push(name);
     await localcloud(state, 'instance', 'add', name, '--address', `127.0.5.${nodes.length}`);
@@ -131,13 +131,7 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
 
   const replicas = await Promise.all([start(1), start(2)]);
   const byIdentity = new Map(await Promise.all(replicas.map(async (r) => [await r.host.identity, r] as const)));
-  const firstIdentity = await waitFor(
-    async () => {
-      const h = await holder();
-      return byIdentity.has(h) ? h : undefined;
-    },
-    { what: 'a leader' },
-  );
+  const firstIdentity = await firstLeader(byIdentity, holder);
   const wedged = byIdentity.get(firstIdentity)!;
   const [healthyIdentity, healthy] = [...byIdentity].find(([identity]) => identity !== firstIdentity)!;
   await initNode(`wedged-${id}-1`);

@@ -55,7 +55,7 @@ import { bundleMetrics, fromProviderProcess, isExposed } from '../../helpers/mon
 import { awsCloudConfig, startMoto, type Moto } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_BRIDGE_DIR, AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
-import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
+import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
@@ -90,30 +90,10 @@ interface MotoElb {
 
 /** The provider's RBAC: what its Initialize (events) and its node informer need, nothing else. */
 async function providerKubeconfig(dir: string): Promise<string> {
-  const admin = await testKubeConfig();
-  const role = 'ccm-test:aws-cloud-provider';
-  await applyObjects(admin, [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...PROVIDER_SA } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: role },
-      rules: [
-        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
-        { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'update'] },
-      ],
-    } as never,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: role },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ kind: 'ServiceAccount', ...PROVIDER_SA }],
-    } as never,
+  return providerKubeconfigFile(await testKubeConfig(), dir, PROVIDER_SA, 'ccm-test:aws-cloud-provider', [
+    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'update'] },
   ]);
-  const path = join(dir, 'provider-kubeconfig');
-  await writeFile(path, (await serviceAccountKubeConfig(admin, PROVIDER_SA)).exportConfig(), { mode: 0o600 });
-  return path;
 }
 
 const initialized = (n: V1Node) => !(n.spec?.taints ?? []).some((x) => x.key === UNINITIALIZED);

@@ -22,7 +22,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { awsCloudConfig, startMoto } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
-import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
+import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const REGION = 'us-east-1';
@@ -40,30 +40,10 @@ const LINE = (
 ).lines.find((l) => l.id === 'aws-tagging')!;
 
 async function providerKubeconfig(dir: string): Promise<string> {
-  const admin = await testKubeConfig();
-  const role = 'ccm-test:aws-tagging-provider';
-  await applyObjects(admin, [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...PROVIDER_SA } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: role },
-      rules: [
-        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
-        { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'update'] },
-      ],
-    } as never,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: role },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ kind: 'ServiceAccount', ...PROVIDER_SA }],
-    } as never,
+  return providerKubeconfigFile(await testKubeConfig(), dir, PROVIDER_SA, 'ccm-test:aws-tagging-provider', [
+    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'update'] },
   ]);
-  const path = join(dir, 'provider-kubeconfig');
-  await writeFile(path, (await serviceAccountKubeConfig(admin, PROVIDER_SA)).exportConfig(), { mode: 0o600 });
-  return path;
 }
 
 for (const [mode, net] of [
