@@ -27,6 +27,7 @@ import { prepareHostIdentity } from './helpers/service-account.js';
 import { ensureUpstreamCcm } from './helpers/upstream-ccm.js';
 import { openstackBinaries } from './helpers/openstack.js';
 import { prepareImages } from './helpers/images.js';
+import { prepareRelease } from './helpers/release.js';
 import { vsphereBinaries } from './helpers/vsphere.js';
 import { StreamText, summarize } from './ava-summary.js';
 
@@ -60,6 +61,8 @@ async function main(): Promise<number> {
   await preparePromtool((line) => process.stderr.write(`[promtool] ${line}\n`));
   // deploy/Dockerfile's host image and deploy/providers/Dockerfile's AWS image, built with buildah (test/integration/deploy/images.test.ts).
   await prepareImages((line) => process.stderr.write(`[images] ${line}\n`));
+  // The release command on a copy of the checkout: the host image for amd64 and arm64 as one OCI index (test/integration/release/release.test.ts).
+  await prepareRelease((line) => process.stderr.write(`[release] ${line}\n`));
   // The differential suite's other side (test/integration/parity): built here, once per source change, so no test waits for it.
   await ensureUpstreamCcm((line) => process.stderr.write(`[upstream-ccm] ${line}\n`));
   const cp = await ControlPlane.start({ auditLog: true });
