@@ -19,9 +19,13 @@
  * bases: the Debian rootfs of the same packages for that architecture
  * (mmdebstrap --variant=extract, which runs nothing of the foreign
  * architecture), Node's official binary for it, and the static base with
- * that architecture in its config. A multi-architecture base is a local
- * manifest list of the per-architecture bases, which buildah resolves per
- * stage platform.
+ * that architecture in its config. buildah 1.28 (Debian bookworm) resolves a
+ * local image once per build whatever a stage's --platform says, and finds no
+ * local image of another architecture under --platform; so no --platform is
+ * given: the build-platform stages get the machine's bases by name
+ * (BUILD_NODE_IMAGE, GO_IMAGE), the image's own stages the target's
+ * (NODE_IMAGE, BASE_IMAGE), whose config carries the architecture into the
+ * image, and TARGETOS/TARGETARCH are build-args.
  *
  * The builds' RUN steps reach the registries as any build here does: the
  * machine's CA bundle is mounted at /etc/ssl/certs (npm is told to use it),
@@ -304,36 +308,15 @@ export async function baseImages(b: Buildah, say: (line: string) => void, arch: 
   return { NODE_IMAGE: nodeTag, GO_IMAGE: goTag, BASE_IMAGE: staticTag };
 }
 
-/** Image ID of `ref` in the store. */
-async function imageId(b: Buildah, ref: string): Promise<string> {
-  return (await b.run(['inspect', '--type', 'image', '--format', '{{.FromImageID}}', ref])).trim();
-}
-
 /**
- * The bases of several architectures as one set of build-args: NODE_IMAGE
- * and BASE_IMAGE name local manifest lists of the per-architecture bases
- * (buildah resolves a stage's FROM to the instance of its platform), GO_IMAGE
- * the machine's Go base (only build-platform stages use it). The lists are
- * named by the hash of their instances' IDs, so a list once made is never
- * changed under a running build.
+ * The build-args of the bases for an image of `arch` (see the top): the
+ * target's Node and static bases for the image's own stages, the machine's
+ * Node and Go bases for the stages that run commands.
  */
-export async function multiArchBases(b: Buildah, say: (line: string) => void, arches: readonly Arch[]): Promise<Record<string, string>> {
-  const per = new Map<Arch, Record<string, string>>();
-  for (const arch of arches) per.set(arch, await baseImages(b, say, arch));
-  const out: Record<string, string> = { GO_IMAGE: (await baseImages(b, say, machineArch())).GO_IMAGE! };
-  for (const arg of ['NODE_IMAGE', 'BASE_IMAGE']) {
-    const refs = arches.map((a) => per.get(a)![arg]!);
-    const ids = await Promise.all(refs.map((r) => imageId(b, r)));
-    const name = `localhost/ccm-base-${arg === 'NODE_IMAGE' ? 'node' : 'static'}-index:${createHash('sha256').update(ids.join('\n')).digest('hex').slice(0, 12)}`;
-    await buildOnce(join(b.dir, 'lists', name.replace(/[/:]/g, '_')), async (tmp) => {
-      await mkdir(tmp, { recursive: true });
-      await b.run(['manifest', 'rm', name]).catch(() => undefined);
-      await b.run(['manifest', 'create', name]);
-      for (const r of refs) await b.run(['manifest', 'add', name, `containers-storage:${r}`]);
-    });
-    out[arg] = name;
-  }
-  return out;
+export async function archBases(b: Buildah, say: (line: string) => void, arch: Arch): Promise<Record<string, string>> {
+  const native = await baseImages(b, say, machineArch());
+  const target = arch === machineArch() ? native : await baseImages(b, say, arch);
+  return { NODE_IMAGE: target.NODE_IMAGE!, BUILD_NODE_IMAGE: native.NODE_IMAGE!, GO_IMAGE: native.GO_IMAGE!, BASE_IMAGE: target.BASE_IMAGE! };
 }
 
 /** A Dockerfile as shipped, its target, build-args and the files of its build context (the hash). */
@@ -435,8 +418,8 @@ export async function buildImage(
   const arch = opts.arch ?? machineArch();
   const name = opts.name ?? spec.name;
   const files = (await filesUnder(root, (rel) => spec.context(rel))).concat(spec.dockerfile, spec.ignorefile);
-  // Docker (BuildKit) sets BUILDPLATFORM itself; buildah 1.28 (Debian bookworm) only the TARGET* args.
-  const args = { ...bases, ...spec.buildArgs, BUILDPLATFORM: `linux/${machineArch()}` };
+  // No --platform (see the top): the target is what the bases and these say. BuildKit sets them itself.
+  const args = { ...bases, ...spec.buildArgs, TARGETOS: 'linux', TARGETARCH: arch };
   const hash = await hashFiles(root, files, JSON.stringify({ target: spec.target, args, arch }));
   const tag = `localhost/${name}:${hash}`;
   const marker = (t: string) => join(b.dir, 'built', `${name}-${t.slice(t.lastIndexOf(':') + 1)}`);
@@ -448,7 +431,7 @@ export async function buildImage(
     if (!present.split('\n').includes(tag)) {
       const t0 = Date.now();
       say(
-        `building ${spec.dockerfile} --target ${spec.target} --platform linux/${arch} (${
+        `building ${spec.dockerfile} --target ${spec.target} for linux/${arch} (${
           Object.entries(spec.buildArgs)
             .map(([k, v]) => `${k}=${v}`)
             .join(' ') || 'no build-args'
@@ -464,8 +447,6 @@ export async function buildImage(
           'host',
           '--pull=never',
           '--layers=false',
-          '--platform',
-          `linux/${arch}`,
           '--file',
           join(root, spec.dockerfile),
           '--ignorefile',

@@ -103,7 +103,11 @@ export async function writeIndex(b: Buildah, images: { arch: Arch; image: string
     const list = `localhost/ccm-release-list-${process.pid}-${randomBytes(4).toString('hex')}`;
     await b.run(['manifest', 'create', list]);
     try {
-      for (const i of images) await b.run(['manifest', 'add', '--arch', i.arch, '--os', 'linux', list, `containers-storage:${i.image}`]);
+      for (const i of images) {
+        // arm64 is v8 unless said otherwise (as the official multi-arch images say it).
+        const variant = i.arch === 'arm64' ? ['--variant', 'v8'] : [];
+        await b.run(['manifest', 'add', '--arch', i.arch, '--os', 'linux', ...variant, list, `containers-storage:${i.image}`]);
+      }
       await mkdir(tmp, { recursive: true });
       await b.run(['manifest', 'push', '--all', '--format', 'oci', list, `oci:${tmp}:${ref}`], { timeoutMs: 20 * 60_000 });
     } finally {

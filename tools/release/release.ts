@@ -14,13 +14,13 @@ import { buildOnce } from './build-once.js';
 import { filesUnder, hashFiles, REPO } from './files.js';
 import {
   ARCHES,
+  archBases,
   BRIDGED_PROVIDERS,
   buildImage,
   cacheBase,
   ensureImageTools,
   imageStore,
   machineArch,
-  multiArchBases,
   nodeImage,
   providerImage,
   secs,
@@ -280,12 +280,16 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
     arches.some((a) => a !== machineArch()),
   );
   const store = await imageStore();
-  const bases = await multiArchBases(store, say, arches);
+  const bases = new Map<Arch, Record<string, string>>();
+  for (const arch of arches) bases.set(arch, await archBases(store, say, arch));
   const images: ReleasedImageResult[] = [];
   for (const img of selected) {
     const built: { arch: Arch; image: string }[] = [];
     for (const arch of arches) {
-      built.push({ arch, image: await buildImage(store, img.spec, bases, say, { context: repo, arch, name: `ccm-release-${img.key}-${arch}` }) });
+      built.push({
+        arch,
+        image: await buildImage(store, img.spec, bases.get(arch)!, say, { context: repo, arch, name: `ccm-release-${img.key}-${arch}` }),
+      });
     }
     const t = Date.now();
     const name = img.repository.slice(img.repository.lastIndexOf('/') + 1);

@@ -39,6 +39,7 @@ test('the base image is a Node LTS of 22 or later by its exact version (or diges
   const lines = await instructions();
   const arg = lines.find((l) => l.startsWith('ARG NODE_IMAGE='));
   t.truthy(arg, 'ARG NODE_IMAGE=...');
+  t.true(lines.includes('ARG BUILD_NODE_IMAGE=${NODE_IMAGE}'), 'the build stages use NODE_IMAGE unless told otherwise');
   const m = /^ARG NODE_IMAGE=node:(\d+)(?:\.\d+\.\d+-[a-z-]+(?:@sha256:[0-9a-f]{64})?|-[a-z-]+@sha256:[0-9a-f]{64})$/.exec(arg!);
   t.truthy(m, `${arg} is node:<major>.<minor>.<patch>-<variant> or node:<major>-<variant>@sha256:<digest>`);
   const major = Number(m![1]);
@@ -47,7 +48,10 @@ test('the base image is a Node LTS of 22 or later by its exact version (or diges
   for (const from of lines.filter((l) => l.startsWith('FROM '))) {
     const [, base, name] = /^FROM (?:--platform=\$BUILDPLATFORM )?(\S+) AS (\S+)$/.exec(from) ?? [];
     t.truthy(base, `${from} names its stage`);
-    t.true(base === '${NODE_IMAGE}' || stages.has(base!), `${from} starts from the pinned image or an earlier stage`);
+    t.true(
+      base === '${NODE_IMAGE}' || (base === '${BUILD_NODE_IMAGE}' && from.startsWith('FROM --platform=$BUILDPLATFORM ')) || stages.has(base!),
+      `${from} starts from the pinned image (on the build platform: BUILD_NODE_IMAGE, which defaults to it) or an earlier stage`,
+    );
     stages.add(name!);
   }
   t.deepEqual(
