@@ -126,7 +126,8 @@ test('the rendered manifests name exactly the digests built; every other image k
       if (built.has(repo)) pinned++;
     }
   }
-  t.true(pinned >= renderings.length, `the host image is pinned in every rendering (${pinned})`);
+  // Every rendering but the exec demo's (its image is cloud-controller-manager-local) runs the host image.
+  t.is(pinned, renderings.length - 1, 'the host image is pinned in every rendering that runs it');
 });
 
 test('the CHANGELOG entry: Unreleased becomes the version with its date, a new empty Unreleased above it', async (t) => {
