@@ -30,7 +30,7 @@ import { binariesReady, ensureBinaries, kubeVersion } from './controlplane/binar
 import { exists } from './helpers/build-once.js';
 import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
-import { prepareRelease } from './helpers/release.js';
+import { prepareRelease, releaseBuilt } from './helpers/release.js';
 import { motoPython, motoVenvDir } from './helpers/moto.js';
 import { OPENSTACK_BRIDGE_DIR, OPENSTACK_TARGETS, openstackBinaries } from './helpers/openstack.js';
 import { fetchPromtool, promtoolBinary, promtoolDir } from './helpers/promtool.js';
@@ -214,12 +214,11 @@ export const BUILDS: readonly Build[] = [
   },
   {
     name: 'release',
-    what: 'the release command on a copy of the checkout: the host image for amd64 and arm64 as one OCI index, the Go modules (test/helpers/release.ts)',
+    what: "the release command on a copy of the checkout: the host image for amd64 and arm64 as one OCI index; its amd64 image is the image test's (test/helpers/release.ts)",
     early: false,
-    // The arm64 bases are downloads (mmdebstrap, npm); the images' RUN steps (npm ci, tsc) compile.
+    // The arm64 bases are downloads (mmdebstrap, npm); the images' RUN steps (npm ci, tsc) compile. After 'images': the host image of the machine's architecture is then built.
     compile: true,
-    // The fixture is a copy of the tree at the next version: its images' inputs are known only once it is made. Made from cache, it takes seconds.
-    ready: async () => false,
+    ready: releaseBuilt,
     build: (say) => prepareRelease(say),
   },
 ];

@@ -7,14 +7,16 @@
  * test runs.
  */
 import {
+  archBases,
+  archBaseTags,
   baseImages,
   basesBuilt,
-  baseTags,
   buildImage,
   ensureImageTools,
   HOST_IMAGE,
   imageStore,
   imageTag,
+  machineArch,
   providerImage,
   secs,
   type Buildah,
@@ -143,7 +145,7 @@ export async function prepareImageBases(say: (line: string) => void = () => unde
 export async function imagesBuilt(): Promise<boolean> {
   const store = await imageStore();
   if (!(await basesBuilt(store))) return false;
-  const bases = await baseTags();
+  const bases = await archBaseTags(machineArch());
   for (const spec of TEST_IMAGES()) if (!(await exists((await imageTag(store, spec, bases)).marker))) return false;
   return true;
 }
@@ -154,7 +156,8 @@ export function prepareImages(say: (line: string) => void = () => undefined): Pr
     const t0 = Date.now();
     await ensureImageTools(say);
     const store = await imageStore();
-    const bases = await baseImages(store, say);
+    // The build-args a release gives the machine's architecture: the release test's host image of it is this same cached image.
+    const bases = await archBases(store, say, machineArch());
     const host = await buildImage(store, HOST_IMAGE, bases, say);
     const provider = await buildImage(store, providerImage('aws'), bases, say);
     say(`images ready in ${secs(t0)} s (${host}, ${provider})`);

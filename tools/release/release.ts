@@ -77,6 +77,8 @@ export interface ReleasedImageResult {
   /** `<repository>:<tag>@<index digest>`: what the manifests name. */
   reference: string;
   index: IndexInfo;
+  /** The local image of each architecture in the image store (its tag is the hash of its inputs). */
+  built: { arch: Arch; image: string }[];
 }
 
 export interface ReleaseResult {
@@ -89,6 +91,17 @@ export interface ReleaseResult {
   tags: string[];
   /** The file:// GOPROXY holding the tagged Go modules. */
   goproxy: string;
+}
+
+/**
+ * The local name of a released image of `arch` in the image store: the
+ * machine's architecture builds under the spec's own name, as the tests'
+ * images do (test/helpers/images.ts), so the same inputs are one cached
+ * image whoever builds it; another architecture's name carries it (a build
+ * removes older tags of its name).
+ */
+export function releaseImageName(spec: ImageSpec, arch: Arch): string {
+  return arch === machineArch() ? spec.name : `${spec.name}-${arch}`;
 }
 
 /** `X.Y.Z` of `vX.Y.Z`, or an error. */
@@ -275,25 +288,26 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
 
   // Images, built from the tree as the release commit holds it (the new versions in package.json).
   const t2 = Date.now();
-  await ensureImageTools(
-    say,
-    arches.some((a) => a !== machineArch()),
-  );
-  const store = await imageStore();
-  const bases = new Map<Arch, Record<string, string>>();
-  for (const arch of arches) bases.set(arch, await archBases(store, say, arch));
   const images: ReleasedImageResult[] = [];
+  const store = selected.length > 0 ? await imageStore() : undefined;
+  if (store)
+    await ensureImageTools(
+      say,
+      arches.some((a) => a !== machineArch()),
+    );
+  const bases = new Map<Arch, Record<string, string>>();
+  for (const arch of store ? arches : []) bases.set(arch, await archBases(store!, say, arch));
   for (const img of selected) {
     const built: { arch: Arch; image: string }[] = [];
     for (const arch of arches) {
       built.push({
         arch,
-        image: await buildImage(store, img.spec, bases.get(arch)!, say, { context: repo, arch, name: `ccm-release-${img.key}-${arch}` }),
+        image: await buildImage(store!, img.spec, bases.get(arch)!, say, { context: repo, arch, name: releaseImageName(img.spec, arch) }),
       });
     }
     const t = Date.now();
     const name = img.repository.slice(img.repository.lastIndexOf('/') + 1);
-    const index = await writeIndex(store, built, join(out, 'images', name), opts.version);
+    const index = await writeIndex(store!, built, join(out, 'images', name), opts.version);
     say(`${img.repository}:${opts.version} ${index.digest} (${index.platforms.map((p) => `${p.arch} ${p.digest}`).join(', ')}) in ${secs(t)} s`);
     images.push({
       key: img.key,
@@ -301,6 +315,7 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
       tag: opts.version,
       reference: `${img.repository}:${opts.version}@${index.digest}`,
       index,
+      built,
     });
   }
   say(`images in ${secs(t2)} s`);

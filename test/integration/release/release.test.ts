@@ -1,12 +1,14 @@
 /**
- * The release command (tools/release, docs/releasing.md) run on a copy of
- * this checkout (test/helpers/release.ts): the host image is built for every
- * architecture and written as one OCI image index, every blob of which
- * matches its digest; the manifests name exactly the index digest built; the
- * CHANGELOG and every version move to the release; and the Go modules, served
- * from the release's GOPROXY directory as the tags will serve them, resolve
- * and build without a replace: a consumer module requiring only the bridge
- * at the release version, and the bridge module itself at its tag.
+ * The release command (tools/release, docs/releasing.md) run on copies of
+ * this checkout (test/helpers/release.ts). Of the checkout's own version
+ * (`own`): the host image is built for every architecture and written as one
+ * OCI image index, every blob of which matches its digest; its image of the
+ * machine's architecture is the image test's; the manifests name exactly the
+ * index digest built. Of the next version (`next`, no images): the CHANGELOG
+ * and every version move to the release; and the Go modules, served from the
+ * release's GOPROXY directory as the tags will serve them, resolve and build
+ * without a replace: a consumer module requiring only the bridge at the
+ * release version, and the bridge module itself at its tag.
  */
 import test from 'ava';
 import { createHash } from 'node:crypto';
@@ -16,22 +18,25 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { buildOnce } from '../../../tools/release/build-once.js';
 import { REPO } from '../../../tools/release/files.js';
-import { ARCHES, cacheBase } from '../../../tools/release/images.js';
+import { ARCHES, archBaseTags, cacheBase, HOST_IMAGE, imageStore, imageTag, machineArch } from '../../../tools/release/images.js';
 import { readIndex } from '../../../tools/release/oci.js';
 import { GO_MODULES } from '../../../tools/release/release.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
 import { RELEASE_DATE, releaseFixture, type ReleaseFixture } from '../../helpers/release.js';
 
 const say = (line: string) => process.stderr.write(`[release] ${line}\n`);
-let f: ReleaseFixture;
+let own: ReleaseFixture;
+let next: ReleaseFixture;
 
 test.before(async () => {
   // The runner's 'release' build (test/builds.ts) made the same release before this file started (its images are cached); run with ava alone, it builds them here.
-  f = await releaseFixture(say);
+  own = await releaseFixture('images', say);
+  next = await releaseFixture('next', say);
 });
 
 test.after.always(async () => {
-  await f?.remove();
+  await own?.remove();
+  await next?.remove();
 });
 
 /** Containers' images in a rendering. */
@@ -45,10 +50,10 @@ function imagesOf(objects: Awaited<ReturnType<typeof renderKustomization>>): str
 }
 
 test('each built image is one OCI image index with one manifest per architecture, every blob matching its digest', async (t) => {
-  t.is(f.result.images.length, 1);
-  for (const img of f.result.images) {
+  t.is(own.result.images.length, 1);
+  for (const img of own.result.images) {
     // Read again from disk: the layout as the operator copies it to the registry.
-    const index = await readIndex(img.index.layout, f.result.version);
+    const index = await readIndex(img.index.layout, own.result.version);
     t.is(index.digest, img.index.digest, img.repository);
     t.deepEqual(
       index.platforms.map((p) => [p.os, p.arch, p.configArch]).sort(),
@@ -56,7 +61,7 @@ test('each built image is one OCI image index with one manifest per architecture
       `${img.repository}: one manifest per architecture, each image's config of that architecture`,
     );
     t.is(new Set(index.platforms.map((p) => p.digest)).size, ARCHES.length, 'a distinct manifest per architecture');
-    t.is(img.reference, `${img.repository}:${f.result.version}@${index.digest}`);
+    t.is(img.reference, `${img.repository}:${own.result.version}@${index.digest}`);
   }
 });
 
@@ -80,7 +85,7 @@ async function elfMachine(layout: string, manifestDigest: string, path: string):
 }
 
 test("each architecture's image holds that architecture's Node binary", async (t) => {
-  for (const img of f.result.images) {
+  for (const img of own.result.images) {
     for (const p of img.index.platforms) {
       t.is(
         await elfMachine(img.index.layout, p.digest, 'usr/local/bin/node'),
@@ -91,22 +96,30 @@ test("each architecture's image holds that architecture's Node binary", async (t
   }
 });
 
+test("the host image of the machine's architecture is the image test's: one build of the same inputs", async (t) => {
+  const host = own.result.images.find((i) => i.key === 'host')!;
+  const arch = machineArch();
+  const image = host.built.find((b) => b.arch === arch)?.image;
+  // What the image test builds and the runner checks (test/helpers/images.ts): the checkout's inputs, the same build-args.
+  t.is(image, (await imageTag(await imageStore(), HOST_IMAGE, await archBaseTags(arch))).tag);
+});
+
 test('the release metadata lists the images, digests and tags', async (t) => {
-  const meta = JSON.parse(await readFile(join(f.result.out, 'release.json'), 'utf8')) as {
+  const meta = JSON.parse(await readFile(join(own.result.out, 'release.json'), 'utf8')) as {
     version: string;
     tags: string[];
     images: { repository: string; digest: string; reference: string }[];
   };
-  t.is(meta.version, f.result.version);
-  t.deepEqual(meta.tags, [f.result.version, `sdk/go/${f.result.version}`, `sdk/go/bridge/${f.result.version}`]);
+  t.is(meta.version, own.result.version);
+  t.deepEqual(meta.tags, [own.result.version, `sdk/go/${own.result.version}`, `sdk/go/bridge/${own.result.version}`]);
   t.deepEqual(
     meta.images.map((i) => [i.repository, i.digest]),
-    f.result.images.map((i) => [i.repository, i.index.digest]),
+    own.result.images.map((i) => [i.repository, i.index.digest]),
   );
 });
 
 test('the rendered manifests name exactly the digests built; every other image keeps its reference', async (t) => {
-  const built = new Map(f.result.images.map((i) => [i.repository, i.reference]));
+  const built = new Map(own.result.images.map((i) => [i.repository, i.reference]));
   const renderings = [
     'deploy/providers/aws',
     'deploy/providers/vsphere',
@@ -117,7 +130,7 @@ test('the rendered manifests name exactly the digests built; every other image k
   let pinned = 0;
   for (const dir of renderings) {
     const before = imagesOf(await renderKustomization(join(REPO, dir)));
-    const after = imagesOf(await renderKustomization(join(f.repo, dir)));
+    const after = imagesOf(await renderKustomization(join(own.repo, dir)));
     t.is(after.length, before.length, dir);
     for (const [i, image] of after.entries()) {
       const repo = before[i]!.replace(/@.*$/, '').replace(/:[^:/]*$/, '');
@@ -131,8 +144,8 @@ test('the rendered manifests name exactly the digests built; every other image k
 });
 
 test('the CHANGELOG entry: Unreleased becomes the version with its date, a new empty Unreleased above it', async (t) => {
-  const text = await readFile(join(f.repo, 'CHANGELOG.md'), 'utf8');
-  const v = f.result.version.slice(1);
+  const text = await readFile(join(next.repo, 'CHANGELOG.md'), 'utf8');
+  const v = next.result.version.slice(1);
   const heads = text.split('\n').filter((l) => l.startsWith('## '));
   t.is(heads[0], '## [Unreleased]');
   t.is(heads[1], `## [${v}] - ${RELEASE_DATE}`);
@@ -152,27 +165,27 @@ test('the CHANGELOG entry: Unreleased becomes the version with its date, a new e
 });
 
 test('every version is the release: host, TypeScript SDK, conformance kit, Python SDK', async (t) => {
-  const v = f.result.version.slice(1);
+  const v = next.result.version.slice(1);
   for (const p of ['package.json', 'sdk/package.json', 'conformance/package.json']) {
-    t.is((JSON.parse(await readFile(join(f.repo, p), 'utf8')) as { version: string }).version, v, p);
+    t.is((JSON.parse(await readFile(join(next.repo, p), 'utf8')) as { version: string }).version, v, p);
   }
-  const lock = JSON.parse(await readFile(join(f.repo, 'package-lock.json'), 'utf8')) as {
+  const lock = JSON.parse(await readFile(join(next.repo, 'package-lock.json'), 'utf8')) as {
     version: string;
     packages: Record<string, { version: string }>;
   };
   t.is(lock.version, v);
   t.is(lock.packages['']!.version, v);
-  t.regex(await readFile(join(f.repo, 'sdk/python/pyproject.toml'), 'utf8'), new RegExp(`^version = "${v.replace(/\./g, '\\.')}"$`, 'm'));
+  t.regex(await readFile(join(next.repo, 'sdk/python/pyproject.toml'), 'utf8'), new RegExp(`^version = "${v.replace(/\./g, '\\.')}"$`, 'm'));
   t.regex(
-    await readFile(join(f.repo, 'sdk/python/src/ccm_provider_sdk/__init__.py'), 'utf8'),
+    await readFile(join(next.repo, 'sdk/python/src/ccm_provider_sdk/__init__.py'), 'utf8'),
     new RegExp(`^__version__ = "${v.replace(/\./g, '\\.')}"$`, 'm'),
   );
 });
 
 test('the tagged Go modules resolve without a replace: a consumer of the bridge, and the bridge at its tag, build from the release GOPROXY', async (t) => {
-  const v = f.result.version;
+  const v = next.result.version;
   const [sdk, bridge] = GO_MODULES;
-  const bridgeMod = await readFile(join(f.repo, bridge.dir, 'go.mod'), 'utf8');
+  const bridgeMod = await readFile(join(next.repo, bridge.dir, 'go.mod'), 'utf8');
   t.notRegex(bridgeMod, /^replace\b/m, 'the bridge has no replace');
   t.regex(
     bridgeMod,
@@ -180,7 +193,7 @@ test('the tagged Go modules resolve without a replace: a consumer of the bridge,
     'the bridge requires the SDK at the release',
   );
   // The builds below, once per content of the two modules as the proxy serves them (a marker under ~/.cache/ccm-host: made only when they pass).
-  const served = GO_MODULES.flatMap((m) => ['mod', 'zip'].map((ext) => join(f.result.goproxy, m.path, '@v', `${v}.${ext}`)));
+  const served = GO_MODULES.flatMap((m) => ['mod', 'zip'].map((ext) => join(next.result.goproxy, m.path, '@v', `${v}.${ext}`)));
   const key = createHash('sha256').update((await execa('go', ['env', 'GOVERSION'])).stdout);
   for (const file of served) key.update(await readFile(file));
   const marker = join(cacheBase(), `release-gomod-${key.digest('hex').slice(0, 16)}`);
@@ -192,7 +205,7 @@ test('the tagged Go modules resolve without a replace: a consumer of the bridge,
       const env = {
         GOWORK: 'off',
         GOFLAGS: '-mod=mod',
-        GOPROXY: `file://${f.result.goproxy},file://${goEnv.GOMODCACHE}/cache/download`,
+        GOPROXY: `file://${next.result.goproxy},file://${goEnv.GOMODCACHE}/cache/download`,
         GOSUMDB: 'off',
         GOMODCACHE: join(work, 'modcache'),
         GOTOOLCHAIN: 'local',

@@ -9,7 +9,8 @@ import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO } from '../../../tools/release/files.js';
-import { changelogForRelease, GO_MODULES, parseVersion, pinImages } from '../../../tools/release/release.js';
+import { HOST_IMAGE, machineArch, nodeImage, providerImage } from '../../../tools/release/images.js';
+import { changelogForRelease, GO_MODULES, parseVersion, pinImages, RELEASED_IMAGES, releaseImageName } from '../../../tools/release/release.js';
 
 const D = 'sha256:' + 'a'.repeat(64);
 const OLD = 'sha256:' + 'b'.repeat(64);
@@ -51,6 +52,17 @@ for (const [name, input, want] of pinCases) {
     t.is(pinImages(input, PINS), want);
   });
 }
+
+test("releaseImageName: the machine's architecture under the tests' own names (one cached image of the same inputs), another with its architecture", (t) => {
+  const other = machineArch() === 'amd64' ? 'arm64' : 'amd64';
+  const rows: [string, string, string][] = [
+    [releaseImageName(nodeImage('host'), machineArch()), HOST_IMAGE.name, 'the host image as the image test names it'],
+    [releaseImageName(providerImage('aws'), machineArch()), 'ccm-provider-aws', 'the AWS provider image as the image test names it'],
+    [releaseImageName(nodeImage('host'), other), `ccm-host-${other}`, 'another architecture'],
+  ];
+  for (const [got, want, what] of rows) t.is(got, want, what);
+  t.is(RELEASED_IMAGES.find((i) => i.key === 'host')!.spec.name, HOST_IMAGE.name, "the released host image is the image test's spec");
+});
 
 test('changelogForRelease: Unreleased (whatever follows it on the line) becomes the version and date; a new empty Unreleased above', (t) => {
   const input = ['# Changelog', '', '## [Unreleased] (0.1.0)', '', '### Added', '- a thing', '', '## [0.0.9] - 2025-01-01', '- old', ''].join('\n');
