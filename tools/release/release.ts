@@ -289,14 +289,16 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
   // Images, built from the tree as the release commit holds it (the new versions in package.json).
   const t2 = Date.now();
   const images: ReleasedImageResult[] = [];
+  // No image selected: no tools installed, no bases built.
   const store = selected.length > 0 ? await imageStore() : undefined;
-  if (store)
+  const bases = new Map<Arch, Record<string, string>>();
+  if (store) {
     await ensureImageTools(
       say,
       arches.some((a) => a !== machineArch()),
     );
-  const bases = new Map<Arch, Record<string, string>>();
-  for (const arch of store ? arches : []) bases.set(arch, await archBases(store!, say, arch));
+    for (const arch of arches) bases.set(arch, await archBases(store, say, arch));
+  }
   for (const img of selected) {
     const built: { arch: Arch; image: string }[] = [];
     for (const arch of arches) {
