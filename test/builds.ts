@@ -30,6 +30,7 @@ import { binariesReady, ensureBinaries, kubeVersion } from './controlplane/binar
 import { exists } from './helpers/build-once.js';
 import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
+import { prepareRelease, releaseBuilt } from './helpers/release.js';
 import { motoPython, motoVenvDir } from './helpers/moto.js';
 import { OPENSTACK_BRIDGE_DIR, OPENSTACK_TARGETS, openstackBinaries } from './helpers/openstack.js';
 import { fetchPromtool, promtoolBinary, promtoolDir } from './helpers/promtool.js';
@@ -67,7 +68,8 @@ export type BuildName =
   | 'images'
   | 'upstream-ccm'
   | 'aws-ccm'
-  | 'image-bases';
+  | 'image-bases'
+  | 'release';
 
 /** One build the suite needs: how to tell it is cached, fetch its downloads and build it. */
 export interface Build {
@@ -210,6 +212,15 @@ export const BUILDS: readonly Build[] = [
     ready: imagesBuilt,
     build: (say) => prepareImages(say),
   },
+  {
+    name: 'release',
+    what: "the release command on a copy of the checkout: the host image for amd64 and arm64 as one OCI index; its amd64 image is the image test's (test/helpers/release.ts)",
+    early: false,
+    // The arm64 bases are downloads (mmdebstrap, npm); the images' RUN steps (npm ci, tsc) compile. After 'images': the host image of the machine's architecture is then built.
+    compile: true,
+    ready: releaseBuilt,
+    build: (say) => prepareRelease(say),
+  },
 ];
 
 /** The compiled tests' root (dist/test). */
@@ -224,6 +235,7 @@ const MODULE_NEEDS: Record<string, BuildName> = {
   'helpers/promtool.js': 'promtool',
   'helpers/upstream-ccm.js': 'upstream-ccm',
   'helpers/aws-ccm.js': 'aws-ccm',
+  'helpers/release.js': 'release',
 };
 /** providers.js and images.js build several things, or also hold what builds nothing: a module that names one of these uses it. */
 const NAME_NEEDS: [RegExp, BuildName][] = [
@@ -234,7 +246,11 @@ const NAME_NEEDS: [RegExp, BuildName][] = [
   // images.js also holds rootfsCommand (test/helpers/pod-runner.ts runs manifests with it): only these build.
   [/\b(prepareImages|imageRootfs|buildImage|baseImages)\b/, 'images'],
 ];
-/** Modules that define the builds (and builds.ts's test, which names every entry point): not read for names, their imports not followed. */
+/**
+ * Modules that define the builds (and builds.ts's test, which names every
+ * entry point): not read for names, their imports not followed. The release
+ * tooling (tools/release/*) builds only when a test helper above calls it.
+ */
 const BUILDERS = new Set([
   ...Object.keys(MODULE_NEEDS),
   'helpers/providers.js',
@@ -270,13 +286,13 @@ export async function buildsNeeded(file: string): Promise<Set<BuildName>> {
     const rel = relative(DIST_TEST, path);
     const direct = MODULE_NEEDS[rel];
     if (direct) needs.add(direct);
-    if (BUILDERS.has(rel)) return;
+    if (BUILDERS.has(rel) || rel.startsWith('../tools/release/')) return;
     const text = await sourceOf(path);
     for (const [re, name] of NAME_NEEDS) if (re.test(text)) needs.add(name);
     for (const m of text.matchAll(IMPORT)) await visit(resolve(dirname(path), m[1]!));
   };
   await visit(resolve(file));
-  if (needs.has('images')) needs.add('image-bases');
+  if (needs.has('images') || needs.has('release')) needs.add('image-bases');
   return needs;
 }
 

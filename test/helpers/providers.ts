@@ -11,12 +11,12 @@
  * Go modules come from the Go module proxy, Python packages from PyPI. A
  * directory lock keeps parallel test files from building the same thing twice.
  */
-import { createHash } from 'node:crypto';
-import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { filesUnder, hashFiles } from '../../tools/release/files.js';
 import { buildOnce } from './build-once.js';
 import { GO_BUILD, goFetch, niced } from './go-build.js';
 
@@ -38,28 +38,7 @@ export function cacheRoot(): string {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ccm-host', 'providers');
 }
 
-/** Paths under `dir` (relative, sorted) that `keep` accepts. */
-export async function filesUnder(dir: string, keep: (rel: string) => boolean): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile()) continue;
-    const parent = (e as { parentPath?: string; path?: string }).parentPath ?? (e as { path?: string }).path ?? dir; // parentPath: Node >= 20.12
-    const rel = relative(dir, join(parent, e.name));
-    if (keep(rel)) out.push(rel);
-  }
-  return out.sort();
-}
-
-/** A short hash of `files` (relative to `dir`) and `extra`: a cache key. */
-export async function hashFiles(dir: string, files: string[], extra: string): Promise<string> {
-  const h = createHash('sha256').update(extra);
-  for (const f of files)
-    h.update(f)
-      .update('\0')
-      .update(await readFile(join(dir, f)))
-      .update('\0');
-  return h.digest('hex').slice(0, 16);
-}
+export { filesUnder, hashFiles };
 
 let goBinary: Promise<string> | undefined;
 

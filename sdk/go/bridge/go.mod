@@ -64,7 +64,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-// Inside the repository the bridge builds against the SDK next to it; a
-// release pins the sdk/go tag of the same version instead.
-replace github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go => ../

@@ -64,10 +64,13 @@ test.serial(
   'the host image runs the Node version deploy/Dockerfile ships, as 65532, from /app; the provider image is the static binary alone',
   async (t) => {
     const dockerfile = await readFile(join(REPO, 'deploy/Dockerfile'), 'utf8');
-    const shipped = /^ARG NODE_IMAGE=node:(\d+)-[^@\s]*@sha256:[0-9a-f]{64}$/m.exec(dockerfile);
-    t.truthy(shipped, "deploy/Dockerfile's NODE_IMAGE default is an upstream node image pinned by digest");
-    const pinned = /pinned by digest\s*(?:#\s*)?\((\d+\.\d+\.\d+)\)/.exec(dockerfile);
-    t.truthy(pinned, "deploy/Dockerfile's comment names the pinned Node version");
+    // node:<x.y.z>-<variant> (a release pins its built images by digest: docs/releasing.md), or node:<major>-<variant>@sha256 with the version in a comment.
+    const exact = /^ARG NODE_IMAGE=node:((\d+)\.\d+\.\d+)-[a-z-]+(?:@sha256:[0-9a-f]{64})?$/m.exec(dockerfile);
+    const digest = /^ARG NODE_IMAGE=node:(\d+)-[^@\s]*@sha256:[0-9a-f]{64}$/m.exec(dockerfile);
+    const shipped = exact ? [exact[0], exact[2]] : digest;
+    t.truthy(shipped, "deploy/Dockerfile's NODE_IMAGE default is an upstream node image by its exact version or digest");
+    const pinned = exact ? [exact[0], exact[1]] : /pinned by digest\s*(?:#\s*)?\((\d+\.\d+\.\d+)\)/.exec(dockerfile);
+    t.truthy(pinned, 'deploy/Dockerfile names the shipped Node version');
 
     const host = await container(t, images.host);
     t.deepEqual(

@@ -38,6 +38,9 @@ import {
 import { TOKEN_PATH } from '../../helpers/pod-runner.js';
 import { ALLOW_SIMULATION_ENV } from '../../../plugins/local/simulation-guard.js';
 
+/** The package's version (dist/test/integration/deploy → the repository root). */
+const VERSION = (JSON.parse(await readFile(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 /** Every flavour's rendering, then each bridged provider's (`providers/<name>`), by name. */
 async function deployments(): Promise<{ name: string; objects: KubernetesObject[] }[]> {
   return [
@@ -204,7 +207,8 @@ test('each bridged provider renders the sidecar flavour with its own image and a
     t.is(host!.name, 'cloud-controller-manager', name);
     t.is(provider!.name, 'provider', name);
     t.is(host!.image, sidecar.containers[0]!.image, `${name}: the host image is the shipped one`);
-    t.is(provider!.image, `ghcr.io/grpc-ccm/ccm-provider-${p}:v0.1.0`, name);
+    // The package's version; a release pins the digest it built (docs/releasing.md).
+    t.regex(provider!.image!, new RegExp(`^ghcr\\.io/grpc-ccm/ccm-provider-${p}:v${VERSION.replace(/\./g, '\\.')}(@sha256:[0-9a-f]{64})?$`), name);
     const { file, env } = PROVIDER_SHAPE[p];
     t.deepEqual(
       host!.args!.filter((a) => /^--cloud-(provider|config)/.test(a)),

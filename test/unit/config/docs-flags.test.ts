@@ -14,7 +14,7 @@ import { PROVIDER_OWNED, REMOVED_FLAGS } from '../../../host/config/provider-own
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** Flags the host handles before parsing (main.ts). */
 const SPECIAL = ['version', 'help'];
-/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, ava, docker/buildah. */
+/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, ava, docker/buildah, the release command (tools/release). */
 const OTHER_PROGRAMS = [
   'cloud-provider',
   'node-ip',
@@ -43,6 +43,12 @@ const OTHER_PROGRAMS = [
   'target',
   'build-arg',
   'storage-driver',
+  'platform',
+  'isolation',
+  'images',
+  'arch',
+  'out',
+  'date',
 ];
 
 const DOCS = [

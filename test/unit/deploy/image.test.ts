@@ -1,6 +1,7 @@
 /**
  * deploy/Dockerfile and its build context, checked without Docker: the base
- * image is a current Node LTS pinned by digest, dependencies come from the
+ * image is a current Node LTS by its exact version, every RUN step runs on the
+ * build platform (multi-arch images without emulation), dependencies come from the
  * lock file without dev packages, nothing but the product is compiled, the
  * runtime user is not root, and .dockerignore (read with Docker's matching
  * rules) lets through what the Dockerfile copies and nothing local or secret:
@@ -34,25 +35,43 @@ async function contextFilter(): Promise<(path: string) => boolean> {
   return ignore().add(rules).createFilter();
 }
 
-test('the base image is a Node LTS of 22 or later, pinned by digest, and every stage uses it', async (t) => {
+test('the base image is a Node LTS of 22 or later by its exact version (or digest), and every stage uses it', async (t) => {
   const lines = await instructions();
   const arg = lines.find((l) => l.startsWith('ARG NODE_IMAGE='));
   t.truthy(arg, 'ARG NODE_IMAGE=...');
-  const m = /^ARG NODE_IMAGE=node:(\d+)-[a-z-]+@sha256:[0-9a-f]{64}$/.exec(arg!);
-  t.truthy(m, `${arg} is node:<major>-<variant>@sha256:<digest>`);
+  t.true(lines.includes('ARG BUILD_NODE_IMAGE=${NODE_IMAGE}'), 'the build stages use NODE_IMAGE unless told otherwise');
+  const m = /^ARG NODE_IMAGE=node:(\d+)(?:\.\d+\.\d+-[a-z-]+(?:@sha256:[0-9a-f]{64})?|-[a-z-]+@sha256:[0-9a-f]{64})$/.exec(arg!);
+  t.truthy(m, `${arg} is node:<major>.<minor>.<patch>-<variant> or node:<major>-<variant>@sha256:<digest>`);
   const major = Number(m![1]);
   t.true(major >= 22 && major % 2 === 0, `Node ${major} is an LTS line that is still supported`);
   const stages = new Set<string>();
   for (const from of lines.filter((l) => l.startsWith('FROM '))) {
-    const [, base, name] = /^FROM (\S+) AS (\S+)$/.exec(from) ?? [];
+    const [, base, name] = /^FROM (?:--platform=\$BUILDPLATFORM )?(\S+) AS (\S+)$/.exec(from) ?? [];
     t.truthy(base, `${from} names its stage`);
-    t.true(base === '${NODE_IMAGE}' || stages.has(base!), `${from} starts from the pinned image or an earlier stage`);
+    t.true(
+      base === '${NODE_IMAGE}' || (base === '${BUILD_NODE_IMAGE}' && from.startsWith('FROM --platform=$BUILDPLATFORM ')) || stages.has(base!),
+      `${from} starts from the pinned image (on the build platform: BUILD_NODE_IMAGE, which defaults to it) or an earlier stage`,
+    );
     stages.add(name!);
   }
   t.deepEqual(
     [...stages].filter((s) => ['host', 'provider', 'exec'].includes(s)),
     ['host', 'provider', 'exec'],
   );
+});
+
+test("multi-arch without emulation: RUN steps only in stages on the build platform, none in the images' own stages", async (t) => {
+  const lines = await instructions();
+  let buildPlatform = false;
+  let stage = '';
+  for (const l of lines) {
+    const from = /^FROM (--platform=\$BUILDPLATFORM )?\S+ AS (\S+)$/.exec(l);
+    if (from) {
+      buildPlatform = from[1] !== undefined;
+      stage = from[2]!;
+    }
+    if (l.startsWith('RUN ')) t.true(buildPlatform, `${stage}: ${l} runs on the build platform`);
+  }
 });
 
 test('dependencies come from the lock file, production only in the image; no COPY of the whole context', async (t) => {
@@ -84,7 +103,7 @@ test('every image runs as a non-root user', async (t) => {
   const finalUser = new Map<string, string>();
   let stage = '';
   for (const l of lines) {
-    const from = /^FROM (\S+) AS (\S+)$/.exec(l);
+    const from = /^FROM (?:--platform=\$BUILDPLATFORM )?(\S+) AS (\S+)$/.exec(l);
     if (from) {
       stage = from[2]!;
       user = finalUser.get(from[1]!) ?? 'root';

@@ -33,9 +33,14 @@ test('the provider is built as the tests build it: static, paths trimmed, from i
   const env = Object.entries(BRIDGED_BUILD.env).map(([k, v]) => `${k}=${v}`);
   t.deepEqual(
     lines.filter((l) => l.startsWith('RUN ')),
-    [`RUN ${[...env, 'go', 'build', ...BRIDGED_BUILD.flags, '-o', '/out/ccm-provider', '.'].join(' ')}`],
+    [`RUN ${[...env, 'GOOS=$TARGETOS', 'GOARCH=$TARGETARCH', 'go', 'build', ...BRIDGED_BUILD.flags, '-o', '/out/ccm-provider', '.'].join(' ')}`],
+    "cross-compiled on the build platform for the image's platform",
   );
   t.true(lines.includes('WORKDIR /src/plugins/${PROVIDER}-bridge'));
+  t.true(
+    lines.includes('FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build'),
+    'the build stage runs on the build platform (no emulation for arm64)',
+  );
   const goMod = await readFile(join(REPO, 'plugins/aws-bridge/go.mod'), 'utf8');
   const goLine = /^go (\d+\.\d+)/m.exec(goMod)![1]!;
   t.is(

@@ -30,6 +30,8 @@ const NEEDS: { file: string; needs: BuildName[] }[] = [
   { file: 'integration/providers/aws-bridge.test.js', needs: ['aws', 'controlplane', 'moto-venv'] },
   { file: 'integration/providers/vsphere-bridge.test.js', needs: ['controlplane', 'vsphere'] },
   { file: 'integration/providers/openstack-bridge.test.js', needs: ['controlplane', 'openstack'] },
+  { file: 'integration/release/release.test.js', needs: ['controlplane', 'image-bases', 'kustomize', 'release'] },
+  { file: 'unit/release/release.test.js', needs: ['controlplane'] },
   { file: 'integration/parity/upstream-parity.test.js', needs: ['controlplane', 'upstream-ccm'] },
   { file: 'integration/providers/host-scenarios.test.js', needs: ['controlplane', 'fake-cloud', 'go-provider', 'python-venv'] },
 ];
@@ -53,6 +55,7 @@ const ENTRY_POINTS: [RegExp, BuildName][] = [
   [/\b(awsCloudBinary|AWS_CLOUD_PROVIDER|awsUpstreamCcm)\b/, 'aws'],
   [/\b(startMoto|motoPython)\b/, 'moto-venv'],
   [/\b(GO_PROVIDER)\b/, 'go-provider'],
+  [/\b(releaseFixture|prepareRelease)\b/, 'release'],
 ];
 
 test('every test file that calls a build entry point is seen to need that build', async (t) => {

@@ -1,0 +1,110 @@
+/**
+ * Releases made by the release command (tools/release) on copies of this
+ * checkout, for the release test. Each copy holds the files git would commit
+ * (tracked, and new unignored ones) and every file the host image is built
+ * from. Two fixtures, each with a fixed CHANGELOG date:
+ *
+ * | fixture  | version                                | images                          | shows                                    |
+ * |----------|----------------------------------------|---------------------------------|------------------------------------------|
+ * | `images` | the checkout's own (package.json's)    | the host, for every architecture | the OCI index, each architecture's image, the pinned manifests |
+ * | `next`   | the next minor version                 | none                            | the CHANGELOG, every version, the Go modules |
+ *
+ * Releasing the checkout's own version changes no file an image is built
+ * from, so the `images` fixture's host image of the machine's architecture
+ * has the image test's inputs: it is the very image the image test builds
+ * (one cached build, test/helpers/images.ts), and a fresh machine pays only
+ * for the other architecture. The runner makes the `images` fixture before
+ * the tests that need it (prepareRelease, the late build 'release' in
+ * test/builds.ts) so that a cold build does not spend a test's timeout.
+ */
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { exists } from '../../tools/release/build-once.js';
+import { filesUnder, REPO } from '../../tools/release/files.js';
+import { ARCHES, archBaseTags, basesBuilt, HOST_IMAGE, imageStore, imageTag } from '../../tools/release/images.js';
+import { release, releaseImageName, RELEASED_IMAGES, type ReleaseResult } from '../../tools/release/release.js';
+
+const run = promisify(execFile);
+
+/** The fixed CHANGELOG date of the fixtures. */
+export const RELEASE_DATE = '2026-01-02';
+/** The images the `images` fixture builds (each for every architecture). */
+export const RELEASE_IMAGES = ['host'];
+
+/** The checkout's own version (package.json's), as a tag. */
+export async function currentVersion(): Promise<string> {
+  return `v${(JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { version: string }).version}`;
+}
+
+/** The version after package.json's (next minor). */
+export async function nextVersion(): Promise<string> {
+  const [major, minor] = (await currentVersion()).slice(1).split('.').map(Number);
+  return `v${major}.${minor! + 1}.0`;
+}
+
+/** The two fixtures (see the top). */
+export type FixtureKind = 'images' | 'next';
+
+export interface ReleaseFixture {
+  /** The released copy of the checkout. */
+  repo: string;
+  result: ReleaseResult;
+  remove(): Promise<void>;
+}
+
+/**
+ * Copies the checkout as a commit holds it into a new directory, and every
+ * file the host image is built from (a git-ignored one too, e.g. an npm pack
+ * tarball under sdk/): the image test hashes what is on disk.
+ */
+async function copyCheckout(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-release-'));
+  const tracked = (await run('git', ['ls-files', '-co', '--exclude-standard'], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 })).stdout
+    .split('\n')
+    .filter(Boolean);
+  const files = [...new Set([...tracked, ...(await filesUnder(REPO, HOST_IMAGE.context))])];
+  // Tracked files deleted in the work tree are not part of the next commit.
+  for (const f of files)
+    await cp(join(REPO, f), join(dir, f)).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+  return dir;
+}
+
+/** Makes the fixture release `kind` (see the top). */
+export async function releaseFixture(kind: FixtureKind, say: (line: string) => void = () => undefined): Promise<ReleaseFixture> {
+  const repo = await copyCheckout();
+  try {
+    const [version, images] = kind === 'images' ? [await currentVersion(), RELEASE_IMAGES] : [await nextVersion(), []];
+    const result = await release({ version, repo, images, arches: ARCHES, date: RELEASE_DATE, say });
+    return { repo, result, remove: () => rm(repo, { recursive: true, force: true }) };
+  } catch (err) {
+    await rm(repo, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Whether the `images` fixture would build no image (every architecture's
+ * bases and RELEASE_IMAGES' images of the checkout's inputs are marked
+ * built; buildah need not be installed). Builds nothing.
+ */
+export async function releaseBuilt(): Promise<boolean> {
+  const store = await imageStore();
+  for (const arch of ARCHES) if (!(await basesBuilt(store, arch))) return false;
+  for (const img of RELEASED_IMAGES.filter((i) => RELEASE_IMAGES.includes(i.key)))
+    for (const arch of ARCHES) {
+      const { marker } = await imageTag(store, img.spec, await archBaseTags(arch), { arch, name: releaseImageName(img.spec, arch) });
+      if (!(await exists(marker))) return false;
+    }
+  return true;
+}
+
+/** Builds what the release test needs before it runs (the `images` fixture's images) and prints the time. */
+export async function prepareRelease(say: (line: string) => void): Promise<void> {
+  const t0 = Date.now();
+  const f = await releaseFixture('images', say);
+  await f.remove();
+  say(`release fixture ready in ${Math.round((Date.now() - t0) / 1000)} s`);
+}

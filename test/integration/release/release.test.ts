@@ -1,0 +1,238 @@
+/**
+ * The release command (tools/release, docs/releasing.md) run on copies of
+ * this checkout (test/helpers/release.ts). Of the checkout's own version
+ * (`own`): the host image is built for every architecture and written as one
+ * OCI image index, every blob of which matches its digest; its image of the
+ * machine's architecture is the image test's; the manifests name exactly the
+ * index digest built. Of the next version (`next`, no images): the CHANGELOG
+ * and every version move to the release; and the Go modules, served from the
+ * release's GOPROXY directory as the tags will serve them, resolve and build
+ * without a replace: a consumer module requiring only the bridge at the
+ * release version, and the bridge module itself at its tag.
+ */
+import test from 'ava';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { buildOnce } from '../../../tools/release/build-once.js';
+import { REPO } from '../../../tools/release/files.js';
+import { ARCHES, archBaseTags, cacheBase, HOST_IMAGE, imageStore, imageTag, machineArch } from '../../../tools/release/images.js';
+import { readIndex } from '../../../tools/release/oci.js';
+import { GO_MODULES } from '../../../tools/release/release.js';
+import { renderKustomization } from '../../helpers/kustomize.js';
+import { RELEASE_DATE, releaseFixture, type ReleaseFixture } from '../../helpers/release.js';
+
+const say = (line: string) => process.stderr.write(`[release] ${line}\n`);
+let own: ReleaseFixture;
+let next: ReleaseFixture;
+
+test.before(async () => {
+  // The runner's 'release' build (test/builds.ts) made the same release before this file started (its images are cached); run with ava alone, it builds them here.
+  own = await releaseFixture('images', say);
+  next = await releaseFixture('next', say);
+});
+
+test.after.always(async () => {
+  await own?.remove();
+  await next?.remove();
+});
+
+/** Containers' images in a rendering. */
+function imagesOf(objects: Awaited<ReturnType<typeof renderKustomization>>): string[] {
+  const out: string[] = [];
+  for (const o of objects as { spec?: { template?: { spec?: { containers?: { image: string }[]; initContainers?: { image: string }[] } } } }[]) {
+    const pod = o.spec?.template?.spec;
+    for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) out.push(c.image);
+  }
+  return out;
+}
+
+test('each built image is one OCI image index with one manifest per architecture, every blob matching its digest', async (t) => {
+  t.is(own.result.images.length, 1);
+  for (const img of own.result.images) {
+    // Read again from disk: the layout as the operator copies it to the registry.
+    const index = await readIndex(img.index.layout, own.result.version);
+    t.is(index.digest, img.index.digest, img.repository);
+    t.deepEqual(
+      index.platforms.map((p) => [p.os, p.arch, p.configArch]).sort(),
+      ARCHES.map((a) => ['linux', a, a]).sort(),
+      `${img.repository}: one manifest per architecture, each image's config of that architecture`,
+    );
+    t.is(new Set(index.platforms.map((p) => p.digest)).size, ARCHES.length, 'a distinct manifest per architecture');
+    t.is(img.reference, `${img.repository}:${own.result.version}@${index.digest}`);
+  }
+});
+
+/** ELF e_machine of each architecture's binaries. */
+const ELF_MACHINE: Record<string, number> = { amd64: 0x3e, arm64: 0xb7 };
+
+/** The ELF e_machine of `path` in the image of `manifestDigest` in `layout` (the last layer holding it wins), or undefined. */
+async function elfMachine(layout: string, manifestDigest: string, path: string): Promise<number | undefined> {
+  const blobPath = (d: string) => join(layout, 'blobs', ...d.split(':'));
+  const manifest = JSON.parse(await readFile(blobPath(manifestDigest), 'utf8')) as { layers: { digest: string }[] };
+  let machine: number | undefined;
+  for (const l of manifest.layers) {
+    // The first 20 bytes: e_machine is the little-endian 16 bits at offset 18.
+    const r = await execa('sh', ['-c', 'tar -xzOf "$1" "$2" 2>/dev/null | head -c 20 | od -An -tx1', 'sh', blobPath(l.digest), path], {
+      reject: false,
+    });
+    const bytes = r.stdout.trim().split(/\s+/).filter(Boolean);
+    if (bytes.length === 20 && bytes.slice(0, 4).join('') === '7f454c46') machine = parseInt(bytes[18]!, 16) | (parseInt(bytes[19]!, 16) << 8);
+  }
+  return machine;
+}
+
+test("each architecture's image holds that architecture's Node binary", async (t) => {
+  for (const img of own.result.images) {
+    for (const p of img.index.platforms) {
+      t.is(
+        await elfMachine(img.index.layout, p.digest, 'usr/local/bin/node'),
+        ELF_MACHINE[p.arch],
+        `${img.repository} ${p.arch}: /usr/local/bin/node`,
+      );
+    }
+  }
+});
+
+test("the host image of the machine's architecture is the image test's: one build of the same inputs", async (t) => {
+  const host = own.result.images.find((i) => i.key === 'host')!;
+  const arch = machineArch();
+  const image = host.built.find((b) => b.arch === arch)?.image;
+  // What the image test builds and the runner checks (test/helpers/images.ts): the checkout's inputs, the same build-args.
+  t.is(image, (await imageTag(await imageStore(), HOST_IMAGE, await archBaseTags(arch))).tag);
+});
+
+test('the release metadata lists the images, digests and tags', async (t) => {
+  const meta = JSON.parse(await readFile(join(own.result.out, 'release.json'), 'utf8')) as {
+    version: string;
+    tags: string[];
+    images: { repository: string; digest: string; reference: string }[];
+  };
+  t.is(meta.version, own.result.version);
+  t.deepEqual(meta.tags, [own.result.version, `sdk/go/${own.result.version}`, `sdk/go/bridge/${own.result.version}`]);
+  t.deepEqual(
+    meta.images.map((i) => [i.repository, i.digest]),
+    own.result.images.map((i) => [i.repository, i.index.digest]),
+  );
+});
+
+test('the rendered manifests name exactly the digests built; every other image keeps its reference', async (t) => {
+  const built = new Map(own.result.images.map((i) => [i.repository, i.reference]));
+  const renderings = [
+    'deploy/providers/aws',
+    'deploy/providers/vsphere',
+    'deploy/providers/openstack',
+    'deploy/overlays/local-demo-sidecar',
+    'deploy/overlays/local-demo-exec',
+  ];
+  let pinned = 0;
+  for (const dir of renderings) {
+    const before = imagesOf(await renderKustomization(join(REPO, dir)));
+    const after = imagesOf(await renderKustomization(join(own.repo, dir)));
+    t.is(after.length, before.length, dir);
+    for (const [i, image] of after.entries()) {
+      const repo = before[i]!.replace(/@.*$/, '').replace(/:[^:/]*$/, '');
+      const want = built.get(repo) ?? before[i]!;
+      t.is(image, want, `${dir}: ${repo}`);
+      if (built.has(repo)) pinned++;
+    }
+  }
+  // Every rendering but the exec demo's (its image is cloud-controller-manager-local) runs the host image.
+  t.is(pinned, renderings.length - 1, 'the host image is pinned in every rendering that runs it');
+});
+
+test('the CHANGELOG entry: Unreleased becomes the version with its date, a new empty Unreleased above it', async (t) => {
+  const text = await readFile(join(next.repo, 'CHANGELOG.md'), 'utf8');
+  const v = next.result.version.slice(1);
+  const heads = text.split('\n').filter((l) => l.startsWith('## '));
+  t.is(heads[0], '## [Unreleased]');
+  t.is(heads[1], `## [${v}] - ${RELEASE_DATE}`);
+  // The version's section holds what Unreleased held in the checkout.
+  const section = (s: string, head: RegExp) => {
+    const lines = s.split('\n');
+    const at = lines.findIndex((l) => head.test(l));
+    const end = lines.findIndex((l, i) => i > at && l.startsWith('## '));
+    return lines
+      .slice(at + 1, end)
+      .join('\n')
+      .trim();
+  };
+  const original = await readFile(join(REPO, 'CHANGELOG.md'), 'utf8');
+  t.is(section(text, new RegExp(`^## \\[${v.replace(/\./g, '\\.')}\\]`)), section(original, /^## \[Unreleased\]/));
+  t.is(section(text, /^## \[Unreleased\]/), '', 'the new Unreleased is empty');
+});
+
+test('every version is the release: host, TypeScript SDK, conformance kit, Python SDK', async (t) => {
+  const v = next.result.version.slice(1);
+  for (const p of ['package.json', 'sdk/package.json', 'conformance/package.json']) {
+    t.is((JSON.parse(await readFile(join(next.repo, p), 'utf8')) as { version: string }).version, v, p);
+  }
+  const lock = JSON.parse(await readFile(join(next.repo, 'package-lock.json'), 'utf8')) as {
+    version: string;
+    packages: Record<string, { version: string }>;
+  };
+  t.is(lock.version, v);
+  t.is(lock.packages['']!.version, v);
+  t.regex(await readFile(join(next.repo, 'sdk/python/pyproject.toml'), 'utf8'), new RegExp(`^version = "${v.replace(/\./g, '\\.')}"$`, 'm'));
+  t.regex(
+    await readFile(join(next.repo, 'sdk/python/src/ccm_provider_sdk/__init__.py'), 'utf8'),
+    new RegExp(`^__version__ = "${v.replace(/\./g, '\\.')}"$`, 'm'),
+  );
+});
+
+test('the tagged Go modules resolve without a replace: a consumer of the bridge, and the bridge at its tag, build from the release GOPROXY', async (t) => {
+  const v = next.result.version;
+  const [sdk, bridge] = GO_MODULES;
+  const bridgeMod = await readFile(join(next.repo, bridge.dir, 'go.mod'), 'utf8');
+  t.notRegex(bridgeMod, /^replace\b/m, 'the bridge has no replace');
+  t.regex(
+    bridgeMod,
+    new RegExp(`^\\s*${sdk.path.replace(/\./g, '\\.')} ${v.replace(/\./g, '\\.')}$`, 'm'),
+    'the bridge requires the SDK at the release',
+  );
+  // The builds below, once per content of the two modules as the proxy serves them (a marker under ~/.cache/ccm-host: made only when they pass).
+  const served = GO_MODULES.flatMap((m) => ['mod', 'zip'].map((ext) => join(next.result.goproxy, m.path, '@v', `${v}.${ext}`)));
+  const key = createHash('sha256').update((await execa('go', ['env', 'GOVERSION'])).stdout);
+  for (const file of served) key.update(await readFile(file));
+  const marker = join(cacheBase(), `release-gomod-${key.digest('hex').slice(0, 16)}`);
+  await buildOnce(marker, async (tmp) => {
+    const work = await mkdtemp(join(tmpdir(), 'ccm-release-go-'));
+    try {
+      const goEnv = JSON.parse((await execa('go', ['env', '-json', 'GOMODCACHE'])).stdout) as { GOMODCACHE: string };
+      // A module cache of its own (the released versions never enter the machine's); third-party modules from the machine's download cache.
+      const env = {
+        GOWORK: 'off',
+        GOFLAGS: '-mod=mod',
+        GOPROXY: `file://${next.result.goproxy},file://${goEnv.GOMODCACHE}/cache/download`,
+        GOSUMDB: 'off',
+        GOMODCACHE: join(work, 'modcache'),
+        GOTOOLCHAIN: 'local',
+        CGO_ENABLED: '0',
+      };
+      const consumer = join(work, 'consumer');
+      await mkdir(consumer, { recursive: true });
+      await writeFile(join(consumer, 'go.mod'), `module example.com/consumer\n\ngo 1.26.0\n\nrequire ${bridge.path} ${v}\n`);
+      await writeFile(join(consumer, 'main.go'), `package main\n\nimport (\n\t_ "${sdk.path}"\n\t_ "${bridge.path}"\n)\n\nfunc main() {}\n`);
+      const go = async (args: string[], cwd: string, extra: Record<string, string> = {}) => {
+        const r = await execa('nice', ['-n', '19', 'go', ...args], { cwd, env: { ...env, ...extra }, reject: false, timeout: 15 * 60_000 });
+        if (r.exitCode !== 0) throw new Error(`go ${args.join(' ')} in ${cwd}: ${r.stderr}`);
+        return r.stdout;
+      };
+      await go(['build', '-trimpath', '-o', join(work, 'consumer.bin'), '.'], consumer);
+      const list = await go(['list', '-m', sdk.path, bridge.path], consumer);
+      // The bridge as its tag holds it, as a main module: its own go.sum (the release wrote the SDK's hashes) must verify.
+      await go(['build', '-trimpath', './...'], join(env.GOMODCACHE, `${bridge.path}@${v}`), { GOFLAGS: '-mod=readonly' });
+      await mkdir(tmp, { recursive: true });
+      await writeFile(join(tmp, 'modules'), list);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+  t.deepEqual(
+    (await readFile(join(marker, 'modules'), 'utf8')).trim().split('\n'),
+    [`${sdk.path} ${v}`, `${bridge.path} ${v}`],
+    'the consumer resolved both at the release version',
+  );
+});

@@ -1,0 +1,121 @@
+/**
+ * The release command's pure parts (tools/release/release.ts) as tables, and
+ * the development setup of the Go modules it relies on: the bridge's go.mod
+ * has no replace and requires the SDK at the version sdk/go/go.work replaces
+ * with the directory next to it. The release itself (images, manifests, Go
+ * proxy) is test/integration/release/release.test.ts.
+ */
+import test from 'ava';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { REPO } from '../../../tools/release/files.js';
+import { HOST_IMAGE, machineArch, nodeImage, providerImage } from '../../../tools/release/images.js';
+import { changelogForRelease, GO_MODULES, parseVersion, pinImages, RELEASED_IMAGES, releaseImageName } from '../../../tools/release/release.js';
+
+const D = 'sha256:' + 'a'.repeat(64);
+const OLD = 'sha256:' + 'b'.repeat(64);
+const PINS = new Map([['ghcr.io/grpc-ccm/cloud-controller-manager', `ghcr.io/grpc-ccm/cloud-controller-manager:v0.2.0@${D}`]]);
+
+const pinCases: [string, string, string][] = [
+  [
+    'a tag',
+    '          image: ghcr.io/grpc-ccm/cloud-controller-manager:v0.1.0',
+    `          image: ghcr.io/grpc-ccm/cloud-controller-manager:v0.2.0@${D}`,
+  ],
+  [
+    'a tag and an older digest',
+    `  image: ghcr.io/grpc-ccm/cloud-controller-manager:v0.1.0@${OLD}`,
+    `  image: ghcr.io/grpc-ccm/cloud-controller-manager:v0.2.0@${D}`,
+  ],
+  ['no tag', '  image: ghcr.io/grpc-ccm/cloud-controller-manager', `  image: ghcr.io/grpc-ccm/cloud-controller-manager:v0.2.0@${D}`],
+  [
+    'quoted, in a list',
+    '  - image: "ghcr.io/grpc-ccm/cloud-controller-manager:v0.1.0"',
+    `  - image: "ghcr.io/grpc-ccm/cloud-controller-manager:v0.2.0@${D}"`,
+  ],
+  [
+    'a trailing comment',
+    '  image: ghcr.io/grpc-ccm/cloud-controller-manager:v0.1.0 # the host',
+    `  image: ghcr.io/grpc-ccm/cloud-controller-manager:v0.2.0@${D} # the host`,
+  ],
+  ['another repository (not built)', '  image: ghcr.io/grpc-ccm/ccm-provider-aws:v0.1.0', '  image: ghcr.io/grpc-ccm/ccm-provider-aws:v0.1.0'],
+  [
+    'a repository whose name only starts alike',
+    '  image: ghcr.io/grpc-ccm/cloud-controller-manager-local:v0.1.0',
+    '  image: ghcr.io/grpc-ccm/cloud-controller-manager-local:v0.1.0',
+  ],
+  ['not an image: line', '# ghcr.io/grpc-ccm/cloud-controller-manager:v0.1.0', '# ghcr.io/grpc-ccm/cloud-controller-manager:v0.1.0'],
+];
+
+for (const [name, input, want] of pinCases) {
+  test(`pinImages: ${name}`, (t) => {
+    t.is(pinImages(input, PINS), want);
+  });
+}
+
+test("releaseImageName: the machine's architecture under the tests' own names (one cached image of the same inputs), another with its architecture", (t) => {
+  const other = machineArch() === 'amd64' ? 'arm64' : 'amd64';
+  const rows: [string, string, string][] = [
+    [releaseImageName(nodeImage('host'), machineArch()), HOST_IMAGE.name, 'the host image as the image test names it'],
+    [releaseImageName(providerImage('aws'), machineArch()), 'ccm-provider-aws', 'the AWS provider image as the image test names it'],
+    [releaseImageName(nodeImage('host'), other), `ccm-host-${other}`, 'another architecture'],
+  ];
+  for (const [got, want, what] of rows) t.is(got, want, what);
+  t.is(RELEASED_IMAGES.find((i) => i.key === 'host')!.spec.name, HOST_IMAGE.name, "the released host image is the image test's spec");
+});
+
+test('changelogForRelease: Unreleased (whatever follows it on the line) becomes the version and date; a new empty Unreleased above', (t) => {
+  const input = ['# Changelog', '', '## [Unreleased] (0.1.0)', '', '### Added', '- a thing', '', '## [0.0.9] - 2025-01-01', '- old', ''].join('\n');
+  t.is(
+    changelogForRelease(input, '0.2.0', '2026-01-02'),
+    [
+      '# Changelog',
+      '',
+      '## [Unreleased]',
+      '',
+      '## [0.2.0] - 2026-01-02',
+      '',
+      '### Added',
+      '- a thing',
+      '',
+      '## [0.0.9] - 2025-01-01',
+      '- old',
+      '',
+    ].join('\n'),
+  );
+});
+
+const refused: [string, string, RegExp][] = [
+  ['no Unreleased section', '# Changelog\n\n## [0.1.0] - 2025-01-01\n- x\n', /no "## \[Unreleased\]" section/],
+  ['an empty Unreleased', '# Changelog\n\n## [Unreleased]\n\n## [0.1.0] - 2025-01-01\n- x\n', /is empty/],
+];
+for (const [name, input, err] of refused) {
+  test(`changelogForRelease refuses ${name}`, (t) => {
+    t.throws(() => changelogForRelease(input, '0.2.0', '2026-01-02'), { message: err });
+  });
+}
+
+const versions: [string, string | RegExp][] = [
+  ['v0.2.0', '0.2.0'],
+  ['v1.10.3', '1.10.3'],
+  ['0.2.0', /not vMAJOR\.MINOR\.PATCH/],
+  ['v0.2', /not vMAJOR\.MINOR\.PATCH/],
+  ['v0.2.0-rc.1', /not vMAJOR\.MINOR\.PATCH/],
+];
+for (const [input, want] of versions) {
+  test(`parseVersion(${input})`, (t) => {
+    if (typeof want === 'string') t.is(parseVersion(input), want);
+    else t.throws(() => parseVersion(input), { message: want });
+  });
+}
+
+test('the bridge has no replace and requires the SDK at the version sdk/go/go.work gives the SDK next to it', async (t) => {
+  const [sdk, bridge] = GO_MODULES;
+  const mod = await readFile(join(REPO, bridge.dir, 'go.mod'), 'utf8');
+  t.notRegex(mod, /^replace\b/m, 'a replace in the bridge would be ignored by consumers and refused by go install');
+  const required = new RegExp(`^\\s*${sdk.path.replace(/\./g, '\\.')} (v\\S+)$`, 'm').exec(mod)?.[1];
+  t.truthy(required);
+  const work = await readFile(join(REPO, sdk.dir, 'go.work'), 'utf8');
+  t.regex(work, /^use \(\n\t\.\n\t\.\/bridge\n\)$/m);
+  t.is(new RegExp(`^replace ${sdk.path.replace(/\./g, '\\.')} (v\\S+) => \\./$`, 'm').exec(work)?.[1], required);
+});
