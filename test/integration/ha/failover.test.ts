@@ -25,11 +25,10 @@ import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
 import { grantLease, hostKubeConfig } from '../../helpers/service-account.js';
 import { lbService } from '../../helpers/lb.js';
-import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
+import { ALLOW_SIMULATION_FLAG } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
-import { firstLeader, lbCreatesByUid, leaseHolder, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
+import { addInitializedNode, firstLeader, lbCreatesByUid, leaseHolder, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 const CLUSTER = 'ha';
 
@@ -89,14 +88,7 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   const initNode = async (name: string) => {
     nodes.push(name);
     // The cloud-node controller copies this InternalIP to the node: a load balancer backend.
-    await localcloud(state, 'instance', 'add', name, '--address', `127.0.4.${nodes.length}`);
-    await core.createNode({
-      body: { metadata: { name, labels: { 'ccm-test': label } }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } },
-    });
-    await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), {
-      what: `node ${name} initialized`,
-      timeoutMs: 90_000,
-    });
+    await addInitializedNode(core, state, name, `127.0.4.${nodes.length}`, label);
   };
   const live: string[] = [];
   const gone: string[] = [];

@@ -7,6 +7,7 @@
 import type { CoordinationV1Api, CoreV1Api, V1Service } from '@kubernetes/client-node';
 import type { JournalEntry } from '../../../plugins/local/journal.js';
 import { cloudLbs, type CloudLb } from '../../helpers/lb.js';
+import { localcloud } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 
 export const ENSURE_LB = 'loadBalancers.ensureLoadBalancer';
@@ -108,4 +109,23 @@ export function firstLeader(replicas: ReadonlyMap<string, unknown>, holder: () =
     },
     { what: 'a leader' },
   );
+}
+
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+/**
+ * Adds instance `name` at `address` to the local cloud in `state`, then a
+ * Node of that name with the uninitialized taint and the label
+ * ccm-test=`label`, and waits until a leader's cloud-node controller has
+ * removed the taint.
+ */
+export async function addInitializedNode(core: CoreV1Api, state: string, name: string, address: string, label: string): Promise<void> {
+  await localcloud(state, 'instance', 'add', name, '--address', address);
+  await core.createNode({
+    body: { metadata: { name, labels: { 'ccm-test': label } }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } },
+  });
+  await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), {
+    what: `node ${name} initialized`,
+    timeoutMs: 90_000,
+  });
 }

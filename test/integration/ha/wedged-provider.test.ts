@@ -30,14 +30,13 @@ import { auditLogFromNow, credentialIdOf, tokenCredentialId } from '../../helper
 import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
 import { lbService } from '../../helpers/lb.js';
-import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../../helpers/localcloud.js';
+import { ALLOW_SIMULATION, LOCAL_PLUGIN } from '../../helpers/localcloud.js';
 import { scrape } from '../../helpers/scraper.js';
 import { grantLease, hostKubeConfig, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
 import { waitFor } from '../../helpers/wait.js';
-import { firstLeader, leaseHolder, settledLbs } from './ha-checks.js';
+import { addInitializedNode, firstLeader, leaseHolder, settledLbs } from './ha-checks.js';
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 /** --plugin-unready-lease-release-timeout here (default 60 s). */
 const RELEASE_AFTER_S = 5;
@@ -117,14 +116,7 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
   const holder = leaseHolder(coordination, namespace);
   const initNode = async (name: string) => {
     nodes.push(name);
-    await localcloud(state, 'instance', 'add', name, '--address', `127.0.5.${nodes.length}`);
-    await core.createNode({
-      body: { metadata: { name, labels: { 'ccm-test': label } }, spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] } },
-    });
-    await waitFor(async () => !(await core.readNode({ name })).spec?.taints?.some((x) => x.key === UNINITIALIZED), {
-      what: `node ${name} initialized`,
-      timeoutMs: 90_000,
-    });
+    await addInitializedNode(core, state, name, `127.0.5.${nodes.length}`, label);
   };
   const live: string[] = [];
   const served = async () => settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone: [], backends: nodes, timeoutMs: 90_000 });
