@@ -20,6 +20,19 @@ import { freePorts, get } from '../controlplane/probe.js';
 import { buildOnce } from './build-once.js';
 import { waitFor } from './wait.js';
 
+/**
+ * The environment of an AWS client (a provider, upstream's CCM) pointed at
+ * moto: its dummy credentials, IMDS off, and every endpoint but the ones the
+ * cloud config names fails on a closed local port, so nothing leaves the machine.
+ */
+export const MOTO_CLIENT_ENV: Readonly<Record<string, string>> = Object.freeze({
+  AWS_ACCESS_KEY_ID: 'test',
+  AWS_SECRET_ACCESS_KEY: 'test',
+  AWS_EC2_METADATA_DISABLED: 'true',
+  HTTP_PROXY: 'http://127.0.0.1:9',
+  HTTPS_PROXY: 'http://127.0.0.1:9',
+});
+
 export const MOTO_VERSION = '5.2.5';
 const MOTO_REQUIREMENT = `moto[server]==${MOTO_VERSION}`;
 const SCRIPT = fileURLToPath(new URL('../../../test/helpers/moto-aws.py', import.meta.url));

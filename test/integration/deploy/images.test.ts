@@ -24,7 +24,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { imageRootfs, prepareImages, rootfsCommand, type ImageRootfs, type TestImages } from '../../helpers/images.js';
 import { lbService } from '../../helpers/lb.js';
 import { renderProvider } from '../../helpers/manifests.js';
-import { awsCloudConfig, startMoto } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
 import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { probe, runPod } from '../../helpers/pod-runner.js';
 import { REPO } from '../../helpers/providers.js';
@@ -130,11 +130,7 @@ test.serial(
       // On EC2: the instance role's credentials and IMDS. Here: moto's dummy credentials, IMDS off, any other endpoint refused locally.
       extraEnv: {
         provider: {
-          AWS_ACCESS_KEY_ID: 'test',
-          AWS_SECRET_ACCESS_KEY: 'test',
-          AWS_EC2_METADATA_DISABLED: 'true',
-          HTTP_PROXY: 'http://127.0.0.1:9',
-          HTTPS_PROXY: 'http://127.0.0.1:9',
+          ...MOTO_CLIENT_ENV,
         },
       },
     });

@@ -37,7 +37,7 @@ import { auditLogFromNow, type AuditEvent } from '../../helpers/audit.js';
 import { awsCloudControllerManager } from '../../helpers/aws-ccm.js';
 import { LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { renderProvider } from '../../helpers/manifests.js';
-import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall } from '../../helpers/moto.js';
+import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
 import { createExternalNode, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { runPod, type Pod } from '../../helpers/pod-runner.js';
 import { awsCloudBinary, REPO } from '../../helpers/providers.js';
@@ -83,13 +83,7 @@ function serviceView(s: V1Service) {
 
 /** Environment of an AWS client here: moto's journal caller key, no IMDS, any endpoint but moto's fails on a closed port. */
 function awsEnv(key: string): Record<string, string> {
-  return {
-    AWS_ACCESS_KEY_ID: key,
-    AWS_SECRET_ACCESS_KEY: 'test',
-    AWS_EC2_METADATA_DISABLED: 'true',
-    HTTP_PROXY: 'http://127.0.0.1:9',
-    HTTPS_PROXY: 'http://127.0.0.1:9',
-  };
+  return { ...MOTO_CLIENT_ENV, AWS_ACCESS_KEY_ID: key };
 }
 
 /** Mutating AWS calls of `caller` in `calls`, as `Action name`, sorted. */

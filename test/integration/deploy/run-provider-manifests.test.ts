@@ -32,7 +32,7 @@ import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
 import { auditLogFromNow, credentialIdOf, type AuditEvent } from '../../helpers/audit.js';
 import { buildImageLayout } from '../../helpers/image-layout.js';
 import { PROVIDER_RENDERINGS, renderProvider, type ProviderRendering } from '../../helpers/manifests.js';
-import { awsCloudConfig, startMoto } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
 import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { openstackBinaries, openstackCloudConfig, startOpenStackStandin } from '../../helpers/openstack.js';
 import { probe, runPod, type ContainerImage } from '../../helpers/pod-runner.js';
@@ -84,11 +84,7 @@ const CASES: ProviderCase[] = [
           secretFiles: { 'cloud.conf': awsCloudConfig(moto, seeded, prefix) },
           // On EC2: the instance role's credentials and IMDS. Here: moto's dummy credentials, IMDS off, any other endpoint refused locally.
           providerEnv: {
-            AWS_ACCESS_KEY_ID: 'test',
-            AWS_SECRET_ACCESS_KEY: 'test',
-            AWS_EC2_METADATA_DISABLED: 'true',
-            HTTP_PROXY: 'http://127.0.0.1:9',
-            HTTPS_PROXY: 'http://127.0.0.1:9',
+            ...MOTO_CLIENT_ENV,
           },
           // Named as AWS names nodes: the provider finds the instance by its private DNS name.
           node: { name: instance.privateDns, providerID: `aws:///us-east-1a/${instance.id}`, zone: 'us-east-1a' },

@@ -52,7 +52,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { checkRealProviderKit, serveTestHook, type InstanceHook, type PinnedFailure, type TestHookServer } from '../../helpers/real-provider-kit.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { bundleMetrics, fromProviderProcess, isExposed } from '../../helpers/monitoring.js';
-import { awsCloudConfig, startMoto, type Moto } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, type Moto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_BRIDGE_DIR, AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
@@ -176,11 +176,7 @@ async function withAwsHost(
         env: {
           CLOUD_CONFIG: configPath,
           KUBECONFIG: await providerKubeconfig(dir),
-          AWS_ACCESS_KEY_ID: 'test',
-          AWS_SECRET_ACCESS_KEY: 'test',
-          AWS_EC2_METADATA_DISABLED: 'true',
-          HTTP_PROXY: 'http://127.0.0.1:9',
-          HTTPS_PROXY: 'http://127.0.0.1:9',
+          ...MOTO_CLIENT_ENV,
         },
       },
     );
@@ -498,11 +494,7 @@ test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (
     const env = {
       CLOUD_CONFIG: configPath,
       KUBECONFIG: await providerKubeconfig(dir),
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      HTTP_PROXY: 'http://127.0.0.1:9',
-      HTTPS_PROXY: 'http://127.0.0.1:9',
+      ...MOTO_CLIENT_ENV,
     };
     hook = await serveTestHook(motoInstanceHook(core, moto, seeded, prefix));
     await checkRealProviderKit(t, {

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { awsCloudConfig, startMoto } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
@@ -81,11 +81,7 @@ for (const [mode, net] of [
           env: {
             CLOUD_CONFIG: configPath,
             KUBECONFIG: await providerKubeconfig(dir),
-            AWS_ACCESS_KEY_ID: 'test',
-            AWS_SECRET_ACCESS_KEY: 'test',
-            AWS_EC2_METADATA_DISABLED: 'true',
-            HTTP_PROXY: 'http://127.0.0.1:9',
-            HTTPS_PROXY: 'http://127.0.0.1:9',
+            ...MOTO_CLIENT_ENV,
           },
         },
       );

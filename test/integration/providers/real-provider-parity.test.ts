@@ -24,7 +24,7 @@ import { freePorts, get } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { openstackBinaries, openstackCloudConfig, openstackProviderIdentity, startOpenStackStandin } from '../../helpers/openstack.js';
-import { awsCloudConfig, startMoto } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
 import { providerIdentity, removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { AWS_CLOUD_PROVIDER, awsUpstreamCcm } from '../../helpers/providers.js';
 import { startProviderHost } from '../../helpers/provider-host.js';
@@ -88,11 +88,7 @@ const PROVIDERS: { name: string; stage(dir: string, prefix: string): Promise<Sta
         configEnv: 'CLOUD_CONFIG',
         // Nothing leaves the machine: dummy credentials, no IMDS, and any endpoint but moto's fails on a closed port.
         env: {
-          AWS_ACCESS_KEY_ID: 'test',
-          AWS_SECRET_ACCESS_KEY: 'test',
-          AWS_EC2_METADATA_DISABLED: 'true',
-          HTTP_PROXY: 'http://127.0.0.1:9',
-          HTTPS_PROXY: 'http://127.0.0.1:9',
+          ...MOTO_CLIENT_ENV,
         },
         machines: seeded.instances.map((i) => ({ name: i.privateDns, providerID: `aws:///${az}/${i.id}` })),
         identity: (admin, namespace) =>
