@@ -86,6 +86,8 @@ export async function startInProcess(provider: CloudProvider, opts: InProcessOpt
       hostVersion: 'in-process',
       providerArgs: [],
       controllers: [],
+      nodeSelector: '',
+      watchNamespace: '',
     };
     try {
       await unaryCall(clients.lifecycle.configure.bind(clients.lifecycle), request);

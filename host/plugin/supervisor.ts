@@ -51,6 +51,10 @@ export interface SupervisorOptions {
     clusterUid?: string;
     /** The provider's own flags from the host's command line (ConfigureRequest.provider_args). */
     providerArgs?: readonly string[];
+    /** The host's --node-selector (ConfigureRequest.node_selector): the provider's own controllers see only these Nodes. */
+    nodeSelector?: string;
+    /** The host's --watch-namespace (ConfigureRequest.watch_namespace): the provider's own controllers see only this namespace. */
+    watchNamespace?: string;
   };
   /** Probe period while ready (default 10 s). */
   probeIntervalMs?: number;
@@ -138,6 +142,8 @@ export class PluginSupervisor extends EventEmitter {
       clusterUid: cfg.clusterUid ?? '',
       providerArgs: [...(cfg.providerArgs ?? [])],
       controllers: [...this.providerControllers],
+      nodeSelector: cfg.nodeSelector ?? '',
+      watchNamespace: cfg.watchNamespace ?? '',
     };
   }
 

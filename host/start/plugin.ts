@@ -55,6 +55,9 @@ export function pluginSupervisor(config: HostConfig, d: Omit<PluginStepDeps, 'si
       clusterUid: d.clusterUid,
       hostVersion: HOST_VERSION,
       providerArgs: config.providerFlags,
+      // The host's scope, so the provider's own controllers act only on what this host manages.
+      nodeSelector: config.nodeSelector,
+      watchNamespace: config.watchNamespace,
     },
     log: d.log,
     pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',

@@ -87,6 +87,7 @@ type Provider struct {
 	builder     cloudprovider.ControllerClientBuilder
 	parsedArgs  []string
 	running     map[string]context.CancelFunc
+	scope       Scope // of the running controllers
 }
 
 // New wraps cloud. It asks the cloud once for each of its interfaces; the
@@ -182,7 +183,8 @@ func (p *Provider) Info() ccmsdk.Info {
 // provider_args into Options.Flags (INVALID_ARGUMENT for words they do not
 // take); every Configure, after Initialize, runs exactly the listed
 // Options.Controllers (starting those not running, stopping the others;
-// INVALID_ARGUMENT for a name not among them). Repeating it with the same
+// INVALID_ARGUMENT for a name not among them), in the host's scope
+// (node_selector, watch_namespace: see ControllerContext.Informers). Repeating it with the same
 // input changes nothing; Initialize runs once per process.
 func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
 	res := &pb.ConfigureResponse{}
@@ -202,9 +204,13 @@ func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb
 		return nil, err
 	}
 	res.Warnings = append(res.Warnings, w...)
+	scope, err := scopeOf(req.GetNodeSelector(), req.GetWatchNamespace())
+	if err != nil {
+		return nil, err
+	}
 	p.clusterName = req.GetClusterName()
 	if p.initialized {
-		w, err := p.runControllers(req.GetControllers(), p.builder)
+		w, err := p.runControllers(req.GetControllers(), scope, p.builder)
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +234,7 @@ func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb
 		}
 	}
 	p.initialized = true
-	w, err = p.runControllers(req.GetControllers(), builder)
+	w, err = p.runControllers(req.GetControllers(), scope, builder)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,13 @@ import (
 
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
@@ -27,7 +33,13 @@ type ControllerContext struct {
 	ClientBuilder cloudprovider.ControllerClientBuilder
 	// Informers is a factory of this run of the controller: ask it for the
 	// informers the controller uses; the bridge starts it after the
-	// controller's start returns, and stops it with the controller.
+	// controller's start returns, and stops it with the controller. It is
+	// limited to the host's scope (ConfigureRequest.node_selector and
+	// watch_namespace): its Node informer lists and watches only the Nodes
+	// of the host's --node-selector, its namespaced informers only the
+	// host's --watch-namespace, so the controller acts only on what this
+	// host manages. A controller that lists with a client of its own
+	// (ClientBuilder) is not limited: use these informers.
 	Informers informers.SharedInformerFactory
 	// NodeMonitorPeriod is upstream's --node-monitor-period default.
 	NodeMonitorPeriod time.Duration
@@ -86,9 +98,46 @@ func (p *Provider) applyProviderArgs(args []string) ([]string, error) {
 	return nil, nil
 }
 
+// Scope is what the host manages (ConfigureRequest.node_selector and
+// watch_namespace); the provider's controllers see nothing outside it.
+type Scope struct {
+	// NodeSelector is a label selector for Nodes; "" selects every Node.
+	NodeSelector string
+	// Namespace limits namespaced objects; "" is every namespace.
+	Namespace string
+}
+
+// scopeOf reads a Configure's scope; INVALID_ARGUMENT for a selector that
+// does not parse (the host validates its flag, so only a foreign host sends one).
+func scopeOf(nodeSelector, namespace string) (Scope, error) {
+	if _, err := labels.Parse(nodeSelector); err != nil {
+		return Scope{}, ccmsdk.InvalidArgument(fmt.Sprintf("node_selector %q: %v", nodeSelector, err))
+	}
+	return Scope{NodeSelector: nodeSelector, Namespace: namespace}, nil
+}
+
+// NewScopedInformerFactory is a shared informer factory limited to s, as
+// the host's own informers are: the namespace applies to namespaced
+// resources, the label selector to Nodes only (a tweak on the whole
+// factory would also filter Services, Pods, ... by the Nodes' labels).
+func NewScopedInformerFactory(client kubernetes.Interface, resync time.Duration, s Scope) informers.SharedInformerFactory {
+	f := informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithNamespace(s.Namespace))
+	if s.NodeSelector != "" {
+		selector := s.NodeSelector
+		// Registered first, so the factory's Core().V1().Nodes() returns this informer.
+		f.InformerFor(&corev1.Node{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredNodeInformer(c, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+				func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		})
+	}
+	return f
+}
+
 // runControllers starts the listed controllers not running and stops the
-// running ones not listed. Called with p.mu held, after Initialize.
-func (p *Provider) runControllers(names []string, builder cloudprovider.ControllerClientBuilder) ([]string, error) {
+// running ones not listed; when the scope changed (another host answers at
+// the same endpoint) the running ones restart in the new scope. Called with
+// p.mu held, after Initialize.
+func (p *Provider) runControllers(names []string, scope Scope, builder cloudprovider.ControllerClientBuilder) ([]string, error) {
 	for _, n := range names {
 		if _, ok := p.opts.Controllers[n]; !ok {
 			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("this provider has no controller %q (it has: %s)", n, strings.Join(controllerNames(p.opts.Controllers), ", ")))
@@ -97,6 +146,11 @@ func (p *Provider) runControllers(names []string, builder cloudprovider.Controll
 	if p.running == nil {
 		p.running = map[string]context.CancelFunc{}
 	}
+	if scope != p.scope && len(p.running) > 0 {
+		p.log.Info("provider controllers restart in the host's new scope", "nodeSelector", scope.NodeSelector, "namespace", scope.Namespace)
+		p.stopControllers()
+	}
+	p.scope = scope
 	for n, cancel := range p.running {
 		if !slices.Contains(names, n) {
 			cancel()
@@ -115,7 +169,7 @@ func (p *Provider) runControllers(names []string, builder cloudprovider.Controll
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		f := informers.NewSharedInformerFactory(client, informerResync)
+		f := NewScopedInformerFactory(client, informerResync, scope)
 		err = p.opts.Controllers[n](ctx, ControllerContext{Cloud: p.cloud, ClientBuilder: builder, Informers: f, NodeMonitorPeriod: DefaultNodeMonitorPeriod})
 		if err != nil {
 			cancel()
@@ -124,7 +178,7 @@ func (p *Provider) runControllers(names []string, builder cloudprovider.Controll
 		}
 		f.Start(ctx.Done())
 		p.running[n] = cancel
-		p.log.Info("provider controller started", "controller", n)
+		p.log.Info("provider controller started", "controller", n, "nodeSelector", scope.NodeSelector, "namespace", scope.Namespace)
 	}
 	return warnings, nil
 }
@@ -134,5 +188,6 @@ func (p *Provider) stopControllers() {
 	for n, cancel := range p.running {
 		cancel()
 		delete(p.running, n)
+		p.log.Info("provider controller stopped", "controller", n)
 	}
 }

@@ -266,6 +266,8 @@ test('provider: serves instances the CLI added, sees CLI changes and knobs live,
     hostVersion: 'test',
     providerArgs: [],
     controllers: [],
+    nodeSelector: '',
+    watchNamespace: '',
   });
 
   const md = await call(client.instanceMetadata.bind(client), { node: nodeRef('worker-1') });

@@ -10,6 +10,18 @@
  * Node's EC2 instance gets the tags, and the Node the controller's label.
  * The provider's own ServiceAccount gets what the tagging controller needs
  * besides aws-bridge.test.ts's rights (nodes patch, for its label).
+ *
+ * The controller acts only in the host's scope (ConfigureRequest
+ * node_selector, watch_namespace): a Node outside the host's --node-selector
+ * whose providerID names an instance of this test's moto is never tagged nor
+ * labelled. Without that, the two modes running at once tagged each other's
+ * instance ids in their own moto and labelled each other's Nodes, and the
+ * other provider then skipped its own Node as "already tagged".
+ *
+ * | Node | labels | what the provider's tagging controller does |
+ * |------|--------|---------------------------------------------|
+ * | <prefix>-a | in the host's --node-selector | tags instance 0 (Key1, Key2), labels the Node |
+ * | <prefix>-outside | another value of the selector's label | nothing: instance 1 untagged, Node unlabelled |
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -56,15 +68,17 @@ for (const [mode, net] of [
     const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
     const moto = await startMoto(dir, REGION);
     const node = `${prefix}-a`;
+    const outside = `${prefix}-outside`;
     try {
       const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string }[] }>('seed', {
         cluster: prefix,
         az: AZ,
-        instances: 1,
+        instances: 2,
         type: 't3.medium',
         net,
       });
       const instance = seeded.instances[0]!.id;
+      const outsideInstance = seeded.instances[1]!.id;
       const configPath = join(dir, 'cloud.conf');
       await writeFile(configPath, awsCloudConfig(moto, seeded, prefix));
       // The line as the docs give it, but for its --cloud-provider (startProviderHost's) and --v.
@@ -89,6 +103,13 @@ for (const [mode, net] of [
         const info = running.host.supervisor.identity?.info;
         t.true(info?.providerFlags.includes('tags') && info.providerFlags.includes('resources'), 'the provider declares its flags');
         t.deepEqual(info?.providerControllers, ['tagging'], 'and its controller');
+        // Created first, so an unscoped controller would meet it before the Node it must tag.
+        await core.createNode({
+          body: {
+            metadata: { name: outside, labels: { 'kubernetes.io/hostname': outside, [SELECTOR_LABEL]: `${prefix}-outside` } },
+            spec: { providerID: `aws:///${AZ}/${outsideInstance}` },
+          },
+        });
         await core.createNode({
           body: {
             metadata: { name: node, labels: { 'kubernetes.io/hostname': node, [SELECTOR_LABEL]: prefix } },
@@ -110,11 +131,19 @@ for (const [mode, net] of [
         });
         t.truthy(labelled);
         t.regex(await readFile(log, 'utf8'), /provider controller started/);
+        // Checked after the Node in scope is done: the one outside the host's --node-selector is not the provider's either.
+        t.is((await core.readNode({ name: outside })).metadata?.labels?.[TAGGED_LABEL], undefined, `${outside} is outside the host's scope`);
+        t.deepEqual(
+          (await moto.ctl<{ tags: Record<string, string> }>('instance-tags', { id: outsideInstance })).tags.Key1,
+          undefined,
+          `instance ${outsideInstance} (of ${outside}) untagged`,
+        );
       } finally {
         await running.stop();
       }
     } finally {
       await core.deleteNode({ name: node }).catch(() => undefined);
+      await core.deleteNode({ name: outside }).catch(() => undefined);
       await moto.stop();
     }
   });

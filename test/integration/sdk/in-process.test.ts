@@ -163,6 +163,8 @@ test('undefined answers encode as empty responses; non-Error throws become INTER
       hostVersion: '',
       providerArgs: [],
       controllers: [],
+      nodeSelector: '',
+      watchNamespace: '',
     }),
     {
       warnings: [],
@@ -214,6 +216,8 @@ test('messages up to MAX_MESSAGE_BYTES pass both ways (above the grpc-js 4 MiB d
     hostVersion: '',
     providerArgs: [],
     controllers: [],
+    nodeSelector: '',
+    watchNamespace: '',
   });
   t.is(res.warnings[0], `got ${big} bytes`);
   t.is(res.warnings[1]!.length, big);
@@ -262,6 +266,8 @@ test('configure: false leaves the provider unconfigured: cloud calls answer NOT_
     hostVersion: '',
     providerArgs: [],
     controllers: [],
+    nodeSelector: '',
+    watchNamespace: '',
   });
   t.true((await unary(instances.instanceExists.bind(instances), req)).exists);
 });

@@ -17,7 +17,16 @@ import { NOT_BY_HAND_MESSAGE } from '../../../sdk/serve.js';
 import { echoMetadata } from '../../fixtures/echo-provider-lib.js';
 import { launchPlugin, withTimeout, WAIT_MS, type LaunchOptions, type PluginProcess } from './plugin-process.js';
 
-const CONFIGURE = { cloudConfig: Buffer.alloc(0), clusterName: 'test', clusterUid: '', hostVersion: 'test', providerArgs: [], controllers: [] };
+const CONFIGURE = {
+  cloudConfig: Buffer.alloc(0),
+  clusterName: 'test',
+  clusterUid: '',
+  hostVersion: 'test',
+  providerArgs: [],
+  controllers: [],
+  nodeSelector: '',
+  watchNamespace: '',
+};
 
 /** Launches the echo provider in exec mode, waits for the handshake, connects and (unless told not to) configures it, as the host does. */
 async function started(
@@ -136,6 +145,8 @@ test('Configure and Probe reach the provider', async (t) => {
     hostVersion: 'test',
     providerArgs: [],
     controllers: [],
+    nodeSelector: '',
+    watchNamespace: '',
   });
   t.deepEqual(res.warnings, ['cloud config is empty']);
   const probe = await unary(c.identity.probe.bind(c.identity), {});

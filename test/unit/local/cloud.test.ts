@@ -731,6 +731,8 @@ test('Configure applies JSON cloud config, warns on unknown keys, rejects garbag
       hostVersion: 'test',
       providerArgs: [],
       controllers: [],
+      nodeSelector: '',
+      watchNamespace: '',
     },
     ctx(),
   );
@@ -742,7 +744,16 @@ test('Configure applies JSON cloud config, warns on unknown keys, rejects garbag
     (
       await failure(
         cloud.configure!(
-          { cloudConfig: Buffer.from('zone: z9'), clusterName: '', clusterUid: '', hostVersion: '', providerArgs: [], controllers: [] },
+          {
+            cloudConfig: Buffer.from('zone: z9'),
+            clusterName: '',
+            clusterUid: '',
+            hostVersion: '',
+            providerArgs: [],
+            controllers: [],
+            nodeSelector: '',
+            watchNamespace: '',
+          },
           ctx(),
         ),
       )
@@ -751,7 +762,16 @@ test('Configure applies JSON cloud config, warns on unknown keys, rejects garbag
   );
   // An empty config restores the defaults (Configure replaces, it does not merge).
   await cloud.configure!(
-    { cloudConfig: Buffer.alloc(0), clusterName: 'prod', clusterUid: '', hostVersion: '', providerArgs: [], controllers: [] },
+    {
+      cloudConfig: Buffer.alloc(0),
+      clusterName: 'prod',
+      clusterUid: '',
+      hostVersion: '',
+      providerArgs: [],
+      controllers: [],
+      nodeSelector: '',
+      watchNamespace: '',
+    },
     ctx(),
   );
   t.is(cloud.currentSettings().zone, 'local-a');

@@ -60,6 +60,26 @@ export interface ConfigureRequest {
    * this field.
    */
   controllers: string[];
+  /**
+   * The host's --node-selector: a Kubernetes label selector (e.g.
+   * "pool=a"), in the syntax of ListOptions.labelSelector, limiting the Nodes
+   * this host manages. Empty: every Node. The provider's own controllers
+   * (field 6) must act only on the Nodes it selects, as the host's do: a
+   * Node outside it belongs to another host (another shard, another
+   * cluster's test) and must not be read as this host's. The same in every
+   * Configure of one host process. Empty from hosts before this field, which
+   * manage every Node.
+   */
+  nodeSelector: string;
+  /**
+   * The host's --watch-namespace: the one namespace whose namespaced objects
+   * (Services, claims, ...) this host manages. Empty: every namespace. The
+   * provider's own controllers must act only on namespaced objects in it;
+   * cluster-scoped objects (Nodes) are limited by node_selector alone. The
+   * same in every Configure of one host process. Empty from hosts before
+   * this field.
+   */
+  watchNamespace: string;
 }
 
 /** Result of configuration. */
@@ -86,6 +106,8 @@ function createBaseConfigureRequest(): ConfigureRequest {
     clusterUid: "",
     providerArgs: [],
     controllers: [],
+    nodeSelector: "",
+    watchNamespace: "",
   };
 }
 
@@ -108,6 +130,12 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     }
     for (const v of message.controllers) {
       writer.uint32(50).string(v!);
+    }
+    if (message.nodeSelector !== "") {
+      writer.uint32(58).string(message.nodeSelector);
+    }
+    if (message.watchNamespace !== "") {
+      writer.uint32(66).string(message.watchNamespace);
     }
     return writer;
   },
@@ -173,6 +201,22 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
             message.controllers.push(reader.string());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.nodeSelector = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.watchNamespace = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -215,6 +259,16 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
       controllers: globalThis.Array.isArray(object?.controllers)
         ? object.controllers.map((e: any) => globalThis.String(e))
         : [],
+      nodeSelector: isSet(object.nodeSelector)
+        ? globalThis.String(object.nodeSelector)
+        : isSet(object.node_selector)
+        ? globalThis.String(object.node_selector)
+        : "",
+      watchNamespace: isSet(object.watchNamespace)
+        ? globalThis.String(object.watchNamespace)
+        : isSet(object.watch_namespace)
+        ? globalThis.String(object.watch_namespace)
+        : "",
     };
   },
 
@@ -238,6 +292,12 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     if (message.controllers?.length) {
       obj.controllers = message.controllers;
     }
+    if (message.nodeSelector !== "") {
+      obj.nodeSelector = message.nodeSelector;
+    }
+    if (message.watchNamespace !== "") {
+      obj.watchNamespace = message.watchNamespace;
+    }
     return obj;
   },
 
@@ -252,6 +312,8 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     message.clusterUid = object.clusterUid ?? "";
     message.providerArgs = object.providerArgs?.map((e) => e) || [];
     message.controllers = object.controllers?.map((e) => e) || [];
+    message.nodeSelector = object.nodeSelector ?? "";
+    message.watchNamespace = object.watchNamespace ?? "";
     return message;
   },
 };

@@ -50,9 +50,25 @@ type ConfigureRequest struct {
 	// provider runs them. The provider starts the listed ones not running and
 	// stops the running ones not listed (idempotent). Empty from hosts before
 	// this field.
-	Controllers   []string `protobuf:"bytes,6,rep,name=controllers,proto3" json:"controllers,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Controllers []string `protobuf:"bytes,6,rep,name=controllers,proto3" json:"controllers,omitempty"`
+	// The host's --node-selector: a Kubernetes label selector (e.g.
+	// "pool=a"), in the syntax of ListOptions.labelSelector, limiting the Nodes
+	// this host manages. Empty: every Node. The provider's own controllers
+	// (field 6) must act only on the Nodes it selects, as the host's do: a
+	// Node outside it belongs to another host (another shard, another
+	// cluster's test) and must not be read as this host's. The same in every
+	// Configure of one host process. Empty from hosts before this field, which
+	// manage every Node.
+	NodeSelector string `protobuf:"bytes,7,opt,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty"`
+	// The host's --watch-namespace: the one namespace whose namespaced objects
+	// (Services, claims, ...) this host manages. Empty: every namespace. The
+	// provider's own controllers must act only on namespaced objects in it;
+	// cluster-scoped objects (Nodes) are limited by node_selector alone. The
+	// same in every Configure of one host process. Empty from hosts before
+	// this field.
+	WatchNamespace string `protobuf:"bytes,8,opt,name=watch_namespace,json=watchNamespace,proto3" json:"watch_namespace,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -125,6 +141,20 @@ func (x *ConfigureRequest) GetControllers() []string {
 		return x.Controllers
 	}
 	return nil
+}
+
+func (x *ConfigureRequest) GetNodeSelector() string {
+	if x != nil {
+		return x.NodeSelector
+	}
+	return ""
+}
+
+func (x *ConfigureRequest) GetWatchNamespace() string {
+	if x != nil {
+		return x.WatchNamespace
+	}
+	return ""
 }
 
 // Result of configuration.
@@ -260,7 +290,7 @@ var File_ccm_provider_v1_lifecycle_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_lifecycle_proto_rawDesc = "" +
 	"\n" +
-	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\xe3\x01\n" +
+	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\xb1\x02\n" +
 	"\x10ConfigureRequest\x12!\n" +
 	"\fcloud_config\x18\x01 \x01(\fR\vcloudConfig\x12!\n" +
 	"\fcluster_name\x18\x02 \x01(\tR\vclusterName\x12!\n" +
@@ -268,7 +298,9 @@ const file_ccm_provider_v1_lifecycle_proto_rawDesc = "" +
 	"\vcluster_uid\x18\x04 \x01(\tR\n" +
 	"clusterUid\x12#\n" +
 	"\rprovider_args\x18\x05 \x03(\tR\fproviderArgs\x12 \n" +
-	"\vcontrollers\x18\x06 \x03(\tR\vcontrollers\"/\n" +
+	"\vcontrollers\x18\x06 \x03(\tR\vcontrollers\x12#\n" +
+	"\rnode_selector\x18\a \x01(\tR\fnodeSelector\x12'\n" +
+	"\x0fwatch_namespace\x18\b \x01(\tR\x0ewatchNamespace\"/\n" +
 	"\x11ConfigureResponse\x12\x1a\n" +
 	"\bwarnings\x18\x01 \x03(\tR\bwarnings\"O\n" +
 	"\x0fShutdownRequest\x12<\n" +
