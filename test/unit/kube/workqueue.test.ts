@@ -171,11 +171,21 @@ test('forget resets the backoff', async (t) => {
 
 test('addAfter: items come out in ready-time order', async (t) => {
   const q = new WorkQueue();
-  q.addAfter('a', 60);
-  q.addAfter('b', 20);
-  q.addAfter('c', 40);
-  q.addAfter('d', 0);
-  q.add('e');
+  // One instant for all five calls: a busy machine can pause between two calls for longer than the
+  // delays differ, which would change the ready times themselves, not the order the queue keeps.
+  const t0 = performance.now();
+  const now = Object.getOwnPropertyDescriptor(performance, 'now');
+  Object.defineProperty(performance, 'now', { configurable: true, value: () => t0 });
+  try {
+    q.addAfter('a', 60);
+    q.addAfter('b', 20);
+    q.addAfter('c', 40);
+    q.addAfter('d', 0);
+    q.add('e');
+  } finally {
+    if (now) Object.defineProperty(performance, 'now', now);
+    else delete (performance as { now?: unknown }).now;
+  }
   const got: string[] = [];
   for (let i = 0; i < 5; i++) {
     const r = await q.get();
