@@ -17,12 +17,20 @@
  * signs its AWS requests with an access key of its own, so moto's journal
  * (moto-server.py, 6) tells who called what.
  *
+ * The Services are those of SERVICES, each with its own name: a plain classic
+ * ELB, classic ELBs with the common annotations (internal, additional tags,
+ * attributes, health check, the operator's own and extra security groups)
+ * and an NLB (ELBv2: load balancer, target groups, listeners). moto-aws.py
+ * describes what a CCM manages (every ELB and NLB with its listeners,
+ * targets, health checks, attributes, groups and tags; the VPC's security
+ * groups with their rules): "unchanged" compares all of it.
+ *
  * | step | what the operator does | what must hold |
  * |------|------------------------|----------------|
- * | 1 | upstream runs           | Nodes initialized; a LoadBalancer Service gets one classic ELB |
+ * | 1 | upstream runs           | Nodes initialized; each Service gets one load balancer, as its annotations ask |
  * | 2 | ours starts beside it   | ours sees upstream holding the Lease and waits: no AWS write, no Service or Node write |
- * | 3 | upstream stopped        | ours takes the Lease, adopts the ELB: same ELB, no create, no delete, its AWS writes those upstream makes on a restart; Service status, finalizer and Nodes unchanged |
- * | 4 | ours stopped, upstream started again (rollback) | upstream takes the Lease back; nothing lost: same ELB, Service status, finalizer, Nodes |
+ * | 3 | upstream stopped        | ours takes the Lease, adopts every load balancer: the same, no create, no delete, its AWS writes those upstream makes on a restart; Service status, finalizers and Nodes unchanged |
+ * | 4 | ours stopped, upstream started again (rollback) | upstream takes the Lease back; nothing lost: same load balancers, Service status, finalizers, Nodes |
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -64,6 +72,124 @@ interface Elb {
   scheme: string;
   attributes: Record<string, unknown>;
   tags: Record<string, string>;
+}
+
+/** An ELBv2 load balancer as moto-aws.py describe-nlbs gives it. */
+interface Nlb {
+  name: string;
+  dns: string;
+  type: string;
+  scheme: string;
+  subnets: string[];
+  tags: Record<string, string>;
+  attributes: Record<string, string>;
+  listeners: { port: number; protocol: string; targetGroup: string }[];
+  targetGroups: {
+    name: string;
+    port: number;
+    protocol: string;
+    healthCheck: Record<string, unknown>;
+    targets: string[];
+    attributes: Record<string, string>;
+  }[];
+}
+
+/** What the AWS account holds that a CCM manages: the load balancers and the VPC's security groups with their rules. */
+interface Cloud {
+  elbs: Elb[];
+  nlbs: Nlb[];
+  groups: Record<string, { id: string; tags: Record<string, string>; ingress: string[] }>;
+}
+
+/** Security groups an operator made for the annotations of SERVICES (the test creates them in the VPC). */
+interface Groups {
+  custom: string;
+  extra: string;
+}
+
+const A = 'service.beta.kubernetes.io/aws-load-balancer-';
+
+/**
+ * The LoadBalancer Services upstream makes load balancers for before the
+ * switch, each with its own name: one per kind of AWS load balancer or
+ * common annotation set. `upstreamMade` is what upstream must have made of
+ * the annotations (so "unchanged" compares what the annotations asked for).
+ */
+const SERVICES: {
+  name: string;
+  what: string;
+  ports: number[];
+  annotations: (g: Groups) => Record<string, string>;
+  upstreamMade: (g: Groups) => Record<string, unknown>;
+}[] = [
+  { name: 'web', what: 'a classic ELB', ports: [80], annotations: () => ({}), upstreamMade: () => ({ scheme: 'internet-facing' }) },
+  {
+    name: 'internal',
+    what: 'an internal classic ELB with extra tags and an extra security group',
+    ports: [80, 443],
+    annotations: (g) => ({
+      [`${A}internal`]: 'true',
+      [`${A}additional-resource-tags`]: 'team=payments,cost-center=42',
+      [`${A}extra-security-groups`]: g.extra,
+    }),
+    upstreamMade: () => ({ scheme: 'internal', tags: { team: 'payments', 'cost-center': '42' } }),
+  },
+  {
+    name: 'tuned',
+    what: 'a classic ELB with attributes and a health check of its own',
+    ports: [8080],
+    annotations: () => ({
+      [`${A}cross-zone-load-balancing-enabled`]: 'true',
+      [`${A}connection-idle-timeout`]: '120',
+      [`${A}connection-draining-enabled`]: 'true',
+      [`${A}connection-draining-timeout`]: '45',
+      [`${A}healthcheck-protocol`]: 'HTTP',
+      [`${A}healthcheck-path`]: '/healthz',
+      [`${A}healthcheck-healthy-threshold`]: '3',
+      [`${A}healthcheck-unhealthy-threshold`]: '4',
+      [`${A}healthcheck-timeout`]: '6',
+      [`${A}healthcheck-interval`]: '15',
+    }),
+    upstreamMade: () => ({
+      attributes: {
+        CrossZoneLoadBalancing: { Enabled: true },
+        ConnectionSettings: { IdleTimeout: 120 },
+        ConnectionDraining: { Enabled: true, Timeout: 45 },
+      },
+      healthCheck: { HealthyThreshold: 3, UnhealthyThreshold: 4, Timeout: 6, Interval: 15 },
+    }),
+  },
+  {
+    name: 'own-groups',
+    what: "a classic ELB in the operator's own security groups",
+    ports: [80],
+    annotations: (g) => ({ [`${A}security-groups`]: g.custom, [`${A}extra-security-groups`]: g.extra }),
+    upstreamMade: (g) => ({ securityGroups: [g.custom, g.extra].sort() }),
+  },
+  {
+    name: 'nlb',
+    what: 'an NLB with tags, cross-zone and a health check of its own',
+    ports: [80, 443],
+    annotations: () => ({
+      [`${A}type`]: 'nlb',
+      [`${A}additional-resource-tags`]: 'team=edge',
+      [`${A}cross-zone-load-balancing-enabled`]: 'true',
+      [`${A}healthcheck-protocol`]: 'http',
+      [`${A}healthcheck-path`]: '/healthz',
+      [`${A}healthcheck-interval`]: '10',
+    }),
+    upstreamMade: () => ({ type: 'network', tags: { team: 'edge' }, attributes: { 'load_balancing.cross_zone.enabled': 'true' } }),
+  },
+];
+
+/** The instances behind a Service's load balancer (a classic ELB's; an NLB's targets in each of its target groups), or undefined if it has none yet. */
+function backends(cloud: Cloud, row: (typeof SERVICES)[number], lbName: string): string[] | undefined {
+  const elb = cloud.elbs.find((l) => l.name === lbName);
+  if (elb) return elb.instances;
+  const nlb = cloud.nlbs.find((l) => l.name === lbName);
+  if (!nlb || nlb.targetGroups.length !== row.ports.length) return undefined;
+  const sets = nlb.targetGroups.map((g) => [...new Set(g.targets.map((x) => x.split(':')[0]!))].sort().join());
+  return new Set(sets).size === 1 ? sets[0]!.split(',') : undefined;
 }
 
 /** What a cloud-node controller decides about a Node. */
@@ -139,7 +265,7 @@ async function eventCount(core: CoreV1Api, svc: V1Service, reason: string): Prom
   return list.items.filter((e) => e.reason === reason).reduce((n, e) => n + (e.count ?? 1), 0);
 }
 
-test('migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts the ELB when upstream stops (no create, no delete, Nodes untouched), and upstream takes it back on rollback with nothing lost', async (t) => {
+test('migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts every ELB and NLB (annotated ones too) when upstream stops (no create, no delete, no change, Nodes untouched), and upstream takes them back on rollback with nothing lost', async (t) => {
   t.timeout(8 * 60_000);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-migrate-aws-'));
   const [upstreamBin, providerBin] = await Promise.all([awsCloudControllerManager(), awsCloudBinary()]);
@@ -165,7 +291,11 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   const cloudConfigPath = join(dir, 'cloud.conf');
   await writeFile(cloudConfigPath, cloudConf);
   await writeFile(join(dir, 'admin-kubeconfig'), admin.exportConfig(), { mode: 0o600 });
-  const elbs = async () => (await moto.ctl<{ loadBalancers: Elb[] }>('describe-elbs')).loadBalancers;
+  const cloudNow = async (): Promise<Cloud> => ({
+    elbs: (await moto.ctl<{ loadBalancers: Elb[] }>('describe-elbs')).loadBalancers.sort((a, b) => a.name.localeCompare(b.name)),
+    nlbs: (await moto.ctl<{ loadBalancers: Nlb[] }>('describe-nlbs')).loadBalancers,
+    groups: (await moto.ctl<{ groups: Cloud['groups'] }>('security-group-rules', { vpc: seeded.vpc })).groups,
+  });
 
   const upstreamRuns: ManagedProcess[] = [];
   const runUpstream = async () => {
@@ -199,38 +329,69 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     for (const p of upstreamRuns) p.signal('SIGKILL');
   });
 
-  // 1. Upstream runs: Nodes initialized, the Service's ELB.
+  // 1. Upstream runs: Nodes initialized, a load balancer for each Service of the table.
   let upstream = await runUpstream();
   for (const i of seeded.instances) await createExternalNode(core, i.privateDns, scope.labels);
   for (const i of seeded.instances) await waitNodeInitialized(core, i.privateDns, 'the upstream AWS CCM', 120_000);
-  const created = await core.createNamespacedService({ namespace: ns, body: lbService('web', ns, [{ port: 80 }]) });
-  const elbName = `a${created.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32);
-  const instanceIds = seeded.instances.map((i) => i.id).sort();
-  await waitFor(async () => ((e) => e?.instances.join() === instanceIds.join() || undefined)((await elbs()).find((l) => l.name === elbName)), {
-    what: `ELB ${elbName} with both instances`,
-    timeoutMs: 120_000,
-    log: upstream.logPath,
-  });
-  const service = await waitFor(
-    async () =>
-      ((s) => ((s.status?.loadBalancer?.ingress ?? []).length > 0 && s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined))(
-        await core.readNamespacedService({ name: 'web', namespace: ns }),
+  const groups: Groups = {
+    custom: (await moto.ctl<{ id: string }>('create-security-group', { vpc: seeded.vpc, name: `${scope.prefix}-custom` })).id,
+    extra: (await moto.ctl<{ id: string }>('create-security-group', { vpc: seeded.vpc, name: `${scope.prefix}-extra` })).id,
+  };
+  const lbNames = new Map<string, string>();
+  for (const row of SERVICES) {
+    const created = await core.createNamespacedService({
+      namespace: ns,
+      body: lbService(
+        row.name,
+        ns,
+        row.ports.map((port) => ({ port })),
+        {},
+        row.annotations(groups),
       ),
-    { what: 'the Service has its ingress and finalizer', timeoutMs: 120_000, log: upstream.logPath },
-  );
+    });
+    lbNames.set(row.name, `a${created.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32));
+  }
+  const instanceIds = seeded.instances.map((i) => i.id).sort();
+  const services = new Map<string, V1Service>();
+  for (const row of SERVICES) {
+    const lbName = lbNames.get(row.name)!;
+    await waitFor(async () => ((ids) => ids?.join() === instanceIds.join() || undefined)(backends(await cloudNow(), row, lbName)), {
+      what: `${row.what}: ${lbName} with both instances`,
+      timeoutMs: 120_000,
+      log: upstream.logPath,
+    });
+    services.set(
+      row.name,
+      await waitFor(
+        async () =>
+          ((s) => ((s.status?.loadBalancer?.ingress ?? []).length > 0 && s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined))(
+            await core.readNamespacedService({ name: row.name, namespace: ns }),
+          ),
+        { what: `${row.name} has its ingress and finalizer`, timeoutMs: 120_000, log: upstream.logPath },
+      ),
+    );
+  }
+  const servicesNow = async () =>
+    Object.fromEntries(
+      await Promise.all(SERVICES.map(async (r) => [r.name, serviceView(await core.readNamespacedService({ name: r.name, namespace: ns }))])),
+    );
   const nodesNow = async () =>
     Object.fromEntries(await Promise.all(seeded.instances.map(async (i) => [i.privateDns, nodeView(await core.readNode({ name: i.privateDns }))])));
-  const before = { elbs: await elbs(), service: serviceView(service), nodes: await nodesNow() };
+  const before = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
   t.deepEqual(
-    before.elbs.map((e) => e.name),
-    [elbName],
-    'upstream made one ELB, named a<uid>',
+    [...before.cloud.elbs.map((e) => e.name), ...before.cloud.nlbs.map((e) => e.name)].sort(),
+    [...lbNames.values()].sort(),
+    'upstream made one load balancer per Service, named a<uid>',
   );
-  t.is(before.service.ingress[0]?.hostname, before.elbs[0]!.dns, "the Service's ingress is the ELB's DNS name");
+  for (const row of SERVICES) {
+    const lb = [...before.cloud.elbs, ...before.cloud.nlbs].find((l) => l.name === lbNames.get(row.name))!;
+    t.is(before.services[row.name]!.ingress[0]?.hostname, lb.dns, `${row.name}: the Service's ingress is the load balancer's DNS name`);
+    t.like(lb, row.upstreamMade(groups), `${row.name}: upstream made ${row.what}`);
+  }
   const afterUpstream = await motoJournal(journal);
   t.deepEqual(
     afterUpstream.filter((c) => c.action === 'CreateLoadBalancer').map((c) => c.caller),
-    [UPSTREAM_KEY],
+    SERVICES.map(() => UPSTREAM_KEY),
   );
 
   // 2. Ours starts with the shipped arguments while upstream holds the Lease: it waits.
@@ -263,8 +424,20 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   t.deepEqual(oursWrites(await audit.events()), [], 'ours wrote no Service and no Node while upstream held the Lease');
   t.is(await leaseHolder(admin, ns), upstream.holder, 'upstream still holds the Lease');
 
-  // 3. The operator stops upstream; ours takes the Lease and adopts the ELB.
-  const ensuredBefore = await eventCount(core, service, 'EnsuredLoadBalancer');
+  // 3. The operator stops upstream; ours takes the Lease and adopts every load balancer.
+  const ensuredCounts = async () =>
+    Object.fromEntries(await Promise.all(SERVICES.map(async (r) => [r.name, await eventCount(core, services.get(r.name)!, 'EnsuredLoadBalancer')])));
+  const ensuredAgain = (since: Record<string, number>, who: string, log: string) =>
+    Promise.all(
+      SERVICES.map((r) =>
+        waitFor(async () => (await eventCount(core, services.get(r.name)!, 'EnsuredLoadBalancer')) > since[r.name]!, {
+          what: `${who} ensured ${r.name}`,
+          timeoutMs: 120_000,
+          log,
+        }),
+      ),
+    );
+  const ensuredBefore = await ensuredCounts();
   await stopUpstream(upstream.process);
   const takeoverFrom = (await motoJournal(journal)).length;
   const ours = await waitFor(async () => ((h) => h !== '' && h !== upstream.holder && h)(await leaseHolder(admin, ns)), {
@@ -272,26 +445,18 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     timeoutMs: 90_000,
     log: pod.host.logPath,
   });
-  await waitFor(async () => (await eventCount(core, service, 'EnsuredLoadBalancer')) > ensuredBefore, {
-    what: 'ours ensured the Service',
-    timeoutMs: 120_000,
-    log: pod.host.logPath,
-  });
-  const adopted = {
-    elbs: await elbs(),
-    service: serviceView(await core.readNamespacedService({ name: 'web', namespace: ns })),
-    nodes: await nodesNow(),
-  };
+  await ensuredAgain(ensuredBefore, 'ours', pod.host.logPath);
+  const adopted = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
   const takeover = (await motoJournal(journal)).slice(takeoverFrom);
   t.deepEqual(
     adopted,
     before,
-    'after the switch: the same ELB (listeners, instances, health check, attributes, groups, tags), Service status, finalizer and Nodes',
+    'after the switch: the same load balancers (listeners, instances or targets, health checks, attributes, security groups and their rules, tags), Service status, finalizers and Nodes',
   );
   t.deepEqual(
-    takeover.filter((c) => /^(Create|Delete)LoadBalancer$/.test(c.action)),
+    takeover.filter((c) => /^(Create|Delete)(LoadBalancer|TargetGroup|Listener|SecurityGroup)$/.test(c.action)),
     [],
-    'ours created and deleted no load balancer',
+    'ours created and deleted no load balancer, target group, listener or security group',
   );
   const oursTakeoverWrites = writesBy(takeover, OURS_KEY);
   const k8sWrites = oursWrites(await audit.events());
@@ -305,32 +470,24 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   t.is(await pod.host.stop(), 0, 'ours stops cleanly');
   for (const c of pod.others) await c.stop();
   const rollbackFrom = (await motoJournal(journal)).length;
-  const ensuredByOurs = await eventCount(core, service, 'EnsuredLoadBalancer');
+  const ensuredByOurs = await ensuredCounts();
   upstream = await runUpstream();
-  await waitFor(async () => (await eventCount(core, service, 'EnsuredLoadBalancer')) > ensuredByOurs, {
-    what: 'upstream ensured the Service again',
-    timeoutMs: 120_000,
-    log: upstream.logPath,
-  });
-  const rolledBack = {
-    elbs: await elbs(),
-    service: serviceView(await core.readNamespacedService({ name: 'web', namespace: ns })),
-    nodes: await nodesNow(),
-  };
+  await ensuredAgain(ensuredByOurs, 'upstream', upstream.logPath);
+  const rolledBack = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
   const rollback = (await motoJournal(journal)).slice(rollbackFrom);
   t.deepEqual(rolledBack, before, 'after the rollback: nothing lost');
   t.deepEqual(
-    rollback.filter((c) => /^(Create|Delete)LoadBalancer$/.test(c.action)),
+    rollback.filter((c) => /^(Create|Delete)(LoadBalancer|TargetGroup|Listener|SecurityGroup)$/.test(c.action)),
     [],
-    'upstream created and deleted no load balancer on the rollback',
+    'upstream created and deleted no load balancer, target group, listener or security group on the rollback',
   );
-  // Ours, taking over an ELB, writes to AWS exactly what upstream writes when it restarts onto it.
+  // Ours, taking over the load balancers, writes to AWS exactly what upstream writes when it restarts onto them.
   t.deepEqual(oursTakeoverWrites, writesBy(rollback, UPSTREAM_KEY), "ours' AWS writes on the switch are upstream's on a restart");
   const all = await motoJournal(journal);
   t.deepEqual(
-    all.filter((c) => c.action === 'DeleteLoadBalancer'),
+    all.filter((c) => /^Delete/.test(c.action)),
     [],
-    'no ELB was ever deleted',
+    'nothing was ever deleted',
   );
   t.log(
     `ours took the Lease as ${ours}; its Service/Node writes: ${k8sWrites.join(', ') || 'none'}; its AWS writes: ${oursTakeoverWrites.join(', ') || 'none'}`,
