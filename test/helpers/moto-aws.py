@@ -18,6 +18,7 @@ Prints one JSON document on stdout. Commands:
       "healthCheck": {}, "targets": [id:port...], "attributes": {}, "tags": {}}]}]} (ELBv2)
   security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
   create-security-group {"vpc", "name"} -> {"id"}
+  routes {"vpc"} -> {"routes": ["<route table id> <destination> -> <target>"...]} (every route table of the VPC)
   security-group-rules {"vpc"} -> {"groups": {name: {"id", "tags": {}, "ingress": ["proto:from-to from cidr|group"...]}}}
   run-named-instance {"cluster", "subnet", "securityGroup", "type", "name"}
       a running instance of the cluster whose private DNS name is name (moto-server.py, 4),
@@ -209,6 +210,15 @@ def security_group_rules(ec2, vpc):
     }
 
 
+def routes(ec2, vpc):
+    out = []
+    for rt in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["RouteTables"]:
+        for r in rt.get("Routes", []):
+            target = r.get("InstanceId") or r.get("GatewayId") or r.get("NetworkInterfaceId") or "?"
+            out.append(f"{rt['RouteTableId']} {r.get('DestinationCidrBlock') or r.get('DestinationIpv6CidrBlock')} -> {target} {r.get('State', '')}")
+    return {"routes": sorted(out)}
+
+
 def main():
     endpoint, region, command = sys.argv[1:4]
     arg = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
@@ -242,6 +252,8 @@ def main():
         out = describe_nlbs(elbv2)
     elif command == "create-security-group":
         out = {"id": ec2.create_security_group(VpcId=arg["vpc"], GroupName=arg["name"], Description=arg["name"])["GroupId"]}
+    elif command == "routes":
+        out = routes(ec2, arg["vpc"])
     elif command == "security-group-rules":
         out = security_group_rules(ec2, arg["vpc"])
     elif command == "security-groups":

@@ -8,7 +8,7 @@
  *
  * Upstream is k8s.io/cloud-provider-aws's own aws-cloud-controller-manager
  * (test/helpers/aws-ccm.ts) with the arguments of its example DaemonSet
- * (--cloud-provider=aws --configure-cloud-routes=false --v=2), as the admin
+ * (--cloud-provider=aws --v=2) and routes on, as the admin
  * (--use-service-account-credentials=false: its per-controller RBAC is not
  * the subject here). Ours is the rendered deploy/providers/aws pod, run by
  * test/helpers/pod-runner.ts with the shipped arguments, ServiceAccounts and
@@ -23,7 +23,10 @@
  * and an NLB (ELBv2: load balancer, target groups, listeners). moto-aws.py
  * describes what a CCM manages (every ELB and NLB with its listeners,
  * targets, health checks, attributes, groups and tags; the VPC's security
- * groups with their rules): "unchanged" compares all of it.
+ * groups with their rules; the VPC's routes): "unchanged" compares all of it.
+ * Routes are on in both (--configure-cloud-routes=true, --cluster-cidr): the
+ * Nodes have pod CIDRs, upstream routes them in the cluster's route table,
+ * and ours adopts those routes (neither deletes nor re-creates one).
  *
  * | step | what the operator does | what must hold |
  * |------|------------------------|----------------|
@@ -37,16 +40,25 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Node, type V1Service } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1Deployment,
+  type V1Node,
+  type V1Service,
+} from '@kubernetes/client-node';
 import { ControlPlane } from '../../controlplane/controlplane.js';
 import { ManagedProcess } from '../../controlplane/managed-process.js';
 import { freePorts, get } from '../../controlplane/probe.js';
-import { auditLogFromNow, type AuditEvent } from '../../helpers/audit.js';
+import { auditLogFromNow, credentialIdOf, type AuditEvent } from '../../helpers/audit.js';
 import { awsCloudControllerManager } from '../../helpers/aws-ccm.js';
 import { LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { renderProvider } from '../../helpers/manifests.js';
+import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
-import { createExternalNode, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
+import { createTestNode, testScope, UNINITIALIZED_TAINT, waitNodeInitialized } from '../../helpers/nodes.js';
 import { runPod, type Pod } from '../../helpers/pod-runner.js';
 import { awsCloudBinary, REPO } from '../../helpers/providers.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -55,11 +67,58 @@ const REGION = 'us-east-1';
 const AZ = 'us-east-1a';
 /** The Lease both use: the default name of both (kube-system/cloud-controller-manager in a cluster), in the test's namespace. */
 const LEASE = 'cloud-controller-manager';
+/** The pod network: each Node's pod CIDR is a /24 of it, routed by the CCM in the cluster's route table. */
+const CLUSTER_CIDR = '10.244.0.0/16';
 /** The access key each side signs its AWS requests with (moto accepts any): the journal's caller. */
 const UPSTREAM_KEY = 'AKIDUPSTREAMCCM';
 const OURS_KEY = 'AKIDGRPCCCMHOST';
-/** Users whose writes are ours: the host's and the provider's ServiceAccounts (deploy/base, deploy/components/provider-identity). */
-const OURS_USER = /^system:serviceaccount:kube-system:cloud-controller-manager(-provider)?$/;
+/**
+ * Upstream's identity as its example (examples/existing-cluster/base) gives
+ * it: the ServiceAccount kube-system/cloud-controller-manager (the one ours
+ * uses too), the ClusterRole system:cloud-controller-manager bound to it, and
+ * the authentication reader. With --use-service-account-credentials=true it
+ * creates the per-controller ServiceAccounts node-controller,
+ * service-controller and route-controller in kube-system and acts as them;
+ * their rights are the API server's bootstrap roles system:controller:<name>.
+ */
+const UPSTREAM_SA = { namespace: 'kube-system', name: 'cloud-controller-manager' } as const;
+const rules = (groups: string[], resources: string[], verbs: string[]) => ({ apiGroups: groups, resources, verbs });
+const UPSTREAM_RBAC: KubernetesObject[] = [
+  { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...UPSTREAM_SA } },
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'system:cloud-controller-manager' },
+    rules: [
+      rules([''], ['events'], ['create', 'patch', 'update']),
+      rules([''], ['nodes'], ['*']),
+      rules([''], ['nodes/status'], ['patch']),
+      rules([''], ['services', 'services/status'], ['list', 'patch', 'update', 'watch']),
+      rules([''], ['serviceaccounts'], ['create', 'get', 'list', 'watch']),
+      rules([''], ['serviceaccounts/token'], ['create']),
+      rules([''], ['persistentvolumes'], ['get', 'list', 'update', 'watch']),
+      rules([''], ['endpoints'], ['create', 'get', 'list', 'watch', 'update']),
+      rules(['coordination.k8s.io'], ['leases'], ['create', 'get', 'list', 'watch', 'update']),
+    ],
+  } as KubernetesObject,
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'system:cloud-controller-manager' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:cloud-controller-manager' },
+    subjects: [{ kind: 'ServiceAccount', ...UPSTREAM_SA }],
+  } as KubernetesObject,
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'cloud-controller-manager:apiserver-authentication-reader', namespace: 'kube-system' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'extension-apiserver-authentication-reader' },
+    subjects: [{ kind: 'ServiceAccount', ...UPSTREAM_SA }],
+  } as KubernetesObject,
+];
+/** The users upstream acts as with --use-service-account-credentials=true: its per-controller ServiceAccounts. */
+const UPSTREAM_CONTROLLERS = ['node-controller', 'service-controller', 'route-controller'].map((n) => `system:serviceaccount:kube-system:${n}`);
+const RBAC_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 
 interface Elb {
   name: string;
@@ -99,6 +158,8 @@ interface Cloud {
   elbs: Elb[];
   nlbs: Nlb[];
   groups: Record<string, { id: string; tags: Record<string, string>; ingress: string[] }>;
+  /** `<route table> <destination> -> <target> <state>` of every route table of the VPC. */
+  routes: string[];
 }
 
 /** Security groups an operator made for the annotations of SERVICES (the test creates them in the VPC). */
@@ -220,10 +281,13 @@ function writesBy(calls: MotoCall[], caller: string): string[] {
     .sort();
 }
 
-/** Writes to Services and Nodes (what the audit policy logs) by our ServiceAccounts. */
-function oursWrites(events: AuditEvent[]): string[] {
+const WRITES = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+
+/** Writes to Services and Nodes (what the audit policy logs) with ours' credentials (its containers' tokens: upstream shares its ServiceAccount). */
+function oursWrites(events: AuditEvent[], pod: Pod): string[] {
+  const ours = new Set([...pod.identities.values()].flatMap((i) => (i ? [i.credentialId] : [])));
   return events
-    .filter((e) => OURS_USER.test(e.user.username) && ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb))
+    .filter((e) => ours.has(credentialIdOf(e)) && WRITES.includes(e.verb))
     .map(
       (e) => `${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.name ?? ''}`,
     );
@@ -237,9 +301,12 @@ function startUpstream(binary: string, kubeconfig: string, cloudConfig: string, 
     [
       '--v=2',
       '--cloud-provider=aws',
-      '--configure-cloud-routes=false',
+      // Routes on, as a cluster whose pod network is the VPC's route table runs it.
+      '--configure-cloud-routes=true',
+      `--cluster-cidr=${CLUSTER_CIDR}`,
       `--cloud-config=${cloudConfig}`,
       `--kubeconfig=${kubeconfig}`,
+      '--use-service-account-credentials=true',
       '--leader-elect=true',
       `--leader-elect-resource-namespace=${namespace}`,
       `--leader-elect-resource-name=${LEASE}`,
@@ -290,18 +357,22 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   const cloudConf = awsCloudConfig(moto, seeded, scope.prefix);
   const cloudConfigPath = join(dir, 'cloud.conf');
   await writeFile(cloudConfigPath, cloudConf);
-  await writeFile(join(dir, 'admin-kubeconfig'), admin.exportConfig(), { mode: 0o600 });
+  // Upstream's identity, as its example DaemonSet runs it (see UPSTREAM_RBAC).
+  await applyObjects(admin, UPSTREAM_RBAC);
+  await writeFile(join(dir, 'upstream-kubeconfig'), (await serviceAccountKubeConfig(admin, UPSTREAM_SA)).exportConfig(), { mode: 0o600 });
+  const upstreamAudit = await auditLogFromNow(cp.auditLogPath);
   const cloudNow = async (): Promise<Cloud> => ({
     elbs: (await moto.ctl<{ loadBalancers: Elb[] }>('describe-elbs')).loadBalancers.sort((a, b) => a.name.localeCompare(b.name)),
     nlbs: (await moto.ctl<{ loadBalancers: Nlb[] }>('describe-nlbs')).loadBalancers,
     groups: (await moto.ctl<{ groups: Cloud['groups'] }>('security-group-rules', { vpc: seeded.vpc })).groups,
+    routes: (await moto.ctl<{ routes: string[] }>('routes', { vpc: seeded.vpc })).routes,
   });
 
   const upstreamRuns: ManagedProcess[] = [];
   const runUpstream = async () => {
     const [port] = await freePorts(1);
     const logPath = join(dir, `upstream-${upstreamRuns.length + 1}.log`);
-    const p = startUpstream(upstreamBin, join(dir, 'admin-kubeconfig'), cloudConfigPath, ns, port!, logPath);
+    const p = startUpstream(upstreamBin, join(dir, 'upstream-kubeconfig'), cloudConfigPath, ns, port!, logPath);
     upstreamRuns.push(p);
     await waitFor(
       async () => {
@@ -331,7 +402,13 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
 
   // 1. Upstream runs: Nodes initialized, a load balancer for each Service of the table.
   let upstream = await runUpstream();
-  for (const i of seeded.instances) await createExternalNode(core, i.privateDns, scope.labels);
+  for (const [n, i] of seeded.instances.entries())
+    await createTestNode(core, i.privateDns, {
+      labels: scope.labels,
+      ready: true,
+      podCidrs: [`10.244.${n + 1}.0/24`],
+      taints: [{ key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' }],
+    });
   for (const i of seeded.instances) await waitNodeInitialized(core, i.privateDns, 'the upstream AWS CCM', 120_000);
   const groups: Groups = {
     custom: (await moto.ctl<{ id: string }>('create-security-group', { vpc: seeded.vpc, name: `${scope.prefix}-custom` })).id,
@@ -371,6 +448,13 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
       ),
     );
   }
+  // Upstream's route controller routes each Node's pod CIDR to its instance.
+  const podRoutes = seeded.instances.map((i, n) => `10.244.${n + 1}.0/24 -> ${i.id}`);
+  await waitFor(async () => ((r) => podRoutes.every((want) => r.some((x) => x.includes(` ${want} `))))((await cloudNow()).routes), {
+    what: `routes ${podRoutes.join(', ')}`,
+    timeoutMs: 120_000,
+    log: upstream.logPath,
+  });
   const servicesNow = async () =>
     Object.fromEntries(
       await Promise.all(SERVICES.map(async (r) => [r.name, serviceView(await core.readNamespacedService({ name: r.name, namespace: ns }))])),
@@ -388,6 +472,21 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     t.is(before.services[row.name]!.ingress[0]?.hostname, lb.dns, `${row.name}: the Service's ingress is the load balancer's DNS name`);
     t.like(lb, row.upstreamMade(groups), `${row.name}: upstream made ${row.what}`);
   }
+  // Upstream acts as its per-controller ServiceAccounts (--use-service-account-credentials=true).
+  const upstreamWriters = new Set(
+    (await upstreamAudit.events())
+      .filter((e) => WRITES.includes(e.verb) && e.user.username.startsWith('system:serviceaccount:kube-system:'))
+      .map((e) => e.user.username),
+  );
+  t.deepEqual(
+    [...upstreamWriters].filter((u) => !UPSTREAM_CONTROLLERS.includes(u)),
+    [],
+    'upstream wrote Services and Nodes only as its per-controller ServiceAccounts',
+  );
+  t.true(
+    upstreamWriters.has(UPSTREAM_CONTROLLERS[0]!) && upstreamWriters.has(UPSTREAM_CONTROLLERS[1]!),
+    `upstream wrote as node-controller and service-controller (${[...upstreamWriters].join(', ')})`,
+  );
   const afterUpstream = await motoJournal(journal);
   t.deepEqual(
     afterUpstream.filter((c) => c.action === 'CreateLoadBalancer').map((c) => c.caller),
@@ -395,9 +494,13 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   );
 
   // 2. Ours starts with the shipped arguments while upstream holds the Lease: it waits.
+  // With routes on, as deploy/base/deployment.yaml tells an operator to turn them on (later arguments win).
+  const rendered = await renderProvider('aws');
+  const deployment = rendered.find((o): o is V1Deployment => o.kind === 'Deployment')!;
+  deployment.spec!.template.spec!.containers[0]!.args!.push('--configure-cloud-routes=true', `--cluster-cidr=${CLUSTER_CIDR}`);
   const audit = await auditLogFromNow(cp.auditLogPath);
   const hostMain = join(REPO, 'dist', 'host', 'main.js');
-  const pod: Pod = await runPod(t, await renderProvider('aws'), admin, {
+  const pod: Pod = await runPod(t, rendered, admin, {
     images: {
       'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: hostMain, node: true, host: true },
       'ghcr.io/grpc-ccm/ccm-provider-aws': { entrypoint: providerBin, node: false, host: false },
@@ -408,6 +511,11 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     secretFiles: { 'cloud.conf': cloudConf },
     extraEnv: { provider: awsEnv(OURS_KEY) },
   });
+  // The per-controller flavour's RBAC too (deploy/components/per-controller-rbac: its ServiceAccounts have upstream's names), applied as an operator might have tried it.
+  await applyObjects(
+    admin,
+    (await renderProvider('aws', true)).filter((o) => RBAC_KINDS.includes(o.kind!)),
+  );
   await waitFor(
     async () => (await readFile(pod.host.logPath, 'utf8')).split('\n').some((l) => l.includes('new leader elected') && l.includes(upstream.holder)),
     { what: 'ours sees upstream holding the Lease', timeoutMs: 60_000, log: pod.host.logPath },
@@ -421,8 +529,34 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   });
   const whileWaiting = await motoJournal(journal);
   t.deepEqual(writesBy(whileWaiting, OURS_KEY), [], 'ours made no AWS write while upstream held the Lease');
-  t.deepEqual(oursWrites(await audit.events()), [], 'ours wrote no Service and no Node while upstream held the Lease');
+  t.deepEqual(oursWrites(await audit.events(), pod), [], 'ours wrote no Service and no Node while upstream held the Lease');
   t.is(await leaseHolder(admin, ns), upstream.holder, 'upstream still holds the Lease');
+
+  // route_controller_route_sync_total of ours by outcome, read from its /metrics as a ServiceAccount allowed to.
+  await applyObjects(admin, [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'metrics-reader', namespace: ns } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: `${ns}:metrics-reader` },
+      rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+    } as KubernetesObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `${ns}:metrics-reader` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}:metrics-reader` },
+      subjects: [{ kind: 'ServiceAccount', name: 'metrics-reader', namespace: ns }],
+    } as KubernetesObject,
+  ]);
+  const metricsToken = (await serviceAccountKubeConfig(admin, { namespace: ns, name: 'metrics-reader' })).getCurrentUser()!.token!;
+  const routeSyncsOf = async (p: Pod): Promise<Record<string, number>> => {
+    const r = await get(`https://127.0.0.1:${p.ports.get(10258)}/metrics`, { insecure: true, token: metricsToken }).catch(() => undefined);
+    const out: Record<string, number> = {};
+    for (const m of (r?.status === 200 ? r.body : '').matchAll(/^route_controller_route_sync_total\{[^}]*outcome="(\w+)"[^}]*\} (\d+)/gm))
+      out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+    return out;
+  };
 
   // 3. The operator stops upstream; ours takes the Lease and adopts every load balancer.
   const ensuredCounts = async () =>
@@ -446,20 +580,32 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     log: pod.host.logPath,
   });
   await ensuredAgain(ensuredBefore, 'ours', pod.host.logPath);
+  // And its route controller has compared the routes with the Nodes (a reconcile that found nothing to do).
+  const routeSyncs = await waitFor(async () => ((m) => (m.noop ? m : undefined))(await routeSyncsOf(pod)), {
+    what: "ours' route controller reconciled",
+    timeoutMs: 90_000,
+    log: pod.host.logPath,
+  });
+  t.deepEqual(Object.keys(routeSyncs), ['noop'], "ours' route reconciles changed nothing and failed none");
   const adopted = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
   const takeover = (await motoJournal(journal)).slice(takeoverFrom);
   t.deepEqual(
     adopted,
     before,
-    'after the switch: the same load balancers (listeners, instances or targets, health checks, attributes, security groups and their rules, tags), Service status, finalizers and Nodes',
+    'after the switch: the same load balancers (listeners, instances or targets, health checks, attributes, security groups and their rules, tags), routes, Service status, finalizers and Nodes',
   );
   t.deepEqual(
-    takeover.filter((c) => /^(Create|Delete)(LoadBalancer|TargetGroup|Listener|SecurityGroup)$/.test(c.action)),
+    takeover.filter((c) => /^(Create|Delete|Replace)(LoadBalancer|TargetGroup|Listener|SecurityGroup|Route)$/.test(c.action)),
     [],
-    'ours created and deleted no load balancer, target group, listener or security group',
+    'ours created, replaced and deleted no load balancer, target group, listener, security group or route',
   );
   const oursTakeoverWrites = writesBy(takeover, OURS_KEY);
-  const k8sWrites = oursWrites(await audit.events());
+  const k8sEvents = await audit.events();
+  const k8sWrites = oursWrites(k8sEvents, pod);
+  t.true(
+    k8sEvents.some((e) => credentialIdOf(e) === pod.identities.get('provider')?.credentialId),
+    "the audit log tells ours' requests by their credentials (the provider's are all logged)",
+  );
   t.deepEqual(
     k8sWrites.filter((w) => w.startsWith('delete') || w.includes(' nodes')),
     [],
@@ -477,12 +623,22 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   const rollback = (await motoJournal(journal)).slice(rollbackFrom);
   t.deepEqual(rolledBack, before, 'after the rollback: nothing lost');
   t.deepEqual(
-    rollback.filter((c) => /^(Create|Delete)(LoadBalancer|TargetGroup|Listener|SecurityGroup)$/.test(c.action)),
+    rollback.filter((c) => /^(Create|Delete|Replace)(LoadBalancer|TargetGroup|Listener|SecurityGroup|Route)$/.test(c.action)),
     [],
-    'upstream created and deleted no load balancer, target group, listener or security group on the rollback',
+    'upstream created, replaced and deleted no load balancer, target group, listener, security group or route on the rollback',
   );
   // Ours, taking over the load balancers, writes to AWS exactly what upstream writes when it restarts onto them.
   t.deepEqual(oursTakeoverWrites, writesBy(rollback, UPSTREAM_KEY), "ours' AWS writes on the switch are upstream's on a restart");
+  // Upstream, with its own RBAC and ours applied over it, never lacked a right: no 403 in any of its runs.
+  for (const n of upstreamRuns.keys()) {
+    const logPath = join(dir, `upstream-${n + 1}.log`);
+    const log = await readFile(logPath, 'utf8');
+    t.deepEqual(
+      log.split('\n').filter((l) => /forbidden/i.test(l)),
+      [],
+      `no 403 in ${logPath}`,
+    );
+  }
   const all = await motoJournal(journal);
   t.deepEqual(
     all.filter((c) => /^Delete/.test(c.action)),
