@@ -78,8 +78,11 @@ const OURS_KEY = 'AKIDGRPCCCMHOST';
  * uses too), the ClusterRole system:cloud-controller-manager bound to it, and
  * the authentication reader. With --use-service-account-credentials=true it
  * creates the per-controller ServiceAccounts node-controller,
- * service-controller and route-controller in kube-system and acts as them;
- * their rights are the API server's bootstrap roles system:controller:<name>.
+ * service-controller and route-controller (and aws-cloud-provider, the
+ * provider's own client) in kube-system and acts as them; their rights are
+ * the API server's bootstrap roles system:controller:<name>. Checked to
+ * matter: with ours' ClusterRole under upstream's name (as older renderings
+ * had it) the rollback fails, upstream exiting on a 403 for serviceaccounts.
  */
 const UPSTREAM_SA = { namespace: 'kube-system', name: 'cloud-controller-manager' } as const;
 const rules = (groups: string[], resources: string[], verbs: string[]) => ({ apiGroups: groups, resources, verbs });
