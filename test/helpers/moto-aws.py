@@ -13,7 +13,13 @@ Prints one JSON document on stdout. Commands:
   stop-instances / start-instances / terminate-instances {"ids": [...]} -> {}
   describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {},
       "listeners": ["TCP:80->TCP:30080"...], "healthCheck": {}, "securityGroups": [...], "subnets": [...], "scheme", "attributes": {}}]}
+  describe-nlbs {} -> {"loadBalancers": [{"name", "dns", "type", "scheme", "subnets", "tags": {}, "attributes": {},
+      "listeners": [{"port", "protocol", "targetGroup"}...], "targetGroups": [{"name", "port", "protocol", "targetType",
+      "healthCheck": {}, "targets": [id:port...], "attributes": {}, "tags": {}}]}]} (ELBv2)
   security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
+  create-security-group {"vpc", "name"} -> {"id"}
+  routes {"vpc"} -> {"routes": ["<route table id> <destination> -> <target>"...]} (every route table of the VPC)
+  security-group-rules {"vpc"} -> {"groups": {name: {"id", "tags": {}, "ingress": ["proto:from-to from cidr|group"...]}}}
   run-named-instance {"cluster", "subnet", "securityGroup", "type", "name"}
       a running instance of the cluster whose private DNS name is name (moto-server.py, 4),
       or the one there is (any state but terminated) -> {"id", "az", "privateIp", "privateDns"}
@@ -30,7 +36,7 @@ import boto3
 
 def clients(endpoint, region):
     kw = dict(endpoint_url=endpoint, region_name=region, aws_access_key_id="test", aws_secret_access_key="test")
-    return boto3.client("ec2", **kw), boto3.client("elb", **kw)
+    return boto3.client("ec2", **kw), boto3.client("elb", **kw), boto3.client("elbv2", **kw)
 
 
 def instance_view(i):
@@ -132,10 +138,91 @@ def describe_elbs(elb):
     return {"loadBalancers": out}
 
 
+def tag_map(tags):
+    return {t["Key"]: t["Value"] for t in tags}
+
+
+def describe_nlbs(elbv2):
+    out = []
+    for lb in elbv2.describe_load_balancers()["LoadBalancers"]:
+        arn = lb["LoadBalancerArn"]
+        groups = elbv2.describe_target_groups(LoadBalancerArn=arn)["TargetGroups"]
+        names = {g["TargetGroupArn"]: g["TargetGroupName"] for g in groups}
+        target_groups = []
+        for g in groups:
+            health = elbv2.describe_target_health(TargetGroupArn=g["TargetGroupArn"])["TargetHealthDescriptions"]
+            target_groups.append(
+                {
+                    "name": g["TargetGroupName"],
+                    "port": g.get("Port"),
+                    "protocol": g.get("Protocol"),
+                    "targetType": g.get("TargetType"),
+                    "healthCheck": {k: v for k, v in g.items() if k.startswith("HealthCheck") or k == "Matcher"},
+                    "targets": sorted(f"{h['Target']['Id']}:{h['Target'].get('Port')}" for h in health),
+                    "attributes": {a["Key"]: a["Value"] for a in elbv2.describe_target_group_attributes(TargetGroupArn=g["TargetGroupArn"])["Attributes"]},
+                    "tags": tag_map(elbv2.describe_tags(ResourceArns=[g["TargetGroupArn"]])["TagDescriptions"][0].get("Tags", [])),
+                }
+            )
+        listeners = elbv2.describe_listeners(LoadBalancerArn=arn)["Listeners"]
+        out.append(
+            {
+                "name": lb["LoadBalancerName"],
+                "dns": lb.get("DNSName", ""),
+                "type": lb.get("Type", ""),
+                "scheme": lb.get("Scheme", ""),
+                "subnets": sorted(z.get("SubnetId", "") for z in lb.get("AvailabilityZones", [])),
+                "tags": tag_map(elbv2.describe_tags(ResourceArns=[arn])["TagDescriptions"][0].get("Tags", [])),
+                "attributes": {a["Key"]: a["Value"] for a in elbv2.describe_load_balancer_attributes(LoadBalancerArn=arn)["Attributes"]},
+                "listeners": sorted(
+                    (
+                        {
+                            "port": l["Port"],
+                            "protocol": l["Protocol"],
+                            "targetGroup": ",".join(sorted(names.get(a.get("TargetGroupArn", ""), "?") for a in l.get("DefaultActions", []))),
+                        }
+                        for l in listeners
+                    ),
+                    key=lambda l: l["port"],
+                ),
+                "targetGroups": sorted(target_groups, key=lambda g: g["name"]),
+            }
+        )
+    return {"loadBalancers": sorted(out, key=lambda l: l["name"])}
+
+
+def permission_view(p):
+    ports = f"{p.get('IpProtocol')}:{p.get('FromPort', '')}-{p.get('ToPort', '')}"
+    sources = [r["CidrIp"] for r in p.get("IpRanges", [])] + [g["GroupId"] for g in p.get("UserIdGroupPairs", [])]
+    return [f"{ports} from {s}" for s in sources]
+
+
+def security_group_rules(ec2, vpc):
+    groups = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
+    return {
+        "groups": {
+            g["GroupName"]: {
+                "id": g["GroupId"],
+                "tags": tag_map(g.get("Tags", [])),
+                "ingress": sorted(r for p in g.get("IpPermissions", []) for r in permission_view(p)),
+            }
+            for g in groups
+        }
+    }
+
+
+def routes(ec2, vpc):
+    out = []
+    for rt in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["RouteTables"]:
+        for r in rt.get("Routes", []):
+            target = r.get("InstanceId") or r.get("GatewayId") or r.get("NetworkInterfaceId") or "?"
+            out.append(f"{rt['RouteTableId']} {r.get('DestinationCidrBlock') or r.get('DestinationIpv6CidrBlock')} -> {target} {r.get('State', '')}")
+    return {"routes": sorted(out)}
+
+
 def main():
     endpoint, region, command = sys.argv[1:4]
     arg = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
-    ec2, elb = clients(endpoint, region)
+    ec2, elb, elbv2 = clients(endpoint, region)
     if command == "seed":
         out = seed(ec2, arg)
     elif command == "run-instances":
@@ -161,6 +248,14 @@ def main():
         out = {"tags": {t["Key"]: t["Value"] for t in res}}
     elif command == "describe-elbs":
         out = describe_elbs(elb)
+    elif command == "describe-nlbs":
+        out = describe_nlbs(elbv2)
+    elif command == "create-security-group":
+        out = {"id": ec2.create_security_group(VpcId=arg["vpc"], GroupName=arg["name"], Description=arg["name"])["GroupId"]}
+    elif command == "routes":
+        out = routes(ec2, arg["vpc"])
+    elif command == "security-group-rules":
+        out = security_group_rules(ec2, arg["vpc"])
     elif command == "security-groups":
         groups = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [arg["vpc"]]}])["SecurityGroups"]
         out = {"groups": [{"id": g["GroupId"], "name": g["GroupName"]} for g in groups]}

@@ -1,4 +1,4 @@
-"""moto's server (python -m moto.server, same arguments) with four fidelity
+"""moto's server (python -m moto.server, same arguments) with five fidelity
 fixes and two test devices.
 
 1. A classic load balancer that AWS creates has a health check from the start
@@ -44,6 +44,14 @@ request was signed with (so a test tells two clients apart by their keys),
 the HTTP status, and the load balancer name the request names, if any. Moto
 keeps no call log of its own; a test counts creates and deletes with this.
 
+7. CreateListener (ELBv2) of a TCP, UDP or TCP_UDP listener: moto gives
+every new listener the SslPolicy ELBSecurityPolicy-2016-08 unless one is
+asked for, and keeps it through ModifyListener. AWS has an SslPolicy only on
+HTTPS and TLS listeners. The AWS cloud provider modifies an NLB's TCP
+listener that has one (aws_loadbalancer.go ensureLoadBalancerv2), so on moto
+it sent ModifyListener for every listener on every ensure, which AWS never
+makes it do. Here only HTTPS and TLS listeners get the policy.
+
 Nothing of moto is changed on disk: the backends' methods are wrapped in
 this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
 """
@@ -60,6 +68,7 @@ from moto.core.responses import ActionResult
 from moto.ec2.models import instances as ec2_instances
 from moto.ec2.responses import EC2Response
 from moto.elb import models
+from moto.elbv2 import models as elbv2_models
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.server import main
 
@@ -93,6 +102,15 @@ def modify_load_balancer_attributes(self, load_balancer_name, *args, **kwargs):
     _modify_attributes(self, load_balancer_name, *args, **kwargs)
     attributes = self.get_load_balancer(load_balancer_name).attributes
     attributes["additional_attributes"] = list(dict(attributes["additional_attributes"]).items())
+
+
+_create_listener = elbv2_models.ELBv2Backend.create_listener
+
+
+def create_listener(self, load_balancer_arn, protocol, port, ssl_policy, *args, **kwargs):
+    if str(protocol).upper() not in ("HTTPS", "TLS"):
+        ssl_policy = None
+    return _create_listener(self, load_balancer_arn, protocol, port, ssl_policy, *args, **kwargs)
 
 
 DNS_NAME_TAG = "ccm-test/private-dns-name"
@@ -148,6 +166,7 @@ if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
     ec2_instances.Instance.private_dns_name = property(private_dns_name)
     models.ELBBackend.create_load_balancer = create_load_balancer
     models.ELBBackend.modify_load_balancer_attributes = modify_load_balancer_attributes
+    elbv2_models.ELBv2Backend.create_listener = create_listener
     ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
     EC2Response.describe_instance_topology = describe_instance_topology
 

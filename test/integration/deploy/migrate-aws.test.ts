@@ -8,7 +8,7 @@
  *
  * Upstream is k8s.io/cloud-provider-aws's own aws-cloud-controller-manager
  * (test/helpers/aws-ccm.ts) with the arguments of its example DaemonSet
- * (--cloud-provider=aws --configure-cloud-routes=false --v=2), as the admin
+ * (--cloud-provider=aws --v=2) and routes on, as the admin
  * (--use-service-account-credentials=false: its per-controller RBAC is not
  * the subject here). Ours is the rendered deploy/providers/aws pod, run by
  * test/helpers/pod-runner.ts with the shipped arguments, ServiceAccounts and
@@ -17,28 +17,48 @@
  * signs its AWS requests with an access key of its own, so moto's journal
  * (moto-server.py, 6) tells who called what.
  *
+ * The Services are those of SERVICES, each with its own name: a plain classic
+ * ELB, classic ELBs with the common annotations (internal, additional tags,
+ * attributes, health check, the operator's own and extra security groups)
+ * and an NLB (ELBv2: load balancer, target groups, listeners). moto-aws.py
+ * describes what a CCM manages (every ELB and NLB with its listeners,
+ * targets, health checks, attributes, groups and tags; the VPC's security
+ * groups with their rules; the VPC's routes): "unchanged" compares all of it.
+ * Routes are on in both (--configure-cloud-routes=true, --cluster-cidr): the
+ * Nodes have pod CIDRs, upstream routes them in the cluster's route table,
+ * and ours adopts those routes (neither deletes nor re-creates one).
+ *
  * | step | what the operator does | what must hold |
  * |------|------------------------|----------------|
- * | 1 | upstream runs           | Nodes initialized; a LoadBalancer Service gets one classic ELB |
+ * | 1 | upstream runs           | Nodes initialized; each Service gets one load balancer, as its annotations ask |
  * | 2 | ours starts beside it   | ours sees upstream holding the Lease and waits: no AWS write, no Service or Node write |
- * | 3 | upstream stopped        | ours takes the Lease, adopts the ELB: same ELB, no create, no delete, its AWS writes those upstream makes on a restart; Service status, finalizer and Nodes unchanged |
- * | 4 | ours stopped, upstream started again (rollback) | upstream takes the Lease back; nothing lost: same ELB, Service status, finalizer, Nodes |
+ * | 3 | upstream stopped        | ours takes the Lease, adopts every load balancer: the same, no create, no delete, its AWS writes those upstream makes on a restart; Service status, finalizers and Nodes unchanged |
+ * | 4 | ours stopped, upstream started again (rollback) | upstream takes the Lease back; nothing lost: same load balancers, Service status, finalizers, Nodes |
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Node, type V1Service } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1Deployment,
+  type V1Node,
+  type V1Service,
+} from '@kubernetes/client-node';
 import { ControlPlane } from '../../controlplane/controlplane.js';
 import { ManagedProcess } from '../../controlplane/managed-process.js';
 import { freePorts, get } from '../../controlplane/probe.js';
-import { auditLogFromNow, type AuditEvent } from '../../helpers/audit.js';
+import { auditLogFromNow, credentialIdOf, type AuditEvent } from '../../helpers/audit.js';
 import { awsCloudControllerManager } from '../../helpers/aws-ccm.js';
 import { LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { renderProvider } from '../../helpers/manifests.js';
+import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
-import { createExternalNode, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
+import { createTestNode, testScope, UNINITIALIZED_TAINT, waitNodeInitialized } from '../../helpers/nodes.js';
 import { runPod, type Pod } from '../../helpers/pod-runner.js';
 import { awsCloudBinary, REPO } from '../../helpers/providers.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -47,11 +67,61 @@ const REGION = 'us-east-1';
 const AZ = 'us-east-1a';
 /** The Lease both use: the default name of both (kube-system/cloud-controller-manager in a cluster), in the test's namespace. */
 const LEASE = 'cloud-controller-manager';
+/** The pod network: each Node's pod CIDR is a /24 of it, routed by the CCM in the cluster's route table. */
+const CLUSTER_CIDR = '10.244.0.0/16';
 /** The access key each side signs its AWS requests with (moto accepts any): the journal's caller. */
 const UPSTREAM_KEY = 'AKIDUPSTREAMCCM';
 const OURS_KEY = 'AKIDGRPCCCMHOST';
-/** Users whose writes are ours: the host's and the provider's ServiceAccounts (deploy/base, deploy/components/provider-identity). */
-const OURS_USER = /^system:serviceaccount:kube-system:cloud-controller-manager(-provider)?$/;
+/**
+ * Upstream's identity as its example (examples/existing-cluster/base) gives
+ * it: the ServiceAccount kube-system/cloud-controller-manager (the one ours
+ * uses too), the ClusterRole system:cloud-controller-manager bound to it, and
+ * the authentication reader. With --use-service-account-credentials=true it
+ * creates the per-controller ServiceAccounts node-controller,
+ * service-controller and route-controller (and aws-cloud-provider, the
+ * provider's own client) in kube-system and acts as them; their rights are
+ * the API server's bootstrap roles system:controller:<name>. Checked to
+ * matter: with ours' ClusterRole under upstream's name (as older renderings
+ * had it) the rollback fails, upstream exiting on a 403 for serviceaccounts.
+ */
+const UPSTREAM_SA = { namespace: 'kube-system', name: 'cloud-controller-manager' } as const;
+const rules = (groups: string[], resources: string[], verbs: string[]) => ({ apiGroups: groups, resources, verbs });
+const UPSTREAM_RBAC: KubernetesObject[] = [
+  { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...UPSTREAM_SA } },
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'system:cloud-controller-manager' },
+    rules: [
+      rules([''], ['events'], ['create', 'patch', 'update']),
+      rules([''], ['nodes'], ['*']),
+      rules([''], ['nodes/status'], ['patch']),
+      rules([''], ['services', 'services/status'], ['list', 'patch', 'update', 'watch']),
+      rules([''], ['serviceaccounts'], ['create', 'get', 'list', 'watch']),
+      rules([''], ['serviceaccounts/token'], ['create']),
+      rules([''], ['persistentvolumes'], ['get', 'list', 'update', 'watch']),
+      rules([''], ['endpoints'], ['create', 'get', 'list', 'watch', 'update']),
+      rules(['coordination.k8s.io'], ['leases'], ['create', 'get', 'list', 'watch', 'update']),
+    ],
+  } as KubernetesObject,
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'system:cloud-controller-manager' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:cloud-controller-manager' },
+    subjects: [{ kind: 'ServiceAccount', ...UPSTREAM_SA }],
+  } as KubernetesObject,
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'cloud-controller-manager:apiserver-authentication-reader', namespace: 'kube-system' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'extension-apiserver-authentication-reader' },
+    subjects: [{ kind: 'ServiceAccount', ...UPSTREAM_SA }],
+  } as KubernetesObject,
+];
+/** The users upstream acts as with --use-service-account-credentials=true: its per-controller ServiceAccounts. */
+const UPSTREAM_CONTROLLERS = ['node-controller', 'service-controller', 'route-controller'].map((n) => `system:serviceaccount:kube-system:${n}`);
+const RBAC_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 
 interface Elb {
   name: string;
@@ -64,6 +134,126 @@ interface Elb {
   scheme: string;
   attributes: Record<string, unknown>;
   tags: Record<string, string>;
+}
+
+/** An ELBv2 load balancer as moto-aws.py describe-nlbs gives it. */
+interface Nlb {
+  name: string;
+  dns: string;
+  type: string;
+  scheme: string;
+  subnets: string[];
+  tags: Record<string, string>;
+  attributes: Record<string, string>;
+  listeners: { port: number; protocol: string; targetGroup: string }[];
+  targetGroups: {
+    name: string;
+    port: number;
+    protocol: string;
+    healthCheck: Record<string, unknown>;
+    targets: string[];
+    attributes: Record<string, string>;
+  }[];
+}
+
+/** What the AWS account holds that a CCM manages: the load balancers and the VPC's security groups with their rules. */
+interface Cloud {
+  elbs: Elb[];
+  nlbs: Nlb[];
+  groups: Record<string, { id: string; tags: Record<string, string>; ingress: string[] }>;
+  /** `<route table> <destination> -> <target> <state>` of every route table of the VPC. */
+  routes: string[];
+}
+
+/** Security groups an operator made for the annotations of SERVICES (the test creates them in the VPC). */
+interface Groups {
+  custom: string;
+  extra: string;
+}
+
+const A = 'service.beta.kubernetes.io/aws-load-balancer-';
+
+/**
+ * The LoadBalancer Services upstream makes load balancers for before the
+ * switch, each with its own name: one per kind of AWS load balancer or
+ * common annotation set. `upstreamMade` is what upstream must have made of
+ * the annotations (so "unchanged" compares what the annotations asked for).
+ */
+const SERVICES: {
+  name: string;
+  what: string;
+  ports: number[];
+  annotations: (g: Groups) => Record<string, string>;
+  upstreamMade: (g: Groups) => Record<string, unknown>;
+}[] = [
+  { name: 'web', what: 'a classic ELB', ports: [80], annotations: () => ({}), upstreamMade: () => ({ scheme: 'internet-facing' }) },
+  {
+    name: 'internal',
+    what: 'an internal classic ELB with extra tags and an extra security group',
+    ports: [80, 443],
+    annotations: (g) => ({
+      [`${A}internal`]: 'true',
+      [`${A}additional-resource-tags`]: 'team=payments,cost-center=42',
+      [`${A}extra-security-groups`]: g.extra,
+    }),
+    upstreamMade: () => ({ scheme: 'internal', tags: { team: 'payments', 'cost-center': '42' } }),
+  },
+  {
+    name: 'tuned',
+    what: 'a classic ELB with attributes and a health check of its own',
+    ports: [8080],
+    annotations: () => ({
+      [`${A}cross-zone-load-balancing-enabled`]: 'true',
+      [`${A}connection-idle-timeout`]: '120',
+      [`${A}connection-draining-enabled`]: 'true',
+      [`${A}connection-draining-timeout`]: '45',
+      [`${A}healthcheck-protocol`]: 'HTTP',
+      [`${A}healthcheck-path`]: '/healthz',
+      [`${A}healthcheck-healthy-threshold`]: '3',
+      [`${A}healthcheck-unhealthy-threshold`]: '4',
+      [`${A}healthcheck-timeout`]: '6',
+      [`${A}healthcheck-interval`]: '15',
+    }),
+    upstreamMade: () => ({
+      attributes: {
+        CrossZoneLoadBalancing: { Enabled: true },
+        ConnectionSettings: { IdleTimeout: 120 },
+        ConnectionDraining: { Enabled: true, Timeout: 45 },
+      },
+      healthCheck: { HealthyThreshold: 3, UnhealthyThreshold: 4, Timeout: 6, Interval: 15 },
+    }),
+  },
+  {
+    name: 'own-groups',
+    what: "a classic ELB in the operator's own security groups",
+    ports: [80],
+    annotations: (g) => ({ [`${A}security-groups`]: g.custom, [`${A}extra-security-groups`]: g.extra }),
+    upstreamMade: (g) => ({ securityGroups: [g.custom, g.extra].sort() }),
+  },
+  {
+    name: 'nlb',
+    what: 'an NLB with tags, cross-zone and a health check of its own',
+    ports: [80, 443],
+    annotations: () => ({
+      [`${A}type`]: 'nlb',
+      [`${A}additional-resource-tags`]: 'team=edge',
+      [`${A}cross-zone-load-balancing-enabled`]: 'true',
+      [`${A}healthcheck-protocol`]: 'http',
+      [`${A}healthcheck-path`]: '/healthz',
+      [`${A}healthcheck-interval`]: '10',
+    }),
+    upstreamMade: () => ({ type: 'network', tags: { team: 'edge' }, attributes: { 'load_balancing.cross_zone.enabled': 'true' } }),
+  },
+];
+
+/** The instances behind a Service's load balancer (a classic ELB's; an NLB's targets in each of its target groups), or undefined if it has none yet. */
+function backends(cloud: Cloud, row: (typeof SERVICES)[number], lbName: string): string[] | undefined {
+  const elb = cloud.elbs.find((l) => l.name === lbName);
+  if (elb) return elb.instances;
+  const nlb = cloud.nlbs.find((l) => l.name === lbName);
+  if (!nlb || nlb.targetGroups.length !== row.ports.length) return undefined;
+  const sets = nlb.targetGroups.map((g) => [...new Set(g.targets.map((x) => x.split(':')[0]!))].sort().join());
+  return new Set(sets).size === 1 ? sets[0]!.split(',') : undefined;
 }
 
 /** What a cloud-node controller decides about a Node. */
@@ -94,10 +284,13 @@ function writesBy(calls: MotoCall[], caller: string): string[] {
     .sort();
 }
 
-/** Writes to Services and Nodes (what the audit policy logs) by our ServiceAccounts. */
-function oursWrites(events: AuditEvent[]): string[] {
+const WRITES = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+
+/** Writes to Services and Nodes (what the audit policy logs) with ours' credentials (its containers' tokens: upstream shares its ServiceAccount). */
+function oursWrites(events: AuditEvent[], pod: Pod): string[] {
+  const ours = new Set([...pod.identities.values()].flatMap((i) => (i ? [i.credentialId] : [])));
   return events
-    .filter((e) => OURS_USER.test(e.user.username) && ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb))
+    .filter((e) => ours.has(credentialIdOf(e)) && WRITES.includes(e.verb))
     .map(
       (e) => `${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.name ?? ''}`,
     );
@@ -111,9 +304,12 @@ function startUpstream(binary: string, kubeconfig: string, cloudConfig: string, 
     [
       '--v=2',
       '--cloud-provider=aws',
-      '--configure-cloud-routes=false',
+      // Routes on, as a cluster whose pod network is the VPC's route table runs it.
+      '--configure-cloud-routes=true',
+      `--cluster-cidr=${CLUSTER_CIDR}`,
       `--cloud-config=${cloudConfig}`,
       `--kubeconfig=${kubeconfig}`,
+      '--use-service-account-credentials=true',
       '--leader-elect=true',
       `--leader-elect-resource-namespace=${namespace}`,
       `--leader-elect-resource-name=${LEASE}`,
@@ -139,7 +335,7 @@ async function eventCount(core: CoreV1Api, svc: V1Service, reason: string): Prom
   return list.items.filter((e) => e.reason === reason).reduce((n, e) => n + (e.count ?? 1), 0);
 }
 
-test('migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts the ELB when upstream stops (no create, no delete, Nodes untouched), and upstream takes it back on rollback with nothing lost', async (t) => {
+test('migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts every ELB and NLB (annotated ones too) when upstream stops (no create, no delete, no change, Nodes untouched), and upstream takes them back on rollback with nothing lost', async (t) => {
   t.timeout(8 * 60_000);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-migrate-aws-'));
   const [upstreamBin, providerBin] = await Promise.all([awsCloudControllerManager(), awsCloudBinary()]);
@@ -164,14 +360,22 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   const cloudConf = awsCloudConfig(moto, seeded, scope.prefix);
   const cloudConfigPath = join(dir, 'cloud.conf');
   await writeFile(cloudConfigPath, cloudConf);
-  await writeFile(join(dir, 'admin-kubeconfig'), admin.exportConfig(), { mode: 0o600 });
-  const elbs = async () => (await moto.ctl<{ loadBalancers: Elb[] }>('describe-elbs')).loadBalancers;
+  // Upstream's identity, as its example DaemonSet runs it (see UPSTREAM_RBAC).
+  await applyObjects(admin, UPSTREAM_RBAC);
+  await writeFile(join(dir, 'upstream-kubeconfig'), (await serviceAccountKubeConfig(admin, UPSTREAM_SA)).exportConfig(), { mode: 0o600 });
+  const upstreamAudit = await auditLogFromNow(cp.auditLogPath);
+  const cloudNow = async (): Promise<Cloud> => ({
+    elbs: (await moto.ctl<{ loadBalancers: Elb[] }>('describe-elbs')).loadBalancers.sort((a, b) => a.name.localeCompare(b.name)),
+    nlbs: (await moto.ctl<{ loadBalancers: Nlb[] }>('describe-nlbs')).loadBalancers,
+    groups: (await moto.ctl<{ groups: Cloud['groups'] }>('security-group-rules', { vpc: seeded.vpc })).groups,
+    routes: (await moto.ctl<{ routes: string[] }>('routes', { vpc: seeded.vpc })).routes,
+  });
 
   const upstreamRuns: ManagedProcess[] = [];
   const runUpstream = async () => {
     const [port] = await freePorts(1);
     const logPath = join(dir, `upstream-${upstreamRuns.length + 1}.log`);
-    const p = startUpstream(upstreamBin, join(dir, 'admin-kubeconfig'), cloudConfigPath, ns, port!, logPath);
+    const p = startUpstream(upstreamBin, join(dir, 'upstream-kubeconfig'), cloudConfigPath, ns, port!, logPath);
     upstreamRuns.push(p);
     await waitFor(
       async () => {
@@ -199,44 +403,107 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     for (const p of upstreamRuns) p.signal('SIGKILL');
   });
 
-  // 1. Upstream runs: Nodes initialized, the Service's ELB.
+  // 1. Upstream runs: Nodes initialized, a load balancer for each Service of the table.
   let upstream = await runUpstream();
-  for (const i of seeded.instances) await createExternalNode(core, i.privateDns, scope.labels);
+  for (const [n, i] of seeded.instances.entries())
+    await createTestNode(core, i.privateDns, {
+      labels: scope.labels,
+      ready: true,
+      podCidrs: [`10.244.${n + 1}.0/24`],
+      taints: [{ key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' }],
+    });
   for (const i of seeded.instances) await waitNodeInitialized(core, i.privateDns, 'the upstream AWS CCM', 120_000);
-  const created = await core.createNamespacedService({ namespace: ns, body: lbService('web', ns, [{ port: 80 }]) });
-  const elbName = `a${created.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32);
+  const groups: Groups = {
+    custom: (await moto.ctl<{ id: string }>('create-security-group', { vpc: seeded.vpc, name: `${scope.prefix}-custom` })).id,
+    extra: (await moto.ctl<{ id: string }>('create-security-group', { vpc: seeded.vpc, name: `${scope.prefix}-extra` })).id,
+  };
+  const lbNames = new Map<string, string>();
+  for (const row of SERVICES) {
+    const created = await core.createNamespacedService({
+      namespace: ns,
+      body: lbService(
+        row.name,
+        ns,
+        row.ports.map((port) => ({ port })),
+        {},
+        row.annotations(groups),
+      ),
+    });
+    lbNames.set(row.name, `a${created.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32));
+  }
   const instanceIds = seeded.instances.map((i) => i.id).sort();
-  await waitFor(async () => ((e) => e?.instances.join() === instanceIds.join() || undefined)((await elbs()).find((l) => l.name === elbName)), {
-    what: `ELB ${elbName} with both instances`,
+  const services = new Map<string, V1Service>();
+  for (const row of SERVICES) {
+    const lbName = lbNames.get(row.name)!;
+    await waitFor(async () => ((ids) => ids?.join() === instanceIds.join() || undefined)(backends(await cloudNow(), row, lbName)), {
+      what: `${row.what}: ${lbName} with both instances`,
+      timeoutMs: 120_000,
+      log: upstream.logPath,
+    });
+    services.set(
+      row.name,
+      await waitFor(
+        async () =>
+          ((s) => ((s.status?.loadBalancer?.ingress ?? []).length > 0 && s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined))(
+            await core.readNamespacedService({ name: row.name, namespace: ns }),
+          ),
+        { what: `${row.name} has its ingress and finalizer`, timeoutMs: 120_000, log: upstream.logPath },
+      ),
+    );
+  }
+  // Upstream's route controller routes each Node's pod CIDR to its instance.
+  const podRoutes = seeded.instances.map((i, n) => `10.244.${n + 1}.0/24 -> ${i.id}`);
+  await waitFor(async () => ((r) => podRoutes.every((want) => r.some((x) => x.includes(` ${want} `))))((await cloudNow()).routes), {
+    what: `routes ${podRoutes.join(', ')}`,
     timeoutMs: 120_000,
     log: upstream.logPath,
   });
-  const service = await waitFor(
-    async () =>
-      ((s) => ((s.status?.loadBalancer?.ingress ?? []).length > 0 && s.metadata?.finalizers?.includes(LB_FINALIZER) ? s : undefined))(
-        await core.readNamespacedService({ name: 'web', namespace: ns }),
-      ),
-    { what: 'the Service has its ingress and finalizer', timeoutMs: 120_000, log: upstream.logPath },
-  );
+  const servicesNow = async () =>
+    Object.fromEntries(
+      await Promise.all(SERVICES.map(async (r) => [r.name, serviceView(await core.readNamespacedService({ name: r.name, namespace: ns }))])),
+    );
   const nodesNow = async () =>
     Object.fromEntries(await Promise.all(seeded.instances.map(async (i) => [i.privateDns, nodeView(await core.readNode({ name: i.privateDns }))])));
-  const before = { elbs: await elbs(), service: serviceView(service), nodes: await nodesNow() };
+  const before = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
   t.deepEqual(
-    before.elbs.map((e) => e.name),
-    [elbName],
-    'upstream made one ELB, named a<uid>',
+    [...before.cloud.elbs.map((e) => e.name), ...before.cloud.nlbs.map((e) => e.name)].sort(),
+    [...lbNames.values()].sort(),
+    'upstream made one load balancer per Service, named a<uid>',
   );
-  t.is(before.service.ingress[0]?.hostname, before.elbs[0]!.dns, "the Service's ingress is the ELB's DNS name");
+  for (const row of SERVICES) {
+    const lb = [...before.cloud.elbs, ...before.cloud.nlbs].find((l) => l.name === lbNames.get(row.name))!;
+    t.is(before.services[row.name]!.ingress[0]?.hostname, lb.dns, `${row.name}: the Service's ingress is the load balancer's DNS name`);
+    t.like(lb, row.upstreamMade(groups), `${row.name}: upstream made ${row.what}`);
+  }
+  // Upstream acts as its per-controller ServiceAccounts (--use-service-account-credentials=true).
+  const upstreamWriters = new Set(
+    (await upstreamAudit.events())
+      .filter((e) => WRITES.includes(e.verb) && e.user.username.startsWith('system:serviceaccount:kube-system:'))
+      .map((e) => e.user.username),
+  );
+  t.deepEqual(
+    [...upstreamWriters].filter((u) => !UPSTREAM_CONTROLLERS.includes(u)),
+    [],
+    'upstream wrote Services and Nodes only as its per-controller ServiceAccounts',
+  );
+  t.true(
+    upstreamWriters.has(UPSTREAM_CONTROLLERS[0]!) && upstreamWriters.has(UPSTREAM_CONTROLLERS[1]!),
+    `upstream wrote as node-controller and service-controller (${[...upstreamWriters].join(', ')})`,
+  );
   const afterUpstream = await motoJournal(journal);
   t.deepEqual(
     afterUpstream.filter((c) => c.action === 'CreateLoadBalancer').map((c) => c.caller),
-    [UPSTREAM_KEY],
+    SERVICES.map(() => UPSTREAM_KEY),
   );
 
   // 2. Ours starts with the shipped arguments while upstream holds the Lease: it waits.
+  // With routes on, as deploy/base/deployment.yaml tells an operator to turn them on (later arguments win).
+  const rendered = await renderProvider('aws');
+  const deployment = rendered.find((o): o is V1Deployment => o.kind === 'Deployment')!;
+  deployment.spec!.template.spec!.containers[0]!.args!.push('--configure-cloud-routes=true', `--cluster-cidr=${CLUSTER_CIDR}`);
   const audit = await auditLogFromNow(cp.auditLogPath);
   const hostMain = join(REPO, 'dist', 'host', 'main.js');
-  const pod: Pod = await runPod(t, await renderProvider('aws'), admin, {
+  const pod: Pod = await runPod(t, rendered, admin, {
     images: {
       'ghcr.io/grpc-ccm/cloud-controller-manager': { entrypoint: hostMain, node: true, host: true },
       'ghcr.io/grpc-ccm/ccm-provider-aws': { entrypoint: providerBin, node: false, host: false },
@@ -247,6 +514,11 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     secretFiles: { 'cloud.conf': cloudConf },
     extraEnv: { provider: awsEnv(OURS_KEY) },
   });
+  // The per-controller flavour's RBAC too (deploy/components/per-controller-rbac: its ServiceAccounts have upstream's names), applied as an operator might have tried it.
+  await applyObjects(
+    admin,
+    (await renderProvider('aws', true)).filter((o) => RBAC_KINDS.includes(o.kind!)),
+  );
   await waitFor(
     async () => (await readFile(pod.host.logPath, 'utf8')).split('\n').some((l) => l.includes('new leader elected') && l.includes(upstream.holder)),
     { what: 'ours sees upstream holding the Lease', timeoutMs: 60_000, log: pod.host.logPath },
@@ -260,11 +532,49 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   });
   const whileWaiting = await motoJournal(journal);
   t.deepEqual(writesBy(whileWaiting, OURS_KEY), [], 'ours made no AWS write while upstream held the Lease');
-  t.deepEqual(oursWrites(await audit.events()), [], 'ours wrote no Service and no Node while upstream held the Lease');
+  t.deepEqual(oursWrites(await audit.events(), pod), [], 'ours wrote no Service and no Node while upstream held the Lease');
   t.is(await leaseHolder(admin, ns), upstream.holder, 'upstream still holds the Lease');
 
-  // 3. The operator stops upstream; ours takes the Lease and adopts the ELB.
-  const ensuredBefore = await eventCount(core, service, 'EnsuredLoadBalancer');
+  // route_controller_route_sync_total of ours by outcome, read from its /metrics as a ServiceAccount allowed to.
+  await applyObjects(admin, [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'metrics-reader', namespace: ns } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: `${ns}:metrics-reader` },
+      rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+    } as KubernetesObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `${ns}:metrics-reader` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}:metrics-reader` },
+      subjects: [{ kind: 'ServiceAccount', name: 'metrics-reader', namespace: ns }],
+    } as KubernetesObject,
+  ]);
+  const metricsToken = (await serviceAccountKubeConfig(admin, { namespace: ns, name: 'metrics-reader' })).getCurrentUser()!.token!;
+  const routeSyncsOf = async (p: Pod): Promise<Record<string, number>> => {
+    const r = await get(`https://127.0.0.1:${p.ports.get(10258)}/metrics`, { insecure: true, token: metricsToken }).catch(() => undefined);
+    const out: Record<string, number> = {};
+    for (const m of (r?.status === 200 ? r.body : '').matchAll(/^route_controller_route_sync_total\{[^}]*outcome="(\w+)"[^}]*\} (\d+)/gm))
+      out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+    return out;
+  };
+
+  // 3. The operator stops upstream; ours takes the Lease and adopts every load balancer.
+  const ensuredCounts = async () =>
+    Object.fromEntries(await Promise.all(SERVICES.map(async (r) => [r.name, await eventCount(core, services.get(r.name)!, 'EnsuredLoadBalancer')])));
+  const ensuredAgain = (since: Record<string, number>, who: string, log: string) =>
+    Promise.all(
+      SERVICES.map((r) =>
+        waitFor(async () => (await eventCount(core, services.get(r.name)!, 'EnsuredLoadBalancer')) > since[r.name]!, {
+          what: `${who} ensured ${r.name}`,
+          timeoutMs: 120_000,
+          log,
+        }),
+      ),
+    );
+  const ensuredBefore = await ensuredCounts();
   await stopUpstream(upstream.process);
   const takeoverFrom = (await motoJournal(journal)).length;
   const ours = await waitFor(async () => ((h) => h !== '' && h !== upstream.holder && h)(await leaseHolder(admin, ns)), {
@@ -272,29 +582,33 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     timeoutMs: 90_000,
     log: pod.host.logPath,
   });
-  await waitFor(async () => (await eventCount(core, service, 'EnsuredLoadBalancer')) > ensuredBefore, {
-    what: 'ours ensured the Service',
-    timeoutMs: 120_000,
+  await ensuredAgain(ensuredBefore, 'ours', pod.host.logPath);
+  // And its route controller has compared the routes with the Nodes (a reconcile that found nothing to do).
+  const routeSyncs = await waitFor(async () => ((m) => (m.noop ? m : undefined))(await routeSyncsOf(pod)), {
+    what: "ours' route controller reconciled",
+    timeoutMs: 90_000,
     log: pod.host.logPath,
   });
-  const adopted = {
-    elbs: await elbs(),
-    service: serviceView(await core.readNamespacedService({ name: 'web', namespace: ns })),
-    nodes: await nodesNow(),
-  };
+  t.is(routeSyncs.changed ?? 0, 0, `ours' route reconciles changed nothing (${JSON.stringify(routeSyncs)})`);
+  const adopted = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
   const takeover = (await motoJournal(journal)).slice(takeoverFrom);
   t.deepEqual(
     adopted,
     before,
-    'after the switch: the same ELB (listeners, instances, health check, attributes, groups, tags), Service status, finalizer and Nodes',
+    'after the switch: the same load balancers (listeners, instances or targets, health checks, attributes, security groups and their rules, tags), routes, Service status, finalizers and Nodes',
   );
   t.deepEqual(
-    takeover.filter((c) => /^(Create|Delete)LoadBalancer$/.test(c.action)),
+    takeover.filter((c) => /^(Create|Delete|Replace)(LoadBalancer|TargetGroup|Listener|SecurityGroup|Route)$/.test(c.action)),
     [],
-    'ours created and deleted no load balancer',
+    'ours created, replaced and deleted no load balancer, target group, listener, security group or route',
   );
   const oursTakeoverWrites = writesBy(takeover, OURS_KEY);
-  const k8sWrites = oursWrites(await audit.events());
+  const k8sEvents = await audit.events();
+  const k8sWrites = oursWrites(k8sEvents, pod);
+  t.true(
+    k8sEvents.some((e) => credentialIdOf(e) === pod.identities.get('provider')?.credentialId),
+    "the audit log tells ours' requests by their credentials (the provider's are all logged)",
+  );
   t.deepEqual(
     k8sWrites.filter((w) => w.startsWith('delete') || w.includes(' nodes')),
     [],
@@ -305,32 +619,34 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   t.is(await pod.host.stop(), 0, 'ours stops cleanly');
   for (const c of pod.others) await c.stop();
   const rollbackFrom = (await motoJournal(journal)).length;
-  const ensuredByOurs = await eventCount(core, service, 'EnsuredLoadBalancer');
+  const ensuredByOurs = await ensuredCounts();
   upstream = await runUpstream();
-  await waitFor(async () => (await eventCount(core, service, 'EnsuredLoadBalancer')) > ensuredByOurs, {
-    what: 'upstream ensured the Service again',
-    timeoutMs: 120_000,
-    log: upstream.logPath,
-  });
-  const rolledBack = {
-    elbs: await elbs(),
-    service: serviceView(await core.readNamespacedService({ name: 'web', namespace: ns })),
-    nodes: await nodesNow(),
-  };
+  await ensuredAgain(ensuredByOurs, 'upstream', upstream.logPath);
+  const rolledBack = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
   const rollback = (await motoJournal(journal)).slice(rollbackFrom);
   t.deepEqual(rolledBack, before, 'after the rollback: nothing lost');
   t.deepEqual(
-    rollback.filter((c) => /^(Create|Delete)LoadBalancer$/.test(c.action)),
+    rollback.filter((c) => /^(Create|Delete|Replace)(LoadBalancer|TargetGroup|Listener|SecurityGroup|Route)$/.test(c.action)),
     [],
-    'upstream created and deleted no load balancer on the rollback',
+    'upstream created, replaced and deleted no load balancer, target group, listener, security group or route on the rollback',
   );
-  // Ours, taking over an ELB, writes to AWS exactly what upstream writes when it restarts onto it.
+  // Ours, taking over the load balancers, writes to AWS exactly what upstream writes when it restarts onto them.
   t.deepEqual(oursTakeoverWrites, writesBy(rollback, UPSTREAM_KEY), "ours' AWS writes on the switch are upstream's on a restart");
+  // Upstream, with its own RBAC and ours applied over it, never lacked a right: no 403 in any of its runs.
+  for (const n of upstreamRuns.keys()) {
+    const logPath = join(dir, `upstream-${n + 1}.log`);
+    const log = await readFile(logPath, 'utf8');
+    t.deepEqual(
+      log.split('\n').filter((l) => /forbidden/i.test(l)),
+      [],
+      `no 403 in ${logPath}`,
+    );
+  }
   const all = await motoJournal(journal);
   t.deepEqual(
-    all.filter((c) => c.action === 'DeleteLoadBalancer'),
+    all.filter((c) => /^Delete/.test(c.action)),
     [],
-    'no ELB was ever deleted',
+    'nothing was ever deleted',
   );
   t.log(
     `ours took the Lease as ${ours}; its Service/Node writes: ${k8sWrites.join(', ') || 'none'}; its AWS writes: ${oursTakeoverWrites.join(', ') || 'none'}`,
