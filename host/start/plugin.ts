@@ -104,7 +104,7 @@ function providerSupervisor(config: HostConfig, provider: ProviderConfig, severa
 
 /**
  * Starts every provider side by side (rejects with HostStartError naming the
- * first that failed, once the others settled) and returns the registry of
+ * first that failed, as soon as one fails) and returns the registry of
  * their Clouds, after each enabled controller's preflight on the default
  * provider's Cloud.
  */
@@ -116,12 +116,28 @@ export async function openProviders(
 ): Promise<ProviderRegistry> {
   const several = supervised.length > 1;
   const what = (p: ProviderConfig) => (several ? `provider ${p.name} of --providers-config` : `--cloud-provider=${p.name}`);
-  const started = await Promise.allSettled(supervised.map(({ supervisor }) => supervisor.start(signal)));
-  const failed = started.findIndex((r) => r.status === 'rejected');
-  if (failed >= 0) {
-    const reason = (started[failed] as PromiseRejectedResult).reason;
-    throw new HostStartError(`cannot start plugin for ${what(supervised[failed]!.provider)}: ${errorMessage(reason)}`);
-  }
+  // The first failure ends the start at once and is the one reported: the host's stop (app.ts) then stops
+  // every supervisor, ending the others' starts (a sidecar's would otherwise redial until it answers).
+  const abort = new AbortController();
+  const onAbort = () => abort.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  let first: { provider: ProviderConfig; err: unknown } | undefined;
+  await new Promise<void>((resolve) => {
+    let left = supervised.length;
+    for (const { provider, supervisor } of supervised) {
+      supervisor.start(abort.signal).then(
+        () => {
+          if (--left === 0) resolve();
+        },
+        (err: unknown) => {
+          first ??= { provider, err };
+          abort.abort();
+          resolve();
+        },
+      );
+    }
+  }).finally(() => signal.removeEventListener('abort', onAbort));
+  if (first) throw new HostStartError(`cannot start plugin for ${what(first.provider)}: ${errorMessage(first.err)}`);
   const providers: Provider[] = [];
   for (const { provider, supervisor } of supervised) {
     const undeclared = undeclaredByProvider(

@@ -196,3 +196,22 @@ test.serial('SIGKILL of the sidecar provider: /readyz names it while it is redia
   t.true(west.restartCount >= 1);
   t.regex(await metrics(), /^ccm_plugin_restarts_total\{plugin="west",provider="west"\} [1-9]/m);
 });
+
+test('a provider that cannot start stops the host start at once, named, even while another is a sidecar nobody serves yet', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-multiprov-bad-'));
+  const providersFile = join(dir, 'providers.yaml');
+  await writeFile(
+    providersFile,
+    `providers:
+  - name: waiting
+    pluginEndpoint: unix://${join(dir, 'nobody.sock')}
+  - name: broken
+    pluginPath: ${LOCAL_PLUGIN}
+    pluginEnv: [${ALLOW_SIMULATION}, LOCALCLOUD_PROVIDER_NAME=Not_A_Label, LOCALCLOUD_STATE_DIR=${join(dir, 'broken')}]
+`,
+  );
+  const [port] = await freePorts(1);
+  const err = await t.throwsAsync(startMultiHost(dir, providersFile, port!));
+  t.regex(err?.message ?? '', /^cannot start plugin for provider broken of --providers-config: /);
+  t.regex(await readFile(join(dir, 'host.log'), 'utf8'), /LOCALCLOUD_PROVIDER_NAME=\\"Not_A_Label\\" is invalid: want a lowercase DNS label/);
+});
