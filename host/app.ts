@@ -1,8 +1,8 @@
 /**
  * The host process wiring, in the order `startHost` runs it: configuration
  * warnings, --cloud-config, the API server check (start/preflight.ts), the
- * health/metrics server, the leader elector, the plugin supervisor and the
- * Cloud over it (start/plugin.ts), then (with --leader-elect, once this
+ * health/metrics server, the leader elector, one plugin supervisor per
+ * provider and the Cloud over each (start/plugin.ts, host/providers.ts), then (with --leader-elect, once this
  * replica holds the Lease) the shared informers and the enabled controllers
  * (start/controllers.ts). The plugin starts before leadership so a standby is
  * ready to take over, but only the leader runs controllers, and neither the
@@ -24,13 +24,14 @@ import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, type HostMetrics } from './metrics.js';
 import { COMPONENT_NAME } from './names.js';
 import type { PluginSupervisor } from './plugin/supervisor.js';
+import type { ProviderRegistry } from './providers.js';
 import { HostHealth } from './health.js';
 import { delegatedAuth, type RequestAuth } from './server/delegated-auth.js';
 import { startSecureServer } from './server/secure-server.js';
 import type { HealthServer } from './server/server.js';
 import { controllerClients, controllerRunner } from './start/controllers.js';
-import { openCloud, pluginSupervisor } from './start/plugin.js';
-import { connectToApiServer, loadCloudConfig, readClusterUid, warnAboutConfig } from './start/preflight.js';
+import { openProviders, pluginSupervisors } from './start/plugin.js';
+import { connectToApiServer, loadCloudConfigs, readClusterUid, warnAboutConfig } from './start/preflight.js';
 import { HOST_VERSION } from './version.js';
 
 export { HostStartError } from './errors.js';
@@ -40,8 +41,11 @@ export interface HostHandle {
   readonly identity: string;
   /** Whether this host runs its controllers now (always once started without --leader-elect). */
   isLeading(): boolean;
+  /** The default provider's Cloud and supervisor (the only provider's, with one). */
   readonly cloud: Cloud;
   readonly supervisor: PluginSupervisor;
+  /** Every provider (host/providers.ts). */
+  readonly providers: ProviderRegistry;
   readonly metrics: HostMetrics;
   /** Port of the health/metrics server, if one runs. */
   readonly healthPort?: number;
@@ -64,8 +68,8 @@ export interface StartHostOptions {
 export async function startHost(config: HostConfig, opts: StartHostOptions): Promise<HostHandle> {
   const log = opts.log;
   warnAboutConfig(config, log);
-  const cloudConfig = await loadCloudConfig(config, log);
-  const kc = await connectToApiServer(config, cloudConfig, opts.kubeConfig, log);
+  const cloudConfigs = await loadCloudConfigs(config, log);
+  const kc = await connectToApiServer(config, cloudConfigs, opts.kubeConfig, log);
   const clusterUid = await readClusterUid(config, kc, log);
 
   const metrics = createHostMetrics();
@@ -93,7 +97,9 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       if (stoppingHost) return 'the host is stopping';
       return fence?.();
     };
-    const supervisor = pluginSupervisor(config, { cloudConfig, clusterUid, metrics, health, identity, refuseMutation, log });
+    const supervised = pluginSupervisors(config, { cloudConfigs, clusterUid, metrics, health, identity, refuseMutation, log });
+    // The lease follows the default provider's readiness: the one the host's controllers use.
+    const supervisor = supervised.find((s) => s.provider.default)!.supervisor;
     if (elector && config.leaderElection.pluginUnreadyReleaseMs > 0) {
       const guard = new PluginLeaseGuard(supervisor, config.cloudProvider, config.leaderElection.pluginUnreadyReleaseMs);
       leaseGuard = guard;
@@ -103,11 +109,12 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     cleanups.push(async () => {
       stoppingHost = true;
       abortStart.abort();
-      await supervisor.stop();
+      await Promise.all(supervised.map((s) => s.supervisor.stop()));
     });
-    const cloud = await openCloud(config, supervisor, abortStart.signal, log);
+    const providers = await openProviders(config, supervised, abortStart.signal, log);
+    const cloud = providers.default.cloud;
     const clients = controllerClients(config, kc, { metrics, connections, log, fence });
-    const controllers = controllerRunner(config, { cloud, supervisor, clients, metrics, health, server, requestAuth, log });
+    const controllers = controllerRunner(config, { cloud, supervisor, providers, clients, metrics, health, server, requestAuth, log });
     const stopping = new AbortController();
     const done = elector
       ? runElection(config, elector, controllers.run, stopping.signal, { metrics, server, identity, onLost: opts.onLeadershipLost })
@@ -120,7 +127,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       { version: HOST_VERSION, provider: config.cloudProvider, leaderElect: config.leaderElect, identity },
       'cloud-controller-manager started',
     );
-    return { cloud, supervisor, metrics, healthPort: server?.port, identity, isLeading: controllers.isLeading, stop: stopAll };
+    return { cloud, supervisor, providers, metrics, healthPort: server?.port, identity, isLeading: controllers.isLeading, stop: stopAll };
   } catch (err) {
     await stopAll();
     throw err;

@@ -8,7 +8,8 @@
  * - readiness, `/readyz`: whether this replica does its job. `plugin` (the
  *   provider is ready; false while it restarts with backoff), `cloud` (the
  *   cloud answers: false during an outage in which every call fails
- *   UNAVAILABLE or times out), `informer-sync` and one check per started
+ *   UNAVAILABLE or times out); with several providers (--providers-config)
+ *   these are `plugin-<name>` and `cloud-<name>`, one pair per provider; `informer-sync` and one check per started
  *   controller (running and making progress; a controller that stopped with
  *   an error, e.g. a PersistentVolume label webhook that could not bind its
  *   port, fails its check), and with --plugin-unready-lease-release-timeout
@@ -90,16 +91,24 @@ export class HostHealth {
 
   constructor(private readonly server: HealthServer | undefined) {}
 
-  /** `plugin` and `cloud` readiness checks. */
-  watchPlugin(supervisor: PluginSupervisor, name: string): void {
+  /**
+   * The `plugin` and `cloud` readiness checks of one provider; with several
+   * providers (`several`), `plugin-<name>` and `cloud-<name>` for each, so
+   * /readyz says which provider is not ready. Returns the reachability to
+   * feed with that provider's calls (`cloud` for a single provider).
+   */
+  watchPlugin(supervisor: PluginSupervisor, name: string, several = false): CloudReachability {
+    const reachability = several ? new CloudReachability() : this.cloud;
+    const suffix = several ? `-${name}` : '';
     this.server?.addCheck(
-      'plugin',
+      `plugin${suffix}`,
       () => {
         if (supervisor.state !== 'ready') throw new Error(`plugin ${name} is ${supervisor.state}`);
       },
       'readyz',
     );
-    this.server?.addCheck('cloud', () => this.cloud.check(), 'readyz');
+    this.server?.addCheck(`cloud${suffix}`, () => reachability.check(), 'readyz');
+    return reachability;
   }
 
   /**

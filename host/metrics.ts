@@ -36,7 +36,12 @@ const NODE_DELAY_BUCKETS = [1, 4, 16, 64, 256, 1024];
 /** Node initialization buckets: one plugin call (tens of ms) to a slow cloud (10 min). */
 const NODE_INITIALIZATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
-type PluginRpcLabels = 'plugin' | 'method' | 'code';
+/**
+ * `plugin`: the provider's name (--cloud-provider, or its name in
+ * --providers-config). `provider`: the same name, set only when the host runs
+ * several providers (so a one-provider host's series are unchanged).
+ */
+type PluginRpcLabels = 'plugin' | 'provider' | 'method' | 'code';
 
 /**
  * The host's registry: its text on /metrics is the host's metrics followed by
@@ -63,11 +68,11 @@ export interface HostMetrics {
   /** Plugin calls that did not end with OK. */
   readonly pluginRpcErrors: Counter<PluginRpcLabels>;
   /** Plugin process restarts by the supervisor. */
-  readonly pluginRestarts: Counter<'plugin'>;
+  readonly pluginRestarts: Counter<'plugin' | 'provider'>;
   /** 1 while the plugin is connected and reports ready, else 0. */
-  readonly pluginReady: Gauge<'plugin'>;
+  readonly pluginReady: Gauge<'plugin' | 'provider'>;
   /** Plugin stdout/stderr lines not logged because of the output rate limit. */
-  readonly pluginOutputDropped: Counter<'plugin' | 'stream'>;
+  readonly pluginOutputDropped: Counter<'plugin' | 'provider' | 'stream'>;
   /** Upstream: node creation → uninitialized taint removed. */
   readonly taintRemovalDelay: Histogram;
   /** Upstream: node creation → first successful sync by the node controller. */
@@ -90,7 +95,7 @@ export function createHostMetrics(opts: HostMetricsOptions = {}): HostMetrics {
   const registers = [registry];
   if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   registerBuildInfo(registry);
-  const rpcLabels: PluginRpcLabels[] = ['plugin', 'method', 'code'];
+  const rpcLabels: PluginRpcLabels[] = ['plugin', 'provider', 'method', 'code'];
   return {
     registry,
     pluginRpcDuration: new Histogram({
@@ -109,19 +114,19 @@ export function createHostMetrics(opts: HostMetricsOptions = {}): HostMetrics {
     pluginRestarts: new Counter({
       name: MetricNames.PLUGIN_RESTARTS,
       help: 'Times the host restarted the provider plugin process after it exited or stopped answering.',
-      labelNames: ['plugin'],
+      labelNames: ['plugin', 'provider'],
       registers,
     }),
     pluginReady: new Gauge({
       name: MetricNames.PLUGIN_READY,
       help: '1 when the provider plugin is connected and reports ready, 0 otherwise.',
-      labelNames: ['plugin'],
+      labelNames: ['plugin', 'provider'],
       registers,
     }),
     pluginOutputDropped: new Counter({
       name: MetricNames.PLUGIN_OUTPUT_DROPPED,
       help: 'Lines the provider plugin wrote to stdout or stderr that the host did not log because they exceeded the output rate limit.',
-      labelNames: ['plugin', 'stream'],
+      labelNames: ['plugin', 'provider', 'stream'],
       registers,
     }),
     taintRemovalDelay: new Histogram({
@@ -191,7 +196,11 @@ export function setControllerRunning(metrics: HostMetrics, controller: Controlle
 }
 
 /** Records one finished plugin call: its duration, and an error unless `code` is "OK". */
-export function observePluginRpc(metrics: HostMetrics, labels: { plugin: string; method: string; code: string }, seconds: number): void {
+export function observePluginRpc(
+  metrics: HostMetrics,
+  labels: { plugin: string; provider?: string; method: string; code: string },
+  seconds: number,
+): void {
   metrics.pluginRpcDuration.observe(labels, seconds);
   if (labels.code !== 'OK') metrics.pluginRpcErrors.inc(labels);
 }

@@ -10,8 +10,9 @@ import type { LogFormat } from '../log.js';
 import type { ControllerName } from '../names.js';
 import { controllerSpecErrors, resolveEnabledControllers } from './controllers.js';
 import { nodeCidrMaskSizes as nodeCidrMaskSizes_ } from './node-cidr.js';
-import { addDefaults, type HostOptions, type HostOptionsWithDefaults } from './options.js';
+import { addDefaults, type DefaultedKey, type HostOptions, type HostOptionsWithDefaults } from './options.js';
 import { resolvePluginSource, type PluginSource } from './plugin.js';
+import { readProvidersFile, resolvePluginEnv, SINGLE_PROVIDER_FLAGS, type ProviderConfig } from './providers.js';
 import { isAbsent, Problems } from './validate.js';
 import { JITTER_FACTOR } from '../kube/leader-election.js';
 import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
@@ -20,13 +21,24 @@ import { parseDeletionLimit, type DeletionLimit } from '../controllers/lifecycle
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
+export type { ProviderConfig } from './providers.js';
 
 export type { ServingConfig, TlsFiles } from './serving.js';
 
 /** The validated, frozen host configuration. One field per flag unless noted. */
 export interface HostConfig {
-  /** `--cloud-provider`: the provider's name, e.g. `local`. */
+  /** `--cloud-provider`: the provider's name, e.g. `local`; with --providers-config, the default provider's name. */
   readonly cloudProvider: string;
+  /**
+   * Every provider the host runs, in order; exactly one is `default` (the
+   * one the host's controllers use today). One entry built from the flags
+   * above, or the --providers-config file's. With the file, cloudProvider,
+   * cloudConfigPath, cloudConfigOptional, plugin, pluginEnv and providerArgs
+   * are the default provider's.
+   */
+  readonly providers: readonly ProviderConfig[];
+  /** `--providers-config`: absolute path of the providers file, or undefined (one provider, from the flags). */
+  readonly providersConfigPath: string | undefined;
   /** `--cloud-config`: absolute path of a readable file (or, with cloudConfigOptional, of none), passed to the plugin's Configure. */
   readonly cloudConfigPath: string | undefined;
   /** `--cloud-config-optional`: a cloudConfigPath that does not exist means an empty cloud config. */
@@ -164,9 +176,6 @@ export type CompileResult = { config: HostConfig } | { errors: string[] };
 
 /** A DNS label: what `ccm-provider-<name>` and providerID schemes can hold. */
 const PROVIDER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Variables the host sets for the plugin itself (sdk/protocol.ts); the operator cannot override them. */
-const RESERVED_ENV_PREFIX = 'CCM_PLUGIN_';
 
 const POSITIVE_INT = { min: 1, want: 'an integer greater than 0' };
 const NON_NEGATIVE_INT = { min: 0, want: 'an integer of 0 or more' };
@@ -198,6 +207,18 @@ type Section<K extends keyof HostConfig> = Pick<HostConfig, K>;
 
 /** The provider: its name, --cloud-config, where the plugin comes from, its environment and call bounds. */
 function providerSection(o: HostOptionsWithDefaults, p: Problems, deps: CompileOptions, warnings: string[]) {
+  const bounds = {
+    pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
+    pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
+    pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),
+    pluginMutationTimeoutMs: p.duration('plugin-mutation-timeout', o.pluginMutationTimeout, { positive: true }),
+    pluginAllowTcp: p.bool('plugin-allow-tcp', o.pluginAllowTcp),
+    pluginAllowExternalSocket: p.bool('plugin-allow-external-socket', o.pluginAllowExternalSocket),
+    // Set by parseHostArgs from the command line's provider-owned words.
+    providerFlags: [] as readonly string[],
+    providerControllers: [] as readonly string[],
+  };
+  if (o.providersConfig !== undefined) return { ...bounds, ...providersFromFile(o, o.providersConfig, p, deps, warnings) };
   const cloudProvider = checkCloudProvider(o.cloudProvider, p);
   const cloudConfigOptional = p.bool('cloud-config-optional', o.cloudConfigOptional);
   if (o.cloudConfig === undefined) {
@@ -206,7 +227,7 @@ function providerSection(o: HostOptionsWithDefaults, p: Problems, deps: CompileO
   } else if (!(cloudConfigOptional && isAbsent(o.cloudConfig))) {
     p.readableFile('cloud-config', o.cloudConfig);
   }
-  return {
+  const single = {
     cloudProvider: cloudProvider ?? '',
     cloudConfigPath: o.cloudConfig === undefined ? undefined : path.resolve(o.cloudConfig),
     cloudConfigOptional,
@@ -216,16 +237,41 @@ function providerSection(o: HostOptionsWithDefaults, p: Problems, deps: CompileO
     ),
     pluginEnv: resolvePluginEnv(o.pluginEnv, deps.env ?? process.env, p, warnings),
     providerArgs: checkProviderArgs(o.providerArgs, o.pluginEndpoint, p),
-    // Set by parseHostArgs from the command line's provider-owned words.
-    providerFlags: [] as readonly string[],
-    providerControllers: [] as readonly string[],
-    pluginStartTimeoutMs: p.duration('plugin-start-timeout', o.pluginStartTimeout, { positive: true }),
-    pluginShutdownGraceMs: p.duration('plugin-shutdown-grace', o.pluginShutdownGrace),
-    pluginCallTimeoutMs: p.duration('plugin-call-timeout', o.pluginCallTimeout, { positive: true }),
-    pluginMutationTimeoutMs: p.duration('plugin-mutation-timeout', o.pluginMutationTimeout, { positive: true }),
-    pluginAllowTcp: p.bool('plugin-allow-tcp', o.pluginAllowTcp),
-    pluginAllowExternalSocket: p.bool('plugin-allow-external-socket', o.pluginAllowExternalSocket),
   };
+  const { cloudProvider: name, plugin, ...rest } = single;
+  const providers: ProviderConfig[] = plugin ? [{ name, plugin, ...rest, default: true, providerFlags: [], controllers: [] }] : [];
+  return { ...bounds, ...single, providers, providersConfigPath: undefined };
+}
+
+/** --providers-config: the file's providers; the single-provider fields are the default provider's. */
+function providersFromFile(o: HostOptionsWithDefaults, file: string, p: Problems, deps: CompileOptions, warnings: string[]) {
+  const given = SINGLE_PROVIDER_FLAGS.filter((f) => {
+    const key = camel(f);
+    const v = o[key] as unknown;
+    return v !== undefined && !o.defaulted.has(key as DefaultedKey) && !(Array.isArray(v) && v.length === 0);
+  });
+  if (given.length > 0) {
+    p.add(
+      `--providers-config conflicts with ${given.map((f) => `--${f}`).join(', ')}: with a providers file, set each provider's name, plugin, environment and cloud config in the file (docs/flags.md, "Several providers")`,
+    );
+  }
+  const providers = readProvidersFile(path.resolve(file), p, warnings, { env: deps.env ?? process.env, localPluginPath: deps.localPluginPath }) ?? [];
+  const d = providers.find((x) => x.default);
+  return {
+    cloudProvider: d?.name ?? '',
+    cloudConfigPath: d?.cloudConfigPath,
+    cloudConfigOptional: d?.cloudConfigOptional ?? false,
+    plugin: d?.plugin,
+    pluginEnv: d?.pluginEnv ?? {},
+    providerArgs: d?.providerArgs ?? [],
+    providers,
+    providersConfigPath: path.resolve(file),
+  };
+}
+
+/** `plugin-env` → `pluginEnv`. */
+function camel(flag: string): keyof HostOptionsWithDefaults {
+  return flag.replace(/-(.)/g, (_, c: string) => c.toUpperCase()) as keyof HostOptionsWithDefaults;
 }
 
 /** The API server, its client limits and the cluster's name. */
@@ -445,29 +491,6 @@ function checkProviderArgs(args: readonly string[], pluginEndpoint: string | und
     );
   }
   return Object.freeze([...args]);
-}
-
-/** `NAME=VALUE` → that pair; `NAME` → the host's value of NAME, if any. */
-function resolvePluginEnv(entries: readonly string[], env: NodeJS.ProcessEnv, p: Problems, warnings: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of entries) {
-    const eq = entry.indexOf('=');
-    const name = eq < 0 ? entry : entry.slice(0, eq);
-    if (!ENV_NAME.test(name)) {
-      p.add(
-        `--plugin-env=${JSON.stringify(entry)} is invalid: use NAME or NAME=VALUE, where NAME is letters, digits and _ and does not start with a digit`,
-      );
-    } else if (name.startsWith(RESERVED_ENV_PREFIX)) {
-      p.add(`--plugin-env=${name}: variables starting with ${RESERVED_ENV_PREFIX} are set by the host for the plugin protocol: remove this entry`);
-    } else if (eq >= 0) {
-      out[name] = entry.slice(eq + 1);
-    } else if (env[name] !== undefined) {
-      out[name] = env[name];
-    } else {
-      warnings.push(`--plugin-env=${name}: ${name} is not set in the host's environment, so the plugin will not get it`);
-    }
-  }
-  return out;
 }
 
 /** Go's net.ParseIP: dotted-quad IPv4 or IPv6, without a zone. */

@@ -79,6 +79,13 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Socket of an already running plugin (e.g. a sidecar). Excludes --plugin-path.',
   },
   {
+    name: 'providers-config',
+    key: 'providersConfig',
+    kind: 'string',
+    value: 'file',
+    help: 'A YAML file listing several providers, each with its name, plugin (path or endpoint), environment and cloud config; replaces --cloud-provider, --cloud-config, --cloud-config-optional, --plugin-path, --plugin-endpoint, --plugin-env and --provider-arg (not in upstream; docs/flags.md).',
+  },
+  {
     name: 'plugin-start-timeout',
     key: 'pluginStartTimeout',
     kind: 'string',
@@ -610,7 +617,14 @@ export function parseHostArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
       config: Object.freeze({
         ...compiled.config,
         ...(fp?.flags.length || fp?.controllers.length
-          ? { providerFlags: Object.freeze([...fp.flags]), providerControllers: Object.freeze([...fp.controllers]) }
+          ? {
+              providerFlags: Object.freeze([...fp.flags]),
+              providerControllers: Object.freeze([...fp.controllers]),
+              // One provider (flags only: --providers-config excludes --cloud-provider, so nothing is declared then).
+              providers: compiled.config.providers.map((p) =>
+                Object.freeze({ ...p, providerFlags: Object.freeze([...fp.flags]), controllers: Object.freeze([...fp.controllers]) }),
+              ),
+            }
           : {}),
         warnings: parsed.inert.length === 0 ? compiled.config.warnings : Object.freeze([...compiled.config.warnings, ...parsed.inert]),
         flagz: flagzValues(parsed.options),

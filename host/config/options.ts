@@ -20,6 +20,8 @@ export interface HostOptions {
   cloudConfigOptional?: string;
   pluginPath?: string;
   pluginEndpoint?: string;
+  /** `--providers-config`: a YAML file listing several providers (config/providers.ts). */
+  providersConfig?: string;
   pluginStartTimeout?: string;
   pluginShutdownGrace?: string;
   pluginCallTimeout?: string;

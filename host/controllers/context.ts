@@ -13,13 +13,21 @@ import type { Logger } from '../log.js';
 import type { HostMetrics } from '../metrics.js';
 import type { ControllerName } from '../names.js';
 import type { PluginSupervisor } from '../plugin/supervisor.js';
+import type { ProviderRegistry } from '../providers.js';
 import type { RequestAuth } from '../server/delegated-auth.js';
 
 export interface ControllerContext {
   name: ControllerName;
   config: HostConfig;
+  /** The default provider's Cloud and supervisor: `providers.default.cloud` / `.supervisor`. */
   cloud: Cloud;
   supervisor: PluginSupervisor;
+  /**
+   * Every provider of the host (host/providers.ts): `providers.list()` gives
+   * each one's name, Cloud and capabilities(); `forProviderId(node.spec.providerID)`
+   * the one that owns a Node by its providerID scheme.
+   */
+  providers: ProviderRegistry;
   /** Clients for the controller's own reads and writes (--kube-api-qps/burst). */
   clients: KubeClients;
   informers: InformerFactory;

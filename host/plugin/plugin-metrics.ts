@@ -6,8 +6,9 @@
  * CALL_DEADLINE_MS; an answer that fails validate-metrics.ts is dropped whole
  * and the reason logged (each message at most once per LOG_INTERVAL_MS). A failed or
  * missing answer never fails the host's own scrape. Every served sample gets
- * the label plugin="<--cloud-provider>" (unless it has a `plugin` label), as
- * the host's own ccm_plugin_* metrics have.
+ * the labels the host's own ccm_plugin_* metrics have (unless it has a label
+ * of that name): plugin="<--cloud-provider>", and with several providers
+ * also provider="<name>".
  */
 import type { Logger } from 'pino';
 import { Capability } from '../../proto/gen/ccm/provider/v1/identity.js';
@@ -31,8 +32,8 @@ export class PluginMetrics {
   constructor(
     private readonly supervisor: PluginSupervisor,
     private readonly log: Logger,
-    /** The plugin label's value: --cloud-provider. */
-    private readonly plugin: string,
+    /** Labels added to every sample, in this order: `plugin` (and `provider` with several providers). */
+    private readonly labels: Readonly<Record<string, string>>,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
@@ -57,7 +58,10 @@ export class PluginMetrics {
             { names: checked.shadowed.slice(0, 20) },
             'dropping plugin metric families that the host serves itself: prefix them with the provider name',
           );
-        text = addLabel(checked.text, 'plugin', this.plugin);
+        // addLabel puts its label first, so add them last to first.
+        text = Object.entries(this.labels)
+          .reverse()
+          .reduce((acc, [name, value]) => addLabel(acc, name, value), checked.text);
       }
     } catch (err) {
       this.warn({ err: errorMessage(err) }, "cannot get the plugin's metrics; /metrics is served without them");

@@ -99,3 +99,46 @@ function shadows(name: string, reserved: ReadonlySet<string>): boolean {
   const family = /^(.*)_(?:bucket|sum|count|total|created)$/.exec(name)?.[1];
   return family !== undefined && reserved.has(family);
 }
+
+/**
+ * Several providers' checked texts as one exposition: a family that more
+ * than one provider serves (two local clouds both serve `localcloud_objects`)
+ * gets its HELP and TYPE once (the first provider's) and all their samples
+ * together, as the text format wants one block per family. Families keep the
+ * order in which they first appear.
+ */
+export function mergeExpositions(texts: readonly string[]): string {
+  if (texts.length <= 1) return texts[0] ?? '';
+  const families = new Map<string, { header: string[]; samples: string[] }>();
+  const block = (name: string) => {
+    let b = families.get(name);
+    if (!b) families.set(name, (b = { header: [], samples: [] }));
+    return b;
+  };
+  for (const text of texts) {
+    let current: string | undefined;
+    const headed = new Set<string>();
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const meta = /^# (HELP|TYPE) (\S+)/.exec(line);
+      if (meta) {
+        current = meta[2]!;
+        const b = block(current);
+        // The first provider's HELP and TYPE; a later provider's are dropped.
+        if (b.header.length === 0 || headed.has(current)) {
+          b.header.push(line);
+          headed.add(current);
+        }
+        continue;
+      }
+      if (line.startsWith('#')) continue;
+      const name = NAME_AT_START.exec(line)?.[0] ?? '';
+      const belongs = current !== undefined && (name === current || new RegExp(`^${current}_(?:bucket|sum|count|total|created)$`).test(name));
+      if (!belongs) current = name;
+      block(current!).samples.push(line);
+    }
+  }
+  const out: string[] = [];
+  for (const b of families.values()) out.push(...b.header, ...b.samples);
+  return out.length ? out.join('\n') + '\n' : '';
+}

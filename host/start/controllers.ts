@@ -19,6 +19,7 @@ import { errorMessage, type Logger } from '../log.js';
 import { setControllerRunning, type HostMetrics } from '../metrics.js';
 import { COMPONENT_NAME, ControllerServiceAccounts, EventComponents, type ControllerName } from '../names.js';
 import type { PluginSupervisor } from '../plugin/supervisor.js';
+import type { ProviderRegistry } from '../providers.js';
 import type { RequestAuth } from '../server/delegated-auth.js';
 import type { HealthServer } from '../server/server.js';
 import { HOST_VERSION } from '../version.js';
@@ -70,8 +71,10 @@ export function controllerClients(
 }
 
 export interface ControllerRunDeps {
+  /** The default provider's. */
   cloud: Cloud;
   supervisor: PluginSupervisor;
+  providers: ProviderRegistry;
   clients: { host: KubeClients; of: (name: ControllerName) => ControllerClients };
   metrics: HostMetrics;
   health: HostHealth;
@@ -113,28 +116,38 @@ export function controllerRunner(
     informers = factory;
     const { running, started } = await startControllers(config, factory, leading, d);
     factory.start();
-    // The provider's own controllers (e.g. AWS's tagging) run in its process, only while this replica leads.
-    const providerControllers = config.providerControllers;
-    if (providerControllers.length > 0) {
-      await d.supervisor
-        .runProviderControllers(providerControllers)
-        .catch((err: unknown) =>
-          d.log.error({ err: errorMessage(err), controllers: providerControllers }, "the provider's own controllers were not started"),
-        );
-    }
+    // Each provider's own controllers (e.g. AWS's tagging) run in its process, only while this replica leads.
+    const withOwn = d.providers.list().filter((p) => p.config.controllers.length > 0);
+    await Promise.all(
+      withOwn.map((p) =>
+        p.supervisor
+          .runProviderControllers(p.config.controllers)
+          .catch((err: unknown) =>
+            d.log.error(
+              { err: errorMessage(err), controllers: p.config.controllers, ...(d.providers.list().length > 1 ? { provider: p.name } : {}) },
+              "the provider's own controllers were not started",
+            ),
+          ),
+      ),
+    );
     d.log.info(
       { version: HOST_VERSION, provider: config.cloudProvider, controllers: started, informerResyncMs: factory.resyncPeriodMs },
       'controllers started',
     );
     await new Promise<void>((resolve) => (leading.aborted ? resolve() : leading.addEventListener('abort', () => resolve(), { once: true })));
     leadingNow = false;
-    if (providerControllers.length > 0) {
-      await d.supervisor
-        .runProviderControllers([])
-        .catch((err: unknown) =>
-          d.log.warn({ err: errorMessage(err) }, "the provider's own controllers were not stopped (a plugin of this host ends with it)"),
-        );
-    }
+    await Promise.all(
+      withOwn.map((p) =>
+        p.supervisor
+          .runProviderControllers([])
+          .catch((err: unknown) =>
+            d.log.warn(
+              { err: errorMessage(err), ...(d.providers.list().length > 1 ? { provider: p.name } : {}) },
+              "the provider's own controllers were not stopped (a plugin of this host ends with it)",
+            ),
+          ),
+      ),
+    );
     // In-flight work finishes or is abandoned within the bound; the gate
     // already refuses new cloud mutations.
     const settled = await within(Promise.allSettled(running), CONTROLLER_STOP_TIMEOUT_MS);
@@ -167,6 +180,7 @@ async function startControllers(
       config,
       cloud: d.cloud,
       supervisor: d.supervisor,
+      providers: d.providers,
       clients,
       informers,
       recorder: new EventRecorder(eventClients.core, { component: EventComponents[name], log: controllerLog }),

@@ -1,6 +1,6 @@
 /**
- * Start-up steps before anything runs: configuration warnings, the
- * --cloud-config bytes, and the API server (kubeconfig loaded, its secrets
+ * Start-up steps before anything runs: configuration warnings, each
+ * provider's --cloud-config bytes, and the API server (kubeconfig loaded, its secrets
  * registered for redaction, the server reachable).
  */
 import type { HostConfig } from '../config/config.js';
@@ -28,16 +28,31 @@ export function warnAboutConfig(config: HostConfig, log: Logger): void {
   for (const w of config.warnings) log.warn({ warning: w }, 'configuration warning');
 }
 
-/** The --cloud-config bytes; empty without the flag, or when --cloud-config-optional and the file does not exist. */
-export async function loadCloudConfig(config: HostConfig, log: Logger): Promise<Buffer> {
-  if (!config.cloudConfigPath) return Buffer.alloc(0);
-  const bytes = await readCloudConfig(config.cloudConfigPath, { optional: config.cloudConfigOptional });
-  if (bytes) return bytes;
-  log.info(
-    { path: config.cloudConfigPath },
-    'the --cloud-config file does not exist: starting with an empty cloud config (--cloud-config-optional); restart the host after creating it',
-  );
-  return Buffer.alloc(0);
+/**
+ * Each provider's cloud config bytes, by provider name (--cloud-config, or
+ * each provider's `cloudConfig` in --providers-config): empty without one,
+ * or when it is optional and the file does not exist.
+ */
+export async function loadCloudConfigs(config: HostConfig, log: Logger): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  const several = config.providers.length > 1;
+  for (const p of config.providers) {
+    if (!p.cloudConfigPath) {
+      out.set(p.name, Buffer.alloc(0));
+      continue;
+    }
+    const bytes = await readCloudConfig(p.cloudConfigPath, { optional: p.cloudConfigOptional }).catch((err: unknown) => {
+      throw several && err instanceof HostStartError ? new HostStartError(`provider ${p.name} of --providers-config: ${err.message}`) : err;
+    });
+    if (!bytes) {
+      log.info(
+        { path: p.cloudConfigPath, ...(several ? { provider: p.name } : {}) },
+        'the --cloud-config file does not exist: starting with an empty cloud config (--cloud-config-optional); restart the host after creating it',
+      );
+    }
+    out.set(p.name, bytes ?? Buffer.alloc(0));
+  }
+  return out;
 }
 
 /**
@@ -47,7 +62,7 @@ export async function loadCloudConfig(config: HostConfig, log: Logger): Promise<
  */
 export async function connectToApiServer(
   config: HostConfig,
-  cloudConfig: Buffer,
+  cloudConfigs: ReadonlyMap<string, Buffer>,
   given: KubeConfigData | undefined,
   log: Logger,
 ): Promise<KubeConfigData> {
@@ -59,8 +74,8 @@ export async function connectToApiServer(
   } catch (err) {
     throw new HostStartError(errorMessage(err));
   }
-  registerCloudConfigSecrets(cloudConfig);
-  registerEnvSecrets(config.pluginEnv);
+  for (const bytes of cloudConfigs.values()) registerCloudConfigSecrets(bytes);
+  for (const p of config.providers) registerEnvSecrets(p.pluginEnv);
   registerSecret(currentUser(kc)?.token);
   if (untrackedSecrets() > 0) {
     log.warn(

@@ -9,20 +9,21 @@
  * It refuses to start without LOCALCLOUD_ALLOW_SIMULATION=true
  * (simulation-guard.ts: a simulation must never answer for a real cluster).
  * Settings and knobs come from LOCALCLOUD_* environment variables (see
- * README.md). Logs are JSON lines on stderr.
+ * README.md; LOCALCLOUD_PROVIDER_NAME sets the providerName, default
+ * local). Logs are JSON lines on stderr.
  */
 import { parseArgs } from 'node:util';
 import { createProviderLogger } from '../../sdk/log.js';
 import type { LocalCloud } from './cloud.js';
 import type { Forwarder } from './forwarder.js';
-import { PROVIDER_NAME } from './names.js';
+import { PROVIDER_NAME, providerNameProblem } from './names.js';
 import { simulationRefusal } from './simulation-guard.js';
 
 const log = createProviderLogger(PROVIDER_NAME);
 
 // Before anything else (no state directory, no socket, not even the gRPC
 // modules loaded, so the refusal is quick): one line, exit 1.
-const refusal = simulationRefusal(process.env);
+const refusal = simulationRefusal(process.env) ?? providerNameProblem(process.env);
 if (refusal !== undefined) {
   log.error(refusal);
   process.exit(1);

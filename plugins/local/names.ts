@@ -4,8 +4,24 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 
-/** The providerName of the local cloud (providerIDs are `local://<id>`). */
-export const PROVIDER_NAME = 'local';
+/** The environment variable naming the provider (two local clouds in one host need two names). */
+export const PROVIDER_NAME_ENV = 'LOCALCLOUD_PROVIDER_NAME';
+const DEFAULT_PROVIDER_NAME = 'local';
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** Why $LOCALCLOUD_PROVIDER_NAME cannot be used (main.ts refuses to start), or undefined. */
+export function providerNameProblem(env: NodeJS.ProcessEnv): string | undefined {
+  const v = env[PROVIDER_NAME_ENV];
+  if (v === undefined || v === '' || DNS_LABEL.test(v)) return undefined;
+  return `${PROVIDER_NAME_ENV}=${JSON.stringify(v.slice(0, 80))} is invalid: want a lowercase DNS label, e.g. east`;
+}
+
+/**
+ * The providerName of the local cloud (providerIDs are `<name>://<id>`):
+ * $LOCALCLOUD_PROVIDER_NAME, else `local`.
+ */
+export const PROVIDER_NAME =
+  providerNameProblem(process.env) === undefined && process.env[PROVIDER_NAME_ENV] ? process.env[PROVIDER_NAME_ENV] : DEFAULT_PROVIDER_NAME;
 /** Prefix of every providerID of this cloud. */
 const PROVIDER_ID_PREFIX = `${PROVIDER_NAME}://`;
 /** Cluster name used when the host sends none (upstream default). */
@@ -37,14 +53,15 @@ export function isInstanceId(id: string): boolean {
   return INSTANCE_ID_RE.test(id);
 }
 
-/** `local://<id>`. */
+/** `<provider name>://<id>` (`local://<id>` by default). */
 export function providerIdOf(instanceId: string): string {
   return PROVIDER_ID_PREFIX + instanceId;
 }
 
 /**
  * The instance id inside a providerID, or undefined when it is not a
- * `local://` providerID. `local:///i-…` (empty host) is accepted too.
+ * providerID of this cloud's name (`local://` by default). `local:///i-…`
+ * (empty host) is accepted too.
  */
 export function parseProviderId(providerId: string): string | undefined {
   if (!providerId.startsWith(PROVIDER_ID_PREFIX)) return undefined;
