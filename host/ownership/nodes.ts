@@ -118,10 +118,19 @@ export function sharedPrefixes(declarations: readonly NodeOwnershipDeclaration[]
  * and 6) cannot be used, or undefined: the supervisor refuses such a plugin
  * at start-up with one line.
  */
-export function nodeOwnershipProblem(caps: { providerName: string; providerIdPrefixes?: readonly string[]; nodeSelector?: string }): string | undefined {
+export function nodeOwnershipProblem(caps: {
+  providerName: string;
+  providerIdPrefixes?: readonly string[];
+  nodeSelector?: string;
+}): string | undefined {
   try {
     nodeOwnershipDeclarations([
-      { name: caps.providerName, providerName: caps.providerName, providerIdPrefixes: caps.providerIdPrefixes ?? [], nodeSelector: caps.nodeSelector ?? '' },
+      {
+        name: caps.providerName,
+        providerName: caps.providerName,
+        providerIdPrefixes: caps.providerIdPrefixes ?? [],
+        nodeSelector: caps.nodeSelector ?? '',
+      },
     ]);
     return undefined;
   } catch (err) {

@@ -9,9 +9,7 @@
  * also match a Node without the label.
  */
 
-export type SelectorTerm =
-  | { op: 'exists' | 'absent'; key: string }
-  | { op: 'in' | 'notin'; key: string; values: readonly string[] };
+export type SelectorTerm = { op: 'exists' | 'absent'; key: string } | { op: 'in' | 'notin'; key: string; values: readonly string[] };
 
 /** A parsed selector; no terms matches every label set. */
 export interface LabelSelector {

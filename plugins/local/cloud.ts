@@ -170,6 +170,9 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       loadBalancerIpModeProxy: true,
       volumesExpandOnline: true,
       manifest: { stateDir: store.dir },
+      // Node ownership: local:// Nodes, and (LOCALCLOUD_NODE_SELECTOR) the Nodes without a providerID it claims.
+      providerIdPrefixes: [`${PROVIDER_NAME}://`],
+      nodeSelector: env.LOCALCLOUD_NODE_SELECTOR ?? '',
     },
     store,
     currentKnobs,
