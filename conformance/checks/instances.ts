@@ -74,11 +74,8 @@ export const instanceChecks: Check[] = [
       const md = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name) })).metadata;
       expect(md, 'InstanceMetadata answered without metadata');
       expect(md.providerId === hookId, `providerID ${JSON.stringify(md.providerId)} differs from the hook's ${JSON.stringify(hookId)}`);
-      const owned = declaredPrefixes(k.caps);
-      expect(
-        owned.some((p) => md.providerId.startsWith(p) && md.providerId.length > p.length),
-        `providerID ${JSON.stringify(md.providerId)} is not "<prefix><id>" with a declared prefix (${owned.map((p) => JSON.stringify(p)).join(', ')})`,
-      );
+      // Its prefix against the declared ones: instances/provider-id-prefix.
+      expect(/^[a-z0-9][-a-z0-9.+]*:\/\/.+/.test(md.providerId), `providerID ${JSON.stringify(md.providerId)} is not "<scheme>://<id>"`);
       expect(md.nodeAddresses.length <= 64, `${md.nodeAddresses.length} addresses; at most 64`);
       const keys = new Set<string>();
       for (const a of md.nodeAddresses) {

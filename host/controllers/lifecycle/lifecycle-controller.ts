@@ -347,7 +347,7 @@ export class NodeLifecycleController {
           : isNodeReady(fresh)
             ? 'it is Ready'
             : !this.ownership.owns(fresh)
-              ? "it is no longer this provider's (its labels changed)"
+              ? "it is no longer this provider's (its labels or the declarations changed)"
               : undefined;
     this.liveRead(why === undefined ? LiveReadOutcomes.CONFIRMED : LiveReadOutcomes.CHANGED);
     if (why === undefined) return fresh;

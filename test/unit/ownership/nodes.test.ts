@@ -8,6 +8,9 @@ import {
   type NodeOwnershipInput,
 } from '../../../host/ownership/nodes.js';
 import { parseLabelSelector, selectorMatches } from '../../../host/ownership/selector.js';
+import { hostNodeOwnership, singleProviderOwnership } from '../../../host/ownership/host.js';
+import type { Cloud } from '../../../host/cloud.js';
+import type { HostConfig } from '../../../host/config/config.js';
 
 const provider = (name: string, providerIdPrefixes: string[] = [], nodeSelector = ''): NodeOwnershipInput => ({
   name,
@@ -166,3 +169,30 @@ for (const bad of ['a in b', '=x', 'a=b=c', 'a in (b', '!', 'a b', 'a in (b c)']
     t.throws(() => parseLabelSelector(bad));
   });
 }
+
+test("hostNodeOwnership: each provider's declarations, each field replaced by its override when set; recomputed when an answer changes", (t) => {
+  const info = { name: 'x', vendorVersion: '1', hasClusterId: true, providerIdPrefixes: [] as string[], nodeSelector: '' };
+  const cloud = (providerName: string, over: Partial<typeof info> = {}) => ({ info: () => ({ ...info, providerName, ...over }) }) as unknown as Cloud;
+  const aws = cloud('aws', { nodeSelector: 'cloud=aws' });
+  let localSelector = 'cloud=local';
+  const local = { info: () => ({ ...info, providerName: 'local', nodeSelector: localSelector }) } as unknown as Cloud;
+  const owners = hostNodeOwnership([
+    { name: () => 'aws', cloud: aws, override: { prefixes: ['aws://', 'eks://'] } },
+    { name: () => 'local', cloud: local, override: {} },
+  ]);
+  const first = owners.declarations();
+  t.deepEqual(
+    first.map((d) => [d.name, d.prefixes, d.unidentified.kind === 'selector' ? d.unidentified.selector.text : d.unidentified.kind]),
+    [
+      ['aws', ['aws://', 'eks://'], 'cloud=aws'],
+      ['local', ['local://'], 'cloud=local'],
+    ],
+  );
+  t.is(owners.declarations(), first, 'the same answers give the same list');
+  t.deepEqual(resolveNodeOwner(node('eks://1'), first), owned('aws'));
+  localSelector = '';
+  t.deepEqual(owners.declarations()[1]!.unidentified, { kind: 'none' }, 'several providers: an empty selector claims nothing');
+  const single = singleProviderOwnership({ nodeOwnership: { selector: 'pool=a' } } as unknown as HostConfig, cloud('local'));
+  t.deepEqual(resolveNodeOwner(node(undefined, { pool: 'b' }), single.declarations()), none, "the operator's selector replaces 'every Node'");
+  t.deepEqual(resolveNodeOwner(node(undefined, { pool: 'a' }), single.declarations()), owned('local'));
+});
