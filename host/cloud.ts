@@ -125,6 +125,10 @@ export interface CloudInfo {
   /** Name used in providerIDs. */
   providerName: string;
   hasClusterId: boolean;
+  /** Declared providerID prefixes of its Nodes (empty: `<providerName>://`; host/ownership/nodes.ts). */
+  providerIdPrefixes: readonly string[];
+  /** Declared label selector for its Nodes without a providerID ('' : see host/ownership/nodes.ts). */
+  nodeSelector: string;
 }
 
 /** The cloud: capabilities are undefined when the provider lacks them. */

@@ -42,6 +42,17 @@ export function lifecycleMetrics(registry: Registry) {
 }
 export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
 
+/** Node ownership (ours; host/ownership/gate.ts), shared by the controllers that act on Nodes. */
+export function ownershipMetrics(registry: Registry) {
+  return {
+    conflicts: metric(registry, Gauge<'controller'>, {
+      name: 'ccm_node_ownership_conflicts',
+      help: 'Nodes that two or more providers claim (providerID prefix or node selector), which the controller leaves alone, by controller.',
+      labelNames: ['controller'],
+    }),
+  };
+}
+
 /** The route controller's (upstream's name). */
 export function routeMetrics(registry: Registry) {
   return {

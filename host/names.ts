@@ -173,6 +173,8 @@ export const EventReasons = {
   CIDR_ASSIGNMENT_FAILED: 'CIDRAssignmentFailed',
   /** Not upstream: Warning, the Node's pod CIDRs overlap another Node's or lie outside --cluster-cidr. */
   POD_CIDR_CONFLICT: 'PodCIDRConflict',
+  /** Not upstream (KEP-5778 node ownership): Warning, two providers claim the Node; it is left alone. */
+  NODE_OWNERSHIP_CONFLICT: 'NodeOwnershipConflict',
   // Volume controllers, as external-provisioner/-resizer spell them.
   PROVISIONING: 'Provisioning',
   PROVISIONING_SUCCEEDED: 'ProvisioningSucceeded',

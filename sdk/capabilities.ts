@@ -56,5 +56,7 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
     capabilities: [...caps].sort((a, b) => a - b),
     providerName: provider.info.providerName,
     hasClusterId: provider.info.hasClusterId ?? false,
+    providerIdPrefixes: [...(provider.info.providerIdPrefixes ?? [])],
+    nodeSelector: provider.info.nodeSelector ?? '',
   };
 }

@@ -58,6 +58,20 @@ export interface ProviderInfo {
   loadBalancerIpModeProxy?: boolean;
   /** Volumes can be expanded while attached. */
   volumesExpandOnline?: boolean;
+  /**
+   * Node ownership (KEP-5778): the providerID prefixes of the Nodes this
+   * provider owns, each ending in "://" (e.g. ["aws://"]). Absent or empty:
+   * `${providerName}://`. The host never sends the provider a Node with
+   * another prefix; the providerIDs instanceMetadata returns must start with
+   * one of them.
+   */
+  providerIdPrefixes?: string[];
+  /**
+   * A label selector (kubectl -l syntax, e.g. "topology.kubernetes.io/platform=aws")
+   * claiming Nodes that have no providerID yet. Absent or empty: with one
+   * provider in the host, every such Node; with several, none.
+   */
+  nodeSelector?: string;
 }
 
 /** A cloud provider. Only `info` is required. */

@@ -77,3 +77,11 @@ export function addressProblem(a: { type: number; address: string }): string | u
   if (a.address.length === 0 || a.address.length > 253) return 'address is empty or longer than 253 characters';
   return undefined;
 }
+
+/** A providerID prefix as the host accepts it: `<scheme>://`, lowercase (host/ownership/nodes.ts). */
+export const PROVIDER_ID_PREFIX = /^[a-z0-9]([-a-z0-9.+]*[a-z0-9])?:\/\/$/;
+
+/** The providerID prefixes a provider owns: its declared provider_id_prefixes, else `<provider_name>://`. */
+export function declaredPrefixes(caps: { providerName: string; providerIdPrefixes?: readonly string[] }): string[] {
+  return caps.providerIdPrefixes && caps.providerIdPrefixes.length > 0 ? [...caps.providerIdPrefixes] : [`${caps.providerName}://`];
+}

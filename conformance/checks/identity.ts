@@ -5,6 +5,7 @@ import { ServiceRef } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { ErrorReason, SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
 import { CheckFailed, expect, skip, type Check, type Kit } from '../kit.js';
 import { Code, RpcError } from '../rpc.js';
+import { PROVIDER_ID_PREFIX } from './common.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -102,6 +103,10 @@ export const identityChecks: Check[] = [
           `capability ${Capability[c]} is declared without its service ${s === undefined ? '' : Service[s]}`,
         );
       }
+      // Node ownership (provider_id_prefixes, node_selector): the host refuses a plugin with an invalid prefix.
+      for (const p of caps.providerIdPrefixes ?? [])
+        expect(PROVIDER_ID_PREFIX.test(p), `provider_id_prefixes has ${JSON.stringify(p)}, which is not "<scheme>://" (lowercase, e.g. "aws://")`);
+      expect(new Set(caps.providerIdPrefixes ?? []).size === (caps.providerIdPrefixes ?? []).length, 'provider_id_prefixes has duplicates');
       const again = await k.rpc.call<GetPluginCapabilitiesResponse>(k.rpc.conn.identity, 'GetPluginCapabilities', {});
       expect(
         JSON.stringify(again) === JSON.stringify(caps),

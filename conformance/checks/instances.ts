@@ -9,7 +9,7 @@ import type {
 import { ErrorReason } from '../../sdk/protocol.js';
 import { expect, type Check } from '../kit.js';
 import { Code, RpcError } from '../rpc.js';
-import { addressProblem, expectCode, expectItemInstanceNotFound, instanceAbsent } from './common.js';
+import { addressProblem, declaredPrefixes, expectCode, expectItemInstanceNotFound, instanceAbsent } from './common.js';
 
 export const instanceChecks: Check[] = [
   {
@@ -40,7 +40,8 @@ export const instanceChecks: Check[] = [
     run: async (k) => {
       k.needService(Service.SERVICE_INSTANCES);
       const i = k.rpc.conn.instances;
-      const other = k.caps.providerName === 'othercloud' ? 'anothercloud' : 'othercloud';
+      const owned = declaredPrefixes(k.caps);
+      const other = ['othercloud', 'anothercloud', 'thirdcloud'].find((s) => !owned.includes(`${s}://`))!;
       const node = k.nodeRef(`${k.prefix}-foreign`, `${other}://${k.prefix}-foreign-id`);
       const gone = (method: string, what: string) =>
         `${method} for a node with providerID ${node.providerId} answered ${what}: that means "gone" and makes the host delete the Node; answer INVALID_ARGUMENT for another provider's providerID`;
@@ -73,10 +74,8 @@ export const instanceChecks: Check[] = [
       const md = (await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(name) })).metadata;
       expect(md, 'InstanceMetadata answered without metadata');
       expect(md.providerId === hookId, `providerID ${JSON.stringify(md.providerId)} differs from the hook's ${JSON.stringify(hookId)}`);
-      expect(
-        md.providerId.startsWith(`${k.caps.providerName}://`) && md.providerId.length > k.caps.providerName.length + 3,
-        `providerID ${JSON.stringify(md.providerId)} is not "${k.caps.providerName}://<id>"`,
-      );
+      // Its prefix against the declared ones: instances/provider-id-prefix.
+      expect(/^[a-z0-9][-a-z0-9.+]*:\/\/.+/.test(md.providerId), `providerID ${JSON.stringify(md.providerId)} is not "<scheme>://<id>"`);
       expect(md.nodeAddresses.length <= 64, `${md.nodeAddresses.length} addresses; at most 64`);
       const keys = new Set<string>();
       for (const a of md.nodeAddresses) {
@@ -92,6 +91,30 @@ export const instanceChecks: Check[] = [
         .metadata;
       expect(again?.providerId === md.providerId, 'InstanceMetadata by providerID found another instance');
       k.testNode = { name, providerId: md.providerId, zone: md.zone, region: md.region, instanceType: md.instanceType };
+    },
+  },
+  {
+    id: 'instances/provider-id-prefix',
+    title:
+      'the providerIDs InstanceMetadata answers (single and batch) start with a prefix the provider declares (provider_id_prefixes, default <provider_name>://), so the host sends it its own Nodes',
+    run: async (k) => {
+      k.needService(Service.SERVICE_INSTANCES);
+      const t = k.needTestNode();
+      const owned = declaredPrefixes(k.caps);
+      const i = k.rpc.conn.instances;
+      const answers: [string, string][] = [['InstanceMetadata by providerID', t.providerId]];
+      const byName = await k.rpc.call<InstanceMetadataResponse>(i, 'InstanceMetadata', { meta: k.meta(), node: k.nodeRef(t.name) });
+      answers.push(['InstanceMetadata by name', byName.metadata?.providerId ?? '']);
+      if (k.caps.capabilities.includes(Capability.CAPABILITY_INSTANCES_BATCH)) {
+        const r = await k.rpc.call<GetInstancesMetadataResponse>(i, 'GetInstancesMetadata', { meta: k.meta(), nodes: [k.nodeRef(t.name)] });
+        answers.push(['GetInstancesMetadata', r.results[0]?.metadata?.providerId ?? '']);
+      }
+      for (const [what, id] of answers) {
+        expect(
+          owned.some((p) => id.startsWith(p)),
+          `${what} answered providerID ${JSON.stringify(id)}, which starts with none of the declared prefixes ${owned.map((p) => JSON.stringify(p)).join(', ')}: the host refuses it, and would never send the provider that Node again`,
+        );
+      }
     },
   },
   {

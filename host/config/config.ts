@@ -18,6 +18,8 @@ import { JITTER_FACTOR } from '../kube/leader-election.js';
 import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
 import { compileServingConfig, type ServingConfig } from './serving.js';
 import { parseDeletionLimit, type DeletionLimit } from '../controllers/lifecycle/deletion-brake.js';
+import { parseLabelSelector } from '../ownership/selector.js';
+import { prefixProblem } from '../ownership/nodes.js';
 
 export { resolveEnabledControllers } from './controllers.js';
 export type { PluginSource } from './plugin.js';
@@ -132,6 +134,12 @@ export interface HostConfig {
   readonly nodeDeletionLimitWindowMs: number;
   /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
   readonly nodeSelector: string;
+  /**
+   * `--node-ownership-prefixes` / `--node-ownership-selector`: the operator's
+   * override of the provider's node ownership declarations
+   * (host/ownership/nodes.ts); undefined = the provider's own.
+   */
+  readonly nodeOwnership: { readonly prefixes?: readonly string[]; readonly selector?: string };
   /** `--watch-namespace`: namespace for namespaced informers; '' = all namespaces. */
   readonly watchNamespace: string;
   /** Volume controllers and PV label webhook (volumes.ts). */
@@ -196,6 +204,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     ...routeSection(o, p),
     ...serviceSection(o, p),
     ...lifecycleSection(o, p),
+    nodeOwnership: nodeOwnershipOverride(o, p),
     volumes: compileVolumeConfig(o, p),
     warnings: Object.freeze(warnings),
   };
@@ -523,6 +532,29 @@ const SELECTOR_TERM =
   /^\s*(!?[A-Za-z0-9./_-]+|[A-Za-z0-9./_-]+\s*(==|=|!=)\s*[A-Za-z0-9._-]*|[A-Za-z0-9./_-]+\s+(in|notin)\s+\([A-Za-z0-9._,\s-]*\))\s*$/;
 
 /** Splits on commas outside parentheses and checks each term's shape; the API server has the last word. */
+/** `--node-ownership-prefixes` and `--node-ownership-selector` (KEP-5778 node ownership; absent: the provider's declarations). */
+function nodeOwnershipOverride(o: HostOptionsWithDefaults, p: Problems): HostConfig['nodeOwnership'] {
+  const out: { prefixes?: readonly string[]; selector?: string } = {};
+  if (o.nodeOwnershipPrefixes !== undefined) {
+    const prefixes = o.nodeOwnershipPrefixes
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    const bad = prefixes.map(prefixProblem).filter((x) => x !== undefined);
+    if (prefixes.length === 0) p.add('--node-ownership-prefixes is empty: give at least one prefix, e.g. aws://, or leave the flag out');
+    for (const why of bad) p.add(`--node-ownership-prefixes=${JSON.stringify(o.nodeOwnershipPrefixes)} is invalid: ${why}`);
+    out.prefixes = Object.freeze(prefixes);
+  }
+  if (o.nodeOwnershipSelector !== undefined) {
+    try {
+      out.selector = parseLabelSelector(o.nodeOwnershipSelector).text;
+    } catch (err) {
+      p.add(`--node-ownership-selector=${JSON.stringify(o.nodeOwnershipSelector)} is invalid: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
 function checkLabelSelector(text: string | undefined, p: Problems): string {
   if (text === undefined || text.trim() === '') return '';
   const terms = text.split(/,(?![^(]*\))/);

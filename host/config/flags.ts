@@ -483,6 +483,20 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Label selector limiting the Nodes this host watches and manages, e.g. pool=a (not in upstream: for sharding and tests). Default all nodes.',
   },
   {
+    name: 'node-ownership-prefixes',
+    key: 'nodeOwnershipPrefixes',
+    kind: 'string',
+    value: 'prefixes',
+    help: 'ProviderID prefixes of the Nodes the provider owns, comma-separated, e.g. aws://,hrobot:// (not in upstream; KEP-5778). Replaces what the provider declares. Default: its declaration, else <provider name>://.',
+  },
+  {
+    name: 'node-ownership-selector',
+    key: 'nodeOwnershipSelector',
+    kind: 'string',
+    value: 'selector',
+    help: 'Label selector claiming Nodes without a providerID for the provider, e.g. topology.kubernetes.io/platform=aws (not in upstream; KEP-5778). Replaces what the provider declares. Default: its declaration, else every such Node.',
+  },
+  {
     name: 'watch-namespace',
     key: 'watchNamespace',
     kind: 'string',

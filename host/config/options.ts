@@ -98,6 +98,8 @@ export interface HostOptions {
   nodeCidrMaskSizeIpv4?: string;
   nodeCidrMaskSizeIpv6?: string;
   nodeSelector?: string;
+  nodeOwnershipPrefixes?: string;
+  nodeOwnershipSelector?: string;
   watchNamespace?: string;
   volumeProvisionerName?: string;
   concurrentVolumeSyncs?: string;

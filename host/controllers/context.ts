@@ -15,6 +15,7 @@ import type { ControllerName } from '../names.js';
 import type { PluginSupervisor } from '../plugin/supervisor.js';
 import type { ProviderRegistry } from '../providers.js';
 import type { RequestAuth } from '../server/delegated-auth.js';
+import type { HostNodeOwnership } from '../ownership/host.js';
 
 export interface ControllerContext {
   name: ControllerName;
@@ -36,6 +37,11 @@ export interface ControllerContext {
   log: Logger;
   metrics: HostMetrics;
   registry: Registry;
+  /**
+   * Which provider owns each Node (host/ownership): controllers acting on
+   * Nodes send each only to its owner and leave the others alone.
+   */
+  nodeOwnership: HostNodeOwnership;
   /** Delegated authentication and authorization for servers the controller runs (the PV label webhook); built on first call. */
   requestAuth: () => Promise<RequestAuth>;
 }

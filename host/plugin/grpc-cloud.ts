@@ -109,7 +109,14 @@ export class GrpcCloud implements Cloud {
 
   info(): CloudInfo {
     const { info, capabilities } = this.identity();
-    return { name: info.name, vendorVersion: info.vendorVersion, providerName: capabilities.providerName, hasClusterId: capabilities.hasClusterId };
+    return {
+      name: info.name,
+      vendorVersion: info.vendorVersion,
+      providerName: capabilities.providerName,
+      hasClusterId: capabilities.hasClusterId,
+      providerIdPrefixes: capabilities.providerIdPrefixes ?? [],
+      nodeSelector: capabilities.nodeSelector ?? '',
+    };
   }
 
   hasService(s: Service): boolean {
@@ -282,7 +289,13 @@ class GrpcInstances implements Instances {
       region: pb.region,
       additionalLabels: pb.additionalLabels ?? {},
     };
-    const problems = instanceMetadataProblems(m, node.providerId ?? '', this.cloud.info().providerName);
+    const info = this.cloud.info();
+    // The prefixes the provider declares (field 5), else its provider name's.
+    const problems = instanceMetadataProblems(
+      m,
+      node.providerId ?? '',
+      info.providerIdPrefixes.length > 0 ? info.providerIdPrefixes : info.providerName,
+    );
     if (problems.length) throw new InvalidCloudResponseError(method, problems);
     return m;
   }

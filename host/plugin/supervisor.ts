@@ -31,6 +31,7 @@ import type { PluginStream } from './output-limiter.js';
 import type { HandshakeAllowances } from './process.js';
 import { socketProblem } from './file-checks.js';
 import { watchStaleSocketDirs } from './socket-dir.js';
+import { nodeOwnershipProblem } from '../ownership/nodes.js';
 
 export type PluginMode =
   { kind: 'exec'; path: string; args?: string[]; env?: string[]; allow?: HandshakeAllowances } | { kind: 'socket'; endpoint: string };
@@ -417,6 +418,8 @@ export class PluginSupervisor extends EventEmitter {
         `plugin declares provider name ${JSON.stringify(capabilities.providerName)}, which is not a lowercase DNS label: fix the plugin`,
       );
     }
+    const ownership = nodeOwnershipProblem(capabilities);
+    if (ownership) throw new PluginStartError(`plugin declares an invalid node ownership: ${ownership}: fix the plugin`);
     const configured = await call('Configure', (ms) =>
       conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), ms),
     );

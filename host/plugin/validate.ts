@@ -111,15 +111,21 @@ function hostnameProblem(v: string): string | undefined {
  * Checks metadata that will become providerID, labels and status.addresses.
  * `existingProviderId` allows an empty providerID when the node has one.
  */
-export function instanceMetadataProblems(m: InstanceMetadata, existingProviderId: string, providerName: string): string[] {
+export function instanceMetadataProblems(m: InstanceMetadata, existingProviderId: string, owned: string | readonly string[]): string[] {
+  // `owned`: the provider name (its prefix is "<name>://") or the providerID prefixes it declares.
+  const prefixes = typeof owned === 'string' ? [`${owned}://`] : owned;
   const problems: string[] = [];
   if (m.providerId === '') {
     if (!existingProviderId) problems.push('providerID is empty and the node has none');
   } else {
     const p = providerIdProblem(m.providerId);
     if (p) problems.push(p);
-    else if (!m.providerId.startsWith(`${providerName}://`))
-      problems.push(`providerID ${quote(m.providerId)} does not start with the plugin's provider name "${providerName}://"`);
+    else if (!prefixes.some((prefix) => m.providerId.startsWith(prefix)))
+      problems.push(
+        prefixes.length === 1
+          ? `providerID ${quote(m.providerId)} does not start with the plugin's provider name "${prefixes[0]}"`
+          : `providerID ${quote(m.providerId)} does not start with any of the plugin's providerID prefixes ${prefixes.map((x) => quote(x)).join(', ')}`,
+      );
   }
   problems.push(...addressesProblems(m.nodeAddresses));
   for (const [what, v] of [

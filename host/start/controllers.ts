@@ -24,6 +24,7 @@ import type { RequestAuth } from '../server/delegated-auth.js';
 import type { HealthServer } from '../server/server.js';
 import { HOST_VERSION } from '../version.js';
 import { within } from '../../sdk/within.js';
+import { singleProviderOwnership } from '../ownership/host.js';
 
 /** Bound on waiting for controllers (and then informers) to stop. */
 const CONTROLLER_STOP_TIMEOUT_MS = 10_000;
@@ -166,6 +167,8 @@ async function startControllers(
 ): Promise<{ running: Promise<void>[]; started: ControllerName[] }> {
   const running: Promise<void>[] = [];
   const started: ControllerName[] = [];
+  // One provider today (the flags'); a host with several gives all of them here.
+  const nodeOwnership = singleProviderOwnership(config, d.cloud);
   for (const name of config.enabledControllers) {
     const load = CONTROLLER_FACTORIES[name];
     const controllerLog = d.log.child({ controller: name });
@@ -188,6 +191,7 @@ async function startControllers(
       metrics: d.metrics,
       registry: d.metrics.registry,
       requestAuth: d.requestAuth,
+      nodeOwnership,
     });
     if ('skip' in made) {
       controllerLog.warn({ reason: made.skip }, 'not starting the controller');

@@ -170,6 +170,10 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       loadBalancerIpModeProxy: true,
       volumesExpandOnline: true,
       manifest: { stateDir: store.dir },
+      // Node ownership: local:// Nodes, and (LOCALCLOUD_NODE_SELECTOR) the Nodes without a providerID it claims.
+      // LOCALCLOUD_PROVIDER_ID_PREFIXES (comma-separated): other declared prefixes, for tests of a provider whose declarations disagree with its answers.
+      providerIdPrefixes: env.LOCALCLOUD_PROVIDER_ID_PREFIXES ? env.LOCALCLOUD_PROVIDER_ID_PREFIXES.split(',') : [`${PROVIDER_NAME}://`],
+      nodeSelector: env.LOCALCLOUD_NODE_SELECTOR ?? '',
     },
     store,
     currentKnobs,

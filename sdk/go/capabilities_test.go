@@ -177,3 +177,20 @@ func TestIsCloudMethod(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeOwnershipDeclarationsArePassedOn(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		info     Info
+		prefixes []string
+		selector string
+	}{
+		{"none declared: the host defaults to <ProviderName>://", Info{ProviderName: "x"}, nil, ""},
+		{"two prefixes and a selector", Info{ProviderName: "x", ProviderIDPrefixes: []string{"x://", "xmetal://"}, NodeSelector: "cloud=x"}, []string{"x://", "xmetal://"}, "cloud=x"},
+	} {
+		res := derive(t, &capsProvider{info: c.info})
+		if !slices.Equal(res.ProviderIdPrefixes, c.prefixes) || res.NodeSelector != c.selector {
+			t.Errorf("%s: prefixes %q, selector %q", c.name, res.ProviderIdPrefixes, res.NodeSelector)
+		}
+	}
+}

@@ -32,6 +32,16 @@ type Info struct {
 	// (GetPluginInfoResponse.provider_controllers), which the host asks it to
 	// run in ConfigureRequest.controllers.
 	ProviderControllers []string
+	// ProviderIDPrefixes are the providerID prefixes of the Nodes this
+	// provider owns (GetPluginCapabilitiesResponse.provider_id_prefixes),
+	// each ending in "://", e.g. "aws://". Empty: "<ProviderName>://". The
+	// host never sends this provider a Node with another prefix, and the
+	// providerIDs InstanceMetadata returns must start with one of them.
+	ProviderIDPrefixes []string
+	// NodeSelector is a label selector (kubectl -l syntax) claiming Nodes
+	// that have no providerID yet (GetPluginCapabilitiesResponse.node_selector).
+	// Empty: with one provider in the host, every such Node; with several, none.
+	NodeSelector string
 }
 
 // Provider is a cloud provider. Only Info is required; everything else is

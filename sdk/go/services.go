@@ -162,7 +162,12 @@ func DeriveCapabilities(p Provider) (*pb.GetPluginCapabilitiesResponse, error) {
 
 func deriveCapabilities(p Provider, bound map[string]*boundService) *pb.GetPluginCapabilitiesResponse {
 	info := p.Info()
-	res := &pb.GetPluginCapabilitiesResponse{ProviderName: info.ProviderName, HasClusterId: info.HasClusterID}
+	res := &pb.GetPluginCapabilitiesResponse{
+		ProviderName:       info.ProviderName,
+		HasClusterId:       info.HasClusterID,
+		ProviderIdPrefixes: info.ProviderIDPrefixes,
+		NodeSelector:       info.NodeSelector,
+	}
 	for _, e := range providerServices {
 		if bound[e.name] != nil {
 			res.Services = append(res.Services, e.service)

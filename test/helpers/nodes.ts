@@ -21,13 +21,19 @@ export interface TestNodeOptions {
   /** Sets the Ready condition after creating the node (status subresource). */
   ready?: boolean;
   taints?: { key: string; value?: string; effect: string }[];
+  /** spec.providerID at creation (a Node a host would otherwise see for a moment without one). */
+  providerId?: string;
 }
 
 export async function createTestNode(core: CoreV1Api, name: string, o: TestNodeOptions): Promise<V1Node> {
   const node = await core.createNode({
     body: {
       metadata: { name, labels: { ...o.labels, 'kubernetes.io/hostname': name } },
-      spec: { ...(o.podCidrs ? { podCIDR: o.podCidrs[0], podCIDRs: o.podCidrs } : {}), ...(o.taints ? { taints: o.taints } : {}) },
+      spec: {
+        ...(o.podCidrs ? { podCIDR: o.podCidrs[0], podCIDRs: o.podCidrs } : {}),
+        ...(o.taints ? { taints: o.taints } : {}),
+        ...(o.providerId ? { providerID: o.providerId } : {}),
+      },
     },
   });
   if (o.ready !== undefined) return setReady(core, name, o.ready);

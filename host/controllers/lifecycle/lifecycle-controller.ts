@@ -14,10 +14,13 @@
  *     (host/plugin/grpc-cloud.ts maps it).
  *
  * Differences from upstream, on purpose:
- * - a NotReady node whose providerID has another provider's prefix (not
- *   `<provider_name>://`) gets no cloud call and is never deleted or
- *   tainted: it is not this provider's to judge, and a provider answering
- *   "not found" for an id it cannot read must not delete it;
+ * - only Nodes this provider owns (host/ownership: its providerID prefixes,
+ *   or no providerID and its node selector) are looked at: any other Node,
+ *   Ready or not (another provider's prefix, or no owner at all), gets no
+ *   cloud call and is never deleted, tainted or untainted: it is not this
+ *   provider's to judge, and a provider answering "not found" for an id it
+ *   cannot read must not delete it. A Node two providers claim gets a
+ *   Warning `NodeOwnershipConflict` and is left alone too;
  * - one batch status lookup per pass for all NotReady nodes (paged at 500 by
  *   Instances.instancesStatus) instead of two calls per node; providers
  *   without the batch RPC get single calls with bounded concurrency;
@@ -64,6 +67,7 @@ import { toNodeRef } from '../node-ref.js';
 import { setTaint } from './taint.js';
 import { hasTaint } from '../node-ref.js';
 import { DeletionBrake, type DeletionLedger, type DeletionLimit } from './deletion-brake.js';
+import { defaultOwnership, OwnershipGate, type OwnershipSource } from '../../ownership/gate.js';
 
 /** API writes (taints, deletes) in flight at once during a pass. */
 const WRITE_CONCURRENCY = 16;
@@ -87,8 +91,10 @@ export interface LifecycleControllerOptions {
   deletionLimitWindowMs: number;
   /** Where the brake counts the deletions inside the window (deletion-ledger.ts); unused when deletionLimit is null. */
   deletionLedger: DeletionLedger;
-  /** The provider name of providerIDs ("<name>://…"); nodes with another prefix are left alone. */
+  /** The provider name of providerIDs ("<name>://…"): the default ownership. */
   providerName: () => string;
+  /** Whose Nodes these are (host/ownership); default: `<providerName>://` and every Node without a providerID. */
+  ownership?: OwnershipSource;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -110,7 +116,7 @@ export interface TickReport {
   recordFailed: boolean;
   /** The whole status lookup failed (nothing was done to NotReady nodes). */
   lookupFailed: boolean;
-  /** NotReady nodes left alone because their providerID belongs to another provider. */
+  /** Nodes left alone because this provider does not own them (another's, nobody's, or claimed twice). */
   foreign: string[];
   durationMs: number;
 }
@@ -137,8 +143,7 @@ export class NodeLifecycleController {
   /** Nodes held back by the brake → when they were first held back (oldest go first). */
   private readonly heldSince = new Map<string, number>();
   private readonly liveRead: LiveReadCount;
-  /** Foreign-providerID nodes already logged (one line per node). */
-  private readonly foreignLogged = new Set<string>();
+  private readonly ownership: OwnershipGate;
 
   constructor(private readonly o: LifecycleControllerOptions) {
     this.progress = new Progress(10 * o.periodMs + 120_000);
@@ -146,6 +151,13 @@ export class NodeLifecycleController {
     this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, o.deletionLedger, this.now);
     this.metrics = o.registry ? lifecycleMetrics(o.registry) : undefined;
     this.liveRead = liveReadCounter(Controllers.CLOUD_NODE_LIFECYCLE, 'nodes', o.registry);
+    this.ownership = new OwnershipGate({
+      ...(o.ownership ?? defaultOwnership(o.providerName)),
+      controller: Controllers.CLOUD_NODE_LIFECYCLE,
+      recorder: o.recorder,
+      log: o.log,
+      registry: o.registry,
+    });
   }
 
   /** Healthy while passes keep completing. */
@@ -206,30 +218,21 @@ export class NodeLifecycleController {
     report.nodes = byName.size;
     for (const name of this.gone.keys()) if (!byName.has(name)) this.gone.delete(name);
     for (const name of this.heldSince.keys()) if (!byName.has(name)) this.heldSince.delete(name);
-    for (const name of this.foreignLogged) if (!byName.has(name)) this.foreignLogged.delete(name);
+    this.ownership.retain(new Set(byName.keys()));
 
     const writes: (() => Promise<void>)[] = [];
     const notReady: V1Node[] = [];
-    const ours = `${this.o.providerName()}://`;
     for (const node of byName.values()) {
       const name = node.metadata!.name!;
+      if (!this.ownership.admit(node)) {
+        // Not this provider's Node: never asked about, so never deleted, tainted or untainted by this host.
+        this.forget(name);
+        report.foreign.push(name);
+        continue;
+      }
       if (isNodeReady(node)) {
         this.forget(name);
         if (hasTaint(node, Taints.SHUTDOWN)) writes.push(() => this.untaint(node, report));
-        continue;
-      }
-      const providerId = node.spec?.providerID ?? '';
-      if (providerId !== '' && !providerId.startsWith(ours)) {
-        // Another provider's node: never asked about, so never deleted or tainted by this host.
-        this.forget(name);
-        report.foreign.push(name);
-        if (!this.foreignLogged.has(name)) {
-          this.foreignLogged.add(name);
-          this.o.log.info(
-            { node: name, providerID: providerId, provider: ours },
-            "NotReady node has another provider's providerID; leaving it alone (no cloud call, never deleted by this host)",
-          );
-        }
         continue;
       }
       notReady.push(node);
@@ -321,7 +324,7 @@ export class NodeLifecycleController {
 
   /**
    * A live GET of a node about to be deleted: the fresh object when it is
-   * still the same Node (uid, providerID) and still NotReady, else undefined
+   * still the same Node (uid, providerID), still NotReady and still this provider's, else undefined
    * (nothing is done; the next pass decides again from the cache).
    */
   private async confirm(node: V1Node, report: TickReport): Promise<V1Node | undefined> {
@@ -343,7 +346,9 @@ export class NodeLifecycleController {
           ? 'its providerID changed'
           : isNodeReady(fresh)
             ? 'it is Ready'
-            : undefined;
+            : !this.ownership.owns(fresh)
+              ? "it is no longer this provider's (its labels or the declarations changed)"
+              : undefined;
     this.liveRead(why === undefined ? LiveReadOutcomes.CONFIRMED : LiveReadOutcomes.CHANGED);
     if (why === undefined) return fresh;
     report.unconfirmed.push(name);

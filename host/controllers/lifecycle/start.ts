@@ -3,6 +3,7 @@ import type { ControllerFactory } from '../context.js';
 import { NODE_DELETIONS_LEASE } from '../../names.js';
 import { LeaseDeletionLedger } from './deletion-ledger.js';
 import { NodeLifecycleController } from './lifecycle-controller.js';
+import { ownershipOf } from '../../ownership/gate.js';
 
 export const startNodeLifecycleController: ControllerFactory = (ctx) => {
   const instances = ctx.cloud.instances();
@@ -29,6 +30,7 @@ export const startNodeLifecycleController: ControllerFactory = (ctx) => {
     deletionLimit: ctx.config.nodeDeletionLimit,
     deletionLimitWindowMs: ctx.config.nodeDeletionLimitWindowMs,
     deletionLedger: ledger,
+    ownership: ownershipOf(ctx),
   });
   return { run: (signal) => controller.run(signal), healthy: () => controller.healthy() };
 };

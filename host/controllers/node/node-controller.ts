@@ -15,7 +15,13 @@
  * taint is removed (so a schedulable node always has them); the periodic
  * address refresh uses one batch call per 500 nodes; it refreshes only nodes
  * whose providerID belongs to this provider (upstream also rewrites nodes it
- * never initialized, which made addresses flap in kubernetes/kubernetes#109793).
+ * never initialized, which made addresses flap in kubernetes/kubernetes#109793);
+ * a Node this provider does not own (host/ownership: another provider's
+ * providerID prefix, or no providerID and no matching node selector) is never
+ * initialized or relabelled and never sent to the provider, not even as a
+ * batch companion; one two providers claim gets a Warning
+ * `NodeOwnershipConflict` and is left alone (upstream initializes every
+ * tainted Node).
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
@@ -31,7 +37,8 @@ import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
 import { mapLimit } from '../../util/map-limit.js';
-import { Annotations, EventReasons, Taints } from '../../names.js';
+import { Annotations, Controllers, EventReasons, Taints } from '../../names.js';
+import { defaultOwnership, OwnershipGate, type OwnershipSource } from '../../ownership/gate.js';
 import { hasTaint, nodeAddresses, toNodeRef } from '../node-ref.js';
 import { addressesChanged, desiredAddresses } from './addresses.js';
 import { initLabels, reconcileLabels } from './labels.js';
@@ -59,6 +66,8 @@ export interface NodeControllerOptions {
   statusUpdateFrequencyMs: number;
   /** --concurrent-node-status-updates (resolved: > 0). */
   statusUpdateConcurrency: number;
+  /** Whose Nodes these are (host/ownership); default: `<providerName>://` and every Node without a providerID. */
+  ownership?: OwnershipSource;
 }
 
 /** A node the cloud node controller has yet to initialize. */
@@ -72,17 +81,31 @@ export class CloudNodeController {
   private readonly firstAttempt = new Map<string, number>();
   /** The address loop: a stuck loop fails readiness after three periods and a minute. */
   private readonly statusProgress: Progress;
+  private readonly ownership: OwnershipGate;
 
   constructor(private readonly o: NodeControllerOptions) {
     this.statusProgress = new Progress(3 * o.statusUpdateFrequencyMs + 60_000);
     this.log = o.log;
+    this.ownership = new OwnershipGate({
+      ...(o.ownership ?? defaultOwnership(() => o.providerName)),
+      controller: Controllers.CLOUD_NODE,
+      recorder: o.recorder,
+      log: o.log,
+      registry: o.registry,
+    });
     this.queue = new WorkQueue<string>({ name: 'Nodes', registry: o.registry });
     // Every lookup also asks for the other nodes still waiting for initialization.
-    this.batcher = new MetadataBatcher(o.instances, { companions: () => o.nodes.list().filter(uninitialized).map(toNodeRef) });
+    this.batcher = new MetadataBatcher(o.instances, {
+      companions: () =>
+        o.nodes
+          .list()
+          .filter((n) => uninitialized(n) && this.ownership.owns(n))
+          .map(toNodeRef),
+    });
     o.nodes.addEventHandler({
       onAdd: (n) => this.enqueue(n),
       onUpdate: (_old, n) => this.enqueue(n),
-      onDelete: (n) => this.firstAttempt.delete(n.metadata?.name ?? ''),
+      onDelete: (n) => this.enqueue(n),
     });
   }
 
@@ -116,6 +139,12 @@ export class CloudNodeController {
   async sync(name: string): Promise<void> {
     const node = this.o.nodes.get(name);
     if (!node) {
+      this.firstAttempt.delete(name);
+      this.ownership.forget(name);
+      return;
+    }
+    // Not this provider's Node (another's, nobody's, or claimed twice): nothing is asked or written.
+    if (!this.ownership.admit(node)) {
       this.firstAttempt.delete(name);
       return;
     }
@@ -222,8 +251,8 @@ export class CloudNodeController {
 
   /** One address refresh pass; errors per node are logged and skipped until the next pass. */
   async updateNodeStatus(): Promise<void> {
-    const prefix = `${this.o.providerName}://`;
-    const nodes = this.o.nodes.list().filter((n) => !uninitialized(n) && (n.spec?.providerID ?? '').startsWith(prefix));
+    // Initialized Nodes with a providerID this provider owns: the batch carries no other provider's Node.
+    const nodes = this.o.nodes.list().filter((n) => !uninitialized(n) && (n.spec?.providerID ?? '') !== '' && this.ownership.owns(n));
     if (nodes.length === 0) return;
     const results = await this.o.instances.instancesMetadata(nodes.map(toNodeRef));
     const writes: { name: string; addresses: NodeAddress[] }[] = [];

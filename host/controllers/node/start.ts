@@ -1,6 +1,7 @@
 /** Wires the cloud node controller into the host (registry.ts). */
 import type { ControllerFactory } from '../context.js';
 import { CloudNodeController } from './node-controller.js';
+import { ownershipOf } from '../../ownership/gate.js';
 
 export const startCloudNodeController: ControllerFactory = (ctx) => {
   const instances = ctx.cloud.instances();
@@ -21,6 +22,7 @@ export const startCloudNodeController: ControllerFactory = (ctx) => {
     workers: ctx.config.concurrentNodeSyncs,
     statusUpdateFrequencyMs: ctx.config.nodeStatusUpdateFrequencyMs,
     statusUpdateConcurrency: ctx.config.concurrentNodeStatusUpdates,
+    ownership: ownershipOf(ctx),
   });
   // After a plugin outage, retry waiting nodes at once instead of at their backoff.
   ctx.supervisor.on('ready', () => controller.requeueTainted());

@@ -29,6 +29,13 @@
  * too, as upstream. A pod CIDR that gets no route (outside --cluster-cidr,
  * conflicting, invalid) or a route that could not be
  * created emits Warning `FailedToCreateRoute` on the Node.
+ *
+ * Not upstream (host/ownership, KEP-5778): only Nodes this provider owns are
+ * planned; any other Node (another provider's, nobody's, or claimed by two:
+ * Warning `NodeOwnershipConflict`) gets no route and no NetworkUnavailable
+ * write, and a route pointing to it is kept (a live read finds it outside the
+ * owned set: why node_exists). The batch ReconcileRoutes, which deletes every
+ * route it is not given, is not used while such a Node exists.
  */
 import type { V1Node, V1NodeCondition } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
@@ -51,6 +58,7 @@ import { parseCidr, type Cidr } from '../../util/cidr.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { nodeAddresses, podCidrsOf } from '../node-ref.js';
 import { planRoutes, type NodeProblem, type PlanNode } from './plan.js';
+import { OwnershipGate, type OwnershipSource } from '../../ownership/gate.js';
 import { confirmRouteDeletion, type LiveNode } from './confirm.js';
 
 /** Route creates/deletes in flight at once (upstream: 200). */
@@ -81,6 +89,8 @@ export interface RouteControllerOptions {
   periodMs: number;
   /** --node-selector is set: the cache holds only some Nodes, so the batch call (which deletes all it is not given) is not used. */
   nodesScoped?: boolean;
+  /** Whose Nodes these are (host/ownership); default: every Node. */
+  ownership?: OwnershipSource;
 }
 
 /** What one reconcile did (returned for tests, logged). */
@@ -115,10 +125,14 @@ export class RouteController {
   private readonly eventBucket = new BucketRateLimiter(1000 / MIN_EVENT_INTERVAL_MS, 1);
   /** Successful reconciles: a cloud outage fails readiness after 30 periods and 5 minutes. */
   private readonly progress: Progress;
+  private readonly ownership?: OwnershipGate;
 
   constructor(private readonly o: RouteControllerOptions) {
     this.progress = new Progress(30 * o.periodMs + 300_000);
     this.log = o.log;
+    this.ownership = o.ownership
+      ? new OwnershipGate({ ...o.ownership, controller: Controllers.NODE_ROUTE, recorder: o.recorder, log: o.log, registry: o.registry })
+      : undefined;
     // A failed reconcile is retried after 1 s, doubling up to the period (the ticker adds the key every period anyway).
     this.queue = new WorkQueue<string>({
       name: 'Routes',
@@ -229,7 +243,7 @@ export class RouteController {
         this.log.info(
           l?.state === 'error' ? { ...fields, err: l.error } : fields,
           v.why === 'node_exists'
-            ? "route kept: its node exists but is not in this host's Node cache (outside --node-selector, or the cache is behind)"
+            ? "route kept: its node exists but is not in this host's Node cache (outside --node-selector, not this provider's, or the cache is behind)"
             : 'route kept: the live read does not confirm its deletion',
         );
     }
@@ -255,7 +269,11 @@ export class RouteController {
 
   /** One full reconcile; rejects when the cloud could not be read or the batch call failed. */
   async reconcile(): Promise<ReconcileReport> {
-    const cached = this.o.nodes.list();
+    const all = this.o.nodes.list();
+    this.ownership?.retain(new Set(all.map((n) => n.metadata!.name!)));
+    // Only this provider's Nodes are planned; the others are as if outside the cache (their routes are kept).
+    const cached = this.ownership ? all.filter((n) => this.ownership!.admit(n)) : all;
+    const foreignNodes = all.length - cached.length;
     const byName = new Map(cached.map((n) => [n.metadata!.name!, n]));
     const planNodes: PlanNode[] = cached.map((n) => ({
       name: n.metadata!.name!,
@@ -271,7 +289,12 @@ export class RouteController {
     const routeCount = [...plan.desired.values()].reduce((n, routes) => n + routes.length, 0);
     // The batch call deletes every route it is not given: only when it would delete exactly the confirmed
     // routes, and never with --node-selector (another host's routes, created after our listing, are not in our plan).
-    const useBatch = this.o.routes.batched && routeCount <= MAX_BATCH_ROUTES && !this.o.nodesScoped && toDelete.length === plan.toDelete.length;
+    const useBatch =
+      this.o.routes.batched &&
+      routeCount <= MAX_BATCH_ROUTES &&
+      !this.o.nodesScoped &&
+      foreignNodes === 0 &&
+      toDelete.length === plan.toDelete.length;
 
     const failures = new Map<string, string[]>();
     const fail = (route: DesiredRoute, err: unknown) => {

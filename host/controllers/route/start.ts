@@ -7,6 +7,7 @@
 import { HostStartError } from '../../errors.js';
 import type { ControllerFactory, ControllerPreflight } from '../context.js';
 import { RouteController, parseClusterCidrs } from './route-controller.js';
+import { ownershipOf } from '../../ownership/gate.js';
 
 /** Runs before leader election, so a replica that could never lead usefully fails at start-up. */
 export const routePreflight: ControllerPreflight = (config, cloud) => {
@@ -35,6 +36,7 @@ export const startRouteController: ControllerFactory = (ctx) => {
     clusterCidrs,
     periodMs: ctx.config.routeReconciliationPeriodMs,
     nodesScoped: ctx.config.nodeSelector !== '',
+    ownership: ownershipOf(ctx),
   });
   return { run: (signal) => controller.run(signal), healthy: () => controller.healthy() };
 };

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,16 @@ type Options struct {
 	// name, declared to the host in GetPluginInfo and run while the host asks
 	// (ConfigureRequest.controllers: only while it leads). Nil: none.
 	Controllers map[string]Controller
+	// ProviderIDPrefixes are the providerID prefixes of the Nodes the bridged
+	// cloud owns, declared to the host (GetPluginCapabilitiesResponse.
+	// provider_id_prefixes), each ending in "://". Nil: the cloud's
+	// "<ProviderName()>://". Instance calls for a Node whose providerID has
+	// none of them answer INVALID_ARGUMENT.
+	ProviderIDPrefixes []string
+	// NodeSelector is a label selector claiming Nodes without a providerID
+	// (GetPluginCapabilitiesResponse.node_selector). Empty: with one provider
+	// in the host, every such Node; with several, none.
+	NodeSelector string
 }
 
 // Provider serves a cloudprovider.Interface as a ccmsdk.Provider. The
@@ -95,6 +106,11 @@ type Provider struct {
 func New(cloud cloudprovider.Interface, opts Options) (*Provider, error) {
 	if cloud == nil {
 		return nil, fmt.Errorf("bridge: the cloud is nil")
+	}
+	for _, prefix := range opts.ProviderIDPrefixes {
+		if !strings.HasSuffix(prefix, "://") || len(prefix) == len("://") {
+			return nil, fmt.Errorf("bridge: providerID prefix %q does not end in \"://\" after a provider name", prefix)
+		}
 	}
 	p := &Provider{cloud: cloud, opts: opts, stop: make(chan struct{})}
 	if v, ok := cloud.InstancesV2(); ok && v != nil {
@@ -171,7 +187,17 @@ func (p *Provider) Info() ccmsdk.Info {
 		// The provider's own flags and controllers, for the host to pass on.
 		ProviderFlags:       providerFlagNames(p.opts.Flags),
 		ProviderControllers: controllerNames(p.opts.Controllers),
+		ProviderIDPrefixes:  p.providerIDPrefixes(),
+		NodeSelector:        p.opts.NodeSelector,
 	}
+}
+
+// providerIDPrefixes are Options.ProviderIDPrefixes, else the cloud's "<ProviderName()>://".
+func (p *Provider) providerIDPrefixes() []string {
+	if len(p.opts.ProviderIDPrefixes) > 0 {
+		return p.opts.ProviderIDPrefixes
+	}
+	return []string{p.cloud.ProviderName() + "://"}
 }
 
 // Configure records the host's cluster name (used when a request's

@@ -610,3 +610,46 @@ func BenchmarkBridgeOverhead(b *testing.B) {
 		}
 	})
 }
+
+// The node ownership the bridge declares: "<ProviderName()>://" unless
+// Options.ProviderIDPrefixes says otherwise; every declared prefix is the
+// cloud's in instance calls; a prefix without "://" is refused by New.
+func TestNodeOwnershipDeclarations(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		opts         Options
+		wantPrefixes []string
+		wantSelector string
+	}{
+		{"default: the cloud's provider name", Options{}, []string{"test://"}, ""},
+		{"option: two prefixes and a selector", Options{ProviderIDPrefixes: []string{"test://", "testmetal://"}, NodeSelector: "cloud=test"}, []string{"test://", "testmetal://"}, "cloud=test"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := New(newTestCloud(), c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			caps, err := ccmsdk.DeriveCapabilities(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(caps.ProviderIdPrefixes, c.wantPrefixes) || caps.NodeSelector != c.wantSelector {
+				t.Errorf("prefixes %q, selector %q; want %q, %q", caps.ProviderIdPrefixes, caps.NodeSelector, c.wantPrefixes, c.wantSelector)
+			}
+		})
+	}
+	p, err := New(newTestCloud(), Options{ProviderIDPrefixes: []string{"test://", "testmetal://"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &pb.NodeRef{Name: "x", ProviderId: "testmetal://9"}
+	if _, err := (&instances{p: p}).ownNode(n); err != nil {
+		t.Errorf("a node with the second declared prefix was refused: %v", err)
+	}
+	if _, err := (&instances{p: p}).ownNode(&pb.NodeRef{Name: "x", ProviderId: "other://9"}); code(err) != codes.InvalidArgument {
+		t.Errorf("a foreign node: %v; want INVALID_ARGUMENT", err)
+	}
+	if _, err := New(newTestCloud(), Options{ProviderIDPrefixes: []string{"test"}}); err == nil {
+		t.Error("a prefix without :// was accepted")
+	}
+}

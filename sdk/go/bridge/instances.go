@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
@@ -49,8 +50,9 @@ func (i *instances) InstanceExists(ctx context.Context, req *pb.InstanceExistsRe
 func (i *instances) ownNode(ref *pb.NodeRef) (*v1.Node, error) {
 	node := NodeFromRef(ref)
 	if pid := node.Spec.ProviderID; pid != "" {
-		if want := i.p.cloud.ProviderName() + "://"; !strings.HasPrefix(pid, want) {
-			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("providerID %q of node %q is not this provider's (want the prefix %q)", pid, node.Name, want))
+		want := i.p.providerIDPrefixes()
+		if !slices.ContainsFunc(want, func(prefix string) bool { return strings.HasPrefix(pid, prefix) }) {
+			return nil, ccmsdk.InvalidArgument(fmt.Sprintf("providerID %q of node %q is not this provider's (want a prefix among %q)", pid, node.Name, want))
 		}
 	}
 	return node, nil

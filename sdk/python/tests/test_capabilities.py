@@ -60,6 +60,17 @@ class CapabilitiesTest(unittest.TestCase):
         self.assertEqual((list(caps.services), list(caps.capabilities)), ([], []))
         self.assertEqual((caps.provider_name, caps.has_cluster_id), ("example", True))
 
+    def test_node_ownership_declarations(self):
+        for info, prefixes, selector in [
+            (INFO, [], ""),
+            (Info(name="x", provider_name="x", provider_id_prefixes=("x://", "xmetal://"), node_selector="cloud=x"),
+             ["x://", "xmetal://"], "cloud=x"),
+        ]:
+            p = Provider()
+            p.info = info
+            caps = derive_capabilities(p)
+            self.assertEqual((list(caps.provider_id_prefixes), caps.node_selector), (prefixes, selector))
+
     def test_inherited_generated_methods_do_not_count(self):
         caps = derive_capabilities(Provider(instances=Instances(), zones=None))
         self.assertEqual(list(caps.services), [pb.SERVICE_INSTANCES])

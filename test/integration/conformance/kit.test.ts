@@ -312,6 +312,29 @@ test('a provider that finds machines only through the NodeRef nodeInfo fails exa
   );
 });
 
+test('a provider whose providerIDs start with none of the prefixes it declares fails exactly instances/provider-id-prefix', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-prefix-'));
+  const state = join(dir, 'cloud');
+  const results = await runConformance(
+    options(
+      {
+        kind: 'exec',
+        path: LOCAL_PLUGIN,
+        env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_PROVIDER_ID_PREFIXES=elsewhere://', ALLOW_SIMULATION],
+      },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, focus: /^(identity|instances)\// },
+    ),
+  );
+  t.deepEqual(
+    results.filter((r) => r.outcome === 'fail').map((r) => r.id),
+    ['instances/provider-id-prefix'],
+  );
+  t.regex(
+    results.find((r) => r.id === 'instances/provider-id-prefix')!.message!,
+    /InstanceMetadata by providerID answered providerID "local:\/\/\S+", which starts with none of the declared prefixes "elsewhere:\/\/"/,
+  );
+});
+
 test('lifecycle/not-configured checks every declared service, not only the first', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-guarded-'));
   const launcher = join(dir, 'provider');

@@ -194,7 +194,7 @@ test('probe: absent means ready, false means not ready, a throw is the error', a
   t.teardown(() => bare.close());
   t.true((await unary(bare.clients.identity.probe.bind(bare.clients.identity), {})).ready);
   const caps = await unary(bare.clients.identity.getPluginCapabilities.bind(bare.clients.identity), {});
-  t.deepEqual(caps, { services: [], capabilities: [], providerName: 'p', hasClusterId: false });
+  t.deepEqual(caps, { services: [], capabilities: [], providerName: 'p', hasClusterId: false, providerIdPrefixes: [], nodeSelector: '' });
 });
 
 test('messages up to MAX_MESSAGE_BYTES pass both ways (above the grpc-js 4 MiB default)', async (t) => {

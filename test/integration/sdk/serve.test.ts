@@ -86,6 +86,8 @@ test('capabilities are derived from the provider object', async (t) => {
     capabilities: [Capability.CAPABILITY_INSTANCES_BATCH, Capability.CAPABILITY_INSTANCES_LEGACY],
     providerName: 'echo',
     hasClusterId: true,
+    providerIdPrefixes: [],
+    nodeSelector: '',
   });
 });
 

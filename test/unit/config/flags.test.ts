@@ -367,6 +367,29 @@ const cases: Case[] = [
   },
   { description: 'node-selector garbage', argv: [...BASE, '--node-selector=a=b=c'], errors: ['--node-selector="a=b=c" is invalid'] },
   { description: 'watch-namespace', argv: [...BASE, '--watch-namespace=team-a'], want: { watchNamespace: 'team-a' } },
+
+  // Node ownership override (not in upstream; KEP-5778)
+  { description: 'node ownership: the provider declares (no flags)', argv: [...BASE], want: { nodeOwnership: {} } },
+  {
+    description: 'node ownership: prefixes and selector replace the declarations',
+    argv: [...BASE, '--node-ownership-prefixes=aws://, hrobot://', '--node-ownership-selector=topology.kubernetes.io/platform in (aws,eks)'],
+    want: { nodeOwnership: { prefixes: ['aws://', 'hrobot://'], selector: 'topology.kubernetes.io/platform in (aws,eks)' } },
+  },
+  {
+    description: 'node ownership: an empty selector means every Node without a providerID (one provider)',
+    argv: [...BASE, '--node-ownership-selector='],
+    want: { nodeOwnership: { selector: '' } },
+  },
+  {
+    description: 'node ownership: every bad value at once',
+    argv: [...BASE, '--node-ownership-prefixes=aws,GCE://', '--node-ownership-selector=a in b'],
+    errors: [
+      '--node-ownership-prefixes="aws,GCE://" is invalid: providerID prefix "aws" is not',
+      '--node-ownership-prefixes="aws,GCE://" is invalid: providerID prefix "GCE://" is not',
+      '--node-ownership-selector="a in b" is invalid',
+    ],
+  },
+  { description: 'node ownership: no prefix at all', argv: [...BASE, '--node-ownership-prefixes=,'], errors: ['--node-ownership-prefixes is empty'] },
   { description: 'watch-namespace invalid', argv: [...BASE, '--watch-namespace=Team_A'], errors: ['--watch-namespace="Team_A" is invalid'] },
 
   // --plugin-env

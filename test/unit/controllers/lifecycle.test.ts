@@ -19,6 +19,8 @@ import { createLogger } from '../../../host/log.js';
 import { ApiError } from '../../../host/kube/rest.js';
 import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
+import type { OwnershipSource } from '../../../host/ownership/gate.js';
+import { nodeOwnershipDeclarations } from '../../../host/ownership/nodes.js';
 
 const silent = createLogger({ verbosity: 0, destination: new Writable({ write: (_c, _e, cb) => cb() }) });
 
@@ -42,6 +44,7 @@ function harness(
   windowMs = 300_000,
   ledger = new MemoryDeletionLedger(),
   registry?: Registry,
+  ownership?: OwnershipSource,
 ) {
   const calls: string[][] = [];
   const deleted: string[] = [];
@@ -98,6 +101,7 @@ function harness(
     deletionLedger: ledger,
     now: () => now,
     registry,
+    ownership,
   });
   return {
     c,
@@ -310,6 +314,42 @@ test("a NotReady node with another provider's providerID gets no cloud call and 
   t.deepEqual(shutdown.calls, [], 'no lookup at all when every NotReady node is foreign');
   t.deepEqual(r2.tainted, []);
   t.deepEqual(shutdown.patched, []);
+});
+
+test('node ownership: only owned nodes are looked up or written; a Ready foreign node keeps its shutdown taint; a node two providers claim gets a Warning and the metric', async (t) => {
+  const mk = (name: string, ready: boolean, providerID?: string, labels: Record<string, string> = {}, taints: string[] = []): V1Node => {
+    const n = mkNode(name, ready, taints);
+    return { ...n, metadata: { ...n.metadata, labels }, spec: { ...n.spec, providerID } };
+  };
+  const nodes = [
+    mk('ours', false, 'mycloud://1'),
+    mk('ours-unlabelled', false, undefined, { cloud: 'mycloud' }),
+    mk('foreign-ready', true, 'other://x', {}, ['node.cloudprovider.kubernetes.io/shutdown']),
+    mk('nobody', false, undefined, { cloud: 'elsewhere' }),
+    mk('twice', false, 'shared://1'),
+  ];
+  const registry = new Registry();
+  // Two providers in the host: this controller serves mycloud; both declare shared://.
+  const declarations = nodeOwnershipDeclarations([
+    { name: 'mycloud', providerName: 'mycloud', providerIdPrefixes: ['mycloud://', 'shared://'], nodeSelector: 'cloud=mycloud' },
+    { name: 'other', providerName: 'other', providerIdPrefixes: ['other://', 'shared://'], nodeSelector: '' },
+  ]);
+  const h = harness(nodes, () => ({ exists: false }), 0, null, 300_000, new MemoryDeletionLedger(), registry, {
+    provider: () => 'mycloud',
+    declarations: () => declarations,
+  });
+  const r = await h.c.tick();
+  t.deepEqual(h.calls, [['ours', 'ours-unlabelled']], 'only owned nodes are sent to the provider');
+  t.deepEqual(h.deleted.sort(), ['ours', 'ours-unlabelled']);
+  t.deepEqual(h.patched, [], 'the Ready foreign node keeps its shutdown taint');
+  t.deepEqual(r.foreign.sort(), ['foreign-ready', 'nobody', 'twice']);
+  t.deepEqual(
+    h.events.filter((e) => e === 'NodeOwnershipConflict'),
+    ['NodeOwnershipConflict'],
+  );
+  t.regex(await registry.metrics(), /ccm_node_ownership_conflicts\{controller="cloud-node-lifecycle-controller"\} 1/);
+  await h.c.tick();
+  t.is(h.events.filter((e) => e === 'NodeOwnershipConflict').length, 1, 'the Warning is not repeated every pass');
 });
 
 test('the brake remembers: a new controller on the same record (a restart, a new leader) deletes no more within the window', async (t) => {

@@ -9,6 +9,8 @@ import test from 'ava';
 import { Writable } from 'node:stream';
 import type { V1Node } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
+import type { OwnershipSource } from '../../../host/ownership/gate.js';
+import { nodeOwnershipDeclarations } from '../../../host/ownership/nodes.js';
 import type { CoreV1Api } from '../../../host/kube/api.js';
 import type { CloudRoute, DesiredRoute, Routes } from '../../../host/cloud-routes.js';
 import type { EventRecorder } from '../../../host/kube/events.js';
@@ -74,7 +76,7 @@ function harness(
   cached: V1Node[],
   live: V1Node[],
   cloud: CloudRoute[],
-  o: { batched?: boolean; nodesScoped?: boolean; onCreate?: () => void } = {},
+  o: { batched?: boolean; nodesScoped?: boolean; onCreate?: () => void; ownership?: OwnershipSource } = {},
 ): Harness {
   const h = {
     deleted: [] as string[],
@@ -126,6 +128,7 @@ function harness(
     clusterCidrs: CLUSTER,
     periodMs: 1000,
     nodesScoped: o.nodesScoped,
+    ownership: o.ownership,
   });
   return { c, registry, ...h };
 }
@@ -195,6 +198,31 @@ test('batch call: only without --node-selector and when every proposed deletion 
     t.is(h.batchCalls.length, mode === 'batch' ? 1 : 0, what);
     if (mode === 'single') t.deepEqual(h.deleted, nodesScoped ? ['s 10.240.5.0/24'] : [], what);
   }
+});
+
+test('node ownership: only owned nodes get routes and conditions; a route to a foreign node is kept; no batch call while one exists', async (t) => {
+  const withId = (n: V1Node, providerID: string): V1Node => ({ ...n, spec: { ...n.spec, providerID } });
+  const ours = withId(node('ours', ['10.240.1.0/24']), 'mycloud://1');
+  const foreign = withId(node('foreign', ['10.240.2.0/24']), 'other://1');
+  const nobody = node('nobody', ['10.240.3.0/24']);
+  const twice = withId(node('twice', ['10.240.4.0/24']), 'shared://1');
+  const all = [ours, foreign, nobody, twice];
+  const declarations = nodeOwnershipDeclarations([
+    { name: 'mycloud', providerName: 'mycloud', providerIdPrefixes: ['mycloud://', 'shared://'], nodeSelector: 'cloud=mycloud' },
+    { name: 'other', providerName: 'other', providerIdPrefixes: ['other://', 'shared://'], nodeSelector: '' },
+  ]);
+  // The cloud has a route to the foreign node (made by someone else): the plan would delete it.
+  const h = harness(all, all, [route('foreign', '10.240.2.0/24')], {
+    batched: true,
+    ownership: { provider: () => 'mycloud', declarations: () => declarations },
+  });
+  const r = await h.c.reconcile();
+  t.is(r.mode, 'single', 'the batch call (which deletes every route it is not given) is not used');
+  t.deepEqual(h.created, ['ours 10.240.1.0/24']);
+  t.deepEqual(h.deleted, [], "the foreign node's route is kept");
+  t.deepEqual([...h.patches.keys()], ['ours']);
+  t.deepEqual(h.events, ['NodeOwnershipConflict']);
+  t.regex(await h.registry.metrics(), /ccm_node_ownership_conflicts\{controller="node-route-controller"\} 1/);
 });
 
 test('a pod CIDR outside --cluster-cidr affects only its node (finding 10)', async (t) => {

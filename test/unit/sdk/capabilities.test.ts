@@ -116,3 +116,19 @@ test('deriveCapabilities copies provider name and cluster id flag', (t) => {
   t.like(deriveCapabilities({ info }), { providerName: 't', hasClusterId: false });
   t.like(deriveCapabilities({ info: { ...info, hasClusterId: true } }), { hasClusterId: true });
 });
+
+const ownership: { name: string; info: CloudProvider['info']; prefixes: string[]; selector: string }[] = [
+  { name: 'none declared (the host defaults to <providerName>://)', info, prefixes: [], selector: '' },
+  {
+    name: 'two prefixes and a selector',
+    info: { ...info, providerIdPrefixes: ['t://', 'tmetal://'], nodeSelector: 'cloud=t' },
+    prefixes: ['t://', 'tmetal://'],
+    selector: 'cloud=t',
+  },
+];
+for (const c of ownership) {
+  test(`node ownership declarations: ${c.name}`, (t) => {
+    const caps = deriveCapabilities({ info: c.info });
+    t.deepEqual([caps.providerIdPrefixes, caps.nodeSelector], [c.prefixes, c.selector]);
+  });
+}

@@ -33,6 +33,12 @@ class Info:
     load_balancer_ip_mode_proxy: bool = False
     # CAPABILITY_VOLUMES_EXPAND_ONLINE (only with a volume service).
     volumes_expand_online: bool = False
+    # Node ownership (KEP-5778): the providerID prefixes of the Nodes this provider owns, each ending
+    # in "://" (empty: "<provider_name>://"); the host never sends it a Node with another prefix.
+    provider_id_prefixes: tuple = ()
+    # Label selector (kubectl -l syntax) claiming Nodes without a providerID yet. Empty: with one
+    # provider in the host, every such Node; with several, none.
+    node_selector: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,4 +175,5 @@ def derive_capabilities(provider, bound=None):
             caps.append(cap)
     return identity_pb2.GetPluginCapabilitiesResponse(
         services=[e.service for e in SERVICES if e.attribute in bound], capabilities=sorted(caps),
-        provider_name=info.provider_name, has_cluster_id=info.has_cluster_id)
+        provider_name=info.provider_name, has_cluster_id=info.has_cluster_id,
+        provider_id_prefixes=list(info.provider_id_prefixes), node_selector=info.node_selector)

@@ -265,6 +265,34 @@ export interface GetPluginCapabilitiesResponse {
    * HasClusterID). The host warns when false.
    */
   hasClusterId: boolean;
+  /**
+   * Node ownership (KEP-5778): the providerID prefixes of the Nodes this
+   * provider owns, each ending in "://", e.g. "aws://"; a provider serving
+   * two kinds of machine declares both (e.g. "hcloud://", "hrobot://").
+   * The host sends a Node with a providerID to the provider whose prefix it
+   * starts with, and to no other: a Node no provider owns is never
+   * initialized, tainted, deleted or given a route, and a Node two providers
+   * claim is reported (Warning event NodeOwnershipConflict) and left alone.
+   * Empty (providers before this field) means the provider owns
+   * "<provider_name>://" only. The providerIDs InstanceMetadata returns
+   * start with one of these prefixes (the host refuses other answers, the
+   * conformance kit checks it). Must not change during the life of the
+   * process.
+   */
+  providerIdPrefixes: string[];
+  /**
+   * Node ownership of a Node without a providerID yet (KEP-5778): a
+   * Kubernetes label selector (e.g. "topology.kubernetes.io/platform=aws",
+   * same syntax as kubectl -l: k=v, k!=v, k, !k, k in (a,b), k notin (a,b),
+   * comma-separated terms all of which must match). A Node without a
+   * providerID whose labels match is this provider's to initialize (the
+   * InstanceMetadata it answers then sets the providerID, which decides
+   * from then on). Empty: with one provider in the host, today's behaviour
+   * (the provider is asked about every Node without a providerID); with
+   * several, no claim on such Nodes. An invalid selector stops the host at
+   * start-up with one line. Must not change during the life of the process.
+   */
+  nodeSelector: string;
 }
 
 /** Empty. */
@@ -728,7 +756,14 @@ export const GetPluginCapabilitiesRequest: MessageFns<GetPluginCapabilitiesReque
 };
 
 function createBaseGetPluginCapabilitiesResponse(): GetPluginCapabilitiesResponse {
-  return { services: [], capabilities: [], providerName: "", hasClusterId: false };
+  return {
+    services: [],
+    capabilities: [],
+    providerName: "",
+    hasClusterId: false,
+    providerIdPrefixes: [],
+    nodeSelector: "",
+  };
 }
 
 export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResponse> = {
@@ -752,6 +787,12 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     }
     if (message.hasClusterId !== false) {
       writer.uint32(32).bool(message.hasClusterId);
+    }
+    for (const v of message.providerIdPrefixes) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.nodeSelector !== "") {
+      writer.uint32(50).string(message.nodeSelector);
     }
     return writer;
   },
@@ -821,6 +862,22 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
             message.hasClusterId = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.providerIdPrefixes.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nodeSelector = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -849,6 +906,16 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
         : isSet(object.has_cluster_id)
         ? globalThis.Boolean(object.has_cluster_id)
         : false,
+      providerIdPrefixes: globalThis.Array.isArray(object?.providerIdPrefixes)
+        ? object.providerIdPrefixes.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.provider_id_prefixes)
+        ? object.provider_id_prefixes.map((e: any) => globalThis.String(e))
+        : [],
+      nodeSelector: isSet(object.nodeSelector)
+        ? globalThis.String(object.nodeSelector)
+        : isSet(object.node_selector)
+        ? globalThis.String(object.node_selector)
+        : "",
     };
   },
 
@@ -866,6 +933,12 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     if (message.hasClusterId !== false) {
       obj.hasClusterId = message.hasClusterId;
     }
+    if (message.providerIdPrefixes?.length) {
+      obj.providerIdPrefixes = message.providerIdPrefixes;
+    }
+    if (message.nodeSelector !== "") {
+      obj.nodeSelector = message.nodeSelector;
+    }
     return obj;
   },
 
@@ -880,6 +953,8 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     message.capabilities = object.capabilities?.map((e) => e) || [];
     message.providerName = object.providerName ?? "";
     message.hasClusterId = object.hasClusterId ?? false;
+    message.providerIdPrefixes = object.providerIdPrefixes?.map((e) => e) || [];
+    message.nodeSelector = object.nodeSelector ?? "";
     return message;
   },
 };

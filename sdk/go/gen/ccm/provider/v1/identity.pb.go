@@ -391,7 +391,31 @@ type GetPluginCapabilitiesResponse struct {
 	ProviderName string `protobuf:"bytes,3,opt,name=provider_name,json=providerName,proto3" json:"provider_name,omitempty"`
 	// Whether cloud objects are tagged with the cluster name (upstream
 	// HasClusterID). The host warns when false.
-	HasClusterId  bool `protobuf:"varint,4,opt,name=has_cluster_id,json=hasClusterId,proto3" json:"has_cluster_id,omitempty"`
+	HasClusterId bool `protobuf:"varint,4,opt,name=has_cluster_id,json=hasClusterId,proto3" json:"has_cluster_id,omitempty"`
+	// Node ownership (KEP-5778): the providerID prefixes of the Nodes this
+	// provider owns, each ending in "://", e.g. "aws://"; a provider serving
+	// two kinds of machine declares both (e.g. "hcloud://", "hrobot://").
+	// The host sends a Node with a providerID to the provider whose prefix it
+	// starts with, and to no other: a Node no provider owns is never
+	// initialized, tainted, deleted or given a route, and a Node two providers
+	// claim is reported (Warning event NodeOwnershipConflict) and left alone.
+	// Empty (providers before this field) means the provider owns
+	// "<provider_name>://" only. The providerIDs InstanceMetadata returns
+	// start with one of these prefixes (the host refuses other answers, the
+	// conformance kit checks it). Must not change during the life of the
+	// process.
+	ProviderIdPrefixes []string `protobuf:"bytes,5,rep,name=provider_id_prefixes,json=providerIdPrefixes,proto3" json:"provider_id_prefixes,omitempty"`
+	// Node ownership of a Node without a providerID yet (KEP-5778): a
+	// Kubernetes label selector (e.g. "topology.kubernetes.io/platform=aws",
+	// same syntax as kubectl -l: k=v, k!=v, k, !k, k in (a,b), k notin (a,b),
+	// comma-separated terms all of which must match). A Node without a
+	// providerID whose labels match is this provider's to initialize (the
+	// InstanceMetadata it answers then sets the providerID, which decides
+	// from then on). Empty: with one provider in the host, today's behaviour
+	// (the provider is asked about every Node without a providerID); with
+	// several, no claim on such Nodes. An invalid selector stops the host at
+	// start-up with one line. Must not change during the life of the process.
+	NodeSelector  string `protobuf:"bytes,6,opt,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +476,20 @@ func (x *GetPluginCapabilitiesResponse) GetHasClusterId() bool {
 		return x.HasClusterId
 	}
 	return false
+}
+
+func (x *GetPluginCapabilitiesResponse) GetProviderIdPrefixes() []string {
+	if x != nil {
+		return x.ProviderIdPrefixes
+	}
+	return nil
+}
+
+func (x *GetPluginCapabilitiesResponse) GetNodeSelector() string {
+	if x != nil {
+		return x.NodeSelector
+	}
+	return ""
 }
 
 // Empty.
@@ -640,12 +678,14 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\rManifestEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1e\n" +
-	"\x1cGetPluginCapabilitiesRequest\"\xe1\x01\n" +
+	"\x1cGetPluginCapabilitiesRequest\"\xb8\x02\n" +
 	"\x1dGetPluginCapabilitiesResponse\x124\n" +
 	"\bservices\x18\x01 \x03(\x0e2\x18.ccm.provider.v1.ServiceR\bservices\x12?\n" +
 	"\fcapabilities\x18\x02 \x03(\x0e2\x1b.ccm.provider.v1.CapabilityR\fcapabilities\x12#\n" +
 	"\rprovider_name\x18\x03 \x01(\tR\fproviderName\x12$\n" +
-	"\x0ehas_cluster_id\x18\x04 \x01(\bR\fhasClusterId\"\x13\n" +
+	"\x0ehas_cluster_id\x18\x04 \x01(\bR\fhasClusterId\x120\n" +
+	"\x14provider_id_prefixes\x18\x05 \x03(\tR\x12providerIdPrefixes\x12#\n" +
+	"\rnode_selector\x18\x06 \x01(\tR\fnodeSelector\"\x13\n" +
 	"\x11GetMetricsRequest\"(\n" +
 	"\x12GetMetricsResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x0e\n" +

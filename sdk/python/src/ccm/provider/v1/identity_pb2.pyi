@@ -85,16 +85,20 @@ class GetPluginCapabilitiesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPluginCapabilitiesResponse(_message.Message):
-    __slots__ = ("services", "capabilities", "provider_name", "has_cluster_id")
+    __slots__ = ("services", "capabilities", "provider_name", "has_cluster_id", "provider_id_prefixes", "node_selector")
     SERVICES_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_NAME_FIELD_NUMBER: _ClassVar[int]
     HAS_CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_ID_PREFIXES_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     services: _containers.RepeatedScalarFieldContainer[Service]
     capabilities: _containers.RepeatedScalarFieldContainer[Capability]
     provider_name: str
     has_cluster_id: bool
-    def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ...) -> None: ...
+    provider_id_prefixes: _containers.RepeatedScalarFieldContainer[str]
+    node_selector: str
+    def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ..., provider_id_prefixes: _Optional[_Iterable[str]] = ..., node_selector: _Optional[str] = ...) -> None: ...
 
 class GetMetricsRequest(_message.Message):
     __slots__ = ()
