@@ -58,6 +58,15 @@ export interface ProviderInfo {
   loadBalancerIpModeProxy?: boolean;
   /** Volumes can be expanded while attached. */
   volumesExpandOnline?: boolean;
+  /**
+   * The Service spec.loadBalancerClass values this provider's load balancers
+   * serve (e.g. ["example.com/internal"]); the host sends it only Services of
+   * these classes, plus Services without a class unless
+   * `loadBalancerClassesOnly`. Default: none (Services without a class only).
+   */
+  loadBalancerClasses?: string[];
+  /** Serve only `loadBalancerClasses`, never Services without a class (default false). */
+  loadBalancerClassesOnly?: boolean;
 }
 
 /** A cloud provider. Only `info` is required. */

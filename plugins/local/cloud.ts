@@ -169,6 +169,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       hasClusterId: true,
       loadBalancerIpModeProxy: true,
       volumesExpandOnline: true,
+      loadBalancerClasses: initial.loadBalancerClasses,
+      loadBalancerClassesOnly: initial.loadBalancerClassesOnly,
       manifest: { stateDir: store.dir },
     },
     store,

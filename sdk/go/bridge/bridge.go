@@ -51,6 +51,14 @@ type Options struct {
 	// name, declared to the host in GetPluginInfo and run while the host asks
 	// (ConfigureRequest.controllers: only while it leads). Nil: none.
 	Controllers map[string]Controller
+	// LoadBalancerClasses are the Service loadBalancerClass values the
+	// cloud's LoadBalancer serves, declared to the host (an upstream CCM
+	// serves no class: upstream's service controller skips every classed
+	// Service). Nil: Services without a class only, as upstream.
+	LoadBalancerClasses []string
+	// LoadBalancerClassesOnly: the cloud serves only LoadBalancerClasses,
+	// never Services without a class (another provider of the host does).
+	LoadBalancerClassesOnly bool
 }
 
 // Provider serves a cloudprovider.Interface as a ccmsdk.Provider. The
@@ -170,6 +178,9 @@ func (p *Provider) Info() ccmsdk.Info {
 		// The provider's own flags and controllers, for the host to pass on.
 		ProviderFlags:       providerFlagNames(p.opts.Flags),
 		ProviderControllers: controllerNames(p.opts.Controllers),
+		// Which Services' load balancers this cloud makes, by class.
+		LoadBalancerClasses:     p.opts.LoadBalancerClasses,
+		LoadBalancerClassesOnly: p.opts.LoadBalancerClassesOnly,
 	}
 }
 

@@ -265,6 +265,28 @@ export interface GetPluginCapabilitiesResponse {
    * HasClusterID). The host warns when false.
    */
   hasClusterId: boolean;
+  /**
+   * The Service spec.loadBalancerClass values whose load balancers this
+   * provider makes (e.g. "example.com/internal"), besides Services without a
+   * class unless load_balancer_classes_only is set. Each a valid
+   * loadBalancerClass (a qualified name with a DNS-subdomain prefix, at most
+   * 253 characters), no duplicates. Meaningful only with
+   * SERVICE_LOAD_BALANCERS. The host's service controller takes a Service
+   * whose class one of its providers declares and leaves every other class
+   * alone (no finalizer, event or status write); two providers of one host
+   * declaring the same class is a configuration error (the host refuses to
+   * start). Empty from providers before this field: they serve Services
+   * without a class only, as the upstream service controller does.
+   */
+  loadBalancerClasses: string[];
+  /**
+   * True: the provider serves only the classes in load_balancer_classes, and
+   * no Service without a loadBalancerClass. False (the default, and every
+   * provider before this field): it also serves Services without a class.
+   * Among the load-balancer providers of one host at most one may serve
+   * Services without a class (the host refuses to start otherwise).
+   */
+  loadBalancerClassesOnly: boolean;
 }
 
 /** Empty. */
@@ -728,7 +750,14 @@ export const GetPluginCapabilitiesRequest: MessageFns<GetPluginCapabilitiesReque
 };
 
 function createBaseGetPluginCapabilitiesResponse(): GetPluginCapabilitiesResponse {
-  return { services: [], capabilities: [], providerName: "", hasClusterId: false };
+  return {
+    services: [],
+    capabilities: [],
+    providerName: "",
+    hasClusterId: false,
+    loadBalancerClasses: [],
+    loadBalancerClassesOnly: false,
+  };
 }
 
 export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResponse> = {
@@ -752,6 +781,12 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     }
     if (message.hasClusterId !== false) {
       writer.uint32(32).bool(message.hasClusterId);
+    }
+    for (const v of message.loadBalancerClasses) {
+      writer.uint32(58).string(v!);
+    }
+    if (message.loadBalancerClassesOnly !== false) {
+      writer.uint32(64).bool(message.loadBalancerClassesOnly);
     }
     return writer;
   },
@@ -821,6 +856,22 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
             message.hasClusterId = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.loadBalancerClasses.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.loadBalancerClassesOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -849,6 +900,16 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
         : isSet(object.has_cluster_id)
         ? globalThis.Boolean(object.has_cluster_id)
         : false,
+      loadBalancerClasses: globalThis.Array.isArray(object?.loadBalancerClasses)
+        ? object.loadBalancerClasses.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.load_balancer_classes)
+        ? object.load_balancer_classes.map((e: any) => globalThis.String(e))
+        : [],
+      loadBalancerClassesOnly: isSet(object.loadBalancerClassesOnly)
+        ? globalThis.Boolean(object.loadBalancerClassesOnly)
+        : isSet(object.load_balancer_classes_only)
+        ? globalThis.Boolean(object.load_balancer_classes_only)
+        : false,
     };
   },
 
@@ -866,6 +927,12 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     if (message.hasClusterId !== false) {
       obj.hasClusterId = message.hasClusterId;
     }
+    if (message.loadBalancerClasses?.length) {
+      obj.loadBalancerClasses = message.loadBalancerClasses;
+    }
+    if (message.loadBalancerClassesOnly !== false) {
+      obj.loadBalancerClassesOnly = message.loadBalancerClassesOnly;
+    }
     return obj;
   },
 
@@ -880,6 +947,8 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     message.capabilities = object.capabilities?.map((e) => e) || [];
     message.providerName = object.providerName ?? "";
     message.hasClusterId = object.hasClusterId ?? false;
+    message.loadBalancerClasses = object.loadBalancerClasses?.map((e) => e) || [];
+    message.loadBalancerClassesOnly = object.loadBalancerClassesOnly ?? false;
     return message;
   },
 };

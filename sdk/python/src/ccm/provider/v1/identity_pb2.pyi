@@ -85,16 +85,20 @@ class GetPluginCapabilitiesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPluginCapabilitiesResponse(_message.Message):
-    __slots__ = ("services", "capabilities", "provider_name", "has_cluster_id")
+    __slots__ = ("services", "capabilities", "provider_name", "has_cluster_id", "load_balancer_classes", "load_balancer_classes_only")
     SERVICES_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_NAME_FIELD_NUMBER: _ClassVar[int]
     HAS_CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LOAD_BALANCER_CLASSES_FIELD_NUMBER: _ClassVar[int]
+    LOAD_BALANCER_CLASSES_ONLY_FIELD_NUMBER: _ClassVar[int]
     services: _containers.RepeatedScalarFieldContainer[Service]
     capabilities: _containers.RepeatedScalarFieldContainer[Capability]
     provider_name: str
     has_cluster_id: bool
-    def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ...) -> None: ...
+    load_balancer_classes: _containers.RepeatedScalarFieldContainer[str]
+    load_balancer_classes_only: bool
+    def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ..., load_balancer_classes: _Optional[_Iterable[str]] = ..., load_balancer_classes_only: bool = ...) -> None: ...
 
 class GetMetricsRequest(_message.Message):
     __slots__ = ()
