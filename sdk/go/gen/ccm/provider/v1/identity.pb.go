@@ -395,8 +395,9 @@ type GetPluginCapabilitiesResponse struct {
 	// The Service spec.loadBalancerClass values whose load balancers this
 	// provider makes (e.g. "example.com/internal"), besides Services without a
 	// class unless load_balancer_classes_only is set. Each a valid
-	// loadBalancerClass (a qualified name with a DNS-subdomain prefix, at most
-	// 253 characters), no duplicates. Meaningful only with
+	// loadBalancerClass (a Kubernetes qualified name: an optional DNS-subdomain
+	// prefix and "/", then a name of at most 63 characters; unprefixed names
+	// are reserved for end users), no duplicates. Meaningful only with
 	// SERVICE_LOAD_BALANCERS. The host's service controller takes a Service
 	// whose class one of its providers declares and leaves every other class
 	// alone (no finalizer, event or status write); two providers of one host
