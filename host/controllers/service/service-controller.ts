@@ -66,7 +66,16 @@ import { serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js
 import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import { classOf, LbClassResolver, type LbClassDeclaration } from '../../lb-classes.js';
 import { backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsUpdate, nodeUpdateNeedsSync } from './predicates.js';
-import { hasMakerAnnotations, makerAnnotations, needsMakerRecord, planFor, withoutRecord, type LbMaker, type LbPlan } from './lb-owner.js';
+import {
+  hasMakerAnnotations,
+  makerAnnotations,
+  needsMakerRecord,
+  planFor,
+  recordedMaker,
+  withoutRecord,
+  type LbMaker,
+  type LbPlan,
+} from './lb-owner.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
 import { hostsUpdateFailedMessage, updateHostsInChunks } from './host-updates.js';
 import { liveKeepsForController, liveServiceReads, type LiveServiceReads } from './live-read.js';
@@ -284,9 +293,17 @@ export class ServiceController {
         const key = keyOf(s);
         if (this.ours(s)) this.lastKnown.remember(s);
         if (this.cleanedUp.delete(s.metadata?.uid ?? '')) return;
-        const plan = planFor(s, this.classes, this.synced.get(key)?.maker);
-        if (plan.kind !== 'cleanup') return;
-        this.deleted.set(key, { ref: toServiceRef(s).ref, maker: plan.maker });
+        // The last object may carry no deletionTimestamp (deleted without our finalizer).
+        const maker = recordedMaker(s, this.classes) ?? this.synced.get(key)?.maker;
+        if (!maker) return;
+        if (!this.classes.named(maker.provider)) {
+          this.log.warn(
+            { service: key, provider: maker.provider },
+            'Service deleted; its load balancer was made by a provider this host does not run: not deleted',
+          );
+          return;
+        }
+        this.deleted.set(key, { ref: toServiceRef(s).ref, maker });
         this.queue.add(key);
       },
     });
