@@ -13,6 +13,7 @@
  *  - InvalidCloudResponseError: the answer was invalid; nothing was written.
  *  - anything else: retry with the per-Service exponential backoff.
  */
+import type { LbClassDeclaration } from './lb-classes.js';
 import type { NodeRef } from './cloud.js';
 
 export type LbProtocol = 'TCP' | 'UDP' | 'SCTP';
@@ -136,4 +137,10 @@ export interface LoadBalancers {
   listLoadBalancers(clusterName: string): Promise<LbSummary[]>;
   /** Whether the provider lists its load balancers (CAPABILITY_LOAD_BALANCER_LIST). */
   readonly canList: boolean;
+  /**
+   * The loadBalancerClass values the provider serves, and whether it serves
+   * Services without a class (host/lb-classes.ts). Undefined: Services
+   * without a class only, as every provider before the declaration.
+   */
+  readonly classes?: LbClassDeclaration;
 }

@@ -96,6 +96,10 @@ export const Annotations = {
   CONTROLLER_MANAGED_ATTACH_DETACH: 'volumes.kubernetes.io/controller-managed-attach-detach',
   /** On a claim with the provisioning finalizer: the CreateVolume request (JSON), repeated unchanged until it has a final answer. */
   CREATE_REQUEST: 'volume.ccm.dev/create-request',
+  /** On a Service with a loadBalancerClass and our cleanup finalizer: the provider that made its load balancer (not upstream). */
+  LB_PROVIDER: 'service.ccm.dev/load-balancer-provider',
+  /** Beside LB_PROVIDER: the class its load balancer was made for. */
+  LB_CLASS: 'service.ccm.dev/load-balancer-class',
 } as const;
 
 /** Finalizers (upstream spelling). */
@@ -155,6 +159,8 @@ export const EventReasons = {
   /** Warning, a backend (host) update failed, per Service, also when the batch call failed as a whole. */
   UPDATE_LB_FAILED: 'UpdateLoadBalancerFailed',
   UNAVAILABLE_LB: 'UnAvailableLoadBalancer',
+  /** Not upstream: Warning, the Service's load balancer was made by a provider that cannot act on it now (nothing is deleted). */
+  LB_NOT_SERVED: 'LoadBalancerNotServed',
   /** Lifecycle (upstream): Normal, before a Node whose instance is gone is deleted. */
   DELETING_NODE: 'DeletingNode',
   /** Lifecycle (upstream): Warning, the delete failed. */

@@ -31,6 +31,8 @@ export const LEGACY_INSTANCES_METHODS: readonly string[] = [
  * - VOLUMES_LIST_PUBLISHED_NODES: volumes has listVolumes;
  * - VOLUMES_EXPAND_ONLINE: info.volumesExpandOnline and volumes present;
  * - METRICS: the provider has metrics().
+ * The load balancer class declaration (info.loadBalancerClasses,
+ * info.loadBalancerClassesOnly) is sent as is when loadBalancers is present.
  * Info flags are ignored when their service is absent (a feature of a service
  * the provider does not serve means nothing). Capabilities are sorted.
  */
@@ -58,5 +60,7 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
     hasClusterId: provider.info.hasClusterId ?? false,
     providerIdPrefixes: [...(provider.info.providerIdPrefixes ?? [])],
     nodeSelector: provider.info.nodeSelector ?? '',
+    loadBalancerClasses: loadBalancers ? [...(provider.info.loadBalancerClasses ?? [])] : [],
+    loadBalancerClassesOnly: loadBalancers ? (provider.info.loadBalancerClassesOnly ?? false) : false,
   };
 }

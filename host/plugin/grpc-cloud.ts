@@ -38,6 +38,7 @@ import type { PluginSupervisor } from './supervisor.js';
 import { instanceMetadataProblems } from './validate.js';
 import type { LoadBalancers } from '../cloud-load-balancers.js';
 import { GrpcLoadBalancers } from './grpc-load-balancers.js';
+import { lbClassDeclaration } from '../lb-classes.js';
 
 export interface CallTimeouts {
   /** Deadline for read-only calls. */
@@ -91,6 +92,7 @@ export class GrpcCloud implements Cloud {
     hasBatchHosts: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS),
     hasList: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST),
     hasBatchEnsure: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE),
+    classes: () => lbClassDeclaration(this.identity().capabilities),
     toPbNode,
     clusterUid: () => this.supervisor.clusterUid,
   });

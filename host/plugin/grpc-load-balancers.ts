@@ -33,6 +33,7 @@ import type {
 import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
 import { lbStatusProblems, lbSummaryProblems } from './validate-load-balancers.js';
+import type { LbClassDeclaration } from '../lb-classes.js';
 
 /** Load balancers asked for per ListLoadBalancers page. */
 const LIST_PAGE_SIZE = 500;
@@ -46,6 +47,8 @@ export interface LbTransport {
   hasBatchHosts(): boolean;
   hasList(): boolean;
   hasBatchEnsure(): boolean;
+  /** The provider's load balancer class declaration (GetPluginCapabilities). */
+  classes?(): LbClassDeclaration;
   toPbNode(n: NodeRef): PbNodeRef;
   /** RequestMeta.cluster_uid of every call. */
   clusterUid(): string;
@@ -151,6 +154,10 @@ export class GrpcLoadBalancers implements LoadBalancers {
 
   get canList(): boolean {
     return this.t.hasList();
+  }
+
+  get classes(): LbClassDeclaration | undefined {
+    return this.t.classes?.();
   }
 
   /** RequestMeta: the operation id is stable per Service so a provider can use it as an idempotency token. */

@@ -19,7 +19,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { GetPluginCapabilitiesResponse, GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
 import { PluginUnavailableError } from '../errors.js';
 import { errorMessage, type Logger } from '../log.js';
@@ -32,6 +32,7 @@ import type { HandshakeAllowances } from './process.js';
 import { socketProblem } from './file-checks.js';
 import { watchStaleSocketDirs } from './socket-dir.js';
 import { nodeOwnershipProblem } from '../ownership/nodes.js';
+import { lbClassDeclaration, lbDeclarationProblems } from '../lb-classes.js';
 
 export type PluginMode =
   { kind: 'exec'; path: string; args?: string[]; env?: string[]; allow?: HandshakeAllowances } | { kind: 'socket'; endpoint: string };
@@ -420,6 +421,11 @@ export class PluginSupervisor extends EventEmitter {
     }
     const ownership = nodeOwnershipProblem(capabilities);
     if (ownership) throw new PluginStartError(`plugin declares an invalid node ownership: ${ownership}: fix the plugin`);
+    // A load balancer class declaration the host cannot use is the plugin's bug: refuse it at once.
+    const lbClassProblems = capabilities.services.includes(Service.SERVICE_LOAD_BALANCERS)
+      ? lbDeclarationProblems(info.name, lbClassDeclaration(capabilities))
+      : [];
+    if (lbClassProblems.length) throw new PluginStartError(`${lbClassProblems.join('; ')}: fix the plugin`);
     const configured = await call('Configure', (ms) =>
       conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), ms),
     );

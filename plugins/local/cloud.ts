@@ -169,6 +169,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       hasClusterId: true,
       loadBalancerIpModeProxy: true,
       volumesExpandOnline: true,
+      loadBalancerClasses: initial.loadBalancerClasses,
+      loadBalancerClassesOnly: initial.loadBalancerClassesOnly,
       manifest: { stateDir: store.dir },
       // Node ownership: local:// Nodes, and (LOCALCLOUD_NODE_SELECTOR) the Nodes without a providerID it claims.
       // LOCALCLOUD_PROVIDER_ID_PREFIXES (comma-separated): other declared prefixes, for tests of a provider whose declarations disagree with its answers.

@@ -30,6 +30,10 @@ export const ENV = {
   region: 'LOCALCLOUD_REGION',
   loadBalancerCidr: 'LOCALCLOUD_LB_CIDR',
   nodeCidr: 'LOCALCLOUD_NODE_CIDR',
+  /** Comma-separated loadBalancerClass values the load balancers serve (GetPluginCapabilities; read at start, as capabilities are fixed). */
+  loadBalancerClasses: 'LOCALCLOUD_LB_CLASSES',
+  /** "true": serve only LOCALCLOUD_LB_CLASSES, no Service without a class. */
+  loadBalancerClassesOnly: 'LOCALCLOUD_LB_CLASSES_ONLY',
 } as const;
 
 /** The settings a running local cloud uses. */
@@ -45,6 +49,10 @@ export interface CloudSettings {
   masterAddress: string;
   /** Cloud config `apiToken`: a stand-in credential; secret. */
   apiToken?: string;
+  /** loadBalancerClass values served (declared in GetPluginCapabilities; fixed for the process). */
+  loadBalancerClasses: string[];
+  /** Serve only loadBalancerClasses, no Service without a class. */
+  loadBalancerClassesOnly: boolean;
 }
 
 /** Settings overrides accepted by createLocalCloud. */
@@ -54,6 +62,8 @@ export interface SettingsInput {
   loadBalancerCidr?: string;
   clusterName?: string;
   masterAddress?: string;
+  loadBalancerClasses?: string[];
+  loadBalancerClassesOnly?: boolean;
 }
 
 /** Settings from explicit input, then the environment, then defaults; throws a one-line error when invalid. */
@@ -62,7 +72,17 @@ export function resolveSettings(input: SettingsInput = {}, env: NodeJS.ProcessEn
   const region = input.region ?? (env[ENV.region] || DEFAULT_REGION);
   const cidr = input.loadBalancerCidr ?? (env[ENV.loadBalancerCidr] || DEFAULT_LB_CIDR);
   for (const problem of [checkToken(zone, 'zone'), checkToken(region, 'region')]) if (problem) throw new TypeError(problem);
+  const classes =
+    input.loadBalancerClasses ??
+    (env[ENV.loadBalancerClasses] ?? '')
+      .split(',')
+      .map((c) => c.trim())
+      .filter((c) => c !== '');
+  const only = env[ENV.loadBalancerClassesOnly] ?? '';
+  if (!['', 'true', 'false'].includes(only)) throw new TypeError(`${ENV.loadBalancerClassesOnly} must be true or false, not ${JSON.stringify(only)}`);
   return {
+    loadBalancerClasses: classes,
+    loadBalancerClassesOnly: input.loadBalancerClassesOnly ?? only === 'true',
     zone,
     region,
     lbPool: new IpPool(cidr),
@@ -124,6 +144,8 @@ export function applyCloudConfig(base: CloudSettings, raw: Uint8Array, clusterNa
       clusterName: clusterName || base.clusterName,
       masterAddress: str('masterAddress') ?? base.masterAddress,
       apiToken: str('apiToken') ?? base.apiToken,
+      loadBalancerClasses: base.loadBalancerClasses,
+      loadBalancerClassesOnly: base.loadBalancerClassesOnly,
     },
     warnings,
   };

@@ -194,3 +194,27 @@ func TestNodeOwnershipDeclarationsArePassedOn(t *testing.T) {
 		}
 	}
 }
+
+// The load balancer class declaration is sent with a load balancer service
+// only; without one it means nothing and is left empty.
+func TestCapabilitiesCarryTheLoadBalancerClasses(t *testing.T) {
+	info := Info{LoadBalancerClasses: []string{"example.com/a", "example.com/b"}, LoadBalancerClassesOnly: true}
+	cases := []struct {
+		name      string
+		p         *capsProvider
+		classes   []string
+		onlyClass bool
+	}{
+		{"with load balancers", &capsProvider{info: info, lbs: listingLBs{}}, []string{"example.com/a", "example.com/b"}, true},
+		{"without load balancers", &capsProvider{info: info, routes: reconcilingRoutes{}}, nil, false},
+		{"declaring nothing", &capsProvider{lbs: listingLBs{}}, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := derive(t, tc.p)
+			if !slices.Equal(res.LoadBalancerClasses, tc.classes) || res.LoadBalancerClassesOnly != tc.onlyClass {
+				t.Fatalf("classes %v, only %v; want %v, %v", res.LoadBalancerClasses, res.LoadBalancerClassesOnly, tc.classes, tc.onlyClass)
+			}
+		})
+	}
+}

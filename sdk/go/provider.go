@@ -42,6 +42,15 @@ type Info struct {
 	// that have no providerID yet (GetPluginCapabilitiesResponse.node_selector).
 	// Empty: with one provider in the host, every such Node; with several, none.
 	NodeSelector string
+	// LoadBalancerClasses are the Service spec.loadBalancerClass values the
+	// provider's load balancers serve (GetPluginCapabilitiesResponse
+	// load_balancer_classes; only with a load balancer service): the host
+	// sends it Services of these classes, and Services without a class
+	// unless LoadBalancerClassesOnly. Nil: Services without a class only.
+	LoadBalancerClasses []string
+	// LoadBalancerClassesOnly: serve only LoadBalancerClasses, never Services
+	// without a class (GetPluginCapabilitiesResponse load_balancer_classes_only).
+	LoadBalancerClassesOnly bool
 }
 
 // Provider is a cloud provider. Only Info is required; everything else is

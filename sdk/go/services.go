@@ -151,6 +151,9 @@ var legacyInstancesMethods = []string{
 //   - VOLUMES_EXPAND_ONLINE: Info().VolumesExpandOnline and a volume service;
 //   - METRICS: p is a [MetricsExporter].
 //
+// The load balancer class declaration (Info().LoadBalancerClasses and
+// LoadBalancerClassesOnly) is sent as is with a load balancer service.
+//
 // Capabilities are sorted. It fails like [Serve] on an invalid service object.
 func DeriveCapabilities(p Provider) (*pb.GetPluginCapabilitiesResponse, error) {
 	bound, err := bindServices(p)
@@ -193,6 +196,10 @@ func deriveCapabilities(p Provider, bound map[string]*boundService) *pb.GetPlugi
 	add(metrics, pb.Capability_CAPABILITY_METRICS)
 	slices.Sort(caps)
 	res.Capabilities = caps
+	if lb != nil {
+		res.LoadBalancerClasses = slices.Clone(info.LoadBalancerClasses)
+		res.LoadBalancerClassesOnly = info.LoadBalancerClassesOnly
+	}
 	return res
 }
 

@@ -11,7 +11,8 @@ import type { CoreV1Api } from '../../kube/api.js';
 import { isNotFound } from '../../kube/client.js';
 import { LiveReaders, LiveReadOutcomes } from '../../names.js';
 import { liveReadCounter } from '../live-reads.js';
-import { hasLbFinalizer, needsCleanup, wantsLoadBalancer } from './predicates.js';
+import { classOf } from '../../lb-classes.js';
+import { hasLbFinalizer, isLoadBalancer } from './predicates.js';
 
 /** Which deletion a read confirms: the orphan sweep, or the controller's own (finalizer or gone Service). */
 export type LiveReadPath = 'sweep' | 'finalizer';
@@ -52,24 +53,26 @@ export function liveServiceReads(core: CoreV1Api, registry?: Registry): LiveServ
 
 /**
  * Whether the live Service `live` still holds the load balancer made for
- * `uid` as the sweep sees it: the same object, wanting a load balancer or
- * still carrying the cleanup finalizer (the controller's own cleanup is due).
+ * `uid` as the sweep sees it: the same object, a LoadBalancer of ANY class,
+ * or still carrying the cleanup finalizer (the controller's own cleanup is
+ * due). A Service that merely has another class is never an orphan: a class
+ * change is cleaned up by the controller, through the maker it recorded.
  */
 export function liveKeepsForSweep(live: V1Service | undefined, uid: string): boolean {
-  return live !== undefined && live.metadata?.uid === uid && (wantsLoadBalancer(live) || hasLbFinalizer(live));
+  return live !== undefined && live.metadata?.uid === uid && (isLoadBalancer(live) || hasLbFinalizer(live));
 }
 
 /**
  * Whether the live Service `live` still wants the load balancer made for
- * `uid` as the controller's delete paths see it: the same object, wanting a
- * load balancer and not being deleted.
+ * `uid` and class `cls` ('' = none) as the controller's delete paths see it:
+ * the same object, a LoadBalancer of that class, not being deleted.
  */
-export function liveKeepsForController(live: V1Service | undefined, uid: string): boolean {
+export function liveKeepsForController(live: V1Service | undefined, uid: string, cls: string): boolean {
   return (
     live !== undefined &&
     live.metadata?.uid === uid &&
-    wantsLoadBalancer(live) &&
-    !needsCleanup(live) &&
+    isLoadBalancer(live) &&
+    classOf(live) === cls &&
     (live.metadata?.deletionTimestamp ?? undefined) === undefined
   );
 }

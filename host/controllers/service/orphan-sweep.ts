@@ -2,8 +2,10 @@
  * The orphan sweep (not in upstream): every --lb-orphan-sweep-period, the
  * load balancers the provider lists for this cluster name
  * (ListLoadBalancers) are compared with the Services in the informer cache,
- * and those whose Service uid no longer exists, or whose Service no longer
- * wants a load balancer and carries no cleanup finalizer, are deleted.
+ * and those whose Service uid no longer exists, or whose Service is no longer
+ * of type LoadBalancer and carries no cleanup finalizer, are deleted. With
+ * several providers each has its own sweeper over its own listing. A Service
+ * that is still a LoadBalancer, of whatever class, keeps its load balancer.
  *
  * Such orphans arise where no controller can see a deletion: a finalizer
  * removed by hand while no host runs, a namespace deleted with the host down
@@ -43,7 +45,7 @@ import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons } from '../../names.js';
 import type { KeyedMutex } from '../../util/keyed-mutex.js';
 import { liveKeepsForSweep, type LiveServiceReads } from './live-read.js';
-import { hasLbFinalizer, wantsLoadBalancer } from './predicates.js';
+import { hasLbFinalizer, isLoadBalancer } from './predicates.js';
 import { toServiceRef } from './service-ref.js';
 
 /** --lb-orphan-sweep-* settings. */
@@ -125,7 +127,9 @@ export class OrphanSweeper {
     if (this.o.namespace && lb.serviceNamespace !== this.o.namespace) return false;
     if (busy.has(lb.serviceUid)) return false;
     const svc = this.owner(lb);
-    return !svc || (!wantsLoadBalancer(svc) && !hasLbFinalizer(svc));
+    // A LoadBalancer Service of any class keeps its load balancer: one whose class
+    // changed is the controller's to clean up (lb-owner.ts), never the sweep's.
+    return !svc || (!isLoadBalancer(svc) && !hasLbFinalizer(svc));
   }
 
   /** undefined when the load balancer carries this cluster's UID. */

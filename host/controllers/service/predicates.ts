@@ -2,30 +2,25 @@
  * Which Services want a cloud load balancer, which need cleanup, which
  * changes need a re-ensure, and which Nodes are backends. Pure functions on
  * Kubernetes objects, following upstream kubernetes/cloud-provider
- * controllers/service (wantsLoadBalancer, needsCleanup, needsUpdate,
- * stableNodeSetPredicates) except where noted.
+ * controllers/service (needsUpdate, stableNodeSetPredicates) except where
+ * noted; which Services are ours is lb-owner.ts's.
  */
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { parseGoBool } from '../../config/values.js';
-import { Finalizers, Labels, Taints } from '../../names.js';
+import { Annotations, Finalizers, Labels, Taints } from '../../names.js';
 import { hasTaint } from '../node-ref.js';
 
-/** type=LoadBalancer without a loadBalancerClass (a class belongs to another controller). */
-export function wantsLoadBalancer(svc: V1Service): boolean {
-  return svc.spec?.type === 'LoadBalancer' && !svc.spec?.loadBalancerClass;
+/**
+ * type=LoadBalancer, of any loadBalancerClass. Which of the host's providers
+ * serves it, if any, is the class resolver's business (host/lb-classes.ts,
+ * lb-owner.ts); upstream's wantsLoadBalancer also requires no class.
+ */
+export function isLoadBalancer(svc: V1Service): boolean {
+  return svc.spec?.type === 'LoadBalancer';
 }
 
 export function hasLbFinalizer(svc: V1Service): boolean {
   return (svc.metadata?.finalizers ?? []).includes(Finalizers.LB_CLEANUP);
-}
-
-/**
- * Carries our finalizer and is being deleted or no longer wants a load
- * balancer. Unlike upstream (which only looks at the type) a Service whose
- * loadBalancerClass became set is cleaned up too, as the issue asks.
- */
-export function needsCleanup(svc: V1Service): boolean {
-  return hasLbFinalizer(svc) && (svc.metadata?.deletionTimestamp !== undefined || !wantsLoadBalancer(svc));
 }
 
 /**
@@ -36,10 +31,14 @@ export function needsCleanup(svc: V1Service): boolean {
  */
 export function lbSpecSignature(svc: V1Service): string {
   const s = svc.spec ?? {};
-  const annotations = Object.entries(svc.metadata?.annotations ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // The host's own record of the maker (lb-owner.ts) is no input of the load balancer.
+  const annotations = Object.entries(svc.metadata?.annotations ?? {})
+    .filter(([k]) => k !== Annotations.LB_PROVIDER && k !== Annotations.LB_CLASS)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify([
     svc.metadata?.uid ?? '',
-    wantsLoadBalancer(svc),
+    s.type ?? '',
+    s.loadBalancerClass ?? '',
     (s.ports ?? []).map((p) => [p.name ?? '', p.protocol ?? 'TCP', p.port, p.nodePort ?? 0, String(p.targetPort ?? ''), p.appProtocol ?? '']),
     s.loadBalancerSourceRanges ?? [],
     s.sessionAffinity ?? '',

@@ -1,9 +1,18 @@
 /**
  * The service (load balancer) controller, upstream kubernetes/cloud-provider
- * controllers/service: gives every Service of type LoadBalancer without a
- * loadBalancerClass a cloud load balancer, keeps its backends equal to the
- * eligible Nodes, and deletes it when the Service goes away or stops wanting
- * one.
+ * controllers/service: gives every Service of type LoadBalancer whose
+ * loadBalancerClass one of its providers serves a cloud load balancer from
+ * that provider, keeps its backends equal to the eligible Nodes, and deletes
+ * it when the Service goes away or stops wanting one.
+ *
+ * Load balancers by class (host/lb-classes.ts, lb-owner.ts): a Service no
+ * provider serves is left alone (no finalizer, event or status write), as
+ * upstream leaves every classed Service. The provider that made a load
+ * balancer is recorded on the Service with the finalizer; a Service whose
+ * class or type changes is cleaned up by that provider (then, if another of
+ * our providers serves its new class, ensured by that one). Node-set
+ * fan-out, the periodic re-ensure and the orphan sweep run per provider, each
+ * over the Services it serves.
  *
  * Guarantees:
  *  - the finalizer service.kubernetes.io/load-balancer-cleanup is written
@@ -49,22 +58,24 @@ import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
 import { WorkQueue, clampRetryAfterMs, runWorkers } from '../../kube/workqueue.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
-import { Controllers, EventReasons, Finalizers, LiveReadOutcomes } from '../../names.js';
+import { Annotations, Controllers, EventReasons, Finalizers, LiveReadOutcomes } from '../../names.js';
 import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
 import { serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
 import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
+import { classOf, LbClassResolver, type LbClassDeclaration } from '../../lb-classes.js';
+import { backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsUpdate, nodeUpdateNeedsSync } from './predicates.js';
 import {
-  backendSetKey,
-  hasLbFinalizer,
-  isBackendNode,
-  lbSpecSignature,
-  needsCleanup,
-  needsUpdate,
-  nodeUpdateNeedsSync,
-  wantsLoadBalancer,
-} from './predicates.js';
+  hasMakerAnnotations,
+  makerAnnotations,
+  needsMakerRecord,
+  planFor,
+  recordedMaker,
+  withoutRecord,
+  type LbMaker,
+  type LbPlan,
+} from './lb-owner.js';
 import { EnsureBatcher, type Companion } from './ensure-batcher.js';
 import { hostsUpdateFailedMessage, updateHostsInChunks } from './host-updates.js';
 import { liveKeepsForController, liveServiceReads, type LiveServiceReads } from './live-read.js';
@@ -117,11 +128,37 @@ class StaleCacheError extends Error {
   override name = 'StaleCacheError';
 }
 
+/**
+ * One load-balancer provider of the controller: a name unique in the host
+ * (recorded on the classed Services whose load balancers it makes, so it
+ * must stay the same across restarts), its LoadBalancers facade, and the
+ * classes it serves (default: its `lbs.classes`, else Services without a
+ * class only).
+ */
+export interface LbProvider {
+  name: string;
+  lbs: LoadBalancers;
+  classes?: LbClassDeclaration;
+}
+
+/** An LbProvider with its declaration resolved. */
+interface Provider {
+  name: string;
+  lbs: LoadBalancers;
+  classes: LbClassDeclaration;
+  batcher: EnsureBatcher;
+}
+
 export interface ServiceControllerOptions {
   core: CoreV1Api;
   services: Informer<V1Service>;
   nodes: Informer<V1Node>;
-  lbs: LoadBalancers;
+  /**
+   * The host's load-balancer providers (at least one). Their declarations
+   * must pass lbClassProblems (the constructor throws otherwise): at most one
+   * serves Services without a class, no class is served twice.
+   */
+  providers: readonly LbProvider[];
   clusterName: string;
   /** The cluster UID (RequestMeta.cluster_uid); the orphan sweep deletes only load balancers tagged with it. */
   clusterUid: string;
@@ -132,7 +169,7 @@ export interface ServiceControllerOptions {
   workers: number;
   /** --lb-resync-period; 0 disables the periodic re-ensure. */
   resyncPeriodMs: number;
-  /** --lb-orphan-sweep-*; off when the period is 0 or the provider cannot list its load balancers. */
+  /** --lb-orphan-sweep-*; one sweeper per provider that can list its load balancers; off when the period is 0. */
   orphanSweep?: Omit<OrphanSweepSettings, 'namespace' | 'limit'> & { namespace?: string; limit?: number };
   /** Live reads before deletions (default: GETs over `core`, counted on `registry`). */
   reads?: LiveServiceReads;
@@ -143,6 +180,8 @@ export interface ServiceControllerOptions {
 /** What the controller last did for a Service it ensured. */
 interface Synced {
   ref: ServiceRef;
+  /** The provider and class of the load balancer. */
+  maker: LbMaker;
   specSig: string;
   /** Backend set the cloud has, or undefined when unknown (the last ensure failed). */
   nodesSig: string | undefined;
@@ -161,7 +200,7 @@ export class ServiceController {
   /** Services this controller ensured or is ensuring (upstream serviceCache + lastSyncedNodes). */
   private readonly synced = new Map<string, Synced>();
   /** Deleted Services that wanted or had a load balancer, by key, until their sync deleted it. */
-  private readonly deleted = new Map<string, ServiceRef>();
+  private readonly deleted = new Map<string, { ref: ServiceRef; maker: LbMaker }>();
   /**
    * Uids of deleting Services whose cleanup is done (load balancer deleted,
    * finalizer removed), until their deletion arrives: that deletion carries
@@ -170,36 +209,55 @@ export class ServiceController {
    */
   private readonly cleanedUp = new Set<string>();
   private readonly log: Logger;
-  private readonly batcher: EnsureBatcher;
   private readonly reads: LiveServiceReads;
   /** Deleted Services' last objects by uid, for the orphan sweep's delete call. */
   private readonly lastKnown = new LastKnownRefs();
-  /** Undefined when the sweep is off. */
-  readonly sweeper?: OrphanSweeper;
+  /** Which provider serves which Service. */
+  private readonly classes: LbClassResolver<Provider>;
+  /** One per provider that lists its load balancers, by provider name; empty when the sweep is off. */
+  readonly sweepers = new Map<string, OrphanSweeper>();
 
   constructor(private readonly o: ServiceControllerOptions) {
     this.log = o.log;
     this.reads = o.reads ?? liveServiceReads(o.core, o.registry);
     this.nodeLiveRead = liveReadCounter(Controllers.SERVICE_LB, 'nodes', o.registry);
-    this.batcher = new EnsureBatcher(o.lbs, o.clusterName, o.log, { companions: (room, nodesSig, skip) => this.companions(room, nodesSig, skip) });
+    if (o.providers.length === 0) throw new Error('the service controller needs at least one load-balancer provider');
+    this.classes = new LbClassResolver(
+      o.providers.map((lp): Provider => {
+        const p: Provider = {
+          name: lp.name,
+          lbs: lp.lbs,
+          classes: lp.classes ?? lp.lbs.classes ?? { classes: [], unclassed: true },
+          batcher: undefined as unknown as EnsureBatcher,
+        };
+        p.batcher = new EnsureBatcher(lp.lbs, o.clusterName, o.log.child({ provider: lp.name }), {
+          companions: (room, nodesSig, skip) => this.companions(p, room, nodesSig, skip),
+        });
+        return p;
+      }),
+    );
     const sweep = o.orphanSweep;
-    if (sweep && sweep.periodMs > 0 && o.lbs.canList) {
-      this.sweeper = new OrphanSweeper({
-        ...sweep,
-        namespace: sweep.namespace ?? '',
-        limit: sweep.limit ?? DEFAULT_SWEEP_LIMIT,
-        lbs: o.lbs,
-        clusterName: o.clusterName,
-        clusterUid: o.clusterUid,
-        reads: this.reads,
-        lastKnownRef: (uid) => this.lastKnown.get(uid),
-        services: o.services,
-        lock: this.lock,
-        busyUids: () => new Set([...[...this.synced.values()].map((s) => s.ref.uid), ...[...this.deleted.values()].map((r) => r.uid)]),
-        recorder: o.recorder,
-        log: o.log,
-        registry: o.registry,
-      });
+    for (const p of this.classes.providers) {
+      if (!(sweep && sweep.periodMs > 0 && p.lbs.canList)) continue;
+      this.sweepers.set(
+        p.name,
+        new OrphanSweeper({
+          ...sweep,
+          namespace: sweep.namespace ?? '',
+          limit: sweep.limit ?? DEFAULT_SWEEP_LIMIT,
+          lbs: p.lbs,
+          clusterName: o.clusterName,
+          clusterUid: o.clusterUid,
+          reads: this.reads,
+          lastKnownRef: (uid) => this.lastKnown.get(uid),
+          services: o.services,
+          lock: this.lock,
+          busyUids: () => new Set([...[...this.synced.values()].map((s) => s.ref.uid), ...[...this.deleted.values()].map((d) => d.ref.uid)]),
+          recorder: o.recorder,
+          log: o.log.child({ provider: p.name }),
+          registry: o.registry,
+        }),
+      );
     }
     if (o.registry) {
       this.metrics = serviceMetrics(o.registry);
@@ -214,13 +272,18 @@ export class ServiceController {
       registry: o.registry,
       rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
     });
+    // A Service no provider serves, without a load balancer of ours, is never
+    // queued: upstream leaves every classed Service alone the same way.
     o.services.addEventHandler({
       onAdd: (s) => {
-        if (wantsLoadBalancer(s) || needsCleanup(s)) this.enqueue(s);
+        if (this.ours(s)) this.enqueue(s);
       },
       onUpdate: (old, s) => {
-        if (wantsLoadBalancer(old) && !wantsLoadBalancer(s)) this.lastKnown.remember(old);
-        if (needsUpdate(old, s) || needsCleanup(s) || (wantsLoadBalancer(s) && !hasLbFinalizer(s))) this.enqueue(s);
+        if (!this.ours(s) && !this.ours(old) && !this.synced.has(keyOf(s))) return;
+        if (this.served(old) && !this.served(s)) this.lastKnown.remember(old);
+        const unsettled =
+          s.metadata?.deletionTimestamp || this.served(s) !== hasLbFinalizer(s) || hasMakerAnnotations(old) !== hasMakerAnnotations(s);
+        if (needsUpdate(old, s) || unsettled) this.enqueue(s);
       },
       // With the finalizer a deletion arrives as an update. This covers a finalizer
       // removed by hand, and a Service the API server removed although our finalizer
@@ -228,10 +291,19 @@ export class ServiceController {
       // flight: the ref keeps the uid the load balancer was made for.
       onDelete: (s) => {
         const key = keyOf(s);
-        if (wantsLoadBalancer(s) || hasLbFinalizer(s)) this.lastKnown.remember(s);
+        if (this.ours(s)) this.lastKnown.remember(s);
         if (this.cleanedUp.delete(s.metadata?.uid ?? '')) return;
-        if (!hasLbFinalizer(s) && !this.synced.has(key)) return;
-        this.deleted.set(key, toServiceRef(s).ref);
+        // The last object may carry no deletionTimestamp (deleted without our finalizer).
+        const maker = recordedMaker(s, this.classes) ?? this.synced.get(key)?.maker;
+        if (!maker) return;
+        if (!this.classes.named(maker.provider)) {
+          this.log.warn(
+            { service: key, provider: maker.provider },
+            'Service deleted; its load balancer was made by a provider this host does not run: not deleted',
+          );
+          return;
+        }
+        this.deleted.set(key, { ref: toServiceRef(s).ref, maker });
         this.queue.add(key);
       },
     });
@@ -248,9 +320,37 @@ export class ServiceController {
     this.queue.add(keyOf(svc));
   }
 
-  /** Re-ensures every Service that wants a load balancer (periodic drift repair; after a plugin restart). */
-  resyncAll(): void {
-    for (const s of this.o.services.list()) if (wantsLoadBalancer(s) || needsCleanup(s)) this.enqueue(s);
+  /** A LoadBalancer Service one of the providers serves. */
+  private served(svc: V1Service): boolean {
+    return this.classes.forService(svc) !== undefined;
+  }
+
+  /** Served, or carrying the cleanup finalizer (which the plan may still find not ours). */
+  private ours(svc: V1Service): boolean {
+    return this.served(svc) || hasLbFinalizer(svc);
+  }
+
+  /** The plan of a cached Service (lb-owner.ts). */
+  private plan(svc: V1Service): LbPlan<Provider> {
+    return planFor(svc, this.classes, this.synced.get(keyOf(svc))?.maker);
+  }
+
+  /**
+   * Re-ensures every Service a provider serves and cleans up those that need
+   * it (periodic drift repair; after a plugin restart): of every provider,
+   * or only of the provider named `provider` (the one that restarted).
+   */
+  resyncAll(provider?: string): void {
+    for (const s of this.o.services.list()) {
+      const plan = this.plan(s);
+      if (plan.kind !== 'ensure' && plan.kind !== 'cleanup') continue;
+      if (provider === undefined || plan.provider.name === provider || (plan.kind === 'cleanup' && plan.then?.name === provider)) this.enqueue(s);
+    }
+  }
+
+  /** The providers' names and declarations, in the order given (for logs and the health report). */
+  providers(): { name: string; classes: LbClassDeclaration }[] {
+    return this.classes.providers.map((p) => ({ name: p.name, classes: p.classes }));
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -259,13 +359,18 @@ export class ServiceController {
       {
         workers: this.o.workers,
         resyncPeriodMs: this.o.resyncPeriodMs,
-        orphanSweepPeriodMs: this.sweeper ? sweep?.periodMs : 0,
+        orphanSweepPeriodMs: this.sweepers.size > 0 ? sweep?.periodMs : 0,
         orphanSweepDryRun: sweep?.dryRun ?? false,
+        providers: this.classes.providers.map((p) => ({ name: p.name, classes: p.classes.classes, unclassed: p.classes.unclassed })),
       },
       'Starting service controller',
     );
-    if (sweep && sweep.periodMs > 0 && !this.sweeper)
-      this.log.info({}, 'orphan load balancer sweep off: the provider does not list its load balancers (no CAPABILITY_LOAD_BALANCER_LIST)');
+    for (const p of this.classes.providers)
+      if (sweep && sweep.periodMs > 0 && !this.sweepers.has(p.name))
+        this.log.info(
+          { provider: p.name },
+          'orphan load balancer sweep off: the provider does not list its load balancers (no CAPABILITY_LOAD_BALANCER_LIST)',
+        );
     if (!(await this.o.services.waitForSync(signal)) || !(await this.o.nodes.waitForSync(signal))) return;
     const resync = this.resyncLoop(signal);
     const sweeping = this.sweepLoop(signal);
@@ -277,25 +382,28 @@ export class ServiceController {
     this.log.info('Shutting down service controller');
   }
 
+  /** One loop per provider's sweeper: a provider that fails or hangs delays only its own sweep. */
   private async sweepLoop(signal: AbortSignal): Promise<void> {
-    const sweeper = this.sweeper;
-    if (!sweeper) return;
-    // Not at once: the first sweep waits a period after the caches synced.
-    await every(
-      this.o.orphanSweep!.periodMs,
-      signal,
-      async () => {
-        try {
-          const r = await sweeper.sweep();
-          this.log.debug(
-            { listed: r.listed, orphans: r.orphans, deleted: r.deleted.length, reported: r.reported.length, failed: r.failed },
-            'orphan load balancer sweep',
-          );
-        } catch (err) {
-          this.log.warn({ err: errorMessage(err) }, 'orphan load balancer sweep failed; nothing was deleted, retried next period');
-        }
-      },
-      { delayFirst: true },
+    await Promise.all(
+      [...this.sweepers].map(([provider, sweeper]) =>
+        // Not at once: the first sweep waits a period after the caches synced.
+        every(
+          this.o.orphanSweep!.periodMs,
+          signal,
+          async () => {
+            try {
+              const r = await sweeper.sweep();
+              this.log.debug(
+                { provider, listed: r.listed, orphans: r.orphans, deleted: r.deleted.length, reported: r.reported.length, failed: r.failed },
+                'orphan load balancer sweep',
+              );
+            } catch (err) {
+              this.log.warn({ provider, err: errorMessage(err) }, 'orphan load balancer sweep failed; nothing was deleted, retried next period');
+            }
+          },
+          { delayFirst: true },
+        ),
+      ),
     );
   }
 
@@ -349,12 +457,24 @@ export class ServiceController {
       await this.deleteGone(key, svc?.metadata?.uid);
       if (!svc) return;
       const prev = this.synced.get(key);
+      const plan = planFor(svc, this.classes, prev?.maker);
       try {
-        if (needsCleanup(svc) || !wantsLoadBalancer(svc)) {
-          if (hasLbFinalizer(svc) || prev) await this.cleanup(key, svc);
-          return;
+        switch (plan.kind) {
+          case 'none':
+            return;
+          case 'stuck':
+            this.log.warn({ service: key, reason: plan.reason }, 'load balancer left alone');
+            this.o.recorder.event(svc, 'Warning', EventReasons.LB_NOT_SERVED, `Load balancer left alone: ${plan.reason}`);
+            return;
+          case 'cleanup':
+            await this.cleanup(key, svc, plan.provider, plan.maker, plan.keepStatus);
+            // The Service changed to a class another of our providers serves: its
+            // load balancer now, on the object as the cleanup left it.
+            if (plan.then) await this.ensure(key, withoutRecord(svc), undefined, plan.then);
+            return;
+          case 'ensure':
+            await this.ensure(key, svc, prev?.maker.provider === plan.provider.name ? prev : undefined, plan.provider);
         }
-        await this.ensure(key, svc, prev);
       } catch (err) {
         if (err instanceof ImplementedElsewhereError) {
           this.log.debug({ service: key }, 'load balancer is implemented elsewhere; skipping');
@@ -377,26 +497,28 @@ export class ServiceController {
   private async deleteGone(key: string, uid: string | undefined): Promise<void> {
     const prev = this.synced.get(key);
     if (prev && prev.ref.uid !== uid) {
-      await this.confirmDeletion(prev.ref);
-      await this.deleteLoadBalancer(undefined, prev.ref);
+      await this.confirmDeletion(prev.ref, prev.maker);
+      await this.deleteLoadBalancer(undefined, prev.ref, prev.maker);
       this.synced.delete(key);
     }
     const tomb = this.deleted.get(key);
-    if (tomb && tomb.uid !== uid && tomb.uid !== prev?.ref.uid) {
-      await this.confirmDeletion(tomb);
-      await this.deleteLoadBalancer(undefined, tomb);
+    if (tomb && tomb.ref.uid !== uid && tomb.ref.uid !== prev?.ref.uid) {
+      await this.confirmDeletion(tomb.ref, tomb.maker);
+      await this.deleteLoadBalancer(undefined, tomb.ref, tomb.maker);
     }
     this.deleted.delete(key);
   }
 
-  private async ensure(key: string, cached: V1Service, prev: Synced | undefined): Promise<void> {
+  /** `p` serves the Service; `prev` is what the controller last did with the same provider. */
+  private async ensure(key: string, cached: V1Service, prev: Synced | undefined, p: Provider): Promise<void> {
     const { ref, problems } = toServiceRef(cached);
+    const maker: LbMaker = { provider: p.name, class: classOf(cached) };
     if (problems.length) throw new InvalidServiceError(`invalid Service for a load balancer: ${problems.join('; ')}`);
     const specSig = lbSpecSignature(cached);
     // A periodic re-ensure of an unchanged Service stays quiet unless it finds drift.
     const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);
     if (changed) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
-    if (!hasLbFinalizer(cached)) await this.addFinalizer(ref);
+    if (!hasLbFinalizer(cached) || needsMakerRecord(cached, maker)) await this.addFinalizer(ref, maker);
     const nodes = this.backendNodes();
     const nodesSig = backendSetKey(nodes);
     if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev))) throw new EmptyBackendsRefusedError();
@@ -407,9 +529,9 @@ export class ServiceController {
     }
     // Known before the call: a deletion that arrives while it is in flight (or
     // after it failed half-way) is queued with this uid.
-    this.synced.set(key, { ref, specSig: prev?.specSig ?? '', nodesSig: undefined, mayHaveBackends: mayHave });
-    const status = await this.batcher.ensure({ key, ref, nodes: nodes.map(toNodeRef), nodesSig });
-    this.synced.set(key, { ref, specSig, nodesSig, mayHaveBackends: nodes.length > 0 });
+    this.synced.set(key, { ref, maker, specSig: prev?.specSig ?? '', nodesSig: undefined, mayHaveBackends: mayHave });
+    const status = await p.batcher.ensure({ key, ref, nodes: nodes.map(toNodeRef), nodesSig });
+    this.synced.set(key, { ref, maker, specSig, nodesSig, mayHaveBackends: nodes.length > 0 });
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).
@@ -429,9 +551,9 @@ export class ServiceController {
         // The Service went away while its load balancer was being made (its
         // deletion may not even reach this informer in time): delete it now.
         this.log.info({ service: key, uid: ref.uid }, 'Service gone while its load balancer was ensured; deleting the load balancer');
-        await this.deleteLoadBalancer(undefined, ref);
+        await this.deleteLoadBalancer(undefined, ref, maker);
         this.synced.delete(key);
-        if (this.deleted.get(key)?.uid === ref.uid) this.deleted.delete(key);
+        if (this.deleted.get(key)?.ref.uid === ref.uid) this.deleted.delete(key);
         return;
       }
       this.log.info({ service: key, ingress: status.ingress.map((i) => i.ip ?? i.hostname) }, 'load balancer status updated');
@@ -440,11 +562,19 @@ export class ServiceController {
   }
 
   /**
-   * Before any cloud call that may create something; the uid makes the API
-   * server refuse the patch if the name now belongs to another Service.
+   * Before any cloud call that may create something, in one write with the
+   * maker's record (lb-owner.ts); the uid makes the API server refuse the
+   * patch if the name now belongs to another Service.
    */
-  private async addFinalizer(ref: ServiceRef): Promise<void> {
-    await patchService(this.o.core, ref.namespace, ref.name, { metadata: { uid: ref.uid, finalizers: [Finalizers.LB_CLEANUP] } }, 'strategic');
+  private async addFinalizer(ref: ServiceRef, maker: LbMaker): Promise<void> {
+    const annotations = makerAnnotations(maker);
+    await patchService(
+      this.o.core,
+      ref.namespace,
+      ref.name,
+      { metadata: { uid: ref.uid, finalizers: [Finalizers.LB_CLEANUP], ...(annotations ? { annotations } : {}) } },
+      'strategic',
+    );
   }
 
   /**
@@ -459,16 +589,19 @@ export class ServiceController {
    * it as usual (events, status write, the gone-after-ensure deletion) and
    * finds the result at hand.
    */
-  private async companions(room: number, nodesSig: string, skip: (key: string) => boolean): Promise<Companion[]> {
+  private async companions(p: Provider, room: number, nodesSig: string, skip: (key: string) => boolean): Promise<Companion[]> {
     if (backendSetKey(this.backendNodes()) !== nodesSig) return [];
     const picked: { key: string; svc: V1Service; ref: ServiceRef; release: () => void }[] = [];
     for (const key of this.queue.peek(room * COMPANION_SCAN_FACTOR)) {
       if (picked.length >= room) break;
       if (skip(key) || this.deleted.has(key)) continue;
       const svc = this.o.services.get(key);
-      if (!svc || !wantsLoadBalancer(svc) || needsCleanup(svc) || svc.metadata?.deletionTimestamp) continue;
+      if (!svc || svc.metadata?.deletionTimestamp) continue;
+      // Only Services this provider serves and made (or will make) the load balancer of.
+      const plan = this.plan(svc);
+      if (plan.kind !== 'ensure' || plan.provider !== p) continue;
       const prev = this.synced.get(key);
-      if (prev && prev.ref.uid !== svc.metadata?.uid) continue;
+      if (prev && (prev.ref.uid !== svc.metadata?.uid || prev.maker.provider !== p.name)) continue;
       const { ref, problems } = toServiceRef(svc);
       if (problems.length) continue;
       // An empty backend set for a load balancer that may have backends is left to its own sync (mayEmptyBackends).
@@ -476,39 +609,45 @@ export class ServiceController {
       const release = this.lock.tryAcquire(key);
       if (release) picked.push({ key, svc, ref, release });
     }
-    const ready = await mapLimit(picked, COMPANION_FINALIZER_CONCURRENCY, async (p) => {
-      if (hasLbFinalizer(p.svc)) return p;
+    const ready = await mapLimit(picked, COMPANION_FINALIZER_CONCURRENCY, async (c) => {
+      const maker: LbMaker = { provider: p.name, class: classOf(c.svc) };
+      if (hasLbFinalizer(c.svc) && !needsMakerRecord(c.svc, maker)) return { ...c, maker };
       try {
-        await this.addFinalizer(p.ref);
-        return p;
+        await this.addFinalizer(c.ref, maker);
+        return { ...c, maker };
       } catch (err) {
-        p.release();
-        this.log.debug({ service: p.key, err: errorMessage(err) }, 'companion left to its own sync: finalizer not written');
+        c.release();
+        this.log.debug({ service: c.key, err: errorMessage(err) }, 'companion left to its own sync: finalizer not written');
         return undefined;
       }
     });
     return ready
-      .filter((p) => p !== undefined)
-      .map((p) => {
-        const prev = this.synced.get(p.key);
-        this.synced.set(p.key, {
-          ref: p.ref,
+      .filter((c) => c !== undefined)
+      .map((c) => {
+        const prev = this.synced.get(c.key);
+        this.synced.set(c.key, {
+          ref: c.ref,
+          maker: c.maker,
           specSig: prev?.specSig ?? '',
           nodesSig: undefined,
-          mayHaveBackends: mayHaveBackends(prev, p.svc) || nodesSig !== EMPTY_BACKENDS,
+          mayHaveBackends: mayHaveBackends(prev, c.svc) || nodesSig !== EMPTY_BACKENDS,
         });
-        return { key: p.key, ref: p.ref, release: p.release };
+        return { key: c.key, ref: c.ref, release: c.release };
       });
   }
 
-  /** Deletes the load balancer, clears the status, then removes the finalizer (in this order). */
-  private async cleanup(key: string, svc: V1Service): Promise<void> {
+  /**
+   * Deletes the load balancer `maker` made, with `p` (its maker), clears the
+   * status (unless `keepStatus`), then removes the finalizer and the maker's
+   * record (in this order).
+   */
+  private async cleanup(key: string, svc: V1Service, p: Provider, maker: LbMaker, keepStatus: boolean): Promise<void> {
     const { ref } = toServiceRef(svc);
-    await this.confirmDeletion(ref);
-    await this.deleteLoadBalancer(svc, ref);
+    await this.confirmDeletion(ref, maker);
+    await this.deleteLoadBalancer(svc, ref, maker);
     this.synced.delete(key);
     // Both writes carry the uid: a Service recreated under the name is not touched.
-    if (!svc.metadata?.deletionTimestamp && (svc.status?.loadBalancer?.ingress ?? []).length > 0) {
+    if (!keepStatus && !svc.metadata?.deletionTimestamp && (svc.status?.loadBalancer?.ingress ?? []).length > 0) {
       try {
         await patchServiceStatus(
           this.o.core,
@@ -521,7 +660,7 @@ export class ServiceController {
         if (!isGoneOrReplaced(err)) throw err;
       }
     }
-    if (hasLbFinalizer(svc)) {
+    if (hasLbFinalizer(svc) || hasMakerAnnotations(svc)) {
       // Its deletion, carrying the finalizer as last stored, has nothing left to do
       // (marked before the write: the deletion may reach the informer before the answer).
       const deleting = svc.metadata?.deletionTimestamp !== undefined && svc.metadata.deletionTimestamp !== null && ref.uid !== '';
@@ -531,7 +670,13 @@ export class ServiceController {
           this.o.core,
           ref.namespace,
           ref.name,
-          { metadata: { uid: ref.uid, [`$deleteFromPrimitiveList/finalizers`]: [Finalizers.LB_CLEANUP] } },
+          {
+            metadata: {
+              uid: ref.uid,
+              [`$deleteFromPrimitiveList/finalizers`]: [Finalizers.LB_CLEANUP],
+              ...(hasMakerAnnotations(svc) ? { annotations: { [Annotations.LB_PROVIDER]: null, [Annotations.LB_CLASS]: null } } : {}),
+            },
+          },
           'strategic',
         );
       } catch (err) {
@@ -544,13 +689,14 @@ export class ServiceController {
 
   /**
    * The cache never decides a deletion alone: a live GET of the Service must
-   * show it gone, under another uid, or no longer wanting a load balancer
-   * (being deleted included). Else StaleCacheError: nothing is deleted and
-   * the key is retried with backoff, by when the cache has caught up.
+   * show it gone, under another uid, or no longer wanting the load balancer
+   * `maker` made (another type or class, being deleted included). Else
+   * StaleCacheError: nothing is deleted and the key is retried with backoff,
+   * by when the cache has caught up.
    */
-  private async confirmDeletion(ref: ServiceRef): Promise<void> {
+  private async confirmDeletion(ref: ServiceRef, maker: LbMaker): Promise<void> {
     const live = await this.reads.read('finalizer', ref.namespace, ref.name);
-    const keeps = liveKeepsForController(live, ref.uid);
+    const keeps = liveKeepsForController(live, ref.uid, maker.class);
     this.reads.decided('finalizer', live, keeps);
     if (keeps)
       throw new StaleCacheError(
@@ -562,13 +708,21 @@ export class ServiceController {
    * EnsureLoadBalancerDeleted (idempotent), announced by events while the
    * Service exists. No GetLoadBalancer first (upstream asks): one cloud call
    * less to fail, and an unreadable status can never keep a load balancer alive.
-   * `svc` is undefined once the Service is gone.
+   * `svc` is undefined once the Service is gone. Only `maker`'s provider is
+   * called, with the ref as it made it (its class); a maker this host does
+   * not run is refused (nothing deleted, the error retried: never reached
+   * through planFor, which leaves such Services alone).
    */
-  private async deleteLoadBalancer(svc: V1Service | undefined, ref: ServiceRef): Promise<void> {
+  private async deleteLoadBalancer(svc: V1Service | undefined, ref: ServiceRef, maker: LbMaker): Promise<void> {
+    const p = this.classes.named(maker.provider);
+    if (!p)
+      throw new Error(
+        `not deleting the load balancer of ${ref.namespace}/${ref.name}: provider ${JSON.stringify(maker.provider)} made it, and this host does not run it`,
+      );
     if (svc) this.o.recorder.event(svc, 'Normal', EventReasons.DELETING_LB, 'Deleting load balancer');
     try {
-      await this.o.lbs.ensureLoadBalancerDeleted(this.o.clusterName, ref);
-      this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid }, 'load balancer deleted');
+      await p.lbs.ensureLoadBalancerDeleted(this.o.clusterName, { ...ref, loadBalancerClass: maker.class });
+      this.log.info({ service: `${ref.namespace}/${ref.name}`, uid: ref.uid, provider: p.name }, 'load balancer deleted');
     } catch (err) {
       if (!(err instanceof ImplementedElsewhereError)) throw err;
       // As upstream: another controller owns the load balancer; our finalizer must still go.
@@ -591,77 +745,101 @@ export class ServiceController {
     }
   }
 
+  /**
+   * Stale load balancers (backend set unlike the eligible nodes') grouped by
+   * provider, each provider's brought up to date with its own calls: one
+   * provider failing or slow never holds back another's. Errors are thrown
+   * after every provider had its turn (the node queue retries).
+   */
   private async syncNodesOnce(): Promise<void> {
     const stale = () => {
       const want = backendSetKey(this.backendNodes());
       return [...this.synced.entries()].filter(([key, s]) => {
         const svc = this.o.services.get(key);
-        return s.nodesSig !== undefined && s.nodesSig !== want && svc !== undefined && wantsLoadBalancer(svc) && !needsCleanup(svc);
+        if (s.nodesSig === undefined || s.nodesSig === want || svc === undefined) return false;
+        const plan = this.plan(svc);
+        return plan.kind === 'ensure' && plan.provider.name === s.maker.provider;
       });
     };
     const keys = stale().map(([k]) => k);
     if (keys.length === 0) return;
     await this.lock.runAll(keys, async () => {
       // Service syncs that ran while we waited for the locks may have covered some already.
-      let todo = stale();
+      const todo = stale();
       if (todo.length === 0) return;
-      const nodes = this.backendNodes();
-      let refused: Error | undefined;
-      if (nodes.length === 0) {
-        const kept = await filterAsync(todo, async ([key, s]) => !(await this.mayEmptyBackends(this.o.services.get(key)!, s)));
-        if (kept.length > 0) {
-          refused = new EmptyBackendsRefusedError();
-          this.log.warn({ loadBalancers: kept.length }, refused.message);
-          for (const [key] of kept) {
-            const svc = this.o.services.get(key);
-            if (svc) this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, refused.message);
-          }
-          todo = todo.filter((e) => !kept.includes(e));
+      const errors: Error[] = [];
+      for (const p of this.classes.providers) {
+        const mine = todo.filter(([, s]) => s.maker.provider === p.name);
+        if (mine.length === 0) continue;
+        try {
+          await this.syncProviderNodes(p, mine);
+        } catch (err) {
+          errors.push(err as Error);
         }
-        if (todo.length === 0) throw refused!;
       }
-      const sig = backendSetKey(nodes);
-      const refs = nodes.map(toNodeRef);
-      if (nodes.length > 0) for (const [, s] of todo) s.mayHaveBackends = true;
-      this.log.info({ loadBalancers: todo.length, nodes: nodes.length, batch: this.o.lbs.batchHosts }, 'updating load balancer backends');
-      const results: { key: string; error?: Error; callFailed?: true }[] = [];
-      if (this.o.lbs.batchHosts) {
-        const r = await updateHostsInChunks(
-          this.o.lbs,
-          this.o.clusterName,
-          todo.map(([, s]) => s.ref),
-          refs,
-          MAX_BATCH_SERVICES,
-          (seconds, n) => {
-            for (let i = 0; i < n; i++) this.metrics?.updateHostLatency.observe(seconds);
-          },
-        );
-        todo.forEach(([key], i) => results.push({ key, error: r[i]!.error, callFailed: r[i]!.callFailed }));
-      } else {
-        results.push(
-          ...(await mapLimit(todo, this.o.workers, async ([key, s]) => {
-            const callStarted = performance.now();
-            try {
-              await this.o.lbs.updateLoadBalancer(this.o.clusterName, s.ref, refs);
-              return { key };
-            } catch (error) {
-              return { key, error: error as Error };
-            } finally {
-              this.metrics?.updateHostLatency.observe((performance.now() - callStarted) / 1000);
-            }
-          })),
-        );
-      }
-      this.metrics?.loadBalancerSyncs.inc(todo.length);
-      this.metrics?.nodeSyncErrors.inc(results.filter((r) => r.error && !(r.error instanceof ImplementedElsewhereError)).length);
-      for (const { key, error, callFailed } of results) this.afterHostsUpdate(key, sig, nodes, error, callFailed);
-      // Services of a call that failed as a whole (an outage) stay stale and are
-      // retried together, one batch call again, by the node queue: on its
-      // backoff, or after the call's RetryInfo (clamped, see runWorkers).
-      // Upstream re-ensures each Service on its own.
-      const callError = results.find((r) => r.callFailed)?.error ?? refused;
-      if (callError) throw callError;
+      if (errors.length) throw errors[0]!;
     });
+  }
+
+  /** The backend update of one provider's stale load balancers (under their locks). */
+  private async syncProviderNodes(p: Provider, stale: [string, Synced][]): Promise<void> {
+    let todo = stale;
+    const nodes = this.backendNodes();
+    let refused: Error | undefined;
+    if (nodes.length === 0) {
+      const kept = await filterAsync(todo, async ([key, s]) => !(await this.mayEmptyBackends(this.o.services.get(key)!, s)));
+      if (kept.length > 0) {
+        refused = new EmptyBackendsRefusedError();
+        this.log.warn({ provider: p.name, loadBalancers: kept.length }, refused.message);
+        for (const [key] of kept) {
+          const svc = this.o.services.get(key);
+          if (svc) this.o.recorder.event(svc, 'Warning', EventReasons.UPDATE_LB_FAILED, refused.message);
+        }
+        todo = todo.filter((e) => !kept.includes(e));
+      }
+      if (todo.length === 0) throw refused!;
+    }
+    const sig = backendSetKey(nodes);
+    const refs = nodes.map(toNodeRef);
+    if (nodes.length > 0) for (const [, s] of todo) s.mayHaveBackends = true;
+    this.log.info({ provider: p.name, loadBalancers: todo.length, nodes: nodes.length, batch: p.lbs.batchHosts }, 'updating load balancer backends');
+    const results: { key: string; error?: Error; callFailed?: true }[] = [];
+    if (p.lbs.batchHosts) {
+      const r = await updateHostsInChunks(
+        p.lbs,
+        this.o.clusterName,
+        todo.map(([, s]) => s.ref),
+        refs,
+        MAX_BATCH_SERVICES,
+        (seconds, n) => {
+          for (let i = 0; i < n; i++) this.metrics?.updateHostLatency.observe(seconds);
+        },
+      );
+      todo.forEach(([key], i) => results.push({ key, error: r[i]!.error, callFailed: r[i]!.callFailed }));
+    } else {
+      results.push(
+        ...(await mapLimit(todo, this.o.workers, async ([key, s]) => {
+          const callStarted = performance.now();
+          try {
+            await p.lbs.updateLoadBalancer(this.o.clusterName, s.ref, refs);
+            return { key };
+          } catch (error) {
+            return { key, error: error as Error };
+          } finally {
+            this.metrics?.updateHostLatency.observe((performance.now() - callStarted) / 1000);
+          }
+        })),
+      );
+    }
+    this.metrics?.loadBalancerSyncs.inc(todo.length);
+    this.metrics?.nodeSyncErrors.inc(results.filter((r) => r.error && !(r.error instanceof ImplementedElsewhereError)).length);
+    for (const { key, error, callFailed } of results) this.afterHostsUpdate(key, sig, nodes, error, callFailed);
+    // Services of a call that failed as a whole (an outage) stay stale and are
+    // retried together, one batch call again, by the node queue: on its
+    // backoff, or after the call's RetryInfo (clamped, see runWorkers).
+    // Upstream re-ensures each Service on its own.
+    const callError = results.find((r) => r.callFailed)?.error ?? refused;
+    if (callError) throw callError;
   }
 
   private afterHostsUpdate(key: string, sig: string, nodes: V1Node[], error: Error | undefined, callFailed?: true): void {

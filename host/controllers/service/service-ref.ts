@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import type { V1LoadBalancerIngress, V1Service } from '@kubernetes/client-node';
 import type { LbIngress, LbProtocol, LbServicePort, ServiceRef } from '../../cloud-load-balancers.js';
+import { Annotations } from '../../names.js';
 
 /**
  * Bounds of the ServiceRef fields the protocol limits
@@ -50,7 +51,7 @@ export function toServiceRef(svc: V1Service): { ref: ServiceRef; problems: strin
     uid: svc.metadata?.uid ?? '',
     namespace: svc.metadata?.namespace ?? '',
     name: svc.metadata?.name ?? '',
-    annotations: { ...(svc.metadata?.annotations ?? {}) },
+    annotations: withoutMakerAnnotations(svc.metadata?.annotations),
     labels: { ...(svc.metadata?.labels ?? {}) },
     ports,
     loadBalancerIp: s.loadBalancerIP ?? '',
@@ -73,6 +74,14 @@ export function toServiceRef(svc: V1Service): { ref: ServiceRef; problems: strin
   };
   if (!ref.uid) problems.push('the Service has no uid');
   return { ref, problems };
+}
+
+/** The Service's annotations without the host's own record of the maker (lb-owner.ts): the provider sees what the user wrote. */
+function withoutMakerAnnotations(annotations: Record<string, string> | undefined): Record<string, string> {
+  const out = { ...(annotations ?? {}) };
+  delete out[Annotations.LB_PROVIDER];
+  delete out[Annotations.LB_CLASS];
+  return out;
 }
 
 /** spec.ports[].targetPort as a number (1..65535) or a port name; undefined when unset or neither. */

@@ -10,7 +10,9 @@ export const startServiceController: ControllerFactory = (ctx) => {
     core: ctx.clients.core,
     services: ctx.informers.for(SERVICES),
     nodes: ctx.informers.nodes(),
-    lbs,
+    // The host's one provider, by the name in its providerIDs (recorded on the
+    // classed Services it serves); its classes from GetPluginCapabilities.
+    providers: [{ name: ctx.cloud.info().providerName, lbs }],
     clusterName: ctx.config.clusterName,
     clusterUid: ctx.supervisor.clusterUid,
     recorder: ctx.recorder,
@@ -21,7 +23,7 @@ export const startServiceController: ControllerFactory = (ctx) => {
     orphanSweep: { ...ctx.config.lbOrphanSweep, namespace: ctx.config.watchNamespace },
     nodesScoped: ctx.config.nodeSelector !== '',
   });
-  // After a plugin restart, re-ensure everything at once rather than at the next resync.
-  ctx.supervisor.on('ready', () => controller.resyncAll());
+  // After a plugin restart, re-ensure its Services at once rather than at the next resync.
+  ctx.supervisor.on('ready', () => controller.resyncAll(ctx.cloud.info().providerName));
   return { run: (signal) => controller.run(signal) };
 };

@@ -62,6 +62,14 @@ type Options struct {
 	// (GetPluginCapabilitiesResponse.node_selector). Empty: with one provider
 	// in the host, every such Node; with several, none.
 	NodeSelector string
+	// LoadBalancerClasses are the Service loadBalancerClass values the
+	// cloud's LoadBalancer serves, declared to the host (an upstream CCM
+	// serves no class: upstream's service controller skips every classed
+	// Service). Nil: Services without a class only, as upstream.
+	LoadBalancerClasses []string
+	// LoadBalancerClassesOnly: the cloud serves only LoadBalancerClasses,
+	// never Services without a class (another provider of the host does).
+	LoadBalancerClassesOnly bool
 }
 
 // Provider serves a cloudprovider.Interface as a ccmsdk.Provider. The
@@ -189,6 +197,9 @@ func (p *Provider) Info() ccmsdk.Info {
 		ProviderControllers: controllerNames(p.opts.Controllers),
 		ProviderIDPrefixes:  p.providerIDPrefixes(),
 		NodeSelector:        p.opts.NodeSelector,
+		// Which Services' load balancers this cloud makes, by class.
+		LoadBalancerClasses:     p.opts.LoadBalancerClasses,
+		LoadBalancerClassesOnly: p.opts.LoadBalancerClassesOnly,
 	}
 }
 

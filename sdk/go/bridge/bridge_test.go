@@ -292,6 +292,35 @@ func TestCapabilitiesFollowTheCloudsAnswers(t *testing.T) {
 	}
 }
 
+// Options.LoadBalancerClasses reaches GetPluginCapabilities: a bridged cloud
+// can serve a class beside (or instead of) Services without one.
+func TestLoadBalancerClassesOption(t *testing.T) {
+	c := &testCloud{lb: true}
+	p, err := New(c, Options{
+		SDK:                     ccmsdk.Options{Logger: ccmsdk.NewLogger("test", nil, nil)},
+		LoadBalancerClasses:     []string{"example.com/bridged"},
+		LoadBalancerClassesOnly: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := ccmsdk.DeriveCapabilities(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(caps.LoadBalancerClasses, []string{"example.com/bridged"}) || !caps.LoadBalancerClassesOnly {
+		t.Fatalf("classes %v, only %v", caps.LoadBalancerClasses, caps.LoadBalancerClassesOnly)
+	}
+	// Without the option: upstream's behaviour, Services without a class only.
+	caps, err = ccmsdk.DeriveCapabilities(newProvider(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(caps.LoadBalancerClasses) != 0 || caps.LoadBalancerClassesOnly {
+		t.Fatalf("default classes %v, only %v", caps.LoadBalancerClasses, caps.LoadBalancerClassesOnly)
+	}
+}
+
 func code(err error) codes.Code { return status.Code(err) }
 
 // The instance RPCs answer the same through InstancesV2 and through the

@@ -101,6 +101,18 @@ class CapabilitiesTest(unittest.TestCase):
 
         self.assertEqual(list(derive_capabilities(Flags(instances=Half())).capabilities), [])
 
+    def test_load_balancer_classes_with_a_load_balancer_service_only(self):
+        class Classes(Provider):
+            info = Info(name="x", provider_name="x", load_balancer_classes=("example.com/a",), load_balancer_classes_only=True)
+
+        for provider, classes, only in [
+            (Classes(load_balancers=LoadBalancers()), ["example.com/a"], True),
+            (Classes(routes=Routes()), [], False),
+            (Provider(load_balancers=LoadBalancers()), [], False),
+        ]:
+            caps = derive_capabilities(provider)
+            self.assertEqual((list(caps.load_balancer_classes), caps.load_balancer_classes_only), (classes, only))
+
     def test_a_method_that_cannot_take_request_and_context_is_refused(self):
         class Wrong:
             def InstanceExists(self, request):

@@ -132,3 +132,19 @@ for (const c of ownership) {
     t.deepEqual([caps.providerIdPrefixes, caps.nodeSelector], [c.prefixes, c.selector]);
   });
 }
+test('deriveCapabilities sends the load balancer class declaration with a load balancer service only', (t) => {
+  const classes = { ...info, loadBalancerClasses: ['example.com/a'], loadBalancerClassesOnly: true };
+  const rows = [
+    ['with load balancers', deriveCapabilities({ info: classes, loadBalancers: {} })],
+    ['without load balancers', deriveCapabilities({ info: classes })],
+    ['declaring nothing', deriveCapabilities({ info, loadBalancers: {} })],
+  ] as const;
+  t.deepEqual(
+    rows.map(([what, c]) => [what, c.loadBalancerClasses, c.loadBalancerClassesOnly]),
+    [
+      ['with load balancers', ['example.com/a'], true],
+      ['without load balancers', [], false],
+      ['declaring nothing', [], false],
+    ],
+  );
+});

@@ -46,7 +46,7 @@ async function syncWith(cached: V1Service, live: V1Service | undefined): Promise
     core,
     services: informer([cached]),
     nodes: informer<V1Node>([]),
-    lbs,
+    providers: [{ name: 'p', lbs }],
     clusterName: 'c',
     clusterUid: 'uid-c',
     recorder: { event: () => undefined } as unknown as EventRecorder,

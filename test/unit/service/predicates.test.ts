@@ -1,19 +1,11 @@
 /** Tables for the service controller's predicates and the load balancer status validation. */
 import test from 'ava';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
-import {
-  backendKey,
-  isBackendNode,
-  needsCleanup,
-  needsUpdate,
-  nodeUpdateNeedsSync,
-  wantsLoadBalancer,
-} from '../../../host/controllers/service/predicates.js';
+import { backendKey, isBackendNode, isLoadBalancer, needsUpdate, nodeUpdateNeedsSync } from '../../../host/controllers/service/predicates.js';
 import { ingressEqual, toServiceRef } from '../../../host/controllers/service/service-ref.js';
 import { lbStatusProblems } from '../../../host/plugin/validate-load-balancers.js';
 import { KeyedMutex } from '../../../host/util/keyed-mutex.js';
 
-const FIN = 'service.kubernetes.io/load-balancer-cleanup';
 const base: V1Service = {
   metadata: { name: 's', namespace: 'ns', uid: 'u1', annotations: { a: '1' }, labels: { app: 'x' } },
   spec: { type: 'LoadBalancer', ports: [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30080 }], selector: { app: 'x' } },
@@ -24,14 +16,10 @@ const svc = (patch: (s: V1Service) => void): V1Service => {
   return s;
 };
 
-test('wantsLoadBalancer and needsCleanup', (t) => {
-  t.true(wantsLoadBalancer(base));
-  t.false(wantsLoadBalancer(svc((s) => (s.spec!.loadBalancerClass = 'other'))));
-  t.false(wantsLoadBalancer(svc((s) => (s.spec!.type = 'ClusterIP'))));
-  t.false(needsCleanup(base));
-  t.true(needsCleanup(svc((s) => ((s.metadata!.finalizers = [FIN]), (s.spec!.type = 'ClusterIP')))));
-  t.true(needsCleanup(svc((s) => ((s.metadata!.finalizers = [FIN]), (s.metadata!.deletionTimestamp = new Date())))));
-  t.true(needsCleanup(svc((s) => ((s.metadata!.finalizers = [FIN]), (s.spec!.loadBalancerClass = 'other')))), 'a class set later cleans up our LB');
+test('isLoadBalancer: the type, whatever the class (lb-classes.test.ts decides who serves it)', (t) => {
+  t.true(isLoadBalancer(base));
+  t.true(isLoadBalancer(svc((s) => (s.spec!.loadBalancerClass = 'other'))));
+  t.false(isLoadBalancer(svc((s) => (s.spec!.type = 'ClusterIP'))));
 });
 
 const updates: { description: string; change: (s: V1Service) => void; want: boolean }[] = [
@@ -45,6 +33,12 @@ const updates: { description: string; change: (s: V1Service) => void; want: bool
   { description: 'ipFamilies', change: (s) => (s.spec!.ipFamilies = ['IPv6']), want: true },
   { description: 'sessionAffinity', change: (s) => (s.spec!.sessionAffinity = 'ClientIP'), want: true },
   { description: 'type', change: (s) => (s.spec!.type = 'NodePort'), want: true },
+  { description: 'loadBalancerClass', change: (s) => (s.spec!.loadBalancerClass = 'example.com/a'), want: true },
+  {
+    description: "the host's maker record only",
+    change: (s) => (s.metadata!.annotations = { ...s.metadata!.annotations, 'service.ccm.dev/load-balancer-provider': 'p' }),
+    want: false,
+  },
   { description: 'labels only', change: (s) => (s.metadata!.labels!.x = 'y'), want: false },
   { description: 'selector only', change: (s) => (s.spec!.selector = { app: 'y' }), want: false },
   { description: 'status only', change: (s) => (s.status = { loadBalancer: { ingress: [{ ip: '1.1.1.1' }] } }), want: false },

@@ -39,6 +39,11 @@ class Info:
     # Label selector (kubectl -l syntax) claiming Nodes without a providerID yet. Empty: with one
     # provider in the host, every such Node; with several, none.
     node_selector: str = ""
+    # Service spec.loadBalancerClass values the load balancers serve (only with
+    # a load balancer service); Services without a class too unless
+    # load_balancer_classes_only. Default: Services without a class only.
+    load_balancer_classes: tuple = ()
+    load_balancer_classes_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,8 @@ def derive_capabilities(provider, bound=None):
       VOLUMES_LIST_PUBLISHED_NODES: volumes have ListVolumes;
       VOLUMES_EXPAND_ONLINE: info.volumes_expand_online and a volume service;
       METRICS: the provider has metrics().
+    The load balancer class declaration (info.load_balancer_classes,
+    info.load_balancer_classes_only) is sent as is with a load balancer service.
     Capabilities are sorted. Fixed for the life of the process."""
     info = provider_info(provider)
     bound = bind_services(provider) if bound is None else bound
@@ -176,4 +183,6 @@ def derive_capabilities(provider, bound=None):
     return identity_pb2.GetPluginCapabilitiesResponse(
         services=[e.service for e in SERVICES if e.attribute in bound], capabilities=sorted(caps),
         provider_name=info.provider_name, has_cluster_id=info.has_cluster_id,
-        provider_id_prefixes=list(info.provider_id_prefixes), node_selector=info.node_selector)
+        provider_id_prefixes=list(info.provider_id_prefixes), node_selector=info.node_selector,
+        load_balancer_classes=list(info.load_balancer_classes) if lb is not None else [],
+        load_balancer_classes_only=info.load_balancer_classes_only if lb is not None else False)

@@ -293,6 +293,29 @@ export interface GetPluginCapabilitiesResponse {
    * start-up with one line. Must not change during the life of the process.
    */
   nodeSelector: string;
+  /**
+   * The Service spec.loadBalancerClass values whose load balancers this
+   * provider makes (e.g. "example.com/internal"), besides Services without a
+   * class unless load_balancer_classes_only is set. Each a valid
+   * loadBalancerClass (a Kubernetes qualified name: an optional DNS-subdomain
+   * prefix and "/", then a name of at most 63 characters; unprefixed names
+   * are reserved for end users), no duplicates. Meaningful only with
+   * SERVICE_LOAD_BALANCERS. The host's service controller takes a Service
+   * whose class one of its providers declares and leaves every other class
+   * alone (no finalizer, event or status write); two providers of one host
+   * declaring the same class is a configuration error (the host refuses to
+   * start). Empty from providers before this field: they serve Services
+   * without a class only, as the upstream service controller does.
+   */
+  loadBalancerClasses: string[];
+  /**
+   * True: the provider serves only the classes in load_balancer_classes, and
+   * no Service without a loadBalancerClass. False (the default, and every
+   * provider before this field): it also serves Services without a class.
+   * Among the load-balancer providers of one host at most one may serve
+   * Services without a class (the host refuses to start otherwise).
+   */
+  loadBalancerClassesOnly: boolean;
 }
 
 /** Empty. */
@@ -763,6 +786,8 @@ function createBaseGetPluginCapabilitiesResponse(): GetPluginCapabilitiesRespons
     hasClusterId: false,
     providerIdPrefixes: [],
     nodeSelector: "",
+    loadBalancerClasses: [],
+    loadBalancerClassesOnly: false,
   };
 }
 
@@ -793,6 +818,12 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     }
     if (message.nodeSelector !== "") {
       writer.uint32(50).string(message.nodeSelector);
+    }
+    for (const v of message.loadBalancerClasses) {
+      writer.uint32(58).string(v!);
+    }
+    if (message.loadBalancerClassesOnly !== false) {
+      writer.uint32(64).bool(message.loadBalancerClassesOnly);
     }
     return writer;
   },
@@ -878,6 +909,22 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
             message.nodeSelector = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.loadBalancerClasses.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.loadBalancerClassesOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -916,6 +963,16 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
         : isSet(object.node_selector)
         ? globalThis.String(object.node_selector)
         : "",
+      loadBalancerClasses: globalThis.Array.isArray(object?.loadBalancerClasses)
+        ? object.loadBalancerClasses.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.load_balancer_classes)
+        ? object.load_balancer_classes.map((e: any) => globalThis.String(e))
+        : [],
+      loadBalancerClassesOnly: isSet(object.loadBalancerClassesOnly)
+        ? globalThis.Boolean(object.loadBalancerClassesOnly)
+        : isSet(object.load_balancer_classes_only)
+        ? globalThis.Boolean(object.load_balancer_classes_only)
+        : false,
     };
   },
 
@@ -939,6 +996,12 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     if (message.nodeSelector !== "") {
       obj.nodeSelector = message.nodeSelector;
     }
+    if (message.loadBalancerClasses?.length) {
+      obj.loadBalancerClasses = message.loadBalancerClasses;
+    }
+    if (message.loadBalancerClassesOnly !== false) {
+      obj.loadBalancerClassesOnly = message.loadBalancerClassesOnly;
+    }
     return obj;
   },
 
@@ -955,6 +1018,8 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     message.hasClusterId = object.hasClusterId ?? false;
     message.providerIdPrefixes = object.providerIdPrefixes?.map((e) => e) || [];
     message.nodeSelector = object.nodeSelector ?? "";
+    message.loadBalancerClasses = object.loadBalancerClasses?.map((e) => e) || [];
+    message.loadBalancerClassesOnly = object.loadBalancerClassesOnly ?? false;
     return message;
   },
 };

@@ -415,9 +415,28 @@ type GetPluginCapabilitiesResponse struct {
 	// (the provider is asked about every Node without a providerID); with
 	// several, no claim on such Nodes. An invalid selector stops the host at
 	// start-up with one line. Must not change during the life of the process.
-	NodeSelector  string `protobuf:"bytes,6,opt,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NodeSelector string `protobuf:"bytes,6,opt,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty"`
+	// The Service spec.loadBalancerClass values whose load balancers this
+	// provider makes (e.g. "example.com/internal"), besides Services without a
+	// class unless load_balancer_classes_only is set. Each a valid
+	// loadBalancerClass (a Kubernetes qualified name: an optional DNS-subdomain
+	// prefix and "/", then a name of at most 63 characters; unprefixed names
+	// are reserved for end users), no duplicates. Meaningful only with
+	// SERVICE_LOAD_BALANCERS. The host's service controller takes a Service
+	// whose class one of its providers declares and leaves every other class
+	// alone (no finalizer, event or status write); two providers of one host
+	// declaring the same class is a configuration error (the host refuses to
+	// start). Empty from providers before this field: they serve Services
+	// without a class only, as the upstream service controller does.
+	LoadBalancerClasses []string `protobuf:"bytes,7,rep,name=load_balancer_classes,json=loadBalancerClasses,proto3" json:"load_balancer_classes,omitempty"`
+	// True: the provider serves only the classes in load_balancer_classes, and
+	// no Service without a loadBalancerClass. False (the default, and every
+	// provider before this field): it also serves Services without a class.
+	// Among the load-balancer providers of one host at most one may serve
+	// Services without a class (the host refuses to start otherwise).
+	LoadBalancerClassesOnly bool `protobuf:"varint,8,opt,name=load_balancer_classes_only,json=loadBalancerClassesOnly,proto3" json:"load_balancer_classes_only,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *GetPluginCapabilitiesResponse) Reset() {
@@ -490,6 +509,20 @@ func (x *GetPluginCapabilitiesResponse) GetNodeSelector() string {
 		return x.NodeSelector
 	}
 	return ""
+}
+
+func (x *GetPluginCapabilitiesResponse) GetLoadBalancerClasses() []string {
+	if x != nil {
+		return x.LoadBalancerClasses
+	}
+	return nil
+}
+
+func (x *GetPluginCapabilitiesResponse) GetLoadBalancerClassesOnly() bool {
+	if x != nil {
+		return x.LoadBalancerClassesOnly
+	}
+	return false
 }
 
 // Empty.
@@ -678,14 +711,16 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\rManifestEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1e\n" +
-	"\x1cGetPluginCapabilitiesRequest\"\xb8\x02\n" +
+	"\x1cGetPluginCapabilitiesRequest\"\xa9\x03\n" +
 	"\x1dGetPluginCapabilitiesResponse\x124\n" +
 	"\bservices\x18\x01 \x03(\x0e2\x18.ccm.provider.v1.ServiceR\bservices\x12?\n" +
 	"\fcapabilities\x18\x02 \x03(\x0e2\x1b.ccm.provider.v1.CapabilityR\fcapabilities\x12#\n" +
 	"\rprovider_name\x18\x03 \x01(\tR\fproviderName\x12$\n" +
 	"\x0ehas_cluster_id\x18\x04 \x01(\bR\fhasClusterId\x120\n" +
 	"\x14provider_id_prefixes\x18\x05 \x03(\tR\x12providerIdPrefixes\x12#\n" +
-	"\rnode_selector\x18\x06 \x01(\tR\fnodeSelector\"\x13\n" +
+	"\rnode_selector\x18\x06 \x01(\tR\fnodeSelector\x122\n" +
+	"\x15load_balancer_classes\x18\a \x03(\tR\x13loadBalancerClasses\x12;\n" +
+	"\x1aload_balancer_classes_only\x18\b \x01(\bR\x17loadBalancerClassesOnly\"\x13\n" +
 	"\x11GetMetricsRequest\"(\n" +
 	"\x12GetMetricsResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x0e\n" +

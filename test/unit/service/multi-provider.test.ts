@@ -1,0 +1,139 @@
+/**
+ * The service controller with several load-balancer providers (issue 31
+ * item 3), on fakes: each Service goes to the provider of its class only, a
+ * Service of a class nobody serves gets no call and no write, node-set
+ * fan-out calls each provider with its own load balancers, and a class
+ * change across providers is cleaned up by the maker before the new
+ * provider ensures. (The real API server and the local cloud:
+ * test/integration/service/lb-classes.test.ts, with one provider.)
+ */
+import test from 'ava';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import type { LbStatus, LoadBalancers, ServiceRef } from '../../../host/cloud-load-balancers.js';
+import type { NodeRef } from '../../../host/cloud.js';
+import type { LiveServiceReads } from '../../../host/controllers/service/live-read.js';
+import { ServiceController } from '../../../host/controllers/service/service-controller.js';
+import type { CoreV1Api } from '../../../host/kube/api.js';
+import type { EventRecorder } from '../../../host/kube/events.js';
+import type { Informer } from '../../../host/kube/informer.js';
+import { silentLogger } from '../../../host/log.js';
+
+const A = 'example.com/a';
+const B = 'example.com/b';
+
+/** A fake provider recording its calls as "<method> <service name>". */
+function fakeLbs(calls: string[], name: string): LoadBalancers {
+  const status: LbStatus = { ingress: [{ ip: '192.0.2.1' }] };
+  return {
+    batchEnsure: false,
+    batchHosts: false,
+    canList: false,
+    ensureLoadBalancer: async (_c: string, s: ServiceRef) => (calls.push(`${name} ensure ${s.name}`), status),
+    updateLoadBalancer: async (_c: string, s: ServiceRef, nodes: NodeRef[]) => void calls.push(`${name} hosts ${s.name} ${nodes.length}`),
+    ensureLoadBalancerDeleted: async (_c: string, s: ServiceRef) => void calls.push(`${name} delete ${s.name} (${s.loadBalancerClass})`),
+  } as unknown as LoadBalancers;
+}
+
+/** An informer over a mutable map (the test plays the watch). */
+function informer<T extends { metadata?: { name?: string; namespace?: string } }>(items: Map<string, T>): Informer<T> {
+  return {
+    get: (key: string) => items.get(key),
+    list: () => [...items.values()],
+    addEventHandler: () => undefined,
+    hasSynced: () => true,
+  } as unknown as Informer<T>;
+}
+
+const service = (name: string, cls?: string, extra: Partial<V1Service['metadata']> = {}): V1Service => ({
+  metadata: { name, namespace: 'ns', uid: `uid-${name}`, ...extra },
+  spec: { type: 'LoadBalancer', loadBalancerClass: cls, ports: [{ port: 80, protocol: 'TCP', nodePort: 30080 }] },
+});
+
+const node = (name: string): V1Node => ({
+  metadata: { name },
+  status: { addresses: [{ type: 'InternalIP', address: `10.0.0.${name.length}` }] },
+});
+
+function setup() {
+  const calls: string[] = [];
+  const writes: string[] = [];
+  const services = new Map<string, V1Service>();
+  const nodes = new Map<string, V1Node>([['n1', node('n1')]]);
+  const core = {
+    patchNamespacedService: async (r: { name: string; body: { metadata?: { annotations?: Record<string, string | null> } } }) => {
+      writes.push(`patch ${r.name} ${JSON.stringify(r.body.metadata?.annotations ?? {})}`);
+      return {};
+    },
+    patchNamespacedServiceStatus: async (r: { name: string }) => (writes.push(`status ${r.name}`), {}),
+  } as unknown as CoreV1Api;
+  const reads: LiveServiceReads = { read: async (_p, ns, name) => services.get(`${ns}/${name}`), decided: () => undefined };
+  const controller = new ServiceController({
+    core,
+    services: informer(services),
+    nodes: informer(nodes),
+    // x: class a and Services without a class; y: class b only.
+    providers: [
+      { name: 'x', lbs: fakeLbs(calls, 'x'), classes: { classes: [A], unclassed: true } },
+      { name: 'y', lbs: fakeLbs(calls, 'y'), classes: { classes: [B], unclassed: false } },
+    ],
+    clusterName: 'c',
+    clusterUid: 'uid-c',
+    recorder: {
+      event: (o: V1Service, _t: string, reason: string) => void writes.push(`event ${o.metadata?.name} ${reason}`),
+    } as unknown as EventRecorder,
+    log: silentLogger(),
+    workers: 1,
+    resyncPeriodMs: 0,
+    reads,
+  });
+  return { calls, writes, services, nodes, controller };
+}
+
+test('each Service goes to the provider of its class; an unserved class gets no call and no write', async (t) => {
+  const f = setup();
+  for (const s of [service('plain'), service('in-a', A), service('in-b', B), service('other', 'example.com/other')])
+    f.services.set(`ns/${s.metadata!.name}`, s);
+  for (const key of f.services.keys()) await f.controller.sync(key);
+  t.deepEqual(f.calls.sort(), ['x ensure in-a', 'x ensure plain', 'y ensure in-b']);
+  t.deepEqual(
+    f.writes.filter((w) => w.startsWith('patch')).sort(),
+    [
+      'patch in-a {"service.ccm.dev/load-balancer-provider":"x","service.ccm.dev/load-balancer-class":"example.com/a"}',
+      'patch in-b {"service.ccm.dev/load-balancer-provider":"y","service.ccm.dev/load-balancer-class":"example.com/b"}',
+      'patch plain {}',
+    ],
+    'the finalizer, with the maker on classed Services only',
+  );
+  t.false(
+    f.writes.some((w) => w.includes(' other')),
+    'nothing written about the Service of an unserved class',
+  );
+
+  // A node joins: each provider updates the backends of its own load balancers.
+  f.calls.length = 0;
+  f.nodes.set('n2', node('n22'));
+  await f.controller.syncNodes();
+  t.deepEqual(f.calls.sort(), ['x hosts in-a 2', 'x hosts plain 2', 'y hosts in-b 2']);
+});
+
+test('a class change across providers: the maker deletes, then the new class’s provider ensures', async (t) => {
+  const f = setup();
+  // As the cache shows it after LoadBalancer(b) → ClusterIP → LoadBalancer(a), the middle step unseen.
+  f.services.set(
+    'ns/moved',
+    service('moved', A, {
+      finalizers: ['service.kubernetes.io/load-balancer-cleanup'],
+      annotations: { 'service.ccm.dev/load-balancer-provider': 'y', 'service.ccm.dev/load-balancer-class': B },
+    }),
+  );
+  await f.controller.sync('ns/moved');
+  t.deepEqual(f.calls, [`y delete moved (${B})`, 'x ensure moved']);
+  t.deepEqual(
+    f.writes.filter((w) => w.startsWith('patch')),
+    [
+      'patch moved {"service.ccm.dev/load-balancer-provider":null,"service.ccm.dev/load-balancer-class":null}',
+      'patch moved {"service.ccm.dev/load-balancer-provider":"x","service.ccm.dev/load-balancer-class":"example.com/a"}',
+    ],
+    'the old record goes with the old load balancer, the new one comes with the finalizer',
+  );
+});
