@@ -72,6 +72,7 @@ export interface ProviderInfo {
    * provider in the host, every such Node; with several, none.
    */
   nodeSelector?: string;
+  /**
    * The Service spec.loadBalancerClass values this provider's load balancers
    * serve (e.g. ["example.com/internal"]); the host sends it only Services of
    * these classes, plus Services without a class unless
