@@ -27,6 +27,8 @@ export interface PluginStepDeps {
   identity: string;
   /** Asked before every mutating call; a reason refuses it (see sdk/mutations.ts). */
   refuseMutation: () => string | undefined;
+  /** The lease granted to the provider's own controllers (ConfigureRequest.controllers_lease); absent without leader election. */
+  controllersLeaseMs?: () => number;
   /** Aborts a start still in progress (the host is stopping). */
   signal: AbortSignal;
   log: Logger;
@@ -58,6 +60,7 @@ export function pluginSupervisor(config: HostConfig, d: Omit<PluginStepDeps, 'si
       // The host's scope, so the provider's own controllers act only on what this host manages.
       nodeSelector: config.nodeSelector,
       watchNamespace: config.watchNamespace,
+      controllersLeaseMs: d.controllersLeaseMs,
     },
     log: d.log,
     pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',
