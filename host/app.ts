@@ -87,7 +87,16 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const identity = newLeaderIdentity();
     // Set once the supervisor exists (below); the elector asks it only once it runs.
     let leaseGuard: PluginLeaseGuard | undefined;
-    const elector = leaderElector(config, kc, identity, { metrics, connections, log }, () => leaseGuard);
+    // Also set below: each renewal of the Lease renews the provider's own controllers' lease.
+    const renewal: { onRenewed?: () => void } = {};
+    const elector = leaderElector(
+      config,
+      kc,
+      identity,
+      { metrics, connections, log },
+      () => leaseGuard,
+      () => renewal.onRenewed?.(),
+    );
     // The fence: only the leader, and only while its lease is fresh (measured from when its last
     // renewal was sent), sends Kubernetes writes and cloud mutations. Without --leader-elect there
     // is no lease and nothing is fenced.
@@ -97,7 +106,13 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
       if (stoppingHost) return 'the host is stopping';
       return fence?.();
     };
-    const supervised = pluginSupervisors(config, { cloudConfigs, clusterUid, metrics, health, identity, refuseMutation, log });
+    // The providers' own controllers run under a lease of what the fence can vouch for, renewed with
+    // the Lease: a provider whose host died uncleanly stops them before another replica can lead.
+    const controllersLeaseMs = elector ? () => elector.freshLeaseRemainingMs() : undefined;
+    const supervised = pluginSupervisors(config, { cloudConfigs, clusterUid, metrics, health, identity, refuseMutation, controllersLeaseMs, log });
+    renewal.onRenewed = () => {
+      for (const s of supervised) s.supervisor.renewProviderControllers();
+    };
     // The lease follows the default provider's readiness: the one the host's controllers use.
     const supervisor = supervised.find((s) => s.provider.default)!.supervisor;
     if (elector && config.leaderElection.pluginUnreadyReleaseMs > 0) {
@@ -170,7 +185,8 @@ async function startServing(
  * The leader elector on the --leader-elect-resource-* Lease, with its own API
  * client; undefined without --leader-elect. `guard()` (once set) makes a
  * leader with an unready plugin resign and keeps a candidate with one out of
- * the election (kube/plugin-lease-guard.ts).
+ * the election (kube/plugin-lease-guard.ts). `onRenewed` is told after each
+ * successful acquire and renewal.
  */
 function leaderElector(
   config: HostConfig,
@@ -178,6 +194,7 @@ function leaderElector(
   identity: string,
   d: StepDeps,
   guard: () => PluginLeaseGuard | undefined,
+  onRenewed: () => void,
 ): LeaderElector | undefined {
   if (!config.leaderElect) return undefined;
   const coordination = makeClients(kc, {
@@ -196,6 +213,7 @@ function leaderElector(
     retryPeriodMs: config.leaderElection.retryPeriodMs,
     releaseReason: () => guard()?.releaseReason(),
     campaignBlocker: () => guard()?.campaignBlocker(),
+    onRenewed,
   });
 }
 

@@ -131,6 +131,8 @@ export interface LeaderElectorOptions extends LeaderElectionTiming {
   releaseReason?: () => string | undefined;
   /** Asked before each acquire attempt: a reason skips the attempt (the candidate stays out of the election). */
   campaignBlocker?: () => string | undefined;
+  /** Told after each successful acquire and renewal of this leader (e.g. to renew the provider controllers' lease). Must not throw. */
+  onRenewed?: () => void;
 }
 
 /** How a run of the elector ended. */
@@ -196,6 +198,15 @@ export class LeaderElector {
    */
   holdsFreshLease(): boolean {
     return this.isLeader() && !this.resigned && this.now() < this.renewSentAt + this.freshWindowMs;
+  }
+
+  /**
+   * How long the fence stays open from now without another renewal (0 when
+   * closed): what this leader can vouch for, e.g. as the lease it grants the
+   * provider's own controllers (ConfigureRequest.controllers_lease).
+   */
+  freshLeaseRemainingMs(): number {
+    return this.holdsFreshLease() ? Math.max(0, this.renewSentAt + this.freshWindowMs - this.now()) : 0;
   }
 
   /** Whether the last record seen names another replica as holder. */
@@ -278,6 +289,7 @@ export class LeaderElector {
       this.reportTransition();
       if (ok) {
         this.log.info({}, 'successfully acquired lease');
+        this.o.onRenewed?.();
         return true;
       }
       await sleep(this.o.retryPeriodMs * (1 + this.random() * JITTER_FACTOR), signal);
@@ -317,6 +329,7 @@ export class LeaderElector {
         else this.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
         return 'lost';
       }
+      this.o.onRenewed?.();
       await sleep(this.o.retryPeriodMs, signal);
     }
     return 'stopped';

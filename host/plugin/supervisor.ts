@@ -57,6 +57,13 @@ export interface SupervisorOptions {
     nodeSelector?: string;
     /** The host's --watch-namespace (ConfigureRequest.watch_namespace): the provider's own controllers see only this namespace. */
     watchNamespace?: string;
+    /**
+     * What the host can vouch for of its leadership from now, in ms
+     * (LeaderElector.freshLeaseRemainingMs): sent as
+     * ConfigureRequest.controllers_lease with the provider's own controllers.
+     * Absent (no leader election): no lease.
+     */
+    controllersLeaseMs?: () => number;
   };
   /** Probe period while ready (default 10 s). */
   probeIntervalMs?: number;
@@ -135,18 +142,60 @@ export class PluginSupervisor extends EventEmitter {
    */
   private providerControllers: readonly string[] = [];
 
+  /** A renewal of the provider controllers' lease is in flight (renewals never overlap). */
+  private renewing = false;
+  /** Warnings of the last Configure, so that renewals log only new ones. */
+  private lastWarnings = '';
+
   private configureRequest() {
     const cfg = this.opts.configure;
+    let controllers = [...this.providerControllers];
+    let controllersLease: { seconds: number; nanos: number } | undefined;
+    if (controllers.length > 0 && cfg.controllersLeaseMs) {
+      const ms = Math.floor(cfg.controllersLeaseMs());
+      // A leader whose fence is closed cannot vouch for them: none, rather than a lease of nothing.
+      if (ms <= 0) controllers = [];
+      else controllersLease = { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 };
+    }
     return {
       cloudConfig: cfg.cloudConfig,
       clusterName: cfg.clusterName,
       hostVersion: cfg.hostVersion,
       clusterUid: cfg.clusterUid ?? '',
       providerArgs: [...(cfg.providerArgs ?? [])],
-      controllers: [...this.providerControllers],
+      controllers,
       nodeSelector: cfg.nodeSelector ?? '',
       watchNamespace: cfg.watchNamespace ?? '',
+      controllersLease,
     };
+  }
+
+  /** Logs the warnings of a Configure answer, each set once in a row (renewals repeat them). */
+  private logConfigureWarnings(warnings: readonly string[] | undefined): void {
+    const key = (warnings ?? []).join('\n');
+    if (key === this.lastWarnings) return;
+    this.lastWarnings = key;
+    for (const w of warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
+  }
+
+  /**
+   * Renews the lease of the provider's own controllers
+   * (ConfigureRequest.controllers_lease) with a Configure of the same input,
+   * when there are controllers, a lease and a ready plugin, and no renewal
+   * is in flight; the host calls it after every renewal of its leader Lease.
+   * Bounded by what is left of the lease; never throws (a failed renewal
+   * lets the lease run out, which is the point).
+   */
+  renewProviderControllers(): void {
+    const leaseMs = this.opts.configure.controllersLeaseMs?.() ?? 0;
+    if (this.renewing || this.providerControllers.length === 0 || leaseMs <= 0 || this.stateValue !== 'ready' || !this.conn) return;
+    const conn = this.conn;
+    this.renewing = true;
+    conn
+      .unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), Math.min(this.opts.startTimeoutMs, leaseMs))
+      .then((res) => this.logConfigureWarnings(res.warnings))
+      .catch((err: unknown) => this.log.debug({ err: errorMessage(err) }, "renewing the provider's own controllers' lease failed"))
+      .finally(() => (this.renewing = false));
   }
 
   /**
@@ -165,7 +214,7 @@ export class PluginSupervisor extends EventEmitter {
       this.configureRequest(),
       this.opts.startTimeoutMs,
     );
-    for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
+    this.logConfigureWarnings(configured.warnings);
     this.log.info({ controllers: names }, "provider's own controllers configured");
   }
 
@@ -429,7 +478,9 @@ export class PluginSupervisor extends EventEmitter {
     const configured = await call('Configure', (ms) =>
       conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), ms),
     );
-    for (const w of configured.warnings ?? []) this.log.warn({ warning: w }, 'plugin configuration warning');
+    // A (re)started provider's warnings are logged again, whatever the last ones were.
+    this.lastWarnings = '';
+    this.logConfigureWarnings(configured.warnings);
     for (let answeredNotReady = false; ; answeredNotReady = true) {
       if (answeredNotReady && Date.now() >= deadline) throw timedOut('Probe kept answering ready=false');
       let probe: { ready: boolean };

@@ -31,6 +31,8 @@ export interface PluginStepDeps {
   identity: string;
   /** Asked before every mutating call; a reason refuses it (see sdk/mutations.ts). */
   refuseMutation: () => string | undefined;
+  /** The lease granted to the provider's own controllers (ConfigureRequest.controllers_lease); absent without leader election. */
+  controllersLeaseMs?: () => number;
   log: Logger;
 }
 
@@ -89,6 +91,7 @@ function providerSupervisor(config: HostConfig, provider: ProviderConfig, severa
       // The host's scope, so the provider's own controllers act only on what this host manages.
       nodeSelector: config.nodeSelector,
       watchNamespace: config.watchNamespace,
+      controllersLeaseMs: d.controllersLeaseMs,
     },
     log,
     pluginLogLevel: config.verbosity >= 4 ? 'trace' : config.verbosity >= 1 ? 'debug' : 'info',

@@ -106,7 +106,9 @@ type Provider struct {
 	builder     cloudprovider.ControllerClientBuilder
 	parsedArgs  []string
 	running     map[string]context.CancelFunc
-	scope       Scope // of the running controllers
+	scope       Scope       // of the running controllers
+	lease       *time.Timer // stops the running controllers unless a Configure renews it
+	leaseGen    uint64      // the Configure that set lease
 }
 
 // New wraps cloud. It asks the cloud once for each of its interfaces; the
@@ -221,7 +223,9 @@ func (p *Provider) providerIDPrefixes() []string {
 // take); every Configure, after Initialize, runs exactly the listed
 // Options.Controllers (starting those not running, stopping the others;
 // INVALID_ARGUMENT for a name not among them), in the host's scope
-// (node_selector, watch_namespace: see ControllerContext.Informers). Repeating it with the same
+// (node_selector, watch_namespace: see ControllerContext.Informers), and
+// under the host's controllers_lease: unless the next Configure comes
+// within it, the controllers stop. Repeating it with the same
 // input changes nothing; Initialize runs once per process.
 func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
 	res := &pb.ConfigureResponse{}
@@ -252,6 +256,7 @@ func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb
 			return nil, err
 		}
 		res.Warnings = append(res.Warnings, w...)
+		p.leaseControllers(req)
 		return res, nil
 	}
 	builder := p.opts.ClientBuilder
@@ -276,6 +281,7 @@ func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb
 		return nil, err
 	}
 	res.Warnings = append(res.Warnings, w...)
+	p.leaseControllers(req)
 	return res, nil
 }
 
@@ -283,6 +289,7 @@ func (p *Provider) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb
 func (p *Provider) Close(context.Context) error {
 	p.mu.Lock()
 	p.stopControllers()
+	p.endLease()
 	p.mu.Unlock()
 	p.closeOnce.Do(func() { close(p.stop) })
 	return nil

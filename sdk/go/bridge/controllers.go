@@ -3,12 +3,14 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
+	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,5 +191,39 @@ func (p *Provider) stopControllers() {
 		cancel()
 		delete(p.running, n)
 		p.log.Info("provider controller stopped", "controller", n)
+	}
+}
+
+// leaseControllers arms the lease of a successful Configure
+// (ConfigureRequest.controllers_lease): when it passes before the next
+// Configure, the running controllers stop, so that those of a host that
+// died without saying so do not run beside a new leader's. No lease, or no
+// controllers: nothing to expire. Called with p.mu held.
+func (p *Provider) leaseControllers(req *pb.ConfigureRequest) {
+	p.endLease()
+	d := req.GetControllersLease().AsDuration()
+	if d <= 0 || len(req.GetControllers()) == 0 {
+		return
+	}
+	gen := p.leaseGen
+	p.lease = time.AfterFunc(d, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		// A Configure since (a renewal, or none at all) owns the controllers now.
+		if gen != p.leaseGen || len(p.running) == 0 {
+			return
+		}
+		p.log.Warn("provider controllers lease expired: stopping them (the host did not renew it; a host that leads again restarts them)",
+			"lease", d.String(), "controllers", strings.Join(slices.Sorted(maps.Keys(p.running)), ","))
+		p.stopControllers()
+	})
+}
+
+// endLease disarms the lease. Called with p.mu held.
+func (p *Provider) endLease() {
+	p.leaseGen++
+	if p.lease != nil {
+		p.lease.Stop()
+		p.lease = nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	ccmsdk "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go"
 	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -127,5 +128,81 @@ func TestProviderControllersRefuseABadSelector(t *testing.T) {
 	}
 	if len(p.running) != 0 {
 		t.Errorf("running %v after a refused Configure", p.running)
+	}
+}
+
+// runs is a provider controller that reports each start and each stop.
+func runs(started, stopped chan<- struct{}) Controller {
+	return func(ctx context.Context, _ ControllerContext) error {
+		started <- struct{}{}
+		go func() {
+			<-ctx.Done()
+			stopped <- struct{}{}
+		}()
+		return nil
+	}
+}
+
+// ConfigureRequest.controllers_lease: the controllers stop unless a
+// Configure renews the lease in time; renewals keep them running; the next
+// Configure that lists them starts them again; no lease, no expiry.
+func TestProviderControllersStopWhenTheirLeaseIsNotRenewed(t *testing.T) {
+	started, stopped := make(chan struct{}, 8), make(chan struct{}, 8)
+	p, _ := New(newTestCloud(), Options{
+		ClientBuilder: fakeBuilder{client: fake.NewClientset()},
+		Controllers:   map[string]Controller{"c": runs(started, stopped)},
+		SDK:           ccmsdk.Options{Logger: ccmsdk.NewLogger("test", nil, nil)},
+	})
+	ctx := context.Background()
+	defer func() { _ = p.Close(ctx) }()
+	configure := func(lease time.Duration) {
+		t.Helper()
+		if _, err := p.Configure(ctx, &pb.ConfigureRequest{Controllers: []string{"c"}, ControllersLease: durationpb.New(lease)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the controller never %s", what)
+		}
+	}
+
+	// Renewed every 20 ms under a 2 s lease for half a second: never stopped.
+	configure(2 * time.Second)
+	wait(started, "started")
+	for range 25 {
+		configure(2 * time.Second)
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-stopped:
+		t.Fatal("stopped while the lease was being renewed")
+	default:
+	}
+	if len(started) != 0 {
+		t.Fatal("a renewal started the controller again")
+	}
+
+	// Not renewed: stopped once the lease passes.
+	configure(50 * time.Millisecond)
+	wait(stopped, "stopped when its lease passed")
+	p.mu.Lock()
+	left := len(p.running)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d controllers still listed as running", left)
+	}
+
+	// The next Configure that lists it starts it again; without a lease it has no timer.
+	configure(0)
+	wait(started, "started again")
+	p.mu.Lock()
+	armed := p.lease != nil
+	p.mu.Unlock()
+	if armed {
+		t.Error("a lease timer without controllers_lease")
 	}
 }

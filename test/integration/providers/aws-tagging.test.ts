@@ -22,6 +22,19 @@
  * |------|--------|---------------------------------------------|
  * | <prefix>-a | in the host's --node-selector | tags instance 0 (Key1, Key2), labels the Node |
  * | <prefix>-outside | another value of the selector's label | nothing: instance 1 untagged, Node unlabelled |
+ *
+ * Fencing (ConfigureRequest.controllers_lease), sidecar layout with leader
+ * election, the host a real process: the leading host is SIGKILLed (no
+ * Configure with no controllers follows); the provider stops its tagging
+ * controller when the lease the host last renewed runs out, before a new
+ * host can take the Lease; a Node created after that is not seen until the
+ * new leader's Configure starts the controller again.
+ *
+ * | step | what must hold |
+ * |------|----------------|
+ * | host 1 leads | <prefix>-a tagged and labelled |
+ * | host 1 SIGKILLed | the provider logs the lease expired (lease at most --leader-elect-renew-deadline) and stops the controller |
+ * | <prefix>-b created, host 2 started | <prefix>-b tagged, first seen after host 2's Configure restarted the controller |
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +49,9 @@ import { startProviderHost, type ProviderMode } from '../../helpers/provider-hos
 import { AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
 import { waitFor } from '../../helpers/wait.js';
+import { kubeconfigFile, startHostProcess, type HostProcess } from '../../helpers/host-process.js';
+import { grantLease } from '../../helpers/service-account.js';
+import { startSidecar } from '../../helpers/sidecar.js';
 
 const REGION = 'us-east-1';
 const AZ = 'us-east-1a';
@@ -148,3 +164,119 @@ for (const [mode, net] of [
     }
   });
 }
+
+/** Short leader-election timings, so that the test waits seconds for a dead leader's Lease. */
+const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
+const LEASE_EXPIRED = 'provider controllers lease expired';
+
+test("sidecar with leader election: a SIGKILLed host's provider stops the tagging controller when its lease runs out, before a new leader starts it", async (t) => {
+  t.timeout(300_000);
+  const prefix = `awstag-fence-${randomBytes(3).toString('hex')}`;
+  const dir = await mkdtemp(join(tmpdir(), `ccm-${prefix}-`));
+  const admin = await testKubeConfig();
+  const core = admin.makeApiClient(CoreV1Api);
+  const moto = await startMoto(dir, REGION);
+  const [nodeA, nodeB] = [`${prefix}-a`, `${prefix}-b`];
+  const hosts: HostProcess[] = [];
+  await core.createNamespace({ body: { metadata: { name: prefix } } });
+  t.teardown(async () => {
+    for (const h of hosts) await h.kill().catch(() => undefined);
+    for (const n of [nodeA, nodeB]) await core.deleteNode({ name: n }).catch(() => undefined);
+    await core.deleteNamespace({ name: prefix }).catch(() => undefined);
+    await moto.stop();
+  });
+  await grantLease(admin, prefix, 'ccm');
+  const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string }[] }>('seed', {
+    cluster: prefix,
+    az: AZ,
+    instances: 2,
+    type: 't3.medium',
+    net: 73,
+  });
+  const [instanceA, instanceB] = seeded.instances.map((i) => i.id) as [string, string];
+  const configPath = join(dir, 'cloud.conf');
+  await writeFile(configPath, awsCloudConfig(moto, seeded, prefix));
+  const providerLog = join(dir, 'provider.log');
+  const sidecar = await startSidecar(
+    await AWS_CLOUD_PROVIDER.executable(dir),
+    dir,
+    { CLOUD_CONFIG: configPath, KUBECONFIG: await providerKubeconfig(dir), ...MOTO_CLIENT_ENV },
+    { inheritEnv: false, logPath: providerLog },
+  );
+  t.teardown(() => sidecar.stop());
+  const args = [
+    '--cloud-provider=aws',
+    `--plugin-endpoint=${sidecar.endpoint}`,
+    `--cloud-config=${configPath}`,
+    '--cluster-name=test',
+    `--kubeconfig=${await kubeconfigFile(dir)}`,
+    '--controllers=cloud-node,tagging',
+    '--tags=Key1=Val1,Key2=Val2',
+    '--resources=instance',
+    `--node-selector=${SELECTOR_LABEL}=${prefix}`,
+    `--watch-namespace=${prefix}`,
+    '--secure-port=0',
+    '--leader-elect=true',
+    `--leader-elect-resource-namespace=${prefix}`,
+    '--leader-elect-resource-name=ccm',
+    `--leader-elect-lease-duration=${LEASE.durationS}s`,
+    `--leader-elect-renew-deadline=${LEASE.renewS}s`,
+    `--leader-elect-retry-period=${LEASE.retryS}s`,
+    '-v=2',
+  ];
+  const createNode = (name: string, instance: string) =>
+    core.createNode({
+      body: {
+        metadata: { name, labels: { 'kubernetes.io/hostname': name, [SELECTOR_LABEL]: prefix } },
+        spec: { providerID: `aws:///${AZ}/${instance}` },
+      },
+    });
+  const tagged = (instance: string, log: string) =>
+    waitFor(
+      async () => {
+        const r = await moto.ctl<{ tags: Record<string, string> }>('instance-tags', { id: instance });
+        return r.tags.Key1 === 'Val1' ? r.tags : undefined;
+      },
+      { what: `instance ${instance} tagged by the provider's tagging controller`, timeoutMs: 120_000, log },
+    );
+
+  const host1 = await startHostProcess(args, join(dir, 'host1.log'));
+  hosts.push(host1);
+  await createNode(nodeA, instanceA);
+  await tagged(instanceA, providerLog);
+  await waitFor(async () => (await core.readNode({ name: nodeA })).metadata?.labels?.[TAGGED_LABEL], {
+    what: `the tagging controller's label on ${nodeA}`,
+    log: providerLog,
+  });
+
+  const killedAt = Date.now();
+  await host1.kill();
+  hosts.splice(hosts.indexOf(host1), 1);
+  const expired = await waitFor(async () => (await readFile(providerLog, 'utf8')).split('\n').find((l) => l.includes(LEASE_EXPIRED)), {
+    what: `the provider's "${LEASE_EXPIRED}" once its host was SIGKILLed`,
+    timeoutMs: 60_000,
+    log: providerLog,
+  });
+  const line = JSON.parse(expired) as { time: string; lease: string; controllers: string };
+  t.is(line.controllers, 'tagging');
+  // Go's Duration string: at most the renew deadline (what is left of the fresh leader lease at the last renewal).
+  t.true(/^[\d.]+(ms|s)$/.test(line.lease) && parseFloat(line.lease) / (line.lease.endsWith('ms') ? 1000 : 1) <= LEASE.renewS, line.lease);
+  t.log(
+    `provider stopped its controllers ${Date.parse(line.time) - killedAt} ms after the SIGKILL (lease ${line.lease}; Lease duration ${LEASE.durationS}s)`,
+  );
+
+  await createNode(nodeB, instanceB);
+  const host2 = await startHostProcess(args, join(dir, 'host2.log'));
+  hosts.push(host2);
+  await tagged(instanceB, providerLog);
+  const lines = (await readFile(providerLog, 'utf8')).split('\n');
+  const expiredAt = lines.findIndex((l) => l.includes(LEASE_EXPIRED));
+  const restartedAt = lines.findIndex((l, i) => i > expiredAt && l.includes('provider controller started'));
+  const firstSeenB = lines.findIndex((l) => l.includes(`Node: ${nodeB},`));
+  t.true(restartedAt > expiredAt, "host 2's Configure started the controller again after it stopped");
+  t.true(
+    firstSeenB > restartedAt,
+    `${nodeB} was first seen by the controller host 2 started, not by host 1's (line ${firstSeenB}, restart at line ${restartedAt})`,
+  );
+  t.is(lines.filter((l) => l.includes(LEASE_EXPIRED)).length, 1, 'the lease expired once: host 2 renews it');
+});

@@ -255,6 +255,13 @@ test('freshness counts from when the renewal was SENT: sent at t0, answered at t
     't0+15000ms': false,
   });
   t.true(elector.isLeader(), 'still the holder of record: only the fence says no');
+  // What the leader can grant the provider's own controllers (ConfigureRequest.controllers_lease): the fence's rest.
+  const remaining: Record<string, number> = {};
+  for (const at of [t0 + 8_000, t0 + window - 1, t0 + window]) {
+    now = at;
+    remaining[`t0+${at - t0}ms`] = elector.freshLeaseRemainingMs();
+  }
+  t.deepEqual(remaining, { 't0+8000ms': window - 8_000, [`t0+${window - 1}ms`]: 1, [`t0+${window}ms`]: 0 });
   lock.hold = false;
   lock.pending?.answer();
   stop.abort();
@@ -273,4 +280,22 @@ test('a leader whose lease another replica took (it was paused past it) loses on
   t.is(a.lock.gets - gets, 1, 'one read of the lease, then lost');
   t.false(a.elector.holdsFreshLease());
   t.is(lease.record.holderIdentity, 'b', 'the lease is left to its holder');
+});
+
+test('onRenewed is told after the acquire and after every renewal, only while leading', async (t) => {
+  const lease = new MemoryLease();
+  let told = 0;
+  const elector = new LeaderElector({ lock: new MemoryLock(lease), identity: 'a', log, ...TIMING, onRenewed: () => told++ });
+  const stop = new AbortController();
+  const run = elector.run(stop.signal, async (leading) => {
+    await new Promise<void>((r) => leading.addEventListener('abort', () => r(), { once: true }));
+  });
+  await waitFor(() => lease.writes.length >= 4, { what: 'an acquire and three renewals' });
+  stop.abort();
+  await run;
+  // The release clears the holder, so these are the acquire and the renewals; the last renewal may
+  // still have been on its way back at the stop (written, not told).
+  const ours = lease.writes.filter((w) => w.holder === 'a').length;
+  t.true(told >= ours - 1 && told <= ours, `told ${told} times for ${ours} writes of the holder`);
+  t.is(elector.freshLeaseRemainingMs(), 0, 'released: nothing to vouch for');
 });

@@ -60,6 +60,13 @@ const HOSTS: { file: string; identity: Identity }[] = [
     file: 'test/integration/ha/fencing.test.ts',
     identity: { other: 'two tokens of the shipped ServiceAccount (told apart in the audit log) plus the leader-election Role for its own Lease' },
   },
+  {
+    file: 'test/integration/providers/aws-tagging.test.ts',
+    identity: {
+      other:
+        'the shipped ServiceAccount: startProviderHost, and for the fencing test host processes (kubeconfigFile) plus the leader-election Role for its own Lease',
+    },
+  },
   { file: 'test/integration/ha/failover.test.ts', identity: { other: 'the shipped ServiceAccount plus the leader-election Role for its own Lease' } },
   {
     file: 'test/integration/ha/wedged-provider.test.ts',

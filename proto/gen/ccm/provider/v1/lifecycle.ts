@@ -80,6 +80,26 @@ export interface ConfigureRequest {
    * this field.
    */
   watchNamespace: string;
+  /**
+   * A lease on the controllers of field 6, so that a host that dies without
+   * stopping them (SIGKILL, node loss: no Configure with none follows) does
+   * not leave them running beside those a new leader starts. When set
+   * (greater than zero) with a non-empty controllers list, the provider
+   * stops those controllers (as if a Configure had listed none) unless
+   * another Configure arrives within this duration, measured on its
+   * monotonic clock from its receipt of this one; every Configure replaces
+   * the lease (one that renews it repeats the previous input, so it changes
+   * nothing else). A provider that stopped them on expiry starts them again
+   * on the next Configure that lists them. Unset or zero: no lease, the
+   * controllers run until a Configure lists none (hosts before this field,
+   * and hosts without leader election).
+   * The host with --leader-elect sends what is left of its fresh leader
+   * lease (at most --leader-elect-renew-deadline, below the lease duration)
+   * and renews with a Configure after every successful renewal of its
+   * Lease (every --leader-elect-retry-period), so the provider stops them
+   * before another replica can acquire the Lease and start them again.
+   */
+  controllersLease?: Duration | undefined;
 }
 
 /** Result of configuration. */
@@ -108,6 +128,7 @@ function createBaseConfigureRequest(): ConfigureRequest {
     controllers: [],
     nodeSelector: "",
     watchNamespace: "",
+    controllersLease: undefined,
   };
 }
 
@@ -136,6 +157,9 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     }
     if (message.watchNamespace !== "") {
       writer.uint32(66).string(message.watchNamespace);
+    }
+    if (message.controllersLease !== undefined) {
+      Duration.encode(message.controllersLease, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -217,6 +241,14 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
             message.watchNamespace = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.controllersLease = Duration.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -269,6 +301,11 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
         : isSet(object.watch_namespace)
         ? globalThis.String(object.watch_namespace)
         : "",
+      controllersLease: isSet(object.controllersLease)
+        ? Duration.fromJSON(object.controllersLease)
+        : isSet(object.controllers_lease)
+        ? Duration.fromJSON(object.controllers_lease)
+        : undefined,
     };
   },
 
@@ -298,6 +335,9 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     if (message.watchNamespace !== "") {
       obj.watchNamespace = message.watchNamespace;
     }
+    if (message.controllersLease !== undefined) {
+      obj.controllersLease = Duration.toJSON(message.controllersLease);
+    }
     return obj;
   },
 
@@ -314,6 +354,9 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
     message.controllers = object.controllers?.map((e) => e) || [];
     message.nodeSelector = object.nodeSelector ?? "";
     message.watchNamespace = object.watchNamespace ?? "";
+    message.controllersLease = (object.controllersLease !== undefined && object.controllersLease !== null)
+      ? Duration.fromPartial(object.controllersLease)
+      : undefined;
     return message;
   },
 };

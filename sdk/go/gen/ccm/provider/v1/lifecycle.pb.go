@@ -67,8 +67,26 @@ type ConfigureRequest struct {
 	// same in every Configure of one host process. Empty from hosts before
 	// this field.
 	WatchNamespace string `protobuf:"bytes,8,opt,name=watch_namespace,json=watchNamespace,proto3" json:"watch_namespace,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A lease on the controllers of field 6, so that a host that dies without
+	// stopping them (SIGKILL, node loss: no Configure with none follows) does
+	// not leave them running beside those a new leader starts. When set
+	// (greater than zero) with a non-empty controllers list, the provider
+	// stops those controllers (as if a Configure had listed none) unless
+	// another Configure arrives within this duration, measured on its
+	// monotonic clock from its receipt of this one; every Configure replaces
+	// the lease (one that renews it repeats the previous input, so it changes
+	// nothing else). A provider that stopped them on expiry starts them again
+	// on the next Configure that lists them. Unset or zero: no lease, the
+	// controllers run until a Configure lists none (hosts before this field,
+	// and hosts without leader election).
+	// The host with --leader-elect sends what is left of its fresh leader
+	// lease (at most --leader-elect-renew-deadline, below the lease duration)
+	// and renews with a Configure after every successful renewal of its
+	// Lease (every --leader-elect-retry-period), so the provider stops them
+	// before another replica can acquire the Lease and start them again.
+	ControllersLease *durationpb.Duration `protobuf:"bytes,9,opt,name=controllers_lease,json=controllersLease,proto3" json:"controllers_lease,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -155,6 +173,13 @@ func (x *ConfigureRequest) GetWatchNamespace() string {
 		return x.WatchNamespace
 	}
 	return ""
+}
+
+func (x *ConfigureRequest) GetControllersLease() *durationpb.Duration {
+	if x != nil {
+		return x.ControllersLease
+	}
+	return nil
 }
 
 // Result of configuration.
@@ -290,7 +315,7 @@ var File_ccm_provider_v1_lifecycle_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_lifecycle_proto_rawDesc = "" +
 	"\n" +
-	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\xb1\x02\n" +
+	"\x1fccm/provider/v1/lifecycle.proto\x12\x0fccm.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\xf9\x02\n" +
 	"\x10ConfigureRequest\x12!\n" +
 	"\fcloud_config\x18\x01 \x01(\fR\vcloudConfig\x12!\n" +
 	"\fcluster_name\x18\x02 \x01(\tR\vclusterName\x12!\n" +
@@ -300,7 +325,8 @@ const file_ccm_provider_v1_lifecycle_proto_rawDesc = "" +
 	"\rprovider_args\x18\x05 \x03(\tR\fproviderArgs\x12 \n" +
 	"\vcontrollers\x18\x06 \x03(\tR\vcontrollers\x12#\n" +
 	"\rnode_selector\x18\a \x01(\tR\fnodeSelector\x12'\n" +
-	"\x0fwatch_namespace\x18\b \x01(\tR\x0ewatchNamespace\"/\n" +
+	"\x0fwatch_namespace\x18\b \x01(\tR\x0ewatchNamespace\x12F\n" +
+	"\x11controllers_lease\x18\t \x01(\v2\x19.google.protobuf.DurationR\x10controllersLease\"/\n" +
 	"\x11ConfigureResponse\x12\x1a\n" +
 	"\bwarnings\x18\x01 \x03(\tR\bwarnings\"O\n" +
 	"\x0fShutdownRequest\x12<\n" +
@@ -332,16 +358,17 @@ var file_ccm_provider_v1_lifecycle_proto_goTypes = []any{
 	(*durationpb.Duration)(nil), // 4: google.protobuf.Duration
 }
 var file_ccm_provider_v1_lifecycle_proto_depIdxs = []int32{
-	4, // 0: ccm.provider.v1.ShutdownRequest.grace_period:type_name -> google.protobuf.Duration
-	0, // 1: ccm.provider.v1.LifecycleService.Configure:input_type -> ccm.provider.v1.ConfigureRequest
-	2, // 2: ccm.provider.v1.LifecycleService.Shutdown:input_type -> ccm.provider.v1.ShutdownRequest
-	1, // 3: ccm.provider.v1.LifecycleService.Configure:output_type -> ccm.provider.v1.ConfigureResponse
-	3, // 4: ccm.provider.v1.LifecycleService.Shutdown:output_type -> ccm.provider.v1.ShutdownResponse
-	3, // [3:5] is the sub-list for method output_type
-	1, // [1:3] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	4, // 0: ccm.provider.v1.ConfigureRequest.controllers_lease:type_name -> google.protobuf.Duration
+	4, // 1: ccm.provider.v1.ShutdownRequest.grace_period:type_name -> google.protobuf.Duration
+	0, // 2: ccm.provider.v1.LifecycleService.Configure:input_type -> ccm.provider.v1.ConfigureRequest
+	2, // 3: ccm.provider.v1.LifecycleService.Shutdown:input_type -> ccm.provider.v1.ShutdownRequest
+	1, // 4: ccm.provider.v1.LifecycleService.Configure:output_type -> ccm.provider.v1.ConfigureResponse
+	3, // 5: ccm.provider.v1.LifecycleService.Shutdown:output_type -> ccm.provider.v1.ShutdownResponse
+	4, // [4:6] is the sub-list for method output_type
+	2, // [2:4] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_lifecycle_proto_init() }

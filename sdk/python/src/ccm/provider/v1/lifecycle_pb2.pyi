@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ConfigureRequest(_message.Message):
-    __slots__ = ("cloud_config", "cluster_name", "host_version", "cluster_uid", "provider_args", "controllers", "node_selector", "watch_namespace")
+    __slots__ = ("cloud_config", "cluster_name", "host_version", "cluster_uid", "provider_args", "controllers", "node_selector", "watch_namespace", "controllers_lease")
     CLOUD_CONFIG_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     HOST_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -19,6 +19,7 @@ class ConfigureRequest(_message.Message):
     CONTROLLERS_FIELD_NUMBER: _ClassVar[int]
     NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     WATCH_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLERS_LEASE_FIELD_NUMBER: _ClassVar[int]
     cloud_config: bytes
     cluster_name: str
     host_version: str
@@ -27,7 +28,8 @@ class ConfigureRequest(_message.Message):
     controllers: _containers.RepeatedScalarFieldContainer[str]
     node_selector: str
     watch_namespace: str
-    def __init__(self, cloud_config: _Optional[bytes] = ..., cluster_name: _Optional[str] = ..., host_version: _Optional[str] = ..., cluster_uid: _Optional[str] = ..., provider_args: _Optional[_Iterable[str]] = ..., controllers: _Optional[_Iterable[str]] = ..., node_selector: _Optional[str] = ..., watch_namespace: _Optional[str] = ...) -> None: ...
+    controllers_lease: _duration_pb2.Duration
+    def __init__(self, cloud_config: _Optional[bytes] = ..., cluster_name: _Optional[str] = ..., host_version: _Optional[str] = ..., cluster_uid: _Optional[str] = ..., provider_args: _Optional[_Iterable[str]] = ..., controllers: _Optional[_Iterable[str]] = ..., node_selector: _Optional[str] = ..., watch_namespace: _Optional[str] = ..., controllers_lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class ConfigureResponse(_message.Message):
     __slots__ = ("warnings",)
