@@ -67,9 +67,9 @@ export function parseProbeArgs(
   return { endpoint, timeoutMs, ready };
 }
 
-function callError(call: string, err: ServiceError): Error {
+function callError(call: string, err: ServiceError, timeoutMs: number): Error {
   if (err.code === Code.DEADLINE_EXCEEDED)
-    return new Error(`no answer to ${call} in time (a process that accepts connections but answers nothing is wedged): ${err.details}`);
+    return new Error(`no answer to ${call} within ${timeoutMs / 1000}s (a process that accepts connections but answers nothing is wedged)`);
   return new Error(`${call} failed: ${Code[err.code] ?? err.code}: ${JSON.stringify(err.details)}`);
 }
 
@@ -86,13 +86,13 @@ export async function checkProvider(endpoint: string, ready: boolean, timeoutMs:
     // Not waitForReady: a missing or refused socket fails at once; one that connects but never answers waits out the deadline.
     const status = await new Promise<number>((resolve, reject) =>
       health.check({ service: HEALTH_SERVICE_NAME }, new Metadata(), { deadline }, (err, res) =>
-        err ? reject(callError('grpc.health.v1 Check', err)) : resolve(res?.status ?? 0),
+        err ? reject(callError('grpc.health.v1 Check', err, timeoutMs)) : resolve(res?.status ?? 0),
       ),
     );
     if (status !== SERVING) throw new Error(`grpc.health.v1 Check answered ${status === 2 ? 'NOT_SERVING' : `status ${status}`}`);
     if (!ready) return 'grpc.health.v1 SERVING';
     const res = await new Promise<{ ready: boolean }>((resolve, reject) =>
-      identity.probe({}, new Metadata(), { deadline }, (err, r) => (err ? reject(callError('IdentityService/Probe', err)) : resolve(r))),
+      identity.probe({}, new Metadata(), { deadline }, (err, r) => (err ? reject(callError('IdentityService/Probe', err, timeoutMs)) : resolve(r))),
     );
     if (!res.ready)
       throw new Error(

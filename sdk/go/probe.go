@@ -79,9 +79,7 @@ func RunProbe(args []string, lookup func(string) (string, bool), out io.Writer) 
 		fmt.Fprintf(out, "probe: --timeout=%s must be positive\n", *timeout)
 		return ProbeUsage
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	msg, err := CheckProvider(ctx, *endpoint, *ready)
+	msg, err := CheckProvider(*endpoint, *ready, *timeout)
 	if err != nil {
 		fmt.Fprintf(out, "probe failed: %s: %v\n", *endpoint, err)
 		return ProbeFailed
@@ -90,10 +88,13 @@ func RunProbe(args []string, lookup func(string) (string, bool), out io.Writer) 
 	return ProbeOK
 }
 
-// CheckProvider asks the provider at endpoint what [RunProbe] asks, within
-// ctx; nil error with what it answered when it passes. A deadline exceeded
-// means a process that accepts connections but answers nothing (wedged).
-func CheckProvider(ctx context.Context, endpoint string, ready bool) (string, error) {
+// CheckProvider asks the provider at endpoint what [RunProbe] asks, all
+// within timeout; nil error with what it answered when it passes. No answer
+// in time means a process that accepts connections but answers nothing
+// (wedged). Read-only, idempotent.
+func CheckProvider(endpoint string, ready bool, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return "", err
@@ -104,7 +105,7 @@ func CheckProvider(ctx context.Context, endpoint string, ready bool) (string, er
 	// handshake keeps the call waiting until the deadline.
 	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: HealthServiceName})
 	if err != nil {
-		return "", describeCallError("grpc.health.v1 Check", err)
+		return "", describeCallError("grpc.health.v1 Check", timeout, err)
 	}
 	if h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		return "", fmt.Errorf("grpc.health.v1 Check answered %s", h.GetStatus())
@@ -114,7 +115,7 @@ func CheckProvider(ctx context.Context, endpoint string, ready bool) (string, er
 	}
 	p, err := pb.NewIdentityServiceClient(conn).Probe(ctx, &pb.ProbeRequest{})
 	if err != nil {
-		return "", describeCallError("IdentityService/Probe", err)
+		return "", describeCallError("IdentityService/Probe", timeout, err)
 	}
 	if !p.GetReady() {
 		return "", errors.New("SERVING, but IdentityService/Probe answered ready=false (not configured by the host yet, or the provider says it is not ready)")
@@ -122,9 +123,9 @@ func CheckProvider(ctx context.Context, endpoint string, ready bool) (string, er
 	return "grpc.health.v1 SERVING, IdentityService/Probe ready", nil
 }
 
-func describeCallError(call string, err error) error {
+func describeCallError(call string, timeout time.Duration, err error) error {
 	if status.Code(err) == codes.DeadlineExceeded {
-		return fmt.Errorf("no answer to %s in time (a process that accepts connections but answers nothing is wedged): %s", call, status.Convert(err).Message())
+		return fmt.Errorf("no answer to %s within %s (a process that accepts connections but answers nothing is wedged)", call, timeout)
 	}
 	return fmt.Errorf("%s failed: %s: %s", call, status.Code(err), strconv.Quote(status.Convert(err).Message()))
 }

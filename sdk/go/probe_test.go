@@ -75,7 +75,7 @@ func TestProbeSubcommand(t *testing.T) {
 	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	check([]row{{"wedged (SIGSTOP)", nil, []string{"--endpoint=" + endpoint, "--timeout=500ms"}, ProbeFailed, "no answer to grpc.health.v1 Check in time"}})
+	check([]row{{"wedged (SIGSTOP)", nil, []string{"--endpoint=" + endpoint, "--timeout=500ms"}, ProbeFailed, "no answer to grpc.health.v1 Check within 500ms"}})
 	_ = c.cmd.Process.Signal(syscall.SIGCONT)
 	check([]row{{"resumed", nil, []string{"--endpoint=" + endpoint}, ProbeOK, "SERVING"}})
 }

@@ -91,7 +91,7 @@ test('answers: nothing listening, serving, unconfigured, configured, wedged, bad
       PROBE_OK,
       /^probe ok: .*: grpc\.health\.v1 SERVING, IdentityService\/Probe ready$/,
     ],
-    ['wedged', [`--endpoint=unix://${dir}/wedged.sock`, '--timeout=300ms'], PROBE_FAILED, /no answer to grpc\.health\.v1 Check in time/],
+    ['wedged', [`--endpoint=unix://${dir}/wedged.sock`, '--timeout=300ms'], PROBE_FAILED, /no answer to grpc\.health\.v1 Check within 0\.3s/],
     ['bad usage', ['--endpoint=tcp://x'], PROBE_USAGE, /^probe: endpoint "tcp:\/\/x" is not/],
   ];
   for (const [name, argv, code, says] of rows) {
