@@ -85,12 +85,23 @@ export class KubeletContainer {
     this.process.signal(signal);
   }
 
-  /** Stops the probes and the current run (SIGTERM, as the test's teardown); resolves with its exit code or signal. No restart after. */
+  /**
+   * Stops the probes and the current run as the kubelet stops a container:
+   * SIGTERM, the pod's terminationGracePeriodSeconds, SIGKILL (a stopped,
+   * wedged process ends only so). Resolves with its exit code or signal; no
+   * restart after. Idempotent.
+   */
   async stop(): Promise<number | string> {
     this.stopping = true;
     this.abort.abort();
-    this.process.signal('SIGTERM');
-    return this.process.exited;
+    const p = this.process;
+    p.signal('SIGTERM');
+    const kill = setTimeout(() => p.signal('SIGKILL'), (this.spec.terminationGracePeriodSeconds ?? 30) * 1000);
+    try {
+      return await p.exited;
+    } finally {
+      clearTimeout(kill);
+    }
   }
 
   private event(line: string): void {
