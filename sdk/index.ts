@@ -9,6 +9,7 @@
  * production code does not load them.
  */
 export { serve, type ServeHandle, type ServeOptions } from './serve.js';
+export { checkProvider, DEFAULT_PROBE_TIMEOUT_MS, PROBE_COMMAND, probeIfAsked, runProbe } from './probe.js';
 export type {
   AsyncService,
   CallContext,

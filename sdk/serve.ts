@@ -19,6 +19,9 @@
  * Both modes: cloud calls answer FAILED_PRECONDITION/NOT_CONFIGURED and Probe
  * answers ready=false until the first successful Configure.
  *
+ * `probe` as the first argument: the process is the kubelet's exec probe of
+ * a running provider instead (sdk/probe.ts: one line, exit 0 or 1).
+ *
  * Anything else (run by hand, wrong cookie, no common protocol, unusable
  * socket) prints one message on stderr and exits 1.
  */
@@ -39,6 +42,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   unixSocketPath,
 } from './protocol.js';
+import { probeIfAsked } from './probe.js';
 import type { CloudProvider } from './provider.js';
 import { MIN_CLOSE_MS, startProviderServer, type ProviderServer } from './server.js';
 import { removeSocketFileSync } from './socket.js';
@@ -174,7 +178,10 @@ class ProcessHooks {
  */
 export async function serve(provider: CloudProvider, opts: ServeOptions = {}): Promise<ServeHandle> {
   const env = opts.env ?? process.env;
-  const mode = resolveMode(env, opts.argv ?? process.argv.slice(2), opts.endpoint);
+  const argv = opts.argv ?? process.argv.slice(2);
+  // `<provider> probe ...` is the kubelet's exec probe of a running provider (sdk/probe.ts), never a server.
+  await probeIfAsked(argv, env);
+  const mode = resolveMode(env, argv, opts.endpoint);
   if (mode.kind === 'refuse') fail(mode.message);
   const log = (opts.logger ?? createProviderLogger(provider.info.providerName || 'provider')).child({ component: 'ccm-sdk' });
   const stopGraceMs = opts.stopGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;

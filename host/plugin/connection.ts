@@ -6,7 +6,7 @@
  * deadline).
  */
 import { connectivityState, credentials, Metadata, status as Code, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
-import { HealthClient, SERVING } from './health-client.js';
+import { HealthClient, SERVING } from '../../sdk/health-client.js';
 import { IdentityServiceClient } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { LifecycleServiceClient } from '../../proto/gen/ccm/provider/v1/lifecycle.js';
 import { InstancesServiceClient } from '../../proto/gen/ccm/provider/v1/instances.js';

@@ -5,7 +5,9 @@
  * environment (CCM_PLUGIN_MAGIC_COOKIE, CCM_PLUGIN_ENDPOINT, ...); the SDK's
  * serve() does the handshake, the socket, health, Shutdown and stdin EOF.
  *
- * Arguments: `--state DIR` (else $LOCALCLOUD_STATE_DIR, else ./.localcloud).
+ * Arguments: `--state DIR` (else $LOCALCLOUD_STATE_DIR, else ./.localcloud);
+ * `probe [--endpoint=unix:///path.sock] [--timeout=3s] [--ready]` probes a
+ * running sidecar instead (sdk/probe.ts).
  * It refuses to start without LOCALCLOUD_ALLOW_SIMULATION=true
  * (simulation-guard.ts: a simulation must never answer for a real cluster).
  * Settings and knobs come from LOCALCLOUD_* environment variables (see
@@ -18,6 +20,10 @@ import type { LocalCloud } from './cloud.js';
 import type { Forwarder } from './forwarder.js';
 import { PROVIDER_NAME, providerNameProblem } from './names.js';
 import { simulationRefusal } from './simulation-guard.js';
+
+// `main.js probe ...`: the kubelet's exec probe of the running sidecar
+// (sdk/probe.ts), answered before the guard, the state directory or the cloud.
+if (process.argv[2] === 'probe') await (await import('../../sdk/probe.js')).probeIfAsked();
 
 const log = createProviderLogger(PROVIDER_NAME);
 

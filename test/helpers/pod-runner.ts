@@ -16,6 +16,7 @@
  * | a mount at the token path (/var/run/secrets/kubernetes.io/serviceaccount), which keeps the pod's token out of that container (ServiceAccount admission) | an emptyDir: no KUBECONFIG; a Secret of type kubernetes.io/service-account-token the rendering ships: KUBECONFIG with a token of the ServiceAccount it names | the same identity; TokenRequest, as this control plane runs no token controller to fill the Secret |
  * | a probe's or `--*port` flag's port           | a free port                                       | hostNetwork: ports are the machine's, shared by every test |
  * | what the node gives a pod (e.g. the cloud's instance credentials) | env the test names per container (`extraEnv`) | not on a cloud instance |
+ * | the kubelet keeping a container other than the host running, and its exec probes (startup, liveness, readiness) | test/helpers/kubelet-container.ts: restarts on exit and on a failed liveness or startup probe, `ready`, `restarts`, `events`; the probe command runs in the image (a built image: chrooted; a layout: its `paths` and `node` mapped) with the container's env | the host is a test host process, not restarted; its httpGet probes are the test's to poll (`probe` below) |
  *
  * and these flags appended to the host's arguments, so it touches nothing of
  * other tests on the shared API server (as every test host, CONTRIBUTING.md "How the suite is laid out"):
@@ -34,6 +35,8 @@ import type { KubeConfig, KubernetesObject, V1Container, V1Deployment, V1Probe, 
 import { ManagedProcess } from '../controlplane/managed-process.js';
 import { freePorts, get } from '../controlplane/probe.js';
 import { startHostProcess, type HostProcess } from './host-process.js';
+import { KubeletContainer } from './kubelet-container.js';
+import { BRIDGED_IMAGE_ENTRYPOINT } from './providers.js';
 import { tokenCredentialId } from './audit.js';
 import { rootfsCommand, type ImageRootfs } from './images.js';
 import { applyObjects, serviceAccountKubeConfig } from './service-account.js';
@@ -56,6 +59,13 @@ export interface LocalImage {
   node: boolean;
   /** Files the image carries outside its application directory, each a link to a file of the layout. */
   files?: Record<string, string>;
+  /**
+   * Paths of the image's own files (e.g. `/app`) by their local copies, for
+   * commands that name them (exec probes); `node` is this Node. Default for a
+   * binary (`node: false`, a bridged provider's image): its ENTRYPOINT
+   * (BRIDGED_IMAGE_ENTRYPOINT) is `entrypoint`.
+   */
+  paths?: Record<string, string>;
   /** Whether this is a host image (started as a host process). */
   host: boolean;
 }
@@ -74,12 +84,8 @@ export interface PodOptions {
   extraEnv?: Record<string, Record<string, string>>;
 }
 
-/** A running container other than the host: its process and log. */
-export interface ContainerProcess {
-  name: string;
-  logPath: string;
-  stop(): Promise<number | string>;
-}
+/** A running container other than the host, kept running and probed as the kubelet would (see the table). */
+export type ContainerProcess = KubeletContainer;
 
 /** The Kubernetes identity a container runs with (see the table), or undefined: none. */
 export interface ContainerIdentity {
@@ -235,13 +241,30 @@ export async function runPod(
         : image.node
           ? [process.execPath, [image.entrypoint, ...args]]
           : [image.entrypoint, args];
-      const p = ManagedProcess.spawn(container.name, file, argv, logPath, { env, keepAlive: true });
-      const stop = async () => {
-        p.signal('SIGTERM');
-        return p.exited;
+      // An exec probe's command runs in the image: chrooted into a built one, or with the layout's paths (and this Node) for one assembled here.
+      const { rootfs } = image;
+      const imagePaths = image.rootfs ? {} : (image.paths ?? (image.node ? {} : { [BRIDGED_IMAGE_ENTRYPOINT]: image.entrypoint }));
+      const inImage = pathMapper(new Map([...paths, ...Object.entries(imagePaths)]));
+      const execCommand = (command: string[]): [string, string[]] => {
+        const mapped = command.map(mapPath);
+        if (rootfs) return rootfsCommand(rootfs, [dir], mapped);
+        const [bin, ...rest] = command.map(inImage);
+        return [bin === 'node' ? process.execPath : bin!, rest];
       };
-      others.push({ name: container.name, logPath, stop });
-      t.teardown(async () => void (await stop()));
+      const c = new KubeletContainer({
+        name: container.name,
+        logPath,
+        eventsPath: join(dir, `${container.name}.events.log`),
+        spawn: () => ManagedProcess.spawn(container.name, file, argv, logPath, { env, keepAlive: true }),
+        execCommand,
+        env,
+        startupProbe: container.startupProbe,
+        livenessProbe: container.livenessProbe,
+        readinessProbe: container.readinessProbe,
+        terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds,
+      });
+      others.push(c);
+      t.teardown(async () => void (await c.stop()));
     }
   }
   if (!host) throw new Error('the pod has no host container');

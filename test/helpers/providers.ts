@@ -133,6 +133,13 @@ export function awsCloudBinary(say: (line: string) => void = () => undefined): P
 export const BRIDGED_BUILD = { env: { CGO_ENABLED: '0' }, flags: ['-trimpath'] } as const;
 
 /**
+ * Where deploy/providers/Dockerfile puts the binary (its ENTRYPOINT), as the
+ * manifests' exec probes name it; pod-runner.ts maps it to the local binary.
+ * test/unit/deploy/provider-image.test.ts checks it against the Dockerfile.
+ */
+export const BRIDGED_IMAGE_ENTRYPOINT = '/ccm-provider';
+
+/**
  * The cache directory of a module that serves a real provider through the
  * bridge (plugins/<name>-bridge) built for `targets` (output name → package
  * path): the key covers the module (its go.sum pins the provider and every

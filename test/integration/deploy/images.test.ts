@@ -5,6 +5,8 @@
  * the deploy/providers/aws rendering run from them: each container is its
  * image's entrypoint, user and working directory, chrooted into the image's
  * root filesystem, with the pod's args and env (test/helpers/pod-runner.ts),
+ * and the provider container's exec probes (`/ccm-provider probe`) run in
+ * its image as the kubelet would,
  * against the shared control plane and moto. The pod must become ready,
  * initialize a Node with the instance's providerID and zone, and serve a
  * LoadBalancer Service with a classic ELB, meeting no 403.
@@ -138,6 +140,15 @@ test.serial(
     const log = pod.host.logPath;
     await waitFor(() => probe(hostContainer.readinessProbe, pod.ports), { what: 'readinessProbe of the host image', timeoutMs: 120_000, log });
     t.true(await probe(hostContainer.livenessProbe, pod.ports), 'livenessProbe');
+    // The provider container's exec probes run in the provider image (`/ccm-provider probe`, chrooted into its root filesystem, as the pod's
+    // kubelet would run them): its startup probe passed, and its readiness probe, which asks Probe, passes once the host configured it.
+    const provider = pod.others.find((c) => c.name === 'provider')!;
+    await waitFor(() => provider.ready || undefined, {
+      what: "the provider image's readinessProbe (/ccm-provider probe --ready)",
+      timeoutMs: 120_000,
+      log,
+    });
+    t.is(provider.restarts, 0, `never restarted: ${provider.events.join('\n')}`);
 
     await createExternalNode(core, instance.privateDns, scope.labels);
     const node = await waitNodeInitialized(core, instance.privateDns, 'the pod of the built images');
@@ -175,9 +186,8 @@ test.serial(
       { what: `ELB ${elbName} deleted`, timeoutMs: 120_000, log },
     );
     t.is(await pod.host.stop(), 0, 'the host stops cleanly on SIGTERM');
-    const [provider] = pod.others;
-    t.is(await provider!.stop(), 0, 'the provider stops cleanly on SIGTERM');
-    const refusals = (await readFile(provider!.logPath, 'utf8')).split('\n').filter((l) => /forbidden|\b403\b/i.test(l));
-    t.deepEqual(refusals, [], `the provider's own client met no 403 (${provider!.logPath})`);
+    t.is(await provider.stop(), 0, 'the provider stops cleanly on SIGTERM');
+    const refusals = (await readFile(provider.logPath, 'utf8')).split('\n').filter((l) => /forbidden|\b403\b/i.test(l));
+    t.deepEqual(refusals, [], `the provider's own client met no 403 (${provider.logPath})`);
   },
 );

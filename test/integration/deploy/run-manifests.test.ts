@@ -43,7 +43,7 @@ function imagesOf(layout: ImageLayout): Record<string, ContainerImage> {
       host: true,
       files: { '/opt/ccm/plugins/ccm-provider-local.js': layout.localPlugin },
     },
-    'ghcr.io/grpc-ccm/ccm-provider-local': { entrypoint: layout.localPlugin, node: true, host: false },
+    'ghcr.io/grpc-ccm/ccm-provider-local': { entrypoint: layout.localPlugin, node: true, host: false, paths: { '/app': layout.app } },
   };
 }
 let IMAGES: Record<string, ContainerImage> = {};

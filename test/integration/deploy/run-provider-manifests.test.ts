@@ -204,6 +204,10 @@ for (const c of CASES)
         const log = pod.host.logPath;
         await waitFor(() => probe(hostContainer.readinessProbe, pod.ports), { what: `${c.name}: readinessProbe`, timeoutMs: 120_000, log });
         t.true(await probe(hostContainer.livenessProbe, pod.ports), 'livenessProbe');
+        // The provider container's exec probes (`/ccm-provider probe`, the Go SDK's, run as the kubelet would): ready once its host configured it.
+        const [provider] = pod.others;
+        await waitFor(() => provider!.ready || undefined, { what: `${c.name}: the provider's readinessProbe`, timeoutMs: 120_000, log });
+        t.is(provider!.restarts, 0, provider!.events.join('\n'));
 
         await createExternalNode(core, cloud.node.name, scope.labels);
         const node = await waitNodeInitialized(core, cloud.node.name, `the ${c.name} provider's pod`);
@@ -222,7 +226,6 @@ for (const c of CASES)
           [],
         );
         t.is(await pod.host.stop(), 0, 'the host stops cleanly');
-        const [provider] = pod.others;
         t.is(await provider!.stop(), 0, 'the provider stops cleanly');
         const logged = (await readFile(provider!.logPath, 'utf8')).split('\n').filter((l) => /forbidden|\b403\b/i.test(l));
         t.deepEqual(

@@ -14,7 +14,7 @@ import { PROVIDER_OWNED, REMOVED_FLAGS } from '../../../host/config/provider-own
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** Flags the host handles before parsing (main.ts). */
 const SPECIAL = ['version', 'help'];
-/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, ava, docker/buildah, the release command (tools/release). */
+/** Flags of other programs the docs mention: kubelet, kube-controller-manager, kube-apiserver, kubectl, node, the localcloud CLI, the conformance kit, ava, docker/buildah, the release command (tools/release), a provider's `probe` (sdk/probe.ts). */
 const OTHER_PROGRAMS = [
   'cloud-provider',
   'node-ip',
@@ -49,6 +49,8 @@ const OTHER_PROGRAMS = [
   'arch',
   'out',
   'date',
+  'ready',
+  'timeout',
 ];
 
 const DOCS = [

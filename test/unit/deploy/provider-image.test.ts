@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO } from '../../helpers/image-layout.js';
 import { PROVIDER_RENDERINGS } from '../../helpers/manifests.js';
-import { BRIDGED_BUILD } from '../../helpers/providers.js';
+import { BRIDGED_BUILD, BRIDGED_IMAGE_ENTRYPOINT } from '../../helpers/providers.js';
 
 const run = promisify(execFile);
 // A CommonJS module whose types declare an ES default export: loaded as what it is.
@@ -59,9 +59,9 @@ test('the image holds the binary alone on distroless static and runs it as a num
   const final = lines.slice(lines.lastIndexOf('FROM ${BASE_IMAGE} AS provider'));
   t.deepEqual(final, [
     'FROM ${BASE_IMAGE} AS provider',
-    'COPY --from=build /out/ccm-provider /ccm-provider',
+    `COPY --from=build /out/ccm-provider ${BRIDGED_IMAGE_ENTRYPOINT}`,
     'USER 65532:65532',
-    'ENTRYPOINT ["/ccm-provider"]',
+    `ENTRYPOINT ["${BRIDGED_IMAGE_ENTRYPOINT}"]`,
   ]);
 });
 

@@ -1,5 +1,5 @@
 /**
- * The host's hand-encoded grpc.health.v1 client (host/plugin/health-client.ts)
+ * The host's hand-encoded grpc.health.v1 client (sdk/health-client.ts)
  * against the health service the SDK serves (grpc-health-check's
  * implementation), over a real gRPC server on a Unix socket.
  */
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { credentials, Metadata, Server, ServerCredentials, status } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { decodeCheckResponse, encodeCheckRequest, HealthClient, SERVING } from '../../../host/plugin/health-client.js';
+import { decodeCheckResponse, encodeCheckRequest, HealthClient, SERVING } from '../../../sdk/health-client.js';
 
 const codecCases = [
   { what: 'empty response is UNKNOWN', bytes: [], status: 0 },

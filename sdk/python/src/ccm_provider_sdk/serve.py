@@ -40,6 +40,7 @@ from ccm.provider.v1 import identity_pb2, lifecycle_pb2
 from . import stdio
 from .errors import ProviderError, not_configured, not_implemented
 from .log import Logger
+from .probe import PROBE_COMMAND, run_probe
 from .protocol import HEALTH_SERVICE_NAME, MAX_MESSAGE_BYTES, MAX_UNIX_SOCKET_PATH_BYTES, PROTOCOL_MINOR, ModeError, format_handshake, resolve_mode
 from .services import bind_services, derive_capabilities, is_cloud_method, message_class, provider_info
 
@@ -449,11 +450,18 @@ def serve(provider, endpoint=None, args=None, stop_grace_s=DEFAULT_STOP_GRACE_S,
     interceptors: grpc.ServerInterceptor run on every call after the SDK's own
       refusals (use is_cloud_method to pick the cloud calls).
 
+    `probe` as the first argument: runs the kubelet's exec probe of a
+    running sidecar instead (probe.py) and raises SystemExit with its code.
+
     Raises ServeError without serving when it must not run (started by hand,
     wrong cookie, no common protocol version), when the provider object is
     invalid or the socket unusable; main() prints it and exits 1."""
+    argv = sys.argv[1:] if args is None else args
+    if argv and argv[0] == PROBE_COMMAND:
+        # `<provider> probe ...`: the kubelet's exec probe of a running sidecar (probe.py), never a server.
+        raise SystemExit(run_probe(argv[1:], os.environ, print))
     try:
-        mode = resolve_mode(os.environ, sys.argv[1:] if args is None else args, endpoint)
+        mode = resolve_mode(os.environ, argv, endpoint)
     except ModeError as e:
         raise ServeError(str(e)) from None
     try:

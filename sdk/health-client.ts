@@ -3,7 +3,8 @@
  * helpers the generated code already uses. `grpc-health-check`'s service
  * definition loads @grpc/proto-loader and protobufjs at run time, which cost
  * the host about 5 MiB of RSS for one two-field request; the plugin side
- * (sdk/serve.ts) still uses that package to serve the health service.
+ * (sdk/serve.ts) still uses that package to serve the health service. Used
+ * by the host's plugin connection and by a provider's `probe` (sdk/probe.ts).
  */
 import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import {
