@@ -278,7 +278,8 @@ test('a host whose two providers both serve Services without a class does not st
 `,
     ),
   );
-  const err = await t.throwsAsync(startMultiHost(dir, providersFile));
+  // A host that started anyway (the guard broken) is stopped, so the test fails rather than hangs.
+  const err = await t.throwsAsync(startMultiHost(dir, providersFile).then(async (h) => (await h.stop(), h)));
   t.is(
     err?.message,
     "the load-balancer providers' class declarations conflict: " +
