@@ -56,7 +56,21 @@ export const startServiceController: ControllerFactory = (ctx) => {
     orphanSweep: { ...ctx.config.lbOrphanSweep, namespace: ctx.config.watchNamespace },
     nodesScoped: ctx.config.nodeSelector !== '',
   });
-  // After a provider's plugin restarts, re-ensure its Services at once rather than at the next resync.
-  for (const p of providers) ctx.providers.get(p.name)!.supervisor.on('ready', () => controller.resyncAll(p.name));
-  return { run: (signal) => controller.run(signal) };
+  return {
+    run: async (signal) => {
+      // After a provider's plugin restarts, re-ensure its Services at once rather than at the next resync
+      // (only while this controller runs: a later leadership term adds its own).
+      const listeners = providers.map((p) => {
+        const supervisor = ctx.providers.get(p.name)!.supervisor;
+        const onReady = () => controller.resyncAll(p.name);
+        supervisor.on('ready', onReady);
+        return () => supervisor.off('ready', onReady);
+      });
+      try {
+        await controller.run(signal);
+      } finally {
+        for (const off of listeners) off();
+      }
+    },
+  };
 };
