@@ -7,8 +7,9 @@
  * How a controller gets them: `ControllerDeps.providers` (controllers/
  * registry.ts) is this registry; `providers.list()` is every provider as
  * `{ name, cloud, capabilities() }`, in --providers-config order, and
- * `providers.default` the one whose Cloud is `ControllerDeps.cloud`. Today the
- * host's controllers use only the default provider (docs/flags.md, "Several
+ * `providers.default` the one whose Cloud is `ControllerDeps.cloud`. The
+ * service controller uses every provider with load balancers (by class);
+ * the others use the default provider (docs/flags.md, "Several
  * providers"); `forProviderId` routes a Node by the scheme of its providerID.
  */
 import type { Cloud } from './cloud.js';

@@ -25,4 +25,5 @@ export const CONTROLLER_FACTORIES: Partial<Record<ControllerName, ControllerLoad
 /** Start-up checks of controllers whose misconfiguration must stop the host (loaded and run for enabled controllers only). */
 export const CONTROLLER_PREFLIGHTS: Partial<Record<ControllerName, () => Promise<ControllerPreflight>>> = {
   'node-route-controller': async () => (await import('./route/start.js')).routePreflight,
+  'service-lb-controller': async () => (await import('./service/start.js')).servicePreflight,
 };

@@ -112,7 +112,7 @@ function providerSupervisor(config: HostConfig, provider: ProviderConfig, severa
  * Starts every provider side by side (rejects with HostStartError naming the
  * first that failed, as soon as one fails) and returns the registry of
  * their Clouds, after each enabled controller's preflight on the default
- * provider's Cloud.
+ * provider's Cloud and the registry.
  */
 export async function openProviders(
   config: HostConfig,
@@ -172,7 +172,7 @@ export async function openProviders(
   const registry = new ProviderRegistry(providers);
   for (const name of config.enabledControllers) {
     const preflight = CONTROLLER_PREFLIGHTS[name];
-    if (preflight) (await preflight())(config, registry.default.cloud);
+    if (preflight) (await preflight())(config, registry.default.cloud, registry);
   }
   return registry;
 }

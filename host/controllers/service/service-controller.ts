@@ -87,7 +87,6 @@ const MIN_RETRY_DELAY_MS = 5_000;
 const MAX_RETRY_DELAY_MS = 300_000;
 /** Services per batch host update call. */
 const MAX_BATCH_SERVICES = 1000;
-const NODES_KEY = 'nodes';
 /** backendSetKey of no nodes. */
 const EMPTY_BACKENDS = backendSetKey([]);
 
@@ -190,7 +189,15 @@ interface Synced {
 }
 
 export class ServiceController {
-  private readonly queue: WorkQueue<string>;
+  /**
+   * The Service queue of each provider (isolation, issue 31 item 5): each
+   * with its own workers, so a provider that fails or hangs (each call has
+   * its deadline) occupies only its own. A Service is queued on the lane of
+   * the provider its next sync calls first (laneOf). One provider: one queue,
+   * named `service` as before.
+   */
+  private readonly lanes = new Map<string, WorkQueue<string>>();
+  /** Node-set changes, keyed by provider name (one worker each): a provider's backend updates never wait for another's. */
   private readonly nodeQueue: WorkQueue<string>;
   /** Upstream's service_controller_* metrics; none without a registry. */
   private readonly metrics?: ServiceMetrics;
@@ -262,11 +269,16 @@ export class ServiceController {
     if (o.registry) {
       this.metrics = serviceMetrics(o.registry);
     }
-    this.queue = new WorkQueue<string>({
-      name: 'service',
-      registry: o.registry,
-      rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
-    });
+    const several = this.classes.providers.length > 1;
+    for (const p of this.classes.providers)
+      this.lanes.set(
+        p.name,
+        new WorkQueue<string>({
+          name: several ? `service-${p.name}` : 'service',
+          registry: o.registry,
+          rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
+        }),
+      );
     this.nodeQueue = new WorkQueue<string>({
       name: 'node',
       registry: o.registry,
@@ -304,20 +316,45 @@ export class ServiceController {
           return;
         }
         this.deleted.set(key, { ref: toServiceRef(s).ref, maker });
-        this.queue.add(key);
+        this.laneOf(key).add(key);
       },
     });
     o.nodes.addEventHandler({
-      onAdd: () => this.nodeQueue.add(NODES_KEY),
-      onDelete: () => this.nodeQueue.add(NODES_KEY),
+      onAdd: () => this.nodesChanged(),
+      onDelete: () => this.nodesChanged(),
       onUpdate: (old, n) => {
-        if (nodeUpdateNeedsSync(old, n)) this.nodeQueue.add(NODES_KEY);
+        if (nodeUpdateNeedsSync(old, n)) this.nodesChanged();
       },
     });
   }
 
   private enqueue(svc: V1Service): void {
-    this.queue.add(keyOf(svc));
+    const key = keyOf(svc);
+    this.laneOf(key).add(key);
+  }
+
+  /**
+   * The queue of the provider that the next sync of `key` calls first: the
+   * maker of a deleted Service's load balancer (deleteGone runs first), else
+   * the provider of the cached Service's plan (for a cleanup, the maker),
+   * else the maker last tracked, else the first provider (a sync without
+   * cloud calls). A Service whose plan moves to another provider may be on
+   * two lanes at once: the per-Service lock keeps its syncs apart, and a
+   * sync is level-triggered, so the second finds nothing left or redoes the same.
+   */
+  private laneOf(key: string): WorkQueue<string> {
+    const svc = this.o.services.get(key);
+    const plan = svc ? this.plan(svc) : undefined;
+    const name =
+      this.deleted.get(key)?.maker.provider ??
+      (plan?.kind === 'ensure' || plan?.kind === 'cleanup' ? plan.provider.name : undefined) ??
+      this.synced.get(key)?.maker.provider;
+    return (name !== undefined ? this.lanes.get(name) : undefined) ?? this.lanes.values().next().value!;
+  }
+
+  /** Every provider's load balancers may need their backends updated. */
+  private nodesChanged(): void {
+    for (const p of this.classes.providers) this.nodeQueue.add(p.name);
   }
 
   /** A LoadBalancer Service one of the providers serves. */
@@ -375,8 +412,8 @@ export class ServiceController {
     const resync = this.resyncLoop(signal);
     const sweeping = this.sweepLoop(signal);
     await Promise.all([
-      runWorkers(this.queue, this.o.workers, (key) => this.sync(key), { log: this.log, signal }),
-      runWorkers(this.nodeQueue, 1, () => this.syncNodes(), { log: this.log, signal }),
+      ...[...this.lanes.values()].map((lane) => runWorkers(lane, this.o.workers, (key) => this.sync(key), { log: this.log, signal })),
+      runWorkers(this.nodeQueue, this.classes.providers.length, (name) => this.syncNodes(name), { log: this.log, signal }),
     ]);
     await Promise.all([resync, sweeping]);
     this.log.info('Shutting down service controller');
@@ -535,7 +572,7 @@ export class ServiceController {
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).
-    if (backendSetKey(this.backendNodes()) !== nodesSig) this.nodeQueue.add(NODES_KEY);
+    if (backendSetKey(this.backendNodes()) !== nodesSig) this.nodeQueue.add(p.name);
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
     if (statusChanged) {
       try {
@@ -592,7 +629,7 @@ export class ServiceController {
   private async companions(p: Provider, room: number, nodesSig: string, skip: (key: string) => boolean): Promise<Companion[]> {
     if (backendSetKey(this.backendNodes()) !== nodesSig) return [];
     const picked: { key: string; svc: V1Service; ref: ServiceRef; release: () => void }[] = [];
-    for (const key of this.queue.peek(room * COMPANION_SCAN_FACTOR)) {
+    for (const key of this.lanes.get(p.name)!.peek(room * COMPANION_SCAN_FACTOR)) {
       if (picked.length >= room) break;
       if (skip(key) || this.deleted.has(key)) continue;
       const svc = this.o.services.get(key);
@@ -732,31 +769,37 @@ export class ServiceController {
   }
 
   /**
-   * The node worker: brings every ensured load balancer whose backend set
-   * differs from the eligible nodes up to date, with one batch call when the
-   * provider has it, else one UpdateLoadBalancer per load balancer.
+   * The node worker of provider `provider` (every provider when undefined):
+   * brings each of its ensured load balancers whose backend set differs from
+   * the eligible nodes up to date, with one batch call when the provider has
+   * it, else one UpdateLoadBalancer per load balancer. Each provider has its
+   * own node-queue key and worker, and locks only its own Services, so one
+   * provider failing or slow never holds back another's. With several
+   * providers, errors are thrown after every one had its turn.
    */
-  async syncNodes(): Promise<void> {
-    const started = performance.now();
-    try {
-      await this.syncNodesOnce();
-    } finally {
-      this.metrics?.nodeSyncLatency.observe((performance.now() - started) / 1000);
+  async syncNodes(provider?: string): Promise<void> {
+    const errors: unknown[] = [];
+    for (const p of this.classes.providers) {
+      if (provider !== undefined && p.name !== provider) continue;
+      const started = performance.now();
+      try {
+        await this.syncNodesOnce(p);
+      } catch (err) {
+        errors.push(err);
+      } finally {
+        this.metrics?.nodeSyncLatency.observe((performance.now() - started) / 1000);
+      }
     }
+    if (errors.length) throw errors[0];
   }
 
-  /**
-   * Stale load balancers (backend set unlike the eligible nodes') grouped by
-   * provider, each provider's brought up to date with its own calls: one
-   * provider failing or slow never holds back another's. Errors are thrown
-   * after every provider had its turn (the node queue retries).
-   */
-  private async syncNodesOnce(): Promise<void> {
+  /** Stale load balancers of provider `p` (backend set unlike the eligible nodes'), brought up to date under their locks. */
+  private async syncNodesOnce(p: Provider): Promise<void> {
     const stale = () => {
       const want = backendSetKey(this.backendNodes());
       return [...this.synced.entries()].filter(([key, s]) => {
         const svc = this.o.services.get(key);
-        if (s.nodesSig === undefined || s.nodesSig === want || svc === undefined) return false;
+        if (s.maker.provider !== p.name || s.nodesSig === undefined || s.nodesSig === want || svc === undefined) return false;
         const plan = this.plan(svc);
         return plan.kind === 'ensure' && plan.provider.name === s.maker.provider;
       });
@@ -766,18 +809,7 @@ export class ServiceController {
     await this.lock.runAll(keys, async () => {
       // Service syncs that ran while we waited for the locks may have covered some already.
       const todo = stale();
-      if (todo.length === 0) return;
-      const errors: Error[] = [];
-      for (const p of this.classes.providers) {
-        const mine = todo.filter(([, s]) => s.maker.provider === p.name);
-        if (mine.length === 0) continue;
-        try {
-          await this.syncProviderNodes(p, mine);
-        } catch (err) {
-          errors.push(err as Error);
-        }
-      }
-      if (errors.length) throw errors[0]!;
+      if (todo.length > 0) await this.syncProviderNodes(p, todo);
     });
   }
 
@@ -867,17 +899,18 @@ export class ServiceController {
     // Still stale: the node queue retries the whole call (see syncNodesOnce).
     if (callFailed) return;
     entry.nodesSig = undefined;
+    const lane = this.laneOf(key);
     if (gone) {
-      this.queue.add(key);
+      lane.add(key);
       return;
     }
     // Retried through EnsureLoadBalancer (as upstream): after the provider's
     // delay (clamped as every RetryInfo, see runWorkers), else on the backoff.
     if (error instanceof RetryAfterError) {
-      const delayMs = this.queue.addRateLimitedAtLeast(key, clampRetryAfterMs(error.retryAfterMs));
+      const delayMs = lane.addRateLimitedAtLeast(key, clampRetryAfterMs(error.retryAfterMs));
       this.log.warn({ service: key, requestedMs: error.retryAfterMs, delayMs }, 'load balancer backends to be retried after the provider delay');
     } else {
-      this.queue.addRateLimited(key);
+      lane.addRateLimited(key);
     }
   }
 }

@@ -4,7 +4,8 @@
  * Service of a class nobody serves gets no call and no write, node-set
  * fan-out calls each provider with its own load balancers, and a class
  * change across providers is cleaned up by the maker before the new
- * provider ensures. (The real API server and the local cloud:
+ * provider ensures, and a provider that hangs holds up only its own Services
+ * (each provider has its own service queue and node worker). (The real API server and the local cloud:
  * test/integration/service/lb-classes.test.ts, with one provider.)
  */
 import test from 'ava';
@@ -17,6 +18,10 @@ import type { CoreV1Api } from '../../../host/kube/api.js';
 import type { EventRecorder } from '../../../host/kube/events.js';
 import type { Informer } from '../../../host/kube/informer.js';
 import { silentLogger } from '../../../host/log.js';
+import { waitFor } from '../../helpers/wait.js';
+
+/** Waits for `cond` (helpers/wait.ts bounds it). */
+const until = (cond: () => boolean, what: string) => waitFor(() => cond() || undefined, { what, timeoutMs: 10_000 });
 
 const A = 'example.com/a';
 const B = 'example.com/b';
@@ -136,4 +141,43 @@ test('a class change across providers: the maker deletes, then the new class’s
     ],
     'the old record goes with the old load balancer, the new one comes with the finalizer',
   );
+});
+
+test('a provider that hangs holds only its own Services: the other provider’s ensures and backend updates go on', async (t) => {
+  const f = setup();
+  // y's calls hang until released (as a stopped plugin's, until their deadline).
+  let release!: () => void;
+  const hung = new Promise<void>((resolve) => (release = resolve));
+  const y = (f.controller as unknown as { classes: { named(n: string): { lbs: LoadBalancers } } }).classes.named('y')!.lbs;
+  const ensureY = y.ensureLoadBalancer.bind(y);
+  const updateY = y.updateLoadBalancer.bind(y);
+  Object.assign(y, {
+    ensureLoadBalancer: async (...a: Parameters<LoadBalancers['ensureLoadBalancer']>) => (await hung, ensureY(...a)),
+    updateLoadBalancer: async (...a: Parameters<LoadBalancers['updateLoadBalancer']>) => (await hung, updateY(...a)),
+  });
+  // y's Services first in the cache: one worker (workers: 1) takes them first.
+  for (const s of [service('b1', B), service('b2', B), service('plain'), service('in-a', A)]) f.services.set(`ns/${s.metadata!.name}`, s);
+  const abort = new AbortController();
+  const informers = f.controller as unknown as { o: { services: { waitForSync?: unknown }; nodes: { waitForSync?: unknown } } };
+  informers.o.services.waitForSync = async () => true;
+  informers.o.nodes.waitForSync = async () => true;
+  const running = f.controller.run(abort.signal);
+  f.controller.resyncAll();
+  await until(() => f.calls.includes('x ensure plain') && f.calls.includes('x ensure in-a'), "x's ensures");
+  t.deepEqual(f.calls.sort(), ['x ensure in-a', 'x ensure plain'], 'x ensured while y hangs');
+
+  // A node joins: x's backends are updated while y's ensure still hangs.
+  f.nodes.set('n2', node('n22'));
+  (f.controller as unknown as { nodesChanged(): void }).nodesChanged();
+  await until(() => f.calls.includes('x hosts plain 2') && f.calls.includes('x hosts in-a 2'), "x's backend updates");
+  t.false(
+    f.calls.some((c) => c.startsWith('y ')),
+    'nothing of y done yet',
+  );
+
+  release();
+  await until(() => f.calls.includes('y ensure b1') && f.calls.includes('y ensure b2'), "y's ensures once released");
+  abort.abort();
+  await running;
+  t.pass();
 });
