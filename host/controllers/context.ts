@@ -62,6 +62,6 @@ export type ControllerFactory = (ctx: ControllerContext) => RunnableController |
 
 /**
  * Checks, before leader election, whether a controller's configuration can
- * work with this cloud; throws HostStartError (one line) when it cannot.
+ * work with these providers; throws HostStartError (one line) when it cannot.
  */
-export type ControllerPreflight = (config: HostConfig, cloud: Cloud) => void;
+export type ControllerPreflight = (config: HostConfig, providers: ProviderRegistry) => void;
