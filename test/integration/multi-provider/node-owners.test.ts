@@ -223,7 +223,7 @@ test.serial("each provider's Nodes are initialized by it; Nodes neither owns are
   for (const n of nobody) before.set(n, footprint(await core.readNode({ name: n })));
 
   for (const c of cases) {
-    const n = await waitNodeInitialized(core, c.node, 'its provider');
+    const n = await waitNodeInitialized(core, c.node, 'its provider', 60_000);
     // A Node without a providerID gets its owner's: the selector chose the cloud.
     const cloud = c.node.includes('east') ? 'east' : 'west';
     const want = { ...c.want, providerID: c.want.providerID ?? n.spec?.providerID };
@@ -269,7 +269,7 @@ test.serial("west killed: east's new Nodes still initialize, and west's Node who
   await createTestNode(core, name('west-gone'), { labels: scope.labels, ready: false, providerId: 'west://i-0badc0de' });
   const eastId = await addInstance(t, 'east', name('east-late'), '10.61.0.3');
   await createTestNode(core, name('east-late'), { labels: scope.labels, ready: true, taints: [UNINIT], providerId: `east://${eastId}` });
-  const n = await waitNodeInitialized(core, name('east-late'), 'east while west is down');
+  const n = await waitNodeInitialized(core, name('east-late'), 'east while west is down', 60_000);
   t.is(initializedAs(n).internalIP, '10.61.0.3');
   const passes = await lifecyclePasses(t);
   await waitFor(async () => (await lifecyclePasses(t)) >= passes + 10, { what: 'ten more lifecycle passes' });
