@@ -7,9 +7,11 @@
  * How a controller gets them: `ControllerDeps.providers` (controllers/
  * registry.ts) is this registry; `providers.list()` is every provider as
  * `{ name, cloud, capabilities() }`, in --providers-config order, and
- * `providers.default` the one whose Cloud is `ControllerDeps.cloud`. The
- * service controller uses every provider with load balancers (by class);
- * the others use the default provider (docs/flags.md, "Several
+ * `providers.default` the one whose Cloud is `ControllerDeps.cloud`. The cloud
+ * node and node lifecycle controllers run once per provider
+ * (controllers/per-provider.ts), the route controller for the route provider
+ * (route/start.ts), the service controller with every provider that has load
+ * balancers (by class), the others on the default (docs/flags.md, "Several
  * providers"); `forProviderId` routes a Node by the scheme of its providerID.
  */
 import type { Cloud } from './cloud.js';
@@ -21,7 +23,7 @@ import type { GetPluginCapabilitiesResponse, GetPluginInfoResponse } from '../pr
 export interface Provider {
   /** Its name in the host (--cloud-provider, or the file's `name`): logs, metrics and /readyz use it. */
   readonly name: string;
-  /** Whether the host's controllers use this provider (the single one, the first, or the file's `default: true`). */
+  /** Whether the host's service and volume controllers use this provider (the single one, the first, or the file's `default: true`). */
   readonly isDefault: boolean;
   readonly config: ProviderConfig;
   readonly supervisor: PluginSupervisor;

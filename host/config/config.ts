@@ -248,7 +248,7 @@ function providerSection(o: HostOptionsWithDefaults, p: Problems, deps: CompileO
     providerArgs: checkProviderArgs(o.providerArgs, o.pluginEndpoint, p),
   };
   const { cloudProvider: name, plugin, ...rest } = single;
-  const providers: ProviderConfig[] = plugin ? [{ name, plugin, ...rest, default: true, providerFlags: [], controllers: [] }] : [];
+  const providers: ProviderConfig[] = plugin ? [{ name, plugin, ...rest, default: true, providerFlags: [], controllers: [], routes: false }] : [];
   return { ...bounds, ...single, providers, providersConfigPath: undefined };
 }
 
@@ -265,6 +265,12 @@ function providersFromFile(o: HostOptionsWithDefaults, file: string, p: Problems
     );
   }
   const providers = readProvidersFile(path.resolve(file), p, warnings, { env: deps.env ?? process.env, localPluginPath: deps.localPluginPath }) ?? [];
+  const overrides = (['node-ownership-prefixes', 'node-ownership-selector'] as const).filter((f) => o[camel(f)] !== undefined);
+  if (providers.length > 1 && overrides.length > 0) {
+    p.add(
+      `${overrides.map((f) => `--${f}`).join(' and ')} ${overrides.length > 1 ? 'replace' : 'replaces'} one provider's node ownership declarations, and --providers-config has ${providers.length}: each provider declares its own (e.g. the local cloud's LOCALCLOUD_NODE_SELECTOR in its pluginEnv; docs/flags.md, "Several providers")`,
+    );
+  }
   const d = providers.find((x) => x.default);
   return {
     cloudProvider: d?.name ?? '',

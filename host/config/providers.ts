@@ -12,6 +12,7 @@
  *       providerArgs: [--state=/var/lib/east]
  *       cloudConfig: /etc/ccm/east.json
  *       default: true
+ *       routes: true                        # the route provider, if two implement routes
  *
  * Every key but `name` is optional and means what the flag of the same name
  * means for one provider; `providerFlags` and `controllers` are the
@@ -46,6 +47,12 @@ export interface ProviderConfig {
    */
   readonly providerFlags: readonly string[];
   readonly controllers: readonly string[];
+  /**
+   * `routes: true`: this provider is the cluster's route provider (one per
+   * cluster, issue 31 item 4). Needed only when two providers implement
+   * routes; false with one provider.
+   */
+  readonly routes: boolean;
 }
 
 /** Largest --providers-config file read. */
@@ -74,6 +81,7 @@ const PROVIDER_KEYS = [
   'cloudConfig',
   'cloudConfigOptional',
   'default',
+  'routes',
 ] as const;
 
 /**
@@ -187,6 +195,8 @@ export function checkProvidersDocument(
   });
   const defaults = list.filter((e: unknown) => isObject(e) && e.default === true).length;
   if (defaults > 1) p.add(`${where}: ${defaults} providers are marked "default: true": mark at most one (without any, the first is the default)`);
+  const routers = list.filter((e: unknown) => isObject(e) && e.routes === true).length;
+  if (routers > 1) p.add(`${where}: ${routers} providers are marked "routes: true": a cluster has one route provider, mark at most one`);
   if (p.errors.length > before) return undefined;
   const chosen = defaults === 0 ? 0 : out.findIndex((x) => x.default);
   return out.map((x, i) => ({ ...x, default: i === chosen }));
@@ -210,6 +220,7 @@ function checkProvider(entry: unknown, at: string, p: Problems, warnings: string
   const cloudConfig = str(entry, 'cloudConfig', at, p);
   const cloudConfigOptional = bool(entry, 'cloudConfigOptional', at, p);
   const isDefault = bool(entry, 'default', at, p);
+  const routes = bool(entry, 'routes', at, p);
   let plugin: PluginSource | undefined;
   if (pluginPath === undefined && pluginEndpoint === undefined) {
     p.add(`${at}: no start method: set "pluginPath" (the host spawns the plugin) or "pluginEndpoint" (it connects to a running one)`);
@@ -257,6 +268,7 @@ function checkProvider(entry: unknown, at: string, p: Problems, warnings: string
     default: isDefault,
     providerFlags,
     controllers,
+    routes,
   };
 }
 

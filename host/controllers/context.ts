@@ -62,7 +62,6 @@ export type ControllerFactory = (ctx: ControllerContext) => RunnableController |
 
 /**
  * Checks, before leader election, whether a controller's configuration can
- * work with this cloud (the default provider's) and, when given, all of the
- * host's providers; throws HostStartError (one line) when it cannot.
+ * work with these providers; throws HostStartError (one line) when it cannot.
  */
-export type ControllerPreflight = (config: HostConfig, cloud: Cloud, providers?: ProviderRegistry) => void;
+export type ControllerPreflight = (config: HostConfig, providers: ProviderRegistry) => void;

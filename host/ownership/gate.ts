@@ -96,7 +96,13 @@ export class OwnershipGate {
     if (this.logged.get(name) !== verdict) {
       this.logged.set(name, verdict);
       this.o.log.info(
-        { node: name, providerID: providerId || undefined, owner: owner.kind === 'owned' ? owner.provider : undefined, provider: self },
+        {
+          node: name,
+          providerID: providerId || undefined,
+          owner: owner.kind === 'owned' ? owner.provider : undefined,
+          // A per-provider controller's logger already names its provider (controllers/per-provider.ts): no second key.
+          ...('provider' in this.o.log.bindings() ? {} : { provider: self }),
+        },
         owner.kind === 'owned'
           ? 'node belongs to another provider; leaving it alone'
           : providerId

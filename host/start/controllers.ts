@@ -24,7 +24,7 @@ import type { RequestAuth } from '../server/delegated-auth.js';
 import type { HealthServer } from '../server/server.js';
 import { HOST_VERSION } from '../version.js';
 import { within } from '../../sdk/within.js';
-import { singleProviderOwnership } from '../ownership/host.js';
+import { hostNodeOwnership, singleProviderOwnership } from '../ownership/host.js';
 
 /** Bound on waiting for controllers (and then informers) to stop. */
 const CONTROLLER_STOP_TIMEOUT_MS = 10_000;
@@ -167,8 +167,14 @@ async function startControllers(
 ): Promise<{ running: Promise<void>[]; started: ControllerName[] }> {
   const running: Promise<void>[] = [];
   const started: ControllerName[] = [];
-  // One provider today (the flags'); a host with several gives all of them here.
-  const nodeOwnership = singleProviderOwnership(config, d.cloud);
+  // Every provider's declarations (the empty-selector rule depends on how many there are). With several, each is
+  // named by its name in the host and declares for itself: the --node-ownership-* overrides are one provider's
+  // (config.ts refuses them with --providers-config).
+  const list = d.providers.list();
+  const nodeOwnership =
+    list.length === 1
+      ? singleProviderOwnership(config, d.cloud)
+      : hostNodeOwnership(list.map((p) => ({ name: () => p.name, cloud: p.cloud, override: {} })));
   for (const name of config.enabledControllers) {
     const load = CONTROLLER_FACTORIES[name];
     const controllerLog = d.log.child({ controller: name });

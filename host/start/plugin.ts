@@ -172,7 +172,7 @@ export async function openProviders(
   const registry = new ProviderRegistry(providers);
   for (const name of config.enabledControllers) {
     const preflight = CONTROLLER_PREFLIGHTS[name];
-    if (preflight) (await preflight())(config, registry.default.cloud, registry);
+    if (preflight) (await preflight())(config, registry);
   }
   return registry;
 }

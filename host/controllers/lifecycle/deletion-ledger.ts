@@ -36,13 +36,19 @@ export class LeaseDeletionLedger implements DeletionLedger {
     private readonly api: CoordinationV1Api,
     private readonly namespace: string,
     private readonly name: string,
-    /** The leader election lock (`namespace/name`) and --node-selector this count belongs to. */
-    scope: { lock: string; nodeSelector: string },
+    /**
+     * The leader election lock (`namespace/name`) and --node-selector this
+     * count belongs to, and with several providers the provider (each has its
+     * own count; absent with one, so its key is as before).
+     */
+    scope: { lock: string; nodeSelector: string; provider?: string },
     private readonly windowMs: number,
     private readonly now: () => number = Date.now,
   ) {
-    this.owner = `lock ${scope.lock}, node selector ${JSON.stringify(scope.nodeSelector)}`;
-    const hash = createHash('sha256').update(`${scope.lock}\n${scope.nodeSelector}`).digest('hex').slice(0, 16);
+    const of = scope.provider === undefined ? '' : `, provider ${scope.provider}`;
+    this.owner = `lock ${scope.lock}, node selector ${JSON.stringify(scope.nodeSelector)}${of}`;
+    const hashed = `${scope.lock}\n${scope.nodeSelector}${scope.provider === undefined ? '' : `\n${scope.provider}`}`;
+    const hash = createHash('sha256').update(hashed).digest('hex').slice(0, 16);
     this.key = `${NODE_DELETIONS_ANNOTATION_PREFIX}${hash}`;
   }
 

@@ -30,8 +30,7 @@ export function lbProviders(providers: ProviderRegistry): LbProvider[] {
  * one line. No load-balancer provider at all is not a problem here: the
  * controller is then skipped.
  */
-export const servicePreflight: ControllerPreflight = (_config, _cloud, providers) => {
-  if (!providers) return;
+export const servicePreflight: ControllerPreflight = (_config, providers) => {
   const problems = lbClassProblems(lbProviders(providers).map((p) => ({ name: p.name, classes: p.lbs.classes ?? { classes: [], unclassed: true } })));
   if (problems.length > 0) throw new HostStartError(`the load-balancer providers' class declarations conflict: ${problems.join('; ')}`);
 };
@@ -39,7 +38,7 @@ export const servicePreflight: ControllerPreflight = (_config, _cloud, providers
 export const startServiceController: ControllerFactory = (ctx) => {
   const providers = lbProviders(ctx.providers);
   if (providers.length === 0) return { skip: 'no cloud provider of this host supports external load balancers' };
-  servicePreflight(ctx.config, ctx.cloud, ctx.providers);
+  servicePreflight(ctx.config, ctx.providers);
   const controller = new ServiceController({
     core: ctx.clients.core,
     services: ctx.informers.for(SERVICES),

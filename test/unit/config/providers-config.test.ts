@@ -61,6 +61,15 @@ const VALID: { name: string; yaml: string; want: Want[]; cloudProvider: string }
     cloudProvider: 'east',
   },
   {
+    name: 'routes: true marks the route provider',
+    yaml: `providers:\n  - {name: east, pluginPath: ${PLUGIN}}\n  - {name: west, pluginEndpoint: "unix:///run/ccm/west.sock", routes: true}\n`,
+    want: [
+      { name: 'east', default: true, routes: false },
+      { name: 'west', default: false, routes: true },
+    ],
+    cloudProvider: 'east',
+  },
+  {
     name: 'default: true picks the default; a directory holds ccm-provider-<name>',
     yaml: `providers:
   - {name: west, pluginEndpoint: "unix:///run/ccm/west.sock"}
@@ -136,6 +145,19 @@ const INVALID: { name: string; yaml: string; flags?: string[]; problems: RegExp[
       /providers\[2\] \(south\): cannot read cloudConfig .*missing.json: no such file or directory/,
       /providers\[2\] \(south\): pluginEnv=CCM_PLUGIN_X: variables starting with CCM_PLUGIN_ are set by the host/,
       /2 providers are marked "default: true": mark at most one/,
+    ],
+  },
+  {
+    name: 'two route providers marked',
+    yaml: `providers:\n  - {name: east, pluginPath: ${PLUGIN}, routes: true}\n  - {name: west, pluginEndpoint: "unix:///run/w.sock", routes: true}\n`,
+    problems: [/2 providers are marked "routes: true": a cluster has one route provider, mark at most one/],
+  },
+  {
+    name: 'the node ownership overrides with several providers (each declares its own)',
+    yaml: `providers:\n  - {name: east, pluginPath: ${PLUGIN}}\n  - {name: west, pluginEndpoint: "unix:///run/w.sock"}\n`,
+    flags: ['--node-ownership-prefixes=east://', '--node-ownership-selector=a=b'],
+    problems: [
+      /^--node-ownership-prefixes and --node-ownership-selector replace one provider's node ownership declarations, and --providers-config has 2: /,
     ],
   },
   {

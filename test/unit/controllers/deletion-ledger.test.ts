@@ -124,3 +124,24 @@ for (const [what, value] of unreadable) {
     await t.throwsAsync(brake.reserve(1, 10), { message: /node deletion record .* is unreadable/ });
   });
 }
+
+test("with several providers each provider's brake has its own count; without a provider the key is the one-provider host's", async (t) => {
+  const f = fakeApi();
+  const now = () => 10 * MIN;
+  const of = (provider?: string) =>
+    new LeaseDeletionLedger(
+      f.api,
+      'kube-system',
+      'cloud-controller-manager-node-deletions',
+      { lock: 'kube-system/ccm', nodeSelector: 'ccm-test=a', ...(provider === undefined ? {} : { provider }) },
+      5 * MIN,
+      now,
+    );
+  const east = new DeletionBrake({ count: 2 }, 5 * MIN, of('east'), now);
+  const west = new DeletionBrake({ count: 2 }, 5 * MIN, of('west'), now);
+  t.is((await east.reserve(2, 10)).granted, 2);
+  t.is((await west.reserve(2, 10)).granted, 2, "east's deletions do not use up west's");
+  t.is((await east.allowance(10)).granted, 0);
+  t.not(of('east').describe(), of().describe());
+  t.is(of().describe(), ledger(f.api, now).describe(), 'one provider: the key of before');
+});
