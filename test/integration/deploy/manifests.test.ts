@@ -21,6 +21,7 @@ import {
   type V1Deployment,
   type V1Pod,
   type V1PodDisruptionBudget,
+  type V1Probe,
 } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
@@ -231,11 +232,21 @@ test('each bridged provider renders the sidecar flavour with its own image and a
         { mountPath: '/etc/ccm', readOnly: true },
         `${name} ${c.name}`,
       );
+    // The probes run the provider image's own binary: the bridge's entrypoint here, node and the local cloud's main in the demo.
+    for (const probe of [provider!.startupProbe, provider!.livenessProbe, provider!.readinessProbe])
+      t.deepEqual(probe?.exec?.command?.slice(0, 2), ['/ccm-provider', 'probe'], `${name}: the provider's probes run /ccm-provider probe`);
+    const probeArgs = (probe: V1Probe | undefined): V1Probe | undefined => {
+      const command = probe?.exec?.command;
+      return command ? { ...probe, exec: { command: command.slice(command.indexOf('probe')) } } : probe;
+    };
     // Everything else is the sidecar flavour's, the local provider's own volume and variable left out.
     const strip = (s: typeof spec) => ({
       ...s,
       containers: s.containers.map((c) => ({
         ...c,
+        startupProbe: probeArgs(c.startupProbe),
+        livenessProbe: probeArgs(c.livenessProbe),
+        readinessProbe: probeArgs(c.readinessProbe),
         args: c.args?.filter((a) => !/^--cloud-(provider|config)/.test(a)),
         image: undefined,
         env: c.name === 'provider' ? undefined : c.env,
@@ -377,7 +388,8 @@ test('no default runs the simulated cloud: only deploy/overlays/local-demo-* nam
 
 /** What each bridged provider's own client may do (deploy/providers/<name>/rbac.yaml): `verb group/resource` cluster-wide, `@namespace` when namespaced. */
 const PROVIDER_RULES: Record<(typeof PROVIDER_RENDERINGS)[number], string[]> = {
-  aws: ['get /nodes', 'list /nodes', 'watch /nodes', ...eventRules()],
+  // patch: the provider-owned tagging controller labels the Nodes whose instances it tagged.
+  aws: ['get /nodes', 'list /nodes', 'watch /nodes', 'patch /nodes', ...eventRules()],
   openstack: ['get /nodes', 'list /nodes', 'watch /nodes', ...eventRules()],
   vsphere: [
     'get /nodes',

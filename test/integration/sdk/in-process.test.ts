@@ -194,7 +194,16 @@ test('probe: absent means ready, false means not ready, a throw is the error', a
   t.teardown(() => bare.close());
   t.true((await unary(bare.clients.identity.probe.bind(bare.clients.identity), {})).ready);
   const caps = await unary(bare.clients.identity.getPluginCapabilities.bind(bare.clients.identity), {});
-  t.deepEqual(caps, { services: [], capabilities: [], providerName: 'p', hasClusterId: false, providerIdPrefixes: [], nodeSelector: '' });
+  t.deepEqual(caps, {
+    services: [],
+    capabilities: [],
+    providerName: 'p',
+    hasClusterId: false,
+    providerIdPrefixes: [],
+    nodeSelector: '',
+    loadBalancerClasses: [],
+    loadBalancerClassesOnly: false,
+  });
 });
 
 test('messages up to MAX_MESSAGE_BYTES pass both ways (above the grpc-js 4 MiB default)', async (t) => {
