@@ -88,6 +88,9 @@ test('capabilities are derived from the provider object', async (t) => {
     hasClusterId: true,
     providerIdPrefixes: [],
     nodeSelector: '',
+    // No load balancer service: no class declaration.
+    loadBalancerClasses: [],
+    loadBalancerClassesOnly: false,
   });
 });
 
