@@ -37,7 +37,14 @@ export const servicePreflight: ControllerPreflight = (_config, providers) => {
 
 export const startServiceController: ControllerFactory = (ctx) => {
   const providers = lbProviders(ctx.providers);
-  if (providers.length === 0) return { skip: 'no cloud provider of this host supports external load balancers' };
+  if (providers.length === 0) {
+    const several = ctx.providers.list().length > 1;
+    return {
+      skip: several
+        ? 'no cloud provider of this host supports external load balancers'
+        : 'the cloud provider does not support external load balancers',
+    };
+  }
   servicePreflight(ctx.config, ctx.providers);
   const controller = new ServiceController({
     core: ctx.clients.core,
