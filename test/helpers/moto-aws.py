@@ -12,12 +12,18 @@ Prints one JSON document on stdout. Commands:
   run-instances {"cluster", "subnet", "securityGroup", "count", "type"} -> {"instances": [...]}
   stop-instances / start-instances / terminate-instances {"ids": [...]} -> {}
   describe-elbs {} -> {"loadBalancers": [{"name", "dns", "instances": [id...], "ports": [[lb, instance]...], "tags": {},
-      "listeners": ["TCP:80->TCP:30080"...], "healthCheck": {}, "securityGroups": [...], "subnets": [...], "scheme", "attributes": {}}]}
-  describe-nlbs {} -> {"loadBalancers": [{"name", "dns", "type", "scheme", "subnets", "tags": {}, "attributes": {},
-      "listeners": [{"port", "protocol", "targetGroup"}...], "targetGroups": [{"name", "port", "protocol", "targetType",
-      "healthCheck": {}, "targets": [id:port...], "attributes": {}, "tags": {}}]}]} (ELBv2)
+      "listeners": ["TCP:80->TCP:30080"...], "healthCheck": {}, "securityGroups": [...], "subnets": [...], "scheme", "attributes": {},
+      "frontends": {"<lb port>": {"protocols": "HTTPS->HTTP", "certificate": arn|"", "policies": [listener policy...],
+      "backendPolicies": [policy of its instance port...]}}, "policies": {name: "<type> <attribute>=<value>,..."}}]}
+  describe-nlbs {} -> {"loadBalancers": [{"name", "dns", "type", "scheme", "subnets", "addresses": {subnet: "allocation ip"}, "tags": {},
+      "attributes": {}, "listeners": [{"port", "protocol", "targetGroup", "targetProtocol", "certificates": [arn...], "sslPolicy"}...],
+      "targetGroups": [{"name", "port", "protocol", "targetType", "healthCheck": {}, "targets": [id:port...], "attributes": {}, "tags": {}}]}]} (ELBv2)
   security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
   create-security-group {"vpc", "name"} -> {"id"}
+  create-subnet {"vpc", "cidr", "az", "tags": {}} -> {"id"} (in the VPC's main route table)
+  create-certificate {"domain"} -> {"arn"} (ACM)
+  create-bucket {"name"} -> {} (S3)
+  allocate-addresses {"count"} -> {"addresses": [{"allocation", "ip"}...]} (Elastic IPs of the VPC domain)
   routes {"vpc"} -> {"routes": ["<route table id> <destination> -> <target>"...]} (every route table of the VPC)
   security-group-rules {"vpc"} -> {"groups": {name: {"id", "tags": {}, "ingress": ["proto:from-to from cidr|group"...]}}}
   run-named-instance {"cluster", "subnet", "securityGroup", "type", "name"}
@@ -34,9 +40,8 @@ import sys
 import boto3
 
 
-def clients(endpoint, region):
-    kw = dict(endpoint_url=endpoint, region_name=region, aws_access_key_id="test", aws_secret_access_key="test")
-    return boto3.client("ec2", **kw), boto3.client("elb", **kw), boto3.client("elbv2", **kw)
+def client(endpoint, region, service):
+    return boto3.client(service, endpoint_url=endpoint, region_name=region, aws_access_key_id="test", aws_secret_access_key="test")
 
 
 def instance_view(i):
@@ -113,6 +118,30 @@ def run_named_instance(ec2, arg):
     return {**instance_view(i), "az": i["Placement"]["AvailabilityZone"]}
 
 
+def frontends(lb):
+    """Each listener by its load balancer port: protocols, certificate, its policies and those of its instance port."""
+    backends = {b["InstancePort"]: sorted(b.get("PolicyNames", [])) for b in lb.get("BackendServerDescriptions", [])}
+    out = {}
+    for d in lb.get("ListenerDescriptions", []):
+        l = d["Listener"]
+        out[str(l["LoadBalancerPort"])] = {
+            "protocols": f"{l['Protocol']}->{l.get('InstanceProtocol', '')}",
+            "certificate": l.get("SSLCertificateId", ""),
+            "policies": sorted(d.get("PolicyNames", [])),
+            "backendPolicies": backends.get(l["InstancePort"], []),
+        }
+    return out
+
+
+def policies(elb, name):
+    return {
+        p["PolicyName"]: " ".join(
+            [p["PolicyTypeName"], ",".join(sorted(f"{a['AttributeName']}={a.get('AttributeValue', '')}" for a in p.get("PolicyAttributeDescriptions", [])))]
+        )
+        for p in elb.describe_load_balancer_policies(LoadBalancerName=name)["PolicyDescriptions"]
+    }
+
+
 def describe_elbs(elb):
     out = []
     for lb in elb.describe_load_balancers()["LoadBalancerDescriptions"]:
@@ -133,6 +162,8 @@ def describe_elbs(elb):
                 "subnets": sorted(lb.get("Subnets", [])),
                 "scheme": lb.get("Scheme", ""),
                 "attributes": elb.describe_load_balancer_attributes(LoadBalancerName=lb["LoadBalancerName"])["LoadBalancerAttributes"],
+                "frontends": frontends(lb),
+                "policies": policies(elb, lb["LoadBalancerName"]),
             }
         )
     return {"loadBalancers": out}
@@ -148,6 +179,7 @@ def describe_nlbs(elbv2):
         arn = lb["LoadBalancerArn"]
         groups = elbv2.describe_target_groups(LoadBalancerArn=arn)["TargetGroups"]
         names = {g["TargetGroupArn"]: g["TargetGroupName"] for g in groups}
+        protocols = {g["TargetGroupArn"]: g.get("Protocol", "") for g in groups}
         target_groups = []
         for g in groups:
             health = elbv2.describe_target_health(TargetGroupArn=g["TargetGroupArn"])["TargetHealthDescriptions"]
@@ -171,6 +203,11 @@ def describe_nlbs(elbv2):
                 "type": lb.get("Type", ""),
                 "scheme": lb.get("Scheme", ""),
                 "subnets": sorted(z.get("SubnetId", "") for z in lb.get("AvailabilityZones", [])),
+                "addresses": {
+                    z.get("SubnetId", ""): f"{a.get('AllocationId', '')} {a.get('IpAddress', '')}"
+                    for z in lb.get("AvailabilityZones", [])
+                    for a in z.get("LoadBalancerAddresses", [])
+                },
                 "tags": tag_map(elbv2.describe_tags(ResourceArns=[arn])["TagDescriptions"][0].get("Tags", [])),
                 "attributes": {a["Key"]: a["Value"] for a in elbv2.describe_load_balancer_attributes(LoadBalancerArn=arn)["Attributes"]},
                 "listeners": sorted(
@@ -179,6 +216,9 @@ def describe_nlbs(elbv2):
                             "port": l["Port"],
                             "protocol": l["Protocol"],
                             "targetGroup": ",".join(sorted(names.get(a.get("TargetGroupArn", ""), "?") for a in l.get("DefaultActions", []))),
+                            "targetProtocol": ",".join(sorted(protocols.get(a.get("TargetGroupArn", ""), "?") for a in l.get("DefaultActions", []))),
+                            "certificates": sorted(c["CertificateArn"] for c in l.get("Certificates", [])),
+                            "sslPolicy": l.get("SslPolicy", ""),
                         }
                         for l in listeners
                     ),
@@ -222,7 +262,7 @@ def routes(ec2, vpc):
 def main():
     endpoint, region, command = sys.argv[1:4]
     arg = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
-    ec2, elb, elbv2 = clients(endpoint, region)
+    ec2, elb, elbv2 = (client(endpoint, region, s) for s in ("ec2", "elb", "elbv2"))
     if command == "seed":
         out = seed(ec2, arg)
     elif command == "run-instances":
@@ -252,6 +292,21 @@ def main():
         out = describe_nlbs(elbv2)
     elif command == "create-security-group":
         out = {"id": ec2.create_security_group(VpcId=arg["vpc"], GroupName=arg["name"], Description=arg["name"])["GroupId"]}
+    elif command == "create-subnet":
+        subnet = ec2.create_subnet(VpcId=arg["vpc"], CidrBlock=arg["cidr"], AvailabilityZone=arg["az"])["Subnet"]["SubnetId"]
+        tags = [{"Key": k, "Value": v} for k, v in arg.get("tags", {}).items()]
+        if tags:
+            ec2.create_tags(Resources=[subnet], Tags=tags)
+        out = {"id": subnet}
+    elif command == "create-certificate":
+        acm = client(endpoint, region, "acm")
+        out = {"arn": acm.request_certificate(DomainName=arg["domain"], ValidationMethod="DNS")["CertificateArn"]}
+    elif command == "create-bucket":
+        client(endpoint, region, "s3").create_bucket(Bucket=arg["name"])
+        out = {}
+    elif command == "allocate-addresses":
+        found = [ec2.allocate_address(Domain="vpc") for _ in range(arg["count"])]
+        out = {"addresses": [{"allocation": a["AllocationId"], "ip": a["PublicIp"]} for a in found]}
     elif command == "routes":
         out = routes(ec2, arg["vpc"])
     elif command == "security-group-rules":

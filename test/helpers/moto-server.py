@@ -1,4 +1,4 @@
-"""moto's server (python -m moto.server, same arguments) with five fidelity
+"""moto's server (python -m moto.server, same arguments) with eight fidelity
 fixes and two test devices.
 
 1. A classic load balancer that AWS creates has a health check from the start
@@ -41,7 +41,9 @@ per key. Kept here as AWS does: one entry per key, the last value set.
 appended to that file as one JSON line {"service", "action", "caller",
 "status", "name"}: the SigV4 service, the Action, the access key id the
 request was signed with (so a test tells two clients apart by their keys),
-the HTTP status, and the load balancer name the request names, if any. Moto
+the HTTP status, and the load balancer the request names, if any: its
+LoadBalancerName, or the name in its LoadBalancerArn or ListenerArn, or the
+load balancer of its TargetGroupArn (an ELBv2 request names no name). Moto
 keeps no call log of its own; a test counts creates and deletes with this.
 
 7. CreateListener (ELBv2) of a TCP, UDP or TCP_UDP listener: moto gives
@@ -51,6 +53,31 @@ HTTPS and TLS listeners. The AWS cloud provider modifies an NLB's TCP
 listener that has one (aws_loadbalancer.go ensureLoadBalancerv2), so on moto
 it sent ModifyListener for every listener on every ensure, which AWS never
 makes it do. Here only HTTPS and TLS listeners get the policy.
+
+8. A classic load balancer's listener keeps its InstanceProtocol. moto
+stores none and reports the front protocol as the instance protocol, so an
+HTTPS listener to HTTP instances (aws-load-balancer-ssl-cert with
+-backend-protocol: http) or an SSL listener to TCP instances (the cert
+alone) reads back as HTTPS->HTTPS or SSL->SSL. The AWS cloud provider
+compares both protocols (aws_loadbalancer.go elbListenersAreEqual), so on moto
+it deleted and re-created such a listener on every ensure, which AWS never
+makes it do. Here the listener reports the InstanceProtocol it was created
+with, and AWS's default when none was given (HTTP behind HTTP and HTTPS, TCP
+behind TCP and SSL).
+
+9. An NLB created with SubnetMappings that carry an AllocationId (the
+aws-load-balancer-eip-allocations annotation) keeps them: AWS lists each
+zone's Elastic IP in DescribeLoadBalancers (AvailabilityZones[].
+LoadBalancerAddresses: IpAddress, AllocationId) and refuses an allocation
+it does not know; moto drops them, so a test could not tell whether the
+NLB still has its Elastic IPs. Here an unknown allocation is refused
+(InvalidAllocationID.NotFound, as AWS) and each zone shows its address.
+
+10. ModifyLoadBalancerAttributes (classic ELB) that turns access logs on
+into an S3 bucket that does not exist: AWS refuses it
+(InvalidConfiguration), moto takes any name. Here the bucket must exist in
+moto's S3 (its bucket policy, which AWS checks too, is not modelled), so a
+test that sets the access-log annotations proves the bucket was named right.
 
 Nothing of moto is changed on disk: the backends' methods are wrapped in
 this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
@@ -68,8 +95,10 @@ from moto.core.responses import ActionResult
 from moto.ec2.models import instances as ec2_instances
 from moto.ec2.responses import EC2Response
 from moto.elb import models
+from moto.elb.exceptions import ELBClientError
 from moto.elbv2 import models as elbv2_models
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.s3.models import s3_backends
 from moto.server import main
 
 _create = models.ELBBackend.create_load_balancer
@@ -99,6 +128,10 @@ _modify_attributes = models.ELBBackend.modify_load_balancer_attributes
 
 
 def modify_load_balancer_attributes(self, load_balancer_name, *args, **kwargs):
+    access_log = kwargs.get("access_log") or {}
+    bucket = access_log.get("S3BucketName")
+    if str(access_log.get("Enabled")).lower() == "true" and bucket not in s3_backends.bucket_accounts:
+        raise ELBClientError("InvalidConfiguration", f"The specified S3 bucket {bucket!r} does not exist")
     _modify_attributes(self, load_balancer_name, *args, **kwargs)
     attributes = self.get_load_balancer(load_balancer_name).attributes
     attributes["additional_attributes"] = list(dict(attributes["additional_attributes"]).items())
@@ -111,6 +144,68 @@ def create_listener(self, load_balancer_arn, protocol, port, ssl_policy, *args, 
     if str(protocol).upper() not in ("HTTPS", "TLS"):
         ssl_policy = None
     return _create_listener(self, load_balancer_arn, protocol, port, ssl_policy, *args, **kwargs)
+
+
+# AWS's InstanceProtocol when a listener is created without one.
+_DEFAULT_INSTANCE_PROTOCOL = {"HTTPS": "HTTP", "HTTP": "HTTP", "SSL": "TCP", "TCP": "TCP"}
+
+
+def _instance_protocol(port):
+    given = port.get("InstanceProtocol") or port.get("instance_protocol")
+    front = str(port.get("Protocol") or port.get("protocol") or "").upper()
+    return str(given).upper() if given else _DEFAULT_INSTANCE_PROTOCOL.get(front, front)
+
+
+def _keep_instance_protocols(lb, ports):
+    by_port = {int(p.get("LoadBalancerPort") or p.get("load_balancer_port")): _instance_protocol(p) for p in ports}
+    for listener in lb.listeners:
+        if "_instance_protocol" not in listener.__dict__ and int(listener.load_balancer_port) in by_port:
+            listener._instance_protocol = by_port[int(listener.load_balancer_port)]
+
+
+def listener_instance_protocol(self):
+    return self.__dict__.get("_instance_protocol", self.protocol)
+
+
+_lb_init = models.LoadBalancer.__init__
+
+
+def lb_init(self, *args, **kwargs):
+    _lb_init(self, *args, **kwargs)
+    _keep_instance_protocols(self, kwargs.get("ports") or (args[3] if len(args) > 3 else []))
+
+
+_create_listeners = models.ELBBackend.create_load_balancer_listeners
+
+
+def create_load_balancer_listeners(self, name, ports):
+    lb = _create_listeners(self, name, ports)
+    if lb is not None:
+        _keep_instance_protocols(lb, ports)
+    return lb
+
+
+_create_v2 = elbv2_models.ELBv2Backend.create_load_balancer
+
+
+def create_load_balancer_v2(self, *args, **kwargs):
+    mappings = [m for m in kwargs.get("subnet_mappings") or [] if m.get("AllocationId")]
+    addresses = {}
+    for m in mappings:
+        found = self.ec2_backend.describe_addresses(allocation_ids=[m["AllocationId"]])
+        addresses[m["SubnetId"]] = {"IpAddress": found[0].public_ip, "AllocationId": m["AllocationId"]}
+    lb = _create_v2(self, *args, **kwargs)
+    lb._ccm_addresses = addresses
+    return lb
+
+
+def availability_zones_v2(self):
+    zones = [elbv2_models.AvailabilityZone(subnet) for subnet in self.subnets]
+    for zone in zones:
+        address = self.__dict__.get("_ccm_addresses", {}).get(zone.subnet_id)
+        if address:
+            zone.load_balancer_addresses = [address]
+    return zones
 
 
 DNS_NAME_TAG = "ccm-test/private-dns-name"
@@ -130,6 +225,31 @@ _dispatch = DomainDispatcherApplication.__call__
 _SIGNED = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/")
 
 
+_LB_IN_ARN = re.compile(r":(?:loadbalancer|listener)/(?:app|net|gwy)/([^/]+)/")
+_ARN = re.compile(r"^arn:[^:]+:elasticloadbalancing:([^:]+):([^:]+):")
+
+
+def _load_balancer_named(params):
+    """The load balancer a request names (classic: by name; ELBv2: by an ARN of it, its listener's or its target group's)."""
+    first = lambda key: params.get(key, [""])[0]
+    name = first("LoadBalancerName") or first("LoadBalancerNames.member.1")
+    if name:
+        return name
+    for key in ("LoadBalancerArn", "ListenerArn", "ResourceArns.member.1"):
+        found = _LB_IN_ARN.search(first(key))
+        if found:
+            return found.group(1)
+    arn = first("TargetGroupArn") or first("ResourceArns.member.1")
+    where = _ARN.match(arn)
+    if where:
+        group = elbv2_models.elbv2_backends[where.group(2)][where.group(1)].target_groups.get(arn)
+        for lb_arn in getattr(group, "load_balancer_arns", []):
+            found = _LB_IN_ARN.search(lb_arn)
+            if found:
+                return found.group(1)
+    return ""
+
+
 def journaled_call(self, environ, start_response):
     length = int(environ.get("CONTENT_LENGTH") or 0)
     body = environ["wsgi.input"].read(length) if length else b""
@@ -139,6 +259,11 @@ def journaled_call(self, environ, start_response):
         params.update(parse_qs(body.decode("utf-8", "replace")))
     signed = _SIGNED.search(environ.get("HTTP_AUTHORIZATION", ""))
     status = []
+    # Before the call: a target group it deletes is gone after it.
+    try:
+        named = _load_balancer_named(params) if params.get("Action") else ""
+    except Exception:  # a journal must never fail a request
+        named = ""
 
     def recording_start_response(st, headers, *rest):
         status.append(int(st.split(" ", 1)[0]))
@@ -152,7 +277,7 @@ def journaled_call(self, environ, start_response):
             "action": action,
             "caller": signed.group(1) if signed else "",
             "status": status[0] if status else 0,
-            "name": params.get("LoadBalancerName", params.get("LoadBalancerNames.member.1", [""]))[0],
+            "name": named,
         }
         with _journal_lock, open(JOURNAL, "a") as f:
             f.write(json.dumps(entry) + "\n")
@@ -167,6 +292,11 @@ if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
     models.ELBBackend.create_load_balancer = create_load_balancer
     models.ELBBackend.modify_load_balancer_attributes = modify_load_balancer_attributes
     elbv2_models.ELBv2Backend.create_listener = create_listener
+    models.FakeListener.instance_protocol = property(listener_instance_protocol)
+    models.LoadBalancer.__init__ = lb_init
+    models.ELBBackend.create_load_balancer_listeners = create_load_balancer_listeners
+    elbv2_models.ELBv2Backend.create_load_balancer = create_load_balancer_v2
+    elbv2_models.FakeLoadBalancer.availability_zones = property(availability_zones_v2)
     ec2_instances.InstanceBackend.get_reservations_by_instance_ids = get_reservations_by_instance_ids
     EC2Response.describe_instance_topology = describe_instance_topology
 

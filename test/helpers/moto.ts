@@ -95,7 +95,7 @@ export interface MotoCall {
   /** The access key id the request was signed with. */
   caller: string;
   status: number;
-  /** The load balancer the request names ('' if none). */
+  /** The load balancer the request names ('' if none): a classic ELB's name, or an NLB's from the ARN of it, its listener or its target group. */
   name: string;
 }
 

@@ -19,11 +19,20 @@
  *
  * The Services are those of SERVICES, each with its own name: a plain classic
  * ELB, classic ELBs with the common annotations (internal, additional tags,
- * attributes, health check, the operator's own and extra security groups)
- * and an NLB (ELBv2: load balancer, target groups, listeners). moto-aws.py
- * describes what a CCM manages (every ELB and NLB with its listeners,
- * targets, health checks, attributes, groups and tags; the VPC's security
- * groups with their rules; the VPC's routes): "unchanged" compares all of it.
+ * attributes, health check, the operator's own and extra security groups),
+ * with TLS listeners on an ACM certificate and an SSL negotiation policy,
+ * with access logs into an S3 bucket, with proxy protocol, in subnets the
+ * annotation names, and NLBs (ELBv2: load balancer, target groups,
+ * listeners): with a health check of its own, with TLS listeners to TLS
+ * targets, and with Elastic IPs in named subnets. The certificate, bucket,
+ * Elastic IPs, subnets and security groups are made in moto first, as an
+ * operator has them (PREPARED). moto-aws.py describes what a CCM manages
+ * (every ELB and NLB with its listeners, certificates, policies, targets,
+ * health checks, attributes, groups, subnets, Elastic IPs and tags; the VPC's
+ * security groups with their rules; the VPC's routes): "unchanged" compares
+ * all of it. And each row says which AWS writes upstream's own code sends for
+ * its load balancer on every sync, changing nothing (`rewrites`); ours, on
+ * the switch, sends exactly those, as upstream does on the rollback.
  * Routes are on in both (--configure-cloud-routes=true, --cluster-cidr): the
  * Nodes have pod CIDRs, upstream routes them in the cluster's route table,
  * and ours adopts those routes (neither deletes nor re-creates one).
@@ -134,6 +143,10 @@ interface Elb {
   scheme: string;
   attributes: Record<string, unknown>;
   tags: Record<string, string>;
+  /** Each listener by its load balancer port: protocols, certificate, its policies and those of its instance port. */
+  frontends: Record<string, { protocols: string; certificate: string; policies: string[]; backendPolicies: string[] }>;
+  /** The load balancer's policies: name -> `<type> <attribute>=<value>,...`. */
+  policies: Record<string, string>;
 }
 
 /** An ELBv2 load balancer as moto-aws.py describe-nlbs gives it. */
@@ -143,9 +156,11 @@ interface Nlb {
   type: string;
   scheme: string;
   subnets: string[];
+  /** The Elastic IP of each subnet that has one: subnet -> `<allocation> <ip>`. */
+  addresses: Record<string, string>;
   tags: Record<string, string>;
   attributes: Record<string, string>;
-  listeners: { port: number; protocol: string; targetGroup: string }[];
+  listeners: { port: number; protocol: string; targetGroup: string; targetProtocol: string; certificates: string[]; sslPolicy: string }[];
   targetGroups: {
     name: string;
     port: number;
@@ -165,13 +180,33 @@ interface Cloud {
   routes: string[];
 }
 
-/** Security groups an operator made for the annotations of SERVICES (the test creates them in the VPC). */
-interface Groups {
+/** What an operator made in the account for the annotations of SERVICES (the test makes it in moto before upstream runs). */
+interface Prepared {
+  /** Security groups of the VPC. */
   custom: string;
   extra: string;
+  /** An ACM certificate's ARN. */
+  certificate: string;
+  /** An S3 bucket for access logs. */
+  bucket: string;
+  /** The cluster's own subnet (in AZ), and two more in other zones, each with a Name tag, tagged for another cluster so this cluster's discovery never picks them: only the annotation puts a load balancer there. */
+  clusterSubnet: string;
+  subnets: { id: string; name: string }[];
+  /** Elastic IPs (VPC domain), one per extra subnet. */
+  eips: { allocation: string; ip: string }[];
 }
 
 const A = 'service.beta.kubernetes.io/aws-load-balancer-';
+/**
+ * Upstream's ensureLoadBalancer compares the classic ELB's attributes it wants
+ * with what DescribeLoadBalancerAttributes answers, AdditionalAttributes
+ * included, which it never sets (AWS lists elb.http.desyncmitigationmode): so
+ * it modifies them, to the same values, on every sync.
+ */
+const MODIFY_ATTRIBUTES = 'ModifyLoadBalancerAttributes';
+/** The names upstream gives its policies (aws_loadbalancer.go SSLNegotiationPolicyNameFormat, ProxyProtocolPolicyName). */
+const SSL_POLICY = 'k8s-SSLNegotiationPolicy-ELBSecurityPolicy-TLS-1-2-2017-01';
+const PROXY_POLICY = 'k8s-proxyprotocol-enabled';
 
 /**
  * The LoadBalancer Services upstream makes load balancers for before the
@@ -183,10 +218,19 @@ const SERVICES: {
   name: string;
   what: string;
   ports: number[];
-  annotations: (g: Groups) => Record<string, string>;
-  upstreamMade: (g: Groups) => Record<string, unknown>;
+  annotations: (p: Prepared) => Record<string, string>;
+  upstreamMade: (p: Prepared) => Record<string, unknown>;
+  /** The AWS writes upstream's own code sends for this load balancer on every sync that finds it as it should be (idempotent: they set what is there). */
+  rewrites: string[];
 }[] = [
-  { name: 'web', what: 'a classic ELB', ports: [80], annotations: () => ({}), upstreamMade: () => ({ scheme: 'internet-facing' }) },
+  {
+    name: 'web',
+    what: 'a classic ELB',
+    ports: [80],
+    annotations: () => ({}),
+    upstreamMade: () => ({ scheme: 'internet-facing' }),
+    rewrites: [MODIFY_ATTRIBUTES],
+  },
   {
     name: 'internal',
     what: 'an internal classic ELB with extra tags and an extra security group',
@@ -197,6 +241,8 @@ const SERVICES: {
       [`${A}extra-security-groups`]: g.extra,
     }),
     upstreamMade: () => ({ scheme: 'internal', tags: { team: 'payments', 'cost-center': '42' } }),
+    // ensureLoadBalancer adds the additional tags again on every sync.
+    rewrites: ['AddTags', MODIFY_ATTRIBUTES],
   },
   {
     name: 'tuned',
@@ -222,6 +268,7 @@ const SERVICES: {
       },
       healthCheck: { HealthyThreshold: 3, UnhealthyThreshold: 4, Timeout: 6, Interval: 15 },
     }),
+    rewrites: [MODIFY_ATTRIBUTES],
   },
   {
     name: 'own-groups',
@@ -229,6 +276,7 @@ const SERVICES: {
     ports: [80],
     annotations: (g) => ({ [`${A}security-groups`]: g.custom, [`${A}extra-security-groups`]: g.extra }),
     upstreamMade: (g) => ({ securityGroups: [g.custom, g.extra].sort() }),
+    rewrites: [MODIFY_ATTRIBUTES],
   },
   {
     name: 'nlb',
@@ -243,6 +291,98 @@ const SERVICES: {
       [`${A}healthcheck-interval`]: '10',
     }),
     upstreamMade: () => ({ type: 'network', tags: { team: 'edge' }, attributes: { 'load_balancing.cross_zone.enabled': 'true' } }),
+    // Upstream's bug: ensureTargetGroup compares the wanted health check path with its own request's (empty) one, not the target group's, so it modifies each target group of an HTTP health check on every sync (docs/real-cluster.md).
+    rewrites: ['ModifyTargetGroup', 'ModifyTargetGroup'],
+  },
+  {
+    name: 'tls',
+    what: 'a classic ELB with an HTTPS listener on an ACM certificate, HTTP to the instances, and an SSL negotiation policy',
+    ports: [80, 443],
+    annotations: (p) => ({
+      [`${A}ssl-cert`]: p.certificate,
+      [`${A}ssl-ports`]: '443',
+      [`${A}backend-protocol`]: 'http',
+      [`${A}ssl-negotiation-policy`]: 'ELBSecurityPolicy-TLS-1-2-2017-01',
+    }),
+    upstreamMade: (p) => ({
+      frontends: {
+        '80': { protocols: 'HTTP->HTTP', certificate: '', policies: [] },
+        '443': { protocols: 'HTTPS->HTTP', certificate: p.certificate, policies: [SSL_POLICY] },
+      },
+      policies: { [SSL_POLICY]: 'SSLNegotiationPolicyType Reference-Security-Policy=ELBSecurityPolicy-TLS-1-2-2017-01' },
+    }),
+    // EnsureLoadBalancer sets the negotiation policy on each TLS listener again on every sync.
+    rewrites: [MODIFY_ATTRIBUTES, 'SetLoadBalancerPoliciesOfListener'],
+  },
+  {
+    name: 'logged',
+    what: 'a classic ELB with access logs into an S3 bucket',
+    ports: [80],
+    annotations: (p) => ({
+      [`${A}access-log-enabled`]: 'true',
+      [`${A}access-log-emit-interval`]: '5',
+      [`${A}access-log-s3-bucket-name`]: p.bucket,
+      [`${A}access-log-s3-bucket-prefix`]: 'migrate/elb',
+    }),
+    upstreamMade: (p) => ({ attributes: { AccessLog: { Enabled: true, EmitInterval: 5, S3BucketName: p.bucket, S3BucketPrefix: 'migrate/elb' } } }),
+    rewrites: [MODIFY_ATTRIBUTES],
+  },
+  {
+    name: 'proxied',
+    what: 'a classic ELB with proxy protocol to every instance port',
+    ports: [80, 443],
+    annotations: () => ({ [`${A}proxy-protocol`]: '*' }),
+    upstreamMade: () => ({
+      frontends: { '80': { backendPolicies: [PROXY_POLICY] }, '443': { backendPolicies: [PROXY_POLICY] } },
+      policies: { [PROXY_POLICY]: 'ProxyProtocolPolicyType ProxyProtocol=true' },
+    }),
+    // ensureLoadBalancer creates the proxy protocol policy again on every sync (its own comment says so).
+    rewrites: ['CreateLoadBalancerPolicy', MODIFY_ATTRIBUTES],
+  },
+  {
+    name: 'elb-subnets',
+    what: 'a classic ELB in the subnets its annotation names (by ID and by Name tag)',
+    ports: [80],
+    annotations: (p) => ({ [`${A}subnets`]: `${p.clusterSubnet},${p.subnets[0]!.name}` }),
+    upstreamMade: (p) => ({ subnets: [p.clusterSubnet, p.subnets[0]!.id].sort() }),
+    rewrites: [MODIFY_ATTRIBUTES],
+  },
+  {
+    name: 'nlb-tls',
+    what: 'an NLB with a TLS listener on an ACM certificate with a negotiation policy, to TLS targets',
+    ports: [80, 443],
+    annotations: (p) => ({
+      [`${A}type`]: 'nlb',
+      [`${A}ssl-cert`]: p.certificate,
+      [`${A}ssl-ports`]: '443',
+      [`${A}backend-protocol`]: 'ssl',
+      [`${A}ssl-negotiation-policy`]: 'ELBSecurityPolicy-TLS13-1-2-2021-06',
+    }),
+    upstreamMade: (p) => ({
+      type: 'network',
+      listeners: [
+        { port: 80, protocol: 'TCP', targetProtocol: 'TCP', certificates: [], sslPolicy: '' },
+        { port: 443, protocol: 'TLS', targetProtocol: 'TLS', certificates: [p.certificate], sslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06' },
+      ],
+    }),
+    rewrites: [],
+  },
+  {
+    name: 'nlb-eips',
+    what: 'an NLB with an Elastic IP in each of the subnets its annotation names',
+    ports: [80],
+    annotations: (p) => ({
+      [`${A}type`]: 'nlb',
+      [`${A}subnets`]: `${p.subnets[0]!.name},${p.subnets[1]!.id}`,
+      [`${A}eip-allocations`]: p.eips.map((e) => e.allocation).join(','),
+    }),
+    // Upstream pairs the allocations with the subnets in the order it resolves them: those named by ID first, then those by Name (aws.go resolveSubnetNameOrIDs), not the annotation's order.
+    upstreamMade: (p) => ({
+      type: 'network',
+      subnets: p.subnets.map((s) => s.id).sort(),
+      addresses: Object.fromEntries([p.subnets[1]!, p.subnets[0]!].map((s, i) => [s.id, `${p.eips[i]!.allocation} ${p.eips[i]!.ip}`])),
+    }),
+    rewrites: [],
   },
 ];
 
@@ -281,6 +421,14 @@ function writesBy(calls: MotoCall[], caller: string): string[] {
   return calls
     .filter((c) => c.caller === caller && mutating(c))
     .map((c) => `${c.action}${c.name ? ` ${c.name}` : ''}`)
+    .sort();
+}
+
+/** Mutating AWS calls of `caller` in `calls` that name the load balancer `lbName` (moto-server.py, 6), their actions sorted. */
+function writesFor(calls: MotoCall[], caller: string, lbName: string): string[] {
+  return calls
+    .filter((c) => c.caller === caller && c.name === lbName && mutating(c))
+    .map((c) => c.action)
     .sort();
 }
 
@@ -336,7 +484,7 @@ async function eventCount(core: CoreV1Api, svc: V1Service, reason: string): Prom
 }
 
 test('migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts every ELB and NLB (annotated ones too) when upstream stops (no create, no delete, no change, Nodes untouched), and upstream takes them back on rollback with nothing lost', async (t) => {
-  t.timeout(8 * 60_000);
+  t.timeout(12 * 60_000);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-migrate-aws-'));
   const [upstreamBin, providerBin] = await Promise.all([awsCloudControllerManager(), awsCloudBinary()]);
   const cp = await ControlPlane.start({ controllerManager: false, auditLog: true });
@@ -413,9 +561,19 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
       taints: [{ key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' }],
     });
   for (const i of seeded.instances) await waitNodeInitialized(core, i.privateDns, 'the upstream AWS CCM', 120_000);
-  const groups: Groups = {
+  const subnet = async (n: number, az: string) => {
+    const name = `${scope.prefix}-lb-${az}`;
+    const tags = { Name: name, [`kubernetes.io/cluster/${scope.prefix}-other`]: 'shared' };
+    return { id: (await moto.ctl<{ id: string }>('create-subnet', { vpc: seeded.vpc, cidr: `10.49.${n}.0/24`, az, tags })).id, name };
+  };
+  const prepared: Prepared = {
     custom: (await moto.ctl<{ id: string }>('create-security-group', { vpc: seeded.vpc, name: `${scope.prefix}-custom` })).id,
     extra: (await moto.ctl<{ id: string }>('create-security-group', { vpc: seeded.vpc, name: `${scope.prefix}-extra` })).id,
+    certificate: (await moto.ctl<{ arn: string }>('create-certificate', { domain: `${scope.prefix}.migrate.example.com` })).arn,
+    bucket: (await moto.ctl('create-bucket', { name: `${scope.prefix}-elb-logs` }), `${scope.prefix}-elb-logs`),
+    clusterSubnet: seeded.subnet,
+    subnets: [await subnet(2, 'us-east-1b'), await subnet(3, 'us-east-1c')],
+    eips: (await moto.ctl<{ addresses: { allocation: string; ip: string }[] }>('allocate-addresses', { count: 2 })).addresses,
   };
   const lbNames = new Map<string, string>();
   for (const row of SERVICES) {
@@ -426,7 +584,7 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
         ns,
         row.ports.map((port) => ({ port })),
         {},
-        row.annotations(groups),
+        row.annotations(prepared),
       ),
     });
     lbNames.set(row.name, `a${created.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32));
@@ -473,7 +631,7 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   for (const row of SERVICES) {
     const lb = [...before.cloud.elbs, ...before.cloud.nlbs].find((l) => l.name === lbNames.get(row.name))!;
     t.is(before.services[row.name]!.ingress[0]?.hostname, lb.dns, `${row.name}: the Service's ingress is the load balancer's DNS name`);
-    t.like(lb, row.upstreamMade(groups), `${row.name}: upstream made ${row.what}`);
+    t.like(lb, row.upstreamMade(prepared), `${row.name}: upstream made ${row.what}`);
   }
   // Upstream acts as its per-controller ServiceAccounts (--use-service-account-credentials=true).
   const upstreamWriters = new Set(
@@ -632,6 +790,13 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   );
   // Ours, taking over the load balancers, writes to AWS exactly what upstream writes when it restarts onto them.
   t.deepEqual(oursTakeoverWrites, writesBy(rollback, UPSTREAM_KEY), "ours' AWS writes on the switch are upstream's on a restart");
+  // Load balancer by load balancer: only the writes upstream's code repeats on every sync, by either side.
+  for (const row of SERVICES) {
+    const lbName = lbNames.get(row.name)!;
+    const want = [...row.rewrites].sort();
+    t.deepEqual(writesFor(takeover, OURS_KEY, lbName), want, `${row.name}: ours' AWS writes for ${lbName} on the switch`);
+    t.deepEqual(writesFor(rollback, UPSTREAM_KEY, lbName), want, `${row.name}: upstream's AWS writes for ${lbName} on the rollback`);
+  }
   // Upstream, with its own RBAC and ours applied over it, never lacked a right: no 403 in any of its runs.
   for (const n of upstreamRuns.keys()) {
     const logPath = join(dir, `upstream-${n + 1}.log`);
