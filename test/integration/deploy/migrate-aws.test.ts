@@ -26,7 +26,7 @@
  * listeners): with a health check of its own, with TLS listeners to TLS
  * targets, and with Elastic IPs in named subnets. The certificate, bucket,
  * Elastic IPs, subnets and security groups are made in moto first, as an
- * operator has them (PREPARED). moto-aws.py describes what a CCM manages
+ * operator has them (Prepared). moto-aws.py describes what a CCM manages
  * (every ELB and NLB with its listeners, certificates, policies, targets,
  * health checks, attributes, groups, subnets, Elastic IPs and tags; the VPC's
  * security groups with their rules; the VPC's routes): "unchanged" compares
