@@ -269,6 +269,29 @@ test.serial('both clouds serve their Services, each from its own pool, with traf
   t.deepEqual(await cloudHoldings(), wanted());
   t.is(await traffic('s-keep'), 's-keep');
   t.is(await traffic('f-keep'), 'f-keep');
+  // Each provider's lifecycle instance and queues have their own series (with one provider: no provider label).
+  const series = [
+    'ccm_node_lifecycle_not_ready_nodes{provider="steady"}',
+    'ccm_node_lifecycle_not_ready_nodes{provider="flaky"}',
+    'workqueue_adds_total{name="Nodes",provider="steady"}',
+    'workqueue_adds_total{name="Nodes",provider="flaky"}',
+    'workqueue_adds_total{name="service",provider="steady"}',
+    'workqueue_adds_total{name="service",provider="flaky"}',
+  ];
+  const text = await waitFor(
+    async () => {
+      const m = await setup!.host.metrics.registry.metrics();
+      return series.every((s) => m.includes(`${s} `)) ? m : undefined;
+    },
+    { what: 'per-provider series on /metrics', log: setup!.host.logPath },
+  );
+  t.deepEqual(
+    text
+      .split('\n')
+      .filter((l) => /^(ccm_node_lifecycle_not_ready_nodes|workqueue_adds_total\{name="(Nodes|service)")[ {]/.test(l) && !l.includes('provider=')),
+    [],
+    'no unlabelled series beside them',
+  );
 });
 
 test.serial(
@@ -377,8 +400,8 @@ test.serial("flaky's cloud answers errors, then never answers: only flaky's Serv
     log: host.logPath,
   });
   // Hangs: flaky's load balancer calls wait (hold) until the knob is unset, each up to its deadline.
-  await knobs('unset', 'failAll');
-  await knobs('set', 'hold=EnsureLoadBalancer,EnsureLoadBalancers,UpdateLoadBalancerHosts,EnsureLoadBalancerDeleted,EnsureLoadBalancersDeleted');
+  // One write, so no call slips through between the two knobs.
+  await knobs('set', 'failAll=false', 'hold=EnsureLoadBalancer,EnsureLoadBalancers,UpdateLoadBalancerHosts,EnsureLoadBalancerDeleted');
   await create('flaky', 'f-hold', 9142);
   await remove('flaky', 'f-keep');
   await create('steady', 's-hold', 9143);
