@@ -82,6 +82,10 @@ async function startMultiHost(dir: string, providersFile: string) {
     '--leader-elect=false',
     '--controllers=service,cloud-node,cloud-node-lifecycle',
     '--node-monitor-period=1s',
+    // Two Service workers per provider, and a hung call is not given up for ten minutes: flaky's three hung
+    // Services would hold every worker of a pool shared with steady for longer than any wait here.
+    '--concurrent-service-syncs=2',
+    '--plugin-mutation-timeout=10m',
     `--watch-namespace=${NS}`,
     `--node-selector=${scope.selector}`,
     '--plugin-start-timeout=20s',
