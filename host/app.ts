@@ -19,7 +19,7 @@ import { ConnectionPool } from './kube/connections.js';
 import { makeClients } from './kube/client.js';
 import type { KubeConfigData } from './kube/kubeconfig.js';
 import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from './kube/leader-election.js';
-import { PluginLeaseGuard } from './kube/plugin-lease-guard.js';
+import { AnyProviderReady, PluginLeaseGuard } from './kube/plugin-lease-guard.js';
 import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, type HostMetrics } from './metrics.js';
 import { COMPONENT_NAME } from './names.js';
@@ -113,10 +113,18 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     renewal.onRenewed = () => {
       for (const s of supervised) s.supervisor.renewProviderControllers();
     };
-    // The lease follows the default provider's readiness: the one the host's controllers use.
     const supervisor = supervised.find((s) => s.provider.default)!.supervisor;
     if (elector && config.leaderElection.pluginUnreadyReleaseMs > 0) {
-      const guard = new PluginLeaseGuard(supervisor, config.cloudProvider, config.leaderElection.pluginUnreadyReleaseMs);
+      // The lease follows the provider's readiness; with several, all of them together (unready only while none is
+      // ready), so one provider down everywhere does not stop the others' work (kube/plugin-lease-guard.ts).
+      const timeoutMs = config.leaderElection.pluginUnreadyReleaseMs;
+      const guard =
+        supervised.length > 1
+          ? PluginLeaseGuard.overProviders(
+              new AnyProviderReady(supervised.map((s) => ({ name: s.provider.name, readiness: s.supervisor }))),
+              timeoutMs,
+            )
+          : new PluginLeaseGuard(supervisor, config.cloudProvider, timeoutMs);
       leaseGuard = guard;
       server?.addCheck('leaderCandidacy', () => guard.check(elector.isLeader()), 'readyz');
     }

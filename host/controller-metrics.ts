@@ -14,30 +14,52 @@ function metric<M extends Metric>(registry: Registry, type: new (cfg: never) => 
   return registeredMetric(registry, cfg.name, type, () => new type({ ...cfg, registers: [registry] } as never));
 }
 
-/** The node lifecycle controller's (ours). */
-export function lifecycleMetrics(registry: Registry) {
+/**
+ * The node lifecycle controller's (ours), as one controller instance
+ * records them: with `provider` (the host runs several providers, one
+ * instance each) every family has a `provider` label and these are that
+ * provider's series; without, the families have no label at all (a
+ * one-provider host's series, exactly as before). A host's instances all
+ * pass a provider or none, so each family is made one way.
+ */
+export function lifecycleMetrics(registry: Registry, provider?: string) {
+  const labelNames = provider === undefined ? [] : ['provider'];
+  const labels = provider === undefined ? {} : { provider };
+  const heldBackTotal = metric(registry, Counter<string>, {
+    name: 'ccm_node_lifecycle_deletions_held_back_total',
+    help: 'Deletions of Nodes whose instance is gone that the --node-deletion-limit brake held back, counted once per node and pass.',
+    labelNames,
+  });
+  const heldBack = metric(registry, Gauge<string>, {
+    name: 'ccm_node_lifecycle_nodes_held_back',
+    help: 'Nodes whose deletion the --node-deletion-limit brake held back in the last pass.',
+    labelNames,
+  });
+  const passDuration = metric(registry, Histogram<string>, {
+    name: 'ccm_node_lifecycle_pass_duration_seconds',
+    help: 'Duration of one node lifecycle pass (status lookup and API writes).',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    labelNames,
+  });
+  const ledgerFailures = metric(registry, Counter<string>, {
+    name: 'ccm_node_lifecycle_deletion_record_failures_total',
+    help: 'Passes that deleted no Node because the --node-deletion-limit record (a Lease) could not be read or written.',
+    labelNames,
+  });
+  const notReady = metric(registry, Gauge<string>, {
+    name: 'ccm_node_lifecycle_not_ready_nodes',
+    help: 'NotReady nodes the last node lifecycle pass looked up in the cloud.',
+    labelNames,
+  });
+  // The provider's counters exist from the start, at 0, as an unlabelled counter does.
+  heldBackTotal.inc(labels, 0);
+  ledgerFailures.inc(labels, 0);
   return {
-    heldBackTotal: metric(registry, Counter, {
-      name: 'ccm_node_lifecycle_deletions_held_back_total',
-      help: 'Deletions of Nodes whose instance is gone that the --node-deletion-limit brake held back, counted once per node and pass.',
-    }),
-    heldBack: metric(registry, Gauge, {
-      name: 'ccm_node_lifecycle_nodes_held_back',
-      help: 'Nodes whose deletion the --node-deletion-limit brake held back in the last pass.',
-    }),
-    passDuration: metric(registry, Histogram, {
-      name: 'ccm_node_lifecycle_pass_duration_seconds',
-      help: 'Duration of one node lifecycle pass (status lookup and API writes).',
-      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    }),
-    ledgerFailures: metric(registry, Counter, {
-      name: 'ccm_node_lifecycle_deletion_record_failures_total',
-      help: 'Passes that deleted no Node because the --node-deletion-limit record (a Lease) could not be read or written.',
-    }),
-    notReady: metric(registry, Gauge, {
-      name: 'ccm_node_lifecycle_not_ready_nodes',
-      help: 'NotReady nodes the last node lifecycle pass looked up in the cloud.',
-    }),
+    heldBackTotal: { inc: (n: number) => heldBackTotal.inc(labels, n) },
+    heldBack: { set: (n: number) => heldBack.set(labels, n) },
+    passDuration: { observe: (seconds: number) => passDuration.observe(labels, seconds) },
+    ledgerFailures: { inc: () => ledgerFailures.inc(labels) },
+    notReady: { set: (n: number) => notReady.set(labels, n) },
   };
 }
 export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;

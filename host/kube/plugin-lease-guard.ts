@@ -14,7 +14,16 @@
  * itself answers its checks) deliberately do not count: every replica shares
  * the cloud, so handing the Lease around would only add churn, and a standby
  * makes no cloud calls from which it could see the cloud come back.
+ *
+ * Several providers (issue 31 item 5, isolation): the guard follows them
+ * together and counts the replica unready only while none of its providers
+ * is ready (overProviders). One provider down, wedged or crash-looping on
+ * every replica (a bad build, its cloud's own outage) would otherwise make
+ * every leader give up and every candidate hold off, stopping the other
+ * providers' Nodes and load balancers too; a provider wedged on this
+ * replica alone is restarted by its supervisor or the kubelet's probe.
  */
+import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { PluginState } from '../plugin/supervisor.js';
 
@@ -52,6 +61,34 @@ export interface PluginReadiness {
 }
 
 /**
+ * Several providers' readiness as one: `ready` while at least one of them
+ * is; otherwise the first one's state. Tells its listeners each time a
+ * provider's state changes.
+ */
+export class AnyProviderReady implements PluginReadiness {
+  private readonly events = new EventEmitter();
+
+  constructor(readonly providers: readonly { name: string; readiness: PluginReadiness }[]) {
+    if (providers.length === 0) throw new Error('AnyProviderReady needs at least one provider');
+    for (const p of providers) p.readiness.on('state', () => this.events.emit('state', this.state));
+  }
+
+  get state(): PluginState {
+    return this.providers.some((p) => p.readiness.state === 'ready') ? 'ready' : this.providers[0]!.readiness.state;
+  }
+
+  on(event: 'state', listener: (s: PluginState) => void): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  /** `east: backoff, west: starting`. */
+  describe(): string {
+    return this.providers.map((p) => `${p.name}: ${p.readiness.state}`).join(', ');
+  }
+}
+
+/**
  * Tracks since when the plugin has been unready (local monotonic clock) and
  * answers the elector's two questions; also the `leaderCandidacy` readiness
  * check's text.
@@ -62,12 +99,24 @@ export class PluginLeaseGuard {
   /** Why this replica last gave the Lease up, until its plugin is ready again. */
   private releasedBecause?: string;
 
+  /** What the messages name: `plugin aws`, or `every provider`. */
+  private readonly subject: string;
+
+  /**
+   * The guard over several providers: the replica counts as unready only
+   * while none of them is ready (see the module comment).
+   */
+  static overProviders(providers: AnyProviderReady, timeoutMs: number, now?: () => number): PluginLeaseGuard {
+    return new PluginLeaseGuard(providers, '', timeoutMs, now);
+  }
+
   constructor(
     private readonly plugin: PluginReadiness,
-    private readonly pluginName: string,
+    pluginName: string,
     private readonly timeoutMs: number,
     private readonly now: () => number = () => performance.now(),
   ) {
+    this.subject = plugin instanceof AnyProviderReady ? 'every provider' : `plugin ${pluginName}`;
     if (plugin.state !== 'ready') this.unreadySince = this.now();
     plugin.on('state', (s) => {
       if (s === 'ready') {
@@ -75,6 +124,11 @@ export class PluginLeaseGuard {
         this.releasedBecause = undefined;
       } else this.unreadySince ??= this.now();
     });
+  }
+
+  /** `backoff (not ready)`, or with several providers `not ready (east: backoff, west: starting)`. */
+  private stateText(): string {
+    return this.plugin instanceof AnyProviderReady ? `not ready (${this.plugin.describe()})` : `${this.plugin.state} (not ready)`;
   }
 
   private input(leading: boolean): PluginLeaseInput {
@@ -86,14 +140,14 @@ export class PluginLeaseGuard {
   releaseReason(): string | undefined {
     const s = this.input(true);
     if (pluginLeaseAction(s) !== 'release') return undefined;
-    this.releasedBecause = `plugin ${this.pluginName} was ${this.plugin.state} (not ready) for ${Math.round(s.unreadyForMs / 1000)}s, longer than --plugin-unready-lease-release-timeout=${this.timeoutMs / 1000}s`;
+    this.releasedBecause = `${this.subject} was ${this.stateText()} for ${Math.round(s.unreadyForMs / 1000)}s, longer than --plugin-unready-lease-release-timeout=${this.timeoutMs / 1000}s`;
     return this.releasedBecause;
   }
 
   /** Asked by a candidate before each acquire attempt: a reason means do not campaign now. */
   campaignBlocker(): string | undefined {
     if (pluginLeaseAction(this.input(false)) !== 'hold-off') return undefined;
-    return `plugin ${this.pluginName} is ${this.plugin.state} (not ready)`;
+    return `${this.subject} is ${this.stateText()}`;
   }
 
   /**
@@ -107,12 +161,12 @@ export class PluginLeaseGuard {
     if (action === 'hold-off') {
       const why = this.releasedBecause ? `; gave up the leader lease because ${this.releasedBecause}` : '';
       throw new Error(
-        `not campaigning for the leader lease while plugin ${this.pluginName} is ${this.plugin.state} (not ready)${why}; campaigns again once it is ready`,
+        `not campaigning for the leader lease while ${this.subject} is ${this.stateText()}${why}; campaigns again once ${this.plugin instanceof AnyProviderReady ? 'one' : 'it'} is ready`,
       );
     }
     if (leading && !s.ready && s.timeoutMs > 0) {
       throw new Error(
-        `leading with plugin ${this.pluginName} ${this.plugin.state} (not ready) for ${Math.round(s.unreadyForMs / 1000)}s; the leader lease is released at ${this.timeoutMs / 1000}s (--plugin-unready-lease-release-timeout)`,
+        `leading with ${this.subject} ${this.stateText()} for ${Math.round(s.unreadyForMs / 1000)}s; the leader lease is released at ${this.timeoutMs / 1000}s (--plugin-unready-lease-release-timeout)`,
       );
     }
   }

@@ -22,8 +22,14 @@ export type GetResult<T> = { item: T; shutdown: false } | { shutdown: true };
 
 /** Options of a {@link WorkQueue}. */
 export interface WorkQueueOptions<T> {
-  /** Queue name, the `name` label of the metrics; should be unique per registry. Default `''`. */
+  /** Queue name, the `name` label of the metrics; with `provider`, unique per registry. Default `''`. */
   name?: string;
+  /**
+   * The provider this queue works for, the `provider` label of its metrics:
+   * set only when the host runs several providers (one queue per provider,
+   * same `name`), so a one-provider host's series are exactly upstream's.
+   */
+  provider?: string;
   /** Limiter used by {@link WorkQueue.addRateLimited}. Default: {@link defaultControllerRateLimiter}. */
   rateLimiter?: RateLimiter<T>;
   /** Where to publish the `workqueue_*` metrics; none are kept when absent. */
@@ -35,6 +41,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Upstream histogram buckets for queue/work durations: 1e-8 s to 10 s, ×10 each. */
 const DURATION_BUCKETS_SECONDS = Array.from({ length: 10 }, (_, i) => 1e-8 * 10 ** i);
+
+/**
+ * The label names of every `workqueue_*` family: upstream's `name`, and
+ * `provider`, set only on the queues of a host with several providers (a
+ * series without it is exposed exactly as upstream's).
+ */
+const LABEL_NAMES = ['name', 'provider'];
+type QueueLabel = 'name' | 'provider';
 
 /** The queues publishing into each registry, for the in-flight gauges computed at scrape time. */
 const queuesByRegistry = new WeakMap<Registry, Set<QueueMetrics<unknown>>>();
@@ -52,11 +66,11 @@ function inFlightGauge(registry: Registry, name: string, help: string, value: (q
       new Gauge({
         name,
         help,
-        labelNames: ['name'],
+        labelNames: LABEL_NAMES,
         registers: [registry],
         collect() {
           const now = performance.now();
-          for (const q of queuesByRegistry.get(registry) ?? []) this.set({ name: q.name }, value(q, now));
+          for (const q of queuesByRegistry.get(registry) ?? []) this.set(q.labels, value(q, now));
         },
       }),
   );
@@ -64,21 +78,22 @@ function inFlightGauge(registry: Registry, name: string, help: string, value: (q
 
 /** Per-queue view of the upstream `workqueue_*` metric families. */
 class QueueMetrics<T> {
-  private readonly depth: Gauge.Internal<'name'>;
+  private readonly depth: Gauge.Internal<QueueLabel>;
   private readonly adds: Counter.Internal;
-  private readonly queueDuration: Histogram.Internal<'name'>;
-  private readonly workDuration: Histogram.Internal<'name'>;
+  private readonly queueDuration: Histogram.Internal<QueueLabel>;
+  private readonly workDuration: Histogram.Internal<QueueLabel>;
   private readonly retries: Counter.Internal;
   /** When each dirty item was first added, in ms (performance.now). */
   private readonly addTimes = new Map<T, number>();
   /** When each in-flight item was handed out, in ms (performance.now). */
   private readonly startTimes = new Map<T, number>();
 
-  constructor(
-    registry: Registry,
-    readonly name: string,
-  ) {
-    const labels = { name };
+  /** This queue's series: `name`, and `provider` when given. */
+  readonly labels: Partial<Record<QueueLabel, string>>;
+
+  constructor(registry: Registry, name: string, provider: string | undefined) {
+    const labels = provider === undefined ? { name } : { name, provider };
+    this.labels = labels;
     const registers = [registry];
     let queues = queuesByRegistry.get(registry);
     if (!queues) queuesByRegistry.set(registry, (queues = new Set()));
@@ -99,13 +114,13 @@ class QueueMetrics<T> {
       registry,
       'workqueue_depth',
       Gauge,
-      () => new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'], registers }),
+      () => new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: LABEL_NAMES, registers }),
     ).labels(labels);
     this.adds = registeredMetric(
       registry,
       'workqueue_adds_total',
       Counter,
-      () => new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers }),
+      () => new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: LABEL_NAMES, registers }),
     ).labels(labels);
     this.queueDuration = registeredMetric(
       registry,
@@ -115,7 +130,7 @@ class QueueMetrics<T> {
         new Histogram({
           name: 'workqueue_queue_duration_seconds',
           help: 'How long in seconds an item stays in workqueue before being requested.',
-          labelNames: ['name'],
+          labelNames: LABEL_NAMES,
           buckets: DURATION_BUCKETS_SECONDS,
           registers,
         }),
@@ -128,7 +143,7 @@ class QueueMetrics<T> {
         new Histogram({
           name: 'workqueue_work_duration_seconds',
           help: 'How long in seconds processing an item from workqueue takes.',
-          labelNames: ['name'],
+          labelNames: LABEL_NAMES,
           buckets: DURATION_BUCKETS_SECONDS,
           registers,
         }),
@@ -137,7 +152,8 @@ class QueueMetrics<T> {
       registry,
       'workqueue_retries_total',
       Counter,
-      () => new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'], registers }),
+      () =>
+        new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: LABEL_NAMES, registers }),
     ).labels(labels);
   }
 
@@ -219,7 +235,7 @@ export class WorkQueue<T = string> {
   /** Creates an empty queue; see {@link WorkQueueOptions}. */
   constructor(opts: WorkQueueOptions<T> = {}) {
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<T>();
-    this.metrics = opts.registry ? new QueueMetrics<T>(opts.registry, opts.name ?? '') : undefined;
+    this.metrics = opts.registry ? new QueueMetrics<T>(opts.registry, opts.name ?? '', opts.provider) : undefined;
   }
 
   /**

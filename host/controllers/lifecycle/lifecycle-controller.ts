@@ -95,6 +95,8 @@ export interface LifecycleControllerOptions {
   providerName: () => string;
   /** Whose Nodes these are (host/ownership); default: `<providerName>://` and every Node without a providerID. */
   ownership?: OwnershipSource;
+  /** The `provider` label of this controller's metrics: the provider's name with several providers, else absent (series as before). */
+  metricsProvider?: string;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -149,7 +151,7 @@ export class NodeLifecycleController {
     this.progress = new Progress(10 * o.periodMs + 120_000);
     this.now = o.now ?? Date.now;
     this.brake = new DeletionBrake(o.deletionLimit, o.deletionLimitWindowMs, o.deletionLedger, this.now);
-    this.metrics = o.registry ? lifecycleMetrics(o.registry) : undefined;
+    this.metrics = o.registry ? lifecycleMetrics(o.registry, o.metricsProvider) : undefined;
     this.liveRead = liveReadCounter(Controllers.CLOUD_NODE_LIFECYCLE, 'nodes', o.registry);
     this.ownership = new OwnershipGate({
       ...(o.ownership ?? defaultOwnership(o.providerName)),

@@ -37,6 +37,7 @@ export const startNodeLifecycleController: ControllerFactory = (ctx) =>
       deletionLimitWindowMs: ctx.config.nodeDeletionLimitWindowMs,
       deletionLedger: ledger,
       ownership,
+      ...(several ? { metricsProvider: provider.name } : {}),
     });
     return { run: (signal) => controller.run(signal), healthy: () => controller.healthy() };
   });

@@ -68,6 +68,8 @@ export interface NodeControllerOptions {
   statusUpdateConcurrency: number;
   /** Whose Nodes these are (host/ownership); default: `<providerName>://` and every Node without a providerID. */
   ownership?: OwnershipSource;
+  /** The `provider` label of the work queue's metrics: the provider's name with several providers, else absent (upstream's series). */
+  metricsProvider?: string;
 }
 
 /** A node the cloud node controller has yet to initialize. */
@@ -93,7 +95,7 @@ export class CloudNodeController {
       log: o.log,
       registry: o.registry,
     });
-    this.queue = new WorkQueue<string>({ name: 'Nodes', registry: o.registry });
+    this.queue = new WorkQueue<string>({ name: 'Nodes', provider: o.metricsProvider, registry: o.registry });
     // Every lookup also asks for the other nodes still waiting for initialization.
     this.batcher = new MetadataBatcher(o.instances, {
       companions: () =>

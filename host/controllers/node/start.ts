@@ -8,7 +8,7 @@ import { CloudNodeController } from './node-controller.js';
 import { perProvider } from '../per-provider.js';
 
 export const startCloudNodeController: ControllerFactory = (ctx) =>
-  perProvider(ctx, ({ provider, log, ownership }) => {
+  perProvider(ctx, ({ provider, log, ownership, several }) => {
     const instances = provider.cloud.instances();
     if (!instances) return { skip: 'the cloud provider does not implement instances' };
     const controller = new CloudNodeController({
@@ -28,6 +28,7 @@ export const startCloudNodeController: ControllerFactory = (ctx) =>
       statusUpdateFrequencyMs: ctx.config.nodeStatusUpdateFrequencyMs,
       statusUpdateConcurrency: ctx.config.concurrentNodeStatusUpdates,
       ownership,
+      ...(several ? { metricsProvider: provider.name } : {}),
     });
     // After this provider's outage, retry its waiting nodes at once instead of at their backoff.
     provider.supervisor.on('ready', () => controller.requeueTainted());

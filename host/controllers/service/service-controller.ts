@@ -193,8 +193,9 @@ export class ServiceController {
    * The Service queue of each provider (isolation, issue 31 item 5): each
    * with its own workers, so a provider that fails or hangs (each call has
    * its deadline) occupies only its own. A Service is queued on the lane of
-   * the provider its next sync calls first (laneOf). One provider: one queue,
-   * named `service` as before.
+   * the provider its next sync calls first (laneOf). Every queue's metrics
+   * are `name="service"`, with `provider` when there are several (one
+   * provider: one queue, exactly as before).
    */
   private readonly lanes = new Map<string, WorkQueue<string>>();
   /** Node-set changes, keyed by provider name (one worker each): a provider's backend updates never wait for another's. */
@@ -274,7 +275,8 @@ export class ServiceController {
       this.lanes.set(
         p.name,
         new WorkQueue<string>({
-          name: several ? `service-${p.name}` : 'service',
+          name: 'service',
+          ...(several ? { provider: p.name } : {}),
           registry: o.registry,
           rateLimiter: new ItemExponentialRateLimiter(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
         }),

@@ -45,6 +45,7 @@ function harness(
   ledger = new MemoryDeletionLedger(),
   registry?: Registry,
   ownership?: OwnershipSource,
+  metricsProvider?: string,
 ) {
   const calls: string[][] = [];
   const deleted: string[] = [];
@@ -102,6 +103,7 @@ function harness(
     now: () => now,
     registry,
     ownership,
+    metricsProvider,
   });
   return {
     c,
@@ -456,4 +458,62 @@ test('held-back nodes cost no live read', async (t) => {
   await h.c.tick();
   t.deepEqual(h.reads, ['n0', 'n1']);
   t.deepEqual(h.deleted, ['n0', 'n1']);
+});
+
+/** The lifecycle series of an exposition, without HELP and TYPE lines. */
+function lifecycleSeries(text: string): string[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('ccm_node_lifecycle_') && !l.includes('_bucket'))
+    .sort();
+}
+
+test('metrics: with one provider the series have no label (as before); with several, one series per provider', async (t) => {
+  const one = new Registry();
+  await harness([mkNode('a', false)], () => ({ exists: true, shutdown: false }), 0, null, 300_000, new MemoryDeletionLedger(), one).c.tick();
+  const several = new Registry();
+  const east = harness(
+    [mkNode('a', false), mkNode('b', false)],
+    () => ({ exists: true, shutdown: false }),
+    0,
+    null,
+    300_000,
+    new MemoryDeletionLedger(),
+    several,
+    undefined,
+    'east',
+  );
+  const west = harness(
+    [mkNode('c', false)],
+    () => ({ exists: true, shutdown: false }),
+    0,
+    null,
+    300_000,
+    new MemoryDeletionLedger(),
+    several,
+    undefined,
+    'west',
+  );
+  await east.c.tick();
+  await west.c.tick();
+  const rows = (text: string) => lifecycleSeries(text).filter((l) => !l.includes('_sum'));
+  t.deepEqual(rows(await one.metrics()), [
+    'ccm_node_lifecycle_deletion_record_failures_total 0',
+    'ccm_node_lifecycle_deletions_held_back_total 0',
+    'ccm_node_lifecycle_nodes_held_back 0',
+    'ccm_node_lifecycle_not_ready_nodes 1',
+    'ccm_node_lifecycle_pass_duration_seconds_count 1',
+  ]);
+  t.deepEqual(rows(await several.metrics()), [
+    'ccm_node_lifecycle_deletion_record_failures_total{provider="east"} 0',
+    'ccm_node_lifecycle_deletion_record_failures_total{provider="west"} 0',
+    'ccm_node_lifecycle_deletions_held_back_total{provider="east"} 0',
+    'ccm_node_lifecycle_deletions_held_back_total{provider="west"} 0',
+    'ccm_node_lifecycle_nodes_held_back{provider="east"} 0',
+    'ccm_node_lifecycle_nodes_held_back{provider="west"} 0',
+    'ccm_node_lifecycle_not_ready_nodes{provider="east"} 2',
+    'ccm_node_lifecycle_not_ready_nodes{provider="west"} 1',
+    'ccm_node_lifecycle_pass_duration_seconds_count{provider="east"} 1',
+    'ccm_node_lifecycle_pass_duration_seconds_count{provider="west"} 1',
+  ]);
 });

@@ -10,7 +10,13 @@
 import test from 'ava';
 import { EventEmitter } from 'node:events';
 import { LeaderElector, type LeaseLock, type LeaseRecord, type ObservedLease } from '../../../host/kube/leader-election.js';
-import { PluginLeaseGuard, pluginLeaseAction, type PluginLeaseAction, type PluginLeaseInput } from '../../../host/kube/plugin-lease-guard.js';
+import {
+  AnyProviderReady,
+  PluginLeaseGuard,
+  pluginLeaseAction,
+  type PluginLeaseAction,
+  type PluginLeaseInput,
+} from '../../../host/kube/plugin-lease-guard.js';
 import { createLogger } from '../../../host/log.js';
 import type { PluginState } from '../../../host/plugin/supervisor.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -92,6 +98,51 @@ test('after a release the readiness check of the replica says why it stays out o
   });
   plugin.set('ready');
   t.notThrows(() => guard.check(false));
+});
+
+test('several providers: one down for long keeps the lease and the candidacy; only all down past the bound release it', (t) => {
+  let now = 0;
+  const east = new FakePlugin('ready');
+  const west = new FakePlugin('ready');
+  const guard = PluginLeaseGuard.overProviders(
+    new AnyProviderReady([
+      { name: 'east', readiness: east },
+      { name: 'west', readiness: west },
+    ]),
+    60_000,
+    () => now,
+  );
+  const decide = () => ({ release: guard.releaseReason() ?? '', blocker: guard.campaignBlocker() ?? '' });
+  const steps: [string, () => void, { release: string; blocker: string }][] = [
+    ['both ready', () => undefined, { release: '', blocker: '' }],
+    // One provider crash-looping on every replica must not stop the other's work anywhere (isolation).
+    ['west down for ten minutes', () => (west.set('backoff'), (now += 600_000)), { release: '', blocker: '' }],
+    ['east down too, just now', () => east.set('starting'), { release: '', blocker: 'every provider is not ready (east: starting, west: backoff)' }],
+    [
+      'both down past the bound',
+      () => (now += 60_000),
+      {
+        release: 'every provider was not ready (east: starting, west: backoff) for 60s, longer than --plugin-unready-lease-release-timeout=60s',
+        blocker: 'every provider is not ready (east: starting, west: backoff)',
+      },
+    ],
+    ['east back', () => east.set('ready'), { release: '', blocker: '' }],
+  ];
+  for (const [what, step, want] of steps) {
+    step();
+    t.deepEqual(decide(), want, what);
+  }
+  west.set('backoff');
+  east.set('backoff');
+  now += 60_000;
+  t.truthy(guard.releaseReason());
+  t.throws(() => guard.check(false), {
+    message:
+      /^not campaigning for the leader lease while every provider is not ready \(east: backoff, west: backoff\); gave up the leader lease because every provider was not ready \(east: backoff, west: backoff\) for 60s, longer than --plugin-unready-lease-release-timeout=60s; campaigns again once one is ready$/,
+  });
+  west.set('ready');
+  t.notThrows(() => guard.check(false));
+  t.notThrows(() => guard.check(true));
 });
 
 test('disabled (0): never releases, never holds off, the check never fails', (t) => {

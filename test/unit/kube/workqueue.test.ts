@@ -310,6 +310,50 @@ test('metrics: depth, adds, durations and retries per queue name', async (t) => 
   t.is(work['workqueue_work_duration_seconds_count{"name":"nodes"}'], 1);
 });
 
+test('metrics: a queue of one provider among several has a provider label on every family; others are exactly upstream series', async (t) => {
+  const registry = new Registry();
+  const east = new WorkQueue({ name: 'Nodes', provider: 'east', registry });
+  const west = new WorkQueue({ name: 'Nodes', provider: 'west', registry });
+  const plain = new WorkQueue({ name: 'node', registry });
+  east.add('a');
+  east.add('b');
+  west.add('c');
+  plain.add('x');
+  await east.get();
+  const text = await registry.metrics();
+  const rows = (family: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(`${family}{`))
+      .sort();
+  t.deepEqual(rows('workqueue_depth'), [
+    'workqueue_depth{name="Nodes",provider="east"} 1',
+    'workqueue_depth{name="Nodes",provider="west"} 1',
+    'workqueue_depth{name="node"} 1',
+  ]);
+  t.deepEqual(rows('workqueue_adds_total'), [
+    'workqueue_adds_total{name="Nodes",provider="east"} 2',
+    'workqueue_adds_total{name="Nodes",provider="west"} 1',
+    'workqueue_adds_total{name="node"} 1',
+  ]);
+  t.deepEqual(
+    rows('workqueue_longest_running_processor_seconds').map((l) => l.replace(/ .*/, '')),
+    [
+      'workqueue_longest_running_processor_seconds{name="Nodes",provider="east"}',
+      'workqueue_longest_running_processor_seconds{name="Nodes",provider="west"}',
+      'workqueue_longest_running_processor_seconds{name="node"}',
+    ],
+  );
+  t.deepEqual(
+    rows('workqueue_queue_duration_seconds_count'),
+    [
+      'workqueue_queue_duration_seconds_count{name="Nodes",provider="east"} 1',
+      'workqueue_queue_duration_seconds_count{name="Nodes",provider="west"} 0',
+      'workqueue_queue_duration_seconds_count{name="node"} 0',
+    ].filter((l) => !l.endsWith(' 0')),
+  );
+});
+
 test('metrics: unfinished work and longest running processor, per queue, computed when scraped', async (t) => {
   const registry = new Registry();
   const q = new WorkQueue({ name: 'nodes', registry });
