@@ -39,25 +39,23 @@ function failures(results: CheckResult[]): string[] {
   return results.filter((r) => r.outcome === 'fail').map((r) => `${r.id}: ${r.message}`);
 }
 
-test('the local cloud passes the kit (exec mode, command test hook), with every service and capability checked', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-local-'));
-  const state = join(dir, 'cloud');
-  const results = await runConformance(
+/** The kit against the local cloud in exec mode, with a state of its own, `env` and the command test hook. */
+async function kitOnLocalCloud(tmpPrefix: string, env: string[], extra: Partial<KitOptions> = {}): Promise<CheckResult[]> {
+  const state = join(await mkdtemp(join(tmpdir(), tmpPrefix)), 'cloud');
+  return runConformance(
     options(
-      {
-        kind: 'exec',
-        path: LOCAL_PLUGIN,
-        // Declares a node selector and load balancer classes too, so their checks run rather than skip.
-        env: [
-          `LOCALCLOUD_STATE_DIR=${state}`,
-          'LOCALCLOUD_LB_CIDR=127.0.78.0/24',
-          'LOCALCLOUD_LB_CLASSES=example.com/kit-a,example.com/kit-b',
-          'LOCALCLOUD_NODE_SELECTOR=ccm-kit-cloud=local',
-          ALLOW_SIMULATION,
-        ],
-      },
-      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, badCloudConfig: BAD_CONFIG },
+      { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, ALLOW_SIMULATION, ...env] },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, ...extra },
     ),
+  );
+}
+
+test('the local cloud passes the kit (exec mode, command test hook), with every service and capability checked', async (t) => {
+  const results = await kitOnLocalCloud(
+    'ccm-kit-local-',
+    // Declares a node selector and load balancer classes too, so their checks run rather than skip.
+    ['LOCALCLOUD_LB_CIDR=127.0.78.0/24', 'LOCALCLOUD_LB_CLASSES=example.com/kit-a,example.com/kit-b', 'LOCALCLOUD_NODE_SELECTOR=ccm-kit-cloud=local'],
+    { badCloudConfig: BAD_CONFIG },
   );
   t.deepEqual(failures(results), []);
   const skipped = results.filter((r) => r.outcome === 'skip').map((r) => r.id);
@@ -327,18 +325,7 @@ test('a provider that finds machines only through the NodeRef nodeInfo fails exa
 });
 
 test('a provider whose providerIDs start with none of the prefixes it declares fails exactly instances/provider-id-prefix', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-prefix-'));
-  const state = join(dir, 'cloud');
-  const results = await runConformance(
-    options(
-      {
-        kind: 'exec',
-        path: LOCAL_PLUGIN,
-        env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_PROVIDER_ID_PREFIXES=elsewhere://', ALLOW_SIMULATION],
-      },
-      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, focus: /^(identity|instances)\// },
-    ),
-  );
+  const results = await kitOnLocalCloud('ccm-kit-prefix-', ['LOCALCLOUD_PROVIDER_ID_PREFIXES=elsewhere://'], { focus: /^(identity|instances)\// });
   t.deepEqual(
     results.filter((r) => r.outcome === 'fail').map((r) => r.id),
     ['instances/provider-id-prefix'],
@@ -385,13 +372,7 @@ const INCONSISTENT_DECLARATIONS: { name: string; env: string[]; fails: string; m
 
 for (const c of INCONSISTENT_DECLARATIONS) {
   test(`a provider declaring ${c.name} fails exactly ${c.fails}`, async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-declared-'));
-    const results = await runConformance(
-      options(
-        { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`, ALLOW_SIMULATION, ...c.env] },
-        { focus: /^identity\// },
-      ),
-    );
+    const results = await kitOnLocalCloud('ccm-kit-declared-', c.env, { focus: /^identity\// });
     t.deepEqual(
       results.filter((r) => r.outcome === 'fail').map((r) => r.id),
       [c.fails],
