@@ -4,9 +4,9 @@
  * (the host's own client folds these into host errors). Every failed call is
  * remembered so that one check can judge the error details of the whole run.
  */
-import { credentials, makeGenericClientConstructor, Metadata, status as Code, type Client, type ServiceError } from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
+import { credentials, Metadata, status as Code, type ServiceError } from '@grpc/grpc-js';
 import { PluginConnection } from '../host/plugin/connection.js';
+import { HealthClient } from '../sdk/health-client.js';
 import { TestHooksServiceClient } from '../proto/gen/ccm/provider/testing/v1/test_hooks.js';
 import { ErrorInfo, RetryInfo } from '../proto/gen/google/rpc/error_details.js';
 import { Status } from '../proto/gen/google/rpc/status.js';
@@ -83,18 +83,8 @@ function toRpcError(method: string, err: ServiceError): RpcError {
 
 type Unary = (req: unknown, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res?: unknown) => void) => unknown;
 
-const HealthClient = makeGenericClientConstructor(healthService as never, 'Health') as unknown as new (
-  address: string,
-  creds: ReturnType<typeof credentials.createInsecure>,
-  options?: object,
-) => Client & {
-  check(
-    req: { service: string },
-    md: Metadata,
-    opts: { deadline: number },
-    cb: (err: ServiceError | null, res?: { status: unknown }) => void,
-  ): unknown;
-};
+/** grpc.health.v1 HealthCheckResponse.ServingStatus names, by number. */
+const SERVING_STATUS = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
 
 /** Typed clients on one channel plus a recording unary caller. */
 export class Rpc {
@@ -146,12 +136,7 @@ export class Rpc {
     return new Promise((resolve) => {
       this.health.check({ service }, new Metadata(), { deadline: Date.now() + this.timeoutMs }, (err, res) => {
         if (err) resolve(`error ${Code[err.code] ?? err.code}: ${err.details}`);
-        else
-          resolve(
-            typeof res?.status === 'number'
-              ? (['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'][res.status] ?? String(res.status))
-              : String(res?.status),
-          );
+        else resolve(SERVING_STATUS[res?.status ?? 0] ?? String(res?.status));
       });
     });
   }

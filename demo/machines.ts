@@ -25,6 +25,8 @@ export class DemoMachines {
     private readonly store: StateStore,
     private readonly kubelets: HollowNodes,
     private readonly say: (line: string) => void,
+    /** Labels the machines' kubelets register with (a cloud's node selector claims them). */
+    private readonly labels: Record<string, string> = {},
   ) {}
 
   /** Starts HTTP servers on every machine at `port`, and on every machine that comes up later. */
@@ -59,7 +61,7 @@ export class DemoMachines {
     const ip = i.addresses.find((a) => a.type === 'InternalIP')?.address;
     this.say(`instance ${i.name} runs: starting its hollow kubelet`);
     try {
-      await this.kubelets.add({ name: i.name });
+      await this.kubelets.add({ name: i.name, labels: this.labels });
     } catch (err) {
       this.failed.set(i.name, i.createdAt);
       this.say(

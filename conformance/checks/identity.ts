@@ -2,12 +2,46 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Capability, Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { ServiceRef } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
+import { lbDeclarationProblems } from '../../host/lb-classes.js';
+import { parseLabelSelector } from '../../host/ownership/selector.js';
 import { ErrorReason, SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
 import { CheckFailed, expect, skip, type Check, type Kit } from '../kit.js';
 import { Code, RpcError } from '../rpc.js';
 import { PROVIDER_ID_PREFIX } from './common.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** Prefixes Kubernetes reserves for its own components (labels, annotations, and so class names too). */
+const RESERVED_PREFIX = /^(.+\.)?(kubernetes\.io|k8s\.io)\//;
+
+/**
+ * Why a provider's load balancer class declaration (load_balancer_classes,
+ * load_balancer_classes_only) is inconsistent, every problem: what the host
+ * refuses (host/lb-classes.ts) and what it would accept but never use as meant.
+ */
+export function lbClassDeclarationProblems(caps: GetPluginCapabilitiesResponse): string[] {
+  const classes = caps.loadBalancerClasses ?? [];
+  const only = caps.loadBalancerClassesOnly ?? false;
+  const problems = lbDeclarationProblems(caps.providerName, { classes, unclassed: !only });
+  if (!caps.services.includes(Service.SERVICE_LOAD_BALANCERS))
+    problems.push(
+      `load_balancer_classes${only ? '/load_balancer_classes_only' : ''} declared without SERVICE_LOAD_BALANCERS: the host sends Services only to a load-balancer provider; declare the service or none of the classes`,
+    );
+  if (only && classes.length === 0)
+    problems.push(
+      'load_balancer_classes_only is set with no load_balancer_classes: the provider would serve no Service at all; list the classes it serves, or drop load_balancer_classes_only',
+    );
+  for (const cls of classes) {
+    if (!cls.includes('/'))
+      problems.push(
+        `load balancer class ${JSON.stringify(cls)} has no prefix: unprefixed loadBalancerClass names are reserved for end users; use a domain of yours, e.g. "example.com/${cls}"`,
+      );
+    else if (RESERVED_PREFIX.test(cls))
+      problems.push(
+        `load balancer class ${JSON.stringify(cls)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io); use a domain of yours`,
+      );
+  }
+  return problems;
+}
 
 /** Which service each capability belongs to. */
 const CAPABILITY_SERVICE: Record<number, Service> = {
@@ -112,6 +146,32 @@ export const identityChecks: Check[] = [
         JSON.stringify(again) === JSON.stringify(caps),
         'a second GetPluginCapabilities answered differently; the answer must not change during the life of the process',
       );
+    },
+  },
+  {
+    id: 'identity/load-balancer-classes',
+    title:
+      'the load balancer classes declared (load_balancer_classes, load_balancer_classes_only) are valid loadBalancerClass values with a prefix of the provider (not unprefixed, not kubernetes.io/k8s.io), none twice, declared with SERVICE_LOAD_BALANCERS, and _only with at least one class',
+    run: async (k) => {
+      if ((k.caps.loadBalancerClasses ?? []).length === 0 && !k.caps.loadBalancerClassesOnly)
+        skip('the provider declares no load balancer class (it serves Services without a class only)');
+      const problems = lbClassDeclarationProblems(k.caps);
+      expect(problems.length === 0, problems.join('; '));
+    },
+  },
+  {
+    id: 'identity/node-selector',
+    title: 'node_selector, when declared, is a label selector the host can use (kubectl -l syntax: k=v, k!=v, k, !k, k in (a,b), k notin (a,b))',
+    run: async (k) => {
+      const selector = k.caps.nodeSelector ?? '';
+      if (selector.trim() === '') skip('the provider declares no node_selector');
+      try {
+        parseLabelSelector(selector);
+      } catch (err) {
+        throw new CheckFailed(
+          `node_selector ${JSON.stringify(selector)} is not a label selector (${(err as Error).message}): the host refuses the plugin at start-up`,
+        );
+      }
     },
   },
   {

@@ -20,8 +20,13 @@ import { expect, skip, type Check, type Kit } from '../kit.js';
 import { Code } from '../rpc.js';
 import { expectCode } from './common.js';
 
-/** A Service of type LoadBalancer the kit owns. */
-function service(k: Kit, suffix: string): ServiceRef {
+/**
+ * A Service of type LoadBalancer the kit owns, of `cls` if given; else, as
+ * the host would send it, without a class, or of the first declared class
+ * when the provider serves only its classes (load_balancer_classes_only).
+ */
+function service(k: Kit, suffix: string, cls?: string): ServiceRef {
+  const loadBalancerClass = cls ?? (k.caps.loadBalancerClassesOnly ? (k.caps.loadBalancerClasses?.[0] ?? '') : '');
   return {
     uid: randomUUID(),
     namespace: 'ccm-conformance',
@@ -46,7 +51,7 @@ function service(k: Kit, suffix: string): ServiceRef {
     externalTrafficPolicy: 0,
     healthCheckNodePort: 0,
     sessionAffinity: 0,
-    loadBalancerClass: '',
+    loadBalancerClass,
     sessionAffinityTimeoutSeconds: 0,
     // What the API server fills in for a Service of type LoadBalancer, as the host sends it.
     selector: { app: `${k.prefix}-${suffix}` },
@@ -275,6 +280,52 @@ export const loadBalancerChecks: Check[] = [
         'a listing for another cluster name shows load balancers not made for it',
       );
       await expectCode(k, lb, 'ListLoadBalancers', { meta: k.meta(), pageSize: 1, pageToken: 'not-a-token' }, Code.ABORTED);
+    },
+  },
+  {
+    id: 'load-balancers/classes',
+    title:
+      'a Service of each declared load_balancer_classes value (the first 4) gets its load balancer as the host asks for it: EnsureLoadBalancer, GetLoadBalancer agrees, ListLoadBalancers lists it once, EnsureLoadBalancerDeleted removes it',
+    run: async (k) => {
+      k.needService(Service.SERVICE_LOAD_BALANCERS);
+      const classes = (k.caps.loadBalancerClasses ?? []).slice(0, 4);
+      if (classes.length === 0) skip('the provider declares no load balancer class');
+      const lb = k.rpc.conn.loadBalancers;
+      const listed = async (uid: string): Promise<number> => {
+        let n = 0;
+        let pageToken = '';
+        for (let pages = 0; pages < 10_000; pages++) {
+          const r = await k.rpc.call<ListLoadBalancersResponse>(lb, 'ListLoadBalancers', { meta: k.meta(), pageSize: 100, pageToken });
+          n += r.loadBalancers.filter((l) => l.serviceUid === uid).length;
+          if (!r.nextPageToken) return n;
+          pageToken = r.nextPageToken;
+        }
+        throw new Error('ListLoadBalancers did not end within 10,000 pages');
+      };
+      for (const [i, cls] of classes.entries()) {
+        const svc = service(k, `class-${i}`, cls);
+        k.created.loadBalancers.set(svc.uid, svc);
+        const of = `for a Service of declared class ${JSON.stringify(cls)}`;
+        const made = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', {
+          meta: k.meta(`svc-${svc.uid}`),
+          service: svc,
+          nodes: nodes(k),
+        });
+        checkStatus(made.status);
+        const got = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: svc });
+        expect(
+          got.exists && ingressText(got.status) === ingressText(made.status),
+          `GetLoadBalancer ${of}: exists=${got.exists}, status ${ingressText(got.status)}; EnsureLoadBalancer answered ${ingressText(made.status)}`,
+        );
+        if (k.caps.capabilities.includes(Capability.CAPABILITY_LOAD_BALANCER_LIST)) {
+          const n = await listed(svc.uid);
+          expect(n === 1, `ListLoadBalancers lists the load balancer ${of} ${n} times; the orphan sweep needs it once`);
+        }
+        await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: svc });
+        const gone = await k.rpc.call<GetLoadBalancerResponse>(lb, 'GetLoadBalancer', { meta: k.meta(), service: svc });
+        expect(!gone.exists, `GetLoadBalancer still finds the load balancer ${of} after EnsureLoadBalancerDeleted`);
+        k.created.loadBalancers.delete(svc.uid);
+      }
     },
   },
   {

@@ -3,6 +3,7 @@ import type { CoreV1Api, CoreV1Event, V1Node, V1Service } from '@kubernetes/clie
 import type { Registry } from 'prom-client';
 import { patchNodeStatus, patchService } from './kube-patch.js';
 import { localcloud } from './localcloud.js';
+import { waitFor } from './wait.js';
 
 export const LB_FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 
@@ -23,6 +24,33 @@ export async function createBackendNode(core: CoreV1Api, name: string, ip: strin
   const node = await core.createNode({ body: { metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } }, status: { addresses } } });
   if ((node.status?.addresses ?? []).some((a) => a.type === 'InternalIP')) return node;
   return patchNodeStatus(core, name, { status: { addresses } }, 'merge');
+}
+
+/** The Service as it is now, or undefined when it does not exist. */
+export async function readService(core: CoreV1Api, namespace: string, name: string): Promise<V1Service | undefined> {
+  return core.readNamespacedService({ name, namespace }).catch((err: { code?: number }) => {
+    if (err.code === 404) return undefined;
+    throw err;
+  });
+}
+
+/** The first ingress IP of a Service's load balancer status. */
+export const ingressIp = (s: V1Service | undefined): string | undefined => s?.status?.loadBalancer?.ingress?.[0]?.ip;
+
+/** Waits for an ingress IP on the Service and returns the Service as it is then; `log` is the host's, named on a timeout. */
+export async function waitIngress(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  opts: { timeoutMs?: number; log?: string } = {},
+): Promise<V1Service> {
+  return waitFor(
+    async () => {
+      const s = await readService(core, namespace, name);
+      return ingressIp(s) ? s : undefined;
+    },
+    { what: `ingress on ${namespace}/${name}`, ...opts },
+  );
 }
 
 /** A LoadBalancer Service with one TCP port (or the given ports). */

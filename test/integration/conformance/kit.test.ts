@@ -39,14 +39,23 @@ function failures(results: CheckResult[]): string[] {
   return results.filter((r) => r.outcome === 'fail').map((r) => `${r.id}: ${r.message}`);
 }
 
-test('the local cloud passes the kit (exec mode, command test hook), with every service and capability checked', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-local-'));
-  const state = join(dir, 'cloud');
-  const results = await runConformance(
+/** The kit against the local cloud in exec mode, with a state of its own, `env` and the command test hook. */
+async function kitOnLocalCloud(tmpPrefix: string, env: string[], extra: Partial<KitOptions> = {}): Promise<CheckResult[]> {
+  const state = join(await mkdtemp(join(tmpdir(), tmpPrefix)), 'cloud');
+  return runConformance(
     options(
-      { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.78.0/24', ALLOW_SIMULATION] },
-      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, badCloudConfig: BAD_CONFIG },
+      { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${state}`, ALLOW_SIMULATION, ...env] },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, ...extra },
     ),
+  );
+}
+
+test('the local cloud passes the kit (exec mode, command test hook), with every service and capability checked', async (t) => {
+  const results = await kitOnLocalCloud(
+    'ccm-kit-local-',
+    // Declares a node selector and load balancer classes too, so their checks run rather than skip.
+    ['LOCALCLOUD_LB_CIDR=127.0.78.0/24', 'LOCALCLOUD_LB_CLASSES=example.com/kit-a,example.com/kit-b', 'LOCALCLOUD_NODE_SELECTOR=ccm-kit-cloud=local'],
+    { badCloudConfig: BAD_CONFIG },
   );
   t.deepEqual(failures(results), []);
   const skipped = results.filter((r) => r.outcome === 'skip').map((r) => r.id);
@@ -64,6 +73,9 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
     'zones/test-instance',
     'volumes/expand-smaller',
     'volumes/labels',
+    'identity/load-balancer-classes',
+    'identity/node-selector',
+    'load-balancers/classes',
   ])
     t.is(outcome(results, id), 'pass', id);
 });
@@ -313,18 +325,7 @@ test('a provider that finds machines only through the NodeRef nodeInfo fails exa
 });
 
 test('a provider whose providerIDs start with none of the prefixes it declares fails exactly instances/provider-id-prefix', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-prefix-'));
-  const state = join(dir, 'cloud');
-  const results = await runConformance(
-    options(
-      {
-        kind: 'exec',
-        path: LOCAL_PLUGIN,
-        env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_PROVIDER_ID_PREFIXES=elsewhere://', ALLOW_SIMULATION],
-      },
-      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, focus: /^(identity|instances)\// },
-    ),
-  );
+  const results = await kitOnLocalCloud('ccm-kit-prefix-', ['LOCALCLOUD_PROVIDER_ID_PREFIXES=elsewhere://'], { focus: /^(identity|instances)\// });
   t.deepEqual(
     results.filter((r) => r.outcome === 'fail').map((r) => r.id),
     ['instances/provider-id-prefix'],
@@ -334,6 +335,52 @@ test('a provider whose providerIDs start with none of the prefixes it declares f
     /InstanceMetadata by providerID answered providerID "local:\/\/\S+", which starts with none of the declared prefixes "elsewhere:\/\/"/,
   );
 });
+
+/** Declarations of the local cloud (its environment) that disagree with what a provider can serve, and the check that must fail on each. */
+const INCONSISTENT_DECLARATIONS: { name: string; env: string[]; fails: string; message: RegExp }[] = [
+  {
+    name: 'load_balancer_classes_only without a class',
+    env: ['LOCALCLOUD_LB_CLASSES_ONLY=true'],
+    fails: 'identity/load-balancer-classes',
+    message: /load_balancer_classes_only is set with no load_balancer_classes: the provider would serve no Service at all/,
+  },
+  {
+    name: 'an unprefixed class',
+    env: ['LOCALCLOUD_LB_CLASSES=example.com/ok,internal'],
+    fails: 'identity/load-balancer-classes',
+    message: /load balancer class "internal" has no prefix: unprefixed loadBalancerClass names are reserved for end users/,
+  },
+  {
+    name: 'a class in a namespace Kubernetes reserves',
+    env: ['LOCALCLOUD_LB_CLASSES=service.k8s.io/lb'],
+    fails: 'identity/load-balancer-classes',
+    message: /"service\.k8s\.io\/lb" is in a namespace Kubernetes reserves/,
+  },
+  {
+    name: 'a class that is not a qualified name, and one declared twice',
+    env: ['LOCALCLOUD_LB_CLASSES=example.com/a b,example.com/x,example.com/x'],
+    fails: 'identity/load-balancer-classes',
+    message: /"example\.com\/a b": the name must be .*declares load balancer class "example\.com\/x" twice/,
+  },
+  {
+    name: 'a node_selector that is not a label selector',
+    env: ['LOCALCLOUD_NODE_SELECTOR=pool in (a'],
+    fails: 'identity/node-selector',
+    message: /node_selector "pool in \(a" is not a label selector/,
+  },
+];
+
+for (const c of INCONSISTENT_DECLARATIONS) {
+  test(`a provider declaring ${c.name} fails exactly ${c.fails}`, async (t) => {
+    const results = await kitOnLocalCloud('ccm-kit-declared-', c.env, { focus: /^identity\// });
+    t.deepEqual(
+      results.filter((r) => r.outcome === 'fail').map((r) => r.id),
+      [c.fails],
+      failures(results).join('\n'),
+    );
+    t.regex(results.find((r) => r.id === c.fails)!.message!, c.message);
+  });
+}
 
 test('lifecycle/not-configured checks every declared service, not only the first', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-guarded-'));

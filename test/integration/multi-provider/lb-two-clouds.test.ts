@@ -15,24 +15,32 @@
  * 127.0.102.0/24 (west's pool), 127.0.103.0/24 (nodes), cluster name lbtwo.
  */
 import test from 'ava';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
-import { startHost } from '../../../host/app.js';
-import { parseHostArgs } from '../../../host/config/flags.js';
-import { createLogger } from '../../../host/log.js';
-import { freePorts } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
-import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
-import { cloudLbs, createBackendNode, ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
-import { ALLOW_SIMULATION, LOCAL_PLUGIN } from '../../helpers/localcloud.js';
-import { logFile } from '../../helpers/log-file.js';
-import { assertNodeScoped } from '../../helpers/node-scope.js';
+import {
+  cloudLbs,
+  createBackendNode,
+  ensureNamespace,
+  ingressIp,
+  LB_FINALIZER,
+  lbService,
+  readService,
+  serviceEvents,
+  waitIngress,
+} from '../../helpers/lb.js';
 import { testScope } from '../../helpers/nodes.js';
-import { hostKubeConfig } from '../../helpers/service-account.js';
-import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
+import {
+  execEntry,
+  localCloudEnv,
+  startProvidersHost,
+  startTwoLocalClouds,
+  writeProvidersFile,
+  type TwoLocalClouds,
+} from '../../helpers/two-clouds.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const NS = 'lb-two-clouds';
@@ -43,106 +51,49 @@ const EAST = 'example.com/east';
 const WEST = 'example.com/west';
 const UNCLAIMED = 'example.com/nobody';
 const MAKER = { provider: 'service.ccm.dev/load-balancer-provider', class: 'service.ccm.dev/load-balancer-class' };
-const [ALLOW_NAME, ALLOW_VALUE] = ALLOW_SIMULATION.split('=') as [string, string];
+const FLAGS = [
+  `--cluster-name=${CLUSTER}`,
+  '--controllers=service',
+  `--watch-namespace=${NS}`,
+  `--node-selector=${scope.selector}`,
+  // The sweep runs per provider over its own listing: it must never take the other cloud's load balancers for orphans.
+  '--lb-orphan-sweep-period=1s',
+  '--lb-orphan-grace-period=2s',
+];
+/** East's environment besides its state and name: its ingress pool and class (and Services without a class). */
+const EAST_ENV = { LOCALCLOUD_LB_CIDR: '127.0.101.0/24', LOCALCLOUD_LB_CLASSES: EAST };
 
 interface Setup {
-  dir: string;
   core: CoreV1Api;
-  host: Awaited<ReturnType<typeof startMultiHost>>;
-  /** The west sidecar as it runs now (replaced after it is killed). */
-  sidecar: Sidecar;
-  startWest(): Promise<Sidecar>;
+  clouds: TwoLocalClouds;
   backends: Backend[];
 }
 
 let setup: Setup | undefined;
 
-const stateOf = (cloud: 'east' | 'west') => join(setup!.dir, cloud);
-
-async function startMultiHost(dir: string, providersFile: string) {
-  const [port] = await freePorts(1);
-  const parsed = parseHostArgs([
-    `--providers-config=${providersFile}`,
-    `--cluster-name=${CLUSTER}`,
-    `--secure-port=${port}`,
-    '--bind-address=127.0.0.1',
-    '--leader-elect=false',
-    '--controllers=service',
-    `--watch-namespace=${NS}`,
-    `--node-selector=${scope.selector}`,
-    '--plugin-start-timeout=20s',
-    // The sweep runs per provider over its own listing: it must never take the other cloud's load balancers for orphans.
-    '--lb-orphan-sweep-period=1s',
-    '--lb-orphan-grace-period=2s',
-    '-v=2',
-  ]);
-  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
-  assertNodeScoped(parsed.config);
-  const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() });
-  return checkForbiddenOnStop(host, logPath);
-}
-
-/** The providers file: east in exec mode, then `second` (west's sidecar entry, or another). */
-function providersYaml(dir: string, second: string): string {
-  return `providers:
-  - name: east
-    pluginPath: ${LOCAL_PLUGIN}
-    pluginEnv:
-      - LOCALCLOUD_STATE_DIR=${join(dir, 'east')}
-      - ${ALLOW_SIMULATION}
-      - LOCALCLOUD_PROVIDER_NAME=east
-      - LOCALCLOUD_LB_CIDR=127.0.101.0/24
-      - LOCALCLOUD_LB_CLASSES=${EAST}
-${second}`;
-}
+const stateOf = (cloud: 'east' | 'west') => setup!.clouds.stateOf(cloud);
 
 test.before(async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-lb-two-clouds-'));
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   await ensureNamespace(core, NS);
   await createBackendNode(core, NODE.name, NODE.ip, scope.labels);
-  const launcher = join(dir, 'west-provider');
-  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const sockets = join(dir, 'west-sockets');
-  await mkdir(sockets, { mode: 0o700 });
-  const startWest = () =>
-    startSidecar(
-      launcher,
-      sockets,
-      {
-        LOCALCLOUD_STATE_DIR: join(dir, 'west'),
-        [ALLOW_NAME]: ALLOW_VALUE,
-        LOCALCLOUD_PROVIDER_NAME: 'west',
-        LOCALCLOUD_LB_CIDR: '127.0.102.0/24',
-        LOCALCLOUD_LB_CLASSES: WEST,
-        LOCALCLOUD_LB_CLASSES_ONLY: 'true',
-      },
-      { logPath: join(dir, 'west.log') },
-    );
-  const sidecar = await startWest();
-  const providersFile = join(dir, 'providers.yaml');
-  await writeFile(providersFile, providersYaml(dir, `  - name: west\n    pluginEndpoint: ${sidecar.endpoint}\n`));
-  setup = { dir, core, host: await startMultiHost(dir, providersFile), sidecar, startWest, backends: [] };
+  const clouds = await startTwoLocalClouds({
+    tmpPrefix: 'ccm-lb-two-clouds-',
+    flags: FLAGS,
+    eastEnv: EAST_ENV,
+    westEnv: { LOCALCLOUD_LB_CIDR: '127.0.102.0/24', LOCALCLOUD_LB_CLASSES: WEST, LOCALCLOUD_LB_CLASSES_ONLY: 'true' },
+  });
+  setup = { core, clouds, backends: [] };
 });
 
 test.after.always(async () => {
   if (!setup) return;
-  await setup.host.stop();
-  await setup.sidecar.stop();
+  await setup.clouds.stop();
   await Promise.all(setup.backends.map((b) => b.close()));
   await setup.core.deleteNode({ name: NODE.name }).catch(() => undefined);
 });
 
-async function readSvc(name: string): Promise<V1Service | undefined> {
-  return setup!.core.readNamespacedService({ name, namespace: NS }).catch((err: { code?: number }) => {
-    if (err.code === 404) return undefined;
-    throw err;
-  });
-}
-
-const ingressIp = (s: V1Service | undefined) => s?.status?.loadBalancer?.ingress?.[0]?.ip;
+const readSvc = (name: string) => readService(setup!.core, NS, name);
 
 /** Creates a LoadBalancer Service of `cls` (none when undefined) with a TCP backend named `name` on the node at its nodePort. */
 async function create(name: string, port: number, cls?: string): Promise<V1Service> {
@@ -153,15 +104,7 @@ async function create(name: string, port: number, cls?: string): Promise<V1Servi
 }
 
 /** Waits for an ingress IP and returns the Service as it is then. */
-async function ensured(name: string, timeoutMs = 60_000): Promise<V1Service> {
-  return waitFor(
-    async () => {
-      const s = await readSvc(name);
-      return ingressIp(s) ? s : undefined;
-    },
-    { what: `ingress on ${NS}/${name}`, timeoutMs, log: setup!.host.logPath },
-  );
-}
+const ensured = (name: string, timeoutMs = 60_000) => waitIngress(setup!.core, NS, name, { timeoutMs, log: setup!.clouds.host.logPath });
 
 /** A cloud's load balancers of this test's cluster: Service name → uid. */
 async function cloudServices(cloud: 'east' | 'west'): Promise<Record<string, string>> {
@@ -181,7 +124,7 @@ async function cloudsHold(want: { east: string[]; west: string[] }): Promise<boo
 
 async function deleteSvc(name: string): Promise<void> {
   await setup!.core.deleteNamespacedService({ name, namespace: NS });
-  await waitFor(async () => (await readSvc(name)) === undefined, { what: `${NS}/${name} gone`, log: setup!.host.logPath });
+  await waitFor(async () => (await readSvc(name)) === undefined, { what: `${NS}/${name} gone`, log: setup!.clouds.host.logPath });
 }
 
 test.serial('each class gets its load balancer from its own cloud and carries traffic; a class nobody claims is untouched', async (t) => {
@@ -228,9 +171,9 @@ test.serial('each class gets its load balancer from its own cloud and carries tr
 });
 
 test.serial("west SIGKILLed while east's Services churn: east's converge meanwhile, west's once it is back, nothing orphaned", async (t) => {
-  const { host } = setup!;
+  const { host } = setup!.clouds;
   const west = host.providers.get('west')!.supervisor;
-  setup!.sidecar.signal('SIGKILL');
+  setup!.clouds.west.signal('SIGKILL');
   await waitFor(() => west.state !== 'ready', { what: 'west not ready', log: host.logPath });
 
   // West's Services change while it is down: one created, one deleted (its finalizer holds it until west deletes the load balancer).
@@ -251,7 +194,7 @@ test.serial("west SIGKILLed while east's Services churn: east's converge meanwhi
   t.deepEqual((await readSvc('west-new'))?.metadata?.finalizers ?? [], [LB_FINALIZER], 'west-new has its finalizer before any cloud call');
 
   // West comes back (as the kubelet restarts its container): its Services converge, nothing orphaned on either side.
-  setup!.sidecar = await setup!.startWest();
+  await setup!.clouds.restartWest();
   await waitFor(() => west.state === 'ready', { what: 'west redialled', timeoutMs: 120_000, log: host.logPath });
   const westNew = await ensured('west-new', 120_000);
   await waitFor(async () => (await readSvc('in-west')) === undefined, { what: 'in-west deleted by west', timeoutMs: 120_000, log: host.logPath });
@@ -267,19 +210,12 @@ test.serial("west SIGKILLed while east's Services churn: east's converge meanwhi
 
 test('a host whose two providers both serve Services without a class does not start, naming the conflict', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-lb-two-clouds-bad-'));
-  const providersFile = join(dir, 'providers.yaml');
-  await writeFile(
-    providersFile,
-    providersYaml(
-      dir,
-      `  - name: south
-    pluginPath: ${LOCAL_PLUGIN}
-    pluginEnv: [${ALLOW_SIMULATION}, LOCALCLOUD_PROVIDER_NAME=south, LOCALCLOUD_STATE_DIR=${join(dir, 'south')}, LOCALCLOUD_LB_CLASSES=${EAST}]
-`,
-    ),
-  );
+  const providersFile = await writeProvidersFile(dir, [
+    execEntry('east', localCloudEnv(dir, 'east', EAST_ENV)),
+    execEntry('south', localCloudEnv(dir, 'south', { LOCALCLOUD_LB_CLASSES: EAST })),
+  ]);
   // A host that started anyway (the guard broken) is stopped, so the test fails rather than hangs.
-  const err = await t.throwsAsync(startMultiHost(dir, providersFile).then(async (h) => (await h.stop(), h)));
+  const err = await t.throwsAsync(startProvidersHost(dir, providersFile, FLAGS).then(async (h) => (await h.stop(), h)));
   t.is(
     err?.message,
     "the load-balancer providers' class declarations conflict: " +

@@ -11,118 +11,81 @@
  * instance is gone is not deleted until west is back.
  */
 import anyTest, { type TestFn } from 'ava';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
-import { startHost } from '../../../host/app.js';
-import { parseHostArgs } from '../../../host/config/flags.js';
-import { createLogger } from '../../../host/log.js';
-import { EventComponents } from '../../../host/names.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { freePorts } from '../../controlplane/probe.js';
-import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
-import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../../helpers/localcloud.js';
-import { logFile } from '../../helpers/log-file.js';
-import { assertNodeScoped } from '../../helpers/node-scope.js';
+import { localcloud } from '../../helpers/localcloud.js';
+import { createTestNode, deleteScopedNodes, readNodeOrUndefined, testScope, UNINITIALIZED_TAINT, waitNodeInitialized } from '../../helpers/nodes.js';
 import {
-  condition,
-  createTestNode,
-  deleteScopedNodes,
-  hasTaint,
-  nodeEvents,
-  readNodeOrUndefined,
-  testScope,
-  UNINITIALIZED_TAINT,
-  waitNodeInitialized,
-} from '../../helpers/nodes.js';
-import { hostKubeConfig } from '../../helpers/service-account.js';
-import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
+  execEntry,
+  localCloudEnv,
+  startProvidersHost,
+  startTwoLocalClouds,
+  writeProvidersFile,
+  type TwoLocalClouds,
+} from '../../helpers/two-clouds.js';
+import {
+  CLOUD_LABEL,
+  cloudRoutes as cloudRoutesOf,
+  footprint,
+  lifecyclePasses as passesOf,
+  ourNodeEvents,
+  routeSyncs as syncsOf,
+  SHUTDOWN_TAINT,
+} from '../../helpers/untouched-nodes.js';
 import { waitFor } from '../../helpers/wait.js';
 
-const [ALLOW_NAME, ALLOW_VALUE] = ALLOW_SIMULATION.split('=') as [string, string];
-const SHUTDOWN_TAINT = 'node.cloudprovider.kubernetes.io/shutdown';
-const CLOUD_LABEL = 'ccm-test-cloud';
-const OUR_COMPONENTS = new Set(Object.values(EventComponents));
 const UNINIT = { key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' };
 
 interface Ctx {
   core: CoreV1Api;
-  dir: string;
   scope: ReturnType<typeof testScope>;
-  host: Awaited<ReturnType<typeof startMultiHost>>;
-  /** The west sidecar as it runs now (replaced after it is killed; ava clones the context per test, so one object). */
-  west: { sidecar: Sidecar };
-  startWest(): Promise<Sidecar>;
+  /** The two clouds and their host (one object: ava clones the context per test, and west is replaced after it is killed). */
+  clouds: TwoLocalClouds;
+  host: TwoLocalClouds['host'];
 }
 const test = anyTest as TestFn<Ctx>;
 
-async function startMultiHost(dir: string, providersFile: string, selector: string) {
-  const [port] = await freePorts(1);
-  const parsed = parseHostArgs([
-    `--providers-config=${providersFile}`,
+/** The host's flags besides the providers file: the cloud node, node lifecycle and route controllers, fast. */
+function hostFlags(selector: string): string[] {
+  return [
     '--cluster-name=test',
-    `--secure-port=${port}`,
-    '--bind-address=127.0.0.1',
-    '--leader-elect=false',
     '--controllers=cloud-node,cloud-node-lifecycle,route',
     '--node-monitor-period=1s',
     '--route-reconciliation-period=1s',
     '--cluster-cidr=10.243.0.0/16',
     `--node-selector=${selector}`,
-    '--plugin-start-timeout=20s',
-    '-v=2',
-  ]);
-  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
-  assertNodeScoped(parsed.config);
-  const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() });
-  return checkForbiddenOnStop(host, logPath);
+  ];
 }
 
-/** A local cloud's environment: its own state, provider name and node selector. */
-function cloudEnv(dir: string, name: string): Record<string, string> {
-  return {
-    LOCALCLOUD_STATE_DIR: join(dir, name),
-    [ALLOW_NAME]: ALLOW_VALUE,
-    LOCALCLOUD_PROVIDER_NAME: name,
-    LOCALCLOUD_NODE_SELECTOR: `${CLOUD_LABEL}=${name}`,
-    LOCALCLOUD_FORWARD: 'false',
-  };
-}
+/** A cloud's environment besides its state and name: its node selector, no forwarder. */
+const cloudEnv = (name: string) => ({ LOCALCLOUD_NODE_SELECTOR: `${CLOUD_LABEL}=${name}`, LOCALCLOUD_FORWARD: 'false' });
 
 test.before(async (t) => {
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-node-owners-'));
   const scope = testScope('owners');
-  const launcher = join(dir, 'west-provider');
-  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const sockets = join(dir, 'west-sockets');
-  await mkdir(sockets, { mode: 0o700 });
-  const startWest = () => startSidecar(launcher, sockets, cloudEnv(dir, 'west'), { logPath: join(dir, 'west.log') });
-  const sidecar = await startWest();
-  const providersFile = join(dir, 'providers.yaml');
-  const east = Object.entries(cloudEnv(dir, 'east')).map(([k, v]) => `      - ${k}=${v}`);
-  await writeFile(
-    providersFile,
-    `providers:\n  - name: east\n    pluginPath: ${LOCAL_PLUGIN}\n    routes: true\n    pluginEnv:\n${east.join('\n')}\n  - name: west\n    pluginEndpoint: ${sidecar.endpoint}\n`,
-  );
-  const host = await startMultiHost(dir, providersFile, scope.selector);
-  t.context = { core, dir, scope, host, west: { sidecar }, startWest };
+  const clouds = await startTwoLocalClouds({
+    tmpPrefix: 'ccm-node-owners-',
+    flags: hostFlags(scope.selector),
+    eastEnv: cloudEnv('east'),
+    westEnv: cloudEnv('west'),
+    eastKeys: ['routes: true'],
+  });
+  t.context = { core, scope, clouds, host: clouds.host };
 });
 
 test.after.always(async (t) => {
-  if (!t.context.host) return;
-  await t.context.host.stop();
-  await t.context.west.sidecar.stop();
+  if (!t.context.clouds) return;
+  await t.context.clouds.stop();
   await deleteScopedNodes(t.context.core, t.context.scope.selector);
 });
 
 /** Adds an instance to a cloud; its id. */
 async function addInstance(t: { context: Ctx }, cloud: 'east' | 'west', name: string, address: string): Promise<string> {
   const out = await localcloud(
-    join(t.context.dir, cloud),
+    t.context.clouds.stateOf(cloud),
     'instance',
     'add',
     name,
@@ -138,32 +101,10 @@ async function addInstance(t: { context: Ctx }, cloud: 'east' | 'west', name: st
   return (JSON.parse(out) as { id: string }[])[0]!.id;
 }
 
-async function cloudRoutes(t: { context: Ctx }, cloud: 'east' | 'west'): Promise<{ targetNode: string }[]> {
-  return JSON.parse(await localcloud(join(t.context.dir, cloud), 'route', 'list', '--cluster', 'test', '-o', 'json')) as { targetNode: string }[];
-}
-
+const cloudRoutes = (t: { context: Ctx }, cloud: 'east' | 'west') => cloudRoutesOf(t.context.clouds.stateOf(cloud));
 /** Completed lifecycle passes, of both providers. */
-async function lifecyclePasses(t: { context: Ctx }): Promise<number> {
-  const m = await t.context.host.metrics.registry.getSingleMetric('ccm_node_lifecycle_pass_duration_seconds')!.get();
-  return m.values.find((v) => (v as { metricName?: string }).metricName === 'ccm_node_lifecycle_pass_duration_seconds_count')?.value ?? 0;
-}
-
-async function routeSyncs(t: { context: Ctx }): Promise<number> {
-  const m = await t.context.host.metrics.registry.getSingleMetric('route_controller_route_sync_total')!.get();
-  return m.values.reduce((n, v) => n + v.value, 0);
-}
-
-/** What this host could have changed on a Node. */
-function footprint(n: V1Node) {
-  return {
-    uninitialized: hasTaint(n, UNINITIALIZED_TAINT),
-    shutdown: hasTaint(n, SHUTDOWN_TAINT),
-    providerID: n.spec?.providerID,
-    zone: n.metadata?.labels?.['topology.kubernetes.io/zone'],
-    addresses: n.status?.addresses,
-    networkUnavailable: condition(n, 'NetworkUnavailable')?.status,
-  };
-}
+const lifecyclePasses = (t: { context: Ctx }) => passesOf(t.context.host);
+const routeSyncs = (t: { context: Ctx }) => syncsOf(t.context.host);
 
 /** The initialized Node as its provider's cloud describes it. */
 function initializedAs(n: V1Node) {
@@ -251,19 +192,14 @@ test.serial("each provider's Nodes are initialized by it; Nodes neither owns are
     t.truthy(node, `${n} is not deleted`);
     if (!node) continue;
     t.deepEqual(footprint(node), before.get(n), `${n}: no taint, providerID, label, address or condition change`);
-    const ours = (await nodeEvents(core, n)).filter((e) => OUR_COMPONENTS.has(e.source?.component ?? e.reportingComponent ?? ''));
-    t.deepEqual(
-      ours.map((e) => `${e.reason}: ${e.message}`),
-      [],
-      `${n}: no event from this host`,
-    );
+    t.deepEqual(await ourNodeEvents(core, n), [], `${n}: no event from this host`);
   }
 });
 
 test.serial("west killed: east's new Nodes still initialize, and west's Node whose instance is gone waits for west", async (t) => {
   const { core, scope, host } = t.context;
   const name = (s: string) => `${scope.prefix}-${s}`;
-  t.context.west.sidecar.signal('SIGKILL');
+  t.context.clouds.west.signal('SIGKILL');
   await waitFor(() => host.providers.get('west')!.supervisor.state !== 'ready', { what: 'west down', log: host.logPath });
   // West's Node whose instance is gone: west would delete it at its first pass, but west is not there to say so.
   await createTestNode(core, name('west-gone'), { labels: scope.labels, ready: false, providerId: 'west://i-0badc0de' });
@@ -276,7 +212,7 @@ test.serial("west killed: east's new Nodes still initialize, and west's Node who
   t.not(host.providers.get('west')!.supervisor.state, 'ready', 'west was down all along');
   t.truthy(await readNodeOrUndefined(core, name('west-gone')), "west's Node is not deleted while west is down");
   // West back: its own lifecycle instance finds the instance gone and deletes it (so it was west's to judge).
-  t.context.west.sidecar = await t.context.startWest();
+  await t.context.clouds.restartWest();
   await waitFor(async () => (await readNodeOrUndefined(core, name('west-gone'))) === undefined, {
     what: `${name('west-gone')} deleted by west once it is back`,
     timeoutMs: 120_000,
@@ -287,16 +223,11 @@ test.serial("west killed: east's new Nodes still initialize, and west's Node who
 
 test('two providers that implement routes, neither marked "routes: true": the host refuses to start, in one line', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-node-owners-routes-'));
-  const file = join(dir, 'providers.yaml');
-  const env = (c: string) =>
-    `[${Object.entries(cloudEnv(dir, c))
-      .map(([k, v]) => `${k}=${v}`)
-      .join(', ')}]`;
-  await writeFile(
-    file,
-    `providers:\n  - name: east\n    pluginPath: ${LOCAL_PLUGIN}\n    pluginEnv: ${env('east')}\n  - name: west\n    pluginPath: ${LOCAL_PLUGIN}\n    pluginEnv: ${env('west')}\n`,
+  const file = await writeProvidersFile(
+    dir,
+    (['east', 'west'] as const).map((c) => execEntry(c, localCloudEnv(dir, c, cloudEnv(c)))),
   );
-  const err = await t.throwsAsync(startMultiHost(dir, file, testScope('owners-r').selector));
+  const err = await t.throwsAsync(startProvidersHost(dir, file, hostFlags(testScope('owners-r').selector)));
   t.is(
     err?.message,
     'providers east and west of --providers-config both implement routes, and a cluster has one route provider: mark one "routes: true" in the file, or set --configure-cloud-routes=false',

@@ -8,100 +8,36 @@
  * (sidecar) with backoff while the other stays ready.
  */
 import test from 'ava';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startHost } from '../../../host/app.js';
-import { parseHostArgs } from '../../../host/config/flags.js';
-import { createLogger } from '../../../host/log.js';
 import type { PluginState } from '../../../host/plugin/supervisor.js';
-import { freePorts } from '../../controlplane/probe.js';
-import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
 import { ALLOW_SIMULATION, LOCAL_PLUGIN } from '../../helpers/localcloud.js';
-import { logFile } from '../../helpers/log-file.js';
-import { assertNodeScoped } from '../../helpers/node-scope.js';
 import { testScope } from '../../helpers/nodes.js';
 import { scrape } from '../../helpers/scraper.js';
-import { hostKubeConfig } from '../../helpers/service-account.js';
-import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
+import { startProvidersHost, startTwoLocalClouds, type TwoLocalClouds } from '../../helpers/two-clouds.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const scope = testScope('multiprov');
-const [ALLOW_NAME, ALLOW_VALUE] = ALLOW_SIMULATION.split('=') as [string, string];
+const FLAGS = ['--cluster-name=multiprov', '--controllers=cloud-node', `--node-selector=${scope.selector}`];
 
-interface Setup {
-  dir: string;
-  port: number;
-  host: Awaited<ReturnType<typeof startMultiHost>>;
-  /** The west sidecar as it runs now (replaced after it is killed). */
-  sidecar: Sidecar;
-  startWest(): Promise<Sidecar>;
-}
-
-let setup: Setup | undefined;
-
-async function startMultiHost(dir: string, providersFile: string, port: number) {
-  const parsed = parseHostArgs([
-    `--providers-config=${providersFile}`,
-    '--cluster-name=multiprov',
-    `--secure-port=${port}`,
-    '--bind-address=127.0.0.1',
-    '--leader-elect=false',
-    '--controllers=cloud-node',
-    `--node-selector=${scope.selector}`,
-    '--plugin-start-timeout=20s',
-    '-v=2',
-  ]);
-  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
-  assertNodeScoped(parsed.config);
-  const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() });
-  return checkForbiddenOnStop(host, logPath);
-}
+let setup: TwoLocalClouds | undefined;
 
 test.before(async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-multiprov-'));
-  const launcher = join(dir, 'west-provider');
-  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const sockets = join(dir, 'west-sockets');
-  await mkdir(sockets, { mode: 0o700 });
-  const startWest = () =>
-    startSidecar(
-      launcher,
-      sockets,
-      { LOCALCLOUD_STATE_DIR: join(dir, 'west'), [ALLOW_NAME]: ALLOW_VALUE, LOCALCLOUD_PROVIDER_NAME: 'west', LOCALCLOUD_FORWARD: 'false' },
-      { logPath: join(dir, 'west.log') },
-    );
-  const sidecar = await startWest();
-  const providersFile = join(dir, 'providers.yaml');
-  await writeFile(
-    providersFile,
-    `providers:
-  - name: east
-    pluginPath: ${LOCAL_PLUGIN}
-    pluginEnv:
-      - LOCALCLOUD_STATE_DIR=${join(dir, 'east')}
-      - ${ALLOW_SIMULATION}
-      - LOCALCLOUD_PROVIDER_NAME=east
-      - LOCALCLOUD_FORWARD=false
-  - name: west
-    pluginEndpoint: ${sidecar.endpoint}
-`,
-  );
-  const [port] = await freePorts(1);
-  const host = await startMultiHost(dir, providersFile, port!);
-  setup = { dir, port: port!, host, sidecar, startWest };
+  setup = await startTwoLocalClouds({
+    tmpPrefix: 'ccm-multiprov-',
+    flags: FLAGS,
+    eastEnv: { LOCALCLOUD_FORWARD: 'false' },
+    westEnv: { LOCALCLOUD_FORWARD: 'false' },
+  });
 });
 
 test.after.always(async () => {
-  if (!setup) return;
-  await setup.host.stop();
-  await setup.sidecar.stop();
+  await setup?.stop();
 });
 
-const readyz = () => scrape(setup!.port, '/readyz?verbose');
-const metrics = async () => (await scrape(setup!.port, '/metrics')).body;
+const readyz = () => scrape(setup!.host.port, '/readyz?verbose');
+const metrics = async () => (await scrape(setup!.host.port, '/metrics')).body;
 
 /** Records every state the named provider's supervisor enters from now on. */
 function watchStates(name: string): { states: PluginState[]; stop(): void } {
@@ -176,7 +112,7 @@ test.serial('SIGKILL of the sidecar provider: /readyz names it while it is redia
   const { providers, logPath } = setup!.host;
   const west = providers.get('west')!.supervisor;
   const east = watchStates('east');
-  setup!.sidecar.signal('SIGKILL');
+  setup!.west.signal('SIGKILL');
   const body = await waitFor(
     async () => {
       const r = await readyz();
@@ -188,7 +124,7 @@ test.serial('SIGKILL of the sidecar provider: /readyz names it while it is redia
   t.regex(body, /^\[\+\]plugin-east ok$/m);
   t.regex(await metrics(), /^ccm_plugin_ready\{plugin="west",provider="west"\} 0$/m);
   // The sidecar comes back (as the kubelet would restart its container): the host redials it.
-  setup!.sidecar = await setup!.startWest();
+  await setup!.restartWest();
   await waitFor(async () => (await readyz()).status === 200, { what: '/readyz ok again', timeoutMs: 120_000, log: logPath });
   east.stop();
   t.deepEqual(east.states, [], 'east never left ready');
@@ -210,8 +146,7 @@ test('a provider that cannot start stops the host start at once, named, even whi
     pluginEnv: [${ALLOW_SIMULATION}, LOCALCLOUD_PROVIDER_NAME=Not_A_Label, LOCALCLOUD_STATE_DIR=${join(dir, 'broken')}]
 `,
   );
-  const [port] = await freePorts(1);
-  const err = await t.throwsAsync(startMultiHost(dir, providersFile, port!));
+  const err = await t.throwsAsync(startProvidersHost(dir, providersFile, FLAGS));
   t.regex(err?.message ?? '', /^cannot start plugin for provider broken of --providers-config: /);
   t.regex(await readFile(join(dir, 'host.log'), 'utf8'), /LOCALCLOUD_PROVIDER_NAME=\\"Not_A_Label\\" is invalid: want a lowercase DNS label/);
 });

@@ -21,28 +21,15 @@ import anyTest, { type TestFn } from 'ava';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { startTestHost } from '../../helpers/host.js';
 import { localcloud } from '../../helpers/localcloud.js';
-import {
-  condition,
-  createTestNode,
-  deleteScopedNodes,
-  hasTaint,
-  nodeEvents,
-  readNodeOrUndefined,
-  testScope,
-  UNINITIALIZED_TAINT,
-  waitNodeInitialized,
-} from '../../helpers/nodes.js';
+import { createTestNode, deleteScopedNodes, readNodeOrUndefined, testScope, UNINITIALIZED_TAINT, waitNodeInitialized } from '../../helpers/nodes.js';
+import { CLOUD_LABEL, cloudRoutes, footprint, lifecyclePasses, ourNodeEvents, routeSyncs, SHUTDOWN_TAINT } from '../../helpers/untouched-nodes.js';
 import { waitFor } from '../../helpers/wait.js';
-import { EventComponents } from '../../../host/names.js';
 
 const test = anyTest as TestFn<{ core: CoreV1Api }>;
-const SHUTDOWN_TAINT = 'node.cloudprovider.kubernetes.io/shutdown';
-const CLOUD_LABEL = 'ccm-test-cloud';
-const OUR_COMPONENTS = new Set(Object.values(EventComponents));
 
 test.before(async (t) => {
   t.context = { core: (await testKubeConfig()).makeApiClient(CoreV1Api) };
@@ -56,34 +43,6 @@ const WAYS: { name: string; args: string[] }[] = [
     args: [`--plugin-env=LOCALCLOUD_NODE_SELECTOR=${CLOUD_LABEL}=elsewhere`, `--node-ownership-selector=${CLOUD_LABEL}=local`],
   },
 ];
-
-/** Completed lifecycle passes (the pass duration histogram's count). */
-async function lifecyclePasses(host: TestHost): Promise<number> {
-  const m = await host.metrics.registry.getSingleMetric('ccm_node_lifecycle_pass_duration_seconds')!.get();
-  return m.values.find((v) => (v as { metricName?: string }).metricName === 'ccm_node_lifecycle_pass_duration_seconds_count')?.value ?? 0;
-}
-
-/** Completed route reconciles. */
-async function routeSyncs(host: TestHost): Promise<number> {
-  const m = await host.metrics.registry.getSingleMetric('route_controller_route_sync_total')!.get();
-  return m.values.reduce((n, v) => n + v.value, 0);
-}
-
-async function cloudRoutes(state: string): Promise<{ targetNode: string; destinationCidr: string }[]> {
-  return JSON.parse(await localcloud(state, 'route', 'list', '--cluster', 'test', '-o', 'json')) as { targetNode: string; destinationCidr: string }[];
-}
-
-/** What this host could have changed on a Node: its taints of ours, providerID, the labels it sets, NetworkUnavailable. */
-function footprint(n: V1Node) {
-  return {
-    uninitialized: hasTaint(n, UNINITIALIZED_TAINT),
-    shutdown: hasTaint(n, SHUTDOWN_TAINT),
-    providerID: n.spec?.providerID,
-    zone: n.metadata?.labels?.['topology.kubernetes.io/zone'],
-    instanceType: n.metadata?.labels?.['node.kubernetes.io/instance-type'],
-    networkUnavailable: condition(n, 'NetworkUnavailable')?.status,
-  };
-}
 
 for (const way of WAYS) {
   test.serial(
@@ -163,18 +122,13 @@ for (const way of WAYS) {
         const node = await readNodeOrUndefined(core, n);
         t.truthy(node, `${n} is not deleted`);
         if (!node) continue;
-        t.deepEqual(footprint(node), before.get(n), `${n}: no taint, providerID, label or condition change`);
+        t.deepEqual(footprint(node), before.get(n), `${n}: no taint, providerID, label, address or condition change`);
         t.deepEqual(
           routes.filter((r) => r.targetNode === n),
           [],
           `${n}: no route`,
         );
-        const ours = (await nodeEvents(core, n)).filter((e) => OUR_COMPONENTS.has(e.source?.component ?? e.reportingComponent ?? ''));
-        t.deepEqual(
-          ours.map((e) => `${e.reason}: ${e.message}`),
-          [],
-          `${n}: no event from this host`,
-        );
+        t.deepEqual(await ourNodeEvents(core, n), [], `${n}: no event from this host`);
       }
       t.true(before.get(foreign)!.uninitialized && before.get(foreign)!.shutdown, 'the foreign Node had both taints to begin with');
     },

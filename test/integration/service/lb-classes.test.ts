@@ -23,7 +23,18 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { patchService } from '../../helpers/kube-patch.js';
-import { cloudLbs, createBackendNode, dropFinalizers, ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
+import {
+  cloudLbs,
+  createBackendNode,
+  dropFinalizers,
+  ensureNamespace,
+  ingressIp,
+  LB_FINALIZER,
+  lbService,
+  readService,
+  serviceEvents,
+  waitIngress,
+} from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const NS = 'lb-classes';
@@ -76,14 +87,7 @@ async function restartHost(t: { context: Ctx }, between: () => Promise<void>): P
   return run.host;
 }
 
-async function readSvc(core: CoreV1Api, name: string): Promise<V1Service | undefined> {
-  return core.readNamespacedService({ name, namespace: NS }).catch((err: { code?: number }) => {
-    if (err.code === 404) return undefined;
-    throw err;
-  });
-}
-
-const ingressIp = (s: V1Service | undefined) => s?.status?.loadBalancer?.ingress?.[0]?.ip;
+const readSvc = (core: CoreV1Api, name: string) => readService(core, NS, name);
 
 /** Creates a LoadBalancer Service of `cls` (none when undefined) with a TCP backend named `name` on the node at its nodePort. */
 async function create(t: { context: Ctx }, name: string, port: number, cls?: string, finalizers?: string[]): Promise<V1Service> {
@@ -95,15 +99,7 @@ async function create(t: { context: Ctx }, name: string, port: number, cls?: str
 }
 
 /** Waits for an ingress IP and returns the Service as it is then. */
-async function ensured(core: CoreV1Api, name: string): Promise<V1Service> {
-  return waitFor(
-    async () => {
-      const s = await readSvc(core, name);
-      return ingressIp(s) ? s : undefined;
-    },
-    { what: `ingress on ${NS}/${name}` },
-  );
-}
+const ensured = (core: CoreV1Api, name: string) => waitIngress(core, NS, name);
 
 /** The cloud's load balancers of this test's cluster name, by Service uid. */
 async function cloudUids(cloud: string): Promise<Set<string>> {

@@ -32,9 +32,7 @@ const HOSTS: { file: string; identity: Identity }[] = [
   { file: 'test/integration/plugin-handshake-network.test.ts', identity: 'shipped' },
   { file: 'test/integration/plugin-metrics.test.ts', identity: 'shipped' },
   { file: 'test/integration/secrets-canary.test.ts', identity: 'shipped' },
-  { file: 'test/integration/multi-provider/two-local-clouds.test.ts', identity: 'shipped' },
-  { file: 'test/integration/multi-provider/lb-two-clouds.test.ts', identity: 'shipped' },
-  { file: 'test/integration/multi-provider/node-owners.test.ts', identity: 'shipped' },
+  { file: 'test/helpers/two-clouds.ts', identity: 'shipped' },
   { file: 'test/integration/multi-provider/isolation.test.ts', identity: 'shipped' },
   { file: 'test/integration/service/lb-faults.test.ts', identity: 'shipped' },
   {
