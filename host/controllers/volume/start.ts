@@ -40,19 +40,24 @@ export interface VolumeProvider {
   provisioners: string[];
 }
 
-/** The host's volume providers, and those left out with the reason (a provider whose own name cannot be a provisioner name). */
+/**
+ * The host's volume providers, and those left out with the reason (a
+ * provider whose own name cannot be a provisioner name).
+ * --volume-provisioner-name applies only when one provider serves volumes
+ * (volumePreflight refuses it with more).
+ */
 export function volumeProviders(
   config: HostConfig,
   providers: ProviderRegistry,
 ): { served: VolumeProvider[]; skipped: { provider: Provider; reason: string }[] } {
   const served: VolumeProvider[] = [];
   const skipped: { provider: Provider; reason: string }[] = [];
-  for (const provider of providers.list()) {
-    const volumes = provider.cloud.volumes();
-    if (!volumes) continue;
+  const withVolumes = providers.list().filter((p) => p.cloud.volumes());
+  const override = withVolumes.length === 1 ? config.volumes.provisionerName : '';
+  for (const provider of withVolumes) {
+    const volumes = provider.cloud.volumes()!;
     const declared = provider.capabilities().volumeProvisioners;
     const fallback = provider.cloud.info().name;
-    const override = config.volumes.provisionerName;
     const problem = override === '' && declared.length === 0 ? driverNameProblem(fallback) : undefined;
     if (problem) skipped.push({ provider, reason: `no usable provisioner name (${problem}); pass --volume-provisioner-name` });
     else served.push({ provider, volumes, provisioners: servedProvisioners(declared, override, fallback) });
