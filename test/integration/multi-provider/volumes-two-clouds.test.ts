@@ -8,8 +8,9 @@
  * VolumeAttachment of a third provisioner nobody serves are left alone (no
  * finalizer, no event, no status, never deleted); a released PV is deleted
  * by its own provider only; a volume attaches only to its own provider's
- * Nodes. A host whose two volume providers serve the same provisioner does
- * not start, naming both.
+ * Nodes. West SIGKILLed: east's claims keep being provisioned, west's waits
+ * for west. A host whose two volume providers serve the same provisioner
+ * does not start, naming both.
  *
  * Scoping for the shared API server: a namespace and provisioner names of
  * this run's id, nodes labelled by testScope('voltwo').
@@ -57,7 +58,9 @@ interface Setup {
   core: CoreV1Api;
   storage: StorageV1Api;
   host: Awaited<ReturnType<typeof startMultiHost>>;
+  /** The west sidecar as it runs now (replaced after it is killed). */
   sidecar: Sidecar;
+  startWest(): Promise<Sidecar>;
 }
 
 let setup: Setup | undefined;
@@ -117,10 +120,11 @@ test.before(async () => {
   await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
   const sockets = join(dir, 'west-sockets');
   await mkdir(sockets, { mode: 0o700 });
-  const sidecar = await startSidecar(launcher, sockets, cloudEnv(dir, 'west', DRIVER.west), { logPath: join(dir, 'west.log') });
+  const startWest = () => startSidecar(launcher, sockets, cloudEnv(dir, 'west', DRIVER.west), { logPath: join(dir, 'west.log') });
+  const sidecar = await startWest();
   const providersFile = join(dir, 'providers.yaml');
   await writeFile(providersFile, `providers:\n${execEntry(dir, 'east', DRIVER.east)}  - name: west\n    pluginEndpoint: ${sidecar.endpoint}\n`);
-  setup = { dir, core, storage, host: await startMultiHost(dir, providersFile), sidecar };
+  setup = { dir, core, storage, host: await startMultiHost(dir, providersFile), sidecar, startWest };
 });
 
 test.after.always(async () => {
@@ -340,6 +344,33 @@ test.serial('a volume attaches through its own provider to its Nodes only; an at
       nobody: { attached: false, attachError: undefined, finalizers: [], annotations: {} },
     },
   );
+});
+
+test.serial("west SIGKILLed: east's claims keep being provisioned; west's waits and is provisioned by west once it is back", async (t) => {
+  const { host } = setup!;
+  const west = host.providers.get('west')!.supervisor;
+  setup!.sidecar.signal('SIGKILL');
+  await waitFor(() => west.state !== 'ready', { what: 'west not ready', log: host.logPath });
+  await createClaim('west-while-down', CLASS.west);
+  await createClaim('east-while-west-down', CLASS.east);
+  const east = await waitBound('east-while-west-down');
+  const waiting = await readClaim('west-while-down');
+  t.not(west.state, 'ready', 'east provisioned while west was still down');
+  t.deepEqual(
+    { phase: waiting.status?.phase, volumeName: waiting.spec?.volumeName },
+    { phase: 'Pending', volumeName: undefined },
+    "west's claim waits for west",
+  );
+  // West comes back (as the kubelet restarts its container): its claim gets its volume from west.
+  setup!.sidecar = await setup!.startWest();
+  await waitFor(() => west.state === 'ready', { what: 'west redialled', timeoutMs: 120_000, log: host.logPath });
+  const back = await waitBound('west-while-down');
+  const names = async (cloud: Cloud) => (await cloudVolumes(cloud)).map((v) => v.name);
+  t.deepEqual(
+    { eastHas: (await names('east')).includes(east.spec!.volumeName!), westHas: (await names('west')).includes(back.spec!.volumeName!) },
+    { eastHas: true, westHas: true },
+  );
+  t.false((await names('east')).includes(back.spec!.volumeName!), "west's claim has no volume in east");
 });
 
 test('a host whose two volume providers serve the same provisioner does not start, naming both', async (t) => {
