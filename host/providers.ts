@@ -11,7 +11,8 @@
  * node and node lifecycle controllers run once per provider
  * (controllers/per-provider.ts), the route controller for the route provider
  * (route/start.ts), the service controller with every provider that has load
- * balancers (by class), the others on the default (docs/flags.md, "Several
+ * balancers (by class), the volume controllers with every provider that has
+ * volumes (by provisioner, controllers/volume/start.ts), the others on the default (docs/flags.md, "Several
  * providers"); `forProviderId` routes a Node by the scheme of its providerID.
  */
 import type { Cloud } from './cloud.js';
@@ -23,7 +24,7 @@ import type { GetPluginCapabilitiesResponse, GetPluginInfoResponse } from '../pr
 export interface Provider {
   /** Its name in the host (--cloud-provider, or the file's `name`): logs, metrics and /readyz use it. */
   readonly name: string;
-  /** Whether the host's service and volume controllers use this provider (the single one, the first, or the file's `default: true`). */
+  /** Whether this is the default provider, `ControllerContext.cloud` (the single one, the first, or the file's `default: true`); Services go by class and volumes by provisioner over every provider. */
   readonly isDefault: boolean;
   readonly config: ProviderConfig;
   readonly supervisor: PluginSupervisor;

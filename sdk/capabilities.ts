@@ -32,7 +32,8 @@ export const LEGACY_INSTANCES_METHODS: readonly string[] = [
  * - VOLUMES_EXPAND_ONLINE: info.volumesExpandOnline and volumes present;
  * - METRICS: the provider has metrics().
  * The load balancer class declaration (info.loadBalancerClasses,
- * info.loadBalancerClassesOnly) is sent as is when loadBalancers is present.
+ * info.loadBalancerClassesOnly) is sent as is when loadBalancers is present,
+ * the volume provisioner names (info.volumeProvisioners) when volumes is.
  * Info flags are ignored when their service is absent (a feature of a service
  * the provider does not serve means nothing). Capabilities are sorted.
  */
@@ -62,5 +63,6 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
     nodeSelector: provider.info.nodeSelector ?? '',
     loadBalancerClasses: loadBalancers ? [...(provider.info.loadBalancerClasses ?? [])] : [],
     loadBalancerClassesOnly: loadBalancers ? (provider.info.loadBalancerClassesOnly ?? false) : false,
+    volumeProvisioners: volumes ? [...(provider.info.volumeProvisioners ?? [])] : [],
   };
 }

@@ -81,6 +81,14 @@ export interface ProviderInfo {
   loadBalancerClasses?: string[];
   /** Serve only `loadBalancerClasses`, never Services without a class (default false). */
   loadBalancerClassesOnly?: boolean;
+  /**
+   * The StorageClass provisioner (CSI driver) names this provider's volumes
+   * serve (e.g. ["disk.csi.example.com"]); the host sends it only the claims,
+   * PersistentVolumes and VolumeAttachments of these names. Default: none
+   * declared, so the host uses its --volume-provisioner-name or this
+   * provider's `name`, as before.
+   */
+  volumeProvisioners?: string[];
 }
 
 /** A cloud provider. Only `info` is required. */

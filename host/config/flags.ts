@@ -508,7 +508,7 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'volumeProvisionerName',
     kind: 'string',
     value: 'name',
-    help: "Provisioner (CSI driver) name the volume controllers answer for: StorageClass.provisioner, VolumeAttachment.spec.attacher, PV spec.csi.driver. Default: the plugin's name.",
+    help: "Provisioner (CSI driver) name the volume controllers answer for: StorageClass.provisioner, VolumeAttachment.spec.attacher, PV spec.csi.driver. Replaces the names the provider declares (volume_provisioners); refused with two or more volume providers. Default: the provider's declared names, else the plugin's name.",
   },
   {
     name: 'concurrent-volume-syncs',

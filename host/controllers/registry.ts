@@ -26,4 +26,8 @@ export const CONTROLLER_FACTORIES: Partial<Record<ControllerName, ControllerLoad
 export const CONTROLLER_PREFLIGHTS: Partial<Record<ControllerName, () => Promise<ControllerPreflight>>> = {
   'node-route-controller': async () => (await import('./route/start.js')).routePreflight,
   'service-lb-controller': async () => (await import('./service/start.js')).servicePreflight,
+  'volume-provisioner-controller': async () => (await import('./volume/start.js')).volumePreflight,
+  'volume-attacher-controller': async () => (await import('./volume/start.js')).volumePreflight,
+  'volume-resizer-controller': async () => (await import('./volume/start.js')).volumePreflight,
+  'persistentvolume-label-controller': async () => (await import('./volume/start.js')).volumePreflight,
 };

@@ -33,6 +33,7 @@ import { socketProblem } from './file-checks.js';
 import { watchStaleSocketDirs } from './socket-dir.js';
 import { nodeOwnershipProblem } from '../ownership/nodes.js';
 import { lbClassDeclaration, lbDeclarationProblems } from '../lb-classes.js';
+import { volumeDeclarationProblems } from '../volume-provisioners.js';
 
 export type PluginMode =
   { kind: 'exec'; path: string; args?: string[]; env?: string[]; allow?: HandshakeAllowances } | { kind: 'socket'; endpoint: string };
@@ -475,6 +476,11 @@ export class PluginSupervisor extends EventEmitter {
       ? lbDeclarationProblems(info.name, lbClassDeclaration(capabilities))
       : [];
     if (lbClassProblems.length) throw new PluginStartError(`${lbClassProblems.join('; ')}: fix the plugin`);
+    // So is a provisioner name that could never be a StorageClass provisioner (or is declared twice).
+    const volumeProblems = capabilities.services.includes(Service.SERVICE_VOLUMES)
+      ? volumeDeclarationProblems(info.name, capabilities.volumeProvisioners)
+      : [];
+    if (volumeProblems.length) throw new PluginStartError(`${volumeProblems.join('; ')}: fix the plugin`);
     const configured = await call('Configure', (ms) =>
       conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), ms),
     );

@@ -171,6 +171,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       volumesExpandOnline: true,
       loadBalancerClasses: initial.loadBalancerClasses,
       loadBalancerClassesOnly: initial.loadBalancerClassesOnly,
+      volumeProvisioners: initial.volumeProvisioners,
       manifest: { stateDir: store.dir },
       // Node ownership: local:// Nodes, and (LOCALCLOUD_NODE_SELECTOR) the Nodes without a providerID it claims.
       // LOCALCLOUD_PROVIDER_ID_PREFIXES (comma-separated): other declared prefixes, for tests of a provider whose declarations disagree with its answers.

@@ -34,6 +34,13 @@ export const ENV = {
   loadBalancerClasses: 'LOCALCLOUD_LB_CLASSES',
   /** "true": serve only LOCALCLOUD_LB_CLASSES, no Service without a class. */
   loadBalancerClassesOnly: 'LOCALCLOUD_LB_CLASSES_ONLY',
+  /**
+   * Comma-separated StorageClass provisioner names the volumes serve
+   * (GetPluginCapabilities volume_provisioners; read at start). Unset: none
+   * declared, so the host uses its --volume-provisioner-name or the plugin's
+   * name (local.ccm.dev), as before.
+   */
+  volumeProvisioners: 'LOCALCLOUD_VOLUME_PROVISIONERS',
 } as const;
 
 /** The settings a running local cloud uses. */
@@ -53,6 +60,8 @@ export interface CloudSettings {
   loadBalancerClasses: string[];
   /** Serve only loadBalancerClasses, no Service without a class. */
   loadBalancerClassesOnly: boolean;
+  /** StorageClass provisioner names served (declared in GetPluginCapabilities; fixed for the process). */
+  volumeProvisioners: string[];
 }
 
 /** Settings overrides accepted by createLocalCloud. */
@@ -64,6 +73,15 @@ export interface SettingsInput {
   masterAddress?: string;
   loadBalancerClasses?: string[];
   loadBalancerClassesOnly?: boolean;
+  volumeProvisioners?: string[];
+}
+
+/** The non-empty trimmed entries of a comma-separated value. */
+function commaList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '');
 }
 
 /** Settings from explicit input, then the environment, then defaults; throws a one-line error when invalid. */
@@ -78,11 +96,13 @@ export function resolveSettings(input: SettingsInput = {}, env: NodeJS.ProcessEn
       .split(',')
       .map((c) => c.trim())
       .filter((c) => c !== '');
+  const provisioners = input.volumeProvisioners ?? commaList(env[ENV.volumeProvisioners]);
   const only = env[ENV.loadBalancerClassesOnly] ?? '';
   if (!['', 'true', 'false'].includes(only)) throw new TypeError(`${ENV.loadBalancerClassesOnly} must be true or false, not ${JSON.stringify(only)}`);
   return {
     loadBalancerClasses: classes,
     loadBalancerClassesOnly: input.loadBalancerClassesOnly ?? only === 'true',
+    volumeProvisioners: provisioners,
     zone,
     region,
     lbPool: new IpPool(cidr),
@@ -146,6 +166,7 @@ export function applyCloudConfig(base: CloudSettings, raw: Uint8Array, clusterNa
       apiToken: str('apiToken') ?? base.apiToken,
       loadBalancerClasses: base.loadBalancerClasses,
       loadBalancerClassesOnly: base.loadBalancerClassesOnly,
+      volumeProvisioners: base.volumeProvisioners,
     },
     warnings,
   };

@@ -218,3 +218,25 @@ func TestCapabilitiesCarryTheLoadBalancerClasses(t *testing.T) {
 		})
 	}
 }
+
+// The volume provisioner declaration is sent with a volume service only.
+func TestCapabilitiesCarryTheVolumeProvisioners(t *testing.T) {
+	info := Info{VolumeProvisioners: []string{"disk.example.com", "fast.example.com"}}
+	cases := []struct {
+		name         string
+		p            *capsProvider
+		provisioners []string
+	}{
+		{"with volumes", &capsProvider{info: info, volumes: listingVolumes{}}, []string{"disk.example.com", "fast.example.com"}},
+		{"without volumes", &capsProvider{info: info, lbs: listingLBs{}}, nil},
+		{"declaring nothing", &capsProvider{volumes: listingVolumes{}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := derive(t, tc.p)
+			if !slices.Equal(res.VolumeProvisioners, tc.provisioners) {
+				t.Fatalf("provisioners %v; want %v", res.VolumeProvisioners, tc.provisioners)
+			}
+		})
+	}
+}

@@ -51,6 +51,12 @@ type Info struct {
 	// LoadBalancerClassesOnly: serve only LoadBalancerClasses, never Services
 	// without a class (GetPluginCapabilitiesResponse load_balancer_classes_only).
 	LoadBalancerClassesOnly bool
+	// VolumeProvisioners are the StorageClass provisioner (CSI driver) names
+	// the provider's volumes serve (GetPluginCapabilitiesResponse
+	// volume_provisioners; only with a volume service): the host sends it
+	// only the claims, PersistentVolumes and VolumeAttachments of these
+	// names. Nil: the host's --volume-provisioner-name, else Info().Name.
+	VolumeProvisioners []string
 }
 
 // Provider is a cloud provider. Only Info is required; everything else is

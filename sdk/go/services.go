@@ -152,7 +152,8 @@ var legacyInstancesMethods = []string{
 //   - METRICS: p is a [MetricsExporter].
 //
 // The load balancer class declaration (Info().LoadBalancerClasses and
-// LoadBalancerClassesOnly) is sent as is with a load balancer service.
+// LoadBalancerClassesOnly) is sent as is with a load balancer service, the
+// volume provisioner names (Info().VolumeProvisioners) with a volume service.
 //
 // Capabilities are sorted. It fails like [Serve] on an invalid service object.
 func DeriveCapabilities(p Provider) (*pb.GetPluginCapabilitiesResponse, error) {
@@ -199,6 +200,9 @@ func deriveCapabilities(p Provider, bound map[string]*boundService) *pb.GetPlugi
 	if lb != nil {
 		res.LoadBalancerClasses = slices.Clone(info.LoadBalancerClasses)
 		res.LoadBalancerClassesOnly = info.LoadBalancerClassesOnly
+	}
+	if vols != nil {
+		res.VolumeProvisioners = slices.Clone(info.VolumeProvisioners)
 	}
 	return res
 }

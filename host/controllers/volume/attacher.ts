@@ -37,7 +37,7 @@ import { isNotFound } from '../../kube/client.js';
 import { sanitizeMessage } from '../../kube/message-text.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { volumeRateLimiter } from './retry.js';
+import { queueName, volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
@@ -55,6 +55,14 @@ export interface AttacherOptions {
   nodes: Informer<V1Node>;
   /** True when --node-selector limits the Nodes informer: VolumeAttachments for other nodes belong to another host. */
   nodesSharded: boolean;
+  /**
+   * With several providers: why a Node is not this provider's (its
+   * VolumeAttachments get an attach error and no cloud call), or undefined
+   * when it is. Absent with one provider: every Node, as before.
+   */
+  foreignNode?: (node: V1Node) => string | undefined;
+  /** Appended to the work-queue name when the host runs several instances (start.ts). */
+  queueSuffix?: string;
   log: Logger;
   registry?: Registry;
   workers: number;
@@ -77,7 +85,11 @@ export class VolumeAttacher {
 
   constructor(private readonly o: AttacherOptions) {
     this.progress = new Progress(3 * o.reconcilePeriodMs + 60_000);
-    this.queue = new WorkQueue<string>({ name: 'volume-attacher', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    this.queue = new WorkQueue<string>({
+      name: queueName('volume-attacher', o.queueSuffix),
+      rateLimiter: volumeRateLimiter<string>(),
+      registry: o.registry,
+    });
     this.storage = o.clients.storage;
     this.core = o.clients.core;
     this.finalizer = Finalizers.attacher(o.driver);
@@ -143,6 +155,8 @@ export class VolumeAttacher {
     if (!node && this.o.nodesSharded) return; // another host's node
     try {
       if (!node) throw new Error(`node ${nodeName} not found`);
+      const foreign = this.o.foreignNode?.(node);
+      if (foreign) throw new Error(foreign);
       const providerId = node.spec?.providerID;
       if (!providerId) throw new Error(`node ${nodeName} has no providerID yet (not initialized by the cloud node controller)`);
       const pvName = va.spec!.source?.persistentVolumeName;

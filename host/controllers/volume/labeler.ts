@@ -14,22 +14,21 @@ import { CloudCallError } from '../../errors.js';
 import type { Informer } from '../../kube/informer.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { volumeRateLimiter } from './retry.js';
+import { queueName, volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { Labels } from '../../names.js';
 import { affinityWithLabels, missingLabels } from './pv-labels.js';
-import type { PvLabelWebhook } from './webhook.js';
 
 export interface LabelerOptions {
   driver: string;
   volumes: Volumes;
   core: CoreV1Api;
   pvs: Informer<V1PersistentVolume>;
-  /** Started with the controller and stopped with it; undefined when --webhook-secure-port=0. */
-  webhook?: PvLabelWebhook;
   log: Logger;
   registry?: Registry;
   workers: number;
+  /** Appended to the work-queue name when the host runs several instances (start.ts). */
+  queueSuffix?: string;
 }
 
 /** Whether a PV of some driver lacks a topology label (cheap check before asking the cloud). */
@@ -44,7 +43,11 @@ export class PvLabeler {
   private readonly done = new Map<string, string>();
 
   constructor(private readonly o: LabelerOptions) {
-    this.queue = new WorkQueue<string>({ name: 'persistentvolume-label', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    this.queue = new WorkQueue<string>({
+      name: queueName('persistentvolume-label', o.queueSuffix),
+      rateLimiter: volumeRateLimiter<string>(),
+      registry: o.registry,
+    });
     const add = (pv: V1PersistentVolume) => {
       if (pv.spec?.csi?.driver === o.driver && !pv.metadata?.deletionTimestamp && lacksTopology(pv)) this.queue.add(pv.metadata!.name!);
     };
@@ -52,14 +55,12 @@ export class PvLabeler {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    this.o.log.info({ driver: this.o.driver, webhook: !!this.o.webhook }, 'Starting persistentvolume label controller');
+    this.o.log.info({ driver: this.o.driver }, 'Starting persistentvolume label controller');
     try {
-      await this.o.webhook?.start();
       if (await this.o.pvs.waitForSync(signal)) {
         await runWorkers(this.queue, this.o.workers, (k) => this.sync(k), { log: this.o.log, signal });
       }
     } finally {
-      await this.o.webhook?.stop();
       this.o.log.info('Shutting down persistentvolume label controller');
     }
   }

@@ -37,7 +37,7 @@ import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { volumeRateLimiter } from './retry.js';
+import { queueName, volumeRateLimiter } from './retry.js';
 import { errorMessage } from '../../log.js';
 import { Annotations, Controllers, EventReasons, Finalizers, LiveReadOutcomes } from '../../names.js';
 import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
@@ -130,8 +130,16 @@ export class VolumeProvisioner {
   constructor(private readonly o: ProvisionerOptions) {
     this.identity = `${Date.now()}-${o.driver}`;
     this.liveRead = liveReadCounter(Controllers.VOLUME_PROVISIONER, 'persistentvolumes', o.registry);
-    this.claimQueue = new WorkQueue<string>({ name: 'volume-provisioner-claims', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
-    this.pvQueue = new WorkQueue<string>({ name: 'volume-provisioner-pvs', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    this.claimQueue = new WorkQueue<string>({
+      name: queueName('volume-provisioner-claims', o.queueSuffix),
+      rateLimiter: volumeRateLimiter<string>(),
+      registry: o.registry,
+    });
+    this.pvQueue = new WorkQueue<string>({
+      name: queueName('volume-provisioner-pvs', o.queueSuffix),
+      rateLimiter: volumeRateLimiter<string>(),
+      registry: o.registry,
+    });
     const claimKey = (c: V1PersistentVolumeClaim) => this.claimQueue.add(keyOf(c));
     o.claims.addEventHandler({ onAdd: claimKey, onUpdate: (_o, c) => claimKey(c), onDelete: claimKey });
     const pvKey = (pv: V1PersistentVolume) => {

@@ -24,7 +24,7 @@ import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { volumeRateLimiter } from './retry.js';
+import { queueName, volumeRateLimiter } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons } from '../../names.js';
 import { bytesToQuantity, quantityToBytes } from './quantity.js';
@@ -51,6 +51,8 @@ export interface ClaimControllerOptions {
   log: Logger;
   registry?: Registry;
   workers: number;
+  /** Appended to the work-queue names (`volume-resizer-<suffix>`) when the host runs several instances; '' or absent: none. */
+  queueSuffix?: string;
 }
 
 export type ResizerOptions = ClaimControllerOptions;
@@ -69,7 +71,11 @@ export class VolumeResizer {
   private readonly queue: WorkQueue<string>;
 
   constructor(private readonly o: ResizerOptions) {
-    this.queue = new WorkQueue<string>({ name: 'volume-resizer', rateLimiter: volumeRateLimiter<string>(), registry: o.registry });
+    this.queue = new WorkQueue<string>({
+      name: queueName('volume-resizer', o.queueSuffix),
+      rateLimiter: volumeRateLimiter<string>(),
+      registry: o.registry,
+    });
     const add = (c: V1PersistentVolumeClaim) => this.queue.add(claimKey(c));
     o.claims.addEventHandler({ onAdd: add, onUpdate: (_o, c) => add(c) });
     o.pvs.addEventHandler({

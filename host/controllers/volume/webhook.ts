@@ -3,7 +3,8 @@
  * PersistentVolumeLabel admission plugin into the cloud-controller-manager
  * as a webhook): an HTTPS server answering AdmissionReview v1 requests for
  * PersistentVolume CREATE with a JSON patch that adds the cloud's topology
- * labels and matching node affinity to PVs of our driver (spec.csi.driver).
+ * labels and matching node affinity to PVs of our drivers (spec.csi.driver),
+ * each asking the provider that serves the driver (host/volume-provisioners.ts).
  *
  * Answers:
  *  - not a PV of our driver, or nothing to add: allowed, no patch;
@@ -58,8 +59,12 @@ interface AdmissionResponse {
 }
 
 export interface PvLabelWebhookOptions {
-  driver: string;
-  volumes: Volumes;
+  /**
+   * The volumes serving a provisioner (CSI driver) name, or undefined when no
+   * provider of the host serves it (such a PV is allowed untouched, without a
+   * cloud call).
+   */
+  volumesFor: (driver: string) => Volumes | undefined;
   cert: string;
   key: string;
   /** `--webhook-tls-min-version`, `-cipher-suites`, `-curve-preferences` and `-sni-cert-key`, compiled. */
@@ -169,7 +174,9 @@ export class PvLabelWebhook {
       }
       const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { apiVersion?: string; request?: AdmissionRequest };
       if (!review.request?.uid) return reply(400, 'not an AdmissionReview with a request');
-      const response = await admit(review.request, this.o.driver, this.o.volumes);
+      const driver = review.request.object?.spec?.csi?.driver;
+      const volumes = driver === undefined ? undefined : this.o.volumesFor(driver);
+      const response = volumes && driver ? await admit(review.request, driver, volumes) : { uid: review.request.uid, allowed: true };
       if (!response.allowed || response.patch || response.warnings) {
         this.o.log.info(
           {

@@ -113,6 +113,17 @@ class CapabilitiesTest(unittest.TestCase):
             caps = derive_capabilities(provider)
             self.assertEqual((list(caps.load_balancer_classes), caps.load_balancer_classes_only), (classes, only))
 
+    def test_volume_provisioners_with_a_volume_service_only(self):
+        class Provisioners(Provider):
+            info = Info(name="x", provider_name="x", volume_provisioners=("disk.example.com",))
+
+        for provider, provisioners in [
+            (Provisioners(volumes=Volumes()), ["disk.example.com"]),
+            (Provisioners(routes=Routes()), []),
+            (Provider(volumes=Volumes()), []),
+        ]:
+            self.assertEqual(list(derive_capabilities(provider).volume_provisioners), provisioners)
+
     def test_a_method_that_cannot_take_request_and_context_is_refused(self):
         class Wrong:
             def InstanceExists(self, request):

@@ -203,6 +203,7 @@ test('probe: absent means ready, false means not ready, a throw is the error', a
     nodeSelector: '',
     loadBalancerClasses: [],
     loadBalancerClassesOnly: false,
+    volumeProvisioners: [],
   });
 });
 

@@ -91,6 +91,7 @@ test('capabilities are derived from the provider object', async (t) => {
     // No load balancer service: no class declaration.
     loadBalancerClasses: [],
     loadBalancerClassesOnly: false,
+    volumeProvisioners: [],
   });
 });
 

@@ -34,6 +34,7 @@ const HOSTS: { file: string; identity: Identity }[] = [
   { file: 'test/integration/secrets-canary.test.ts', identity: 'shipped' },
   { file: 'test/helpers/two-clouds.ts', identity: 'shipped' },
   { file: 'test/integration/multi-provider/isolation.test.ts', identity: 'shipped' },
+  { file: 'test/integration/multi-provider/volumes-two-clouds.test.ts', identity: 'shipped' },
   { file: 'test/integration/service/lb-faults.test.ts', identity: 'shipped' },
   {
     file: 'test/integration/service/lb-two-clusters.test.ts',

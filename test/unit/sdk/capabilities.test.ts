@@ -148,3 +148,20 @@ test('deriveCapabilities sends the load balancer class declaration with a load b
     ],
   );
 });
+
+test('deriveCapabilities sends the volume provisioner names with a volume service only', (t) => {
+  const named = { ...info, volumeProvisioners: ['disk.example.com'] };
+  const rows = [
+    ['with volumes', deriveCapabilities({ info: named, volumes: {} })],
+    ['without volumes', deriveCapabilities({ info: named, routes: {} })],
+    ['declaring nothing', deriveCapabilities({ info, volumes: {} })],
+  ] as const;
+  t.deepEqual(
+    rows.map(([what, c]) => [what, c.volumeProvisioners]),
+    [
+      ['with volumes', ['disk.example.com']],
+      ['without volumes', []],
+      ['declaring nothing', []],
+    ],
+  );
+});

@@ -44,6 +44,11 @@ class Info:
     # load_balancer_classes_only. Default: Services without a class only.
     load_balancer_classes: tuple = ()
     load_balancer_classes_only: bool = False
+    # StorageClass provisioner (CSI driver) names the volumes serve (only with a
+    # volume service): the host sends this provider only the claims, PVs and
+    # VolumeAttachments of these names. Default: the host's
+    # --volume-provisioner-name, else `name`.
+    volume_provisioners: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,8 @@ def derive_capabilities(provider, bound=None):
       VOLUMES_EXPAND_ONLINE: info.volumes_expand_online and a volume service;
       METRICS: the provider has metrics().
     The load balancer class declaration (info.load_balancer_classes,
-    info.load_balancer_classes_only) is sent as is with a load balancer service.
+    info.load_balancer_classes_only) is sent as is with a load balancer service,
+    the volume provisioner names (info.volume_provisioners) with a volume service.
     Capabilities are sorted. Fixed for the life of the process."""
     info = provider_info(provider)
     bound = bind_services(provider) if bound is None else bound
@@ -185,4 +191,5 @@ def derive_capabilities(provider, bound=None):
         provider_name=info.provider_name, has_cluster_id=info.has_cluster_id,
         provider_id_prefixes=list(info.provider_id_prefixes), node_selector=info.node_selector,
         load_balancer_classes=list(info.load_balancer_classes) if lb is not None else [],
-        load_balancer_classes_only=info.load_balancer_classes_only if lb is not None else False)
+        load_balancer_classes_only=info.load_balancer_classes_only if lb is not None else False,
+        volume_provisioners=list(info.volume_provisioners) if vols is not None else [])

@@ -316,6 +316,26 @@ export interface GetPluginCapabilitiesResponse {
    * Services without a class (the host refuses to start otherwise).
    */
   loadBalancerClassesOnly: boolean;
+  /**
+   * The StorageClass provisioner names this provider's volumes serve (CSI
+   * driver names, e.g. "ebs.csi.example.com"): the host provisions a claim
+   * of a StorageClass whose `provisioner` is one of these with this
+   * provider, and sends it only the PersistentVolumes whose spec.csi.driver
+   * and the VolumeAttachments whose spec.attacher is one of them (resize,
+   * labels, attach, detach, deletion). Claims, PersistentVolumes and
+   * VolumeAttachments of a name no provider of the host serves are left
+   * alone: no finalizer, event or status write, never deleted. Each a valid
+   * CSI driver name (at most 63 characters of [a-z0-9-.], starting and
+   * ending alphanumeric), no duplicates; the host refuses a plugin declaring
+   * an invalid one. Meaningful only with SERVICE_VOLUMES. Two providers of
+   * one host serving the same name is a configuration error (the host
+   * refuses to start). Empty (providers before this field): the provider
+   * serves one name, the host's --volume-provisioner-name or else its
+   * GetPluginInfoResponse.name, as before. --volume-provisioner-name
+   * replaces this declaration when the host has one volume provider. Must
+   * not change during the life of the process.
+   */
+  volumeProvisioners: string[];
 }
 
 /** Empty. */
@@ -788,6 +808,7 @@ function createBaseGetPluginCapabilitiesResponse(): GetPluginCapabilitiesRespons
     nodeSelector: "",
     loadBalancerClasses: [],
     loadBalancerClassesOnly: false,
+    volumeProvisioners: [],
   };
 }
 
@@ -824,6 +845,9 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     }
     if (message.loadBalancerClassesOnly !== false) {
       writer.uint32(64).bool(message.loadBalancerClassesOnly);
+    }
+    for (const v of message.volumeProvisioners) {
+      writer.uint32(74).string(v!);
     }
     return writer;
   },
@@ -925,6 +949,14 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
             message.loadBalancerClassesOnly = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.volumeProvisioners.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -973,6 +1005,11 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
         : isSet(object.load_balancer_classes_only)
         ? globalThis.Boolean(object.load_balancer_classes_only)
         : false,
+      volumeProvisioners: globalThis.Array.isArray(object?.volumeProvisioners)
+        ? object.volumeProvisioners.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.volume_provisioners)
+        ? object.volume_provisioners.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1002,6 +1039,9 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     if (message.loadBalancerClassesOnly !== false) {
       obj.loadBalancerClassesOnly = message.loadBalancerClassesOnly;
     }
+    if (message.volumeProvisioners?.length) {
+      obj.volumeProvisioners = message.volumeProvisioners;
+    }
     return obj;
   },
 
@@ -1020,6 +1060,7 @@ export const GetPluginCapabilitiesResponse: MessageFns<GetPluginCapabilitiesResp
     message.nodeSelector = object.nodeSelector ?? "";
     message.loadBalancerClasses = object.loadBalancerClasses?.map((e) => e) || [];
     message.loadBalancerClassesOnly = object.loadBalancerClassesOnly ?? false;
+    message.volumeProvisioners = object.volumeProvisioners?.map((e) => e) || [];
     return message;
   },
 };

@@ -435,8 +435,26 @@ type GetPluginCapabilitiesResponse struct {
 	// Among the load-balancer providers of one host at most one may serve
 	// Services without a class (the host refuses to start otherwise).
 	LoadBalancerClassesOnly bool `protobuf:"varint,8,opt,name=load_balancer_classes_only,json=loadBalancerClassesOnly,proto3" json:"load_balancer_classes_only,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The StorageClass provisioner names this provider's volumes serve (CSI
+	// driver names, e.g. "ebs.csi.example.com"): the host provisions a claim
+	// of a StorageClass whose `provisioner` is one of these with this
+	// provider, and sends it only the PersistentVolumes whose spec.csi.driver
+	// and the VolumeAttachments whose spec.attacher is one of them (resize,
+	// labels, attach, detach, deletion). Claims, PersistentVolumes and
+	// VolumeAttachments of a name no provider of the host serves are left
+	// alone: no finalizer, event or status write, never deleted. Each a valid
+	// CSI driver name (at most 63 characters of [a-z0-9-.], starting and
+	// ending alphanumeric), no duplicates; the host refuses a plugin declaring
+	// an invalid one. Meaningful only with SERVICE_VOLUMES. Two providers of
+	// one host serving the same name is a configuration error (the host
+	// refuses to start). Empty (providers before this field): the provider
+	// serves one name, the host's --volume-provisioner-name or else its
+	// GetPluginInfoResponse.name, as before. --volume-provisioner-name
+	// replaces this declaration when the host has one volume provider. Must
+	// not change during the life of the process.
+	VolumeProvisioners []string `protobuf:"bytes,9,rep,name=volume_provisioners,json=volumeProvisioners,proto3" json:"volume_provisioners,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *GetPluginCapabilitiesResponse) Reset() {
@@ -523,6 +541,13 @@ func (x *GetPluginCapabilitiesResponse) GetLoadBalancerClassesOnly() bool {
 		return x.LoadBalancerClassesOnly
 	}
 	return false
+}
+
+func (x *GetPluginCapabilitiesResponse) GetVolumeProvisioners() []string {
+	if x != nil {
+		return x.VolumeProvisioners
+	}
+	return nil
 }
 
 // Empty.
@@ -711,7 +736,7 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\rManifestEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1e\n" +
-	"\x1cGetPluginCapabilitiesRequest\"\xa9\x03\n" +
+	"\x1cGetPluginCapabilitiesRequest\"\xda\x03\n" +
 	"\x1dGetPluginCapabilitiesResponse\x124\n" +
 	"\bservices\x18\x01 \x03(\x0e2\x18.ccm.provider.v1.ServiceR\bservices\x12?\n" +
 	"\fcapabilities\x18\x02 \x03(\x0e2\x1b.ccm.provider.v1.CapabilityR\fcapabilities\x12#\n" +
@@ -720,7 +745,8 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x14provider_id_prefixes\x18\x05 \x03(\tR\x12providerIdPrefixes\x12#\n" +
 	"\rnode_selector\x18\x06 \x01(\tR\fnodeSelector\x122\n" +
 	"\x15load_balancer_classes\x18\a \x03(\tR\x13loadBalancerClasses\x12;\n" +
-	"\x1aload_balancer_classes_only\x18\b \x01(\bR\x17loadBalancerClassesOnly\"\x13\n" +
+	"\x1aload_balancer_classes_only\x18\b \x01(\bR\x17loadBalancerClassesOnly\x12/\n" +
+	"\x13volume_provisioners\x18\t \x03(\tR\x12volumeProvisioners\"\x13\n" +
 	"\x11GetMetricsRequest\"(\n" +
 	"\x12GetMetricsResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x0e\n" +

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63\x63m/provider/v1/identity.proto\x12\x0f\x63\x63m.provider.v1\"\x16\n\x14GetPluginInfoRequest\"\xb3\x02\n\x15GetPluginInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\x0evendor_version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\x12\x16\n\x0eprotocol_minor\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\x12\x46\n\x08manifest\x18\x06 \x03(\x0b\x32\x34.ccm.provider.v1.GetPluginInfoResponse.ManifestEntry\x12\x16\n\x0eprovider_flags\x18\x07 \x03(\t\x12\x1c\n\x14provider_controllers\x18\x08 \x03(\t\x1a/\n\rManifestEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x1e\n\x1cGetPluginCapabilitiesRequest\"\xa5\x02\n\x1dGetPluginCapabilitiesResponse\x12*\n\x08services\x18\x01 \x03(\x0e\x32\x18.ccm.provider.v1.Service\x12\x31\n\x0c\x63\x61pabilities\x18\x02 \x03(\x0e\x32\x1b.ccm.provider.v1.Capability\x12\x15\n\rprovider_name\x18\x03 \x01(\t\x12\x16\n\x0ehas_cluster_id\x18\x04 \x01(\x08\x12\x1c\n\x14provider_id_prefixes\x18\x05 \x03(\t\x12\x15\n\rnode_selector\x18\x06 \x01(\t\x12\x1d\n\x15load_balancer_classes\x18\x07 \x03(\t\x12\"\n\x1aload_balancer_classes_only\x18\x08 \x01(\x08\"\x13\n\x11GetMetricsRequest\"\"\n\x12GetMetricsResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\"\x0e\n\x0cProbeRequest\"\x1e\n\rProbeResponse\x12\r\n\x05ready\x18\x01 \x01(\x08*\xa7\x01\n\x07Service\x12\x17\n\x13SERVICE_UNSPECIFIED\x10\x00\x12\x15\n\x11SERVICE_INSTANCES\x10\x01\x12\x11\n\rSERVICE_ZONES\x10\x02\x12\x14\n\x10SERVICE_CLUSTERS\x10\x03\x12\x1a\n\x16SERVICE_LOAD_BALANCERS\x10\x04\x12\x12\n\x0eSERVICE_ROUTES\x10\x05\x12\x13\n\x0fSERVICE_VOLUMES\x10\x06*\x99\x03\n\nCapability\x12\x1a\n\x16\x43\x41PABILITY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43\x41PABILITY_INSTANCES_BATCH\x10\x01\x12\x1f\n\x1b\x43\x41PABILITY_INSTANCES_LEGACY\x10\x02\x12(\n$CAPABILITY_LOAD_BALANCER_BATCH_HOSTS\x10\x03\x12*\n&CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY\x10\x04\x12\x1f\n\x1b\x43\x41PABILITY_ROUTES_RECONCILE\x10\x05\x12+\n\'CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES\x10\x06\x12$\n CAPABILITY_VOLUMES_EXPAND_ONLINE\x10\x07\x12!\n\x1d\x43\x41PABILITY_LOAD_BALANCER_LIST\x10\x08\x12)\n%CAPABILITY_LOAD_BALANCER_BATCH_ENSURE\x10\t\x12\x16\n\x12\x43\x41PABILITY_METRICS\x10\n2\x88\x03\n\x0fIdentityService\x12^\n\rGetPluginInfo\x12%.ccm.provider.v1.GetPluginInfoRequest\x1a&.ccm.provider.v1.GetPluginInfoResponse\x12v\n\x15GetPluginCapabilities\x12-.ccm.provider.v1.GetPluginCapabilitiesRequest\x1a..ccm.provider.v1.GetPluginCapabilitiesResponse\x12\x46\n\x05Probe\x12\x1d.ccm.provider.v1.ProbeRequest\x1a\x1e.ccm.provider.v1.ProbeResponse\x12U\n\nGetMetrics\x12\".ccm.provider.v1.GetMetricsRequest\x1a#.ccm.provider.v1.GetMetricsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63\x63m/provider/v1/identity.proto\x12\x0f\x63\x63m.provider.v1\"\x16\n\x14GetPluginInfoRequest\"\xb3\x02\n\x15GetPluginInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\x0evendor_version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\x12\x16\n\x0eprotocol_minor\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\x12\x46\n\x08manifest\x18\x06 \x03(\x0b\x32\x34.ccm.provider.v1.GetPluginInfoResponse.ManifestEntry\x12\x16\n\x0eprovider_flags\x18\x07 \x03(\t\x12\x1c\n\x14provider_controllers\x18\x08 \x03(\t\x1a/\n\rManifestEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x1e\n\x1cGetPluginCapabilitiesRequest\"\xc2\x02\n\x1dGetPluginCapabilitiesResponse\x12*\n\x08services\x18\x01 \x03(\x0e\x32\x18.ccm.provider.v1.Service\x12\x31\n\x0c\x63\x61pabilities\x18\x02 \x03(\x0e\x32\x1b.ccm.provider.v1.Capability\x12\x15\n\rprovider_name\x18\x03 \x01(\t\x12\x16\n\x0ehas_cluster_id\x18\x04 \x01(\x08\x12\x1c\n\x14provider_id_prefixes\x18\x05 \x03(\t\x12\x15\n\rnode_selector\x18\x06 \x01(\t\x12\x1d\n\x15load_balancer_classes\x18\x07 \x03(\t\x12\"\n\x1aload_balancer_classes_only\x18\x08 \x01(\x08\x12\x1b\n\x13volume_provisioners\x18\t \x03(\t\"\x13\n\x11GetMetricsRequest\"\"\n\x12GetMetricsResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\"\x0e\n\x0cProbeRequest\"\x1e\n\rProbeResponse\x12\r\n\x05ready\x18\x01 \x01(\x08*\xa7\x01\n\x07Service\x12\x17\n\x13SERVICE_UNSPECIFIED\x10\x00\x12\x15\n\x11SERVICE_INSTANCES\x10\x01\x12\x11\n\rSERVICE_ZONES\x10\x02\x12\x14\n\x10SERVICE_CLUSTERS\x10\x03\x12\x1a\n\x16SERVICE_LOAD_BALANCERS\x10\x04\x12\x12\n\x0eSERVICE_ROUTES\x10\x05\x12\x13\n\x0fSERVICE_VOLUMES\x10\x06*\x99\x03\n\nCapability\x12\x1a\n\x16\x43\x41PABILITY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43\x41PABILITY_INSTANCES_BATCH\x10\x01\x12\x1f\n\x1b\x43\x41PABILITY_INSTANCES_LEGACY\x10\x02\x12(\n$CAPABILITY_LOAD_BALANCER_BATCH_HOSTS\x10\x03\x12*\n&CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY\x10\x04\x12\x1f\n\x1b\x43\x41PABILITY_ROUTES_RECONCILE\x10\x05\x12+\n\'CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES\x10\x06\x12$\n CAPABILITY_VOLUMES_EXPAND_ONLINE\x10\x07\x12!\n\x1d\x43\x41PABILITY_LOAD_BALANCER_LIST\x10\x08\x12)\n%CAPABILITY_LOAD_BALANCER_BATCH_ENSURE\x10\t\x12\x16\n\x12\x43\x41PABILITY_METRICS\x10\n2\x88\x03\n\x0fIdentityService\x12^\n\rGetPluginInfo\x12%.ccm.provider.v1.GetPluginInfoRequest\x1a&.ccm.provider.v1.GetPluginInfoResponse\x12v\n\x15GetPluginCapabilities\x12-.ccm.provider.v1.GetPluginCapabilitiesRequest\x1a..ccm.provider.v1.GetPluginCapabilitiesResponse\x12\x46\n\x05Probe\x12\x1d.ccm.provider.v1.ProbeRequest\x1a\x1e.ccm.provider.v1.ProbeResponse\x12U\n\nGetMetrics\x12\".ccm.provider.v1.GetMetricsRequest\x1a#.ccm.provider.v1.GetMetricsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,10 +33,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_GETPLUGININFORESPONSE_MANIFESTENTRY']._loaded_options = None
   _globals['_GETPLUGININFORESPONSE_MANIFESTENTRY']._serialized_options = b'8\001'
-  _globals['_SERVICE']._serialized_start=819
-  _globals['_SERVICE']._serialized_end=986
-  _globals['_CAPABILITY']._serialized_start=989
-  _globals['_CAPABILITY']._serialized_end=1398
+  _globals['_SERVICE']._serialized_start=848
+  _globals['_SERVICE']._serialized_end=1015
+  _globals['_CAPABILITY']._serialized_start=1018
+  _globals['_CAPABILITY']._serialized_end=1427
   _globals['_GETPLUGININFOREQUEST']._serialized_start=51
   _globals['_GETPLUGININFOREQUEST']._serialized_end=73
   _globals['_GETPLUGININFORESPONSE']._serialized_start=76
@@ -46,15 +46,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETPLUGINCAPABILITIESREQUEST']._serialized_start=385
   _globals['_GETPLUGINCAPABILITIESREQUEST']._serialized_end=415
   _globals['_GETPLUGINCAPABILITIESRESPONSE']._serialized_start=418
-  _globals['_GETPLUGINCAPABILITIESRESPONSE']._serialized_end=711
-  _globals['_GETMETRICSREQUEST']._serialized_start=713
-  _globals['_GETMETRICSREQUEST']._serialized_end=732
-  _globals['_GETMETRICSRESPONSE']._serialized_start=734
-  _globals['_GETMETRICSRESPONSE']._serialized_end=768
-  _globals['_PROBEREQUEST']._serialized_start=770
-  _globals['_PROBEREQUEST']._serialized_end=784
-  _globals['_PROBERESPONSE']._serialized_start=786
-  _globals['_PROBERESPONSE']._serialized_end=816
-  _globals['_IDENTITYSERVICE']._serialized_start=1401
-  _globals['_IDENTITYSERVICE']._serialized_end=1793
+  _globals['_GETPLUGINCAPABILITIESRESPONSE']._serialized_end=740
+  _globals['_GETMETRICSREQUEST']._serialized_start=742
+  _globals['_GETMETRICSREQUEST']._serialized_end=761
+  _globals['_GETMETRICSRESPONSE']._serialized_start=763
+  _globals['_GETMETRICSRESPONSE']._serialized_end=797
+  _globals['_PROBEREQUEST']._serialized_start=799
+  _globals['_PROBEREQUEST']._serialized_end=813
+  _globals['_PROBERESPONSE']._serialized_start=815
+  _globals['_PROBERESPONSE']._serialized_end=845
+  _globals['_IDENTITYSERVICE']._serialized_start=1430
+  _globals['_IDENTITYSERVICE']._serialized_end=1822
 # @@protoc_insertion_point(module_scope)

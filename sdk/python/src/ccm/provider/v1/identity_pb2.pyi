@@ -85,7 +85,7 @@ class GetPluginCapabilitiesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPluginCapabilitiesResponse(_message.Message):
-    __slots__ = ("services", "capabilities", "provider_name", "has_cluster_id", "provider_id_prefixes", "node_selector", "load_balancer_classes", "load_balancer_classes_only")
+    __slots__ = ("services", "capabilities", "provider_name", "has_cluster_id", "provider_id_prefixes", "node_selector", "load_balancer_classes", "load_balancer_classes_only", "volume_provisioners")
     SERVICES_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,7 @@ class GetPluginCapabilitiesResponse(_message.Message):
     NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     LOAD_BALANCER_CLASSES_FIELD_NUMBER: _ClassVar[int]
     LOAD_BALANCER_CLASSES_ONLY_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_PROVISIONERS_FIELD_NUMBER: _ClassVar[int]
     services: _containers.RepeatedScalarFieldContainer[Service]
     capabilities: _containers.RepeatedScalarFieldContainer[Capability]
     provider_name: str
@@ -102,7 +103,8 @@ class GetPluginCapabilitiesResponse(_message.Message):
     node_selector: str
     load_balancer_classes: _containers.RepeatedScalarFieldContainer[str]
     load_balancer_classes_only: bool
-    def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ..., provider_id_prefixes: _Optional[_Iterable[str]] = ..., node_selector: _Optional[str] = ..., load_balancer_classes: _Optional[_Iterable[str]] = ..., load_balancer_classes_only: bool = ...) -> None: ...
+    volume_provisioners: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, services: _Optional[_Iterable[_Union[Service, str]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., provider_name: _Optional[str] = ..., has_cluster_id: bool = ..., provider_id_prefixes: _Optional[_Iterable[str]] = ..., node_selector: _Optional[str] = ..., load_balancer_classes: _Optional[_Iterable[str]] = ..., load_balancer_classes_only: bool = ..., volume_provisioners: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetMetricsRequest(_message.Message):
     __slots__ = ()

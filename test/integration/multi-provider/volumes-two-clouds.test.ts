@@ -1,0 +1,397 @@
+/**
+ * Volumes of two providers in one host, by StorageClass provisioner (issue
+ * 31 item 4), against the real API server and kube-controller-manager: two
+ * local clouds, "east" spawned by the host (exec mode) and "west" a sidecar
+ * the host dials, each declaring its own provisioner name
+ * (LOCALCLOUD_VOLUME_PROVISIONERS). Each claim gets its volume from the cloud
+ * of its class's provisioner; a claim, a PersistentVolume and a
+ * VolumeAttachment of a third provisioner nobody serves are left alone (no
+ * finalizer, no event, no status, never deleted); a released PV is deleted
+ * by its own provider only; a volume attaches only to its own provider's
+ * Nodes. West SIGKILLed: east's claims keep being provisioned, west's waits
+ * for west. A host whose two volume providers serve the same provisioner
+ * does not start, naming both.
+ *
+ * Scoping for the shared API server: a namespace and provisioner names of
+ * this run's id, nodes labelled by testScope('voltwo').
+ */
+import test from 'ava';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, StorageV1Api, type V1PersistentVolume, type V1PersistentVolumeClaim, type V1VolumeAttachment } from '@kubernetes/client-node';
+import { startHost } from '../../../host/app.js';
+import { parseHostArgs } from '../../../host/config/flags.js';
+import { createLogger } from '../../../host/log.js';
+import { readJournal } from '../../../plugins/local/journal.js';
+import { freePorts } from '../../controlplane/probe.js';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
+import { patchOptions } from '../../helpers/kube-patch.js';
+import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../../helpers/localcloud.js';
+import { logFile } from '../../helpers/log-file.js';
+import { assertNodeScoped } from '../../helpers/node-scope.js';
+import { deleteScopedNodes, testScope } from '../../helpers/nodes.js';
+import { hostKubeConfig } from '../../helpers/service-account.js';
+import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const ID = `voltwo-${randomBytes(3).toString('hex')}`;
+const NS = ID;
+const scope = testScope('voltwo');
+/** The provisioner (CSI driver) names: east's, west's, and one nobody serves. */
+const DRIVER = { east: `east.${ID}.volumes.test`, west: `west.${ID}.volumes.test`, nobody: `nobody.${ID}.volumes.test` } as const;
+const CLASS = { east: `${ID}-east`, west: `${ID}-west`, nobody: `${ID}-nobody` } as const;
+const [ALLOW_NAME, ALLOW_VALUE] = ALLOW_SIMULATION.split('=') as [string, string];
+/** The event source of the host's volume controllers. */
+const OUR_COMPONENTS = ['volume-provisioner-controller', 'volume-attacher-controller'];
+const PV_FINALIZER = 'external-provisioner.volume.kubernetes.io/finalizer';
+
+type Cloud = 'east' | 'west';
+
+/** Finalizers other than kube-controller-manager's own protection (kubernetes.io/pvc-protection, kubernetes.io/pv-protection). */
+const notKubes = (finalizers: string[] | undefined) => (finalizers ?? []).filter((f) => !f.startsWith('kubernetes.io/'));
+
+interface Setup {
+  dir: string;
+  core: CoreV1Api;
+  storage: StorageV1Api;
+  host: Awaited<ReturnType<typeof startMultiHost>>;
+  /** The west sidecar as it runs now (replaced after it is killed). */
+  sidecar: Sidecar;
+  startWest(): Promise<Sidecar>;
+}
+
+let setup: Setup | undefined;
+
+const stateOf = (cloud: Cloud, dir = setup!.dir) => join(dir, cloud);
+
+async function startMultiHost(dir: string, providersFile: string, extra: string[] = []) {
+  const [port] = await freePorts(1);
+  const parsed = parseHostArgs([
+    `--providers-config=${providersFile}`,
+    `--secure-port=${port}`,
+    '--bind-address=127.0.0.1',
+    '--leader-elect=false',
+    '--controllers=volume-provisioner,volume-attacher',
+    `--watch-namespace=${NS}`,
+    `--node-selector=${scope.selector}`,
+    '--webhook-secure-port=0',
+    '--plugin-start-timeout=20s',
+    '-v=2',
+    ...extra,
+  ]);
+  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
+  assertNodeScoped(parsed.config);
+  const logPath = join(dir, 'host.log');
+  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
+  const host = await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() });
+  return checkForbiddenOnStop(host, logPath);
+}
+
+/** The local cloud's environment for `cloud` (its state under `dir`), declaring `provisioners` ('' = none). */
+function cloudEnv(dir: string, cloud: string, provisioners: string): Record<string, string> {
+  return {
+    LOCALCLOUD_STATE_DIR: join(dir, cloud),
+    [ALLOW_NAME]: ALLOW_VALUE,
+    LOCALCLOUD_PROVIDER_NAME: cloud,
+    ...(provisioners ? { LOCALCLOUD_VOLUME_PROVISIONERS: provisioners } : {}),
+  };
+}
+
+/** A providers-file entry spawning a local cloud. */
+function execEntry(dir: string, cloud: string, provisioners: string): string {
+  const env = Object.entries(cloudEnv(dir, cloud, provisioners)).map(([k, v]) => `      - ${k}=${v}`);
+  return `  - name: ${cloud}\n    pluginPath: ${LOCAL_PLUGIN}\n    pluginEnv:\n${env.join('\n')}\n`;
+}
+
+test.before(async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-volumes-two-clouds-'));
+  const kc = await testKubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  const storage = kc.makeApiClient(StorageV1Api);
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  for (const c of ['east', 'west', 'nobody'] as const)
+    await storage.createStorageClass({
+      body: { metadata: { name: CLASS[c] }, provisioner: DRIVER[c], reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' },
+    });
+  const launcher = join(dir, 'west-provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
+  const sockets = join(dir, 'west-sockets');
+  await mkdir(sockets, { mode: 0o700 });
+  const startWest = () => startSidecar(launcher, sockets, cloudEnv(dir, 'west', DRIVER.west), { logPath: join(dir, 'west.log') });
+  const sidecar = await startWest();
+  const providersFile = join(dir, 'providers.yaml');
+  await writeFile(providersFile, `providers:\n${execEntry(dir, 'east', DRIVER.east)}  - name: west\n    pluginEndpoint: ${sidecar.endpoint}\n`);
+  setup = { dir, core, storage, host: await startMultiHost(dir, providersFile), sidecar, startWest };
+});
+
+test.after.always(async () => {
+  if (!setup) return;
+  await setup.host.stop();
+  await setup.sidecar.stop();
+  const { core, storage } = setup;
+  for (const va of (await storage.listVolumeAttachment()).items.filter((v) => Object.values(DRIVER).includes(v.spec?.attacher as never)))
+    await storage
+      .patchVolumeAttachment({ name: va.metadata!.name!, body: { metadata: { finalizers: null } } }, patchOptions('merge'))
+      .then(() => storage.deleteVolumeAttachment({ name: va.metadata!.name! }))
+      .catch(() => undefined);
+  for (const pv of (await core.listPersistentVolume()).items.filter((p) => Object.values(DRIVER).includes(p.spec?.csi?.driver as never)))
+    await core
+      .patchPersistentVolume({ name: pv.metadata!.name!, body: { metadata: { finalizers: null } } }, patchOptions('merge'))
+      .then(() => core.deletePersistentVolume({ name: pv.metadata!.name! }))
+      .catch(() => undefined);
+  for (const c of Object.values(CLASS)) await storage.deleteStorageClass({ name: c }).catch(() => undefined);
+  await core.deleteNamespace({ name: NS }).catch(() => undefined);
+  await deleteScopedNodes(core, scope.selector);
+});
+
+/** A cloud's volumes (its state document, via the CLI). */
+async function cloudVolumes(cloud: Cloud): Promise<{ id: string; name: string }[]> {
+  return JSON.parse(await localcloud(stateOf(cloud), 'volume', 'list', '-o', 'json')) as { id: string; name: string }[];
+}
+
+async function createClaim(name: string, cls: string): Promise<void> {
+  await setup!.core.createNamespacedPersistentVolumeClaim({
+    namespace: NS,
+    body: { metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } } },
+  });
+}
+
+const readClaim = (name: string) => setup!.core.readNamespacedPersistentVolumeClaim({ name, namespace: NS });
+
+async function waitBound(name: string): Promise<V1PersistentVolumeClaim> {
+  return waitFor(
+    async () => {
+      const c = await readClaim(name);
+      return c.status?.phase === 'Bound' ? c : undefined;
+    },
+    { what: `claim ${name} bound`, timeoutMs: 90_000, log: setup!.host.logPath },
+  );
+}
+
+async function readPv(name: string): Promise<V1PersistentVolume | undefined> {
+  return setup!.core.readPersistentVolume({ name }).catch((err: { code?: number }) => {
+    if (err.code === 404) return undefined;
+    throw err;
+  });
+}
+
+/** Events the host's volume controllers wrote about an object. */
+async function ourEvents(name: string, namespace?: string): Promise<string[]> {
+  const list = namespace
+    ? await setup!.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })
+    : await setup!.core.listEventForAllNamespaces({ fieldSelector: `involvedObject.name=${name}` });
+  return list.items.filter((e) => OUR_COMPONENTS.includes(e.source?.component ?? e.reportingComponent ?? '')).map((e) => `${e.reason}: ${e.message}`);
+}
+
+/** DeleteVolume calls in a cloud's journal. */
+async function deleteCalls(cloud: Cloud): Promise<string[]> {
+  return (await readJournal(stateOf(cloud))).filter((e) => /deletevolume$/i.test(e.method)).map((e) => e.key ?? '');
+}
+
+test.serial('each claim is provisioned by the cloud of its provisioner; a claim of a provisioner nobody serves is left alone', async (t) => {
+  // The unserved claim first: once the later claims are bound, both providers' queues have been past it.
+  await createClaim('nobodys', CLASS.nobody);
+  await createClaim('in-east', CLASS.east);
+  await createClaim('in-west', CLASS.west);
+  const east = await waitBound('in-east');
+  const west = await waitBound('in-west');
+  const pvOf = async (c: V1PersistentVolumeClaim) => (await readPv(c.spec!.volumeName!))!;
+  const [eastPv, westPv] = [await pvOf(east), await pvOf(west)];
+  const names = async (cloud: Cloud) => (await cloudVolumes(cloud)).map((v) => v.name).sort();
+  const nobody = await readClaim('nobodys');
+  t.deepEqual(
+    {
+      eastPv: { driver: eastPv.spec?.csi?.driver, provisionedBy: eastPv.metadata?.annotations?.['pv.kubernetes.io/provisioned-by'] },
+      westPv: { driver: westPv.spec?.csi?.driver, provisionedBy: westPv.metadata?.annotations?.['pv.kubernetes.io/provisioned-by'] },
+      eastCloud: await names('east'),
+      westCloud: await names('west'),
+    },
+    {
+      eastPv: { driver: DRIVER.east, provisionedBy: DRIVER.east },
+      westPv: { driver: DRIVER.west, provisionedBy: DRIVER.west },
+      eastCloud: [eastPv.metadata!.name!],
+      westCloud: [westPv.metadata!.name!],
+    },
+  );
+  t.deepEqual(
+    {
+      phase: nobody.status?.phase,
+      finalizers: notKubes(nobody.metadata?.finalizers),
+      createRequest: nobody.metadata?.annotations?.['volume.ccm.dev/create-request'],
+      events: await ourEvents('nobodys', NS),
+    },
+    { phase: 'Pending', finalizers: [], createRequest: undefined, events: [] },
+    "the unserved claim has nothing of this host's",
+  );
+});
+
+test.serial('a released PV is deleted by its own provider only; a released PV of a provisioner nobody serves is never deleted', async (t) => {
+  const { core } = setup!;
+  // A released PV of the unserved provisioner, as external-provisioner leaves one: finalizer, provisioned-by, reclaim Delete.
+  const orphan = `${ID}-nobodys-pv`;
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: orphan, finalizers: [PV_FINALIZER], annotations: { 'pv.kubernetes.io/provisioned-by': DRIVER.nobody } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: CLASS.nobody,
+        csi: { driver: DRIVER.nobody, volumeHandle: 'vol-nobodys' },
+        claimRef: { namespace: NS, name: 'gone-claim', uid: '00000000-0000-0000-0000-000000000001' },
+      },
+    },
+  });
+  await waitFor(async () => ((await readPv(orphan))?.status?.phase === 'Released' ? true : undefined), {
+    what: `${orphan} released by kube-controller-manager`,
+    log: setup!.host.logPath,
+  });
+  const eastPv = (await readClaim('in-east')).spec!.volumeName!;
+  const westPv = (await readClaim('in-west')).spec!.volumeName!;
+  const westVolume = (await cloudVolumes('west')).find((v) => v.name === westPv)!.id;
+  const eastVolume = (await cloudVolumes('east')).find((v) => v.name === eastPv)!.id;
+  await core.deleteNamespacedPersistentVolumeClaim({ name: 'in-east', namespace: NS });
+  await waitFor(async () => ((await readPv(eastPv)) === undefined ? true : undefined), {
+    what: `${eastPv} deleted by east once released`,
+    timeoutMs: 90_000,
+    log: setup!.host.logPath,
+  });
+  const left = await readPv(orphan);
+  t.deepEqual(
+    {
+      eastCloud: (await cloudVolumes('east')).map((v) => v.id),
+      westCloud: (await cloudVolumes('west')).map((v) => v.id),
+      eastDeletes: await deleteCalls('east'),
+      westDeletes: await deleteCalls('west'),
+      westPvPhase: (await readPv(westPv))?.status?.phase,
+      orphan: left && { phase: left.status?.phase, finalizers: notKubes(left.metadata?.finalizers), deleting: !!left.metadata?.deletionTimestamp },
+      orphanEvents: await ourEvents(orphan),
+    },
+    {
+      eastCloud: [],
+      westCloud: [westVolume],
+      eastDeletes: [eastVolume],
+      westDeletes: [],
+      westPvPhase: 'Bound',
+      orphan: { phase: 'Released', finalizers: [PV_FINALIZER], deleting: false },
+      orphanEvents: [],
+    },
+  );
+});
+
+test.serial('a volume attaches through its own provider to its Nodes only; an attachment nobody serves is left alone', async (t) => {
+  const { core, storage } = setup!;
+  const westPv = (await readClaim('in-west')).spec!.volumeName!;
+  // One Node of each cloud (instances in their own state), initialized as the cloud node controller would have.
+  const node = async (cloud: Cloud) => {
+    const out = await localcloud(stateOf(cloud), 'instance', 'add', `${ID}-${cloud}-n1`, '--zone', 'local-a', '-o', 'json');
+    const id = (JSON.parse(out) as { id: string }[])[0]!.id;
+    await core.createNode({
+      body: { metadata: { name: `${ID}-${cloud}-n1`, labels: scope.labels }, spec: { providerID: `${cloud}://${id}` } },
+    });
+    return id;
+  };
+  const westInstance = await node('west');
+  await node('east');
+  const va = (name: string, attacher: string, nodeName: string, pv: string): Promise<V1VolumeAttachment> =>
+    storage.createVolumeAttachment({ body: { metadata: { name }, spec: { attacher, nodeName, source: { persistentVolumeName: pv } } } });
+  // Made by hand (no attach/detach controller manages these Nodes): west's volume on west's Node, on east's Node, and one nobody serves.
+  await va(`${ID}-nobodys`, DRIVER.nobody, `${ID}-west-n1`, `${ID}-nobodys-pv`);
+  await va(`${ID}-west-on-east`, DRIVER.west, `${ID}-east-n1`, westPv);
+  await va(`${ID}-west-on-west`, DRIVER.west, `${ID}-west-n1`, westPv);
+  const attached = await waitFor(
+    async () => {
+      const v = await storage.readVolumeAttachment({ name: `${ID}-west-on-west` });
+      return v.status?.attached ? v : undefined;
+    },
+    { what: `${ID}-west-on-west attached by west`, log: setup!.host.logPath },
+  );
+  const refused = await waitFor(
+    async () => {
+      const v = await storage.readVolumeAttachment({ name: `${ID}-west-on-east` });
+      return v.status?.attachError ? v : undefined;
+    },
+    { what: `${ID}-west-on-east refused by west`, log: setup!.host.logPath },
+  );
+  const nobody = await storage.readVolumeAttachment({ name: `${ID}-nobodys` });
+  const westVolumes = JSON.parse(await localcloud(stateOf('west'), 'volume', 'list', '-o', 'json')) as {
+    name: string;
+    attachments: { instanceId: string }[];
+  }[];
+  t.deepEqual(
+    {
+      attached: { nodeId: attached.metadata?.annotations?.['csi.alpha.kubernetes.io/node-id'] },
+      inWestCloud: westVolumes.find((v) => v.name === westPv)?.attachments.map((a) => a.instanceId),
+      refused: { attached: refused.status?.attached, error: refused.status?.attachError?.message, finalizers: refused.metadata?.finalizers ?? [] },
+      nobody: {
+        attached: nobody.status?.attached ?? false,
+        attachError: nobody.status?.attachError,
+        finalizers: nobody.metadata?.finalizers ?? [],
+        annotations: nobody.metadata?.annotations ?? {},
+      },
+    },
+    {
+      attached: { nodeId: `west://${westInstance}` },
+      inWestCloud: [westInstance],
+      refused: {
+        attached: false,
+        error: `node ${ID}-east-n1 is provider east's, and volumes of ${DRIVER.west} (provider west) attach only to provider west's Nodes`,
+        finalizers: [],
+      },
+      nobody: { attached: false, attachError: undefined, finalizers: [], annotations: {} },
+    },
+  );
+});
+
+test.serial("west SIGKILLed: east's claims keep being provisioned; west's waits and is provisioned by west once it is back", async (t) => {
+  const { host } = setup!;
+  const west = host.providers.get('west')!.supervisor;
+  setup!.sidecar.signal('SIGKILL');
+  await waitFor(() => west.state !== 'ready', { what: 'west not ready', log: host.logPath });
+  await createClaim('west-while-down', CLASS.west);
+  await createClaim('east-while-west-down', CLASS.east);
+  const east = await waitBound('east-while-west-down');
+  const waiting = await readClaim('west-while-down');
+  t.not(west.state, 'ready', 'east provisioned while west was still down');
+  t.deepEqual(
+    { phase: waiting.status?.phase, volumeName: waiting.spec?.volumeName },
+    { phase: 'Pending', volumeName: undefined },
+    "west's claim waits for west",
+  );
+  // West comes back (as the kubelet restarts its container): its claim gets its volume from west.
+  setup!.sidecar = await setup!.startWest();
+  await waitFor(() => west.state === 'ready', { what: 'west redialled', timeoutMs: 120_000, log: host.logPath });
+  const back = await waitBound('west-while-down');
+  const names = async (cloud: Cloud) => (await cloudVolumes(cloud)).map((v) => v.name);
+  t.deepEqual(
+    { eastHas: (await names('east')).includes(east.spec!.volumeName!), westHas: (await names('west')).includes(back.spec!.volumeName!) },
+    { eastHas: true, westHas: true },
+  );
+  t.false((await names('east')).includes(back.spec!.volumeName!), "west's claim has no volume in east");
+});
+
+test('a host whose two volume providers serve the same provisioner does not start, naming both', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-volumes-two-clouds-bad-'));
+  const providersFile = join(dir, 'providers.yaml');
+  // Neither declares a name: both serve their plugin's name, local.ccm.dev; and the flag cannot say which it would replace.
+  await writeFile(providersFile, `providers:\n${execEntry(dir, 'north', '')}${execEntry(dir, 'south', '')}`);
+  // A host that started anyway (the guard broken) is stopped, so the test fails rather than hangs.
+  const err = await t.throwsAsync(startMultiHost(dir, providersFile).then(async (h) => (await h.stop(), h)));
+  t.is(
+    err?.message,
+    "the volume providers' provisioner names conflict: " +
+      'volume provisioner "local.ccm.dev" is served by several providers (north, south); give each provisioner one provider: declare volume_provisioners in each (the local cloud: LOCALCLOUD_VOLUME_PROVISIONERS)',
+  );
+  const flagged = await t.throwsAsync(
+    startMultiHost(dir, providersFile, ['--volume-provisioner-name=x.example.com']).then(async (h) => (await h.stop(), h)),
+  );
+  t.is(
+    flagged?.message,
+    "the volume providers' provisioner names conflict: " +
+      "--volume-provisioner-name replaces one provider's provisioner names, and 2 providers serve volumes: remove the flag and let each declare volume_provisioners (the local cloud: LOCALCLOUD_VOLUME_PROVISIONERS); " +
+      'volume provisioner "local.ccm.dev" is served by several providers (north, south); give each provisioner one provider: declare volume_provisioners in each (the local cloud: LOCALCLOUD_VOLUME_PROVISIONERS)',
+  );
+});
