@@ -76,6 +76,8 @@ const CLOUD_LABEL = 'demo.ccm.dev/cloud';
 
 /** The loadBalancerClass west serves (east serves Services without a class: one provider of a host may). */
 const WEST_CLASS = 'demo.ccm.dev/west';
+/** The StorageClass provisioner west serves (east keeps the local cloud's default, local.ccm.dev). */
+const WEST_PROVISIONER = 'west.local.ccm.dev';
 
 /**
  * --two-clouds: two local clouds, each its own provider name (so providerID
@@ -90,7 +92,10 @@ const TWO_CLOUDS: DemoCloud[] = (['east', 'west'] as const).map((name, c) => ({
     `LOCALCLOUD_PROVIDER_NAME=${name}`,
     `LOCALCLOUD_NODE_SELECTOR=${CLOUD_LABEL}=${name}`,
     `LOCALCLOUD_LB_CIDR=127.0.${10 + c}.0/24`,
-    ...(name === 'west' ? [`LOCALCLOUD_LB_CLASSES=${WEST_CLASS}`, 'LOCALCLOUD_LB_CLASSES_ONLY=true'] : []),
+    // West serves its own class and its own provisioner: two providers serving one of either stop the host.
+    ...(name === 'west'
+      ? [`LOCALCLOUD_LB_CLASSES=${WEST_CLASS}`, 'LOCALCLOUD_LB_CLASSES_ONLY=true', `LOCALCLOUD_VOLUME_PROVISIONERS=${WEST_PROVISIONER}`]
+      : []),
   ],
   nodes: [1, 2].map((i) => ({
     name: `${name}-node-${i}`,
