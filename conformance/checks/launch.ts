@@ -222,20 +222,28 @@ export const launchChecks: Check[] = [
       }
     },
   },
-  {
-    id: 'setup/hooks',
-    title: 'test hook for instances (TestHooksService or --test-hook-command)',
-    run: async (k) => {
-      if (k.opts.hookCommand) {
-        k.hooksValue = new CommandHooks(k.opts.hookCommand);
-        return;
-      }
-      const g = await GrpcHooks.detect(k.rpc);
-      if (!g) skip(k.hooksProblem + '; checks that need instances are skipped');
-      k.hooksValue = g;
-    },
-  },
 ];
+
+/**
+ * Finds the test hook. Runs after lifecycle/configure (run.ts): the test
+ * hooks are test-only and outside the NOT_CONFIGURED gate, so a provider may
+ * serve them before Configure (the SDKs do) or only once configured (a hook
+ * that needs the cloud credentials of the config); either way it answers by
+ * the time the kit calls it (docs/protocol.md, "The test hook").
+ */
+export const hookSetupCheck: Check = {
+  id: 'setup/hooks',
+  title: 'test hook for instances (TestHooksService or --test-hook-command), looked for after Configure',
+  run: async (k) => {
+    if (k.opts.hookCommand) {
+      k.hooksValue = new CommandHooks(k.opts.hookCommand);
+      return;
+    }
+    const g = await GrpcHooks.detect(k.rpc);
+    if (!g) skip(k.hooksProblem + '; checks that need instances are skipped');
+    k.hooksValue = g;
+  },
+};
 
 /** Checks that end the session (run last). */
 export const endChecks: Check[] = [

@@ -349,3 +349,20 @@ test('lifecycle/not-configured checks every declared service, not only the first
     await sidecar.stop();
   }
 });
+
+test('a TestHooksService that answers NOT_CONFIGURED until Configure is found and used: the kit looks for the hooks after Configure', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-gated-hooks-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${UNGUARDED}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const sidecar = await startSidecar(launcher, dir, { FIXTURE_GATED_HOOKS: '1' });
+  try {
+    const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }, { focus: /^(setup|instances\/test-instance)/ }));
+    t.is(outcome(results, 'lifecycle/configure'), 'pass');
+    t.is(outcome(results, 'setup/hooks'), 'pass', results.find((r) => r.id === 'setup/hooks')?.message);
+    t.is(outcome(results, 'instances/test-instance'), 'pass', results.find((r) => r.id === 'instances/test-instance')?.message);
+    t.is(outcome(results, 'cleanup/no-leftovers'), 'pass', results.find((r) => r.id === 'cleanup/no-leftovers')?.message);
+  } finally {
+    await sidecar.stop();
+  }
+});
