@@ -4,12 +4,13 @@
  * (the host's own client folds these into host errors). Every failed call is
  * remembered so that one check can judge the error details of the whole run.
  */
-import { credentials, makeGenericClientConstructor, Metadata, status as Code, type Client, type ServiceError } from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
+import { credentials, Metadata, status as Code, type ServiceError } from '@grpc/grpc-js';
 import { PluginConnection } from '../host/plugin/connection.js';
 import { TestHooksServiceClient } from '../proto/gen/ccm/provider/testing/v1/test_hooks.js';
 import { ErrorInfo, RetryInfo } from '../proto/gen/google/rpc/error_details.js';
 import { Status } from '../proto/gen/google/rpc/status.js';
+// Encoded by hand: grpc-health-check reads health.proto from disk at load, which a bundled kit (one executable) has not.
+import { HealthClient } from '../sdk/health-client.js';
 
 export { Code };
 
@@ -82,19 +83,6 @@ function toRpcError(method: string, err: ServiceError): RpcError {
 }
 
 type Unary = (req: unknown, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res?: unknown) => void) => unknown;
-
-const HealthClient = makeGenericClientConstructor(healthService as never, 'Health') as unknown as new (
-  address: string,
-  creds: ReturnType<typeof credentials.createInsecure>,
-  options?: object,
-) => Client & {
-  check(
-    req: { service: string },
-    md: Metadata,
-    opts: { deadline: number },
-    cb: (err: ServiceError | null, res?: { status: unknown }) => void,
-  ): unknown;
-};
 
 /** Typed clients on one channel plus a recording unary caller. */
 export class Rpc {
