@@ -226,3 +226,29 @@ test('sidecar mode: a refused cloud config ends the start instead of redialing f
   t.regex(err!.message, /refused its cloud config \(Configure answered INVALID_ARGUMENT/);
   await sup.stop();
 });
+
+const UNGUARDED = fileURLToPath(new URL('../fixtures/unguarded-provider.js', import.meta.url));
+
+test('a host that was ready retries a refused cloud config with backoff (a restarted sidecar refusing it) and never stops', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${UNGUARDED}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  let sidecar = await startSidecarProcess(launcher, dir);
+  t.teardown(() => sidecar.stop());
+  const sup = supervisor({ kind: 'socket', endpoint: sidecar.endpoint });
+  t.teardown(() => sup.stop());
+  await sup.start();
+  // The sidecar is replaced by one that refuses the same config: the host keeps trying, not ready.
+  sidecar.signal('SIGKILL');
+  await waitFor(() => sup.state !== 'ready', { what: 'sidecar loss noticed', timeoutMs: 30_000 });
+  sidecar = await startSidecarProcess(launcher, dir, { FIXTURE_REFUSE_CONFIG: '1' });
+  const before = sup.restartCount;
+  await waitFor(() => sup.restartCount >= before + 2, { what: 'two more start attempts against the refusing sidecar', timeoutMs: 60_000 });
+  t.not(sup.state, 'ready');
+  t.not(sup.state, 'stopped');
+  // A sidecar that takes the config again: ready again, without a host restart.
+  await sidecar.stop();
+  sidecar = await startSidecarProcess(launcher, dir);
+  await waitFor(() => sup.state === 'ready', { what: 'ready again with a sidecar that takes the config', timeoutMs: 60_000 });
+});
