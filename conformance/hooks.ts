@@ -41,7 +41,12 @@ export class GrpcHooks implements TestHooks {
       return new GrpcHooks(rpc);
     } catch (err) {
       if (err instanceof RpcError && err.code === Code.UNIMPLEMENTED) return undefined;
-      throw err;
+      throw new Error(
+        `TestHooksService DeleteTestInstance of an absent instance, called after Configure, failed: ${(err as Error).message}; ` +
+          'deleting an absent instance is success, and the hooks must answer once the provider is configured ' +
+          '(docs/protocol.md#the-test-hook)',
+        { cause: err },
+      );
     }
   }
 

@@ -6,10 +6,11 @@
  */
 import { credentials, Metadata, status as Code, type ServiceError } from '@grpc/grpc-js';
 import { PluginConnection } from '../host/plugin/connection.js';
-import { HealthClient } from '../sdk/health-client.js';
 import { TestHooksServiceClient } from '../proto/gen/ccm/provider/testing/v1/test_hooks.js';
 import { ErrorInfo, RetryInfo } from '../proto/gen/google/rpc/error_details.js';
 import { Status } from '../proto/gen/google/rpc/status.js';
+// Encoded by hand: grpc-health-check reads health.proto from disk at load, which a bundled kit (one executable) has not.
+import { HealthClient } from '../sdk/health-client.js';
 
 export { Code };
 

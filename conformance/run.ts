@@ -7,7 +7,7 @@ import { cleanupChecks, removeAll } from './checks/cleanup.js';
 import { errorChecks } from './checks/errors.js';
 import { identityChecks } from './checks/identity.js';
 import { instanceChecks } from './checks/instances.js';
-import { endChecks, launchChecks } from './checks/launch.js';
+import { endChecks, hookSetupCheck, launchChecks } from './checks/launch.js';
 import { loadBalancerChecks } from './checks/load-balancers.js';
 import { routeChecks } from './checks/routes.js';
 import { volumeChecks } from './checks/volumes.js';
@@ -19,6 +19,7 @@ import type { CheckResult } from './report.js';
 const ALL_CHECKS: readonly Check[] = [
   ...launchChecks,
   ...identityChecks,
+  hookSetupCheck, // after lifecycle/configure: hooks may be gated like a cloud service
   ...instanceChecks,
   ...zoneChecks,
   ...loadBalancerChecks,

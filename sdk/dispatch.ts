@@ -174,10 +174,16 @@ export function unaryHandler(
   };
 }
 
-/** Handler answering UNIMPLEMENTED, naming the method. */
-function unimplementedHandler(name: string): handleUnaryCall<unknown, unknown> {
+/**
+ * Handler answering UNIMPLEMENTED, naming the method. The refusals come
+ * first, as for an implemented method: before Configure a method of a
+ * declared service answers NOT_CONFIGURED, implemented or not
+ * (docs/protocol.md, "Lifecycle").
+ */
+function unimplementedHandler(name: string, deps: DispatchDeps): handleUnaryCall<unknown, unknown> {
   return (_call, callback) => {
-    callback(toServiceError(new ProviderError(Code.UNIMPLEMENTED, `${name} is not implemented by this provider`)));
+    const refusal = deps.inFlight.refusal ?? deps.precondition?.();
+    callback(toServiceError(refusal ?? new ProviderError(Code.UNIMPLEMENTED, `${name} is not implemented by this provider`)));
   };
 }
 
@@ -192,7 +198,7 @@ export function bindProviderService(definition: ServiceDefinition, impl: Untyped
     const name = fullMethodName(method.path);
     handlers[key] = hasMethod(impl, key)
       ? unaryHandler(method, name, (req, ctx) => (impl[key] as (r: unknown, c: CallContext) => Promise<unknown>).call(impl, req, ctx), deps)
-      : unimplementedHandler(name);
+      : unimplementedHandler(name, deps);
   }
   for (const key of Object.keys(impl)) {
     if (!(key in definition) && typeof impl[key] === 'function') {

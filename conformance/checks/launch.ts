@@ -3,8 +3,9 @@
  * without the cookie, a clear version-mismatch error, the one stdout line,
  * the socket, health, Shutdown within its grace period, exit on stdin EOF.
  */
-import { lstat } from 'node:fs/promises';
-import { execa } from 'execa';
+import { lstat, rename } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
 import { parseHandshake, SUPPORTED_PROTOCOL_VERSIONS, unixSocketPath } from '../../sdk/protocol.js';
 import { GrpcHooks, CommandHooks } from '../hooks.js';
 import { expect, skip, type Check, type Kit } from '../kit.js';
@@ -58,18 +59,24 @@ async function startedPastHandshake(k: Kit): Promise<Launched> {
 /** How long a provider told to stop may take to be gone: its grace period, the 5 s Shutdown bound and some slack. */
 const stopBound = (k: Kit): number => k.opts.shutdownGraceMs + 5_000 + EXIT_SLACK_MS;
 
-/** Leaves a unix socket file at `path` that nothing listens on (a listener killed with SIGKILL). */
+/**
+ * Leaves a unix socket file at `path` that nothing listens on, as a listener
+ * killed with SIGKILL does: listen at a side name, rename it to `path`, close
+ * (Node removes only the side name, already gone). In process, so it works in
+ * the single executable kit too, where process.execPath is the kit itself.
+ */
 async function leaveStaleSocket(path: string): Promise<void> {
-  const child = execa(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], {
-    stdout: 'pipe',
-    reject: false,
-  });
+  const side = join(dirname(path), `.stale-${process.pid}`); // short: socket paths are bounded
+  const server = createServer();
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.once('data', () => resolve());
-    void child.then((r) => reject(new Error(`could not make a stale socket at ${path}: ${r.stderr}`)));
+    server.once('error', reject);
+    server.listen(side, () => resolve());
   });
-  child.kill('SIGKILL');
-  await child;
+  try {
+    await rename(side, path);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
   const st = await lstat(path);
   if (!st.isSocket()) throw new Error(`could not make a stale socket at ${path}`);
 }
@@ -222,20 +229,28 @@ export const launchChecks: Check[] = [
       }
     },
   },
-  {
-    id: 'setup/hooks',
-    title: 'test hook for instances (TestHooksService or --test-hook-command)',
-    run: async (k) => {
-      if (k.opts.hookCommand) {
-        k.hooksValue = new CommandHooks(k.opts.hookCommand);
-        return;
-      }
-      const g = await GrpcHooks.detect(k.rpc);
-      if (!g) skip(k.hooksProblem + '; checks that need instances are skipped');
-      k.hooksValue = g;
-    },
-  },
 ];
+
+/**
+ * Finds the test hook. Runs after lifecycle/configure (run.ts): the test
+ * hooks are test-only and outside the NOT_CONFIGURED gate, so a provider may
+ * serve them before Configure (the SDKs do) or only once configured (a hook
+ * that needs the cloud credentials of the config); either way it answers by
+ * the time the kit calls it (docs/protocol.md, "The test hook").
+ */
+export const hookSetupCheck: Check = {
+  id: 'setup/hooks',
+  title: 'test hook for instances (TestHooksService or --test-hook-command), looked for after Configure',
+  run: async (k) => {
+    if (k.opts.hookCommand) {
+      k.hooksValue = new CommandHooks(k.opts.hookCommand);
+      return;
+    }
+    const g = await GrpcHooks.detect(k.rpc);
+    if (!g) skip(k.hooksProblem + '; checks that need instances are skipped');
+    k.hooksValue = g;
+  },
+};
 
 /** Checks that end the session (run last). */
 export const endChecks: Check[] = [

@@ -16,6 +16,21 @@ export class PluginStartError extends Error {
   override name = 'PluginStartError';
 }
 
+/** The plugin stopped answering during its start-up sequence (the start timeout ran out): it is stopped without Shutdown or grace. */
+export class PluginStartTimeoutError extends PluginStartError {
+  override name = 'PluginStartTimeoutError';
+}
+
+/**
+ * Configure answered INVALID_ARGUMENT: the provider refused the cloud config.
+ * Permanent for the bytes the host holds: at the host's first start it ends
+ * the start (the host exits 1, as upstream exits on a bad cloud config); a
+ * host that was ready once retries it with backoff (docs/protocol.md, "Lifecycle").
+ */
+export class CloudConfigRefusedError extends PluginStartError {
+  override name = 'CloudConfigRefusedError';
+}
+
 export interface ReadHandshakeOptions {
   timeoutMs: number;
   /** Resolves when the process has exited (with a description of how). */

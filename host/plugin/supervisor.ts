@@ -21,11 +21,11 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
-import { PluginUnavailableError } from '../errors.js';
+import { CloudCallError, PluginUnavailableError } from '../errors.js';
 import { errorMessage, type Logger } from '../log.js';
 import { Backoff } from '../kube/backoff.js';
 import { PluginConnection, type CallObserver, type CallPolicy } from './connection.js';
-import { PluginStartError } from './handshake.js';
+import { CloudConfigRefusedError, PluginStartError, PluginStartTimeoutError } from './handshake.js';
 import { PluginProcess } from './process.js';
 import type { PluginStream } from './output-limiter.js';
 import type { HandshakeAllowances } from './process.js';
@@ -248,7 +248,8 @@ export class PluginSupervisor extends EventEmitter {
         await this.runOnce();
         return this.identityValue!;
       } catch (err) {
-        if (this.opts.mode.kind === 'exec' || this.isStopping()) {
+        // A refused cloud config is permanent for these bytes: no redial helps (docs/protocol.md, "Lifecycle").
+        if (this.opts.mode.kind === 'exec' || this.isStopping() || err instanceof CloudConfigRefusedError) {
           this.stopStaleDirWatch?.();
           throw err;
         }
@@ -270,8 +271,29 @@ export class PluginSupervisor extends EventEmitter {
     this.stopStaleDirWatch?.();
     const conn = this.conn;
     const proc = this.proc;
-    if (proc && conn) {
-      const graceMs = this.opts.shutdownGraceMs;
+    if (proc) {
+      const how = await this.stopProcess(proc, conn, 'host is stopping', true);
+      this.log.info({ how }, 'plugin stopped');
+    } else {
+      conn?.close('host is stopping');
+    }
+    this.conn = undefined;
+    this.proc = undefined;
+    this.setState('stopped');
+  }
+
+  /**
+   * Stops a started exec-mode process. `graceful` (every stop of a plugin
+   * that still answers, a failed start included): the documented stop
+   * sequence (docs/protocol.md, "Lifecycle"): Shutdown with the grace
+   * period, answer awaited at most min(grace, 5 s); close the connection;
+   * close stdin; wait up to the grace period; SIGTERM; 2 s; SIGKILL. Not
+   * graceful (a plugin that stopped answering): no Shutdown and no grace,
+   * stdin EOF then SIGTERM at once. Resolves how the process ended.
+   */
+  private async stopProcess(proc: PluginProcess, conn: PluginConnection | undefined, why: string, graceful: boolean): Promise<string> {
+    const graceMs = graceful ? this.opts.shutdownGraceMs : 0;
+    if (conn && graceful) {
       await conn
         .unary(
           conn.lifecycle,
@@ -281,14 +303,8 @@ export class PluginSupervisor extends EventEmitter {
         )
         .catch((err) => this.log.debug({ err: errorMessage(err) }, 'plugin Shutdown call failed'));
     }
-    conn?.close('host is stopping');
-    if (proc) {
-      const how = await proc.stop({ graceMs: this.opts.shutdownGraceMs });
-      this.log.info({ how }, 'plugin stopped');
-    }
-    this.conn = undefined;
-    this.proc = undefined;
-    this.setState('stopped');
+    conn?.close(why);
+    return proc.stop({ graceMs });
   }
 
   private isStopping(): boolean {
@@ -340,12 +356,17 @@ export class PluginSupervisor extends EventEmitter {
     try {
       this.identityValue = await this.initialize(this.conn, expectedInstance, deadline);
     } catch (err) {
-      this.conn.close('plugin start-up failed');
+      const conn = this.conn;
       this.conn = undefined;
       if (this.proc) {
+        // A plugin that answered (e.g. refused its config) gets the whole stop sequence, so it can exit 0;
+        // one that stopped answering gets no grace.
         const p = this.proc;
         this.proc = undefined;
-        await p.stop({ graceMs: 0 });
+        const how = await this.stopProcess(p, conn, 'plugin start-up failed', !(err instanceof PluginStartTimeoutError));
+        this.log.info({ how, pid: p.pid }, 'plugin stopped after a failed start');
+      } else {
+        conn.close('plugin start-up failed');
       }
       if (this.isStopping()) throw err;
       this.setState('idle');
@@ -418,10 +439,10 @@ export class PluginSupervisor extends EventEmitter {
         if (this.isStopping() || this.stateValue !== 'starting' || (this.conn !== undefined && this.conn !== conn)) return;
         this.log.error({ err: errorMessage(err) }, 'plugin start sequence failed after a reconnect');
         this.conn = undefined;
-        conn.close('plugin start sequence failed');
         const proc = this.proc;
         this.proc = undefined;
-        if (proc) await proc.stop({ graceMs: 0 });
+        if (proc) await this.stopProcess(proc, conn, 'plugin start sequence failed', !(err instanceof PluginStartTimeoutError));
+        else conn.close('plugin start sequence failed');
         if (!this.isStopping()) this.scheduleRestart();
       },
     );
@@ -430,7 +451,7 @@ export class PluginSupervisor extends EventEmitter {
   private async initialize(conn: PluginConnection, expectedInstance: string, deadline: number): Promise<PluginIdentity> {
     const remaining = () => Math.max(1, deadline - Date.now());
     const timedOut = (what: string, cause?: unknown) =>
-      new PluginStartError(
+      new PluginStartTimeoutError(
         `plugin did not become ready within the start timeout of ${this.opts.startTimeoutMs / 1000} s (--plugin-start-timeout): ${what}` +
           `${cause === undefined ? '' : ` (${errorMessage(cause)})`}; see the plugin's log lines, or raise --plugin-start-timeout if it is only slow`,
         { cause },
@@ -483,7 +504,15 @@ export class PluginSupervisor extends EventEmitter {
     if (volumeProblems.length) throw new PluginStartError(`${volumeProblems.join('; ')}: fix the plugin`);
     const configured = await call('Configure', (ms) =>
       conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), ms),
-    );
+    ).catch((err: unknown) => {
+      if (err instanceof CloudCallError && err.code === 'INVALID_ARGUMENT') {
+        throw new CloudConfigRefusedError(
+          `plugin ${info.name} refused its cloud config (Configure answered INVALID_ARGUMENT: ${err.message}): fix the cloud config (--cloud-config) and restart the host`,
+          { cause: err },
+        );
+      }
+      throw err;
+    });
     // A (re)started provider's warnings are logged again, whatever the last ones were.
     this.lastWarnings = '';
     this.logConfigureWarnings(configured.warnings);

@@ -4,18 +4,20 @@
  */
 import test from 'ava';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { CloudCallError, PluginUnavailableError } from '../../host/errors.js';
-import { silentLogger } from '../../host/log.js';
+import { createLogger, silentLogger } from '../../host/log.js';
+import { Writable } from 'node:stream';
 import { GrpcCloud } from '../../host/plugin/grpc-cloud.js';
 import { PluginSupervisor, type PluginMode } from '../../host/plugin/supervisor.js';
 import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../helpers/localcloud.js';
 import { ALLOW_SIMULATION_ENV } from '../../plugins/local/simulation-guard.js';
 import { waitFor } from '../helpers/wait.js';
+import { startSidecar as startSidecarProcess } from '../helpers/sidecar.js';
 
 const MISBEHAVING = fileURLToPath(new URL('../fixtures/plugins/misbehaving.js', import.meta.url));
 const BAD = fileURLToPath(new URL('../fixtures/bad-provider.js', import.meta.url));
@@ -169,4 +171,84 @@ test('sidecar mode: dials a separately started provider, redials after it restar
 
   await sup.stop();
   t.true(alive(sidecar.pid!), 'the host never stops a sidecar');
+});
+
+/** A logger whose records the test reads back. */
+function recordingLogger(): { log: ReturnType<typeof createLogger>; records: Record<string, unknown>[] } {
+  const records: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) records.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { log: createLogger({ level: 'debug', destination }), records };
+}
+
+/** Not JSON: the local cloud answers Configure INVALID_ARGUMENT. */
+const REFUSED_CONFIG = Buffer.from('{not a config');
+
+test('a cloud config the plugin refuses ends the start with one line naming it, after the whole stop sequence: the plugin exits 0', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+  const { log, records } = recordingLogger();
+  const sup = supervisor(
+    { kind: 'exec', path: LOCAL_PLUGIN, env: [`LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`, ALLOW_SIMULATION] },
+    { log, configure: { cloudConfig: REFUSED_CONFIG, clusterName: 'runtime-test', hostVersion: 'test' } },
+  );
+  const err = await t.throwsAsync(sup.start());
+  t.regex(
+    err!.message,
+    /^plugin \S+ refused its cloud config \(Configure answered INVALID_ARGUMENT: Configure: cloud config is not a JSON object.*\): fix the cloud config \(--cloud-config\) and restart the host$/,
+  );
+  t.is(err!.message.split('\n').length, 1, 'one line');
+  t.is(sup.restartCount, 0, 'not retried: the bytes would be refused again');
+  // Shutdown with the grace period, then stdin EOF: the provider stops once, gracefully. Without
+  // the Shutdown and the grace, the SDK reads the SIGTERM after stdin EOF as a second signal and exits 1.
+  const stopped = records.find((r) => r.msg === 'plugin stopped after a failed start');
+  t.is(stopped?.how, 'exit code 0', JSON.stringify(stopped));
+  // The provider's own line (re-logged by the host) says what stopped it: the Shutdown, not stdin EOF or SIGTERM.
+  const stopping = records.filter((r) => r.msg === 'provider stopping').map((r) => r.reason);
+  t.deepEqual(stopping, ['shutdown requested'], JSON.stringify(records.filter((r) => r.msg === 'provider stopping')));
+});
+
+test('sidecar mode: a refused cloud config ends the start instead of redialing forever', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const sidecar = await startSidecarProcess(launcher, dir, { LOCALCLOUD_STATE_DIR: join(dir, 'cloud'), [ALLOW_SIMULATION_ENV]: 'true' });
+  t.teardown(() => sidecar.stop());
+  const sup = supervisor(
+    { kind: 'socket', endpoint: sidecar.endpoint },
+    { configure: { cloudConfig: REFUSED_CONFIG, clusterName: 'runtime-test', hostVersion: 'test' } },
+  );
+  const err = await t.throwsAsync(sup.start());
+  t.regex(err!.message, /refused its cloud config \(Configure answered INVALID_ARGUMENT/);
+  await sup.stop();
+});
+
+const UNGUARDED = fileURLToPath(new URL('../fixtures/unguarded-provider.js', import.meta.url));
+
+test('a host that was ready retries a refused cloud config with backoff (a restarted sidecar refusing it) and never stops', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-rt-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${UNGUARDED}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  let sidecar = await startSidecarProcess(launcher, dir);
+  t.teardown(() => sidecar.stop());
+  const sup = supervisor({ kind: 'socket', endpoint: sidecar.endpoint });
+  t.teardown(() => sup.stop());
+  await sup.start();
+  // The sidecar is replaced by one that refuses the same config: the host keeps trying, not ready.
+  sidecar.signal('SIGKILL');
+  await waitFor(() => sup.state !== 'ready', { what: 'sidecar loss noticed', timeoutMs: 30_000 });
+  sidecar = await startSidecarProcess(launcher, dir, { FIXTURE_REFUSE_CONFIG: '1' });
+  const before = sup.restartCount;
+  await waitFor(() => sup.restartCount >= before + 2, { what: 'two more start attempts against the refusing sidecar', timeoutMs: 60_000 });
+  t.not(sup.state, 'ready');
+  t.not(sup.state, 'stopped');
+  // A sidecar that takes the config again: ready again, without a host restart.
+  await sidecar.stop();
+  sidecar = await startSidecarProcess(launcher, dir);
+  await waitFor(() => sup.state === 'ready', { what: 'ready again with a sidecar that takes the config', timeoutMs: 60_000 });
 });

@@ -20,7 +20,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 import ccm_provider_sdk as sdk
-from ccm.provider.v1 import common_pb2, identity_pb2, identity_pb2_grpc, instances_pb2, instances_pb2_grpc, lifecycle_pb2, lifecycle_pb2_grpc
+from ccm.provider.v1 import (common_pb2, identity_pb2, identity_pb2_grpc, instances_pb2, instances_pb2_grpc, lifecycle_pb2,
+                             lifecycle_pb2_grpc, zones_pb2, zones_pb2_grpc)
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture_provider.py")
 WAIT_S = 60
@@ -142,6 +143,11 @@ class ServeTest(unittest.TestCase):
         # Before Configure: NOT_CONFIGURED, not ready; a bad config changes nothing.
         err = call_error(instances.InstanceExists, node("a"))
         self.assertEqual((err.code(), reason_of(err)[0]), (grpc.StatusCode.FAILED_PRECONDITION, sdk.NOT_CONFIGURED))
+        # The gate comes first: a declared service's unimplemented method too; an undeclared service is UNIMPLEMENTED.
+        err = call_error(instances.InstanceShutdown, instances_pb2.InstanceShutdownRequest())
+        self.assertEqual((err.code(), reason_of(err)[0]), (grpc.StatusCode.FAILED_PRECONDITION, sdk.NOT_CONFIGURED))
+        err = call_error(zones_pb2_grpc.ZonesServiceStub(ch).GetZone, zones_pb2.GetZoneRequest())
+        self.assertEqual(err.code(), grpc.StatusCode.UNIMPLEMENTED)
         self.assertFalse(identity.Probe(identity_pb2.ProbeRequest(), timeout=WAIT_S).ready)
         err = call_error(lifecycle.Configure, lifecycle_pb2.ConfigureRequest(cloud_config=b"bad"))
         self.assertEqual(err.code(), grpc.StatusCode.INVALID_ARGUMENT)

@@ -24,6 +24,7 @@ const NONCONFORMING = fileURLToPath(new URL('../../fixtures/nonconforming-provid
 const UNGUARDED = fileURLToPath(new URL('../../fixtures/unguarded-provider.js', import.meta.url));
 const DOCS_READER = fileURLToPath(new URL('../../fixtures/docs-reader-provider.js', import.meta.url));
 const NODEINFO = fileURLToPath(new URL('../../fixtures/nodeinfo-provider.js', import.meta.url));
+const ROUNDING = fileURLToPath(new URL('../../fixtures/volume-rounding-provider.js', import.meta.url));
 /** Not JSON: every provider here must refuse it (lifecycle/bad-config). */
 const BAD_CONFIG = Buffer.from('{not a config');
 
@@ -395,4 +396,41 @@ test('lifecycle/not-configured checks every declared service, not only the first
   } finally {
     await sidecar.stop();
   }
+});
+
+test('a TestHooksService that answers NOT_CONFIGURED until Configure is found and used: the kit looks for the hooks after Configure', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-gated-hooks-'));
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${UNGUARDED}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const sidecar = await startSidecar(launcher, dir, { FIXTURE_GATED_HOOKS: '1' });
+  try {
+    const results = await runConformance(options({ kind: 'endpoint', endpoint: sidecar.endpoint }, { focus: /^(setup|instances\/test-instance)/ }));
+    t.is(outcome(results, 'lifecycle/configure'), 'pass');
+    t.is(outcome(results, 'setup/hooks'), 'pass', results.find((r) => r.id === 'setup/hooks')?.message);
+    t.is(outcome(results, 'instances/test-instance'), 'pass', results.find((r) => r.id === 'instances/test-instance')?.message);
+    t.is(outcome(results, 'cleanup/no-leftovers'), 'pass', results.find((r) => r.id === 'cleanup/no-leftovers')?.message);
+  } finally {
+    await sidecar.stop();
+  }
+});
+
+test('a provider that rounds volume sizes up (80 GiB steps) passes volumes/conflict: the kit asks for more than the volume has', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-rounding-'));
+  const state = join(dir, 'cloud');
+  const launcher = join(dir, 'provider');
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${ROUNDING}' "$@"\n`);
+  await chmod(launcher, 0o755);
+  const results = await runConformance(
+    options(
+      {
+        kind: 'exec',
+        path: launcher,
+        env: [`LOCALCLOUD_STATE_DIR=${state}`, 'LOCALCLOUD_LB_CIDR=127.0.80.0/24', 'FIXTURE_ROUND_ALL_GIB=80', ALLOW_SIMULATION],
+      },
+      { hookCommand: `'${process.execPath}' '${LOCAL_HOOK}' --state '${state}'`, focus: /^volumes\/(create-twice|conflict)$/ },
+    ),
+  );
+  t.is(outcome(results, 'volumes/create-twice'), 'pass', results.find((r) => r.id === 'volumes/create-twice')?.message);
+  t.is(outcome(results, 'volumes/conflict'), 'pass', results.find((r) => r.id === 'volumes/conflict')?.message);
 });

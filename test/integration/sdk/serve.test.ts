@@ -351,9 +351,13 @@ test('before the first successful Configure: cloud calls answer FAILED_PRECONDIT
     t.is(err.code, Code.FAILED_PRECONDITION, method);
     t.is(err.reason, ErrorReason.NOT_CONFIGURED, method);
   }
-  // Identity answers throughout; a method the provider lacks stays UNIMPLEMENTED.
+  // The gate comes first: a method the provider lacks of a service it declares answers NOT_CONFIGURED too.
+  const lacking = await failure(unary(c.zones.getZoneByNodeName.bind(c.zones), { nodeName: 'n1' }));
+  t.deepEqual([lacking.code, lacking.reason], [Code.FAILED_PRECONDITION, ErrorReason.NOT_CONFIGURED]);
+  // Identity answers throughout; a service the provider does not declare stays UNIMPLEMENTED.
   t.is((await unary(c.identity.getPluginInfo.bind(c.identity), {})).name, 'echo.ccm.dev');
   t.is((await failure(unary(c.loadBalancers.getLoadBalancer.bind(c.loadBalancers), {}))).code, Code.UNIMPLEMENTED);
+  t.is((await failure(unary(c.volumes.listVolumes.bind(c.volumes), { pageSize: 0, pageToken: '' }))).code, Code.UNIMPLEMENTED);
   await unary(c.lifecycle.configure.bind(c.lifecycle), CONFIGURE);
   t.true((await unary(c.identity.probe.bind(c.identity), {})).ready);
   t.true((await unary(c.instances.instanceExists.bind(c.instances), { node: node('n1') })).exists);

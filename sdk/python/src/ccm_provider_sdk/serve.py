@@ -169,7 +169,9 @@ class _Refusals(grpc.ServerInterceptor):
         error = None
         if self.state.stopping:
             error = _shutting_down()
-        elif is_cloud_method(method) and not self.state.configured:
+        elif is_cloud_method(method) and not self.state.configured and self.state.declares(method):
+            # Every method of a declared service, implemented or not; an
+            # undeclared service answers UNIMPLEMENTED, configured or not.
             error = not_configured()
         if error is None:
             return continuation(details)
@@ -298,6 +300,10 @@ class _Provider:
             if not context.add_callback(begin_stop):
                 begin_stop()
         return lifecycle_pb2.ShutdownResponse()
+
+    def declares(self, method):
+        """Whether `method` belongs to a cloud service the provider declares."""
+        return any(method.startswith(f"/{b.entry.descriptor.full_name}/") for b in self.bound.values())
 
     # ---- serving ----
 

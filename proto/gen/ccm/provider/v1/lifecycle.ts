@@ -574,8 +574,13 @@ export const LifecycleServiceService = {
    * from an empty state (an "instance not found" would make the host delete
    * the Node). The host treats NOT_CONFIGURED as "provider not ready" and
    * configures it again; it never reads it as "not found".
-   * Errors: INVALID_ARGUMENT when the cloud config cannot be parsed (the host
-   * reports it and does not retry until restarted with a fixed config).
+   * A failed Configure leaves the provider as it was: unconfigured before its
+   * first success, else still serving with its previous configuration.
+   * Errors: INVALID_ARGUMENT when the cloud config cannot be used. The host
+   * reads it as permanent for these bytes: at its first start it reports it
+   * in one line and exits 1 (as upstream exits on a bad cloud config; a fixed
+   * config needs a restart), without retrying; a host that was ready before
+   * (the provider restarted) retries with backoff and stays not ready.
    */
   configure: {
     path: "/ccm.provider.v1.LifecycleService/Configure" as const,
@@ -619,8 +624,13 @@ export interface LifecycleServiceServer extends UntypedServiceImplementation {
    * from an empty state (an "instance not found" would make the host delete
    * the Node). The host treats NOT_CONFIGURED as "provider not ready" and
    * configures it again; it never reads it as "not found".
-   * Errors: INVALID_ARGUMENT when the cloud config cannot be parsed (the host
-   * reports it and does not retry until restarted with a fixed config).
+   * A failed Configure leaves the provider as it was: unconfigured before its
+   * first success, else still serving with its previous configuration.
+   * Errors: INVALID_ARGUMENT when the cloud config cannot be used. The host
+   * reads it as permanent for these bytes: at its first start it reports it
+   * in one line and exits 1 (as upstream exits on a bad cloud config; a fixed
+   * config needs a restart), without retrying; a host that was ready before
+   * (the provider restarted) retries with backoff and stays not ready.
    */
   configure: handleUnaryCall<ConfigureRequest, ConfigureResponse>;
   /**
@@ -648,8 +658,13 @@ export interface LifecycleServiceClient extends Client {
    * from an empty state (an "instance not found" would make the host delete
    * the Node). The host treats NOT_CONFIGURED as "provider not ready" and
    * configures it again; it never reads it as "not found".
-   * Errors: INVALID_ARGUMENT when the cloud config cannot be parsed (the host
-   * reports it and does not retry until restarted with a fixed config).
+   * A failed Configure leaves the provider as it was: unconfigured before its
+   * first success, else still serving with its previous configuration.
+   * Errors: INVALID_ARGUMENT when the cloud config cannot be used. The host
+   * reads it as permanent for these bytes: at its first start it reports it
+   * in one line and exits 1 (as upstream exits on a bad cloud config; a fixed
+   * config needs a restart), without retrying; a host that was ready before
+   * (the provider restarted) retries with backoff and stays not ready.
    */
   configure(
     request: ConfigureRequest,

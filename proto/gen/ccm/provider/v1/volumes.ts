@@ -2686,7 +2686,10 @@ export const VolumesServiceService = {
   },
   /**
    * Volumes, paged, with the instances each is attached to. Read-only. An
-   * invalid page_token answers ABORTED.
+   * invalid page_token answers ABORTED. Not scoped by cluster_name (as CSI's
+   * ListVolumes): list every volume you can see, pre-provisioned ones too;
+   * the host reads only the volumes its VolumeAttachments name, and one it
+   * does not find listed is published again.
    */
   listVolumes: {
     path: "/ccm.provider.v1.VolumesService/ListVolumes" as const,
@@ -2749,7 +2752,10 @@ export interface VolumesServiceServer extends UntypedServiceImplementation {
   controllerExpandVolume: handleUnaryCall<ControllerExpandVolumeRequest, ControllerExpandVolumeResponse>;
   /**
    * Volumes, paged, with the instances each is attached to. Read-only. An
-   * invalid page_token answers ABORTED.
+   * invalid page_token answers ABORTED. Not scoped by cluster_name (as CSI's
+   * ListVolumes): list every volume you can see, pre-provisioned ones too;
+   * the host reads only the volumes its VolumeAttachments name, and one it
+   * does not find listed is published again.
    */
   listVolumes: handleUnaryCall<ListVolumesRequest, ListVolumesResponse>;
   /**
@@ -2864,7 +2870,10 @@ export interface VolumesServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Volumes, paged, with the instances each is attached to. Read-only. An
-   * invalid page_token answers ABORTED.
+   * invalid page_token answers ABORTED. Not scoped by cluster_name (as CSI's
+   * ListVolumes): list every volume you can see, pre-provisioned ones too;
+   * the host reads only the volumes its VolumeAttachments name, and one it
+   * does not find listed is published again.
    */
   listVolumes(
     request: ListVolumesRequest,

@@ -44,8 +44,13 @@ type LifecycleServiceClient interface {
 	// from an empty state (an "instance not found" would make the host delete
 	// the Node). The host treats NOT_CONFIGURED as "provider not ready" and
 	// configures it again; it never reads it as "not found".
-	// Errors: INVALID_ARGUMENT when the cloud config cannot be parsed (the host
-	// reports it and does not retry until restarted with a fixed config).
+	// A failed Configure leaves the provider as it was: unconfigured before its
+	// first success, else still serving with its previous configuration.
+	// Errors: INVALID_ARGUMENT when the cloud config cannot be used. The host
+	// reads it as permanent for these bytes: at its first start it reports it
+	// in one line and exits 1 (as upstream exits on a bad cloud config; a fixed
+	// config needs a restart), without retrying; a host that was ready before
+	// (the provider restarted) retries with backoff and stays not ready.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	// Asks the provider to stop: stop accepting calls, cancel in-flight work
 	// within grace_period, release resources and exit the process (exec mode).
@@ -102,8 +107,13 @@ type LifecycleServiceServer interface {
 	// from an empty state (an "instance not found" would make the host delete
 	// the Node). The host treats NOT_CONFIGURED as "provider not ready" and
 	// configures it again; it never reads it as "not found".
-	// Errors: INVALID_ARGUMENT when the cloud config cannot be parsed (the host
-	// reports it and does not retry until restarted with a fixed config).
+	// A failed Configure leaves the provider as it was: unconfigured before its
+	// first success, else still serving with its previous configuration.
+	// Errors: INVALID_ARGUMENT when the cloud config cannot be used. The host
+	// reads it as permanent for these bytes: at its first start it reports it
+	// in one line and exits 1 (as upstream exits on a bad cloud config; a fixed
+	// config needs a restart), without retrying; a host that was ready before
+	// (the provider restarted) retries with backoff and stays not ready.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	// Asks the provider to stop: stop accepting calls, cancel in-flight work
 	// within grace_period, release resources and exit the process (exec mode).

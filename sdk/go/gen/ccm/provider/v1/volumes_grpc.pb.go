@@ -62,7 +62,10 @@ type VolumesServiceClient interface {
 	// required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
 	ControllerExpandVolume(ctx context.Context, in *ControllerExpandVolumeRequest, opts ...grpc.CallOption) (*ControllerExpandVolumeResponse, error)
 	// Volumes, paged, with the instances each is attached to. Read-only. An
-	// invalid page_token answers ABORTED.
+	// invalid page_token answers ABORTED. Not scoped by cluster_name (as CSI's
+	// ListVolumes): list every volume you can see, pre-provisioned ones too;
+	// the host reads only the volumes its VolumeAttachments name, and one it
+	// does not find listed is published again.
 	ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error)
 	// Topology labels for a PersistentVolume backed by this volume (zone,
 	// region). Read-only. Volume absent: NOT_FOUND.
@@ -178,7 +181,10 @@ type VolumesServiceServer interface {
 	// required_bytes is 0 or above limit_bytes. Volume absent: NOT_FOUND.
 	ControllerExpandVolume(context.Context, *ControllerExpandVolumeRequest) (*ControllerExpandVolumeResponse, error)
 	// Volumes, paged, with the instances each is attached to. Read-only. An
-	// invalid page_token answers ABORTED.
+	// invalid page_token answers ABORTED. Not scoped by cluster_name (as CSI's
+	// ListVolumes): list every volume you can see, pre-provisioned ones too;
+	// the host reads only the volumes its VolumeAttachments name, and one it
+	// does not find listed is published again.
 	ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error)
 	// Topology labels for a PersistentVolume backed by this volume (zone,
 	// region). Read-only. Volume absent: NOT_FOUND.

@@ -129,7 +129,10 @@ class VolumesServiceServicer(object):
 
     def ListVolumes(self, request, context):
         """Volumes, paged, with the instances each is attached to. Read-only. An
-        invalid page_token answers ABORTED.
+        invalid page_token answers ABORTED. Not scoped by cluster_name (as CSI's
+        ListVolumes): list every volume you can see, pre-provisioned ones too;
+        the host reads only the volumes its VolumeAttachments name, and one it
+        does not find listed is published again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
