@@ -35,6 +35,7 @@ const HOSTS: { file: string; identity: Identity }[] = [
   { file: 'test/integration/multi-provider/two-local-clouds.test.ts', identity: 'shipped' },
   { file: 'test/integration/multi-provider/lb-two-clouds.test.ts', identity: 'shipped' },
   { file: 'test/integration/multi-provider/node-owners.test.ts', identity: 'shipped' },
+  { file: 'test/integration/multi-provider/aws-beside-local.test.ts', identity: 'shipped' },
   { file: 'test/integration/service/lb-faults.test.ts', identity: 'shipped' },
   {
     file: 'test/integration/service/lb-two-clusters.test.ts',
