@@ -23,7 +23,7 @@ import { clusterOf, nowIso, required, type CloudContext } from './context.js';
 import { canonicalIp } from './ip.js';
 import { markCreated, markCreatedKeys } from './journal.js';
 import { paginate } from './paging.js';
-import { loadBalancerName } from './names.js';
+import { isForeignProviderId, loadBalancerName } from './names.js';
 import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
 
 /** Service annotation selecting the ingress ipMode (VIP or Proxy). */
@@ -67,12 +67,21 @@ function portsOf(svc: ServiceRef): LbPortRecord[] {
   });
 }
 
-/** Backends of a node set: deduplicated, sorted by name, InternalIP preferred. */
+/**
+ * Backends of a node set: deduplicated, sorted by name, InternalIP
+ * preferred. A Node of another provider (its providerID has another
+ * prefix: a node of another cloud in a cluster that mixes clouds) is
+ * skipped, as cloud-provider-aws skips the Nodes it cannot map to an
+ * instance: this cloud's load balancers reach only its own network, and
+ * the host gives every load-balancer provider every eligible Node, as
+ * upstream's service controller does.
+ */
 function backendsOf(state: LocalCloudState, nodes: readonly NodeRef[]): LbBackendRecord[] {
   const byName = new Map<string, LbBackendRecord>();
   const instances = new Map(state.instances.map((i) => [i.name, i]));
   for (const node of nodes) {
     if (!node.name) throw new InvalidArgumentError('a backend node has no name');
+    if (isForeignProviderId(node.providerId)) continue;
     const fromNode = (type: NodeAddressType) => node.addresses.find((a) => a.type === type && a.address)?.address;
     const inst = instances.get(node.name);
     const fromInstance = (type: string) => inst?.addresses.find((a) => a.type === type)?.address;

@@ -69,6 +69,11 @@ export function parseProviderId(providerId: string): string | undefined {
   return id.length > 0 && !id.includes('/') ? id : undefined;
 }
 
+/** Whether a Node's providerID names another provider's machine (set, and not `<provider name>://`): not this cloud's to use. */
+export function isForeignProviderId(providerId: string): boolean {
+  return providerId !== '' && !providerId.startsWith(PROVIDER_ID_PREFIX);
+}
+
 /** Lowercase, [a-z0-9-] only, no leading/trailing or doubled dashes. */
 function slug(s: string): string {
   return s

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -113,14 +112,21 @@ type Provider struct {
 
 // New wraps cloud. It asks the cloud once for each of its interfaces; the
 // answers must not change afterwards (the protocol's capabilities may not).
+// The ownership declarations (ProviderIDPrefixes, NodeSelector,
+// LoadBalancerClasses, LoadBalancerClassesOnly) are replaced by those the
+// process environment sets (EnvProviderIDPrefixes, ...), and checked: an
+// error names every bad one.
 func New(cloud cloudprovider.Interface, opts Options) (*Provider, error) {
+	return newWithEnv(cloud, opts, os.LookupEnv)
+}
+
+func newWithEnv(cloud cloudprovider.Interface, opts Options, lookupEnv func(string) (string, bool)) (*Provider, error) {
 	if cloud == nil {
 		return nil, fmt.Errorf("bridge: the cloud is nil")
 	}
-	for _, prefix := range opts.ProviderIDPrefixes {
-		if !strings.HasSuffix(prefix, "://") || len(prefix) == len("://") {
-			return nil, fmt.Errorf("bridge: providerID prefix %q does not end in \"://\" after a provider name", prefix)
-		}
+	opts, err := declarationsFromEnv(opts, lookupEnv)
+	if err != nil {
+		return nil, err
 	}
 	p := &Provider{cloud: cloud, opts: opts, stop: make(chan struct{})}
 	if v, ok := cloud.InstancesV2(); ok && v != nil {

@@ -166,9 +166,9 @@ test('batch RPCs return one result per node, in order, with per-item errors', as
   t.is((await failure(cloud.instances!.getInstancesStatus!({ meta: meta(), nodes: tooMany }, ctx()))).code, Code.INVALID_ARGUMENT);
 });
 
-test('load balancers: deterministic name, idempotent ensure, requested IP, update, delete', async (t) => {
+test('load balancers: deterministic name, idempotent ensure, requested IP, update (Nodes of another provider skipped), delete', async (t) => {
   const cloud = await newCloud(t);
-  await seed(cloud);
+  const ids = await seed(cloud);
   const lbs = cloud.loadBalancers!;
   const uid = '0c9d3f0e-1b2a-4c5d-8e7f-000000000001';
   const svc = service(uid);
@@ -214,6 +214,17 @@ test('load balancers: deterministic name, idempotent ensure, requested IP, updat
   t.is(
     (await failure(lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { ports: [] }), nodes: [] }, ctx()))).code,
     Code.INVALID_ARGUMENT,
+  );
+
+  // Another provider's Node (a cluster mixing clouds) is no backend: this cloud cannot reach it.
+  await lbs.updateLoadBalancer!(
+    { meta: meta(), service: svc, nodes: [node('aws-1', 'aws:///us-east-1a/i-0abc'), node('n2', `local://${ids.n2}`)] },
+    ctx(),
+  );
+  t.deepEqual(
+    cloud.store.view().loadBalancer(name)?.backends,
+    [{ nodeName: 'n2', address: '127.1.0.2' }],
+    "only the cloud's own and unclaimed Nodes",
   );
 
   // Update: replaces backends; absent → NOT_FOUND.
