@@ -29,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { binariesReady, ensureBinaries, kubeVersion } from './controlplane/binaries.js';
 import { exists } from './helpers/build-once.js';
 import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
+import { javaBuild, javaProviderDir } from './helpers/java.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
 import { prepareRelease, releaseBuilt } from './helpers/release.js';
 import { motoPython, motoVenvDir } from './helpers/moto.js';
@@ -60,6 +61,7 @@ export type BuildName =
   | 'go-provider'
   | 'fake-cloud'
   | 'python-venv'
+  | 'java-provider'
   | 'moto-venv'
   | 'aws'
   | 'vsphere'
@@ -131,6 +133,15 @@ export const BUILDS: readonly Build[] = [
     compile: false,
     ready: async () => exists(await pythonVenvDir()),
     build: () => pythonProviderInterpreter(),
+  },
+  {
+    name: 'java-provider',
+    what: 'the Java SDK and the Java example provider plugins/java with Maven, from Maven Central (test/helpers/java.ts)',
+    // Only the Java files need it: beside the tests, not before them.
+    early: false,
+    compile: true,
+    ready: async () => exists(await javaProviderDir()),
+    build: (say) => javaBuild(say),
   },
   {
     name: 'moto-venv',
@@ -229,6 +240,7 @@ export const DIST_TEST = dirname(fileURLToPath(import.meta.url));
 /** Helper modules (relative to dist/test) whose import alone means a build: they build on use. */
 const MODULE_NEEDS: Record<string, BuildName> = {
   'helpers/kustomize.js': 'kustomize',
+  'helpers/java.js': 'java-provider',
   'helpers/moto.js': 'moto-venv',
   'helpers/vsphere.js': 'vsphere',
   'helpers/openstack.js': 'openstack',

@@ -252,7 +252,7 @@ export async function pythonProviderLauncher(dir: string): Promise<string> {
 /** A provider under test: how to run it and what it calls itself. */
 export interface ProviderUnderTest {
   /** --cloud-provider and providerID prefix. */
-  name: 'memgo' | 'mempy' | 'fake' | 'aws';
+  name: 'memgo' | 'mempy' | 'memjava' | 'fake' | 'aws';
   /** An executable for --plugin-path (exec) or to start as a sidecar. */
   executable(dir: string): Promise<string>;
 }

@@ -36,10 +36,11 @@ import { waitFor } from '../../helpers/wait.js';
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SELECTOR_LABEL = 'ccm-test/provider-scenario';
 const EXCLUDE_FROM_LBS = 'node.kubernetes.io/exclude-from-external-load-balancers';
-/** Each provider's load balancer address pool (plugins/go/loadbalancers.go, plugins/python/mempy/cloud.py); aws has tests of its own (aws-bridge.test.ts). */
+/** Each provider's load balancer address pool (plugins/go/loadbalancers.go, plugins/python/mempy/cloud.py, plugins/java Cloud.java); aws has tests of its own (aws-bridge.test.ts). */
 const LB_POOL: Record<Exclude<ProviderUnderTest['name'], 'aws'>, RegExp> = {
   memgo: /^203\.0\.113\./,
   mempy: /^198\.51\.100\./,
+  memjava: /^198\.18\.0\./,
   fake: /^192\.0\.2\.10$/,
 };
 /** What the fake cloud answers for every machine (sdk/go/bridge/example/fake/main.go). */

@@ -34,6 +34,7 @@ const NEEDS: { file: string; needs: BuildName[] }[] = [
   { file: 'unit/release/release.test.js', needs: ['controlplane'] },
   { file: 'integration/parity/upstream-parity.test.js', needs: ['controlplane', 'upstream-ccm'] },
   { file: 'integration/providers/host-scenarios.test.js', needs: ['controlplane', 'fake-cloud', 'go-provider', 'python-venv'] },
+  { file: 'integration/providers/java-sdk.test.js', needs: ['controlplane', 'java-provider'] },
 ];
 
 for (const c of NEEDS) {
@@ -55,6 +56,7 @@ const ENTRY_POINTS: [RegExp, BuildName][] = [
   [/\b(awsCloudBinary|AWS_CLOUD_PROVIDER|awsUpstreamCcm)\b/, 'aws'],
   [/\b(startMoto|motoPython)\b/, 'moto-venv'],
   [/\b(GO_PROVIDER)\b/, 'go-provider'],
+  [/\b(JAVA_PROVIDER|javaBuild|javaProviderLauncher|javaClasspath)\b/, 'java-provider'],
   [/\b(releaseFixture|prepareRelease)\b/, 'release'],
 ];
 

@@ -25,13 +25,14 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63\x63m/provider/v1/lifecycle.proto\x12\x0f\x63\x63m.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfb\x01\n\x10\x43onfigureRequest\x12\x14\n\x0c\x63loud_config\x18\x01 \x01(\x0c\x12\x14\n\x0c\x63luster_name\x18\x02 \x01(\t\x12\x14\n\x0chost_version\x18\x03 \x01(\t\x12\x13\n\x0b\x63luster_uid\x18\x04 \x01(\t\x12\x15\n\rprovider_args\x18\x05 \x03(\t\x12\x13\n\x0b\x63ontrollers\x18\x06 \x03(\t\x12\x15\n\rnode_selector\x18\x07 \x01(\t\x12\x17\n\x0fwatch_namespace\x18\x08 \x01(\t\x12\x34\n\x11\x63ontrollers_lease\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\"%\n\x11\x43onfigureResponse\x12\x10\n\x08warnings\x18\x01 \x03(\t\"B\n\x0fShutdownRequest\x12/\n\x0cgrace_period\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x12\n\x10ShutdownResponse2\xb7\x01\n\x10LifecycleService\x12R\n\tConfigure\x12!.ccm.provider.v1.ConfigureRequest\x1a\".ccm.provider.v1.ConfigureResponse\x12O\n\x08Shutdown\x12 .ccm.provider.v1.ShutdownRequest\x1a!.ccm.provider.v1.ShutdownResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63\x63m/provider/v1/lifecycle.proto\x12\x0f\x63\x63m.provider.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfb\x01\n\x10\x43onfigureRequest\x12\x14\n\x0c\x63loud_config\x18\x01 \x01(\x0c\x12\x14\n\x0c\x63luster_name\x18\x02 \x01(\t\x12\x14\n\x0chost_version\x18\x03 \x01(\t\x12\x13\n\x0b\x63luster_uid\x18\x04 \x01(\t\x12\x15\n\rprovider_args\x18\x05 \x03(\t\x12\x13\n\x0b\x63ontrollers\x18\x06 \x03(\t\x12\x15\n\rnode_selector\x18\x07 \x01(\t\x12\x17\n\x0fwatch_namespace\x18\x08 \x01(\t\x12\x34\n\x11\x63ontrollers_lease\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\"%\n\x11\x43onfigureResponse\x12\x10\n\x08warnings\x18\x01 \x03(\t\"B\n\x0fShutdownRequest\x12/\n\x0cgrace_period\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x12\n\x10ShutdownResponse2\xb7\x01\n\x10LifecycleService\x12R\n\tConfigure\x12!.ccm.provider.v1.ConfigureRequest\x1a\".ccm.provider.v1.ConfigureResponse\x12O\n\x08Shutdown\x12 .ccm.provider.v1.ShutdownRequest\x1a!.ccm.provider.v1.ShutdownResponseB\'\n\x13\x64\x65v.ccm.provider.v1B\x0eLifecycleProtoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ccm.provider.v1.lifecycle_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\023dev.ccm.provider.v1B\016LifecycleProtoP\001'
   _globals['_CONFIGUREREQUEST']._serialized_start=85
   _globals['_CONFIGUREREQUEST']._serialized_end=336
   _globals['_CONFIGURERESPONSE']._serialized_start=338

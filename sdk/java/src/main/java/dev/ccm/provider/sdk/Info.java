@@ -1,0 +1,67 @@
+package dev.ccm.provider.sdk;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What a provider declares about itself (GetPluginInfo, GetPluginCapabilities).
+ *
+ * @param name DNS-style implementation name, e.g. "example.com"
+ * @param providerName used in providerIDs ("&lt;provider_name&gt;://&lt;id&gt;"): a lowercase DNS label
+ * @param vendorVersion the provider's own version
+ * @param hasClusterId cloud objects are tagged with the cluster name (upstream HasClusterID)
+ * @param manifest free-form build facts
+ * @param loadBalancerIpModeProxy CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY (only with a load balancer service)
+ * @param volumesExpandOnline CAPABILITY_VOLUMES_EXPAND_ONLINE (only with a volume service)
+ * @param providerIdPrefixes node ownership (KEP-5778): the providerID prefixes of the Nodes this
+ *     provider owns, each ending in "://" (empty: "&lt;provider_name&gt;://")
+ * @param nodeSelector label selector (kubectl -l syntax) claiming Nodes without a providerID yet
+ * @param loadBalancerClasses Service spec.loadBalancerClass values the load balancers serve
+ * @param loadBalancerClassesOnly serve only those classes, no Service without a class
+ */
+public record Info(
+    String name,
+    String providerName,
+    String vendorVersion,
+    boolean hasClusterId,
+    Map<String, String> manifest,
+    boolean loadBalancerIpModeProxy,
+    boolean volumesExpandOnline,
+    List<String> providerIdPrefixes,
+    String nodeSelector,
+    List<String> loadBalancerClasses,
+    boolean loadBalancerClassesOnly) {
+
+  /** Name and providerName; everything else empty or false. */
+  public static Info of(String name, String providerName) {
+    return new Info(name, providerName, "", false, Map.of(), false, false, List.of(), "", List.of(), false);
+  }
+
+  public Info withVendorVersion(String v) {
+    return new Info(name, providerName, v, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+  }
+
+  public Info withClusterId(boolean v) {
+    return new Info(name, providerName, vendorVersion, v, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+  }
+
+  public Info withManifest(Map<String, String> v) {
+    return new Info(name, providerName, vendorVersion, hasClusterId, Map.copyOf(v), loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+  }
+
+  public Info withLoadBalancerIpModeProxy(boolean v) {
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, v, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+  }
+
+  public Info withVolumesExpandOnline(boolean v) {
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, v, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+  }
+
+  public Info withNodeOwnership(List<String> prefixes, String selector) {
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, List.copyOf(prefixes), selector, loadBalancerClasses, loadBalancerClassesOnly);
+  }
+
+  public Info withLoadBalancerClasses(List<String> classes, boolean only) {
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, List.copyOf(classes), only);
+  }
+}
