@@ -228,6 +228,12 @@ export class ServiceController {
    * of a foreign class's controller are never touched).
    */
   private readonly conditioned = new Set<string>();
+  /**
+   * The spec signature (lbSpecSignature) each deferred Service was deferred
+   * with: its retries with the same spec are quiet (no EnsuringLoadBalancer
+   * event per retry). Dropped on any other outcome.
+   */
+  private readonly deferredSpec = new Map<string, string>();
   /** The Node LIST before an empty backend set (mayEmptyBackends). */
   private readonly nodeLiveRead: LiveReadCount;
   private readonly lock = new KeyedMutex<string>();
@@ -332,6 +338,7 @@ export class ServiceController {
       onDelete: (s) => {
         const key = keyOf(s);
         this.conditioned.delete(s.metadata?.uid ?? '');
+        this.deferredSpec.delete(key);
         if (this.ours(s)) this.lastKnown.remember(s);
         if (this.cleanedUp.delete(s.metadata?.uid ?? '')) return;
         // The last object may carry no deletionTimestamp (deleted without our finalizer).
@@ -560,11 +567,13 @@ export class ServiceController {
         // The conditions follow the ensure (also the one after a class change's cleanup).
         const ensuring = plan.kind === 'ensure' || (plan.kind === 'cleanup' && plan.then !== undefined);
         if (err instanceof DeferredError) {
+          this.deferredSpec.set(key, lbSpecSignature(svc));
           await this.deferred(key, svc, err, ensuring);
           if (err.retryAfterMs !== undefined) return;
           // No delay given: the Service's backoff (runWorkers), still without a Warning.
           throw err;
         }
+        this.deferredSpec.delete(key);
         if (ensuring) await this.writeConditions(key, svc, failureOutcome(err));
         this.o.recorder.event(svc, 'Warning', EventReasons.SYNC_LB_FAILED, `Error syncing load balancer: ${errorMessage(err)}`);
         throw err;
@@ -672,14 +681,16 @@ export class ServiceController {
     const specSig = lbSpecSignature(cached);
     // A periodic re-ensure of an unchanged Service stays quiet unless it finds drift.
     const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);
-    if (changed) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
+    // A retry after a deferral of the same spec is quiet too: its Normal LoadBalancerDeferred said it all.
+    const announce = changed && this.deferredSpec.get(key) !== specSig;
+    if (announce) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
     if (!hasLbFinalizer(cached) || needsMakerRecord(cached, maker)) await this.addFinalizer(ref, maker);
     const nodes = this.backendNodes();
     const nodesSig = backendSetKey(nodes);
     if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev))) throw new EmptyBackendsRefusedError();
     // Until the call succeeds, the cloud may hold the old backends or the new ones.
     const mayHave = mayHaveBackends(prev, cached) || nodes.length > 0;
-    if (nodes.length === 0 && changed) {
+    if (nodes.length === 0 && announce) {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
     // Known before the call: a deletion that arrives while it is in flight (or
@@ -687,6 +698,7 @@ export class ServiceController {
     this.synced.set(key, { ref, maker, specSig: prev?.specSig ?? '', nodesSig: undefined, mayHaveBackends: mayHave });
     const status = await p.batcher.ensure({ key, ref, nodes: nodes.map(toNodeRef), nodesSig });
     this.synced.set(key, { ref, maker, specSig, nodesSig, mayHaveBackends: nodes.length > 0 });
+    this.deferredSpec.delete(key);
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).

@@ -60,6 +60,12 @@ const sr = (s: V1Service, type: string): string => {
   return c ? `${c.status}/${c.reason}` : '-';
 };
 
+/** PATCH requests the host sent to the API server so far (rest_client_requests_total, any code). */
+async function patches(host: TestHost): Promise<number> {
+  const metric = await host.metrics.registry.getSingleMetric('rest_client_requests_total')?.get();
+  return (metric?.values ?? []).filter((v) => v.labels.method === 'PATCH').reduce((n, v) => n + v.value, 0);
+}
+
 async function deferredCount(host: TestHost, reason: string): Promise<number> {
   const text = await host.metrics.registry.metrics();
   const m = new RegExp(`^ccm_cloud_deferred_total\\{[^}]*reason="${reason}"[^}]*\\} (\\d+)`, 'm').exec(text);
@@ -144,10 +150,17 @@ test.serial('a quota "not now": Deferred conditions, retried after the provider 
     /^QuotaExhausted: EnsureLoadBalancers?: load balancer quota of \d+ reached.*; retried in 2s$/,
   );
 
-  // Retried after the provider's delay (2 s, not the 5 s.. backoff): further deferrals, none of which writes the Service.
-  await waitFor(async () => (await deferredCount(host, 'QuotaExhausted')) >= before + 3, { what: 'three deferrals', log: host.logPath });
+  // Retried after the provider's delay (2 s, not the 5 s.. backoff): further deferrals, none of which sends a write
+  // (not even one the API server would find unchanged).
+  const patched = await patches(host);
+  const seen = await deferredCount(host, 'QuotaExhausted');
+  await waitFor(async () => (await deferredCount(host, 'QuotaExhausted')) >= Math.max(seen, before + 1) + 2, {
+    what: 'two more deferrals',
+    log: host.logPath,
+  });
+  t.is(await patches(host), patched, 'an unchanged deferral sends no PATCH');
   const still = await read(core, 'cond-quota');
-  t.is(still.metadata!.resourceVersion, deferred.metadata!.resourceVersion, 'an unchanged deferral writes nothing');
+  t.is(still.metadata!.resourceVersion, deferred.metadata!.resourceVersion, 'nor changes the Service');
   const events = await serviceEvents(core, still);
   t.deepEqual(
     events.filter((e) => e.type === 'Warning').map((e) => e.reason),
@@ -157,6 +170,11 @@ test.serial('a quota "not now": Deferred conditions, retried after the provider 
   const normal = events.filter((e) => e.reason === 'LoadBalancerDeferred');
   t.is(normal.length, 1, 'one LoadBalancerDeferred event');
   t.is(normal[0]!.count ?? 1, 1, 'emitted once, not per retry');
+  t.deepEqual(
+    events.filter((e) => e.reason === 'EnsuringLoadBalancer').map((e) => e.count ?? 1),
+    [1],
+    'the retries of a deferral are quiet: EnsuringLoadBalancer once',
+  );
 
   await updateKnobs(store, {}, ['lbQuota']);
   const served = await waitFor(
