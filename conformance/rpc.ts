@@ -30,6 +30,8 @@ export class RpcError extends Error {
     readonly retryAfterMs?: number,
     /** Problems decoding grpc-status-details-bin (malformed trailer or detail). */
     readonly detailProblems: string[] = [],
+    /** ErrorInfo metadata (a DEFERRED answer's own reason, protocol 1.1). */
+    readonly metadata: Record<string, string> = {},
   ) {
     super(`${method}: ${Code[code] ?? code}${reason ? `/${reason}` : ''}: ${details}`);
   }
@@ -44,15 +46,17 @@ export function decodeDetails(details: readonly { typeUrl: string; value: Uint8A
   reason?: string;
   domain?: string;
   retryAfterMs?: number;
+  metadata?: Record<string, string>;
   problems: string[];
 } {
-  const out: { reason?: string; domain?: string; retryAfterMs?: number; problems: string[] } = { problems: [] };
+  const out: { reason?: string; domain?: string; retryAfterMs?: number; metadata?: Record<string, string>; problems: string[] } = { problems: [] };
   for (const d of details) {
     try {
       if (d.typeUrl === ERROR_INFO_TYPE) {
         const info = ErrorInfo.decode(d.value);
         out.reason = info.reason;
         out.domain = info.domain;
+        out.metadata = info.metadata;
       } else if (d.typeUrl === RETRY_INFO_TYPE) {
         const delay = RetryInfo.decode(d.value).retryDelay;
         out.retryAfterMs = delay ? delay.seconds * 1000 + Math.round(delay.nanos / 1e6) : -1;
@@ -72,7 +76,7 @@ function toRpcError(method: string, err: ServiceError): RpcError {
       const d = decodeDetails(s.details);
       const problems = [...d.problems];
       if (s.code !== err.code) problems.push(`grpc-status-details-bin says code ${s.code}, the call ended with ${err.code}`);
-      return new RpcError(method, err.code, err.details, d.reason, d.domain, d.retryAfterMs, problems);
+      return new RpcError(method, err.code, err.details, d.reason, d.domain, d.retryAfterMs, problems, d.metadata);
     } catch (e) {
       return new RpcError(method, err.code, err.details, undefined, undefined, undefined, [
         `grpc-status-details-bin is not a google.rpc.Status: ${(e as Error).message}`,

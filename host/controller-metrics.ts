@@ -119,6 +119,22 @@ export function liveReadMetrics(registry: Registry) {
   };
 }
 
+/**
+ * Deferrals (ours; protocol 1.1): the provider answered "not now" (DEFERRED)
+ * with its own reason, by controller and that reason. The reason set is the
+ * provider's (CamelCase words; invalid ones count as Unspecified), small by
+ * the protocol's advice.
+ */
+export function deferralMetrics(registry: Registry) {
+  return {
+    deferred: metric(registry, Counter<'controller' | 'reason'>, {
+      name: 'ccm_cloud_deferred_total',
+      help: 'Cloud calls the provider answered with "not now" (DEFERRED, protocol 1.1), retried after its delay without a Warning event, by controller and the provider\'s reason.',
+      labelNames: ['controller', 'reason'],
+    }),
+  };
+}
+
 /** Upstream's service controller metrics (k8s.io/cloud-provider controllers/service/metrics.go). */
 
 /** Upstream's buckets for both latencies: 1 s to 16384 s, doubling. */

@@ -53,6 +53,26 @@ export class RetryAfterError extends CloudCallError {
   }
 }
 
+/**
+ * The provider answered "not now" (protocol 1.1, ErrorInfo DEFERRED): a
+ * wait, not a failure. `deferredReason` is the provider's reason (CamelCase;
+ * "Unspecified" when it sent none or an invalid one), `retryAfterMs` its
+ * earliest retry (undefined without a RetryInfo: the caller's backoff).
+ * Callers record it (condition, metric) and retry without Warning events.
+ */
+export class DeferredError extends CloudCallError {
+  override name = 'DeferredError';
+  constructor(
+    method: string,
+    code: string,
+    message: string,
+    readonly deferredReason: string,
+    readonly retryAfterMs: number | undefined,
+  ) {
+    super(method, code, message, 'DEFERRED');
+  }
+}
+
 /** The plugin is not running or not ready; the call was not sent or was cut off. */
 export class PluginUnavailableError extends Error {
   override name = 'PluginUnavailableError';

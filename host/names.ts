@@ -161,6 +161,13 @@ export const EventReasons = {
   UNAVAILABLE_LB: 'UnAvailableLoadBalancer',
   /** Not upstream: Warning, the Service's load balancer was made by a provider that cannot act on it now (nothing is deleted). */
   LB_NOT_SERVED: 'LoadBalancerNotServed',
+  /**
+   * Not upstream (protocol 1.1): Normal, the provider answered "not now"
+   * (DEFERRED) for the Service's load balancer; once per deferral (when the
+   * LoadBalancerProvisioning condition turns Deferred or the provider's
+   * reason changes), never a Warning: a deferral is a wait, not a failure.
+   */
+  LB_DEFERRED: 'LoadBalancerDeferred',
   /** Lifecycle (upstream): Normal, before a Node whose instance is gone is deleted. */
   DELETING_NODE: 'DeletingNode',
   /** Lifecycle (upstream): Warning, the delete failed. */
@@ -190,6 +197,36 @@ export const EventReasons = {
   VOLUME_RESIZE_SUCCESSFUL: 'VolumeResizeSuccessful',
   VOLUME_RESIZE_FAILED: 'VolumeResizeFailed',
   FILE_SYSTEM_RESIZE_REQUIRED: 'FileSystemResizeRequired',
+} as const;
+
+/**
+ * Service conditions written by the service controller (not upstream:
+ * upstream writes none; names and reasons after KEP-4631, see
+ * docs/controllers.md "Load balancer conditions").
+ */
+export const ServiceConditions = {
+  /** True while the host is still working to bring the load balancer in line with the Service (waiting, deferred). */
+  LB_PROVISIONING: 'LoadBalancerProvisioning',
+  /** True while the load balancer handles traffic at status.loadBalancer.ingress. */
+  LB_SERVING: 'LoadBalancerServing',
+} as const;
+
+/** Reasons of the ServiceConditions (a deferred Service's LoadBalancerServing carries the provider's own reason instead). */
+export const ServiceConditionReasons = {
+  /** Serving=True: the load balancer answers at its ingress. */
+  SERVING: 'Serving',
+  /** Serving=False: not serving yet, being provisioned (the provider answered "not ready yet", RetryInfo). Provisioning=True: same. */
+  PROVISIONING: 'Provisioning',
+  /** Provisioning=False: the last ensure succeeded. */
+  COMPLETE: 'Complete',
+  /** Provisioning=False: the last ensure failed; retried with backoff (a Warning event says why). */
+  ERROR: 'Error',
+  /** Provisioning=True: the provider answered "not now" (DEFERRED); retried after its delay. */
+  DEFERRED: 'Deferred',
+  /** Serving=False: the Service asks for what the provider or the host cannot make (invalid Service, INVALID_ARGUMENT, UNIMPLEMENTED). */
+  UNSUPPORTED: 'Unsupported',
+  /** Serving=False: the cloud (or the plugin) failed. */
+  INFRASTRUCTURE: 'Infrastructure',
 } as const;
 
 /** Node condition written by the route controller (upstream spelling). */

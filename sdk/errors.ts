@@ -8,7 +8,7 @@ import { Metadata, status as Code, type ServiceError } from '@grpc/grpc-js';
 import { Any } from '../proto/gen/google/protobuf/any.js';
 import { ErrorInfo, RetryInfo } from '../proto/gen/google/rpc/error_details.js';
 import { Status } from '../proto/gen/google/rpc/status.js';
-import { ERROR_DOMAIN, ErrorReason } from './protocol.js';
+import { DEFERRED_REASON_KEY, DEFERRED_REASON_PATTERN, ERROR_DOMAIN, ErrorReason } from './protocol.js';
 
 export { Code };
 
@@ -112,6 +112,30 @@ export class InUseError extends ProviderError {
   override name = 'InUseError';
   constructor(message: string) {
     super(Code.FAILED_PRECONDITION, message, { reason: ErrorReason.IN_USE });
+  }
+}
+
+/**
+ * Protocol 1.1, "not now": the request is fine but cannot be done yet (a
+ * quota, a prerequisite that does not exist yet, eventual consistency).
+ * `reason` is a CamelCase word saying why (e.g. "QuotaExhausted"; it becomes
+ * the Service's LoadBalancerServing condition reason and a metric label, so
+ * keep the set small); `retryAfterMs` the earliest retry (the host keeps it
+ * within 1 s .. 5 min). The host records it in a condition and retries
+ * without Warning events. On the wire: UNAVAILABLE, ErrorInfo DEFERRED with
+ * metadata {reason}, RetryInfo; a 1.0 host reads that as a retry after the
+ * delay. Throws RangeError for a reason that is not CamelCase.
+ */
+export class DeferredError extends ProviderError {
+  override name = 'DeferredError';
+  constructor(
+    readonly deferredReason: string,
+    message: string,
+    retryAfterMs: number,
+  ) {
+    if (!DEFERRED_REASON_PATTERN.test(deferredReason))
+      throw new RangeError(`deferral reason ${JSON.stringify(deferredReason)} is not a CamelCase word of at most 64 characters`);
+    super(Code.UNAVAILABLE, message, { reason: ErrorReason.DEFERRED, retryAfterMs, metadata: { [DEFERRED_REASON_KEY]: deferredReason } });
   }
 }
 

@@ -25,6 +25,7 @@ export type {
 export {
   AlreadyExistsError,
   Code,
+  DeferredError,
   ImplementedElsewhereError,
   InstanceNotFoundError,
   InUseError,
@@ -44,6 +45,7 @@ export { createProviderLogger, type Logger, type ProviderLoggerOptions } from '.
 export {
   ENV_SIDECAR_ENDPOINT,
   ErrorReason,
+  DEFERRED_REASON_KEY,
   HEALTH_SERVICE_NAME,
   MAX_MESSAGE_BYTES,
   PROTOCOL_MINOR,

@@ -57,13 +57,18 @@ export const CORE_PROTOCOL_VERSION = 1;
 /** Protocol majors this build speaks (ccm.provider.v1). */
 export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1];
 /** Minor revision of protocol 1 this build implements. */
-export const PROTOCOL_MINOR = 0;
+export const PROTOCOL_MINOR = 1;
 /** A handshake line longer than this is rejected (a socket path is < 108). */
 export const MAX_HANDSHAKE_LINE_BYTES = 1024;
 /** Service name registered with grpc.health.v1. */
 export const HEALTH_SERVICE_NAME = 'ccm.provider.v1';
 /** ErrorInfo.domain of the protocol's error reasons. */
 export const ERROR_DOMAIN = 'ccm.provider.v1';
+
+/** ErrorInfo metadata key of a DEFERRED answer's own reason (CamelCase, e.g. "QuotaExhausted"). */
+export const DEFERRED_REASON_KEY = 'reason';
+/** What a deferral's own reason must look like: a Kubernetes condition reason (CamelCase), at most 64 characters. */
+export const DEFERRED_REASON_PATTERN = /^[A-Za-z]([A-Za-z0-9_,:]{0,62}[A-Za-z0-9_])?$/;
 
 /** ErrorInfo reasons; see proto/ccm/provider/v1/common.proto. */
 export const ErrorReason = {
@@ -74,6 +79,8 @@ export const ErrorReason = {
   CLOUD_API_ERROR: 'CLOUD_API_ERROR',
   IN_USE: 'IN_USE',
   NOT_CONFIGURED: 'NOT_CONFIGURED',
+  /** Protocol 1.1: "not now", with the provider's own reason (DEFERRED_REASON_KEY) and an earliest retry (RetryInfo). */
+  DEFERRED: 'DEFERRED',
 } as const;
 export type ErrorReason = (typeof ErrorReason)[keyof typeof ErrorReason];
 

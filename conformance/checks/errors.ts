@@ -1,7 +1,7 @@
 /** Error-model checks: RetryInfo under a throttle, and the details of every error seen. */
 import { setTimeout as delay } from 'node:timers/promises';
 import { Service } from '../../proto/gen/ccm/provider/v1/identity.js';
-import { ERROR_DOMAIN, ErrorReason } from '../../sdk/protocol.js';
+import { DEFERRED_REASON_KEY, DEFERRED_REASON_PATTERN, ERROR_DOMAIN, ErrorReason } from '../../sdk/protocol.js';
 import { expect, skip, type Check, type Kit } from '../kit.js';
 import { Code, RpcError } from '../rpc.js';
 import { probeCall } from './identity.js';
@@ -66,7 +66,8 @@ export const errorChecks: Check[] = [
   },
   {
     id: 'errors/details',
-    title: 'every error of the run has a valid code and well-formed details (ErrorInfo domain ccm.provider.v1, known reasons)',
+    title:
+      'every error of the run has a valid code and well-formed details (ErrorInfo domain ccm.provider.v1, known reasons; DEFERRED: UNAVAILABLE, its own reason, a RetryInfo)',
     run: async (k) => {
       const failures = k.rpc.failures;
       if (failures.length === 0) skip('no errors were seen');
@@ -83,6 +84,16 @@ export const errorChecks: Check[] = [
         if (e.reason === ErrorReason.INSTANCE_NOT_FOUND)
           expect(e.code === Code.NOT_FOUND, `${e.method}: INSTANCE_NOT_FOUND with code ${e.codeName}; want NOT_FOUND`);
         if (e.retryAfterMs !== undefined) expect(e.retryAfterMs >= 0, `${e.method}: RetryInfo without a valid retry_delay`);
+        if (e.reason === ErrorReason.DEFERRED) {
+          // Protocol 1.1 "not now": UNAVAILABLE (a 1.0 host then retries after the delay), its own CamelCase reason, an earliest retry.
+          expect(e.code === Code.UNAVAILABLE, `${e.method}: DEFERRED with code ${e.codeName}; want UNAVAILABLE`);
+          const own = e.metadata[DEFERRED_REASON_KEY] ?? '';
+          expect(
+            DEFERRED_REASON_PATTERN.test(own),
+            `${e.method}: DEFERRED with ErrorInfo metadata ${DEFERRED_REASON_KEY}=${JSON.stringify(own)}; want a CamelCase word of at most 64 characters`,
+          );
+          expect(e.retryAfterMs !== undefined && e.retryAfterMs > 0, `${e.method}: DEFERRED without a positive RetryInfo.retry_delay`);
+        }
       }
     },
   },

@@ -89,6 +89,11 @@ export function isForbidden(err: unknown): boolean {
   return hasStatus(err, 403);
 }
 
+/** Whether `err` is a 422 Unprocessable Entity (e.g. a JSON patch whose `test` op failed: the object changed). */
+export function isUnprocessable(err: unknown): boolean {
+  return hasStatus(err, 422);
+}
+
 /** Whether `err` is a 404 Not Found from the API server. */
 export function isNotFound(err: unknown): boolean {
   return hasStatus(err, 404);

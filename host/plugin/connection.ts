@@ -15,11 +15,12 @@ import { RoutesServiceClient } from '../../proto/gen/ccm/provider/v1/routes.js';
 import { VolumesServiceClient } from '../../proto/gen/ccm/provider/v1/volumes.js';
 import { ClustersServiceClient, ZonesServiceClient } from '../../proto/gen/ccm/provider/v1/zones.js';
 import { fromServiceError, type DecodedStatus } from '../../sdk/errors.js';
-import { ErrorReason, HEALTH_SERVICE_NAME, MAX_MESSAGE_BYTES } from '../../sdk/protocol.js';
+import { DEFERRED_REASON_KEY, DEFERRED_REASON_PATTERN, ErrorReason, HEALTH_SERVICE_NAME, MAX_MESSAGE_BYTES } from '../../sdk/protocol.js';
 import { CALLER_METADATA_KEY, MUTATING_METHODS } from '../../sdk/mutations.js';
 import { redact } from '../redact.js';
 import {
   CloudCallError,
+  DeferredError,
   ImplementedElsewhereError,
   InstanceNotFoundError,
   NotImplementedError,
@@ -59,6 +60,10 @@ export function decodedToCloudError(method: string, s: DecodedStatus): Error {
   // "Not configured" is "not ready", never an answer (least of all "not found").
   if (s.reason === ErrorReason.NOT_CONFIGURED)
     return new PluginNotConfiguredError(`${msg}: the plugin is being configured again; the call will be retried`);
+  if (s.reason === ErrorReason.DEFERRED) {
+    const own = s.metadata?.[DEFERRED_REASON_KEY] ?? '';
+    return new DeferredError(method, code, msg, DEFERRED_REASON_PATTERN.test(own) ? own : 'Unspecified', s.retryAfterMs);
+  }
   if (s.retryAfterMs !== undefined) return new RetryAfterError(method, code, msg, s.reason, s.retryAfterMs);
   if (s.reason === ErrorReason.INSTANCE_NOT_FOUND) return new InstanceNotFoundError(method, code, msg, s.reason);
   if (s.reason === ErrorReason.IMPLEMENTED_ELSEWHERE) return new ImplementedElsewhereError(method, code, msg, s.reason);

@@ -129,6 +129,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
   };
   // ReconcileRoutes applies the `fail` knob to each route it would create or delete (routes.ts).
   c.faultFor = (method, object) => failFor(currentKnobs().fail, method, object);
+  c.lbQuota = () => ({ limit: currentKnobs().lbQuota, retryMs: currentKnobs().lbQuotaRetryMs });
 
   /** Puts every method of a service behind the knobs and maps lock timeouts to UNAVAILABLE. */
   function instrument<S extends object>(service: string, impl: S): S {

@@ -32,6 +32,8 @@ export interface CloudContext {
    * create or delete is only known inside the state update).
    */
   faultFor?: (method: string, object: string) => ProviderError | undefined;
+  /** The load-balancer quota knobs (knobs.ts `lbQuota`, `lbQuotaRetryMs`) as the current call sees them. */
+  lbQuota?: () => { limit: number; retryMs: number };
 }
 
 /** Topology label of a zone. */

@@ -62,6 +62,15 @@ export interface Knobs {
    * every other call goes through (test/integration/parity).
    */
   fail: string;
+  /**
+   * Load balancers the account may hold; 0 = no quota. An ensure that would
+   * create one more answers "not now" (DeferredError, protocol 1.1: reason
+   * QuotaExhausted, retry after `lbQuotaRetryMs`); existing ones still
+   * converge. Raise or unset it at runtime to lift the quota.
+   */
+  lbQuota: number;
+  /** The earliest retry a quota deferral asks for, in milliseconds. */
+  lbQuotaRetryMs: number;
 }
 
 /** The knob names. */
@@ -78,6 +87,8 @@ const DEFAULT_KNOBS: Readonly<Knobs> = {
   replyLatencyMs: 0,
   hold: '',
   fail: '',
+  lbQuota: 0,
+  lbQuotaRetryMs: 30_000,
 };
 
 /** Environment variable of each knob. */
@@ -91,6 +102,8 @@ export const KNOB_ENV: Readonly<Record<KnobName, string>> = {
   replyLatencyMs: 'LOCALCLOUD_REPLY_LATENCY_MS',
   hold: 'LOCALCLOUD_HOLD',
   fail: 'LOCALCLOUD_FAIL',
+  lbQuota: 'LOCALCLOUD_LB_QUOTA',
+  lbQuotaRetryMs: 'LOCALCLOUD_LB_QUOTA_RETRY_MS',
 };
 
 /** Longest accepted `hold` value, in characters. */
@@ -151,7 +164,8 @@ function checkKnob(name: KnobName, value: unknown): string | undefined {
   }
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `knob ${name} must be a number >= 0`;
   if (name === 'errorRate' && value > 1) return `knob ${name} must be between 0 and 1`;
-  if ((name === 'latencyMs' || name === 'latencyJitterMs' || name === 'replyLatencyMs') && value > MAX_LATENCY_MS)
+  if (name === 'lbQuota' && !Number.isInteger(value)) return `knob ${name} must be a whole number`;
+  if ((name === 'latencyMs' || name === 'latencyJitterMs' || name === 'replyLatencyMs' || name === 'lbQuotaRetryMs') && value > MAX_LATENCY_MS)
     return `knob ${name} must be <= ${MAX_LATENCY_MS} ms`;
   return undefined;
 }

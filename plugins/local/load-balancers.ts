@@ -8,7 +8,15 @@
  * Annotation `local.ccm.dev/ip-mode: Proxy|VIP` selects the ingress ipMode
  * (default VIP).
  */
-import { AlreadyExistsError, InUseError, InvalidArgumentError, NotFoundError, QuotaExceededError, toStatus } from '../../sdk/errors.js';
+import {
+  AlreadyExistsError,
+  DeferredError,
+  InUseError,
+  InvalidArgumentError,
+  NotFoundError,
+  QuotaExceededError,
+  toStatus,
+} from '../../sdk/errors.js';
 import type { LoadBalancersProvider } from '../../sdk/provider.js';
 import { NodeAddressType, type NodeRef, type RequestMeta } from '../../proto/gen/ccm/provider/v1/common.js';
 import {
@@ -276,6 +284,14 @@ function applyEnsure(
   if (existing && existing.serviceUid !== svc.uid)
     throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
   const others = draft.loadBalancers.filter((l) => l !== existing);
+  // The quota knob: one more load balancer is "not now" (protocol 1.1), not an error.
+  const quota = c.lbQuota?.();
+  if (!existing && quota && quota.limit > 0 && others.length >= quota.limit)
+    throw new DeferredError(
+      'QuotaExhausted',
+      `load balancer quota of ${quota.limit} reached (${others.length} in use); ${name} is created once one is freed or the quota is raised`,
+      quota.retryMs,
+    );
   const used = new Set(others.map((l) => l.ingressIp));
   let ip: string;
   if (wanted) {

@@ -174,6 +174,8 @@ export interface KnobSettings {
   replyLatencyMs?: number;
   hold?: string;
   fail?: string;
+  lbQuota?: number;
+  lbQuotaRetryMs?: number;
 }
 
 /** The whole state document. */

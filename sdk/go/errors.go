@@ -1,6 +1,8 @@
 package ccmsdk
 
 import (
+	"fmt"
+	"regexp"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -23,7 +25,15 @@ const (
 	ReasonCloudAPIError        = "CLOUD_API_ERROR"
 	ReasonInUse                = "IN_USE"
 	ReasonNotConfigured        = "NOT_CONFIGURED"
+	// ReasonDeferred (protocol 1.1): "not now"; see Deferred.
+	ReasonDeferred = "DEFERRED"
 )
+
+// DeferredReasonKey is the ErrorInfo metadata key of a DEFERRED answer's own reason.
+const DeferredReasonKey = "reason"
+
+// deferredReasonPattern: a Kubernetes condition reason (CamelCase), at most 64 characters.
+var deferredReasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]{0,62}[A-Za-z0-9_])?$`)
 
 // StatusError builds a status error with code and msg, a
 // google.rpc.ErrorInfo (domain ccm.provider.v1) when reason is not empty,
@@ -90,6 +100,37 @@ func ImplementedElsewhere(msg string) error {
 // InUse: the object is still in use, e.g. a volume is attached (FAILED_PRECONDITION, IN_USE).
 func InUse(msg string) error {
 	return StatusError(codes.FailedPrecondition, msg, ReasonInUse, nil, 0)
+}
+
+// Deferred (protocol 1.1): "not now". The request is fine but cannot be done
+// yet (a quota, a prerequisite that does not exist yet, eventual
+// consistency). reason is a CamelCase word saying why (e.g. "QuotaExhausted";
+// it becomes the Service's LoadBalancerServing condition reason and a metric
+// label, so keep the set small); retryAfter the earliest retry (the host
+// keeps it within 1 s .. 5 min). The host records it in a condition and
+// retries without Warning events. On the wire: UNAVAILABLE, ErrorInfo
+// DEFERRED with metadata {reason}, RetryInfo; a 1.0 host reads it as a retry
+// after the delay. Panics on a reason that is not CamelCase (a programming
+// error, as regexp.MustCompile).
+func Deferred(reason, msg string, retryAfter time.Duration) error {
+	if !deferredReasonPattern.MatchString(reason) {
+		panic(fmt.Sprintf("ccmsdk.Deferred: reason %q is not a CamelCase word of at most 64 characters", reason))
+	}
+	return StatusError(codes.Unavailable, msg, ReasonDeferred, map[string]string{DeferredReasonKey: reason}, retryAfter)
+}
+
+// DeferredReason is the provider's own reason of a DEFERRED status error, if it is one.
+func DeferredReason(err error) (string, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return "", false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain && info.Reason == ReasonDeferred {
+			return info.Metadata[DeferredReasonKey], true
+		}
+	}
+	return "", false
 }
 
 // CloudUnavailable: the cloud is unreachable or failed transiently; the

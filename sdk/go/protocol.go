@@ -34,7 +34,7 @@ const (
 	// CoreProtocolVersion is the version of the handshake line itself.
 	CoreProtocolVersion = 1
 	// ProtocolMinor is the minor revision of protocol 1 this SDK implements.
-	ProtocolMinor = 0
+	ProtocolMinor = 1
 	// HealthServiceName is the service name registered with grpc.health.v1.
 	HealthServiceName = "ccm.provider.v1"
 	// MaxMessageBytes is the largest gRPC message either side sends or accepts.

@@ -128,3 +128,25 @@ func TestErrorHelpersCarryReasonAndRetryInfo(t *testing.T) {
 		t.Errorf("StatusProto(plain error) = %v", p)
 	}
 }
+
+func TestDeferredCarriesItsReasonAndRetryInfo(t *testing.T) {
+	err := Deferred("QuotaExhausted", "quota of 2 reached", 7*time.Second)
+	if status.Code(err) != codes.Unavailable || ErrorReason(err) != ReasonDeferred {
+		t.Fatalf("Deferred = %v (%s)", err, ErrorReason(err))
+	}
+	if r, ok := DeferredReason(err); !ok || r != "QuotaExhausted" {
+		t.Fatalf("DeferredReason = %q %v", r, ok)
+	}
+	if d, ok := RetryAfter(err); !ok || d != 7*time.Second {
+		t.Fatalf("RetryAfter = %v %v", d, ok)
+	}
+	if _, ok := DeferredReason(Retry("x", time.Second)); ok {
+		t.Error("Retry reads as deferred")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Deferred with a reason that is not CamelCase did not panic")
+		}
+	}()
+	_ = Deferred("quota exhausted!", "x", time.Second)
+}

@@ -6,6 +6,7 @@
  */
 import {
   CORE_PROTOCOL_VERSION,
+  DEFERRED_REASON_KEY,
   ENV_ENDPOINT,
   ENV_INSTANCE_ID,
   ENV_LOG_LEVEL,
@@ -33,5 +34,6 @@ export const SDK_CONSTANTS: { go: string; python: string; source: string }[] = [
   { go: 'ProtocolMinor', python: 'PROTOCOL_MINOR', source: String(PROTOCOL_MINOR) },
   { go: 'HealthServiceName', python: 'HEALTH_SERVICE_NAME', source: JSON.stringify(HEALTH_SERVICE_NAME) },
   { go: 'ErrorDomain', python: 'ERROR_DOMAIN', source: JSON.stringify(ERROR_DOMAIN) },
+  { go: 'DeferredReasonKey', python: 'DEFERRED_REASON_KEY', source: JSON.stringify(DEFERRED_REASON_KEY) },
   { go: 'MaxUnixSocketPathBytes', python: 'MAX_UNIX_SOCKET_PATH_BYTES', source: String(MAX_UNIX_SOCKET_PATH_BYTES) },
 ];

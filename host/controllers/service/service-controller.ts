@@ -48,10 +48,10 @@ import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
-import { CloudCallError, ImplementedElsewhereError, RetryAfterError } from '../../errors.js';
+import { CloudCallError, DeferredError, ImplementedElsewhereError, NotImplementedError, RetryAfterError } from '../../errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
-import { isGoneOrReplaced } from '../../kube/client.js';
+import { isGoneOrReplaced, isUnprocessable } from '../../kube/client.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchService, patchServiceStatus } from '../../kube/patch.js';
 import { ItemExponentialRateLimiter } from '../../kube/ratelimiter.js';
@@ -62,10 +62,11 @@ import { Annotations, Controllers, EventReasons, Finalizers, LiveReadOutcomes } 
 import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
-import { serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
+import { deferralMetrics, serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
 import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import { classOf, LbClassResolver, type LbClassDeclaration } from '../../lb-classes.js';
-import { backendSetKey, hasLbFinalizer, isBackendNode, lbSpecSignature, needsUpdate, nodeUpdateNeedsSync } from './predicates.js';
+import { backendSetKey, hasLbFinalizer, isBackendNode, isLoadBalancer, lbSpecSignature, needsUpdate, nodeUpdateNeedsSync } from './predicates.js';
+import { conditionPatch, desiredConditions, entersDeferral, hasLbConditions, removalPatch, type LbOutcome } from './lb-conditions.js';
 import {
   hasMakerAnnotations,
   makerAnnotations,
@@ -85,6 +86,12 @@ import { ingressEqual, toServiceRef } from './service-ref.js';
 /** Upstream's per-item retry delays of the service and node queues. */
 const MIN_RETRY_DELAY_MS = 5_000;
 const MAX_RETRY_DELAY_MS = 300_000;
+/**
+ * Longest wait a provider's "not now" (DEFERRED) gets: its retry-after is
+ * kept within [MIN_RETRY_AFTER_MS, this], so a deferred Service is never
+ * retried later than a failing one would be (upstream's backoff cap).
+ */
+const MAX_DEFERRED_RETRY_MS = MAX_RETRY_DELAY_MS;
 /** Services per batch host update call. */
 const MAX_BATCH_SERVICES = 1000;
 /** backendSetKey of no nodes. */
@@ -120,6 +127,17 @@ const DEFAULT_SWEEP_LIMIT = 10;
 /** The Service's spec cannot be turned into a load balancer (bad input); retried with backoff after a change. */
 class InvalidServiceError extends Error {
   override name = 'InvalidServiceError';
+}
+
+/** The conditions' view of a failed ensure (a DeferredError never gets here). */
+function failureOutcome(err: unknown): LbOutcome {
+  const message = errorMessage(err);
+  if (err instanceof RetryAfterError) return { kind: 'waiting', message, retryAfterMs: clampRetryAfterMs(err.retryAfterMs) };
+  const unsupported =
+    err instanceof InvalidServiceError ||
+    err instanceof NotImplementedError ||
+    (err instanceof CloudCallError && ['INVALID_ARGUMENT', 'OUT_OF_RANGE'].includes(err.code));
+  return { kind: 'error', message, unsupported };
 }
 
 /** The live Service still wants the load balancer the cache said to delete: nothing deleted; retried with backoff (the cache catches up). */
@@ -202,6 +220,21 @@ export class ServiceController {
   private readonly nodeQueue: WorkQueue<string>;
   /** Upstream's service_controller_* metrics; none without a registry. */
   private readonly metrics?: ServiceMetrics;
+  /** ccm_cloud_deferred_total; none without a registry. */
+  private readonly deferrals?: ReturnType<typeof deferralMetrics>['deferred'];
+  /**
+   * Uids of Services this controller wrote load-balancer conditions on
+   * (in memory): a Service of a class no provider here serves that never got
+   * our finalizer is cleared of them only when it is in here (the conditions
+   * of a foreign class's controller are never touched).
+   */
+  private readonly conditioned = new Set<string>();
+  /**
+   * The spec signature (lbSpecSignature) each deferred Service was deferred
+   * with: its retries with the same spec are quiet (no EnsuringLoadBalancer
+   * event per retry). Dropped on any other outcome.
+   */
+  private readonly deferredSpec = new Map<string, string>();
   /** The Node LIST before an empty backend set (mayEmptyBackends). */
   private readonly nodeLiveRead: LiveReadCount;
   private readonly lock = new KeyedMutex<string>();
@@ -269,6 +302,7 @@ export class ServiceController {
     }
     if (o.registry) {
       this.metrics = serviceMetrics(o.registry);
+      this.deferrals = deferralMetrics(o.registry).deferred;
     }
     const several = this.classes.providers.length > 1;
     for (const p of this.classes.providers)
@@ -305,6 +339,8 @@ export class ServiceController {
       // flight: the ref keeps the uid the load balancer was made for.
       onDelete: (s) => {
         const key = keyOf(s);
+        this.conditioned.delete(s.metadata?.uid ?? '');
+        this.deferredSpec.delete(key);
         if (this.ours(s)) this.lastKnown.remember(s);
         if (this.cleanedUp.delete(s.metadata?.uid ?? '')) return;
         // The last object may carry no deletionTimestamp (deleted without our finalizer).
@@ -487,7 +523,13 @@ export class ServiceController {
     }
   }
 
-  /** Level-triggered reconcile of one Service key; a rejection requeues it (RetryAfterError: after exactly its delay). */
+  /**
+   * Level-triggered reconcile of one Service key; a rejection requeues it
+   * (RetryAfterError: after exactly its delay). A provider's "not now"
+   * (DeferredError) is no rejection: recorded (conditions, one Normal event,
+   * ccm_cloud_deferred_total) and requeued after its delay, without a
+   * Warning event.
+   */
   async sync(key: string): Promise<void> {
     await this.lock.run(key, async () => {
       const svc = this.o.services.get(key);
@@ -500,13 +542,16 @@ export class ServiceController {
       try {
         switch (plan.kind) {
           case 'none':
+            // Conditions we wrote on a Service that no longer wants a load balancer of ours (it never got the finalizer).
+            if (hasLbConditions(svc) && (!isLoadBalancer(svc) || this.conditioned.has(svc.metadata?.uid ?? '')))
+              await this.removeConditions(key, svc);
             return;
           case 'stuck':
             this.log.warn({ service: key, reason: plan.reason }, 'load balancer left alone');
             this.o.recorder.event(svc, 'Warning', EventReasons.LB_NOT_SERVED, `Load balancer left alone: ${plan.reason}`);
             return;
           case 'cleanup':
-            await this.cleanup(key, svc, plan.provider, plan.maker, plan.keepStatus);
+            await this.cleanup(key, svc, plan.provider, plan.maker, plan.keepStatus, plan.then !== undefined);
             // The Service changed to a class another of our providers serves: its
             // load balancer now, on the object as the cleanup left it.
             if (plan.then) await this.ensure(key, withoutRecord(svc), undefined, plan.then);
@@ -521,10 +566,92 @@ export class ServiceController {
         }
         const entry = this.synced.get(key);
         if (entry) entry.nodesSig = undefined;
+        // The conditions follow the ensure (also the one after a class change's cleanup).
+        const ensuring = plan.kind === 'ensure' || (plan.kind === 'cleanup' && plan.then !== undefined);
+        if (err instanceof DeferredError) {
+          this.deferredSpec.set(key, lbSpecSignature(svc));
+          await this.deferred(key, svc, err, ensuring);
+          if (err.retryAfterMs !== undefined) return;
+          // No delay given: the Service's backoff (runWorkers), still without a Warning.
+          throw err;
+        }
+        this.deferredSpec.delete(key);
+        if (ensuring) await this.writeConditions(key, svc, failureOutcome(err));
         this.o.recorder.event(svc, 'Warning', EventReasons.SYNC_LB_FAILED, `Error syncing load balancer: ${errorMessage(err)}`);
         throw err;
       }
     });
+  }
+
+  /**
+   * A provider's "not now" for `svc`: counted, a Normal event when the
+   * Service enters the deferral (or the provider's reason changes), the
+   * conditions when `ensuring`, then the key requeued after the provider's
+   * delay (kept within [MIN_RETRY_AFTER_MS, MAX_DEFERRED_RETRY_MS]); the
+   * caller leaves a deferral without a delay to the backoff.
+   */
+  private async deferred(key: string, svc: V1Service, err: DeferredError, ensuring: boolean): Promise<void> {
+    this.deferrals?.inc({ controller: Controllers.SERVICE_LB, reason: err.deferredReason });
+    const delayMs = err.retryAfterMs === undefined ? undefined : Math.min(MAX_DEFERRED_RETRY_MS, clampRetryAfterMs(err.retryAfterMs));
+    this.log.info(
+      { service: key, reason: err.deferredReason, requestedMs: err.retryAfterMs, delayMs, err: err.message },
+      'load balancer deferred by the provider; retried after its delay',
+    );
+    if (entersDeferral(svc, err.deferredReason))
+      this.o.recorder.event(
+        svc,
+        'Normal',
+        EventReasons.LB_DEFERRED,
+        `Load balancer deferred by the provider (${err.deferredReason}): ${err.message}; retried ${delayMs === undefined ? 'with backoff' : `in ${Math.round(delayMs / 1000)}s`}`,
+      );
+    if (ensuring) await this.writeConditions(key, svc, { kind: 'deferred', reason: err.deferredReason, message: err.message, retryAfterMs: delayMs });
+    if (delayMs !== undefined) this.laneOf(key).addAfter(key, delayMs);
+  }
+
+  /**
+   * Writes the conditions `outcome` gives the cached `svc`, when they differ
+   * from its own (a strategic merge of status.conditions by type: other
+   * writers' conditions stay). Best effort: a failed write is logged, and
+   * the next sync writes again.
+   */
+  private async writeConditions(key: string, svc: V1Service, outcome: LbOutcome): Promise<void> {
+    const conditions = conditionPatch(svc, desiredConditions(svc, outcome), new Date());
+    if (conditions.length === 0) return;
+    const uid = svc.metadata?.uid ?? '';
+    try {
+      this.conditioned.add(uid);
+      await patchServiceStatus(
+        this.o.core,
+        svc.metadata!.namespace!,
+        svc.metadata!.name!,
+        { metadata: { uid }, status: { conditions } },
+        'strategic',
+      );
+    } catch (err) {
+      if (!isGoneOrReplaced(err))
+        this.log.warn({ service: key, err: errorMessage(err) }, 'could not write the load balancer conditions; written on the next sync');
+    }
+  }
+
+  /**
+   * Removes our conditions from a Service that no longer wants a load
+   * balancer of ours (a JSON patch guarded by the uid and the conditions as
+   * cached: one another writer changed is left to it). Best effort.
+   */
+  private async removeConditions(key: string, svc: V1Service): Promise<void> {
+    const patch = removalPatch(svc);
+    if (!patch) return;
+    try {
+      await patchServiceStatus(this.o.core, svc.metadata!.namespace!, svc.metadata!.name!, patch, 'json');
+      this.conditioned.delete(svc.metadata?.uid ?? '');
+      this.log.debug({ service: key }, 'load balancer conditions removed');
+    } catch (err) {
+      if (isUnprocessable(err) || isGoneOrReplaced(err)) {
+        this.log.debug({ service: key }, 'load balancer conditions not removed: the Service or its conditions changed meanwhile');
+        return;
+      }
+      this.log.warn({ service: key, err: errorMessage(err) }, 'could not remove the load balancer conditions');
+    }
   }
 
   /**
@@ -556,14 +683,16 @@ export class ServiceController {
     const specSig = lbSpecSignature(cached);
     // A periodic re-ensure of an unchanged Service stays quiet unless it finds drift.
     const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);
-    if (changed) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
+    // A retry after a deferral of the same spec is quiet too: its Normal LoadBalancerDeferred said it all.
+    const announce = changed && this.deferredSpec.get(key) !== specSig;
+    if (announce) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
     if (!hasLbFinalizer(cached) || needsMakerRecord(cached, maker)) await this.addFinalizer(ref, maker);
     const nodes = this.backendNodes();
     const nodesSig = backendSetKey(nodes);
     if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev))) throw new EmptyBackendsRefusedError();
     // Until the call succeeds, the cloud may hold the old backends or the new ones.
     const mayHave = mayHaveBackends(prev, cached) || nodes.length > 0;
-    if (nodes.length === 0 && changed) {
+    if (nodes.length === 0 && announce) {
       this.o.recorder.event(cached, 'Warning', EventReasons.UNAVAILABLE_LB, 'There are no available nodes for LoadBalancer');
     }
     // Known before the call: a deletion that arrives while it is in flight (or
@@ -571,19 +700,30 @@ export class ServiceController {
     this.synced.set(key, { ref, maker, specSig: prev?.specSig ?? '', nodesSig: undefined, mayHaveBackends: mayHave });
     const status = await p.batcher.ensure({ key, ref, nodes: nodes.map(toNodeRef), nodesSig });
     this.synced.set(key, { ref, maker, specSig, nodesSig, mayHaveBackends: nodes.length > 0 });
+    this.deferredSpec.delete(key);
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).
     if (backendSetKey(this.backendNodes()) !== nodesSig) this.nodeQueue.add(p.name);
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
-    if (statusChanged) {
+    // The conditions go in the same write as the address (none when nothing changed).
+    const conditions = conditionPatch(cached, desiredConditions(cached, { kind: 'ensured', ingress: status.ingress }), new Date());
+    if (statusChanged || conditions.length > 0) {
       try {
+        if (conditions.length > 0) this.conditioned.add(ref.uid);
+        // A strategic merge: status.conditions merge by type (other writers' stay); the ingress list is replaced.
         await patchServiceStatus(
           this.o.core,
           ref.namespace,
           ref.name,
-          { metadata: { uid: ref.uid }, status: { loadBalancer: { ingress: status.ingress } } },
-          'merge',
+          {
+            metadata: { uid: ref.uid },
+            status: {
+              ...(statusChanged ? { loadBalancer: { ingress: status.ingress } } : {}),
+              ...(conditions.length > 0 ? { conditions } : {}),
+            },
+          },
+          'strategic',
         );
       } catch (err) {
         if (!isGoneOrReplaced(err)) throw err;
@@ -595,7 +735,7 @@ export class ServiceController {
         if (this.deleted.get(key)?.ref.uid === ref.uid) this.deleted.delete(key);
         return;
       }
-      this.log.info({ service: key, ingress: status.ingress.map((i) => i.ip ?? i.hostname) }, 'load balancer status updated');
+      if (statusChanged) this.log.info({ service: key, ingress: status.ingress.map((i) => i.ip ?? i.hostname) }, 'load balancer status updated');
     }
     if (changed || statusChanged) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURED_LB, 'Ensured load balancer');
   }
@@ -680,11 +820,14 @@ export class ServiceController {
    * status (unless `keepStatus`), then removes the finalizer and the maker's
    * record (in this order).
    */
-  private async cleanup(key: string, svc: V1Service, p: Provider, maker: LbMaker, keepStatus: boolean): Promise<void> {
+  private async cleanup(key: string, svc: V1Service, p: Provider, maker: LbMaker, keepStatus: boolean, handedOver = false): Promise<void> {
     const { ref } = toServiceRef(svc);
     await this.confirmDeletion(ref, maker);
     await this.deleteLoadBalancer(svc, ref, maker);
     this.synced.delete(key);
+    // Our conditions go with the load balancer, unless another of our providers
+    // takes the Service over (its ensure rewrites them); a deleting Service's go with it.
+    if (!handedOver && !svc.metadata?.deletionTimestamp && hasLbConditions(svc)) await this.removeConditions(key, svc);
     // Both writes carry the uid: a Service recreated under the name is not touched.
     if (!keepStatus && !svc.metadata?.deletionTimestamp && (svc.status?.loadBalancer?.ingress ?? []).length > 0) {
       try {
@@ -891,7 +1034,10 @@ export class ServiceController {
     }
     // A load balancer gone (e.g. deleted behind our back) is no failure: EnsureLoadBalancer recreates it.
     const gone = !callFailed && error instanceof CloudCallError && error.code === 'NOT_FOUND';
-    if (!gone) {
+    // "Not now" is a wait, not a failure: counted, no Warning (the ensure it leads to records it in the conditions).
+    const deferred = error instanceof DeferredError;
+    if (deferred) this.deferrals?.inc({ controller: Controllers.SERVICE_LB, reason: error.deferredReason });
+    if (!gone && !deferred) {
       const message = hostsUpdateFailedMessage(
         nodes.map((n) => n.metadata?.name ?? ''),
         errorMessage(error),
@@ -908,7 +1054,14 @@ export class ServiceController {
     }
     // Retried through EnsureLoadBalancer (as upstream): after the provider's
     // delay (clamped as every RetryInfo, see runWorkers), else on the backoff.
-    if (error instanceof RetryAfterError) {
+    if (deferred && error.retryAfterMs !== undefined) {
+      const delayMs = Math.min(MAX_DEFERRED_RETRY_MS, clampRetryAfterMs(error.retryAfterMs));
+      lane.addAfter(key, delayMs);
+      this.log.info(
+        { service: key, reason: error.deferredReason, delayMs },
+        'load balancer backends deferred by the provider; retried after its delay',
+      );
+    } else if (error instanceof RetryAfterError) {
       const delayMs = lane.addRateLimitedAtLeast(key, clampRetryAfterMs(error.retryAfterMs));
       this.log.warn({ service: key, requestedMs: error.retryAfterMs, delayMs }, 'load balancer backends to be retried after the provider delay');
     } else {

@@ -29,6 +29,14 @@ class ErrorsTest(unittest.TestCase):
         self.check(sdk.not_configured(), C.FAILED_PRECONDITION, sdk.NOT_CONFIGURED)
         self.check(sdk.not_implemented(), C.UNIMPLEMENTED)
 
+    def test_deferred_carries_its_reason_and_retry(self):
+        st = sdk.deferred("QuotaExhausted", "quota of 2 reached", 7000).to_status()
+        self.check(sdk.deferred("QuotaExhausted", "x", 7000), C.UNAVAILABLE, sdk.DEFERRED, 7000)
+        self.assertEqual(sdk.deferred_reason(st), "QuotaExhausted")
+        self.assertIsNone(sdk.deferred_reason(sdk.retry("x", 1000).to_status()))
+        with self.assertRaises(ValueError):
+            sdk.deferred("quota exhausted!", "x", 1000)
+
     def test_details_carry_domain_metadata_and_exact_delay(self):
         st = sdk.ProviderError(C.UNAVAILABLE, "m", reason="CUSTOM", retry_after_ms=1234, metadata={"k": "v"}).to_status()
         self.assertEqual(st.message, "m")

@@ -88,4 +88,15 @@ export const ALLOWED: readonly AllowedDifference[] = [
     ours: /^Normal from service-controller: Deleting load balancer$/,
     upstream: null,
   },
+  {
+    id: 'lb-conditions',
+    path: /^svc\/[^/]+\/conditions$/,
+    ours: /LoadBalancer(Provisioning|Serving)/,
+    upstream: /^\[\]$/,
+    // Ours has only its two load-balancer conditions, each with a reason.
+    relation: (ours) =>
+      (JSON.parse(ours ?? '[]') as { type: string; reason?: string }[]).every(
+        (c) => ['LoadBalancerProvisioning', 'LoadBalancerServing'].includes(c.type) && !!c.reason,
+      ),
+  },
 ];

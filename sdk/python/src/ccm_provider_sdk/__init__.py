@@ -14,6 +14,8 @@ if _os.environ.get(_COOKIE_KEY) == _COOKIE_VALUE:
 
 from .errors import (  # noqa: E402
     CLOUD_API_ERROR,
+    DEFERRED,
+    DEFERRED_REASON_KEY,
     ERROR_DOMAIN,
     IMPLEMENTED_ELSEWHERE,
     IN_USE,
@@ -24,6 +26,8 @@ from .errors import (  # noqa: E402
     ProviderError,
     already_exists,
     cloud_unavailable,
+    deferred,
+    deferred_reason,
     error_reason,
     implemented_elsewhere,
     in_use,

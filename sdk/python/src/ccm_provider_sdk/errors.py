@@ -6,6 +6,8 @@ this long" (the host keeps it within 1 s .. 1 h).
 Raise a ProviderError (the helpers below build the usual ones) from a provider
 method and serve() answers the call with it; any other exception answers
 INTERNAL and is logged with its traceback."""
+import re
+
 import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
@@ -20,6 +22,12 @@ IMPLEMENTED_ELSEWHERE = "IMPLEMENTED_ELSEWHERE"
 CLOUD_API_ERROR = "CLOUD_API_ERROR"
 IN_USE = "IN_USE"
 NOT_CONFIGURED = "NOT_CONFIGURED"
+# Protocol 1.1: "not now"; see deferred().
+DEFERRED = "DEFERRED"
+# ErrorInfo metadata key of a DEFERRED answer's own reason.
+DEFERRED_REASON_KEY = "reason"
+# A Kubernetes condition reason (CamelCase), at most 64 characters.
+_DEFERRED_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]{0,62}[A-Za-z0-9_])?$")
 
 _ERROR_INFO = error_details_pb2.ErrorInfo.DESCRIPTOR.full_name
 _RETRY_INFO = error_details_pb2.RetryInfo.DESCRIPTOR.full_name
@@ -95,6 +103,33 @@ def implemented_elsewhere(message="implemented by alternate to cloud provider"):
 def in_use(message):
     """The object is still in use, e.g. a volume is attached (FAILED_PRECONDITION, IN_USE)."""
     return ProviderError(grpc.StatusCode.FAILED_PRECONDITION, message, reason=IN_USE)
+
+
+def deferred(reason, message, retry_after_ms):
+    """Protocol 1.1, "not now": the request is fine but cannot be done yet (a
+    quota, a prerequisite that does not exist yet, eventual consistency).
+    reason is a CamelCase word saying why (e.g. "QuotaExhausted"; it becomes
+    the Service's LoadBalancerServing condition reason and a metric label, so
+    keep the set small); retry_after_ms the earliest retry (the host keeps it
+    within 1 s .. 5 min). The host records it in a condition and retries
+    without Warning events. On the wire: UNAVAILABLE, ErrorInfo DEFERRED with
+    metadata {reason}, RetryInfo; a 1.0 host reads it as a retry after the
+    delay. Raises ValueError for a reason that is not CamelCase."""
+    if not isinstance(reason, str) or not _DEFERRED_REASON.match(reason):
+        raise ValueError(f"deferral reason {reason!r} is not a CamelCase word of at most 64 characters")
+    return ProviderError(grpc.StatusCode.UNAVAILABLE, message, reason=DEFERRED, retry_after_ms=retry_after_ms,
+                         metadata={DEFERRED_REASON_KEY: reason})
+
+
+def deferred_reason(status):
+    """The provider's own reason of a DEFERRED google.rpc.Status, or None when it is not one."""
+    for d in status.details:
+        if d.TypeName() == _ERROR_INFO:
+            info = error_details_pb2.ErrorInfo()
+            d.Unpack(info)
+            if info.domain == ERROR_DOMAIN and info.reason == DEFERRED:
+                return info.metadata.get(DEFERRED_REASON_KEY, "")
+    return None
 
 
 def cloud_unavailable(message):

@@ -25,6 +25,17 @@
 //                        until Configure succeeds; the host treats it as
 //                        "provider not ready", configures the provider
 //                        again and retries, and never reads it as a result.
+//   DEFERRED             (protocol 1.1) "not now": the request is fine but
+//                        cannot be done yet (a quota, a prerequisite that
+//                        does not exist yet, eventual consistency). Code
+//                        UNAVAILABLE, with a RetryInfo (the earliest retry)
+//                        and ErrorInfo metadata "reason": the provider's own
+//                        reason, a CamelCase word of at most 64 characters
+//                        (e.g. "QuotaExhausted"). The host records it (the
+//                        Service's conditions, a metric) and retries after
+//                        the delay, kept within 1 s .. 5 min, without
+//                        Warning events. A 1.0 host reads it as UNAVAILABLE
+//                        with a RetryInfo.
 // A google.rpc.RetryInfo detail means "retry after this delay"; the host
 // raises it to at least 1 s and to its own backoff for the object, and cuts it
 // to at most 1 h.
