@@ -17,6 +17,7 @@ import { informerCacheSection } from './informer-cache.js';
 import { lbCreateSection, lbNodesSection } from './lb.js';
 import { lifecycleSection, routesSection } from './lifecycle-routes.js';
 import { nodeInitSection } from './node-init.js';
+import { twoProvidersSection } from './two-providers.js';
 import { rpcSection } from './rpc.js';
 import { f1, type BenchSection } from './section.js';
 import { volumesSection } from './volumes.js';
@@ -30,6 +31,7 @@ const SECTIONS: BenchSection[] = [
   apiRequestsSection,
   informerCacheSection,
   nodeInitSection,
+  twoProvidersSection,
   lifecycleSection,
   hollowSection,
   routesSection,

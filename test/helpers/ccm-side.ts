@@ -20,8 +20,12 @@ import { waitFor } from './wait.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../../host/main.js', import.meta.url));
 
-/** Which CCM runs: our host (with V8 flags, if any), or the upstream Go CCM with the gRPC forwarder. */
-export type Side = { kind: 'ours'; nodeFlags: string[] } | { kind: 'upstream'; bin: string };
+/**
+ * Which CCM runs: our host (with V8 flags, if any), or the upstream Go CCM with the gRPC forwarder.
+ * `providersConfig` (ours only) runs the providers that file lists (`--providers-config`) instead of
+ * one local cloud on `state`; the file then says each provider's environment.
+ */
+export type Side = { kind: 'ours'; nodeFlags: string[]; providersConfig?: string } | { kind: 'upstream'; bin: string };
 
 /** Settings both sides get as the same flags. */
 export interface CommonSettings {
@@ -43,6 +47,8 @@ export interface RunningCcm {
   port: number;
   /** Where the CCM's (and, upstream, the sidecar's) output goes. */
   logFile: string;
+  /** Upstream only: the local cloud sidecar's pid (ours spawns its providers as its children). */
+  sidecarPid?: number;
   stop(): Promise<void>;
 }
 
@@ -84,8 +90,10 @@ export async function startCcm(
   const [port] = await freePorts(1);
   if (side.kind === 'ours') {
     const logFile = join(dir, 'host.log');
-    const pluginEnvFlags = Object.entries(env).map(([k, v]) => `--plugin-env=${k}=${v}`);
-    const host = execa(process.execPath, [...side.nodeFlags, HOST_MAIN, '--cloud-provider=local', ...commonFlags(cp, s, port!), ...pluginEnvFlags], {
+    const providerFlags = side.providersConfig
+      ? [`--providers-config=${side.providersConfig}`]
+      : ['--cloud-provider=local', ...Object.entries(env).map(([k, v]) => `--plugin-env=${k}=${v}`)];
+    const host = execa(process.execPath, [...side.nodeFlags, HOST_MAIN, ...providerFlags, ...commonFlags(cp, s, port!)], {
       reject: false,
       stdin: 'ignore',
       all: true,
@@ -134,6 +142,7 @@ export async function startCcm(
     pid: ccm.pid!,
     port: port!,
     logFile,
+    sidecarPid: sidecar.pid,
     async stop() {
       await stopChild(ccm);
       await sidecar.stop();
