@@ -171,7 +171,50 @@ async function setVersions(repo: string, v: string): Promise<string[]> {
     changed.push('sdk/python/pyproject.toml');
   const init = 'sdk/python/src/ccm_provider_sdk/__init__.py';
   if (await rewrite(repo, init, (s) => s.replace(/^__version__ = "[^"]*"/m, `__version__ = "${v}"`))) changed.push(init);
+  // Maven: the version of every artifact of ours (artifactId ccm-provider-*), where a pom declares it and where one depends on it.
+  for (const rel of JAVA_POMS) {
+    if (await rewrite(repo, rel, (s) => s.replace(/(<artifactId>ccm-provider-[\w.-]+<\/artifactId>\s*<version>)[^<]*(<\/version>)/g, `$1${v}$2`)))
+      changed.push(rel);
+  }
   return changed;
+}
+
+/** The Maven projects whose versions the release sets (the Java SDK, and the example that depends on it). */
+export const JAVA_POMS = ['sdk/java/pom.xml', 'plugins/java/pom.xml'] as const;
+
+/**
+ * `goMod` with every `require` of a module in `paths` (a `require` line or a
+ * line of a require block, any version, a `// indirect` kept) moved to
+ * `version`. Replace directives are left as they are. Pure.
+ */
+export function requireAt(goMod: string, paths: readonly string[], version: string): string {
+  let out = goMod;
+  for (const p of paths) {
+    const re = new RegExp(`^(\\s*(?:require\\s+)?${p.replace(/\./g, '\\.')}) v\\S+`, 'gm');
+    out = out.replace(re, `$1 ${version}`);
+  }
+  return out;
+}
+
+/**
+ * The repository's other Go modules that require a released module (the
+ * providers under plugins/): not tagged (binaries built from the tree into
+ * the images), they keep their development replaces, but their requires
+ * move to the release too, or a bridge requiring the SDK at the new version
+ * leaves their go.mod untidy (`-mod=readonly` refuses to build).
+ */
+async function consumerModules(repo: string): Promise<string[]> {
+  const listed = await run('git', ['ls-files', '-co', '--exclude-standard', '--', '*go.mod'], { cwd: repo }).then(
+    (r) => r.stdout.split('\n').filter(Boolean),
+    async () => (await filesUnder(repo, (r) => r.endsWith('/go.mod') && !r.includes('node_modules/'))).filter(Boolean),
+  );
+  const released = new Set<string>(GO_MODULES.map((m) => `${m.dir}/go.mod`));
+  const out: string[] = [];
+  for (const rel of listed.filter((r) => r.endsWith('go.mod') && !released.has(r)).sort()) {
+    const text = await readFile(join(repo, rel), 'utf8').catch(() => '');
+    if (GO_MODULES.some((m) => new RegExp(`^\\s*(?:require\\s+)?${m.path.replace(/\./g, '\\.')} v`, 'm').test(text))) out.push(rel);
+  }
+  return out;
 }
 
 /** Files of the module in `dir` as a release commit holds them: tracked (and new, unignored) files, or every file outside git. */
@@ -214,8 +257,9 @@ function modzipBinary(): Promise<string> {
 async function goModules(repo: string, version: string, goproxy: string): Promise<string[]> {
   const changed: string[] = [];
   const [sdk, bridge] = GO_MODULES;
-  const requireRe = new RegExp(`^(\\s*(?:require\\s+)?${sdk.path.replace(/\./g, '\\.')}) v\\S+`, 'm');
-  if (await rewrite(repo, `${bridge.dir}/go.mod`, (s) => s.replace(requireRe, `$1 ${version}`))) changed.push(`${bridge.dir}/go.mod`);
+  if (await rewrite(repo, `${bridge.dir}/go.mod`, (s) => requireAt(s, [sdk.path], version))) changed.push(`${bridge.dir}/go.mod`);
+  const paths = GO_MODULES.map((m) => m.path);
+  for (const rel of await consumerModules(repo)) if (await rewrite(repo, rel, (s) => requireAt(s, paths, version))) changed.push(rel);
   const workRe = new RegExp(`^(replace ${sdk.path.replace(/\./g, '\\.')}) v\\S+ =>`, 'm');
   if (await rewrite(repo, `${sdk.dir}/go.work`, (s) => s.replace(workRe, `$1 ${version} =>`))) changed.push(`${sdk.dir}/go.work`);
   await rm(goproxy, { recursive: true, force: true });

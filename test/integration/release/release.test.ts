@@ -164,7 +164,7 @@ test('the CHANGELOG entry: Unreleased becomes the version with its date, a new e
   t.is(section(text, /^## \[Unreleased\]/), '', 'the new Unreleased is empty');
 });
 
-test('every version is the release: host, TypeScript SDK, conformance kit, Python SDK', async (t) => {
+test('every version is the release: host, TypeScript SDK, conformance kit, Python SDK, Java SDK and example', async (t) => {
   const v = next.result.version.slice(1);
   for (const p of ['package.json', 'sdk/package.json', 'conformance/package.json']) {
     t.is((JSON.parse(await readFile(join(next.repo, p), 'utf8')) as { version: string }).version, v, p);
@@ -180,6 +180,55 @@ test('every version is the release: host, TypeScript SDK, conformance kit, Pytho
     await readFile(join(next.repo, 'sdk/python/src/ccm_provider_sdk/__init__.py'), 'utf8'),
     new RegExp(`^__version__ = "${v.replace(/\./g, '\\.')}"$`, 'm'),
   );
+  // Maven: the SDK's own version, the example's, and the SDK version the example depends on.
+  const ours = (pom: string) =>
+    [...pom.matchAll(/<artifactId>(ccm-provider-[\w.-]+)<\/artifactId>\s*<version>([^<]*)<\/version>/g)].map((m) => [m[1], m[2]]);
+  t.deepEqual(ours(await readFile(join(next.repo, 'sdk/java/pom.xml'), 'utf8')), [['ccm-provider-sdk', v]], 'sdk/java/pom.xml');
+  t.deepEqual(
+    ours(await readFile(join(next.repo, 'plugins/java/pom.xml'), 'utf8')),
+    [
+      ['ccm-provider-memjava', v],
+      ['ccm-provider-sdk', v],
+    ],
+    'plugins/java/pom.xml',
+  );
+});
+
+/** Go modules in `repo` other than the released ones that require one of them (the providers under plugins/). */
+async function consumersOfReleasedModules(repo: string): Promise<string[]> {
+  const mods = (await execa('git', ['ls-files', '*go.mod'], { cwd: REPO })).stdout.split('\n').filter(Boolean);
+  const out: string[] = [];
+  for (const rel of mods) {
+    if (GO_MODULES.some((m) => `${m.dir}/go.mod` === rel)) continue;
+    const text = await readFile(join(repo, rel), 'utf8');
+    if (GO_MODULES.some((m) => text.includes(`${m.path} v`))) out.push(rel.slice(0, -'/go.mod'.length));
+  }
+  return out.sort();
+}
+
+test("the repository's other Go modules (the providers, built from the tree) require the released modules at the release, keep their development replace, and their go.mod stays tidy", async (t) => {
+  const v = next.result.version;
+  const dirs = await consumersOfReleasedModules(next.repo);
+  t.true(dirs.includes('plugins/go') && dirs.includes('plugins/aws-bridge'), dirs.join(', '));
+  for (const dir of dirs) {
+    const mod = await readFile(join(next.repo, dir, 'go.mod'), 'utf8');
+    for (const m of GO_MODULES) {
+      const at = new RegExp(`^\\s*(?:require\\s+)?${m.path.replace(/\./g, '\\.')} (v\\S+)`, 'm').exec(mod)?.[1];
+      if (at !== undefined) t.is(at, v, `${dir} requires ${m.dir}`);
+    }
+    t.regex(mod, /^replace\b/m, `${dir}: development replace kept (not a tagged module)`);
+    // -mod=readonly: an untidy go.mod (a bridge requiring the SDK above what the provider names) is refused before anything builds.
+    // (the whole graph: `go list -m <one module>` does not notice).
+    const r = await execa('nice', ['-n', '19', 'go', 'list', '-m', 'all'], {
+      cwd: join(next.repo, dir),
+      env: { GOWORK: 'off', GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
+      reject: false,
+    });
+    t.is(r.exitCode, 0, `${dir}: ${r.stderr}`);
+    const ours = r.stdout.split('\n').filter((l) => GO_MODULES.some((m) => l.startsWith(`${m.path} `)));
+    t.true(ours.length > 0, dir);
+    for (const line of ours) t.regex(line, new RegExp(` ${v.replace(/\./g, '\\.')} => \\.\\./`), `${dir}: ${line}`);
+  }
 });
 
 test('the tagged Go modules resolve without a replace: a consumer of the bridge, and the bridge at its tag, build from the release GOPROXY', async (t) => {
@@ -194,7 +243,10 @@ test('the tagged Go modules resolve without a replace: a consumer of the bridge,
   );
   // The builds below, once per content of the two modules as the proxy serves them (a marker under ~/.cache/ccm-host: made only when they pass).
   const served = GO_MODULES.flatMap((m) => ['mod', 'zip'].map((ext) => join(next.result.goproxy, m.path, '@v', `${v}.${ext}`)));
-  const key = createHash('sha256').update((await execa('go', ['env', 'GOVERSION'])).stdout);
+  // 'go get': the consumer starts as an empty project (the salt: a change of what the test does runs it again).
+  const key = createHash('sha256')
+    .update('go get')
+    .update((await execa('go', ['env', 'GOVERSION'])).stdout);
   for (const file of served) key.update(await readFile(file));
   const marker = join(cacheBase(), `release-gomod-${key.digest('hex').slice(0, 16)}`);
   await buildOnce(marker, async (tmp) => {
@@ -213,13 +265,15 @@ test('the tagged Go modules resolve without a replace: a consumer of the bridge,
       };
       const consumer = join(work, 'consumer');
       await mkdir(consumer, { recursive: true });
-      await writeFile(join(consumer, 'go.mod'), `module example.com/consumer\n\ngo 1.26.0\n\nrequire ${bridge.path} ${v}\n`);
-      await writeFile(join(consumer, 'main.go'), `package main\n\nimport (\n\t_ "${sdk.path}"\n\t_ "${bridge.path}"\n)\n\nfunc main() {}\n`);
       const go = async (args: string[], cwd: string, extra: Record<string, string> = {}) => {
         const r = await execa('nice', ['-n', '19', 'go', ...args], { cwd, env: { ...env, ...extra }, reject: false, timeout: 15 * 60_000 });
         if (r.exitCode !== 0) throw new Error(`go ${args.join(' ')} in ${cwd}: ${r.stderr}`);
         return r.stdout;
       };
+      // An empty project, as a vendor starts: go mod init, go get of each module at the release (what sdk/go/README.md prints), a program importing both.
+      await go(['mod', 'init', 'example.com/consumer'], consumer);
+      await go(['get', `${sdk.path}@${v}`, `${bridge.path}@${v}`], consumer);
+      await writeFile(join(consumer, 'main.go'), `package main\n\nimport (\n\t_ "${sdk.path}"\n\t_ "${bridge.path}"\n)\n\nfunc main() {}\n`);
       await go(['build', '-trimpath', '-o', join(work, 'consumer.bin'), '.'], consumer);
       const list = await go(['list', '-m', sdk.path, bridge.path], consumer);
       // The bridge as its tag holds it, as a main module: its own go.sum (the release wrote the SDK's hashes) must verify.

@@ -10,7 +10,15 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO } from '../../../tools/release/files.js';
 import { HOST_IMAGE, machineArch, nodeImage, providerImage } from '../../../tools/release/images.js';
-import { changelogForRelease, GO_MODULES, parseVersion, pinImages, RELEASED_IMAGES, releaseImageName } from '../../../tools/release/release.js';
+import {
+  changelogForRelease,
+  GO_MODULES,
+  parseVersion,
+  pinImages,
+  RELEASED_IMAGES,
+  releaseImageName,
+  requireAt,
+} from '../../../tools/release/release.js';
 
 const D = 'sha256:' + 'a'.repeat(64);
 const OLD = 'sha256:' + 'b'.repeat(64);
@@ -119,3 +127,20 @@ test('the bridge has no replace and requires the SDK at the version sdk/go/go.wo
   t.regex(work, /^use \(\n\t\.\n\t\.\/bridge\n\)$/m);
   t.is(new RegExp(`^replace ${sdk.path.replace(/\./g, '\\.')} (v\\S+) => \\./$`, 'm').exec(work)?.[1], required);
 });
+
+const SDK = 'github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go';
+const BRIDGE = `${SDK}/bridge`;
+const requireCases: [string, string, string][] = [
+  ['a require line', `require ${SDK} v0.0.0\n`, `require ${SDK} v0.2.0\n`],
+  ['in a block, indirect kept', `require (\n\t${SDK} v0.1.0 // indirect\n)\n`, `require (\n\t${SDK} v0.2.0 // indirect\n)\n`],
+  ['a pseudo-version', `\t${BRIDGE} v0.0.0-00010101000000-000000000000\n`, `\t${BRIDGE} v0.2.0\n`],
+  ['both modules, each its own line', `\t${SDK} v0.0.0\n\t${BRIDGE} v0.0.0\n`, `\t${SDK} v0.2.0\n\t${BRIDGE} v0.2.0\n`],
+  ['a replace is left alone (development)', `replace ${SDK} => ../../sdk/go\n`, `replace ${SDK} => ../../sdk/go\n`],
+  ['a module whose path only starts alike', `\t${SDK}x v0.0.0\n`, `\t${SDK}x v0.0.0\n`],
+];
+
+for (const [name, input, want] of requireCases) {
+  test(`requireAt: ${name}`, (t) => {
+    t.is(requireAt(input, [SDK, BRIDGE], 'v0.2.0'), want);
+  });
+}
