@@ -285,19 +285,51 @@ async function goModules(repo: string, version: string, goproxy: string): Promis
   return changed;
 }
 
-/** The repository's Markdown and Dockerfiles that name released images by the old tag, moved to the new one (tag only: prose names no digest). */
+/**
+ * `text` with what installs our packages at `oldVersion` (`X.Y.Z`) moved to
+ * `version` (`X.Y.Z`): `go get`/`go mod edit` of the Go modules and their
+ * tags, pip's `ccm-provider-sdk==`, npm pack tarballs, Maven `<version>`s of
+ * our artifacts (group `dev.ccm`), a kustomize `?ref=`, and "Until X.Y.Z is published". A
+ * vendor's own version in an example (`VendorVersion: "0.1.0"`) and history
+ * ("as of 0.1.0") stay. Pure.
+ */
+export function installsAt(text: string, oldVersion: string, version: string): string {
+  const o = oldVersion.replace(/\./g, '\\.');
+  const end = '(?![\\w.-])';
+  return text
+    .replace(new RegExp(`(/sdk/go(?:/bridge)?@v)${o}${end}`, 'g'), `$1${version}`)
+    .replace(new RegExp(`(\\bsdk/go(?:/bridge)?/v)${o}${end}`, 'g'), `$1${version}`)
+    .replace(new RegExp(`(\\bccm-provider-sdk==)${o}${end}`, 'g'), `$1${version}`)
+    .replace(new RegExp(`(\\bgrpc-ccm-provider-[a-z-]+?-)${o}(\\.tgz)`, 'g'), `$1${version}$2`)
+    .replace(new RegExp(`(<groupId>dev\\.ccm</groupId>\\s*<artifactId>[\\w.-]+</artifactId>\\s*<version>)${o}(</version>)`, 'g'), `$1${version}$2`)
+    .replace(new RegExp(`(\\?ref=v)${o}${end}`, 'g'), `$1${version}`)
+    .replace(new RegExp(`(\\b[Uu]ntil v?)${o}( is published)`, 'g'), `$1${version}$2`)
+    .replace(new RegExp(`(\\binstalls )${o}( locally)`, 'g'), `$1${version}$2`);
+}
+
+/**
+ * The repository's Markdown and Dockerfiles that name released images by the
+ * old tag, moved to the new one (tag only: prose names no digest); in the
+ * Markdown, what installs our packages moves too (installsAt: the tutorials
+ * run as printed against the clone's new version).
+ */
 async function retagProse(repo: string, oldVersion: string, version: string): Promise<string[]> {
   const changed: string[] = [];
-  const files = [
+  const markdown = [
     'README.md',
     'CONTRIBUTING.md',
+    'conformance/README.md',
     ...(await filesUnder(join(repo, 'docs'), (r) => r.endsWith('.md'))).map((f) => `docs/${f}`),
-    'deploy/Dockerfile',
-    'deploy/providers/Dockerfile',
+    ...(await filesUnder(join(repo, 'sdk'), (r) => r.endsWith('README.md') && !r.includes('node_modules/'))).map((f) => `sdk/${f}`),
   ];
+  const files = [...markdown, 'deploy/Dockerfile', 'deploy/providers/Dockerfile'];
   const re = new RegExp(`(${REGISTRY.replace(/\./g, '\\.')}/[a-z0-9-]+):v${oldVersion.replace(/\./g, '\\.')}(?![\\w.@-])`, 'g');
   for (const rel of files) {
-    if (await rewrite(repo, rel, (s) => s.replace(re, `$1:${version}`)).catch(() => false)) changed.push(rel);
+    const edit = (s: string) => {
+      const retagged = s.replace(re, `$1:${version}`);
+      return rel.endsWith('.md') ? installsAt(retagged, oldVersion, version.slice(1)) : retagged;
+    };
+    if (await rewrite(repo, rel, edit).catch(() => false)) changed.push(rel);
   }
   return changed;
 }

@@ -22,7 +22,7 @@ import { ARCHES, archBaseTags, cacheBase, HOST_IMAGE, imageStore, imageTag, mach
 import { readIndex } from '../../../tools/release/oci.js';
 import { GO_MODULES } from '../../../tools/release/release.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
-import { RELEASE_DATE, releaseFixture, type ReleaseFixture } from '../../helpers/release.js';
+import { currentVersion, RELEASE_DATE, releaseFixture, type ReleaseFixture } from '../../helpers/release.js';
 
 const say = (line: string) => process.stderr.write(`[release] ${line}\n`);
 let own: ReleaseFixture;
@@ -192,6 +192,26 @@ test('every version is the release: host, TypeScript SDK, conformance kit, Pytho
     ],
     'plugins/java/pom.xml',
   );
+});
+
+test('the install commands the tutorials and READMEs print move to the release (the tutorials run as printed against the clone)', async (t) => {
+  const v = next.result.version.slice(1);
+  const old = (await currentVersion()).slice(1);
+  const [sdk, bridge] = GO_MODULES;
+  const cases: [string, string][] = [
+    ['docs/providers/go.md', `-require=${sdk.path}@v${v}`],
+    ['docs/providers/existing-go-provider.md', `-require=${bridge.path}@v${v}`],
+    ['docs/providers/python.md', `ccm-provider-sdk==${v}`],
+    ['docs/providers/typescript.md', `./grpc-ccm-provider-sdk-${v}.tgz`],
+    ['docs/providers/java.md', `<artifactId>ccm-provider-sdk</artifactId>\n      <version>${v}</version>`],
+    ['sdk/go/README.md', `resolves the tag \`sdk/go/v${v}\``],
+    ['sdk/python/README.md', `ccm-provider-sdk==${v}`],
+  ];
+  for (const [file, want] of cases) {
+    const text = await readFile(join(next.repo, file), 'utf8');
+    t.true(text.includes(want), `${file}: ${want}`);
+    t.false(text.includes(want.replace(v, old)), `${file}: nothing left at ${old}`);
+  }
 });
 
 /** Go modules in `repo` other than the released ones that require one of them (the providers under plugins/). */

@@ -13,6 +13,7 @@ import { HOST_IMAGE, machineArch, nodeImage, providerImage } from '../../../tool
 import {
   changelogForRelease,
   GO_MODULES,
+  installsAt,
   parseVersion,
   pinImages,
   RELEASED_IMAGES,
@@ -142,5 +143,43 @@ const requireCases: [string, string, string][] = [
 for (const [name, input, want] of requireCases) {
   test(`requireAt: ${name}`, (t) => {
     t.is(requireAt(input, [SDK, BRIDGE], 'v0.2.0'), want);
+  });
+}
+
+const installCases: [string, string, string][] = [
+  ['go mod edit of the SDK', `go mod edit -require=${SDK}@v0.1.0`, `go mod edit -require=${SDK}@v0.2.0`],
+  ['go get of the bridge', `go get ${BRIDGE}@v0.1.0`, `go get ${BRIDGE}@v0.2.0`],
+  ["a module's tag", 'resolves the tag `sdk/go/v0.1.0`.', 'resolves the tag `sdk/go/v0.2.0`.'],
+  ['pip', 'pip install "ccm-provider-sdk==0.1.0"', 'pip install "ccm-provider-sdk==0.2.0"'],
+  ['an npm pack tarball', 'npm install ./grpc-ccm-provider-sdk-0.1.0.tgz', 'npm install ./grpc-ccm-provider-sdk-0.2.0.tgz'],
+  [
+    'a Maven dependency of ours',
+    '<groupId>dev.ccm</groupId>\n  <artifactId>ccm-provider-sdk</artifactId>\n  <version>0.1.0</version>',
+    '<groupId>dev.ccm</groupId>\n  <artifactId>ccm-provider-sdk</artifactId>\n  <version>0.2.0</version>',
+  ],
+  [
+    "the vendor's own Maven project stays",
+    '<groupId>com.example.acme</groupId>\n  <artifactId>ccm-provider-acme</artifactId>\n  <version>0.1.0</version>',
+    '<groupId>com.example.acme</groupId>\n  <artifactId>ccm-provider-acme</artifactId>\n  <version>0.1.0</version>',
+  ],
+  ['a kustomize ref', 'deploy/providers/aws?ref=v0.1.0', 'deploy/providers/aws?ref=v0.2.0'],
+  [
+    '"Until X is published"',
+    '# Until v0.1.0 is published: take the SDK from the clone.',
+    '# Until v0.2.0 is published: take the SDK from the clone.',
+  ],
+  ["a vendor's own version stays", 'VendorVersion: "0.1.0"', 'VendorVersion: "0.1.0"'],
+  ['history stays', 'Before 0.1.0 ours was named', 'Before 0.1.0 ours was named'],
+  [
+    "another artifact's version stays",
+    '<artifactId>gson</artifactId>\n  <version>0.1.0</version>',
+    '<artifactId>gson</artifactId>\n  <version>0.1.0</version>',
+  ],
+  ['a longer version stays', `go get ${SDK}@v0.1.0-rc.1`, `go get ${SDK}@v0.1.0-rc.1`],
+];
+
+for (const [name, input, want] of installCases) {
+  test(`installsAt: ${name}`, (t) => {
+    t.is(installsAt(input, '0.1.0', '0.2.0'), want);
   });
 }
