@@ -133,6 +133,35 @@ test.serial('a misspelled key or a bad value: Warning, conditions, no cloud call
   for (const c of cases) await core.deleteNamespacedService({ name: c.name, namespace: NS });
 });
 
+test.serial('a load balancer that serves keeps serving when its annotation turns bad: Warning, no cloud call, nothing deleted', async (t) => {
+  const { core, schema } = t.context;
+  const svc = await core.createNamespacedService({
+    namespace: NS,
+    body: lbService('turns-bad', NS, [{ port: 80 }], {}, { 'local.ccm.dev/ip-mode': 'VIP' }),
+  });
+  const ip = await waitFor(async () => ingressIp(await core.readNamespacedService({ name: 'turns-bad', namespace: NS })), {
+    what: 'turns-bad ensured',
+    log: schema.host.logPath,
+  });
+  const before = await ensureCalls(schema.host);
+  await patchService(core, NS, 'turns-bad', { metadata: { annotations: { 'local.ccm.dev/ip-mode': 'Sideways' } } }, 'merge');
+  await waitFor(async () => (await serviceEvents(core, svc)).find((e) => e.reason === 'InvalidLoadBalancerAnnotation' && (e.count ?? 1) >= 2), {
+    what: 'a repeated InvalidLoadBalancerAnnotation for turns-bad',
+    log: schema.host.logPath,
+  });
+  const now = await core.readNamespacedService({ name: 'turns-bad', namespace: NS });
+  const conds = Object.fromEntries((now.status?.conditions ?? []).map((x) => [x.type, `${x.status}/${x.reason}`]));
+  t.deepEqual(conds, { LoadBalancerProvisioning: 'False/Error', LoadBalancerServing: 'True/Serving' });
+  t.is(ingressIp(now), ip, 'the address stays');
+  t.is(await ensureCalls(schema.host), before, 'no Ensure call reached the plugin');
+  t.deepEqual(
+    (await cloudLbs(schema.state)).filter((l) => l.serviceName === 'turns-bad').map((l) => [l.ingressIp, l.ipMode]),
+    [[ip, 'VIP']],
+    'the load balancer is neither changed nor deleted',
+  );
+  await core.deleteNamespacedService({ name: 'turns-bad', namespace: NS });
+});
+
 test.serial('a provider without a schema behaves as before: the misspelled key is ignored, the bad value is its own refusal', async (t) => {
   const { core, none } = t.context;
   const typo = await core.createNamespacedService({
