@@ -143,4 +143,10 @@ export interface LoadBalancers {
    * without a class only, as every provider before the declaration.
    */
   readonly classes?: LbClassDeclaration;
+  /**
+   * Why a Service's annotations do not fit the provider's schema (one line
+   * each; empty: they do). Undefined, or an empty answer: the provider
+   * publishes no usable schema, nothing is checked by the host.
+   */
+  annotationProblems?(annotations: Readonly<Record<string, string>> | undefined): string[];
 }

@@ -168,6 +168,12 @@ export const EventReasons = {
    * reason changes), never a Warning: a deferral is a wait, not a failure.
    */
   LB_DEFERRED: 'LoadBalancerDeferred',
+  /**
+   * Not upstream (protocol 1.1): Warning, a Service annotation does not fit
+   * the provider's schema (GetProviderSchema): an unknown key under a prefix
+   * the provider owns, or a bad value. No cloud call; retried with backoff.
+   */
+  INVALID_LB_ANNOTATION: 'InvalidLoadBalancerAnnotation',
   /** Lifecycle (upstream): Normal, before a Node whose instance is gone is deleted. */
   DELETING_NODE: 'DeletingNode',
   /** Lifecycle (upstream): Warning, the delete failed. */

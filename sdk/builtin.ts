@@ -5,7 +5,7 @@
  * in-flight calls, then whatever the serving mode does on shutdown).
  */
 import type { handleUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { IdentityServiceService, type GetPluginCapabilitiesResponse } from '../proto/gen/ccm/provider/v1/identity.js';
+import { GetProviderSchemaResponse, IdentityServiceService, type GetPluginCapabilitiesResponse } from '../proto/gen/ccm/provider/v1/identity.js';
 import { LifecycleServiceService, type ShutdownRequest, type ShutdownResponse } from '../proto/gen/ccm/provider/v1/lifecycle.js';
 import { deriveCapabilities } from './capabilities.js';
 import { unaryHandler, type DispatchDeps } from './dispatch.js';
@@ -56,6 +56,8 @@ export function identityService(
   deps: DispatchDeps,
 ): UntypedServiceImplementation {
   const capabilities: GetPluginCapabilitiesResponse = deriveCapabilities(provider);
+  // Built once: the schema is fixed for the life of the process.
+  const schema = provider.schema ? GetProviderSchemaResponse.fromPartial(provider.schema) : undefined;
   const def = IdentityServiceService;
   return {
     getPluginInfo: unaryHandler(
@@ -86,6 +88,15 @@ export function identityService(
       async (_req, ctx) => {
         if (!provider.metrics) throw new NotImplementedError('this provider exports no metrics (CloudProvider.metrics)');
         return { text: await provider.metrics.call(provider, ctx) };
+      },
+      deps,
+    ),
+    getProviderSchema: unaryHandler(
+      def.getProviderSchema,
+      fullMethodName(def.getProviderSchema.path),
+      async () => {
+        if (!schema) throw new NotImplementedError('this provider publishes no schema (CloudProvider.schema)');
+        return schema;
       },
       deps,
     ),

@@ -30,7 +30,8 @@ export const LEGACY_INSTANCES_METHODS: readonly string[] = [
  * - ROUTES_RECONCILE: routes has reconcileRoutes;
  * - VOLUMES_LIST_PUBLISHED_NODES: volumes has listVolumes;
  * - VOLUMES_EXPAND_ONLINE: info.volumesExpandOnline and volumes present;
- * - METRICS: the provider has metrics().
+ * - METRICS: the provider has metrics();
+ * - PROVIDER_SCHEMA: the provider has a schema.
  * The load balancer class declaration (info.loadBalancerClasses,
  * info.loadBalancerClassesOnly) is sent as is when loadBalancers is present,
  * the volume provisioner names (info.volumeProvisioners) when volumes is.
@@ -54,6 +55,7 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
   if (hasMethod(volumes, 'listVolumes')) caps.add(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES);
   if (volumes && provider.info.volumesExpandOnline) caps.add(Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE);
   if (typeof provider.metrics === 'function') caps.add(Capability.CAPABILITY_METRICS);
+  if (provider.schema !== undefined) caps.add(Capability.CAPABILITY_PROVIDER_SCHEMA);
   return {
     services,
     capabilities: [...caps].sort((a, b) => a - b),

@@ -18,6 +18,7 @@ export type {
   InstancesProvider,
   LoadBalancersProvider,
   ProviderInfo,
+  ProviderSchema,
   RoutesProvider,
   VolumesProvider,
   ZonesProvider,
@@ -41,6 +42,7 @@ export {
   toStatus,
   type ProviderErrorOptions,
 } from './errors.js';
+export { SchemaObjectKind, SchemaValueType } from '../proto/gen/ccm/provider/v1/identity.js';
 export { createProviderLogger, type Logger, type ProviderLoggerOptions } from './log.js';
 export {
   ENV_SIDECAR_ENDPOINT,

@@ -13,6 +13,7 @@
 import type { handleUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { ClustersServiceServer, ZonesServiceServer } from '../proto/gen/ccm/provider/v1/zones.js';
 import type { ConfigureRequest, ConfigureResponse } from '../proto/gen/ccm/provider/v1/lifecycle.js';
+import type { SchemaAnnotation, SchemaConfigKey } from '../proto/gen/ccm/provider/v1/identity.js';
 import type { InstancesServiceServer } from '../proto/gen/ccm/provider/v1/instances.js';
 import type { LoadBalancersServiceServer } from '../proto/gen/ccm/provider/v1/load_balancers.js';
 import type { RoutesServiceServer } from '../proto/gen/ccm/provider/v1/routes.js';
@@ -91,6 +92,21 @@ export interface ProviderInfo {
   volumeProvisioners?: string[];
 }
 
+/**
+ * What a provider reads from Service annotations and its cloud config
+ * (IdentityService.GetProviderSchema, protocol 1.1). The host checks every
+ * Service's annotations against it before each ensure: a key under one of
+ * `annotationPrefixes` that `annotations` does not list, or a value that
+ * does not fit its entry, is a Warning event and no cloud call. Unset fields
+ * of an entry take their proto defaults (e.g. `caseInsensitive: false`).
+ */
+export interface ProviderSchema {
+  /** Annotation key prefixes the provider owns, e.g. "example.com/": an unlisted key under one is a misspelling. */
+  annotationPrefixes?: string[];
+  annotations: (Pick<SchemaAnnotation, 'key' | 'objectKind' | 'type'> & Partial<SchemaAnnotation>)[];
+  cloudConfigKeys?: (Pick<SchemaConfigKey, 'key' | 'type'> & Partial<SchemaConfigKey>)[];
+}
+
 /** A cloud provider. Only `info` is required. */
 export interface CloudProvider {
   info: ProviderInfo;
@@ -111,6 +127,13 @@ export interface CloudProvider {
    * also before Configure.
    */
   metrics?(ctx: CallContext): Promise<string>;
+  /**
+   * The annotations (and cloud-config keys) the provider reads, served by
+   * IdentityService.GetProviderSchema; declaring it announces
+   * CAPABILITY_PROVIDER_SCHEMA. Fixed for the life of the process; at most
+   * 1 MiB encoded.
+   */
+  schema?: ProviderSchema;
   instances?: InstancesProvider;
   zones?: ZonesProvider;
   clusters?: ClustersProvider;

@@ -1,6 +1,13 @@
 /** IdentityService and LifecycleService.Configure checks. */
 import { setTimeout as delay } from 'node:timers/promises';
-import { Capability, Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
+import {
+  Capability,
+  Service,
+  type GetPluginCapabilitiesResponse,
+  type GetPluginInfoResponse,
+  type GetProviderSchemaResponse,
+} from '../../proto/gen/ccm/provider/v1/identity.js';
+import { AnnotationSchema } from '../../host/plugin/provider-schema.js';
 import { ServiceRef } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { lbDeclarationProblems } from '../../host/lb-classes.js';
 import { parseLabelSelector } from '../../host/ownership/selector.js';
@@ -172,6 +179,22 @@ export const identityChecks: Check[] = [
           `node_selector ${JSON.stringify(selector)} is not a label selector (${(err as Error).message}): the host refuses the plugin at start-up`,
         );
       }
+    },
+  },
+  {
+    id: 'identity/provider-schema',
+    title:
+      'with CAPABILITY_PROVIDER_SCHEMA, GetProviderSchema answers a schema the host can use (at most 1 MiB, every entry typed, enums with values, patterns that compile, no key twice) and the same answer twice',
+    run: async (k) => {
+      if (!k.caps.capabilities.includes(Capability.CAPABILITY_PROVIDER_SCHEMA)) skip('the provider publishes no schema');
+      const schema = await k.rpc.call<GetProviderSchemaResponse>(k.rpc.conn.identity, 'GetProviderSchema', {});
+      const compiled = AnnotationSchema.compile(schema);
+      expect(!('problem' in compiled), `the host ignores this schema: ${'problem' in compiled ? compiled.problem : ''}`);
+      const again = await k.rpc.call<GetProviderSchemaResponse>(k.rpc.conn.identity, 'GetProviderSchema', {});
+      expect(
+        JSON.stringify(again) === JSON.stringify(schema),
+        'a second GetProviderSchema answered differently; the answer must not change during the life of the process',
+      );
     },
   },
   {

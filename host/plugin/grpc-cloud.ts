@@ -93,6 +93,7 @@ export class GrpcCloud implements Cloud {
     hasList: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST),
     hasBatchEnsure: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE),
     classes: () => lbClassDeclaration(this.identity().capabilities),
+    schema: () => this.supervisor.identity?.schema,
     toPbNode,
     clusterUid: () => this.supervisor.clusterUid,
   });

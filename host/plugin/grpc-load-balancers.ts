@@ -34,6 +34,7 @@ import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
 import { lbStatusProblems, lbSummaryProblems } from './validate-load-balancers.js';
 import type { LbClassDeclaration } from '../lb-classes.js';
+import type { AnnotationSchema } from './provider-schema.js';
 
 /** Load balancers asked for per ListLoadBalancers page. */
 const LIST_PAGE_SIZE = 500;
@@ -49,6 +50,8 @@ export interface LbTransport {
   hasBatchEnsure(): boolean;
   /** The provider's load balancer class declaration (GetPluginCapabilities). */
   classes?(): LbClassDeclaration;
+  /** The provider's schema (GetProviderSchema, read once per process); undefined: none. */
+  schema?(): AnnotationSchema | undefined;
   toPbNode(n: NodeRef): PbNodeRef;
   /** RequestMeta.cluster_uid of every call. */
   clusterUid(): string;
@@ -158,6 +161,10 @@ export class GrpcLoadBalancers implements LoadBalancers {
 
   get classes(): LbClassDeclaration | undefined {
     return this.t.classes?.();
+  }
+
+  annotationProblems(annotations: Readonly<Record<string, string>> | undefined): string[] {
+    return this.t.schema?.()?.serviceProblems(annotations) ?? [];
   }
 
   /** RequestMeta: the operation id is stable per Service so a provider can use it as an idempotency token. */

@@ -19,7 +19,14 @@
  */
 import { EventEmitter } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Service, type GetPluginCapabilitiesResponse, type GetPluginInfoResponse } from '../../proto/gen/ccm/provider/v1/identity.js';
+import {
+  Capability,
+  Service,
+  type GetPluginCapabilitiesResponse,
+  type GetPluginInfoResponse,
+  type GetProviderSchemaResponse,
+} from '../../proto/gen/ccm/provider/v1/identity.js';
+import { AnnotationSchema } from './provider-schema.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../../sdk/protocol.js';
 import { CloudCallError, PluginUnavailableError } from '../errors.js';
 import { errorMessage, type Logger } from '../log.js';
@@ -83,6 +90,8 @@ export interface SupervisorOptions {
 export interface PluginIdentity {
   info: GetPluginInfoResponse;
   capabilities: GetPluginCapabilitiesResponse;
+  /** The provider's schema (CAPABILITY_PROVIDER_SCHEMA), read once per process; undefined: none, or unusable (logged). */
+  schema?: AnnotationSchema;
 }
 
 /** Deadline of each liveness check call. */
@@ -502,6 +511,7 @@ export class PluginSupervisor extends EventEmitter {
       ? volumeDeclarationProblems(info.name, capabilities.volumeProvisioners)
       : [];
     if (volumeProblems.length) throw new PluginStartError(`${volumeProblems.join('; ')}: fix the plugin`);
+    const schema = capabilities.capabilities.includes(Capability.CAPABILITY_PROVIDER_SCHEMA) ? await this.readSchema(conn, call) : undefined;
     const configured = await call('Configure', (ms) =>
       conn.unary<object, { warnings: string[] }>(conn.lifecycle, 'Configure', this.configureRequest(), ms),
     ).catch((err: unknown) => {
@@ -529,7 +539,43 @@ export class PluginSupervisor extends EventEmitter {
       if (probe.ready) break;
       await delay(STARTUP_POLL_MS);
     }
-    return { info, capabilities };
+    return { info, capabilities, schema };
+  }
+
+  /**
+   * The provider's schema, once per process. A failed call or a schema the
+   * host cannot use is one log line and no validation (the provider still
+   * checks its input): never a reason to refuse the provider.
+   */
+  private async readSchema(
+    conn: PluginConnection,
+    call: <T>(method: string, send: (ms: number) => Promise<T>, capMs?: number) => Promise<T>,
+  ): Promise<AnnotationSchema | undefined> {
+    let answer: GetProviderSchemaResponse;
+    try {
+      answer = await call(
+        'GetProviderSchema',
+        (ms) => conn.unary<object, GetProviderSchemaResponse>(conn.identity, 'GetProviderSchema', {}, ms),
+        PROBE_TIMEOUT_MS,
+      );
+    } catch (err) {
+      if (err instanceof PluginStartTimeoutError) throw err;
+      this.log.error(
+        { err: errorMessage(err) },
+        "cannot read the plugin's schema (GetProviderSchema); Service annotations are not validated by the host",
+      );
+      return undefined;
+    }
+    const compiled = AnnotationSchema.compile(answer);
+    if ('problem' in compiled) {
+      this.log.error(
+        { problem: compiled.problem },
+        "ignoring the plugin's schema (GetProviderSchema); Service annotations are not validated by the host",
+      );
+      return undefined;
+    }
+    this.log.info({ annotations: compiled.schema.serviceAnnotations }, "plugin's schema read; Service annotations are validated before every ensure");
+    return compiled.schema;
   }
 
   /**

@@ -7,12 +7,13 @@
  * and is counted (metrics.ts); Configure, probe, metrics and close are not.
  */
 import { toStatus, UnavailableError } from '../../sdk/errors.js';
-import type { CallContext, CloudProvider } from '../../sdk/provider.js';
-import { applyCloudConfig, resolveSettings, type CloudSettings, type SettingsInput } from './config.js';
+import type { CallContext, CloudProvider, ProviderSchema } from '../../sdk/provider.js';
+import { SchemaValueType } from '../../proto/gen/ccm/provider/v1/identity.js';
+import { applyCloudConfig, DEFAULT_REGION, DEFAULT_ZONE, resolveSettings, type CloudSettings, type SettingsInput } from './config.js';
 import { silentLogger, type CloudContext, type LocalCloudLogger } from './context.js';
 import { createInstancesService } from './instances.js';
 import { failFor, FaultInjector, knobsFromEnv, mergeKnobs, type Knobs } from './knobs.js';
-import { createLoadBalancersService } from './load-balancers.js';
+import { createLoadBalancersService, LOCAL_ANNOTATION_PREFIX, LOCAL_SERVICE_ANNOTATIONS } from './load-balancers.js';
 import { Journal, journalModeFromEnv } from './journal.js';
 import { LockTimeoutError } from './lock.js';
 import { LocalCloudMetrics } from './metrics.js';
@@ -114,6 +115,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
   const faults = new FaultInjector({ random: opts.random, now: opts.now });
   // LOCALCLOUD_NO_BATCH=1: a provider without the batch RPCs (the host then makes single calls).
   const noBatch = /^(1|true|yes|on)$/i.test(env.LOCALCLOUD_NO_BATCH ?? '');
+  // LOCALCLOUD_NO_SCHEMA=1: a provider without GetProviderSchema (the host then checks no annotation).
+  const noSchema = /^(1|true|yes|on)$/i.test(env.LOCALCLOUD_NO_SCHEMA ?? '');
   const journal = new Journal(store.dir, journalModeFromEnv(env));
   const metrics = new LocalCloudMetrics(store);
 
@@ -199,6 +202,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       return metrics.text();
     },
 
+    ...(noSchema ? {} : { schema: localSchema() }),
+
     async close() {
       await opts.forwarder?.close();
       log.debug({}, 'closed');
@@ -217,4 +222,25 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
 function withoutBatch<S extends object>(impl: S, drop: boolean, names: string[]): S {
   if (!drop) return impl;
   return Object.fromEntries(Object.entries(impl).filter(([k]) => !names.includes(k))) as S;
+}
+
+/** The local cloud's schema: its Service annotations and cloud-config keys (config.ts). */
+function localSchema(): ProviderSchema {
+  const str = SchemaValueType.SCHEMA_VALUE_TYPE_STRING;
+  return {
+    annotationPrefixes: [LOCAL_ANNOTATION_PREFIX],
+    annotations: LOCAL_SERVICE_ANNOTATIONS,
+    cloudConfigKeys: [
+      { key: 'zone', type: str, defaultValue: DEFAULT_ZONE, description: 'The zone of every instance.' },
+      { key: 'region', type: str, defaultValue: DEFAULT_REGION, description: 'The region of every instance.' },
+      {
+        key: 'loadBalancerCidr',
+        type: SchemaValueType.SCHEMA_VALUE_TYPE_CIDR_LIST,
+        defaultValue: '127.0.10.0/24',
+        description: 'The pool load balancer addresses come from (one CIDR).',
+      },
+      { key: 'masterAddress', type: str, description: 'Accepted and ignored (a key cloud configs of other providers carry).' },
+      { key: 'apiToken', type: str, description: 'Accepted and ignored (a credential key, never logged).' },
+    ],
+  };
 }

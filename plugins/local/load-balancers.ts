@@ -17,7 +17,8 @@ import {
   QuotaExceededError,
   toStatus,
 } from '../../sdk/errors.js';
-import type { LoadBalancersProvider } from '../../sdk/provider.js';
+import type { LoadBalancersProvider, ProviderSchema } from '../../sdk/provider.js';
+import { SchemaObjectKind, SchemaValueType } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { NodeAddressType, type NodeRef, type RequestMeta } from '../../proto/gen/ccm/provider/v1/common.js';
 import {
   ExternalTrafficPolicy,
@@ -36,6 +37,27 @@ import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, Loc
 
 /** Service annotation selecting the ingress ipMode (VIP or Proxy). */
 const IP_MODE_ANNOTATION = 'local.ccm.dev/ip-mode';
+
+/** The annotation prefix the local cloud owns: any other key under it is a misspelling. */
+export const LOCAL_ANNOTATION_PREFIX = 'local.ccm.dev/';
+
+/**
+ * The Service annotations the local cloud reads (GetProviderSchema): the
+ * host refuses a Service whose annotations under LOCAL_ANNOTATION_PREFIX do
+ * not fit, before any cloud call. Keep in step with ipModeOf.
+ */
+export const LOCAL_SERVICE_ANNOTATIONS: ProviderSchema['annotations'] = [
+  {
+    key: IP_MODE_ANNOTATION,
+    objectKind: SchemaObjectKind.SCHEMA_OBJECT_KIND_SERVICE,
+    type: SchemaValueType.SCHEMA_VALUE_TYPE_ENUM,
+    allowedValues: ['VIP', 'Proxy'],
+    caseInsensitive: true,
+    defaultValue: 'VIP',
+    description:
+      'The ipMode of the load balancer ingress: VIP (traffic to the address stays on the node) or Proxy (it goes through the load balancer).',
+  },
+];
 
 const PROTOCOLS: Readonly<Partial<Record<Protocol, LbProtocol>>> = {
   [Protocol.PROTOCOL_TCP]: 'TCP',

@@ -87,6 +87,12 @@ type metricsProvider struct{ capsProvider }
 
 func (*metricsProvider) Metrics(context.Context) (string, error) { return "", nil }
 
+type schemaProvider struct{ infoOnly }
+
+func (schemaProvider) ProviderSchema() *pb.GetProviderSchemaResponse {
+	return &pb.GetProviderSchemaResponse{AnnotationPrefixes: []string{"example.com/"}}
+}
+
 type infoOnly struct{}
 
 func (infoOnly) Info() Info { return Info{ProviderName: "bare"} }
@@ -238,5 +244,18 @@ func TestCapabilitiesCarryTheVolumeProvisioners(t *testing.T) {
 				t.Fatalf("provisioners %v; want %v", res.VolumeProvisioners, tc.provisioners)
 			}
 		})
+	}
+}
+
+func TestASchemaAnnouncesItsCapabilityAndIsServed(t *testing.T) {
+	if caps := derive(t, schemaProvider{}).Capabilities; !slices.Equal(caps, []pb.Capability{pb.Capability_CAPABILITY_PROVIDER_SCHEMA}) {
+		t.Fatalf("capabilities = %v", caps)
+	}
+	res, err := (&identityServer{s: &providerServer{provider: schemaProvider{}}}).GetProviderSchema(context.Background(), &pb.GetProviderSchemaRequest{})
+	if err != nil || !slices.Equal(res.AnnotationPrefixes, []string{"example.com/"}) {
+		t.Fatalf("GetProviderSchema = %v, %v", res, err)
+	}
+	if _, err := (&identityServer{s: &providerServer{provider: infoOnly{}}}).GetProviderSchema(context.Background(), &pb.GetProviderSchemaRequest{}); err == nil {
+		t.Fatal("a provider without a schema answered one")
 	}
 }

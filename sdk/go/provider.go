@@ -62,7 +62,7 @@ type Info struct {
 // Provider is a cloud provider. Only Info is required; everything else is
 // an optional interface, found with a type assertion:
 //
-//   - [Configurer], [Prober], [MetricsExporter], [Closer] for the lifecycle;
+//   - [Configurer], [Prober], [MetricsExporter], [SchemaPublisher], [Closer] for the lifecycle;
 //   - [InstancesProvider], [ZonesProvider], [ClustersProvider],
 //     [LoadBalancersProvider], [RoutesProvider], [VolumesProvider] for the
 //     cloud services.
@@ -105,6 +105,18 @@ type Prober interface {
 // announces CAPABILITY_METRICS. Called on scrapes, also before Configure.
 type MetricsExporter interface {
 	Metrics(ctx context.Context) (string, error)
+}
+
+// SchemaPublisher publishes the Service annotations (and cloud-config keys)
+// the provider reads and the annotation prefixes it owns
+// (IdentityService.GetProviderSchema, protocol 1.1); implementing it
+// announces CAPABILITY_PROVIDER_SCHEMA. The host checks every Service's
+// annotations against it before each ensure: an unlisted key under an owned
+// prefix, or a value that does not fit, is a Warning event and no cloud
+// call. The answer must not change during the life of the process; at most
+// 1 MiB encoded.
+type SchemaPublisher interface {
+	ProviderSchema() *pb.GetProviderSchemaResponse
 }
 
 // Closer is called once when the provider stops (Shutdown RPC in exec mode,

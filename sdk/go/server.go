@@ -325,6 +325,17 @@ func (i *identityServer) GetMetrics(ctx context.Context, _ *pb.GetMetricsRequest
 	return &pb.GetMetricsResponse{Text: text}, nil
 }
 
+func (i *identityServer) GetProviderSchema(_ context.Context, _ *pb.GetProviderSchemaRequest) (*pb.GetProviderSchemaResponse, error) {
+	sp, ok := i.s.provider.(SchemaPublisher)
+	if !ok {
+		return nil, NotImplemented("this provider publishes no schema (ccmsdk.SchemaPublisher)")
+	}
+	if schema := sp.ProviderSchema(); schema != nil {
+		return schema, nil
+	}
+	return &pb.GetProviderSchemaResponse{}, nil
+}
+
 type lifecycleServer struct {
 	pb.UnimplementedLifecycleServiceServer
 	s *providerServer

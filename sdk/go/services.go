@@ -149,7 +149,8 @@ var legacyInstancesMethods = []string{
 //   - ROUTES_RECONCILE: routes have ReconcileRoutes;
 //   - VOLUMES_LIST_PUBLISHED_NODES: volumes have ListVolumes;
 //   - VOLUMES_EXPAND_ONLINE: Info().VolumesExpandOnline and a volume service;
-//   - METRICS: p is a [MetricsExporter].
+//   - METRICS: p is a [MetricsExporter];
+//   - PROVIDER_SCHEMA: p is a [SchemaPublisher].
 //
 // The load balancer class declaration (Info().LoadBalancerClasses and
 // LoadBalancerClassesOnly) is sent as is with a load balancer service, the
@@ -195,6 +196,8 @@ func deriveCapabilities(p Provider, bound map[string]*boundService) *pb.GetPlugi
 	add(vols != nil && info.VolumesExpandOnline, pb.Capability_CAPABILITY_VOLUMES_EXPAND_ONLINE)
 	_, metrics := p.(MetricsExporter)
 	add(metrics, pb.Capability_CAPABILITY_METRICS)
+	_, schema := p.(SchemaPublisher)
+	add(schema, pb.Capability_CAPABILITY_PROVIDER_SCHEMA)
 	slices.Sort(caps)
 	res.Capabilities = caps
 	if lb != nil {

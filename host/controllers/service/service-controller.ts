@@ -129,6 +129,15 @@ class InvalidServiceError extends Error {
   override name = 'InvalidServiceError';
 }
 
+/**
+ * The Service's annotations do not fit the provider's schema
+ * (GetProviderSchema): no cloud call was made; retried with backoff (a fixed
+ * annotation is ensured on the next try).
+ */
+class InvalidAnnotationError extends InvalidServiceError {
+  override name = 'InvalidAnnotationError';
+}
+
 /** The conditions' view of a failed ensure (a DeferredError never gets here). */
 function failureOutcome(err: unknown): LbOutcome {
   const message = errorMessage(err);
@@ -577,7 +586,8 @@ export class ServiceController {
         }
         this.deferredSpec.delete(key);
         if (ensuring) await this.writeConditions(key, svc, failureOutcome(err));
-        this.o.recorder.event(svc, 'Warning', EventReasons.SYNC_LB_FAILED, `Error syncing load balancer: ${errorMessage(err)}`);
+        if (err instanceof InvalidAnnotationError) this.o.recorder.event(svc, 'Warning', EventReasons.INVALID_LB_ANNOTATION, err.message);
+        else this.o.recorder.event(svc, 'Warning', EventReasons.SYNC_LB_FAILED, `Error syncing load balancer: ${errorMessage(err)}`);
         throw err;
       }
     });
@@ -680,6 +690,9 @@ export class ServiceController {
     const { ref, problems } = toServiceRef(cached);
     const maker: LbMaker = { provider: p.name, class: classOf(cached) };
     if (problems.length) throw new InvalidServiceError(`invalid Service for a load balancer: ${problems.join('; ')}`);
+    // Before any write or cloud call: a bad annotation is the user's to fix, not the cloud's to refuse.
+    const badAnnotations = p.lbs.annotationProblems?.(cached.metadata?.annotations) ?? [];
+    if (badAnnotations.length) throw new InvalidAnnotationError(`Load balancer not ensured: ${badAnnotations.join('; ')}`);
     const specSig = lbSpecSignature(cached);
     // A periodic re-ensure of an unchanged Service stays quiet unless it finds drift.
     const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);
@@ -782,7 +795,8 @@ export class ServiceController {
       const prev = this.synced.get(key);
       if (prev && (prev.ref.uid !== svc.metadata?.uid || prev.maker.provider !== p.name)) continue;
       const { ref, problems } = toServiceRef(svc);
-      if (problems.length) continue;
+      // Invalid input (also annotations the provider's schema refuses) is left to the Service's own sync, which reports it.
+      if (problems.length || (p.lbs.annotationProblems?.(svc.metadata?.annotations) ?? []).length) continue;
       // An empty backend set for a load balancer that may have backends is left to its own sync (mayEmptyBackends).
       if (nodesSig === EMPTY_BACKENDS && this.o.nodesScoped && mayHaveBackends(prev, svc)) continue;
       const release = this.lock.tryAcquire(key);
@@ -960,7 +974,14 @@ export class ServiceController {
 
   /** The backend update of one provider's stale load balancers (under their locks). */
   private async syncProviderNodes(p: Provider, stale: [string, Synced][]): Promise<void> {
-    let todo = stale;
+    // No UpdateLoadBalancer for a Service whose annotations the provider's schema refuses: its own sync reports it (Warning, conditions) and retries.
+    let todo = stale.filter(([key, s]) => {
+      if ((p.lbs.annotationProblems?.(this.o.services.get(key)?.metadata?.annotations) ?? []).length === 0) return true;
+      s.nodesSig = undefined;
+      this.laneOf(key).add(key);
+      return false;
+    });
+    if (todo.length === 0) return;
     const nodes = this.backendNodes();
     let refused: Error | undefined;
     if (nodes.length === 0) {

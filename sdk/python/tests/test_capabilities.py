@@ -83,13 +83,16 @@ class CapabilitiesTest(unittest.TestCase):
             def metrics(self, context):
                 return ""
 
+            def provider_schema(self):
+                return pb.GetProviderSchemaResponse(annotation_prefixes=["example.com/"])
+
         caps = derive_capabilities(Full(instances=Batch(), load_balancers=LoadBalancers(), routes=Routes(), volumes=Volumes(), zones=object()))
         self.assertEqual(list(caps.services), [pb.SERVICE_INSTANCES, pb.SERVICE_ZONES, pb.SERVICE_LOAD_BALANCERS, pb.SERVICE_ROUTES, pb.SERVICE_VOLUMES])
         self.assertEqual(list(caps.capabilities), sorted([
             pb.CAPABILITY_INSTANCES_BATCH, pb.CAPABILITY_INSTANCES_LEGACY, pb.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS,
             pb.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE, pb.CAPABILITY_LOAD_BALANCER_LIST, pb.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY,
             pb.CAPABILITY_ROUTES_RECONCILE, pb.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES, pb.CAPABILITY_VOLUMES_EXPAND_ONLINE,
-            pb.CAPABILITY_METRICS]))
+            pb.CAPABILITY_METRICS, pb.CAPABILITY_PROVIDER_SCHEMA]))
 
     def test_half_a_batch_and_info_flags_without_their_service(self):
         class Half:

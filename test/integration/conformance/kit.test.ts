@@ -76,6 +76,7 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
     'volumes/labels',
     'identity/load-balancer-classes',
     'identity/node-selector',
+    'identity/provider-schema',
     'load-balancers/classes',
   ])
     t.is(outcome(results, id), 'pass', id);

@@ -51,6 +51,8 @@ test.before(async (t) => {
     '--secure-port=0',
     `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
     '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.54.0/24',
+    // No schema: the bad ip-mode below tests the provider's own refusal (lb-schema.test.ts tests the host's check).
+    '--plugin-env=LOCALCLOUD_NO_SCHEMA=1',
     '-v=2',
     // No election on the shared default Lease (kube-system/cloud-controller-manager): other files' hosts run at the same time.
     '--leader-elect=false',

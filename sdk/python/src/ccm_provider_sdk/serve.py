@@ -276,6 +276,12 @@ class _Provider:
             raise not_implemented("this provider exports no metrics (no metrics() method)")
         return identity_pb2.GetMetricsResponse(text=metrics(context))
 
+    def get_provider_schema(self, request, context):
+        schema = getattr(self.provider, "provider_schema", None)
+        if not callable(schema):
+            raise not_implemented("this provider publishes no schema (no provider_schema() method)")
+        return schema() or identity_pb2.GetProviderSchemaResponse()
+
     def configure(self, request, context):
         """The provider's configure(); success marks the provider configured (a failure leaves it as it was)."""
         res = None
@@ -317,7 +323,8 @@ class _Provider:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         handlers = [
             self._generic_handler(_IDENTITY, {"GetPluginInfo": self.get_plugin_info, "GetPluginCapabilities": self.get_plugin_capabilities,
-                                              "Probe": self.probe, "GetMetrics": self.get_metrics}),
+                                              "Probe": self.probe, "GetMetrics": self.get_metrics,
+                                              "GetProviderSchema": self.get_provider_schema}),
             self._generic_handler(_LIFECYCLE, {"Configure": self.configure, "Shutdown": self.shutdown}, untracked=("Shutdown",)),
         ]
         for b in self.bound.values():
@@ -437,6 +444,10 @@ def serve(provider, endpoint=None, args=None, stop_grace_s=DEFAULT_STOP_GRACE_S,
         the cloud config; raise invalid_argument(...) for a bad one;
       probe(context) -> bool (optional): readiness once configured;
       metrics(context) -> str (optional): Prometheus text (announces CAPABILITY_METRICS);
+      provider_schema() -> identity_pb2.GetProviderSchemaResponse (optional): the
+        Service annotations the provider reads and the prefixes it owns, fixed for
+        the life of the process (announces CAPABILITY_PROVIDER_SCHEMA; the host
+        checks Services against it before every ensure);
       close() (optional): once on stop, after in-flight calls ended or the grace period ran out;
       instances, zones, clusters, load_balancers, routes, volumes (optional,
         None: not served): objects with any subset of the service's RPCs as

@@ -158,7 +158,8 @@ def derive_capabilities(provider, bound=None):
       ROUTES_RECONCILE: routes have ReconcileRoutes;
       VOLUMES_LIST_PUBLISHED_NODES: volumes have ListVolumes;
       VOLUMES_EXPAND_ONLINE: info.volumes_expand_online and a volume service;
-      METRICS: the provider has metrics().
+      METRICS: the provider has metrics();
+      PROVIDER_SCHEMA: the provider has provider_schema().
     The load balancer class declaration (info.load_balancer_classes,
     info.load_balancer_classes_only) is sent as is with a load balancer service,
     the volume provisioner names (info.volume_provisioners) with a volume service.
@@ -182,6 +183,7 @@ def derive_capabilities(provider, bound=None):
         (has(vols, "ListVolumes"), identity_pb2.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES),
         (vols is not None and info.volumes_expand_online, identity_pb2.CAPABILITY_VOLUMES_EXPAND_ONLINE),
         (callable(getattr(provider, "metrics", None)), identity_pb2.CAPABILITY_METRICS),
+        (callable(getattr(provider, "provider_schema", None)), identity_pb2.CAPABILITY_PROVIDER_SCHEMA),
     ]
     for on, cap in rules:
         if on:

@@ -116,6 +116,8 @@ export enum Capability {
   CAPABILITY_LOAD_BALANCER_BATCH_ENSURE = 9,
   /** CAPABILITY_METRICS - IdentityService.GetMetrics. */
   CAPABILITY_METRICS = 10,
+  /** CAPABILITY_PROVIDER_SCHEMA - IdentityService.GetProviderSchema (protocol 1.1). */
+  CAPABILITY_PROVIDER_SCHEMA = 11,
 }
 
 export function capabilityFromJSON(object: any): Capability {
@@ -153,6 +155,9 @@ export function capabilityFromJSON(object: any): Capability {
     case 10:
     case "CAPABILITY_METRICS":
       return Capability.CAPABILITY_METRICS;
+    case 11:
+    case "CAPABILITY_PROVIDER_SCHEMA":
+      return Capability.CAPABILITY_PROVIDER_SCHEMA;
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }
@@ -182,8 +187,140 @@ export function capabilityToJSON(object: Capability): string {
       return "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE";
     case Capability.CAPABILITY_METRICS:
       return "CAPABILITY_METRICS";
+    case Capability.CAPABILITY_PROVIDER_SCHEMA:
+      return "CAPABILITY_PROVIDER_SCHEMA";
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
+  }
+}
+
+/** The Kubernetes object an annotation is read from. */
+export enum SchemaObjectKind {
+  /** SCHEMA_OBJECT_KIND_UNSPECIFIED - Never valid. */
+  SCHEMA_OBJECT_KIND_UNSPECIFIED = 0,
+  /** SCHEMA_OBJECT_KIND_SERVICE - A Service (load balancers). */
+  SCHEMA_OBJECT_KIND_SERVICE = 1,
+  /** SCHEMA_OBJECT_KIND_NODE - A Node. */
+  SCHEMA_OBJECT_KIND_NODE = 2,
+}
+
+export function schemaObjectKindFromJSON(object: any): SchemaObjectKind {
+  switch (object) {
+    case 0:
+    case "SCHEMA_OBJECT_KIND_UNSPECIFIED":
+      return SchemaObjectKind.SCHEMA_OBJECT_KIND_UNSPECIFIED;
+    case 1:
+    case "SCHEMA_OBJECT_KIND_SERVICE":
+      return SchemaObjectKind.SCHEMA_OBJECT_KIND_SERVICE;
+    case 2:
+    case "SCHEMA_OBJECT_KIND_NODE":
+      return SchemaObjectKind.SCHEMA_OBJECT_KIND_NODE;
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum SchemaObjectKind");
+  }
+}
+
+export function schemaObjectKindToJSON(object: SchemaObjectKind): string {
+  switch (object) {
+    case SchemaObjectKind.SCHEMA_OBJECT_KIND_UNSPECIFIED:
+      return "SCHEMA_OBJECT_KIND_UNSPECIFIED";
+    case SchemaObjectKind.SCHEMA_OBJECT_KIND_SERVICE:
+      return "SCHEMA_OBJECT_KIND_SERVICE";
+    case SchemaObjectKind.SCHEMA_OBJECT_KIND_NODE:
+      return "SCHEMA_OBJECT_KIND_NODE";
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum SchemaObjectKind");
+  }
+}
+
+/**
+ * The type of an annotation value or cloud-config key. Surrounding
+ * whitespace of a value is ignored; list items are comma-separated and each
+ * trimmed; empty items are invalid.
+ */
+export enum SchemaValueType {
+  /** SCHEMA_VALUE_TYPE_UNSPECIFIED - Never valid. */
+  SCHEMA_VALUE_TYPE_UNSPECIFIED = 0,
+  /** SCHEMA_VALUE_TYPE_STRING - Any string (constrained by `pattern` when set). */
+  SCHEMA_VALUE_TYPE_STRING = 1,
+  /**
+   * SCHEMA_VALUE_TYPE_BOOL - "true" or "false" (also 1, t, T, TRUE, True, 0, f, F, FALSE, False, as
+   * Go's strconv.ParseBool).
+   */
+  SCHEMA_VALUE_TYPE_BOOL = 2,
+  /** SCHEMA_VALUE_TYPE_INT - A decimal integer, optionally signed. */
+  SCHEMA_VALUE_TYPE_INT = 3,
+  /** SCHEMA_VALUE_TYPE_DURATION - A Go duration, e.g. "30s", "1m30s". */
+  SCHEMA_VALUE_TYPE_DURATION = 4,
+  /** SCHEMA_VALUE_TYPE_ENUM - One of `allowed_values`. */
+  SCHEMA_VALUE_TYPE_ENUM = 5,
+  /** SCHEMA_VALUE_TYPE_CIDR_LIST - Comma-separated CIDRs, e.g. "10.0.0.0/8, 2001:db8::/32". */
+  SCHEMA_VALUE_TYPE_CIDR_LIST = 6,
+  /**
+   * SCHEMA_VALUE_TYPE_STRING_LIST - Comma-separated strings (each matching `pattern` when set, each one of
+   * `allowed_values` when set).
+   */
+  SCHEMA_VALUE_TYPE_STRING_LIST = 7,
+  /** SCHEMA_VALUE_TYPE_KEY_VALUE_LIST - Comma-separated key=value pairs with non-empty keys, e.g. "team=a,env=b". */
+  SCHEMA_VALUE_TYPE_KEY_VALUE_LIST = 8,
+}
+
+export function schemaValueTypeFromJSON(object: any): SchemaValueType {
+  switch (object) {
+    case 0:
+    case "SCHEMA_VALUE_TYPE_UNSPECIFIED":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_UNSPECIFIED;
+    case 1:
+    case "SCHEMA_VALUE_TYPE_STRING":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_STRING;
+    case 2:
+    case "SCHEMA_VALUE_TYPE_BOOL":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_BOOL;
+    case 3:
+    case "SCHEMA_VALUE_TYPE_INT":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_INT;
+    case 4:
+    case "SCHEMA_VALUE_TYPE_DURATION":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_DURATION;
+    case 5:
+    case "SCHEMA_VALUE_TYPE_ENUM":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_ENUM;
+    case 6:
+    case "SCHEMA_VALUE_TYPE_CIDR_LIST":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_CIDR_LIST;
+    case 7:
+    case "SCHEMA_VALUE_TYPE_STRING_LIST":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_STRING_LIST;
+    case 8:
+    case "SCHEMA_VALUE_TYPE_KEY_VALUE_LIST":
+      return SchemaValueType.SCHEMA_VALUE_TYPE_KEY_VALUE_LIST;
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum SchemaValueType");
+  }
+}
+
+export function schemaValueTypeToJSON(object: SchemaValueType): string {
+  switch (object) {
+    case SchemaValueType.SCHEMA_VALUE_TYPE_UNSPECIFIED:
+      return "SCHEMA_VALUE_TYPE_UNSPECIFIED";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_STRING:
+      return "SCHEMA_VALUE_TYPE_STRING";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_BOOL:
+      return "SCHEMA_VALUE_TYPE_BOOL";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_INT:
+      return "SCHEMA_VALUE_TYPE_INT";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_DURATION:
+      return "SCHEMA_VALUE_TYPE_DURATION";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_ENUM:
+      return "SCHEMA_VALUE_TYPE_ENUM";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_CIDR_LIST:
+      return "SCHEMA_VALUE_TYPE_CIDR_LIST";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_STRING_LIST:
+      return "SCHEMA_VALUE_TYPE_STRING_LIST";
+    case SchemaValueType.SCHEMA_VALUE_TYPE_KEY_VALUE_LIST:
+      return "SCHEMA_VALUE_TYPE_KEY_VALUE_LIST";
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum SchemaValueType");
   }
 }
 
@@ -359,6 +496,90 @@ export interface ProbeRequest {
 export interface ProbeResponse {
   /** True when cloud calls can be served. */
   ready: boolean;
+}
+
+/** Empty. */
+export interface GetProviderSchemaRequest {
+}
+
+/** What a provider reads from Kubernetes objects and its cloud config. */
+export interface GetProviderSchemaResponse {
+  /**
+   * Annotation key prefixes the provider owns, e.g. "local.ccm.dev/" or
+   * "service.beta.kubernetes.io/aws-load-balancer-". Every annotation of a
+   * Service whose key starts with one of these must be listed in
+   * `annotations` (for kind SCHEMA_OBJECT_KIND_SERVICE): an unlisted key
+   * under an owned prefix is a misspelling and as invalid as a bad value.
+   * Keys under no declared prefix are never checked (only their listed
+   * entries are). Each prefix non-empty, at most 253 characters, no
+   * duplicates. Empty: only listed keys are checked, typos are not caught.
+   */
+  annotationPrefixes: string[];
+  /** The annotations the provider reads. At most one entry per (kind, key). */
+  annotations: SchemaAnnotation[];
+  /**
+   * The cloud-config keys the provider reads (documentation and tooling; the
+   * host does not validate the cloud config against them).
+   */
+  cloudConfigKeys: SchemaConfigKey[];
+}
+
+/** One annotation a provider reads. */
+export interface SchemaAnnotation {
+  /** The full annotation key, e.g. "local.ccm.dev/ip-mode". */
+  key: string;
+  /** The object it is read from. */
+  objectKind: SchemaObjectKind;
+  /** The type of its value. */
+  type: SchemaValueType;
+  /**
+   * ENUM: the allowed values (required, non-empty). STRING_LIST: when set,
+   * the allowed items. Ignored for other types.
+   */
+  allowedValues: string[];
+  /** Whether `allowed_values` compare case-insensitively. */
+  caseInsensitive: boolean;
+  /**
+   * A regular expression the whole value (each item of a STRING_LIST) must
+   * match; empty means any. Keep to the syntax RE2 and ECMAScript share (the
+   * host is in TypeScript, providers often in Go); a pattern the host cannot
+   * compile makes it ignore the schema.
+   */
+  pattern: string;
+  /**
+   * The value the provider uses when the annotation is absent (empty: none,
+   * or not expressible); documentation only.
+   */
+  defaultValue: string;
+  /**
+   * Whether the annotation is deprecated. Still valid: the host checks its
+   * value as usual.
+   */
+  deprecated: boolean;
+  /** The key to use instead when deprecated (may be empty). */
+  replacement: string;
+  /** One or two sentences for the annotation reference. */
+  description: string;
+}
+
+/** One cloud-config key a provider reads. */
+export interface SchemaConfigKey {
+  /** The INI section (e.g. "Global"; empty for a YAML/JSON top level). */
+  section: string;
+  /** The key within the section. */
+  key: string;
+  /** The type of its value. */
+  type: SchemaValueType;
+  /** ENUM: the allowed values. */
+  allowedValues: string[];
+  /** The value used when the key is absent (documentation only). */
+  defaultValue: string;
+  /** Whether the key is deprecated. */
+  deprecated: boolean;
+  /** The key to use instead when deprecated (may be empty). */
+  replacement: string;
+  /** One or two sentences for the reference. */
+  description: string;
 }
 
 function createBaseGetPluginInfoRequest(): GetPluginInfoRequest {
@@ -1303,6 +1524,607 @@ export const ProbeResponse: MessageFns<ProbeResponse> = {
   },
 };
 
+function createBaseGetProviderSchemaRequest(): GetProviderSchemaRequest {
+  return {};
+}
+
+export const GetProviderSchemaRequest: MessageFns<GetProviderSchemaRequest> = {
+  encode(_: GetProviderSchemaRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetProviderSchemaRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetProviderSchemaRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetProviderSchemaRequest {
+    return {};
+  },
+
+  toJSON(_: GetProviderSchemaRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetProviderSchemaRequest>, I>>(base?: I): GetProviderSchemaRequest {
+    return GetProviderSchemaRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetProviderSchemaRequest>, I>>(_: I): GetProviderSchemaRequest {
+    const message = createBaseGetProviderSchemaRequest();
+    return message;
+  },
+};
+
+function createBaseGetProviderSchemaResponse(): GetProviderSchemaResponse {
+  return { annotationPrefixes: [], annotations: [], cloudConfigKeys: [] };
+}
+
+export const GetProviderSchemaResponse: MessageFns<GetProviderSchemaResponse> = {
+  encode(message: GetProviderSchemaResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.annotationPrefixes) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.annotations) {
+      SchemaAnnotation.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.cloudConfigKeys) {
+      SchemaConfigKey.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetProviderSchemaResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetProviderSchemaResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.annotationPrefixes.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.annotations.push(SchemaAnnotation.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cloudConfigKeys.push(SchemaConfigKey.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetProviderSchemaResponse {
+    return {
+      annotationPrefixes: globalThis.Array.isArray(object?.annotationPrefixes)
+        ? object.annotationPrefixes.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.annotation_prefixes)
+        ? object.annotation_prefixes.map((e: any) => globalThis.String(e))
+        : [],
+      annotations: globalThis.Array.isArray(object?.annotations)
+        ? object.annotations.map((e: any) => SchemaAnnotation.fromJSON(e))
+        : [],
+      cloudConfigKeys: globalThis.Array.isArray(object?.cloudConfigKeys)
+        ? object.cloudConfigKeys.map((e: any) => SchemaConfigKey.fromJSON(e))
+        : globalThis.Array.isArray(object?.cloud_config_keys)
+        ? object.cloud_config_keys.map((e: any) => SchemaConfigKey.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GetProviderSchemaResponse): unknown {
+    const obj: any = {};
+    if (message.annotationPrefixes?.length) {
+      obj.annotationPrefixes = message.annotationPrefixes;
+    }
+    if (message.annotations?.length) {
+      obj.annotations = message.annotations.map((e) => SchemaAnnotation.toJSON(e));
+    }
+    if (message.cloudConfigKeys?.length) {
+      obj.cloudConfigKeys = message.cloudConfigKeys.map((e) => SchemaConfigKey.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetProviderSchemaResponse>, I>>(base?: I): GetProviderSchemaResponse {
+    return GetProviderSchemaResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetProviderSchemaResponse>, I>>(object: I): GetProviderSchemaResponse {
+    const message = createBaseGetProviderSchemaResponse();
+    message.annotationPrefixes = object.annotationPrefixes?.map((e) => e) || [];
+    message.annotations = object.annotations?.map((e) => SchemaAnnotation.fromPartial(e)) || [];
+    message.cloudConfigKeys = object.cloudConfigKeys?.map((e) => SchemaConfigKey.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSchemaAnnotation(): SchemaAnnotation {
+  return {
+    key: "",
+    objectKind: 0,
+    type: 0,
+    allowedValues: [],
+    caseInsensitive: false,
+    pattern: "",
+    defaultValue: "",
+    deprecated: false,
+    replacement: "",
+    description: "",
+  };
+}
+
+export const SchemaAnnotation: MessageFns<SchemaAnnotation> = {
+  encode(message: SchemaAnnotation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.objectKind !== 0) {
+      writer.uint32(16).int32(message.objectKind);
+    }
+    if (message.type !== 0) {
+      writer.uint32(24).int32(message.type);
+    }
+    for (const v of message.allowedValues) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.caseInsensitive !== false) {
+      writer.uint32(40).bool(message.caseInsensitive);
+    }
+    if (message.pattern !== "") {
+      writer.uint32(50).string(message.pattern);
+    }
+    if (message.defaultValue !== "") {
+      writer.uint32(58).string(message.defaultValue);
+    }
+    if (message.deprecated !== false) {
+      writer.uint32(64).bool(message.deprecated);
+    }
+    if (message.replacement !== "") {
+      writer.uint32(74).string(message.replacement);
+    }
+    if (message.description !== "") {
+      writer.uint32(82).string(message.description);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SchemaAnnotation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSchemaAnnotation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.objectKind = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.type = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.allowedValues.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.caseInsensitive = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.pattern = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.defaultValue = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.deprecated = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.replacement = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SchemaAnnotation {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      objectKind: isSet(object.objectKind)
+        ? schemaObjectKindFromJSON(object.objectKind)
+        : isSet(object.object_kind)
+        ? schemaObjectKindFromJSON(object.object_kind)
+        : 0,
+      type: isSet(object.type) ? schemaValueTypeFromJSON(object.type) : 0,
+      allowedValues: globalThis.Array.isArray(object?.allowedValues)
+        ? object.allowedValues.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_values)
+        ? object.allowed_values.map((e: any) => globalThis.String(e))
+        : [],
+      caseInsensitive: isSet(object.caseInsensitive)
+        ? globalThis.Boolean(object.caseInsensitive)
+        : isSet(object.case_insensitive)
+        ? globalThis.Boolean(object.case_insensitive)
+        : false,
+      pattern: isSet(object.pattern) ? globalThis.String(object.pattern) : "",
+      defaultValue: isSet(object.defaultValue)
+        ? globalThis.String(object.defaultValue)
+        : isSet(object.default_value)
+        ? globalThis.String(object.default_value)
+        : "",
+      deprecated: isSet(object.deprecated) ? globalThis.Boolean(object.deprecated) : false,
+      replacement: isSet(object.replacement) ? globalThis.String(object.replacement) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+    };
+  },
+
+  toJSON(message: SchemaAnnotation): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.objectKind !== 0) {
+      obj.objectKind = schemaObjectKindToJSON(message.objectKind);
+    }
+    if (message.type !== 0) {
+      obj.type = schemaValueTypeToJSON(message.type);
+    }
+    if (message.allowedValues?.length) {
+      obj.allowedValues = message.allowedValues;
+    }
+    if (message.caseInsensitive !== false) {
+      obj.caseInsensitive = message.caseInsensitive;
+    }
+    if (message.pattern !== "") {
+      obj.pattern = message.pattern;
+    }
+    if (message.defaultValue !== "") {
+      obj.defaultValue = message.defaultValue;
+    }
+    if (message.deprecated !== false) {
+      obj.deprecated = message.deprecated;
+    }
+    if (message.replacement !== "") {
+      obj.replacement = message.replacement;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SchemaAnnotation>, I>>(base?: I): SchemaAnnotation {
+    return SchemaAnnotation.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SchemaAnnotation>, I>>(object: I): SchemaAnnotation {
+    const message = createBaseSchemaAnnotation();
+    message.key = object.key ?? "";
+    message.objectKind = object.objectKind ?? 0;
+    message.type = object.type ?? 0;
+    message.allowedValues = object.allowedValues?.map((e) => e) || [];
+    message.caseInsensitive = object.caseInsensitive ?? false;
+    message.pattern = object.pattern ?? "";
+    message.defaultValue = object.defaultValue ?? "";
+    message.deprecated = object.deprecated ?? false;
+    message.replacement = object.replacement ?? "";
+    message.description = object.description ?? "";
+    return message;
+  },
+};
+
+function createBaseSchemaConfigKey(): SchemaConfigKey {
+  return {
+    section: "",
+    key: "",
+    type: 0,
+    allowedValues: [],
+    defaultValue: "",
+    deprecated: false,
+    replacement: "",
+    description: "",
+  };
+}
+
+export const SchemaConfigKey: MessageFns<SchemaConfigKey> = {
+  encode(message: SchemaConfigKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.section !== "") {
+      writer.uint32(10).string(message.section);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    if (message.type !== 0) {
+      writer.uint32(24).int32(message.type);
+    }
+    for (const v of message.allowedValues) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.defaultValue !== "") {
+      writer.uint32(42).string(message.defaultValue);
+    }
+    if (message.deprecated !== false) {
+      writer.uint32(48).bool(message.deprecated);
+    }
+    if (message.replacement !== "") {
+      writer.uint32(58).string(message.replacement);
+    }
+    if (message.description !== "") {
+      writer.uint32(66).string(message.description);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SchemaConfigKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSchemaConfigKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.section = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.type = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.allowedValues.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.defaultValue = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.deprecated = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.replacement = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SchemaConfigKey {
+    return {
+      section: isSet(object.section) ? globalThis.String(object.section) : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      type: isSet(object.type) ? schemaValueTypeFromJSON(object.type) : 0,
+      allowedValues: globalThis.Array.isArray(object?.allowedValues)
+        ? object.allowedValues.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_values)
+        ? object.allowed_values.map((e: any) => globalThis.String(e))
+        : [],
+      defaultValue: isSet(object.defaultValue)
+        ? globalThis.String(object.defaultValue)
+        : isSet(object.default_value)
+        ? globalThis.String(object.default_value)
+        : "",
+      deprecated: isSet(object.deprecated) ? globalThis.Boolean(object.deprecated) : false,
+      replacement: isSet(object.replacement) ? globalThis.String(object.replacement) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+    };
+  },
+
+  toJSON(message: SchemaConfigKey): unknown {
+    const obj: any = {};
+    if (message.section !== "") {
+      obj.section = message.section;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.type !== 0) {
+      obj.type = schemaValueTypeToJSON(message.type);
+    }
+    if (message.allowedValues?.length) {
+      obj.allowedValues = message.allowedValues;
+    }
+    if (message.defaultValue !== "") {
+      obj.defaultValue = message.defaultValue;
+    }
+    if (message.deprecated !== false) {
+      obj.deprecated = message.deprecated;
+    }
+    if (message.replacement !== "") {
+      obj.replacement = message.replacement;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SchemaConfigKey>, I>>(base?: I): SchemaConfigKey {
+    return SchemaConfigKey.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SchemaConfigKey>, I>>(object: I): SchemaConfigKey {
+    const message = createBaseSchemaConfigKey();
+    message.section = object.section ?? "";
+    message.key = object.key ?? "";
+    message.type = object.type ?? 0;
+    message.allowedValues = object.allowedValues?.map((e) => e) || [];
+    message.defaultValue = object.defaultValue ?? "";
+    message.deprecated = object.deprecated ?? false;
+    message.replacement = object.replacement ?? "";
+    message.description = object.description ?? "";
+    return message;
+  },
+};
+
 /**
  * Identity and readiness of a provider. Every provider implements all three
  * RPCs; they are read-only, cheap and safe to call at any time. Providers
@@ -1373,6 +2195,33 @@ export const IdentityServiceService = {
     responseSerialize: (value: GetMetricsResponse): Buffer => Buffer.from(GetMetricsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetMetricsResponse => GetMetricsResponse.decode(value),
   },
+  /**
+   * The provider's schema (protocol 1.1): the Service annotations (and
+   * cloud-config keys) it reads, with their types and allowed values, and the
+   * annotation prefixes it owns. Called only when the provider announces
+   * CAPABILITY_PROVIDER_SCHEMA, once per provider process (after
+   * GetPluginCapabilities, also before Configure); the answer must not change
+   * during the life of the process. Read-only, idempotent and cheap.
+   * The host validates a Service's annotations against it before every
+   * EnsureLoadBalancer/EnsureLoadBalancers/UpdateLoadBalancer: a key under a
+   * declared prefix that the schema does not list, or a value that does not
+   * fit its entry, is a Warning event (InvalidLoadBalancerAnnotation) and no
+   * cloud call, retried with backoff. The host ignores (and logs once) an
+   * answer over 1 MiB encoded or with an invalid entry, and then validates
+   * nothing for this provider (the provider still checks its input).
+   * Errors: UNIMPLEMENTED when the provider publishes no schema.
+   */
+  getProviderSchema: {
+    path: "/ccm.provider.v1.IdentityService/GetProviderSchema" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetProviderSchemaRequest): Buffer =>
+      Buffer.from(GetProviderSchemaRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetProviderSchemaRequest => GetProviderSchemaRequest.decode(value),
+    responseSerialize: (value: GetProviderSchemaResponse): Buffer =>
+      Buffer.from(GetProviderSchemaResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetProviderSchemaResponse => GetProviderSchemaResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -1403,6 +2252,23 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * Errors: UNIMPLEMENTED when the provider has no metrics.
    */
   getMetrics: handleUnaryCall<GetMetricsRequest, GetMetricsResponse>;
+  /**
+   * The provider's schema (protocol 1.1): the Service annotations (and
+   * cloud-config keys) it reads, with their types and allowed values, and the
+   * annotation prefixes it owns. Called only when the provider announces
+   * CAPABILITY_PROVIDER_SCHEMA, once per provider process (after
+   * GetPluginCapabilities, also before Configure); the answer must not change
+   * during the life of the process. Read-only, idempotent and cheap.
+   * The host validates a Service's annotations against it before every
+   * EnsureLoadBalancer/EnsureLoadBalancers/UpdateLoadBalancer: a key under a
+   * declared prefix that the schema does not list, or a value that does not
+   * fit its entry, is a Warning event (InvalidLoadBalancerAnnotation) and no
+   * cloud call, retried with backoff. The host ignores (and logs once) an
+   * answer over 1 MiB encoded or with an invalid entry, and then validates
+   * nothing for this provider (the provider still checks its input).
+   * Errors: UNIMPLEMENTED when the provider publishes no schema.
+   */
+  getProviderSchema: handleUnaryCall<GetProviderSchemaRequest, GetProviderSchemaResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -1488,6 +2354,37 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetMetricsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The provider's schema (protocol 1.1): the Service annotations (and
+   * cloud-config keys) it reads, with their types and allowed values, and the
+   * annotation prefixes it owns. Called only when the provider announces
+   * CAPABILITY_PROVIDER_SCHEMA, once per provider process (after
+   * GetPluginCapabilities, also before Configure); the answer must not change
+   * during the life of the process. Read-only, idempotent and cheap.
+   * The host validates a Service's annotations against it before every
+   * EnsureLoadBalancer/EnsureLoadBalancers/UpdateLoadBalancer: a key under a
+   * declared prefix that the schema does not list, or a value that does not
+   * fit its entry, is a Warning event (InvalidLoadBalancerAnnotation) and no
+   * cloud call, retried with backoff. The host ignores (and logs once) an
+   * answer over 1 MiB encoded or with an invalid entry, and then validates
+   * nothing for this provider (the provider still checks its input).
+   * Errors: UNIMPLEMENTED when the provider publishes no schema.
+   */
+  getProviderSchema(
+    request: GetProviderSchemaRequest,
+    callback: (error: ServiceError | null, response: GetProviderSchemaResponse) => void,
+  ): ClientUnaryCall;
+  getProviderSchema(
+    request: GetProviderSchemaRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetProviderSchemaResponse) => void,
+  ): ClientUnaryCall;
+  getProviderSchema(
+    request: GetProviderSchemaRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetProviderSchemaResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -118,6 +118,8 @@ const (
 	Capability_CAPABILITY_LOAD_BALANCER_BATCH_ENSURE Capability = 9
 	// IdentityService.GetMetrics.
 	Capability_CAPABILITY_METRICS Capability = 10
+	// IdentityService.GetProviderSchema (protocol 1.1).
+	Capability_CAPABILITY_PROVIDER_SCHEMA Capability = 11
 )
 
 // Enum value maps for Capability.
@@ -134,6 +136,7 @@ var (
 		8:  "CAPABILITY_LOAD_BALANCER_LIST",
 		9:  "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE",
 		10: "CAPABILITY_METRICS",
+		11: "CAPABILITY_PROVIDER_SCHEMA",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED":                  0,
@@ -147,6 +150,7 @@ var (
 		"CAPABILITY_LOAD_BALANCER_LIST":           8,
 		"CAPABILITY_LOAD_BALANCER_BATCH_ENSURE":   9,
 		"CAPABILITY_METRICS":                      10,
+		"CAPABILITY_PROVIDER_SCHEMA":              11,
 	}
 )
 
@@ -175,6 +179,140 @@ func (x Capability) Number() protoreflect.EnumNumber {
 // Deprecated: Use Capability.Descriptor instead.
 func (Capability) EnumDescriptor() ([]byte, []int) {
 	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{1}
+}
+
+// The Kubernetes object an annotation is read from.
+type SchemaObjectKind int32
+
+const (
+	// Never valid.
+	SchemaObjectKind_SCHEMA_OBJECT_KIND_UNSPECIFIED SchemaObjectKind = 0
+	// A Service (load balancers).
+	SchemaObjectKind_SCHEMA_OBJECT_KIND_SERVICE SchemaObjectKind = 1
+	// A Node.
+	SchemaObjectKind_SCHEMA_OBJECT_KIND_NODE SchemaObjectKind = 2
+)
+
+// Enum value maps for SchemaObjectKind.
+var (
+	SchemaObjectKind_name = map[int32]string{
+		0: "SCHEMA_OBJECT_KIND_UNSPECIFIED",
+		1: "SCHEMA_OBJECT_KIND_SERVICE",
+		2: "SCHEMA_OBJECT_KIND_NODE",
+	}
+	SchemaObjectKind_value = map[string]int32{
+		"SCHEMA_OBJECT_KIND_UNSPECIFIED": 0,
+		"SCHEMA_OBJECT_KIND_SERVICE":     1,
+		"SCHEMA_OBJECT_KIND_NODE":        2,
+	}
+)
+
+func (x SchemaObjectKind) Enum() *SchemaObjectKind {
+	p := new(SchemaObjectKind)
+	*p = x
+	return p
+}
+
+func (x SchemaObjectKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SchemaObjectKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_ccm_provider_v1_identity_proto_enumTypes[2].Descriptor()
+}
+
+func (SchemaObjectKind) Type() protoreflect.EnumType {
+	return &file_ccm_provider_v1_identity_proto_enumTypes[2]
+}
+
+func (x SchemaObjectKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SchemaObjectKind.Descriptor instead.
+func (SchemaObjectKind) EnumDescriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{2}
+}
+
+// The type of an annotation value or cloud-config key. Surrounding
+// whitespace of a value is ignored; list items are comma-separated and each
+// trimmed; empty items are invalid.
+type SchemaValueType int32
+
+const (
+	// Never valid.
+	SchemaValueType_SCHEMA_VALUE_TYPE_UNSPECIFIED SchemaValueType = 0
+	// Any string (constrained by `pattern` when set).
+	SchemaValueType_SCHEMA_VALUE_TYPE_STRING SchemaValueType = 1
+	// "true" or "false" (also 1, t, T, TRUE, True, 0, f, F, FALSE, False, as
+	// Go's strconv.ParseBool).
+	SchemaValueType_SCHEMA_VALUE_TYPE_BOOL SchemaValueType = 2
+	// A decimal integer, optionally signed.
+	SchemaValueType_SCHEMA_VALUE_TYPE_INT SchemaValueType = 3
+	// A Go duration, e.g. "30s", "1m30s".
+	SchemaValueType_SCHEMA_VALUE_TYPE_DURATION SchemaValueType = 4
+	// One of `allowed_values`.
+	SchemaValueType_SCHEMA_VALUE_TYPE_ENUM SchemaValueType = 5
+	// Comma-separated CIDRs, e.g. "10.0.0.0/8, 2001:db8::/32".
+	SchemaValueType_SCHEMA_VALUE_TYPE_CIDR_LIST SchemaValueType = 6
+	// Comma-separated strings (each matching `pattern` when set, each one of
+	// `allowed_values` when set).
+	SchemaValueType_SCHEMA_VALUE_TYPE_STRING_LIST SchemaValueType = 7
+	// Comma-separated key=value pairs with non-empty keys, e.g. "team=a,env=b".
+	SchemaValueType_SCHEMA_VALUE_TYPE_KEY_VALUE_LIST SchemaValueType = 8
+)
+
+// Enum value maps for SchemaValueType.
+var (
+	SchemaValueType_name = map[int32]string{
+		0: "SCHEMA_VALUE_TYPE_UNSPECIFIED",
+		1: "SCHEMA_VALUE_TYPE_STRING",
+		2: "SCHEMA_VALUE_TYPE_BOOL",
+		3: "SCHEMA_VALUE_TYPE_INT",
+		4: "SCHEMA_VALUE_TYPE_DURATION",
+		5: "SCHEMA_VALUE_TYPE_ENUM",
+		6: "SCHEMA_VALUE_TYPE_CIDR_LIST",
+		7: "SCHEMA_VALUE_TYPE_STRING_LIST",
+		8: "SCHEMA_VALUE_TYPE_KEY_VALUE_LIST",
+	}
+	SchemaValueType_value = map[string]int32{
+		"SCHEMA_VALUE_TYPE_UNSPECIFIED":    0,
+		"SCHEMA_VALUE_TYPE_STRING":         1,
+		"SCHEMA_VALUE_TYPE_BOOL":           2,
+		"SCHEMA_VALUE_TYPE_INT":            3,
+		"SCHEMA_VALUE_TYPE_DURATION":       4,
+		"SCHEMA_VALUE_TYPE_ENUM":           5,
+		"SCHEMA_VALUE_TYPE_CIDR_LIST":      6,
+		"SCHEMA_VALUE_TYPE_STRING_LIST":    7,
+		"SCHEMA_VALUE_TYPE_KEY_VALUE_LIST": 8,
+	}
+)
+
+func (x SchemaValueType) Enum() *SchemaValueType {
+	p := new(SchemaValueType)
+	*p = x
+	return p
+}
+
+func (x SchemaValueType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SchemaValueType) Descriptor() protoreflect.EnumDescriptor {
+	return file_ccm_provider_v1_identity_proto_enumTypes[3].Descriptor()
+}
+
+func (SchemaValueType) Type() protoreflect.EnumType {
+	return &file_ccm_provider_v1_identity_proto_enumTypes[3]
+}
+
+func (x SchemaValueType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SchemaValueType.Descriptor instead.
+func (SchemaValueType) EnumDescriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{3}
 }
 
 // Empty.
@@ -717,6 +855,357 @@ func (x *ProbeResponse) GetReady() bool {
 	return false
 }
 
+// Empty.
+type GetProviderSchemaRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProviderSchemaRequest) Reset() {
+	*x = GetProviderSchemaRequest{}
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProviderSchemaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProviderSchemaRequest) ProtoMessage() {}
+
+func (x *GetProviderSchemaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProviderSchemaRequest.ProtoReflect.Descriptor instead.
+func (*GetProviderSchemaRequest) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{8}
+}
+
+// What a provider reads from Kubernetes objects and its cloud config.
+type GetProviderSchemaResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Annotation key prefixes the provider owns, e.g. "local.ccm.dev/" or
+	// "service.beta.kubernetes.io/aws-load-balancer-". Every annotation of a
+	// Service whose key starts with one of these must be listed in
+	// `annotations` (for kind SCHEMA_OBJECT_KIND_SERVICE): an unlisted key
+	// under an owned prefix is a misspelling and as invalid as a bad value.
+	// Keys under no declared prefix are never checked (only their listed
+	// entries are). Each prefix non-empty, at most 253 characters, no
+	// duplicates. Empty: only listed keys are checked, typos are not caught.
+	AnnotationPrefixes []string `protobuf:"bytes,1,rep,name=annotation_prefixes,json=annotationPrefixes,proto3" json:"annotation_prefixes,omitempty"`
+	// The annotations the provider reads. At most one entry per (kind, key).
+	Annotations []*SchemaAnnotation `protobuf:"bytes,2,rep,name=annotations,proto3" json:"annotations,omitempty"`
+	// The cloud-config keys the provider reads (documentation and tooling; the
+	// host does not validate the cloud config against them).
+	CloudConfigKeys []*SchemaConfigKey `protobuf:"bytes,3,rep,name=cloud_config_keys,json=cloudConfigKeys,proto3" json:"cloud_config_keys,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetProviderSchemaResponse) Reset() {
+	*x = GetProviderSchemaResponse{}
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProviderSchemaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProviderSchemaResponse) ProtoMessage() {}
+
+func (x *GetProviderSchemaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProviderSchemaResponse.ProtoReflect.Descriptor instead.
+func (*GetProviderSchemaResponse) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetProviderSchemaResponse) GetAnnotationPrefixes() []string {
+	if x != nil {
+		return x.AnnotationPrefixes
+	}
+	return nil
+}
+
+func (x *GetProviderSchemaResponse) GetAnnotations() []*SchemaAnnotation {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+func (x *GetProviderSchemaResponse) GetCloudConfigKeys() []*SchemaConfigKey {
+	if x != nil {
+		return x.CloudConfigKeys
+	}
+	return nil
+}
+
+// One annotation a provider reads.
+type SchemaAnnotation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The full annotation key, e.g. "local.ccm.dev/ip-mode".
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The object it is read from.
+	ObjectKind SchemaObjectKind `protobuf:"varint,2,opt,name=object_kind,json=objectKind,proto3,enum=ccm.provider.v1.SchemaObjectKind" json:"object_kind,omitempty"`
+	// The type of its value.
+	Type SchemaValueType `protobuf:"varint,3,opt,name=type,proto3,enum=ccm.provider.v1.SchemaValueType" json:"type,omitempty"`
+	// ENUM: the allowed values (required, non-empty). STRING_LIST: when set,
+	// the allowed items. Ignored for other types.
+	AllowedValues []string `protobuf:"bytes,4,rep,name=allowed_values,json=allowedValues,proto3" json:"allowed_values,omitempty"`
+	// Whether `allowed_values` compare case-insensitively.
+	CaseInsensitive bool `protobuf:"varint,5,opt,name=case_insensitive,json=caseInsensitive,proto3" json:"case_insensitive,omitempty"`
+	// A regular expression the whole value (each item of a STRING_LIST) must
+	// match; empty means any. Keep to the syntax RE2 and ECMAScript share (the
+	// host is in TypeScript, providers often in Go); a pattern the host cannot
+	// compile makes it ignore the schema.
+	Pattern string `protobuf:"bytes,6,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// The value the provider uses when the annotation is absent (empty: none,
+	// or not expressible); documentation only.
+	DefaultValue string `protobuf:"bytes,7,opt,name=default_value,json=defaultValue,proto3" json:"default_value,omitempty"`
+	// Whether the annotation is deprecated. Still valid: the host checks its
+	// value as usual.
+	Deprecated bool `protobuf:"varint,8,opt,name=deprecated,proto3" json:"deprecated,omitempty"`
+	// The key to use instead when deprecated (may be empty).
+	Replacement string `protobuf:"bytes,9,opt,name=replacement,proto3" json:"replacement,omitempty"`
+	// One or two sentences for the annotation reference.
+	Description   string `protobuf:"bytes,10,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaAnnotation) Reset() {
+	*x = SchemaAnnotation{}
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaAnnotation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaAnnotation) ProtoMessage() {}
+
+func (x *SchemaAnnotation) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaAnnotation.ProtoReflect.Descriptor instead.
+func (*SchemaAnnotation) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SchemaAnnotation) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SchemaAnnotation) GetObjectKind() SchemaObjectKind {
+	if x != nil {
+		return x.ObjectKind
+	}
+	return SchemaObjectKind_SCHEMA_OBJECT_KIND_UNSPECIFIED
+}
+
+func (x *SchemaAnnotation) GetType() SchemaValueType {
+	if x != nil {
+		return x.Type
+	}
+	return SchemaValueType_SCHEMA_VALUE_TYPE_UNSPECIFIED
+}
+
+func (x *SchemaAnnotation) GetAllowedValues() []string {
+	if x != nil {
+		return x.AllowedValues
+	}
+	return nil
+}
+
+func (x *SchemaAnnotation) GetCaseInsensitive() bool {
+	if x != nil {
+		return x.CaseInsensitive
+	}
+	return false
+}
+
+func (x *SchemaAnnotation) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *SchemaAnnotation) GetDefaultValue() string {
+	if x != nil {
+		return x.DefaultValue
+	}
+	return ""
+}
+
+func (x *SchemaAnnotation) GetDeprecated() bool {
+	if x != nil {
+		return x.Deprecated
+	}
+	return false
+}
+
+func (x *SchemaAnnotation) GetReplacement() string {
+	if x != nil {
+		return x.Replacement
+	}
+	return ""
+}
+
+func (x *SchemaAnnotation) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// One cloud-config key a provider reads.
+type SchemaConfigKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The INI section (e.g. "Global"; empty for a YAML/JSON top level).
+	Section string `protobuf:"bytes,1,opt,name=section,proto3" json:"section,omitempty"`
+	// The key within the section.
+	Key string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// The type of its value.
+	Type SchemaValueType `protobuf:"varint,3,opt,name=type,proto3,enum=ccm.provider.v1.SchemaValueType" json:"type,omitempty"`
+	// ENUM: the allowed values.
+	AllowedValues []string `protobuf:"bytes,4,rep,name=allowed_values,json=allowedValues,proto3" json:"allowed_values,omitempty"`
+	// The value used when the key is absent (documentation only).
+	DefaultValue string `protobuf:"bytes,5,opt,name=default_value,json=defaultValue,proto3" json:"default_value,omitempty"`
+	// Whether the key is deprecated.
+	Deprecated bool `protobuf:"varint,6,opt,name=deprecated,proto3" json:"deprecated,omitempty"`
+	// The key to use instead when deprecated (may be empty).
+	Replacement string `protobuf:"bytes,7,opt,name=replacement,proto3" json:"replacement,omitempty"`
+	// One or two sentences for the reference.
+	Description   string `protobuf:"bytes,8,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaConfigKey) Reset() {
+	*x = SchemaConfigKey{}
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaConfigKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaConfigKey) ProtoMessage() {}
+
+func (x *SchemaConfigKey) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_identity_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaConfigKey.ProtoReflect.Descriptor instead.
+func (*SchemaConfigKey) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_identity_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SchemaConfigKey) GetSection() string {
+	if x != nil {
+		return x.Section
+	}
+	return ""
+}
+
+func (x *SchemaConfigKey) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SchemaConfigKey) GetType() SchemaValueType {
+	if x != nil {
+		return x.Type
+	}
+	return SchemaValueType_SCHEMA_VALUE_TYPE_UNSPECIFIED
+}
+
+func (x *SchemaConfigKey) GetAllowedValues() []string {
+	if x != nil {
+		return x.AllowedValues
+	}
+	return nil
+}
+
+func (x *SchemaConfigKey) GetDefaultValue() string {
+	if x != nil {
+		return x.DefaultValue
+	}
+	return ""
+}
+
+func (x *SchemaConfigKey) GetDeprecated() bool {
+	if x != nil {
+		return x.Deprecated
+	}
+	return false
+}
+
+func (x *SchemaConfigKey) GetReplacement() string {
+	if x != nil {
+		return x.Replacement
+	}
+	return ""
+}
+
+func (x *SchemaConfigKey) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 var File_ccm_provider_v1_identity_proto protoreflect.FileDescriptor
 
 const file_ccm_provider_v1_identity_proto_rawDesc = "" +
@@ -752,7 +1241,38 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x0e\n" +
 	"\fProbeRequest\"%\n" +
 	"\rProbeResponse\x12\x14\n" +
-	"\x05ready\x18\x01 \x01(\bR\x05ready*\xa7\x01\n" +
+	"\x05ready\x18\x01 \x01(\bR\x05ready\"\x1a\n" +
+	"\x18GetProviderSchemaRequest\"\xdf\x01\n" +
+	"\x19GetProviderSchemaResponse\x12/\n" +
+	"\x13annotation_prefixes\x18\x01 \x03(\tR\x12annotationPrefixes\x12C\n" +
+	"\vannotations\x18\x02 \x03(\v2!.ccm.provider.v1.SchemaAnnotationR\vannotations\x12L\n" +
+	"\x11cloud_config_keys\x18\x03 \x03(\v2 .ccm.provider.v1.SchemaConfigKeyR\x0fcloudConfigKeys\"\x93\x03\n" +
+	"\x10SchemaAnnotation\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12B\n" +
+	"\vobject_kind\x18\x02 \x01(\x0e2!.ccm.provider.v1.SchemaObjectKindR\n" +
+	"objectKind\x124\n" +
+	"\x04type\x18\x03 \x01(\x0e2 .ccm.provider.v1.SchemaValueTypeR\x04type\x12%\n" +
+	"\x0eallowed_values\x18\x04 \x03(\tR\rallowedValues\x12)\n" +
+	"\x10case_insensitive\x18\x05 \x01(\bR\x0fcaseInsensitive\x12\x18\n" +
+	"\apattern\x18\x06 \x01(\tR\apattern\x12#\n" +
+	"\rdefault_value\x18\a \x01(\tR\fdefaultValue\x12\x1e\n" +
+	"\n" +
+	"deprecated\x18\b \x01(\bR\n" +
+	"deprecated\x12 \n" +
+	"\vreplacement\x18\t \x01(\tR\vreplacement\x12 \n" +
+	"\vdescription\x18\n" +
+	" \x01(\tR\vdescription\"\xa3\x02\n" +
+	"\x0fSchemaConfigKey\x12\x18\n" +
+	"\asection\x18\x01 \x01(\tR\asection\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x124\n" +
+	"\x04type\x18\x03 \x01(\x0e2 .ccm.provider.v1.SchemaValueTypeR\x04type\x12%\n" +
+	"\x0eallowed_values\x18\x04 \x03(\tR\rallowedValues\x12#\n" +
+	"\rdefault_value\x18\x05 \x01(\tR\fdefaultValue\x12\x1e\n" +
+	"\n" +
+	"deprecated\x18\x06 \x01(\bR\n" +
+	"deprecated\x12 \n" +
+	"\vreplacement\x18\a \x01(\tR\vreplacement\x12 \n" +
+	"\vdescription\x18\b \x01(\tR\vdescription*\xa7\x01\n" +
 	"\aService\x12\x17\n" +
 	"\x13SERVICE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11SERVICE_INSTANCES\x10\x01\x12\x11\n" +
@@ -760,7 +1280,7 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x10SERVICE_CLUSTERS\x10\x03\x12\x1a\n" +
 	"\x16SERVICE_LOAD_BALANCERS\x10\x04\x12\x12\n" +
 	"\x0eSERVICE_ROUTES\x10\x05\x12\x13\n" +
-	"\x0fSERVICE_VOLUMES\x10\x06*\x99\x03\n" +
+	"\x0fSERVICE_VOLUMES\x10\x06*\xb9\x03\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x1e\n" +
@@ -774,13 +1294,29 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x1dCAPABILITY_LOAD_BALANCER_LIST\x10\b\x12)\n" +
 	"%CAPABILITY_LOAD_BALANCER_BATCH_ENSURE\x10\t\x12\x16\n" +
 	"\x12CAPABILITY_METRICS\x10\n" +
-	"2\x88\x03\n" +
+	"\x12\x1e\n" +
+	"\x1aCAPABILITY_PROVIDER_SCHEMA\x10\v*s\n" +
+	"\x10SchemaObjectKind\x12\"\n" +
+	"\x1eSCHEMA_OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aSCHEMA_OBJECT_KIND_SERVICE\x10\x01\x12\x1b\n" +
+	"\x17SCHEMA_OBJECT_KIND_NODE\x10\x02*\xaf\x02\n" +
+	"\x0fSchemaValueType\x12!\n" +
+	"\x1dSCHEMA_VALUE_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18SCHEMA_VALUE_TYPE_STRING\x10\x01\x12\x1a\n" +
+	"\x16SCHEMA_VALUE_TYPE_BOOL\x10\x02\x12\x19\n" +
+	"\x15SCHEMA_VALUE_TYPE_INT\x10\x03\x12\x1e\n" +
+	"\x1aSCHEMA_VALUE_TYPE_DURATION\x10\x04\x12\x1a\n" +
+	"\x16SCHEMA_VALUE_TYPE_ENUM\x10\x05\x12\x1f\n" +
+	"\x1bSCHEMA_VALUE_TYPE_CIDR_LIST\x10\x06\x12!\n" +
+	"\x1dSCHEMA_VALUE_TYPE_STRING_LIST\x10\a\x12$\n" +
+	" SCHEMA_VALUE_TYPE_KEY_VALUE_LIST\x10\b2\xf4\x03\n" +
 	"\x0fIdentityService\x12^\n" +
 	"\rGetPluginInfo\x12%.ccm.provider.v1.GetPluginInfoRequest\x1a&.ccm.provider.v1.GetPluginInfoResponse\x12v\n" +
 	"\x15GetPluginCapabilities\x12-.ccm.provider.v1.GetPluginCapabilitiesRequest\x1a..ccm.provider.v1.GetPluginCapabilitiesResponse\x12F\n" +
 	"\x05Probe\x12\x1d.ccm.provider.v1.ProbeRequest\x1a\x1e.ccm.provider.v1.ProbeResponse\x12U\n" +
 	"\n" +
-	"GetMetrics\x12\".ccm.provider.v1.GetMetricsRequest\x1a#.ccm.provider.v1.GetMetricsResponseB\xdb\x01\n" +
+	"GetMetrics\x12\".ccm.provider.v1.GetMetricsRequest\x1a#.ccm.provider.v1.GetMetricsResponse\x12j\n" +
+	"\x11GetProviderSchema\x12).ccm.provider.v1.GetProviderSchemaRequest\x1a*.ccm.provider.v1.GetProviderSchemaResponseB\xdb\x01\n" +
 	"\x13com.ccm.provider.v1B\rIdentityProtoP\x01ZWgithub.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1;providerv1\xa2\x02\x03CPX\xaa\x02\x0fCcm.Provider.V1\xca\x02\x0fCcm\\Provider\\V1\xe2\x02\x1bCcm\\Provider\\V1\\GPBMetadata\xea\x02\x11Ccm::Provider::V1b\x06proto3"
 
 var (
@@ -795,38 +1331,51 @@ func file_ccm_provider_v1_identity_proto_rawDescGZIP() []byte {
 	return file_ccm_provider_v1_identity_proto_rawDescData
 }
 
-var file_ccm_provider_v1_identity_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ccm_provider_v1_identity_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_ccm_provider_v1_identity_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_ccm_provider_v1_identity_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_ccm_provider_v1_identity_proto_goTypes = []any{
 	(Service)(0),                          // 0: ccm.provider.v1.Service
 	(Capability)(0),                       // 1: ccm.provider.v1.Capability
-	(*GetPluginInfoRequest)(nil),          // 2: ccm.provider.v1.GetPluginInfoRequest
-	(*GetPluginInfoResponse)(nil),         // 3: ccm.provider.v1.GetPluginInfoResponse
-	(*GetPluginCapabilitiesRequest)(nil),  // 4: ccm.provider.v1.GetPluginCapabilitiesRequest
-	(*GetPluginCapabilitiesResponse)(nil), // 5: ccm.provider.v1.GetPluginCapabilitiesResponse
-	(*GetMetricsRequest)(nil),             // 6: ccm.provider.v1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),            // 7: ccm.provider.v1.GetMetricsResponse
-	(*ProbeRequest)(nil),                  // 8: ccm.provider.v1.ProbeRequest
-	(*ProbeResponse)(nil),                 // 9: ccm.provider.v1.ProbeResponse
-	nil,                                   // 10: ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
+	(SchemaObjectKind)(0),                 // 2: ccm.provider.v1.SchemaObjectKind
+	(SchemaValueType)(0),                  // 3: ccm.provider.v1.SchemaValueType
+	(*GetPluginInfoRequest)(nil),          // 4: ccm.provider.v1.GetPluginInfoRequest
+	(*GetPluginInfoResponse)(nil),         // 5: ccm.provider.v1.GetPluginInfoResponse
+	(*GetPluginCapabilitiesRequest)(nil),  // 6: ccm.provider.v1.GetPluginCapabilitiesRequest
+	(*GetPluginCapabilitiesResponse)(nil), // 7: ccm.provider.v1.GetPluginCapabilitiesResponse
+	(*GetMetricsRequest)(nil),             // 8: ccm.provider.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),            // 9: ccm.provider.v1.GetMetricsResponse
+	(*ProbeRequest)(nil),                  // 10: ccm.provider.v1.ProbeRequest
+	(*ProbeResponse)(nil),                 // 11: ccm.provider.v1.ProbeResponse
+	(*GetProviderSchemaRequest)(nil),      // 12: ccm.provider.v1.GetProviderSchemaRequest
+	(*GetProviderSchemaResponse)(nil),     // 13: ccm.provider.v1.GetProviderSchemaResponse
+	(*SchemaAnnotation)(nil),              // 14: ccm.provider.v1.SchemaAnnotation
+	(*SchemaConfigKey)(nil),               // 15: ccm.provider.v1.SchemaConfigKey
+	nil,                                   // 16: ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
 }
 var file_ccm_provider_v1_identity_proto_depIdxs = []int32{
-	10, // 0: ccm.provider.v1.GetPluginInfoResponse.manifest:type_name -> ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
+	16, // 0: ccm.provider.v1.GetPluginInfoResponse.manifest:type_name -> ccm.provider.v1.GetPluginInfoResponse.ManifestEntry
 	0,  // 1: ccm.provider.v1.GetPluginCapabilitiesResponse.services:type_name -> ccm.provider.v1.Service
 	1,  // 2: ccm.provider.v1.GetPluginCapabilitiesResponse.capabilities:type_name -> ccm.provider.v1.Capability
-	2,  // 3: ccm.provider.v1.IdentityService.GetPluginInfo:input_type -> ccm.provider.v1.GetPluginInfoRequest
-	4,  // 4: ccm.provider.v1.IdentityService.GetPluginCapabilities:input_type -> ccm.provider.v1.GetPluginCapabilitiesRequest
-	8,  // 5: ccm.provider.v1.IdentityService.Probe:input_type -> ccm.provider.v1.ProbeRequest
-	6,  // 6: ccm.provider.v1.IdentityService.GetMetrics:input_type -> ccm.provider.v1.GetMetricsRequest
-	3,  // 7: ccm.provider.v1.IdentityService.GetPluginInfo:output_type -> ccm.provider.v1.GetPluginInfoResponse
-	5,  // 8: ccm.provider.v1.IdentityService.GetPluginCapabilities:output_type -> ccm.provider.v1.GetPluginCapabilitiesResponse
-	9,  // 9: ccm.provider.v1.IdentityService.Probe:output_type -> ccm.provider.v1.ProbeResponse
-	7,  // 10: ccm.provider.v1.IdentityService.GetMetrics:output_type -> ccm.provider.v1.GetMetricsResponse
-	7,  // [7:11] is the sub-list for method output_type
-	3,  // [3:7] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	14, // 3: ccm.provider.v1.GetProviderSchemaResponse.annotations:type_name -> ccm.provider.v1.SchemaAnnotation
+	15, // 4: ccm.provider.v1.GetProviderSchemaResponse.cloud_config_keys:type_name -> ccm.provider.v1.SchemaConfigKey
+	2,  // 5: ccm.provider.v1.SchemaAnnotation.object_kind:type_name -> ccm.provider.v1.SchemaObjectKind
+	3,  // 6: ccm.provider.v1.SchemaAnnotation.type:type_name -> ccm.provider.v1.SchemaValueType
+	3,  // 7: ccm.provider.v1.SchemaConfigKey.type:type_name -> ccm.provider.v1.SchemaValueType
+	4,  // 8: ccm.provider.v1.IdentityService.GetPluginInfo:input_type -> ccm.provider.v1.GetPluginInfoRequest
+	6,  // 9: ccm.provider.v1.IdentityService.GetPluginCapabilities:input_type -> ccm.provider.v1.GetPluginCapabilitiesRequest
+	10, // 10: ccm.provider.v1.IdentityService.Probe:input_type -> ccm.provider.v1.ProbeRequest
+	8,  // 11: ccm.provider.v1.IdentityService.GetMetrics:input_type -> ccm.provider.v1.GetMetricsRequest
+	12, // 12: ccm.provider.v1.IdentityService.GetProviderSchema:input_type -> ccm.provider.v1.GetProviderSchemaRequest
+	5,  // 13: ccm.provider.v1.IdentityService.GetPluginInfo:output_type -> ccm.provider.v1.GetPluginInfoResponse
+	7,  // 14: ccm.provider.v1.IdentityService.GetPluginCapabilities:output_type -> ccm.provider.v1.GetPluginCapabilitiesResponse
+	11, // 15: ccm.provider.v1.IdentityService.Probe:output_type -> ccm.provider.v1.ProbeResponse
+	9,  // 16: ccm.provider.v1.IdentityService.GetMetrics:output_type -> ccm.provider.v1.GetMetricsResponse
+	13, // 17: ccm.provider.v1.IdentityService.GetProviderSchema:output_type -> ccm.provider.v1.GetProviderSchemaResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_identity_proto_init() }
@@ -839,8 +1388,8 @@ func file_ccm_provider_v1_identity_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_v1_identity_proto_rawDesc), len(file_ccm_provider_v1_identity_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   9,
+			NumEnums:      4,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

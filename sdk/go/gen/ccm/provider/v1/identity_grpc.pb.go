@@ -25,6 +25,7 @@ const (
 	IdentityService_GetPluginCapabilities_FullMethodName = "/ccm.provider.v1.IdentityService/GetPluginCapabilities"
 	IdentityService_Probe_FullMethodName                 = "/ccm.provider.v1.IdentityService/Probe"
 	IdentityService_GetMetrics_FullMethodName            = "/ccm.provider.v1.IdentityService/GetMetrics"
+	IdentityService_GetProviderSchema_FullMethodName     = "/ccm.provider.v1.IdentityService/GetProviderSchema"
 )
 
 // IdentityServiceClient is the client API for IdentityService service.
@@ -57,6 +58,21 @@ type IdentityServiceClient interface {
 	// the host serves itself: prefix metric names with the provider name.
 	// Errors: UNIMPLEMENTED when the provider has no metrics.
 	GetMetrics(ctx context.Context, in *GetMetricsRequest, opts ...grpc.CallOption) (*GetMetricsResponse, error)
+	// The provider's schema (protocol 1.1): the Service annotations (and
+	// cloud-config keys) it reads, with their types and allowed values, and the
+	// annotation prefixes it owns. Called only when the provider announces
+	// CAPABILITY_PROVIDER_SCHEMA, once per provider process (after
+	// GetPluginCapabilities, also before Configure); the answer must not change
+	// during the life of the process. Read-only, idempotent and cheap.
+	// The host validates a Service's annotations against it before every
+	// EnsureLoadBalancer/EnsureLoadBalancers/UpdateLoadBalancer: a key under a
+	// declared prefix that the schema does not list, or a value that does not
+	// fit its entry, is a Warning event (InvalidLoadBalancerAnnotation) and no
+	// cloud call, retried with backoff. The host ignores (and logs once) an
+	// answer over 1 MiB encoded or with an invalid entry, and then validates
+	// nothing for this provider (the provider still checks its input).
+	// Errors: UNIMPLEMENTED when the provider publishes no schema.
+	GetProviderSchema(ctx context.Context, in *GetProviderSchemaRequest, opts ...grpc.CallOption) (*GetProviderSchemaResponse, error)
 }
 
 type identityServiceClient struct {
@@ -107,6 +123,16 @@ func (c *identityServiceClient) GetMetrics(ctx context.Context, in *GetMetricsRe
 	return out, nil
 }
 
+func (c *identityServiceClient) GetProviderSchema(ctx context.Context, in *GetProviderSchemaRequest, opts ...grpc.CallOption) (*GetProviderSchemaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetProviderSchemaResponse)
+	err := c.cc.Invoke(ctx, IdentityService_GetProviderSchema_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IdentityServiceServer is the server API for IdentityService service.
 // All implementations must embed UnimplementedIdentityServiceServer
 // for forward compatibility.
@@ -137,6 +163,21 @@ type IdentityServiceServer interface {
 	// the host serves itself: prefix metric names with the provider name.
 	// Errors: UNIMPLEMENTED when the provider has no metrics.
 	GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error)
+	// The provider's schema (protocol 1.1): the Service annotations (and
+	// cloud-config keys) it reads, with their types and allowed values, and the
+	// annotation prefixes it owns. Called only when the provider announces
+	// CAPABILITY_PROVIDER_SCHEMA, once per provider process (after
+	// GetPluginCapabilities, also before Configure); the answer must not change
+	// during the life of the process. Read-only, idempotent and cheap.
+	// The host validates a Service's annotations against it before every
+	// EnsureLoadBalancer/EnsureLoadBalancers/UpdateLoadBalancer: a key under a
+	// declared prefix that the schema does not list, or a value that does not
+	// fit its entry, is a Warning event (InvalidLoadBalancerAnnotation) and no
+	// cloud call, retried with backoff. The host ignores (and logs once) an
+	// answer over 1 MiB encoded or with an invalid entry, and then validates
+	// nothing for this provider (the provider still checks its input).
+	// Errors: UNIMPLEMENTED when the provider publishes no schema.
+	GetProviderSchema(context.Context, *GetProviderSchemaRequest) (*GetProviderSchemaResponse, error)
 	mustEmbedUnimplementedIdentityServiceServer()
 }
 
@@ -158,6 +199,9 @@ func (UnimplementedIdentityServiceServer) Probe(context.Context, *ProbeRequest) 
 }
 func (UnimplementedIdentityServiceServer) GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetMetrics not implemented")
+}
+func (UnimplementedIdentityServiceServer) GetProviderSchema(context.Context, *GetProviderSchemaRequest) (*GetProviderSchemaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetProviderSchema not implemented")
 }
 func (UnimplementedIdentityServiceServer) mustEmbedUnimplementedIdentityServiceServer() {}
 func (UnimplementedIdentityServiceServer) testEmbeddedByValue()                         {}
@@ -252,6 +296,24 @@ func _IdentityService_GetMetrics_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _IdentityService_GetProviderSchema_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetProviderSchemaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityServiceServer).GetProviderSchema(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityService_GetProviderSchema_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityServiceServer).GetProviderSchema(ctx, req.(*GetProviderSchemaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IdentityService_ServiceDesc is the grpc.ServiceDesc for IdentityService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -274,6 +336,10 @@ var IdentityService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetMetrics",
 			Handler:    _IdentityService_GetMetrics_Handler,
+		},
+		{
+			MethodName: "GetProviderSchema",
+			Handler:    _IdentityService_GetProviderSchema_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

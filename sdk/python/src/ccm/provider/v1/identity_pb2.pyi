@@ -30,6 +30,25 @@ class Capability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CAPABILITY_LOAD_BALANCER_LIST: _ClassVar[Capability]
     CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: _ClassVar[Capability]
     CAPABILITY_METRICS: _ClassVar[Capability]
+    CAPABILITY_PROVIDER_SCHEMA: _ClassVar[Capability]
+
+class SchemaObjectKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEMA_OBJECT_KIND_UNSPECIFIED: _ClassVar[SchemaObjectKind]
+    SCHEMA_OBJECT_KIND_SERVICE: _ClassVar[SchemaObjectKind]
+    SCHEMA_OBJECT_KIND_NODE: _ClassVar[SchemaObjectKind]
+
+class SchemaValueType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEMA_VALUE_TYPE_UNSPECIFIED: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_STRING: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_BOOL: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_INT: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_DURATION: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_ENUM: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_CIDR_LIST: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_STRING_LIST: _ClassVar[SchemaValueType]
+    SCHEMA_VALUE_TYPE_KEY_VALUE_LIST: _ClassVar[SchemaValueType]
 SERVICE_UNSPECIFIED: Service
 SERVICE_INSTANCES: Service
 SERVICE_ZONES: Service
@@ -48,6 +67,19 @@ CAPABILITY_VOLUMES_EXPAND_ONLINE: Capability
 CAPABILITY_LOAD_BALANCER_LIST: Capability
 CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: Capability
 CAPABILITY_METRICS: Capability
+CAPABILITY_PROVIDER_SCHEMA: Capability
+SCHEMA_OBJECT_KIND_UNSPECIFIED: SchemaObjectKind
+SCHEMA_OBJECT_KIND_SERVICE: SchemaObjectKind
+SCHEMA_OBJECT_KIND_NODE: SchemaObjectKind
+SCHEMA_VALUE_TYPE_UNSPECIFIED: SchemaValueType
+SCHEMA_VALUE_TYPE_STRING: SchemaValueType
+SCHEMA_VALUE_TYPE_BOOL: SchemaValueType
+SCHEMA_VALUE_TYPE_INT: SchemaValueType
+SCHEMA_VALUE_TYPE_DURATION: SchemaValueType
+SCHEMA_VALUE_TYPE_ENUM: SchemaValueType
+SCHEMA_VALUE_TYPE_CIDR_LIST: SchemaValueType
+SCHEMA_VALUE_TYPE_STRING_LIST: SchemaValueType
+SCHEMA_VALUE_TYPE_KEY_VALUE_LIST: SchemaValueType
 
 class GetPluginInfoRequest(_message.Message):
     __slots__ = ()
@@ -125,3 +157,61 @@ class ProbeResponse(_message.Message):
     READY_FIELD_NUMBER: _ClassVar[int]
     ready: bool
     def __init__(self, ready: bool = ...) -> None: ...
+
+class GetProviderSchemaRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetProviderSchemaResponse(_message.Message):
+    __slots__ = ("annotation_prefixes", "annotations", "cloud_config_keys")
+    ANNOTATION_PREFIXES_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    CLOUD_CONFIG_KEYS_FIELD_NUMBER: _ClassVar[int]
+    annotation_prefixes: _containers.RepeatedScalarFieldContainer[str]
+    annotations: _containers.RepeatedCompositeFieldContainer[SchemaAnnotation]
+    cloud_config_keys: _containers.RepeatedCompositeFieldContainer[SchemaConfigKey]
+    def __init__(self, annotation_prefixes: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Iterable[_Union[SchemaAnnotation, _Mapping]]] = ..., cloud_config_keys: _Optional[_Iterable[_Union[SchemaConfigKey, _Mapping]]] = ...) -> None: ...
+
+class SchemaAnnotation(_message.Message):
+    __slots__ = ("key", "object_kind", "type", "allowed_values", "case_insensitive", "pattern", "default_value", "deprecated", "replacement", "description")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_KIND_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_VALUES_FIELD_NUMBER: _ClassVar[int]
+    CASE_INSENSITIVE_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    DEPRECATED_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    object_kind: SchemaObjectKind
+    type: SchemaValueType
+    allowed_values: _containers.RepeatedScalarFieldContainer[str]
+    case_insensitive: bool
+    pattern: str
+    default_value: str
+    deprecated: bool
+    replacement: str
+    description: str
+    def __init__(self, key: _Optional[str] = ..., object_kind: _Optional[_Union[SchemaObjectKind, str]] = ..., type: _Optional[_Union[SchemaValueType, str]] = ..., allowed_values: _Optional[_Iterable[str]] = ..., case_insensitive: bool = ..., pattern: _Optional[str] = ..., default_value: _Optional[str] = ..., deprecated: bool = ..., replacement: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class SchemaConfigKey(_message.Message):
+    __slots__ = ("section", "key", "type", "allowed_values", "default_value", "deprecated", "replacement", "description")
+    SECTION_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_VALUES_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    DEPRECATED_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    section: str
+    key: str
+    type: SchemaValueType
+    allowed_values: _containers.RepeatedScalarFieldContainer[str]
+    default_value: str
+    deprecated: bool
+    replacement: str
+    description: str
+    def __init__(self, section: _Optional[str] = ..., key: _Optional[str] = ..., type: _Optional[_Union[SchemaValueType, str]] = ..., allowed_values: _Optional[_Iterable[str]] = ..., default_value: _Optional[str] = ..., deprecated: bool = ..., replacement: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...

@@ -58,6 +58,11 @@ class IdentityServiceStub(object):
                 request_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsRequest.SerializeToString,
                 response_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsResponse.FromString,
                 _registered_method=True)
+        self.GetProviderSchema = channel.unary_unary(
+                '/ccm.provider.v1.IdentityService/GetProviderSchema',
+                request_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetProviderSchemaRequest.SerializeToString,
+                response_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetProviderSchemaResponse.FromString,
+                _registered_method=True)
 
 
 class IdentityServiceServicer(object):
@@ -108,6 +113,26 @@ class IdentityServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetProviderSchema(self, request, context):
+        """The provider's schema (protocol 1.1): the Service annotations (and
+        cloud-config keys) it reads, with their types and allowed values, and the
+        annotation prefixes it owns. Called only when the provider announces
+        CAPABILITY_PROVIDER_SCHEMA, once per provider process (after
+        GetPluginCapabilities, also before Configure); the answer must not change
+        during the life of the process. Read-only, idempotent and cheap.
+        The host validates a Service's annotations against it before every
+        EnsureLoadBalancer/EnsureLoadBalancers/UpdateLoadBalancer: a key under a
+        declared prefix that the schema does not list, or a value that does not
+        fit its entry, is a Warning event (InvalidLoadBalancerAnnotation) and no
+        cloud call, retried with backoff. The host ignores (and logs once) an
+        answer over 1 MiB encoded or with an invalid entry, and then validates
+        nothing for this provider (the provider still checks its input).
+        Errors: UNIMPLEMENTED when the provider publishes no schema.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IdentityServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -130,6 +155,11 @@ def add_IdentityServiceServicer_to_server(servicer, server):
                     servicer.GetMetrics,
                     request_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsRequest.FromString,
                     response_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsResponse.SerializeToString,
+            ),
+            'GetProviderSchema': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProviderSchema,
+                    request_deserializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetProviderSchemaRequest.FromString,
+                    response_serializer=ccm_dot_provider_dot_v1_dot_identity__pb2.GetProviderSchemaResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -244,6 +274,33 @@ class IdentityService(object):
             '/ccm.provider.v1.IdentityService/GetMetrics',
             ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsRequest.SerializeToString,
             ccm_dot_provider_dot_v1_dot_identity__pb2.GetMetricsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProviderSchema(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ccm.provider.v1.IdentityService/GetProviderSchema',
+            ccm_dot_provider_dot_v1_dot_identity__pb2.GetProviderSchemaRequest.SerializeToString,
+            ccm_dot_provider_dot_v1_dot_identity__pb2.GetProviderSchemaResponse.FromString,
             options,
             channel_credentials,
             insecure,
