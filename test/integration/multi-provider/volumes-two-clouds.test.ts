@@ -8,23 +8,38 @@
  * VolumeAttachment of a third provisioner nobody serves are left alone (no
  * finalizer, no event, no status, never deleted); a released PV is deleted
  * by its own provider only; a volume attaches only to its own provider's
- * Nodes. West SIGKILLed: east's claims keep being provisioned, west's waits
+ * Nodes. The PV label webhook (called by the API server) labels each PV
+ * from the cloud of its driver and refuses one whose volume only the other
+ * cloud has. West SIGKILLed: east's claims keep being provisioned, west's waits
  * for west. A host whose two volume providers serve the same provisioner
  * does not start, naming both.
  *
  * Scoping for the shared API server: a namespace and provisioner names of
- * this run's id, nodes labelled by testScope('voltwo').
+ * this run's id, nodes labelled by testScope('voltwo'), the webhook only for
+ * PVs named `<id>-hooked-*`.
  */
 import test from 'ava';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, StorageV1Api, type V1PersistentVolume, type V1PersistentVolumeClaim, type V1VolumeAttachment } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  StorageV1Api,
+  type V1PersistentVolume,
+  type V1PersistentVolumeClaim,
+  type V1VolumeAttachment,
+} from '@kubernetes/client-node';
 import { readJournal } from '../../../plugins/local/journal.js';
+import { freePorts } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { patchOptions } from '../../helpers/kube-patch.js';
 import { localcloud } from '../../helpers/localcloud.js';
+import { loadManifest } from '../../helpers/manifests.js';
+import { handPv, registerPvLabelWebhook } from '../../helpers/volumes.js';
 import { deleteScopedNodes, testScope } from '../../helpers/nodes.js';
 import {
   execEntry,
@@ -51,18 +66,20 @@ const PV_FINALIZER = 'external-provisioner.volume.kubernetes.io/finalizer';
 const notKubes = (finalizers: string[] | undefined) => (finalizers ?? []).filter((f) => !f.startsWith('kubernetes.io/'));
 
 /** The flags of every host here, besides those startProvidersHost sets. */
-const FLAGS = [
-  '--controllers=volume-provisioner,volume-attacher',
-  `--watch-namespace=${NS}`,
-  `--node-selector=${scope.selector}`,
-  '--webhook-secure-port=0',
-];
+const FLAGS = [`--watch-namespace=${NS}`, `--node-selector=${scope.selector}`];
+/** The refused hosts' controllers (they never get to serve a webhook). */
+const REFUSED_FLAGS = [...FLAGS, '--controllers=volume-provisioner,volume-attacher', '--webhook-secure-port=0'];
+
+/** The PV label webhook's registration: only this file's PVs named `<ID>-hooked-*` go to it. */
+const WEBHOOK = `${ID}-pvl`;
+const ZONE = 'topology.kubernetes.io/zone';
 
 interface Setup {
   /** East (exec) and west (sidecar, restarted after it is killed) in one host. */
   clouds: TwoLocalClouds;
   core: CoreV1Api;
   storage: StorageV1Api;
+  admission: AdmissionregistrationV1Api;
 }
 
 let setup: Setup | undefined;
@@ -78,17 +95,36 @@ test.before(async () => {
     await storage.createStorageClass({
       body: { metadata: { name: CLASS[c] }, provisioner: DRIVER[c], reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' },
     });
+  // The PV label webhook (one server for the host, asking the provider of each PV's driver), called by the API server.
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml'))
+    await objects.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
+  const [webhookPort] = await freePorts(1);
+  const certDir = await mkdtemp(join(tmpdir(), 'ccm-volumes-two-clouds-webhook-'));
   const clouds = await startTwoLocalClouds({
     tmpPrefix: 'ccm-volumes-two-clouds-',
-    flags: FLAGS,
+    flags: [
+      ...FLAGS,
+      '--controllers=volume-provisioner,volume-attacher,pvl',
+      `--webhook-secure-port=${webhookPort}`,
+      '--webhook-bind-address=127.0.0.1',
+      `--webhook-cert-dir=${certDir}`,
+    ],
     eastEnv: { LOCALCLOUD_VOLUME_PROVISIONERS: DRIVER.east },
     westEnv: { LOCALCLOUD_VOLUME_PROVISIONERS: DRIVER.west },
   });
-  setup = { clouds, core, storage };
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  setup = { clouds, core, storage, admission };
+  const caBundle = await waitFor(() => readFile(join(certDir, 'webhook.crt'), 'utf8'), {
+    what: 'generated webhook certificate',
+    log: clouds.host.logPath,
+  });
+  await registerPvLabelWebhook(admission, WEBHOOK, webhookPort, caBundle, `${ID}-hooked-`);
 });
 
 test.after.always(async () => {
   if (!setup) return;
+  await setup.admission.deleteMutatingWebhookConfiguration({ name: WEBHOOK }).catch(() => undefined);
   await setup.clouds.stop();
   const { core, storage } = setup;
   for (const va of (await storage.listVolumeAttachment()).items.filter((v) => Object.values(DRIVER).includes(v.spec?.attacher as never)))
@@ -305,6 +341,58 @@ test.serial('a volume attaches through its own provider to its Nodes only; an at
   );
 });
 
+test.serial(
+  "the PV label webhook asks the provider of each PV's driver: each PV gets its own cloud's zone; a volume of the other cloud is refused; a PV nobody serves is left as it is",
+  async (t) => {
+    const { core, clouds } = setup!;
+    const zoneOf = { east: `${ID}-east-zone`, west: `${ID}-west-zone` } as const;
+    const volumeIn = async (cloud: Cloud) =>
+      (
+        await clouds.host.providers
+          .get(cloud)!
+          .cloud.volumes()!
+          .createVolume({
+            name: `${ID}-hand-${cloud}`,
+            requiredBytes: 1024 ** 2,
+            limitBytes: 0,
+            parameters: {},
+            requisite: [{ [ZONE]: zoneOf[cloud], 'topology.kubernetes.io/region': 'local' }],
+            preferred: [],
+          })
+      ).volumeId;
+    const handle = { east: await volumeIn('east'), west: await volumeIn('west') };
+    // Until the API server calls the webhook (failurePolicy Ignore lets PVs through): a dry run east cannot label is refused.
+    await waitFor(
+      () =>
+        core.createPersistentVolume({ body: handPv(`${ID}-hooked-probe`, DRIVER.east, `${ID}-no-such-volume`), dryRun: 'All' }).then(
+          () => false,
+          (err: { body?: unknown }) => /cannot label PersistentVolume/.test(String(err.body ?? err)),
+        ),
+      { what: 'the webhook to refuse a PV of a volume east does not have', log: clouds.host.logPath },
+    );
+    /** What the webhook made of a PV: its zone label, or the refusal. */
+    const outcome = (name: string, driver: string, volume: string) =>
+      core.createPersistentVolume({ body: handPv(`${ID}-hooked-${name}`, driver, volume) }).then(
+        (pv) => ({ zone: pv.metadata?.labels?.[ZONE] ?? 'none', affinity: pv.spec?.nodeAffinity ? 'set' : 'none' }),
+        (err: { body?: unknown }) => ({ refused: /cannot label PersistentVolume/.test(String(err.body ?? err)) }),
+      );
+    const rows = [
+      { what: "east's driver, east's volume", name: 'east', driver: DRIVER.east, volume: handle.east, want: { zone: zoneOf.east, affinity: 'set' } },
+      { what: "west's driver, west's volume", name: 'west', driver: DRIVER.west, volume: handle.west, want: { zone: zoneOf.west, affinity: 'set' } },
+      // Asked of east only: west has the volume, so an answer from west would label it.
+      { what: "east's driver, west's volume", name: 'east-on-west', driver: DRIVER.east, volume: handle.west, want: { refused: true } },
+      { what: "west's driver, east's volume", name: 'west-on-east', driver: DRIVER.west, volume: handle.east, want: { refused: true } },
+      { what: 'a driver nobody serves', name: 'nobody', driver: DRIVER.nobody, volume: handle.east, want: { zone: 'none', affinity: 'none' } },
+    ];
+    const got: { what: string; outcome: object }[] = [];
+    for (const r of rows) got.push({ what: r.what, outcome: await outcome(r.name, r.driver, r.volume) });
+    t.deepEqual(
+      got,
+      rows.map((r) => ({ what: r.what, outcome: r.want })),
+    );
+  },
+);
+
 test.serial("west SIGKILLed: east's claims keep being provisioned; west's waits and is provisioned by west once it is back", async (t) => {
   const { host } = setup!.clouds;
   const west = host.providers.get('west')!.supervisor;
@@ -340,14 +428,14 @@ test('a host whose two volume providers serve the same provisioner does not star
     execEntry('south', localCloudEnv(dir, 'south')),
   ]);
   // A host that started anyway (the guard broken) is stopped, so the test fails rather than hangs.
-  const err = await t.throwsAsync(startProvidersHost(dir, providersFile, FLAGS).then(async (h) => (await h.stop(), h)));
+  const err = await t.throwsAsync(startProvidersHost(dir, providersFile, REFUSED_FLAGS).then(async (h) => (await h.stop(), h)));
   t.is(
     err?.message,
     "the volume providers' provisioner names conflict: " +
       'volume provisioner "local.ccm.dev" is served by several providers (north, south); give each provisioner one provider: declare volume_provisioners in each (the local cloud: LOCALCLOUD_VOLUME_PROVISIONERS)',
   );
   const flagged = await t.throwsAsync(
-    startProvidersHost(dir, providersFile, [...FLAGS, '--volume-provisioner-name=x.example.com']).then(async (h) => (await h.stop(), h)),
+    startProvidersHost(dir, providersFile, [...REFUSED_FLAGS, '--volume-provisioner-name=x.example.com']).then(async (h) => (await h.stop(), h)),
   );
   t.is(
     flagged?.message,
