@@ -22,7 +22,7 @@ export type GetResult<T> = { item: T; shutdown: false } | { shutdown: true };
 
 /** Options of a {@link WorkQueue}. */
 export interface WorkQueueOptions<T> {
-  /** Queue name, the `name` label of the metrics; with `provider`, unique per registry. Default `''`. */
+  /** Queue name, the `name` label of the metrics; with `provider` and `provisioner`, unique per registry. Default `''`. */
   name?: string;
   /**
    * The provider this queue works for, the `provider` label of its metrics:
@@ -30,6 +30,13 @@ export interface WorkQueueOptions<T> {
    * same `name`), so a one-provider host's series are exactly upstream's.
    */
   provider?: string;
+  /**
+   * The StorageClass provisioner (CSI driver name) this volume queue works
+   * for, the `provisioner` label of its metrics: set only when the host runs
+   * more than one instance of a volume controller (same `name`), so a host
+   * serving one provisioner keeps its series exactly as before.
+   */
+  provisioner?: string;
   /** Limiter used by {@link WorkQueue.addRateLimited}. Default: {@link defaultControllerRateLimiter}. */
   rateLimiter?: RateLimiter<T>;
   /** Where to publish the `workqueue_*` metrics; none are kept when absent. */
@@ -43,12 +50,13 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const DURATION_BUCKETS_SECONDS = Array.from({ length: 10 }, (_, i) => 1e-8 * 10 ** i);
 
 /**
- * The label names of every `workqueue_*` family: upstream's `name`, and
- * `provider`, set only on the queues of a host with several providers (a
- * series without it is exposed exactly as upstream's).
+ * The label names of every `workqueue_*` family: upstream's `name`;
+ * `provider`, set only on the queues of a host with several providers; and
+ * `provisioner`, set only on the volume queues of a host running several
+ * volume instances (a series without them is exposed exactly as upstream's).
  */
-const LABEL_NAMES = ['name', 'provider'];
-type QueueLabel = 'name' | 'provider';
+const LABEL_NAMES = ['name', 'provider', 'provisioner'];
+type QueueLabel = 'name' | 'provider' | 'provisioner';
 
 /** The queues publishing into each registry, for the in-flight gauges computed at scrape time. */
 const queuesByRegistry = new WeakMap<Registry, Set<QueueMetrics<unknown>>>();
@@ -88,11 +96,15 @@ class QueueMetrics<T> {
   /** When each in-flight item was handed out, in ms (performance.now). */
   private readonly startTimes = new Map<T, number>();
 
-  /** This queue's series: `name`, and `provider` when given. */
+  /** This queue's series: `name`, and `provider`/`provisioner` when given. */
   readonly labels: Partial<Record<QueueLabel, string>>;
 
-  constructor(registry: Registry, name: string, provider: string | undefined) {
-    const labels = provider === undefined ? { name } : { name, provider };
+  constructor(registry: Registry, name: string, provider: string | undefined, provisioner: string | undefined) {
+    const labels: Partial<Record<QueueLabel, string>> = {
+      name,
+      ...(provider === undefined ? {} : { provider }),
+      ...(provisioner === undefined ? {} : { provisioner }),
+    };
     this.labels = labels;
     const registers = [registry];
     let queues = queuesByRegistry.get(registry);
@@ -235,7 +247,7 @@ export class WorkQueue<T = string> {
   /** Creates an empty queue; see {@link WorkQueueOptions}. */
   constructor(opts: WorkQueueOptions<T> = {}) {
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<T>();
-    this.metrics = opts.registry ? new QueueMetrics<T>(opts.registry, opts.name ?? '', opts.provider) : undefined;
+    this.metrics = opts.registry ? new QueueMetrics<T>(opts.registry, opts.name ?? '', opts.provider, opts.provisioner) : undefined;
   }
 
   /**

@@ -38,6 +38,21 @@ export function execEntry(name: string, env: Record<string, string>, keys: strin
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * Prepares a local cloud named `name` to run as a sidecar the host dials
+ * (state `dir/<name>`, sockets `dir/<name>-sockets`, log `dir/<name>.log`,
+ * through a launcher of its own as a container's entrypoint would) and
+ * returns how to start it: each call starts it again on the same socket
+ * (after it was killed, as the kubelet restarts a container).
+ */
+export async function localCloudSidecar(dir: string, name: string, extra: Record<string, string> = {}): Promise<() => Promise<Sidecar>> {
+  const launcher = join(dir, `${name}-provider`);
+  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
+  const sockets = join(dir, `${name}-sockets`);
+  await mkdir(sockets, { mode: 0o700 });
+  return () => startSidecar(launcher, sockets, localCloudEnv(dir, name, extra), { logPath: join(dir, `${name}.log`) });
+}
+
 /** A providers-file entry for a provider the host dials. */
 export function endpointEntry(name: string, endpoint: string): string {
   return `  - name: ${name}\n    pluginEndpoint: ${endpoint}\n`;
@@ -107,12 +122,7 @@ export interface TwoLocalClouds {
 /** Starts west as a sidecar, writes the providers file (east in exec mode, then west) and starts the host. */
 export async function startTwoLocalClouds(opts: TwoLocalCloudsOptions): Promise<TwoLocalClouds> {
   const dir = await mkdtemp(join(tmpdir(), opts.tmpPrefix));
-  // West runs the local cloud through a launcher of its own, as a container's entrypoint would.
-  const launcher = join(dir, 'west-provider');
-  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const sockets = join(dir, 'west-sockets');
-  await mkdir(sockets, { mode: 0o700 });
-  const startWest = () => startSidecar(launcher, sockets, localCloudEnv(dir, 'west', opts.westEnv), { logPath: join(dir, 'west.log') });
+  const startWest = await localCloudSidecar(dir, 'west', opts.westEnv);
   const west = await startWest();
   try {
     const file = await writeProvidersFile(dir, [

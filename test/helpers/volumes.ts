@@ -8,9 +8,11 @@ import { join } from 'node:path';
 import {
   CoreV1Api,
   StorageV1Api,
+  type AdmissionregistrationV1Api,
   type CoreV1Event,
   type KubeConfig,
   type V1Node,
+  type V1PersistentVolume,
   type V1PersistentVolumeClaim,
   type V1StorageClass,
 } from '@kubernetes/client-node';
@@ -149,4 +151,49 @@ export async function cloudVolumes(env: VolumeTestEnv): Promise<CloudVolumeRecor
 
 export async function eventsFor(env: VolumeTestEnv, name: string, namespace = env.namespace): Promise<CoreV1Event[]> {
   return (await env.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })).items;
+}
+
+/** A PV made by hand (as an operator would for an existing volume), of `driver` for volume `volumeHandle`, reclaim Retain. */
+export function handPv(name: string, driver: string, volumeHandle: string): V1PersistentVolume {
+  return {
+    metadata: { name },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: 'Retain',
+      csi: { driver, volumeHandle },
+    },
+  };
+}
+
+/**
+ * Registers the host's PV label webhook at 127.0.0.1:`port` (caBundle: the
+ * host's certificate) as MutatingWebhookConfiguration `name`, for PV
+ * CREATE, failurePolicy Ignore, and only for the PVs whose name starts with
+ * `pvPrefix`, so the other test files sharing the API server are not affected.
+ */
+export async function registerPvLabelWebhook(
+  admission: AdmissionregistrationV1Api,
+  name: string,
+  port: number,
+  caBundle: string,
+  pvPrefix: string,
+): Promise<void> {
+  await admission.createMutatingWebhookConfiguration({
+    body: {
+      metadata: { name },
+      webhooks: [
+        {
+          name: 'persistentvolume-label.ccm.test',
+          clientConfig: { url: `https://127.0.0.1:${port}/mutate-v1-persistentvolume`, caBundle: Buffer.from(caBundle).toString('base64') },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['persistentvolumes'] }],
+          failurePolicy: 'Ignore',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          timeoutSeconds: 5,
+          matchConditions: [{ name: 'this-test-only', expression: `object.metadata.name.startsWith('${pvPrefix}')` }],
+        },
+      ],
+    },
+  });
 }

@@ -37,7 +37,7 @@ import { isNotFound } from '../../kube/client.js';
 import { sanitizeMessage } from '../../kube/message-text.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { queueName, volumeRateLimiter } from './retry.js';
+import { volumeRateLimiter, type VolumeQueueLabels } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
@@ -61,8 +61,8 @@ export interface AttacherOptions {
    * when it is. Absent with one provider: every Node, as before.
    */
   foreignNode?: (node: V1Node) => string | undefined;
-  /** Appended to the work-queue name when the host runs several instances (start.ts). */
-  queueSuffix?: string;
+  /** The `provider`/`provisioner` labels of the work-queue metrics when the host runs several instances (start.ts); absent: none. */
+  queueLabels?: VolumeQueueLabels;
   log: Logger;
   registry?: Registry;
   workers: number;
@@ -86,7 +86,8 @@ export class VolumeAttacher {
   constructor(private readonly o: AttacherOptions) {
     this.progress = new Progress(3 * o.reconcilePeriodMs + 60_000);
     this.queue = new WorkQueue<string>({
-      name: queueName('volume-attacher', o.queueSuffix),
+      name: 'volume-attacher',
+      ...o.queueLabels,
       rateLimiter: volumeRateLimiter<string>(),
       registry: o.registry,
     });

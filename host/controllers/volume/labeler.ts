@@ -14,7 +14,7 @@ import { CloudCallError } from '../../errors.js';
 import type { Informer } from '../../kube/informer.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { queueName, volumeRateLimiter } from './retry.js';
+import { volumeRateLimiter, type VolumeQueueLabels } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { Labels } from '../../names.js';
 import { affinityWithLabels, missingLabels } from './pv-labels.js';
@@ -27,8 +27,8 @@ export interface LabelerOptions {
   log: Logger;
   registry?: Registry;
   workers: number;
-  /** Appended to the work-queue name when the host runs several instances (start.ts). */
-  queueSuffix?: string;
+  /** The `provider`/`provisioner` labels of the work-queue metrics when the host runs several instances (start.ts); absent: none. */
+  queueLabels?: VolumeQueueLabels;
 }
 
 /** Whether a PV of some driver lacks a topology label (cheap check before asking the cloud). */
@@ -44,7 +44,8 @@ export class PvLabeler {
 
   constructor(private readonly o: LabelerOptions) {
     this.queue = new WorkQueue<string>({
-      name: queueName('persistentvolume-label', o.queueSuffix),
+      name: 'persistentvolume-label',
+      ...o.queueLabels,
       rateLimiter: volumeRateLimiter<string>(),
       registry: o.registry,
     });

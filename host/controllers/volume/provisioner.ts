@@ -37,7 +37,7 @@ import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { queueName, volumeRateLimiter } from './retry.js';
+import { volumeRateLimiter } from './retry.js';
 import { errorMessage } from '../../log.js';
 import { Annotations, Controllers, EventReasons, Finalizers, LiveReadOutcomes } from '../../names.js';
 import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
@@ -131,12 +131,14 @@ export class VolumeProvisioner {
     this.identity = `${Date.now()}-${o.driver}`;
     this.liveRead = liveReadCounter(Controllers.VOLUME_PROVISIONER, 'persistentvolumes', o.registry);
     this.claimQueue = new WorkQueue<string>({
-      name: queueName('volume-provisioner-claims', o.queueSuffix),
+      name: 'volume-provisioner-claims',
+      ...o.queueLabels,
       rateLimiter: volumeRateLimiter<string>(),
       registry: o.registry,
     });
     this.pvQueue = new WorkQueue<string>({
-      name: queueName('volume-provisioner-pvs', o.queueSuffix),
+      name: 'volume-provisioner-pvs',
+      ...o.queueLabels,
       rateLimiter: volumeRateLimiter<string>(),
       registry: o.registry,
     });

@@ -24,7 +24,7 @@ import type { Informer } from '../../kube/informer.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchOptions } from '../../kube/patch.js';
 import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
-import { queueName, volumeRateLimiter } from './retry.js';
+import { volumeRateLimiter, type VolumeQueueLabels } from './retry.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons } from '../../names.js';
 import { bytesToQuantity, quantityToBytes } from './quantity.js';
@@ -51,8 +51,8 @@ export interface ClaimControllerOptions {
   log: Logger;
   registry?: Registry;
   workers: number;
-  /** Appended to the work-queue names (`volume-resizer-<suffix>`) when the host runs several instances; '' or absent: none. */
-  queueSuffix?: string;
+  /** The `provider`/`provisioner` labels of the work-queue metrics when the host runs several instances (start.ts); absent: none. */
+  queueLabels?: VolumeQueueLabels;
 }
 
 export type ResizerOptions = ClaimControllerOptions;
@@ -72,7 +72,8 @@ export class VolumeResizer {
 
   constructor(private readonly o: ResizerOptions) {
     this.queue = new WorkQueue<string>({
-      name: queueName('volume-resizer', o.queueSuffix),
+      name: 'volume-resizer',
+      ...o.queueLabels,
       rateLimiter: volumeRateLimiter<string>(),
       registry: o.registry,
     });

@@ -1,5 +1,5 @@
 /**
- * Retry pacing and names of the volume controllers' queues: per item, 100 ms doubling
+ * Retry pacing and metric labels of the volume controllers' queues: per item, 100 ms doubling
  * to 5 min, as the CSI sidecars (1 s → 5 min) but starting sooner so a plugin
  * restart costs little. No overall bucket: hundreds of claims failing
  * together (a cloud outage) must all be retried once it ends, not at 10/s.
@@ -14,10 +14,14 @@ export function volumeRateLimiter<T>(): RateLimiter<T> {
 }
 
 /**
- * A volume controller's work-queue name (the `name` label of the workqueue
- * metrics): `base` with one instance, `base-<provisioner>` when the host runs
- * one instance per provisioner name (host/controllers/volume/start.ts).
+ * The labels that tell apart the work queues of one volume controller when
+ * the host runs one instance per (provider, provisioner name)
+ * (host/controllers/volume/start.ts), as the Nodes and service queues do:
+ * the queue `name` stays the controller's, `provider` is set with several
+ * providers and `provisioner` with several volume instances. Both absent
+ * with one instance, so its series are exactly as before.
  */
-export function queueName(base: string, suffix: string | undefined): string {
-  return suffix ? `${base}-${suffix}` : base;
+export interface VolumeQueueLabels {
+  provider?: string;
+  provisioner?: string;
 }

@@ -10,8 +10,10 @@
  * claims, PersistentVolumes and VolumeAttachments of its name; an object of
  * a name nobody serves is never touched. A provider that is down or hangs
  * stalls only its own instances. With one volume provider serving one name
- * this is exactly the single controller of before (same queue names and
- * log fields).
+ * this is exactly the single controller of before (same queue series and
+ * log fields); with more, each queue keeps its name and carries `provider`
+ * (several providers) and `provisioner` labels, as the Nodes and service
+ * queues do.
  */
 import type { V1Node } from '@kubernetes/client-node';
 import type { Volumes } from '../../cloud-volumes.js';
@@ -30,6 +32,7 @@ import { VolumeResizer, type ClaimControllerOptions } from './resizer.js';
 import { webhookCert } from './webhook-cert.js';
 import { loadSniCerts } from '../../server/sni.js';
 import { PvLabelWebhook } from './webhook.js';
+import type { VolumeQueueLabels } from './retry.js';
 import { DelegatedGuard } from '../../server/guard.js';
 import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
 
@@ -90,10 +93,29 @@ interface VolumeView {
   volumes: Volumes;
   driver: string;
   log: Logger;
-  /** Appended to the work-queue names ('' with one instance, so the metrics stay as before). */
-  queueSuffix: string;
+  /** The work-queue metric labels (none with one instance, so the metrics stay as before). */
+  queueLabels: VolumeQueueLabels;
   /** Whether the host has several volume instances. */
   several: boolean;
+}
+
+/**
+ * One volume controller instance per (provider, provisioner name) of the
+ * served providers, with the labels of its work-queue metrics: `provider`
+ * when the host has several providers (as the Nodes and service queues),
+ * `provisioner` when there is more than one instance; neither with one, so
+ * a host serving one name keeps its series exactly as before.
+ */
+export function volumeInstances(
+  served: VolumeProvider[],
+  severalProviders: boolean,
+): (VolumeProvider & { driver: string; queueLabels: VolumeQueueLabels })[] {
+  const pairs = served.flatMap((v) => v.provisioners.map((driver) => ({ ...v, driver })));
+  const many = pairs.length > 1;
+  return pairs.map((p) => ({
+    ...p,
+    queueLabels: { ...(severalProviders ? { provider: p.provider.name } : {}), ...(many ? { provisioner: p.driver } : {}) },
+  }));
 }
 
 /**
@@ -116,15 +138,13 @@ function perProvisioner(ctx: ControllerContext, make: (v: VolumeView) => Runnabl
     return { skip: several ? 'no cloud provider of this host implements volumes' : 'the cloud provider does not implement volumes' };
   }
   volumePreflight(ctx.config, ctx.providers);
-  const pairs = served.flatMap((v) => v.provisioners.map((driver) => ({ ...v, driver })));
-  const many = pairs.length > 1;
-  const made = pairs.map(({ provider, volumes, driver }) =>
+  const made = volumeInstances(served, several).map(({ provider, volumes, driver, queueLabels }) =>
     make({
       provider,
       volumes,
       driver,
       log: ctx.log.child(several ? { provider: provider.name, driver } : { driver }),
-      queueSuffix: many ? driver : '',
+      queueLabels,
       several,
     }),
   );
@@ -152,7 +172,7 @@ function claimControllerOptions(ctx: ControllerContext, v: VolumeView): ClaimCon
     log: v.log,
     registry: ctx.registry,
     workers: ctx.config.volumes.concurrentSyncs,
-    queueSuffix: v.queueSuffix,
+    queueLabels: v.queueLabels,
   };
 }
 
@@ -197,7 +217,7 @@ export const startVolumeAttacher: ControllerFactory = (ctx) =>
       registry: ctx.registry,
       workers: ctx.config.volumes.concurrentSyncs,
       reconcilePeriodMs: ctx.config.volumes.attachReconcilePeriodMs,
-      queueSuffix: v.queueSuffix,
+      queueLabels: v.queueLabels,
     });
     return { run: (signal) => c.run(signal), healthy: () => c.healthy() };
   });
@@ -227,7 +247,7 @@ export const startPvLabelController: ControllerFactory = (ctx) => {
       log: v.log,
       registry: ctx.registry,
       workers: cfg.concurrentSyncs,
-      queueSuffix: v.queueSuffix,
+      queueLabels: v.queueLabels,
     });
     return { run: (signal) => c.run(signal) };
   });

@@ -34,23 +34,16 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
-import { startHost } from '../../../host/app.js';
-import { parseHostArgs } from '../../../host/config/flags.js';
-import { createLogger } from '../../../host/log.js';
 import { EventComponents } from '../../../host/names.js';
-import { freePorts } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
-import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
 import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../../helpers/localcloud.js';
-import { logFile } from '../../helpers/log-file.js';
 import { awsCloudConfig, MOTO_CLIENT_ENV, startMoto, type Moto } from '../../helpers/moto.js';
-import { assertNodeScoped } from '../../helpers/node-scope.js';
 import { createTestNode, deleteScopedNodes, hasTaint, nodeEvents, readNodeOrUndefined, testScope, UNINITIALIZED_TAINT } from '../../helpers/nodes.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
 import { awsCloudBinary } from '../../helpers/providers.js';
-import { hostKubeConfig } from '../../helpers/service-account.js';
+import { startProvidersHost, type ProvidersHost } from '../../helpers/two-clouds.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const REGION = 'us-east-1';
@@ -89,35 +82,24 @@ interface Ctx {
   /** Local cloud instance ids by Node name. */
   local: Record<string, string>;
   scope: ReturnType<typeof testScope>;
-  host: Awaited<ReturnType<typeof startMultiHost>>;
+  host: ProvidersHost;
   backends: Backend[];
 }
 const test = anyTest as TestFn<Ctx>;
 
 const localState = (t: { context: Ctx }) => join(t.context.dir, 'local');
 
-async function startMultiHost(dir: string, providersFile: string, prefix: string, selector: string) {
-  const [port] = await freePorts(1);
-  const parsed = parseHostArgs([
-    `--providers-config=${providersFile}`,
+/** The host's flags besides those startProvidersHost sets; the AWS bridge and moto may take longer to start than its 20 s. */
+function hostFlags(prefix: string, selector: string): string[] {
+  return [
     `--cluster-name=${prefix}`,
-    `--secure-port=${port}`,
-    '--bind-address=127.0.0.1',
-    '--leader-elect=false',
     '--controllers=cloud-node,cloud-node-lifecycle,service',
     '--node-monitor-period=2s',
     '--node-status-update-frequency=2s',
     `--node-selector=${selector}`,
     `--watch-namespace=${prefix}`,
     '--plugin-start-timeout=60s',
-    '-v=2',
-  ]);
-  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
-  assertNodeScoped(parsed.config);
-  const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() });
-  return checkForbiddenOnStop(host, logPath);
+  ];
 }
 
 test.before(async (t) => {
@@ -200,7 +182,7 @@ test.before(async (t) => {
   const providersFile = join(dir, 'providers.yaml');
   await writeFile(providersFile, JSON.stringify(providers, undefined, 2));
   await ensureNamespace(core, prefix);
-  t.context.host = await startMultiHost(dir, providersFile, prefix, scope.selector);
+  t.context.host = await startProvidersHost(dir, providersFile, hostFlags(prefix, scope.selector));
 });
 
 test.after.always(async (t) => {

@@ -17,25 +17,26 @@
  * name iso.
  */
 import test from 'ava';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
-import { startHost } from '../../../host/app.js';
-import { parseHostArgs } from '../../../host/config/flags.js';
-import { createLogger } from '../../../host/log.js';
-import { freePorts } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
-import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
 import { patchService } from '../../helpers/kube-patch.js';
 import { cloudLbs, createBackendNode, ensureNamespace, lbService, serviceEvents } from '../../helpers/lb.js';
-import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../../helpers/localcloud.js';
-import { logFile } from '../../helpers/log-file.js';
-import { assertNodeScoped } from '../../helpers/node-scope.js';
+import { localcloud } from '../../helpers/localcloud.js';
 import { createTestNode, deleteScopedNodes, hasTaint, readNodeOrUndefined, testScope, UNINITIALIZED_TAINT } from '../../helpers/nodes.js';
-import { hostKubeConfig } from '../../helpers/service-account.js';
-import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
+import { type Sidecar } from '../../helpers/sidecar.js';
+import {
+  endpointEntry,
+  execEntry,
+  localCloudEnv,
+  localCloudSidecar,
+  startProvidersHost,
+  writeProvidersFile,
+  type ProvidersHost,
+} from '../../helpers/two-clouds.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const NS = 'mp-isolation';
@@ -47,7 +48,6 @@ const POOL = { steady: '127.0.137', flaky: '127.0.138' } as const;
 const UNINIT = { key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' };
 /** The cloud Nodes are no backends (their addresses are not on this machine): the backend node carries the traffic. */
 const NO_LB = { 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' };
-const [ALLOW_NAME, ALLOW_VALUE] = ALLOW_SIMULATION.split('=') as [string, string];
 /** Flaky's restarts and redials back off (1 s doubling): generous bounds for its convergence. */
 const FLAKY_BACK_MS = 180_000;
 
@@ -56,7 +56,7 @@ type Cloud = keyof typeof POOL;
 interface Setup {
   dir: string;
   core: CoreV1Api;
-  host: Awaited<ReturnType<typeof startMultiHost>>;
+  host: ProvidersHost;
   /** The flaky sidecar as it runs now (replaced after each kill, as the kubelet restarts a container). */
   sidecar: Sidecar;
   startFlaky(): Promise<Sidecar>;
@@ -72,35 +72,21 @@ let setup: Setup | undefined;
 const stateOf = (cloud: Cloud) => join(setup!.dir, cloud);
 const flakySupervisor = () => setup!.host.providers.get('flaky')!.supervisor;
 
-async function startMultiHost(dir: string, providersFile: string) {
-  const [port] = await freePorts(1);
-  const parsed = parseHostArgs([
-    `--providers-config=${providersFile}`,
-    `--cluster-name=${CLUSTER}`,
-    `--secure-port=${port}`,
-    '--bind-address=127.0.0.1',
-    '--leader-elect=false',
-    '--controllers=service,cloud-node,cloud-node-lifecycle',
-    '--node-monitor-period=1s',
-    // Two Service workers per provider, and a hung call is not given up for ten minutes: flaky's three hung
-    // Services would hold every worker of a pool shared with steady for longer than any wait here.
-    '--concurrent-service-syncs=2',
-    '--plugin-mutation-timeout=10m',
-    `--watch-namespace=${NS}`,
-    `--node-selector=${scope.selector}`,
-    '--plugin-start-timeout=20s',
-    // Each provider's sweep runs over its own listing, also while the other is down or restarting.
-    '--lb-orphan-sweep-period=1s',
-    '--lb-orphan-grace-period=2s',
-    '-v=2',
-  ]);
-  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
-  assertNodeScoped(parsed.config);
-  const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() });
-  return checkForbiddenOnStop(host, logPath);
-}
+/** The host's flags besides those startProvidersHost sets. */
+const FLAGS = [
+  `--cluster-name=${CLUSTER}`,
+  '--controllers=service,cloud-node,cloud-node-lifecycle',
+  '--node-monitor-period=1s',
+  // Two Service workers per provider, and a hung call is not given up for ten minutes: flaky's three hung
+  // Services would hold every worker of a pool shared with steady for longer than any wait here.
+  '--concurrent-service-syncs=2',
+  '--plugin-mutation-timeout=10m',
+  `--watch-namespace=${NS}`,
+  `--node-selector=${scope.selector}`,
+  // Each provider's sweep runs over its own listing, also while the other is down or restarting.
+  '--lb-orphan-sweep-period=1s',
+  '--lb-orphan-grace-period=2s',
+];
 
 test.before(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-mp-isolation-'));
@@ -108,41 +94,17 @@ test.before(async () => {
   await ensureNamespace(core, NS);
   // Nobody's Node (no providerID, and with several providers one without a selector claims none): it only carries traffic.
   await createBackendNode(core, BACKEND.name, BACKEND.ip, scope.labels);
-  const launcher = join(dir, 'flaky-provider');
-  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const sockets = join(dir, 'flaky-sockets');
-  await mkdir(sockets, { mode: 0o700 });
-  const startFlaky = () =>
-    startSidecar(
-      launcher,
-      sockets,
-      {
-        LOCALCLOUD_STATE_DIR: join(dir, 'flaky'),
-        [ALLOW_NAME]: ALLOW_VALUE,
-        LOCALCLOUD_PROVIDER_NAME: 'flaky',
-        LOCALCLOUD_LB_CIDR: `${POOL.flaky}.0/24`,
-        LOCALCLOUD_LB_CLASSES: FLAKY_CLASS,
-        LOCALCLOUD_LB_CLASSES_ONLY: 'true',
-      },
-      { logPath: join(dir, 'flaky.log') },
-    );
+  const startFlaky = await localCloudSidecar(dir, 'flaky', {
+    LOCALCLOUD_LB_CIDR: `${POOL.flaky}.0/24`,
+    LOCALCLOUD_LB_CLASSES: FLAKY_CLASS,
+    LOCALCLOUD_LB_CLASSES_ONLY: 'true',
+  });
   const sidecar = await startFlaky();
-  const providersFile = join(dir, 'providers.yaml');
-  await writeFile(
-    providersFile,
-    `providers:
-  - name: steady
-    pluginPath: ${LOCAL_PLUGIN}
-    pluginEnv:
-      - LOCALCLOUD_STATE_DIR=${join(dir, 'steady')}
-      - ${ALLOW_SIMULATION}
-      - LOCALCLOUD_PROVIDER_NAME=steady
-      - LOCALCLOUD_LB_CIDR=${POOL.steady}.0/24
-  - name: flaky
-    pluginEndpoint: ${sidecar.endpoint}
-`,
-  );
-  const host = await startMultiHost(dir, providersFile);
+  const providersFile = await writeProvidersFile(dir, [
+    execEntry('steady', localCloudEnv(dir, 'steady', { LOCALCLOUD_LB_CIDR: `${POOL.steady}.0/24` })),
+    endpointEntry('flaky', sidecar.endpoint),
+  ]);
+  const host = await startProvidersHost(dir, providersFile, FLAGS);
   setup = {
     dir,
     core,

@@ -8,33 +8,48 @@
  * VolumeAttachment of a third provisioner nobody serves are left alone (no
  * finalizer, no event, no status, never deleted); a released PV is deleted
  * by its own provider only; a volume attaches only to its own provider's
- * Nodes. West SIGKILLed: east's claims keep being provisioned, west's waits
+ * Nodes. The PV label webhook (called by the API server) labels each PV
+ * from the cloud of its driver and refuses one whose volume only the other
+ * cloud has. West SIGKILLed: east's claims keep being provisioned, west's waits
  * for west. A host whose two volume providers serve the same provisioner
  * does not start, naming both.
  *
  * Scoping for the shared API server: a namespace and provisioner names of
- * this run's id, nodes labelled by testScope('voltwo').
+ * this run's id, nodes labelled by testScope('voltwo'), the webhook only for
+ * PVs named `<id>-hooked-*`.
  */
 import test from 'ava';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, StorageV1Api, type V1PersistentVolume, type V1PersistentVolumeClaim, type V1VolumeAttachment } from '@kubernetes/client-node';
-import { startHost } from '../../../host/app.js';
-import { parseHostArgs } from '../../../host/config/flags.js';
-import { createLogger } from '../../../host/log.js';
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  StorageV1Api,
+  type V1PersistentVolume,
+  type V1PersistentVolumeClaim,
+  type V1VolumeAttachment,
+} from '@kubernetes/client-node';
 import { readJournal } from '../../../plugins/local/journal.js';
 import { freePorts } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { checkForbiddenOnStop } from '../../helpers/forbidden.js';
 import { patchOptions } from '../../helpers/kube-patch.js';
-import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../../helpers/localcloud.js';
-import { logFile } from '../../helpers/log-file.js';
-import { assertNodeScoped } from '../../helpers/node-scope.js';
+import { localcloud } from '../../helpers/localcloud.js';
+import { loadManifest } from '../../helpers/manifests.js';
+import { handPv, registerPvLabelWebhook } from '../../helpers/volumes.js';
 import { deleteScopedNodes, testScope } from '../../helpers/nodes.js';
-import { hostKubeConfig } from '../../helpers/service-account.js';
-import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
+import {
+  execEntry,
+  localCloudEnv,
+  startProvidersHost,
+  startTwoLocalClouds,
+  writeProvidersFile,
+  type CloudName as Cloud,
+  type TwoLocalClouds,
+} from '../../helpers/two-clouds.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const ID = `voltwo-${randomBytes(3).toString('hex')}`;
@@ -43,71 +58,35 @@ const scope = testScope('voltwo');
 /** The provisioner (CSI driver) names: east's, west's, and one nobody serves. */
 const DRIVER = { east: `east.${ID}.volumes.test`, west: `west.${ID}.volumes.test`, nobody: `nobody.${ID}.volumes.test` } as const;
 const CLASS = { east: `${ID}-east`, west: `${ID}-west`, nobody: `${ID}-nobody` } as const;
-const [ALLOW_NAME, ALLOW_VALUE] = ALLOW_SIMULATION.split('=') as [string, string];
 /** The event source of the host's volume controllers. */
 const OUR_COMPONENTS = ['volume-provisioner-controller', 'volume-attacher-controller'];
 const PV_FINALIZER = 'external-provisioner.volume.kubernetes.io/finalizer';
 
-type Cloud = 'east' | 'west';
-
 /** Finalizers other than kube-controller-manager's own protection (kubernetes.io/pvc-protection, kubernetes.io/pv-protection). */
 const notKubes = (finalizers: string[] | undefined) => (finalizers ?? []).filter((f) => !f.startsWith('kubernetes.io/'));
 
+/** The flags of every host here, besides those startProvidersHost sets. */
+const FLAGS = [`--watch-namespace=${NS}`, `--node-selector=${scope.selector}`];
+/** The refused hosts' controllers (they never get to serve a webhook). */
+const REFUSED_FLAGS = [...FLAGS, '--controllers=volume-provisioner,volume-attacher', '--webhook-secure-port=0'];
+
+/** The PV label webhook's registration: only this file's PVs named `<ID>-hooked-*` go to it. */
+const WEBHOOK = `${ID}-pvl`;
+const ZONE = 'topology.kubernetes.io/zone';
+
 interface Setup {
-  dir: string;
+  /** East (exec) and west (sidecar, restarted after it is killed) in one host. */
+  clouds: TwoLocalClouds;
   core: CoreV1Api;
   storage: StorageV1Api;
-  host: Awaited<ReturnType<typeof startMultiHost>>;
-  /** The west sidecar as it runs now (replaced after it is killed). */
-  sidecar: Sidecar;
-  startWest(): Promise<Sidecar>;
+  admission: AdmissionregistrationV1Api;
 }
 
 let setup: Setup | undefined;
 
-const stateOf = (cloud: Cloud, dir = setup!.dir) => join(dir, cloud);
-
-async function startMultiHost(dir: string, providersFile: string, extra: string[] = []) {
-  const [port] = await freePorts(1);
-  const parsed = parseHostArgs([
-    `--providers-config=${providersFile}`,
-    `--secure-port=${port}`,
-    '--bind-address=127.0.0.1',
-    '--leader-elect=false',
-    '--controllers=volume-provisioner,volume-attacher',
-    `--watch-namespace=${NS}`,
-    `--node-selector=${scope.selector}`,
-    '--webhook-secure-port=0',
-    '--plugin-start-timeout=20s',
-    '-v=2',
-    ...extra,
-  ]);
-  if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);
-  assertNodeScoped(parsed.config);
-  const logPath = join(dir, 'host.log');
-  const log = createLogger({ verbosity: 2, destination: logFile(logPath) });
-  const host = await startHost(parsed.config, { log, kubeConfig: await hostKubeConfig() });
-  return checkForbiddenOnStop(host, logPath);
-}
-
-/** The local cloud's environment for `cloud` (its state under `dir`), declaring `provisioners` ('' = none). */
-function cloudEnv(dir: string, cloud: string, provisioners: string): Record<string, string> {
-  return {
-    LOCALCLOUD_STATE_DIR: join(dir, cloud),
-    [ALLOW_NAME]: ALLOW_VALUE,
-    LOCALCLOUD_PROVIDER_NAME: cloud,
-    ...(provisioners ? { LOCALCLOUD_VOLUME_PROVISIONERS: provisioners } : {}),
-  };
-}
-
-/** A providers-file entry spawning a local cloud. */
-function execEntry(dir: string, cloud: string, provisioners: string): string {
-  const env = Object.entries(cloudEnv(dir, cloud, provisioners)).map(([k, v]) => `      - ${k}=${v}`);
-  return `  - name: ${cloud}\n    pluginPath: ${LOCAL_PLUGIN}\n    pluginEnv:\n${env.join('\n')}\n`;
-}
+const stateOf = (cloud: Cloud) => setup!.clouds.stateOf(cloud);
 
 test.before(async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-volumes-two-clouds-'));
   const kc = await testKubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
   const storage = kc.makeApiClient(StorageV1Api);
@@ -116,21 +95,37 @@ test.before(async () => {
     await storage.createStorageClass({
       body: { metadata: { name: CLASS[c] }, provisioner: DRIVER[c], reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' },
     });
-  const launcher = join(dir, 'west-provider');
-  await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const sockets = join(dir, 'west-sockets');
-  await mkdir(sockets, { mode: 0o700 });
-  const startWest = () => startSidecar(launcher, sockets, cloudEnv(dir, 'west', DRIVER.west), { logPath: join(dir, 'west.log') });
-  const sidecar = await startWest();
-  const providersFile = join(dir, 'providers.yaml');
-  await writeFile(providersFile, `providers:\n${execEntry(dir, 'east', DRIVER.east)}  - name: west\n    pluginEndpoint: ${sidecar.endpoint}\n`);
-  setup = { dir, core, storage, host: await startMultiHost(dir, providersFile), sidecar, startWest };
+  // The PV label webhook (one server for the host, asking the provider of each PV's driver), called by the API server.
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml'))
+    await objects.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
+  const [webhookPort] = await freePorts(1);
+  const certDir = await mkdtemp(join(tmpdir(), 'ccm-volumes-two-clouds-webhook-'));
+  const clouds = await startTwoLocalClouds({
+    tmpPrefix: 'ccm-volumes-two-clouds-',
+    flags: [
+      ...FLAGS,
+      '--controllers=volume-provisioner,volume-attacher,pvl',
+      `--webhook-secure-port=${webhookPort}`,
+      '--webhook-bind-address=127.0.0.1',
+      `--webhook-cert-dir=${certDir}`,
+    ],
+    eastEnv: { LOCALCLOUD_VOLUME_PROVISIONERS: DRIVER.east },
+    westEnv: { LOCALCLOUD_VOLUME_PROVISIONERS: DRIVER.west },
+  });
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  setup = { clouds, core, storage, admission };
+  const caBundle = await waitFor(() => readFile(join(certDir, 'webhook.crt'), 'utf8'), {
+    what: 'generated webhook certificate',
+    log: clouds.host.logPath,
+  });
+  await registerPvLabelWebhook(admission, WEBHOOK, webhookPort, caBundle, `${ID}-hooked-`);
 });
 
 test.after.always(async () => {
   if (!setup) return;
-  await setup.host.stop();
-  await setup.sidecar.stop();
+  await setup.admission.deleteMutatingWebhookConfiguration({ name: WEBHOOK }).catch(() => undefined);
+  await setup.clouds.stop();
   const { core, storage } = setup;
   for (const va of (await storage.listVolumeAttachment()).items.filter((v) => Object.values(DRIVER).includes(v.spec?.attacher as never)))
     await storage
@@ -167,7 +162,7 @@ async function waitBound(name: string): Promise<V1PersistentVolumeClaim> {
       const c = await readClaim(name);
       return c.status?.phase === 'Bound' ? c : undefined;
     },
-    { what: `claim ${name} bound`, timeoutMs: 90_000, log: setup!.host.logPath },
+    { what: `claim ${name} bound`, timeoutMs: 90_000, log: setup!.clouds.host.logPath },
   );
 }
 
@@ -247,7 +242,7 @@ test.serial('a released PV is deleted by its own provider only; a released PV of
   });
   await waitFor(async () => ((await readPv(orphan))?.status?.phase === 'Released' ? true : undefined), {
     what: `${orphan} released by kube-controller-manager`,
-    log: setup!.host.logPath,
+    log: setup!.clouds.host.logPath,
   });
   const eastPv = (await readClaim('in-east')).spec!.volumeName!;
   const westPv = (await readClaim('in-west')).spec!.volumeName!;
@@ -257,7 +252,7 @@ test.serial('a released PV is deleted by its own provider only; a released PV of
   await waitFor(async () => ((await readPv(eastPv)) === undefined ? true : undefined), {
     what: `${eastPv} deleted by east once released`,
     timeoutMs: 90_000,
-    log: setup!.host.logPath,
+    log: setup!.clouds.host.logPath,
   });
   const left = await readPv(orphan);
   t.deepEqual(
@@ -307,14 +302,14 @@ test.serial('a volume attaches through its own provider to its Nodes only; an at
       const v = await storage.readVolumeAttachment({ name: `${ID}-west-on-west` });
       return v.status?.attached ? v : undefined;
     },
-    { what: `${ID}-west-on-west attached by west`, log: setup!.host.logPath },
+    { what: `${ID}-west-on-west attached by west`, log: setup!.clouds.host.logPath },
   );
   const refused = await waitFor(
     async () => {
       const v = await storage.readVolumeAttachment({ name: `${ID}-west-on-east` });
       return v.status?.attachError ? v : undefined;
     },
-    { what: `${ID}-west-on-east refused by west`, log: setup!.host.logPath },
+    { what: `${ID}-west-on-east refused by west`, log: setup!.clouds.host.logPath },
   );
   const nobody = await storage.readVolumeAttachment({ name: `${ID}-nobodys` });
   const westVolumes = JSON.parse(await localcloud(stateOf('west'), 'volume', 'list', '-o', 'json')) as {
@@ -346,10 +341,62 @@ test.serial('a volume attaches through its own provider to its Nodes only; an at
   );
 });
 
+test.serial(
+  "the PV label webhook asks the provider of each PV's driver: each PV gets its own cloud's zone; a volume of the other cloud is refused; a PV nobody serves is left as it is",
+  async (t) => {
+    const { core, clouds } = setup!;
+    const zoneOf = { east: `${ID}-east-zone`, west: `${ID}-west-zone` } as const;
+    const volumeIn = async (cloud: Cloud) =>
+      (
+        await clouds.host.providers
+          .get(cloud)!
+          .cloud.volumes()!
+          .createVolume({
+            name: `${ID}-hand-${cloud}`,
+            requiredBytes: 1024 ** 2,
+            limitBytes: 0,
+            parameters: {},
+            requisite: [{ [ZONE]: zoneOf[cloud], 'topology.kubernetes.io/region': 'local' }],
+            preferred: [],
+          })
+      ).volumeId;
+    const handle = { east: await volumeIn('east'), west: await volumeIn('west') };
+    // Until the API server calls the webhook (failurePolicy Ignore lets PVs through): a dry run east cannot label is refused.
+    await waitFor(
+      () =>
+        core.createPersistentVolume({ body: handPv(`${ID}-hooked-probe`, DRIVER.east, `${ID}-no-such-volume`), dryRun: 'All' }).then(
+          () => false,
+          (err: { body?: unknown }) => /cannot label PersistentVolume/.test(String(err.body ?? err)),
+        ),
+      { what: 'the webhook to refuse a PV of a volume east does not have', log: clouds.host.logPath },
+    );
+    /** What the webhook made of a PV: its zone label, or the refusal. */
+    const outcome = (name: string, driver: string, volume: string) =>
+      core.createPersistentVolume({ body: handPv(`${ID}-hooked-${name}`, driver, volume) }).then(
+        (pv) => ({ zone: pv.metadata?.labels?.[ZONE] ?? 'none', affinity: pv.spec?.nodeAffinity ? 'set' : 'none' }),
+        (err: { body?: unknown }) => ({ refused: /cannot label PersistentVolume/.test(String(err.body ?? err)) }),
+      );
+    const rows = [
+      { what: "east's driver, east's volume", name: 'east', driver: DRIVER.east, volume: handle.east, want: { zone: zoneOf.east, affinity: 'set' } },
+      { what: "west's driver, west's volume", name: 'west', driver: DRIVER.west, volume: handle.west, want: { zone: zoneOf.west, affinity: 'set' } },
+      // Asked of east only: west has the volume, so an answer from west would label it.
+      { what: "east's driver, west's volume", name: 'east-on-west', driver: DRIVER.east, volume: handle.west, want: { refused: true } },
+      { what: "west's driver, east's volume", name: 'west-on-east', driver: DRIVER.west, volume: handle.east, want: { refused: true } },
+      { what: 'a driver nobody serves', name: 'nobody', driver: DRIVER.nobody, volume: handle.east, want: { zone: 'none', affinity: 'none' } },
+    ];
+    const got: { what: string; outcome: object }[] = [];
+    for (const r of rows) got.push({ what: r.what, outcome: await outcome(r.name, r.driver, r.volume) });
+    t.deepEqual(
+      got,
+      rows.map((r) => ({ what: r.what, outcome: r.want })),
+    );
+  },
+);
+
 test.serial("west SIGKILLed: east's claims keep being provisioned; west's waits and is provisioned by west once it is back", async (t) => {
-  const { host } = setup!;
+  const { host } = setup!.clouds;
   const west = host.providers.get('west')!.supervisor;
-  setup!.sidecar.signal('SIGKILL');
+  setup!.clouds.west.signal('SIGKILL');
   await waitFor(() => west.state !== 'ready', { what: 'west not ready', log: host.logPath });
   await createClaim('west-while-down', CLASS.west);
   await createClaim('east-while-west-down', CLASS.east);
@@ -362,7 +409,7 @@ test.serial("west SIGKILLed: east's claims keep being provisioned; west's waits 
     "west's claim waits for west",
   );
   // West comes back (as the kubelet restarts its container): its claim gets its volume from west.
-  setup!.sidecar = await setup!.startWest();
+  await setup!.clouds.restartWest();
   await waitFor(() => west.state === 'ready', { what: 'west redialled', timeoutMs: 120_000, log: host.logPath });
   const back = await waitBound('west-while-down');
   const names = async (cloud: Cloud) => (await cloudVolumes(cloud)).map((v) => v.name);
@@ -375,18 +422,20 @@ test.serial("west SIGKILLed: east's claims keep being provisioned; west's waits 
 
 test('a host whose two volume providers serve the same provisioner does not start, naming both', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ccm-volumes-two-clouds-bad-'));
-  const providersFile = join(dir, 'providers.yaml');
   // Neither declares a name: both serve their plugin's name, local.ccm.dev; and the flag cannot say which it would replace.
-  await writeFile(providersFile, `providers:\n${execEntry(dir, 'north', '')}${execEntry(dir, 'south', '')}`);
+  const providersFile = await writeProvidersFile(dir, [
+    execEntry('north', localCloudEnv(dir, 'north')),
+    execEntry('south', localCloudEnv(dir, 'south')),
+  ]);
   // A host that started anyway (the guard broken) is stopped, so the test fails rather than hangs.
-  const err = await t.throwsAsync(startMultiHost(dir, providersFile).then(async (h) => (await h.stop(), h)));
+  const err = await t.throwsAsync(startProvidersHost(dir, providersFile, REFUSED_FLAGS).then(async (h) => (await h.stop(), h)));
   t.is(
     err?.message,
     "the volume providers' provisioner names conflict: " +
       'volume provisioner "local.ccm.dev" is served by several providers (north, south); give each provisioner one provider: declare volume_provisioners in each (the local cloud: LOCALCLOUD_VOLUME_PROVISIONERS)',
   );
   const flagged = await t.throwsAsync(
-    startMultiHost(dir, providersFile, ['--volume-provisioner-name=x.example.com']).then(async (h) => (await h.stop(), h)),
+    startProvidersHost(dir, providersFile, [...REFUSED_FLAGS, '--volume-provisioner-name=x.example.com']).then(async (h) => (await h.stop(), h)),
   );
   t.is(
     flagged?.message,

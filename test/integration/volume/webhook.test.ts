@@ -13,13 +13,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
-import {
-  AdmissionregistrationV1Api,
-  KubernetesObjectApi,
-  PatchStrategy,
-  RbacAuthorizationV1Api,
-  type V1PersistentVolume,
-} from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { Volumes } from '../../../host/cloud-volumes.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { freePorts } from '../../controlplane/probe.js';
@@ -28,7 +22,7 @@ import { httpsRequest, type HttpsOptions } from '../../helpers/https.js';
 import { loadManifest } from '../../helpers/manifests.js';
 import { scraperToken } from '../../helpers/scraper.js';
 import { waitFor } from '../../helpers/wait.js';
-import { hostFlags, volumeTestEnv, type VolumeTestEnv } from '../../helpers/volumes.js';
+import { handPv, hostFlags, registerPvLabelWebhook, volumeTestEnv, type VolumeTestEnv } from '../../helpers/volumes.js';
 
 interface Ctx {
   env: VolumeTestEnv;
@@ -72,23 +66,7 @@ test.before(async (t) => {
   const webhookName = `${env.id}-pvl`;
   // Only this file's PVs named <id>-hooked-* go to this webhook, so the
   // other test files sharing the API server are not affected.
-  await admission.createMutatingWebhookConfiguration({
-    body: {
-      metadata: { name: webhookName },
-      webhooks: [
-        {
-          name: 'persistentvolume-label.ccm.test',
-          clientConfig: { url: `https://127.0.0.1:${port}/mutate-v1-persistentvolume`, caBundle: Buffer.from(caBundle).toString('base64') },
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['persistentvolumes'] }],
-          failurePolicy: 'Ignore',
-          sideEffects: 'None',
-          admissionReviewVersions: ['v1'],
-          timeoutSeconds: 5,
-          matchConditions: [{ name: 'this-test-only', expression: `object.metadata.name.startsWith('${env.id}-hooked-')` }],
-        },
-      ],
-    },
-  });
+  await registerPvLabelWebhook(admission, webhookName, port, caBundle, `${env.id}-hooked-`);
   const volumes = host.cloud.volumes()!;
   const url = `https://127.0.0.1:${port}/mutate-v1-persistentvolume`;
   t.context = { env, host, volumes, admission, webhookName, url, caBundle, adminToken: kc.getCurrentUser()!.token! };
@@ -103,18 +81,6 @@ test.after.always(async (t) => {
   }
   await t.context.host?.stop();
 });
-
-function handPv(name: string, driver: string, volumeHandle: string): V1PersistentVolume {
-  return {
-    metadata: { name },
-    spec: {
-      capacity: { storage: '1Gi' },
-      accessModes: ['ReadWriteOnce'],
-      persistentVolumeReclaimPolicy: 'Retain',
-      csi: { driver, volumeHandle },
-    },
-  };
-}
 
 /**
  * Waits until the API server calls the webhook and the webhook answers: a

@@ -354,6 +354,32 @@ test('metrics: a queue of one provider among several has a provider label on eve
   );
 });
 
+test('metrics: volume queues of several providers and provisioners keep their name, told apart by provider and provisioner labels', async (t) => {
+  const registry = new Registry();
+  const queues = [
+    new WorkQueue({ name: 'volume-attacher', provider: 'east', provisioner: 'east.example.com', registry }),
+    new WorkQueue({ name: 'volume-attacher', provider: 'west', provisioner: 'west.example.com', registry }),
+    new WorkQueue({ name: 'volume-attacher', provisioner: 'b.example.com', registry }),
+    new WorkQueue({ name: 'Nodes', provider: 'east', registry }),
+    new WorkQueue({ name: 'node', registry }),
+  ];
+  for (const q of queues) q.add('a');
+  const text = await registry.metrics();
+  t.deepEqual(
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('workqueue_adds_total{'))
+      .sort(),
+    [
+      'workqueue_adds_total{name="Nodes",provider="east"} 1',
+      'workqueue_adds_total{name="node"} 1',
+      'workqueue_adds_total{name="volume-attacher",provider="east",provisioner="east.example.com"} 1',
+      'workqueue_adds_total{name="volume-attacher",provider="west",provisioner="west.example.com"} 1',
+      'workqueue_adds_total{name="volume-attacher",provisioner="b.example.com"} 1',
+    ],
+  );
+});
+
 test('metrics: unfinished work and longest running processor, per queue, computed when scraped', async (t) => {
   const registry = new Registry();
   const q = new WorkQueue({ name: 'nodes', registry });

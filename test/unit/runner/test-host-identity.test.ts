@@ -33,9 +33,6 @@ const HOSTS: { file: string; identity: Identity }[] = [
   { file: 'test/integration/plugin-metrics.test.ts', identity: 'shipped' },
   { file: 'test/integration/secrets-canary.test.ts', identity: 'shipped' },
   { file: 'test/helpers/two-clouds.ts', identity: 'shipped' },
-  { file: 'test/integration/multi-provider/isolation.test.ts', identity: 'shipped' },
-  { file: 'test/integration/multi-provider/volumes-two-clouds.test.ts', identity: 'shipped' },
-  { file: 'test/integration/multi-provider/aws-beside-local.test.ts', identity: 'shipped' },
   { file: 'test/integration/service/lb-faults.test.ts', identity: 'shipped' },
   {
     file: 'test/integration/service/lb-two-clusters.test.ts',

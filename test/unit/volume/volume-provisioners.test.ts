@@ -7,7 +7,7 @@ import test from 'ava';
 import { servedProvisioners, volumeProvisionerProblems, type VolumeProvisionerProvider } from '../../../host/volume-provisioners.js';
 import type { HostConfig } from '../../../host/config/config.js';
 import type { ProviderConfig } from '../../../host/config/providers.js';
-import { volumePreflight, volumeProviders } from '../../../host/controllers/volume/start.js';
+import { volumeInstances, volumePreflight, volumeProviders } from '../../../host/controllers/volume/start.js';
 import { ProviderRegistry, type Provider } from '../../../host/providers.js';
 
 const p = (name: string, provisioners: string[]): VolumeProvisionerProvider => ({ name, provisioners });
@@ -118,5 +118,40 @@ test('volumeProviders and volumePreflight: one provider as before the declaratio
   t.deepEqual(
     rows.map(([what, providers, flag]) => [what, outcome(providers, flag)]),
     rows.map(([what, , , want]) => [what, want]),
+  );
+});
+
+test('volumeInstances: each queue keeps its name; provider label with several providers, provisioner label with several instances (as the Nodes and service queues)', (t) => {
+  const config = { volumes: { provisionerName: '' } } as HostConfig;
+  const rows: [string, Provider[], Record<string, Record<string, string>>][] = [
+    ['one provider, one name: no labels (series as before)', [volumeProvider('p', { isDefault: true })], { 'p local.ccm.dev': {} }],
+    [
+      'one provider, two names: provisioner only',
+      [volumeProvider('p', { isDefault: true, declared: ['a.example.com', 'b.example.com'] })],
+      { 'p a.example.com': { provisioner: 'a.example.com' }, 'p b.example.com': { provisioner: 'b.example.com' } },
+    ],
+    [
+      'two providers, one with volumes: provider only',
+      [volumeProvider('e', { isDefault: true }), volumeProvider('w', { volumes: false })],
+      { 'e local.ccm.dev': { provider: 'e' } },
+    ],
+    [
+      'two volume providers: provider and provisioner',
+      [volumeProvider('e', { isDefault: true, declared: ['e.example.com'] }), volumeProvider('w', { declared: ['w.example.com', 'x.example.com'] })],
+      {
+        'e e.example.com': { provider: 'e', provisioner: 'e.example.com' },
+        'w w.example.com': { provider: 'w', provisioner: 'w.example.com' },
+        'w x.example.com': { provider: 'w', provisioner: 'x.example.com' },
+      },
+    ],
+  ];
+  const labels = (providers: Provider[]) => {
+    const registry = new ProviderRegistry(providers);
+    const { served } = volumeProviders(config, registry);
+    return Object.fromEntries(volumeInstances(served, providers.length > 1).map((i) => [`${i.provider.name} ${i.driver}`, i.queueLabels]));
+  };
+  t.deepEqual(
+    rows.map(([what, providers]) => [what, labels(providers)]),
+    rows.map(([what, , want]) => [what, want]),
   );
 });
