@@ -13,7 +13,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
-import { AdmissionregistrationV1Api, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
 import type { Volumes } from '../../../host/cloud-volumes.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { freePorts } from '../../controlplane/probe.js';
@@ -74,11 +74,9 @@ test.before(async (t) => {
 
 test.after.always(async (t) => {
   await t.context.admission?.deleteMutatingWebhookConfiguration({ name: t.context.webhookName }).catch(() => undefined);
-  const rbac = (await testKubeConfig()).makeApiClient(RbacAuthorizationV1Api);
-  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml')) {
-    const name = obj.metadata!.name!;
-    await (obj.kind === 'ClusterRole' ? rbac.deleteClusterRole({ name }) : rbac.deleteClusterRoleBinding({ name })).catch(() => undefined);
-  }
+  // The webhook-caller RBAC stays: it is cluster-wide, the same for every file that
+  // applies it (multi-provider/volumes-two-clouds too), and deleting it here would
+  // turn away the API server's calls to a webhook of a file still running.
   await t.context.host?.stop();
 });
 
