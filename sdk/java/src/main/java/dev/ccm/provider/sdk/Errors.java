@@ -38,6 +38,30 @@ public final class Errors {
   public static final String CLOUD_API_ERROR = "CLOUD_API_ERROR";
   public static final String IN_USE = "IN_USE";
   public static final String NOT_CONFIGURED = "NOT_CONFIGURED";
+  /** Protocol 1.1: "not now"; see {@link #deferred(String, String, long)}. */
+  public static final String DEFERRED = "DEFERRED";
+  /** ErrorInfo metadata key of a DEFERRED answer's own reason. */
+  public static final String DEFERRED_REASON_KEY = "reason";
+
+  private static final java.util.regex.Pattern DEFERRED_REASON = java.util.regex.Pattern.compile("^[A-Za-z]([A-Za-z0-9_,:]{0,62}[A-Za-z0-9_])?$");
+
+  /**
+   * Protocol 1.1, "not now": the request is fine but cannot be done yet (a
+   * quota, a prerequisite that does not exist yet, eventual consistency).
+   * reason is a CamelCase word saying why (it becomes the Service's
+   * LoadBalancerServing condition reason and a metric label: keep the set
+   * small); retryAfterMs the earliest retry (the host keeps it within 1 s ..
+   * 5 min). On the wire: UNAVAILABLE, ErrorInfo DEFERRED with metadata
+   * {reason}, RetryInfo; a 1.0 host reads it as a retry after the delay.
+   *
+   * @throws IllegalArgumentException if reason is not such a word (a programming error)
+   */
+  public static StatusRuntimeException deferred(String reason, String message, long retryAfterMs) {
+    if (reason == null || !DEFERRED_REASON.matcher(reason).matches()) {
+      throw new IllegalArgumentException("Errors.deferred: reason \"" + reason + "\" is not a CamelCase word of at most 64 characters");
+    }
+    return error(Status.Code.UNAVAILABLE, message, DEFERRED, Math.max(0, retryAfterMs), Map.of(DEFERRED_REASON_KEY, reason));
+  }
 
   /**
    * A status with an optional ErrorInfo reason (with metadata) and an optional

@@ -34,7 +34,7 @@ public final class Protocol {
   public static final String HANDSHAKE_PREFIX = "CCMPLUGIN";
   public static final int CORE_PROTOCOL_VERSION = 1;
   public static final List<Integer> SUPPORTED_PROTOCOL_VERSIONS = List.of(1);
-  public static final int PROTOCOL_MINOR = 0;
+  public static final int PROTOCOL_MINOR = 1;
   public static final String HEALTH_SERVICE_NAME = "ccm.provider.v1";
   public static final int MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
   /** sun_path is 108 bytes with the NUL. */
