@@ -58,9 +58,19 @@ export function perProvider(
     } else made.push(r);
   }
   if (made.length === 0) return { skip: skipped[0] ?? 'no provider' };
+  return joinControllers(made);
+}
+
+/**
+ * One controller running several instances (one per provider, or per
+ * provider and provisioner): each stops on its own when the signal aborts,
+ * one failing does not stop the others (what they act on is theirs); run
+ * rejects with the first failure once all have ended. Healthy only while
+ * every instance is healthy. One instance is returned as it is.
+ */
+export function joinControllers(made: readonly RunnableController[]): RunnableController {
   if (made.length === 1) return made[0]!;
   return {
-    // Each instance stops on its own when the signal aborts; one failing does not stop the others (their Nodes are theirs).
     run: async (signal) => {
       const results = await Promise.allSettled(made.map((m) => m.run(signal)));
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -34,6 +34,32 @@ export async function startTcpBackend(name: string, ip: string, port: number): P
   };
 }
 
+/**
+ * The TCP backends of one node address, one per node port. The API server
+ * hands a deleted Service's node port out again: a backend still listening
+ * there served a Service that is gone, so it makes way for the new one
+ * (else EADDRINUSE).
+ */
+export class NodePortBackends {
+  private readonly byPort = new Map<number, Backend>();
+
+  constructor(private readonly ip: string) {}
+
+  /** Starts a backend answering `name` on this node's `nodePort`, closing whatever listened there before. */
+  async start(name: string, nodePort: number): Promise<Backend> {
+    await this.byPort.get(nodePort)?.close();
+    const backend = await startTcpBackend(name, this.ip, nodePort);
+    this.byPort.set(nodePort, backend);
+    return backend;
+  }
+
+  /** Closes every backend. */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.byPort.values()].map((b) => b.close()));
+    this.byPort.clear();
+  }
+}
+
 /** A UDP server on ip:port answering `<name>` to every datagram. */
 export async function startUdpBackend(name: string, ip: string, port: number): Promise<Backend> {
   const sock = dgram.createSocket('udp4');

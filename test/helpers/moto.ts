@@ -11,13 +11,16 @@
  * stopping and terminating instances, describing load balancers).
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { ExecutionContext } from 'ava';
 import { execa, type ResultPromise } from 'execa';
 import { freePorts, get } from '../controlplane/probe.js';
 import { buildOnce } from './build-once.js';
+import { deleteScopedNodes } from './nodes.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -178,6 +181,44 @@ export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOpt
   }
 }
 
+/** One instance as moto-aws.py shows it. */
+export interface MotoInstance {
+  id: string;
+  privateIp: string;
+  privateDns: string;
+}
+
+/** A cluster's network and instances as moto-aws.py's `seed` makes them. */
+export interface MotoSeeded {
+  vpc: string;
+  subnet: string;
+  securityGroup: string;
+  az: string;
+  zoneId: string;
+  instances: MotoInstance[];
+}
+
+/** What `seedCluster` uses unless told otherwise. */
+export const SEED_DEFAULTS = Object.freeze({ az: 'us-east-1a', type: 't3.medium' });
+
+export interface SeedOptions {
+  /** The cluster id the VPC, subnet, route table, nodes' group and instances are tagged as owned by. */
+  cluster: string;
+  instances: number;
+  /** The VPC is 10.<net>.0.0/16: a number of the test's own, so that tests sharing a moto never overlap. */
+  net: number;
+  /** Default us-east-1a. */
+  az?: string;
+  /** Default t3.medium. */
+  type?: string;
+}
+
+/** Seeds a cluster at moto (moto-aws.py `seed`): its VPC with an internet gateway, one subnet, the nodes' security group and running instances. */
+export function seedCluster(moto: Moto, opts: SeedOptions): Promise<MotoSeeded> {
+  const { cluster, instances, net, az = SEED_DEFAULTS.az, type = SEED_DEFAULTS.type } = opts;
+  return moto.ctl<MotoSeeded>('seed', { cluster, az, instances, type, net });
+}
+
 /** The provider's cloud config: every AWS API it uses at moto, the "machine" it runs on given instead of read from IMDS. */
 export function awsCloudConfig(moto: Moto, seeded: { vpc: string; subnet: string }, clusterId: string): string {
   const override = (n: number, service: string) =>
@@ -189,4 +230,25 @@ export function awsCloudConfig(moto: Moto, seeded: { vpc: string; subnet: string
     override(2, 'Elastic Load Balancing'),
     override(3, 'Elastic Load Balancing v2'),
   ].join('\n');
+}
+
+/**
+ * A moto of one test with the test's cluster seeded (one instance unless
+ * told otherwise): when the test ends, the Nodes of `scope` are deleted and
+ * moto stops.
+ */
+export async function seededMotoFor(
+  t: ExecutionContext,
+  core: CoreV1Api,
+  scope: { prefix: string; selector: string },
+  opts: { tmpPrefix: string; net: number; instances?: number },
+): Promise<{ dir: string; moto: Moto; seeded: MotoSeeded }> {
+  const dir = await mkdtemp(join(tmpdir(), opts.tmpPrefix));
+  const moto = await startMoto(dir, 'us-east-1');
+  t.teardown(async () => {
+    await deleteScopedNodes(core, scope.selector);
+    await moto.stop();
+  });
+  const seeded = await seedCluster(moto, { cluster: scope.prefix, instances: opts.instances ?? 1, net: opts.net });
+  return { dir, moto, seeded };
 }

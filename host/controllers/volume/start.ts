@@ -25,6 +25,7 @@ import { resolveNodeOwner } from '../../ownership/nodes.js';
 import type { Provider, ProviderRegistry } from '../../providers.js';
 import { servedProvisioners, volumeProvisionerProblems } from '../../volume-provisioners.js';
 import type { ControllerContext, ControllerFactory, ControllerPreflight, RunnableController } from '../context.js';
+import { joinControllers } from '../per-provider.js';
 import { VolumeAttacher } from './attacher.js';
 import { VolumeProvisioner } from './provisioner.js';
 import { PvLabeler } from './labeler.js';
@@ -120,9 +121,8 @@ export function volumeInstances(
 
 /**
  * Runs `make` once per (volume provider, provisioner name) and returns one
- * controller running them all; skipped when no provider has volumes. Each
- * instance stops on its own when the signal aborts; one failing does not
- * stop the others. Healthy only while every instance is healthy.
+ * controller running them all (joinControllers); skipped when no provider
+ * has volumes.
  */
 function perProvisioner(ctx: ControllerContext, make: (v: VolumeView) => RunnableController): RunnableController | { skip: string } {
   const several = ctx.providers.list().length > 1;
@@ -148,15 +148,7 @@ function perProvisioner(ctx: ControllerContext, make: (v: VolumeView) => Runnabl
       several,
     }),
   );
-  if (made.length === 1) return made[0]!;
-  return {
-    run: async (signal) => {
-      const results = await Promise.allSettled(made.map((m) => m.run(signal)));
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed) throw failed.reason;
-    },
-    healthy: () => made.every((m) => m.healthy?.() ?? true),
-  };
+  return joinControllers(made);
 }
 
 /** The options the provisioner and the resizer share. */

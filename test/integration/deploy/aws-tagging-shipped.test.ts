@@ -28,8 +28,8 @@ import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
 import { auditLogFromNow, credentialIdOf } from '../../helpers/audit.js';
 import { buildImageLayout } from '../../helpers/image-layout.js';
 import { renderProvider } from '../../helpers/manifests.js';
-import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
-import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
+import { awsCloudConfig, MOTO_CLIENT_ENV, seededMotoFor } from '../../helpers/moto.js';
+import { createExternalNode, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { runPod } from '../../helpers/pod-runner.js';
 import { awsCloudBinary } from '../../helpers/providers.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -69,19 +69,7 @@ for (const [perController, net] of [
     const admin = await testKubeConfig();
     const core = admin.makeApiClient(CoreV1Api);
     const scope = testScope(`awstagship-${perController ? 'pc' : 'si'}`);
-    const dir = await mkdtemp(join(tmpdir(), 'ccm-awstagship-'));
-    const moto = await startMoto(dir, 'us-east-1');
-    t.teardown(async () => {
-      await deleteScopedNodes(core, scope.selector);
-      await moto.stop();
-    });
-    const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string; privateDns: string }[] }>('seed', {
-      cluster: scope.prefix,
-      az: 'us-east-1a',
-      instances: 1,
-      type: 't3.medium',
-      net,
-    });
+    const { moto, seeded } = await seededMotoFor(t, core, scope, { tmpPrefix: 'ccm-awstagship-', net });
     const instance = seeded.instances[0]!;
 
     // The docs' line, but for --cloud-provider and --v (the rendering has its own), appended to the host's arguments.

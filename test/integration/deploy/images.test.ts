@@ -17,8 +17,7 @@
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
@@ -26,8 +25,8 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { imageRootfs, prepareImages, rootfsCommand, type ImageRootfs, type TestImages } from '../../helpers/images.js';
 import { lbService } from '../../helpers/lb.js';
 import { renderProvider } from '../../helpers/manifests.js';
-import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
-import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
+import { awsCloudConfig, MOTO_CLIENT_ENV, seededMotoFor } from '../../helpers/moto.js';
+import { createExternalNode, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { probe, runPod } from '../../helpers/pod-runner.js';
 import { REPO } from '../../helpers/providers.js';
 import { scrapeMetrics } from '../../helpers/scraper.js';
@@ -105,19 +104,7 @@ test.serial(
     const admin = await testKubeConfig();
     const core = admin.makeApiClient(CoreV1Api);
     const scope = testScope('deploy-img');
-    const dir = await mkdtemp(join(tmpdir(), 'ccm-deploy-img-'));
-    const moto = await startMoto(dir, 'us-east-1');
-    t.teardown(async () => {
-      await deleteScopedNodes(core, scope.selector);
-      await moto.stop();
-    });
-    const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string; privateDns: string }[] }>('seed', {
-      cluster: scope.prefix,
-      az: 'us-east-1a',
-      instances: 1,
-      type: 't3.medium',
-      net: 48,
-    });
+    const { moto, seeded } = await seededMotoFor(t, core, scope, { tmpPrefix: 'ccm-deploy-img-', net: 48 });
     const instance = seeded.instances[0]!;
 
     const pod = await runPod(t, await renderProvider('aws'), admin, {

@@ -66,14 +66,13 @@ import { awsCloudControllerManager } from '../../helpers/aws-ccm.js';
 import { LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { renderProvider } from '../../helpers/manifests.js';
 import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
-import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
+import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall, MOTO_CLIENT_ENV, seedCluster } from '../../helpers/moto.js';
 import { createTestNode, testScope, UNINITIALIZED_TAINT, waitNodeInitialized } from '../../helpers/nodes.js';
 import { runPod, type Pod } from '../../helpers/pod-runner.js';
 import { awsCloudBinary, REPO } from '../../helpers/providers.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const REGION = 'us-east-1';
-const AZ = 'us-east-1a';
 /** The Lease both use: the default name of both (kube-system/cloud-controller-manager in a cluster), in the test's namespace. */
 const LEASE = 'cloud-controller-manager';
 /** The pod network: each Node's pod CIDR is a /24 of it, routed by the CCM in the cluster's route table. */
@@ -498,13 +497,7 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   const journal = join(dir, 'moto-journal.jsonl');
   const moto = await startMoto(dir, REGION, { journal });
   t.teardown(() => moto.stop());
-  const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string; privateDns: string }[] }>('seed', {
-    cluster: scope.prefix,
-    az: AZ,
-    instances: 2,
-    type: 't3.medium',
-    net: 49,
-  });
+  const seeded = await seedCluster(moto, { cluster: scope.prefix, instances: 2, net: 49 });
   const cloudConf = awsCloudConfig(moto, seeded, scope.prefix);
   const cloudConfigPath = join(dir, 'cloud.conf');
   await writeFile(cloudConfigPath, cloudConf);

@@ -32,7 +32,7 @@ import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
 import { auditLogFromNow, credentialIdOf, type AuditEvent } from '../../helpers/audit.js';
 import { buildImageLayout } from '../../helpers/image-layout.js';
 import { PROVIDER_RENDERINGS, renderProvider, type ProviderRendering } from '../../helpers/manifests.js';
-import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV, seedCluster } from '../../helpers/moto.js';
 import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { openstackBinaries, openstackCloudConfig, startOpenStackStandin } from '../../helpers/openstack.js';
 import { probe, runPod, type ContainerImage } from '../../helpers/pod-runner.js';
@@ -71,13 +71,7 @@ const CASES: ProviderCase[] = [
       const dir = await mkdtemp(join(tmpdir(), 'ccm-deploy-aws-'));
       const moto = await startMoto(dir, 'us-east-1');
       try {
-        const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string; privateDns: string }[] }>('seed', {
-          cluster: prefix,
-          az: 'us-east-1a',
-          instances: 1,
-          type: 't3.medium',
-          net: 47,
-        });
+        const seeded = await seedCluster(moto, { cluster: prefix, instances: 1, net: 47 });
         const instance = seeded.instances[0]!;
         return {
           // The cloud config points every AWS API at moto and names the VPC, subnet and cluster IMDS would give.

@@ -39,7 +39,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
 import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { ALLOW_SIMULATION, LOCAL_PLUGIN, localcloud } from '../../helpers/localcloud.js';
-import { awsCloudConfig, MOTO_CLIENT_ENV, startMoto, type Moto } from '../../helpers/moto.js';
+import { awsCloudConfig, MOTO_CLIENT_ENV, startMoto, type Moto, seedCluster, SEED_DEFAULTS, type MotoInstance } from '../../helpers/moto.js';
 import { createTestNode, deleteScopedNodes, hasTaint, nodeEvents, readNodeOrUndefined, testScope, UNINITIALIZED_TAINT } from '../../helpers/nodes.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
 import { awsCloudBinary } from '../../helpers/providers.js';
@@ -47,8 +47,8 @@ import { startProvidersHost, type ProvidersHost } from '../../helpers/two-clouds
 import { waitFor } from '../../helpers/wait.js';
 
 const REGION = 'us-east-1';
-const AZ = 'us-east-1a';
-const INSTANCE_TYPE = 't3.medium';
+const AZ = SEED_DEFAULTS.az;
+const INSTANCE_TYPE = SEED_DEFAULTS.type;
 const CLOUD_LABEL = 'ccm-test-cloud';
 const AWS_CLASS = 'example.com/aws-elb';
 const LOCAL_CLASS = 'example.com/local';
@@ -60,11 +60,7 @@ const OUR_COMPONENTS = new Set(Object.values(EventComponents));
 /** The AWS provider's own client: what its Initialize and node informer need (as aws-bridge.test.ts), under a name of this file's. */
 const PROVIDER_SA = { namespace: 'kube-system', name: 'ccm-test-aws-beside-local' } as const;
 
-interface Instance {
-  id: string;
-  privateIp: string;
-  privateDns: string;
-}
+type Instance = MotoInstance;
 
 interface MotoElb {
   name: string;
@@ -109,13 +105,7 @@ test.before(async (t) => {
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   const moto = await startMoto(dir, REGION);
   t.context = { prefix, dir, core, moto, scope, backends: [] } as unknown as Ctx;
-  const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: Instance[] }>('seed', {
-    cluster: prefix,
-    az: AZ,
-    instances: 4,
-    type: INSTANCE_TYPE,
-    net: 50,
-  });
+  const seeded = await seedCluster(moto, { cluster: prefix, instances: 4, net: 50 });
   const [a, b, d, e] = seeded.instances as [Instance, Instance, Instance, Instance];
   t.context.aws = { a, b, d, e };
   const cloudConfig = join(dir, 'aws.conf');

@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
+import { NodePortBackends, tcpRequest } from '../../helpers/backends.js';
 import { patchService } from '../../helpers/kube-patch.js';
 import { cloudLbs, createBackendNode, ensureNamespace, lbService, serviceEvents } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
@@ -60,8 +60,8 @@ interface Setup {
   /** The flaky sidecar as it runs now (replaced after each kill, as the kubelet restarts a container). */
   sidecar: Sidecar;
   startFlaky(): Promise<Sidecar>;
-  /** The TCP backends on the backend node, by node port. */
-  backends: Map<number, Backend>;
+  /** The TCP backends on the backend node. */
+  backends: NodePortBackends;
   /** The Services this test wants to exist now, by cloud. */
   want: Record<Cloud, Set<string>>;
   /** The Services it deleted, by cloud: each must be gone from the API (its provider deleted its load balancer). */
@@ -112,7 +112,7 @@ test.before(async () => {
     host,
     sidecar,
     startFlaky,
-    backends: new Map(),
+    backends: new NodePortBackends(BACKEND.ip),
     want: { steady: new Set(), flaky: new Set() },
     gone: { steady: new Set(), flaky: new Set() },
   };
@@ -122,7 +122,7 @@ test.after.always(async () => {
   if (!setup) return;
   await setup.host.stop();
   await setup.sidecar.stop();
-  await Promise.all([...setup.backends.values()].map((b) => b.close()));
+  await setup.backends.closeAll();
   await deleteScopedNodes(setup.core, scope.selector);
 });
 
@@ -139,11 +139,7 @@ const ingressIp = (s: V1Service | undefined) => s?.status?.loadBalancer?.ingress
 async function create(cloud: Cloud, name: string, port: number): Promise<V1Service> {
   const body = lbService(name, NS, [{ port }], cloud === 'flaky' ? { loadBalancerClass: FLAKY_CLASS } : {});
   const svc = await setup!.core.createNamespacedService({ namespace: NS, body });
-  const nodePort = svc.spec!.ports![0]!.nodePort!;
-  // The API server hands a deleted Service's node port out again: the backend still
-  // listening there served a Service that is gone, so it makes way (else EADDRINUSE).
-  await setup!.backends.get(nodePort)?.close();
-  setup!.backends.set(nodePort, await startTcpBackend(name, BACKEND.ip, nodePort));
+  await setup!.backends.start(name, svc.spec!.ports![0]!.nodePort!);
   setup!.want[cloud].add(name);
   return svc;
 }

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
+import { NodePortBackends, tcpRequest } from '../../helpers/backends.js';
 import {
   cloudLbs,
   createBackendNode,
@@ -66,7 +66,7 @@ const EAST_ENV = { LOCALCLOUD_LB_CIDR: '127.0.101.0/24', LOCALCLOUD_LB_CLASSES: 
 interface Setup {
   core: CoreV1Api;
   clouds: TwoLocalClouds;
-  backends: Backend[];
+  backends: NodePortBackends;
 }
 
 let setup: Setup | undefined;
@@ -83,13 +83,13 @@ test.before(async () => {
     eastEnv: EAST_ENV,
     westEnv: { LOCALCLOUD_LB_CIDR: '127.0.102.0/24', LOCALCLOUD_LB_CLASSES: WEST, LOCALCLOUD_LB_CLASSES_ONLY: 'true' },
   });
-  setup = { core, clouds, backends: [] };
+  setup = { core, clouds, backends: new NodePortBackends(NODE.ip) };
 });
 
 test.after.always(async () => {
   if (!setup) return;
   await setup.clouds.stop();
-  await Promise.all(setup.backends.map((b) => b.close()));
+  await setup.backends.closeAll();
   await setup.core.deleteNode({ name: NODE.name }).catch(() => undefined);
 });
 
@@ -99,7 +99,7 @@ const readSvc = (name: string) => readService(setup!.core, NS, name);
 async function create(name: string, port: number, cls?: string): Promise<V1Service> {
   const body = lbService(name, NS, [{ port }], cls ? { loadBalancerClass: cls } : {});
   const svc = await setup!.core.createNamespacedService({ namespace: NS, body });
-  setup!.backends.push(await startTcpBackend(name, NODE.ip, svc.spec!.ports![0]!.nodePort!));
+  await setup!.backends.start(name, svc.spec!.ports![0]!.nodePort!);
   return svc;
 }
 

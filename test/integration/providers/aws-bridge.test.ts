@@ -52,7 +52,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { checkRealProviderKit, serveTestHook, type InstanceHook, type PinnedFailure, type TestHookServer } from '../../helpers/real-provider-kit.js';
 import { ensureNamespace, LB_FINALIZER, lbService, serviceEvents } from '../../helpers/lb.js';
 import { bundleMetrics, fromProviderProcess, isExposed } from '../../helpers/monitoring.js';
-import { awsCloudConfig, startMoto, type Moto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, type Moto, MOTO_CLIENT_ENV, seedCluster, SEED_DEFAULTS, type MotoSeeded } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_BRIDGE_DIR, AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
@@ -62,21 +62,14 @@ const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 const SELECTOR_LABEL = 'ccm-test/aws-bridge';
 const REGION = 'us-east-1';
-const AZ = 'us-east-1a';
-const INSTANCE_TYPE = 't3.medium';
+const AZ = SEED_DEFAULTS.az;
+const INSTANCE_TYPE = SEED_DEFAULTS.type;
 /** The provider's zone-id label (k8s.io/cloud-provider-aws pkg/providers/v1/well_known_labels.go). */
 const ZONE_ID_LABEL = 'topology.k8s.aws/zone-id';
 /** The ServiceAccount the provider's own client uses (not the host's). */
 const PROVIDER_SA = { namespace: 'kube-system', name: 'ccm-test-aws-provider' } as const;
 
-interface Seeded {
-  vpc: string;
-  subnet: string;
-  securityGroup: string;
-  az: string;
-  zoneId: string;
-  instances: { id: string; privateIp: string; privateDns: string }[];
-}
+type Seeded = MotoSeeded;
 
 type Instance = Seeded['instances'][number];
 
@@ -155,7 +148,7 @@ async function withAwsHost(
   const moto = await startMoto(dir, REGION, { fidelityFixes: !opts.motoAsIs });
   const nodes: string[] = [];
   try {
-    const seeded = await moto.ctl<Seeded>('seed', { cluster: prefix, az: AZ, instances: opts.instances, type: INSTANCE_TYPE, net: opts.net });
+    const seeded = await seedCluster(moto, { cluster: prefix, instances: opts.instances, net: opts.net });
     const configPath = join(dir, 'cloud.conf');
     await writeFile(configPath, awsCloudConfig(moto, seeded, prefix));
     const running = await startProviderHost(
@@ -488,7 +481,7 @@ test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   let hook: TestHookServer | undefined;
   try {
-    const seeded = await moto.ctl<Seeded>('seed', { cluster: prefix, az: AZ, instances: 1, type: INSTANCE_TYPE, net: 45 });
+    const seeded = await seedCluster(moto, { cluster: prefix, instances: 1, net: 45 });
     const configPath = join(dir, 'cloud.conf');
     await writeFile(configPath, awsCloudConfig(moto, seeded, prefix));
     const env = {

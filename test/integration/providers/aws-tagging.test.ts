@@ -44,7 +44,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV, seedCluster } from '../../helpers/moto.js';
 import { startProviderHost, type ProviderMode } from '../../helpers/provider-host.js';
 import { AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
@@ -86,13 +86,7 @@ for (const [mode, net] of [
     const node = `${prefix}-a`;
     const outside = `${prefix}-outside`;
     try {
-      const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string }[] }>('seed', {
-        cluster: prefix,
-        az: AZ,
-        instances: 2,
-        type: 't3.medium',
-        net,
-      });
+      const seeded = await seedCluster(moto, { cluster: prefix, instances: 2, net });
       const instance = seeded.instances[0]!.id;
       const outsideInstance = seeded.instances[1]!.id;
       const configPath = join(dir, 'cloud.conf');
@@ -186,13 +180,7 @@ test("sidecar with leader election: a SIGKILLed host's provider stops the taggin
     await moto.stop();
   });
   await grantLease(admin, prefix, 'ccm');
-  const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string }[] }>('seed', {
-    cluster: prefix,
-    az: AZ,
-    instances: 2,
-    type: 't3.medium',
-    net: 73,
-  });
+  const seeded = await seedCluster(moto, { cluster: prefix, instances: 2, net: 73 });
   const [instanceA, instanceB] = seeded.instances.map((i) => i.id) as [string, string];
   const configPath = join(dir, 'cloud.conf');
   await writeFile(configPath, awsCloudConfig(moto, seeded, prefix));

@@ -24,7 +24,7 @@ import { freePorts, get } from '../../controlplane/probe.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { createExternalNode, deleteScopedNodes, testScope, waitNodeInitialized } from '../../helpers/nodes.js';
 import { openstackBinaries, openstackCloudConfig, openstackProviderIdentity, startOpenStackStandin } from '../../helpers/openstack.js';
-import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV } from '../../helpers/moto.js';
+import { awsCloudConfig, startMoto, MOTO_CLIENT_ENV, seedCluster } from '../../helpers/moto.js';
 import { providerIdentity, removeProviderIdentity } from '../../helpers/provider-identity.js';
 import { AWS_CLOUD_PROVIDER, awsUpstreamCcm } from '../../helpers/providers.js';
 import { startProviderHost } from '../../helpers/provider-host.js';
@@ -72,13 +72,7 @@ const PROVIDERS: { name: string; stage(dir: string, prefix: string): Promise<Sta
       const moto = await startMoto(dir, 'us-east-1');
       const az = 'us-east-1a';
       // Its own VPC range (net 46): Nodes are named by the instances' private DNS names, as AWS names them.
-      const seeded = await moto.ctl<{ vpc: string; subnet: string; instances: { id: string; privateDns: string }[] }>('seed', {
-        cluster: prefix,
-        az,
-        instances: 2,
-        type: 't3.medium',
-        net: 46,
-      });
+      const seeded = await seedCluster(moto, { cluster: prefix, az, instances: 2, net: 46 });
       const cloudConfig = join(dir, 'cloud.conf');
       await writeFile(cloudConfig, awsCloudConfig(moto, seeded, prefix));
       return {

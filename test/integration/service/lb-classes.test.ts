@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
-import { startTcpBackend, tcpRequest, type Backend } from '../../helpers/backends.js';
+import { NodePortBackends, tcpRequest } from '../../helpers/backends.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { patchService } from '../../helpers/kube-patch.js';
 import {
@@ -59,7 +59,7 @@ interface Ctx {
   /** The running host; an object of its own, as AVA gives each test a shallow copy of the context. */
   run: { host?: TestHost };
   core: CoreV1Api;
-  backends: Backend[];
+  backends: NodePortBackends;
 }
 const test = anyTest as TestFn<Ctx>;
 
@@ -68,13 +68,13 @@ test.before(async (t) => {
   const core = (await testKubeConfig()).makeApiClient(CoreV1Api);
   await ensureNamespace(core, NS);
   await createBackendNode(core, NODE.name, NODE.ip, { lbtest: 'classes' });
-  t.context = { dir, cloud: join(dir, 'cloud'), run: { host: await startTestHost(dir, FLAGS) }, core, backends: [] };
+  t.context = { dir, cloud: join(dir, 'cloud'), run: { host: await startTestHost(dir, FLAGS) }, core, backends: new NodePortBackends(NODE.ip) };
 });
 
 test.after.always(async (t) => {
   const { run, core, backends } = t.context;
   await run?.host?.stop();
-  await Promise.all((backends ?? []).map((b) => b.close()));
+  await backends?.closeAll();
   await core?.deleteNode({ name: NODE.name }).catch(() => undefined);
 });
 
@@ -94,7 +94,7 @@ async function create(t: { context: Ctx }, name: string, port: number, cls?: str
   const body = lbService(name, NS, [{ port }], cls ? { loadBalancerClass: cls } : {});
   if (finalizers) body.metadata!.finalizers = finalizers;
   const svc = await t.context.core.createNamespacedService({ namespace: NS, body });
-  t.context.backends.push(await startTcpBackend(name, NODE.ip, svc.spec!.ports![0]!.nodePort!));
+  await t.context.backends.start(name, svc.spec!.ports![0]!.nodePort!);
   return svc;
 }
 
