@@ -47,7 +47,8 @@ test('several providers: one wedged past the bound keeps the Lease; all wedged p
   });
   const sidecars: Record<'east' | 'west', Sidecar> = {
     east: await (await localCloudSidecar(dir, 'east'))(),
-    west: await (await localCloudSidecar(dir, 'west'))(),
+    // West serves only its class: one provider per Service (else no start).
+    west: await (await localCloudSidecar(dir, 'west', { LOCALCLOUD_LB_CLASSES: 'example.com/west', LOCALCLOUD_LB_CLASSES_ONLY: 'true' }))(),
   };
   const started: { host?: ProvidersHost } = {};
   t.teardown(async () => {
