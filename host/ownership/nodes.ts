@@ -137,3 +137,21 @@ export function nodeOwnershipProblem(caps: {
     return (err as Error).message;
   }
 }
+
+/**
+ * The Nodes a load-balancer provider gets as backends, of `eligible` (the
+ * service controller's eligible Nodes): with one provider in the host
+ * (declarations of one), all of them, exactly as upstream; with several,
+ * those `provider` owns and those no provider owns. A Node another provider
+ * owns, or that several claim, is never sent: a provider maps what it can of
+ * any providerID (cloud-provider-aws keeps its last path segment, so a
+ * foreign Node whose providerID ends in one of its instance ids would be
+ * registered with its load balancers). Pure; keeps the order of `eligible`.
+ */
+export function lbBackendsOf<N extends OwnedNode>(eligible: readonly N[], provider: string, declarations: readonly NodeOwnershipDeclaration[]): N[] {
+  if (declarations.length <= 1) return [...eligible];
+  return eligible.filter((n) => {
+    const owner = resolveNodeOwner(n, declarations);
+    return owner.kind === 'none' || (owner.kind === 'owned' && owner.provider === provider);
+  });
+}

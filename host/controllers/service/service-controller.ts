@@ -62,6 +62,8 @@ import { Annotations, Controllers, EventReasons, Finalizers, LiveReadOutcomes } 
 import { KeyedMutex } from '../../util/keyed-mutex.js';
 import { mapLimit } from '../../util/map-limit.js';
 import { toNodeRef } from '../node-ref.js';
+import type { HostNodeOwnership } from '../../ownership/host.js';
+import { lbBackendsOf, resolveNodeOwner } from '../../ownership/nodes.js';
 import { deferralMetrics, serviceMetrics, type ServiceMetrics } from '../../controller-metrics.js';
 import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import { classOf, LbClassResolver, type LbClassDeclaration } from '../../lb-classes.js';
@@ -201,6 +203,12 @@ export interface ServiceControllerOptions {
   reads?: LiveServiceReads;
   /** --node-selector is set: an empty Node cache may be a mistyped selector (see mayEmptyBackends). */
   nodesScoped?: boolean;
+  /**
+   * The host's node ownership: with several providers, each load-balancer
+   * provider gets only the eligible Nodes it owns and those nobody owns
+   * (lbBackendsOf). Absent or one provider: every eligible Node, as upstream.
+   */
+  nodeOwnership?: HostNodeOwnership;
 }
 
 /** What the controller last did for a Service it ensured. */
@@ -370,9 +378,16 @@ export class ServiceController {
       onAdd: () => this.nodesChanged(),
       onDelete: () => this.nodesChanged(),
       onUpdate: (old, n) => {
-        if (nodeUpdateNeedsSync(old, n)) this.nodesChanged();
+        if (nodeUpdateNeedsSync(old, n) || this.ownerChanged(old, n)) this.nodesChanged();
       },
     });
+  }
+
+  /** With several providers, whether a Node's owner changed (a label its selector reads): the providers' backend sets change with it. */
+  private ownerChanged(old: V1Node, cur: V1Node): boolean {
+    const declarations = this.o.nodeOwnership?.declarations() ?? [];
+    if (declarations.length <= 1) return false;
+    return JSON.stringify(resolveNodeOwner(old, declarations)) !== JSON.stringify(resolveNodeOwner(cur, declarations));
   }
 
   private enqueue(svc: V1Service): void {
@@ -430,6 +445,15 @@ export class ServiceController {
       if (plan.kind !== 'ensure' && plan.kind !== 'cleanup') continue;
       if (provider === undefined || plan.provider.name === provider || (plan.kind === 'cleanup' && plan.then?.name === provider)) this.enqueue(s);
     }
+  }
+
+  /**
+   * A provider restarted and may declare other Nodes: every provider's
+   * backend set is compared again (the node workers; nothing is called for
+   * a load balancer whose set is unchanged).
+   */
+  nodeOwnershipMayHaveChanged(): void {
+    this.nodesChanged();
   }
 
   /** The providers' names and declarations, in the order given (for logs and the health report). */
@@ -505,9 +529,10 @@ export class ServiceController {
     );
   }
 
-  /** Eligible backend nodes from the cache. */
-  private backendNodes(): V1Node[] {
-    return this.o.nodes.list().filter(isBackendNode);
+  /** Provider `p`'s backend nodes from the cache: the eligible ones it owns or nobody owns (all of them with one provider). */
+  private backendNodes(p: Provider): V1Node[] {
+    const eligible = this.o.nodes.list().filter(isBackendNode);
+    return this.o.nodeOwnership ? lbBackendsOf(eligible, p.name, this.o.nodeOwnership.declarations()) : eligible;
   }
 
   /**
@@ -700,7 +725,7 @@ export class ServiceController {
     const announce = changed && this.deferredSpec.get(key) !== specSig;
     if (announce) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
     if (!hasLbFinalizer(cached) || needsMakerRecord(cached, maker)) await this.addFinalizer(ref, maker);
-    const nodes = this.backendNodes();
+    const nodes = this.backendNodes(p);
     const nodesSig = backendSetKey(nodes);
     if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev))) throw new EmptyBackendsRefusedError();
     // Until the call succeeds, the cloud may hold the old backends or the new ones.
@@ -717,7 +742,7 @@ export class ServiceController {
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).
-    if (backendSetKey(this.backendNodes()) !== nodesSig) this.nodeQueue.add(p.name);
+    if (backendSetKey(this.backendNodes(p)) !== nodesSig) this.nodeQueue.add(p.name);
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
     // The conditions go in the same write as the address (none when nothing changed).
     const conditions = conditionPatch(cached, desiredConditions(cached, { kind: 'ensured', ingress: status.ingress }), new Date());
@@ -782,7 +807,7 @@ export class ServiceController {
    * finds the result at hand.
    */
   private async companions(p: Provider, room: number, nodesSig: string, skip: (key: string) => boolean): Promise<Companion[]> {
-    if (backendSetKey(this.backendNodes()) !== nodesSig) return [];
+    if (backendSetKey(this.backendNodes(p)) !== nodesSig) return [];
     const picked: { key: string; svc: V1Service; ref: ServiceRef; release: () => void }[] = [];
     for (const key of this.lanes.get(p.name)!.peek(room * COMPANION_SCAN_FACTOR)) {
       if (picked.length >= room) break;
@@ -955,7 +980,7 @@ export class ServiceController {
   /** Stale load balancers of provider `p` (backend set unlike the eligible nodes'), brought up to date under their locks. */
   private async syncNodesOnce(p: Provider): Promise<void> {
     const stale = () => {
-      const want = backendSetKey(this.backendNodes());
+      const want = backendSetKey(this.backendNodes(p));
       return [...this.synced.entries()].filter(([key, s]) => {
         const svc = this.o.services.get(key);
         if (s.maker.provider !== p.name || s.nodesSig === undefined || s.nodesSig === want || svc === undefined) return false;
@@ -982,7 +1007,7 @@ export class ServiceController {
       return false;
     });
     if (todo.length === 0) return;
-    const nodes = this.backendNodes();
+    const nodes = this.backendNodes(p);
     let refused: Error | undefined;
     if (nodes.length === 0) {
       const kept = await filterAsync(todo, async ([key, s]) => !(await this.mayEmptyBackends(this.o.services.get(key)!, s)));

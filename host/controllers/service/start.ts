@@ -61,6 +61,8 @@ export const startServiceController: ControllerFactory = (ctx) => {
     resyncPeriodMs: ctx.config.lbResyncPeriodMs,
     orphanSweep: { ...ctx.config.lbOrphanSweep, namespace: ctx.config.watchNamespace },
     nodesScoped: ctx.config.nodeSelector !== '',
+    // With several providers, each gets as backends only the Nodes it owns and those nobody owns.
+    nodeOwnership: ctx.nodeOwnership,
   });
   return {
     run: async (signal) => {
@@ -68,7 +70,11 @@ export const startServiceController: ControllerFactory = (ctx) => {
       // (only while this controller runs: a later leadership term adds its own).
       const listeners = providers.map((p) => {
         const supervisor = ctx.providers.get(p.name)!.supervisor;
-        const onReady = () => controller.resyncAll(p.name);
+        const onReady = () => {
+          controller.resyncAll(p.name);
+          // Its Node declarations may differ now, and with them every provider's backends.
+          controller.nodeOwnershipMayHaveChanged();
+        };
         supervisor.on('ready', onReady);
         return () => supervisor.off('ready', onReady);
       });

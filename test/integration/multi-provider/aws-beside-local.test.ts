@@ -471,3 +471,36 @@ test.serial(
     }
   },
 );
+
+test.serial(
+  "each cloud's load balancers get only its own Nodes and those nobody owns: a local Node whose providerID ends in an AWS instance id never reaches an ELB",
+  async (t) => {
+    const { core, prefix, scope, aws } = t.context;
+    const n = nodeNames(t);
+    // Ready and initialized, so both are eligible backends. The twin is the local cloud's (local:// prefix) but its
+    // providerID ends in instance e's id: cloud-provider-aws keeps only that last segment, so it would register e.
+    const twin = `${prefix}-local-twin`;
+    const unowned = `${prefix}-unowned`;
+    await createTestNode(core, twin, { labels: { ...scope.labels }, ready: true, providerId: `local://${aws.e.id}` });
+    await createTestNode(core, unowned, { labels: { ...scope.labels, [CLOUD_LABEL]: 'onprem' }, ready: true });
+    const create = async (name: string, port: number, cls?: string) =>
+      core.createNamespacedService({ namespace: prefix, body: lbService(name, prefix, [{ port }], cls ? { loadBalancerClass: cls } : {}) });
+    await create('aws-owned', 8211);
+    await create('local-owned', 8212, LOCAL_CLASS);
+    const live = { aws: await ensured(t, 'aws-owned'), local: await ensured(t, 'local-owned') };
+
+    // b was terminated (its Node deleted) by the test before; the local cloud lists a Node without providerID by its name.
+    const want = {
+      aws: { [elbName(live.aws)]: [aws.a.id, aws.d.id].sort() },
+      local: { 'local-owned': [n.localId, n.localSel, twin, unowned].sort() },
+    };
+    await cloudsConverge(t, want, "the ELB over AWS's instances only (not e); the local load balancer over its Nodes and the unowned one");
+    t.is(canonical(await clouds(t)), canonical(want), 'and they stay so');
+
+    for (const name of ['aws-owned', 'local-owned']) {
+      await core.deleteNamespacedService({ name, namespace: prefix });
+      await waitFor(async () => (await readSvc(t, name)) === undefined, { what: `${name} gone`, timeoutMs: 120_000, log: t.context.host.logPath });
+    }
+    t.is(canonical(await clouds(t)), canonical({ aws: {}, local: {} }), 'both load balancers deleted');
+  },
+);

@@ -1,5 +1,6 @@
 import test from 'ava';
 import {
+  lbBackendsOf,
   nodeOwnershipDeclarations,
   nodeOwnershipProblem,
   resolveNodeOwner,
@@ -195,4 +196,58 @@ test("hostNodeOwnership: each provider's declarations, each field replaced by it
   const single = singleProviderOwnership({ nodeOwnership: { selector: 'pool=a' } } as unknown as HostConfig, cloud('local'));
   t.deepEqual(resolveNodeOwner(node(undefined, { pool: 'b' }), single.declarations()), none, "the operator's selector replaces 'every Node'");
   t.deepEqual(resolveNodeOwner(node(undefined, { pool: 'a' }), single.declarations()), owned('local'));
+});
+
+/** lbBackendsOf: which eligible Nodes each load-balancer provider gets. */
+const backendCases: { name: string; providers: NodeOwnershipInput[]; want: Record<string, string[]> }[] = [
+  {
+    name: "one provider: every eligible Node, its own, another cloud's and unlabelled alike (as upstream)",
+    providers: [provider('aws', [], 'cloud=aws')],
+    want: { aws: ['aws-1', 'aws-sel', 'local-1', 'local-twin', 'local-sel', 'gce-1', 'bare'] },
+  },
+  {
+    name: "two providers: each its own Nodes and those nobody owns, never the other's",
+    providers: [provider('aws', [], 'cloud=aws'), provider('local', [], 'cloud=local')],
+    want: {
+      aws: ['aws-1', 'aws-sel', 'gce-1', 'bare'],
+      local: ['local-1', 'local-twin', 'local-sel', 'gce-1', 'bare'],
+    },
+  },
+  {
+    name: "two providers, neither with a selector: Nodes without providerID are nobody's, so both get them",
+    providers: [provider('aws'), provider('local')],
+    want: {
+      aws: ['aws-1', 'gce-1', 'aws-sel', 'local-sel', 'bare'],
+      local: ['local-1', 'local-twin', 'gce-1', 'aws-sel', 'local-sel', 'bare'],
+    },
+  },
+];
+const eligible = [
+  { name: 'aws-1', n: node('aws:///us-east-1a/i-0abc') },
+  { name: 'aws-sel', n: node(undefined, { cloud: 'aws' }) },
+  { name: 'local-1', n: node('local://i-1') },
+  // The case the rule is for: another cloud's Node whose providerID ends in an AWS instance id.
+  { name: 'local-twin', n: node('local://i-0abc') },
+  { name: 'local-sel', n: node(undefined, { cloud: 'local' }) },
+  { name: 'gce-1', n: node('gce://p/z/vm-1') },
+  { name: 'bare', n: node(undefined, { cloud: 'onprem' }) },
+].map((e) => ({ ...e.n, name: e.name }));
+for (const c of backendCases) {
+  test(`lbBackendsOf: ${c.name}`, (t) => {
+    const declarations = nodeOwnershipDeclarations(c.providers);
+    const got = Object.fromEntries(c.providers.map((p) => [p.name, lbBackendsOf(eligible, p.name, declarations).map((n) => n.name)]));
+    t.deepEqual(
+      Object.fromEntries(Object.entries(got).map(([k, v]) => [k, [...v].sort()])),
+      Object.fromEntries(Object.entries(c.want).map(([k, v]) => [k, [...v].sort()])),
+    );
+  });
+}
+
+test('lbBackendsOf: a Node two providers claim goes to neither', (t) => {
+  const declarations = nodeOwnershipDeclarations([provider('aws', [], 'pool=x'), provider('local', [], 'pool=x')]);
+  const claimed = { ...node(undefined, { pool: 'x' }), name: 'claimed' };
+  t.deepEqual(
+    ['aws', 'local'].map((p) => lbBackendsOf([claimed], p, declarations).length),
+    [0, 0],
+  );
 });

@@ -18,6 +18,7 @@ import type { CoreV1Api } from '../../../host/kube/api.js';
 import type { EventRecorder } from '../../../host/kube/events.js';
 import type { Informer } from '../../../host/kube/informer.js';
 import { silentLogger } from '../../../host/log.js';
+import { nodeOwnershipDeclarations } from '../../../host/ownership/nodes.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /** Waits for `cond` (helpers/wait.ts bounds it). */
@@ -180,4 +181,64 @@ test('a provider that hangs holds only its own Services: the other provider’s 
   abort.abort();
   await running;
   t.pass();
+});
+
+test('with several providers each gets as backends only its own Nodes and those nobody owns, on ensure and on backend updates; with one, every Node', async (t) => {
+  const owned = (providerID: string): V1Node => ({ ...node('x'), spec: { providerID } });
+  const cases: { name: string; providers: string[]; want: Record<string, string[]> }[] = [
+    {
+      name: 'two providers',
+      providers: ['x', 'y'],
+      want: { x: ['bare', 'other-cloud', 'x-1', 'x-1b'], y: ['bare', 'other-cloud', 'y-1', 'y-1b'] },
+    },
+    { name: 'one provider', providers: ['x'], want: { x: ['bare', 'other-cloud', 'x-1', 'x-1b', 'y-1', 'y-1b'] } },
+  ];
+  for (const c of cases) {
+    const got: Record<string, string[]> = {};
+    const record = (p: string) => (_c: string, _s: ServiceRef, nodes: NodeRef[]) => void (got[p] = nodes.map((n) => n.name).sort());
+    const nodes = new Map<string, V1Node>([
+      ['x-1', { ...owned('x://i-1'), metadata: { name: 'x-1' } }],
+      // y's Node whose providerID ends in x's instance id: x must never get it.
+      ['y-1', { ...owned('y://i-1'), metadata: { name: 'y-1' } }],
+      ['other-cloud', { ...owned('gce://p/z/vm'), metadata: { name: 'other-cloud' } }],
+      ['bare', { ...node('bare'), metadata: { name: 'bare' } }],
+    ]);
+    const services = new Map<string, V1Service>([
+      ['ns/sx', service('sx')],
+      ['ns/sy', service('sy', B)],
+    ]);
+    const lbs = (p: string): LoadBalancers =>
+      ({
+        ...fakeLbs([], p),
+        ensureLoadBalancer: async (cl: string, s: ServiceRef, n: NodeRef[]) => (record(p)(cl, s, n), { ingress: [{ ip: '192.0.2.1' }] }),
+        updateLoadBalancer: async (cl: string, s: ServiceRef, n: NodeRef[]) => record(p)(cl, s, n),
+      }) as unknown as LoadBalancers;
+    const all = [
+      { name: 'x', lbs: lbs('x'), classes: { classes: [A], unclassed: true } },
+      { name: 'y', lbs: lbs('y'), classes: { classes: [B], unclassed: false } },
+    ].filter((p) => c.providers.includes(p.name));
+    const declarations = nodeOwnershipDeclarations(
+      c.providers.map((name) => ({ name, providerName: name, providerIdPrefixes: [], nodeSelector: '' })),
+    );
+    const controller = new ServiceController({
+      core: { patchNamespacedService: async () => ({}), patchNamespacedServiceStatus: async () => ({}) } as unknown as CoreV1Api,
+      services: informer(services),
+      nodes: informer(nodes),
+      providers: all,
+      clusterName: 'c',
+      clusterUid: 'uid-c',
+      recorder: { event: () => undefined } as unknown as EventRecorder,
+      log: silentLogger(),
+      workers: 1,
+      resyncPeriodMs: 0,
+      reads: { read: async (_p, ns, name) => services.get(`${ns}/${name}`), decided: () => undefined },
+      nodeOwnership: { declarations: () => declarations },
+    });
+    for (const key of services.keys()) await controller.sync(key);
+    // A Node of each provider joins: the backend updates follow the same rule.
+    nodes.set('x-1b', { ...owned('x://i-2'), metadata: { name: 'x-1b' } });
+    nodes.set('y-1b', { ...owned('y://i-2'), metadata: { name: 'y-1b' } });
+    await controller.syncNodes();
+    t.deepEqual(got, c.want, c.name);
+  }
 });
