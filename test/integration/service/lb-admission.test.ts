@@ -208,6 +208,10 @@ test.serial('a deprecated key is accepted with a warning the client sees, and on
     { what: 'deprecated ensured', log: host.logPath },
   );
   t.is(svc.status?.loadBalancer?.ingress?.[0]?.ipMode, 'Proxy', 'the deprecated key is still read');
+  // Another ensure of the same deprecated keys (an unrelated annotation changed) adds no second Event.
+  const calls = await ensureCalls(host);
+  await patchService(core, NS, 'deprecated', { metadata: { annotations: { 'example.com/note': 'changed' } } }, 'merge');
+  await waitFor(async () => (await ensureCalls(host)) > calls, { what: 'deprecated ensured again', log: host.logPath });
   const events = (await serviceEvents(core, svc)).filter((e) => e.reason === 'DeprecatedLoadBalancerAnnotation');
   t.deepEqual(
     events.map((e) => [e.type, e.count ?? 1]),
