@@ -149,4 +149,10 @@ export interface LoadBalancers {
    * publishes no usable schema, nothing is checked by the host.
    */
   annotationProblems?(annotations: Readonly<Record<string, string>> | undefined): string[];
+  /**
+   * One line per deprecated annotation the Service carries, naming the
+   * replacement when the schema gives one (still valid: warned at admission
+   * and with one Event at ensure). Undefined or empty: none.
+   */
+  annotationDeprecations?(annotations: Readonly<Record<string, string>> | undefined): string[];
 }

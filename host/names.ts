@@ -174,6 +174,12 @@ export const EventReasons = {
    * the provider owns, or a bad value. No cloud call; retried with backoff.
    */
   INVALID_LB_ANNOTATION: 'InvalidLoadBalancerAnnotation',
+  /**
+   * Not upstream (protocol 1.1): Warning, the Service carries an annotation
+   * the provider's schema marks deprecated (still honoured); names the
+   * replacement. Once per change of the Service's deprecated keys.
+   */
+  DEPRECATED_LB_ANNOTATION: 'DeprecatedLoadBalancerAnnotation',
   /** Lifecycle (upstream): Normal, before a Node whose instance is gone is deleted. */
   DELETING_NODE: 'DeletingNode',
   /** Lifecycle (upstream): Warning, the delete failed. */

@@ -128,6 +128,8 @@ export interface HostConfig {
   readonly lbResyncPeriodMs: number;
   /** `--lb-orphan-sweep-period`, `--lb-orphan-grace-period`, `--lb-orphan-sweep-dry-run`, `--lb-orphan-sweep-limit` (orphan-sweep.ts); period 0 = off. */
   readonly lbOrphanSweep: { readonly periodMs: number; readonly graceMs: number; readonly dryRun: boolean; readonly limit: number };
+  /** `--service-validation-failure-policy`: the Service validation webhook's answer when a provider is not ready (service/admission.ts). */
+  readonly serviceValidationFailurePolicy: 'Ignore' | 'Fail';
   readonly nodeDeletionGracePeriodMs: number;
   /** `--node-deletion-limit`: the lifecycle controller's mass-deletion brake; null = off. */
   readonly nodeDeletionLimit: DeletionLimit | null;
@@ -405,7 +407,7 @@ function routeSection(
 function serviceSection(
   o: HostOptionsWithDefaults,
   p: Problems,
-): Section<'concurrentServiceSyncs' | 'lbResyncPeriodMs' | 'lbOrphanSweep' | 'nodeSelector' | 'watchNamespace'> {
+): Section<'concurrentServiceSyncs' | 'lbResyncPeriodMs' | 'lbOrphanSweep' | 'serviceValidationFailurePolicy' | 'nodeSelector' | 'watchNamespace'> {
   return {
     concurrentServiceSyncs: p.int('concurrent-service-syncs', o.concurrentServiceSyncs, POSITIVE_INT),
     lbResyncPeriodMs: p.duration('lb-resync-period', o.lbResyncPeriod),
@@ -415,6 +417,10 @@ function serviceSection(
       dryRun: p.bool('lb-orphan-sweep-dry-run', o.lbOrphanSweepDryRun),
       limit: p.int('lb-orphan-sweep-limit', o.lbOrphanSweepLimit, POSITIVE_INT),
     },
+    serviceValidationFailurePolicy: p.oneOf<'Ignore' | 'Fail'>('service-validation-failure-policy', o.serviceValidationFailurePolicy, [
+      'Ignore',
+      'Fail',
+    ]),
     nodeSelector: checkLabelSelector(o.nodeSelector, p),
     watchNamespace: checkNamespace(o.watchNamespace, p),
   };

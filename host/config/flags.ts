@@ -531,6 +531,13 @@ export const FLAGS: readonly FlagSpec[] = [
     value: 'port',
     help: 'HTTPS port of the PersistentVolume label admission webhook (with persistentvolume-label-controller); 0 disables it.',
   },
+  {
+    name: 'service-validation-failure-policy',
+    key: 'serviceValidationFailurePolicy',
+    kind: 'string',
+    value: 'Ignore|Fail',
+    help: "What the Service validation webhook (with service-controller, on --webhook-secure-port) answers when it cannot check a Service because its provider is not ready: Ignore admits it (the check before ensure still runs), Fail denies it. Set the ValidatingWebhookConfiguration's failurePolicy to the same (not in upstream).",
+  },
   { name: 'webhook-bind-address', key: 'webhookBindAddress', kind: 'string', value: 'ip', help: 'Address of the webhook server.' },
   {
     name: 'webhook-tls-cert-file',

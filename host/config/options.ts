@@ -106,6 +106,7 @@ export interface HostOptions {
   volumeAttachReconcilePeriod?: string;
   webhookSecurePort?: string;
   webhookBindAddress?: string;
+  serviceValidationFailurePolicy?: string;
   webhookTlsCertFile?: string;
   webhookTlsPrivateKeyFile?: string;
   webhookCertDir?: string;
@@ -209,6 +210,7 @@ export const DEFAULT_OPTIONS = Object.freeze({
   volumeAttachReconcilePeriod: '1m',
   webhookSecurePort: String(DEFAULT_WEBHOOK_SECURE_PORT),
   webhookBindAddress: '0.0.0.0',
+  serviceValidationFailurePolicy: 'Ignore',
 });
 
 /** Flags that have a default. */

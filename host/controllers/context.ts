@@ -15,6 +15,7 @@ import type { ControllerName } from '../names.js';
 import type { PluginSupervisor } from '../plugin/supervisor.js';
 import type { ProviderRegistry } from '../providers.js';
 import type { RequestAuth } from '../server/delegated-auth.js';
+import type { WebhookServer } from '../server/webhooks.js';
 import type { HostNodeOwnership } from '../ownership/host.js';
 
 export interface ControllerContext {
@@ -44,6 +45,8 @@ export interface ControllerContext {
   nodeOwnership: HostNodeOwnership;
   /** Delegated authentication and authorization for servers the controller runs (the PV label webhook); built on first call. */
   requestAuth: () => Promise<RequestAuth>;
+  /** The host's admission webhook server (--webhook-secure-port), shared by the controllers that serve a webhook. */
+  webhooks: WebhookServer;
 }
 
 /** A controller the host runs until the signal aborts. */

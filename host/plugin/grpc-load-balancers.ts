@@ -167,6 +167,10 @@ export class GrpcLoadBalancers implements LoadBalancers {
     return this.t.schema?.()?.serviceProblems(annotations) ?? [];
   }
 
+  annotationDeprecations(annotations: Readonly<Record<string, string>> | undefined): string[] {
+    return this.t.schema?.()?.serviceDeprecations(annotations) ?? [];
+  }
+
   /** RequestMeta: the operation id is stable per Service so a provider can use it as an idempotency token. */
   private meta(clusterName: string, svc?: ServiceRef) {
     return { clusterName, clusterUid: this.t.clusterUid(), operationId: svc ? `svc-${svc.uid}` : '', attempt: 1 };

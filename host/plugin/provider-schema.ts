@@ -102,13 +102,33 @@ export class AnnotationSchema {
       }
       const prefix = this.prefixes.find((p) => key.startsWith(p));
       if (prefix === undefined) continue;
-      const known = [...this.service.keys()].filter((k) => k.startsWith(prefix)).sort();
+      // Deprecated keys are not suggested: the replacement is.
+      const known = [...this.service.entries()]
+        .filter(([k, e]) => k.startsWith(prefix) && !e.a.deprecated)
+        .map(([k]) => k)
+        .sort();
       out.push(
         `annotation ${key} is not one the provider reads under its prefix ${prefix} (misspelled?)` +
           (known.length > 0 ? `; known: ${list(known)}` : ''),
       );
     }
     return out;
+  }
+
+  /**
+   * One line per deprecated annotation the Service carries, naming its
+   * replacement when the schema gives one. Still valid (serviceProblems
+   * checks their values as usual); sorted by key, so the lines of an
+   * unchanged Service are stable.
+   */
+  serviceDeprecations(annotations: Readonly<Record<string, string>> | undefined): string[] {
+    return Object.keys(annotations ?? {})
+      .sort()
+      .flatMap((key) => {
+        const a = this.service.get(key)?.a;
+        if (!a?.deprecated) return [];
+        return [`annotation ${key} is deprecated` + (a.replacement ? `; use ${a.replacement} instead` : '')];
+      });
   }
 }
 

@@ -3,6 +3,7 @@
  * controller's ServiceAccount's), and the run of every enabled controller
  * with the shared informers for as long as this replica leads.
  */
+import { WebhookServer } from '../server/webhooks.js';
 import { setMaxListeners } from 'node:events';
 import type { Cloud } from '../cloud.js';
 import type { HostConfig } from '../config/config.js';
@@ -175,6 +176,8 @@ async function startControllers(
     list.length === 1
       ? singleProviderOwnership(config, d.cloud)
       : hostNodeOwnership(list.map((p) => ({ name: () => p.name, cloud: p.cloud, override: {} })));
+  // One admission webhook server for this term's controllers that serve a webhook (started with the first of them).
+  const webhooks = new WebhookServer({ config: config.volumes, requestAuth: d.requestAuth, log: d.log });
   for (const name of config.enabledControllers) {
     const load = CONTROLLER_FACTORIES[name];
     const controllerLog = d.log.child({ controller: name });
@@ -197,6 +200,7 @@ async function startControllers(
       metrics: d.metrics,
       registry: d.metrics.registry,
       requestAuth: d.requestAuth,
+      webhooks,
       nodeOwnership,
     });
     if ('skip' in made) {

@@ -47,6 +47,8 @@ export async function startTestHost(dir: string, args: string[] = [], opts: Test
     // Many test files run hosts at once against one API server: no election
     // unless a test asks for one (with its own lease name and namespace).
     '--leader-elect=false',
+    // No admission webhook server on the shared default port unless a test asks for one (its own free port).
+    '--webhook-secure-port=0',
     ...args,
   ]);
   if ('errors' in parsed) throw new Error(`bad test host flags: ${parsed.errors.join('; ')}`);

@@ -252,6 +252,12 @@ export class ServiceController {
    * event per retry). Dropped on any other outcome.
    */
   private readonly deferredSpec = new Map<string, string>();
+  /**
+   * By Service uid, the deprecation lines last reported with a Warning
+   * DeprecatedLoadBalancerAnnotation: one Event per change of them, not one
+   * per sync (resyncs re-ensure every Service).
+   */
+  private readonly deprecationsWarned = new Map<string, string>();
   /** The Node LIST before an empty backend set (mayEmptyBackends). */
   private readonly nodeLiveRead: LiveReadCount;
   private readonly lock = new KeyedMutex<string>();
@@ -358,6 +364,7 @@ export class ServiceController {
         const key = keyOf(s);
         this.conditioned.delete(s.metadata?.uid ?? '');
         this.deferredSpec.delete(key);
+        this.deprecationsWarned.delete(s.metadata?.uid ?? '');
         if (this.ours(s)) this.lastKnown.remember(s);
         if (this.cleanedUp.delete(s.metadata?.uid ?? '')) return;
         // The last object may carry no deletionTimestamp (deleted without our finalizer).
@@ -710,6 +717,24 @@ export class ServiceController {
     this.deleted.delete(key);
   }
 
+  /**
+   * A Warning DeprecatedLoadBalancerAnnotation when the Service's deprecated
+   * annotations (per the provider's schema) changed since the last one:
+   * Warning because the user has something to change before the provider
+   * drops the key, once per change so a resync is quiet.
+   */
+  private warnDeprecated(svc: V1Service, lines: readonly string[]): void {
+    const uid = svc.metadata?.uid ?? '';
+    const text = lines.join('; ');
+    if ((this.deprecationsWarned.get(uid) ?? '') === text) return;
+    if (text === '') {
+      this.deprecationsWarned.delete(uid);
+      return;
+    }
+    this.deprecationsWarned.set(uid, text);
+    this.o.recorder.event(svc, 'Warning', EventReasons.DEPRECATED_LB_ANNOTATION, `Deprecated load balancer annotation: ${text}`);
+  }
+
   /** `p` serves the Service; `prev` is what the controller last did with the same provider. */
   private async ensure(key: string, cached: V1Service, prev: Synced | undefined, p: Provider): Promise<void> {
     const { ref, problems } = toServiceRef(cached);
@@ -718,6 +743,7 @@ export class ServiceController {
     // Before any write or cloud call: a bad annotation is the user's to fix, not the cloud's to refuse.
     const badAnnotations = p.lbs.annotationProblems?.(cached.metadata?.annotations) ?? [];
     if (badAnnotations.length) throw new InvalidAnnotationError(`Load balancer not ensured: ${badAnnotations.join('; ')}`);
+    this.warnDeprecated(cached, p.lbs.annotationDeprecations?.(cached.metadata?.annotations) ?? []);
     const specSig = lbSpecSignature(cached);
     // A periodic re-ensure of an unchanged Service stays quiet unless it finds drift.
     const changed = !prev || prev.specSig !== specSig || !hasLbFinalizer(cached);

@@ -1,10 +1,12 @@
 /** Wires the service (load balancer) controller into the host (registry.ts). */
 import { HostStartError } from '../../errors.js';
+import { errorMessage } from '../../log.js';
 import { lbClassProblems } from '../../lb-classes.js';
 import type { ProviderRegistry } from '../../providers.js';
 import type { ControllerFactory, ControllerPreflight } from '../context.js';
 import { ServiceController, type LbProvider } from './service-controller.js';
 import { SERVICES } from './services-informer.js';
+import { SERVICE_VALIDATION_WEBHOOK_PATH, serviceValidationHandler } from './admission.js';
 
 /**
  * The host's load-balancer providers: every provider of the registry whose
@@ -64,6 +66,33 @@ export const startServiceController: ControllerFactory = (ctx) => {
     // With several providers, each gets as backends only the Nodes it owns and those nobody owns.
     nodeOwnership: ctx.nodeOwnership,
   });
+  /**
+   * The Service validation webhook, while this controller runs: the same
+   * check, by the same provider choice. A webhook that cannot be served
+   * (e.g. the port is taken) leaves the controller running (its check before
+   * ensure still holds), with an error line: with failurePolicy Fail the API
+   * server then refuses LoadBalancer Service writes.
+   */
+  const serveValidation = async (): Promise<(() => Promise<void>) | undefined> => {
+    try {
+      return await ctx.webhooks.serve(
+        SERVICE_VALIDATION_WEBHOOK_PATH,
+        serviceValidationHandler({
+          providers: providers.map((p) => ({
+            name: p.name,
+            lbs: p.lbs,
+            classes: p.lbs.classes ?? { classes: [], unclassed: true },
+            ready: () => ctx.providers.get(p.name)?.supervisor.state === 'ready',
+          })),
+          failurePolicy: ctx.config.serviceValidationFailurePolicy,
+          log: ctx.log,
+        }),
+      );
+    } catch (err) {
+      ctx.log.error({ err: errorMessage(err) }, 'the Service validation webhook is not served; annotations are checked before ensure only');
+      return undefined;
+    }
+  };
   return {
     run: async (signal) => {
       // After a provider's plugin restarts, re-ensure its Services at once rather than at the next resync
@@ -78,10 +107,12 @@ export const startServiceController: ControllerFactory = (ctx) => {
         supervisor.on('ready', onReady);
         return () => supervisor.off('ready', onReady);
       });
+      const stopServing = ctx.webhooks.enabled ? await serveValidation() : undefined;
       try {
         await controller.run(signal);
       } finally {
         for (const off of listeners) off();
+        await stopServing?.();
       }
     },
   };

@@ -30,11 +30,8 @@ import { VolumeAttacher } from './attacher.js';
 import { VolumeProvisioner } from './provisioner.js';
 import { PvLabeler } from './labeler.js';
 import { VolumeResizer, type ClaimControllerOptions } from './resizer.js';
-import { webhookCert } from './webhook-cert.js';
-import { loadSniCerts } from '../../server/sni.js';
-import { PvLabelWebhook } from './webhook.js';
+import { PV_LABEL_WEBHOOK_PATH, pvLabelHandler } from './webhook.js';
 import type { VolumeQueueLabels } from './retry.js';
-import { DelegatedGuard } from '../../server/guard.js';
 import { PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, VOLUME_ATTACHMENTS } from './resources.js';
 
 /** A volume provider of the host and the provisioner names it serves. */
@@ -248,32 +245,16 @@ export const startPvLabelController: ControllerFactory = (ctx) => {
   const log = byDriver.size === 1 ? ctx.log.child({ driver: [...byDriver.keys()][0] }) : ctx.log;
   return {
     run: async (signal) => {
-      let webhook: PvLabelWebhook | undefined;
-      if (cfg.webhookPort > 0) {
-        const cert = await webhookCert({ tls: cfg.webhookTls, certDir: cfg.webhookCertDir });
-        log.info({ certificate: cert.source }, 'PersistentVolume label webhook certificate');
-        const guard = new DelegatedGuard({ auth: await ctx.requestAuth(), anonymous: false, log });
-        webhook = new PvLabelWebhook({
-          volumesFor: (driver) => byDriver.get(driver),
-          cert: cert.cert,
-          key: cert.key,
-          tls: {
-            minVersion: cfg.webhookTlsMinVersion,
-            ciphers: cfg.webhookTlsCiphers,
-            ecdhCurve: cfg.webhookTlsCurves,
-            sni: await loadSniCerts(cfg.webhookSniCerts),
-          },
-          bindAddress: cfg.webhookBindAddress,
-          port: cfg.webhookPort,
-          guard,
-          log,
-        });
-      }
+      const stopServing = ctx.webhooks.enabled
+        ? await ctx.webhooks.serve(
+            PV_LABEL_WEBHOOK_PATH,
+            pvLabelHandler((driver) => byDriver.get(driver), log),
+          )
+        : undefined;
       try {
-        await webhook?.start();
         await labelers.run(signal);
       } finally {
-        await webhook?.stop();
+        await stopServing?.();
       }
     },
     healthy: labelers.healthy,

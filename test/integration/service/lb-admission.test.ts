@@ -1,0 +1,262 @@
+/**
+ * The Service validation admission webhook (issue 33 item 1), called by the
+ * real kube-apiserver over HTTPS (caBundle = the host's generated
+ * certificate; the API server authenticates with the webhook client
+ * certificate that deploy/volumes/webhook-caller-rbac.yaml lets call
+ * /validate-v1-service). The real host (--controllers=service), the local
+ * cloud as a plugin process (it owns local.ccm.dev/, reads
+ * local.ccm.dev/ip-mode and the deprecated local.ccm.dev/lb-ip-mode), etcd.
+ *
+ * Rows: a misspelled key and a bad value are refused at create with the
+ * provider's line; a good Service is accepted; a deprecated key is accepted
+ * with the warning the client sees (and one Warning Event at ensure); an
+ * update that introduces a typo is refused. Last, the webhook registered
+ * fail-open but the host's webhook down (the configuration points at a port
+ * nobody serves): the bad Service is admitted and then gets the Warning
+ * InvalidLoadBalancerAnnotation before ensure, with no cloud call.
+ *
+ * Scoping: namespace lb-admission (the webhook configuration selects only
+ * it), nodes labelled lbtest=admission, pool 127.0.118.0/24, node 127.0.119.1.
+ */
+import anyTest, { type TestFn } from 'ava';
+import https from 'node:https';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type V1Service,
+  type V1ValidatingWebhookConfiguration,
+} from '@kubernetes/client-node';
+import { testKubeConfig } from '../../controlplane/shared.js';
+import { freePorts } from '../../controlplane/probe.js';
+import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { cloudLbs, createBackendNode, ensureNamespace, ingressIp, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
+import { loadManifest } from '../../helpers/manifests.js';
+import { patchService } from '../../helpers/kube-patch.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const NS = 'lb-admission';
+const NODE = 'lb-admission-node';
+const WEBHOOK = 'lb-admission-service-validation';
+const TYPO = { 'local.ccm.dev/ipmode': 'Proxy' };
+const BAD_VALUE = { 'local.ccm.dev/ip-mode': 'Sideways' };
+const DEPRECATED = 'local.ccm.dev/lb-ip-mode';
+const TYPO_DENIED =
+  /denied the request: annotation local\.ccm\.dev\/ipmode is not one the provider reads under its prefix local\.ccm\.dev\/ \(misspelled\?\); known: local\.ccm\.dev\/ip-mode/;
+const BAD_VALUE_DENIED = /denied the request: annotation local\.ccm\.dev\/ip-mode="Sideways": not an allowed value \(allowed: VIP, Proxy\)/;
+
+interface Ctx {
+  kc: KubeConfig;
+  core: CoreV1Api;
+  admission: AdmissionregistrationV1Api;
+  host: TestHost;
+  state: string;
+  port: number;
+  caBundle: string;
+}
+const test = anyTest as TestFn<Ctx>;
+
+function webhookConfig(port: number, caBundle: string): V1ValidatingWebhookConfiguration {
+  return {
+    metadata: { name: WEBHOOK },
+    webhooks: [
+      {
+        name: 'service-validation.ccm.test',
+        clientConfig: { url: `https://127.0.0.1:${port}/validate-v1-service`, caBundle: Buffer.from(caBundle).toString('base64') },
+        rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['services'], scope: 'Namespaced' }],
+        // Only this file's namespace: the other test files sharing the API server are not affected.
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+        matchConditions: [{ name: 'load-balancers-only', expression: "has(object.spec.type) && object.spec.type == 'LoadBalancer'" }],
+        failurePolicy: 'Ignore',
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        timeoutSeconds: 3,
+      },
+    ],
+  };
+}
+
+test.before(async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-lb-admission-'));
+  const kc = await testKubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const obj of await loadManifest('volumes/webhook-caller-rbac.yaml'))
+    await objects.patch(obj, undefined, undefined, 'ccm-tests', true, PatchStrategy.ServerSideApply);
+  await ensureNamespace(core, NS);
+  await createBackendNode(core, NODE, '127.0.119.1', { lbtest: 'admission' });
+  const [port] = await freePorts(1);
+  const host = await startTestHost(dir, [
+    '--controllers=service',
+    `--watch-namespace=${NS}`,
+    '--node-selector=lbtest=admission',
+    '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.118.0/24',
+    `--webhook-secure-port=${port}`,
+    '--webhook-bind-address=127.0.0.1',
+    `--webhook-cert-dir=${join(dir, 'webhook-certs')}`,
+  ]);
+  const caBundle = await waitFor(() => readFile(join(dir, 'webhook-certs', 'webhook.crt'), 'utf8'), {
+    what: 'generated webhook certificate',
+    log: host.logPath,
+  });
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  await admission.createValidatingWebhookConfiguration({ body: webhookConfig(port!, caBundle) });
+  t.context = { kc, core, admission, host, state: join(dir, 'cloud'), port: port!, caBundle };
+  // Until the API server calls the webhook (failurePolicy Ignore lets everything through), a dry run gets no
+  // warning. Waiting on the warning rather than a denial keeps the denial rows the only ones that need it.
+  await waitFor(
+    async () =>
+      (await createWithWarnings(kc, lbService('probe', NS, [{ port: 80 }], {}, { [DEPRECATED]: 'VIP' }), true)).warnings.some((w) =>
+        w.includes(DEPRECATED),
+      ),
+    { what: 'the webhook to warn about a deprecated key', log: host.logPath },
+  );
+});
+
+test.after.always(async (t) => {
+  await t.context.admission?.deleteValidatingWebhookConfiguration({ name: WEBHOOK }).catch(() => undefined);
+  await t.context.host?.stop();
+  await t.context.core?.deleteNode({ name: NODE }).catch(() => undefined);
+});
+
+/** The message of the API server's refusal (its Status), or the error as text. */
+function refusal(err: unknown): string {
+  const body = (err as { body?: unknown }).body;
+  try {
+    return (JSON.parse(String(body)) as { message?: string }).message ?? String(body);
+  } catch {
+    return String(body ?? err);
+  }
+}
+
+/** The API server's refusal of a create ('' when it was created). */
+async function createError(core: CoreV1Api, body: V1Service, dryRun?: string): Promise<string> {
+  try {
+    await core.createNamespacedService({ namespace: NS, body, dryRun });
+    return '';
+  } catch (err) {
+    return refusal(err);
+  }
+}
+
+/** A create through the API as kubectl makes it, with the response's Warning headers (what kubectl prints as "Warning: ..."). */
+async function createWithWarnings(kc: KubeConfig, body: V1Service, dryRun = false): Promise<{ status: number; warnings: string[] }> {
+  const url = new URL(`${kc.getCurrentCluster()!.server}/api/v1/namespaces/${NS}/services${dryRun ? '?dryRun=All' : ''}`);
+  const opts: https.RequestOptions = { method: 'POST', headers: { 'content-type': 'application/json' } };
+  await kc.applyToHTTPSOptions(opts);
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, opts, (res) => {
+      res.resume();
+      res.on('end', () => {
+        const raw = res.headers.warning;
+        resolve({ status: res.statusCode ?? 0, warnings: (Array.isArray(raw) ? raw : raw ? [raw] : []).map(String) });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+/** Ensure calls of either shape the host made so far. */
+async function ensureCalls(host: TestHost): Promise<number> {
+  return (await pluginCalls(host.metrics.registry, 'EnsureLoadBalancer')) + (await pluginCalls(host.metrics.registry, 'EnsureLoadBalancers'));
+}
+
+const refusedAtCreate: { name: string; annotations: Record<string, string>; want: RegExp }[] = [
+  { name: 'typo-key', annotations: TYPO, want: TYPO_DENIED },
+  { name: 'bad-value', annotations: BAD_VALUE, want: BAD_VALUE_DENIED },
+];
+
+for (const row of refusedAtCreate) {
+  test.serial(`refused at create with the provider's line: ${row.name}`, async (t) => {
+    const { core } = t.context;
+    t.regex(await createError(core, lbService(row.name, NS, [{ port: 80 }], {}, row.annotations)), row.want);
+    const stored = await core.readNamespacedService({ name: row.name, namespace: NS }).catch(() => undefined);
+    t.is(stored, undefined, 'nothing stored');
+  });
+}
+
+test.serial('a good Service is accepted and served', async (t) => {
+  const { core, host } = t.context;
+  t.is(await createError(core, lbService('good', NS, [{ port: 80 }], {}, { 'local.ccm.dev/ip-mode': 'Proxy' })), '');
+  const ip = await waitFor(async () => ingressIp(await core.readNamespacedService({ name: 'good', namespace: NS })), {
+    what: 'good ensured',
+    log: host.logPath,
+  });
+  t.truthy(ip);
+});
+
+test.serial('a deprecated key is accepted with a warning the client sees, and one Warning Event at ensure', async (t) => {
+  const { kc, core, host } = t.context;
+  const answer = await createWithWarnings(kc, lbService('deprecated', NS, [{ port: 80 }], {}, { [DEPRECATED]: 'Proxy' }));
+  t.is(answer.status, 201);
+  t.true(
+    answer.warnings.some((w) => /annotation local\.ccm\.dev\/lb-ip-mode is deprecated; use local\.ccm\.dev\/ip-mode instead/.test(w)),
+    `warnings: ${JSON.stringify(answer.warnings)}`,
+  );
+  const svc = await waitFor(
+    async () => {
+      const s = await core.readNamespacedService({ name: 'deprecated', namespace: NS });
+      return ingressIp(s) ? s : undefined;
+    },
+    { what: 'deprecated ensured', log: host.logPath },
+  );
+  t.is(svc.status?.loadBalancer?.ingress?.[0]?.ipMode, 'Proxy', 'the deprecated key is still read');
+  // Another ensure of the same deprecated keys (an unrelated annotation changed) adds no second Event.
+  const calls = await ensureCalls(host);
+  await patchService(core, NS, 'deprecated', { metadata: { annotations: { 'example.com/note': 'changed' } } }, 'merge');
+  await waitFor(async () => (await ensureCalls(host)) > calls, { what: 'deprecated ensured again', log: host.logPath });
+  const events = (await serviceEvents(core, svc)).filter((e) => e.reason === 'DeprecatedLoadBalancerAnnotation');
+  t.deepEqual(
+    events.map((e) => [e.type, e.count ?? 1]),
+    [['Warning', 1]],
+    'one Warning, not one per sync',
+  );
+  t.regex(events[0]!.message ?? '', /local\.ccm\.dev\/lb-ip-mode is deprecated; use local\.ccm\.dev\/ip-mode instead/);
+});
+
+test.serial('an update that introduces a typo is refused; the Service keeps what it had', async (t) => {
+  const { core } = t.context;
+  const err = await patchService(core, NS, 'good', { metadata: { annotations: TYPO } }, 'merge').then(
+    () => '',
+    (e: unknown) => refusal(e),
+  );
+  t.regex(err, TYPO_DENIED);
+  const now = await core.readNamespacedService({ name: 'good', namespace: NS });
+  t.is(now.metadata?.annotations?.['local.ccm.dev/ipmode'], undefined);
+});
+
+test.serial('webhook down, registered fail-open: the bad Service is admitted, then Warning before ensure and no cloud call', async (t) => {
+  const { core, admission, host, state, caBundle } = t.context;
+  // The host's webhook "down": the configuration points at a port nobody serves.
+  const [dead] = await freePorts(1);
+  await admission.replaceValidatingWebhookConfiguration({
+    name: WEBHOOK,
+    body: { ...webhookConfig(dead!, caBundle), metadata: (await admission.readValidatingWebhookConfiguration({ name: WEBHOOK })).metadata },
+  });
+  await waitFor(async () => (await createError(core, lbService('down-probe', NS, [{ port: 80 }], {}, TYPO), 'All')) === '', {
+    what: 'the API server to call the dead webhook address (and ignore the failure)',
+    log: host.logPath,
+  });
+  const before = await ensureCalls(host);
+  const svc = await core.createNamespacedService({ namespace: NS, body: lbService('typo-down', NS, [{ port: 80 }], {}, TYPO) });
+  const warning = await waitFor(
+    async () => (await serviceEvents(core, svc)).find((e) => e.reason === 'InvalidLoadBalancerAnnotation' && (e.count ?? 1) >= 2),
+    { what: 'a repeated InvalidLoadBalancerAnnotation for typo-down', log: host.logPath },
+  );
+  t.is(warning.type, 'Warning');
+  t.regex(warning.message ?? '', /annotation local\.ccm\.dev\/ipmode is not one the provider reads/);
+  t.is(await ensureCalls(host), before, 'no Ensure call reached the plugin');
+  t.deepEqual(
+    (await cloudLbs(state)).filter((l) => l.serviceName === 'typo-down'),
+    [],
+    'the cloud has no load balancer for it',
+  );
+  for (const name of ['typo-down', 'good', 'deprecated']) await core.deleteNamespacedService({ name, namespace: NS }).catch(() => undefined);
+});
