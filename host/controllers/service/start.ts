@@ -5,6 +5,7 @@ import type { ProviderRegistry } from '../../providers.js';
 import type { ControllerFactory, ControllerPreflight } from '../context.js';
 import { ServiceController, type LbProvider } from './service-controller.js';
 import { SERVICES } from './services-informer.js';
+import { ENDPOINT_SLICES } from './pod-backends.js';
 
 /**
  * The host's load-balancer providers: every provider of the registry whose
@@ -46,6 +47,10 @@ export const startServiceController: ControllerFactory = (ctx) => {
     };
   }
   servicePreflight(ctx.config, ctx.providers);
+  // Pod-IP backends (protocol 1.1): EndpointSlices are watched only when a provider takes them.
+  const podProviders = providers.filter((p) => p.lbs.podBackends).map((p) => p.name);
+  if (podProviders.length > 0) ctx.log.info({ providers: podProviders }, 'pod-IP backends on: watching EndpointSlices');
+  else ctx.log.info('pod-IP backends off: no provider declares CAPABILITY_LOAD_BALANCER_POD_BACKENDS; EndpointSlices not watched');
   const controller = new ServiceController({
     core: ctx.clients.core,
     services: ctx.informers.for(SERVICES),
@@ -61,6 +66,7 @@ export const startServiceController: ControllerFactory = (ctx) => {
     resyncPeriodMs: ctx.config.lbResyncPeriodMs,
     orphanSweep: { ...ctx.config.lbOrphanSweep, namespace: ctx.config.watchNamespace },
     nodesScoped: ctx.config.nodeSelector !== '',
+    endpointSlices: podProviders.length > 0 ? ctx.informers.for(ENDPOINT_SLICES) : undefined,
   });
   return {
     run: async (signal) => {
