@@ -163,18 +163,19 @@ async function trafficReaches(
 
 test.serial('pod backends: traffic to the ready pods, never the node port; removed, added and not-ready endpoints follow', async (t) => {
   const { core, pods, podPort } = t.context;
+  const rows: { what: string; eps: Ep[]; want: string[] }[] = [
+    { what: 'two ready pods', eps: [{ ip: POD_IPS.a }, { ip: POD_IPS.b }], want: ['pod-a', 'pod-b'] },
+    { what: 'pod-b removed from the slice', eps: [{ ip: POD_IPS.a }], want: ['pod-a'] },
+    { what: 'pod-c added', eps: [{ ip: POD_IPS.a }, { ip: POD_IPS.c }], want: ['pod-a', 'pod-c'] },
+    { what: 'pod-d not ready', eps: [{ ip: POD_IPS.a }, { ip: POD_IPS.c }, { ip: POD_IPS.d, ready: false }], want: ['pod-a', 'pod-c'] },
+  ];
+  // The slice first: the first ensure already has the pods; every later row is an endpoint update.
+  await setSlice(t, 'web', NS, rows[0]!.eps);
   const svc = await core.createNamespacedService({ namespace: NS, body: podService('web', NS, podPort) });
   // A server on the node port: the old path, which must get nothing.
   const nodePort = svc.spec!.ports![0]!.nodePort!;
   const node = await startTcpBackend('node', NODE_IP, nodePort);
   try {
-    const rows: { what: string; eps: Ep[]; want: string[] }[] = [
-      { what: 'two ready pods', eps: [{ ip: POD_IPS.a }, { ip: POD_IPS.b }], want: ['pod-a', 'pod-b'] },
-      { what: 'pod-b removed from the slice', eps: [{ ip: POD_IPS.a }], want: ['pod-a'] },
-      { what: 'pod-c added', eps: [{ ip: POD_IPS.a }, { ip: POD_IPS.c }], want: ['pod-a', 'pod-c'] },
-      { what: 'pod-d not ready', eps: [{ ip: POD_IPS.a }, { ip: POD_IPS.c }, { ip: POD_IPS.d, ready: false }], want: ['pod-a', 'pod-c'] },
-    ];
-    await setSlice(t, 'web', NS, rows[0]!.eps);
     const ip = ingressIp(await waitIngress(core, NS, 'web', { log: pods.host.logPath }))!;
     for (const row of rows) {
       await setSlice(t, 'web', NS, row.eps);
