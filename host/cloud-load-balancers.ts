@@ -58,6 +58,43 @@ export interface ServiceRef {
   internalTrafficPolicy?: 'Cluster' | 'Local';
   /** status.loadBalancer as the Service shows it (not part of what the load balancer should be). */
   status?: LbStatus;
+  /**
+   * Pod-IP backends (protocol 1.1, host/controllers/service/pod-backends.ts):
+   * set only when the provider declares CAPABILITY_LOAD_BALANCER_POD_BACKENDS
+   * and the Service asks for them; absent: node-port backends, as before.
+   */
+  podBackends?: PodBackendSet;
+}
+
+/** One Service port's endpoint port on one endpoint (proto EndpointPort). */
+export interface EndpointPortRef {
+  name: string;
+  servicePort: number;
+  protocol: LbProtocol;
+  port: number;
+}
+
+/** One endpoint sent as a pod backend (proto EndpointBackend). */
+export interface EndpointBackendRef {
+  addresses: string[];
+  ipFamily: 'IPv4' | 'IPv6';
+  ports: EndpointPortRef[];
+  ready: boolean;
+  serving: boolean;
+  terminating: boolean;
+  nodeName: string;
+  zone: string;
+  /** "namespace/name" of the Pod, '' when the target is not a Pod. */
+  pod: string;
+}
+
+/** ServiceRef.endpoints and ServiceRef.pod_backends. */
+export interface PodBackendSet {
+  endpoints: EndpointBackendRef[];
+  /** spec.trafficDistribution, '' when unset. */
+  trafficDistribution: string;
+  /** Endpoints beyond the per-Service bound, not sent. */
+  omittedEndpoints: number;
 }
 
 /** One port of an ingress point (status.loadBalancer.ingress[].ports[]). */
@@ -155,4 +192,6 @@ export interface LoadBalancers {
    * and with one Event at ensure). Undefined or empty: none.
    */
   annotationDeprecations?(annotations: Readonly<Record<string, string>> | undefined): string[];
+  /** Whether the provider takes pod-IP backends (CAPABILITY_LOAD_BALANCER_POD_BACKENDS, protocol 1.1). */
+  readonly podBackends?: boolean;
 }

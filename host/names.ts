@@ -75,6 +75,8 @@ export const Labels = {
   INSTANCE_TYPE: 'node.kubernetes.io/instance-type',
   INSTANCE_TYPE_BETA: 'beta.kubernetes.io/instance-type',
   ZONE: 'topology.kubernetes.io/zone',
+  /** On an EndpointSlice: the Service it belongs to (discovery.k8s.io LabelServiceName). */
+  SERVICE_NAME: 'kubernetes.io/service-name',
   ZONE_BETA: 'failure-domain.beta.kubernetes.io/zone',
   REGION: 'topology.kubernetes.io/region',
   REGION_BETA: 'failure-domain.beta.kubernetes.io/region',
@@ -100,6 +102,12 @@ export const Annotations = {
   LB_PROVIDER: 'service.ccm.dev/load-balancer-provider',
   /** Beside LB_PROVIDER: the class its load balancer was made for. */
   LB_CLASS: 'service.ccm.dev/load-balancer-class',
+  /**
+   * On a Service: `pods` asks for pod-IP backends (protocol 1.1) from a
+   * provider with CAPABILITY_LOAD_BALANCER_POD_BACKENDS (pod-backends.ts);
+   * anything else or absent: node-port backends. Set by the user, not us.
+   */
+  LB_BACKENDS: 'service.ccm.dev/load-balancer-backends',
 } as const;
 
 /** Finalizers (upstream spelling). */

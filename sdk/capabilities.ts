@@ -27,6 +27,7 @@ export const LEGACY_INSTANCES_METHODS: readonly string[] = [
  *   provider with only ensureLoadBalancer gets single calls from the host);
  * - LOAD_BALANCER_LIST: loadBalancers has listLoadBalancers;
  * - LOAD_BALANCER_IP_MODE_PROXY: info.loadBalancerIpModeProxy and loadBalancers present;
+ * - LOAD_BALANCER_POD_BACKENDS: info.loadBalancerPodBackends and loadBalancers present;
  * - ROUTES_RECONCILE: routes has reconcileRoutes;
  * - VOLUMES_LIST_PUBLISHED_NODES: volumes has listVolumes;
  * - VOLUMES_EXPAND_ONLINE: info.volumesExpandOnline and volumes present;
@@ -51,6 +52,7 @@ export function deriveCapabilities(provider: CloudProvider): GetPluginCapabiliti
   if (hasMethod(loadBalancers, 'ensureLoadBalancers')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE);
   if (hasMethod(loadBalancers, 'listLoadBalancers')) caps.add(Capability.CAPABILITY_LOAD_BALANCER_LIST);
   if (loadBalancers && provider.info.loadBalancerIpModeProxy) caps.add(Capability.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY);
+  if (loadBalancers && provider.info.loadBalancerPodBackends) caps.add(Capability.CAPABILITY_LOAD_BALANCER_POD_BACKENDS);
   if (hasMethod(routes, 'reconcileRoutes')) caps.add(Capability.CAPABILITY_ROUTES_RECONCILE);
   if (hasMethod(volumes, 'listVolumes')) caps.add(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES);
   if (volumes && provider.info.volumesExpandOnline) caps.add(Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE);

@@ -53,3 +53,4 @@ export {
   PROTOCOL_MINOR,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from './protocol.js';
+export { podBackendsOf, podTargets, type PodBackendsView, type PodTarget } from './pod-backends.js';

@@ -60,6 +60,14 @@ export interface ProviderInfo {
   /** Volumes can be expanded while attached. */
   volumesExpandOnline?: boolean;
   /**
+   * Load balancers can send traffic straight to pod addresses (protocol 1.1,
+   * CAPABILITY_LOAD_BALANCER_POD_BACKENDS): the host then sends
+   * ServiceRef.endpoints and pod_backends for the Services that ask
+   * (annotation service.ccm.dev/load-balancer-backends: pods). Read the
+   * ServiceRef with podBackendsOf (sdk/pod-backends.ts).
+   */
+  loadBalancerPodBackends?: boolean;
+  /**
    * Node ownership (KEP-5778): the providerID prefixes of the Nodes this
    * provider owns, each ending in "://" (e.g. ["aws://"]). Absent or empty:
    * `${providerName}://`. The host never sends the provider a Node with

@@ -61,6 +61,7 @@ function service(k: Kit, suffix: string, cls?: string): ServiceRef {
     allocateLoadBalancerNodePorts: true,
     internalTrafficPolicy: InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_CLUSTER,
     status: { ingress: [] },
+    endpoints: [],
   };
 }
 
@@ -145,6 +146,46 @@ export const loadBalancerChecks: Check[] = [
       const req = { meta: k.meta(), service: svc, nodes: nodes(k) };
       await k.rpc.call(k.rpc.conn.loadBalancers, 'UpdateLoadBalancer', req);
       await k.rpc.call(k.rpc.conn.loadBalancers, 'UpdateLoadBalancer', req);
+    },
+  },
+  {
+    id: 'load-balancers/pod-backends',
+    title:
+      'with CAPABILITY_LOAD_BALANCER_POD_BACKENDS: EnsureLoadBalancer takes endpoints (ready, zoned, PreferClose) twice with the same status, then none, then is deleted',
+    run: async (k) => {
+      k.needCapability(Capability.CAPABILITY_LOAD_BALANCER_POD_BACKENDS);
+      const base = service(k, 'pods');
+      const web = base.ports[0]!;
+      // Documentation addresses (TEST-NET-2): a cloud that dials them reaches nothing.
+      const endpoint = (address: string, zone: string) => ({
+        addresses: [address],
+        ipFamily: IpFamily.IP_FAMILY_IPV4,
+        ports: [{ name: web.name, servicePort: web.port, protocol: web.protocol, port: 8080 }],
+        ready: true,
+        serving: true,
+        terminating: false,
+        nodeName: k.testNode?.name ?? `${k.prefix}-backend`,
+        zone,
+        pod: `ccm-conformance/${k.prefix}-pod-${address.split('.').pop()}`,
+      });
+      const svc: ServiceRef = {
+        ...base,
+        annotations: { 'service.ccm.dev/load-balancer-backends': 'pods' },
+        endpoints: [endpoint('198.51.100.10', 'zone-a'), endpoint('198.51.100.11', 'zone-b')],
+        podBackends: { trafficDistribution: 'PreferClose', omittedEndpoints: 0 },
+      };
+      const lb = k.rpc.conn.loadBalancers;
+      k.created.loadBalancers.set(svc.uid, svc);
+      const req = { meta: k.meta(`svc-${svc.uid}`), service: svc, nodes: nodes(k) };
+      const a = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', req);
+      checkStatus(a.status);
+      const b = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', { ...req, meta: { ...req.meta, attempt: 2 } });
+      expect(ingressText(a.status) === ingressText(b.status), `the same endpoints twice changed the ingress to ${ingressText(b.status)}`);
+      // No ready endpoint now: still a valid ensure (the load balancer has no backend).
+      const none = await k.rpc.call<EnsureLoadBalancerResponse>(lb, 'EnsureLoadBalancer', { ...req, service: { ...svc, endpoints: [] } });
+      checkStatus(none.status);
+      await k.rpc.call(lb, 'EnsureLoadBalancerDeleted', { meta: k.meta(), service: svc });
+      k.created.loadBalancers.delete(svc.uid);
     },
   },
   {

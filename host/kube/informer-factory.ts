@@ -52,6 +52,8 @@ export interface ResourceSpec<T extends KubernetesObject> {
   list(clients: KubeClients, args: ListArgs): Promise<ListResult<T>>;
   /** Whether `--node-selector` applies (Nodes only). */
   nodeScoped?: boolean;
+  /** A fixed label selector of the list and the watch (e.g. EndpointSlices of Services); not with nodeScoped. */
+  labelSelector?: string;
   /** What the cache keeps of each object (cache-transforms.ts); default: all but managedFields. */
   transform?: (obj: T) => T;
 }
@@ -70,7 +72,7 @@ export class InformerFactory {
   for<T extends KubernetesObject>(spec: ResourceSpec<T>): Informer<T> {
     const existing = this.informers.get(spec.name);
     if (existing) return existing as unknown as Informer<T>;
-    const labelSelector = spec.nodeScoped && this.o.nodeSelector ? this.o.nodeSelector : undefined;
+    const labelSelector = spec.nodeScoped && this.o.nodeSelector ? this.o.nodeSelector : spec.labelSelector;
     const namespace = spec.namespacedPath && this.o.namespace ? this.o.namespace : undefined;
     const path = namespace ? spec.namespacedPath!(namespace) : spec.path;
     const args: ListArgs = { labelSelector, namespace };

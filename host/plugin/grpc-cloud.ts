@@ -92,6 +92,7 @@ export class GrpcCloud implements Cloud {
     hasBatchHosts: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_HOSTS),
     hasList: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_LIST),
     hasBatchEnsure: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE),
+    hasPodBackends: () => this.hasCapability(Capability.CAPABILITY_LOAD_BALANCER_POD_BACKENDS),
     classes: () => lbClassDeclaration(this.identity().capabilities),
     schema: () => this.supervisor.identity?.schema,
     toPbNode,

@@ -48,6 +48,8 @@ export interface LbTransport {
   hasBatchHosts(): boolean;
   hasList(): boolean;
   hasBatchEnsure(): boolean;
+  /** CAPABILITY_LOAD_BALANCER_POD_BACKENDS (protocol 1.1); absent: no. */
+  hasPodBackends?(): boolean;
   /** The provider's load balancer class declaration (GetPluginCapabilities). */
   classes?(): LbClassDeclaration;
   /** The provider's schema (GetProviderSchema, read once per process); undefined: none. */
@@ -99,6 +101,20 @@ function toPbService(s: ServiceRef): PbServiceRef {
           ? InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_CLUSTER
           : InternalTrafficPolicy.INTERNAL_TRAFFIC_POLICY_UNSPECIFIED,
     status: { ingress: (s.status?.ingress ?? []).map(toPbIngress) },
+    endpoints: (s.podBackends?.endpoints ?? []).map((e) => ({
+      addresses: e.addresses,
+      ipFamily: e.ipFamily === 'IPv6' ? IpFamily.IP_FAMILY_IPV6 : IpFamily.IP_FAMILY_IPV4,
+      ports: e.ports.map((p) => ({ name: p.name, servicePort: p.servicePort, protocol: TO_PB_PROTOCOL[p.protocol], port: p.port })),
+      ready: e.ready,
+      serving: e.serving,
+      terminating: e.terminating,
+      nodeName: e.nodeName,
+      zone: e.zone,
+      pod: e.pod,
+    })),
+    podBackends: s.podBackends
+      ? { trafficDistribution: s.podBackends.trafficDistribution, omittedEndpoints: s.podBackends.omittedEndpoints }
+      : undefined,
   };
 }
 
@@ -157,6 +173,10 @@ export class GrpcLoadBalancers implements LoadBalancers {
 
   get canList(): boolean {
     return this.t.hasList();
+  }
+
+  get podBackends(): boolean {
+    return this.t.hasPodBackends?.() ?? false;
   }
 
   get classes(): LbClassDeclaration | undefined {

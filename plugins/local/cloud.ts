@@ -172,6 +172,8 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
       providerName: PROVIDER_NAME,
       hasClusterId: true,
       loadBalancerIpModeProxy: true,
+      // LOCALCLOUD_POD_BACKENDS=true: load balancers forward to pod addresses for Services that ask (protocol 1.1).
+      loadBalancerPodBackends: env.LOCALCLOUD_POD_BACKENDS === 'true',
       volumesExpandOnline: true,
       loadBalancerClasses: initial.loadBalancerClasses,
       loadBalancerClassesOnly: initial.loadBalancerClassesOnly,

@@ -10,7 +10,7 @@
  * treats secret-named keys as such), never logged or echoed in an error.
  */
 import { InvalidArgumentError } from '../../sdk/errors.js';
-import { IpPool } from './ip.js';
+import { IpPool, parseCidr, type Cidr } from './ip.js';
 import { checkToken } from './validate.js';
 
 /** Zone of instances and volumes when none is given. */
@@ -41,6 +41,14 @@ export const ENV = {
    * name (local.ccm.dev), as before.
    */
   volumeProvisioners: 'LOCALCLOUD_VOLUME_PROVISIONERS',
+  /**
+   * An IPv4 CIDR of at least /8 (e.g. 10.250.0.0/16): the local cloud's pod
+   * network. A pod backend address in it is reached at 127.b.c.d (its last
+   * three octets on loopback), because the API server refuses loopback
+   * addresses in EndpointSlices while the local cloud's hosts are loopback
+   * addresses. Unset: pod addresses are dialled as they are.
+   */
+  podCidr: 'LOCALCLOUD_POD_CIDR',
 } as const;
 
 /** The settings a running local cloud uses. */
@@ -62,6 +70,8 @@ export interface CloudSettings {
   loadBalancerClassesOnly: boolean;
   /** StorageClass provisioner names served (declared in GetPluginCapabilities; fixed for the process). */
   volumeProvisioners: string[];
+  /** LOCALCLOUD_POD_CIDR: pod addresses in it are dialled on loopback (podDialAddress). */
+  podCidr?: Cidr;
 }
 
 /** Settings overrides accepted by createLocalCloud. */
@@ -97,12 +107,17 @@ export function resolveSettings(input: SettingsInput = {}, env: NodeJS.ProcessEn
       .map((c) => c.trim())
       .filter((c) => c !== '');
   const provisioners = input.volumeProvisioners ?? commaList(env[ENV.volumeProvisioners]);
+  const podCidrText = env[ENV.podCidr] ?? '';
+  const podCidr = podCidrText ? parseCidr(podCidrText) : undefined;
+  if (podCidrText && !(podCidr && podCidr.addr.kind() === 'ipv4' && podCidr.prefix >= 8))
+    throw new TypeError(`${ENV.podCidr} must be an IPv4 CIDR of at least /8, not ${JSON.stringify(podCidrText)}`);
   const only = env[ENV.loadBalancerClassesOnly] ?? '';
   if (!['', 'true', 'false'].includes(only)) throw new TypeError(`${ENV.loadBalancerClassesOnly} must be true or false, not ${JSON.stringify(only)}`);
   return {
     loadBalancerClasses: classes,
     loadBalancerClassesOnly: input.loadBalancerClassesOnly ?? only === 'true',
     volumeProvisioners: provisioners,
+    ...(podCidr ? { podCidr } : {}),
     zone,
     region,
     lbPool: new IpPool(cidr),
@@ -167,6 +182,7 @@ export function applyCloudConfig(base: CloudSettings, raw: Uint8Array, clusterNa
       loadBalancerClasses: base.loadBalancerClasses,
       loadBalancerClassesOnly: base.loadBalancerClassesOnly,
       volumeProvisioners: base.volumeProvisioners,
+      ...(base.podCidr ? { podCidr: base.podCidr } : {}),
     },
     warnings,
   };

@@ -2,7 +2,8 @@
  * The data plane of the local cloud's load balancers: for every port of
  * every load balancer record in the state, a listener on
  * `ingressIp:port` (TCP: a proxy per connection; UDP: a relay per client
- * address) that forwards to the backends' `address:nodePort`, round-robin
+ * address) that forwards to the backends' `address:nodePort` (or, with pod
+ * backends, to the pods' `address:port`), round-robin
  * (or by client IP with sessionAffinity ClientIP), honouring
  * loadBalancerSourceRanges. On Linux the whole 127.0.0.0/8 is bindable, so
  * the default pool 127.0.10.0/24 needs no privileges.
@@ -69,7 +70,15 @@ function targetsOfLb(lb: LoadBalancerRecord, log: LocalCloudLogger): Target[] {
     for (const p of lb.ports) {
       if (p.protocol !== 'TCP' && p.protocol !== 'UDP') continue; // SCTP: recorded, not forwarded
       const key = `${p.protocol}/${lb.ingressIp}/${p.port}`;
-      const backends = p.nodePort > 0 ? lb.backends.filter((b) => b.address).map((b) => ({ address: b.address, port: p.nodePort })) : [];
+      // Pod backends (protocol 1.1) replace the node ports when the host sent them.
+      const backends = lb.podBackends
+        ? lb.podBackends.flatMap((b) => {
+            const port = b.ports[`${p.protocol}/${p.port}`];
+            return port ? [{ address: b.address, port }] : [];
+          })
+        : p.nodePort > 0
+          ? lb.backends.filter((b) => b.address).map((b) => ({ address: b.address, port: p.nodePort }))
+          : [];
       out.push({
         key,
         protocol: p.protocol,

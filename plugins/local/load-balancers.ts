@@ -29,11 +29,13 @@ import {
   type ServiceRef,
 } from '../../proto/gen/ccm/provider/v1/load_balancers.js';
 import { clusterOf, nowIso, required, type CloudContext } from './context.js';
-import { canonicalIp } from './ip.js';
+import ipaddr from 'ipaddr.js';
+import { canonicalIp, type Cidr } from './ip.js';
 import { markCreated, markCreatedKeys } from './journal.js';
 import { paginate } from './paging.js';
 import { isForeignProviderId, loadBalancerName } from './names.js';
-import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
+import type { LbBackendRecord, LbPodBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
+import { podBackendsOf, podTargets } from '../../sdk/pod-backends.js';
 
 /** Service annotation selecting the ingress ipMode (VIP or Proxy). */
 const IP_MODE_ANNOTATION = 'local.ccm.dev/ip-mode';
@@ -138,6 +140,43 @@ function backendsOf(state: LocalCloudState, nodes: readonly NodeRef[]): LbBacken
     byName.set(node.name, { nodeName: node.name, address });
   }
   return [...byName.values()].sort((a, b) => (a.nodeName < b.nodeName ? -1 : a.nodeName > b.nodeName ? 1 : 0));
+}
+
+/**
+ * Pod backends of `svc` (protocol 1.1), or undefined when the host sent none
+ * (node-port backends). The load balancer is "in" the cloud's configured
+ * zone (settings.zone, what GetZone answers): under trafficDistribution
+ * PreferClose each listener keeps only the endpoints of that zone when
+ * there is any. An endpoint no listener reaches is left out.
+ */
+function podBackendsFor(svc: ServiceRef, zone: string, podCidr: Cidr | undefined): LbPodBackendRecord[] | undefined {
+  const view = podBackendsOf(svc);
+  if (!view) return undefined;
+  const byAddress = new Map<string, LbPodBackendRecord>();
+  for (const p of svc.ports) {
+    const protocol = PROTOCOLS[p.protocol];
+    if (!protocol) continue;
+    for (const t of podTargets(view, p.protocol, p.port, zone)) {
+      const address = podDialAddress(t.address, podCidr);
+      const rec = byAddress.get(address) ?? { address, zone: t.zone, nodeName: t.nodeName, ports: {} };
+      rec.ports[`${protocol}/${p.port}`] = t.port;
+      byAddress.set(address, rec);
+    }
+  }
+  return [...byAddress.values()].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+}
+
+/**
+ * Where the local cloud dials a pod address: one in LOCALCLOUD_POD_CIDR on
+ * loopback at 127.b.c.d (the API server refuses loopback addresses in
+ * EndpointSlices, and this cloud's hosts are loopback addresses); any other
+ * as it is.
+ */
+export function podDialAddress(address: string, podCidr: Cidr | undefined): string {
+  if (!podCidr || !ipaddr.IPv4.isValidFourPartDecimal(address)) return address;
+  const a = ipaddr.IPv4.parse(address);
+  if (!a.match(ipaddr.IPv4.parse(podCidr.addr.toString()), podCidr.prefix)) return address;
+  return `127.${a.octets[1]}.${a.octets[2]}.${a.octets[3]}`;
 }
 
 /** Service status of a load balancer record. */
@@ -342,6 +381,7 @@ function applyEnsure(
     if (!free) throw new QuotaExceededError(`load balancer pool ${pool.cidr.text} has no free address`);
     ip = free;
   }
+  const podBackends = podBackendsFor(svc, c.settings.zone, c.settings.podCidr);
   const lb: LoadBalancerRecord = {
     name,
     clusterName: plan.clusterName,
@@ -352,6 +392,7 @@ function applyEnsure(
     ipMode: plan.ipMode,
     ports: plan.ports,
     backends: backendsOf(draft, nodes),
+    ...(podBackends ? { podBackends } : {}),
     sourceRanges: [...svc.loadBalancerSourceRanges],
     externalTrafficPolicy: svc.externalTrafficPolicy === ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL ? 'Local' : 'Cluster',
     healthCheckNodePort: svc.healthCheckNodePort,

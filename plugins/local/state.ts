@@ -89,6 +89,14 @@ export interface LbBackendRecord {
   address: string;
 }
 
+/** One pod backend of a load balancer: an address and its port per Service port (`PROTOCOL/port` → port). */
+export interface LbPodBackendRecord {
+  address: string;
+  zone: string;
+  nodeName: string;
+  ports: Record<string, number>;
+}
+
 /** A load balancer for one Service of one cluster. */
 export interface LoadBalancerRecord {
   /** Cloud name, derived from cluster name and service uid (see names.ts). */
@@ -107,6 +115,13 @@ export interface LoadBalancerRecord {
   ipMode: 'VIP' | 'Proxy';
   ports: LbPortRecord[];
   backends: LbBackendRecord[];
+  /**
+   * Pod-IP backends (protocol 1.1): present when the host sent pod backends
+   * for the Service (ServiceRef.pod_backends), then the forwarder sends to
+   * these instead of the node ports; each with the port per Service port.
+   * Already narrowed to the load balancer's zone under PreferClose.
+   */
+  podBackends?: LbPodBackendRecord[];
   /** spec.loadBalancerSourceRanges; empty means everyone. */
   sourceRanges: string[];
   externalTrafficPolicy: 'Cluster' | 'Local';

@@ -21,6 +21,11 @@ type Info struct {
 	// LoadBalancerIPModeProxy: load balancer ingress may report ipMode Proxy
 	// (CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY; only with a load balancer service).
 	LoadBalancerIPModeProxy bool
+	// LoadBalancerPodBackends: load balancers can send traffic straight to
+	// pod addresses (CAPABILITY_LOAD_BALANCER_POD_BACKENDS, protocol 1.1;
+	// only with a load balancer service): the host sends ServiceRef.Endpoints
+	// and PodBackends for the Services that ask (see PodTargets).
+	LoadBalancerPodBackends bool
 	// VolumesExpandOnline: volumes can be expanded while attached
 	// (CAPABILITY_VOLUMES_EXPAND_ONLINE; only with a volume service).
 	VolumesExpandOnline bool

@@ -146,6 +146,7 @@ var legacyInstancesMethods = []string{
 //   - LOAD_BALANCER_BATCH_ENSURE: load balancers have EnsureLoadBalancers;
 //   - LOAD_BALANCER_LIST: load balancers have ListLoadBalancers;
 //   - LOAD_BALANCER_IP_MODE_PROXY: Info().LoadBalancerIPModeProxy and a load balancer service;
+//   - LOAD_BALANCER_POD_BACKENDS: Info().LoadBalancerPodBackends and a load balancer service;
 //   - ROUTES_RECONCILE: routes have ReconcileRoutes;
 //   - VOLUMES_LIST_PUBLISHED_NODES: volumes have ListVolumes;
 //   - VOLUMES_EXPAND_ONLINE: Info().VolumesExpandOnline and a volume service;
@@ -191,6 +192,7 @@ func deriveCapabilities(p Provider, bound map[string]*boundService) *pb.GetPlugi
 	add(lb.has("EnsureLoadBalancers"), pb.Capability_CAPABILITY_LOAD_BALANCER_BATCH_ENSURE)
 	add(lb.has("ListLoadBalancers"), pb.Capability_CAPABILITY_LOAD_BALANCER_LIST)
 	add(lb != nil && info.LoadBalancerIPModeProxy, pb.Capability_CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY)
+	add(lb != nil && info.LoadBalancerPodBackends, pb.Capability_CAPABILITY_LOAD_BALANCER_POD_BACKENDS)
 	add(routes.has("ReconcileRoutes"), pb.Capability_CAPABILITY_ROUTES_RECONCILE)
 	add(vols.has("ListVolumes"), pb.Capability_CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES)
 	add(vols != nil && info.VolumesExpandOnline, pb.Capability_CAPABILITY_VOLUMES_EXPAND_ONLINE)

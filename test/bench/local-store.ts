@@ -147,6 +147,7 @@ function service(i: number): ServiceRef {
     ipFamilyPolicy: 0,
     externalIps: [],
     internalTrafficPolicy: 0,
+    endpoints: [],
   };
 }
 

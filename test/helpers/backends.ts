@@ -8,10 +8,12 @@ import net from 'node:net';
 
 export interface Backend {
   name: string;
+  /** The port it listens on (the one bound when asked for port 0); TCP only. */
+  port?: number;
   close(): Promise<void>;
 }
 
-/** A TCP server on ip:port answering `<name>\n` to every connection. */
+/** A TCP server on ip:port (0: a free one, see `port`) answering `<name>\n` to every connection. */
 export async function startTcpBackend(name: string, ip: string, port: number): Promise<Backend> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((s) => {
@@ -26,6 +28,7 @@ export async function startTcpBackend(name: string, ip: string, port: number): P
   });
   return {
     name,
+    port: (server.address() as net.AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -44,7 +44,7 @@
  * and providerID); an orphan sweep (orphan-sweep.ts) deletes load balancers
  * whose Service is gone in ways no controller can see.
  */
-import type { V1Node, V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Registry } from 'prom-client';
 import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
@@ -84,6 +84,7 @@ import { hostsUpdateFailedMessage, updateHostsInChunks } from './host-updates.js
 import { liveKeepsForController, liveServiceReads, type LiveServiceReads } from './live-read.js';
 import { LastKnownRefs, OrphanSweeper, type OrphanSweepSettings } from './orphan-sweep.js';
 import { ingressEqual, toServiceRef } from './service-ref.js';
+import { podBackendsInput, podBackendsOf, serviceKeyOfSlice, sliceSignature, wantsPodBackends } from './pod-backends.js';
 
 /** Upstream's per-item retry delays of the service and node queues. */
 const MIN_RETRY_DELAY_MS = 5_000;
@@ -209,6 +210,13 @@ export interface ServiceControllerOptions {
    * (lbBackendsOf). Absent or one provider: every eligible Node, as upstream.
    */
   nodeOwnership?: HostNodeOwnership;
+  /**
+   * EndpointSlices of Services (pod-backends.ts), given when a provider
+   * declares CAPABILITY_LOAD_BALANCER_POD_BACKENDS: that provider's
+   * Services asking for pod backends get their endpoints in every ensure,
+   * and an endpoint change re-ensures them. Absent: no pod backends at all.
+   */
+  endpointSlices?: Informer<V1EndpointSlice>;
 }
 
 /** What the controller last did for a Service it ensured. */
@@ -354,7 +362,7 @@ export class ServiceController {
         if (this.served(old) && !this.served(s)) this.lastKnown.remember(old);
         const unsettled =
           s.metadata?.deletionTimestamp || this.served(s) !== hasLbFinalizer(s) || hasMakerAnnotations(old) !== hasMakerAnnotations(s);
-        if (needsUpdate(old, s) || unsettled) this.enqueue(s);
+        if (needsUpdate(old, s) || unsettled || podBackendsInput(old) !== podBackendsInput(s)) this.enqueue(s);
       },
       // With the finalizer a deletion arrives as an update. This covers a finalizer
       // removed by hand, and a Service the API server removed although our finalizer
@@ -379,6 +387,16 @@ export class ServiceController {
         }
         this.deleted.set(key, { ref: toServiceRef(s).ref, maker });
         this.laneOf(key).add(key);
+      },
+    });
+    // Pod backends: a slice change re-ensures its Service (when that Service takes pod backends).
+    o.endpointSlices?.addEventHandler({
+      onAdd: (e) => this.slicesChanged(e),
+      onDelete: (e) => this.slicesChanged(e),
+      onUpdate: (old, e) => {
+        if (sliceSignature(old) === sliceSignature(e)) return;
+        this.slicesChanged(old);
+        if (serviceKeyOfSlice(old) !== serviceKeyOfSlice(e)) this.slicesChanged(e);
       },
     });
     o.nodes.addEventHandler({
@@ -419,6 +437,30 @@ export class ServiceController {
       (plan?.kind === 'ensure' || plan?.kind === 'cleanup' ? plan.provider.name : undefined) ??
       this.synced.get(key)?.maker.provider;
     return (name !== undefined ? this.lanes.get(name) : undefined) ?? this.lanes.values().next().value!;
+  }
+
+  /** Enqueues the Service of `slice` when its provider sends it pod backends. */
+  private slicesChanged(slice: V1EndpointSlice): void {
+    const key = serviceKeyOfSlice(slice);
+    const svc = key === undefined ? undefined : this.o.services.get(key);
+    if (svc && wantsPodBackends(svc) && this.classes.forService(svc)?.lbs.podBackends) this.enqueue(svc);
+  }
+
+  /**
+   * The ServiceRef of `svc` for provider `p`: toServiceRef, plus its pod
+   * backends (pod-backends.ts) when `p` takes them and the Service asks.
+   */
+  private refFor(svc: V1Service, p: Provider): ReturnType<typeof toServiceRef> {
+    const out = toServiceRef(svc);
+    const slices = this.o.endpointSlices;
+    if (slices && p.lbs.podBackends && wantsPodBackends(svc)) {
+      const key = keyOf(svc);
+      out.ref.podBackends = podBackendsOf(
+        svc,
+        slices.list().filter((e) => serviceKeyOfSlice(e) === key),
+      );
+    }
+    return out;
   }
 
   /** Every provider's load balancers may need their backends updated. */
@@ -487,6 +529,8 @@ export class ServiceController {
           'orphan load balancer sweep off: the provider does not list its load balancers (no CAPABILITY_LOAD_BALANCER_LIST)',
         );
     if (!(await this.o.services.waitForSync(signal)) || !(await this.o.nodes.waitForSync(signal))) return;
+    // An ensure before the slices are listed would send an empty endpoint set (no backends).
+    if (this.o.endpointSlices && !(await this.o.endpointSlices.waitForSync(signal))) return;
     const resync = this.resyncLoop(signal);
     const sweeping = this.sweepLoop(signal);
     await Promise.all([
@@ -737,7 +781,7 @@ export class ServiceController {
 
   /** `p` serves the Service; `prev` is what the controller last did with the same provider. */
   private async ensure(key: string, cached: V1Service, prev: Synced | undefined, p: Provider): Promise<void> {
-    const { ref, problems } = toServiceRef(cached);
+    const { ref, problems } = this.refFor(cached, p);
     const maker: LbMaker = { provider: p.name, class: classOf(cached) };
     if (problems.length) throw new InvalidServiceError(`invalid Service for a load balancer: ${problems.join('; ')}`);
     // Before any write or cloud call: a bad annotation is the user's to fix, not the cloud's to refuse.
@@ -845,7 +889,7 @@ export class ServiceController {
       if (plan.kind !== 'ensure' || plan.provider !== p) continue;
       const prev = this.synced.get(key);
       if (prev && (prev.ref.uid !== svc.metadata?.uid || prev.maker.provider !== p.name)) continue;
-      const { ref, problems } = toServiceRef(svc);
+      const { ref, problems } = this.refFor(svc, p);
       // Invalid input (also annotations the provider's schema refuses) is left to the Service's own sync, which reports it.
       if (problems.length || (p.lbs.annotationProblems?.(svc.metadata?.annotations) ?? []).length) continue;
       // An empty backend set for a load balancer that may have backends is left to its own sync (mayEmptyBackends).

@@ -7,6 +7,7 @@ import type { ControllerFactory, ControllerPreflight } from '../context.js';
 import { ServiceController, type LbProvider } from './service-controller.js';
 import { SERVICES } from './services-informer.js';
 import { SERVICE_VALIDATION_WEBHOOK_PATH, serviceValidationHandler } from './admission.js';
+import { ENDPOINT_SLICES } from './pod-backends.js';
 
 /**
  * The host's load-balancer providers: every provider of the registry whose
@@ -48,6 +49,10 @@ export const startServiceController: ControllerFactory = (ctx) => {
     };
   }
   servicePreflight(ctx.config, ctx.providers);
+  // Pod-IP backends (protocol 1.1): EndpointSlices are watched only when a provider takes them.
+  const podProviders = providers.filter((p) => p.lbs.podBackends).map((p) => p.name);
+  if (podProviders.length > 0) ctx.log.info({ providers: podProviders }, 'pod-IP backends on: watching EndpointSlices');
+  else ctx.log.info('pod-IP backends off: no provider declares CAPABILITY_LOAD_BALANCER_POD_BACKENDS; EndpointSlices not watched');
   const controller = new ServiceController({
     core: ctx.clients.core,
     services: ctx.informers.for(SERVICES),
@@ -65,6 +70,7 @@ export const startServiceController: ControllerFactory = (ctx) => {
     nodesScoped: ctx.config.nodeSelector !== '',
     // With several providers, each gets as backends only the Nodes it owns and those nobody owns.
     nodeOwnership: ctx.nodeOwnership,
+    endpointSlices: podProviders.length > 0 ? ctx.informers.for(ENDPOINT_SLICES) : undefined,
   });
   /**
    * The Service validation webhook, while this controller runs: the same

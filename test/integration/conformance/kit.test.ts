@@ -54,8 +54,13 @@ async function kitOnLocalCloud(tmpPrefix: string, env: string[], extra: Partial<
 test('the local cloud passes the kit (exec mode, command test hook), with every service and capability checked', async (t) => {
   const results = await kitOnLocalCloud(
     'ccm-kit-local-',
-    // Declares a node selector and load balancer classes too, so their checks run rather than skip.
-    ['LOCALCLOUD_LB_CIDR=127.0.78.0/24', 'LOCALCLOUD_LB_CLASSES=example.com/kit-a,example.com/kit-b', 'LOCALCLOUD_NODE_SELECTOR=ccm-kit-cloud=local'],
+    // Declares a node selector, load balancer classes and pod backends too, so their checks run rather than skip.
+    [
+      'LOCALCLOUD_LB_CIDR=127.0.78.0/24',
+      'LOCALCLOUD_LB_CLASSES=example.com/kit-a,example.com/kit-b',
+      'LOCALCLOUD_NODE_SELECTOR=ccm-kit-cloud=local',
+      'LOCALCLOUD_POD_BACKENDS=true',
+    ],
     { badCloudConfig: BAD_CONFIG },
   );
   t.deepEqual(failures(results), []);
@@ -78,6 +83,7 @@ test('the local cloud passes the kit (exec mode, command test hook), with every 
     'identity/node-selector',
     'identity/provider-schema',
     'load-balancers/classes',
+    'load-balancers/pod-backends',
   ])
     t.is(outcome(results, id), 'pass', id);
 });

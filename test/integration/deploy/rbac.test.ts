@@ -43,6 +43,9 @@ const CLUSTER_WIDE = [
   'update /services',
   'patch /services',
   'patch /services/status',
+  // Pod-IP backends (protocol 1.1): EndpointSlices, watched when a provider declares them.
+  'list discovery.k8s.io/endpointslices',
+  'watch discovery.k8s.io/endpointslices',
   // The cluster UID (the kube-system Namespace's uid), read at start.
   'get /namespaces#kube-system',
   'get /persistentvolumes',

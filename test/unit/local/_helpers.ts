@@ -65,6 +65,7 @@ export function service(uid: string, overrides: Partial<ServiceRef> = {}): Servi
     ipFamilyPolicy: 0,
     externalIps: [],
     internalTrafficPolicy: 0,
+    endpoints: [],
     ...overrides,
   };
 }

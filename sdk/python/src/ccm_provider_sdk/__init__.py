@@ -43,6 +43,7 @@ from .errors import (  # noqa: E402
     status_proto,
 )
 from .log import Logger  # noqa: E402
+from .pod_backends import PodTarget, has_pod_backends, pod_targets  # noqa: E402
 from .protocol import ENV_TEST_HOOKS, Mode, ModeError, resolve_mode  # noqa: E402
 from .serve import CallContext, ServeError, handles_errors, main, serve  # noqa: E402
 from .services import Info, derive_capabilities, is_cloud_method  # noqa: E402

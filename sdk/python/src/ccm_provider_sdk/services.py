@@ -31,6 +31,9 @@ class Info:
     manifest: dict = field(default_factory=dict)  # free-form build facts
     # CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY (only with a load balancer service).
     load_balancer_ip_mode_proxy: bool = False
+    # CAPABILITY_LOAD_BALANCER_POD_BACKENDS (protocol 1.1; only with a load balancer service): the host
+    # sends ServiceRef.endpoints and pod_backends for the Services that ask for pod backends.
+    load_balancer_pod_backends: bool = False
     # CAPABILITY_VOLUMES_EXPAND_ONLINE (only with a volume service).
     volumes_expand_online: bool = False
     # Node ownership (KEP-5778): the providerID prefixes of the Nodes this provider owns, each ending
@@ -155,6 +158,7 @@ def derive_capabilities(provider, bound=None):
       LOAD_BALANCER_BATCH_HOSTS / _BATCH_ENSURE / _LIST: load balancers have
         UpdateLoadBalancerHosts / EnsureLoadBalancers / ListLoadBalancers;
       LOAD_BALANCER_IP_MODE_PROXY: info.load_balancer_ip_mode_proxy and a load balancer service;
+      LOAD_BALANCER_POD_BACKENDS: info.load_balancer_pod_backends and a load balancer service;
       ROUTES_RECONCILE: routes have ReconcileRoutes;
       VOLUMES_LIST_PUBLISHED_NODES: volumes have ListVolumes;
       VOLUMES_EXPAND_ONLINE: info.volumes_expand_online and a volume service;
@@ -179,6 +183,7 @@ def derive_capabilities(provider, bound=None):
         (has(lb, "EnsureLoadBalancers"), identity_pb2.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE),
         (has(lb, "ListLoadBalancers"), identity_pb2.CAPABILITY_LOAD_BALANCER_LIST),
         (lb is not None and info.load_balancer_ip_mode_proxy, identity_pb2.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY),
+        (lb is not None and info.load_balancer_pod_backends, identity_pb2.CAPABILITY_LOAD_BALANCER_POD_BACKENDS),
         (has(routes, "ReconcileRoutes"), identity_pb2.CAPABILITY_ROUTES_RECONCILE),
         (has(vols, "ListVolumes"), identity_pb2.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES),
         (vols is not None and info.volumes_expand_online, identity_pb2.CAPABILITY_VOLUMES_EXPAND_ONLINE),

@@ -118,6 +118,15 @@ export enum Capability {
   CAPABILITY_METRICS = 10,
   /** CAPABILITY_PROVIDER_SCHEMA - IdentityService.GetProviderSchema (protocol 1.1). */
   CAPABILITY_PROVIDER_SCHEMA = 11,
+  /**
+   * CAPABILITY_LOAD_BALANCER_POD_BACKENDS - Pod-IP backends (protocol 1.1): the provider can send load-balancer
+   * traffic straight to pod addresses. The host then watches EndpointSlices
+   * and, for each Service that asks for pod backends (annotation
+   * service.ccm.dev/load-balancer-backends: pods), sends its endpoints in
+   * ServiceRef.endpoints and ServiceRef.pod_backends. Without it the host
+   * sends neither and watches no EndpointSlices.
+   */
+  CAPABILITY_LOAD_BALANCER_POD_BACKENDS = 12,
 }
 
 export function capabilityFromJSON(object: any): Capability {
@@ -158,6 +167,9 @@ export function capabilityFromJSON(object: any): Capability {
     case 11:
     case "CAPABILITY_PROVIDER_SCHEMA":
       return Capability.CAPABILITY_PROVIDER_SCHEMA;
+    case 12:
+    case "CAPABILITY_LOAD_BALANCER_POD_BACKENDS":
+      return Capability.CAPABILITY_LOAD_BALANCER_POD_BACKENDS;
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }
@@ -189,6 +201,8 @@ export function capabilityToJSON(object: Capability): string {
       return "CAPABILITY_METRICS";
     case Capability.CAPABILITY_PROVIDER_SCHEMA:
       return "CAPABILITY_PROVIDER_SCHEMA";
+    case Capability.CAPABILITY_LOAD_BALANCER_POD_BACKENDS:
+      return "CAPABILITY_LOAD_BALANCER_POD_BACKENDS";
     default:
       throw new globalThis.Error("Unrecognized enum value " + object + " for enum Capability");
   }

@@ -402,7 +402,34 @@ export interface ServiceRef {
    * at most 64 ports (those of another protocol than TCP, UDP and SCTP left
    * out).
    */
-  status?: LoadBalancerStatus | undefined;
+  status?:
+    | LoadBalancerStatus
+    | undefined;
+  /**
+   * Pod-IP backends (protocol 1.1, CAPABILITY_LOAD_BALANCER_POD_BACKENDS):
+   * the Service's endpoints from its EndpointSlices (label
+   * kubernetes.io/service-name, every address family), only when
+   * pod_backends is set; empty otherwise. The full desired set, not a delta:
+   * the ready endpoints, or, when none is ready, the serving terminating
+   * ones (as kube-proxy falls back); none at all when neither exists (the
+   * load balancer then has no backend, not its node ports). Sorted by first
+   * address, one entry per distinct address, at most 1,000 entries (those
+   * beyond are left out, counted in pod_backends.omitted_endpoints). A change
+   * reaches the provider as EnsureLoadBalancer (or EnsureLoadBalancers),
+   * which converges the pod backends to this list like every other field;
+   * UpdateLoadBalancer and UpdateLoadBalancerHosts carry the list of the
+   * last ensure, and a provider may ignore it there (they only replace the
+   * node set). Sending the same list twice changes nothing (idempotent).
+   */
+  endpoints: EndpointBackend[];
+  /**
+   * Set exactly when the host sends pod backends for this Service: the
+   * provider declares CAPABILITY_LOAD_BALANCER_POD_BACKENDS and the Service
+   * has the annotation service.ccm.dev/load-balancer-backends: pods. Unset:
+   * the load balancer's backends are the nodes (node ports), as before 1.1.
+   * Set with no endpoints: the Service has no ready or serving endpoint now.
+   */
+  podBackends?: PodBackends | undefined;
 }
 
 export interface ServiceRef_AnnotationsEntry {
@@ -418,6 +445,76 @@ export interface ServiceRef_LabelsEntry {
 export interface ServiceRef_SelectorEntry {
   key: string;
   value: string;
+}
+
+/** The pod-backend settings of one Service (ServiceRef.pod_backends). */
+export interface PodBackends {
+  /**
+   * spec.trafficDistribution as the Service has it ("PreferClose", or any
+   * later value), empty when unset. With "PreferClose" a provider that knows
+   * its load balancer's zone should prefer endpoints whose zone is that
+   * zone, when there is any, as kube-proxy does for topology hints.
+   */
+  trafficDistribution: string;
+  /**
+   * Endpoints the Service has beyond the 1,000 sent in
+   * ServiceRef.endpoints (0 when all were sent). A provider that cannot
+   * serve a partial set may refuse the ensure (FAILED_PRECONDITION).
+   */
+  omittedEndpoints: number;
+}
+
+/** One endpoint of a Service (an EndpointSlice endpoint), as a pod backend. */
+export interface EndpointBackend {
+  /**
+   * The endpoint's addresses: IP literals of one family (ip_family), at
+   * least one (Kubernetes puts exactly one today; the first is the one to
+   * send traffic to). At most 16.
+   */
+  addresses: string[];
+  /** The address family of the slice the endpoint came from. */
+  ipFamily: IpFamily;
+  /**
+   * Where each Service port reaches this endpoint: one entry per entry of
+   * ServiceRef.ports that the endpoint's slice maps (EndpointSlice ports
+   * match Service ports by name and protocol), in the order of
+   * ServiceRef.ports. A Service port with no entry has no backend on this
+   * endpoint.
+   */
+  ports: EndpointPort[];
+  /** endpoints.conditions.ready (unset in the slice counts as true). */
+  ready: boolean;
+  /** endpoints.conditions.serving (unset counts as ready's value). */
+  serving: boolean;
+  /** endpoints.conditions.terminating (unset counts as false). */
+  terminating: boolean;
+  /** endpoints.nodeName: the Node the pod runs on; empty when unknown. */
+  nodeName: string;
+  /**
+   * endpoints.zone (topology.kubernetes.io/zone of its Node); empty when
+   * unknown.
+   */
+  zone: string;
+  /** endpoints.targetRef when it is a Pod: "namespace/name"; empty otherwise. */
+  pod: string;
+}
+
+/** The endpoint port of one Service port. */
+export interface EndpointPort {
+  /** The Service port's name (ServicePort.name; may be empty). */
+  name: string;
+  /**
+   * The Service port's port (ServicePort.port): the port the load balancer
+   * listens on.
+   */
+  servicePort: number;
+  /** Protocol (of the Service port and the slice port alike). */
+  protocol: Protocol;
+  /**
+   * The port number on the endpoint address (the slice port's port: the
+   * Service port's targetPort resolved for this endpoint's pods), 1..65535.
+   */
+  port: number;
 }
 
 /** Per-port status of an ingress point. */
@@ -841,6 +938,8 @@ function createBaseServiceRef(): ServiceRef {
     allocateLoadBalancerNodePorts: undefined,
     internalTrafficPolicy: 0,
     status: undefined,
+    endpoints: [],
+    podBackends: undefined,
   };
 }
 
@@ -912,6 +1011,12 @@ export const ServiceRef: MessageFns<ServiceRef> = {
     }
     if (message.status !== undefined) {
       LoadBalancerStatus.encode(message.status, writer.uint32(170).fork()).join();
+    }
+    for (const v of message.endpoints) {
+      EndpointBackend.encode(v!, writer.uint32(178).fork()).join();
+    }
+    if (message.podBackends !== undefined) {
+      PodBackends.encode(message.podBackends, writer.uint32(186).fork()).join();
     }
     return writer;
   },
@@ -1116,6 +1221,22 @@ export const ServiceRef: MessageFns<ServiceRef> = {
             message.status = LoadBalancerStatus.decode(reader, reader.uint32());
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.endpoints.push(EndpointBackend.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.podBackends = PodBackends.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1242,6 +1363,14 @@ export const ServiceRef: MessageFns<ServiceRef> = {
         ? internalTrafficPolicyFromJSON(object.internal_traffic_policy)
         : 0,
       status: isSet(object.status) ? LoadBalancerStatus.fromJSON(object.status) : undefined,
+      endpoints: globalThis.Array.isArray(object?.endpoints)
+        ? object.endpoints.map((e: any) => EndpointBackend.fromJSON(e))
+        : [],
+      podBackends: isSet(object.podBackends)
+        ? PodBackends.fromJSON(object.podBackends)
+        : isSet(object.pod_backends)
+        ? PodBackends.fromJSON(object.pod_backends)
+        : undefined,
     };
   },
 
@@ -1328,6 +1457,12 @@ export const ServiceRef: MessageFns<ServiceRef> = {
     if (message.status !== undefined) {
       obj.status = LoadBalancerStatus.toJSON(message.status);
     }
+    if (message.endpoints?.length) {
+      obj.endpoints = message.endpoints.map((e) => EndpointBackend.toJSON(e));
+    }
+    if (message.podBackends !== undefined) {
+      obj.podBackends = PodBackends.toJSON(message.podBackends);
+    }
     return obj;
   },
 
@@ -1382,6 +1517,10 @@ export const ServiceRef: MessageFns<ServiceRef> = {
     message.internalTrafficPolicy = object.internalTrafficPolicy ?? 0;
     message.status = (object.status !== undefined && object.status !== null)
       ? LoadBalancerStatus.fromPartial(object.status)
+      : undefined;
+    message.endpoints = object.endpoints?.map((e) => EndpointBackend.fromPartial(e)) || [];
+    message.podBackends = (object.podBackends !== undefined && object.podBackends !== null)
+      ? PodBackends.fromPartial(object.podBackends)
       : undefined;
     return message;
   },
@@ -1638,6 +1777,437 @@ export const ServiceRef_SelectorEntry: MessageFns<ServiceRef_SelectorEntry> = {
     const message = createBaseServiceRef_SelectorEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBasePodBackends(): PodBackends {
+  return { trafficDistribution: "", omittedEndpoints: 0 };
+}
+
+export const PodBackends: MessageFns<PodBackends> = {
+  encode(message: PodBackends, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.trafficDistribution !== "") {
+      writer.uint32(10).string(message.trafficDistribution);
+    }
+    if (message.omittedEndpoints !== 0) {
+      writer.uint32(16).int32(message.omittedEndpoints);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodBackends {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodBackends();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.trafficDistribution = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.omittedEndpoints = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodBackends {
+    return {
+      trafficDistribution: isSet(object.trafficDistribution)
+        ? globalThis.String(object.trafficDistribution)
+        : isSet(object.traffic_distribution)
+        ? globalThis.String(object.traffic_distribution)
+        : "",
+      omittedEndpoints: isSet(object.omittedEndpoints)
+        ? globalThis.Number(object.omittedEndpoints)
+        : isSet(object.omitted_endpoints)
+        ? globalThis.Number(object.omitted_endpoints)
+        : 0,
+    };
+  },
+
+  toJSON(message: PodBackends): unknown {
+    const obj: any = {};
+    if (message.trafficDistribution !== "") {
+      obj.trafficDistribution = message.trafficDistribution;
+    }
+    if (message.omittedEndpoints !== 0) {
+      obj.omittedEndpoints = Math.round(message.omittedEndpoints);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PodBackends>, I>>(base?: I): PodBackends {
+    return PodBackends.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodBackends>, I>>(object: I): PodBackends {
+    const message = createBasePodBackends();
+    message.trafficDistribution = object.trafficDistribution ?? "";
+    message.omittedEndpoints = object.omittedEndpoints ?? 0;
+    return message;
+  },
+};
+
+function createBaseEndpointBackend(): EndpointBackend {
+  return {
+    addresses: [],
+    ipFamily: 0,
+    ports: [],
+    ready: false,
+    serving: false,
+    terminating: false,
+    nodeName: "",
+    zone: "",
+    pod: "",
+  };
+}
+
+export const EndpointBackend: MessageFns<EndpointBackend> = {
+  encode(message: EndpointBackend, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.addresses) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.ipFamily !== 0) {
+      writer.uint32(16).int32(message.ipFamily);
+    }
+    for (const v of message.ports) {
+      EndpointPort.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.ready !== false) {
+      writer.uint32(32).bool(message.ready);
+    }
+    if (message.serving !== false) {
+      writer.uint32(40).bool(message.serving);
+    }
+    if (message.terminating !== false) {
+      writer.uint32(48).bool(message.terminating);
+    }
+    if (message.nodeName !== "") {
+      writer.uint32(58).string(message.nodeName);
+    }
+    if (message.zone !== "") {
+      writer.uint32(66).string(message.zone);
+    }
+    if (message.pod !== "") {
+      writer.uint32(74).string(message.pod);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndpointBackend {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpointBackend();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.addresses.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ipFamily = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.ports.push(EndpointPort.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.ready = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.serving = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.terminating = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.nodeName = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.zone = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.pod = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndpointBackend {
+    return {
+      addresses: globalThis.Array.isArray(object?.addresses)
+        ? object.addresses.map((e: any) => globalThis.String(e))
+        : [],
+      ipFamily: isSet(object.ipFamily)
+        ? ipFamilyFromJSON(object.ipFamily)
+        : isSet(object.ip_family)
+        ? ipFamilyFromJSON(object.ip_family)
+        : 0,
+      ports: globalThis.Array.isArray(object?.ports) ? object.ports.map((e: any) => EndpointPort.fromJSON(e)) : [],
+      ready: isSet(object.ready) ? globalThis.Boolean(object.ready) : false,
+      serving: isSet(object.serving) ? globalThis.Boolean(object.serving) : false,
+      terminating: isSet(object.terminating) ? globalThis.Boolean(object.terminating) : false,
+      nodeName: isSet(object.nodeName)
+        ? globalThis.String(object.nodeName)
+        : isSet(object.node_name)
+        ? globalThis.String(object.node_name)
+        : "",
+      zone: isSet(object.zone) ? globalThis.String(object.zone) : "",
+      pod: isSet(object.pod) ? globalThis.String(object.pod) : "",
+    };
+  },
+
+  toJSON(message: EndpointBackend): unknown {
+    const obj: any = {};
+    if (message.addresses?.length) {
+      obj.addresses = message.addresses;
+    }
+    if (message.ipFamily !== 0) {
+      obj.ipFamily = ipFamilyToJSON(message.ipFamily);
+    }
+    if (message.ports?.length) {
+      obj.ports = message.ports.map((e) => EndpointPort.toJSON(e));
+    }
+    if (message.ready !== false) {
+      obj.ready = message.ready;
+    }
+    if (message.serving !== false) {
+      obj.serving = message.serving;
+    }
+    if (message.terminating !== false) {
+      obj.terminating = message.terminating;
+    }
+    if (message.nodeName !== "") {
+      obj.nodeName = message.nodeName;
+    }
+    if (message.zone !== "") {
+      obj.zone = message.zone;
+    }
+    if (message.pod !== "") {
+      obj.pod = message.pod;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndpointBackend>, I>>(base?: I): EndpointBackend {
+    return EndpointBackend.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndpointBackend>, I>>(object: I): EndpointBackend {
+    const message = createBaseEndpointBackend();
+    message.addresses = object.addresses?.map((e) => e) || [];
+    message.ipFamily = object.ipFamily ?? 0;
+    message.ports = object.ports?.map((e) => EndpointPort.fromPartial(e)) || [];
+    message.ready = object.ready ?? false;
+    message.serving = object.serving ?? false;
+    message.terminating = object.terminating ?? false;
+    message.nodeName = object.nodeName ?? "";
+    message.zone = object.zone ?? "";
+    message.pod = object.pod ?? "";
+    return message;
+  },
+};
+
+function createBaseEndpointPort(): EndpointPort {
+  return { name: "", servicePort: 0, protocol: 0, port: 0 };
+}
+
+export const EndpointPort: MessageFns<EndpointPort> = {
+  encode(message: EndpointPort, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.servicePort !== 0) {
+      writer.uint32(16).int32(message.servicePort);
+    }
+    if (message.protocol !== 0) {
+      writer.uint32(24).int32(message.protocol);
+    }
+    if (message.port !== 0) {
+      writer.uint32(32).int32(message.port);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndpointPort {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpointPort();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.servicePort = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.protocol = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.port = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndpointPort {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      servicePort: isSet(object.servicePort)
+        ? globalThis.Number(object.servicePort)
+        : isSet(object.service_port)
+        ? globalThis.Number(object.service_port)
+        : 0,
+      protocol: isSet(object.protocol) ? protocolFromJSON(object.protocol) : 0,
+      port: isSet(object.port) ? globalThis.Number(object.port) : 0,
+    };
+  },
+
+  toJSON(message: EndpointPort): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.servicePort !== 0) {
+      obj.servicePort = Math.round(message.servicePort);
+    }
+    if (message.protocol !== 0) {
+      obj.protocol = protocolToJSON(message.protocol);
+    }
+    if (message.port !== 0) {
+      obj.port = Math.round(message.port);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndpointPort>, I>>(base?: I): EndpointPort {
+    return EndpointPort.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndpointPort>, I>>(object: I): EndpointPort {
+    const message = createBaseEndpointPort();
+    message.name = object.name ?? "";
+    message.servicePort = object.servicePort ?? 0;
+    message.protocol = object.protocol ?? 0;
+    message.port = object.port ?? 0;
     return message;
   },
 };

@@ -120,6 +120,13 @@ const (
 	Capability_CAPABILITY_METRICS Capability = 10
 	// IdentityService.GetProviderSchema (protocol 1.1).
 	Capability_CAPABILITY_PROVIDER_SCHEMA Capability = 11
+	// Pod-IP backends (protocol 1.1): the provider can send load-balancer
+	// traffic straight to pod addresses. The host then watches EndpointSlices
+	// and, for each Service that asks for pod backends (annotation
+	// service.ccm.dev/load-balancer-backends: pods), sends its endpoints in
+	// ServiceRef.endpoints and ServiceRef.pod_backends. Without it the host
+	// sends neither and watches no EndpointSlices.
+	Capability_CAPABILITY_LOAD_BALANCER_POD_BACKENDS Capability = 12
 )
 
 // Enum value maps for Capability.
@@ -137,6 +144,7 @@ var (
 		9:  "CAPABILITY_LOAD_BALANCER_BATCH_ENSURE",
 		10: "CAPABILITY_METRICS",
 		11: "CAPABILITY_PROVIDER_SCHEMA",
+		12: "CAPABILITY_LOAD_BALANCER_POD_BACKENDS",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED":                  0,
@@ -151,6 +159,7 @@ var (
 		"CAPABILITY_LOAD_BALANCER_BATCH_ENSURE":   9,
 		"CAPABILITY_METRICS":                      10,
 		"CAPABILITY_PROVIDER_SCHEMA":              11,
+		"CAPABILITY_LOAD_BALANCER_POD_BACKENDS":   12,
 	}
 )
 
@@ -1280,7 +1289,7 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"\x10SERVICE_CLUSTERS\x10\x03\x12\x1a\n" +
 	"\x16SERVICE_LOAD_BALANCERS\x10\x04\x12\x12\n" +
 	"\x0eSERVICE_ROUTES\x10\x05\x12\x13\n" +
-	"\x0fSERVICE_VOLUMES\x10\x06*\xb9\x03\n" +
+	"\x0fSERVICE_VOLUMES\x10\x06*\xe4\x03\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x1e\n" +
@@ -1295,7 +1304,8 @@ const file_ccm_provider_v1_identity_proto_rawDesc = "" +
 	"%CAPABILITY_LOAD_BALANCER_BATCH_ENSURE\x10\t\x12\x16\n" +
 	"\x12CAPABILITY_METRICS\x10\n" +
 	"\x12\x1e\n" +
-	"\x1aCAPABILITY_PROVIDER_SCHEMA\x10\v*s\n" +
+	"\x1aCAPABILITY_PROVIDER_SCHEMA\x10\v\x12)\n" +
+	"%CAPABILITY_LOAD_BALANCER_POD_BACKENDS\x10\f*s\n" +
 	"\x10SchemaObjectKind\x12\"\n" +
 	"\x1eSCHEMA_OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aSCHEMA_OBJECT_KIND_SERVICE\x10\x01\x12\x1b\n" +

@@ -558,7 +558,28 @@ type ServiceRef struct {
 	// (no ingress) before the first one. At most 64 ingress points, each with
 	// at most 64 ports (those of another protocol than TCP, UDP and SCTP left
 	// out).
-	Status        *LoadBalancerStatus `protobuf:"bytes,21,opt,name=status,proto3" json:"status,omitempty"`
+	Status *LoadBalancerStatus `protobuf:"bytes,21,opt,name=status,proto3" json:"status,omitempty"`
+	// Pod-IP backends (protocol 1.1, CAPABILITY_LOAD_BALANCER_POD_BACKENDS):
+	// the Service's endpoints from its EndpointSlices (label
+	// kubernetes.io/service-name, every address family), only when
+	// pod_backends is set; empty otherwise. The full desired set, not a delta:
+	// the ready endpoints, or, when none is ready, the serving terminating
+	// ones (as kube-proxy falls back); none at all when neither exists (the
+	// load balancer then has no backend, not its node ports). Sorted by first
+	// address, one entry per distinct address, at most 1,000 entries (those
+	// beyond are left out, counted in pod_backends.omitted_endpoints). A change
+	// reaches the provider as EnsureLoadBalancer (or EnsureLoadBalancers),
+	// which converges the pod backends to this list like every other field;
+	// UpdateLoadBalancer and UpdateLoadBalancerHosts carry the list of the
+	// last ensure, and a provider may ignore it there (they only replace the
+	// node set). Sending the same list twice changes nothing (idempotent).
+	Endpoints []*EndpointBackend `protobuf:"bytes,22,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	// Set exactly when the host sends pod backends for this Service: the
+	// provider declares CAPABILITY_LOAD_BALANCER_POD_BACKENDS and the Service
+	// has the annotation service.ccm.dev/load-balancer-backends: pods. Unset:
+	// the load balancer's backends are the nodes (node ports), as before 1.1.
+	// Set with no endpoints: the Service has no ready or serving endpoint now.
+	PodBackends   *PodBackends `protobuf:"bytes,23,opt,name=pod_backends,json=podBackends,proto3" json:"pod_backends,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -740,6 +761,280 @@ func (x *ServiceRef) GetStatus() *LoadBalancerStatus {
 	return nil
 }
 
+func (x *ServiceRef) GetEndpoints() []*EndpointBackend {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
+}
+
+func (x *ServiceRef) GetPodBackends() *PodBackends {
+	if x != nil {
+		return x.PodBackends
+	}
+	return nil
+}
+
+// The pod-backend settings of one Service (ServiceRef.pod_backends).
+type PodBackends struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// spec.trafficDistribution as the Service has it ("PreferClose", or any
+	// later value), empty when unset. With "PreferClose" a provider that knows
+	// its load balancer's zone should prefer endpoints whose zone is that
+	// zone, when there is any, as kube-proxy does for topology hints.
+	TrafficDistribution string `protobuf:"bytes,1,opt,name=traffic_distribution,json=trafficDistribution,proto3" json:"traffic_distribution,omitempty"`
+	// Endpoints the Service has beyond the 1,000 sent in
+	// ServiceRef.endpoints (0 when all were sent). A provider that cannot
+	// serve a partial set may refuse the ensure (FAILED_PRECONDITION).
+	OmittedEndpoints int32 `protobuf:"varint,2,opt,name=omitted_endpoints,json=omittedEndpoints,proto3" json:"omitted_endpoints,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PodBackends) Reset() {
+	*x = PodBackends{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodBackends) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodBackends) ProtoMessage() {}
+
+func (x *PodBackends) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodBackends.ProtoReflect.Descriptor instead.
+func (*PodBackends) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PodBackends) GetTrafficDistribution() string {
+	if x != nil {
+		return x.TrafficDistribution
+	}
+	return ""
+}
+
+func (x *PodBackends) GetOmittedEndpoints() int32 {
+	if x != nil {
+		return x.OmittedEndpoints
+	}
+	return 0
+}
+
+// One endpoint of a Service (an EndpointSlice endpoint), as a pod backend.
+type EndpointBackend struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The endpoint's addresses: IP literals of one family (ip_family), at
+	// least one (Kubernetes puts exactly one today; the first is the one to
+	// send traffic to). At most 16.
+	Addresses []string `protobuf:"bytes,1,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	// The address family of the slice the endpoint came from.
+	IpFamily IpFamily `protobuf:"varint,2,opt,name=ip_family,json=ipFamily,proto3,enum=ccm.provider.v1.IpFamily" json:"ip_family,omitempty"`
+	// Where each Service port reaches this endpoint: one entry per entry of
+	// ServiceRef.ports that the endpoint's slice maps (EndpointSlice ports
+	// match Service ports by name and protocol), in the order of
+	// ServiceRef.ports. A Service port with no entry has no backend on this
+	// endpoint.
+	Ports []*EndpointPort `protobuf:"bytes,3,rep,name=ports,proto3" json:"ports,omitempty"`
+	// endpoints.conditions.ready (unset in the slice counts as true).
+	Ready bool `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
+	// endpoints.conditions.serving (unset counts as ready's value).
+	Serving bool `protobuf:"varint,5,opt,name=serving,proto3" json:"serving,omitempty"`
+	// endpoints.conditions.terminating (unset counts as false).
+	Terminating bool `protobuf:"varint,6,opt,name=terminating,proto3" json:"terminating,omitempty"`
+	// endpoints.nodeName: the Node the pod runs on; empty when unknown.
+	NodeName string `protobuf:"bytes,7,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// endpoints.zone (topology.kubernetes.io/zone of its Node); empty when
+	// unknown.
+	Zone string `protobuf:"bytes,8,opt,name=zone,proto3" json:"zone,omitempty"`
+	// endpoints.targetRef when it is a Pod: "namespace/name"; empty otherwise.
+	Pod           string `protobuf:"bytes,9,opt,name=pod,proto3" json:"pod,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndpointBackend) Reset() {
+	*x = EndpointBackend{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndpointBackend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndpointBackend) ProtoMessage() {}
+
+func (x *EndpointBackend) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndpointBackend.ProtoReflect.Descriptor instead.
+func (*EndpointBackend) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EndpointBackend) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+func (x *EndpointBackend) GetIpFamily() IpFamily {
+	if x != nil {
+		return x.IpFamily
+	}
+	return IpFamily_IP_FAMILY_UNSPECIFIED
+}
+
+func (x *EndpointBackend) GetPorts() []*EndpointPort {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+func (x *EndpointBackend) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *EndpointBackend) GetServing() bool {
+	if x != nil {
+		return x.Serving
+	}
+	return false
+}
+
+func (x *EndpointBackend) GetTerminating() bool {
+	if x != nil {
+		return x.Terminating
+	}
+	return false
+}
+
+func (x *EndpointBackend) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *EndpointBackend) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *EndpointBackend) GetPod() string {
+	if x != nil {
+		return x.Pod
+	}
+	return ""
+}
+
+// The endpoint port of one Service port.
+type EndpointPort struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Service port's name (ServicePort.name; may be empty).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The Service port's port (ServicePort.port): the port the load balancer
+	// listens on.
+	ServicePort int32 `protobuf:"varint,2,opt,name=service_port,json=servicePort,proto3" json:"service_port,omitempty"`
+	// Protocol (of the Service port and the slice port alike).
+	Protocol Protocol `protobuf:"varint,3,opt,name=protocol,proto3,enum=ccm.provider.v1.Protocol" json:"protocol,omitempty"`
+	// The port number on the endpoint address (the slice port's port: the
+	// Service port's targetPort resolved for this endpoint's pods), 1..65535.
+	Port          int32 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndpointPort) Reset() {
+	*x = EndpointPort{}
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndpointPort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndpointPort) ProtoMessage() {}
+
+func (x *EndpointPort) ProtoReflect() protoreflect.Message {
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
+func (*EndpointPort) Descriptor() ([]byte, []int) {
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EndpointPort) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EndpointPort) GetServicePort() int32 {
+	if x != nil {
+		return x.ServicePort
+	}
+	return 0
+}
+
+func (x *EndpointPort) GetProtocol() Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func (x *EndpointPort) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
 // Per-port status of an ingress point.
 type PortStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -755,7 +1050,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[2]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +1062,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[2]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +1075,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{2}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -821,7 +1116,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[3]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1128,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[3]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1141,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{3}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -888,7 +1183,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[4]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +1195,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[4]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +1208,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{4}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -936,7 +1231,7 @@ type GetLoadBalancerRequest struct {
 
 func (x *GetLoadBalancerRequest) Reset() {
 	*x = GetLoadBalancerRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[5]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1243,7 @@ func (x *GetLoadBalancerRequest) String() string {
 func (*GetLoadBalancerRequest) ProtoMessage() {}
 
 func (x *GetLoadBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[5]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1256,7 @@ func (x *GetLoadBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoadBalancerRequest.ProtoReflect.Descriptor instead.
 func (*GetLoadBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{5}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetLoadBalancerRequest) GetMeta() *RequestMeta {
@@ -991,7 +1286,7 @@ type GetLoadBalancerResponse struct {
 
 func (x *GetLoadBalancerResponse) Reset() {
 	*x = GetLoadBalancerResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[6]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1298,7 @@ func (x *GetLoadBalancerResponse) String() string {
 func (*GetLoadBalancerResponse) ProtoMessage() {}
 
 func (x *GetLoadBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[6]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1311,7 @@ func (x *GetLoadBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoadBalancerResponse.ProtoReflect.Descriptor instead.
 func (*GetLoadBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{6}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetLoadBalancerResponse) GetExists() bool {
@@ -1046,7 +1341,7 @@ type GetLoadBalancerNameRequest struct {
 
 func (x *GetLoadBalancerNameRequest) Reset() {
 	*x = GetLoadBalancerNameRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[7]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1353,7 @@ func (x *GetLoadBalancerNameRequest) String() string {
 func (*GetLoadBalancerNameRequest) ProtoMessage() {}
 
 func (x *GetLoadBalancerNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[7]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1366,7 @@ func (x *GetLoadBalancerNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoadBalancerNameRequest.ProtoReflect.Descriptor instead.
 func (*GetLoadBalancerNameRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{7}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetLoadBalancerNameRequest) GetMeta() *RequestMeta {
@@ -1099,7 +1394,7 @@ type GetLoadBalancerNameResponse struct {
 
 func (x *GetLoadBalancerNameResponse) Reset() {
 	*x = GetLoadBalancerNameResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[8]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1406,7 @@ func (x *GetLoadBalancerNameResponse) String() string {
 func (*GetLoadBalancerNameResponse) ProtoMessage() {}
 
 func (x *GetLoadBalancerNameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[8]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1419,7 @@ func (x *GetLoadBalancerNameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoadBalancerNameResponse.ProtoReflect.Descriptor instead.
 func (*GetLoadBalancerNameResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{8}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetLoadBalancerNameResponse) GetName() string {
@@ -1149,7 +1444,7 @@ type EnsureLoadBalancerRequest struct {
 
 func (x *EnsureLoadBalancerRequest) Reset() {
 	*x = EnsureLoadBalancerRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[9]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1456,7 @@ func (x *EnsureLoadBalancerRequest) String() string {
 func (*EnsureLoadBalancerRequest) ProtoMessage() {}
 
 func (x *EnsureLoadBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[9]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1469,7 @@ func (x *EnsureLoadBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureLoadBalancerRequest.ProtoReflect.Descriptor instead.
 func (*EnsureLoadBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{9}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EnsureLoadBalancerRequest) GetMeta() *RequestMeta {
@@ -1209,7 +1504,7 @@ type EnsureLoadBalancerResponse struct {
 
 func (x *EnsureLoadBalancerResponse) Reset() {
 	*x = EnsureLoadBalancerResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[10]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1516,7 @@ func (x *EnsureLoadBalancerResponse) String() string {
 func (*EnsureLoadBalancerResponse) ProtoMessage() {}
 
 func (x *EnsureLoadBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[10]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1529,7 @@ func (x *EnsureLoadBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureLoadBalancerResponse.ProtoReflect.Descriptor instead.
 func (*EnsureLoadBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{10}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EnsureLoadBalancerResponse) GetStatus() *LoadBalancerStatus {
@@ -1259,7 +1554,7 @@ type UpdateLoadBalancerRequest struct {
 
 func (x *UpdateLoadBalancerRequest) Reset() {
 	*x = UpdateLoadBalancerRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[11]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1566,7 @@ func (x *UpdateLoadBalancerRequest) String() string {
 func (*UpdateLoadBalancerRequest) ProtoMessage() {}
 
 func (x *UpdateLoadBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[11]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1579,7 @@ func (x *UpdateLoadBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateLoadBalancerRequest.ProtoReflect.Descriptor instead.
 func (*UpdateLoadBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{11}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateLoadBalancerRequest) GetMeta() *RequestMeta {
@@ -1317,7 +1612,7 @@ type UpdateLoadBalancerResponse struct {
 
 func (x *UpdateLoadBalancerResponse) Reset() {
 	*x = UpdateLoadBalancerResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[12]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1624,7 @@ func (x *UpdateLoadBalancerResponse) String() string {
 func (*UpdateLoadBalancerResponse) ProtoMessage() {}
 
 func (x *UpdateLoadBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[12]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1637,7 @@ func (x *UpdateLoadBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateLoadBalancerResponse.ProtoReflect.Descriptor instead.
 func (*UpdateLoadBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{12}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{15}
 }
 
 // Request for EnsureLoadBalancerDeleted.
@@ -1358,7 +1653,7 @@ type EnsureLoadBalancerDeletedRequest struct {
 
 func (x *EnsureLoadBalancerDeletedRequest) Reset() {
 	*x = EnsureLoadBalancerDeletedRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[13]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1665,7 @@ func (x *EnsureLoadBalancerDeletedRequest) String() string {
 func (*EnsureLoadBalancerDeletedRequest) ProtoMessage() {}
 
 func (x *EnsureLoadBalancerDeletedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[13]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1678,7 @@ func (x *EnsureLoadBalancerDeletedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureLoadBalancerDeletedRequest.ProtoReflect.Descriptor instead.
 func (*EnsureLoadBalancerDeletedRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{13}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnsureLoadBalancerDeletedRequest) GetMeta() *RequestMeta {
@@ -1409,7 +1704,7 @@ type EnsureLoadBalancerDeletedResponse struct {
 
 func (x *EnsureLoadBalancerDeletedResponse) Reset() {
 	*x = EnsureLoadBalancerDeletedResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[14]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1716,7 @@ func (x *EnsureLoadBalancerDeletedResponse) String() string {
 func (*EnsureLoadBalancerDeletedResponse) ProtoMessage() {}
 
 func (x *EnsureLoadBalancerDeletedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[14]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1729,7 @@ func (x *EnsureLoadBalancerDeletedResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use EnsureLoadBalancerDeletedResponse.ProtoReflect.Descriptor instead.
 func (*EnsureLoadBalancerDeletedResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{14}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{17}
 }
 
 // Request for UpdateLoadBalancerHosts.
@@ -1452,7 +1747,7 @@ type UpdateLoadBalancerHostsRequest struct {
 
 func (x *UpdateLoadBalancerHostsRequest) Reset() {
 	*x = UpdateLoadBalancerHostsRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[15]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1759,7 @@ func (x *UpdateLoadBalancerHostsRequest) String() string {
 func (*UpdateLoadBalancerHostsRequest) ProtoMessage() {}
 
 func (x *UpdateLoadBalancerHostsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[15]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1772,7 @@ func (x *UpdateLoadBalancerHostsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateLoadBalancerHostsRequest.ProtoReflect.Descriptor instead.
 func (*UpdateLoadBalancerHostsRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{15}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UpdateLoadBalancerHostsRequest) GetMeta() *RequestMeta {
@@ -1514,7 +1809,7 @@ type UpdateLoadBalancerHostsResult struct {
 
 func (x *UpdateLoadBalancerHostsResult) Reset() {
 	*x = UpdateLoadBalancerHostsResult{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[16]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1821,7 @@ func (x *UpdateLoadBalancerHostsResult) String() string {
 func (*UpdateLoadBalancerHostsResult) ProtoMessage() {}
 
 func (x *UpdateLoadBalancerHostsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[16]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1834,7 @@ func (x *UpdateLoadBalancerHostsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateLoadBalancerHostsResult.ProtoReflect.Descriptor instead.
 func (*UpdateLoadBalancerHostsResult) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{16}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdateLoadBalancerHostsResult) GetServiceUid() string {
@@ -1567,7 +1862,7 @@ type UpdateLoadBalancerHostsResponse struct {
 
 func (x *UpdateLoadBalancerHostsResponse) Reset() {
 	*x = UpdateLoadBalancerHostsResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[17]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1874,7 @@ func (x *UpdateLoadBalancerHostsResponse) String() string {
 func (*UpdateLoadBalancerHostsResponse) ProtoMessage() {}
 
 func (x *UpdateLoadBalancerHostsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[17]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1887,7 @@ func (x *UpdateLoadBalancerHostsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateLoadBalancerHostsResponse.ProtoReflect.Descriptor instead.
 func (*UpdateLoadBalancerHostsResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{17}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateLoadBalancerHostsResponse) GetResults() []*UpdateLoadBalancerHostsResult {
@@ -1617,7 +1912,7 @@ type ListLoadBalancersRequest struct {
 
 func (x *ListLoadBalancersRequest) Reset() {
 	*x = ListLoadBalancersRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[18]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1924,7 @@ func (x *ListLoadBalancersRequest) String() string {
 func (*ListLoadBalancersRequest) ProtoMessage() {}
 
 func (x *ListLoadBalancersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[18]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1937,7 @@ func (x *ListLoadBalancersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLoadBalancersRequest.ProtoReflect.Descriptor instead.
 func (*ListLoadBalancersRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{18}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListLoadBalancersRequest) GetMeta() *RequestMeta {
@@ -1690,7 +1985,7 @@ type LoadBalancerSummary struct {
 
 func (x *LoadBalancerSummary) Reset() {
 	*x = LoadBalancerSummary{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[19]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1997,7 @@ func (x *LoadBalancerSummary) String() string {
 func (*LoadBalancerSummary) ProtoMessage() {}
 
 func (x *LoadBalancerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[19]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +2010,7 @@ func (x *LoadBalancerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerSummary.ProtoReflect.Descriptor instead.
 func (*LoadBalancerSummary) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{19}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LoadBalancerSummary) GetName() string {
@@ -1773,7 +2068,7 @@ type ListLoadBalancersResponse struct {
 
 func (x *ListLoadBalancersResponse) Reset() {
 	*x = ListLoadBalancersResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[20]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +2080,7 @@ func (x *ListLoadBalancersResponse) String() string {
 func (*ListLoadBalancersResponse) ProtoMessage() {}
 
 func (x *ListLoadBalancersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[20]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +2093,7 @@ func (x *ListLoadBalancersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLoadBalancersResponse.ProtoReflect.Descriptor instead.
 func (*ListLoadBalancersResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{20}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListLoadBalancersResponse) GetLoadBalancers() []*LoadBalancerSummary {
@@ -1831,7 +2126,7 @@ type EnsureLoadBalancersRequest struct {
 
 func (x *EnsureLoadBalancersRequest) Reset() {
 	*x = EnsureLoadBalancersRequest{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[21]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2138,7 @@ func (x *EnsureLoadBalancersRequest) String() string {
 func (*EnsureLoadBalancersRequest) ProtoMessage() {}
 
 func (x *EnsureLoadBalancersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[21]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2151,7 @@ func (x *EnsureLoadBalancersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureLoadBalancersRequest.ProtoReflect.Descriptor instead.
 func (*EnsureLoadBalancersRequest) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{21}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EnsureLoadBalancersRequest) GetMeta() *RequestMeta {
@@ -1896,7 +2191,7 @@ type EnsureLoadBalancersResult struct {
 
 func (x *EnsureLoadBalancersResult) Reset() {
 	*x = EnsureLoadBalancersResult{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[22]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2203,7 @@ func (x *EnsureLoadBalancersResult) String() string {
 func (*EnsureLoadBalancersResult) ProtoMessage() {}
 
 func (x *EnsureLoadBalancersResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[22]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2216,7 @@ func (x *EnsureLoadBalancersResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureLoadBalancersResult.ProtoReflect.Descriptor instead.
 func (*EnsureLoadBalancersResult) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{22}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EnsureLoadBalancersResult) GetServiceUid() string {
@@ -1956,7 +2251,7 @@ type EnsureLoadBalancersResponse struct {
 
 func (x *EnsureLoadBalancersResponse) Reset() {
 	*x = EnsureLoadBalancersResponse{}
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[23]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2263,7 @@ func (x *EnsureLoadBalancersResponse) String() string {
 func (*EnsureLoadBalancersResponse) ProtoMessage() {}
 
 func (x *EnsureLoadBalancersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[23]
+	mi := &file_ccm_provider_v1_load_balancers_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2276,7 @@ func (x *EnsureLoadBalancersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureLoadBalancersResponse.ProtoReflect.Descriptor instead.
 func (*EnsureLoadBalancersResponse) Descriptor() ([]byte, []int) {
-	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{23}
+	return file_ccm_provider_v1_load_balancers_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *EnsureLoadBalancersResponse) GetResults() []*EnsureLoadBalancersResult {
@@ -2004,7 +2299,7 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\fapp_protocol\x18\x05 \x01(\tR\vappProtocol\x12\x1f\n" +
 	"\vtarget_port\x18\x06 \x01(\x05R\n" +
 	"targetPort\x12(\n" +
-	"\x10target_port_name\x18\a \x01(\tR\x0etargetPortName\"\xb5\v\n" +
+	"\x10target_port_name\x18\a \x01(\tR\x0etargetPortName\"\xb6\f\n" +
 	"\n" +
 	"ServiceRef\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x12\x1c\n" +
@@ -2030,7 +2325,9 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\fexternal_ips\x18\x12 \x03(\tR\vexternalIps\x12M\n" +
 	"!allocate_load_balancer_node_ports\x18\x13 \x01(\bH\x00R\x1dallocateLoadBalancerNodePorts\x88\x01\x01\x12^\n" +
 	"\x17internal_traffic_policy\x18\x14 \x01(\x0e2&.ccm.provider.v1.InternalTrafficPolicyR\x15internalTrafficPolicy\x12;\n" +
-	"\x06status\x18\x15 \x01(\v2#.ccm.provider.v1.LoadBalancerStatusR\x06status\x1a>\n" +
+	"\x06status\x18\x15 \x01(\v2#.ccm.provider.v1.LoadBalancerStatusR\x06status\x12>\n" +
+	"\tendpoints\x18\x16 \x03(\v2 .ccm.provider.v1.EndpointBackendR\tendpoints\x12?\n" +
+	"\fpod_backends\x18\x17 \x01(\v2\x1c.ccm.provider.v1.PodBackendsR\vpodBackends\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
@@ -2041,6 +2338,24 @@ const file_ccm_provider_v1_load_balancers_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B$\n" +
 	"\"_allocate_load_balancer_node_ports\"m\n" +
+	"\vPodBackends\x121\n" +
+	"\x14traffic_distribution\x18\x01 \x01(\tR\x13trafficDistribution\x12+\n" +
+	"\x11omitted_endpoints\x18\x02 \x01(\x05R\x10omittedEndpoints\"\xb1\x02\n" +
+	"\x0fEndpointBackend\x12\x1c\n" +
+	"\taddresses\x18\x01 \x03(\tR\taddresses\x126\n" +
+	"\tip_family\x18\x02 \x01(\x0e2\x19.ccm.provider.v1.IpFamilyR\bipFamily\x123\n" +
+	"\x05ports\x18\x03 \x03(\v2\x1d.ccm.provider.v1.EndpointPortR\x05ports\x12\x14\n" +
+	"\x05ready\x18\x04 \x01(\bR\x05ready\x12\x18\n" +
+	"\aserving\x18\x05 \x01(\bR\aserving\x12 \n" +
+	"\vterminating\x18\x06 \x01(\bR\vterminating\x12\x1b\n" +
+	"\tnode_name\x18\a \x01(\tR\bnodeName\x12\x12\n" +
+	"\x04zone\x18\b \x01(\tR\x04zone\x12\x10\n" +
+	"\x03pod\x18\t \x01(\tR\x03pod\"\x90\x01\n" +
+	"\fEndpointPort\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fservice_port\x18\x02 \x01(\x05R\vservicePort\x125\n" +
+	"\bprotocol\x18\x03 \x01(\x0e2\x19.ccm.provider.v1.ProtocolR\bprotocol\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\x05R\x04port\"m\n" +
 	"\n" +
 	"PortStatus\x12\x12\n" +
 	"\x04port\x18\x01 \x01(\x05R\x04port\x125\n" +
@@ -2171,7 +2486,7 @@ func file_ccm_provider_v1_load_balancers_proto_rawDescGZIP() []byte {
 }
 
 var file_ccm_provider_v1_load_balancers_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_ccm_provider_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_ccm_provider_v1_load_balancers_proto_goTypes = []any{
 	(Protocol)(0),                             // 0: ccm.provider.v1.Protocol
 	(IpFamily)(0),                             // 1: ccm.provider.v1.IpFamily
@@ -2182,99 +2497,107 @@ var file_ccm_provider_v1_load_balancers_proto_goTypes = []any{
 	(IpMode)(0),                               // 6: ccm.provider.v1.IpMode
 	(*ServicePort)(nil),                       // 7: ccm.provider.v1.ServicePort
 	(*ServiceRef)(nil),                        // 8: ccm.provider.v1.ServiceRef
-	(*PortStatus)(nil),                        // 9: ccm.provider.v1.PortStatus
-	(*LoadBalancerIngress)(nil),               // 10: ccm.provider.v1.LoadBalancerIngress
-	(*LoadBalancerStatus)(nil),                // 11: ccm.provider.v1.LoadBalancerStatus
-	(*GetLoadBalancerRequest)(nil),            // 12: ccm.provider.v1.GetLoadBalancerRequest
-	(*GetLoadBalancerResponse)(nil),           // 13: ccm.provider.v1.GetLoadBalancerResponse
-	(*GetLoadBalancerNameRequest)(nil),        // 14: ccm.provider.v1.GetLoadBalancerNameRequest
-	(*GetLoadBalancerNameResponse)(nil),       // 15: ccm.provider.v1.GetLoadBalancerNameResponse
-	(*EnsureLoadBalancerRequest)(nil),         // 16: ccm.provider.v1.EnsureLoadBalancerRequest
-	(*EnsureLoadBalancerResponse)(nil),        // 17: ccm.provider.v1.EnsureLoadBalancerResponse
-	(*UpdateLoadBalancerRequest)(nil),         // 18: ccm.provider.v1.UpdateLoadBalancerRequest
-	(*UpdateLoadBalancerResponse)(nil),        // 19: ccm.provider.v1.UpdateLoadBalancerResponse
-	(*EnsureLoadBalancerDeletedRequest)(nil),  // 20: ccm.provider.v1.EnsureLoadBalancerDeletedRequest
-	(*EnsureLoadBalancerDeletedResponse)(nil), // 21: ccm.provider.v1.EnsureLoadBalancerDeletedResponse
-	(*UpdateLoadBalancerHostsRequest)(nil),    // 22: ccm.provider.v1.UpdateLoadBalancerHostsRequest
-	(*UpdateLoadBalancerHostsResult)(nil),     // 23: ccm.provider.v1.UpdateLoadBalancerHostsResult
-	(*UpdateLoadBalancerHostsResponse)(nil),   // 24: ccm.provider.v1.UpdateLoadBalancerHostsResponse
-	(*ListLoadBalancersRequest)(nil),          // 25: ccm.provider.v1.ListLoadBalancersRequest
-	(*LoadBalancerSummary)(nil),               // 26: ccm.provider.v1.LoadBalancerSummary
-	(*ListLoadBalancersResponse)(nil),         // 27: ccm.provider.v1.ListLoadBalancersResponse
-	(*EnsureLoadBalancersRequest)(nil),        // 28: ccm.provider.v1.EnsureLoadBalancersRequest
-	(*EnsureLoadBalancersResult)(nil),         // 29: ccm.provider.v1.EnsureLoadBalancersResult
-	(*EnsureLoadBalancersResponse)(nil),       // 30: ccm.provider.v1.EnsureLoadBalancersResponse
-	nil,                                       // 31: ccm.provider.v1.ServiceRef.AnnotationsEntry
-	nil,                                       // 32: ccm.provider.v1.ServiceRef.LabelsEntry
-	nil,                                       // 33: ccm.provider.v1.ServiceRef.SelectorEntry
-	(*RequestMeta)(nil),                       // 34: ccm.provider.v1.RequestMeta
-	(*NodeRef)(nil),                           // 35: ccm.provider.v1.NodeRef
-	(*status.Status)(nil),                     // 36: google.rpc.Status
+	(*PodBackends)(nil),                       // 9: ccm.provider.v1.PodBackends
+	(*EndpointBackend)(nil),                   // 10: ccm.provider.v1.EndpointBackend
+	(*EndpointPort)(nil),                      // 11: ccm.provider.v1.EndpointPort
+	(*PortStatus)(nil),                        // 12: ccm.provider.v1.PortStatus
+	(*LoadBalancerIngress)(nil),               // 13: ccm.provider.v1.LoadBalancerIngress
+	(*LoadBalancerStatus)(nil),                // 14: ccm.provider.v1.LoadBalancerStatus
+	(*GetLoadBalancerRequest)(nil),            // 15: ccm.provider.v1.GetLoadBalancerRequest
+	(*GetLoadBalancerResponse)(nil),           // 16: ccm.provider.v1.GetLoadBalancerResponse
+	(*GetLoadBalancerNameRequest)(nil),        // 17: ccm.provider.v1.GetLoadBalancerNameRequest
+	(*GetLoadBalancerNameResponse)(nil),       // 18: ccm.provider.v1.GetLoadBalancerNameResponse
+	(*EnsureLoadBalancerRequest)(nil),         // 19: ccm.provider.v1.EnsureLoadBalancerRequest
+	(*EnsureLoadBalancerResponse)(nil),        // 20: ccm.provider.v1.EnsureLoadBalancerResponse
+	(*UpdateLoadBalancerRequest)(nil),         // 21: ccm.provider.v1.UpdateLoadBalancerRequest
+	(*UpdateLoadBalancerResponse)(nil),        // 22: ccm.provider.v1.UpdateLoadBalancerResponse
+	(*EnsureLoadBalancerDeletedRequest)(nil),  // 23: ccm.provider.v1.EnsureLoadBalancerDeletedRequest
+	(*EnsureLoadBalancerDeletedResponse)(nil), // 24: ccm.provider.v1.EnsureLoadBalancerDeletedResponse
+	(*UpdateLoadBalancerHostsRequest)(nil),    // 25: ccm.provider.v1.UpdateLoadBalancerHostsRequest
+	(*UpdateLoadBalancerHostsResult)(nil),     // 26: ccm.provider.v1.UpdateLoadBalancerHostsResult
+	(*UpdateLoadBalancerHostsResponse)(nil),   // 27: ccm.provider.v1.UpdateLoadBalancerHostsResponse
+	(*ListLoadBalancersRequest)(nil),          // 28: ccm.provider.v1.ListLoadBalancersRequest
+	(*LoadBalancerSummary)(nil),               // 29: ccm.provider.v1.LoadBalancerSummary
+	(*ListLoadBalancersResponse)(nil),         // 30: ccm.provider.v1.ListLoadBalancersResponse
+	(*EnsureLoadBalancersRequest)(nil),        // 31: ccm.provider.v1.EnsureLoadBalancersRequest
+	(*EnsureLoadBalancersResult)(nil),         // 32: ccm.provider.v1.EnsureLoadBalancersResult
+	(*EnsureLoadBalancersResponse)(nil),       // 33: ccm.provider.v1.EnsureLoadBalancersResponse
+	nil,                                       // 34: ccm.provider.v1.ServiceRef.AnnotationsEntry
+	nil,                                       // 35: ccm.provider.v1.ServiceRef.LabelsEntry
+	nil,                                       // 36: ccm.provider.v1.ServiceRef.SelectorEntry
+	(*RequestMeta)(nil),                       // 37: ccm.provider.v1.RequestMeta
+	(*NodeRef)(nil),                           // 38: ccm.provider.v1.NodeRef
+	(*status.Status)(nil),                     // 39: google.rpc.Status
 }
 var file_ccm_provider_v1_load_balancers_proto_depIdxs = []int32{
 	0,  // 0: ccm.provider.v1.ServicePort.protocol:type_name -> ccm.provider.v1.Protocol
-	31, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
-	32, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
+	34, // 1: ccm.provider.v1.ServiceRef.annotations:type_name -> ccm.provider.v1.ServiceRef.AnnotationsEntry
+	35, // 2: ccm.provider.v1.ServiceRef.labels:type_name -> ccm.provider.v1.ServiceRef.LabelsEntry
 	7,  // 3: ccm.provider.v1.ServiceRef.ports:type_name -> ccm.provider.v1.ServicePort
 	1,  // 4: ccm.provider.v1.ServiceRef.ip_families:type_name -> ccm.provider.v1.IpFamily
 	2,  // 5: ccm.provider.v1.ServiceRef.external_traffic_policy:type_name -> ccm.provider.v1.ExternalTrafficPolicy
 	3,  // 6: ccm.provider.v1.ServiceRef.session_affinity:type_name -> ccm.provider.v1.SessionAffinity
-	33, // 7: ccm.provider.v1.ServiceRef.selector:type_name -> ccm.provider.v1.ServiceRef.SelectorEntry
+	36, // 7: ccm.provider.v1.ServiceRef.selector:type_name -> ccm.provider.v1.ServiceRef.SelectorEntry
 	4,  // 8: ccm.provider.v1.ServiceRef.ip_family_policy:type_name -> ccm.provider.v1.IpFamilyPolicy
 	5,  // 9: ccm.provider.v1.ServiceRef.internal_traffic_policy:type_name -> ccm.provider.v1.InternalTrafficPolicy
-	11, // 10: ccm.provider.v1.ServiceRef.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	0,  // 11: ccm.provider.v1.PortStatus.protocol:type_name -> ccm.provider.v1.Protocol
-	6,  // 12: ccm.provider.v1.LoadBalancerIngress.ip_mode:type_name -> ccm.provider.v1.IpMode
-	9,  // 13: ccm.provider.v1.LoadBalancerIngress.ports:type_name -> ccm.provider.v1.PortStatus
-	10, // 14: ccm.provider.v1.LoadBalancerStatus.ingress:type_name -> ccm.provider.v1.LoadBalancerIngress
-	34, // 15: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	8,  // 16: ccm.provider.v1.GetLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	11, // 17: ccm.provider.v1.GetLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	34, // 18: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	8,  // 19: ccm.provider.v1.GetLoadBalancerNameRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	34, // 20: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	8,  // 21: ccm.provider.v1.EnsureLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	35, // 22: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	11, // 23: ccm.provider.v1.EnsureLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	34, // 24: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	8,  // 25: ccm.provider.v1.UpdateLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	35, // 26: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	34, // 27: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	8,  // 28: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.service:type_name -> ccm.provider.v1.ServiceRef
-	34, // 29: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	8,  // 30: ccm.provider.v1.UpdateLoadBalancerHostsRequest.services:type_name -> ccm.provider.v1.ServiceRef
-	35, // 31: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	36, // 32: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
-	23, // 33: ccm.provider.v1.UpdateLoadBalancerHostsResponse.results:type_name -> ccm.provider.v1.UpdateLoadBalancerHostsResult
-	34, // 34: ccm.provider.v1.ListLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	26, // 35: ccm.provider.v1.ListLoadBalancersResponse.load_balancers:type_name -> ccm.provider.v1.LoadBalancerSummary
-	34, // 36: ccm.provider.v1.EnsureLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
-	8,  // 37: ccm.provider.v1.EnsureLoadBalancersRequest.services:type_name -> ccm.provider.v1.ServiceRef
-	35, // 38: ccm.provider.v1.EnsureLoadBalancersRequest.nodes:type_name -> ccm.provider.v1.NodeRef
-	11, // 39: ccm.provider.v1.EnsureLoadBalancersResult.status:type_name -> ccm.provider.v1.LoadBalancerStatus
-	36, // 40: ccm.provider.v1.EnsureLoadBalancersResult.error:type_name -> google.rpc.Status
-	29, // 41: ccm.provider.v1.EnsureLoadBalancersResponse.results:type_name -> ccm.provider.v1.EnsureLoadBalancersResult
-	12, // 42: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
-	14, // 43: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
-	16, // 44: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
-	18, // 45: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
-	20, // 46: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
-	22, // 47: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
-	25, // 48: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:input_type -> ccm.provider.v1.ListLoadBalancersRequest
-	28, // 49: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:input_type -> ccm.provider.v1.EnsureLoadBalancersRequest
-	13, // 50: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
-	15, // 51: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
-	17, // 52: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
-	19, // 53: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
-	21, // 54: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
-	24, // 55: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
-	27, // 56: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:output_type -> ccm.provider.v1.ListLoadBalancersResponse
-	30, // 57: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:output_type -> ccm.provider.v1.EnsureLoadBalancersResponse
-	50, // [50:58] is the sub-list for method output_type
-	42, // [42:50] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	14, // 10: ccm.provider.v1.ServiceRef.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	10, // 11: ccm.provider.v1.ServiceRef.endpoints:type_name -> ccm.provider.v1.EndpointBackend
+	9,  // 12: ccm.provider.v1.ServiceRef.pod_backends:type_name -> ccm.provider.v1.PodBackends
+	1,  // 13: ccm.provider.v1.EndpointBackend.ip_family:type_name -> ccm.provider.v1.IpFamily
+	11, // 14: ccm.provider.v1.EndpointBackend.ports:type_name -> ccm.provider.v1.EndpointPort
+	0,  // 15: ccm.provider.v1.EndpointPort.protocol:type_name -> ccm.provider.v1.Protocol
+	0,  // 16: ccm.provider.v1.PortStatus.protocol:type_name -> ccm.provider.v1.Protocol
+	6,  // 17: ccm.provider.v1.LoadBalancerIngress.ip_mode:type_name -> ccm.provider.v1.IpMode
+	12, // 18: ccm.provider.v1.LoadBalancerIngress.ports:type_name -> ccm.provider.v1.PortStatus
+	13, // 19: ccm.provider.v1.LoadBalancerStatus.ingress:type_name -> ccm.provider.v1.LoadBalancerIngress
+	37, // 20: ccm.provider.v1.GetLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 21: ccm.provider.v1.GetLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	14, // 22: ccm.provider.v1.GetLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	37, // 23: ccm.provider.v1.GetLoadBalancerNameRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 24: ccm.provider.v1.GetLoadBalancerNameRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	37, // 25: ccm.provider.v1.EnsureLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 26: ccm.provider.v1.EnsureLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	38, // 27: ccm.provider.v1.EnsureLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	14, // 28: ccm.provider.v1.EnsureLoadBalancerResponse.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	37, // 29: ccm.provider.v1.UpdateLoadBalancerRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 30: ccm.provider.v1.UpdateLoadBalancerRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	38, // 31: ccm.provider.v1.UpdateLoadBalancerRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	37, // 32: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 33: ccm.provider.v1.EnsureLoadBalancerDeletedRequest.service:type_name -> ccm.provider.v1.ServiceRef
+	37, // 34: ccm.provider.v1.UpdateLoadBalancerHostsRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 35: ccm.provider.v1.UpdateLoadBalancerHostsRequest.services:type_name -> ccm.provider.v1.ServiceRef
+	38, // 36: ccm.provider.v1.UpdateLoadBalancerHostsRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	39, // 37: ccm.provider.v1.UpdateLoadBalancerHostsResult.error:type_name -> google.rpc.Status
+	26, // 38: ccm.provider.v1.UpdateLoadBalancerHostsResponse.results:type_name -> ccm.provider.v1.UpdateLoadBalancerHostsResult
+	37, // 39: ccm.provider.v1.ListLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	29, // 40: ccm.provider.v1.ListLoadBalancersResponse.load_balancers:type_name -> ccm.provider.v1.LoadBalancerSummary
+	37, // 41: ccm.provider.v1.EnsureLoadBalancersRequest.meta:type_name -> ccm.provider.v1.RequestMeta
+	8,  // 42: ccm.provider.v1.EnsureLoadBalancersRequest.services:type_name -> ccm.provider.v1.ServiceRef
+	38, // 43: ccm.provider.v1.EnsureLoadBalancersRequest.nodes:type_name -> ccm.provider.v1.NodeRef
+	14, // 44: ccm.provider.v1.EnsureLoadBalancersResult.status:type_name -> ccm.provider.v1.LoadBalancerStatus
+	39, // 45: ccm.provider.v1.EnsureLoadBalancersResult.error:type_name -> google.rpc.Status
+	32, // 46: ccm.provider.v1.EnsureLoadBalancersResponse.results:type_name -> ccm.provider.v1.EnsureLoadBalancersResult
+	15, // 47: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:input_type -> ccm.provider.v1.GetLoadBalancerRequest
+	17, // 48: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:input_type -> ccm.provider.v1.GetLoadBalancerNameRequest
+	19, // 49: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:input_type -> ccm.provider.v1.EnsureLoadBalancerRequest
+	21, // 50: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:input_type -> ccm.provider.v1.UpdateLoadBalancerRequest
+	23, // 51: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:input_type -> ccm.provider.v1.EnsureLoadBalancerDeletedRequest
+	25, // 52: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:input_type -> ccm.provider.v1.UpdateLoadBalancerHostsRequest
+	28, // 53: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:input_type -> ccm.provider.v1.ListLoadBalancersRequest
+	31, // 54: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:input_type -> ccm.provider.v1.EnsureLoadBalancersRequest
+	16, // 55: ccm.provider.v1.LoadBalancersService.GetLoadBalancer:output_type -> ccm.provider.v1.GetLoadBalancerResponse
+	18, // 56: ccm.provider.v1.LoadBalancersService.GetLoadBalancerName:output_type -> ccm.provider.v1.GetLoadBalancerNameResponse
+	20, // 57: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancer:output_type -> ccm.provider.v1.EnsureLoadBalancerResponse
+	22, // 58: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancer:output_type -> ccm.provider.v1.UpdateLoadBalancerResponse
+	24, // 59: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancerDeleted:output_type -> ccm.provider.v1.EnsureLoadBalancerDeletedResponse
+	27, // 60: ccm.provider.v1.LoadBalancersService.UpdateLoadBalancerHosts:output_type -> ccm.provider.v1.UpdateLoadBalancerHostsResponse
+	30, // 61: ccm.provider.v1.LoadBalancersService.ListLoadBalancers:output_type -> ccm.provider.v1.ListLoadBalancersResponse
+	33, // 62: ccm.provider.v1.LoadBalancersService.EnsureLoadBalancers:output_type -> ccm.provider.v1.EnsureLoadBalancersResponse
+	55, // [55:63] is the sub-list for method output_type
+	47, // [47:55] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_ccm_provider_v1_load_balancers_proto_init() }
@@ -2290,7 +2613,7 @@ func file_ccm_provider_v1_load_balancers_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ccm_provider_v1_load_balancers_proto_rawDesc), len(file_ccm_provider_v1_load_balancers_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   27,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ class Capability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: _ClassVar[Capability]
     CAPABILITY_METRICS: _ClassVar[Capability]
     CAPABILITY_PROVIDER_SCHEMA: _ClassVar[Capability]
+    CAPABILITY_LOAD_BALANCER_POD_BACKENDS: _ClassVar[Capability]
 
 class SchemaObjectKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -68,6 +69,7 @@ CAPABILITY_LOAD_BALANCER_LIST: Capability
 CAPABILITY_LOAD_BALANCER_BATCH_ENSURE: Capability
 CAPABILITY_METRICS: Capability
 CAPABILITY_PROVIDER_SCHEMA: Capability
+CAPABILITY_LOAD_BALANCER_POD_BACKENDS: Capability
 SCHEMA_OBJECT_KIND_UNSPECIFIED: SchemaObjectKind
 SCHEMA_OBJECT_KIND_SERVICE: SchemaObjectKind
 SCHEMA_OBJECT_KIND_NODE: SchemaObjectKind

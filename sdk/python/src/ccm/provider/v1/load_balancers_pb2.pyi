@@ -95,7 +95,7 @@ class ServicePort(_message.Message):
     def __init__(self, name: _Optional[str] = ..., protocol: _Optional[_Union[Protocol, str]] = ..., port: _Optional[int] = ..., node_port: _Optional[int] = ..., app_protocol: _Optional[str] = ..., target_port: _Optional[int] = ..., target_port_name: _Optional[str] = ...) -> None: ...
 
 class ServiceRef(_message.Message):
-    __slots__ = ("uid", "namespace", "name", "annotations", "labels", "ports", "load_balancer_ip", "load_balancer_source_ranges", "ip_families", "external_traffic_policy", "health_check_node_port", "session_affinity", "load_balancer_class", "session_affinity_timeout_seconds", "selector", "cluster_ips", "ip_family_policy", "external_ips", "allocate_load_balancer_node_ports", "internal_traffic_policy", "status")
+    __slots__ = ("uid", "namespace", "name", "annotations", "labels", "ports", "load_balancer_ip", "load_balancer_source_ranges", "ip_families", "external_traffic_policy", "health_check_node_port", "session_affinity", "load_balancer_class", "session_affinity_timeout_seconds", "selector", "cluster_ips", "ip_family_policy", "external_ips", "allocate_load_balancer_node_ports", "internal_traffic_policy", "status", "endpoints", "pod_backends")
     class AnnotationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +138,8 @@ class ServiceRef(_message.Message):
     ALLOCATE_LOAD_BALANCER_NODE_PORTS_FIELD_NUMBER: _ClassVar[int]
     INTERNAL_TRAFFIC_POLICY_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    POD_BACKENDS_FIELD_NUMBER: _ClassVar[int]
     uid: str
     namespace: str
     name: str
@@ -159,7 +161,51 @@ class ServiceRef(_message.Message):
     allocate_load_balancer_node_ports: bool
     internal_traffic_policy: InternalTrafficPolicy
     status: LoadBalancerStatus
-    def __init__(self, uid: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., load_balancer_ip: _Optional[str] = ..., load_balancer_source_ranges: _Optional[_Iterable[str]] = ..., ip_families: _Optional[_Iterable[_Union[IpFamily, str]]] = ..., external_traffic_policy: _Optional[_Union[ExternalTrafficPolicy, str]] = ..., health_check_node_port: _Optional[int] = ..., session_affinity: _Optional[_Union[SessionAffinity, str]] = ..., load_balancer_class: _Optional[str] = ..., session_affinity_timeout_seconds: _Optional[int] = ..., selector: _Optional[_Mapping[str, str]] = ..., cluster_ips: _Optional[_Iterable[str]] = ..., ip_family_policy: _Optional[_Union[IpFamilyPolicy, str]] = ..., external_ips: _Optional[_Iterable[str]] = ..., allocate_load_balancer_node_ports: bool = ..., internal_traffic_policy: _Optional[_Union[InternalTrafficPolicy, str]] = ..., status: _Optional[_Union[LoadBalancerStatus, _Mapping]] = ...) -> None: ...
+    endpoints: _containers.RepeatedCompositeFieldContainer[EndpointBackend]
+    pod_backends: PodBackends
+    def __init__(self, uid: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., load_balancer_ip: _Optional[str] = ..., load_balancer_source_ranges: _Optional[_Iterable[str]] = ..., ip_families: _Optional[_Iterable[_Union[IpFamily, str]]] = ..., external_traffic_policy: _Optional[_Union[ExternalTrafficPolicy, str]] = ..., health_check_node_port: _Optional[int] = ..., session_affinity: _Optional[_Union[SessionAffinity, str]] = ..., load_balancer_class: _Optional[str] = ..., session_affinity_timeout_seconds: _Optional[int] = ..., selector: _Optional[_Mapping[str, str]] = ..., cluster_ips: _Optional[_Iterable[str]] = ..., ip_family_policy: _Optional[_Union[IpFamilyPolicy, str]] = ..., external_ips: _Optional[_Iterable[str]] = ..., allocate_load_balancer_node_ports: bool = ..., internal_traffic_policy: _Optional[_Union[InternalTrafficPolicy, str]] = ..., status: _Optional[_Union[LoadBalancerStatus, _Mapping]] = ..., endpoints: _Optional[_Iterable[_Union[EndpointBackend, _Mapping]]] = ..., pod_backends: _Optional[_Union[PodBackends, _Mapping]] = ...) -> None: ...
+
+class PodBackends(_message.Message):
+    __slots__ = ("traffic_distribution", "omitted_endpoints")
+    TRAFFIC_DISTRIBUTION_FIELD_NUMBER: _ClassVar[int]
+    OMITTED_ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    traffic_distribution: str
+    omitted_endpoints: int
+    def __init__(self, traffic_distribution: _Optional[str] = ..., omitted_endpoints: _Optional[int] = ...) -> None: ...
+
+class EndpointBackend(_message.Message):
+    __slots__ = ("addresses", "ip_family", "ports", "ready", "serving", "terminating", "node_name", "zone", "pod")
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    IP_FAMILY_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    SERVING_FIELD_NUMBER: _ClassVar[int]
+    TERMINATING_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    POD_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedScalarFieldContainer[str]
+    ip_family: IpFamily
+    ports: _containers.RepeatedCompositeFieldContainer[EndpointPort]
+    ready: bool
+    serving: bool
+    terminating: bool
+    node_name: str
+    zone: str
+    pod: str
+    def __init__(self, addresses: _Optional[_Iterable[str]] = ..., ip_family: _Optional[_Union[IpFamily, str]] = ..., ports: _Optional[_Iterable[_Union[EndpointPort, _Mapping]]] = ..., ready: bool = ..., serving: bool = ..., terminating: bool = ..., node_name: _Optional[str] = ..., zone: _Optional[str] = ..., pod: _Optional[str] = ...) -> None: ...
+
+class EndpointPort(_message.Message):
+    __slots__ = ("name", "service_port", "protocol", "port")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    service_port: int
+    protocol: Protocol
+    port: int
+    def __init__(self, name: _Optional[str] = ..., service_port: _Optional[int] = ..., protocol: _Optional[_Union[Protocol, str]] = ..., port: _Optional[int] = ...) -> None: ...
 
 class PortStatus(_message.Message):
     __slots__ = ("port", "protocol", "error")
