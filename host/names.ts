@@ -31,6 +31,19 @@ export const Controllers = {
 export type ControllerName = (typeof Controllers)[keyof typeof Controllers];
 
 /**
+ * Alpha sharding (--shard-count, docs/design/sharding.md): the controllers
+ * that split their objects by uid hash, one shard per replica. Every other
+ * controller is cluster-wide (node CIDRs from one range, one route table, one
+ * volume set, the PV label webhook) and runs on shard 0 only, as do the
+ * orphan sweep and the providers' own controllers.
+ */
+export const SHARDED_CONTROLLERS: ReadonlySet<ControllerName> = new Set([
+  Controllers.CLOUD_NODE,
+  Controllers.CLOUD_NODE_LIFECYCLE,
+  Controllers.SERVICE_LB,
+]);
+
+/**
  * Who counts live reads in ccm_live_reads_total's `controller` label: the
  * controllers above by name, and the orphaned load balancer sweep (part of
  * the service controller) apart, as its reads decide other deletions.

@@ -134,6 +134,20 @@ export interface HostConfig {
   /** `--node-deletion-limit`: the lifecycle controller's mass-deletion brake; null = off. */
   readonly nodeDeletionLimit: DeletionLimit | null;
   readonly nodeDeletionLimitWindowMs: number;
+  /**
+   * `--shard-count` / `--shard-index` (alpha, docs/design/sharding.md): this
+   * replica serves the Nodes and Services whose uid hashes to `index`; count 1
+   * = no sharding. With count > 1 the leader-election Lease is the shard's
+   * (`leaderElection.resourceName` already carries the `-shard-<index>` suffix)
+   * and only shard 0 runs the cluster-wide controllers.
+   */
+  readonly shard: { readonly count: number; readonly index: number };
+  /**
+   * `--cloud-api-qps` / `--cloud-api-burst` (alpha): the cloud-call budget
+   * toward each provider, already divided by the shard count (this replica's
+   * share); qps 0 = no limit.
+   */
+  readonly cloudApi: { readonly qps: number; readonly burst: number };
   /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
   readonly nodeSelector: string;
   /**
@@ -206,6 +220,7 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     ...routeSection(o, p),
     ...serviceSection(o, p),
     ...lifecycleSection(o, p),
+    ...shardSection(o, p),
     nodeOwnership: nodeOwnershipOverride(o, p),
     volumes: compileVolumeConfig(o, p),
     warnings: Object.freeze(warnings),
@@ -426,6 +441,25 @@ function serviceSection(
   };
 }
 
+/**
+ * Alpha sharding and the cloud-call budget. The budget is split evenly: each
+ * of `count` replicas takes qps/count and burst/count (at least 1), so all
+ * shards together stay within what the operator gave, without talking to
+ * each other (docs/design/sharding.md says why this split and not a shared holder).
+ */
+function shardSection(o: HostOptionsWithDefaults, p: Problems): Section<'shard' | 'cloudApi'> {
+  const count = p.int('shard-count', o.shardCount, POSITIVE_INT);
+  const index = p.int('shard-index', o.shardIndex, NON_NEGATIVE_INT);
+  if (index >= count) p.add(`--shard-index=${o.shardIndex} is out of range: want 0 to --shard-count - 1 (${o.shardCount} shards)`);
+  const qps = p.float('cloud-api-qps', o.cloudApiQps, { min: 0, want: 'a number of 0 (no limit) or more, e.g. 10' });
+  const burst = p.int('cloud-api-burst', o.cloudApiBurst, POSITIVE_INT);
+  const shards = count >= 1 ? count : 1;
+  return {
+    shard: { count, index },
+    cloudApi: { qps: qps / shards, burst: Math.max(1, Math.floor(burst / shards)) },
+  };
+}
+
 /** The node lifecycle controller's deletion grace and brake. */
 function lifecycleSection(
   o: HostOptionsWithDefaults,
@@ -479,10 +513,17 @@ function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Pr
     renewDeadlineMs: renew,
     retryPeriodMs: retry,
     resourceLock: 'leases',
-    resourceName: o.leaderElectResourceName,
+    // Alpha sharding: each shard elects its own leader on its own Lease (docs/design/sharding.md).
+    resourceName: shardedLeaseName(o),
     resourceNamespace: o.leaderElectResourceNamespace,
     pluginUnreadyReleaseMs: q.duration('plugin-unready-lease-release-timeout', o.pluginUnreadyLeaseReleaseTimeout),
   };
+}
+
+/** `--leader-elect-resource-name`, with `-shard-<index>` when --shard-count > 1 (an invalid shard flag is reported by shardSection). */
+function shardedLeaseName(o: HostOptionsWithDefaults): string {
+  const count = Number(o.shardCount);
+  return Number.isInteger(count) && count > 1 ? `${o.leaderElectResourceName}-shard-${o.shardIndex}` : o.leaderElectResourceName;
 }
 
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

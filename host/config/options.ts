@@ -91,6 +91,10 @@ export interface HostOptions {
   lbOrphanGracePeriod?: string;
   lbOrphanSweepDryRun?: string;
   lbOrphanSweepLimit?: string;
+  shardCount?: string;
+  shardIndex?: string;
+  cloudApiQps?: string;
+  cloudApiBurst?: string;
   nodeDeletionGracePeriod?: string;
   nodeDeletionLimit?: string;
   nodeDeletionLimitWindow?: string;
@@ -198,6 +202,12 @@ export const DEFAULT_OPTIONS = Object.freeze({
   lbOrphanGracePeriod: '5m',
   lbOrphanSweepDryRun: 'false',
   lbOrphanSweepLimit: '10',
+  /** Not in upstream (one active leader only): alpha sharding, off. */
+  shardCount: '1',
+  shardIndex: '0',
+  /** Not in upstream (each provider limits its own SDK calls): no host-side budget. */
+  cloudApiQps: '0',
+  cloudApiBurst: '10',
   nodeDeletionGracePeriod: '0s',
   /** Not in upstream (which has no brake): at most max(10% of the nodes, 5) deletions per window. */
   nodeDeletionLimit: '10%',

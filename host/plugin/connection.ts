@@ -5,6 +5,7 @@
  * rejected at once when the plugin dies (instead of each waiting out its
  * deadline).
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { connectivityState, credentials, Metadata, status as Code, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { HealthClient, SERVING } from '../../sdk/health-client.js';
 import { IdentityServiceClient } from '../../proto/gen/ccm/provider/v1/identity.js';
@@ -39,6 +40,13 @@ export interface CallPolicy {
    * reaches the plugin. Used so that only the current leader changes the cloud.
    */
   refuseMutation?: () => string | undefined;
+  /**
+   * The cloud-call budget (--cloud-api-qps, alpha): each call of a cloud
+   * service (instances, zones, clusters, load balancers, routes, volumes; a
+   * batch call counts once) reserves a token and waits until it is due.
+   * Identity, lifecycle and health calls are the host's own and never wait.
+   */
+  budget?: { when(): number };
 }
 
 /** Observes each finished call (metrics). `code` is the gRPC code name. */
@@ -130,6 +138,15 @@ export class PluginConnection {
    * connection is closed or `rejectAll` runs while the call is in flight.
    */
   unary<Req, Res>(client: object, method: string, request: Req, timeoutMs: number): Promise<Res> {
+    const budget = this.policy.budget;
+    if (budget && client !== this.identity && client !== this.lifecycle && !this.closedWith) {
+      const waitMs = budget.when();
+      if (waitMs > 0) return delay(waitMs, undefined, { ref: false }).then(() => this.send(client, method, request, timeoutMs));
+    }
+    return this.send(client, method, request, timeoutMs);
+  }
+
+  private send<Req, Res>(client: object, method: string, request: Req, timeoutMs: number): Promise<Res> {
     if (this.closedWith) return Promise.reject(this.closedWith);
     const fn = (client as Record<string, UnaryMethod<Req, Res>>)[lowerFirst(method)];
     if (typeof fn !== 'function') return Promise.reject(new Error(`unknown plugin method ${method}`));

@@ -18,7 +18,7 @@ import type { WriteFence } from '../kube/rest.js';
 import { ServiceAccountCredentials } from '../kube/service-account-credentials.js';
 import { errorMessage, type Logger } from '../log.js';
 import { setControllerRunning, type HostMetrics } from '../metrics.js';
-import { COMPONENT_NAME, ControllerServiceAccounts, EventComponents, type ControllerName } from '../names.js';
+import { COMPONENT_NAME, ControllerServiceAccounts, EventComponents, SHARDED_CONTROLLERS, type ControllerName } from '../names.js';
 import type { PluginSupervisor } from '../plugin/supervisor.js';
 import type { ProviderRegistry } from '../providers.js';
 import type { RequestAuth } from '../server/delegated-auth.js';
@@ -119,7 +119,8 @@ export function controllerRunner(
     const { running, started } = await startControllers(config, factory, leading, d);
     factory.start();
     // Each provider's own controllers (e.g. AWS's tagging) run in its process, only while this replica leads.
-    const withOwn = d.providers.list().filter((p) => p.config.controllers.length > 0);
+    // Cluster-wide too: with --shard-count, shard 0's leader runs them.
+    const withOwn = config.shard.index === 0 ? d.providers.list().filter((p) => p.config.controllers.length > 0) : [];
     await Promise.all(
       withOwn.map((p) =>
         p.supervisor
@@ -181,6 +182,10 @@ async function startControllers(
   for (const name of config.enabledControllers) {
     const load = CONTROLLER_FACTORIES[name];
     const controllerLog = d.log.child({ controller: name });
+    if (config.shard.index !== 0 && !SHARDED_CONTROLLERS.has(name)) {
+      controllerLog.info({ shard: config.shard.index }, 'a cluster-wide controller: it runs on shard 0 only');
+      continue;
+    }
     if (!load) {
       controllerLog.info('controller is not available in this build yet; skipping it');
       continue;

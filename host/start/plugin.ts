@@ -5,6 +5,7 @@
  * checked by each enabled controller's preflight, gathered in the
  * ProviderRegistry (host/providers.ts).
  */
+import { BucketRateLimiter } from '../kube/ratelimiter.js';
 import type { Cloud } from '../cloud.js';
 import type { HostConfig, ProviderConfig } from '../config/config.js';
 import { CONTROLLER_PREFLIGHTS } from '../controllers/registry.js';
@@ -99,7 +100,12 @@ function providerSupervisor(config: HostConfig, provider: ProviderConfig, severa
       observePluginRpc(d.metrics, { ...labels, method, code }, seconds);
       cloudCalls.reachability?.observe(method, code);
     },
-    callPolicy: { caller: d.identity, refuseMutation: d.refuseMutation },
+    callPolicy: {
+      caller: d.identity,
+      refuseMutation: d.refuseMutation,
+      // --cloud-api-qps: this replica's share of the cloud-call budget (config.ts divided it by --shard-count).
+      budget: config.cloudApi.qps > 0 ? new BucketRateLimiter(config.cloudApi.qps, config.cloudApi.burst) : undefined,
+    },
     onOutputDropped: (stream) => d.metrics.pluginOutputDropped.inc({ ...labels, stream }),
   });
   supervisor.on('state', (s: string) => d.metrics.pluginReady.set(labels, s === 'ready' ? 1 : 0));

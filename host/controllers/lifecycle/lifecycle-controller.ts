@@ -56,7 +56,7 @@ import { liveReadCounter, type LiveReadCount } from '../live-reads.js';
 import type { Instances, StatusResult } from '../../cloud.js';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { EventRecorder } from '../../kube/events.js';
-import type { Informer } from '../../kube/informer.js';
+import type { InformerView } from '../../kube/shard-view.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { every } from '../../util/every.js';
 import { Progress } from '../../util/progress.js';
@@ -76,7 +76,8 @@ const SHUTDOWN_TAINT: V1Taint = { key: Taints.SHUTDOWN, effect: 'NoSchedule' };
 
 export interface LifecycleControllerOptions {
   core: CoreV1Api;
-  nodes: Informer<V1Node>;
+  /** This replica's Nodes (its shard with --shard-count, kube/shard-view.ts). */
+  nodes: InformerView<V1Node>;
   instances: Instances;
   recorder: EventRecorder;
   log: Logger;

@@ -8,6 +8,7 @@ import { NODE_DELETIONS_LEASE } from '../../names.js';
 import { LeaseDeletionLedger } from './deletion-ledger.js';
 import { NodeLifecycleController } from './lifecycle-controller.js';
 import { perProvider } from '../per-provider.js';
+import { shardView } from '../../kube/shard-view.js';
 
 export const startNodeLifecycleController: ControllerFactory = (ctx) =>
   perProvider(ctx, ({ provider, log, ownership, several }) => {
@@ -25,7 +26,7 @@ export const startNodeLifecycleController: ControllerFactory = (ctx) =>
     );
     const controller = new NodeLifecycleController({
       core: ctx.clients.core,
-      nodes: ctx.informers.nodes(),
+      nodes: shardView(ctx.informers.nodes(), ctx.config.shard),
       instances,
       providerName: () => provider.cloud.info().providerName,
       recorder: ctx.recorder,

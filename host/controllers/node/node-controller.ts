@@ -29,7 +29,7 @@ import type { Histogram } from 'prom-client';
 import type { Instances, InstanceMetadata, NodeAddress } from '../../cloud.js';
 import { InstanceNotFoundError, InvalidCloudResponseError } from '../../errors.js';
 import type { EventRecorder } from '../../kube/events.js';
-import type { Informer } from '../../kube/informer.js';
+import type { InformerView } from '../../kube/shard-view.js';
 import { patchNode, patchNodeConditionally, patchNodeStatus } from '../../kube/patch.js';
 import { WorkQueue, runWorkers } from '../../kube/workqueue.js';
 import type { Registry } from 'prom-client';
@@ -52,7 +52,8 @@ export interface NodeControllerMetrics {
 
 export interface NodeControllerOptions {
   core: CoreV1Api;
-  nodes: Informer<V1Node>;
+  /** This replica's Nodes (its shard with --shard-count, kube/shard-view.ts). */
+  nodes: InformerView<V1Node>;
   instances: Instances;
   /** The provider name in providerIDs ("<name>://..."). */
   providerName: string;

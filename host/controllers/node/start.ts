@@ -6,6 +6,7 @@
 import type { ControllerFactory } from '../context.js';
 import { CloudNodeController } from './node-controller.js';
 import { perProvider } from '../per-provider.js';
+import { shardView } from '../../kube/shard-view.js';
 
 export const startCloudNodeController: ControllerFactory = (ctx) =>
   perProvider(ctx, ({ provider, log, ownership, several }) => {
@@ -13,7 +14,7 @@ export const startCloudNodeController: ControllerFactory = (ctx) =>
     if (!instances) return { skip: 'the cloud provider does not implement instances' };
     const controller = new CloudNodeController({
       core: ctx.clients.core,
-      nodes: ctx.informers.nodes(),
+      nodes: shardView(ctx.informers.nodes(), ctx.config.shard),
       instances,
       providerName: provider.cloud.info().providerName,
       recorder: ctx.recorder,

@@ -40,7 +40,7 @@ import type { Counter, Registry } from 'prom-client';
 import { orphanSweepMetrics } from '../../controller-metrics.js';
 import type { LbSummary, LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
 import type { EventRecorder } from '../../kube/events.js';
-import type { Informer } from '../../kube/informer.js';
+import type { InformerView } from '../../kube/shard-view.js';
 import { errorMessage, type Logger } from '../../log.js';
 import { EventReasons } from '../../names.js';
 import type { KeyedMutex } from '../../util/keyed-mutex.js';
@@ -67,7 +67,7 @@ export interface OrphanSweepOptions extends OrphanSweepSettings {
   clusterName: string;
   /** This cluster's UID; only load balancers listed with it are deleted ('' deletes none). */
   clusterUid: string;
-  services: Informer<V1Service>;
+  services: InformerView<V1Service>;
   /** The service controller's per-key lock. */
   lock: KeyedMutex<string>;
   /** Uids the service controller is working on or has queued (never swept). */

@@ -51,6 +51,7 @@ import type { LoadBalancers, ServiceRef } from '../../cloud-load-balancers.js';
 import { CloudCallError, DeferredError, ImplementedElsewhereError, NotImplementedError, RetryAfterError } from '../../errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
+import type { InformerView } from '../../kube/shard-view.js';
 import { isGoneOrReplaced, isUnprocessable } from '../../kube/client.js';
 import { keyOf } from '../../kube/keys.js';
 import { patchService, patchServiceStatus } from '../../kube/patch.js';
@@ -180,7 +181,10 @@ interface Provider {
 
 export interface ServiceControllerOptions {
   core: CoreV1Api;
-  services: Informer<V1Service>;
+  /** This replica's Services (its shard with --shard-count, kube/shard-view.ts). */
+  services: InformerView<V1Service>;
+  /** Every Service, for the orphan sweep (a load balancer is an orphan only if no shard has its Service); default `services`. */
+  allServices?: InformerView<V1Service>;
   nodes: Informer<V1Node>;
   /**
    * The host's load-balancer providers (at least one). Their declarations
@@ -322,7 +326,7 @@ export class ServiceController {
           clusterUid: o.clusterUid,
           reads: this.reads,
           lastKnownRef: (uid) => this.lastKnown.get(uid),
-          services: o.services,
+          services: o.allServices ?? o.services,
           lock: this.lock,
           busyUids: () => new Set([...[...this.synced.values()].map((s) => s.ref.uid), ...[...this.deleted.values()].map((d) => d.ref.uid)]),
           recorder: o.recorder,

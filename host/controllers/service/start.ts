@@ -1,4 +1,5 @@
 /** Wires the service (load balancer) controller into the host (registry.ts). */
+import { shardView } from '../../kube/shard-view.js';
 import { HostStartError } from '../../errors.js';
 import { errorMessage } from '../../log.js';
 import { lbClassProblems } from '../../lb-classes.js';
@@ -55,7 +56,10 @@ export const startServiceController: ControllerFactory = (ctx) => {
   else ctx.log.info('pod-IP backends off: no provider declares CAPABILITY_LOAD_BALANCER_POD_BACKENDS; EndpointSlices not watched');
   const controller = new ServiceController({
     core: ctx.clients.core,
-    services: ctx.informers.for(SERVICES),
+    // With --shard-count, this shard's Services; every Node (any Node may back any load balancer), and every
+    // Service for the orphan sweep, which runs on shard 0 only (a cluster-wide singleton).
+    services: shardView(ctx.informers.for(SERVICES), ctx.config.shard),
+    allServices: ctx.informers.for(SERVICES),
     nodes: ctx.informers.nodes(),
     // Every provider with load balancers, each serving the classes it declares (GetPluginCapabilities).
     providers,
@@ -66,7 +70,11 @@ export const startServiceController: ControllerFactory = (ctx) => {
     registry: ctx.registry,
     workers: ctx.config.concurrentServiceSyncs,
     resyncPeriodMs: ctx.config.lbResyncPeriodMs,
-    orphanSweep: { ...ctx.config.lbOrphanSweep, namespace: ctx.config.watchNamespace },
+    orphanSweep: {
+      ...ctx.config.lbOrphanSweep,
+      periodMs: ctx.config.shard.index === 0 ? ctx.config.lbOrphanSweep.periodMs : 0,
+      namespace: ctx.config.watchNamespace,
+    },
     nodesScoped: ctx.config.nodeSelector !== '',
     // With several providers, each gets as backends only the Nodes it owns and those nobody owns.
     nodeOwnership: ctx.nodeOwnership,
