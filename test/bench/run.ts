@@ -24,6 +24,7 @@ import { volumesSection } from './volumes.js';
 import { crashSoakSection } from './crash-soak.js';
 import { scaleSection } from './scale.js';
 import { pluginFloodSection } from './plugin-flood.js';
+import { perObjectCostSection } from './per-object-cost.js';
 
 /** Every section, in document order. Register new sections here. */
 const SECTIONS: BenchSection[] = [
@@ -41,6 +42,7 @@ const SECTIONS: BenchSection[] = [
   volumesSection,
   crashSoakSection,
   pluginFloodSection,
+  perObjectCostSection,
 ];
 
 const DOC = 'docs/benchmarks.md';
