@@ -4,6 +4,8 @@
  * SIGTERM/SIGINT. Problems an operator must fix print one line each and exit
  * non-zero.
  */
+// First: its V8 settings must be in place before the other modules allocate (see the file).
+import './v8-settings.js';
 import { startHost, HostStartError } from './app.js';
 import { parseHostArgs } from './config/flags.js';
 import { createLogger, errorMessage } from './log.js';

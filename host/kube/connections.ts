@@ -8,6 +8,7 @@
  * files), so a rotated CA, client certificate or key gets a new agent; tokens
  * are headers and do not matter.
  */
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { TlsSettings } from './credentials.js';
@@ -58,12 +59,28 @@ export class ConnectionPool {
   }
 }
 
+/**
+ * Content keys of the certificate and key Buffers seen, by Buffer: credentials.ts hands the same Buffer to every
+ * request until the file is re-read or the data changes, so each is hashed once, not on every request (a CA
+ * bundle is kilobytes). Weak: a replaced Buffer's entry goes with it.
+ */
+const contentKeys = new WeakMap<Buffer, string>();
+
+function contentKey(b: Buffer): string {
+  let k = contentKeys.get(b);
+  if (k === undefined) {
+    k = createHash('sha256').update(b).digest('base64');
+    contentKeys.set(b, k);
+  }
+  return k;
+}
+
 /** One string per distinct TLS configuration (certificates and keys by content). */
 function identity(tls: TlsSettings): string {
-  return TLS_KEYS.map((k) => {
+  let out = '';
+  for (const k of TLS_KEYS) {
     const v = tls[k];
-    if (v === undefined) return '';
-    if (Buffer.isBuffer(v)) return v.toString('base64');
-    return JSON.stringify(v);
-  }).join('|');
+    out += v === undefined ? '|' : Buffer.isBuffer(v) ? `${contentKey(v)}|` : `${JSON.stringify(v)}|`;
+  }
+  return out;
 }

@@ -21,6 +21,8 @@ import { currentCluster, currentUser, type ExecConfig, type KubeConfigData, type
 
 /** How long a file read for a credential is used before it is read again. */
 const FILE_REFRESH_MS = 60_000;
+/** Decoded inline certificate data kept (a kubeconfig's CA, certificate and key; exec credentials rotate). */
+const MAX_DECODED_ENTRIES = 16;
 /** An exec plugin that runs longer than this is killed and the request fails. */
 const EXEC_TIMEOUT_MS = 60_000;
 /** Largest output accepted from an exec plugin. */
@@ -55,6 +57,12 @@ export class KubeCredentials implements Authenticator {
   /** API server URL, without a trailing slash. */
   readonly server: string;
   private readonly files = new Map<string, { data: Buffer; readAt: number }>();
+  /**
+   * Inline (base64) certificate data decoded once: the same Buffer every
+   * request, so the connection pool's identity of it is computed once
+   * (connections.ts) instead of decoding and re-encoding the CA per request.
+   */
+  private readonly decoded = new Map<string, Buffer>();
   private readonly exec?: ExecPlugin;
 
   /** Throws if `kc` selects no cluster or its user uses an auth-provider. */
@@ -110,7 +118,15 @@ export class KubeCredentials implements Authenticator {
 
   private fileOrData(file: string | undefined, data: string | undefined): Buffer | undefined {
     if (file) return this.read(file);
-    return data ? Buffer.from(data, 'base64') : undefined;
+    if (!data) return undefined;
+    let buf = this.decoded.get(data);
+    if (!buf) {
+      buf = Buffer.from(data, 'base64');
+      // A kubeconfig holds a few such strings; bounded all the same.
+      if (this.decoded.size >= MAX_DECODED_ENTRIES) this.decoded.clear();
+      this.decoded.set(data, buf);
+    }
+    return buf;
   }
 
   /** `file`'s content, read again once {@link FILE_REFRESH_MS} passed. */

@@ -112,7 +112,7 @@ async function deleteServices(core: CoreV1Api, ns: string): Promise<void> {
  * set, and what it cost. With `deleting`, then every Service deleted while
  * the CCM runs: seconds until they and their load balancers are gone.
  */
-async function benchCreate(
+export async function benchCreate(
   cp: ControlPlane,
   side: Side,
   services: number,

@@ -25,6 +25,7 @@ import { crashSoakSection } from './crash-soak.js';
 import { scaleSection } from './scale.js';
 import { pluginFloodSection } from './plugin-flood.js';
 import { shardingSection } from './sharding.js';
+import { perObjectCostSection } from './per-object-cost.js';
 
 /** Every section, in document order. Register new sections here. */
 const SECTIONS: BenchSection[] = [
@@ -43,6 +44,7 @@ const SECTIONS: BenchSection[] = [
   crashSoakSection,
   pluginFloodSection,
   shardingSection,
+  perObjectCostSection,
 ];
 
 const DOC = 'docs/benchmarks.md';

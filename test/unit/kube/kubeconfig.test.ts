@@ -115,6 +115,31 @@ for (const { name, yaml } of table) {
   });
 }
 
+const sameBufferTable: { name: string; yaml: string }[] = [
+  {
+    name: 'inline CA, certificate and key data',
+    yaml: `${cluster(`certificate-authority-data: ${certB64}`)}\n${oneUser(`client-certificate-data: ${certB64}, client-key-data: ${keyB64}`)}`,
+  },
+  {
+    name: 'CA, certificate and key files',
+    yaml: `${cluster('certificate-authority: cert.pem')}\n${oneUser('client-certificate: cert.pem, client-key: key.pem')}`,
+  },
+];
+
+for (const { name, yaml } of sameBufferTable) {
+  // The connection pool keys its agents by these Buffers' content and remembers each Buffer's key (connections.ts).
+  test(`kubeconfig: every request gets the same TLS Buffers, not new copies: ${name}`, async (t) => {
+    const file = path.join(tmp, `same-${name.replace(/\W+/g, '-')}.yaml`);
+    fs.writeFileSync(file, `apiVersion: v1\nkind: Config\n${yaml}\n`);
+    const creds = new KubeCredentials(loadKubeConfig({ kubeconfig: file }));
+    const [a, b] = [await creds.authenticate(), await creds.authenticate()];
+    t.truthy(a.tls.ca);
+    t.is(a.tls.ca, b.tls.ca);
+    t.is(a.tls.cert, b.tls.cert);
+    t.is(a.tls.key, b.tls.key);
+  });
+}
+
 test('kubeconfig: auth-provider is refused, naming what to use instead', (t) => {
   const file = path.join(tmp, 'auth-provider.yaml');
   fs.writeFileSync(file, `${cluster('')}\n${oneUser('auth-provider: { name: gcp, config: {} }')}\n`);
