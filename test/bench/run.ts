@@ -23,6 +23,7 @@ import { f1, type BenchSection } from './section.js';
 import { volumesSection } from './volumes.js';
 import { crashSoakSection } from './crash-soak.js';
 import { scaleSection } from './scale.js';
+import { scaleLargeSection } from './large.js';
 import { pluginFloodSection } from './plugin-flood.js';
 
 /** Every section, in document order. Register new sections here. */
@@ -38,6 +39,7 @@ const SECTIONS: BenchSection[] = [
   lbCreateSection,
   lbNodesSection,
   scaleSection,
+  scaleLargeSection,
   volumesSection,
   crashSoakSection,
   pluginFloodSection,
