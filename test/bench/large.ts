@@ -366,8 +366,8 @@ ${line('machine MemAvailable, lowest (GiB)', (f) => f.minAvailableMb / 1024, f1)
 
 ${steadyTable}
 Latencies are per object from its creation to its phase, as the bench process's own watches saw both events
-(test/bench/latency.ts; ClusterLoader2's \`create_to_assigned_loadbalancer\`, and node-init: created → taint gone); every
-object is created within the first minutes, so later objects include their wait in the CCM's queue. Steady-state API
+(test/bench/latency.ts; ClusterLoader2's \`create_to_assigned_loadbalancer\`, and node-init: created → taint gone); objects
+arrive as fast as the benchmark creates them ("creating took"), and later ones include their wait in the CCM's queue. Steady-state API
 requests count every verb but WATCH on Nodes, Services and Events (nothing else runs against this control plane).
 `;
     return {

@@ -386,7 +386,7 @@ ${latencyRows(results, 'create_to_assigned_loadbalancer', (f) => f.assignLatency
 
 \`create_to_assigned_loadbalancer\` is ClusterLoader2's ServiceCreationLatency phase for a CCM: per Service, from its
 creation to the first watch event with \`status.loadBalancer.ingress\`, both as the bench process's own watch saw them
-(test/bench/latency.ts); percentiles over the ${int(LB_CREATE.services)} Services, all created within the first seconds,
+(test/bench/latency.ts); percentiles over the ${int(LB_CREATE.services)} Services, created 32 at a time,
 so later Services include their wait in the CCM's queue. (Its other LoadBalancer phases, \`assigned_to_available_loadbalancer\`
 and \`create_to_available_loadbalancer\`, need traffic through the load balancer, which the local cloud does not carry.)
 

@@ -55,8 +55,9 @@ function header(when: Date): string {
   return `# Benchmarks
 
 Written by \`npm run bench\` (test/bench/run.ts); this header on ${when.toISOString()}, each section
-when it was last measured (\`BENCH_ONLY=<section>\` re-measures one). Figures, not pass/fail tests;
-the targets come from the issues.
+when it was last measured (\`BENCH_ONLY=<section>\` re-measures one, e.g. \`BENCH_ONLY=scale-large npm run bench\`;
+a section's own settings, such as \`BENCH_LARGE\` and \`BENCH_STEADY_MINUTES\`, are named in its text). Figures, not
+pass/fail tests; the targets come from the issues.
 
 ## Machine
 
