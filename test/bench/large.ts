@@ -339,8 +339,13 @@ Sizes asked: ${s.sizes.map((x) => `${int(x.nodes)} nodes + ${int(x.services)} Se
 Services (\`allocateLoadBalancerNodePorts: false\`) created at once by the benchmark (${CREATE_CONCURRENCY} concurrent creates
 each); instances in a fresh local cloud with no added latency. Every run has a fresh control plane of its own (etcd
 and kube-apiserver, no kube-controller-manager) whose kube-apiserver runs \`${APISERVER_FLAGS.join(' ')}\`. Both sides run
-\`--controllers=cloud-node,cloud-node-lifecycle,service --kube-api-qps=${s.qps} --kube-api-burst=${s.burst}\` (\`BENCH_LARGE_QPS\`), first
-at each side's default workers (ours 1 node and 10 service syncs, upstream 1 and 1), then at ${EQUAL_WORKERS} and ${EQUAL_WORKERS} on both;
+\`--controllers=cloud-node,cloud-node-lifecycle,service --kube-api-qps=${s.qps} --kube-api-burst=${s.burst}\` (\`BENCH_LARGE_QPS\`), ${s.rows
+      .map((r) =>
+        r === 'defaults'
+          ? "at each side's default workers (ours 1 node and 10 service syncs, upstream 1 and 1)"
+          : `at ${EQUAL_WORKERS} node and ${EQUAL_WORKERS} service workers on both`,
+      )
+      .join(', then ')} (\`BENCH_LARGE_ROWS=${s.rows.join(',')}\`);
 upstream is \`k8s.io/cloud-provider\` ${CLOUD_PROVIDER_VERSION} forwarding to the local cloud as a sidecar. Time runs from the first create
 until the bench's watches saw every node initialized and every ingress; CPU and RSS are the CCM process's own since
 its start (its cloud plugin or sidecar excluded, as in every section); writes exclude the benchmark's creates; etcd's and
@@ -369,6 +374,9 @@ Latencies are per object from its creation to its phase, as the bench process's 
 (test/bench/latency.ts; ClusterLoader2's \`create_to_assigned_loadbalancer\`, and node-init: created → taint gone); objects
 arrive as fast as the benchmark creates them ("creating took"), and later ones include their wait in the CCM's queue. Steady-state API
 requests count every verb but WATCH on Nodes, Services and Events (nothing else runs against this control plane).
+The nodes have no kubelet, so no Ready condition: upstream's cloud-node-lifecycle then asks the cloud about every node
+every 5 s (\`InstanceExists\` and \`InstanceShutdown\`, one call each per node), where in a cluster of Ready nodes it asks
+about none; its steady-state cloud calls are that worst case (ours checks the same nodes with batch calls).
 `;
     return {
       markdown,
