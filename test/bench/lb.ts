@@ -39,6 +39,7 @@ import {
 import { startCcm, type RunningCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, f2, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
+import { latencyRows, lbAssignWatch, summarize, type LatencySummary } from './latency.js';
 
 const CREATE_CONCURRENCY = 32;
 const LATENCY_MS = 200;
@@ -79,6 +80,8 @@ interface CreateFigures {
   live: LiveReadFigures;
   /** Only with `deleting`: every Service deleted once all have their ingress. */
   deletion?: DeleteFigures;
+  /** ClusterLoader2's create_to_assigned_loadbalancer per Service, as the bench's watch saw it (latency.ts). */
+  assignLatency: LatencySummary;
 }
 
 /** Deleting every Service (its load balancer, then the cleanup finalizer). */
@@ -138,10 +141,14 @@ export async function benchCreate(
     const gets0 = await apiRequests(cp, 'services', ['GET']);
     const journal0 = await journalLength(state);
     log(`lb-create: ${side.kind}: ${services} Services, workers=${workers}, latency ${LATENCY_MS} ms, logs in ${dir}`);
+    const watch = lbAssignWatch(cp.kubeConfig(), ns);
+    await watch.start();
     const t0 = Date.now();
     await createServices(core, ns, services);
     await waitFor(() => allIngress(core, ns, services), { what: 'every ingress set', timeoutMs: 30 * 60_000, intervalMs: 250 });
     const seconds = (Date.now() - t0) / 1000;
+    await waitFor(() => watch.done === services, { what: `the watch saw ${services} ingresses`, timeoutMs: 60_000 });
+    watch.stop();
     // The benchmark's own creates are Service writes too.
     const serviceWrites = (await apiRequests(cp, 'services', WRITE_VERBS)) - writes0 - services;
     const liveReads = side.kind === 'ours' ? await hostLiveReads(cp, ccm) : 0;
@@ -160,6 +167,7 @@ export async function benchCreate(
         kubeWrites: serviceWrites,
         cloudChanges: await cloudChanges(state, journal0),
       },
+      assignLatency: summarize(watch.latenciesMs()),
     };
     if (deleting) figures.deletion = await deleteAll(cp, core, ccm, side, ns, state, liveReads, log);
     log(`lb-create: ${side.kind} workers=${workers} done in ${f1(seconds)} s, ${figures.ensureCalls} ensure calls`);
@@ -374,6 +382,13 @@ ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
 ${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
 ${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
 ${liveReadRows(results, (f) => f.live, 'Service', int)}
+${latencyRows(results, 'create_to_assigned_loadbalancer', (f) => f.assignLatency)}
+
+\`create_to_assigned_loadbalancer\` is ClusterLoader2's ServiceCreationLatency phase for a CCM: per Service, from its
+creation to the first watch event with \`status.loadBalancer.ingress\`, both as the bench process's own watch saw them
+(test/bench/latency.ts); percentiles over the ${int(LB_CREATE.services)} Services, created 32 at a time,
+so later Services include their wait in the CCM's queue. (Its other LoadBalancer phases, \`assigned_to_available_loadbalancer\`
+and \`create_to_available_loadbalancer\`, need traffic through the load balancer, which the local cloud does not carry.)
 
 Then, in the ${DELETE_WORKERS}-worker run, the benchmark deletes all ${int(LB_CREATE.services)} Services while the CCM runs; time runs from
 the first delete until every Service is gone (the CCM removed its cleanup finalizer) and the cloud has no load balancer.

@@ -23,6 +23,7 @@ import { f1, type BenchSection } from './section.js';
 import { volumesSection } from './volumes.js';
 import { crashSoakSection } from './crash-soak.js';
 import { scaleSection } from './scale.js';
+import { scaleLargeSection } from './large.js';
 import { pluginFloodSection } from './plugin-flood.js';
 import { shardingSection } from './sharding.js';
 import { perObjectCostSection } from './per-object-cost.js';
@@ -40,6 +41,7 @@ const SECTIONS: BenchSection[] = [
   lbCreateSection,
   lbNodesSection,
   scaleSection,
+  scaleLargeSection,
   volumesSection,
   crashSoakSection,
   pluginFloodSection,
@@ -57,8 +59,9 @@ function header(when: Date): string {
   return `# Benchmarks
 
 Written by \`npm run bench\` (test/bench/run.ts); this header on ${when.toISOString()}, each section
-when it was last measured (\`BENCH_ONLY=<section>\` re-measures one). Figures, not pass/fail tests;
-the targets come from the issues.
+when it was last measured (\`BENCH_ONLY=<section>\` re-measures one, e.g. \`BENCH_ONLY=scale-large npm run bench\`;
+a section's own settings, such as \`BENCH_LARGE\` and \`BENCH_STEADY_MINUTES\`, are named in its text). Figures, not
+pass/fail tests; the targets come from the issues.
 
 ## Machine
 

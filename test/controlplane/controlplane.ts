@@ -51,6 +51,11 @@ export interface ControlPlaneOptions {
    * never heartbeat and would all go Unknown.
    */
   nodeLifecycle?: { gracePeriod: string };
+  /**
+   * Extra kube-apiserver flags, after the defaults (a later flag wins), e.g.
+   * the bench's large section raising `--max-requests-inflight`.
+   */
+  apiserverFlags?: string[];
 }
 
 /**
@@ -180,7 +185,14 @@ export class ControlPlane {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await cp.boot(bins, opts.startTimeoutMs ?? 60_000, opts.controllerManager ?? true, opts.auditLog ?? false, opts.nodeLifecycle);
+          await cp.boot(
+            bins,
+            opts.startTimeoutMs ?? 60_000,
+            opts.controllerManager ?? true,
+            opts.auditLog ?? false,
+            opts.nodeLifecycle,
+            opts.apiserverFlags ?? [],
+          );
           break;
         } catch (err) {
           if (!(err instanceof PortClashError) || attempt >= PORT_ATTEMPTS) throw err;
@@ -198,6 +210,11 @@ export class ControlPlane {
   }
 
   /** kube-apiserver's audit log (writes to Services, claims, PVs and Nodes; see AUDIT_POLICY). */
+  /** Process ids of etcd and kube-apiserver (for the bench's RSS and CPU figures), undefined when not running. */
+  get pids(): { etcd?: number; apiserver?: number } {
+    return { etcd: this.etcd?.pid, apiserver: this.apiserver?.pid };
+  }
+
   get auditLogPath(): string {
     return join(this.dir, 'audit.log');
   }
@@ -289,7 +306,8 @@ export class ControlPlane {
     timeoutMs: number,
     withControllerManager: boolean,
     auditLog: boolean,
-    nodeLifecycle?: { gracePeriod: string },
+    nodeLifecycle: { gracePeriod: string } | undefined,
+    apiserverFlags: string[],
   ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     const [etcdPort, peerPort, apiPort, kcmPort] = await freePorts(4);
@@ -365,6 +383,7 @@ export class ControlPlane {
       `--service-account-signing-key-file=${saKey}`,
       ...(await webhookClientArgs(this.dir)),
       ...(await loopbackAdvertiseArgs(bins.kubeApiserver)),
+      ...apiserverFlags,
     ];
     this.apiserver = ManagedProcess.spawn('kube-apiserver', bins.kubeApiserver, apiserverArgs, join(this.dir, 'kube-apiserver.log'));
 
