@@ -37,6 +37,11 @@ import type { LbBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, Loc
 
 /** Service annotation selecting the ingress ipMode (VIP or Proxy). */
 const IP_MODE_ANNOTATION = 'local.ccm.dev/ip-mode';
+/**
+ * The earlier name of IP_MODE_ANNOTATION, deprecated (the schema says so, with
+ * its replacement) and still read when IP_MODE_ANNOTATION is absent.
+ */
+const DEPRECATED_IP_MODE_ANNOTATION = 'local.ccm.dev/ingress-ip-mode';
 
 /** The annotation prefix the local cloud owns: any other key under it is a misspelling. */
 export const LOCAL_ANNOTATION_PREFIX = 'local.ccm.dev/';
@@ -57,6 +62,16 @@ export const LOCAL_SERVICE_ANNOTATIONS: ProviderSchema['annotations'] = [
     description:
       'The ipMode of the load balancer ingress: VIP (traffic to the address stays on the node) or Proxy (it goes through the load balancer).',
   },
+  {
+    key: DEPRECATED_IP_MODE_ANNOTATION,
+    objectKind: SchemaObjectKind.SCHEMA_OBJECT_KIND_SERVICE,
+    type: SchemaValueType.SCHEMA_VALUE_TYPE_ENUM,
+    allowedValues: ['VIP', 'Proxy'],
+    caseInsensitive: true,
+    deprecated: true,
+    replacement: IP_MODE_ANNOTATION,
+    description: `The earlier name of ${IP_MODE_ANNOTATION}, read only when that is absent.`,
+  },
 ];
 
 const PROTOCOLS: Readonly<Partial<Record<Protocol, LbProtocol>>> = {
@@ -76,10 +91,14 @@ function nameOf(c: CloudContext, meta: RequestMeta | undefined, svc: ServiceRef)
 }
 
 function ipModeOf(svc: ServiceRef): 'VIP' | 'Proxy' {
-  const v = svc.annotations[IP_MODE_ANNOTATION];
+  const key =
+    svc.annotations[IP_MODE_ANNOTATION] === undefined && svc.annotations[DEPRECATED_IP_MODE_ANNOTATION] !== undefined
+      ? DEPRECATED_IP_MODE_ANNOTATION
+      : IP_MODE_ANNOTATION;
+  const v = svc.annotations[key]?.trim();
   if (v === undefined || v === '' || /^vip$/i.test(v)) return 'VIP';
   if (/^proxy$/i.test(v)) return 'Proxy';
-  throw new InvalidArgumentError(`annotation ${IP_MODE_ANNOTATION} must be VIP or Proxy, got ${JSON.stringify(v)}`);
+  throw new InvalidArgumentError(`annotation ${key} must be VIP or Proxy, got ${JSON.stringify(v)}`);
 }
 
 function portsOf(svc: ServiceRef): LbPortRecord[] {
