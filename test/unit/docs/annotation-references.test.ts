@@ -2,7 +2,7 @@
  * The annotation references in docs/providers/ are what their providers
  * publish: docs/providers/local-annotations.md is the local cloud's schema
  * rendered by the kit's --render-schema (regenerate: npm run
- * docs:annotations), so a changed annotation cannot leave the reference
+ * docs:annotations, tools/annotation-docs.ts), so a changed annotation cannot leave the reference
  * behind. (docs/providers/aws-annotations.md is checked the same way in
  * test/integration/providers/aws-bridge.test.ts, which has the bridged AWS
  * provider running.) Also the renderer's own table rules.
@@ -11,16 +11,17 @@ import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchSchema, renderSchemaMarkdown } from '../../../conformance/schema-doc.js';
+import { renderSchemaMarkdown } from '../../../conformance/schema-doc.js';
+import { ANNOTATION_REFERENCES, renderReference } from '../../../tools/annotation-docs.js';
 import { GetProviderSchemaResponse, SchemaObjectKind, SchemaValueType } from '../../../proto/gen/ccm/provider/v1/identity.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
 test("docs/providers/local-annotations.md is the local cloud's schema as the kit renders it (npm run docs:annotations)", async (t) => {
   t.timeout(60_000);
-  const local = { kind: 'exec' as const, path: join(ROOT, 'dist/plugins/local/main.js'), env: ['LOCALCLOUD_ALLOW_SIMULATION=true'] };
-  const rendered = renderSchemaMarkdown(await fetchSchema(local, 30_000));
-  t.is(rendered, await readFile(join(ROOT, 'docs/providers/local-annotations.md'), 'utf8'), 'stale: run npm run docs:annotations');
+  const local = ANNOTATION_REFERENCES.find((r) => r.name === 'local')!;
+  const rendered = await renderReference(local, join(ROOT, 'dist/plugins/local/main.js'));
+  t.is(rendered, await readFile(local.file, 'utf8'), 'stale: run npm run docs:annotations -- local');
   t.regex(
     rendered,
     /\| `local\.ccm\.dev\/ingress-ip-mode` \| enum \| .* \| deprecated: use `local\.ccm\.dev\/ip-mode` \|/,
