@@ -11,7 +11,7 @@ import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderSchemaMarkdown } from '../../../conformance/schema-doc.js';
+import { fetchSchema, renderSchemaMarkdown, SchemaUnavailable } from '../../../conformance/schema-doc.js';
 import { ANNOTATION_REFERENCES, renderReference } from '../../../tools/annotation-docs.js';
 import { GetProviderSchemaResponse, SchemaObjectKind, SchemaValueType } from '../../../proto/gen/ccm/provider/v1/identity.js';
 
@@ -67,4 +67,15 @@ test('the renderer: one table per object kind, pipes escaped, empty cells a dash
   t.true(md.indexOf('## Service annotations') < md.indexOf('x.example/old') && md.indexOf('## Node annotations') < md.indexOf('x.example/node'));
   t.regex(md, /## Owned prefixes\n\nNone: only the keys listed below are checked/);
   t.regex(md, /## Cloud-config keys\n\nNone published\./);
+});
+
+test('a provider without CAPABILITY_PROVIDER_SCHEMA has no reference to render: one line, not an empty document', async (t) => {
+  t.timeout(60_000);
+  const target = {
+    kind: 'exec' as const,
+    path: join(ROOT, 'dist/plugins/local/main.js'),
+    env: ['LOCALCLOUD_ALLOW_SIMULATION=true', 'LOCALCLOUD_NO_SCHEMA=1'],
+  };
+  const err = await t.throwsAsync(fetchSchema(target, 30_000), { instanceOf: SchemaUnavailable });
+  t.regex(err!.message, /declares no CAPABILITY_PROVIDER_SCHEMA/);
 });
