@@ -70,7 +70,7 @@ const cases: { name: string; annotations: Record<string, string>; want: RegExp; 
   {
     name: 'typo-key',
     annotations: { 'local.ccm.dev/ipmode': 'Proxy' },
-    want: /^Load balancer not ensured: annotation local\.ccm\.dev\/ipmode is not one the provider reads under its prefix local\.ccm\.dev\/ \(misspelled\?\); known: local\.ccm\.dev\/ip-mode$/,
+    want: /^Load balancer not ensured: annotation local\.ccm\.dev\/ipmode is not one the provider reads under its prefix local\.ccm\.dev\/ \(misspelled\?\); known: local\.ccm\.dev\/ingress-ip-mode, local\.ccm\.dev\/ip-mode$/,
     fix: { 'local.ccm.dev/ipmode': null, 'local.ccm.dev/ip-mode': 'Proxy' },
   },
   {
