@@ -6,10 +6,15 @@
  *   ccm-provider-conformance --plugin-path ./ccm-provider-x [--plugin-env K=V]...
  *   ccm-provider-conformance --plugin-endpoint unix:///run/ccm/provider.sock
  *     [--cloud-config FILE] [--test-hook-command CMD] [--junit FILE] [--focus REGEX]
+ *   ccm-provider-conformance --plugin-path ./ccm-provider-x --render-schema FILE|-
  *
  * Prints one line per check (PASS / FAIL / SKIP) and a summary; exits 1 when
  * a check failed, 2 on bad arguments. Checks of capabilities the provider
  * does not declare are skipped, not failed.
+ *
+ * --render-schema runs no check: it writes the provider's annotation
+ * reference (Markdown, from GetProviderSchema; conformance/schema-doc.ts) and
+ * exits 1 when the provider publishes no schema the host can use.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -18,6 +23,7 @@ import { unixSocketPath } from '../sdk/protocol.js';
 import type { TargetSpec } from './kit.js';
 import { formatResult, junitXml, summaryLine, counts } from './report.js';
 import { runConformance } from './run.js';
+import { renderSchemaCommand, SchemaUnavailable } from './schema-doc.js';
 
 function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
@@ -41,6 +47,10 @@ const program = new Command('ccm-provider-conformance')
     "command that creates/deletes test instances (see docs/protocol.md); default: the provider's TestHooksService",
   )
   .option('--junit <file>', 'also write the results as JUnit XML')
+  .option(
+    '--render-schema <file>',
+    "run no check: write the provider's annotation reference (Markdown, from GetProviderSchema) to FILE (- for stdout)",
+  )
   .option('--focus <regex>', 'run only checks whose id matches')
   .option('--start-timeout <duration>', 'bound for the handshake and for Probe to report ready', duration, 60_000)
   .option('--shutdown-grace <duration>', 'grace period sent with Shutdown', duration, 2_000)
@@ -56,6 +66,7 @@ async function main(): Promise<number> {
     badCloudConfig?: string;
     testHookCommand?: string;
     junit?: string;
+    renderSchema?: string;
     focus?: string;
     startTimeout: number;
     shutdownGrace: number;
@@ -84,6 +95,16 @@ async function main(): Promise<number> {
   const target: TargetSpec = o.pluginPath
     ? { kind: 'exec', path: resolve(o.pluginPath), env: o.pluginEnv }
     : { kind: 'endpoint', endpoint: o.pluginEndpoint! };
+  if (o.renderSchema !== undefined) {
+    try {
+      await renderSchemaCommand(target, o.startTimeout, o.renderSchema);
+      return 0;
+    } catch (err) {
+      if (!(err instanceof SchemaUnavailable)) throw err;
+      process.stderr.write(`ccm-provider-conformance: ${err.message}\n`);
+      return 1;
+    }
+  }
   process.stdout.write(`ccm-provider-conformance: ${target.kind === 'exec' ? target.path : target.endpoint}\n`);
   const results = await runConformance({
     target,

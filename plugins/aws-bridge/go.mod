@@ -3,6 +3,7 @@ module github.com/grpc-ccm/grpc-cloud-controller-manager/plugins/aws-bridge
 go 1.26.0
 
 require (
+	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go v0.0.0
 	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/bridge v0.0.0-00010101000000-000000000000
 	k8s.io/apimachinery v0.34.4
 	k8s.io/cloud-provider v0.34.4
@@ -57,7 +58,6 @@ require (
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go v0.0.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-prometheus v1.2.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

@@ -37,6 +37,7 @@ func main() {
 		VendorVersion: "k8s.io/cloud-provider-aws " + bridge.ModuleVersion("k8s.io/cloud-provider-aws"),
 		Configure:     bridge.CloudConfigFile(path),
 		Flags:         flags,
+		Schema:        awsSchema(), // schema.go: upstream's annotations, so the host catches a misspelled one
 		Controllers: map[string]bridge.Controller{
 			tagging.TaggingControllerKey: func(ctx context.Context, c bridge.ControllerContext) error {
 				// As upstream's tagging controller wrapper, which exits the process on invalid flags.

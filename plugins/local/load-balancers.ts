@@ -39,8 +39,11 @@ import { podBackendsOf, podTargets } from '../../sdk/pod-backends.js';
 
 /** Service annotation selecting the ingress ipMode (VIP or Proxy). */
 const IP_MODE_ANNOTATION = 'local.ccm.dev/ip-mode';
-/** The older name of IP_MODE_ANNOTATION: still read when the new one is absent, published as deprecated. */
-const DEPRECATED_IP_MODE_ANNOTATION = 'local.ccm.dev/lb-ip-mode';
+/**
+ * The earlier name of IP_MODE_ANNOTATION, deprecated (the schema says so, with
+ * its replacement) and still read when IP_MODE_ANNOTATION is absent.
+ */
+const DEPRECATED_IP_MODE_ANNOTATION = 'local.ccm.dev/ingress-ip-mode';
 
 /** The annotation prefix the local cloud owns: any other key under it is a misspelling. */
 export const LOCAL_ANNOTATION_PREFIX = 'local.ccm.dev/';
@@ -67,10 +70,9 @@ export const LOCAL_SERVICE_ANNOTATIONS: ProviderSchema['annotations'] = [
     type: SchemaValueType.SCHEMA_VALUE_TYPE_ENUM,
     allowedValues: ['VIP', 'Proxy'],
     caseInsensitive: true,
-    defaultValue: 'VIP',
     deprecated: true,
     replacement: IP_MODE_ANNOTATION,
-    description: `The older name of ${IP_MODE_ANNOTATION}, read only when that is absent.`,
+    description: `The earlier name of ${IP_MODE_ANNOTATION}, read only when that is absent.`,
   },
 ];
 
@@ -91,10 +93,13 @@ function nameOf(c: CloudContext, meta: RequestMeta | undefined, svc: ServiceRef)
 }
 
 function ipModeOf(svc: ServiceRef): 'VIP' | 'Proxy' {
-  const v = svc.annotations[IP_MODE_ANNOTATION] ?? svc.annotations[DEPRECATED_IP_MODE_ANNOTATION];
+  const key =
+    svc.annotations[IP_MODE_ANNOTATION] === undefined && svc.annotations[DEPRECATED_IP_MODE_ANNOTATION] !== undefined
+      ? DEPRECATED_IP_MODE_ANNOTATION
+      : IP_MODE_ANNOTATION;
+  const v = svc.annotations[key]?.trim();
   if (v === undefined || v === '' || /^vip$/i.test(v)) return 'VIP';
   if (/^proxy$/i.test(v)) return 'Proxy';
-  const key = svc.annotations[IP_MODE_ANNOTATION] !== undefined ? IP_MODE_ANNOTATION : DEPRECATED_IP_MODE_ANNOTATION;
   throw new InvalidArgumentError(`annotation ${key} must be VIP or Proxy, got ${JSON.stringify(v)}`);
 }
 

@@ -69,6 +69,14 @@ type Options struct {
 	// LoadBalancerClassesOnly: the cloud serves only LoadBalancerClasses,
 	// never Services without a class (another provider of the host does).
 	LoadBalancerClassesOnly bool
+	// Schema is the bridged cloud's schema: the annotations (and cloud-config
+	// keys) it reads and the annotation prefixes it owns, from a table the
+	// bridged provider's module ships (upstream's interface has none). Set,
+	// the bridge declares CAPABILITY_PROVIDER_SCHEMA and answers
+	// GetProviderSchema with it, and the host checks every Service's
+	// annotations against it before each ensure. Nil: no capability, no
+	// check. Must not change after [New].
+	Schema *pb.GetProviderSchemaResponse
 }
 
 // Provider serves a cloudprovider.Interface as a ccmsdk.Provider. The
@@ -164,7 +172,7 @@ func Serve(cloud cloudprovider.Interface, opts Options) error {
 	}
 	sdkOpts := opts.SDK
 	sdkOpts.Logger = p.log
-	return ccmsdk.Serve(p, sdkOpts)
+	return ccmsdk.Serve(p.Served(), sdkOpts)
 }
 
 // Main serves cloud with [Serve] and ends the process like ccmsdk.Main:
@@ -177,7 +185,24 @@ func Main(cloud cloudprovider.Interface, opts Options) {
 	}
 	sdkOpts := opts.SDK
 	sdkOpts.Logger = p.log
-	ccmsdk.Main(p, sdkOpts)
+	ccmsdk.Main(p.Served(), sdkOpts)
+}
+
+// schemaProvider is a Provider that also publishes Options.Schema
+// (ccmsdk.SchemaPublisher): a type of its own, since the SDK declares
+// CAPABILITY_PROVIDER_SCHEMA for every provider with the method.
+type schemaProvider struct{ *Provider }
+
+// ProviderSchema implements ccmsdk.SchemaPublisher: Options.Schema, fixed.
+func (s schemaProvider) ProviderSchema() *pb.GetProviderSchemaResponse { return s.opts.Schema }
+
+// Served is what [Serve] and [Main] hand to the SDK: p itself, or with
+// Options.Schema set, p publishing that schema.
+func (p *Provider) Served() ccmsdk.Provider {
+	if p.opts.Schema != nil {
+		return schemaProvider{p}
+	}
+	return p
 }
 
 // Info implements ccmsdk.Provider.

@@ -321,6 +321,47 @@ func TestLoadBalancerClassesOption(t *testing.T) {
 	}
 }
 
+// Options.Schema: a bridged provider that ships a table publishes it
+// (CAPABILITY_PROVIDER_SCHEMA, GetProviderSchema answers it); one that ships
+// none declares no capability, so the host checks nothing.
+func TestSchemaOption(t *testing.T) {
+	schema := &pb.GetProviderSchemaResponse{
+		AnnotationPrefixes: []string{"example.com/lb-"},
+		Annotations: []*pb.SchemaAnnotation{{
+			Key: "example.com/lb-internal", ObjectKind: pb.SchemaObjectKind_SCHEMA_OBJECT_KIND_SERVICE, Type: pb.SchemaValueType_SCHEMA_VALUE_TYPE_BOOL,
+		}},
+	}
+	cases := []struct {
+		name   string
+		schema *pb.GetProviderSchemaResponse
+		want   bool
+	}{
+		{"a table", schema, true},
+		{"no table", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(&testCloud{lb: true}, Options{SDK: ccmsdk.Options{Logger: ccmsdk.NewLogger("test", nil, nil)}, Schema: tc.schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			caps, err := ccmsdk.DeriveCapabilities(p.Served())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(caps.Capabilities, pb.Capability_CAPABILITY_PROVIDER_SCHEMA); got != tc.want {
+				t.Fatalf("CAPABILITY_PROVIDER_SCHEMA declared %v; want %v (%v)", got, tc.want, caps.Capabilities)
+			}
+			if !slices.Contains(caps.Capabilities, pb.Capability_CAPABILITY_METRICS) {
+				t.Fatalf("the schema wrapper lost the metrics capability: %v", caps.Capabilities)
+			}
+			if sp, ok := p.Served().(ccmsdk.SchemaPublisher); ok && sp.ProviderSchema() != tc.schema {
+				t.Fatalf("GetProviderSchema answers %v; want %v", sp.ProviderSchema(), tc.schema)
+			}
+		})
+	}
+}
+
 func code(err error) codes.Code { return status.Code(err) }
 
 // The instance RPCs answer the same through InstancesV2 and through the

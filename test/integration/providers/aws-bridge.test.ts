@@ -57,6 +57,7 @@ import { startProviderHost, type ProviderHost, type ProviderMode } from '../../h
 import { AWS_BRIDGE_DIR, AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
 import { waitFor } from '../../helpers/wait.js';
+import { ANNOTATION_REFERENCES, renderReference } from '../../../tools/annotation-docs.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
@@ -343,6 +344,27 @@ async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
   await waitFor(() => nodeGone(core, nc), { what: `node ${nc} deleted (${mode})`, timeoutMs: 120_000, log: join(dir, 'host.log') });
   await backends([ia.id, ib.id, id.id]);
 
+  // A misspelled annotation under the prefix the AWS schema owns (plugins/aws-bridge/schema.go):
+  // the host refuses it before any cloud call, so no ELB and no finalizer.
+  const typo = await core.createNamespacedService({
+    namespace: prefix,
+    body: lbService('typo', prefix, [{ port: 80 }], {}, { 'service.beta.kubernetes.io/aws-load-balancer-internel': 'true' }),
+  });
+  const warning = await waitFor(async () => (await serviceEvents(core, typo)).find((e) => e.reason === 'InvalidLoadBalancerAnnotation'), {
+    what: `InvalidLoadBalancerAnnotation on typo (${mode})`,
+    timeoutMs: 60_000,
+    log: join(dir, 'host.log'),
+  });
+  t.is(warning.type, 'Warning');
+  t.regex(warning.message ?? '', /aws-load-balancer-internel/);
+  const typoElb = `a${typo.metadata!.uid!.replaceAll('-', '')}`.slice(0, 32);
+  t.false(
+    (await c.elbs()).some((l) => l.name === typoElb),
+    'no ELB for the misspelled Service',
+  );
+  t.deepEqual((await readService(core, prefix, 'typo'))?.metadata?.finalizers ?? [], [], 'no finalizer: no cloud call was made');
+  await core.deleteNamespacedService({ namespace: prefix, name: 'typo' });
+
   // Delete: the ELB goes with the Service.
   await deleteService(c, 'web');
   t.false(
@@ -473,6 +495,14 @@ const AWS_KIT_FAILURES: PinnedFailure[] = [
   },
 ];
 
+test("docs/providers/aws-annotations.md is the bridged AWS provider's schema (plugins/aws-bridge/schema.go) as the kit renders it (npm run docs:annotations -- aws)", async (t) => {
+  t.timeout(120_000);
+  const aws = ANNOTATION_REFERENCES.find((r) => r.name === 'aws')!;
+  const rendered = await renderReference(aws, await AWS_CLOUD_PROVIDER.executable(tmpdir()));
+  t.is(rendered, await readFile(aws.file, 'utf8'), 'stale: run npm run docs:annotations -- aws');
+  t.regex(rendered, /^- `service\.beta\.kubernetes\.io\/aws-load-balancer-`$/m, 'the owned prefix');
+});
+
 test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (exec), on moto with a test hook: instances, load balancers and routes pass, what it does not serve is skipped, its own answers for absent machines pinned', async (t) => {
   t.timeout(360_000);
   const prefix = `aws-kit-${randomBytes(3).toString('hex')}`;
@@ -501,6 +531,7 @@ test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (
         'launch/handshake',
         'setup/hooks',
         'lifecycle/not-configured',
+        'identity/provider-schema',
         'instances/foreign-provider-id',
         'instances/test-instance',
         'instances/exists-and-shutdown',

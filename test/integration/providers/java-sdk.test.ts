@@ -125,6 +125,7 @@ test('the Java provider passes the kit in exec mode, through its launcher', asyn
     'lifecycle/bad-config',
     'lifecycle/shutdown',
     'identity/undeclared-unimplemented',
+    'identity/provider-schema',
     'instances/foreign-provider-id',
     'instances/test-instance',
     'load-balancers/ensure-twice',

@@ -5,7 +5,7 @@
  * certificate that deploy/volumes/webhook-caller-rbac.yaml lets call
  * /validate-v1-service). The real host (--controllers=service), the local
  * cloud as a plugin process (it owns local.ccm.dev/, reads
- * local.ccm.dev/ip-mode and the deprecated local.ccm.dev/lb-ip-mode), etcd.
+ * local.ccm.dev/ip-mode and the deprecated local.ccm.dev/ingress-ip-mode), etcd.
  *
  * Rows: a misspelled key and a bad value are refused at create with the
  * provider's line; a good Service is accepted; a deprecated key is accepted
@@ -45,7 +45,7 @@ const NODE = 'lb-admission-node';
 const WEBHOOK = 'lb-admission-service-validation';
 const TYPO = { 'local.ccm.dev/ipmode': 'Proxy' };
 const BAD_VALUE = { 'local.ccm.dev/ip-mode': 'Sideways' };
-const DEPRECATED = 'local.ccm.dev/lb-ip-mode';
+const DEPRECATED = 'local.ccm.dev/ingress-ip-mode';
 const TYPO_DENIED =
   /denied the request: annotation local\.ccm\.dev\/ipmode is not one the provider reads under its prefix local\.ccm\.dev\/ \(misspelled\?\); known: local\.ccm\.dev\/ip-mode/;
 const BAD_VALUE_DENIED = /denied the request: annotation local\.ccm\.dev\/ip-mode="Sideways": not an allowed value \(allowed: VIP, Proxy\)/;
@@ -197,7 +197,7 @@ test.serial('a deprecated key is accepted with a warning the client sees, and on
   const answer = await createWithWarnings(kc, lbService('deprecated', NS, [{ port: 80 }], {}, { [DEPRECATED]: 'Proxy' }));
   t.is(answer.status, 201);
   t.true(
-    answer.warnings.some((w) => /annotation local\.ccm\.dev\/lb-ip-mode is deprecated; use local\.ccm\.dev\/ip-mode instead/.test(w)),
+    answer.warnings.some((w) => /annotation local\.ccm\.dev\/ingress-ip-mode is deprecated; use local\.ccm\.dev\/ip-mode instead/.test(w)),
     `warnings: ${JSON.stringify(answer.warnings)}`,
   );
   const svc = await waitFor(
@@ -218,7 +218,7 @@ test.serial('a deprecated key is accepted with a warning the client sees, and on
     [['Warning', 1]],
     'one Warning, not one per sync',
   );
-  t.regex(events[0]!.message ?? '', /local\.ccm\.dev\/lb-ip-mode is deprecated; use local\.ccm\.dev\/ip-mode instead/);
+  t.regex(events[0]!.message ?? '', /local\.ccm\.dev\/ingress-ip-mode is deprecated; use local\.ccm\.dev\/ip-mode instead/);
 });
 
 test.serial('an update that introduces a typo is refused; the Service keeps what it had', async (t) => {

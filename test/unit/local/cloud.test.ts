@@ -202,6 +202,14 @@ test('load balancers: deterministic name, idempotent ensure, requested IP, updat
   const r2 = await lbs.ensureLoadBalancer!({ meta: meta(), service: svc2, nodes: [] }, ctx());
   t.is(r2.status?.ingress[0]?.ip, '127.0.10.77');
   t.is(r2.status?.ingress[0]?.ipMode, IpMode.IP_MODE_PROXY);
+  // The deprecated earlier name is read when ip-mode is absent, and ip-mode wins over it.
+  for (const [annotations, want] of [
+    [{ 'local.ccm.dev/ingress-ip-mode': 'Proxy' }, IpMode.IP_MODE_PROXY],
+    [{ 'local.ccm.dev/ingress-ip-mode': 'Proxy', 'local.ccm.dev/ip-mode': 'VIP' }, IpMode.IP_MODE_VIP],
+  ] as const) {
+    const r = await lbs.ensureLoadBalancer!({ meta: meta('deprecated'), service: service('uid-dep', { annotations }), nodes: [] }, ctx());
+    t.is(r.status?.ingress[0]?.ipMode, want, JSON.stringify(annotations));
+  }
   const taken = await failure(
     lbs.ensureLoadBalancer!({ meta: meta(), service: service('uid-3', { loadBalancerIp: '127.0.10.77' }), nodes: [] }, ctx()),
   );

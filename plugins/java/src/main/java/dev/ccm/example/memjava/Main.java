@@ -6,15 +6,19 @@ import dev.ccm.provider.sdk.Info;
 import dev.ccm.provider.sdk.Protocol;
 import dev.ccm.provider.sdk.Provider;
 import dev.ccm.provider.sdk.ProviderServer;
+import dev.ccm.provider.sdk.Schema;
 import dev.ccm.provider.v1.ConfigureRequest;
 import dev.ccm.provider.v1.ConfigureResponse;
+import dev.ccm.provider.v1.GetProviderSchemaResponse;
 import dev.ccm.provider.v1.InstancesServiceGrpc;
 import dev.ccm.provider.v1.LoadBalancersServiceGrpc;
+import dev.ccm.provider.v1.SchemaValueType;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.StatusRuntimeException;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -41,6 +45,22 @@ public final class Main implements Provider {
   @Override
   public ConfigureResponse configure(ConfigureRequest request) {
     return ConfigureResponse.newBuilder().addAllWarnings(cloud.configure(request.getCloudConfig().toByteArray())).build();
+  }
+
+  /** The annotation prefix memjava owns; it reads no annotation, so any key under it is a misspelling. */
+  static final String ANNOTATION_PREFIX = "memjava.ccm.example/";
+
+  /** What memjava reads (GetProviderSchema): its cloud config (Cloud.configure), and no annotation under its prefix. */
+  @Override
+  public GetProviderSchemaResponse schema() {
+    SchemaValueType str = SchemaValueType.SCHEMA_VALUE_TYPE_STRING;
+    return Schema.of(
+        List.of(ANNOTATION_PREFIX),
+        List.of(),
+        List.of(
+            Schema.configKey("", "zone", str, "The zone of instances that name none.").setDefaultValue("mem-a").build(),
+            Schema.configKey("", "region", str, "The region of instances that name none.").setDefaultValue("mem").build(),
+            Schema.configKey("", "instances", str, "The instances, a JSON array of {name, zone, type, addresses}; created or updated by name.").build()));
   }
 
   @Override

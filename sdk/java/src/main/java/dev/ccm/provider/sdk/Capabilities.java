@@ -94,8 +94,16 @@ public final class Capabilities {
   }
 
   static boolean overridesMetrics(Provider p) {
+    return overrides(p, "metrics");
+  }
+
+  static boolean overridesSchema(Provider p) {
+    return overrides(p, "schema");
+  }
+
+  private static boolean overrides(Provider p, String method) {
     try {
-      return p.getClass().getMethod("metrics").getDeclaringClass() != Provider.class;
+      return p.getClass().getMethod(method).getDeclaringClass() != Provider.class;
     } catch (NoSuchMethodException e) {
       return false;
     }
@@ -112,7 +120,8 @@ public final class Capabilities {
    * ROUTES_RECONCILE: routes have ReconcileRoutes;
    * VOLUMES_LIST_PUBLISHED_NODES: volumes have ListVolumes;
    * VOLUMES_EXPAND_ONLINE: info says so and a volume service;
-   * METRICS: the provider overrides metrics().
+   * METRICS: the provider overrides metrics();
+   * PROVIDER_SCHEMA: the provider overrides schema().
    * The load balancer class declaration is sent as is with a load balancer
    * service. Capabilities are sorted. Fixed for the life of the process.
    */
@@ -130,6 +139,7 @@ public final class Capabilities {
     if (has(vols, "ListVolumes")) caps.add(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES);
     if (vols != null && info.volumesExpandOnline()) caps.add(Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE);
     if (overridesMetrics(p)) caps.add(Capability.CAPABILITY_METRICS);
+    if (overridesSchema(p)) caps.add(Capability.CAPABILITY_PROVIDER_SCHEMA);
     caps.sort((a, b) -> Integer.compare(a.getNumber(), b.getNumber()));
     GetPluginCapabilitiesResponse.Builder r =
         GetPluginCapabilitiesResponse.newBuilder()

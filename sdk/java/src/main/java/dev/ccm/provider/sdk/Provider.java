@@ -3,6 +3,7 @@ package dev.ccm.provider.sdk;
 import dev.ccm.provider.v1.ClustersServiceGrpc;
 import dev.ccm.provider.v1.ConfigureRequest;
 import dev.ccm.provider.v1.ConfigureResponse;
+import dev.ccm.provider.v1.GetProviderSchemaResponse;
 import dev.ccm.provider.v1.InstancesServiceGrpc;
 import dev.ccm.provider.v1.LoadBalancersServiceGrpc;
 import dev.ccm.provider.v1.RoutesServiceGrpc;
@@ -52,6 +53,19 @@ public interface Provider {
    */
   default String metrics() {
     throw Errors.notImplemented("this provider exports no metrics");
+  }
+
+  /**
+   * The Service annotations (and cloud-config keys) the provider reads and the
+   * annotation prefixes it owns, for IdentityService/GetProviderSchema
+   * (protocol 1.1); overriding it declares CAPABILITY_PROVIDER_SCHEMA. The
+   * host checks every Service's annotations against it before each ensure (an
+   * unlisted key under an owned prefix, or a value that does not fit, is a
+   * Warning event and no cloud call). Build it with {@link Schema}. Must not
+   * change during the life of the process; at most 1 MiB encoded.
+   */
+  default GetProviderSchemaResponse schema() {
+    throw Errors.notImplemented("this provider publishes no schema (Provider.schema)");
   }
 
   /** Once on stop, after in-flight calls ended or the grace period ran out. */

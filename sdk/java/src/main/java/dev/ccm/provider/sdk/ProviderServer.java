@@ -8,6 +8,8 @@ import dev.ccm.provider.v1.GetPluginCapabilitiesRequest;
 import dev.ccm.provider.v1.GetPluginCapabilitiesResponse;
 import dev.ccm.provider.v1.GetPluginInfoRequest;
 import dev.ccm.provider.v1.GetPluginInfoResponse;
+import dev.ccm.provider.v1.GetProviderSchemaRequest;
+import dev.ccm.provider.v1.GetProviderSchemaResponse;
 import dev.ccm.provider.v1.IdentityServiceGrpc;
 import dev.ccm.provider.v1.LifecycleServiceGrpc;
 import dev.ccm.provider.v1.ProbeRequest;
@@ -552,6 +554,19 @@ public final class ProviderServer {
     public void getMetrics(GetMetricsRequest request, StreamObserver<GetMetricsResponse> out) {
       Rpc.reply(out, () -> GetMetricsResponse.newBuilder().setText(provider.metrics()).build());
     }
+
+    /** The provider's schema(), asked once: the answer is fixed for the life of the process. */
+    @Override
+    public void getProviderSchema(GetProviderSchemaRequest request, StreamObserver<GetProviderSchemaResponse> out) {
+      Rpc.reply(out, ProviderServer.this::schemaOnce);
+    }
+  }
+
+  private GetProviderSchemaResponse schemaValue;
+
+  private synchronized GetProviderSchemaResponse schemaOnce() {
+    if (schemaValue == null) schemaValue = provider.schema();
+    return schemaValue;
   }
 
   private final class Lifecycle extends LifecycleServiceGrpc.LifecycleServiceImplBase {

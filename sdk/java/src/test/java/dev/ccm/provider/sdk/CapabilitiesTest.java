@@ -10,12 +10,16 @@ import dev.ccm.provider.v1.GetInstancesMetadataResponse;
 import dev.ccm.provider.v1.GetInstancesStatusRequest;
 import dev.ccm.provider.v1.GetInstancesStatusResponse;
 import dev.ccm.provider.v1.GetPluginCapabilitiesResponse;
+import dev.ccm.provider.v1.GetProviderSchemaResponse;
 import dev.ccm.provider.v1.InstanceIdRequest;
 import dev.ccm.provider.v1.InstanceIdResponse;
 import dev.ccm.provider.v1.InstancesServiceGrpc;
 import dev.ccm.provider.v1.ListLoadBalancersRequest;
 import dev.ccm.provider.v1.ListLoadBalancersResponse;
 import dev.ccm.provider.v1.LoadBalancersServiceGrpc;
+import dev.ccm.provider.v1.SchemaAnnotation;
+import dev.ccm.provider.v1.SchemaObjectKind;
+import dev.ccm.provider.v1.SchemaValueType;
 import dev.ccm.provider.v1.Service;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
@@ -85,6 +89,37 @@ class CapabilitiesTest {
         r.getCapabilitiesList());
     assertEquals(List.of("example.com/internal"), r.getLoadBalancerClassesList());
     assertTrue(r.getLoadBalancerClassesOnly());
+  }
+
+  @Test
+  void aProviderWithASchemaDeclaresItAndCanDeprecateAKey() {
+    GetProviderSchemaResponse schema =
+        Schema.of(
+            List.of("example.com/lb-"),
+            List.of(
+                Schema.service("example.com/lb-mode", SchemaValueType.SCHEMA_VALUE_TYPE_ENUM, "The mode.").addAllowedValues("fast").build(),
+                Schema.deprecated(Schema.service("example.com/lb-kind", SchemaValueType.SCHEMA_VALUE_TYPE_ENUM, "Earlier name."), "example.com/lb-mode")
+                    .addAllowedValues("fast")
+                    .build()),
+            List.of(Schema.deprecated(Schema.configKey("Global", "Zone", SchemaValueType.SCHEMA_VALUE_TYPE_STRING, "Old."), "zone").build()));
+    Provider p =
+        new Provider() {
+          @Override
+          public Info info() {
+            return Info.of("x.example", "x");
+          }
+
+          @Override
+          public GetProviderSchemaResponse schema() {
+            return schema;
+          }
+        };
+    assertEquals(List.of(Capability.CAPABILITY_PROVIDER_SCHEMA), Capabilities.derive(p, Capabilities.bind(p)).getCapabilitiesList());
+    SchemaAnnotation old = schema.getAnnotations(1);
+    assertTrue(old.getDeprecated());
+    assertEquals("example.com/lb-mode", old.getReplacement());
+    assertEquals(SchemaObjectKind.SCHEMA_OBJECT_KIND_SERVICE, old.getObjectKind());
+    assertEquals("zone", schema.getCloudConfigKeys(0).getReplacement());
   }
 
   @Test
