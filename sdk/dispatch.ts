@@ -3,8 +3,8 @@
  * call (AbortSignal aborted on client cancel, deadline, or shutdown), thrown
  * errors mapped through toServiceError, missing methods answered UNIMPLEMENTED.
  */
-import { ROOT_CONTEXT, type Span } from '@opentelemetry/api';
-import { context, extractFromMetadata, SpanKind, SpanStatusCode, trace, tracer, tracingStarted } from './tracing.js';
+import type { Context, Span } from '@opentelemetry/api';
+import { contextWith, extractFromMetadata, runIn, SpanKind, startSpan, STATUS_ERROR, tracingStarted } from './tracing.js';
 import type {
   handleUnaryCall,
   MethodDefinition,
@@ -131,19 +131,19 @@ function answerError(err: unknown, ctx: CallContext): ProviderError | unknown {
  * The provider's SERVER span for one call of `name` (`pkg.Service/Method`),
  * continuing the trace whose W3C context the host put in the metadata.
  */
-function serverSpan(name: string, call: AnyCall): Span {
-  const parent = tracingStarted()
-    ? extractFromMetadata((key) => {
-        const v = call.metadata.get(key)[0];
-        return typeof v === 'string' ? v : undefined;
-      })
-    : ROOT_CONTEXT;
+function serverSpan(name: string, call: AnyCall): { span: Span; ctx: Context | undefined } {
+  if (!tracingStarted()) return { span: startSpan(name, {}), ctx: undefined };
+  const parent = extractFromMetadata((key) => {
+    const v = call.metadata.get(key)[0];
+    return typeof v === 'string' ? v : undefined;
+  });
   const [service = '', rpcMethod = ''] = name.split('/');
-  return tracer().startSpan(
+  const span = startSpan(
     name,
     { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': rpcMethod } },
     parent,
   );
+  return { span, ctx: contextWith(span, parent) };
 }
 
 /**
@@ -165,10 +165,10 @@ export function unaryHandler(
     const started = Date.now();
     const { ctx, done } = deps.inFlight.begin(call);
     // The SERVER span, child of the host's client span when the metadata carries its traceparent (no-op when tracing is off).
-    const span = serverSpan(name, call);
+    const { span, ctx: traceCtx } = serverSpan(name, call);
     let result: Promise<unknown>;
     try {
-      result = Promise.resolve(context.with(trace.setSpan(context.active(), span), () => run(call.request, ctx)));
+      result = Promise.resolve(runIn(traceCtx, () => run(call.request, ctx)));
     } catch (err) {
       result = Promise.reject(err);
     }
@@ -187,7 +187,7 @@ export function unaryHandler(
           if (span.isRecording()) {
             const code = answer instanceof ProviderError ? answer.code : Code.UNKNOWN;
             span.setAttribute('rpc.grpc.status_code', code);
-            span.setStatus({ code: SpanStatusCode.ERROR, message: answer instanceof Error ? answer.message : String(answer) });
+            span.setStatus({ code: STATUS_ERROR, message: answer instanceof Error ? answer.message : String(answer) });
           }
           span.end();
           if (answer instanceof ProviderError) {

@@ -17,7 +17,35 @@
  * `tracestate`) in gRPC metadata: the host injects it into every RPC, a
  * provider may ignore it.
  */
-import { context, propagation, ROOT_CONTEXT, trace, type Context, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, SpanOptions } from '@opentelemetry/api';
+
+/**
+ * @opentelemetry/api itself, loaded with the SDK: even the API costs about
+ * 6 MiB of RSS, so a process with tracing off never imports it, and every
+ * helper below is a plain call then.
+ */
+type OtelApi = typeof import('@opentelemetry/api');
+let otel: OtelApi | undefined;
+
+/** OTel SpanKind values (the API's enum, which is not loaded when tracing is off). */
+export const SpanKind = { INTERNAL: 0, SERVER: 1, CLIENT: 2 } as const;
+/** OTel SpanStatusCode.ERROR. */
+export const STATUS_ERROR = 2;
+
+/** The span every helper hands out while tracing is off: records nothing. */
+const NOOP_SPAN: Span = {
+  spanContext: () => ({ traceId: '', spanId: '', traceFlags: 0 }),
+  setAttribute: () => NOOP_SPAN,
+  setAttributes: () => NOOP_SPAN,
+  addEvent: () => NOOP_SPAN,
+  addLink: () => NOOP_SPAN,
+  addLinks: () => NOOP_SPAN,
+  setStatus: () => NOOP_SPAN,
+  updateName: () => NOOP_SPAN,
+  end: () => undefined,
+  isRecording: () => false,
+  recordException: () => undefined,
+};
 
 /** Instrumentation scope of every span the host and the SDK make. */
 export const TRACER_NAME = 'grpc-cloud-controller-manager';
@@ -66,8 +94,9 @@ export async function startTracing(
   if (!tracingRequested(env)) return OFF;
   try {
     if (!started) {
-      starting ??= import('./tracing-sdk.js').then((m) => {
+      starting ??= Promise.all([import('@opentelemetry/api'), import('./tracing-sdk.js')]).then(([api, m]) => {
         const sdk = m.startSdk(defaultServiceName, env, onError);
+        otel = api;
         started = { ...sdk, users: 0 };
       });
       await starting;
@@ -88,6 +117,7 @@ export async function startTracing(
       if (--sdk.users > 0) return sdk.flush();
       started = undefined;
       starting = undefined;
+      otel = undefined;
       await sdk.stop();
     },
   };
@@ -98,9 +128,29 @@ export function tracingStarted(): boolean {
   return started !== undefined;
 }
 
-/** This package's tracer (the no-op one until an SDK is registered). */
-export function tracer(): Tracer {
-  return trace.getTracer(TRACER_NAME);
+/**
+ * Starts a span (the no-op one when tracing is off). `parent` defaults to
+ * the active context; `root: true` in `opts` starts a new trace.
+ */
+export function startSpan(name: string, opts: SpanOptions, parent?: Context): Span {
+  if (!otel) return NOOP_SPAN;
+  return otel.trace.getTracer(TRACER_NAME).startSpan(name, opts, parent ?? otel.context.active());
+}
+
+/** `parent` (default: the active context, or a new root with `root`) with `span` as its span; undefined when tracing is off. */
+export function contextWith(span: Span, parent?: Context, root = false): Context | undefined {
+  if (!otel) return undefined;
+  return otel.trace.setSpan(root ? otel.ROOT_CONTEXT : (parent ?? otel.context.active()), span);
+}
+
+/** Runs `fn` with `ctx` active (just runs it when tracing is off or `ctx` is undefined). */
+export function runIn<T>(ctx: Context | undefined, fn: () => T): T {
+  return otel && ctx ? otel.context.with(ctx, fn) : fn();
+}
+
+/** The active context, undefined when tracing is off. */
+export function activeContext(): Context | undefined {
+  return otel?.context.active();
 }
 
 /**
@@ -108,19 +158,14 @@ export function tracer(): Tracer {
  * exception recorded) when `fn` throws, else leaves the status UNSET unless
  * `fn` set one. `fn` gets the span to add attributes.
  */
-export async function inSpan<T>(
-  name: string,
-  opts: { kind?: SpanKind; attributes?: Record<string, string | number | boolean>; parent?: Context },
-  fn: (span: Span) => Promise<T>,
-): Promise<T> {
-  const parent = opts.parent ?? context.active();
-  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
+export async function inSpan<T>(name: string, opts: { kind?: number; attributes?: Attributes }, fn: (span: Span) => Promise<T>): Promise<T> {
+  const span = startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes });
   try {
-    return await context.with(trace.setSpan(parent, span), () => fn(span));
+    return await runIn(contextWith(span), () => fn(span));
   } catch (err) {
     if (span.isRecording()) {
       span.recordException(err instanceof Error ? err : String(err));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      span.setStatus({ code: STATUS_ERROR, message: err instanceof Error ? err.message : String(err) });
     }
     throw err;
   } finally {
@@ -128,17 +173,16 @@ export async function inSpan<T>(
   }
 }
 
-/** The context carried by W3C `traceparent`/`tracestate` in gRPC metadata (ROOT_CONTEXT when absent or tracing is off). */
-export function extractFromMetadata(get: (key: string) => string | undefined): Context {
-  return propagation.extract(ROOT_CONTEXT, undefined, {
+/** The context carried by W3C `traceparent`/`tracestate` in gRPC metadata; undefined when tracing is off. */
+export function extractFromMetadata(get: (key: string) => string | undefined): Context | undefined {
+  if (!otel) return undefined;
+  return otel.propagation.extract(otel.ROOT_CONTEXT, undefined, {
     keys: () => ['traceparent', 'tracestate'],
     get: (_carrier, key) => get(key),
   });
 }
 
-/** Writes `ctx`'s W3C trace context into gRPC metadata through `set` (nothing when tracing is off or no span is active). */
-export function injectIntoMetadata(ctx: Context, set: (key: string, value: string) => void): void {
-  propagation.inject(ctx, undefined, { set: (_carrier, key, value) => set(key, value) });
+/** Writes `ctx`'s W3C trace context into gRPC metadata through `set` (nothing when tracing is off). */
+export function injectIntoMetadata(ctx: Context | undefined, set: (key: string, value: string) => void): void {
+  if (otel && ctx) otel.propagation.inject(ctx, undefined, { set: (_carrier, key, value) => set(key, value) });
 }
-
-export { SpanKind, SpanStatusCode, context, trace };

@@ -12,9 +12,9 @@
  * Items are compared with SameValueZero (Set/Map semantics), so use strings
  * (object keys, see keys.ts) or other primitives.
  */
-import { ROOT_CONTEXT, type Span } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { context, SpanKind, SpanStatusCode, trace, tracer } from '../../sdk/tracing.js';
+import { contextWith, runIn, SpanKind, startSpan, STATUS_ERROR } from '../../sdk/tracing.js';
 import { errorMessage, type Logger } from '../log.js';
 import { registeredMetric } from './metrics.js';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.js';
@@ -488,7 +488,7 @@ export function clampRetryAfterMs(requestedMs: number): number {
  * (nothing is computed then).
  */
 function startSyncSpan<T>(queue: WorkQueue<T>, item: T): Span {
-  const span = tracer().startSpan(`${queue.name || 'workqueue'}.sync`, { kind: SpanKind.INTERNAL, root: true }, ROOT_CONTEXT);
+  const span = startSpan(`${queue.name || 'workqueue'}.sync`, { kind: SpanKind.INTERNAL, root: true });
   if (!span.isRecording()) return span;
   const waited = queue.queueWaitMs(item);
   span.setAttributes({
@@ -535,14 +535,14 @@ export async function runWorkers<T>(
       // One span per reconcile, the root of its trace; a no-op object when tracing is off.
       const span = startSyncSpan(queue, item);
       try {
-        await context.with(trace.setSpan(ROOT_CONTEXT, span), () => handler(item));
+        await runIn(contextWith(span, undefined, true), () => handler(item));
         queue.forget(item);
         span.setAttribute('ccm.sync.outcome', 'success');
       } catch (err) {
         const requestedMs = retryAfterMsOf(err);
         if (span.isRecording()) {
           span.setAttributes({ 'ccm.sync.outcome': requestedMs !== undefined ? 'retry_after' : 'error', 'error.type': errorType(err) });
-          span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
+          span.setStatus({ code: STATUS_ERROR, message: errorMessage(err) });
         }
         if (requestedMs !== undefined) {
           const delayMs = queue.addRateLimitedAtLeast(item, clampRetryAfterMs(requestedMs));

@@ -8,7 +8,7 @@
  * metadata of it and pay nothing.
  */
 import { InterceptingCall, status as GrpcStatus, type Interceptor } from '@grpc/grpc-js';
-import { context, injectIntoMetadata, SpanKind, SpanStatusCode, trace, tracer, tracingRequested } from '../../sdk/tracing.js';
+import { activeContext, contextWith, injectIntoMetadata, SpanKind, startSpan, STATUS_ERROR, tracingRequested } from '../../sdk/tracing.js';
 
 /** OTel variables never passed on by default: they may hold credentials (pass them with --plugin-env NAME). */
 const WITHHELD = /HEADERS|CERTIFICATE|CLIENT_KEY/;
@@ -40,20 +40,20 @@ function rpcNames(path: string): { service: string; method: string } {
 export const traceInterceptor: Interceptor = (options, nextCall) => {
   const { service, method } = rpcNames(options.method_definition.path);
   // The caller's context, captured synchronously: the call is made inside the caller's async context.
-  const parent = context.active();
-  const span = tracer().startSpan(
+  const parent = activeContext();
+  const span = startSpan(
     `${service}/${method}`,
     { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } },
     parent,
   );
-  const withSpan = trace.setSpan(parent, span);
+  const withSpan = contextWith(span, parent);
   return new InterceptingCall(nextCall(options), {
     start(metadata, _listener, next) {
       injectIntoMetadata(withSpan, (key, value) => metadata.set(key, value));
       next(metadata, {
         onReceiveStatus(status, nextStatus) {
           span.setAttribute('rpc.grpc.status_code', status.code);
-          if (status.code !== GrpcStatus.OK) span.setStatus({ code: SpanStatusCode.ERROR, message: status.details });
+          if (status.code !== GrpcStatus.OK) span.setStatus({ code: STATUS_ERROR, message: status.details });
           span.end();
           nextStatus(status);
         },
