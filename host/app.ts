@@ -12,6 +12,7 @@
  * controllers) runs; `stop()` shuts down in reverse: controllers (bounded) →
  * informers → lease released → plugin → server.
  */
+import { startTracing } from '../sdk/tracing.js';
 import { Gauge } from 'prom-client';
 import type { Cloud } from './cloud.js';
 import type { HostConfig } from './config/config.js';
@@ -77,6 +78,9 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
   const stopAll = async () => {
     for (const c of cleanups.reverse()) await c().catch((err) => log.warn({ err: errorMessage(err) }, 'error while stopping'));
   };
+  // OpenTelemetry traces, only when the OTEL_* variables ask (sdk/tracing.ts); flushed and stopped last.
+  const tracing = await startTracing(COMPONENT_NAME, (message) => log.warn(message));
+  cleanups.push(() => tracing.stop());
   // One set of keep-alive connections for every client and watch of the host
   // (per-controller tokens included), closed last.
   const connections = new ConnectionPool();

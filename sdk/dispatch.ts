@@ -3,6 +3,8 @@
  * call (AbortSignal aborted on client cancel, deadline, or shutdown), thrown
  * errors mapped through toServiceError, missing methods answered UNIMPLEMENTED.
  */
+import type { Context, Span } from '@opentelemetry/api';
+import { contextWith, extractFromMetadata, runIn, SpanKind, startSpan, STATUS_ERROR, tracingStarted } from './tracing.js';
 import type {
   handleUnaryCall,
   MethodDefinition,
@@ -126,6 +128,25 @@ function answerError(err: unknown, ctx: CallContext): ProviderError | unknown {
 }
 
 /**
+ * The provider's SERVER span for one call of `name` (`pkg.Service/Method`),
+ * continuing the trace whose W3C context the host put in the metadata.
+ */
+function serverSpan(name: string, call: AnyCall): { span: Span; ctx: Context | undefined } {
+  if (!tracingStarted()) return { span: startSpan(name, {}), ctx: undefined };
+  const parent = extractFromMetadata((key) => {
+    const v = call.metadata.get(key)[0];
+    return typeof v === 'string' ? v : undefined;
+  });
+  const [service = '', rpcMethod = ''] = name.split('/');
+  const span = startSpan(
+    name,
+    { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': rpcMethod } },
+    parent,
+  );
+  return { span, ctx: contextWith(span, parent) };
+}
+
+/**
  * A unary handler running `run(request, ctx)`. `method` is the generated
  * definition (used to fill response defaults); `name` appears in messages.
  */
@@ -143,9 +164,11 @@ export function unaryHandler(
     }
     const started = Date.now();
     const { ctx, done } = deps.inFlight.begin(call);
+    // The SERVER span, child of the host's client span when the metadata carries its traceparent (no-op when tracing is off).
+    const { span, ctx: traceCtx } = serverSpan(name, call);
     let result: Promise<unknown>;
     try {
-      result = Promise.resolve(run(call.request, ctx));
+      result = Promise.resolve(runIn(traceCtx, () => run(call.request, ctx)));
     } catch (err) {
       result = Promise.reject(err);
     }
@@ -153,6 +176,7 @@ export function unaryHandler(
       .then((value) => withDefaults(method, name, value))
       .then(
         (response) => {
+          span.end();
           done();
           deps.log.debug({ method: name, ms: Date.now() - started }, 'call succeeded');
           callback(null, response);
@@ -160,6 +184,12 @@ export function unaryHandler(
         (err: unknown) => {
           done();
           const answer = answerError(err, ctx);
+          if (span.isRecording()) {
+            const code = answer instanceof ProviderError ? answer.code : Code.UNKNOWN;
+            span.setAttribute('rpc.grpc.status_code', code);
+            span.setStatus({ code: STATUS_ERROR, message: answer instanceof Error ? answer.message : String(answer) });
+          }
+          span.end();
           if (answer instanceof ProviderError) {
             deps.log.debug({ method: name, code: Code[answer.code], err: answer.message, ms: Date.now() - started }, 'call failed');
           } else {

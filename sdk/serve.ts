@@ -25,6 +25,7 @@
  * Anything else (run by hand, wrong cookie, no common protocol, unusable
  * socket) prints one message on stderr and exits 1.
  */
+import { startTracing } from './tracing.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from './builtin.js';
@@ -189,9 +190,12 @@ export async function serve(provider: CloudProvider, opts: ServeOptions = {}): P
   let server: ProviderServer | undefined;
   let exiting = false;
 
+  // OpenTelemetry traces, only when the OTEL_* variables ask (tracing.ts): the host passes its own on.
+  const tracing = await startTracing('ccm-provider', (message) => log.warn(message));
   const stopWith = async (graceMs: number): Promise<void> => {
     hooks.detach();
     await server?.stop(graceMs);
+    await tracing.stop();
   };
   /**
    * Graceful stop, then exit 0; a stop that hangs past its bound still exits.
@@ -212,7 +216,7 @@ export async function serve(provider: CloudProvider, opts: ServeOptions = {}): P
       },
       graceMs + MIN_CLOSE_MS + EXIT_BACKSTOP_MS,
     ).unref();
-    void (server?.stop(graceMs) ?? Promise.resolve()).then(() => process.exit(0));
+    void (server?.stop(graceMs) ?? Promise.resolve()).then(() => tracing.stop()).then(() => process.exit(0));
   };
   const onSignal = (signal: NodeJS.Signals) => {
     if (exiting) {

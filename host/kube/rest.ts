@@ -26,6 +26,7 @@
  * the request's bytes are handed to it (http-library.ts). A refused write is
  * never sent and fails with {@link FencedWriteError}.
  */
+import { inSpan, SpanKind, tracingStarted } from '../../sdk/tracing.js';
 import type http from 'node:http';
 import { sleep } from './backoff.js';
 import type { ConnectionPool, Purpose } from './connections.js';
@@ -119,6 +120,17 @@ export class FencedWriteError extends Error {
 /** Methods that change nothing; the fence lets them pass. */
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/**
+ * `resource` or `resource/subresource` of an API path (`services/status` for
+ * /api/v1/namespaces/ns/services/name/status): the write span's name, low in
+ * cardinality (no namespace or object name).
+ */
+export function resourceOf(path: string): string {
+  const m = /^\/(?:api\/v1|apis\/[^/]+\/[^/]+)(?:\/namespaces\/[^/]+)?\/([^/?]+)(?:\/[^/?]+\/([^/?]+))?/.exec(path);
+  if (!m) return path.split('?')[0]!;
+  return m[2] ? `${m[1]}/${m[2]}` : m[1]!;
+}
+
 /** Settings of a {@link RestClient}. */
 export interface RestClientOptions {
   /** API server URL. */
@@ -154,6 +166,25 @@ export class RestClient {
    * when `opts.signal` aborts; other errors are the transport's.
    */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    // Writes get a CLIENT span when tracing is on (a child of the reconcile's span); reads would only be noise.
+    if (READ_METHODS.has(method) || !tracingStarted()) return this.send<T>(method, path, opts);
+    const resource = resourceOf(path);
+    return inSpan(
+      `kube ${method} ${resource}`,
+      { kind: SpanKind.CLIENT, attributes: { 'http.request.method': method, 'k8s.resource': resource, 'url.path': path.split('?')[0]! } },
+      async (span) => {
+        try {
+          return await this.send<T>(method, path, opts);
+        } catch (err) {
+          if (err instanceof ApiError) span.setAttribute('http.response.status_code', err.code);
+          throw err;
+        }
+      },
+    );
+  }
+
+  /** {@link RestClient.request} without the span. */
+  private async send<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
     const fence = this.o.fence && !READ_METHODS.has(method) ? this.o.fence : undefined;
     // Refused early too, so a fenced write takes no slot of the throttle.
     const refusedEarly = fence?.();

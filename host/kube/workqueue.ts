@@ -12,7 +12,9 @@
  * Items are compared with SameValueZero (Set/Map semantics), so use strings
  * (object keys, see keys.ts) or other primitives.
  */
+import type { Span } from '@opentelemetry/api';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { contextWith, runIn, SpanKind, startSpan, STATUS_ERROR } from '../../sdk/tracing.js';
 import { errorMessage, type Logger } from '../log.js';
 import { registeredMetric } from './metrics.js';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.js';
@@ -175,15 +177,16 @@ class QueueMetrics<T> {
     if (!this.addTimes.has(item)) this.addTimes.set(item, performance.now());
   }
 
-  get(item: T): void {
+  /** Records the hand-out; returns how long `item` waited in the queue, in ms (undefined when unknown). */
+  get(item: T): number | undefined {
     const now = performance.now();
     this.depth.dec();
     this.startTimes.set(item, now);
     const added = this.addTimes.get(item);
-    if (added !== undefined) {
-      this.queueDuration.observe((now - added) / 1000);
-      this.addTimes.delete(item);
-    }
+    if (added === undefined) return undefined;
+    this.queueDuration.observe((now - added) / 1000);
+    this.addTimes.delete(item);
+    return now - added;
   }
 
   done(item: T): void {
@@ -243,9 +246,17 @@ export class WorkQueue<T = string> {
   private readonly drainers: (() => void)[] = [];
   private readonly rateLimiter: RateLimiter<T>;
   private readonly metrics: QueueMetrics<T> | undefined;
+  /** How long each in-flight item waited in the queue, in ms (kept only with metrics): the sync span's attribute. */
+  private readonly waitedMs = new Map<T, number>();
+  /** The queue's `name` (metrics label, and the sync span's name: `<name>.sync`). */
+  readonly name: string;
+  /** The provider this queue works for, when the host runs several (see {@link WorkQueueOptions.provider}). */
+  readonly provider: string | undefined;
 
   /** Creates an empty queue; see {@link WorkQueueOptions}. */
   constructor(opts: WorkQueueOptions<T> = {}) {
+    this.name = opts.name ?? '';
+    this.provider = opts.provider;
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<T>();
     this.metrics = opts.registry ? new QueueMetrics<T>(opts.registry, opts.name ?? '', opts.provider, opts.provisioner) : undefined;
   }
@@ -334,6 +345,7 @@ export class WorkQueue<T = string> {
   done(item: T): void {
     if (!this.processing.delete(item)) return;
     this.metrics?.done(item);
+    this.waitedMs.delete(item);
     if (this.dirty.has(item)) {
       this.queue.push(item);
       this.wakeGetter();
@@ -341,6 +353,11 @@ export class WorkQueue<T = string> {
     if (this.processing.size === 0) {
       for (const resolve of this.drainers.splice(0)) resolve();
     }
+  }
+
+  /** How long in-flight `item` waited in the queue before it was handed out, in ms; undefined without metrics. */
+  queueWaitMs(item: T): number | undefined {
+    return this.waitedMs.get(item);
   }
 
   /** Number of items waiting to be handed out (not counting in-flight or delayed items). */
@@ -388,7 +405,8 @@ export class WorkQueue<T = string> {
     const item = this.queue.shift() as T;
     this.processing.add(item);
     this.dirty.delete(item);
-    this.metrics?.get(item);
+    const waited = this.metrics?.get(item);
+    if (waited !== undefined) this.waitedMs.set(item, waited);
     return { item, shutdown: false };
   }
 
@@ -463,6 +481,32 @@ export function clampRetryAfterMs(requestedMs: number): number {
 }
 
 /**
+ * The `<queue name>.sync` span of one reconcile of `item` (a new trace:
+ * reconciles are not children of each other): the key, the provider (when
+ * the queue has one), how long the item waited in the queue and how many
+ * times it was requeued before. A non-recording no-op when tracing is off
+ * (nothing is computed then).
+ */
+function startSyncSpan<T>(queue: WorkQueue<T>, item: T): Span {
+  const span = startSpan(`${queue.name || 'workqueue'}.sync`, { kind: SpanKind.INTERNAL, root: true });
+  if (!span.isRecording()) return span;
+  const waited = queue.queueWaitMs(item);
+  span.setAttributes({
+    'ccm.controller': queue.name,
+    'ccm.key': String(item),
+    'ccm.sync.retries': queue.numRequeues(item),
+    ...(queue.provider === undefined ? {} : { 'ccm.provider': queue.provider }),
+    ...(waited === undefined ? {} : { 'ccm.queue.wait_ms': Math.round(waited * 1000) / 1000 }),
+  });
+  return span;
+}
+
+/** The error's class name (the `error.type` convention), `Error` for plain ones. */
+function errorType(err: unknown): string {
+  return err instanceof Error ? err.constructor.name || 'Error' : typeof err;
+}
+
+/**
  * Runs `workers` concurrent copies of the upstream controller loop until the
  * queue is shut down (or `signal` aborts, which shuts it down): get an item,
  * `await handler(item)`, then on success `forget(item)`; on an error with a
@@ -488,11 +532,18 @@ export async function runWorkers<T>(
       const next = await queue.get();
       if (next.shutdown) return;
       const { item } = next;
+      // One span per reconcile, the root of its trace; a no-op object when tracing is off.
+      const span = startSyncSpan(queue, item);
       try {
-        await handler(item);
+        await runIn(contextWith(span, undefined, true), () => handler(item));
         queue.forget(item);
+        span.setAttribute('ccm.sync.outcome', 'success');
       } catch (err) {
         const requestedMs = retryAfterMsOf(err);
+        if (span.isRecording()) {
+          span.setAttributes({ 'ccm.sync.outcome': requestedMs !== undefined ? 'retry_after' : 'error', 'error.type': errorType(err) });
+          span.setStatus({ code: STATUS_ERROR, message: errorMessage(err) });
+        }
         if (requestedMs !== undefined) {
           const delayMs = queue.addRateLimitedAtLeast(item, clampRetryAfterMs(requestedMs));
           log.warn({ key: item, requestedMs, delayMs, err: errorMessage(err) }, 'requeue after retry delay');
@@ -501,6 +552,7 @@ export async function runWorkers<T>(
           queue.addRateLimited(item);
         }
       } finally {
+        span.end();
         queue.done(item);
       }
     }

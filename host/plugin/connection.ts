@@ -18,7 +18,9 @@ import { ClustersServiceClient, ZonesServiceClient } from '../../proto/gen/ccm/p
 import { fromServiceError, type DecodedStatus } from '../../sdk/errors.js';
 import { DEFERRED_REASON_KEY, DEFERRED_REASON_PATTERN, ErrorReason, HEALTH_SERVICE_NAME, MAX_MESSAGE_BYTES } from '../../sdk/protocol.js';
 import { CALLER_METADATA_KEY, MUTATING_METHODS } from '../../sdk/mutations.js';
+import { tracingRequested } from '../../sdk/tracing.js';
 import { redact } from '../redact.js';
+import { traceInterceptor } from './tracing.js';
 import {
   CloudCallError,
   DeferredError,
@@ -121,7 +123,9 @@ export class PluginConnection {
     };
     const creds = credentials.createInsecure();
     this.identity = new IdentityServiceClient(target, creds, options);
-    const shared = { ...options, channelOverride: this.identity.getChannel() };
+    const untraced = { ...options, channelOverride: this.identity.getChannel() };
+    // Only when tracing is on: a client span per protocol call and its trace context in the metadata (health probes stay untraced).
+    const shared = tracingRequested() ? { ...untraced, interceptors: [traceInterceptor] } : untraced;
     this.lifecycle = new LifecycleServiceClient(target, creds, shared);
     this.instances = new InstancesServiceClient(target, creds, shared);
     this.zones = new ZonesServiceClient(target, creds, shared);
@@ -129,7 +133,7 @@ export class PluginConnection {
     this.loadBalancers = new LoadBalancersServiceClient(target, creds, shared);
     this.routes = new RoutesServiceClient(target, creds, shared);
     this.volumes = new VolumesServiceClient(target, creds, shared);
-    this.health = new HealthClient(target, creds, shared);
+    this.health = new HealthClient(target, creds, untraced);
   }
 
   /**

@@ -6,6 +6,7 @@
  * ProviderRegistry (host/providers.ts).
  */
 import { BucketRateLimiter } from '../kube/ratelimiter.js';
+import { tracingPluginEnv } from '../plugin/tracing.js';
 import type { Cloud } from '../cloud.js';
 import type { HostConfig, ProviderConfig } from '../config/config.js';
 import { CONTROLLER_PREFLIGHTS } from '../controllers/registry.js';
@@ -70,7 +71,8 @@ function providerSupervisor(config: HostConfig, provider: ProviderConfig, severa
           kind: 'exec',
           path: provider.plugin.file,
           args: [...provider.providerArgs],
-          env: Object.entries(provider.pluginEnv).map(([k, v]) => `${k}=${v}`),
+          // The tracing variables first: the operator's --plugin-env wins.
+          env: [...tracingPluginEnv(provider.name), ...Object.entries(provider.pluginEnv).map(([k, v]) => `${k}=${v}`)],
           allow: { tcp: config.pluginAllowTcp, externalSocket: config.pluginAllowExternalSocket },
         }
       : { kind: 'socket', endpoint: provider.plugin.endpoint };

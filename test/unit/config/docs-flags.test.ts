@@ -51,6 +51,15 @@ const OTHER_PROGRAMS = [
   'date',
   'ready',
   'timeout',
+  // The conformance kit's annotation reference.
+  'render-schema',
+  // kube-apiserver in the bench's control plane.
+  'max-requests-inflight',
+  // V8 / node (the host's own heap settings, profiling).
+  'semi-space-growth-factor',
+  'heap-growing-percent',
+  'max-semi-space-size',
+  'cpu-prof',
 ];
 
 const DOCS = [
