@@ -60,6 +60,8 @@ const OTHER_PROGRAMS = [
   'heap-growing-percent',
   'max-semi-space-size',
   'cpu-prof',
+  // Upstream components' tracing flag, which the host does not take (docs/upstream-parity.md says so).
+  'tracing-config-file',
 ];
 
 const DOCS = [
