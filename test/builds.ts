@@ -30,6 +30,7 @@ import { binariesReady, ensureBinaries, kubeVersion } from './controlplane/binar
 import { exists } from './helpers/build-once.js';
 import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
 import { javaBuild, javaProviderDir } from './helpers/java.js';
+import { kubectlBinary, kubectlDir } from './helpers/kubectl.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
 import { prepareRelease, releaseBuilt } from './helpers/release.js';
 import { motoPython, motoVenvDir } from './helpers/moto.js';
@@ -58,6 +59,7 @@ import { VSPHERE_BRIDGE_DIR, VSPHERE_TARGETS, vsphereBinaries } from './helpers/
 export type BuildName =
   | 'controlplane'
   | 'kustomize'
+  | 'kubectl'
   | 'go-provider'
   | 'fake-cloud'
   | 'python-venv'
@@ -162,6 +164,14 @@ export const BUILDS: readonly Build[] = [
     build: (say) => ensureUpstreamCcm(say),
   },
   {
+    name: 'kubectl',
+    what: "kubectl of the control plane's version, for what `kubectl apply` prints (test/helpers/kubectl.ts); after the control plane, whose modules and packages it shares",
+    early: false,
+    compile: true,
+    ready: async () => process.env.TEST_ASSET_KUBECTL !== undefined || (await exists(kubectlDir())),
+    build: (say) => kubectlBinary(say),
+  },
+  {
     name: 'promtool',
     what: 'promtool from tools/promtool (test/helpers/promtool.ts)',
     early: false,
@@ -240,6 +250,7 @@ export const DIST_TEST = dirname(fileURLToPath(import.meta.url));
 /** Helper modules (relative to dist/test) whose import alone means a build: they build on use. */
 const MODULE_NEEDS: Record<string, BuildName> = {
   'helpers/kustomize.js': 'kustomize',
+  'helpers/kubectl.js': 'kubectl',
   'helpers/java.js': 'java-provider',
   'helpers/moto.js': 'moto-venv',
   'helpers/vsphere.js': 'vsphere',

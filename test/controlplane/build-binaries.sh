@@ -6,6 +6,7 @@
 # (hollow-kubelet/main.go) is ours.
 #
 # Usage: build-binaries.sh CACHE_DIR K8S_VERSION ETCD_VERSION HOLLOW_KEY
+#        build-binaries.sh --kubectl OUT_DIR K8S_VERSION
 # Produces CACHE_DIR/kube-apiserver-K8S_VERSION/kube-apiserver,
 #          CACHE_DIR/kube-controller-manager-K8S_VERSION/kube-controller-manager,
 #          CACHE_DIR/hollow-kubelet-K8S_VERSION-HOLLOW_KEY/hollow-kubelet and
@@ -13,11 +14,21 @@
 # (HOLLOW_KEY is a hash of hollow-kubelet/main.go, so editing it builds anew)
 # Only missing binaries are built; each has its own directory, so adding a
 # binary never invalidates the ones already cached.
+# --kubectl builds only kubectl (k8s.io/kubernetes/cmd/kubectl at K8S_VERSION)
+# into OUT_DIR/kubectl: the tests' kubectl (test/helpers/kubectl.ts), cached
+# under its own key so it never touches the control plane's cache entries; it
+# shares the module and build caches, so it compiles only what is kubectl's.
 # Each binary is built in a scratch module and moved into place only when the
 # build succeeded, so a half-built binary is never mistaken for a cached one.
 set -euo pipefail
 
-cache=$1 k8s=$2 etcd=$3 hollow_key=$4
+kubectl_out=
+if [ "${1:-}" = --kubectl ]; then
+  kubectl_out=$2 k8s=$3
+  cache=$(dirname "$kubectl_out")
+else
+  cache=$1 k8s=$2 etcd=$3 hollow_key=$4
+fi
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 
 # Scratch modules are removed however the script ends (set -e included).
@@ -55,11 +66,12 @@ k8s_ldflags() {
   printf '%s' "-s -w -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
 }
 
-# build_k8s_cmd NAME: builds k8s.io/kubernetes/cmd/NAME at $k8s into
-# $cache/NAME-$k8s/NAME (kube-apiserver, kube-controller-manager).
+# build_k8s_cmd NAME [OUT]: builds k8s.io/kubernetes/cmd/NAME at $k8s into
+# OUT/NAME, OUT defaulting to $cache/NAME-$k8s (kube-apiserver,
+# kube-controller-manager; kubectl with --kubectl).
 build_k8s_cmd() {
   local name=$1
-  local out="$cache/$name-$k8s"
+  local out=${2:-"$cache/$name-$k8s"}
   [ -x "$out/$name" ] && return 0
   local work; work=$(mktemp -d "$cache/.build-$name.XXXXXX")
   scratch+=("$work")
@@ -106,6 +118,10 @@ build_etcd() {
 }
 
 mkdir -p "$cache"
+if [ -n "$kubectl_out" ]; then
+  build_k8s_cmd kubectl "$kubectl_out"
+  exit 0
+fi
 build_etcd
 build_k8s_cmd kube-apiserver
 build_k8s_cmd kube-controller-manager

@@ -35,6 +35,7 @@ const NEEDS: { file: string; needs: BuildName[] }[] = [
   { file: 'integration/parity/upstream-parity.test.js', needs: ['controlplane', 'upstream-ccm'] },
   { file: 'integration/providers/host-scenarios.test.js', needs: ['controlplane', 'fake-cloud', 'go-provider', 'python-venv'] },
   { file: 'integration/providers/java-sdk.test.js', needs: ['controlplane', 'java-provider'] },
+  { file: 'integration/service/lb-admission.test.js', needs: ['controlplane', 'kubectl'] },
 ];
 
 for (const c of NEEDS) {
@@ -50,6 +51,7 @@ for (const c of NEEDS) {
 const ENTRY_POINTS: [RegExp, BuildName][] = [
   [/\b(ensureUpstreamCcm)\b/, 'upstream-ccm'],
   [/\b(promtoolBinary)\b/, 'promtool'],
+  [/\b(kubectlBinary)\b/, 'kubectl'],
   [/\b(prepareImages|imageRootfs)\b/, 'images'],
   [/\b(vsphereBinaries|startVcsim)\b/, 'vsphere'],
   [/\b(openstackBinaries)\b/, 'openstack'],
