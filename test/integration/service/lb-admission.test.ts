@@ -10,19 +10,26 @@
  * Rows: a misspelled key and a bad value are refused at create with the
  * provider's line; a good Service is accepted; a deprecated key is accepted
  * with the warning the client sees (and one Warning Event at ensure); an
- * update that introduces a typo is refused. Last, the webhook registered
+ * update that introduces a typo is refused; the same two as a user sees them
+ * at `kubectl apply` (the harness's kubectl of the control plane's version,
+ * test/helpers/kubectl.ts): the typo fails with the provider's line on
+ * stderr, the deprecated key applies with kubectl's "Warning: ..." line. Last, the webhook registered
  * fail-open but the host's webhook down (the configuration points at a port
  * nobody serves): the bad Service is admitted and then gets the Warning
  * InvalidLoadBalancerAnnotation before ensure, with no cloud call.
+ *
+ * Break-check: make deny() in dist/host/controllers/service/admission.js
+ * answer `allowed: true`; the refusal rows, the kubectl one included, fail.
  *
  * Scoping: namespace lb-admission (the webhook configuration selects only
  * it), nodes labelled lbtest=admission, pool 127.0.118.0/24, node 127.0.119.1.
  */
 import anyTest, { type TestFn } from 'ava';
 import https from 'node:https';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import {
   AdmissionregistrationV1Api,
   CoreV1Api,
@@ -36,6 +43,7 @@ import { testKubeConfig } from '../../controlplane/shared.js';
 import { freePorts } from '../../controlplane/probe.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { cloudLbs, createBackendNode, ensureNamespace, ingressIp, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
+import { kubectlBinary } from '../../helpers/kubectl.js';
 import { loadManifest } from '../../helpers/manifests.js';
 import { patchService } from '../../helpers/kube-patch.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -58,6 +66,10 @@ interface Ctx {
   state: string;
   port: number;
   caBundle: string;
+  /** The harness's kubectl and a kubeconfig file for it (the test's credentials). */
+  kubectl: string;
+  kubeconfig: string;
+  dir: string;
 }
 const test = anyTest as TestFn<Ctx>;
 
@@ -106,7 +118,9 @@ test.before(async (t) => {
   });
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   await admission.createValidatingWebhookConfiguration({ body: webhookConfig(port!, caBundle) });
-  t.context = { kc, core, admission, host, state: join(dir, 'cloud'), port: port!, caBundle };
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(kubeconfig, kc.exportConfig());
+  t.context = { kc, core, admission, host, state: join(dir, 'cloud'), port: port!, caBundle, kubectl: await kubectlBinary(), kubeconfig, dir };
   // Until the API server calls the webhook (failurePolicy Ignore lets everything through), a dry run gets no
   // warning. Waiting on the warning rather than a denial keeps the denial rows the only ones that need it.
   await waitFor(
@@ -231,6 +245,45 @@ test.serial('an update that introduces a typo is refused; the Service keeps what
   const now = await core.readNamespacedService({ name: 'good', namespace: NS });
   t.is(now.metadata?.annotations?.['local.ccm.dev/ipmode'], undefined);
 });
+
+/** `kubectl apply -f -` of one object with the test's kubeconfig; its discovery cache in the test's directory, not ~/.kube. */
+async function kubectlApply(ctx: Ctx, body: V1Service): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const r = await execa(ctx.kubectl, ['--kubeconfig', ctx.kubeconfig, '--cache-dir', join(ctx.dir, 'kubectl-cache'), 'apply', '-f', '-'], {
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'Service', ...body }),
+    reject: false,
+    timeout: 60_000,
+  });
+  return { exitCode: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+const atKubectlApply: { name: string; annotations: Record<string, string>; applied: boolean; stderr: RegExp }[] = [
+  { name: 'kubectl-typo', annotations: TYPO, applied: false, stderr: TYPO_DENIED },
+  {
+    name: 'kubectl-deprecated',
+    annotations: { [DEPRECATED]: 'Proxy' },
+    applied: true,
+    stderr: /^Warning: annotation local\.ccm\.dev\/ingress-ip-mode is deprecated; use local\.ccm\.dev\/ip-mode instead$/m,
+  },
+];
+
+for (const row of atKubectlApply) {
+  test.serial(`kubectl apply: ${row.name} ${row.applied ? 'applies with the warning' : "fails with the provider's line"}`, async (t) => {
+    const { core } = t.context;
+    const r = await kubectlApply(t.context, lbService(row.name, NS, [{ port: 80 }], {}, row.annotations));
+    t.log(r.stderr.trim());
+    t.regex(r.stderr, row.stderr);
+    if (row.applied) {
+      t.is(r.exitCode, 0, r.stderr);
+      t.regex(r.stdout, new RegExp(`service/${row.name} created`));
+    } else {
+      t.not(r.exitCode, 0);
+      t.regex(r.stderr, /Error from server/);
+    }
+    const stored = await core.readNamespacedService({ name: row.name, namespace: NS }).catch(() => undefined);
+    t.is(stored !== undefined, row.applied, row.applied ? 'stored' : 'nothing stored');
+    await core.deleteNamespacedService({ name: row.name, namespace: NS }).catch(() => undefined);
+  });
+}
 
 test.serial('webhook down, registered fail-open: the bad Service is admitted, then Warning before ensure and no cloud call', async (t) => {
   const { core, admission, host, state, caBundle } = t.context;
