@@ -20,6 +20,8 @@
  *
  * Break-check: make deny() in dist/host/controllers/service/admission.js
  * answer `allowed: true`; the refusal rows, the kubectl one included, fail.
+ * Undo with `rm dist/tsconfig.tsbuildinfo && npm run build` (an incremental
+ * tsc does not rewrite the output of an unchanged source).
  *
  * Scoping: namespace lb-admission (the webhook configuration selects only
  * it), nodes labelled lbtest=admission, pool 127.0.118.0/24, node 127.0.119.1.
@@ -281,7 +283,12 @@ for (const row of atKubectlApply) {
     }
     const stored = await core.readNamespacedService({ name: row.name, namespace: NS }).catch(() => undefined);
     t.is(stored !== undefined, row.applied, row.applied ? 'stored' : 'nothing stored');
-    await core.deleteNamespacedService({ name: row.name, namespace: NS }).catch(() => undefined);
+    if (!row.applied) return;
+    // Ensured, then gone: no Ensure of it is left in flight to be counted by the next row.
+    const read = () => core.readNamespacedService({ name: row.name, namespace: NS }).catch(() => undefined);
+    await waitFor(async () => ingressIp(await read()), { what: `${row.name} ensured`, log: t.context.host.logPath });
+    await core.deleteNamespacedService({ name: row.name, namespace: NS });
+    await waitFor(async () => (await read()) === undefined, { what: `${row.name} deleted`, log: t.context.host.logPath });
   });
 }
 
