@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -111,11 +112,11 @@ func startTracing(getenv func(string) string, log *slog.Logger) *tracing {
 	}
 	// The sampler comes from OTEL_TRACES_SAMPLER[_ARG] (default parentbased_always_on).
 	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithResource(res))...)
-	return &tracing{
-		provider:   tp,
-		tracer:     tp.Tracer(TracerName),
-		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-	}
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	// Global, as the TS and Python SDKs do: the provider's own otel.Tracer(...) spans join the call's trace.
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(prop)
+	return &tracing{provider: tp, tracer: tp.Tracer(TracerName), propagator: prop}
 }
 
 // shutdown flushes and stops the exporters, bounded by timeout. Idempotent; nil-safe.
