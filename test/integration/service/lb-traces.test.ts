@@ -168,9 +168,8 @@ test.serial('tracing on: one trace runs from the service sync through the provid
 });
 
 /**
- * The links between the host's client span of an RPC and `service`'s server
- * span, as a table: the ensure RPC of `key`'s sync (the Service crossed),
- * and whether every server span of the provider continues a host trace.
+ * The link between the host's client span of `key`'s ensure RPC and
+ * `service`'s server span of it, as a table (each row true when it holds).
  */
 function providerLinks(spans: ReceivedSpan[], key: string, service: string): Record<string, boolean> {
   const server = spans.filter((s) => s.service === service && s.kind === SERVER);
@@ -181,7 +180,6 @@ function providerLinks(spans: ReceivedSpan[], key: string, service: string): Rec
     'ensure RPC: a provider server span in the sync trace': ensure !== undefined,
     'ensure RPC: its parent is the host client span (traceparent in the metadata)':
       ensure !== undefined && clients.get(ensure.parentSpanId)?.name === ensure.name,
-    'every provider server span has a host client span as parent': server.length > 0 && server.every((s) => clients.has(s.parentSpanId)),
   };
 }
 
@@ -203,7 +201,6 @@ for (const provider of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
     const want = {
       'ensure RPC: a provider server span in the sync trace': true,
       'ensure RPC: its parent is the host client span (traceparent in the metadata)': true,
-      'every provider server span has a host client span as parent': true,
     };
     try {
       await core.createNamespacedService({ namespace: NS, body: lbService(name, NS) });
