@@ -31,6 +31,13 @@ export interface KitOptions {
   shutdownGraceMs: number;
   /** Only checks whose id matches run (others are skipped). */
   focus?: RegExp;
+  /**
+   * The spans an OTLP receiver got from the provider so far (optional): with
+   * it, identity/trace-context also checks that the provider's server span
+   * continues the caller's trace. The caller points the provider's
+   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT at that receiver.
+   */
+  traceSpans?: () => readonly { traceId: string; spanId: string; parentSpanId: string }[];
   /** Called with each result as it is known. */
   onResult?: (r: CheckResult) => void;
 }

@@ -109,13 +109,15 @@ export class Rpc {
     this.health = new HealthClient(target, credentials.createInsecure(), shared);
   }
 
-  /** Calls `method` (e.g. "InstanceMetadata") on `client`; rejects with RpcError. */
+  /** Calls `method` (e.g. "InstanceMetadata") on `client`, with `metadata` added; rejects with RpcError. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- checks read fields of answers they name no type for
-  call<Res = any>(client: object, method: string, request: object, timeoutMs = this.timeoutMs): Promise<Res> {
+  call<Res = any>(client: object, method: string, request: object, timeoutMs = this.timeoutMs, metadata: Record<string, string> = {}): Promise<Res> {
     const fn = (client as Record<string, Unary>)[method.charAt(0).toLowerCase() + method.slice(1)];
     if (typeof fn !== 'function') return Promise.reject(new Error(`no client method ${method}`));
+    const md = new Metadata();
+    for (const [key, value] of Object.entries(metadata)) md.set(key, value);
     return new Promise<Res>((resolve, reject) => {
-      fn.call(client, request, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+      fn.call(client, request, md, { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (err) {
           const e = toRpcError(method, err);
           this.failures.push(e);

@@ -1,4 +1,5 @@
 /** IdentityService and LifecycleService.Configure checks. */
+import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   Capability,
@@ -285,6 +286,40 @@ export const identityChecks: Check[] = [
         expect(Date.now() < deadline, `Probe still says ready=false after ${k.opts.startTimeoutMs} ms`);
         await delay(200);
       }
+    },
+  },
+  {
+    // Protocol 1.1: the host sends W3C trace context in the metadata of every call; a provider may ignore it, never refuse it.
+    id: 'identity/trace-context',
+    title:
+      'a call carrying W3C trace context (traceparent, tracestate) is answered as usual; with an OTLP receiver, the server span continues the trace',
+    run: async (k) => {
+      const traceId = randomBytes(16).toString('hex');
+      const spanId = randomBytes(8).toString('hex');
+      for (const [what, metadata] of [
+        ['a valid traceparent', { traceparent: `00-${traceId}-${spanId}-01`, tracestate: 'ccm-conformance=1' }],
+        ['a malformed traceparent', { traceparent: 'not-a-traceparent' }],
+      ] as const) {
+        try {
+          await k.rpc.call(k.rpc.conn.identity, 'Probe', {}, undefined, metadata);
+        } catch (err) {
+          expect(false, `Probe with ${what} in the metadata failed (${(err as Error).message}): trace context must never fail a call`);
+        }
+      }
+      const spans = k.opts.traceSpans;
+      if (!spans) return; // No receiver: answering is all the protocol asks.
+      // Batch exporters send within OTEL_BSP_SCHEDULE_DELAY (5 s by default).
+      const deadline = Date.now() + 10_000;
+      let inTrace = spans().filter((s) => s.traceId === traceId);
+      while (!inTrace.some((s) => s.parentSpanId === spanId) && Date.now() < deadline) {
+        await delay(200);
+        inTrace = spans().filter((s) => s.traceId === traceId);
+      }
+      if (inTrace.length === 0) skip('the provider exported no span of the trace within 10 s (a provider may ignore traces)');
+      expect(
+        inTrace.some((s) => s.parentSpanId === spanId),
+        `the provider's spans of the trace (${inTrace.length}) have no span whose parent is the caller's span ${spanId}: continue the traceparent from the metadata`,
+      );
     },
   },
   {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -134,6 +135,8 @@ type providerServer struct {
 	caps       *pb.GetPluginCapabilitiesResponse
 	// onShutdown runs after a Shutdown RPC was answered (exec mode: stop and exit); nil in sidecar mode.
 	onShutdown func(grace time.Duration)
+	// tracing is nil unless the OTEL_* variables turn traces on (tracing.go).
+	tracing *tracing
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -148,7 +151,12 @@ func newProviderServer(p Provider, mode Mode, log *slog.Logger, opts Options) (*
 		provider: p, mode: mode, log: log, inFlight: newInFlight(),
 		caps: deriveCapabilities(p, bound), stopped: make(chan struct{}),
 	}
-	interceptors := append([]grpc.UnaryServerInterceptor{s.intercept}, opts.Interceptors...)
+	var interceptors []grpc.UnaryServerInterceptor
+	if s.tracing = startTracing(os.Getenv, log); s.tracing != nil {
+		// First: the span covers the whole call, the SDK's refusals (not configured, stopping) included.
+		interceptors = append(interceptors, s.tracing.intercept)
+	}
+	interceptors = append(append(interceptors, s.intercept), opts.Interceptors...)
 	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes), grpc.ChainUnaryInterceptor(interceptors...))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -261,6 +269,8 @@ func (s *providerServer) stop(reason string, grace time.Duration) {
 			}
 			cancel()
 		}
+		// The last spans (Shutdown's own included) go out before the process exits.
+		s.tracing.shutdown(max(minClose, time.Until(deadline)), s.log)
 		removeSocketFile(s.mode.SocketPath)
 		s.log.Debug("provider server stopped", "socket", s.mode.SocketPath)
 	})

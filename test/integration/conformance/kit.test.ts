@@ -15,6 +15,7 @@ import type { KitOptions, TargetSpec } from '../../../conformance/kit.js';
 import type { CheckResult } from '../../../conformance/report.js';
 import { runConformance } from '../../../conformance/run.js';
 import { ALLOW_SIMULATION, LOCAL_PLUGIN } from '../../helpers/localcloud.js';
+import { OtlpReceiver } from '../../helpers/otlp-receiver.js';
 import { FAKE_CLOUD_PROVIDER, GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
 import { startSidecar } from '../../helpers/sidecar.js';
 
@@ -213,6 +214,39 @@ test("upstream's fake cloud through the bridge passes the kit in sidecar mode, b
     t.is(outcome(results, 'launch/handshake'), 'skip', 'no handshake in sidecar mode');
   } finally {
     await sidecar.stop();
+  }
+});
+
+test('identity/trace-context with an OTLP receiver: each SDK (TypeScript, Go, Python) continues the trace; without it, answering is enough', async (t) => {
+  const receiver = await OtlpReceiver.start();
+  try {
+    // What the host passes on when its tracing is on (host/plugin/tracing.ts), with a short batch delay.
+    const otel = [`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=${receiver.url}`, 'OTEL_BSP_SCHEDULE_DELAY=100', 'OTEL_TRACES_SAMPLER=always_on'];
+    const focus = /^(launch\/handshake|identity\/trace-context)$/;
+    const traced = { focus, traceSpans: () => receiver.spans };
+    const rows: Record<string, string | undefined> = {};
+    const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-trace-'));
+    rows['local cloud (TypeScript SDK), receiver'] = outcome(await kitOnLocalCloud('ccm-kit-trace-local-', otel, traced), 'identity/trace-context');
+    for (const p of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
+      const path = await p.executable(dir);
+      rows[`${p.name}, receiver`] = outcome(
+        await runConformance(options({ kind: 'exec', path, env: [...otel, `OTEL_SERVICE_NAME=ccm-provider-${p.name}`] }, traced)),
+        'identity/trace-context',
+      );
+    }
+    // Tracing off in the provider (no OTEL_* variables): it exports nothing, which the kit does not hold against it.
+    rows['memgo, tracing off, receiver'] = outcome(
+      await runConformance(options({ kind: 'exec', path: await GO_PROVIDER.executable(dir), env: [] }, traced)),
+      'identity/trace-context',
+    );
+    t.deepEqual(rows, {
+      'local cloud (TypeScript SDK), receiver': 'pass',
+      'memgo, receiver': 'pass',
+      'mempy, receiver': 'pass',
+      'memgo, tracing off, receiver': 'skip',
+    });
+  } finally {
+    await receiver.stop();
   }
 });
 

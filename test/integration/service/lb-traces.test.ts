@@ -10,6 +10,10 @@
  *    traceparent crossed in the gRPC metadata), and the Service status write.
  *  - Tracing off (an endpoint set but OTEL_TRACES_EXPORTER=none): the
  *    Service still gets its address and nothing reaches the receiver.
+ *  - The Go and Python SDKs (plugins/go "memgo", plugins/python "mempy", exec
+ *    mode) continue the trace too: each
+ *    server span of the ensure RPC (OTLP/HTTP protobuf, decoded by the
+ *    receiver) has the host's client span as parent.
  *
  * Scoping: namespace lb-traces, nodes labelled lbtest=traces, ingress pool
  * 127.0.147.0/24, node 127.0.148.1. Serial: the tests set process.env.
@@ -23,6 +27,8 @@ import { COMPONENT_NAME } from '../../../host/names.js';
 import { tracingStarted } from '../../../sdk/tracing.js';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
+import { startProviderHost } from '../../helpers/provider-host.js';
+import { GO_PROVIDER, PYTHON_PROVIDER, type ProviderUnderTest } from '../../helpers/providers.js';
 import { createBackendNode, ensureNamespace, lbService } from '../../helpers/lb.js';
 import { OtlpReceiver, type ReceivedSpan } from '../../helpers/otlp-receiver.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -160,3 +166,63 @@ test.serial('tracing on: one trace runs from the service sync through the provid
     await host.stop();
   }
 });
+
+/**
+ * The link between the host's client span of `key`'s ensure RPC and
+ * `service`'s server span of it, as a table (each row true when it holds).
+ */
+function providerLinks(spans: ReceivedSpan[], key: string, service: string): Record<string, boolean> {
+  const server = spans.filter((s) => s.service === service && s.kind === SERVER);
+  const clients = new Map(spans.filter((s) => s.service === COMPONENT_NAME && s.kind === CLIENT).map((s) => [s.spanId, s]));
+  const syncs = new Set(spans.filter((s) => s.name === 'service.sync' && s.attributes['ccm.key'] === key).map((s) => s.traceId));
+  const ensure = server.find((s) => /LoadBalancersService\/EnsureLoadBalancers?$/.test(s.name) && syncs.has(s.traceId));
+  return {
+    'ensure RPC: a provider server span in the sync trace': ensure !== undefined,
+    'ensure RPC: its parent is the host client span (traceparent in the metadata)':
+      ensure !== undefined && clients.get(ensure.parentSpanId)?.name === ensure.name,
+  };
+}
+
+for (const provider of [GO_PROVIDER, PYTHON_PROVIDER] as ProviderUnderTest[]) {
+  test.serial(`tracing on: the ${provider.name} provider (another SDK) continues the host's trace`, async (t) => {
+    const { core, receiver } = t.context;
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = receiver.url;
+    delete process.env.OTEL_TRACES_EXPORTER;
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '100';
+    process.env.OTEL_TRACES_SAMPLER = 'always_on';
+    const dir = await mkdtemp(join(tmpdir(), `ccm-lb-traces-${provider.name}-`));
+    const running = await startProviderHost(dir, provider, 'exec', { zone: 'zone-1', region: 'region-x', instances: [] }, [
+      '--controllers=service',
+      `--watch-namespace=${NS}`,
+      '--node-selector=lbtest=traces',
+    ]);
+    const name = `trace-${provider.name}`;
+    const service = `ccm-provider-${provider.name}`;
+    const want = {
+      'ensure RPC: a provider server span in the sync trace': true,
+      'ensure RPC: its parent is the host client span (traceparent in the metadata)': true,
+    };
+    try {
+      await core.createNamespacedService({ namespace: NS, body: lbService(name, NS) });
+      const links = await waitFor(
+        () => {
+          const l = providerLinks(receiver.spans, `${NS}/${name}`, service);
+          return Object.values(l).every(Boolean) ? l : undefined;
+        },
+        { what: `${provider.name}'s server spans under the host's client spans`, log: join(dir, 'host.log'), timeoutMs: 30_000 },
+      ).catch(() => providerLinks(receiver.spans, `${NS}/${name}`, service));
+      t.deepEqual(links, want);
+      await core.deleteNamespacedService({ name, namespace: NS });
+      await waitFor(
+        () =>
+          core.readNamespacedService({ name, namespace: NS }).then(
+            () => false,
+            () => true,
+          ),
+        { what: `${name} gone`, log: join(dir, 'host.log') },
+      );
+    } finally {
+      await running.stop();
+    }
+  });
+}

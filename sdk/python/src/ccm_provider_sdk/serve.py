@@ -38,6 +38,7 @@ from grpc_status import rpc_status
 
 from ccm.provider.v1 import identity_pb2, lifecycle_pb2
 from . import stdio
+from .tracing import start_tracing
 from .errors import ProviderError, not_configured, not_implemented
 from .log import Logger
 from .probe import PROBE_COMMAND, run_probe
@@ -200,6 +201,8 @@ class _Provider:
         self.done = threading.Event()
         self._stop_lock = threading.Lock()
         self.server = None
+        # None unless the OTEL_* variables turn traces on (tracing.py).
+        self.tracing = start_tracing(log)
 
     # ---- dispatch ----
 
@@ -236,6 +239,8 @@ class _Provider:
             log.debug("call succeeded", method=full, ms=int((time.monotonic() - started) * 1000))
             return result
 
+        if self.tracing is not None:
+            return self.tracing.wrap(full, handle)
         return handle
 
     def _generic_handler(self, descriptor, impls, untracked=()):
@@ -379,6 +384,9 @@ class _Provider:
             t.join(max(MIN_CLOSE_S, deadline - time.monotonic()))
             if t.is_alive():
                 self.log.warn("provider close did not finish in time")
+        if self.tracing is not None:
+            # The last spans (Shutdown's own included) go out before the process exits.
+            self.tracing.shutdown()
         remove_socket_file(self.mode.socket_path)
         backstop.cancel()
         self.done.set()
