@@ -42,6 +42,31 @@ export async function apiRequests(cp: ControlPlane, resource: string, verbs: str
   return n;
 }
 
+/**
+ * kube-apiserver's apiserver_request_total for `resources`, summed by
+ * `VERB resource` (subresource appended as `resource/sub`), WATCH left out:
+ * what a steady state is made of.
+ */
+export async function apiRequestsByVerb(cp: ControlPlane, resources: string[]): Promise<Map<string, number>> {
+  const r = await get(`${cp.server}/metrics`, { insecure: true, token: cp.token, timeoutMs: 10_000 });
+  if (r.status !== 200) throw new Error(`kube-apiserver /metrics answered ${r.status}`);
+  const out = new Map<string, number>();
+  for (const m of r.body.matchAll(/^apiserver_request_total\{([^}]*)\} (\d+)/gm)) {
+    const label = (k: string) => new RegExp(`(?:^|,)${k}="([^"]*)"`).exec(m[1]!)?.[1] ?? '';
+    const [verb, resource, sub] = [label('verb'), label('resource'), label('subresource')];
+    if (!resources.includes(resource) || verb === 'WATCH') continue;
+    const key = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
+    out.set(key, (out.get(key) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/** `after − before` per key, non-zero ones only, as `VERB resource n, …` (per minute when `minutes` is given). */
+export function requestDelta(before: Map<string, number>, after: Map<string, number>, minutes = 1): string {
+  const rows = [...after].map(([k, n]) => [k, (n - (before.get(k) ?? 0)) / minutes] as const).filter(([, n]) => n > 0);
+  return rows.length ? rows.map(([k, n]) => `${k} ${n.toFixed(1)}`).join(', ') : 'none';
+}
+
 /** Write verbs as apiserver_request_total names them. */
 export const WRITE_VERBS = ['POST', 'CREATE', 'PATCH', 'PUT', 'UPDATE'];
 

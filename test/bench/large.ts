@@ -33,7 +33,7 @@ import { lbService, ensureNamespace } from '../helpers/lb.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
 import { mapLimit } from '../../host/util/map-limit.js';
-import { apiRequests, cpuSeconds, journaledCalls, rssMb, ratio, WRITE_VERBS } from './ccm-sides.js';
+import { apiRequests, apiRequestsByVerb, requestDelta, cpuSeconds, journaledCalls, rssMb, ratio, WRITE_VERBS } from './ccm-sides.js';
 import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, f2, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
@@ -106,9 +106,10 @@ const rssOr0 = (pid: number | undefined) => (pid ? rssMb(pid, 'VmRSS').catch(() 
 
 /** Every request the API server served for the CCM's resources (bench's creates included), but watches. */
 const STEADY_VERBS = ['GET', 'LIST', 'POST', 'CREATE', 'PATCH', 'PUT', 'UPDATE', 'DELETE', 'DELETECOLLECTION', 'APPLY'];
+const STEADY_RESOURCES = ['nodes', 'services', 'events'];
 async function ccmRequests(cp: ControlPlane): Promise<number> {
   let n = 0;
-  for (const r of ['nodes', 'services', 'events']) n += await apiRequests(cp, r, STEADY_VERBS);
+  for (const r of STEADY_RESOURCES) n += await apiRequests(cp, r, STEADY_VERBS);
   return n;
 }
 
@@ -226,13 +227,19 @@ async function largeRun(
       if (steadyMinutes > 0 && Date.now() + steadyMinutes * 60_000 <= s.deadline) {
         const c0 = await journaledCalls(state);
         const r0 = await ccmRequests(cp);
+        const byVerb0 = await apiRequestsByVerb(cp, STEADY_RESOURCES);
         const cpu0 = await cpuSeconds(ccm.pid);
         const s0 = Date.now();
+        let lastByVerb = byVerb0;
         for (let m = 1; m <= Math.ceil(steadyMinutes); m++) {
           await new Promise((r) => setTimeout(r, Math.min(60_000, steadyMinutes * 60_000 - (Date.now() - s0))));
+          // Per minute, by verb and resource: a burst (work left from convergence) tells itself from a steady rate.
+          const byVerb = await apiRequestsByVerb(cp, STEADY_RESOURCES);
           log(
-            `scale-large: ${side.kind} (${row}) steady state ${m}/${Math.ceil(steadyMinutes)} min: ${int((await journaledCalls(state)) - c0)} cloud calls`,
+            `scale-large: ${side.kind} (${row}) steady state ${m}/${Math.ceil(steadyMinutes)} min: ${int((await journaledCalls(state)) - c0)} cloud calls; ` +
+              `API requests this minute: ${requestDelta(lastByVerb, byVerb)}`,
           );
+          lastByVerb = byVerb;
         }
         const minutes = (Date.now() - s0) / 60_000;
         figures.steady = {
@@ -242,6 +249,9 @@ async function largeRun(
           cpuSecondsPerMinute: ((await cpuSeconds(ccm.pid)) - cpu0) / minutes,
         };
         figures.peakRssMb = await rssMb(ccm.pid, 'VmHWM');
+        log(
+          `scale-large: ${side.kind} (${row}) steady state requests per minute: ${requestDelta(byVerb0, await apiRequestsByVerb(cp, STEADY_RESOURCES), minutes)}`,
+        );
       }
       await sample();
       figures.etcdPeakRssMb = peaks.etcd;
