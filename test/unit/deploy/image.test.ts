@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO } from '../../helpers/image-layout.js';
+import { HOST_IMAGE } from '../../../tools/release/images.js';
 
 const run = promisify(execFile);
 // A CommonJS module whose types declare an ES default export: loaded as what it is.
@@ -160,4 +161,15 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
   for (const must of ['package-lock.json', 'host/main.ts', 'plugins/local/main.ts', 'sdk/serve.ts', 'proto/gen/ccm/provider/v1/common.ts']) {
     t.true(sent.includes(must), `${must} is sent`);
   }
+});
+
+test("the host image's hash leaves out what the suite builds in the tree: a Java SDK build mid-run does not change it", (t) => {
+  for (const [path, inHash] of [
+    ['sdk/java/target/classes/dev/ccm/provider/sdk/Provider.class', false],
+    ['sdk/dist/index.js', false],
+    ['host/tsconfig.tsbuildinfo', false],
+    ['host/main.ts', true],
+    ['sdk/serve.ts', true],
+  ] as const)
+    t.is(HOST_IMAGE.context(path), inHash, path);
 });
