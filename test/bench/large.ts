@@ -38,10 +38,9 @@ import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, f2, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 import { latencyRows, lbAssignWatch, nodeInitWatch, summarize, type LatencySummary } from './latency.js';
+import { EXCLUDE_LB, uninitializedNode } from './nodes.js';
 
 const CREATE_CONCURRENCY = 16;
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
-const EXCLUDE_LB = 'node.kubernetes.io/exclude-from-external-load-balancers';
 /** Nodes that are load balancer backends; the others carry the exclusion label, so each load balancer stays small. */
 const BACKENDS = 3;
 const INSTANCE_CHUNK = 1000;
@@ -172,11 +171,7 @@ async function largeRun(
           CREATE_CONCURRENCY,
           ([name, i]) =>
             core.createNode({
-              body: {
-                metadata: { name, labels: { 'bench-run': runId, ...(i < BACKENDS ? {} : { [EXCLUDE_LB]: 'true' }) } },
-                spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-                status: { addresses: [{ type: 'Hostname', address: name }] },
-              },
+              body: uninitializedNode(name, { 'bench-run': runId, ...(i < BACKENDS ? {} : { [EXCLUDE_LB]: 'true' }) }),
             }),
         );
         const createServices = mapLimit(

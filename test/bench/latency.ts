@@ -18,6 +18,7 @@
  */
 import { CoreV1Api, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { percentile } from './stats.js';
+import { initialized } from './nodes.js';
 
 export interface LatencySummary {
   /** Objects that reached the phase (each one latency). */
@@ -151,15 +152,13 @@ export class TransitionWatch<T extends KubernetesObject> {
   }
 }
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
-
 /** Node-init latency: Nodes matching `labelSelector`, created → uninitialized taint gone. */
 export function nodeInitWatch(kc: KubeConfig, labelSelector: string) {
   return new TransitionWatch<{ metadata?: { name?: string }; spec?: { taints?: { key: string }[] } }>(
     kc,
     '/api/v1/nodes',
     labelSelector,
-    (n) => !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED),
+    initialized,
     () => kc.makeApiClient(CoreV1Api).listNode({ labelSelector }),
   );
 }

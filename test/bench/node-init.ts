@@ -11,7 +11,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { localcloud } from '../helpers/localcloud.js';
 import { waitFor } from '../helpers/wait.js';
@@ -20,8 +20,8 @@ import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
 import { latencyRows, nodeInitWatch, summarize, type LatencySummary } from './latency.js';
+import { initialized, uninitializedNode } from './nodes.js';
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CREATE_CONCURRENCY = 32;
 
 export interface NodeInitSettings {
@@ -82,11 +82,7 @@ export async function benchNodeInit(
       while (next < names.length) {
         const name = names[next++]!;
         await core.createNode({
-          body: {
-            metadata: { name, labels: { 'bench-run': runId } },
-            spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-            status: { addresses: [{ type: 'Hostname', address: name }] },
-          },
+          body: uninitializedNode(name, { 'bench-run': runId }),
         });
       }
     }),
@@ -95,7 +91,7 @@ export async function benchNodeInit(
   await waitFor(
     async () => {
       const list = await core.listNode({ labelSelector: `bench-run=${runId}` });
-      const done = list.items.filter((n: V1Node) => !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED)).length;
+      const done = list.items.filter(initialized).length;
       return done === s.nodes;
     },
     { what: `${s.nodes} nodes initialized by ${side.kind}`, timeoutMs: 15 * 60_000, intervalMs: 250 },

@@ -9,7 +9,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { dropFinalizers, ensureNamespace, lbService } from '../helpers/lb.js';
 import { localcloud } from '../helpers/localcloud.js';
@@ -19,12 +19,11 @@ import { apiRequests, cpuSeconds, journaledCalls, rssMb, sideBySideRows, WRITE_V
 import { startCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
+import { EXCLUDE_LB, initialized, uninitializedNode } from './nodes.js';
 
 const CONCURRENCY = 32;
 const QPS = 100;
 const BURST = 200;
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
-const EXCLUDE_LB = 'node.kubernetes.io/exclude-from-external-load-balancers';
 /** Nodes that are load balancer backends; the others carry the exclusion label, so each load balancer stays small. */
 const BACKENDS = 3;
 /** Instances are added to the local cloud this many at a time (one CLI process each). */
@@ -76,11 +75,7 @@ async function scaleRun(
       CONCURRENCY / 2,
       ([name, i]) =>
         core.createNode({
-          body: {
-            metadata: { name, labels: { 'bench-run': runId, ...(i < BACKENDS ? {} : { [EXCLUDE_LB]: 'true' }) } },
-            spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-            status: { addresses: [{ type: 'Hostname', address: name }] },
-          },
+          body: uninitializedNode(name, { 'bench-run': runId, ...(i < BACKENDS ? {} : { [EXCLUDE_LB]: 'true' }) }),
         }),
     );
     const createServices = mapLimit(
@@ -95,14 +90,14 @@ async function scaleRun(
     await waitFor(
       async () => {
         const nodeList = await core.listNode({ labelSelector: `bench-run=${runId}` });
-        const initialized = nodeList.items.filter((n: V1Node) => !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED)).length;
+        const ready = nodeList.items.filter(initialized).length;
         const svcList = await core.listNamespacedService({ namespace: ns });
         const ingress = svcList.items.filter((s) => s.status?.loadBalancer?.ingress?.[0]?.ip).length;
         if (Date.now() - lastProgress > 30_000) {
           lastProgress = Date.now();
-          log(`scale: ${side.kind}: ${int(initialized)}/${int(nodes)} nodes initialized, ${int(ingress)}/${int(services)} ingresses`);
+          log(`scale: ${side.kind}: ${int(ready)}/${int(nodes)} nodes initialized, ${int(ingress)}/${int(services)} ingresses`);
         }
-        return initialized === nodes && ingress === services;
+        return ready === nodes && ingress === services;
       },
       { what: `${nodes} nodes initialized and ${services} ingresses (${side.kind})`, timeoutMs: 60 * 60_000, intervalMs: 2000 },
     );

@@ -31,8 +31,8 @@ import { shardOfUid } from '../../host/kube/shard-view.js';
 import { readJournal, type JournalEntry } from '../../plugins/local/journal.js';
 import { cpuSeconds, rssMb } from './ccm-sides.js';
 import { f1, int, type BenchSection } from './section.js';
+import { initialized, uninitializedNode } from './nodes.js';
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CREATE_CONCURRENCY = 32;
 const OBJECTS = Number(process.env.BENCH_SHARD_OBJECTS ?? 2000);
 const SETTINGS = {
@@ -83,11 +83,7 @@ async function createObjects(core: CoreV1Api, state: string, ns: string, run: st
       while (next < names.length) {
         const name = names[next++]!;
         await core.createNode({
-          body: {
-            metadata: { name, labels: { 'bench-shard': run } },
-            spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-            status: { addresses: [{ type: 'Hostname', address: name }] },
-          },
+          body: uninitializedNode(name, { 'bench-shard': run }),
         });
         await core.createNamespacedService({
           namespace: ns,
@@ -98,7 +94,6 @@ async function createObjects(core: CoreV1Api, state: string, ns: string, run: st
   );
 }
 
-const initialized = (n: V1Node) => !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
 const served = (s: V1Service) => (s.status?.loadBalancer?.ingress ?? []).length > 0;
 
 async function snapshot(core: CoreV1Api, ns: string, run: string): Promise<{ nodes: V1Node[]; services: V1Service[] }> {

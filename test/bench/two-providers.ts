@@ -25,8 +25,8 @@ import { ALLOW_SIMULATION_ENV } from '../../plugins/local/simulation-guard.js';
 import { apiRequests, cpuSeconds, journaledCalls, ratio, rssMb } from './ccm-sides.js';
 import { f1, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
+import { initialized, uninitializedNode } from './nodes.js';
 
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CREATE_CONCURRENCY = 32;
 /** The label each provider's node selector matches (a Node has no providerID before initialization). */
 const CLOUD_LABEL = 'bench-cloud';
@@ -152,22 +152,18 @@ async function benchSide(cp: ControlPlane, side: SideKind, bin: string, runId: s
         const i = next++;
         const name = names[i]!;
         await core.createNode({
-          body: {
-            metadata: { name, labels: { 'bench-run': runId, [CLOUD_LABEL]: cloudOf(i) } },
-            spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-            status: { addresses: [{ type: 'Hostname', address: name }] },
-          },
+          body: uninitializedNode(name, { 'bench-run': runId, [CLOUD_LABEL]: cloudOf(i) }),
         });
       }
     }),
   );
   const createSeconds = (Date.now() - t0) / 1000;
-  let initialized: V1Node[] = [];
+  let done: V1Node[] = [];
   await waitFor(
     async () => {
       const list = await core.listNode({ labelSelector: `bench-run=${runId}` });
-      initialized = list.items.filter((n: V1Node) => !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED));
-      return initialized.length === SETTINGS.nodes;
+      done = list.items.filter(initialized);
+      return done.length === SETTINGS.nodes;
     },
     { what: `${SETTINGS.nodes} nodes initialized by ${side}`, timeoutMs: 15 * 60_000, intervalMs: 250 },
   );
@@ -181,13 +177,13 @@ async function benchSide(cp: ControlPlane, side: SideKind, bin: string, runId: s
   const eventWrites = (await apiRequests(cp, 'events', ['POST', 'PATCH', 'CREATE'])) - eventWrites0;
   await running.stop();
   const nodesBy: Record<string, number> = {};
-  for (const n of initialized) {
+  for (const n of done) {
     const prefix = /^([a-z0-9-]+):\/\//.exec(n.spec?.providerID ?? '')?.[1] ?? '(none)';
     nodesBy[prefix] = (nodesBy[prefix] ?? 0) + 1;
   }
   // Each provider initializes only its own Nodes: a Node of the other cloud would carry the wrong prefix.
   if (side === 'ours2') {
-    const wrong = initialized.filter((n) => !(n.spec?.providerID ?? '').startsWith(`${n.metadata?.labels?.[CLOUD_LABEL]}://`));
+    const wrong = done.filter((n) => !(n.spec?.providerID ?? '').startsWith(`${n.metadata?.labels?.[CLOUD_LABEL]}://`));
     if (wrong.length)
       throw new Error(
         `ours: ${wrong.length} Nodes initialized by the other provider, e.g. ${wrong[0]!.metadata?.name} ${wrong[0]!.spec?.providerID}`,
