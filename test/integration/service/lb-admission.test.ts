@@ -75,21 +75,23 @@ interface Ctx {
 }
 const test = anyTest as TestFn<Ctx>;
 
-function webhookConfig(port: number, caBundle: string): V1ValidatingWebhookConfiguration {
+/**
+ * The shipped registration (deploy/volumes/validating-webhook.yaml) with its
+ * rules, match conditions, failure policy, side effects and timeout as
+ * shipped; only where the API server reaches the host (this file's port and
+ * CA) and the namespaces it covers (this file's only: the other files share
+ * the API server) are the test's.
+ */
+async function webhookConfig(port: number, caBundle: string): Promise<V1ValidatingWebhookConfiguration> {
+  const [shipped] = (await loadManifest('volumes/validating-webhook.yaml')) as V1ValidatingWebhookConfiguration[];
+  const hook = shipped!.webhooks![0]!;
   return {
     metadata: { name: WEBHOOK },
     webhooks: [
       {
-        name: 'service-validation.ccm.test',
-        clientConfig: { url: `https://127.0.0.1:${port}/validate-v1-service`, caBundle: Buffer.from(caBundle).toString('base64') },
-        rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['services'], scope: 'Namespaced' }],
-        // Only this file's namespace: the other test files sharing the API server are not affected.
+        ...hook,
+        clientConfig: { url: `https://127.0.0.1:${port}${hook.clientConfig.service!.path!}`, caBundle: Buffer.from(caBundle).toString('base64') },
         namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
-        matchConditions: [{ name: 'load-balancers-only', expression: "has(object.spec.type) && object.spec.type == 'LoadBalancer'" }],
-        failurePolicy: 'Ignore',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 3,
       },
     ],
   };
@@ -119,7 +121,7 @@ test.before(async (t) => {
     log: host.logPath,
   });
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-  await admission.createValidatingWebhookConfiguration({ body: webhookConfig(port!, caBundle) });
+  await admission.createValidatingWebhookConfiguration({ body: await webhookConfig(port!, caBundle) });
   const kubeconfig = join(dir, 'kubeconfig');
   await writeFile(kubeconfig, kc.exportConfig());
   t.context = { kc, core, admission, host, state: join(dir, 'cloud'), port: port!, caBundle, kubectl: await kubectlBinary(), kubeconfig, dir };
@@ -298,7 +300,7 @@ test.serial('webhook down, registered fail-open: the bad Service is admitted, th
   const [dead] = await freePorts(1);
   await admission.replaceValidatingWebhookConfiguration({
     name: WEBHOOK,
-    body: { ...webhookConfig(dead!, caBundle), metadata: (await admission.readValidatingWebhookConfiguration({ name: WEBHOOK })).metadata },
+    body: { ...(await webhookConfig(dead!, caBundle)), metadata: (await admission.readValidatingWebhookConfiguration({ name: WEBHOOK })).metadata },
   });
   await waitFor(async () => (await createError(core, lbService('down-probe', NS, [{ port: 80 }], {}, TYPO), 'All')) === '', {
     what: 'the API server to call the dead webhook address (and ignore the failure)',
