@@ -33,6 +33,24 @@ func (p *provider) Configure(_ context.Context, req *pb.ConfigureRequest) (*pb.C
 	return &pb.ConfigureResponse{Warnings: warnings}, nil
 }
 
+// annotationPrefix is the annotation prefix memgo owns: it reads no
+// annotation, so any key under it is a misspelling.
+const annotationPrefix = "memgo.ccm.example/"
+
+// ProviderSchema is what memgo reads (GetProviderSchema): its cloud config
+// (cloud.configure) and no annotation under its prefix.
+func (p *provider) ProviderSchema() *pb.GetProviderSchemaResponse {
+	str := pb.SchemaValueType_SCHEMA_VALUE_TYPE_STRING
+	return &pb.GetProviderSchemaResponse{
+		AnnotationPrefixes: []string{annotationPrefix},
+		CloudConfigKeys: []*pb.SchemaConfigKey{
+			{Key: "zone", Type: str, DefaultValue: "mem-a", Description: "The zone of instances that name none."},
+			{Key: "region", Type: str, DefaultValue: "mem", Description: "The region of instances that name none."},
+			{Key: "instances", Type: str, Description: "The instances, a JSON array of {name, type, zone, region, addresses, labels, shutdown}; created or updated by name."},
+		},
+	}
+}
+
 func (p *provider) Instances() any     { return &instancesServer{cloud: p.cloud} }
 func (p *provider) LoadBalancers() any { return &loadBalancersServer{cloud: p.cloud} }
 func (p *provider) Routes() any        { return &routesServer{cloud: p.cloud} }

@@ -20,6 +20,7 @@ func TestCapabilitiesDerivedByTheSDK(t *testing.T) {
 		pb.Capability_CAPABILITY_INSTANCES_BATCH, pb.Capability_CAPABILITY_LOAD_BALANCER_BATCH_HOSTS,
 		pb.Capability_CAPABILITY_ROUTES_RECONCILE, pb.Capability_CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES,
 		pb.Capability_CAPABILITY_VOLUMES_EXPAND_ONLINE, pb.Capability_CAPABILITY_LOAD_BALANCER_LIST,
+		pb.Capability_CAPABILITY_PROVIDER_SCHEMA,
 	}
 	slices.Sort(wantCaps)
 	if !slices.Equal(res.Services, wantServices) || !slices.Equal(res.Capabilities, wantCaps) || res.ProviderName != "memgo" || !res.HasClusterId {

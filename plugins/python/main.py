@@ -12,10 +12,14 @@ import grpc  # noqa: E402
 from grpc_status import rpc_status  # noqa: E402
 
 from ccm.provider.testing.v1 import test_hooks_pb2_grpc  # noqa: E402
-from ccm.provider.v1 import lifecycle_pb2  # noqa: E402
+from ccm.provider.v1 import identity_pb2, lifecycle_pb2  # noqa: E402
 from ccm_provider_sdk import ENV_TEST_HOOKS, Info, is_cloud_method, main, rate_limited  # noqa: E402
 from mempy import services  # noqa: E402
 from mempy.cloud import PROVIDER_NAME, Cloud  # noqa: E402
+
+
+# The annotation prefix mempy owns (it reads no annotation).
+ANNOTATION_PREFIX = "mempy.ccm.example/"
 
 
 class Mempy:
@@ -31,6 +35,22 @@ class Mempy:
 
     def configure(self, request, context):
         return lifecycle_pb2.ConfigureResponse(warnings=self.cloud.configure(request.cloud_config))
+
+    def provider_schema(self):
+        """What mempy reads (GetProviderSchema): its cloud config (Cloud.configure) and no annotation under its
+        prefix, so any key under the prefix is a misspelling."""
+        string = identity_pb2.SCHEMA_VALUE_TYPE_STRING
+        return identity_pb2.GetProviderSchemaResponse(
+            annotation_prefixes=[ANNOTATION_PREFIX],
+            cloud_config_keys=[
+                identity_pb2.SchemaConfigKey(key="zone", type=string, default_value="mem-a",
+                                             description="The zone of instances that name none."),
+                identity_pb2.SchemaConfigKey(key="region", type=string, default_value="mem",
+                                             description="The region of instances that name none."),
+                identity_pb2.SchemaConfigKey(key="instances", type=string,
+                                             description="The instances, a JSON array of {name, zone, addresses}; "
+                                                         "created or replaced by name."),
+            ])
 
 
 class Throttle(grpc.ServerInterceptor):
