@@ -32,16 +32,16 @@ breaking:
     - FILE
 `;
 
-/** Writes the archive into `outDir` and returns its path. */
-export async function packProto(outDir: string): Promise<string> {
-  const { version } = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { version: string };
+/** Writes the archive of the checkout `repo` (default this one) at its package.json version into `outDir` and returns its path. */
+export async function packProto(outDir: string, repo = REPO): Promise<string> {
+  const { version } = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8')) as { version: string };
   const name = `ccm-provider-proto-${version}`;
   const staging = await mkdtemp(join(tmpdir(), 'ccm-proto-pack-'));
   try {
     const root = join(staging, name);
-    await cp(join(REPO, 'proto', 'ccm'), join(root, 'ccm'), { recursive: true });
-    await cp(join(REPO, 'proto', 'google'), join(root, 'google'), { recursive: true });
-    await cp(join(REPO, 'docs', 'protocol.md'), join(root, 'protocol.md'));
+    await cp(join(repo, 'proto', 'ccm'), join(root, 'ccm'), { recursive: true });
+    await cp(join(repo, 'proto', 'google'), join(root, 'google'), { recursive: true });
+    await cp(join(repo, 'docs', 'protocol.md'), join(root, 'protocol.md'));
     await writeFile(join(root, 'buf.yaml'), BUF_YAML);
     await writeFile(join(root, 'VERSION'), `package ${version}\nprotocol ccm.provider.v${CORE_PROTOCOL_VERSION}, minor ${PROTOCOL_MINOR}\n`);
     const archive = resolve(outDir, `${name}.tar.gz`);

@@ -28,6 +28,7 @@ import {
   type ImageSpec,
 } from './images.js';
 import { writeIndex, type IndexInfo } from './oci.js';
+import { buildPackages, publishPackages, type PackageArtifact } from './packages.js';
 
 const run = promisify(execFile);
 
@@ -67,6 +68,8 @@ export interface ReleaseOptions {
   arches?: readonly Arch[];
   /** The CHANGELOG date (default: today, UTC). */
   date?: string;
+  /** Build the npm, PyPI and protocol packages into `<out>/packages` (default true; tools/release/packages.ts). */
+  packages?: boolean;
   say?: (line: string) => void;
 }
 
@@ -91,6 +94,8 @@ export interface ReleaseResult {
   tags: string[];
   /** The file:// GOPROXY holding the tagged Go modules. */
   goproxy: string;
+  /** The packages built (none with `packages: false`). */
+  packages: PackageArtifact[];
 }
 
 /**
@@ -361,6 +366,7 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
   const goproxy = join(out, 'goproxy');
   changed.push(...(await goModules(repo, opts.version, goproxy)));
   say(`Go modules ${GO_MODULES.map((m) => `${m.dir}@${opts.version}`).join(', ')} written to ${goproxy} in ${secs(t1)} s`);
+  const packages = opts.packages === false ? [] : await buildPackages(repo, v, out, say);
 
   // Images, built from the tree as the release commit holds it (the new versions in package.json).
   const t2 = Date.now();
@@ -405,7 +411,7 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
   }
 
   const tags = [opts.version, ...GO_MODULES.map((m) => `${m.dir}/${opts.version}`)];
-  const result: ReleaseResult = { version: opts.version, out, images, changed: [...new Set(changed)].sort(), tags, goproxy };
+  const result: ReleaseResult = { version: opts.version, out, images, changed: [...new Set(changed)].sort(), tags, goproxy, packages };
   await writeFile(
     join(out, 'release.json'),
     JSON.stringify(
@@ -422,6 +428,7 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
           platforms: i.index.platforms,
         })),
         goModules: GO_MODULES.map((m) => ({ path: m.path, version: opts.version, tag: `${m.dir}/${opts.version}` })),
+        packages: packages.map((p) => ({ ecosystem: p.ecosystem, name: p.name, version: v, file: relative(out, p.file) })),
         changed: result.changed,
       },
       null,
@@ -439,5 +446,6 @@ export function publishCommands(r: ReleaseResult): string[] {
     ...r.tags.map((t) => `git tag ${t}`),
     `git push origin HEAD ${r.tags.join(' ')}`,
     ...r.images.map((i) => `skopeo copy --all --preserve-digests oci:${i.index.layout}:${i.tag} docker://${i.repository}:${i.tag}`),
+    ...publishPackages(r.version, r.packages),
   ];
 }
