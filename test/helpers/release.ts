@@ -17,33 +17,16 @@
  * the tests that need it (prepareRelease, the late build 'release' in
  * test/builds.ts) so that a cold build does not spend a test's timeout.
  */
-import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { rm } from 'node:fs/promises';
 import { exists } from '../../tools/release/build-once.js';
-import { filesUnder, REPO } from '../../tools/release/files.js';
-import { ARCHES, archBaseTags, basesBuilt, HOST_IMAGE, imageStore, imageTag } from '../../tools/release/images.js';
+import { ARCHES, archBaseTags, basesBuilt, imageStore, imageTag } from '../../tools/release/images.js';
 import { release, releaseImageName, RELEASED_IMAGES, type ReleaseResult } from '../../tools/release/release.js';
+import { copyCheckout, currentVersion, nextVersion, RELEASE_DATE } from './release-checkout.js';
 
-const run = promisify(execFile);
+export { currentVersion, nextVersion, RELEASE_DATE };
 
-/** The fixed CHANGELOG date of the fixtures. */
-export const RELEASE_DATE = '2026-01-02';
 /** The images the `images` fixture builds (each for every architecture). */
 export const RELEASE_IMAGES = ['host'];
-
-/** The checkout's own version (package.json's), as a tag. */
-export async function currentVersion(): Promise<string> {
-  return `v${(JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { version: string }).version}`;
-}
-
-/** The version after package.json's (next minor). */
-export async function nextVersion(): Promise<string> {
-  const [major, minor] = (await currentVersion()).slice(1).split('.').map(Number);
-  return `v${major}.${minor! + 1}.0`;
-}
 
 /** The two fixtures (see the top). */
 export type FixtureKind = 'images' | 'next';
@@ -55,29 +38,12 @@ export interface ReleaseFixture {
   remove(): Promise<void>;
 }
 
-/**
- * Copies the checkout as a commit holds it into a new directory, and every
- * file the host image is built from (a git-ignored one too, e.g. an npm pack
- * tarball under sdk/): the image test hashes what is on disk.
- */
-async function copyCheckout(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-release-'));
-  const tracked = (await run('git', ['ls-files', '-co', '--exclude-standard'], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 })).stdout
-    .split('\n')
-    .filter(Boolean);
-  const files = [...new Set([...tracked, ...(await filesUnder(REPO, HOST_IMAGE.context))])];
-  // Tracked files deleted in the work tree are not part of the next commit.
-  for (const f of files)
-    await cp(join(REPO, f), join(dir, f)).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
-  return dir;
-}
-
 /** Makes the fixture release `kind` (see the top). */
 export async function releaseFixture(kind: FixtureKind, say: (line: string) => void = () => undefined): Promise<ReleaseFixture> {
   const repo = await copyCheckout();
   try {
     const [version, images] = kind === 'images' ? [await currentVersion(), RELEASE_IMAGES] : [await nextVersion(), []];
-    const result = await release({ version, repo, images, arches: ARCHES, date: RELEASE_DATE, say });
+    const result = await release({ version, repo, images, arches: ARCHES, date: RELEASE_DATE, packages: false, say });
     return { repo, result, remove: () => rm(repo, { recursive: true, force: true }) };
   } catch (err) {
     await rm(repo, { recursive: true, force: true });
