@@ -476,7 +476,7 @@ public final class ProviderServer {
     public <ReqT, RespT> ServerCall.Listener<ReqT> interceptCall(ServerCall<ReqT, RespT> call, Metadata headers, ServerCallHandler<ReqT, RespT> next) {
       String method = call.getMethodDescriptor().getFullMethodName();
       boolean tracked = !method.equals(SHUTDOWN_METHOD) && !HEALTH_SERVICE.equals(call.getMethodDescriptor().getServiceName());
-      Context.CancellableContext ctx = Context.current().withCancellation();
+      Context.CancellableContext ctx = Rpc.withCaller(Context.current(), headers).withCancellation();
       if (tracked) inFlight.add(ctx);
       long started = System.nanoTime();
       ServerCall.Listener<ReqT> inner = Contexts.interceptCall(ctx, call, headers, next);
