@@ -6,7 +6,10 @@
  * host's; the provider's stderr is JSON lines the host reads, without
  * Netty's SO_KEEPALIVE warning for a unix-socket connection; and the
  * provider passes the conformance kit in exec mode (through its launcher,
- * which keeps the handshake on fd 3) and in sidecar mode; and
+ * which keeps the handshake on fd 3) and in sidecar mode, with pod-IP
+ * backends; with an OTLP receiver and the OTEL_* variables a tracing host
+ * passes on, its server spans continue the caller's W3C trace (off without
+ * them); and
  * docs/providers/java.md runs as printed to a provider that passes the kit
  * (after the build above, so its Maven runs find every artifact in the
  * private repository: MAVEN_OPTS points Maven there, the printed commands
@@ -23,6 +26,7 @@ import { runConformance } from '../../../conformance/run.js';
 import { parseStderrLine } from '../../../host/plugin/stderr.js';
 import { ErrorReason, MAX_MESSAGE_BYTES, SUPPORTED_PROTOCOL_VERSIONS } from '../../../sdk/protocol.js';
 import { JAVA_PLUGIN_DIR, JAVA_PROVIDER, JAVA_SDK_DIR, javaBuild, mavenRepository } from '../../helpers/java.js';
+import { OtlpReceiver } from '../../helpers/otlp-receiver.js';
 import { REPO } from '../../helpers/providers.js';
 import { SDK_CONSTANTS } from '../../helpers/sdk-constants.js';
 import { startSidecar } from '../../helpers/sidecar.js';
@@ -126,9 +130,11 @@ test('the Java provider passes the kit in exec mode, through its launcher', asyn
     'lifecycle/shutdown',
     'identity/undeclared-unimplemented',
     'identity/provider-schema',
+    'identity/trace-context',
     'instances/foreign-provider-id',
     'instances/test-instance',
     'load-balancers/ensure-twice',
+    'load-balancers/pod-backends',
     'load-balancers/absent',
     'errors/retry-info',
     'errors/details',
@@ -159,6 +165,34 @@ test('the Java provider passes the kit in sidecar mode', async (t) => {
       t.is(outcome(results, id), 'pass', id);
   } finally {
     await sidecar.stop();
+  }
+});
+
+test('identity/trace-context with an OTLP receiver: the Java provider continues the trace when the OTEL_* variables ask, exports nothing without them', async (t) => {
+  const receiver = await OtlpReceiver.start();
+  try {
+    const dir = await mkdtemp(join(tmpdir(), 'ccm-kit-memjava-trace-'));
+    const path = await JAVA_PROVIDER.executable(dir);
+    // What the host passes on when its tracing is on (host/plugin/tracing.ts), with a short batch delay.
+    const otel = [`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=${receiver.url}`, 'OTEL_BSP_SCHEDULE_DELAY=100', 'OTEL_TRACES_SAMPLER=always_on'];
+    const traced = { focus: /^(launch\/handshake|identity\/trace-context)$/, traceSpans: () => receiver.spans };
+    const rows: Record<string, string | undefined> = {};
+    rows['tracing off'] = outcome(await runConformance({ ...options({ kind: 'exec', path, env: [] }), ...traced }), 'identity/trace-context');
+    t.is(receiver.spans.length, 0, 'no OTEL_* variables: nothing exported');
+    rows['tracing on'] = outcome(
+      await runConformance({ ...options({ kind: 'exec', path, env: [...otel, 'OTEL_SERVICE_NAME=ccm-provider-memjava'] }), ...traced }),
+      'identity/trace-context',
+    );
+    t.deepEqual(rows, { 'tracing off': 'skip', 'tracing on': 'pass' });
+    const probe = receiver.spans.find((s) => s.name === 'ccm.provider.v1.IdentityService/Probe' && s.parentSpanId !== '');
+    t.truthy(probe, 'a server span of Probe, child of the caller');
+    t.like(probe, {
+      service: 'ccm-provider-memjava',
+      kind: 2,
+      attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Probe', 'rpc.grpc.status_code': 0 },
+    });
+  } finally {
+    await receiver.stop();
   }
 });
 

@@ -54,6 +54,8 @@ final class Cloud {
     final String ip;
     List<ServicePort> ports = List.of();
     List<String> nodes = List.of();
+    /** Pod backends (null: node ports). */
+    List<dev.ccm.provider.sdk.PodBackends.Target> podTargets;
     String clusterUid = "";
 
     LoadBalancer(String name, String ip) {

@@ -1,6 +1,7 @@
 package dev.ccm.example.memjava;
 
 import dev.ccm.provider.sdk.Errors;
+import dev.ccm.provider.sdk.PodBackends;
 import dev.ccm.provider.sdk.Rpc;
 import dev.ccm.provider.v1.EnsureLoadBalancerDeletedRequest;
 import dev.ccm.provider.v1.EnsureLoadBalancerDeletedResponse;
@@ -21,12 +22,16 @@ import dev.ccm.provider.v1.ServiceRef;
 import dev.ccm.provider.v1.UpdateLoadBalancerRequest;
 import dev.ccm.provider.v1.UpdateLoadBalancerResponse;
 import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
  * LoadBalancersService: the five single-Service RPCs, keyed by (cluster
  * name, Service uid), each idempotent. No batch and no ListLoadBalancers, so
  * the host uses single calls and runs no orphan sweep for this provider.
+ * Pod-IP backends (Info.withLoadBalancerPodBackends): for a Service the host
+ * sends endpoints for, each port's backends are those pods (PodBackends.targets,
+ * in the load balancer's zone under PreferClose), else the nodes' ports.
  */
 final class LoadBalancers extends LoadBalancersServiceGrpc.LoadBalancersServiceImplBase {
   private final Cloud cloud;
@@ -63,6 +68,14 @@ final class LoadBalancers extends LoadBalancersServiceGrpc.LoadBalancersServiceI
     return LoadBalancerStatus.newBuilder().addIngress(LoadBalancerIngress.newBuilder().setIp(lb.ip).setIpMode(IpMode.IP_MODE_VIP)).build();
   }
 
+  /** The pod backends of every port, or null when the host sent none (the load balancer uses node ports). */
+  static List<PodBackends.Target> podTargets(ServiceRef svc, String zone) {
+    if (!PodBackends.has(svc)) return null;
+    List<PodBackends.Target> out = new ArrayList<>();
+    for (ServicePort p : svc.getPortsList()) out.addAll(PodBackends.targets(svc, p.getProtocol(), p.getPort(), zone));
+    return List.copyOf(out);
+  }
+
   @Override
   public void getLoadBalancer(GetLoadBalancerRequest request, StreamObserver<GetLoadBalancerResponse> out) {
     Rpc.reply(out, () -> {
@@ -97,6 +110,7 @@ final class LoadBalancers extends LoadBalancersServiceGrpc.LoadBalancersServiceI
         }
         lb.ports = List.copyOf(request.getService().getPortsList());
         lb.nodes = nodes;
+        lb.podTargets = podTargets(request.getService(), cloud.zone);
         // Tagged with the cluster UID, as the protocol asks of every load balancer ensured; kept when a host sends none.
         if (!request.getMeta().getClusterUid().isEmpty()) lb.clusterUid = request.getMeta().getClusterUid();
         return EnsureLoadBalancerResponse.newBuilder().setStatus(status(lb)).build();
@@ -114,6 +128,8 @@ final class LoadBalancers extends LoadBalancersServiceGrpc.LoadBalancersServiceI
         Cloud.LoadBalancer lb = cloud.lbs.get(new Cloud.LbKey(cluster(request.getMeta()), svc.getUid()));
         if (lb == null) throw Errors.notFound("load balancer " + lbName(svc.getUid()) + " for service " + svc.getNamespace() + "/" + svc.getName() + " does not exist");
         lb.nodes = nodes;
+        // UpdateLoadBalancer carries the Service too: its endpoints are the current ones.
+        if (PodBackends.has(svc)) lb.podTargets = podTargets(svc, cloud.zone);
         return UpdateLoadBalancerResponse.getDefaultInstance();
       }
     });

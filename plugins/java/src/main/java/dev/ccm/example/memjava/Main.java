@@ -39,7 +39,7 @@ public final class Main implements Provider {
 
   @Override
   public Info info() {
-    return Info.of("memjava.ccm.example", Cloud.PROVIDER_NAME).withVendorVersion("0.1.0").withClusterId(true).withManifest(Map.of("language", "java"));
+    return Info.of("memjava.ccm.example", Cloud.PROVIDER_NAME).withVendorVersion("0.1.0").withClusterId(true).withManifest(Map.of("language", "java")).withLoadBalancerPodBackends(true);
   }
 
   @Override

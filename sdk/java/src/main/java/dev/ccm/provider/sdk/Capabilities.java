@@ -117,6 +117,7 @@ public final class Capabilities {
    * LOAD_BALANCER_BATCH_HOSTS / _BATCH_ENSURE / _LIST: load balancers have
    * UpdateLoadBalancerHosts / EnsureLoadBalancers / ListLoadBalancers;
    * LOAD_BALANCER_IP_MODE_PROXY: info says so and a load balancer service;
+   * LOAD_BALANCER_POD_BACKENDS: info says so and a load balancer service;
    * ROUTES_RECONCILE: routes have ReconcileRoutes;
    * VOLUMES_LIST_PUBLISHED_NODES: volumes have ListVolumes;
    * VOLUMES_EXPAND_ONLINE: info says so and a volume service;
@@ -135,6 +136,7 @@ public final class Capabilities {
     if (has(lb, "EnsureLoadBalancers")) caps.add(Capability.CAPABILITY_LOAD_BALANCER_BATCH_ENSURE);
     if (has(lb, "ListLoadBalancers")) caps.add(Capability.CAPABILITY_LOAD_BALANCER_LIST);
     if (lb != null && info.loadBalancerIpModeProxy()) caps.add(Capability.CAPABILITY_LOAD_BALANCER_IP_MODE_PROXY);
+    if (lb != null && info.loadBalancerPodBackends()) caps.add(Capability.CAPABILITY_LOAD_BALANCER_POD_BACKENDS);
     if (has(routes, "ReconcileRoutes")) caps.add(Capability.CAPABILITY_ROUTES_RECONCILE);
     if (has(vols, "ListVolumes")) caps.add(Capability.CAPABILITY_VOLUMES_LIST_PUBLISHED_NODES);
     if (vols != null && info.volumesExpandOnline()) caps.add(Capability.CAPABILITY_VOLUMES_EXPAND_ONLINE);

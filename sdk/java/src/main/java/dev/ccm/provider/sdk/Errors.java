@@ -183,6 +183,25 @@ public final class Errors {
     return "";
   }
 
+  /**
+   * The provider's own reason (ErrorInfo metadata "reason") of a DEFERRED
+   * google.rpc.Status, "" when it gave none, null when the status is not
+   * DEFERRED (the Python SDK's deferred_reason).
+   */
+  public static String deferredReason(com.google.rpc.Status status) {
+    for (Any d : status.getDetailsList()) {
+      if (d.is(ErrorInfo.class)) {
+        try {
+          ErrorInfo info = d.unpack(ErrorInfo.class);
+          if (ERROR_DOMAIN.equals(info.getDomain()) && DEFERRED.equals(info.getReason())) return info.getMetadataOrDefault(DEFERRED_REASON_KEY, "");
+        } catch (InvalidProtocolBufferException e) {
+          return null;
+        }
+      }
+    }
+    return null;
+  }
+
   /** The RetryInfo delay of a google.rpc.Status in milliseconds, or -1. */
   public static long retryAfterMs(com.google.rpc.Status status) {
     for (Any d : status.getDetailsList()) {

@@ -18,6 +18,9 @@ import java.util.Map;
  * @param nodeSelector label selector (kubectl -l syntax) claiming Nodes without a providerID yet
  * @param loadBalancerClasses Service spec.loadBalancerClass values the load balancers serve
  * @param loadBalancerClassesOnly serve only those classes, no Service without a class
+ * @param loadBalancerPodBackends CAPABILITY_LOAD_BALANCER_POD_BACKENDS (protocol 1.1; only with a load
+ *     balancer service): load balancers can send traffic straight to pod addresses, so the host sends
+ *     ServiceRef.endpoints and pod_backends for the Services that ask for it ({@link PodBackends})
  */
 public record Info(
     String name,
@@ -30,38 +33,43 @@ public record Info(
     List<String> providerIdPrefixes,
     String nodeSelector,
     List<String> loadBalancerClasses,
-    boolean loadBalancerClassesOnly) {
+    boolean loadBalancerClassesOnly,
+    boolean loadBalancerPodBackends) {
 
   /** Name and providerName; everything else empty or false. */
   public static Info of(String name, String providerName) {
-    return new Info(name, providerName, "", false, Map.of(), false, false, List.of(), "", List.of(), false);
+    return new Info(name, providerName, "", false, Map.of(), false, false, List.of(), "", List.of(), false, false);
   }
 
   public Info withVendorVersion(String v) {
-    return new Info(name, providerName, v, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+    return new Info(name, providerName, v, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly, loadBalancerPodBackends);
   }
 
   public Info withClusterId(boolean v) {
-    return new Info(name, providerName, vendorVersion, v, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+    return new Info(name, providerName, vendorVersion, v, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly, loadBalancerPodBackends);
   }
 
   public Info withManifest(Map<String, String> v) {
-    return new Info(name, providerName, vendorVersion, hasClusterId, Map.copyOf(v), loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+    return new Info(name, providerName, vendorVersion, hasClusterId, Map.copyOf(v), loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly, loadBalancerPodBackends);
   }
 
   public Info withLoadBalancerIpModeProxy(boolean v) {
-    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, v, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, v, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly, loadBalancerPodBackends);
   }
 
   public Info withVolumesExpandOnline(boolean v) {
-    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, v, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly);
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, v, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly, loadBalancerPodBackends);
   }
 
   public Info withNodeOwnership(List<String> prefixes, String selector) {
-    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, List.copyOf(prefixes), selector, loadBalancerClasses, loadBalancerClassesOnly);
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, List.copyOf(prefixes), selector, loadBalancerClasses, loadBalancerClassesOnly, loadBalancerPodBackends);
   }
 
   public Info withLoadBalancerClasses(List<String> classes, boolean only) {
-    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, List.copyOf(classes), only);
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, List.copyOf(classes), only, loadBalancerPodBackends);
+  }
+
+  public Info withLoadBalancerPodBackends(boolean v) {
+    return new Info(name, providerName, vendorVersion, hasClusterId, manifest, loadBalancerIpModeProxy, volumesExpandOnline, providerIdPrefixes, nodeSelector, loadBalancerClasses, loadBalancerClassesOnly, v);
   }
 }

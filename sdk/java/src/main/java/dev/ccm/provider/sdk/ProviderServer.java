@@ -180,6 +180,8 @@ public final class ProviderServer {
   private final CountDownLatch done = new CountDownLatch(1);
   private final AtomicBoolean stopping = new AtomicBoolean();
   private volatile boolean configured;
+  /** Null unless the OTEL_* variables turn traces on ({@link Tracing}). */
+  private Tracing tracing;
   private Server server;
   private EventLoopGroup boss;
   private EventLoopGroup workers;
@@ -228,6 +230,7 @@ public final class ProviderServer {
     }
     Log log = Log.named(info.providerName()).with("component", "ccm-sdk");
     ProviderServer p = new ProviderServer(provider, mode, log, options);
+    p.tracing = Tracing.start(options.env, log);
     p.listen();
     // Hooks go in before the handshake: the host may signal or close stdin the moment it reads the line.
     for (String sig : new String[] {"TERM", "INT"}) Signal.handle(new Signal(sig), s -> p.onSignal("SIG" + s.getName()));
@@ -325,6 +328,8 @@ public final class ProviderServer {
       b.intercept(new Tracking());
       b.intercept(new Refusals());
       b.intercept(TransmitStatusRuntimeExceptionInterceptor.instance());
+      // Outermost: the span covers the refusals too and ends with the status every call closes with.
+      if (tracing != null) b.intercept(tracing.interceptor());
       health.setStatus("", ServingStatus.SERVING);
       health.setStatus(Protocol.HEALTH_SERVICE_NAME, ServingStatus.SERVING);
       server = b.build();
@@ -421,6 +426,8 @@ public final class ProviderServer {
       Thread.currentThread().interrupt();
     }
     if (close.isAlive()) log.warn("provider close did not finish in time");
+    // Within the backstop: what is left of the grace period, at least MIN_CLOSE_MS.
+    if (tracing != null) tracing.shutdown(Math.max(MIN_CLOSE_MS, remainingMs(deadline)), log);
     SocketFiles.remove(Path.of(mode.socketPath()));
     boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
@@ -469,7 +476,7 @@ public final class ProviderServer {
     public <ReqT, RespT> ServerCall.Listener<ReqT> interceptCall(ServerCall<ReqT, RespT> call, Metadata headers, ServerCallHandler<ReqT, RespT> next) {
       String method = call.getMethodDescriptor().getFullMethodName();
       boolean tracked = !method.equals(SHUTDOWN_METHOD) && !HEALTH_SERVICE.equals(call.getMethodDescriptor().getServiceName());
-      Context.CancellableContext ctx = Context.current().withCancellation();
+      Context.CancellableContext ctx = Rpc.withCaller(Context.current(), headers).withCancellation();
       if (tracked) inFlight.add(ctx);
       long started = System.nanoTime();
       ServerCall.Listener<ReqT> inner = Contexts.interceptCall(ctx, call, headers, next);

@@ -92,6 +92,27 @@ class CapabilitiesTest {
   }
 
   @Test
+  void podBackendsAreDeclaredOnlyWithALoadBalancerService() {
+    Provider without = () -> Info.of("x.example", "x").withLoadBalancerPodBackends(true);
+    assertEquals(List.of(), Capabilities.derive(without, Capabilities.bind(without)).getCapabilitiesList());
+    Provider with =
+        new Provider() {
+          @Override
+          public Info info() {
+            return Info.of("x.example", "x").withLoadBalancerPodBackends(true);
+          }
+
+          @Override
+          public LoadBalancersServiceGrpc.AsyncService loadBalancers() {
+            return new Listing();
+          }
+        };
+    assertEquals(
+        List.of(Capability.CAPABILITY_LOAD_BALANCER_LIST, Capability.CAPABILITY_LOAD_BALANCER_POD_BACKENDS),
+        Capabilities.derive(with, Capabilities.bind(with)).getCapabilitiesList());
+  }
+
+  @Test
   void aProviderWithASchemaDeclaresItAndCanDeprecateAKey() {
     GetProviderSchemaResponse schema =
         Schema.of(

@@ -32,6 +32,26 @@ class ErrorsTest {
   }
 
   @Test
+  void deferredCarriesTheProvidersReason() {
+    com.google.rpc.Status s = Errors.toStatus(Errors.deferred("QuotaReview", "waiting for a quota review", 30_000));
+    assertEquals(Status.Code.UNAVAILABLE.value(), s.getCode());
+    assertEquals(Errors.DEFERRED, Errors.reason(s));
+    assertEquals("QuotaReview", Errors.deferredReason(s));
+    assertEquals(30_000, Errors.retryAfterMs(s));
+    assertEquals(null, Errors.deferredReason(Errors.toStatus(Errors.rateLimited("slow down", 1))), "not DEFERRED");
+  }
+
+  @Test
+  void theCallerIsTheHostsMetadataWhileACallRuns() throws Exception {
+    io.grpc.Metadata h = new io.grpc.Metadata();
+    assertEquals("", Rpc.caller(), "outside a call");
+    io.grpc.Context none = Rpc.withCaller(io.grpc.Context.ROOT, h);
+    assertEquals("", none.call(Rpc::caller), "no x-ccm-caller");
+    h.put(io.grpc.Metadata.Key.of(Protocol.CALLER_METADATA_KEY, io.grpc.Metadata.ASCII_STRING_MARSHALLER), "host-a_1234");
+    assertEquals("host-a_1234", Rpc.withCaller(io.grpc.Context.ROOT, h).call(Rpc::caller));
+  }
+
+  @Test
   void anyOtherThrowableIsInternal() {
     com.google.rpc.Status s = Errors.toStatus(new IllegalStateException("boom"));
     assertEquals(Status.Code.INTERNAL.value(), s.getCode());
