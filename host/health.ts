@@ -22,6 +22,7 @@
  */
 import { IdentityServiceService } from '../proto/gen/ccm/provider/v1/identity.js';
 import { LifecycleServiceService } from '../proto/gen/ccm/provider/v1/lifecycle.js';
+import type { RunnableController } from './controllers/context.js';
 import type { ControllerName } from './names.js';
 import type { PluginSupervisor } from './plugin/supervisor.js';
 import type { HealthServer } from './server/server.js';
@@ -80,6 +81,7 @@ export class CloudReachability {
 /** One controller's readiness in the current term of leadership. */
 interface ControllerState {
   healthy?: () => boolean;
+  problem?: () => string | undefined;
   /** Why it stopped while it should run. */
   stopped?: string;
 }
@@ -116,8 +118,8 @@ export class HostHealth {
    * check reads this state from now on. Returns the callback to call when its
    * run ends while it should still run.
    */
-  controllerStarted(name: ControllerName, healthy: (() => boolean) | undefined): (reason: string) => void {
-    const state: ControllerState = { healthy };
+  controllerStarted(name: ControllerName, made: Pick<RunnableController, 'healthy' | 'problem'>): (reason: string) => void {
+    const state: ControllerState = { healthy: made.healthy && (() => made.healthy!()), problem: made.problem && (() => made.problem!()) };
     const first = !this.controllers.has(name);
     this.controllers.set(name, state);
     if (first) {
@@ -127,6 +129,8 @@ export class HostHealth {
           const s = this.controllers.get(name)!;
           if (s.stopped !== undefined) throw new Error(`${name} stopped: ${s.stopped}`);
           if (s.healthy && !s.healthy()) throw new Error(`${name} is not making progress`);
+          const problem = s.problem?.();
+          if (problem !== undefined) throw new Error(`${name}: ${problem}`);
         },
         'readyz',
       );

@@ -53,8 +53,14 @@ export interface ControllerContext {
 export interface RunnableController {
   /** Runs until `signal` aborts; waits for informer sync itself. */
   run(signal: AbortSignal): Promise<void>;
-  /** For /healthz: false when the controller is stuck. */
+  /** For /readyz: false when the controller is stuck. */
   healthy?(): boolean;
+  /**
+   * For /readyz: why the controller, though running, does not do all of its
+   * job (e.g. the webhook it serves could not bind its port); undefined when
+   * nothing is wrong. Read on every readiness check, so it must be cheap.
+   */
+  problem?(): string | undefined;
 }
 
 /**

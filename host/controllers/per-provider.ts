@@ -77,5 +77,6 @@ export function joinControllers(made: readonly RunnableController[]): RunnableCo
       if (failed) throw failed.reason;
     },
     healthy: () => made.every((m) => m.healthy?.() ?? true),
+    problem: () => made.map((m) => m.problem?.()).find((p) => p !== undefined),
   };
 }

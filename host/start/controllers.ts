@@ -213,7 +213,7 @@ async function startControllers(
       continue;
     }
     setControllerRunning(d.metrics, name, true);
-    const stopped = d.health.controllerStarted(name, made.healthy ? () => made.healthy!() : undefined);
+    const stopped = d.health.controllerStarted(name, made);
     started.push(name);
     running.push(
       made

@@ -153,28 +153,47 @@ test('a full cloud outage fails readiness (check "cloud") and shows in the RPC e
   t.is(await h.host.stop(), 0);
 });
 
-test('a PersistentVolume label webhook that cannot bind its port fails readiness, not liveness', async (t) => {
-  // Something else holds the webhook's port.
-  const holder: Server = createServer();
-  const [port] = await freePorts(1);
-  await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => holder.close(() => resolve())));
-  const h = await startProbed(t, 'healthprobes-webhook', (dir) => [
-    `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
-    ALLOW_SIMULATION_FLAG,
-    '--cloud-provider=local',
-    '--controllers=persistentvolume-label-controller',
-    `--volume-provisioner-name=${scope.prefix}.health.test`,
-    '--webhook-bind-address=127.0.0.1',
-    `--webhook-secure-port=${port}`,
-  ]);
-  const body = await waitNotReady(h, 'persistentvolume-label-controller', '/readyz failing on the webhook');
-  t.regex(body, /\[-\]persistentvolume-label-controller failed: persistentvolume-label-controller stopped: .*EADDRINUSE/);
-  await assertLive(t, h);
-  t.regex(
-    (await h.get('/metrics')).body,
-    /^running_managed_controllers\{manager="cloud-controller-manager",name="pvl"\} 0$/m,
-    'running_managed_controllers shows it stopped',
-  );
-  t.is(await h.host.stop(), 0);
-});
+// A webhook whose port something else holds: the PV label controller stops (its webhook is its job); the
+// service controller keeps running (its check before ensure still holds) but says why in /readyz.
+const webhookRows = [
+  {
+    controller: 'pvl',
+    check: 'persistentvolume-label-controller',
+    failure: /\[-\]persistentvolume-label-controller failed: persistentvolume-label-controller stopped: .*EADDRINUSE/,
+    running: 0,
+  },
+  {
+    controller: 'service',
+    check: 'service-lb-controller',
+    failure: /\[-\]service-lb-controller failed: service-lb-controller: the Service validation webhook is not served \(.*EADDRINUSE.*\)/,
+    running: 1,
+  },
+] as const;
+
+for (const row of webhookRows) {
+  test(`a webhook that cannot bind its port fails readiness, not liveness: ${row.check}`, async (t) => {
+    // Something else holds the webhook's port.
+    const holder: Server = createServer();
+    const [port] = await freePorts(1);
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+    const h = await startProbed(t, `healthprobes-webhook-${row.controller}`, (dir) => [
+      `--plugin-env=LOCALCLOUD_STATE_DIR=${join(dir, 'cloud')}`,
+      ALLOW_SIMULATION_FLAG,
+      '--cloud-provider=local',
+      `--controllers=${row.controller}`,
+      `--volume-provisioner-name=${scope.prefix}.health.test`,
+      '--webhook-bind-address=127.0.0.1',
+      `--webhook-secure-port=${port}`,
+    ]);
+    const body = await waitNotReady(h, row.check, '/readyz failing on the webhook');
+    t.regex(body, row.failure);
+    await assertLive(t, h);
+    t.regex(
+      (await h.get('/metrics')).body,
+      new RegExp(`^running_managed_controllers\\{manager="cloud-controller-manager",name="${row.controller}"\\} ${row.running}$`, 'm'),
+      'running_managed_controllers: stopped or still running',
+    );
+    t.is(await h.host.stop(), 0);
+  });
+}

@@ -361,11 +361,10 @@ export interface ImageSpec {
   context: (rel: string) => boolean;
 }
 
-// sdk/java/target: Maven's output while the suite builds the Java SDK; in the context, it changed the
-// host image's hash mid-run (the release test then rebuilt the image the runner had just built).
+// target/: Maven's output while the suite builds the Java SDK; in the hash, it changed the host image's
+// hash mid-run (the release test then rebuilt the image the runner had just built).
 const noBuildOutput = (rel: string) =>
-  !/(^|\/)(node_modules|dist|\.localcluster|\.localcloud)\//.test(rel) &&
-  !rel.startsWith('sdk/java/target/') &&
+  !/(^|\/)(node_modules|dist|target|\.localcluster|\.localcloud)\//.test(rel) &&
   !rel.startsWith('release/') &&
   !rel.endsWith('.tsbuildinfo') &&
   !rel.endsWith('.pack.lock');
@@ -375,7 +374,7 @@ const nodeContext = (rel: string) =>
   noBuildOutput(rel) &&
   (['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.image.json'].includes(rel) ||
     /^(proto\/gen|host|plugins\/local|conformance)\//.test(rel) ||
-    (rel.startsWith('sdk/') && !/^sdk\/(go|python)\//.test(rel)));
+    (rel.startsWith('sdk/') && !/^sdk\/(go|python|java)(-[a-z]+)?\//.test(rel)));
 
 /** A target of deploy/Dockerfile: `host` (the sidecar flavour's host), `provider` (the local cloud's provider container), `exec` (the host with the local plugin). */
 export function nodeImage(target: 'host' | 'provider' | 'exec'): ImageSpec {

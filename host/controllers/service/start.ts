@@ -84,10 +84,13 @@ export const startServiceController: ControllerFactory = (ctx) => {
    * The Service validation webhook, while this controller runs: the same
    * check, by the same provider choice. A webhook that cannot be served
    * (e.g. the port is taken) leaves the controller running (its check before
-   * ensure still holds), with an error line: with failurePolicy Fail the API
+   * ensure still holds), with an error line and /readyz failing with the
+   * reason, as the PV label webhook's does: with failurePolicy Fail the API
    * server then refuses LoadBalancer Service writes.
    */
+  let webhookProblem: string | undefined;
   const serveValidation = async (): Promise<(() => Promise<void>) | undefined> => {
+    webhookProblem = undefined;
     try {
       return await ctx.webhooks.serve(
         SERVICE_VALIDATION_WEBHOOK_PATH,
@@ -104,6 +107,7 @@ export const startServiceController: ControllerFactory = (ctx) => {
       );
     } catch (err) {
       ctx.log.error({ err: errorMessage(err) }, 'the Service validation webhook is not served; annotations are checked before ensure only');
+      webhookProblem = `the Service validation webhook is not served (${errorMessage(err)}); annotations are checked before ensure only`;
       return undefined;
     }
   };
@@ -127,7 +131,9 @@ export const startServiceController: ControllerFactory = (ctx) => {
       } finally {
         for (const off of listeners) off();
         await stopServing?.();
+        webhookProblem = undefined;
       }
     },
+    problem: () => webhookProblem,
   };
 };

@@ -134,12 +134,16 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
     'tsconfig.tsbuildinfo',
     '.git/config',
     'plugins/python/.venv/bin/python',
+    'sdk/java/target/classes/dev/ccm/provider/sdk/Provider.class',
+    'plugins/java/target/memjava.jar',
   ];
   for (const path of local) t.false(inContext(path), `${path} stays out of the build context`);
   const sent = tracked.filter(inContext);
   for (const path of sent) {
     t.false(
-      /^(test|demo|tools|docs|deploy|\.ci)\//.test(path) || /^plugins\/(go|python|[a-z]+-bridge)\//.test(path) || /^sdk\/(go|python)\//.test(path),
+      /^(test|demo|tools|docs|deploy|\.ci)\//.test(path) ||
+        /^plugins\/(go|python|[a-z]+-bridge)\//.test(path) ||
+        /^sdk\/(go|python|java)(-[a-z]+)?\//.test(path),
       `${path} is not needed to build the image`,
     );
   }
@@ -166,6 +170,9 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
 test("the host image's hash leaves out what the suite builds in the tree: a Java SDK build mid-run does not change it", (t) => {
   for (const [path, inHash] of [
     ['sdk/java/target/classes/dev/ccm/provider/sdk/Provider.class', false],
+    ['sdk/java/src/main/java/dev/ccm/provider/sdk/Provider.java', false],
+    ['sdk/java/pom.xml', false],
+    ['sdk/java-proto/target/x.jar', false],
     ['sdk/dist/index.js', false],
     ['host/tsconfig.tsbuildinfo', false],
     ['host/main.ts', true],
