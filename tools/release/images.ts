@@ -361,21 +361,24 @@ export interface ImageSpec {
   context: (rel: string) => boolean;
 }
 
-// sdk/java/target: Maven's output while the suite builds the Java SDK; in the context, it changed the
-// host image's hash mid-run (the release test then rebuilt the image the runner had just built).
 const noBuildOutput = (rel: string) =>
   !/(^|\/)(node_modules|dist|\.localcluster|\.localcloud)\//.test(rel) &&
-  !rel.startsWith('sdk/java/target/') &&
   !rel.startsWith('release/') &&
   !rel.endsWith('.tsbuildinfo') &&
   !rel.endsWith('.pack.lock');
 
-/** What deploy/Dockerfile's Node targets copy. */
+/**
+ * What deploy/Dockerfile's Node targets copy. Not the other languages' SDKs
+ * (sdk/go, sdk/python, sdk/java, sdk/java-proto): the image needs none of
+ * them, and the suite's Maven runs write target/ under sdk/java mid-run (in the
+ * context, that changed the host image's hash, and the release test rebuilt
+ * the image the runner had just built).
+ */
 const nodeContext = (rel: string) =>
   noBuildOutput(rel) &&
   (['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.image.json'].includes(rel) ||
     /^(proto\/gen|host|plugins\/local|conformance)\//.test(rel) ||
-    (rel.startsWith('sdk/') && !/^sdk\/(go|python)\//.test(rel)));
+    (rel.startsWith('sdk/') && !/^sdk\/(go|python|java|java-proto)\//.test(rel)));
 
 /** A target of deploy/Dockerfile: `host` (the sidecar flavour's host), `provider` (the local cloud's provider container), `exec` (the host with the local plugin). */
 export function nodeImage(target: 'host' | 'provider' | 'exec'): ImageSpec {

@@ -139,7 +139,9 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
   const sent = tracked.filter(inContext);
   for (const path of sent) {
     t.false(
-      /^(test|demo|tools|docs|deploy|\.ci)\//.test(path) || /^plugins\/(go|python|[a-z]+-bridge)\//.test(path) || /^sdk\/(go|python)\//.test(path),
+      /^(test|demo|tools|docs|deploy|\.ci)\//.test(path) ||
+        /^plugins\/(go|python|[a-z]+-bridge)\//.test(path) ||
+        /^sdk\/(go|python|java|java-proto)\//.test(path),
       `${path} is not needed to build the image`,
     );
   }
@@ -163,9 +165,12 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
   }
 });
 
-test("the host image's hash leaves out what the suite builds in the tree: a Java SDK build mid-run does not change it", (t) => {
+test("the host image's hash leaves out what the suite builds in the tree and the other languages' SDKs: a Java SDK build mid-run does not change it", (t) => {
   for (const [path, inHash] of [
     ['sdk/java/target/classes/dev/ccm/provider/sdk/Provider.class', false],
+    ['sdk/java-proto/target/classes/dev/ccm/provider/v1/InstancesServiceGrpc.class', false],
+    ['sdk/java/pom.xml', false],
+    ['sdk/java-proto/pom.xml', false],
     ['sdk/dist/index.js', false],
     ['host/tsconfig.tsbuildinfo', false],
     ['host/main.ts', true],
