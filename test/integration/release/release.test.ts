@@ -387,7 +387,7 @@ import dev.ccm.provider.v1.ConfigureResponse;
 public final class MinimalProvider implements Provider {
   @Override
   public Info info() {
-    return Info.of("minimal.example.com", "minimal");
+    return Info.of("minimal.example.com", "minimal").withVendorVersion("1.0.0");
   }
 
   @Override
