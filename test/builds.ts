@@ -235,9 +235,9 @@ export const BUILDS: readonly Build[] = [
   },
   {
     name: 'release',
-    what: "the release command on a copy of the checkout: the host image for amd64 and arm64 as one OCI index; its amd64 image is the image test's (test/helpers/release.ts)",
+    what: "the release command on a copy of the checkout: the host image for amd64 and arm64 as one OCI index (its amd64 image is the image test's), and the next version's Java artifacts with Maven (test/helpers/release.ts)",
     early: false,
-    // The arm64 bases are downloads (mmdebstrap, npm); the images' RUN steps (npm ci, tsc) compile. After 'images': the host image of the machine's architecture is then built.
+    // The arm64 bases are downloads (mmdebstrap, npm); the images' RUN steps (npm ci, tsc) and Maven compile. After 'images': the host image of the machine's architecture is then built.
     compile: true,
     ready: releaseBuilt,
     build: (say) => prepareRelease(say),

@@ -1,11 +1,12 @@
 /**
- * The Java SDK (sdk/java) and the Java example provider (plugins/java) built
- * by Maven on first use and cached outside the repository:
+ * The Java SDK (sdk/java, on the protocol stubs of sdk/java-proto) and the
+ * Java example provider (plugins/java) built by Maven on first use and cached
+ * outside the repository:
  *   ~/.cache/ccm-host/providers/java-<hash>/ccm-provider-memjava (the launcher)
  *   ~/.cache/ccm-host/providers/java-<hash>/lib/*.jar (the provider, the SDK, their dependencies)
  *   ~/.cache/ccm-host/providers/java-<hash>/surefire-reports/ (the SDK's JUnit results)
- * The hash covers sdk/java, plugins/java and proto/ccm (the stubs are generated
- * in the build), the Java and Maven versions. Maven works on a copy of those
+ * The hash covers sdk/java-proto, sdk/java, plugins/java and proto/ccm (the
+ * stubs are generated in the build), the Java and Maven versions. Maven works on a copy of those
  * sources (nothing is written into the checkout) with a private local
  * repository, ~/.cache/ccm-host/maven/repository, so a warm run does no
  * network and a cached one runs no Maven at all. Built under `nice -n 19`
@@ -18,6 +19,8 @@ import { buildOnce } from './build-once.js';
 import { cacheRoot, filesUnder, hashFiles, REPO, type ProviderUnderTest } from './providers.js';
 
 export const JAVA_SDK_DIR = join(REPO, 'sdk', 'java');
+/** The protocol stubs' Maven module (dev.ccm:ccm-provider-proto), a dependency of the SDK. */
+export const JAVA_PROTO_DIR = join(REPO, 'sdk', 'java-proto');
 export const JAVA_PLUGIN_DIR = join(REPO, 'plugins', 'java');
 export const PROTO_CCM_DIR = join(REPO, 'proto', 'ccm');
 
@@ -26,7 +29,7 @@ export function mavenRepository(): string {
   return join(cacheRoot(), '..', 'maven', 'repository');
 }
 
-/** Whether `rel` (inside sdk/java or plugins/java) is a build input: not Maven's output. */
+/** Whether `rel` (inside sdk/java-proto, sdk/java or plugins/java) is a build input: not Maven's output. */
 function javaSource(rel: string): boolean {
   return !rel.startsWith('target/') && !rel.includes('/target/');
 }
@@ -40,6 +43,7 @@ async function toolVersions(): Promise<string> {
 /** The cache directory of the Java build for the current sources and tools. */
 export async function javaProviderDir(): Promise<string> {
   const parts = await Promise.all([
+    hashFiles(JAVA_PROTO_DIR, await filesUnder(JAVA_PROTO_DIR, javaSource), ''),
     hashFiles(JAVA_SDK_DIR, await filesUnder(JAVA_SDK_DIR, javaSource), ''),
     hashFiles(JAVA_PLUGIN_DIR, await filesUnder(JAVA_PLUGIN_DIR, javaSource), ''),
     hashFiles(PROTO_CCM_DIR, await filesUnder(PROTO_CCM_DIR, (rel) => rel.endsWith('.proto')), ''),
@@ -47,7 +51,7 @@ export async function javaProviderDir(): Promise<string> {
   return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${await toolVersions()}`)}`);
 }
 
-/** The aggregator that builds the SDK and the example in one reactor (no `mvn install` of the SDK needed). */
+/** The aggregator that builds the stubs, the SDK and the example in one reactor (no `mvn install` of either needed). */
 const AGGREGATOR = `<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -56,6 +60,7 @@ const AGGREGATOR = `<?xml version="1.0" encoding="UTF-8"?>
   <version>0</version>
   <packaging>pom</packaging>
   <modules>
+    <module>sdk/java-proto</module>
     <module>sdk/java</module>
     <module>plugins/java</module>
   </modules>
@@ -66,7 +71,7 @@ let built: Promise<string> | undefined;
 
 /**
  * Builds (once per input hash) and returns javaProviderDir: `mvn package`
- * of sdk/java and plugins/java, the SDK's JUnit tests included. `say` gets a
+ * of sdk/java-proto, sdk/java and plugins/java, the SDK's JUnit tests included. `say` gets a
  * line when it starts and when it is done, with its time.
  */
 export function javaBuild(say: (line: string) => void = () => undefined): Promise<string> {
@@ -77,6 +82,7 @@ export function javaBuild(say: (line: string) => void = () => undefined): Promis
       say(`building the Java SDK and ccm-provider-memjava with Maven into ${dir}`);
       const src = join(tmp, 'src');
       const skipTarget = (from: string) => !/\/target(\/|$)/.test(from.slice(REPO.length));
+      await cp(JAVA_PROTO_DIR, join(src, 'sdk', 'java-proto'), { recursive: true, filter: skipTarget });
       await cp(JAVA_SDK_DIR, join(src, 'sdk', 'java'), { recursive: true, filter: skipTarget });
       await cp(JAVA_PLUGIN_DIR, join(src, 'plugins', 'java'), { recursive: true, filter: skipTarget });
       await cp(PROTO_CCM_DIR, join(src, 'proto', 'ccm'), { recursive: true });
@@ -84,7 +90,7 @@ export function javaBuild(say: (line: string) => void = () => undefined): Promis
       await mkdir(mavenRepository(), { recursive: true });
       await execa('nice', ['-n', '19', 'mvn', '-B', '-q', `-Dmaven.repo.local=${mavenRepository()}`, 'package'], { cwd: src, all: true }).catch(
         (e: { all?: string }) => {
-          throw new Error(`mvn package of sdk/java and plugins/java failed:\n${(e.all ?? String(e)).slice(-6000)}`);
+          throw new Error(`mvn package of sdk/java-proto, sdk/java and plugins/java failed:\n${(e.all ?? String(e)).slice(-6000)}`);
         },
       );
       await cp(join(src, 'plugins', 'java', 'target', 'lib'), join(tmp, 'lib'), { recursive: true });

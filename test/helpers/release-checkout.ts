@@ -63,7 +63,7 @@ export async function packagesRelease(say: (line: string) => void = () => undefi
   const repo = await copyCheckout();
   try {
     await symlink(join(REPO, 'node_modules'), join(repo, 'node_modules'));
-    const result = await release({ version: await nextVersion(), repo, images: [], date: RELEASE_DATE, say });
+    const result = await release({ version: await nextVersion(), repo, images: [], date: RELEASE_DATE, java: false, say });
     return { repo, result, remove: () => rm(repo, { recursive: true, force: true }) };
   } catch (err) {
     await rm(repo, { recursive: true, force: true });

@@ -7,7 +7,7 @@
  * | fixture  | version                                | images                          | shows                                    |
  * |----------|----------------------------------------|---------------------------------|------------------------------------------|
  * | `images` | the checkout's own (package.json's)    | the host, for every architecture | the OCI index, each architecture's image, the pinned manifests |
- * | `next`   | the next minor version                 | none                            | the CHANGELOG, every version, the Go modules |
+ * | `next`   | the next minor version                 | none                            | the CHANGELOG, every version, the Go modules, the Java artifacts |
  *
  * Releasing the checkout's own version changes no file an image is built
  * from, so the `images` fixture's host image of the machine's architecture
@@ -15,12 +15,20 @@
  * (one cached build, test/helpers/images.ts), and a fresh machine pays only
  * for the other architecture. The runner makes the `images` fixture before
  * the tests that need it (prepareRelease, the late build 'release' in
- * test/builds.ts) so that a cold build does not spend a test's timeout.
+ * test/builds.ts) so that a cold build does not spend a test's timeout,
+ * and builds the `next` fixture's Java artifacts (their Maven build is
+ * cached by its inputs at that version, tools/release/maven.ts) for the
+ * same reason. Maven uses the suite's private repository
+ * (test/helpers/java.ts), so the `images` fixture builds no Java artifacts:
+ * one Maven build, not two.
  */
 import { rm } from 'node:fs/promises';
 import { exists } from '../../tools/release/build-once.js';
+import { REPO } from '../../tools/release/files.js';
 import { ARCHES, archBaseTags, basesBuilt, imageStore, imageTag } from '../../tools/release/images.js';
+import { buildJavaArtifacts, javaArtifactsDir } from '../../tools/release/maven.js';
 import { release, releaseImageName, RELEASED_IMAGES, type ReleaseResult } from '../../tools/release/release.js';
+import { mavenRepository } from './java.js';
 import { copyCheckout, currentVersion, nextVersion, RELEASE_DATE } from './release-checkout.js';
 
 export { currentVersion, nextVersion, RELEASE_DATE };
@@ -43,7 +51,8 @@ export async function releaseFixture(kind: FixtureKind, say: (line: string) => v
   const repo = await copyCheckout();
   try {
     const [version, images] = kind === 'images' ? [await currentVersion(), RELEASE_IMAGES] : [await nextVersion(), []];
-    const result = await release({ version, repo, images, arches: ARCHES, date: RELEASE_DATE, packages: false, say });
+    const java = kind === 'images' ? false : { localRepository: mavenRepository() };
+    const result = await release({ version, repo, images, arches: ARCHES, date: RELEASE_DATE, packages: false, java, say });
     return { repo, result, remove: () => rm(repo, { recursive: true, force: true }) };
   } catch (err) {
     await rm(repo, { recursive: true, force: true });
@@ -54,9 +63,11 @@ export async function releaseFixture(kind: FixtureKind, say: (line: string) => v
 /**
  * Whether the `images` fixture would build no image (every architecture's
  * bases and RELEASE_IMAGES' images of the checkout's inputs are marked
- * built; buildah need not be installed). Builds nothing.
+ * built; buildah need not be installed) and the `next` fixture no Java
+ * artifact. Builds nothing.
  */
 export async function releaseBuilt(): Promise<boolean> {
+  if (!(await exists(await javaArtifactsDir(REPO, (await nextVersion()).slice(1))))) return false;
   const store = await imageStore();
   for (const arch of ARCHES) if (!(await basesBuilt(store, arch))) return false;
   for (const img of RELEASED_IMAGES.filter((i) => RELEASE_IMAGES.includes(i.key)))
@@ -67,10 +78,12 @@ export async function releaseBuilt(): Promise<boolean> {
   return true;
 }
 
-/** Builds what the release test needs before it runs (the `images` fixture's images) and prints the time. */
+/** Builds what the release test needs before it runs (the `images` fixture's images, the `next` fixture's Java artifacts) and prints the time. */
 export async function prepareRelease(say: (line: string) => void): Promise<void> {
   const t0 = Date.now();
   const f = await releaseFixture('images', say);
   await f.remove();
+  // The poms at the next version are what the `next` fixture's copy holds (the build rewrites them the same way).
+  await buildJavaArtifacts(REPO, (await nextVersion()).slice(1), { localRepository: mavenRepository(), say });
   say(`release fixture ready in ${Math.round((Date.now() - t0) / 1000)} s`);
 }

@@ -369,7 +369,13 @@ const noBuildOutput = (rel: string) =>
   !rel.endsWith('.tsbuildinfo') &&
   !rel.endsWith('.pack.lock');
 
-/** What deploy/Dockerfile's Node targets copy. */
+/**
+ * What deploy/Dockerfile's Node targets copy. Not the other languages' SDKs
+ * (sdk/go, sdk/python, sdk/java, sdk/java-proto): the image needs none of
+ * them, and the suite's Maven runs write target/ under sdk/java mid-run (in the
+ * context, that changed the host image's hash, and the release test rebuilt
+ * the image the runner had just built).
+ */
 const nodeContext = (rel: string) =>
   noBuildOutput(rel) &&
   (['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.image.json'].includes(rel) ||

@@ -4,7 +4,8 @@
  * versions, the bridge's go.mod, the manifests pinned to the built digests),
  * builds every image for amd64 and arm64 into OCI layouts under
  * release/vX.Y.Z/images, writes the tagged Go modules into
- * release/vX.Y.Z/goproxy, and prints what to commit, tag and push. Exits 1
+ * release/vX.Y.Z/goproxy, the Java artifacts into release/vX.Y.Z/maven and
+ * the npm, PyPI and protocol packages into release/vX.Y.Z/packages, and prints what to commit, tag, push and upload. Exits 1
  * with one line on any error.
  */
 import { Command } from 'commander';
@@ -18,7 +19,8 @@ const program = new Command()
   .option('--arch <arches>', `comma-separated architectures (default ${ARCHES.join(',')})`)
   .option('--out <dir>', 'output directory (default release/<version>)')
   .option('--date <yyyy-mm-dd>', "the CHANGELOG entry's date (default today, UTC)")
-  .action(async (version: string, o: { images?: string; arch?: string; out?: string; date?: string }) => {
+  .option('--no-java', 'build no Java artifacts (default: dev.ccm:ccm-provider-proto and dev.ccm:ccm-provider-sdk with Maven)')
+  .action(async (version: string, o: { images?: string; arch?: string; out?: string; date?: string; java: boolean }) => {
     const arches = o.arch?.split(',').map((a) => a.trim()) as Arch[] | undefined;
     const bad = (arches ?? []).filter((a) => !ARCHES.includes(a));
     if (bad.length > 0) throw new Error(`unknown architecture(s) ${bad.join(', ')}; known: ${ARCHES.join(', ')}`);
@@ -28,6 +30,7 @@ const program = new Command()
       arches,
       out: o.out,
       date: o.date,
+      java: o.java ? {} : false,
       say: (line) => process.stderr.write(`[release] ${line}\n`),
     });
     process.stdout.write(

@@ -1,7 +1,7 @@
 /**
  * A release of the repository at `vX.Y.Z` (docs/releasing.md): what the
- * release commit changes in the tree, the images, and the Go module proxy
- * the tags will serve. Each step is idempotent for the same version: running
+ * release commit changes in the tree, the images, the Go module proxy the
+ * tags will serve, and the Java artifacts (tools/release/maven.ts). Each step is idempotent for the same version: running
  * the release again rewrites the same files with the same content and reuses
  * the images built from the same inputs.
  */
@@ -27,8 +27,11 @@ import {
   type Arch,
   type ImageSpec,
 } from './images.js';
+import { JAVA_POMS, javaArtifacts, pomAt, type JavaArtifact } from './maven.js';
 import { writeIndex, type IndexInfo } from './oci.js';
 import { buildPackages, publishPackages, type PackageArtifact } from './packages.js';
+
+export { JAVA_POMS } from './maven.js';
 
 const run = promisify(execFile);
 
@@ -70,6 +73,8 @@ export interface ReleaseOptions {
   date?: string;
   /** Build the npm, PyPI and protocol packages into `<out>/packages` (default true; tools/release/packages.ts). */
   packages?: boolean;
+  /** The Java artifacts: false builds none; otherwise Maven's local repository (default Maven's own, ~/.m2/repository). */
+  java?: false | { localRepository?: string };
   say?: (line: string) => void;
 }
 
@@ -96,6 +101,8 @@ export interface ReleaseResult {
   goproxy: string;
   /** The packages built (none with `packages: false`). */
   packages: PackageArtifact[];
+  /** The Maven repository directory holding the Java artifacts (absent with `java: false`). */
+  maven?: { repository: string; artifacts: JavaArtifact[] };
 }
 
 /**
@@ -177,15 +184,9 @@ async function setVersions(repo: string, v: string): Promise<string[]> {
   const init = 'sdk/python/src/ccm_provider_sdk/__init__.py';
   if (await rewrite(repo, init, (s) => s.replace(/^__version__ = "[^"]*"/m, `__version__ = "${v}"`))) changed.push(init);
   // Maven: the version of every artifact of ours (artifactId ccm-provider-*), where a pom declares it and where one depends on it.
-  for (const rel of JAVA_POMS) {
-    if (await rewrite(repo, rel, (s) => s.replace(/(<artifactId>ccm-provider-[\w.-]+<\/artifactId>\s*<version>)[^<]*(<\/version>)/g, `$1${v}$2`)))
-      changed.push(rel);
-  }
+  for (const rel of JAVA_POMS) if (await rewrite(repo, rel, (s) => pomAt(s, v))) changed.push(rel);
   return changed;
 }
-
-/** The Maven projects whose versions the release sets (the Java SDK, and the example that depends on it). */
-export const JAVA_POMS = ['sdk/java/pom.xml', 'plugins/java/pom.xml'] as const;
 
 /**
  * `goMod` with every `require` of a module in `paths` (a `require` line or a
@@ -368,6 +369,16 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
   say(`Go modules ${GO_MODULES.map((m) => `${m.dir}@${opts.version}`).join(', ')} written to ${goproxy} in ${secs(t1)} s`);
   const packages = opts.packages === false ? [] : await buildPackages(repo, v, out, say);
 
+  // The Java artifacts, from the poms just set to the release.
+  let maven: ReleaseResult['maven'];
+  if (opts.java !== false) {
+    const t = Date.now();
+    const repository = join(out, 'maven');
+    const artifacts = await javaArtifacts(repo, v, repository, { localRepository: opts.java?.localRepository, say });
+    maven = { repository, artifacts };
+    say(`Java artifacts ${artifacts.map((a) => `${a.groupId}:${a.artifactId}:${a.version}`).join(', ')} written to ${repository} in ${secs(t)} s`);
+  }
+
   // Images, built from the tree as the release commit holds it (the new versions in package.json).
   const t2 = Date.now();
   const images: ReleasedImageResult[] = [];
@@ -411,7 +422,7 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
   }
 
   const tags = [opts.version, ...GO_MODULES.map((m) => `${m.dir}/${opts.version}`)];
-  const result: ReleaseResult = { version: opts.version, out, images, changed: [...new Set(changed)].sort(), tags, goproxy, packages };
+  const result: ReleaseResult = { version: opts.version, out, images, changed: [...new Set(changed)].sort(), tags, goproxy, packages, maven };
   await writeFile(
     join(out, 'release.json'),
     JSON.stringify(
@@ -429,6 +440,10 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
         })),
         goModules: GO_MODULES.map((m) => ({ path: m.path, version: opts.version, tag: `${m.dir}/${opts.version}` })),
         packages: packages.map((p) => ({ ecosystem: p.ecosystem, name: p.name, version: v, file: relative(out, p.file) })),
+        maven: maven && {
+          repository: relative(out, maven.repository),
+          artifacts: maven.artifacts.map((a) => ({ ...a, files: a.files.map((f) => join(relative(out, maven!.repository), f)) })),
+        },
         changed: result.changed,
       },
       null,
@@ -439,6 +454,19 @@ export async function release(opts: ReleaseOptions): Promise<ReleaseResult> {
   return result;
 }
 
+/**
+ * The command that uploads one built Java artifact (jar, sources jar, pom) to
+ * the Maven repository at `$MAVEN_REPOSITORY_URL` with the credentials of
+ * the settings.xml server `$MAVEN_REPOSITORY_ID` (docs/releasing.md).
+ */
+export function mavenDeployCommand(repository: string, a: JavaArtifact): string {
+  const [jar, sources, pom] = a.files.map((f) => join(repository, f));
+  return (
+    'mvn -B org.apache.maven.plugins:maven-deploy-plugin:3.1.3:deploy-file -Durl="$MAVEN_REPOSITORY_URL" -DrepositoryId="$MAVEN_REPOSITORY_ID" ' +
+    `-DpomFile=${pom} -Dfile=${jar} -Dsources=${sources}`
+  );
+}
+
 /** The commands that publish `r` (printed by the CLI; docs/releasing.md explains them). */
 export function publishCommands(r: ReleaseResult): string[] {
   return [
@@ -447,5 +475,7 @@ export function publishCommands(r: ReleaseResult): string[] {
     `git push origin HEAD ${r.tags.join(' ')}`,
     ...r.images.map((i) => `skopeo copy --all --preserve-digests oci:${i.index.layout}:${i.tag} docker://${i.repository}:${i.tag}`),
     ...publishPackages(r.version, r.packages),
+    // The stubs before the SDK, which depends on them.
+    ...(r.maven?.artifacts ?? []).map((a) => mavenDeployCommand(r.maven!.repository, a)),
   ];
 }

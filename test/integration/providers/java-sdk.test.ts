@@ -25,7 +25,7 @@ import type { CheckResult } from '../../../conformance/report.js';
 import { runConformance } from '../../../conformance/run.js';
 import { parseStderrLine } from '../../../host/plugin/stderr.js';
 import { ErrorReason, MAX_MESSAGE_BYTES, SUPPORTED_PROTOCOL_VERSIONS } from '../../../sdk/protocol.js';
-import { JAVA_PLUGIN_DIR, JAVA_PROVIDER, JAVA_SDK_DIR, javaBuild, mavenRepository } from '../../helpers/java.js';
+import { JAVA_PLUGIN_DIR, JAVA_PROTO_DIR, JAVA_PROVIDER, JAVA_SDK_DIR, javaBuild, mavenRepository } from '../../helpers/java.js';
 import { OtlpReceiver } from '../../helpers/otlp-receiver.js';
 import { REPO } from '../../helpers/providers.js';
 import { SDK_CONSTANTS } from '../../helpers/sdk-constants.js';
@@ -71,10 +71,13 @@ test('the Java SDK speaks the protocol constants of sdk/protocol.ts', async (t) 
   for (const reason of Object.values(ErrorReason)) t.is(constant(reason), JSON.stringify(reason), reason);
 });
 
-test("the Java SDK's and example's versions are the host's (docs/release-policy.md)", async (t) => {
+test("the Java stubs', SDK's and example's versions are the host's (docs/release-policy.md)", async (t) => {
   const host = (JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+  const proto = await readFile(join(JAVA_PROTO_DIR, 'pom.xml'), 'utf8');
+  t.is(/<artifactId>ccm-provider-proto<\/artifactId>\s*<version>([^<]+)<\/version>/.exec(proto)?.[1], host);
   const sdk = await readFile(join(JAVA_SDK_DIR, 'pom.xml'), 'utf8');
   t.is(/<artifactId>ccm-provider-sdk<\/artifactId>\s*<version>([^<]+)<\/version>/.exec(sdk)?.[1], host);
+  t.is(/<artifactId>ccm-provider-proto<\/artifactId>\s*<version>([^<]+)<\/version>/.exec(sdk)?.[1], host, 'the SDK uses the stubs of this version');
   const plugin = await readFile(join(JAVA_PLUGIN_DIR, 'pom.xml'), 'utf8');
   t.is(
     /<artifactId>ccm-provider-sdk<\/artifactId>\s*<version>([^<]+)<\/version>/.exec(plugin)?.[1],

@@ -8,7 +8,10 @@
  * and every version move to the release; and the Go modules, served from the
  * release's GOPROXY directory as the tags will serve them, resolve and build
  * without a replace: a consumer module requiring only the bridge at the
- * release version, and the bridge module itself at its tag.
+ * release version, and the bridge module itself at its tag; and the Java
+ * artifacts, served from the release's Maven repository directory, build an
+ * empty Maven project depending only on the SDK into a provider that passes
+ * the kit's launch checks.
  */
 import test from 'ava';
 import { createHash } from 'node:crypto';
@@ -16,11 +19,14 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { runConformance } from '../../../conformance/run.js';
 import { buildOnce } from '../../../tools/release/build-once.js';
-import { REPO } from '../../../tools/release/files.js';
+import { filesUnder, REPO } from '../../../tools/release/files.js';
 import { ARCHES, archBaseTags, cacheBase, HOST_IMAGE, imageStore, imageTag, machineArch } from '../../../tools/release/images.js';
+import { JAVA_ARTIFACTS } from '../../../tools/release/maven.js';
 import { readIndex } from '../../../tools/release/oci.js';
 import { GO_MODULES } from '../../../tools/release/release.js';
+import { javaBuild, mavenRepository } from '../../helpers/java.js';
 import { renderKustomization } from '../../helpers/kustomize.js';
 import { currentVersion, RELEASE_DATE, releaseFixture, type ReleaseFixture } from '../../helpers/release.js';
 
@@ -180,10 +186,18 @@ test('every version is the release: host, TypeScript SDK, conformance kit, Pytho
     await readFile(join(next.repo, 'sdk/python/src/ccm_provider_sdk/__init__.py'), 'utf8'),
     new RegExp(`^__version__ = "${v.replace(/\./g, '\\.')}"$`, 'm'),
   );
-  // Maven: the SDK's own version, the example's, and the SDK version the example depends on.
+  // Maven: the stubs' and the SDK's own versions, the example's, and the versions each depends on.
   const ours = (pom: string) =>
     [...pom.matchAll(/<artifactId>(ccm-provider-[\w.-]+)<\/artifactId>\s*<version>([^<]*)<\/version>/g)].map((m) => [m[1], m[2]]);
-  t.deepEqual(ours(await readFile(join(next.repo, 'sdk/java/pom.xml'), 'utf8')), [['ccm-provider-sdk', v]], 'sdk/java/pom.xml');
+  t.deepEqual(ours(await readFile(join(next.repo, 'sdk/java-proto/pom.xml'), 'utf8')), [['ccm-provider-proto', v]], 'sdk/java-proto/pom.xml');
+  t.deepEqual(
+    ours(await readFile(join(next.repo, 'sdk/java/pom.xml'), 'utf8')),
+    [
+      ['ccm-provider-sdk', v],
+      ['ccm-provider-proto', v],
+    ],
+    'sdk/java/pom.xml',
+  );
   t.deepEqual(
     ours(await readFile(join(next.repo, 'plugins/java/pom.xml'), 'utf8')),
     [
@@ -308,5 +322,188 @@ test('the tagged Go modules resolve without a replace: a consumer of the bridge,
     (await readFile(join(marker, 'modules'), 'utf8')).trim().split('\n'),
     [`${sdk.path} ${v}`, `${bridge.path} ${v}`],
     'the consumer resolved both at the release version',
+  );
+});
+
+/** The empty project a Java vendor starts from: a pom naming only the SDK at the release, a provider on it, its launcher. */
+function javaConsumer(version: string, releaseRepository: string): Record<string, string> {
+  const plugin = (artifactId: string, version: string, rest = '') =>
+    `      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>${artifactId}</artifactId>\n        <version>${version}</version>${rest}\n      </plugin>`;
+  return {
+    'pom.xml': `<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>com.example.minimal</groupId>
+  <artifactId>ccm-provider-minimal</artifactId>
+  <version>1.0.0</version>
+  <properties>
+    <maven.compiler.release>17</maven.compiler.release>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <repositories>
+    <repository>
+      <id>ccm-release</id>
+      <url>file://${releaseRepository}</url>
+    </repository>
+  </repositories>
+  <dependencies>
+    <dependency>
+      <groupId>dev.ccm</groupId>
+      <artifactId>ccm-provider-sdk</artifactId>
+      <version>${version}</version>
+    </dependency>
+  </dependencies>
+  <build>
+    <plugins>
+${[
+  plugin('maven-compiler-plugin', '3.13.0'),
+  plugin('maven-resources-plugin', '3.3.1'),
+  plugin('maven-surefire-plugin', '3.5.2'),
+  plugin(
+    'maven-jar-plugin',
+    '3.4.2',
+    '\n        <configuration>\n          <outputDirectory>${project.build.directory}/lib</outputDirectory>\n        </configuration>',
+  ),
+  plugin(
+    'maven-dependency-plugin',
+    '3.8.1',
+    '\n        <executions>\n          <execution>\n            <phase>package</phase>\n            <goals>\n              <goal>copy-dependencies</goal>\n            </goals>\n            <configuration>\n              <includeScope>runtime</includeScope>\n              <outputDirectory>${project.build.directory}/lib</outputDirectory>\n            </configuration>\n          </execution>\n        </executions>',
+  ),
+].join('\n')}
+    </plugins>
+  </build>
+</project>
+`,
+    // The stubs' classes (Configure*) from the SDK's dependency: a missing one does not compile.
+    'src/main/java/minimal/MinimalProvider.java': `package minimal;
+
+import dev.ccm.provider.sdk.Errors;
+import dev.ccm.provider.sdk.Info;
+import dev.ccm.provider.sdk.Provider;
+import dev.ccm.provider.sdk.ProviderServer;
+import dev.ccm.provider.v1.ConfigureRequest;
+import dev.ccm.provider.v1.ConfigureResponse;
+
+public final class MinimalProvider implements Provider {
+  @Override
+  public Info info() {
+    return Info.of("minimal.example.com", "minimal").withVendorVersion("1.0.0");
+  }
+
+  @Override
+  public ConfigureResponse configure(ConfigureRequest request) {
+    if (request.getCloudConfig().toStringUtf8().startsWith("{not")) throw Errors.invalidArgument("not a cloud config");
+    return ConfigureResponse.getDefaultInstance();
+  }
+
+  public static void main(String[] args) {
+    ProviderServer.main(new MinimalProvider(), args, new ProviderServer.Options());
+  }
+}
+`,
+    // docs/providers/java.md's launcher idiom.
+    'ccm-provider-minimal': `#!/bin/sh
+here=$(cd "$(dirname "$0")" && pwd)
+handshake=
+if [ -n "\${CCM_PLUGIN_MAGIC_COOKIE+x}" ]; then
+  exec 3>&1 1>&2
+  handshake=-Dccm.handshake.fd=3
+fi
+exec java $handshake -Djava.io.tmpdir="\${TMPDIR:-/tmp}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$here/target/lib/*" minimal.MinimalProvider "$@"
+`,
+  };
+}
+
+/** The kit's checks the consumer's provider runs: it starts, hands shake, serves health and Identity, stops. */
+const CONSUMER_CHECKS = ['launch/handshake', 'launch/health', 'identity/plugin-info', 'lifecycle/shutdown'];
+
+/** Entries of the jar at `path`. */
+async function jarEntries(path: string): Promise<string[]> {
+  return (await execa('jar', ['tf', path])).stdout.split('\n').filter(Boolean);
+}
+
+test('the Java artifacts install into an empty Maven project from the release repository: a provider depending only on the SDK compiles and passes the kit', async (t) => {
+  t.timeout(15 * 60_000);
+  const v = next.result.version.slice(1);
+  const maven = next.result.maven!;
+  t.truthy(maven, 'the release built the Java artifacts');
+  t.deepEqual(
+    maven.artifacts.map((a) => [`${a.groupId}:${a.artifactId}:${a.version}`, a.files.map((f) => f.slice(f.lastIndexOf('/') + 1))]),
+    JAVA_ARTIFACTS.map((a) => [
+      `dev.ccm:${a.artifactId}:${v}`,
+      [`${a.artifactId}-${v}.jar`, `${a.artifactId}-${v}-sources.jar`, `${a.artifactId}-${v}.pom`],
+    ]),
+  );
+  const [proto, sdk] = maven.artifacts.map((a) => a.files.map((f) => join(maven.repository, f)));
+  // The stubs are in their own artifact, with the .proto files; the SDK depends on them at the release instead of holding them.
+  const protoJar = await jarEntries(proto![0]!);
+  t.true(protoJar.includes('dev/ccm/provider/v1/IdentityServiceGrpc.class'));
+  t.true(protoJar.includes('ccm/provider/v1/lifecycle.proto'));
+  t.true((await jarEntries(proto![1]!)).includes('dev/ccm/provider/v1/IdentityServiceGrpc.java'), 'the sources jar holds the generated sources');
+  t.false(
+    (await jarEntries(sdk![0]!)).some((e) => e.startsWith('dev/ccm/provider/v1/')),
+    'the SDK jar holds no stubs',
+  );
+  t.regex(
+    await readFile(sdk![2]!, 'utf8'),
+    new RegExp(`<artifactId>ccm-provider-proto</artifactId>\\s*<version>${v.replace(/\./g, '\\.')}</version>`),
+  );
+
+  // The private repository (mavenRepository) holds the third-party artifacts and Maven's plugins: the java-provider build's.
+  await javaBuild((l) => t.log(l));
+  // Once per content of the release repository and of the consumer (a marker under ~/.cache/ccm-host, made only when it passes).
+  const files = javaConsumer(v, '@RELEASE@');
+  const key = createHash('sha256').update(JSON.stringify([files, CONSUMER_CHECKS]));
+  key.update((await execa('java', ['-version'], { all: true })).all ?? '').update((await execa('mvn', ['-v'])).stdout.split('\n')[0] ?? '');
+  for (const f of await filesUnder(maven.repository, () => true))
+    key
+      .update(f)
+      .update('\0')
+      .update(await readFile(join(maven.repository, f)));
+  const marker = join(cacheBase(), `release-maven-consumer-${key.digest('hex').slice(0, 16)}`);
+  await buildOnce(marker, async (tmp) => {
+    const work = await mkdtemp(join(tmpdir(), 'ccm-release-java-'));
+    try {
+      const t0 = Date.now();
+      const project = join(work, 'minimal');
+      for (const [rel, text] of Object.entries(javaConsumer(v, maven.repository))) {
+        await mkdir(join(project, rel, '..'), { recursive: true });
+        await writeFile(join(project, rel), text, { mode: rel.startsWith('ccm-provider-') ? 0o755 : 0o644 });
+      }
+      // An empty local repository: our artifacts come from the release repository only; everything else from the
+      // private repository served as the mirror of every other repository (offline: no network).
+      await writeFile(
+        join(work, 'settings.xml'),
+        `<settings><localRepository>${join(work, 'm2')}</localRepository><mirrors><mirror><id>ccm-cache</id><mirrorOf>*,!ccm-release</mirrorOf><url>file://${mavenRepository()}</url></mirror></mirrors></settings>\n`,
+      );
+      const mvn = await execa('nice', ['-n', '19', 'mvn', '-B', '-q', '-s', join(work, 'settings.xml'), 'package'], {
+        cwd: project,
+        all: true,
+        reject: false,
+        timeout: 10 * 60_000,
+      });
+      if (mvn.exitCode !== 0) throw new Error(`mvn package of the empty project failed:\n${(mvn.all ?? '').slice(-6000)}`);
+      const t1 = Date.now();
+      const results = await runConformance({
+        target: { kind: 'exec', path: join(project, 'ccm-provider-minimal'), env: [] },
+        cloudConfig: Buffer.alloc(0),
+        startTimeoutMs: 60_000,
+        shutdownGraceMs: 2_000,
+        focus: new RegExp(`^(${CONSUMER_CHECKS.join('|')})$`),
+      });
+      say(`the empty Maven project built in ${Math.round((t1 - t0) / 1000)} s, the kit's checks ran in ${Math.round((Date.now() - t1) / 1000)} s`);
+      const ran = results.filter((r) => CONSUMER_CHECKS.includes(r.id)).map((r) => ({ id: r.id, outcome: r.outcome, message: r.message }));
+      const failed = ran.filter((r) => r.outcome !== 'pass');
+      if (failed.length > 0) throw new Error(`the provider built from the release failed the kit: ${JSON.stringify(failed)}`);
+      await mkdir(tmp, { recursive: true });
+      await writeFile(join(tmp, 'results.json'), JSON.stringify(ran, null, 2));
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+  const ran = JSON.parse(await readFile(join(marker, 'results.json'), 'utf8')) as { id: string; outcome: string }[];
+  t.deepEqual(
+    ran.map((r) => [r.id, r.outcome]),
+    CONSUMER_CHECKS.map((id) => [id, 'pass']),
   );
 });

@@ -167,7 +167,7 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
   }
 });
 
-test("the host image's hash leaves out what the suite builds in the tree: a Java SDK build mid-run does not change it", (t) => {
+test("the host image's hash leaves out what the suite builds in the tree and the other languages' SDKs: a Java SDK build mid-run does not change it", (t) => {
   for (const [path, inHash] of [
     ['sdk/java/target/classes/dev/ccm/provider/sdk/Provider.class', false],
     ['sdk/java/src/main/java/dev/ccm/provider/sdk/Provider.java', false],

@@ -10,10 +10,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO } from '../../../tools/release/files.js';
 import { HOST_IMAGE, machineArch, nodeImage, providerImage } from '../../../tools/release/images.js';
+import { JAVA_ARTIFACTS, JAVA_POMS, pomAt } from '../../../tools/release/maven.js';
 import {
   changelogForRelease,
   GO_MODULES,
   installsAt,
+  mavenDeployCommand,
   parseVersion,
   pinImages,
   RELEASED_IMAGES,
@@ -183,3 +185,54 @@ for (const [name, input, want] of installCases) {
     t.is(installsAt(input, '0.1.0', '0.2.0'), want);
   });
 }
+
+const POM = `<project>
+  <groupId>dev.ccm</groupId>
+  <artifactId>ccm-provider-sdk</artifactId>
+  <version>0.1.0</version>
+  <dependencies>
+    <dependency>
+      <groupId>dev.ccm</groupId>
+      <artifactId>ccm-provider-proto</artifactId>
+      <version>0.1.0</version>
+    </dependency>
+    <dependency>
+      <groupId>io.grpc</groupId>
+      <artifactId>grpc-stub</artifactId>
+      <version>1.70.0</version>
+    </dependency>
+  </dependencies>
+</project>`;
+
+test('pomAt: every version of a ccm-provider-* artifact, declared or depended on, moves; others stay; idempotent', (t) => {
+  const at = pomAt(POM, '0.2.0');
+  const versions = [...at.matchAll(/<artifactId>([\w.-]+)<\/artifactId>\s*<version>([^<]*)<\/version>/g)].map((m) => [m[1], m[2]]);
+  t.deepEqual(versions, [
+    ['ccm-provider-sdk', '0.2.0'],
+    ['ccm-provider-proto', '0.2.0'],
+    ['grpc-stub', '1.70.0'],
+  ]);
+  t.is(pomAt(at, '0.2.0'), at);
+});
+
+test('the release sets the version in every released Java module and in the example that depends on the SDK; the stubs build first', (t) => {
+  t.deepEqual(
+    JAVA_ARTIFACTS.map((a) => a.artifactId),
+    ['ccm-provider-proto', 'ccm-provider-sdk'],
+  );
+  t.deepEqual([...JAVA_POMS], ['sdk/java-proto/pom.xml', 'sdk/java/pom.xml', 'plugins/java/pom.xml']);
+});
+
+test('mavenDeployCommand: one deploy-file of the jar with its pom and sources jar, to the repository the maintainer names', (t) => {
+  const a = {
+    groupId: 'dev.ccm',
+    artifactId: 'ccm-provider-proto',
+    version: '0.2.0',
+    files: ['jar', 'sources', 'pom'].map((k) => `dev/ccm/ccm-provider-proto/0.2.0/${k}`),
+  };
+  t.is(
+    mavenDeployCommand('/r/maven', a),
+    'mvn -B org.apache.maven.plugins:maven-deploy-plugin:3.1.3:deploy-file -Durl="$MAVEN_REPOSITORY_URL" -DrepositoryId="$MAVEN_REPOSITORY_ID" ' +
+      '-DpomFile=/r/maven/dev/ccm/ccm-provider-proto/0.2.0/pom -Dfile=/r/maven/dev/ccm/ccm-provider-proto/0.2.0/jar -Dsources=/r/maven/dev/ccm/ccm-provider-proto/0.2.0/sources',
+  );
+});
