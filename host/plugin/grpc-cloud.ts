@@ -35,7 +35,7 @@ import { mapLimit } from '../util/map-limit.js';
 import { decodedToCloudError } from './connection.js';
 import { GrpcRoutes } from './grpc-routes.js';
 import type { PluginSupervisor } from './supervisor.js';
-import { instanceMetadataProblems } from './validate.js';
+import { canonicalAddresses, instanceMetadataProblems } from './validate.js';
 import type { LoadBalancers } from '../cloud-load-balancers.js';
 import { GrpcLoadBalancers } from './grpc-load-balancers.js';
 import { lbClassDeclaration } from '../lb-classes.js';
@@ -301,7 +301,8 @@ class GrpcInstances implements Instances {
       info.providerIdPrefixes.length > 0 ? info.providerIdPrefixes : info.providerName,
     );
     if (problems.length) throw new InvalidCloudResponseError(method, problems);
-    return m;
+    // KEP-4858: every IP the host writes is in canonical text, whatever spelling the provider used.
+    return { ...m, nodeAddresses: canonicalAddresses(m.nodeAddresses) };
   }
 
   /** Upstream's Instances v1 path: InstanceId, NodeAddresses, InstanceType and Zones. */

@@ -33,6 +33,7 @@ import type {
 import { InvalidCloudResponseError } from '../errors.js';
 import { decodedToCloudError } from './connection.js';
 import { lbStatusProblems, lbSummaryProblems } from './validate-load-balancers.js';
+import { canonicalIpText } from './validate.js';
 import type { LbClassDeclaration } from '../lb-classes.js';
 import type { AnnotationSchema } from './provider-schema.js';
 
@@ -157,7 +158,8 @@ function checkedStatus(method: string, pb: PbStatus | undefined): LbStatus {
   const status = { ingress };
   problems.push(...lbStatusProblems(status));
   if (problems.length) throw new InvalidCloudResponseError(method, problems);
-  return status;
+  // KEP-4858: status.loadBalancer.ingress[].ip is written in canonical text, whatever spelling the provider used.
+  return { ingress: status.ingress.map((i) => (i.ip ? { ...i, ip: canonicalIpText(i.ip) } : i)) };
 }
 
 export class GrpcLoadBalancers implements LoadBalancers {

@@ -4,10 +4,9 @@
  * callers turn a non-empty list into InvalidCloudResponseError, so a bad
  * answer becomes an event and a retry, never an invalid write.
  */
-import { isIP } from 'node:net';
-import ipaddr from 'ipaddr.js';
 import type { InstanceMetadata, NodeAddress, NodeAddressType } from '../cloud.js';
 import { hasHiddenCharacters } from '../kube/message-text.js';
+import { canonicalIp } from '../util/canonical-ip.js';
 
 export const MAX_ADDRESSES = 64;
 export const MAX_ADDITIONAL_LABELS = 64;
@@ -70,13 +69,21 @@ export function dnsNameProblem(v: string): string | undefined {
   return undefined;
 }
 
-/** A plain IPv4 or IPv6 literal (no zone, no CIDR). */
+/**
+ * A plain IPv4 or IPv6 literal (no zone, no CIDR) whose meaning is
+ * unambiguous (util/canonical-ip.ts: no leading zeros, not IPv4-mapped). It
+ * may still be spelled non-canonically; callers write canonicalIpText(v).
+ */
 export function ipProblem(v: string): string | undefined {
-  if (!ipaddr.isValid(v) || v.includes('%') || v.includes('/')) return `${quote(v)} is not an IP address`;
-  if (ipaddr.IPv4.isValid(v) && !ipaddr.IPv4.isValidFourPartDecimal(v)) return `${quote(v)} is not a dotted-quad IPv4 address`;
-  // ipaddr.js also accepts IPv6 with a non-dotted-quad embedded IPv4 ("::ffff:0x7f.0.0.1", "::ffff:01.2.3.4").
-  if (isIP(v) === 0) return `${quote(v)} is not an IP address`;
-  return undefined;
+  const r = canonicalIp(v);
+  return 'problem' in r ? r.problem : undefined;
+}
+
+/** The canonical text of an IP that passed ipProblem (e.g. "2001:DB8:0:0::1" → "2001:db8::1"). */
+export function canonicalIpText(v: string): string {
+  const r = canonicalIp(v);
+  if ('problem' in r) throw new TypeError(`canonicalIpText: ${r.problem}`);
+  return r.ip;
 }
 
 export function providerIdProblem(v: string): string | undefined {
@@ -94,11 +101,21 @@ export function addressesProblems(addrs: NodeAddress[]): string[] {
   for (const a of addrs) {
     const p = IP_TYPES.has(a.type) ? ipProblem(a.address) : a.type === 'Hostname' ? hostnameProblem(a.address) : dnsNameProblem(a.address);
     if (p) problems.push(`${a.type} address: ${p}`);
-    const key = `${a.type}/${a.address}`;
+    // Spellings of one IP are one address: "2001:DB8::1" and "2001:db8::1" are a duplicate.
+    const key = `${a.type}/${IP_TYPES.has(a.type) && !p ? canonicalIpText(a.address) : a.address}`;
     if (seen.has(key)) problems.push(`duplicate address ${a.type} ${quote(a.address)}`);
     seen.add(key);
   }
   return problems;
+}
+
+/**
+ * The addresses as written to status.addresses: IPs in canonical text
+ * (KEP-4858), everything else as answered. Only for a list addressesProblems
+ * found no problem in.
+ */
+export function canonicalAddresses(addrs: NodeAddress[]): NodeAddress[] {
+  return addrs.map((a) => (IP_TYPES.has(a.type) ? { ...a, address: canonicalIpText(a.address) } : a));
 }
 
 function hostnameProblem(v: string): string | undefined {

@@ -12,7 +12,7 @@ import { SchemaValueType } from '../../proto/gen/ccm/provider/v1/identity.js';
 import { applyCloudConfig, DEFAULT_REGION, DEFAULT_ZONE, resolveSettings, type CloudSettings, type SettingsInput } from './config.js';
 import { silentLogger, type CloudContext, type LocalCloudLogger } from './context.js';
 import { createInstancesService } from './instances.js';
-import { failFor, FaultInjector, knobsFromEnv, mergeKnobs, type Knobs } from './knobs.js';
+import { failFor, FaultInjector, knobsFromEnv, mergeKnobs, respellAnswer, type Knobs } from './knobs.js';
 import { createLoadBalancersService, LOCAL_ANNOTATION_PREFIX, LOCAL_SERVICE_ANNOTATIONS } from './load-balancers.js';
 import { Journal, journalModeFromEnv } from './journal.js';
 import { LockTimeoutError } from './lock.js';
@@ -147,7 +147,7 @@ export function createLocalCloud(opts: LocalCloudOptions = {}): LocalCloud {
         try {
           await faults.hold(currentKnobs, ctx, label, (waiting) => metrics.held(label, waiting));
           await faults.before(currentKnobs(), ctx, label);
-          const res = await withFailKnob(currentKnobs().fail, label, req, (r) => fn(r as never, ctx));
+          const res = respellAnswer(currentKnobs().respell, await withFailKnob(currentKnobs().fail, label, req, (r) => fn(r as never, ctx)));
           ok = true;
           result = res;
           await faults.after(currentKnobs(), ctx);

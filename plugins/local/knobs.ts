@@ -71,6 +71,15 @@ export interface Knobs {
   lbQuota: number;
   /** The earliest retry a quota deferral asks for, in milliseconds. */
   lbQuotaRetryMs: number;
+  /**
+   * Other spellings for IPs the cloud answers, rules `IP=SPELLING`
+   * separated by commas: every `address` (node addresses) or `ip` (load
+   * balancer ingress) field of an answer equal to IP is answered as SPELLING
+   * instead (`fd00::5=FD00:0:0::5`, `10.0.0.5=010.000.000.005`), as a real
+   * cloud API may spell them. Tests of the host's canonical forms use it
+   * (KEP-4858); the state keeps the canonical IP.
+   */
+  respell: string;
 }
 
 /** The knob names. */
@@ -89,6 +98,7 @@ const DEFAULT_KNOBS: Readonly<Knobs> = {
   fail: '',
   lbQuota: 0,
   lbQuotaRetryMs: 30_000,
+  respell: '',
 };
 
 /** Environment variable of each knob. */
@@ -104,6 +114,7 @@ export const KNOB_ENV: Readonly<Record<KnobName, string>> = {
   fail: 'LOCALCLOUD_FAIL',
   lbQuota: 'LOCALCLOUD_LB_QUOTA',
   lbQuotaRetryMs: 'LOCALCLOUD_LB_QUOTA_RETRY_MS',
+  respell: 'LOCALCLOUD_RESPELL',
 };
 
 /** Longest accepted `hold` value, in characters. */
@@ -133,7 +144,7 @@ export function knobName(name: string): KnobName | undefined {
 /** Parses a knob value given as text; throws a one-line error when invalid. */
 export function parseKnobValue(name: KnobName, text: string): number | boolean | string {
   const t = text.trim();
-  if (name === 'hold' || name === 'fail') {
+  if (name === 'hold' || name === 'fail' || name === 'respell') {
     const problem = checkKnob(name, t);
     if (problem) throw new RangeError(problem);
     return t;
@@ -160,6 +171,12 @@ function checkKnob(name: KnobName, value: unknown): string | undefined {
     if (typeof value !== 'string' || value.length > MAX_HOLD_LENGTH)
       return `knob ${name} must be rules separated by commas, at most ${MAX_HOLD_LENGTH} characters`;
     const bad = parseFailRules(value).find((r) => typeof r === 'string');
+    return bad === undefined ? undefined : `knob ${name}: ${bad}`;
+  }
+  if (name === 'respell') {
+    if (typeof value !== 'string' || value.length > MAX_HOLD_LENGTH)
+      return `knob ${name} must be IP=SPELLING rules separated by commas, at most ${MAX_HOLD_LENGTH} characters`;
+    const bad = parseRespellRules(value).find((r) => typeof r === 'string');
     return bad === undefined ? undefined : `knob ${name}: ${bad}`;
   }
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `knob ${name} must be a number >= 0`;
@@ -397,4 +414,36 @@ function sleep(ms: number, ctx: CallContext): Promise<void> {
     }, ms);
     ctx.signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** `IP=SPELLING` rules of the respell knob, or a one-line problem per bad rule. */
+function parseRespellRules(value: string): ([string, string] | string)[] {
+  return value
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '')
+    .map((r) => {
+      const eq = r.indexOf('=');
+      if (eq <= 0 || eq === r.length - 1) return `rule ${JSON.stringify(r)} is not IP=SPELLING`;
+      return [r.slice(0, eq), r.slice(eq + 1)];
+    });
+}
+
+/**
+ * `answer` with every `address` or `ip` string field that a respell rule
+ * names replaced by its spelling (the respell knob); `answer` itself is not
+ * changed. Answers without such a field come back as they are.
+ */
+export function respellAnswer<T>(respell: string, answer: T): T {
+  if (respell === '') return answer;
+  const rules = new Map(parseRespellRules(respell).filter((r): r is [string, string] => typeof r !== 'string'));
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    // Plain objects only: a Buffer or a Map in an answer goes back as it is.
+    if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype) return v;
+    return Object.fromEntries(
+      Object.entries(v).map(([k, x]) => [k, (k === 'address' || k === 'ip') && typeof x === 'string' ? (rules.get(x) ?? x) : walk(x)]),
+    );
+  };
+  return walk(answer) as T;
 }

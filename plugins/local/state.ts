@@ -191,6 +191,7 @@ export interface KnobSettings {
   fail?: string;
   lbQuota?: number;
   lbQuotaRetryMs?: number;
+  respell?: string;
 }
 
 /** The whole state document. */

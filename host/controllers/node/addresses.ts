@@ -79,7 +79,9 @@ function parseIpSloppy(text: string): number[] | undefined {
     return parts.every((p) => p <= 255) ? [...V4_PREFIX, ...parts] : undefined;
   }
   if (text.includes('%') || isIP(text) !== 6) return undefined;
-  return ipaddr.IPv6.parse(text).toByteArray();
+  // Through the URL parser's canonical text first: ipaddr.js reads any dotted tail as IPv4-mapped,
+  // so "::1.2.3.4" (IPv4-compatible) would equal 1.2.3.4, which Go's net.IP.Equal does not say.
+  return ipaddr.IPv6.parse(new URL(`http://[${text}]/`).hostname.slice(1, -1)).toByteArray();
 }
 
 function isIpv4(bytes: number[]): boolean {

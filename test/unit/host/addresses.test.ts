@@ -94,6 +94,18 @@ const cases: Case[] = [
     want: [I('10.0.0.2')],
   },
   {
+    description: 'an IPv4-compatible IPv6 provided IP is not its IPv4 address (Go: ::1.2.3.4 is not 1.2.3.4)',
+    cloud: [I('10.0.0.1'), I('10.0.0.2')],
+    provided: '::10.0.0.2',
+    want: /node IP ::10\.0\.0\.2 .* not among the addresses/,
+  },
+  {
+    description: 'an IPv4-compatible IPv6 provided IP matches the same IPv6 address in canonical text',
+    cloud: [I('10.0.0.1'), I('::a00:2')],
+    provided: '::10.0.0.2',
+    want: [I('::a00:2')],
+  },
+  {
     description: 'an IPv4 with leading zeros is read as decimal (Go ParseIPSloppy)',
     cloud: [I('10.0.0.1'), I('10.0.0.10')],
     provided: '010.000.000.010',
