@@ -344,11 +344,13 @@ async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
   await waitFor(() => nodeGone(core, nc), { what: `node ${nc} deleted (${mode})`, timeoutMs: 120_000, log: join(dir, 'host.log') });
   await backends([ia.id, ib.id, id.id]);
 
-  // A misspelled annotation under the prefix the AWS schema owns (plugins/aws-bridge/schema.go):
-  // the host refuses it before any cloud call, so no ELB and no finalizer.
+  // A misspelled value of an annotation the AWS schema lists (plugins/aws-bridge/schema.go):
+  // the host refuses it before any cloud call, so no ELB and no finalizer. (An
+  // unlisted key is not refused: the prefix is shared with the AWS Load
+  // Balancer Controller, whose own keys are no misspellings.)
   const typo = await core.createNamespacedService({
     namespace: prefix,
-    body: lbService('typo', prefix, [{ port: 80 }], {}, { 'service.beta.kubernetes.io/aws-load-balancer-internel': 'true' }),
+    body: lbService('typo', prefix, [{ port: 80 }], {}, { 'service.beta.kubernetes.io/aws-load-balancer-backend-protocol': 'htp' }),
   });
   const warning = await waitFor(async () => (await serviceEvents(core, typo)).find((e) => e.reason === 'InvalidLoadBalancerAnnotation'), {
     what: `InvalidLoadBalancerAnnotation on typo (${mode})`,
@@ -356,7 +358,7 @@ async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
     log: join(dir, 'host.log'),
   });
   t.is(warning.type, 'Warning');
-  t.regex(warning.message ?? '', /aws-load-balancer-internel/);
+  t.regex(warning.message ?? '', /aws-load-balancer-backend-protocol/);
   const typoElb = `a${typo.metadata!.uid!.replaceAll('-', '')}`.slice(0, 32);
   t.false(
     (await c.elbs()).some((l) => l.name === typoElb),
