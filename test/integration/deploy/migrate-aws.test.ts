@@ -950,6 +950,56 @@ test("migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     [],
     'the orphan sweep found no orphan',
   );
+  // An external Service made and deleted while ours leads: ours treats it as upstream does (its finalizer,
+  // then ImplementedElsewhere), and its deletion is not held by that finalizer: removed with no AWS call.
+  const lateFrom = (await motoJournal(journal)).length;
+  const lateBody = lbService('lbc-late', ns, [{ port: 80 }], {}, LB_CONTROLLER_SERVICES.find((r) => r.name === 'lbc-external')!.annotations);
+  lateBody.metadata!.finalizers = [LB_CONTROLLER_FINALIZER];
+  const late = await core.createNamespacedService({ namespace: ns, body: lateBody });
+  await waitFor(async () => (await core.readNamespacedService({ name: 'lbc-late', namespace: ns })).metadata?.finalizers?.includes(LB_FINALIZER), {
+    what: "ours put upstream's finalizer on lbc-late, as upstream does",
+    timeoutMs: 60_000,
+    log: pod.host.logPath,
+  });
+  await core.deleteNamespacedService({ name: 'lbc-late', namespace: ns });
+  // The LB controller removes its own finalizer once its NLB is gone (here at once: it made none); retried on a conflict with ours.
+  await waitFor(
+    async () => {
+      const now = await core.readNamespacedService({ name: 'lbc-late', namespace: ns });
+      const rest = (now.metadata?.finalizers ?? []).filter((f) => f !== LB_CONTROLLER_FINALIZER);
+      return core
+        .patchNamespacedService({
+          name: 'lbc-late',
+          namespace: ns,
+          body: [
+            { op: 'test', path: '/metadata/resourceVersion', value: now.metadata!.resourceVersion },
+            { op: 'replace', path: '/metadata/finalizers', value: rest },
+          ],
+        })
+        .then(
+          () => true,
+          () => false,
+        );
+    },
+    { what: "the LB controller's finalizer off lbc-late", timeoutMs: 30_000 },
+  );
+  await waitFor(async () => (await core.listNamespacedService({ namespace: ns, fieldSelector: 'metadata.name=lbc-late' })).items.length === 0, {
+    what: 'lbc-late deleted (ours removed its finalizer)',
+    timeoutMs: 60_000,
+    log: pod.host.logPath,
+  });
+  t.deepEqual(
+    (await motoJournal(journal))
+      .slice(lateFrom)
+      .filter((c) => c.caller === OURS_KEY && mutating(c) && c.name === `a${late.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32)),
+    [],
+    'ours made no AWS write for the external Service it saw made and deleted',
+  );
+  t.deepEqual(
+    (await eventReasons(core, late)).filter((r) => r.startsWith('Warning')),
+    [],
+    'and recorded no Warning on it',
+  );
 
   // 4. Rollback: ours stopped (it releases the Lease), upstream started again.
   t.is(await pod.host.stop(), 0, 'ours stops cleanly');
