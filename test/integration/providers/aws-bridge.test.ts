@@ -502,7 +502,13 @@ test("docs/providers/aws-annotations.md is the bridged AWS provider's schema (pl
   const aws = ANNOTATION_REFERENCES.find((r) => r.name === 'aws')!;
   const rendered = await renderReference(aws, await AWS_CLOUD_PROVIDER.executable(tmpdir()));
   t.is(rendered, await readFile(aws.file, 'utf8'), 'stale: run npm run docs:annotations -- aws');
-  t.regex(rendered, /^- `service\.beta\.kubernetes\.io\/aws-load-balancer-`$/m, 'the owned prefix');
+  // No owned prefix: the AWS Load Balancer Controller reads keys of its own under service.beta.kubernetes.io/aws-load-balancer- (schema.go).
+  t.regex(rendered, /^## Owned prefixes\n\nNone: /m, 'no owned prefix');
+  t.regex(
+    rendered,
+    /`service\.beta\.kubernetes\.io\/aws-load-balancer-type` \| enum \| `nlb`, `nlb-ip`, `external`/,
+    'the type annotation, external included',
+  );
 });
 
 test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (exec), on moto with a test hook: instances, load balancers and routes pass, what it does not serve is skipped, its own answers for absent machines pinned', async (t) => {
