@@ -4,9 +4,18 @@ package main
 // IdentityService.GetProviderSchema): the Service annotations
 // k8s.io/cloud-provider-aws reads for its classic ELBs and NLBs, as its docs
 // (docs/service_controller.md) and the constants of pkg/providers/v1 name
-// them, and the main keys of its cloud config. The prefix
-// "service.beta.kubernetes.io/aws-load-balancer-" is owned: the host then
-// refuses any other key under it as a misspelling, before a cloud call.
+// them, and the main keys of its cloud config. The host checks the values of
+// these keys before a cloud call.
+//
+// The prefix "service.beta.kubernetes.io/aws-load-balancer-" is not declared
+// owned (so the host does not refuse an unlisted key under it as a
+// misspelling): the AWS Load Balancer Controller reads its own keys under the
+// same prefix (aws-load-balancer-nlb-target-type, -scheme, -attributes,
+// -listener-attributes.<protocol>-<port>, ...), on Services it serves
+// (aws-load-balancer-type: external or nlb-ip, which this provider answers
+// ImplementedElsewhere) and on Services left over from a switch. Owning the
+// prefix made the host refuse such a Service with a Warning and a status
+// condition, where upstream says nothing (docs/providers/aws.md).
 //
 // Types are as lenient as upstream where upstream accepts more than its docs
 // say (e.g. aws-load-balancer-internal: any value but "false" means
@@ -19,7 +28,7 @@ import (
 	pb "github.com/grpc-ccm/grpc-cloud-controller-manager/sdk/go/gen/ccm/provider/v1"
 )
 
-// awsAnnotationPrefix is the annotation prefix upstream's provider owns.
+// awsAnnotationPrefix is the prefix of every key of the table; shared with the AWS Load Balancer Controller, so not owned.
 const awsAnnotationPrefix = "service.beta.kubernetes.io/aws-load-balancer-"
 
 // awsAnnotation is one row of the table: the key's suffix after the prefix.
@@ -130,7 +139,7 @@ var awsConfigKeys = []awsConfigKey{
 
 // awsSchema builds the GetProviderSchema answer from the tables.
 func awsSchema() *pb.GetProviderSchemaResponse {
-	s := &pb.GetProviderSchemaResponse{AnnotationPrefixes: []string{awsAnnotationPrefix}}
+	s := &pb.GetProviderSchemaResponse{}
 	for _, a := range awsAnnotations {
 		s.Annotations = append(s.Annotations, &pb.SchemaAnnotation{
 			Key:             awsAnnotationPrefix + a.suffix,

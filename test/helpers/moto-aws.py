@@ -17,6 +17,7 @@ Prints one JSON document on stdout. Commands:
       "backendPolicies": [policy of its instance port...]}}, "policies": {name: "<type> <attribute>=<value>,..."}}]}
   describe-nlbs {} -> {"loadBalancers": [{"name", "dns", "type", "scheme", "subnets", "addresses": {subnet: "allocation ip"}, "tags": {},
       "attributes": {}, "listeners": [{"port", "protocol", "targetGroup", "targetProtocol", "certificates": [arn...], "sslPolicy"}...],
+      "securityGroups": [id...], "rules": {"<listener port>": ["<priority> <conditions> -> <actions>"...]},
       "targetGroups": [{"name", "port", "protocol", "targetType", "healthCheck": {}, "targets": [id:port...], "attributes": {}, "tags": {}}]}]} (ELBv2)
   security-groups {"vpc"} -> {"groups": [{"id", "name"}]}
   create-security-group {"vpc", "name"} -> {"id"}
@@ -30,6 +31,17 @@ Prints one JSON document on stdout. Commands:
       a running instance of the cluster whose private DNS name is name (moto-server.py, 4),
       or the one there is (any state but terminated) -> {"id", "az", "privateIp", "privateDns"}
   terminate-named-instances {"name"} -> {"ids": [...]} (the conformance kit's test hook)
+  seed-lb-controller {"cluster", "vpc", "subnets": [id, id], "nodesGroup", "instances": [id...],
+      "ingress": "ns/name", "services": [{"stack": "ns/name", "scheme", "targetType": "instance"|"ip", "targets": [ip...]}]}
+      what the AWS Load Balancer Controller (kubernetes-sigs/aws-load-balancer-controller) makes for an Ingress
+      and for Services it serves, named and tagged as it names and tags them (elbv2.k8s.aws/cluster, and
+      ingress.k8s.aws/stack + ingress.k8s.aws/resource or service.k8s.aws/stack + service.k8s.aws/resource):
+      its shared backend security group (elbv2.k8s.aws/resource=backend-sg) with a rule on the nodes' group
+      for the target groups' ports; for the Ingress an ALB in the subnets with a managed security group, an
+      HTTP listener answering 404 by default and a rule forwarding /* to an instance target group of both
+      instances; for each Service an NLB with a managed security group, a TCP listener to a target group of
+      the instances (instance) or of the given IPs (ip).
+      -> {"backendGroup", "groups": [id...], "loadBalancers": {stack: {"name", "dns", "arn"}}, "targetGroups": [name...]}
 
 Only the endpoint given is contacted (credentials are the dummy test/test).
 """
@@ -210,6 +222,8 @@ def describe_nlbs(elbv2):
                 },
                 "tags": tag_map(elbv2.describe_tags(ResourceArns=[arn])["TagDescriptions"][0].get("Tags", [])),
                 "attributes": {a["Key"]: a["Value"] for a in elbv2.describe_load_balancer_attributes(LoadBalancerArn=arn)["Attributes"]},
+                "securityGroups": sorted(lb.get("SecurityGroups", [])),
+                "rules": {str(l["Port"]): listener_rules(elbv2, l["ListenerArn"], names) for l in listeners},
                 "listeners": sorted(
                     (
                         {
@@ -228,6 +242,123 @@ def describe_nlbs(elbv2):
             }
         )
     return {"loadBalancers": sorted(out, key=lambda l: l["name"])}
+
+
+def listener_rules(elbv2, listener, names):
+    """A listener's rules, default included: `<priority> <field>=<values>;... -> <type> <target group or response>`."""
+
+    def action(a):
+        if a["Type"] == "forward":
+            return "forward " + names.get(a.get("TargetGroupArn", ""), "?")
+        if a["Type"] == "fixed-response":
+            c = a.get("FixedResponseConfig", {})
+            return f"fixed-response {c.get('StatusCode', '')} {c.get('ContentType', '')}"
+        return a["Type"]
+
+    out = []
+    for r in elbv2.describe_rules(ListenerArn=listener)["Rules"]:
+        conditions = ";".join(f"{c.get('Field', '')}={','.join(c.get('Values', []))}" for c in r.get("Conditions", []))
+        out.append(f"{r.get('Priority', '')} {conditions} -> {' '.join(action(a) for a in r.get('Actions', []))}")
+    return sorted(out)
+
+
+LBC_CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+
+
+def lbc_name(stack, salt=""):
+    """The controller's names: k8s-<namespace, 8>-<name, 8>-<10 hex of a hash>, non-alphanumerics dropped (at most 32 characters)."""
+    import hashlib
+    import re
+
+    ns, name = (re.sub(r"[^A-Za-z0-9]", "", part) for part in stack.split("/"))
+    digest = hashlib.sha256(f"{stack}{salt}".encode()).hexdigest()[:10]
+    return f"k8s-{ns[:8]}-{name[:8]}-{digest}"
+
+
+def seed_lb_controller(ec2, elbv2, arg):
+    cluster, vpc, subnets = arg["cluster"], arg["vpc"], arg["subnets"]
+    as_tags = lambda d: [{"Key": k, "Value": v} for k, v in d.items()]
+
+    def group(name, tags, ports):
+        gid = ec2.create_security_group(VpcId=vpc, GroupName=name, Description="[k8s] Managed SecurityGroup for LoadBalancer")["GroupId"]
+        ec2.create_tags(Resources=[gid], Tags=as_tags({LBC_CLUSTER_TAG: cluster, **tags}))
+        if ports:
+            ec2.authorize_security_group_ingress(
+                GroupId=gid,
+                IpPermissions=[{"IpProtocol": "tcp", "FromPort": p, "ToPort": p, "IpRanges": [{"CidrIp": "0.0.0.0/0"}]} for p in ports],
+            )
+        return gid
+
+    backend = group(f"k8s-traffic-{cluster[:20]}-{lbc_name('x/' + cluster)[-10:]}", {"elbv2.k8s.aws/resource": "backend-sg"}, [])
+    groups = [backend]
+    lbs, target_groups, node_ports = {}, [], []
+
+    def target_group(name, protocol, port, ttype, tags, targets):
+        kw = {"Name": name, "Protocol": protocol, "Port": port, "VpcId": vpc, "TargetType": ttype, "Tags": as_tags({LBC_CLUSTER_TAG: cluster, **tags})}
+        tg = elbv2.create_target_group(**kw)["TargetGroups"][0]["TargetGroupArn"]
+        elbv2.register_targets(TargetGroupArn=tg, Targets=[{"Id": t, "Port": port} for t in targets])
+        target_groups.append(name)
+        return tg
+
+    def load_balancer(stack, kind, key, scheme, own_group):
+        name = lbc_name(stack)
+        lb = elbv2.create_load_balancer(
+            Name=name,
+            Subnets=subnets,
+            SecurityGroups=[own_group, backend],
+            Scheme=scheme,
+            Type=kind,
+            Tags=as_tags({LBC_CLUSTER_TAG: cluster, f"{key}/stack": stack, f"{key}/resource": "LoadBalancer"}),
+        )["LoadBalancers"][0]
+        lbs[stack] = {"name": name, "dns": lb["DNSName"], "arn": lb["LoadBalancerArn"]}
+        return lb["LoadBalancerArn"]
+
+    # The Ingress: an ALB, HTTP 80, a rule forwarding /* to the Service behind it (an instance target group on its node port).
+    stack, key = arg["ingress"], "ingress.k8s.aws"
+    alb_group = group(lbc_name(stack, "sg"), {f"{key}/stack": stack, f"{key}/resource": "ManagedLBSecurityGroup"}, [80])
+    groups.append(alb_group)
+    alb = load_balancer(stack, "application", key, "internet-facing", alb_group)
+    node_ports.append(30480)
+    tg = target_group(lbc_name(stack, "tg"), "HTTP", 30480, "instance", {f"{key}/stack": stack, f"{key}/resource": f"{stack}-backend:80"}, arg["instances"])
+    listener = elbv2.create_listener(
+        LoadBalancerArn=alb,
+        Protocol="HTTP",
+        Port=80,
+        DefaultActions=[{"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "404", "ContentType": "text/plain"}}],
+    )["Listeners"][0]["ListenerArn"]
+    elbv2.create_rule(
+        ListenerArn=listener,
+        Priority=1,
+        Conditions=[{"Field": "path-pattern", "Values": ["/*"]}],
+        Actions=[{"Type": "forward", "TargetGroupArn": tg}],
+    )
+    # Each Service: an NLB with its own security group, TCP 80 to a target group of the instances or of pod IPs.
+    for n, svc in enumerate(arg["services"]):
+        stack, key = svc["stack"], "service.k8s.aws"
+        own = group(lbc_name(stack, "sg"), {f"{key}/stack": stack, f"{key}/resource": "ManagedLBSecurityGroup"}, [80])
+        groups.append(own)
+        nlb = load_balancer(stack, "network", key, svc["scheme"], own)
+        ip = svc["targetType"] == "ip"
+        port = 8080 if ip else 30481 + n
+        if not ip:
+            node_ports.append(port)
+        tg = target_group(lbc_name(stack, "tg"), "TCP", port, svc["targetType"], {f"{key}/stack": stack, f"{key}/resource": f"{stack}:80"}, svc["targets"] if ip else arg["instances"])
+        elbv2.create_listener(LoadBalancerArn=nlb, Protocol="TCP", Port=80, DefaultActions=[{"Type": "forward", "TargetGroupArn": tg}])
+    # The nodes' group admits the backend group on the target groups' ports (the controller's networking rules; pods' ports for ip targets).
+    ports = node_ports + [8080]
+    ec2.authorize_security_group_ingress(
+        GroupId=arg["nodesGroup"],
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": p,
+                "ToPort": p,
+                "UserIdGroupPairs": [{"GroupId": backend, "Description": "elbv2.k8s.aws/targetGroupBinding=shared"}],
+            }
+            for p in sorted(set(ports))
+        ],
+    )
+    return {"backendGroup": backend, "groups": groups, "loadBalancers": lbs, "targetGroups": target_groups}
 
 
 def permission_view(p):
@@ -288,6 +419,8 @@ def main():
         out = {"tags": {t["Key"]: t["Value"] for t in res}}
     elif command == "describe-elbs":
         out = describe_elbs(elb)
+    elif command == "seed-lb-controller":
+        out = seed_lb_controller(ec2, elbv2, arg)
     elif command == "describe-nlbs":
         out = describe_nlbs(elbv2)
     elif command == "create-security-group":

@@ -45,6 +45,9 @@ the HTTP status, and the load balancer the request names, if any: its
 LoadBalancerName, or the name in its LoadBalancerArn or ListenerArn, or the
 load balancer of its TargetGroupArn (an ELBv2 request names no name). Moto
 keeps no call log of its own; a test counts creates and deletes with this.
+Each line also has "groups": every security group id the request names
+(GroupId, a rule's source group, an ELB's or ELBv2's SecurityGroups), sorted,
+so a test tells which groups a write touched.
 
 7. CreateListener (ELBv2) of a TCP, UDP or TCP_UDP listener: moto gives
 every new listener the SslPolicy ELBSecurityPolicy-2016-08 unless one is
@@ -227,6 +230,7 @@ _SIGNED = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/")
 
 _LB_IN_ARN = re.compile(r":(?:loadbalancer|listener)/(?:app|net|gwy)/([^/]+)/")
 _ARN = re.compile(r"^arn:[^:]+:elasticloadbalancing:([^:]+):([^:]+):")
+_GROUP_ID = re.compile(r"^sg-[0-9a-f]+$")
 
 
 def _load_balancer_named(params):
@@ -264,6 +268,7 @@ def journaled_call(self, environ, start_response):
         named = _load_balancer_named(params) if params.get("Action") else ""
     except Exception:  # a journal must never fail a request
         named = ""
+    groups = sorted({v for values in params.values() for v in values if _GROUP_ID.match(v)})
 
     def recording_start_response(st, headers, *rest):
         status.append(int(st.split(" ", 1)[0]))
@@ -278,6 +283,7 @@ def journaled_call(self, environ, start_response):
             "caller": signed.group(1) if signed else "",
             "status": status[0] if status else 0,
             "name": named,
+            "groups": groups,
         }
         with _journal_lock, open(JOURNAL, "a") as f:
             f.write(json.dumps(entry) + "\n")

@@ -100,6 +100,8 @@ export interface MotoCall {
   status: number;
   /** The load balancer the request names ('' if none): a classic ELB's name, or an NLB's from the ARN of it, its listener or its target group. */
   name: string;
+  /** Every security group id the request names (a group it changes, a rule's source, a load balancer's groups), sorted. */
+  groups: string[];
 }
 
 /** The requests journaled so far (moto-server.py, 6), oldest first; [] before the first. */
@@ -251,4 +253,50 @@ export async function seededMotoFor(
   });
   const seeded = await seedCluster(moto, { cluster: scope.prefix, instances: opts.instances ?? 1, net: opts.net });
   return { dir, moto, seeded };
+}
+
+/** A Service or Ingress the AWS Load Balancer Controller serves, as seedLbController makes its AWS resources. */
+export interface LbControllerStack {
+  /** `<namespace>/<name>` (the controller's stack id). */
+  stack: string;
+  scheme: 'internet-facing' | 'internal';
+  /** instance: the target group holds the instances (on a node port); ip: the given pod IPs. */
+  targetType: 'instance' | 'ip';
+  targets?: string[];
+}
+
+/** What seedLbController made: the controller's resources, by id and name. */
+export interface LbControllerSeeded {
+  /** Its shared backend security group (elbv2.k8s.aws/resource=backend-sg). */
+  backendGroup: string;
+  /** Every security group it made (the backend one and each load balancer's). */
+  groups: string[];
+  /** Each stack's load balancer. */
+  loadBalancers: Record<string, { name: string; dns: string; arn: string }>;
+  targetGroups: string[];
+}
+
+/**
+ * What the AWS Load Balancer Controller (kubernetes-sigs/aws-load-balancer-controller)
+ * keeps in a cluster's account, made at moto as it names and tags it
+ * (moto-aws.py seed-lb-controller): an ALB for the Ingress `ingress` and an NLB
+ * for each of `services`, with their security groups, listeners, target
+ * groups of the cluster's `instances` (or pod IPs), and its rules on the
+ * nodes' security group. Neither the upstream AWS CCM nor ours may touch any
+ * of it.
+ */
+export function seedLbController(
+  moto: Moto,
+  seeded: MotoSeeded,
+  opts: { cluster: string; subnets: string[]; ingress: string; services: LbControllerStack[] },
+): Promise<LbControllerSeeded> {
+  return moto.ctl<LbControllerSeeded>('seed-lb-controller', {
+    cluster: opts.cluster,
+    vpc: seeded.vpc,
+    subnets: opts.subnets,
+    nodesGroup: seeded.securityGroup,
+    instances: seeded.instances.map((i) => i.id),
+    ingress: opts.ingress,
+    services: opts.services.map((s) => ({ ...s, targets: s.targets ?? [] })),
+  });
 }

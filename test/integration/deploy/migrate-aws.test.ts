@@ -37,6 +37,27 @@
  * Nodes have pod CIDRs, upstream routes them in the cluster's route table,
  * and ours adopts those routes (neither deletes nor re-creates one).
  *
+ * Beside them, what the AWS Load Balancer Controller keeps in such a cluster
+ * (LB_CONTROLLER_SERVICES; test/helpers/moto.ts seedLbController): an ALB for
+ * an Ingress and an NLB for each of its Services, with their security
+ * groups, listeners, rules and target groups, tagged as it tags them
+ * (elbv2.k8s.aws/cluster; service.k8s.aws/stack and service.k8s.aws/resource,
+ * or ingress.k8s.aws/stack and ingress.k8s.aws/resource), its rules on the
+ * nodes' security group, and the Services as it leaves them (its finalizer, its NLB's name in their status). One has
+ * the controller's class (service.k8s.aws/nlb), which neither CCM serves; one
+ * has no class but aws-load-balancer-type: external, which upstream's AWS
+ * provider answers ImplementedElsewhere (aws.go EnsureLoadBalancer,
+ * isLBExternal in aws_loadbalancer.go), after upstream's service controller
+ * has announced it (EnsuringLoadBalancer) and put its finalizer (so a
+ * deletion waits for EnsureLoadBalancerDeleted, which answers nil for it).
+ * Across the switch and the rollback neither side writes anything of them to
+ * AWS (moto's journal: no write names their load balancers, target groups or
+ * security groups), nothing of them changes, and ours writes nothing to those
+ * Services and records nothing on them but what upstream does (for the
+ * external one, EnsuringLoadBalancer; no Warning, no status, no condition).
+ * The orphan sweep does not run for the AWS provider (the bridge lists no
+ * load balancers); ours' /metrics shows it found nothing.
+ *
  * | step | what the operator does | what must hold |
  * |------|------------------------|----------------|
  * | 1 | upstream runs           | Nodes initialized; each Service gets one load balancer, as its annotations ask |
@@ -64,9 +85,20 @@ import { freePorts, get } from '../../controlplane/probe.js';
 import { auditLogFromNow, credentialIdOf, type AuditEvent } from '../../helpers/audit.js';
 import { awsCloudControllerManager } from '../../helpers/aws-ccm.js';
 import { LB_FINALIZER, lbService } from '../../helpers/lb.js';
+import { patchServiceStatus } from '../../helpers/kube-patch.js';
 import { renderProvider } from '../../helpers/manifests.js';
 import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
-import { awsCloudConfig, motoJournal, mutating, startMoto, type MotoCall, MOTO_CLIENT_ENV, seedCluster } from '../../helpers/moto.js';
+import {
+  awsCloudConfig,
+  motoJournal,
+  mutating,
+  startMoto,
+  type MotoCall,
+  MOTO_CLIENT_ENV,
+  seedCluster,
+  seedLbController,
+  type LbControllerStack,
+} from '../../helpers/moto.js';
 import { createTestNode, testScope, UNINITIALIZED_TAINT, waitNodeInitialized } from '../../helpers/nodes.js';
 import { runPod, type Pod } from '../../helpers/pod-runner.js';
 import { awsCloudBinary, REPO } from '../../helpers/providers.js';
@@ -159,6 +191,9 @@ interface Nlb {
   addresses: Record<string, string>;
   tags: Record<string, string>;
   attributes: Record<string, string>;
+  securityGroups: string[];
+  /** Each listener's rules by its port (an ALB's path rules; the default action of each). */
+  rules: Record<string, string[]>;
   listeners: { port: number; protocol: string; targetGroup: string; targetProtocol: string; certificates: string[]; sslPolicy: string }[];
   targetGroups: {
     name: string;
@@ -385,6 +420,51 @@ const SERVICES: {
   },
 ];
 
+/** The AWS Load Balancer Controller's Service class, finalizer and cluster tag (kubernetes-sigs/aws-load-balancer-controller). */
+const LB_CONTROLLER_CLASS = 'service.k8s.aws/nlb';
+const LB_CONTROLLER_FINALIZER = 'service.k8s.aws/resources';
+const LB_CONTROLLER_TAG = 'elbv2.k8s.aws/cluster';
+/** The Ingress whose ALB the controller keeps (no Ingress object: neither CCM reads Ingresses). */
+const LB_CONTROLLER_INGRESS = 'shop';
+
+/**
+ * The Services the AWS Load Balancer Controller serves, each with the NLB it
+ * made for it, there before the switch. `upstream` is what upstream's CCM
+ * leaves on the Service (its finalizers, and the reasons of its events);
+ * ours must leave exactly that.
+ */
+const LB_CONTROLLER_SERVICES: {
+  name: string;
+  what: string;
+  loadBalancerClass?: string;
+  annotations: Record<string, string>;
+  nlb: Omit<LbControllerStack, 'stack'>;
+  upstream: { finalizers: string[]; events: string[] };
+}[] = [
+  {
+    name: 'lbc-nlb',
+    what: "an NLB of the controller's class, instance targets",
+    loadBalancerClass: LB_CONTROLLER_CLASS,
+    annotations: { [`${A}nlb-target-type`]: 'instance', [`${A}scheme`]: 'internet-facing' },
+    nlb: { scheme: 'internet-facing', targetType: 'instance' },
+    // The service controller leaves every Service with a class alone.
+    upstream: { finalizers: [LB_CONTROLLER_FINALIZER], events: [] },
+  },
+  {
+    name: 'lbc-external',
+    what: 'an NLB of the controller by aws-load-balancer-type: external (no class), pod IP targets',
+    annotations: {
+      [`${A}type`]: 'external',
+      [`${A}nlb-target-type`]: 'ip',
+      [`${A}scheme`]: 'internal',
+      [`${A}target-group-attributes`]: 'preserve_client_ip.enabled=true',
+    },
+    nlb: { scheme: 'internal', targetType: 'ip', targets: ['10.49.1.50', '10.49.1.51'] },
+    // The service controller announces it and puts its finalizer; the AWS provider then answers ImplementedElsewhere.
+    upstream: { finalizers: [LB_CONTROLLER_FINALIZER, LB_FINALIZER], events: ['Normal EnsuringLoadBalancer'] },
+  },
+];
+
 /** The instances behind a Service's load balancer (a classic ELB's; an NLB's targets in each of its target groups), or undefined if it has none yet. */
 function backends(cloud: Cloud, row: (typeof SERVICES)[number], lbName: string): string[] | undefined {
   const elb = cloud.elbs.find((l) => l.name === lbName);
@@ -408,6 +488,18 @@ function nodeView(n: V1Node) {
 /** What a client of the Service sees of its load balancer, and what keeps it. */
 function serviceView(s: V1Service) {
   return { uid: s.metadata?.uid, finalizers: s.metadata?.finalizers ?? [], ingress: s.status?.loadBalancer?.ingress ?? [] };
+}
+
+/** What a CCM could change on a Service of the AWS Load Balancer Controller: any write at all moves its resourceVersion. */
+function lbControllerServiceView(s: V1Service) {
+  return {
+    uid: s.metadata?.uid,
+    resourceVersion: s.metadata?.resourceVersion,
+    finalizers: s.metadata?.finalizers ?? [],
+    annotations: s.metadata?.annotations ?? {},
+    ingress: s.status?.loadBalancer?.ingress ?? [],
+    conditions: (s.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`),
+  };
 }
 
 /** Environment of an AWS client here: moto's journal caller key, no IMDS, any endpoint but moto's fails on a closed port. */
@@ -482,7 +574,13 @@ async function eventCount(core: CoreV1Api, svc: V1Service, reason: string): Prom
   return list.items.filter((e) => e.reason === reason).reduce((n, e) => n + (e.count ?? 1), 0);
 }
 
-test('migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts every ELB and NLB (annotated ones too) when upstream stops (no create, no delete, no change, Nodes untouched), and upstream takes them back on rollback with nothing lost', async (t) => {
+/** The Service's events as `<type> <reason>`, each once, sorted. */
+async function eventReasons(core: CoreV1Api, svc: V1Service): Promise<string[]> {
+  const list = await core.listNamespacedEvent({ namespace: svc.metadata!.namespace!, fieldSelector: `involvedObject.uid=${svc.metadata!.uid}` });
+  return [...new Set(list.items.map((e) => `${e.type} ${e.reason}`))].sort();
+}
+
+test("migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts every ELB and NLB (annotated ones too) when upstream stops (no create, no delete, no change, Nodes untouched), and upstream takes them back on rollback with nothing lost; the AWS Load Balancer Controller's ALB, NLBs and Services are left alone by both", async (t) => {
   t.timeout(12 * 60_000);
   const dir = await mkdtemp(join(tmpdir(), 'ccm-migrate-aws-'));
   const [upstreamBin, providerBin] = await Promise.all([awsCloudControllerManager(), awsCloudBinary()]);
@@ -568,6 +666,22 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     subnets: [await subnet(2, 'us-east-1b'), await subnet(3, 'us-east-1c')],
     eips: (await moto.ctl<{ addresses: { allocation: string; ip: string }[] }>('allocate-addresses', { count: 2 })).addresses,
   };
+  // What the AWS Load Balancer Controller keeps in the account (its ALB in the cluster's subnet and another zone's), and its Services as it leaves them.
+  const lbController = await seedLbController(moto, seeded, {
+    cluster: scope.prefix,
+    subnets: [prepared.clusterSubnet, prepared.subnets[0]!.id],
+    ingress: `${ns}/${LB_CONTROLLER_INGRESS}`,
+    services: LB_CONTROLLER_SERVICES.map((r) => ({ stack: `${ns}/${r.name}`, ...r.nlb })),
+  });
+  const lbControllerServices = new Map<string, V1Service>();
+  for (const row of LB_CONTROLLER_SERVICES) {
+    const body = lbService(row.name, ns, [{ port: 80 }], row.loadBalancerClass ? { loadBalancerClass: row.loadBalancerClass } : {}, row.annotations);
+    body.metadata!.finalizers = [LB_CONTROLLER_FINALIZER];
+    const created = await core.createNamespacedService({ namespace: ns, body });
+    const dns = lbController.loadBalancers[`${ns}/${row.name}`]!.dns;
+    await patchServiceStatus(core, ns, row.name, { status: { loadBalancer: { ingress: [{ hostname: dns }] } } }, 'merge');
+    lbControllerServices.set(row.name, created);
+  }
   const lbNames = new Map<string, string>();
   for (const row of SERVICES) {
     const created = await core.createNamespacedService({
@@ -609,15 +723,40 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     timeoutMs: 120_000,
     log: upstream.logPath,
   });
+  // Upstream has done with the controller's Services what it does (its finalizer on the external one).
+  for (const row of LB_CONTROLLER_SERVICES)
+    await waitFor(
+      async () =>
+        (await core.readNamespacedService({ name: row.name, namespace: ns })).metadata?.finalizers?.join() === row.upstream.finalizers.join() &&
+        (await eventReasons(core, lbControllerServices.get(row.name)!)).join() === row.upstream.events.join(),
+      {
+        what: `${row.name}: upstream's finalizers ${row.upstream.finalizers.join(', ')} and events ${row.upstream.events.join(', ') || 'none'}`,
+        timeoutMs: 60_000,
+        log: upstream.logPath,
+      },
+    );
   const servicesNow = async () =>
     Object.fromEntries(
       await Promise.all(SERVICES.map(async (r) => [r.name, serviceView(await core.readNamespacedService({ name: r.name, namespace: ns }))])),
     );
+  const lbControllerNow = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        LB_CONTROLLER_SERVICES.map(async (r) => [
+          r.name,
+          {
+            ...lbControllerServiceView(await core.readNamespacedService({ name: r.name, namespace: ns })),
+            events: await eventReasons(core, lbControllerServices.get(r.name)!),
+          },
+        ]),
+      ),
+    );
+  const isLbControllers = (l: { tags: Record<string, string> }) => l.tags[LB_CONTROLLER_TAG] !== undefined;
   const nodesNow = async () =>
     Object.fromEntries(await Promise.all(seeded.instances.map(async (i) => [i.privateDns, nodeView(await core.readNode({ name: i.privateDns }))])));
-  const before = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
+  const before = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow(), lbController: await lbControllerNow() };
   t.deepEqual(
-    [...before.cloud.elbs.map((e) => e.name), ...before.cloud.nlbs.map((e) => e.name)].sort(),
+    [...before.cloud.elbs.map((e) => e.name), ...before.cloud.nlbs.filter((l) => !isLbControllers(l)).map((e) => e.name)].sort(),
     [...lbNames.values()].sort(),
     'upstream made one load balancer per Service, named a<uid>',
   );
@@ -626,6 +765,24 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     t.is(before.services[row.name]!.ingress[0]?.hostname, lb.dns, `${row.name}: the Service's ingress is the load balancer's DNS name`);
     t.like(lb, row.upstreamMade(prepared), `${row.name}: upstream made ${row.what}`);
   }
+  // The controller's load balancers are there, as it tags them; upstream left its Services as the table says.
+  const lbControllerNames = new Set(Object.values(lbController.loadBalancers).map((l) => l.name));
+  t.deepEqual(
+    before.cloud.nlbs
+      .filter(isLbControllers)
+      .map((l) => `${l.name} ${l.type} ${l.tags[LB_CONTROLLER_TAG]} ${l.tags['ingress.k8s.aws/stack'] ?? l.tags['service.k8s.aws/stack']}`)
+      .sort(),
+    Object.entries(lbController.loadBalancers)
+      .map(([stack, l]) => `${l.name} ${stack.endsWith(`/${LB_CONTROLLER_INGRESS}`) ? 'application' : 'network'} ${scope.prefix} ${stack}`)
+      .sort(),
+    "the AWS Load Balancer Controller's ALB and NLBs, tagged as it tags them",
+  );
+  for (const row of LB_CONTROLLER_SERVICES)
+    t.like(
+      before.lbController[row.name],
+      { finalizers: row.upstream.finalizers, events: row.upstream.events, conditions: [] },
+      `${row.name}: upstream left ${row.what} as it does`,
+    );
   // Upstream acts as its per-controller ServiceAccounts (--use-service-account-credentials=true).
   const upstreamWriters = new Set(
     (await upstreamAudit.events())
@@ -643,7 +800,8 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   );
   const afterUpstream = await motoJournal(journal);
   t.deepEqual(
-    afterUpstream.filter((c) => c.action === 'CreateLoadBalancer').map((c) => c.caller),
+    // Not the test's own (moto-aws.py signs as MOTO_CLIENT_ENV's key): the LB controller's ALB and NLBs.
+    afterUpstream.filter((c) => c.action === 'CreateLoadBalancer' && c.caller !== MOTO_CLIENT_ENV.AWS_ACCESS_KEY_ID).map((c) => c.caller),
     SERVICES.map(() => UPSTREAM_KEY),
   );
 
@@ -704,10 +862,13 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     } as KubernetesObject,
   ]);
   const metricsToken = (await serviceAccountKubeConfig(admin, { namespace: ns, name: 'metrics-reader' })).getCurrentUser()!.token!;
-  const routeSyncsOf = async (p: Pod): Promise<Record<string, number>> => {
+  const metricsOf = async (p: Pod): Promise<string> => {
     const r = await get(`https://127.0.0.1:${p.ports.get(10258)}/metrics`, { insecure: true, token: metricsToken }).catch(() => undefined);
+    return r?.status === 200 ? r.body : '';
+  };
+  const routeSyncsOf = async (p: Pod): Promise<Record<string, number>> => {
     const out: Record<string, number> = {};
-    for (const m of (r?.status === 200 ? r.body : '').matchAll(/^route_controller_route_sync_total\{[^}]*outcome="(\w+)"[^}]*\} (\d+)/gm))
+    for (const m of (await metricsOf(p)).matchAll(/^route_controller_route_sync_total\{[^}]*outcome="(\w+)"[^}]*\} (\d+)/gm))
       out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
     return out;
   };
@@ -726,6 +887,13 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
       ),
     );
   const ensuredBefore = await ensuredCounts();
+  // The controller's Services that upstream announces (the external one): ours announces them too, then leaves them to the controller.
+  const announced = LB_CONTROLLER_SERVICES.filter((r) => r.upstream.events.includes('Normal EnsuringLoadBalancer'));
+  const announcedCounts = async () =>
+    Object.fromEntries(
+      await Promise.all(announced.map(async (r) => [r.name, await eventCount(core, lbControllerServices.get(r.name)!, 'EnsuringLoadBalancer')])),
+    );
+  const announcedBefore = await announcedCounts();
   await stopUpstream(upstream.process);
   const takeoverFrom = (await motoJournal(journal)).length;
   const ours = await waitFor(async () => ((h) => h !== '' && h !== upstream.holder && h)(await leaseHolder(admin, ns)), {
@@ -734,6 +902,12 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     log: pod.host.logPath,
   });
   await ensuredAgain(ensuredBefore, 'ours', pod.host.logPath);
+  for (const r of announced)
+    await waitFor(async () => (await eventCount(core, lbControllerServices.get(r.name)!, 'EnsuringLoadBalancer')) > announcedBefore[r.name]!, {
+      what: `ours announced ${r.name} as upstream does`,
+      timeoutMs: 60_000,
+      log: pod.host.logPath,
+    });
   // And its route controller has compared the routes with the Nodes (a reconcile that found nothing to do).
   const routeSyncs = await waitFor(async () => ((m) => (m.noop ? m : undefined))(await routeSyncsOf(pod)), {
     what: "ours' route controller reconciled",
@@ -741,12 +915,12 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     log: pod.host.logPath,
   });
   t.is(routeSyncs.changed ?? 0, 0, `ours' route reconciles changed nothing (${JSON.stringify(routeSyncs)})`);
-  const adopted = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
+  const adopted = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow(), lbController: await lbControllerNow() };
   const takeover = (await motoJournal(journal)).slice(takeoverFrom);
   t.deepEqual(
     adopted,
     before,
-    'after the switch: the same load balancers (listeners, instances or targets, health checks, attributes, security groups and their rules, tags), routes, Service status, finalizers and Nodes',
+    "after the switch: the same load balancers (listeners, instances or targets, health checks, attributes, security groups and their rules, tags), routes, Service status, finalizers and Nodes; the LB controller's load balancers, groups and Services (not one write: same resourceVersion; no event but upstream's reasons)",
   );
   t.deepEqual(
     takeover.filter((c) => /^(Create|Delete|Replace)(LoadBalancer|TargetGroup|Listener|SecurityGroup|Route)$/.test(c.action)),
@@ -765,6 +939,67 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     [],
     'ours deleted nothing and wrote no Node',
   );
+  t.deepEqual(
+    k8sWrites.filter((w) => LB_CONTROLLER_SERVICES.some((r) => w.endsWith(` services ${r.name}`) || w.endsWith(`/status ${r.name}`))),
+    [],
+    "ours wrote nothing to the LB controller's Services",
+  );
+  // The orphan sweep does not run for the AWS provider (the bridge lists no load balancers): it counted nothing, the controller's included.
+  t.deepEqual(
+    (await metricsOf(pod)).split('\n').filter((l) => /^ccm_orphan_load_balancers_total\{[^}]*\} [1-9]/.test(l)),
+    [],
+    'the orphan sweep found no orphan',
+  );
+  // An external Service made and deleted while ours leads: ours treats it as upstream does (its finalizer,
+  // then ImplementedElsewhere), and its deletion is not held by that finalizer: removed with no AWS call.
+  const lateFrom = (await motoJournal(journal)).length;
+  const lateBody = lbService('lbc-late', ns, [{ port: 80 }], {}, LB_CONTROLLER_SERVICES.find((r) => r.name === 'lbc-external')!.annotations);
+  lateBody.metadata!.finalizers = [LB_CONTROLLER_FINALIZER];
+  const late = await core.createNamespacedService({ namespace: ns, body: lateBody });
+  await waitFor(async () => (await core.readNamespacedService({ name: 'lbc-late', namespace: ns })).metadata?.finalizers?.includes(LB_FINALIZER), {
+    what: "ours put upstream's finalizer on lbc-late, as upstream does",
+    timeoutMs: 60_000,
+    log: pod.host.logPath,
+  });
+  await core.deleteNamespacedService({ name: 'lbc-late', namespace: ns });
+  // The LB controller removes its own finalizer once its NLB is gone (here at once: it made none); retried on a conflict with ours.
+  await waitFor(
+    async () => {
+      const now = await core.readNamespacedService({ name: 'lbc-late', namespace: ns });
+      const rest = (now.metadata?.finalizers ?? []).filter((f) => f !== LB_CONTROLLER_FINALIZER);
+      return core
+        .patchNamespacedService({
+          name: 'lbc-late',
+          namespace: ns,
+          body: [
+            { op: 'test', path: '/metadata/resourceVersion', value: now.metadata!.resourceVersion },
+            { op: 'replace', path: '/metadata/finalizers', value: rest },
+          ],
+        })
+        .then(
+          () => true,
+          () => false,
+        );
+    },
+    { what: "the LB controller's finalizer off lbc-late", timeoutMs: 30_000 },
+  );
+  await waitFor(async () => (await core.listNamespacedService({ namespace: ns, fieldSelector: 'metadata.name=lbc-late' })).items.length === 0, {
+    what: 'lbc-late deleted (ours removed its finalizer)',
+    timeoutMs: 60_000,
+    log: pod.host.logPath,
+  });
+  t.deepEqual(
+    (await motoJournal(journal))
+      .slice(lateFrom)
+      .filter((c) => c.caller === OURS_KEY && mutating(c) && c.name === `a${late.metadata!.uid!.replace(/-/g, '')}`.slice(0, 32)),
+    [],
+    'ours made no AWS write for the external Service it saw made and deleted',
+  );
+  t.deepEqual(
+    (await eventReasons(core, late)).filter((r) => r.startsWith('Warning')),
+    [],
+    'and recorded no Warning on it',
+  );
 
   // 4. Rollback: ours stopped (it releases the Lease), upstream started again.
   t.is(await pod.host.stop(), 0, 'ours stops cleanly');
@@ -773,7 +1008,7 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
   const ensuredByOurs = await ensuredCounts();
   upstream = await runUpstream();
   await ensuredAgain(ensuredByOurs, 'upstream', upstream.logPath);
-  const rolledBack = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow() };
+  const rolledBack = { cloud: await cloudNow(), services: await servicesNow(), nodes: await nodesNow(), lbController: await lbControllerNow() };
   const rollback = (await motoJournal(journal)).slice(rollbackFrom);
   t.deepEqual(rolledBack, before, 'after the rollback: nothing lost');
   t.deepEqual(
@@ -801,6 +1036,19 @@ test('migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     );
   }
   const all = await motoJournal(journal);
+  const lbControllerGroups = new Set(lbController.groups);
+  t.deepEqual(
+    all
+      .filter(
+        (c) =>
+          (c.caller === UPSTREAM_KEY || c.caller === OURS_KEY) &&
+          mutating(c) &&
+          (lbControllerNames.has(c.name) || c.groups.some((g) => lbControllerGroups.has(g))),
+      )
+      .map((c) => `${c.caller} ${c.action} ${c.name} ${c.groups.join(',')}`),
+    [],
+    "neither side ever wrote to the LB controller's load balancers, listeners, target groups or security groups",
+  );
   t.deepEqual(
     all.filter((c) => /^Delete/.test(c.action)),
     [],

@@ -344,11 +344,13 @@ async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
   await waitFor(() => nodeGone(core, nc), { what: `node ${nc} deleted (${mode})`, timeoutMs: 120_000, log: join(dir, 'host.log') });
   await backends([ia.id, ib.id, id.id]);
 
-  // A misspelled annotation under the prefix the AWS schema owns (plugins/aws-bridge/schema.go):
-  // the host refuses it before any cloud call, so no ELB and no finalizer.
+  // A misspelled value of an annotation the AWS schema lists (plugins/aws-bridge/schema.go):
+  // the host refuses it before any cloud call, so no ELB and no finalizer. (An
+  // unlisted key is not refused: the prefix is shared with the AWS Load
+  // Balancer Controller, whose own keys are no misspellings.)
   const typo = await core.createNamespacedService({
     namespace: prefix,
-    body: lbService('typo', prefix, [{ port: 80 }], {}, { 'service.beta.kubernetes.io/aws-load-balancer-internel': 'true' }),
+    body: lbService('typo', prefix, [{ port: 80 }], {}, { 'service.beta.kubernetes.io/aws-load-balancer-backend-protocol': 'htp' }),
   });
   const warning = await waitFor(async () => (await serviceEvents(core, typo)).find((e) => e.reason === 'InvalidLoadBalancerAnnotation'), {
     what: `InvalidLoadBalancerAnnotation on typo (${mode})`,
@@ -356,7 +358,7 @@ async function scenario(t: ExecutionContext, c: AwsCluster): Promise<void> {
     log: join(dir, 'host.log'),
   });
   t.is(warning.type, 'Warning');
-  t.regex(warning.message ?? '', /aws-load-balancer-internel/);
+  t.regex(warning.message ?? '', /aws-load-balancer-backend-protocol/);
   const typoElb = `a${typo.metadata!.uid!.replaceAll('-', '')}`.slice(0, 32);
   t.false(
     (await c.elbs()).some((l) => l.name === typoElb),
@@ -500,7 +502,13 @@ test("docs/providers/aws-annotations.md is the bridged AWS provider's schema (pl
   const aws = ANNOTATION_REFERENCES.find((r) => r.name === 'aws')!;
   const rendered = await renderReference(aws, await AWS_CLOUD_PROVIDER.executable(tmpdir()));
   t.is(rendered, await readFile(aws.file, 'utf8'), 'stale: run npm run docs:annotations -- aws');
-  t.regex(rendered, /^- `service\.beta\.kubernetes\.io\/aws-load-balancer-`$/m, 'the owned prefix');
+  // No owned prefix: the AWS Load Balancer Controller reads keys of its own under service.beta.kubernetes.io/aws-load-balancer- (schema.go).
+  t.regex(rendered, /^## Owned prefixes\n\nNone: /m, 'no owned prefix');
+  t.regex(
+    rendered,
+    /`service\.beta\.kubernetes\.io\/aws-load-balancer-type` \| enum \| `nlb`, `nlb-ip`, `external`/,
+    'the type annotation, external included',
+  );
 });
 
 test('the conformance kit against k8s.io/cloud-provider-aws through the bridge (exec), on moto with a test hook: instances, load balancers and routes pass, what it does not serve is skipped, its own answers for absent machines pinned', async (t) => {
