@@ -19,10 +19,32 @@ export const MAX_RESPONSE_BYTES = 256 * 2 ** 20;
 /** Methods safe to send again when their reused connection turned out closed (Go's isReplayable). */
 const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/**
+ * Where a request goes, as node:http takes it: what rest.ts computes once per
+ * client and per request path, instead of a URL object that node:http would
+ * take apart again on every request.
+ */
+export interface HttpTarget {
+  /** `https:` or `http:`. */
+  protocol: string;
+  /** Without IPv6 brackets. */
+  hostname: string;
+  /** Undefined: the protocol's default. */
+  port?: number;
+  /** Path and query, already encoded. */
+  path: string;
+}
+
+/** `url` as an {@link HttpTarget}. */
+export function targetOf(url: URL): HttpTarget {
+  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return { protocol: url.protocol, hostname, port: url.port ? Number(url.port) : undefined, path: url.pathname + url.search };
+}
+
 /** One HTTP request. */
 export interface HttpRequest {
   method: string;
-  url: URL;
+  url: URL | HttpTarget;
   headers: Record<string, string>;
   /** Text body (JSON), if any. */
   body?: string;
@@ -65,11 +87,21 @@ const unwrap = (err: unknown): unknown => (err instanceof StaleConnectionError ?
 
 /** Sends `request` once and reads the whole response. */
 function exchange(request: HttpRequest): Promise<HttpResponse> {
-  const { url, method } = request;
-  const options: https.RequestOptions = { method, headers: request.headers, signal: request.signal };
+  const { method } = request;
+  const target = request.url instanceof URL ? targetOf(request.url) : request.url;
+  const url = { pathname: target.path.split('?', 1)[0]! };
+  const options: https.RequestOptions = {
+    method,
+    protocol: target.protocol,
+    hostname: target.hostname,
+    port: target.port,
+    path: target.path,
+    headers: request.headers,
+    signal: request.signal,
+  };
   if (request.agent) options.agent = request.agent;
   return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https : http).request(url, options, (res) => {
+    const req = (target.protocol === 'https:' ? https : http).request(options, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
