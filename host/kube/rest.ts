@@ -260,17 +260,6 @@ export class RestClient {
     m?.requestSize.observe(labels, body === undefined ? 0 : Buffer.byteLength(body));
     const started = performance.now();
     const timeoutMs = this.o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
-    // Own controller, timer and listener (not AbortSignal.any/timeout): all released when the request ends,
-    // whatever the lifetime of the caller's signal.
-    const abort = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      abort.abort(new RequestTimeoutError(method, pathname, timeoutMs));
-    }, timeoutMs);
-    const onCallerAbort = (): void => abort.abort(opts.signal?.reason);
-    if (opts.signal?.aborted) onCallerAbort();
-    else opts.signal?.addEventListener('abort', onCallerAbort, { once: true });
     let response;
     try {
       // The last check: after the throttle's wait and the credentials, once the connection is up.
@@ -280,15 +269,23 @@ export class RestClient {
             return refused === undefined ? undefined : new FencedWriteError(method, path, refused);
           }
         : undefined;
-      response = await sendRequest({ method, url: target, headers, body, agent, signal: abort.signal, beforeSend });
+      // The bound is one timer inside sendRequest, released when the request ends; the caller's signal goes to
+      // node:http as it is (an AbortError with its reason), so no controller or listener per request.
+      response = await sendRequest({
+        method,
+        url: target,
+        headers,
+        body,
+        agent,
+        signal: opts.signal,
+        timeoutMs,
+        timeoutError: () => new RequestTimeoutError(method, pathname, timeoutMs),
+        beforeSend,
+      });
     } catch (err) {
       m?.requests.inc({ method, host: this.host, code: err instanceof FencedWriteError ? '<fenced>' : '<error>' });
-      // The caller's abort is the caller's; only our own bound becomes a timeout error.
-      if (timedOut && !opts.signal?.aborted) throw new RequestTimeoutError(method, pathname, timeoutMs);
       throw err;
     } finally {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onCallerAbort);
       m?.duration.observe(labels, (performance.now() - started) / 1000);
     }
     m?.requests.inc({ method, host: this.host, code: String(response.status) });
