@@ -49,6 +49,12 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** For patch methods: the patch format. Default `json` (client-node's default for patches). */
   patchType?: PatchType;
+  /**
+   * For writes whose answer the caller never reads: the answer is not decoded
+   * and the call resolves to undefined, whatever its declared type (rest.ts
+   * RequestOptions.discardAnswer). patch.ts's helpers that return nothing use it.
+   */
+  discardAnswer?: boolean;
 }
 
 /** Query parameters of list calls. */
@@ -99,11 +105,16 @@ class Resource {
   }
 
   create<T>(namespace: string | undefined, body: unknown, q: WriteParams = {}, o?: CallOptions, name?: string, sub?: string): Promise<T> {
-    return this.rest.request<T>('POST', this.path(namespace, name, sub), { body, query: q as Query, signal: o?.signal });
+    return this.rest.request<T>('POST', this.path(namespace, name, sub), {
+      body,
+      query: q as Query,
+      signal: o?.signal,
+      discardAnswer: o?.discardAnswer,
+    });
   }
 
   replace<T>(namespace: string | undefined, name: string, body: unknown, q: WriteParams = {}, o?: CallOptions): Promise<T> {
-    return this.rest.request<T>('PUT', this.path(namespace, name), { body, query: q as Query, signal: o?.signal });
+    return this.rest.request<T>('PUT', this.path(namespace, name), { body, query: q as Query, signal: o?.signal, discardAnswer: o?.discardAnswer });
   }
 
   patch<T>(namespace: string | undefined, name: string, body: unknown, q: WriteParams = {}, o?: CallOptions, sub?: string): Promise<T> {
@@ -113,11 +124,12 @@ class Resource {
       query: q as Query,
       contentType: CONTENT_TYPES[type],
       signal: o?.signal,
+      discardAnswer: o?.discardAnswer,
     });
   }
 
   delete<T>(namespace: string | undefined, name: string, body: unknown, o?: CallOptions): Promise<T> {
-    return this.rest.request<T>('DELETE', this.path(namespace, name), { body, signal: o?.signal });
+    return this.rest.request<T>('DELETE', this.path(namespace, name), { body, signal: o?.signal, discardAnswer: o?.discardAnswer });
   }
 }
 

@@ -169,7 +169,8 @@ export class EventRecorder {
       lastTimestamp: new Date(agg.lastSeenMs),
       count: agg.count,
     };
-    await this.core.createNamespacedEvent({ namespace: agg.namespace, body });
+    // Nothing of the answer is read (the name is ours).
+    await this.core.createNamespacedEvent({ namespace: agg.namespace, body }, { discardAnswer: true });
     this.remember(key, { ...agg, name });
   }
 

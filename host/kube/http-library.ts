@@ -19,15 +19,46 @@ export const MAX_RESPONSE_BYTES = 256 * 2 ** 20;
 /** Methods safe to send again when their reused connection turned out closed (Go's isReplayable). */
 const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/**
+ * Where a request goes, as node:http takes it: what rest.ts computes once per
+ * client and per request path, instead of a URL object that node:http would
+ * take apart again on every request.
+ */
+export interface HttpTarget {
+  /** `https:` or `http:`. */
+  protocol: string;
+  /** Without IPv6 brackets. */
+  hostname: string;
+  /** Undefined: the protocol's default. */
+  port?: number;
+  /** Path and query, already encoded. */
+  path: string;
+}
+
+/** `url` as an {@link HttpTarget}. */
+export function targetOf(url: URL): HttpTarget {
+  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return { protocol: url.protocol, hostname, port: url.port ? Number(url.port) : undefined, path: url.pathname + url.search };
+}
+
 /** One HTTP request. */
 export interface HttpRequest {
   method: string;
-  url: URL;
+  url: URL | HttpTarget;
   headers: Record<string, string>;
   /** Text body (JSON), if any. */
   body?: string;
   agent?: http.Agent;
+  /** The caller's abort: the request fails with Node's AbortError (its cause the signal's reason). */
   signal?: AbortSignal;
+  /**
+   * Bound of the whole request in ms, from now until the whole answer has
+   * arrived (the one replay included): past it the request is destroyed and
+   * fails with `timeoutError()` (default: an Error saying so). One timer per
+   * request, released when it settles; no AbortController per request.
+   */
+  timeoutMs?: number;
+  timeoutError?: () => Error;
   /**
    * Asked once the request has its connection (connected, TLS handshake
    * done), right before its bytes are written: an error refuses the request
@@ -46,11 +77,12 @@ export interface HttpResponse {
 
 /** Sends `request` and reads the whole response; see the file comment for the one retry. */
 export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
+  const deadline = request.timeoutMs === undefined ? undefined : performance.now() + request.timeoutMs;
   try {
-    return await exchange(request);
+    return await exchange(request, deadline);
   } catch (err) {
     if (!(err instanceof StaleConnectionError) || !REPLAYABLE.has(request.method)) throw unwrap(err);
-    return exchange(request).catch((e: unknown) => Promise.reject(unwrap(e)));
+    return exchange(request, deadline).catch((e: unknown) => Promise.reject(unwrap(e)));
   }
 }
 
@@ -63,13 +95,32 @@ class StaleConnectionError extends Error {
 
 const unwrap = (err: unknown): unknown => (err instanceof StaleConnectionError ? err.original : err);
 
-/** Sends `request` once and reads the whole response. */
-function exchange(request: HttpRequest): Promise<HttpResponse> {
-  const { url, method } = request;
-  const options: https.RequestOptions = { method, headers: request.headers, signal: request.signal };
+/** Sends `request` once and reads the whole response; past `deadline` (performance.now() ms) it fails with the request's timeout error. */
+function exchange(request: HttpRequest, deadline: number | undefined): Promise<HttpResponse> {
+  const { method } = request;
+  const target = request.url instanceof URL ? targetOf(request.url) : request.url;
+  const url = { pathname: target.path.split('?', 1)[0]! };
+  const options: https.RequestOptions = {
+    method,
+    protocol: target.protocol,
+    hostname: target.hostname,
+    port: target.port,
+    path: target.path,
+    headers: request.headers,
+  };
+  if (request.signal) options.signal = request.signal;
   if (request.agent) options.agent = request.agent;
-  return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https : http).request(url, options, (res) => {
+  return new Promise((settle, fail) => {
+    let timer: NodeJS.Timeout | undefined;
+    const resolve = (r: HttpResponse): void => {
+      clearTimeout(timer);
+      settle(r);
+    };
+    const reject = (err: unknown): void => {
+      clearTimeout(timer);
+      fail(err);
+    };
+    const req = (target.protocol === 'https:' ? https : http).request(options, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -89,6 +140,17 @@ function exchange(request: HttpRequest): Promise<HttpResponse> {
       });
     });
     req.on('error', (err) => reject(req.reusedSocket && isReset(err) ? new StaleConnectionError(err) : err));
+    if (deadline !== undefined) {
+      timer = setTimeout(
+        () => {
+          // Rejected first: the errors destroying the request and its answer cause come after and change nothing.
+          const err = request.timeoutError?.() ?? new Error(`${method} ${url.pathname}: no answer within ${request.timeoutMs} ms`);
+          reject(err);
+          req.destroy(err);
+        },
+        Math.max(0, deadline - performance.now()),
+      );
+    }
     const beforeSend = request.beforeSend;
     if (!beforeSend) {
       req.end(request.body);

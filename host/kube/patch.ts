@@ -2,7 +2,7 @@
  * PATCH requests with an explicit patch type (the facades default to a JSON
  * patch, as client-node's generated clients do).
  */
-import type { CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { CallOptions, CoreV1Api, PatchType } from './api.js';
 import { isConflict, isNotFound } from './client.js';
 
@@ -20,10 +20,11 @@ export function patchOptions(type: PatchType): CallOptions {
 /**
  * Patches a Node's spec/metadata. To make the patch conditional, include
  * `metadata.resourceVersion` in a merge/strategic patch (the server then
- * answers 409 Conflict if the node changed).
+ * answers 409 Conflict if the node changed). The answer is not decoded (no
+ * caller reads it; the informer brings the new node).
  */
-export function patchNode(core: CoreV1Api, name: string, patch: unknown, type: PatchType): Promise<V1Node> {
-  return core.patchNode({ name, body: patch }, patchOptions(type));
+export async function patchNode(core: CoreV1Api, name: string, patch: unknown, type: PatchType): Promise<void> {
+  await core.patchNode({ name, body: patch }, { patchType: type, discardAnswer: true });
 }
 
 /** Patches a Node's status subresource (addresses, conditions, …). */
@@ -41,9 +42,9 @@ export function patchServiceStatus(core: CoreV1Api, namespace: string, name: str
   return core.patchNamespacedServiceStatus({ namespace, name, body: patch }, patchOptions(type));
 }
 
-/** Patches a core/v1 Event (used to bump `count`/`lastTimestamp` of an aggregated event). */
-export function patchEvent(core: CoreV1Api, namespace: string, name: string, patch: unknown, type: PatchType): Promise<CoreV1Event> {
-  return core.patchNamespacedEvent({ namespace, name, body: patch }, patchOptions(type));
+/** Patches a core/v1 Event (used to bump `count`/`lastTimestamp` of an aggregated event); the answer is not decoded. */
+export async function patchEvent(core: CoreV1Api, namespace: string, name: string, patch: unknown, type: PatchType): Promise<void> {
+  await core.patchNamespacedEvent({ namespace, name, body: patch }, { patchType: type, discardAnswer: true });
 }
 
 /** Conflicts a conditional Node write retries before giving up (the caller's own retry takes over). */

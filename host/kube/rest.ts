@@ -31,7 +31,7 @@ import type http from 'node:http';
 import { sleep } from './backoff.js';
 import type { ConnectionPool, Purpose } from './connections.js';
 import type { Authenticator } from './credentials.js';
-import { sendRequest } from './http-library.js';
+import { sendRequest, targetOf, type HttpTarget } from './http-library.js';
 import type { RestMetrics } from './rest-metrics.js';
 
 /**
@@ -79,6 +79,13 @@ export interface RequestOptions {
   contentType?: string;
   /** Aborts the request. */
   signal?: AbortSignal;
+  /**
+   * The caller never reads a successful answer: it is read and measured but
+   * not decoded, and the request resolves to undefined. An error answer is
+   * still decoded into its {@link ApiError}. (Decoding a Node's JSON answer
+   * costs about as much as writing the request: a tenth of a write's CPU.)
+   */
+  discardAnswer?: boolean;
 }
 
 /** An API server answer other than 2xx; `body` is the parsed Status (or the text, if not JSON). */
@@ -117,6 +124,42 @@ export class FencedWriteError extends Error {
   }
 }
 
+/**
+ * An API path a URL would leave as it is: printable ASCII without the
+ * characters a URL path percent-encodes or splits on (space " # < > ? ` { } \)
+ * and without dot segments.
+ */
+const PLAIN_PATH = /^\/[!$-;=@-[\]-_a-z|~]*$/;
+const DOT_SEGMENT = /\/(?:\.|%2e)/i;
+
+/** The URL of a request to API path `path` under the server URL `base`, with `query`'s defined, non-empty values. */
+export function requestUrl(base: URL, path: string, query: Query | undefined): URL {
+  const url = new URL(base.pathname.replace(/\/$/, '') + path, base);
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+  return url;
+}
+
+/**
+ * Path and query (`path`) and path alone (`pathname`) of {@link requestUrl}'s
+ * URL, built as strings when `path` is plain (every path the host builds),
+ * with no URL object per request. `prefix` is `base`'s path without its
+ * trailing slash.
+ */
+export function requestPath(base: URL, path: string, query: Query | undefined, prefix: string): { path: string; pathname: string } {
+  if (!PLAIN_PATH.test(path) || DOT_SEGMENT.test(path)) {
+    const url = requestUrl(base, path, query);
+    return { path: url.pathname + url.search, pathname: url.pathname };
+  }
+  const pathname = prefix + path;
+  let params: URLSearchParams | undefined;
+  if (query)
+    for (const k in query) {
+      const v = query[k];
+      if (v !== undefined && v !== '') (params ??= new URLSearchParams()).set(k, String(v));
+    }
+  return { path: params ? `${pathname}?${params.toString()}` : pathname, pathname };
+}
+
 /** Methods that change nothing; the fence lets them pass. */
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -149,9 +192,19 @@ export interface RestClientOptions {
 /** JSON over HTTP to one API server; see the file comment. */
 export class RestClient {
   private readonly base: URL;
+  /** The server URL's path without its trailing slash: every API path goes under it. */
+  private readonly prefix: string;
+  /** The server as node:http takes it (path filled in per request), computed once. */
+  private readonly target: Omit<HttpTarget, 'path'>;
+  /** `host:port` of the server: the `host` label of the client metrics. */
+  private readonly host: string;
 
   constructor(private readonly o: RestClientOptions) {
     this.base = new URL(o.server);
+    this.prefix = this.base.pathname.replace(/\/$/, '');
+    const { protocol, hostname, port } = targetOf(this.base);
+    this.target = { protocol, hostname, port };
+    this.host = this.base.host;
   }
 
   /** The API server URL. */
@@ -191,7 +244,7 @@ export class RestClient {
     if (refusedEarly !== undefined) throw new FencedWriteError(method, path, refusedEarly);
     const delayMs = this.o.throttle.when();
     if (delayMs > 0) await sleep(delayMs);
-    const { url, headers, agent } = await this.prepare(path, opts.query, 'request');
+    const { target, pathname, headers, agent } = await this.prepareRequest(path, opts.query);
     headers.Accept = 'application/json';
     let body: string | undefined;
     if (opts.body !== undefined) {
@@ -202,22 +255,11 @@ export class RestClient {
       headers['Content-Length'] = String(Buffer.byteLength(body));
     }
     const m = this.o.metrics;
-    const labels = { verb: method, host: url.host };
+    const labels = { verb: method, host: this.host };
     m?.rateLimiter.observe(labels, delayMs > 0 ? delayMs / 1000 : 0);
     m?.requestSize.observe(labels, body === undefined ? 0 : Buffer.byteLength(body));
     const started = performance.now();
     const timeoutMs = this.o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
-    // Own controller, timer and listener (not AbortSignal.any/timeout): all released when the request ends,
-    // whatever the lifetime of the caller's signal.
-    const abort = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      abort.abort(new RequestTimeoutError(method, url.pathname, timeoutMs));
-    }, timeoutMs);
-    const onCallerAbort = (): void => abort.abort(opts.signal?.reason);
-    if (opts.signal?.aborted) onCallerAbort();
-    else opts.signal?.addEventListener('abort', onCallerAbort, { once: true });
     let response;
     try {
       // The last check: after the throttle's wait and the credentials, once the connection is up.
@@ -227,35 +269,60 @@ export class RestClient {
             return refused === undefined ? undefined : new FencedWriteError(method, path, refused);
           }
         : undefined;
-      response = await sendRequest({ method, url, headers, body, agent, signal: abort.signal, beforeSend });
+      // The bound is one timer inside sendRequest, released when the request ends; the caller's signal goes to
+      // node:http as it is (an AbortError with its reason), so no controller or listener per request.
+      response = await sendRequest({
+        method,
+        url: target,
+        headers,
+        body,
+        agent,
+        signal: opts.signal,
+        timeoutMs,
+        timeoutError: () => new RequestTimeoutError(method, pathname, timeoutMs),
+        beforeSend,
+      });
     } catch (err) {
-      m?.requests.inc({ method, host: url.host, code: err instanceof FencedWriteError ? '<fenced>' : '<error>' });
-      // The caller's abort is the caller's; only our own bound becomes a timeout error.
-      if (timedOut && !opts.signal?.aborted) throw new RequestTimeoutError(method, url.pathname, timeoutMs);
+      m?.requests.inc({ method, host: this.host, code: err instanceof FencedWriteError ? '<fenced>' : '<error>' });
       throw err;
     } finally {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onCallerAbort);
       m?.duration.observe(labels, (performance.now() - started) / 1000);
     }
-    m?.requests.inc({ method, host: url.host, code: String(response.status) });
+    m?.requests.inc({ method, host: this.host, code: String(response.status) });
     m?.responseSize.observe(labels, response.body.length);
+    const ok = response.status >= 200 && response.status < 300;
+    if (ok && opts.discardAnswer) return undefined as T;
     const text = response.body.toString('utf8');
     let parsed: unknown = text;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch (err) {
-      if (response.status >= 200 && response.status < 300)
-        throw new Error(`${method} ${url.pathname}: the answer is not JSON: ${(err as Error).message}`, { cause: err });
+      if (ok) throw new Error(`${method} ${pathname}: the answer is not JSON: ${(err as Error).message}`, { cause: err });
     }
-    if (response.status < 200 || response.status >= 300) throw new ApiError(response.status, parsed, method, url.pathname);
+    if (!ok) throw new ApiError(response.status, parsed, method, pathname);
     return parsed as T;
+  }
+
+  /**
+   * Target, path (without the query, for messages), headers and agent of a
+   * request to `path` (an API path without a query; the query goes in
+   * `query`). Equal to {@link RestClient.prepare}'s URL but built as a string,
+   * with no URL object per request (node:http would take it apart again).
+   */
+  private async prepareRequest(
+    path: string,
+    query: Query | undefined,
+  ): Promise<{ target: HttpTarget; pathname: string; headers: Record<string, string>; agent: http.Agent }> {
+    const { path: full, pathname } = requestPath(this.base, path, query, this.prefix);
+    const target = { ...this.target, path: full };
+    const { tls, headers } = await this.o.auth.authenticate();
+    headers['User-Agent'] = this.o.userAgent;
+    return { target, pathname, headers, agent: this.o.connections.agentFor(target.protocol === 'https:', tls, 'request') };
   }
 
   /** URL, headers and agent of a request to `path` for `purpose`. */
   async prepare(path: string, query: Query | undefined, purpose: Purpose): Promise<{ url: URL; headers: Record<string, string>; agent: http.Agent }> {
-    const url = new URL(this.base.pathname.replace(/\/$/, '') + path, this.base);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    const url = requestUrl(this.base, path, query);
     const { tls, headers } = await this.o.auth.authenticate();
     headers['User-Agent'] = this.o.userAgent;
     return { url, headers, agent: this.o.connections.agentFor(url.protocol === 'https:', tls, purpose) };

@@ -20,7 +20,10 @@ export interface CapturedRequest {
 
 export interface CannedResponse {
   status: number;
-  body: unknown;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Sent as is instead of `body` (e.g. an answer that is not JSON). */
+  raw?: string;
 }
 
 export interface CaptureServer {
@@ -47,9 +50,9 @@ export async function startCaptureServer(respond: (req: CapturedRequest) => Cann
         remotePort: req.socket.remotePort ?? 0,
       };
       requests.push(captured);
-      const { status, body } = respond(captured);
+      const { status, body, raw } = respond(captured);
       res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
+      res.end(raw ?? JSON.stringify(body));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

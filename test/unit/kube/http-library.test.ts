@@ -85,6 +85,37 @@ test('sendRequest: an aborted signal ends the request with an AbortError', async
   await t.throwsAsync(sent, { name: 'AbortError' });
 });
 
+// The request bound (timeoutMs) is one timer per request, no AbortController (issue 34, per-object CPU): past it the
+// request fails with the caller's timeout error whether nothing or part of the answer came; in time, it resolves and
+// its timer never fires (released with the answer).
+const boundTable: { name: string; answer: (res: http.ServerResponse) => void; timeoutMs: number; want: 'timeout' | 'answer' }[] = [
+  { name: 'no answer at all', answer: () => undefined, timeoutMs: 150, want: 'timeout' },
+  { name: 'headers and part of the body, then nothing', answer: (res) => (res.writeHead(200), res.write('{"a":')), timeoutMs: 150, want: 'timeout' },
+  { name: 'the whole answer in time', answer: (res) => res.end('{}'), timeoutMs: 3_000, want: 'answer' },
+];
+
+for (const { name, answer, timeoutMs, want } of boundTable) {
+  test(`sendRequest: timeoutMs, ${name}: ${want === 'timeout' ? 'fails with the timeout error' : 'resolves, no timer left'}`, async (t) => {
+    const server = http.createServer((_req, res) => answer(res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`);
+    const agent = new http.Agent({ keepAlive: false });
+    t.teardown(() => agent.destroy());
+    const timeout = new Error('the bound passed');
+    let fired = 0;
+    const timeoutError = () => (fired++, timeout);
+    const sent = sendRequest({ method: 'GET', url, headers: {}, agent, timeoutMs, timeoutError });
+    if (want === 'timeout') {
+      t.is(await t.throwsAsync(sent), timeout);
+    } else {
+      t.is((await sent).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, timeoutMs + 500));
+      t.is(fired, 0, 'the bound timer was released with the answer');
+    }
+  });
+}
+
 /**
  * Write fencing's last check (beforeSend): asked once the request has a
  * connection that can carry it (TCP connected, TLS handshake done), and a
