@@ -215,7 +215,7 @@ hand at once), not the API QPS (the host's client rate limiter made no request w
   "threads waiting for a CPU" and "busiest thread" come from /proc/<pid>/task/*/schedstat over the run. On an idle
   machine the wait goes away; under load the CPU per object (issue 34, item 3) is what closes it.
 - **Write order, on purpose.** Our host writes the cloud's addresses before it removes the taint (so a schedulable
-  node always has them: docs/upstream-parity.md); upstream removes the taint first and writes the addresses after.
+  node always has them: docs/differences-from-upstream.md); upstream removes the taint first and writes the addresses after.
   Our taint goes one Node write later: one API round trip per node (milliseconds on an idle machine; about 0.16 s
   at a load average of 25–34), the same writes in all.
 
