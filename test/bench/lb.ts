@@ -32,9 +32,12 @@ import {
   journalLength,
   liveReadRows,
   rssMb,
+  schedFigures,
+  schedSnapshot,
   sideBySideRows,
   WRITE_VERBS,
   type LiveReadFigures,
+  type SchedFigures,
 } from './ccm-sides.js';
 import { startCcm, type RunningCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, f2, int, type BenchSection } from './section.js';
@@ -92,6 +95,8 @@ interface CreateFigures {
   latency: Record<LbTransition, LatencySummary>;
   /** Services found answering through their load balancer (the `available` phase) within the probes' time. */
   available: number;
+  /** The CCM's threads from the first create until every ingress was set (ccm-sides.ts schedFigures). */
+  sched: SchedFigures;
 }
 
 /** Deleting every Service (its load balancer, then the cleanup finalizer). */
@@ -153,10 +158,12 @@ export async function benchCreate(
     const journal0 = await journalLength(state);
     log(`lb-create: ${side.kind}: ${services} Services, workers=${workers}, latency ${LATENCY_MS} ms, logs in ${dir}`);
     await watch.start();
+    const sched0 = await schedSnapshot(ccm.pid);
     const t0 = Date.now();
     await createServices(core, ns, services);
     await waitFor(() => allIngress(core, ns, services), { what: 'every ingress set', timeoutMs: 30 * 60_000, intervalMs: 250 });
     const seconds = (Date.now() - t0) / 1000;
+    const sched = schedFigures(sched0, await schedSnapshot(ccm.pid), seconds);
     await waitFor(() => watch.assigned === services, { what: `the watch saw ${services} ingresses`, timeoutMs: 60_000 });
     // The benchmark's own creates are Service writes too.
     const serviceWrites = (await apiRequests(cp, 'services', WRITE_VERBS)) - writes0 - services;
@@ -178,6 +185,7 @@ export async function benchCreate(
       },
       latency: watch.summaries(),
       available: 0,
+      sched,
     };
     // The probes run on: a load balancer not answering yet is reported, not waited for past the bound.
     await waitFor(() => watch.available === services, { what: `${services} load balancers answering`, timeoutMs: AVAILABLE_TIMEOUT_MS }).catch(
@@ -326,7 +334,8 @@ async function benchNodes(cp: ControlPlane, side: Side, runId: string, log: (s: 
 
 const LB_NODES = { services: 500, nodes: 200, workers: DEFAULT_CONCURRENT_SERVICE_SYNCS };
 
-const LB_CREATE = { services: 1000, latencyMs: LATENCY_MS, qps: QPS, burst: BURST };
+/** `BENCH_LB_SERVICES` sets the count (default 1,000), e.g. for a quick look at a change. */
+const LB_CREATE = { services: Number(process.env.BENCH_LB_SERVICES ?? 1000), latencyMs: LATENCY_MS, qps: QPS, burst: BURST };
 /** Equal workers on both sides: upstream's default (1), then ours (10). */
 const CREATE_WORKERS = [1, DEFAULT_CONCURRENT_SERVICE_SYNCS];
 /** The setting whose run then deletes every Service (at 1 worker the cloud latency alone would take 200 s a side). */
@@ -406,7 +415,8 @@ ${liveReadRows(results, (f) => f.live, 'Service', int)}
 ### ServiceCreationLatency, the way ClusterLoader2 measures it
 
 ClusterLoader2's (SIG Scalability's) \`ServiceCreationLatency\` measurement, its LoadBalancer transitions, per Service,
-percentiles over the ${int(LB_CREATE.services)} Services of each run above (test/bench/service-latency.ts). The phases are
+percentiles over the ${int(LB_CREATE.services)} Services of each run above (test/bench/service-latency.ts; \`BENCH_LB_SERVICES\` sets
+the count). The phases are
 the bench process's own clock when its watch delivered the event (ClusterLoader2 takes \`created\` and \`deleting\` from the
 object's timestamps, which have one-second resolution):
 
@@ -416,8 +426,9 @@ object's timestamps, which have one-second resolution):
 - \`assigned_to_available_loadbalancer\`: from that event until a request through the ingress address and the Service's port
   is answered by the backend three times in a row (ClusterLoader2's ping checker: three successes, one second after every
   failure; it curls from a pod, the bench makes a TCP exchange with a backend on the node port the load balancer forwards
-  to, the local cloud's load balancers being L4 listeners on loopback addresses). Here the CCM is done already: it measures
-  the cloud's data plane (the local cloud binds a listener before its ensure call returns), so both sides should match.
+  to, the local cloud's load balancers being L4 listeners on loopback addresses). The CCM's part is done by then: this is the
+  cloud's data plane (the local cloud binds the listener before its ensure call returns) and the probes, the same code on
+  both sides, run in our host's plugin process or upstream's sidecar; differences are the machine's load.
 - \`create_to_available_loadbalancer\`: the two above together, what a user waits for.
 - \`delete_loadbalancer\`: in the ${DELETE_WORKERS}-worker run below, from the first event with \`metadata.deletionTimestamp\` (the
   benchmark's delete; the CCM's cleanup finalizer keeps the Service) to the DELETED event: the CCM's queue wait, its cloud
@@ -436,6 +447,11 @@ ${latencyRows(
   (f) => f.latency.delete_loadbalancer,
 )}
 ${line('Services found answering (of ' + int(LB_CREATE.services) + ')', (f) => f.available, int)}
+${line('threads runnable, waiting for a CPU, until every ingress (s)', (f) => f.sched.waitSeconds, f1)}
+${line('busiest thread running or waiting to run (% of that time)', (f) => f.sched.busiestShare * 100, f1, true)}
+
+The last two rows are the CCM's threads from /proc/<pid>/task/*/schedstat (see node-init: our host runs its
+JavaScript on one thread, so on a loaded machine its queue waits for that thread).
 
 Then, in the ${DELETE_WORKERS}-worker run, the benchmark deletes all ${int(LB_CREATE.services)} Services while the CCM runs; time runs from
 the first delete until every Service is gone (the CCM removed its cleanup finalizer) and the cloud has no load balancer.
