@@ -427,8 +427,9 @@ object's timestamps, which have one-second resolution):
   is answered by the backend three times in a row (ClusterLoader2's ping checker: three successes, one second after every
   failure; it curls from a pod, the bench makes a TCP exchange with a backend on the node port the load balancer forwards
   to, the local cloud's load balancers being L4 listeners on loopback addresses). The CCM's part is done by then: this is the
-  cloud's data plane (the local cloud binds the listener before its ensure call returns) and the probes, the same code on
-  both sides, run in our host's plugin process or upstream's sidecar; differences are the machine's load.
+  cloud's data plane (the local cloud binds the listener before its ensure call returns; its forwarder, the same code on
+  both sides, runs in our host's plugin process or in upstream's sidecar) and the bench's probes: differences are the
+  machine's load.
 - \`create_to_available_loadbalancer\`: the two above together, what a user waits for.
 - \`delete_loadbalancer\`: in the ${DELETE_WORKERS}-worker run below, from the first event with \`metadata.deletionTimestamp\` (the
   benchmark's delete; the CCM's cleanup finalizer keeps the Service) to the DELETED event: the CCM's queue wait, its cloud
