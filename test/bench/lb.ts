@@ -336,8 +336,8 @@ const LB_NODES = { services: 500, nodes: 200, workers: DEFAULT_CONCURRENT_SERVIC
 
 /** `BENCH_LB_SERVICES` sets the count (default 1,000), e.g. for a quick look at a change. */
 const LB_CREATE = { services: Number(process.env.BENCH_LB_SERVICES ?? 1000), latencyMs: LATENCY_MS, qps: QPS, burst: BURST };
-/** Equal workers on both sides: upstream's default (1), then ours (10). */
-const CREATE_WORKERS = [1, DEFAULT_CONCURRENT_SERVICE_SYNCS];
+/** Equal workers on both sides: upstream's default (1), then ours (10); `BENCH_LB_WORKERS=10` runs only the settings listed (comma-separated). */
+const CREATE_WORKERS = process.env.BENCH_LB_WORKERS ? process.env.BENCH_LB_WORKERS.split(',').map(Number) : [1, DEFAULT_CONCURRENT_SERVICE_SYNCS];
 /** The setting whose run then deletes every Service (at 1 worker the cloud latency alone would take 200 s a side). */
 const DELETE_WORKERS = DEFAULT_CONCURRENT_SERVICE_SYNCS;
 
@@ -416,7 +416,7 @@ ${liveReadRows(results, (f) => f.live, 'Service', int)}
 
 ClusterLoader2's (SIG Scalability's) \`ServiceCreationLatency\` measurement, its LoadBalancer transitions, per Service,
 percentiles over the ${int(LB_CREATE.services)} Services of each run above (test/bench/service-latency.ts; \`BENCH_LB_SERVICES\` sets
-the count). The phases are
+the count, \`BENCH_LB_WORKERS\` the settings). The phases are
 the bench process's own clock when its watch delivered the event (ClusterLoader2 takes \`created\` and \`deleting\` from the
 object's timestamps, which have one-second resolution):
 
