@@ -5,7 +5,7 @@
  * the cloud calls from the local cloud's journal, and writes from the
  * kube-apiserver's request counter.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { get } from '../controlplane/probe.js';
 import { httpsRequest } from '../helpers/https.js';
@@ -28,6 +28,45 @@ export async function cpuSeconds(pid: number): Promise<number> {
   // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Seconds one thread spent on a CPU and runnable but waiting for one, by thread id. */
+export type SchedSnapshot = Map<number, { run: number; wait: number }>;
+
+/**
+ * Every thread's scheduler times of `pid` (/proc/<pid>/task/<tid>/schedstat:
+ * ns on a CPU, ns runnable on a run queue); threads that end meanwhile are left out.
+ */
+export async function schedSnapshot(pid: number): Promise<SchedSnapshot> {
+  const out: SchedSnapshot = new Map();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const line = await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').catch(() => '');
+    const [run, wait] = line.split(' ').map(Number);
+    if (run !== undefined && wait !== undefined && !Number.isNaN(wait)) out.set(Number(tid), { run: run / 1e9, wait: wait / 1e9 });
+  }
+  return out;
+}
+
+export interface SchedFigures {
+  /** Seconds the process's threads were runnable but waiting for a CPU, together. */
+  waitSeconds: number;
+  /**
+   * The busiest thread (most time running or waiting to run): that time as a share of the wall time
+   * (1: it always had work). Node.js runs its JavaScript on one thread, Go spreads goroutines over several.
+   */
+  busiestShare: number;
+}
+
+/** What the scheduler shows between two snapshots `wallSeconds` apart. */
+export function schedFigures(before: SchedSnapshot, after: SchedSnapshot, wallSeconds: number): SchedFigures {
+  let waitSeconds = 0;
+  let busiest = 0;
+  for (const [tid, a] of after) {
+    const b = before.get(tid) ?? { run: 0, wait: 0 };
+    waitSeconds += a.wait - b.wait;
+    busiest = Math.max(busiest, a.run - b.run + (a.wait - b.wait));
+  }
+  return { waitSeconds, busiestShare: wallSeconds > 0 ? busiest / wallSeconds : NaN };
 }
 
 /** Sum of kube-apiserver's apiserver_request_total for `resource` and the given verbs. */

@@ -46,16 +46,22 @@ interface ListResponse {
   items?: KubernetesObject[];
 }
 
+/** A phase test: whether `obj`, as one watch event delivered it, shows the phase. */
+export type PhaseTest<T> = (obj: T) => boolean;
+
 /**
  * Watches `path` (a collection, e.g. `/api/v1/nodes`) and records, per
- * object name, when it was first seen and when `reached(obj)` first held.
+ * object (namespace/name), the bench clock when each phase was first seen:
+ * `created` when the object was first seen, `deleted` at its DELETED event,
+ * and each of `phases` at the first event where its test held. Phases the
+ * watch cannot see (e.g. a load balancer answering) are set with mark().
  * start() resolves once the watch is open; stop() ends it. A watch the API
  * server ends is reopened from the last resourceVersion seen; a 410 Gone
  * relists.
  */
-export class TransitionWatch<T extends KubernetesObject> {
-  private readonly created = new Map<string, number>();
-  private readonly reachedAt = new Map<string, number>();
+export class PhaseWatch<T extends KubernetesObject> {
+  private readonly times = new Map<string, Map<string, number>>();
+  private readonly counts = new Map<string, number>();
   private resourceVersion = '';
   private abort?: AbortController;
   private stopped = false;
@@ -67,9 +73,11 @@ export class TransitionWatch<T extends KubernetesObject> {
     private readonly kc: KubeConfig,
     private readonly path: string,
     private readonly labelSelector: string | undefined,
-    private readonly reached: (obj: T) => boolean,
+    private readonly phases: Record<string, PhaseTest<T>>,
     /** The same collection as one LIST (its items and resourceVersion), e.g. CoreV1Api.listNode. */
     private readonly lister: () => Promise<ListResponse>,
+    /** Called for every object an event (or the first LIST) delivers, after its phases are recorded. */
+    private readonly onObject?: (key: string, obj: T, type: 'ADDED' | 'MODIFIED' | 'DELETED') => void,
   ) {}
 
   async start(): Promise<void> {
@@ -77,18 +85,34 @@ export class TransitionWatch<T extends KubernetesObject> {
     await this.open();
   }
 
-  /** Objects seen so far, and how many reached the phase. */
-  get seen(): number {
-    return this.created.size;
-  }
-  get done(): number {
-    return this.reachedAt.size;
+  /** Objects that reached `phase` so far. */
+  count(phase: string): number {
+    return this.counts.get(phase) ?? 0;
   }
 
-  /** Milliseconds from first seen to phase reached, per object that reached it. */
-  latenciesMs(): number[] {
+  /** When `key` reached `phase` (bench clock, ms), if it has. */
+  at(key: string, phase: string): number | undefined {
+    return this.times.get(key)?.get(phase);
+  }
+
+  /** Records `phase` for `key` at `now` unless it was recorded before; false if it was. */
+  mark(key: string, phase: string, now: number): boolean {
+    let t = this.times.get(key);
+    if (!t) this.times.set(key, (t = new Map()));
+    if (t.has(phase)) return false;
+    t.set(phase, now);
+    this.counts.set(phase, this.count(phase) + 1);
+    return true;
+  }
+
+  /** Milliseconds from `from` to `to`, per object that reached both (ClusterLoader2's transition). */
+  between(from: string, to: string): number[] {
     const out: number[] = [];
-    for (const [name, at] of this.reachedAt) out.push(at - this.created.get(name)!);
+    for (const t of this.times.values()) {
+      const a = t.get(from);
+      const b = t.get(to);
+      if (a !== undefined && b !== undefined) out.push(b - a);
+    }
     return out;
   }
 
@@ -97,17 +121,20 @@ export class TransitionWatch<T extends KubernetesObject> {
     this.abort?.abort();
   }
 
-  private observe(obj: T, now: number): void {
-    const name = obj.metadata?.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata!.name!;
-    if (!this.created.has(name)) this.created.set(name, now);
-    if (!this.reachedAt.has(name) && this.reached(obj)) this.reachedAt.set(name, now);
+  /** Records what one watch event (or a listed item, as ADDED) shows, at `now`. */
+  handle(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T, now: number): void {
+    const key = obj.metadata?.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata!.name!;
+    this.mark(key, 'created', now);
+    for (const [phase, test] of Object.entries(this.phases)) if (!this.at(key, phase) && test(obj)) this.mark(key, phase, now);
+    if (type === 'DELETED') this.mark(key, 'deleted', now);
     if (obj.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+    this.onObject?.(key, obj, type);
   }
 
   private async list(): Promise<void> {
     const body = await this.lister();
     const now = Date.now();
-    for (const item of body.items ?? []) this.observe(item as T, now);
+    for (const item of body.items ?? []) this.handle('ADDED', item as T, now);
     this.resourceVersion = body.metadata?.resourceVersion ?? this.resourceVersion;
   }
 
@@ -126,7 +153,7 @@ export class TransitionWatch<T extends KubernetesObject> {
           if (obj.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
           return;
         }
-        if (phase === 'ADDED' || phase === 'MODIFIED') this.observe(obj, Date.now());
+        if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') this.handle(phase, obj, Date.now());
       },
       (err: unknown) => {
         if (this.stopped || (err as Error | undefined)?.name === 'AbortError') return;
@@ -149,6 +176,29 @@ export class TransitionWatch<T extends KubernetesObject> {
         await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** attempt)));
       }
     }
+  }
+}
+
+/**
+ * One transition, created → `reached`, of the objects of a collection: how
+ * many were seen, how many reached it, and the latencies.
+ */
+export class TransitionWatch<T extends KubernetesObject> extends PhaseWatch<T> {
+  constructor(kc: KubeConfig, path: string, labelSelector: string | undefined, reached: PhaseTest<T>, lister: () => Promise<ListResponse>) {
+    super(kc, path, labelSelector, { reached }, lister);
+  }
+
+  /** Objects seen so far, and how many reached the phase. */
+  get seen(): number {
+    return this.count('created');
+  }
+  get done(): number {
+    return this.count('reached');
+  }
+
+  /** Milliseconds from first seen to phase reached, per object that reached it. */
+  latenciesMs(): number[] {
+    return this.between('created', 'reached');
   }
 }
 

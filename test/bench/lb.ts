@@ -32,19 +32,27 @@ import {
   journalLength,
   liveReadRows,
   rssMb,
+  schedFigures,
+  schedSnapshot,
   sideBySideRows,
   WRITE_VERBS,
   type LiveReadFigures,
+  type SchedFigures,
 } from './ccm-sides.js';
 import { startCcm, type RunningCcm, type Side } from '../helpers/ccm-side.js';
 import { f1, f2, int, type BenchSection } from './section.js';
 import { CLOUD_PROVIDER_VERSION, ensureUpstreamCcm } from '../helpers/upstream-ccm.js';
-import { latencyRows, lbAssignWatch, summarize, type LatencySummary } from './latency.js';
+import { latencyRows, type LatencySummary } from './latency.js';
+import { ServiceCreationLatency, type LbTransition } from './service-latency.js';
 
 const CREATE_CONCURRENCY = 32;
 const LATENCY_MS = 200;
 const QPS = 100;
 const BURST = 200;
+/** The one backend node every load balancer forwards to; the bench's backends listen on its node ports. */
+const BACKEND_IP = '127.0.60.1';
+/** How long the probes may take, after every ingress is set, to find every load balancer answering. */
+const AVAILABLE_TIMEOUT_MS = 5 * 60_000;
 
 async function createServices(core: CoreV1Api, ns: string, n: number): Promise<void> {
   await mapLimit(
@@ -80,8 +88,15 @@ interface CreateFigures {
   live: LiveReadFigures;
   /** Only with `deleting`: every Service deleted once all have their ingress. */
   deletion?: DeleteFigures;
-  /** ClusterLoader2's create_to_assigned_loadbalancer per Service, as the bench's watch saw it (latency.ts). */
-  assignLatency: LatencySummary;
+  /**
+   * ClusterLoader2's ServiceCreationLatency transitions per Service, as the bench's watch and probes saw them
+   * (service-latency.ts); delete_loadbalancer only with `deleting`.
+   */
+  latency: Record<LbTransition, LatencySummary>;
+  /** Services found answering through their load balancer (the `available` phase) within the probes' time. */
+  available: number;
+  /** The CCM's threads from the first create until every ingress was set (ccm-sides.ts schedFigures). */
+  sched: SchedFigures;
 }
 
 /** Deleting every Service (its load balancer, then the cleanup finalizer). */
@@ -130,9 +145,10 @@ export async function benchCreate(
   const ns = `bench-${runId}`;
   const core = cp.kubeConfig().makeApiClient(CoreV1Api);
   await ensureNamespace(core, ns);
-  await createBackendNode(core, `bench-lb-${runId}-n0`, '127.0.60.1', { 'bench-lb': runId });
+  await createBackendNode(core, `bench-lb-${runId}-n0`, BACKEND_IP, { 'bench-lb': runId });
   const settings = { controllers: 'service', qps: QPS, burst: BURST, flags: [`--concurrent-service-syncs=${workers}`] };
   const ccm = await startCcm(cp, side, settings, state, dir, { LOCALCLOUD_LB_CIDR: '127.64.0.0/16' });
+  const watch = new ServiceCreationLatency(cp.kubeConfig(), ns, BACKEND_IP);
   try {
     const startRssMb = await rssMb(ccm.pid, 'VmRSS');
     const calls0 = await journaledCalls(state);
@@ -141,14 +157,14 @@ export async function benchCreate(
     const gets0 = await apiRequests(cp, 'services', ['GET']);
     const journal0 = await journalLength(state);
     log(`lb-create: ${side.kind}: ${services} Services, workers=${workers}, latency ${LATENCY_MS} ms, logs in ${dir}`);
-    const watch = lbAssignWatch(cp.kubeConfig(), ns);
     await watch.start();
+    const sched0 = await schedSnapshot(ccm.pid);
     const t0 = Date.now();
     await createServices(core, ns, services);
     await waitFor(() => allIngress(core, ns, services), { what: 'every ingress set', timeoutMs: 30 * 60_000, intervalMs: 250 });
     const seconds = (Date.now() - t0) / 1000;
-    await waitFor(() => watch.done === services, { what: `the watch saw ${services} ingresses`, timeoutMs: 60_000 });
-    watch.stop();
+    const sched = schedFigures(sched0, await schedSnapshot(ccm.pid), seconds);
+    await waitFor(() => watch.assigned === services, { what: `the watch saw ${services} ingresses`, timeoutMs: 60_000 });
     // The benchmark's own creates are Service writes too.
     const serviceWrites = (await apiRequests(cp, 'services', WRITE_VERBS)) - writes0 - services;
     const liveReads = side.kind === 'ours' ? await hostLiveReads(cp, ccm) : 0;
@@ -167,12 +183,24 @@ export async function benchCreate(
         kubeWrites: serviceWrites,
         cloudChanges: await cloudChanges(state, journal0),
       },
-      assignLatency: summarize(watch.latenciesMs()),
+      latency: watch.summaries(),
+      available: 0,
+      sched,
     };
-    if (deleting) figures.deletion = await deleteAll(cp, core, ccm, side, ns, state, liveReads, log);
+    // The probes run on: a load balancer not answering yet is reported, not waited for past the bound.
+    await waitFor(() => watch.available === services, { what: `${services} load balancers answering`, timeoutMs: AVAILABLE_TIMEOUT_MS }).catch(
+      (err: Error) => log(`lb-create: ${side.kind}: ${err.message} (${watch.available} answering)`),
+    );
+    figures.available = watch.available;
+    if (deleting) {
+      figures.deletion = await deleteAll(cp, core, ccm, side, ns, state, liveReads, log);
+      await waitFor(() => watch.watch.count('deleted') === services, { what: `the watch saw ${services} Services deleted`, timeoutMs: 60_000 });
+    }
+    figures.latency = watch.summaries();
     log(`lb-create: ${side.kind} workers=${workers} done in ${f1(seconds)} s, ${figures.ensureCalls} ensure calls`);
     return figures;
   } finally {
+    await watch.stop();
     await ccm.stop();
     await deleteServices(core, ns);
     await cleanup(core, ns, runId);
@@ -306,9 +334,10 @@ async function benchNodes(cp: ControlPlane, side: Side, runId: string, log: (s: 
 
 const LB_NODES = { services: 500, nodes: 200, workers: DEFAULT_CONCURRENT_SERVICE_SYNCS };
 
-const LB_CREATE = { services: 1000, latencyMs: LATENCY_MS, qps: QPS, burst: BURST };
-/** Equal workers on both sides: upstream's default (1), then ours (10). */
-const CREATE_WORKERS = [1, DEFAULT_CONCURRENT_SERVICE_SYNCS];
+/** `BENCH_LB_SERVICES` sets the count (default 1,000), e.g. for a quick look at a change. */
+const LB_CREATE = { services: Number(process.env.BENCH_LB_SERVICES ?? 1000), latencyMs: LATENCY_MS, qps: QPS, burst: BURST };
+/** Equal workers on both sides: upstream's default (1), then ours (10); `BENCH_LB_WORKERS=10` runs only the settings listed (comma-separated). */
+const CREATE_WORKERS = process.env.BENCH_LB_WORKERS ? process.env.BENCH_LB_WORKERS.split(',').map(Number) : [1, DEFAULT_CONCURRENT_SERVICE_SYNCS];
 /** The setting whose run then deletes every Service (at 1 worker the cloud latency alone would take 200 s a side). */
 const DELETE_WORKERS = DEFAULT_CONCURRENT_SERVICE_SYNCS;
 
@@ -382,13 +411,48 @@ ${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
 ${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
 ${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
 ${liveReadRows(results, (f) => f.live, 'Service', int)}
-${latencyRows(results, 'create_to_assigned_loadbalancer', (f) => f.assignLatency)}
 
-\`create_to_assigned_loadbalancer\` is ClusterLoader2's ServiceCreationLatency phase for a CCM: per Service, from its
-creation to the first watch event with \`status.loadBalancer.ingress\`, both as the bench process's own watch saw them
-(test/bench/latency.ts); percentiles over the ${int(LB_CREATE.services)} Services, created 32 at a time,
-so later Services include their wait in the CCM's queue. (Its other LoadBalancer phases, \`assigned_to_available_loadbalancer\`
-and \`create_to_available_loadbalancer\`, need traffic through the load balancer, which the local cloud does not carry.)
+### ServiceCreationLatency, the way ClusterLoader2 measures it
+
+ClusterLoader2's (SIG Scalability's) \`ServiceCreationLatency\` measurement, its LoadBalancer transitions, per Service,
+percentiles over the ${int(LB_CREATE.services)} Services of each run above (test/bench/service-latency.ts; \`BENCH_LB_SERVICES\` sets
+the count, \`BENCH_LB_WORKERS\` the settings). The phases are
+the bench process's own clock when its watch delivered the event (ClusterLoader2 takes \`created\` and \`deleting\` from the
+object's timestamps, which have one-second resolution):
+
+- \`create_to_assigned_loadbalancer\`: from the Service's creation (first seen by the watch, opened before the first create)
+  to the first event with \`status.loadBalancer.ingress\`: the CCM's queue wait, its cloud call and its status write. The
+  Services are created 32 at a time, so later ones include their wait in the CCM's queue.
+- \`assigned_to_available_loadbalancer\`: from that event until a request through the ingress address and the Service's port
+  is answered by the backend three times in a row (ClusterLoader2's ping checker: three successes, one second after every
+  failure; it curls from a pod, the bench makes a TCP exchange with a backend on the node port the load balancer forwards
+  to, the local cloud's load balancers being L4 listeners on loopback addresses). The CCM's part is done by then: this is the
+  cloud's data plane (the local cloud binds the listener before its ensure call returns; its forwarder, the same code on
+  both sides, runs in our host's plugin process or in upstream's sidecar) and the bench's probes: differences are the
+  machine's load.
+- \`create_to_available_loadbalancer\`: the two above together, what a user waits for.
+- \`delete_loadbalancer\`: in the ${DELETE_WORKERS}-worker run below, from the first event with \`metadata.deletionTimestamp\` (the
+  benchmark's delete; the CCM's cleanup finalizer keeps the Service) to the DELETED event: the CCM's queue wait, its cloud
+  delete and the finalizer's removal.
+
+ClusterLoader2's other transitions (ClusterIP, NodePort, Ingress) involve no CCM.
+
+| transition | --concurrent-service-syncs | ours | upstream | ours ÷ upstream |
+|---|---|---|---|---|
+${(['create_to_assigned_loadbalancer', 'assigned_to_available_loadbalancer', 'create_to_available_loadbalancer'] as const)
+  .map((t) => latencyRows(results, t, (f) => f.latency[t]))
+  .join('\n')}
+${latencyRows(
+  results.filter((r) => r.ours.deletion && r.upstream.deletion),
+  'delete_loadbalancer',
+  (f) => f.latency.delete_loadbalancer,
+)}
+${line('Services found answering (of ' + int(LB_CREATE.services) + ')', (f) => f.available, int)}
+${line('threads runnable, waiting for a CPU, until every ingress (s)', (f) => f.sched.waitSeconds, f1)}
+${line('busiest thread running or waiting to run (% of that time)', (f) => f.sched.busiestShare * 100, f1, true)}
+
+The last two rows are the CCM's threads from /proc/<pid>/task/*/schedstat (see node-init: our host runs its
+JavaScript on one thread, so on a loaded machine its queue waits for that thread).
 
 Then, in the ${DELETE_WORKERS}-worker run, the benchmark deletes all ${int(LB_CREATE.services)} Services while the CCM runs; time runs from
 the first delete until every Service is gone (the CCM removed its cleanup finalizer) and the cloud has no load balancer.
