@@ -61,7 +61,7 @@ const OTHER_PROGRAMS = [
   'max-semi-space-size',
   'cpu-prof',
   // Upstream components' tracing flag, which the host does not take (docs/upstream-parity.md says so).
-  'tracing-config-file',  // The release command's and its publish commands' flags (docs/releasing.md): npm publish, gh release, python -m build.
+  'tracing-config-file', // The release command's and its publish commands' flags (docs/releasing.md): npm publish, gh release, python -m build.
   'no-java',
   'access',
   'title',
