@@ -38,12 +38,17 @@ type LifecycleServiceClient interface {
 	// second call with the same input is a no-op; a call with different input
 	// replaces the configuration.
 	// Until its first successful Configure, a provider answers every call of
-	// every other service except IdentityService and grpc.health.v1 with
-	// FAILED_PRECONDITION and ErrorInfo reason NOT_CONFIGURED, and Probe
-	// answers ready=false: an unconfigured provider must never answer a lookup
-	// from an empty state (an "instance not found" would make the host delete
-	// the Node). The host treats NOT_CONFIGURED as "provider not ready" and
-	// configures it again; it never reads it as "not found".
+	// every other service it declares (IdentityService, grpc.health.v1 and the
+	// test-only TestHooksService excepted) with FAILED_PRECONDITION and
+	// ErrorInfo reason NOT_CONFIGURED, and Probe answers ready=false: an
+	// unconfigured provider must never answer a lookup from an empty state (an
+	// "instance not found" would make the host delete the Node). The gate
+	// comes first: a method the provider does not implement answers
+	// NOT_CONFIGURED before Configure and UNIMPLEMENTED after; a service it
+	// does not declare answers UNIMPLEMENTED either way. TestHooksService may
+	// answer before Configure or answer NOT_CONFIGURED until then. The host
+	// treats NOT_CONFIGURED as "provider not ready" and configures it again; it
+	// never reads it as "not found".
 	// A failed Configure leaves the provider as it was: unconfigured before its
 	// first success, else still serving with its previous configuration.
 	// Errors: INVALID_ARGUMENT when the cloud config cannot be used. The host
@@ -101,12 +106,17 @@ type LifecycleServiceServer interface {
 	// second call with the same input is a no-op; a call with different input
 	// replaces the configuration.
 	// Until its first successful Configure, a provider answers every call of
-	// every other service except IdentityService and grpc.health.v1 with
-	// FAILED_PRECONDITION and ErrorInfo reason NOT_CONFIGURED, and Probe
-	// answers ready=false: an unconfigured provider must never answer a lookup
-	// from an empty state (an "instance not found" would make the host delete
-	// the Node). The host treats NOT_CONFIGURED as "provider not ready" and
-	// configures it again; it never reads it as "not found".
+	// every other service it declares (IdentityService, grpc.health.v1 and the
+	// test-only TestHooksService excepted) with FAILED_PRECONDITION and
+	// ErrorInfo reason NOT_CONFIGURED, and Probe answers ready=false: an
+	// unconfigured provider must never answer a lookup from an empty state (an
+	// "instance not found" would make the host delete the Node). The gate
+	// comes first: a method the provider does not implement answers
+	// NOT_CONFIGURED before Configure and UNIMPLEMENTED after; a service it
+	// does not declare answers UNIMPLEMENTED either way. TestHooksService may
+	// answer before Configure or answer NOT_CONFIGURED until then. The host
+	// treats NOT_CONFIGURED as "provider not ready" and configures it again; it
+	// never reads it as "not found".
 	// A failed Configure leaves the provider as it was: unconfigured before its
 	// first success, else still serving with its previous configuration.
 	// Errors: INVALID_ARGUMENT when the cloud config cannot be used. The host
