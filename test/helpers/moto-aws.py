@@ -318,8 +318,8 @@ def seed_lb_controller(ec2, elbv2, arg):
     alb_group = group(lbc_name(stack, "sg"), {f"{key}/stack": stack, f"{key}/resource": "ManagedLBSecurityGroup"}, [80])
     groups.append(alb_group)
     alb = load_balancer(stack, "application", key, "internet-facing", alb_group)
-    node_ports.append(30480)
-    tg = target_group(lbc_name(stack, "tg"), "HTTP", 30480, "instance", {f"{key}/stack": stack, f"{key}/resource": f"{stack}-backend:80"}, arg["instances"])
+    node_ports.append(arg["ingressNodePort"])
+    tg = target_group(lbc_name(stack, "tg"), "HTTP", arg["ingressNodePort"], "instance", {f"{key}/stack": stack, f"{key}/resource": f"{stack}-backend:80"}, arg["instances"])
     listener = elbv2.create_listener(
         LoadBalancerArn=alb,
         Protocol="HTTP",
@@ -333,13 +333,14 @@ def seed_lb_controller(ec2, elbv2, arg):
         Actions=[{"Type": "forward", "TargetGroupArn": tg}],
     )
     # Each Service: an NLB with its own security group, TCP 80 to a target group of the instances or of pod IPs.
-    for n, svc in enumerate(arg["services"]):
+    for svc in arg["services"]:
         stack, key = svc["stack"], "service.k8s.aws"
         own = group(lbc_name(stack, "sg"), {f"{key}/stack": stack, f"{key}/resource": "ManagedLBSecurityGroup"}, [80])
         groups.append(own)
         nlb = load_balancer(stack, "network", key, svc["scheme"], own)
         ip = svc["targetType"] == "ip"
-        port = 8080 if ip else 30481 + n
+        # An instance target group's port is its Service's node port (unique in the cluster, as the API server allocates it).
+        port = 8080 if ip else svc["nodePort"]
         if not ip:
             node_ports.append(port)
         tg = target_group(lbc_name(stack, "tg"), "TCP", port, svc["targetType"], {f"{key}/stack": stack, f"{key}/resource": f"{stack}:80"}, svc["targets"] if ip else arg["instances"])

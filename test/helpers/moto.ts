@@ -263,6 +263,8 @@ export interface LbControllerStack {
   /** instance: the target group holds the instances (on a node port); ip: the given pod IPs. */
   targetType: 'instance' | 'ip';
   targets?: string[];
+  /** instance targets: the Service's node port (the API server's, so no other Service's rules can share it). */
+  nodePort?: number;
 }
 
 /** What seedLbController made: the controller's resources, by id and name. */
@@ -282,14 +284,20 @@ export interface LbControllerSeeded {
  * (moto-aws.py seed-lb-controller): an ALB for the Ingress `ingress` and an NLB
  * for each of `services`, with their security groups, listeners, target
  * groups of the cluster's `instances` (or pod IPs), and its rules on the
- * nodes' security group. Neither the upstream AWS CCM nor ours may touch any
+ * nodes' security group. Instance target groups listen on node ports the
+ * caller takes from real Services: a port made up here can equal one the API
+ * server gives another Service, and then AWS merges both Services' rules into
+ * one permission, which no real cluster can do. Neither the upstream AWS CCM nor ours may touch any
  * of it.
  */
 export function seedLbController(
   moto: Moto,
   seeded: MotoSeeded,
-  opts: { cluster: string; subnets: string[]; ingress: string; services: LbControllerStack[] },
+  opts: { cluster: string; subnets: string[]; ingress: string; ingressNodePort: number; services: LbControllerStack[] },
 ): Promise<LbControllerSeeded> {
+  const missing = opts.services.filter((s) => s.targetType === 'instance' && s.nodePort === undefined);
+  if (missing.length > 0)
+    throw new Error(`seedLbController: instance targets need the Service's node port: ${missing.map((s) => s.stack).join(', ')}`);
   return moto.ctl<LbControllerSeeded>('seed-lb-controller', {
     cluster: opts.cluster,
     vpc: seeded.vpc,
@@ -297,6 +305,7 @@ export function seedLbController(
     nodesGroup: seeded.securityGroup,
     instances: seeded.instances.map((i) => i.id),
     ingress: opts.ingress,
+    ingressNodePort: opts.ingressNodePort,
     services: opts.services.map((s) => ({ ...s, targets: s.targets ?? [] })),
   });
 }

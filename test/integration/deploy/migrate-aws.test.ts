@@ -666,21 +666,36 @@ test("migration from the upstream AWS CCM on moto: ours waits on the shared Leas
     subnets: [await subnet(2, 'us-east-1b'), await subnet(3, 'us-east-1c')],
     eips: (await moto.ctl<{ addresses: { allocation: string; ip: string }[] }>('allocate-addresses', { count: 2 })).addresses,
   };
-  // What the AWS Load Balancer Controller keeps in the account (its ALB in the cluster's subnet and another zone's), and its Services as it leaves them.
-  const lbController = await seedLbController(moto, seeded, {
-    cluster: scope.prefix,
-    subnets: [prepared.clusterSubnet, prepared.subnets[0]!.id],
-    ingress: `${ns}/${LB_CONTROLLER_INGRESS}`,
-    services: LB_CONTROLLER_SERVICES.map((r) => ({ stack: `${ns}/${r.name}`, ...r.nlb })),
+  // The AWS Load Balancer Controller's Services (and the NodePort Service behind its Ingress) come first: its
+  // instance target groups and its rules on the nodes' group use their node ports, unique in the cluster.
+  const ingressBackend = await core.createNamespacedService({
+    namespace: ns,
+    body: {
+      metadata: { name: `${LB_CONTROLLER_INGRESS}-backend`, namespace: ns },
+      spec: { type: 'NodePort', ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 as never }] },
+    },
   });
   const lbControllerServices = new Map<string, V1Service>();
   for (const row of LB_CONTROLLER_SERVICES) {
     const body = lbService(row.name, ns, [{ port: 80 }], row.loadBalancerClass ? { loadBalancerClass: row.loadBalancerClass } : {}, row.annotations);
     body.metadata!.finalizers = [LB_CONTROLLER_FINALIZER];
-    const created = await core.createNamespacedService({ namespace: ns, body });
+    lbControllerServices.set(row.name, await core.createNamespacedService({ namespace: ns, body }));
+  }
+  // What the controller keeps in the account (its ALB in the cluster's subnet and another zone's), and its Services as it leaves them.
+  const lbController = await seedLbController(moto, seeded, {
+    cluster: scope.prefix,
+    subnets: [prepared.clusterSubnet, prepared.subnets[0]!.id],
+    ingress: `${ns}/${LB_CONTROLLER_INGRESS}`,
+    ingressNodePort: ingressBackend.spec!.ports![0]!.nodePort!,
+    services: LB_CONTROLLER_SERVICES.map((r) => ({
+      stack: `${ns}/${r.name}`,
+      ...r.nlb,
+      nodePort: lbControllerServices.get(r.name)!.spec!.ports![0]!.nodePort,
+    })),
+  });
+  for (const row of LB_CONTROLLER_SERVICES) {
     const dns = lbController.loadBalancers[`${ns}/${row.name}`]!.dns;
     await patchServiceStatus(core, ns, row.name, { status: { loadBalancer: { ingress: [{ hostname: dns }] } } }, 'merge');
-    lbControllerServices.set(row.name, created);
   }
   const lbNames = new Map<string, string>();
   for (const row of SERVICES) {
