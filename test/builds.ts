@@ -13,11 +13,12 @@
  *      and module cache and the same settings (test/helpers/go-build.ts), so
  *      a package shared by two builds is compiled once; the non-Go work
  *      (pip, apt-get, the image bases) runs beside them;
- *   3. starts the tests that need only the EARLY builds (the control plane,
- *      kustomize, the small providers and venvs: nearly all files) while the
- *      LATE ones (the bridged providers, promtool, the images, the upstream
- *      CCM) go on in the background under `nice` (CCM_BUILD_NICE), and runs
- *      the files that need a late build once it is all built.
+ *   3. starts the tests when every build is done. EARLY builds (the control
+ *      plane, kustomize, the small providers and venvs) are the ones nearly
+ *      every file needs, compiled first; LATE ones (the bridged providers,
+ *      promtool, the images, the upstream CCM) only a dozen files need. They
+ *      used to run beside the tests, and a cold run failed 34 tests on
+ *      timeouts: a compile takes the CPU the tests' bounded waits count on.
  * Only what the selected test files need is built: a file's needs are read
  * from its imports (buildsNeeded). Each build prints its time; the run ends
  * with a table of them (buildSummary).
@@ -80,7 +81,7 @@ export interface Build {
   name: BuildName;
   /** What it is, for the progress lines. */
   what: string;
-  /** Built before any test starts (most files need it); otherwise beside the tests. */
+  /** Nearly every file needs it (compiled first); a late build only a few files need. Every build ends before the tests start. */
   early: boolean;
   /** A CPU-bound compile: runs alone in the compile queue. */
   compile: boolean;
@@ -390,7 +391,7 @@ function childrenCpu(): number | undefined {
 /**
  * Runs `builds`: every pending one's fetch at once, the compiles one at a
  * time in the given order, the rest beside them. Resolves to a promise per
- * build (its result) so the caller can wait for the early ones only. A
+ * build (its result) so the caller can wait for each. A
  * failed build rejects its own promise; the others go on.
  */
 export function startBuilds(

@@ -5,9 +5,9 @@
  * (CCM_TEST_KUBECONFIG), stops the control plane, and prints a closing
  * `tests: N passed, N failed` line. Exit code: ava's.
  *
- * Builds (test/builds.ts): only what the selected files need; the early
- * ones before the control plane starts, the late ones beside the files that
- * do not need them; after those, each file that does runs once its builds are done. Every build prints its time and
+ * Builds (test/builds.ts): only what the selected files need, all of them
+ * before the control plane starts and any test runs (a compile beside the
+ * tests starves their bounded waits). Every build prints its time and
  * the run ends with a table of them and the total. `--builds-only` builds
  * (for the files named, else for all) and runs no test.
  *
@@ -21,7 +21,7 @@ import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_OPTIONS } from '../host/config/options.js';
 import { ControlPlane } from './controlplane/controlplane.js';
@@ -69,7 +69,7 @@ const secs = (t0: number) => ((Date.now() - t0) / 1000).toFixed(0);
 
 async function main(): Promise<number> {
   const t0 = Date.now();
-  // Builds started here run under nice, so those beside the tests leave them the CPU (test/helpers/go-build.ts).
+  // Builds run under nice (test/helpers/go-build.ts): one a test starts itself (a need the runner missed) leaves the CPU to the tests.
   process.env.CCM_BUILD_NICE ??= '10';
   const buildsOnly = process.argv.includes('--builds-only');
   // Each build alone, its downloads included, with its CPU time: to measure what each costs (docs/testing.md).
@@ -90,22 +90,21 @@ async function main(): Promise<number> {
   const allBuilt = Promise.all(builds.map((b) => started.get(b.name)!.then((r) => results.push(r)))).then(() => {
     buildsDone = Date.now();
   });
-  // Without a file list (a glob), which file needs what is unknown: everything is built first.
-  const early = selection ? builds.filter((b) => b.early) : builds;
-  await Promise.all(early.map((b) => started.get(b.name)!));
-  const summary = async () => {
-    await allBuilt;
+  // Every build ends before any test starts. Tests wait on bounded things (a plugin's handshake, a probe's
+  // deadline, a Lease); a compile beside them takes the CPU those bounds count on: a cold run that ran the
+  // late builds beside the tests failed 34 of them on timeouts (docs/testing.md, "Cold runs").
+  await allBuilt;
+  const summary = () => {
     const order = new Map(builds.map((b, i) => [b.name, i]));
     results.sort((a, b) => order.get(a.name)! - order.get(b.name)!);
     return buildSummary(results, (buildsDone - t0) / 1000);
   };
-  const failedBuilds = () => results.filter((r) => r.error).map((r) => r.name);
+  const failedBuilds = results.filter((r) => r.error).map((r) => r.name);
   if (buildsOnly) {
-    await allBuilt;
-    process.stdout.write(`\n${await summary()}\n`);
-    return failedBuilds().length > 0 ? 1 : 0;
+    process.stdout.write(`\n${summary()}\n`);
+    return failedBuilds.length > 0 ? 1 : 0;
   }
-  if (failedBuilds().length > 0) throw new Error(`build failed: ${failedBuilds().join(', ')} (see its lines above)`);
+  if (failedBuilds.length > 0) throw new Error(`build failed: ${failedBuilds.join(', ')} (see its lines above)`);
 
   const cp = await ControlPlane.start({ auditLog: true });
   process.stderr.write(`[test] control plane ready at ${cp.server} in ${secs(t0)} s\n`);
@@ -126,41 +125,16 @@ async function main(): Promise<number> {
     CCM_TEST_ARTIFACTS: artifacts,
   };
 
-  // Files whose builds are all done run now; each file that waits for a late build runs, after those, as soon as its builds are done.
-  const done = new Set(results.map((r) => r.name));
-  const waiting = (f: string) => [...needs.get(f)!].some((b) => !done.has(b));
-  let later = selection ? selection.files.filter(waiting) : [];
-  const runs: { code: number; counts: ReturnType<typeof summarize> }[] = [];
-  if (later.length === 0) runs.push(await runAva(args, env));
-  else {
-    const now = selection!.files.filter((f) => !waiting(f));
-    const names = (fs: string[]) => fs.map((f) => relative(process.cwd(), f)).join(', ');
-    process.stderr.write(`[test] ${now.length} test files start now; ${later.length} wait for a build running in the background: ${names(later)}\n`);
-    if (now.length > 0) runs.push(await runAva([...selection!.flags, ...now], env));
-    while (later.length > 0) {
-      // A build finishing (failed ones too: their files then build again and fail with its error) may free some files.
-      const unfinished = builds.filter((b) => !done.has(b.name)).map((b) => started.get(b.name)!.then((r) => done.add(r.name)));
-      if (later.every(waiting)) await Promise.race(unfinished);
-      for (const r of results) done.add(r.name);
-      const ready = later.filter((f) => !waiting(f));
-      if (ready.length === 0) continue;
-      later = later.filter(waiting);
-      process.stderr.write(`[test] at ${secs(t0)} s, their builds done: ${names(ready)}\n`);
-      runs.push(await runAva([...selection!.flags, ...ready], env));
-    }
-    if (failedBuilds().length > 0) process.stderr.write(`[test] build failed: ${failedBuilds().join(', ')}\n`);
-  }
-  const code = runs.find((r) => r.code !== 0)?.code ?? 0;
+  const run = await runAva(args, env);
+  const code = run.code;
   const leaseTaken = await defaultLeaseTaken(cp.kubeConfig());
   const kept = code !== 0 || leaseTaken;
   if (kept) await copyFile(cp.auditLogPath, join(artifacts, 'kube-apiserver-audit.log')).catch(() => undefined);
   await stop();
   if (!kept) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
   else process.stdout.write(`\nartifacts (host logs, local cloud state and journals, kube-apiserver audit log): ${artifacts}\n`);
-  const passed = runs.reduce((n, r) => n + r.counts.passed, 0);
-  const skipped = runs.reduce((n, r) => n + r.counts.skipped, 0);
-  let failed = 0;
-  for (const r of runs) failed += r.code !== 0 && r.counts.failed === 0 ? 1 : r.counts.failed; // ava failed before printing anything countable
+  const { passed, skipped } = run.counts;
+  let failed = code !== 0 && run.counts.failed === 0 ? 1 : run.counts.failed; // ava failed before printing anything countable
   if (leaseTaken) {
     const lease = `${DEFAULT_OPTIONS.leaderElectResourceNamespace}/${DEFAULT_OPTIONS.leaderElectResourceName}`;
     process.stderr.write(
@@ -168,7 +142,7 @@ async function main(): Promise<number> {
     );
     failed++;
   }
-  process.stdout.write(`\n${await summary()}\n`);
+  process.stdout.write(`\n${summary()}\n`);
   process.stdout.write(`\ntests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
   process.stdout.write(`total: ${secs(t0)} s\n`);
   return leaseTaken && code === 0 ? 1 : code;
