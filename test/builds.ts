@@ -33,7 +33,7 @@ import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from '
 import { javaBuild, javaProviderDir } from './helpers/java.js';
 import { kubectlBinary, kubectlDir } from './helpers/kubectl.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
-import { prepareRelease, releaseBuilt } from './helpers/release.js';
+import { prepareRelease, prepareReleaseBases, releaseBasesBuilt, releaseBuilt } from './helpers/release.js';
 import { motoPython, motoVenvDir } from './helpers/moto.js';
 import { OPENSTACK_BRIDGE_DIR, OPENSTACK_TARGETS, openstackBinaries } from './helpers/openstack.js';
 import { fetchPromtool, promtoolBinary, promtoolDir } from './helpers/promtool.js';
@@ -74,6 +74,7 @@ export type BuildName =
   | 'upstream-ccm'
   | 'aws-ccm'
   | 'image-bases'
+  | 'release-bases'
   | 'release';
 
 /** One build the suite needs: how to tell it is cached, fetch its downloads and build it. */
@@ -226,6 +227,14 @@ export const BUILDS: readonly Build[] = [
     build: (say) => prepareImageBases(say),
   },
   {
+    name: 'release-bases',
+    what: "the release's local base images of the other architecture (arm64: mmdebstrap of the same Debian packages, Node's official arm64 binary), after image-bases: downloads and copies, beside the compiles (test/helpers/release.ts)",
+    early: false,
+    compile: false,
+    ready: releaseBasesBuilt,
+    build: (say) => prepareReleaseBases(say),
+  },
+  {
     name: 'images',
     what: "deploy/Dockerfile's host image and the AWS provider image with buildah (test/helpers/images.ts)",
     early: false,
@@ -238,7 +247,7 @@ export const BUILDS: readonly Build[] = [
     name: 'release',
     what: "the release command on a copy of the checkout: the host image for amd64 and arm64 as one OCI index (its amd64 image is the image test's), and the next version's Java artifacts with Maven (test/helpers/release.ts)",
     early: false,
-    // The arm64 bases are downloads (mmdebstrap, npm); the images' RUN steps (npm ci, tsc) and Maven compile. After 'images': the host image of the machine's architecture is then built.
+    // The images' RUN steps (npm ci, tsc) and Maven compile; the arm64 bases (downloads) are 'release-bases', beside. After 'images': the host image of the machine's architecture is then built.
     compile: true,
     ready: releaseBuilt,
     build: (say) => prepareRelease(say),
@@ -317,6 +326,7 @@ export async function buildsNeeded(file: string): Promise<Set<BuildName>> {
   };
   await visit(resolve(file));
   if (needs.has('images') || needs.has('release')) needs.add('image-bases');
+  if (needs.has('release')) needs.add('release-bases');
   return needs;
 }
 

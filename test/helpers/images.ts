@@ -131,14 +131,21 @@ export async function imageBasesBuilt(): Promise<boolean> {
   return basesBuilt(await imageStore());
 }
 
+let basesPrepared: Promise<void> | undefined;
+
 /**
  * Installs buildah and builds the local base images (apt-get and npm
  * downloads, the rootfs): the part of prepareImages that is not compiling,
- * so the runner starts it beside the Go builds.
+ * so the runner starts it beside the Go builds. Once per process: the
+ * runner's 'image-bases' and 'release-bases' builds both wait for it (one
+ * apt-get at a time; a second caller would otherwise poll the build lock).
  */
-export async function prepareImageBases(say: (line: string) => void = () => undefined): Promise<void> {
-  await ensureImageTools(say);
-  await baseImages(await imageStore(), say);
+export function prepareImageBases(say: (line: string) => void = () => undefined): Promise<void> {
+  basesPrepared ??= (async () => {
+    await ensureImageTools(say);
+    await baseImages(await imageStore(), say);
+  })();
+  return basesPrepared;
 }
 
 /** Whether prepareImages would build nothing (the bases and both images of the current inputs are marked built; buildah need not be installed). */

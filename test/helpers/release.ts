@@ -25,9 +25,10 @@
 import { rm } from 'node:fs/promises';
 import { exists } from '../../tools/release/build-once.js';
 import { REPO } from '../../tools/release/files.js';
-import { ARCHES, archBaseTags, basesBuilt, imageStore, imageTag } from '../../tools/release/images.js';
+import { ARCHES, archBases, archBaseTags, basesBuilt, ensureImageTools, imageStore, imageTag, machineArch } from '../../tools/release/images.js';
 import { buildJavaArtifacts, javaArtifactsDir } from '../../tools/release/maven.js';
 import { release, releaseImageName, RELEASED_IMAGES, type ReleaseResult } from '../../tools/release/release.js';
+import { prepareImageBases } from './images.js';
 import { mavenRepository } from './java.js';
 import { copyCheckout, currentVersion, nextVersion, RELEASE_DATE } from './release-checkout.js';
 
@@ -76,6 +77,29 @@ export async function releaseBuilt(): Promise<boolean> {
       if (!(await exists(marker))) return false;
     }
   return true;
+}
+
+/** Whether the `images` fixture's bases of every architecture are built (prepareReleaseBases would build nothing). Builds nothing. */
+export async function releaseBasesBuilt(): Promise<boolean> {
+  const store = await imageStore();
+  for (const arch of ARCHES) if (!(await basesBuilt(store, arch))) return false;
+  return true;
+}
+
+/**
+ * The bases of every architecture the `images` fixture builds for: the
+ * machine's first (the runner's 'image-bases' build, the same promise in
+ * this process: one apt-get at a time), then mmdebstrap and the other
+ * architectures' (the Debian packages of that architecture, Node's official
+ * binary for it). Downloads and copies, no compile: the runner starts it
+ * beside the Go builds (the late build 'release-bases' in test/builds.ts),
+ * so the release build in the compile queue finds them built.
+ */
+export async function prepareReleaseBases(say: (line: string) => void): Promise<void> {
+  await prepareImageBases(say);
+  await ensureImageTools(say, true);
+  const store = await imageStore();
+  for (const arch of ARCHES) if (arch !== machineArch()) await archBases(store, say, arch);
 }
 
 /** Builds what the release test needs before it runs (the `images` fixture's images, the `next` fixture's Java artifacts) and prints the time. */

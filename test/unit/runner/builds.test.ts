@@ -30,7 +30,7 @@ const NEEDS: { file: string; needs: BuildName[] }[] = [
   { file: 'integration/providers/aws-bridge.test.js', needs: ['aws', 'controlplane', 'moto-venv'] },
   { file: 'integration/providers/vsphere-bridge.test.js', needs: ['controlplane', 'vsphere'] },
   { file: 'integration/providers/openstack-bridge.test.js', needs: ['controlplane', 'openstack'] },
-  { file: 'integration/release/release.test.js', needs: ['controlplane', 'image-bases', 'java-provider', 'kustomize', 'release'] },
+  { file: 'integration/release/release.test.js', needs: ['controlplane', 'image-bases', 'java-provider', 'kustomize', 'release', 'release-bases'] },
   { file: 'unit/release/release.test.js', needs: ['controlplane'] },
   { file: 'integration/parity/upstream-parity.test.js', needs: ['controlplane', 'upstream-ccm'] },
   { file: 'integration/providers/host-scenarios.test.js', needs: ['controlplane', 'fake-cloud', 'go-provider', 'python-venv'] },
