@@ -6,7 +6,7 @@
  *   ~/.cache/ccm-host/providers/java-<hash>/lib/*.jar (the provider, the SDK, their dependencies)
  *   ~/.cache/ccm-host/providers/java-<hash>/surefire-reports/ (the SDK's JUnit results)
  * The hash covers sdk/java-proto, sdk/java, plugins/java and proto/ccm (the
- * stubs are generated in the build), the Java and Maven versions. Maven works on a copy of those
+ * stubs are generated in the build), the aggregator pom, the Java and Maven versions. Maven works on a copy of those
  * sources (nothing is written into the checkout) with a private local
  * repository, ~/.cache/ccm-host/maven/repository, so a warm run does no
  * network and a cached one runs no Maven at all. Built under `nice -n 19`
@@ -21,6 +21,7 @@ import { cp, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { buildOnce, exists } from './build-once.js';
+import { aggregatorPom } from '../../tools/release/maven.js';
 import { cacheRoot, filesUnder, hashFiles, REPO, type ProviderUnderTest } from './providers.js';
 
 export const JAVA_SDK_DIR = join(REPO, 'sdk', 'java');
@@ -40,20 +41,7 @@ function javaSource(rel: string): boolean {
 }
 
 /** The aggregator that builds the stubs, the SDK and the example in one reactor (no `mvn install` of either needed). */
-const AGGREGATOR = `<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>dev.ccm.build</groupId>
-  <artifactId>ccm-java-build</artifactId>
-  <version>0</version>
-  <packaging>pom</packaging>
-  <modules>
-    <module>sdk/java-proto</module>
-    <module>sdk/java</module>
-    <module>plugins/java</module>
-  </modules>
-</project>
-`;
+const AGGREGATOR = aggregatorPom('ccm-java-build', ['sdk/java-proto', 'sdk/java', 'plugins/java']);
 
 async function toolVersions(): Promise<string> {
   const java = (await execa('java', ['-version'], { all: true })).all ?? '';
@@ -88,7 +76,7 @@ async function hashedJavaProviderDir(): Promise<string> {
     hashFiles(JAVA_PLUGIN_DIR, await filesUnder(JAVA_PLUGIN_DIR, javaSource), ''),
     hashFiles(PROTO_CCM_DIR, await filesUnder(PROTO_CCM_DIR, (rel) => rel.endsWith('.proto')), ''),
   ]);
-  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${await toolVersions()}`)}`);
+  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${AGGREGATOR}\0${await toolVersions()}`)}`);
 }
 
 let built: Promise<string> | undefined;
