@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { binariesReady, ensureBinaries, kubeVersion } from './controlplane/binaries.js';
 import { exists } from './helpers/build-once.js';
 import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
-import { javaBuild, javaProviderDir } from './helpers/java.js';
+import { JAVA_DIR_ENV, javaBuild, javaProviderDir } from './helpers/java.js';
 import { kubectlBinary, kubectlDir } from './helpers/kubectl.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
 import { prepareRelease, prepareReleaseBases, releaseBasesBuilt, releaseBuilt } from './helpers/release.js';
@@ -92,6 +92,12 @@ export interface Build {
   fetch?(): Promise<void>;
   /** Builds it into its cache (idempotent: a ready cache is used as is); `say` gets progress lines. */
   build(say: (line: string) => void): Promise<unknown>;
+  /**
+   * What the test workers get in their environment so that they use the
+   * build the runner made (its cache directory, hashed once per run) rather
+   * than hash its inputs again: those may have been edited since. Cheap.
+   */
+  env?(): Promise<Record<string, string>>;
 }
 
 export const BUILDS: readonly Build[] = [
@@ -146,6 +152,7 @@ export const BUILDS: readonly Build[] = [
     compile: true,
     ready: async () => exists(await javaProviderDir()),
     build: (say) => javaBuild(say),
+    env: async () => ({ [JAVA_DIR_ENV]: await javaProviderDir() }),
   },
   {
     name: 'moto-venv',
@@ -253,6 +260,17 @@ export const BUILDS: readonly Build[] = [
     build: (say) => prepareRelease(say),
   },
 ];
+
+/**
+ * The environment the test workers get from `builds` (each one's env): what
+ * the runner hashed, once per run. A build whose env fails (its tools are
+ * missing) adds nothing: its tests then hash, build and fail themselves.
+ */
+export async function workerEnv(builds: readonly Build[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const b of builds) Object.assign(out, await b.env?.().catch(() => undefined));
+  return out;
+}
 
 /** The compiled tests' root (dist/test). */
 export const DIST_TEST = dirname(fileURLToPath(import.meta.url));

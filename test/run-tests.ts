@@ -26,7 +26,7 @@ import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_OPTIONS } from '../host/config/options.js';
 import { ControlPlane } from './controlplane/controlplane.js';
 import { prepareHostIdentity } from './helpers/service-account.js';
-import { BUILDS, buildsNeeded, buildSummary, selectedFiles, startBuilds, type BuildName, type BuildResult } from './builds.js';
+import { BUILDS, buildsNeeded, buildSummary, selectedFiles, startBuilds, workerEnv, type BuildName, type BuildResult } from './builds.js';
 import { StreamText, summarize } from './ava-summary.js';
 
 /**
@@ -119,6 +119,8 @@ async function main(): Promise<number> {
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
   const env = {
+    // The builds' cache directories as the runner hashed them (when it checked their caches, before building).
+    ...(await workerEnv(builds)),
     CCM_TEST_KUBECONFIG: cp.kubeconfigPath,
     CCM_TEST_HOST_KUBECONFIG: hostKubeconfigPath,
     TMPDIR: artifacts,

@@ -3,9 +3,10 @@
  * with the machine and settings, to docs/benchmarks.md. Figures, not pass/fail
  * tests: targets are listed next to the measurements.
  *
- * `BENCH_ONLY=a,b` runs only those sections and keeps the other sections'
- * text in docs/benchmarks.md as it was (each section sits between
- * `<!-- bench:<name> -->` and `<!-- /bench:<name> -->`).
+ * `BENCH_ONLY=a,b` runs only those sections and changes nothing else in
+ * docs/benchmarks.md (doc.ts: each section, and the header a full run
+ * writes, sits between `<!-- bench:<name> -->` and `<!-- /bench:<name> -->`;
+ * what is outside the markers is hand-written and kept).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem, release } from 'node:os';
@@ -20,6 +21,7 @@ import { nodeInitSection } from './node-init.js';
 import { twoProvidersSection } from './two-providers.js';
 import { rpcSection } from './rpc.js';
 import { f1, type BenchSection } from './section.js';
+import { HEADER, withPart } from './doc.js';
 import { volumesSection } from './volumes.js';
 import { crashSoakSection } from './crash-soak.js';
 import { scaleSection } from './scale.js';
@@ -54,14 +56,13 @@ const DOC = 'docs/benchmarks.md';
 const JSON_DOC = 'docs/benchmarks.json';
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 
+/** The header a full run writes (between the `header` markers, under the title). */
 function header(when: Date): string {
   const cpu = cpus();
-  return `# Benchmarks
-
-Written by \`npm run bench\` (test/bench/run.ts); this header on ${when.toISOString()}, each section
-when it was last measured (\`BENCH_ONLY=<section>\` re-measures one, e.g. \`BENCH_ONLY=scale-large npm run bench\`;
+  return `Written by \`npm run bench\` (test/bench/run.ts); this header by the last full run, on ${when.toISOString()}, each section
+when it was last measured (\`BENCH_ONLY=<section>\` re-measures one and changes nothing else, e.g. \`BENCH_ONLY=scale-large npm run bench\`;
 a section's own settings, such as \`BENCH_LARGE\` and \`BENCH_STEADY_MINUTES\`, are named in its text). Figures, not
-pass/fail tests; the targets come from the issues.
+pass/fail tests; the targets come from the issues. Text outside the \`<!-- bench:… -->\` markers is written by hand and kept.
 
 ## Machine
 
@@ -74,15 +75,8 @@ pass/fail tests; the targets come from the issues.
 `;
 }
 
-const open = (name: string) => `<!-- bench:${name} -->`;
-const close = (name: string) => `<!-- /bench:${name} -->`;
-
-/** Section texts already in the document, by name. */
-function existingSections(doc: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const m of doc.matchAll(/<!-- bench:([\w-]+) -->\n([\s\S]*?)<!-- \/bench:\1 -->/g)) out.set(m[1]!, m[2]!);
-  return out;
-}
+/** The generated parts of the document, in document order. */
+const PARTS = [HEADER, ...SECTIONS.map((s) => s.name)];
 
 async function main(): Promise<void> {
   const only = process.env.BENCH_ONLY?.split(',')
@@ -90,7 +84,9 @@ async function main(): Promise<void> {
     .filter(Boolean);
   const unknown = (only ?? []).filter((n) => !SECTIONS.some((s) => s.name === n));
   if (unknown.length) throw new Error(`unknown BENCH_ONLY section(s) ${unknown.join(', ')}: use ${SECTIONS.map((s) => s.name).join(', ')}`);
-  const previous = existingSections(await readFile(DOC, 'utf8').catch(() => ''));
+  // A full run writes the header; a partial one only its sections (the header describes the full run).
+  let doc = await readFile(DOC, 'utf8').catch(() => '');
+  if (!only) doc = withPart(doc, HEADER, header(new Date()), PARTS);
   let cp: Promise<ControlPlane> | undefined;
   const ctx = {
     log,
@@ -100,9 +96,7 @@ async function main(): Promise<void> {
         return ControlPlane.start();
       })()),
   };
-  const texts = new Map(previous);
   const figures = await existingFigures();
-  const when = new Date();
   try {
     for (const section of SECTIONS) {
       if (only && !only.includes(section.name)) continue;
@@ -110,10 +104,11 @@ async function main(): Promise<void> {
       const measuredAt = new Date().toISOString();
       const result = await section.run(ctx);
       const body = typeof result === 'string' ? result : result.markdown;
-      texts.set(section.name, `${body.trimEnd()}\n\n_Measured ${measuredAt}._\n`);
+      doc = withPart(doc, section.name, `${body.trimEnd()}\n\n_Measured ${measuredAt}._\n`, PARTS);
       figures[section.name] = { measuredAt, figures: typeof result === 'string' ? null : result.figures };
       // Written after every section so a later failure keeps what was measured.
-      await write(texts, when);
+      await mkdir('docs', { recursive: true });
+      await writeFile(DOC, doc);
       await writeFigures(figures);
     }
   } finally {
@@ -145,16 +140,6 @@ async function writeFigures(sections: Figures): Promise<void> {
   };
   const ordered = Object.fromEntries(SECTIONS.filter((s) => sections[s.name]).map((s) => [s.name, sections[s.name]]));
   await writeFile(JSON_DOC, JSON.stringify({ machine, sections: ordered }, null, 2) + '\n');
-}
-
-async function write(texts: Map<string, string>, when: Date): Promise<void> {
-  const parts = [header(when)];
-  for (const s of SECTIONS) {
-    const t = texts.get(s.name);
-    if (t !== undefined) parts.push(`${open(s.name)}\n${t}${close(s.name)}\n`);
-  }
-  await mkdir('docs', { recursive: true });
-  await writeFile(DOC, parts.join('\n'));
 }
 
 main().catch((err) => {

@@ -6,16 +6,22 @@
  *   ~/.cache/ccm-host/providers/java-<hash>/lib/*.jar (the provider, the SDK, their dependencies)
  *   ~/.cache/ccm-host/providers/java-<hash>/surefire-reports/ (the SDK's JUnit results)
  * The hash covers sdk/java-proto, sdk/java, plugins/java and proto/ccm (the
- * stubs are generated in the build), the Java and Maven versions. Maven works on a copy of those
+ * stubs are generated in the build), the aggregator pom, the Java and Maven versions. Maven works on a copy of those
  * sources (nothing is written into the checkout) with a private local
  * repository, ~/.cache/ccm-host/maven/repository, so a warm run does no
  * network and a cached one runs no Maven at all. Built under `nice -n 19`
  * (it competes with the tests for 2 cores); the SDK's unit tests run in the build.
+ *
+ * The hash is computed once per run: the runner (test/builds.ts) hands the
+ * directory it built to the test workers in JAVA_DIR_ENV, so a file edited
+ * under sdk/java while a Java test runs cannot make a worker look for (and
+ * build) another directory than the one the runner built.
  */
 import { cp, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { buildOnce } from './build-once.js';
+import { buildOnce, exists } from './build-once.js';
+import { aggregatorPom } from '../../tools/release/maven.js';
 import { cacheRoot, filesUnder, hashFiles, REPO, type ProviderUnderTest } from './providers.js';
 
 export const JAVA_SDK_DIR = join(REPO, 'sdk', 'java');
@@ -34,38 +40,44 @@ function javaSource(rel: string): boolean {
   return !rel.startsWith('target/') && !rel.includes('/target/');
 }
 
+/** The aggregator that builds the stubs, the SDK and the example in one reactor (no `mvn install` of either needed). */
+const AGGREGATOR = aggregatorPom('ccm-java-build', ['sdk/java-proto', 'sdk/java', 'plugins/java']);
+
 async function toolVersions(): Promise<string> {
   const java = (await execa('java', ['-version'], { all: true })).all ?? '';
   const mvn = (await execa('mvn', ['-v'], { env: { MAVEN_OPTS: '' } })).stdout.split('\n')[0] ?? '';
   return `${java}\0${mvn}`;
 }
 
+/** The runner's javaProviderDir, in the test workers' environment. */
+export const JAVA_DIR_ENV = 'CCM_TEST_JAVA_DIR';
+
+let providerDir: Promise<string> | undefined;
+
+/**
+ * The cache directory of the Java build: the runner's (JAVA_DIR_ENV) when it
+ * is there, else hashed from the current sources and tools. Once per process
+ * (the runner's readiness check and its build agree too).
+ */
+export function javaProviderDir(): Promise<string> {
+  return (providerDir ??= (async () => {
+    const given = process.env[JAVA_DIR_ENV];
+    // Not there: the runner's build failed or never ran; this process builds what it hashes.
+    if (given && (await exists(given))) return given;
+    return hashedJavaProviderDir();
+  })());
+}
+
 /** The cache directory of the Java build for the current sources and tools. */
-export async function javaProviderDir(): Promise<string> {
+async function hashedJavaProviderDir(): Promise<string> {
   const parts = await Promise.all([
     hashFiles(JAVA_PROTO_DIR, await filesUnder(JAVA_PROTO_DIR, javaSource), ''),
     hashFiles(JAVA_SDK_DIR, await filesUnder(JAVA_SDK_DIR, javaSource), ''),
     hashFiles(JAVA_PLUGIN_DIR, await filesUnder(JAVA_PLUGIN_DIR, javaSource), ''),
     hashFiles(PROTO_CCM_DIR, await filesUnder(PROTO_CCM_DIR, (rel) => rel.endsWith('.proto')), ''),
   ]);
-  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${await toolVersions()}`)}`);
+  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${AGGREGATOR}\0${await toolVersions()}`)}`);
 }
-
-/** The aggregator that builds the stubs, the SDK and the example in one reactor (no `mvn install` of either needed). */
-const AGGREGATOR = `<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>dev.ccm.build</groupId>
-  <artifactId>ccm-java-build</artifactId>
-  <version>0</version>
-  <packaging>pom</packaging>
-  <modules>
-    <module>sdk/java-proto</module>
-    <module>sdk/java</module>
-    <module>plugins/java</module>
-  </modules>
-</project>
-`;
 
 let built: Promise<string> | undefined;
 

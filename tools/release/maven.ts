@@ -51,36 +51,59 @@ const moduleInput = (rel: string) => rel === 'pom.xml' || rel.startsWith('src/')
 /** The protos the stubs are generated from. */
 const protoInput = (rel: string) => rel.endsWith('.proto');
 
+/** What an aggregator pom holds besides its modules. */
+export interface AggregatorExtra {
+  /** Its <properties>, in this order (e.g. maven.deploy.skip). */
+  properties?: Record<string, string>;
+  /** Plugins of group org.apache.maven.plugins pinned in its <build> (artifactId to version). */
+  plugins?: Record<string, string>;
+}
+
+/**
+ * A Maven aggregator pom (`dev.ccm.build:<artifactId>:0`, packaging pom)
+ * that builds `modules` (directories relative to it) in one reactor, so no
+ * module needs another `mvn install`ed first. The release's and the test
+ * suite's Java builds each write one, with their own modules and `extra`;
+ * the text is part of each build's cache key. Pure.
+ */
+export function aggregatorPom(artifactId: string, modules: readonly string[], extra: AggregatorExtra = {}): string {
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<project xmlns="http://maven.apache.org/POM/4.0.0">',
+    '  <modelVersion>4.0.0</modelVersion>',
+    '  <groupId>dev.ccm.build</groupId>',
+    `  <artifactId>${artifactId}</artifactId>`,
+    '  <version>0</version>',
+    '  <packaging>pom</packaging>',
+  ];
+  const properties = Object.entries(extra.properties ?? {});
+  if (properties.length > 0) lines.push('  <properties>', ...properties.map(([k, v]) => `    <${k}>${v}</${k}>`), '  </properties>');
+  lines.push('  <modules>', ...modules.map((m) => `    <module>${m}</module>`), '  </modules>');
+  const plugins = Object.entries(extra.plugins ?? {});
+  if (plugins.length > 0) {
+    lines.push('  <build>', '    <plugins>');
+    for (const [artifact, version] of plugins)
+      lines.push(
+        '      <plugin>',
+        '        <groupId>org.apache.maven.plugins</groupId>',
+        `        <artifactId>${artifact}</artifactId>`,
+        `        <version>${version}</version>`,
+        '      </plugin>',
+      );
+    lines.push('    </plugins>', '  </build>');
+  }
+  return `${lines.join('\n')}\n</project>\n`;
+}
+
 /** The aggregator that builds both modules in one reactor; itself neither installed nor deployed. */
-const AGGREGATOR = `<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>dev.ccm.build</groupId>
-  <artifactId>ccm-java-release</artifactId>
-  <version>0</version>
-  <packaging>pom</packaging>
-  <properties>
-    <maven.deploy.skip>true</maven.deploy.skip>
-  </properties>
-  <modules>
-${JAVA_ARTIFACTS.map((a) => `    <module>${a.dir}</module>`).join('\n')}
-  </modules>
-  <build>
-    <plugins>
-      <plugin>
-        <groupId>org.apache.maven.plugins</groupId>
-        <artifactId>maven-install-plugin</artifactId>
-        <version>3.1.3</version>
-      </plugin>
-      <plugin>
-        <groupId>org.apache.maven.plugins</groupId>
-        <artifactId>maven-deploy-plugin</artifactId>
-        <version>3.1.3</version>
-      </plugin>
-    </plugins>
-  </build>
-</project>
-`;
+const AGGREGATOR = aggregatorPom(
+  'ccm-java-release',
+  JAVA_ARTIFACTS.map((a) => a.dir),
+  {
+    properties: { 'maven.deploy.skip': 'true' },
+    plugins: { 'maven-install-plugin': '3.1.3', 'maven-deploy-plugin': '3.1.3' },
+  },
+);
 
 /** `mvn deploy` without tests (the suite runs them) and without installing into the local repository. */
 function mavenArgs(repository: string, localRepository: string | undefined): string[] {

@@ -22,10 +22,12 @@ import { parseHostArgs } from '../../../host/config/flags.js';
 import { createLogger } from '../../../host/log.js';
 import { updateKnobs } from '../../../plugins/local/knobs.js';
 import { StateStore } from '../../../plugins/local/state.js';
-import { testKubeConfig } from '../../controlplane/shared.js';
+import { readJournal } from '../../../plugins/local/journal.js';
+import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
+import { auditLogFromNow } from '../../helpers/audit.js';
 /** Written by the fixture (test/fixtures/lb-fault-provider.ts; importing it would start it). */
 const ENSURE_CALLS_FILE = 'ensure-calls.jsonl';
-import { cloudLbs, ensureNamespace, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
+import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService, pluginCalls, serviceEvents } from '../../helpers/lb.js';
 import { waitFor } from '../../helpers/wait.js';
 import { logFile } from '../../helpers/log-file.js';
 import { assertNodeScoped } from '../../helpers/node-scope.js';
@@ -212,26 +214,61 @@ test.serial('bad input: invalid annotation and loadBalancerIP, malformed ingress
 });
 
 test.serial(
-  'ImplementedElsewhere: ensure and delete are skipped silently, and the deleted Service does not keep its finalizer (as upstream)',
+  "ImplementedElsewhere (as upstream's service controller): finalizer and EnsuringLoadBalancer, no status write, no failure event, no cloud change; on delete the finalizer goes, the cloud unchanged",
   async (t) => {
-    const { core } = t.context;
+    const { core, state } = t.context;
+    const audit = await auditLogFromNow(await testAuditLogPath());
     const svc = await core.createNamespacedService({
       namespace: NS,
       body: lbService('elsewhere', NS, [{ port: 80 }], {}, { 'fault.test/implemented-elsewhere': 'true' }),
     });
+    const uid = svc.metadata!.uid!;
     // The finalizer goes on before the ensure (as upstream), which answers ImplementedElsewhere.
-    await waitFor(async () => (await readSvc(core, 'elsewhere')).metadata?.finalizers?.includes('service.kubernetes.io/load-balancer-cleanup'), {
-      what: 'finalizer on elsewhere',
-    });
+    await waitFor(async () => (await readSvc(core, 'elsewhere')).metadata?.finalizers?.includes(LB_FINALIZER), { what: 'finalizer on elsewhere' });
+    await waitFor(async () => (await ensureCalls(state, uid)).length > 0, { what: 'elsewhere: the ensure made' });
     await core.deleteNamespacedService({ name: 'elsewhere', namespace: NS });
-    await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.uid === svc.metadata!.uid), {
+    await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.uid === uid), {
       what: 'elsewhere deleted',
     });
-    const events = await serviceEvents(core, svc);
-    t.false(
-      events.some((e) => e.reason === 'SyncLoadBalancerFailed'),
-      'ImplementedElsewhere is no failure',
+    // The host's writes to the Service, in the API server's audit log; the last one removed the finalizer,
+    // after the test's delete: every write of the ensure's sync (the same Service lock) is logged before it.
+    const writes = async () =>
+      (await audit.events())
+        .filter((e) => e.objectRef?.resource === 'services' && e.objectRef.namespace === NS && e.objectRef.name === 'elsewhere')
+        .filter((e) => !['get', 'list', 'watch'].includes(e.verb))
+        .map(
+          (e) =>
+            `${e.user.username.startsWith('system:serviceaccount:') ? 'host' : 'test'} ${e.verb}${e.objectRef?.subresource ? ` ${e.objectRef.subresource}` : ''}`,
+        );
+    const all = await waitFor(
+      async () => {
+        const w = await writes();
+        return w.indexOf('test delete') >= 0 && w.slice(w.indexOf('test delete')).some((x) => x.startsWith('host ')) && w;
+      },
+      { what: "elsewhere: the host's finalizer removal in the audit log" },
     );
+    // Events are sent in the background: DeletedLoadBalancer is the last the host records for it.
+    const events = await waitFor(
+      async () => {
+        const list = await serviceEvents(core, svc);
+        return list.some((e) => e.reason === 'DeletedLoadBalancer') && list;
+      },
+      { what: 'elsewhere: DeletedLoadBalancer event' },
+    );
+    const journal = (await readJournal(state)).filter((e) => e.key === uid || e.keys?.includes(uid));
+    const rows: { what: string; got: unknown; want: unknown }[] = [
+      {
+        what: 'writes to the Service: the finalizer on, then off after the delete; no status write',
+        got: all.filter((w) => w.startsWith('host ')),
+        want: ['host patch', 'host patch'],
+      },
+      { what: 'EnsuringLoadBalancer announced', got: events.some((e) => e.type === 'Normal' && e.reason === 'EnsuringLoadBalancer'), want: true },
+      // (UnAvailableLoadBalancer, the Warning that there is no node, is upstream's too: this namespace has none.)
+      { what: 'no failure reported', got: events.filter((e) => e.reason === 'SyncLoadBalancerFailed').map((e) => e.message), want: [] },
+      { what: 'changes to the local cloud about the Service (its journal of mutating calls)', got: journal.map((e) => e.method), want: [] },
+      { what: "the local cloud's load balancers for it", got: (await cloudLbs(state)).filter((l) => l.serviceUid === uid).length, want: 0 },
+    ];
+    for (const r of rows) t.deepEqual(r.got, r.want, r.what);
   },
 );
 

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO } from '../../../tools/release/files.js';
 import { HOST_IMAGE, machineArch, nodeImage, providerImage } from '../../../tools/release/images.js';
-import { JAVA_ARTIFACTS, JAVA_POMS, pomAt } from '../../../tools/release/maven.js';
+import { aggregatorPom, JAVA_ARTIFACTS, JAVA_POMS, pomAt } from '../../../tools/release/maven.js';
 import {
   changelogForRelease,
   GO_MODULES,
@@ -214,6 +214,55 @@ test('pomAt: every version of a ccm-provider-* artifact, declared or depended on
   ]);
   t.is(pomAt(at, '0.2.0'), at);
 });
+
+const AGGREGATORS: { what: string; pom: string; want: { artifactId: string; modules: string[]; properties: string[]; plugins: string[] } }[] = [
+  {
+    what: "the test suite's reactor: stubs, SDK and example, nothing else",
+    pom: aggregatorPom('ccm-java-build', ['sdk/java-proto', 'sdk/java', 'plugins/java']),
+    want: { artifactId: 'ccm-java-build', modules: ['sdk/java-proto', 'sdk/java', 'plugins/java'], properties: [], plugins: [] },
+  },
+  {
+    what: "the release's: stubs and SDK, itself not deployed, install and deploy plugins pinned",
+    pom: aggregatorPom('ccm-java-release', ['sdk/java-proto', 'sdk/java'], {
+      properties: { 'maven.deploy.skip': 'true' },
+      plugins: { 'maven-install-plugin': '3.1.3', 'maven-deploy-plugin': '3.1.3' },
+    }),
+    want: {
+      artifactId: 'ccm-java-release',
+      modules: ['sdk/java-proto', 'sdk/java'],
+      properties: ['maven.deploy.skip=true'],
+      plugins: ['org.apache.maven.plugins:maven-install-plugin:3.1.3', 'org.apache.maven.plugins:maven-deploy-plugin:3.1.3'],
+    },
+  },
+];
+
+/** The texts of every `<tag>` in `xml`, in order. */
+const texts = (xml: string, tag: string) => [...xml.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, 'g'))].map((m) => m[1]!);
+/** What lies inside the first `<tag>` block of `xml` ('' if none). */
+const block = (xml: string, tag: string) => xml.split(`<${tag}>`)[1]?.split(`</${tag}>`)[0] ?? '';
+
+for (const c of AGGREGATORS)
+  test(`aggregatorPom: ${c.what}`, (t) => {
+    t.true(c.pom.startsWith('<?xml version="1.0" encoding="UTF-8"?>\n<project xmlns="http://maven.apache.org/POM/4.0.0">\n'));
+    t.true(c.pom.endsWith('</project>\n'));
+    // The project's own coordinates come first (the plugins' follow).
+    t.deepEqual(
+      ['modelVersion', 'groupId', 'artifactId', 'version', 'packaging'].map((tag) => texts(c.pom, tag)[0]),
+      ['4.0.0', 'dev.ccm.build', c.want.artifactId, '0', 'pom'],
+    );
+    t.deepEqual(texts(c.pom, 'module'), c.want.modules);
+    t.deepEqual(
+      [...block(c.pom, 'properties').matchAll(/<([\w.-]+)>([^<]*)<\/\1>/g)].map((m) => `${m[1]}=${m[2]}`),
+      c.want.properties,
+    );
+    t.deepEqual(
+      block(c.pom, 'plugins')
+        .split('<plugin>')
+        .slice(1)
+        .map((p) => ['groupId', 'artifactId', 'version'].map((tag) => texts(p, tag)[0]).join(':')),
+      c.want.plugins,
+    );
+  });
 
 test('the release sets the version in every released Java module and in the example that depends on the SDK; the stubs build first', (t) => {
   t.deepEqual(

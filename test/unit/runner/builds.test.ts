@@ -4,7 +4,8 @@
  * builds are scheduled: compiles one at a time in order, the rest beside
  * them, a cached build not built, a failed one not stopping the others.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import {
@@ -15,6 +16,7 @@ import {
   selectedFiles,
   startBuilds,
   testFilesUnder,
+  workerEnv,
   type Build,
   type BuildName,
 } from '../../builds.js';
@@ -154,4 +156,33 @@ test('startBuilds: compiles one at a time in order, the rest beside, a cached on
   t.regex(summary, /controlplane +FAILED after \d+ s/);
   t.regex(summary, /promtool +cached/);
   t.regex(summary, /builds took 12 s of wall time/);
+});
+
+test('workerEnv: each build hands its cache directory to the test workers; one without env or whose env fails adds nothing', async (t) => {
+  const stub = (name: BuildName, env?: Build['env']): Build => ({
+    name,
+    what: name,
+    early: true,
+    compile: false,
+    ready: async () => true,
+    build: async () => undefined,
+    env,
+  });
+  const builds = [
+    stub('controlplane'),
+    stub('java-provider', async () => ({ CCM_TEST_JAVA_DIR: '/cache/java-1' })),
+    stub('aws', () => Promise.reject(new Error('no java'))),
+    stub('release', async () => ({ CCM_TEST_RELEASE_DIR: '/cache/release-1' })),
+  ];
+  t.deepEqual(await workerEnv(builds), { CCM_TEST_JAVA_DIR: '/cache/java-1', CCM_TEST_RELEASE_DIR: '/cache/release-1' });
+});
+
+test("the Java build: a test worker given the runner's directory uses it, hashing nothing (sdk/java edited since cannot move it)", async (t) => {
+  // As the runner hands it (workerEnv); java and mvn are not run: hashing would run them.
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-java-'));
+  process.env.CCM_TEST_JAVA_DIR = dir;
+  const java = BUILDS.find((b) => b.name === 'java-provider')!;
+  t.true(await java.ready());
+  t.deepEqual(await java.env!(), { CCM_TEST_JAVA_DIR: dir });
+  t.deepEqual(await workerEnv([java]), { CCM_TEST_JAVA_DIR: dir });
 });
