@@ -526,6 +526,17 @@ function shardedLeaseName(o: HostOptionsWithDefaults): string {
   return Number.isInteger(count) && count > 1 ? `${o.leaderElectResourceName}-shard-${o.shardIndex}` : o.leaderElectResourceName;
 }
 
+/**
+ * `--leader-elect-resource-name` as given: `leaderElection.resourceName`
+ * without the shard suffix shardedLeaseName adds. What every shard of one
+ * CCM shares (e.g. the node deletion brake's one count for the cluster).
+ */
+export function unshardedLeaseName(config: Pick<HostConfig, 'leaderElection' | 'shard'>): string {
+  const name = config.leaderElection.resourceName;
+  const suffix = `-shard-${config.shard.index}`;
+  return config.shard.count > 1 && name.endsWith(suffix) ? name.slice(0, -suffix.length) : name;
+}
+
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function checkCloudProvider(name: string | undefined, p: Problems): string | undefined {

@@ -621,7 +621,7 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'nodeDeletionLimit',
     kind: 'string',
     value: 'N|P%',
-    help: 'At most this many Nodes whose instance is gone are deleted per --node-deletion-limit-window; the rest wait for a later pass (Warning event DeletingNodeHeldBack). P% (1–100) is a share of the Nodes the host sees, never fewer than 5. 0 turns the limit off (upstream); 0% is refused. The count is kept on the Lease cloud-controller-manager-node-deletions, so a restart or a new leader does not reset it.',
+    help: "At most this many Nodes whose instance is gone are deleted per --node-deletion-limit-window; the rest wait for a later pass (Warning event DeletingNodeHeldBack). P% (1–100) is a share of the Nodes the host sees, never fewer than 5. 0 turns the limit off (upstream); 0% is refused. The count is kept on the Lease cloud-controller-manager-node-deletions, so a restart or a new leader does not reset it; with --shard-count the limit is for all shards together (a share of every shard's Nodes).",
   },
   {
     name: 'node-deletion-limit-window',

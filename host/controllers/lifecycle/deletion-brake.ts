@@ -11,6 +11,16 @@
  * reserves its deletions in the ledger with a conditional write; only what
  * was reserved is deleted, and a ledger that cannot be read or written
  * deletes nothing.
+ *
+ * With --shard-count, every shard's controller writes the same record and
+ * counts the limit against every shard's Nodes, so the shards together
+ * delete no more per window than one replica would (the floor of 5 once for
+ * the cluster). Each shard's Node cache may still hold Nodes another shard
+ * has just deleted (its watch lags), and counting those and the record's
+ * deletions both would raise the limit; so a percentage is never taken of
+ * more Nodes than the largest count any reservation of the window saw (kept
+ * with the entries), nor of more than the Nodes seen now plus those deleted
+ * in the window (the single replica's rule, which it reduces to).
  */
 
 /** A count of Nodes, or a percentage of the Nodes the controller sees. */
@@ -40,6 +50,12 @@ export function parseDeletionLimit(text: string): DeletionLimit | null | undefin
 export interface DeletionEntry {
   at: number;
   count: number;
+  /**
+   * The Node count the limit was taken of when they were reserved (the
+   * largest, when several reservations share the entry); absent in records
+   * written before it was kept (such entries raise no limit).
+   */
+  nodes?: number;
 }
 
 /** What a ledger read returned: the entries and an opaque version to write at. */
@@ -109,6 +125,8 @@ export interface Reservation {
   granted: number;
   /** The bound of the window at that moment. */
   bound: number;
+  /** The entry (its `at`) the deletions were added to; pass it to `release`. Absent when nothing was reserved. */
+  at?: number;
 }
 
 export class DeletionBrake {
@@ -127,21 +145,24 @@ export class DeletionBrake {
     return Math.max(Math.floor((nodes * this.limit.percent) / 100), MIN_PERCENT_LIMIT_NODES);
   }
 
-  /** Deletions recorded inside the window that ends now. */
-  private inWindow(entries: DeletionEntry[], now: number): number {
-    return entries.filter((e) => e.at > now - this.windowMs).reduce((n, e) => n + e.count, 0);
-  }
-
   /**
    * The window's bound and how many more deletions it allows, when the
-   * controller sees `nodes` Nodes. A percentage counts the Nodes deleted
-   * inside the window too: otherwise each deletion would shrink the bound
-   * (10 % of 200 would allow only 19).
+   * controller sees `nodes` Nodes (with --shard-count: every shard's). A
+   * percentage counts the Nodes deleted inside the window too: otherwise each
+   * deletion would shrink the bound (10 % of 200 would allow only 19). But a
+   * Node deleted by another shard (or by this one, if the watch lags) may
+   * still be among the `nodes` seen: counted twice, it would raise the bound.
+   * So the count is capped by the largest count a reservation inside the
+   * window saw (`nodes` of the entries): Nodes no cache ever held at once are
+   * never counted. `counted` is what the next entry keeps.
    */
-  private arithmetic(entries: DeletionEntry[], nodes: number, now: number): { bound: number; allowance: number } {
-    const used = this.inWindow(entries, now);
-    const bound = this.bound(nodes + used);
-    return { bound, allowance: Math.max(0, bound - used) };
+  private arithmetic(entries: DeletionEntry[], nodes: number, now: number): { bound: number; allowance: number; counted: number } {
+    const live = entries.filter((e) => e.at > now - this.windowMs);
+    const used = live.reduce((n, e) => n + e.count, 0);
+    const seen = live.reduce((m, e) => Math.max(m, e.nodes ?? 0), 0);
+    const counted = Math.min(nodes + used, Math.max(nodes, seen));
+    const bound = this.bound(counted);
+    return { bound, allowance: Math.max(0, bound - used), counted };
   }
 
   /** How many more Nodes may be deleted now (a fresh read of the ledger; throws when it cannot be read). */
@@ -155,9 +176,11 @@ export class DeletionBrake {
   /**
    * Reserves up to `wanted` deletions in the ledger: a fresh read, then a
    * conditional write of the entries with the new ones added, retried after
-   * a conflict. Idempotent? No: each call that returns reserves anew. Throws
-   * when the ledger cannot be read or written (nothing is reserved then, as
-   * far as this process knows: delete nothing).
+   * a conflict (the conflict's winner may have used the window: the count
+   * is checked again on the new read, never on the old one). Idempotent? No:
+   * each call that returns reserves anew. Throws when the ledger cannot be
+   * read or written (nothing is reserved then, as far as this process knows:
+   * delete nothing).
    */
   async reserve(wanted: number, nodes: number): Promise<Reservation> {
     if (this.limit === null) return { granted: wanted, bound: Infinity };
@@ -167,9 +190,10 @@ export class DeletionBrake {
       const a = this.arithmetic(snap.entries, nodes, now);
       const granted = Math.min(wanted, a.allowance);
       if (granted <= 0) return { granted: 0, bound: a.bound };
+      const entry = this.entry(now, granted, a.counted);
       try {
-        await this.ledger.write(this.add(snap.entries, now, granted), snap.version);
-        return { granted, bound: a.bound };
+        await this.ledger.write(this.add(snap.entries, now, entry), snap.version);
+        return { granted, bound: a.bound, at: entry.at };
       } catch (err) {
         if (!this.ledger.isConflict(err) || attempt >= RESERVE_ATTEMPTS) throw err;
       }
@@ -178,16 +202,20 @@ export class DeletionBrake {
 
   /**
    * Gives back `count` reserved deletions that did not happen (the delete
-   * failed), from the newest entries. Best effort: a failure leaves them
-   * counted, which only holds back more. Throws on failure.
+   * failed), from the entry of their reservation (`at`, Reservation.at) and
+   * older ones, newest first. Never from a newer entry: that may be another
+   * shard's (or replica's), and taking from it would leave a later deletion
+   * counted at an earlier time, leaving the window too early. Best effort: a
+   * failure leaves them counted, which only holds back more. Throws on failure.
    */
-  async release(count: number): Promise<void> {
+  async release(count: number, at = Infinity): Promise<void> {
     if (this.limit === null || count <= 0) return;
     for (let attempt = 1; ; attempt++) {
       const snap = await this.ledger.read();
       const entries = [...snap.entries].sort((a, b) => a.at - b.at);
       let left = count;
       for (let i = entries.length - 1; i >= 0 && left > 0; i--) {
+        if (entries[i]!.at > at) continue;
         const take = Math.min(left, entries[i]!.count);
         entries[i] = { ...entries[i]!, count: entries[i]!.count - take };
         left -= take;
@@ -205,17 +233,23 @@ export class DeletionBrake {
   }
 
   /**
-   * `entries` without those past the window, plus `count` at `now`. The time
-   * is rounded UP to the bucket, so an entry leaves the window no earlier
-   * than the deletion it stands for.
+   * The entry for `count` deletions reserved at `now` against `nodes` Nodes.
+   * The time is rounded UP to the bucket, so an entry leaves the window no
+   * earlier than the deletion it stands for.
    */
-  private add(entries: DeletionEntry[], now: number, count: number): DeletionEntry[] {
+  private entry(now: number, count: number, nodes: number): DeletionEntry {
     const bucket = Math.max(1000, Math.ceil(this.windowMs / BUCKETS_PER_WINDOW));
-    const at = Math.ceil(now / bucket) * bucket;
+    return { at: Math.ceil(now / bucket) * bucket, count, nodes };
+  }
+
+  /** `entries` without those past the window, plus `entry` (merged into an entry of the same bucket). */
+  private add(entries: DeletionEntry[], now: number, entry: DeletionEntry): DeletionEntry[] {
     const kept = entries.filter((e) => e.at > now - this.windowMs).map((e) => ({ ...e }));
-    const same = kept.find((e) => e.at === at);
-    if (same) same.count += count;
-    else kept.push({ at, count });
+    const same = kept.find((e) => e.at === entry.at);
+    if (same) {
+      same.count += entry.count;
+      same.nodes = Math.max(same.nodes ?? 0, entry.nodes ?? 0);
+    } else kept.push(entry);
     return kept.sort((a, b) => a.at - b.at);
   }
 }

@@ -7,9 +7,13 @@
  *
  * One annotation per brake: its key hashes the leader election lock and the
  * --node-selector, so CCMs that shard the Nodes by selector (or run under
- * their own lock) keep their own count, and replicas of one CCM share one.
- * Its value is JSON: who it is for, the window, and the deletions
- * (`{"at": RFC 3339, "count": n}`, times rounded up). Other annotations,
+ * their own lock) keep their own count, and replicas of one CCM share one,
+ * as do the shards of one CCM with --shard-count (the lock is then the
+ * unsharded --leader-elect-resource-name, not the shard's Lease: one count
+ * for the cluster). Its value is JSON: who it is for, the window, and the
+ * deletions (`{"at": RFC 3339, "count": n, "nodes": n}`, times rounded up;
+ * `nodes` is the Node count the limit was of, absent in records of older
+ * hosts, which read and keep only `at` and `count`). Other annotations,
  * the spec and labels of the Lease are kept by every write; an annotation of
  * this kind whose deletions are all past its own window is dropped.
  */
@@ -25,7 +29,7 @@ interface RecordValue {
   /** The lock and node selector this count is for (for people; the key is its hash). */
   for: string;
   windowMs: number;
-  deletions: { at: string; count: number }[];
+  deletions: { at: string; count: number; nodes?: number }[];
 }
 
 export class LeaseDeletionLedger implements DeletionLedger {
@@ -103,7 +107,15 @@ export class LeaseDeletionLedger implements DeletionLedger {
   }
 
   private value(entries: DeletionEntry[]): RecordValue {
-    return { for: this.owner, windowMs: this.windowMs, deletions: entries.map((e) => ({ at: new Date(e.at).toISOString(), count: e.count })) };
+    return {
+      for: this.owner,
+      windowMs: this.windowMs,
+      deletions: entries.map((e) => ({
+        at: new Date(e.at).toISOString(),
+        count: e.count,
+        ...(e.nodes === undefined ? {} : { nodes: e.nodes }),
+      })),
+    };
   }
 }
 
@@ -121,11 +133,15 @@ function parseEntries(text: string, where: string): DeletionEntry[] {
   const deletions = (v as Partial<RecordValue> | null)?.deletions;
   if (!Array.isArray(deletions)) return fail();
   return deletions.map((d: unknown) => {
-    const { at, count } = (d ?? {}) as { at?: unknown; count?: unknown };
+    const { at, count, nodes } = (d ?? {}) as { at?: unknown; count?: unknown; nodes?: unknown };
     const ms = typeof at === 'string' ? Date.parse(at) : NaN;
-    if (!Number.isFinite(ms) || typeof count !== 'number' || !Number.isInteger(count) || count < 0) return fail();
-    return { at: ms, count };
+    if (!Number.isFinite(ms) || !isCount(count) || (nodes !== undefined && !isCount(nodes))) return fail();
+    return nodes === undefined ? { at: ms, count } : { at: ms, count, nodes };
   });
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0;
 }
 
 /** Whether a brake's annotation value (any scope) has no deletion left inside its own window; unreadable values are kept. */

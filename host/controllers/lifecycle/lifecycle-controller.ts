@@ -46,7 +46,10 @@
  *   instance is still reported gone when the window allows. The count lives
  *   in the cluster (deletion-ledger.ts), read fresh before each deletion
  *   and written (reserved) before it, so a restart or a new leader does not
- *   reset it; when it cannot be read or written, no Node is deleted.
+ *   reset it; when it cannot be read or written, no Node is deleted. With
+ *   --shard-count the brake is one for the cluster: every shard reserves in
+ *   the same record and a percentage is of every shard's Nodes
+ *   (`clusterNodes`), so N shards delete no more than one replica would.
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
@@ -78,6 +81,12 @@ export interface LifecycleControllerOptions {
   core: CoreV1Api;
   /** This replica's Nodes (its shard with --shard-count, kube/shard-view.ts). */
   nodes: InformerView<V1Node>;
+  /**
+   * Every Node of the cluster (all shards; under --node-selector): what a
+   * percentage --node-deletion-limit is of, since the brake is one for all
+   * shards. Default `nodes`.
+   */
+  clusterNodes?: InformerView<V1Node>;
   instances: Instances;
   recorder: EventRecorder;
   log: Logger;
@@ -258,13 +267,19 @@ export class NodeLifecycleController {
         if (write === 'delete') doomed.push(node);
         else if (write) writes.push(write);
       });
-      if (doomed.length > 0) writes.push(() => this.deleteGone(doomed, byName.size, started, report));
+      if (doomed.length > 0) writes.push(() => this.deleteGone(doomed, this.clusterNodeCount(byName.size), started, report));
     }
     await mapLimit(writes, WRITE_CONCURRENCY, (w) => w());
     this.metrics?.heldBack.set(report.heldBack.length);
     report.durationMs = this.now() - started;
     this.metrics?.passDuration.observe(report.durationMs / 1000);
     return report;
+  }
+
+  /** The Nodes a percentage limit is of: every shard's (`clusterNodes`), else this pass's `seen` (one replica: the same Nodes). */
+  private clusterNodeCount(seen: number): number {
+    if (!this.o.clusterNodes) return seen;
+    return new Set(this.o.clusterNodes.list().map((n) => n.metadata?.name)).size;
   }
 
   /** The node's instance is not gone (or the node is Ready): no grace period or hold runs for it. */
@@ -277,8 +292,10 @@ export class NodeLifecycleController {
    * Deletes nodes whose instance is gone, within the brake: a fresh read of
    * the brake's record gives the allowance (held longest first; the rest are
    * held back), a live GET confirms each candidate, the confirmed ones are
-   * reserved in the record, and only what was reserved is deleted. A record
-   * that cannot be read or written deletes nothing this pass.
+   * reserved in the record (a fresh read and a conditional write: other
+   * shards and replicas reserve in the same record), and only what was
+   * reserved is deleted. A record that cannot be read or written deletes
+   * nothing this pass. `nodes`: what a percentage limit is of.
    */
   private async deleteGone(doomed: V1Node[], nodes: number, now: number, report: TickReport): Promise<void> {
     const since = (n: V1Node) => this.heldSince.get(n.metadata!.name!) ?? now;
@@ -309,7 +326,7 @@ export class NodeLifecycleController {
     if (unused > 0) {
       // Best effort: left counted, they only hold back more.
       await this.brake
-        .release(unused)
+        .release(unused, reservation.at)
         .catch((err: unknown) =>
           this.o.log.info({ count: unused, err: errorMessage(err) }, 'could not give back reserved node deletions that did not happen'),
         );

@@ -9,6 +9,7 @@ import { LeaseDeletionLedger } from './deletion-ledger.js';
 import { NodeLifecycleController } from './lifecycle-controller.js';
 import { perProvider } from '../per-provider.js';
 import { shardView } from '../../kube/shard-view.js';
+import { unshardedLeaseName } from '../../config/config.js';
 
 export const startNodeLifecycleController: ControllerFactory = (ctx) =>
   perProvider(ctx, ({ provider, log, ownership, several }) => {
@@ -17,16 +18,23 @@ export const startNodeLifecycleController: ControllerFactory = (ctx) =>
     const le = ctx.config.leaderElection;
     // Kept beside the leader election's Lease, on this controller's own client (its identity under --use-service-account-credentials).
     // With several providers each has its own count (the brake applies per provider), one annotation each on the same Lease.
+    // With --shard-count every shard keys it by the unsharded lock name: one count for the cluster, as with one replica.
     const ledger = new LeaseDeletionLedger(
       ctx.clients.coordination,
       le.resourceNamespace,
       NODE_DELETIONS_LEASE,
-      { lock: `${le.resourceNamespace}/${le.resourceName}`, nodeSelector: ctx.config.nodeSelector, ...(several ? { provider: provider.name } : {}) },
+      {
+        lock: `${le.resourceNamespace}/${unshardedLeaseName(ctx.config)}`,
+        nodeSelector: ctx.config.nodeSelector,
+        ...(several ? { provider: provider.name } : {}),
+      },
       ctx.config.nodeDeletionLimitWindowMs,
     );
     const controller = new NodeLifecycleController({
       core: ctx.clients.core,
       nodes: shardView(ctx.informers.nodes(), ctx.config.shard),
+      // A percentage limit is of every shard's Nodes: the brake is one for the cluster.
+      clusterNodes: ctx.informers.nodes(),
       instances,
       providerName: () => provider.cloud.info().providerName,
       recorder: ctx.recorder,

@@ -4,24 +4,27 @@
  * plugin process over one shared cloud state, on the shared real
  * kube-apiserver. The cloud's journal (LOCALCLOUD_JOURNAL=all: reads too)
  * names the host behind every call, so it shows which replica touched which
- * Node and Service.
+ * Node and Service. Last, every instance disappears at once: the node
+ * deletion brake is one for the cluster, so both shards together delete no
+ * more than one replica would.
  *
  * Scoping for the shared API server: Nodes by testScope('shard'), namespace
  * shard-it, cluster name shardit, ingress pool 127.0.141.0/24, pod CIDRs
  * from 10.150.0.0/16.
  */
 import anyTest, { type TestFn } from 'ava';
-import { mkdir, mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { shardOfUid } from '../../../host/kube/shard-view.js';
 import { readJournal, type JournalEntry } from '../../../plugins/local/journal.js';
+import { StateStore } from '../../../plugins/local/state.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { cloudLbs, ensureNamespace, ingressIp, lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
-import { deleteScopedNodes, testScope, UNINITIALIZED_TAINT } from '../../helpers/nodes.js';
+import { deleteScopedNodes, nodeEvents, readNodeOrUndefined, testScope, UNINITIALIZED_TAINT } from '../../helpers/nodes.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const NS = 'shard-it';
@@ -186,3 +189,67 @@ test.serial("deleting one Service of each shard: its own shard deletes its load 
     'no other load balancer deleted',
   );
 });
+
+/** Completed lifecycle passes of `host` (its pass duration histogram's count). */
+async function lifecyclePasses(host: TestHost): Promise<number> {
+  const m = await host.metrics.registry.getSingleMetric('ccm_node_lifecycle_pass_duration_seconds')!.get();
+  return m.values.find((v) => (v as { metricName?: string }).metricName === 'ccm_node_lifecycle_pass_duration_seconds_count')?.value ?? 0;
+}
+
+test.serial(
+  'every instance gone at once: both shards together delete at most the cluster-wide limit (5 of 12), the rest are held back',
+  async (t) => {
+    const { core, cloud, hosts } = t.context;
+    const nodes = (await core.listNode({ labelSelector: scope.selector })).items;
+    t.is(nodes.length, NODES);
+    const shardOf = new Map(nodes.map((n) => [n.metadata!.name!, shardOfUid(n.metadata!.uid!, SHARDS)]));
+    const existing = async () => {
+      const out: string[] = [];
+      for (const n of nodeNames()) if (await readNodeOrUndefined(core, n)) out.push(n);
+      return out;
+    };
+    // One write of the cloud's state: the instances of both shards' Nodes vanish together.
+    const names = new Set(nodeNames());
+    await new StateStore(cloud).update((draft) => {
+      draft.instances = draft.instances.filter((i) => !names.has(i.name));
+    });
+
+    // The default limit, max(10 % of the cluster's 12 Nodes, 5) = 5 per 5m, for both shards together
+    // (counted per shard, each shard would delete up to 5 of its own).
+    await waitFor(async () => (await existing()).length <= NODES - 5, { what: '5 Nodes deleted' });
+    const before = await Promise.all(hosts.map(lifecyclePasses));
+    await waitFor(async () => (await Promise.all(hosts.map(lifecyclePasses))).every((p, i) => p >= before[i]! + 3), {
+      what: 'three more lifecycle passes of each shard',
+    });
+    const kept = await existing();
+    t.is(kept.length, NODES - 5, `no more than 5 deleted in the cluster; kept ${kept.join(', ')}`);
+
+    for (const n of kept) {
+      const ev = await waitFor(async () => (await nodeEvents(core, n)).find((e) => e.reason === 'DeletingNodeHeldBack'), {
+        what: `DeletingNodeHeldBack on ${n}`,
+      });
+      t.is(ev.type, 'Warning');
+      t.regex(ev.message ?? '', /at most 5 nodes are deleted per 5m0s \(--node-deletion-limit\)/);
+    }
+    for (const [index, h] of hosts.entries()) {
+      if (!kept.some((n) => shardOf.get(n) === index)) continue;
+      t.true((await readFile(h.logPath, 'utf8')).includes('node deletion limit reached'), `shard ${index} says why in its log`);
+    }
+
+    // One record for the cluster: keyed by the unsharded lock, holding both shards' deletions.
+    const coordination = (await testKubeConfig()).makeApiClient(CoordinationV1Api);
+    const lease = await coordination.readNamespacedLease({ name: 'cloud-controller-manager-node-deletions', namespace: 'kube-system' });
+    const records = Object.entries(lease.metadata?.annotations ?? {})
+      .filter(([k]) => k.startsWith('lifecycle.ccm.dev/node-deletions-'))
+      .map(([, v]) => JSON.parse(v) as { for: string; deletions: { count: number }[] })
+      .filter((v) => v.for.includes(scope.selector));
+    t.deepEqual(
+      records.map((r) => r.for),
+      [`lock kube-system/cloud-controller-manager, node selector ${JSON.stringify(scope.selector)}`],
+    );
+    t.is(
+      records[0]?.deletions.reduce((n, d) => n + d.count, 0),
+      5,
+    );
+  },
+);
