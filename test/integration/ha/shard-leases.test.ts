@@ -54,10 +54,15 @@ function callersByKey(entries: JournalEntry[], service: 'instances' | 'loadBalan
   return out;
 }
 
-/** The shard named by the replica's one "took a shard" log line (undefined without one). */
+/** The shards named by the replica's "took a shard" log lines, in order. */
 async function tookShard(h: HostProcess): Promise<number[]> {
   const log = await readFile(h.logPath, 'utf8');
   return [...log.matchAll(/took a shard[^\n]*?\sshard=(\d+)/g)].map((m) => Number(m[1]));
+}
+
+/** The same, once the replica has logged at least `n` of them (the line may reach the file after the Lease changed). */
+function tookShards(h: HostProcess, n: number): Promise<number[]> {
+  return waitFor(async () => ((await tookShard(h)).length >= n ? tookShard(h) : undefined), { what: `${n} "took a shard" line(s) in ${h.logPath}` });
 }
 
 test('three replicas, --shard-count=2 and no index: two serve distinct shards from their Leases, one stands by touching nothing; SIGKILL of a holder hands its shard to the standby; nothing deleted', async (t) => {
@@ -127,7 +132,7 @@ test('three replicas, --shard-count=2 and no index: two serve distinct shards fr
   );
   const standby = [...byIdentity.keys()].find((who) => !firstHolders.includes(who))!;
   for (const [shard, who] of firstHolders.entries()) {
-    t.deepEqual(await tookShard(byIdentity.get(who)!), [shard], `the holder of shard ${shard} logged that it took shard ${shard}, once`);
+    t.deepEqual(await tookShards(byIdentity.get(who)!, 1), [shard], `the holder of shard ${shard} logged that it took shard ${shard}, once`);
   }
   t.deepEqual(await tookShard(byIdentity.get(standby)!), [], 'the standby took no shard');
 
@@ -186,7 +191,7 @@ test('three replicas, --shard-count=2 and no index: two serve distinct shards fr
   byIdentity.get(victim)!.kill('SIGKILL');
   await waitFor(async () => (await holders[0]!()) === standby, { what: 'the standby takes shard 0 after the SIGKILL', timeoutMs: 90_000 });
   const handOverMs = Date.now() - killedAt;
-  t.deepEqual(await tookShard(byIdentity.get(standby)!), [0], 'the former standby logged that it took shard 0');
+  t.deepEqual(await tookShards(byIdentity.get(standby)!, 1), [0], 'the former standby logged that it took shard 0');
   t.is(await holders[1]!(), firstHolders[1], 'shard 1 stays with its holder');
   const fresh = await createIn(0);
   await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone: [], backends: nodes });
