@@ -19,11 +19,12 @@ import type { HostConfig } from './config/config.js';
 import { ConnectionPool } from './kube/connections.js';
 import { makeClients } from './kube/client.js';
 import type { KubeConfigData } from './kube/kubeconfig.js';
-import { KubeLeaseLock, LeaderElector, newLeaderIdentity } from './kube/leader-election.js';
+import { KubeLeaseLock, LeaderElector, newLeaderIdentity, type ElectionOutcome } from './kube/leader-election.js';
+import { ShardCampaign } from './kube/shard-election.js';
 import { AnyProviderReady, PluginLeaseGuard } from './kube/plugin-lease-guard.js';
 import { errorMessage, type Logger } from './log.js';
 import { createHostMetrics, type HostMetrics } from './metrics.js';
-import { COMPONENT_NAME } from './names.js';
+import { COMPONENT_NAME, shardLeaseName } from './names.js';
 import type { PluginSupervisor } from './plugin/supervisor.js';
 import type { ProviderRegistry } from './providers.js';
 import { HostHealth } from './health.js';
@@ -58,11 +59,12 @@ export interface StartHostOptions {
   /** A kubeconfig to use instead of --kubeconfig/--master (tests, demo); a client-node `KubeConfig` fits. */
   kubeConfig?: KubeConfigData;
   /**
-   * Called once when the lease could not be renewed in time: the controllers
-   * are already stopping. main exits non-zero, as upstream, so the kubelet
+   * Called once when the lease (`namespace/name`; with --shard-index=auto the
+   * served shard's) could not be renewed in time: the controllers are
+   * already stopping. main exits non-zero, as upstream, so the kubelet
    * restarts the process clean.
    */
-  onLeadershipLost?: () => void;
+  onLeadershipLost?: (lease: string) => void;
 }
 
 /** Starts the host; rejects with HostStartError (one line naming the problem) when it cannot, having stopped what it started. */
@@ -89,11 +91,11 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const { server, requestAuth } = await startServing(config, kc, { metrics, connections, cleanups, log });
     const health = new HostHealth(server);
     const identity = newLeaderIdentity();
-    // Set once the supervisor exists (below); the elector asks it only once it runs.
+    // Set once the supervisor exists (below); the election asks it only once it runs.
     let leaseGuard: PluginLeaseGuard | undefined;
     // Also set below: each renewal of the Lease renews the provider's own controllers' lease.
     const renewal: { onRenewed?: () => void } = {};
-    const elector = leaderElector(
+    const election = hostElection(
       config,
       kc,
       identity,
@@ -104,7 +106,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     // The fence: only the leader, and only while its lease is fresh (measured from when its last
     // renewal was sent), sends Kubernetes writes and cloud mutations. Without --leader-elect there
     // is no lease and nothing is fenced.
-    const fence = elector ? () => (elector.holdsFreshLease() ? undefined : 'this replica does not hold a fresh leader lease') : undefined;
+    const fence = election ? () => (election.holdsFreshLease() ? undefined : 'this replica does not hold a fresh leader lease') : undefined;
     let stoppingHost = false;
     const refuseMutation = (): string | undefined => {
       if (stoppingHost) return 'the host is stopping';
@@ -112,13 +114,13 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     };
     // The providers' own controllers run under a lease of what the fence can vouch for, renewed with
     // the Lease: a provider whose host died uncleanly stops them before another replica can lead.
-    const controllersLeaseMs = elector ? () => elector.freshLeaseRemainingMs() : undefined;
+    const controllersLeaseMs = election ? () => election.freshLeaseRemainingMs() : undefined;
     const supervised = pluginSupervisors(config, { cloudConfigs, clusterUid, metrics, health, identity, refuseMutation, controllersLeaseMs, log });
     renewal.onRenewed = () => {
       for (const s of supervised) s.supervisor.renewProviderControllers();
     };
     const supervisor = supervised.find((s) => s.provider.default)!.supervisor;
-    if (elector && config.leaderElection.pluginUnreadyReleaseMs > 0) {
+    if (election && config.leaderElection.pluginUnreadyReleaseMs > 0) {
       // The lease follows the provider's readiness; with several, all of them together (unready only while none is
       // ready), so one provider down everywhere does not stop the others' work (kube/plugin-lease-guard.ts).
       const timeoutMs = config.leaderElection.pluginUnreadyReleaseMs;
@@ -130,7 +132,7 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
             )
           : new PluginLeaseGuard(supervisor, config.cloudProvider, timeoutMs);
       leaseGuard = guard;
-      server?.addCheck('leaderCandidacy', () => guard.check(elector.isLeader()), 'readyz');
+      server?.addCheck('leaderCandidacy', () => guard.check(election.isLeader()), 'readyz');
     }
     const abortStart = new AbortController();
     cleanups.push(async () => {
@@ -143,8 +145,8 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     const clients = controllerClients(config, kc, { metrics, connections, log, fence });
     const controllers = controllerRunner(config, { cloud, supervisor, providers, clients, metrics, health, server, requestAuth, log });
     const stopping = new AbortController();
-    const done = elector
-      ? runElection(config, elector, controllers.run, stopping.signal, { metrics, server, identity, onLost: opts.onLeadershipLost })
+    const done = election
+      ? runElection(election, controllers.run, stopping.signal, { metrics, server, identity, onLost: opts.onLeadershipLost })
       : controllers.run(stopping.signal).catch((err) => log.error({ err: errorMessage(err) }, 'controllers failed to start'));
     cleanups.push(async () => {
       stopping.abort();
@@ -194,20 +196,42 @@ async function startServing(
 }
 
 /**
- * The leader elector on the --leader-elect-resource-* Lease, with its own API
- * client; undefined without --leader-elect. `guard()` (once set) makes a
- * leader with an unready plugin resign and keeps a candidate with one out of
- * the election (kube/plugin-lease-guard.ts). `onRenewed` is told after each
+ * The host's side of leader election: one elector on one Lease, or with
+ * --shard-index=auto a campaign over the N shard Leases (kube/shard-election.ts).
+ * `run` runs the election until its signal aborts, `runControllers` while
+ * leading (with the shard won, for a campaign); the rest is the fence and the
+ * checks, over whichever Lease is served now.
+ */
+interface HostElection {
+  /** Every Lease this replica may hold, by name (for the gauge). */
+  readonly leaseNames: readonly string[];
+  isLeader(): boolean;
+  holdsFreshLease(): boolean;
+  freshLeaseRemainingMs(): number;
+  check(): void;
+  run(
+    signal: AbortSignal,
+    runControllers: (leading: AbortSignal, shard?: number) => Promise<void>,
+    onLeader: (lease: string, holder: string) => void,
+  ): Promise<{ outcome: ElectionOutcome; lease: string }>;
+}
+
+/**
+ * The leader election on the --leader-elect-resource-* Lease (or, with
+ * --shard-index=auto, on every shard's Lease), with its own API client;
+ * undefined without --leader-elect. `guard()` (once set) makes a leader with
+ * an unready plugin resign and keeps a candidate with one out of the
+ * election (kube/plugin-lease-guard.ts). `onRenewed` is told after each
  * successful acquire and renewal.
  */
-function leaderElector(
+function hostElection(
   config: HostConfig,
   kc: KubeConfigData,
   identity: string,
   d: StepDeps,
   guard: () => PluginLeaseGuard | undefined,
   onRenewed: () => void,
-): LeaderElector | undefined {
+): HostElection | undefined {
   if (!config.leaderElect) return undefined;
   const coordination = makeClients(kc, {
     qps: config.kubeApiQps,
@@ -216,32 +240,72 @@ function leaderElector(
     registry: d.metrics.registry,
     connections: d.connections,
   }).coordination;
-  return new LeaderElector({
-    lock: new KubeLeaseLock(coordination, config.leaderElection.resourceNamespace, config.leaderElection.resourceName),
-    identity,
-    log: d.log,
-    leaseDurationMs: config.leaderElection.leaseDurationMs,
-    renewDeadlineMs: config.leaderElection.renewDeadlineMs,
-    retryPeriodMs: config.leaderElection.retryPeriodMs,
-    releaseReason: () => guard()?.releaseReason(),
-    campaignBlocker: () => guard()?.campaignBlocker(),
-    onRenewed,
-  });
+  const le = config.leaderElection;
+  const elector = (name: string, campaignBlocker?: () => string | undefined) =>
+    new LeaderElector({
+      lock: new KubeLeaseLock(coordination, le.resourceNamespace, name),
+      identity,
+      log: d.log,
+      leaseDurationMs: le.leaseDurationMs,
+      renewDeadlineMs: le.renewDeadlineMs,
+      retryPeriodMs: le.retryPeriodMs,
+      releaseReason: () => guard()?.releaseReason(),
+      campaignBlocker,
+      onRenewed,
+    });
+  const qualified = (name: string) => `${le.resourceNamespace}/${name}`;
+  if (!config.shard.fromLeases) {
+    const one = elector(le.resourceName, () => guard()?.campaignBlocker());
+    return {
+      leaseNames: [le.resourceName],
+      isLeader: () => one.isLeader(),
+      holdsFreshLease: () => one.holdsFreshLease(),
+      freshLeaseRemainingMs: () => one.freshLeaseRemainingMs(),
+      check: () => one.check(),
+      run: async (signal, runControllers, onLeader) => ({
+        outcome: await one.run(
+          signal,
+          (leading) => runControllers(leading),
+          (holder) => onLeader(le.resourceName, holder),
+        ),
+        lease: qualified(le.resourceName),
+      }),
+    };
+  }
+  // Membership from the shard Leases: the shard's own elector guards each term (the campaign blocks as one).
+  const leaseNames = Array.from({ length: config.shard.count }, (_, i) => shardLeaseName(le.resourceName, i));
+  const electors = leaseNames.map((name) => elector(name));
+  const campaign = new ShardCampaign({ electors, retryPeriodMs: le.retryPeriodMs, log: d.log, campaignBlocker: () => guard()?.campaignBlocker() });
+  return {
+    leaseNames,
+    isLeader: () => campaign.isLeader(),
+    holdsFreshLease: () => campaign.holdsFreshLease(),
+    freshLeaseRemainingMs: () => campaign.freshLeaseRemainingMs(),
+    check: () => campaign.check(),
+    run: async (signal, runControllers, onLeader) => {
+      electors.forEach((e, i) => (e.onNewLeader = (holder) => onLeader(leaseNames[i]!, holder)));
+      let served = '';
+      const outcome = await campaign.run(signal, (leading, shard) => {
+        served = qualified(leaseNames[shard]!);
+        return runControllers(leading, shard);
+      });
+      return { outcome, lease: served };
+    },
+  };
 }
 
 /**
  * Runs the election until `signal` aborts, the controllers while leading;
- * with upstream's `leader_election_master_status` gauge and the
- * `leaderElection` liveness check. A lost lease calls `onLost` (main exits).
+ * with upstream's `leader_election_master_status` gauge (one series per
+ * Lease this replica may hold) and the `leaderElection` liveness check. A
+ * lost lease calls `onLost` (main exits).
  */
 async function runElection(
-  config: HostConfig,
-  elector: LeaderElector,
-  runControllers: (leading: AbortSignal) => Promise<void>,
+  election: HostElection,
+  runControllers: (leading: AbortSignal, shard?: number) => Promise<void>,
   signal: AbortSignal,
-  d: { metrics: HostMetrics; server?: HealthServer; identity: string; onLost?: () => void },
+  d: { metrics: HostMetrics; server?: HealthServer; identity: string; onLost?: (lease: string) => void },
 ): Promise<void> {
-  const lease = { name: config.leaderElection.resourceName };
   // Upstream (client-go leaderelection metrics) name and meaning.
   const leaderStatus = new Gauge({
     name: 'leader_election_master_status',
@@ -249,8 +313,8 @@ async function runElection(
     labelNames: ['name'],
     registers: [d.metrics.registry],
   });
-  leaderStatus.set(lease, 0);
-  d.server?.addCheck('leaderElection', () => elector.check(), 'healthz');
-  const outcome = await elector.run(signal, runControllers, (leader) => leaderStatus.set(lease, leader === d.identity ? 1 : 0));
-  if (outcome === 'lost') d.onLost?.();
+  for (const name of election.leaseNames) leaderStatus.set({ name }, 0);
+  d.server?.addCheck('leaderElection', () => election.check(), 'healthz');
+  const { outcome, lease } = await election.run(signal, runControllers, (name, holder) => leaderStatus.set({ name }, holder === d.identity ? 1 : 0));
+  if (outcome === 'lost') d.onLost?.(lease);
 }

@@ -61,8 +61,8 @@ async function main(): Promise<void> {
     host = await startHost(config, {
       log,
       // As upstream: exit non-zero so the kubelet restarts the process clean.
-      onLeadershipLost: () => {
-        log.error({ lease: `${config.leaderElection.resourceNamespace}/${config.leaderElection.resourceName}` }, 'leaderelection lost');
+      onLeadershipLost: (lease) => {
+        log.error({ lease }, 'leaderelection lost');
         void shutdown('leadership lost', 1, Math.min(shutdownBoundMs, LOST_LEASE_EXIT_BOUND_MS));
       },
     });

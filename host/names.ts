@@ -44,6 +44,14 @@ export const SHARDED_CONTROLLERS: ReadonlySet<ControllerName> = new Set([
 ]);
 
 /**
+ * The Lease of shard `index` with --shard-count > 1: `<--leader-elect-resource-name>-shard-<index>`.
+ * With --shard-index=auto every replica campaigns for these N names (kube/shard-election.ts).
+ */
+export function shardLeaseName(base: string, index: number | string): string {
+  return `${base}-shard-${index}`;
+}
+
+/**
  * Who counts live reads in ccm_live_reads_total's `controller` label: the
  * controllers above by name, and the orphaned load balancer sweep (part of
  * the service controller) apart, as its reads decide other deletions.

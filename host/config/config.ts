@@ -7,13 +7,14 @@
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import type { LogFormat } from '../log.js';
-import type { ControllerName } from '../names.js';
+import { shardLeaseName, type ControllerName } from '../names.js';
 import { controllerSpecErrors, resolveEnabledControllers } from './controllers.js';
 import { nodeCidrMaskSizes as nodeCidrMaskSizes_ } from './node-cidr.js';
 import { addDefaults, type DefaultedKey, type HostOptions, type HostOptionsWithDefaults } from './options.js';
 import { resolvePluginSource, type PluginSource } from './plugin.js';
 import { readProvidersFile, resolvePluginEnv, SINGLE_PROVIDER_FLAGS, type ProviderConfig } from './providers.js';
 import { isAbsent, Problems } from './validate.js';
+import { parseGoBool } from './values.js';
 import { JITTER_FACTOR } from '../kube/leader-election.js';
 import { compileVolumeConfig, type VolumeConfig } from './volumes.js';
 import { compileServingConfig, type ServingConfig } from './serving.js';
@@ -138,10 +139,14 @@ export interface HostConfig {
    * `--shard-count` / `--shard-index` (alpha, docs/design/sharding.md): this
    * replica serves the Nodes and Services whose uid hashes to `index`; count 1
    * = no sharding. With count > 1 the leader-election Lease is the shard's
-   * (`leaderElection.resourceName` already carries the `-shard-<index>` suffix)
-   * and only shard 0 runs the cluster-wide controllers.
+   * and only shard 0 runs the cluster-wide controllers. Static index:
+   * `leaderElection.resourceName` already carries the `-shard-<index>`
+   * suffix. `fromLeases` (--shard-index=auto with count > 1): the shard is
+   * the first whose Lease this replica wins; until then `index` is -1 (a
+   * view of shard -1 holds nothing, and -1 is not shard 0), and the config
+   * a term runs with is {@link configForShard}'s.
    */
-  readonly shard: { readonly count: number; readonly index: number };
+  readonly shard: ShardSettings;
   /**
    * `--cloud-api-qps` / `--cloud-api-burst` (alpha): the cloud-call budget
    * toward each provider, already divided by the shard count (this replica's
@@ -170,6 +175,30 @@ export interface HostConfig {
   readonly flagz?: Readonly<Record<string, string>>;
 }
 
+/** `--shard-count` / `--shard-index`, parsed (HostConfig.shard). */
+export interface ShardSettings {
+  readonly count: number;
+  /** The shard served; -1 with `fromLeases` until a shard Lease is won. */
+  readonly index: number;
+  /** --shard-index=auto with --shard-count > 1: membership from the shard Leases (kube/shard-election.ts). */
+  readonly fromLeases: boolean;
+}
+
+/**
+ * The config of a term serving `index` won by Lease (--shard-index=auto):
+ * the shard's index, and its Lease as `leaderElection.resourceName` (the
+ * deletion brake keys its record by it, as with a static index). Only for a
+ * `fromLeases` config, whose resourceName is still the base name.
+ */
+export function configForShard(config: HostConfig, index: number): HostConfig {
+  if (!config.shard.fromLeases) throw new Error('configForShard: the shard is static (--shard-index)');
+  return {
+    ...config,
+    shard: { ...config.shard, index },
+    leaderElection: { ...config.leaderElection, resourceName: shardLeaseName(config.leaderElection.resourceName, index) },
+  };
+}
+
 /** `--leader-elect-*`, parsed. */
 export interface LeaderElectionSettings {
   readonly leaseDurationMs: number;
@@ -177,6 +206,11 @@ export interface LeaderElectionSettings {
   readonly retryPeriodMs: number;
   /** Always `leases`: the only lock type (as upstream controller managers today). */
   readonly resourceLock: 'leases';
+  /**
+   * The Lease: `--leader-elect-resource-name`, with `-shard-<index>` for a
+   * static --shard-index with --shard-count > 1. With --shard-index=auto the
+   * name itself, the base of every shard Lease's name (names.ts shardLeaseName).
+   */
   readonly resourceName: string;
   readonly resourceNamespace: string;
   /**
@@ -220,7 +254,8 @@ export function compileHostConfig(opts: HostOptions, deps: CompileOptions = {}):
     ...routeSection(o, p),
     ...serviceSection(o, p),
     ...lifecycleSection(o, p),
-    ...shardSection(o, p),
+    // An invalid --leader-elect is reported by servingSection; only a valid false makes auto membership a problem.
+    ...shardSection(o, p, parseGoBool(o.leaderElect) !== false),
     nodeOwnership: nodeOwnershipOverride(o, p),
     volumes: compileVolumeConfig(o, p),
     warnings: Object.freeze(warnings),
@@ -447,15 +482,22 @@ function serviceSection(
  * shards together stay within what the operator gave, without talking to
  * each other (docs/design/sharding.md says why this split and not a shared holder).
  */
-function shardSection(o: HostOptionsWithDefaults, p: Problems): Section<'shard' | 'cloudApi'> {
+function shardSection(o: HostOptionsWithDefaults, p: Problems, leaderElect: boolean): Section<'shard' | 'cloudApi'> {
   const count = p.int('shard-count', o.shardCount, POSITIVE_INT);
-  const index = p.int('shard-index', o.shardIndex, NON_NEGATIVE_INT);
+  const auto = o.shardIndex === SHARD_INDEX_AUTO;
+  const index = auto ? (count > 1 ? -1 : 0) : p.int('shard-index', o.shardIndex, { min: 0, want: `${SHARD_INDEX_AUTO} or an integer of 0 or more` });
   if (index >= count) p.add(`--shard-index=${o.shardIndex} is out of range: want 0 to --shard-count - 1 (${o.shardCount} shards)`);
+  const fromLeases = auto && count > 1;
+  if (fromLeases && !leaderElect) {
+    p.add(
+      `--shard-count=${o.shardCount} with --shard-index=${SHARD_INDEX_AUTO} (the default) needs --leader-elect=true: the shard is the first whose Lease this replica wins; without leader election pass --shard-index=0 to ${count - 1}`,
+    );
+  }
   const qps = p.float('cloud-api-qps', o.cloudApiQps, { min: 0, want: 'a number of 0 (no limit) or more, e.g. 10' });
   const burst = p.int('cloud-api-burst', o.cloudApiBurst, POSITIVE_INT);
   const shards = count >= 1 ? count : 1;
   return {
-    shard: { count, index },
+    shard: { count, index, fromLeases },
     cloudApi: { qps: qps / shards, burst: Math.max(1, Math.floor(burst / shards)) },
   };
 }
@@ -520,10 +562,15 @@ function checkLeaderElection(o: HostOptionsWithDefaults, enabled: boolean, p: Pr
   };
 }
 
-/** `--leader-elect-resource-name`, with `-shard-<index>` when --shard-count > 1 (an invalid shard flag is reported by shardSection). */
+/**
+ * `--leader-elect-resource-name`, with `-shard-<index>` when --shard-count > 1
+ * and the index is static; with --shard-index=auto the name itself, the base
+ * of the shard Leases' names (an invalid shard flag is reported by shardSection).
+ */
 function shardedLeaseName(o: HostOptionsWithDefaults): string {
   const count = Number(o.shardCount);
-  return Number.isInteger(count) && count > 1 ? `${o.leaderElectResourceName}-shard-${o.shardIndex}` : o.leaderElectResourceName;
+  const sharded = Number.isInteger(count) && count > 1 && o.shardIndex !== SHARD_INDEX_AUTO;
+  return sharded ? shardLeaseName(o.leaderElectResourceName, o.shardIndex) : o.leaderElectResourceName;
 }
 
 /**
@@ -536,6 +583,8 @@ export function unshardedLeaseName(config: Pick<HostConfig, 'leaderElection' | '
   const suffix = `-shard-${config.shard.index}`;
   return config.shard.count > 1 && name.endsWith(suffix) ? name.slice(0, -suffix.length) : name;
 }
+/** `--shard-index=auto`: membership from the shard Leases. */
+export const SHARD_INDEX_AUTO = 'auto';
 
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

@@ -479,8 +479,8 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'shard-index',
     key: 'shardIndex',
     kind: 'string',
-    value: 'int',
-    help: 'Alpha: which shard this replica serves, 0 to --shard-count - 1; shard 0 also runs the cluster-wide controllers (not in upstream).',
+    value: 'auto|int',
+    help: "Alpha: which shard this replica serves, 0 to --shard-count - 1, or auto (default): campaign for every shard's Lease and serve the first one won, standing by while none is free (needs --leader-elect); shard 0 also runs the cluster-wide controllers (not in upstream).",
   },
   {
     name: 'cloud-api-qps',

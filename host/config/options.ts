@@ -204,7 +204,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   lbOrphanSweepLimit: '10',
   /** Not in upstream (one active leader only): alpha sharding, off. */
   shardCount: '1',
-  shardIndex: '0',
+  /** With --shard-count > 1: the first shard whose Lease this replica wins (docs/design/sharding.md); with 1: shard 0. */
+  shardIndex: 'auto',
   /** Not in upstream (each provider limits its own SDK calls): no host-side budget. */
   cloudApiQps: '0',
   cloudApiBurst: '10',

@@ -133,6 +133,8 @@ export interface LeaderElectorOptions extends LeaderElectionTiming {
   campaignBlocker?: () => string | undefined;
   /** Told after each successful acquire and renewal of this leader (e.g. to renew the provider controllers' lease). Must not throw. */
   onRenewed?: () => void;
+  /** Told each time the holder seen changes ('' when released or unknown); `run`'s argument replaces it. Must not throw. */
+  onNewLeader?: (identity: string) => void;
 }
 
 /** How a run of the elector ended. */
@@ -177,6 +179,12 @@ export class LeaderElector {
     this.random = o.random ?? Math.random;
     this.freshWindowMs = freshLeaseWindowMs(o);
     this.log = o.log.child({ lease: o.lock.describe(), identity: o.identity });
+    this.onNewLeader = o.onNewLeader;
+  }
+
+  /** `namespace/name` of the Lease. */
+  get lease(): string {
+    return this.o.lock.describe();
   }
 
   get identity(): string {
@@ -245,25 +253,42 @@ export class LeaderElector {
     onStartedLeading: (leading: AbortSignal) => Promise<void>,
     onNewLeader?: (identity: string) => void,
   ): Promise<ElectionOutcome> {
-    this.onNewLeader = onNewLeader;
+    if (onNewLeader) this.onNewLeader = onNewLeader;
     for (let terms = 0; ; terms++) {
       if (!(await this.acquire(signal))) return terms === 0 ? 'stopped' : 'released';
-      this.resigned = false;
-      const leading = new AbortController();
-      const work = onStartedLeading(leading.signal).catch((err) => this.log.error({ err: errorMessage(err) }, 'leader work failed'));
-      const ended = await this.renew(signal);
-      leading.abort(new Error(ended === 'lost' ? 'leadership lost' : ended === 'stopped' ? 'stopping' : 'resigning'));
-      if (ended === 'lost') {
-        this.log.error({}, 'leader election lost');
-        return 'lost';
-      }
-      await work;
-      await this.release();
+      const ended = await this.lead(signal, onStartedLeading);
+      if (ended === 'lost') return 'lost';
       if (ended === 'stopped') return 'released';
     }
   }
 
-  private onNewLeader?: (identity: string) => void;
+  /**
+   * One term, right after {@link tryAcquire} won the lease: runs
+   * `onStartedLeading` with a signal that aborts when the term ends, renews
+   * until `signal` aborts ('stopped'), a renewal fails ('lost': not released,
+   * the caller exits) or `releaseReason` names a reason ('resigned'). After
+   * 'stopped' and 'resigned' the work has settled and the lease is released.
+   * Refuses (throws) when the last record seen does not name this process:
+   * renewing would then be acquiring, outside any campaign.
+   */
+  async lead(signal: AbortSignal, onStartedLeading: (leading: AbortSignal) => Promise<void>): Promise<'stopped' | 'lost' | 'resigned'> {
+    if (!this.isLeader()) throw new Error(`lead() on ${this.o.lock.describe()}, whose holder is not this process`);
+    this.resigned = false;
+    const leading = new AbortController();
+    const work = onStartedLeading(leading.signal).catch((err) => this.log.error({ err: errorMessage(err) }, 'leader work failed'));
+    const ended = await this.renew(signal);
+    leading.abort(new Error(ended === 'lost' ? 'leadership lost' : ended === 'stopped' ? 'stopping' : 'resigning'));
+    if (ended === 'lost') {
+      this.log.error({}, 'leader election lost');
+      return 'lost';
+    }
+    await work;
+    await this.release();
+    return ended;
+  }
+
+  /** Told each time the holder seen changes ('' when released or unknown): options.onNewLeader, or run's argument. Must not throw. */
+  onNewLeader?: (identity: string) => void;
 
   /**
    * Tries every retry period × [1, 1 + JITTER_FACTOR) until it leads (true)
@@ -285,16 +310,27 @@ export class LeaderElector {
         await sleep(this.o.retryPeriodMs, signal);
         continue;
       }
-      const ok = await this.tryAcquireOrRenew(AbortSignal.any([signal, AbortSignal.timeout(this.o.renewDeadlineMs)]));
-      this.reportTransition();
-      if (ok) {
-        this.log.info({}, 'successfully acquired lease');
-        this.o.onRenewed?.();
-        return true;
-      }
+      if (await this.tryAcquire(signal)) return true;
       await sleep(this.o.retryPeriodMs * (1 + this.random() * JITTER_FACTOR), signal);
     }
     return false;
+  }
+
+  /**
+   * One acquire attempt, bounded by the renew deadline (client-go's
+   * tryAcquireOrRenew): true when this process holds the lease afterwards
+   * (then `onRenewed` was told; {@link lead} runs the term). A lease held by
+   * another replica is taken only once it expired as measured here, so a
+   * campaign must ask every retry period to see it expire. Never throws.
+   */
+  async tryAcquire(signal: AbortSignal): Promise<boolean> {
+    const ok = await this.tryAcquireOrRenew(AbortSignal.any([signal, AbortSignal.timeout(this.o.renewDeadlineMs)]));
+    this.reportTransition();
+    if (ok) {
+      this.log.info({}, 'successfully acquired lease');
+      this.o.onRenewed?.();
+    }
+    return ok;
   }
 
   /**

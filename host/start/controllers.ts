@@ -6,7 +6,7 @@
 import { WebhookServer } from '../server/webhooks.js';
 import { setMaxListeners } from 'node:events';
 import type { Cloud } from '../cloud.js';
-import type { HostConfig } from '../config/config.js';
+import { configForShard, type HostConfig } from '../config/config.js';
 import { CONTROLLER_FACTORIES } from '../controllers/registry.js';
 import type { HostHealth } from '../health.js';
 import { makeClients, type KubeClients } from '../kube/client.js';
@@ -88,12 +88,15 @@ export interface ControllerRunDeps {
 /**
  * What runs while this replica leads: `run(leading)` starts the informers
  * and every enabled controller, and resolves once they stopped (bounded)
- * after `leading` aborts. Adds the `informer-sync` readiness check.
+ * after `leading` aborts. With --shard-index=auto, `run(leading, shard)`
+ * runs the term of the shard whose Lease was won (its index and Lease in the
+ * term's config: configForShard); `shard` is required then. Adds the
+ * `informer-sync` readiness check.
  */
 export function controllerRunner(
-  config: HostConfig,
+  base: HostConfig,
   d: ControllerRunDeps,
-): { run: (leading: AbortSignal) => Promise<void>; isLeading: () => boolean } {
+): { run: (leading: AbortSignal, shard?: number) => Promise<void>; isLeading: () => boolean } {
   let leadingNow = false;
   let informers: InformerFactory | undefined;
   d.server?.addCheck(
@@ -103,7 +106,10 @@ export function controllerRunner(
     },
     'readyz',
   );
-  const run = async (leading: AbortSignal): Promise<void> => {
+  const run = async (leading: AbortSignal, shard?: number): Promise<void> => {
+    // A replica that has won no shard serves nothing (refused here, not in each controller: shard -1 holds nothing anyway).
+    if (base.shard.fromLeases && shard === undefined) throw new Error('controllers started without a shard Lease (--shard-index=auto)');
+    const config = base.shard.fromLeases ? configForShard(base, shard!) : base;
     // Every controller's loops wait on this one signal (a dozen or more listeners at a time, each
     // removed when its wait ends): no leak, so no MaxListenersExceededWarning.
     setMaxListeners(0, leading);

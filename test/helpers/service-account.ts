@@ -83,10 +83,11 @@ export async function hostKubeConfig(): Promise<KubeConfig> {
 }
 
 /**
- * The shipped leader-election Role's verbs (deploy/base/rbac.yaml) for the Lease `name` in `namespace`, bound to the
- * host's ServiceAccount: what an operator who moves the Lease (--leader-elect-resource-namespace/-name) grants.
+ * The shipped leader-election Role's verbs (deploy/base/rbac.yaml) for the Lease `name` (or Leases: the shard Leases of
+ * --shard-count) in `namespace`, bound to the host's ServiceAccount: what an operator who moves the Lease
+ * (--leader-elect-resource-namespace/-name) grants.
  */
-export async function grantLease(admin: KubeConfig, namespace: string, name: string): Promise<void> {
+export async function grantLease(admin: KubeConfig, namespace: string, name: string | readonly string[]): Promise<void> {
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   const group = 'coordination.k8s.io';
   await rbac.createNamespacedRole({
@@ -95,7 +96,7 @@ export async function grantLease(admin: KubeConfig, namespace: string, name: str
       metadata: { name: 'ccm-leader-election' },
       rules: [
         { apiGroups: [group], resources: ['leases'], verbs: ['create'] },
-        { apiGroups: [group], resources: ['leases'], resourceNames: [name], verbs: ['get', 'update'] },
+        { apiGroups: [group], resources: ['leases'], resourceNames: typeof name === 'string' ? [name] : [...name], verbs: ['get', 'update'] },
       ],
     },
   });

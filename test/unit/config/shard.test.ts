@@ -7,20 +7,45 @@
 import test from 'ava';
 import type { V1Node } from '@kubernetes/client-node';
 import { parseHostArgs } from '../../../host/config/flags.js';
+import { configForShard, type HostConfig } from '../../../host/config/config.js';
 import { inShard, shardOfUid, shardView } from '../../../host/kube/shard-view.js';
 import type { Informer, InformerHandler } from '../../../host/kube/informer.js';
 
 const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
 
-const cases: { flags: string[]; shard?: object; cloudApi?: object; lease?: string; errors?: string[] }[] = [
-  { flags: [], shard: { count: 1, index: 0 }, cloudApi: { qps: 0, burst: 10 }, lease: 'cloud-controller-manager' },
-  { flags: ['--shard-count=2', '--shard-index=1'], shard: { count: 2, index: 1 }, lease: 'cloud-controller-manager-shard-1' },
+const cases: { flags: string[]; shard?: object; cloudApi?: object; lease?: string; errors?: string[]; only?: number }[] = [
+  { flags: [], shard: { count: 1, index: 0, fromLeases: false }, cloudApi: { qps: 0, burst: 10 }, lease: 'cloud-controller-manager' },
+  { flags: ['--shard-count=2', '--shard-index=1'], shard: { count: 2, index: 1, fromLeases: false }, lease: 'cloud-controller-manager-shard-1' },
+  // Membership from the shard Leases: no index (auto is the default) or auto; the Lease name is the base of the shards'.
+  { flags: ['--shard-count=2'], shard: { count: 2, index: -1, fromLeases: true }, lease: 'cloud-controller-manager' },
+  {
+    flags: ['--shard-count=3', '--shard-index=auto', '--leader-elect-resource-name=ccm'],
+    shard: { count: 3, index: -1, fromLeases: true },
+    lease: 'ccm',
+  },
+  { flags: ['--shard-index=auto'], shard: { count: 1, index: 0, fromLeases: false }, lease: 'cloud-controller-manager' },
+  { flags: ['--shard-count=1', '--shard-index=0', '--leader-elect=false'], shard: { count: 1, index: 0, fromLeases: false } },
+  { flags: ['--shard-count=2', '--shard-index=1', '--leader-elect=false'], shard: { count: 2, index: 1, fromLeases: false } },
+  { flags: ['--cloud-api-qps=20', '--cloud-api-burst=8', '--shard-count=4'], cloudApi: { qps: 5, burst: 2 } },
   { flags: ['--shard-count=4', '--shard-index=0', '--leader-elect-resource-name=ccm'], lease: 'ccm-shard-0' },
   { flags: ['--cloud-api-qps=20', '--cloud-api-burst=8', '--shard-count=4', '--shard-index=3'], cloudApi: { qps: 5, burst: 2 } },
   { flags: ['--cloud-api-qps=1', '--cloud-api-burst=2', '--shard-count=4', '--shard-index=3'], cloudApi: { qps: 0.25, burst: 1 } },
   { flags: ['--shard-count=2', '--shard-index=2'], errors: ['--shard-index=2 is out of range'] },
   { flags: ['--shard-count=0'], errors: ['--shard-count="0" is invalid'] },
   { flags: ['--shard-index=-1'], errors: ['--shard-index="-1" is invalid'] },
+  { flags: ['--shard-count=2', '--shard-index=any'], errors: ['--shard-index="any" is invalid: want auto or an integer of 0 or more'] },
+  { flags: ['--shard-count=2', '--leader-elect=false'], errors: ['--shard-count=2 with --shard-index=auto (the default) needs --leader-elect=true'] },
+  // Every problem at once.
+  {
+    flags: ['--shard-count=3', '--shard-index=auto', '--leader-elect=false', '--cloud-api-qps=-1'],
+    errors: [
+      '--shard-count=3 with --shard-index=auto (the default) needs --leader-elect=true',
+      'pass --shard-index=0 to 2',
+      '--cloud-api-qps="-1" is invalid',
+    ],
+  },
+  // An invalid --leader-elect is one problem, not two.
+  { flags: ['--shard-count=2', '--leader-elect=maybe'], errors: ['--leader-elect="maybe" is invalid'], only: 1 },
   { flags: ['--cloud-api-qps=-1', '--cloud-api-burst=0'], errors: ['--cloud-api-qps="-1" is invalid', '--cloud-api-burst="0" is invalid'] },
 ];
 
@@ -34,6 +59,7 @@ for (const c of cases) {
           result.errors.some((e) => e.includes(want)),
           `${want} in ${result.errors.join(' | ')}`,
         );
+      if (c.only !== undefined) t.is(result.errors.length, c.only, result.errors.join(' | '));
       return;
     }
     if (!('config' in result)) return t.fail(result.errors.join('\n'));
@@ -98,4 +124,26 @@ test("a shard's view: list, get and events hold its own objects only; a recreate
   h.onDelete!(other);
   t.deepEqual(seen, [`add ${mine.metadata!.uid}`, `update ${mine.metadata!.uid}`, `delete ${mine.metadata!.uid}`, `add ${mine.metadata!.uid}`]);
   t.is(shardView(informer, { count: 1, index: 0 }), informer, 'no sharding: the informer itself');
+});
+
+/** A config from flags (fails the test on errors). */
+function configOf(flags: string[]): HostConfig {
+  const result = parseHostArgs([...BASE, ...flags], {});
+  if (!('config' in result)) throw new Error(result.errors.join('\n'));
+  return result.config;
+}
+
+test("a term's config under --shard-index=auto: the won shard's index and Lease; refused for a static index", (t) => {
+  const rows: { flags: string[]; shard: number; want: { index: number; lease: string } }[] = [
+    { flags: ['--shard-count=2'], shard: 0, want: { index: 0, lease: 'cloud-controller-manager-shard-0' } },
+    { flags: ['--shard-count=4', '--leader-elect-resource-name=ccm'], shard: 3, want: { index: 3, lease: 'ccm-shard-3' } },
+  ];
+  for (const r of rows) {
+    const base = configOf(r.flags);
+    const term = configForShard(base, r.shard);
+    t.deepEqual({ index: term.shard.index, lease: term.leaderElection.resourceName }, r.want, r.flags.join(' '));
+    t.true(term.shard.fromLeases);
+    t.is(base.shard.index, -1, 'the base config is untouched');
+  }
+  t.throws(() => configForShard(configOf(['--shard-count=2', '--shard-index=1']), 0), { message: /static/ });
 });

@@ -69,6 +69,10 @@ const HOSTS: { file: string; identity: Identity }[] = [
   },
   { file: 'test/integration/ha/failover.test.ts', identity: { other: 'the shipped ServiceAccount plus the leader-election Role for its own Lease' } },
   {
+    file: 'test/integration/ha/shard-leases.test.ts',
+    identity: { other: 'the shipped ServiceAccount plus the leader-election Role for its own shard Leases' },
+  },
+  {
     file: 'test/integration/ha/wedged-provider.test.ts',
     identity: { other: 'the shipped ServiceAccount (one token per replica, for the audit log) plus the leader-election Role for its own Lease' },
   },
