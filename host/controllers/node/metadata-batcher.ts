@@ -43,7 +43,7 @@ export class MetadataBatcher {
   /** When each node (by key) was last asked for as a companion (ms). */
   private readonly askedAt = new Map<string, number>();
 
-  private readonly companions: () => NodeRef[];
+  private readonly companions: () => Iterable<NodeRef>;
   private readonly maxWaitMs: number;
   private readonly prefetchTtlMs: number;
   private readonly now: () => number;
@@ -51,8 +51,11 @@ export class MetadataBatcher {
   constructor(
     private readonly instances: Instances,
     opts: {
-      /** Other nodes worth looking up in the same call (e.g. the nodes still to initialize). */
-      companions?: () => NodeRef[];
+      /**
+       * Other nodes worth looking up in the same call (e.g. the nodes still to initialize), in order of
+       * preference; read only as far as the call has room, so a lazy iterable costs no more than that.
+       */
+      companions?: () => Iterable<NodeRef>;
       /** How long a lookup waits for company (default 2 ms). */
       maxWaitMs?: number;
       prefetchTtlMs?: number;
