@@ -100,7 +100,11 @@ test('watch: with skipManagedFields the object arrives without them; without, wi
   const line = CUT[0]!.line;
   const srv = await server([line]);
   t.teardown(() => srv.close());
-  const clients = makeClients(singleConfig({ name: 'c', server: srv.url, skipTLSVerify: true }, { name: 'u', token: 't' }), { userAgent: 't', qps: 1000, burst: 1000 });
+  const clients = makeClients(singleConfig({ name: 'c', server: srv.url, skipTLSVerify: true }, { name: 'u', token: 't' }), {
+    userAgent: 't',
+    qps: 1000,
+    burst: 1000,
+  });
   t.teardown(() => clients.connections.destroy());
   for (const skipManagedFields of [true, false]) {
     const ac = new AbortController();
@@ -124,7 +128,11 @@ test('watch: with skipManagedFields the object arrives without them; without, wi
 test('the factory’s Node informer never decodes managedFields', async (t) => {
   const srv = await server([CUT[0]!.line]);
   t.teardown(() => srv.close());
-  const clients = makeClients(singleConfig({ name: 'c', server: srv.url, skipTLSVerify: true }, { name: 'u', token: 't' }), { userAgent: 't', qps: 1000, burst: 1000 });
+  const clients = makeClients(singleConfig({ name: 'c', server: srv.url, skipTLSVerify: true }, { name: 'u', token: 't' }), {
+    userAgent: 't',
+    qps: 1000,
+    burst: 1000,
+  });
   t.teardown(() => clients.connections.destroy());
   const factory = new InformerFactory({ clients, log: silentLogger(), nodeSelector: '', namespace: '' });
   const nodes = factory.nodes();
