@@ -85,8 +85,8 @@ export class CloudNodeController {
   /** The address loop: a stuck loop fails readiness after three periods and a minute. */
   private readonly statusProgress: Progress;
   private readonly ownership: OwnershipGate;
-  /** Names of the Nodes last seen with the uninitialized taint (insertion order); each is re-read from the cache before use. */
-  private readonly tainted = new Set<string>();
+  /** Name → uid of the Nodes last seen with the uninitialized taint (insertion order); each is re-read from the cache before use. */
+  private readonly tainted = new Map<string, string | undefined>();
 
   constructor(private readonly o: NodeControllerOptions) {
     this.statusProgress = new Progress(3 * o.statusUpdateFrequencyMs + 60_000);
@@ -100,7 +100,7 @@ export class CloudNodeController {
     });
     this.queue = new WorkQueue<string>({ name: 'Nodes', provider: o.metricsProvider, registry: o.registry });
     // Every lookup also asks for the other nodes still waiting for initialization.
-    this.batcher = new MetadataBatcher(o.instances, { companions: () => this.taintedCompanions() });
+    this.batcher = new MetadataBatcher(o.instances, { companions: (skip) => this.taintedCompanions(skip) });
     o.nodes.addEventHandler({
       onAdd: (n) => {
         this.track(n, true);
@@ -124,7 +124,7 @@ export class CloudNodeController {
   private track(node: V1Node, present: boolean): void {
     const name = node.metadata?.name;
     if (!name) return;
-    if (present && uninitialized(node)) this.tainted.add(name);
+    if (present && uninitialized(node)) this.tainted.set(name, node.metadata?.uid);
     else this.tainted.delete(name);
   }
 
@@ -133,8 +133,10 @@ export class CloudNodeController {
    * stops at a call's room). Walks the tainted index, not every Node: listing every Node for every
    * batched lookup made initializing N nodes cost N² (about 1 % of the host's CPU at 300 nodes).
    */
-  private *taintedCompanions(): Generator<NodeRef> {
-    for (const name of this.tainted) {
+  private *taintedCompanions(skip: (name: string, uid: string | undefined) => boolean): Generator<NodeRef> {
+    for (const [name, uid] of this.tainted) {
+      // One the batcher has asked for lately is passed over before it is even read.
+      if (skip(name, uid)) continue;
       const node = this.o.nodes.get(name);
       if (node && uninitialized(node) && this.ownership.owns(node)) yield toNodeRef(node);
     }

@@ -30,6 +30,8 @@ function node(name: string, opts: { tainted?: boolean; providerID?: string } = {
 class FakeNodes implements InformerView<V1Node> {
   readonly cache = new Map<string, V1Node>();
   listCalls = 0;
+  /** Names read with get(), in order. */
+  readonly reads: string[] = [];
   private readonly handlers: InformerHandler<V1Node>[] = [];
   addEventHandler(h: InformerHandler<V1Node>): void {
     this.handlers.push(h);
@@ -46,6 +48,7 @@ class FakeNodes implements InformerView<V1Node> {
     return [...this.cache.values()];
   }
   get(key: string): V1Node | undefined {
+    this.reads.push(key);
     return this.cache.get(key);
   }
   set(n: V1Node): void {
@@ -134,4 +137,19 @@ test('a companion is re-read from the cache: a Node the index still names but in
   nodes.cache.delete('c');
   const r = await companionsOf(nodes, ctl, instances, 'a');
   t.deepEqual(r.companions, []);
+});
+
+test('a Node the batcher asked for within the TTL is passed over without being read from the cache', async (t) => {
+  const nodes = new FakeNodes();
+  for (const n of ['a', 'b', 'c', 'd']) nodes.cache.set(n, node(n));
+  const instances = new RecordingInstances();
+  const ctl = controller(nodes, instances);
+  t.deepEqual((await companionsOf(nodes, ctl, instances, 'a')).companions, ['b', 'c', 'd']);
+  // The call failed, so nothing was prefetched, but every companion counts as asked for: b's own lookup
+  // carries none, and reads no Node but b.
+  nodes.reads.length = 0;
+  const second = await companionsOf(nodes, ctl, instances, 'b');
+  t.is(second.first, 'b');
+  t.deepEqual(second.companions, []);
+  t.deepEqual(nodes.reads, ['b']);
 });
