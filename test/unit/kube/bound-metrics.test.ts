@@ -10,6 +10,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { makeClients } from '../../../host/kube/client.js';
 import { boundInc, boundObserve } from '../../../host/kube/metrics.js';
 import { restMetrics } from '../../../host/kube/rest-metrics.js';
+import { WorkQueue } from '../../../host/kube/workqueue.js';
 import { startCaptureServer } from './capture-server.js';
 
 const BUCKETS = [0.005, 0.025, 0.1, 1, 60];
@@ -120,4 +121,34 @@ test('the API client observes through bound series: prom-client runs once per se
     requests.map((v) => [v.labels.code, v.labels.method, v.value]),
     [['200', 'GET', REQUESTS]],
   );
+});
+
+test('a work queue records its per-item metrics through bound series: prom-client runs once per series', async (t) => {
+  const registry = new Registry();
+  const q = new WorkQueue<string>({ name: 'nodes', registry });
+  const calls: Record<string, number> = {};
+  for (const [name, key] of [
+    ['workqueue_queue_duration_seconds', 'observe'],
+    ['workqueue_work_duration_seconds', 'observe'],
+    ['workqueue_adds_total', 'inc'],
+  ] as const) {
+    calls[name] = 0;
+    const target = registry.getSingleMetric(name) as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const original = target[key]!.bind(target);
+    target[key] = (...args: unknown[]) => {
+      calls[name]!++;
+      return original(...args);
+    };
+  }
+  const ITEMS = 5;
+  for (let i = 0; i < ITEMS; i++) {
+    q.add(`n${i}`);
+    const got = await q.get();
+    if (!got.shutdown) q.done(got.item);
+  }
+  t.deepEqual(calls, { workqueue_queue_duration_seconds: 1, workqueue_work_duration_seconds: 1, workqueue_adds_total: 1 });
+  const text = await registry.metrics();
+  t.regex(text, new RegExp(`^workqueue_queue_duration_seconds_count\\{name="nodes"\\} ${ITEMS}$`, 'm'));
+  t.regex(text, new RegExp(`^workqueue_work_duration_seconds_count\\{name="nodes"\\} ${ITEMS}$`, 'm'));
+  t.regex(text, new RegExp(`^workqueue_adds_total\\{name="nodes"\\} ${ITEMS}$`, 'm'));
 });
