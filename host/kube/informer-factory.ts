@@ -76,10 +76,12 @@ export class InformerFactory {
     const namespace = spec.namespacedPath && this.o.namespace ? this.o.namespace : undefined;
     const path = namespace ? spec.namespacedPath!(namespace) : spec.path;
     const args: ListArgs = { labelSelector, namespace };
+    const transform = spec.transform ?? dropManagedFields;
     const informer = new Informer<T>(this.o.clients.rest, path, () => spec.list(this.o.clients, args), {
       log: this.o.log.child({ informer: spec.name }),
       labelSelector,
-      transform: spec.transform ?? dropManagedFields,
+      transform,
+      dropsManagedFields: DROPS_MANAGED_FIELDS.has(transform),
       resyncPeriodMs: this.resyncPeriodMs,
     });
     this.informers.set(spec.name, informer as unknown as Informer<KubernetesObject>);
@@ -107,6 +109,9 @@ export class InformerFactory {
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
   }
 }
+
+/** The transforms that drop `metadata.managedFields` (cache-transforms.ts). */
+const DROPS_MANAGED_FIELDS = new Set<unknown>([dropManagedFields, slimNode]);
 
 const NODES: ResourceSpec<V1Node> = {
   name: 'nodes',

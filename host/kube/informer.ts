@@ -94,6 +94,11 @@ export interface InformerOptions<T = KubernetesObject> {
    */
   transform?: (obj: T) => T;
   /**
+   * `transform` drops `metadata.managedFields`: watch events are then parsed without them (watch.ts
+   * withoutManagedFields), so the objects arrive without the key at all.
+   */
+  dropsManagedFields?: boolean;
+  /**
    * Every this many milliseconds after the first sync, each cached object is
    * handed to `onUpdate` as both old and new object (client-go's resync), so
    * level-triggered controllers look at every object again. 0 or absent: never.
@@ -362,7 +367,7 @@ export class Informer<T extends KubernetesObject> {
       events++;
       this.backoff.reset();
     };
-    const err = await watch(this.rest, this.path, query, onEvent, connection.signal).then(
+    const err = await watch(this.rest, this.path, query, onEvent, connection.signal, { skipManagedFields: this.opts.dropsManagedFields }).then(
       () => undefined,
       (e: unknown) => e ?? new Error('watch failed'),
     );

@@ -6,7 +6,7 @@
  * rest.ts).
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { registeredMetric } from './metrics.js';
+import { boundInc, boundObserve, registeredMetric, type BoundInc, type BoundObserve } from './metrics.js';
 
 /** client-go's latency buckets (seconds). */
 const LATENCY_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
@@ -65,5 +65,35 @@ export function restMetrics(registry: Registry): RestMetrics {
     ),
     requestSize: histogram(registry, 'rest_client_request_size_bytes', 'Request size in bytes. Broken down by verb and host.', SIZE_BUCKETS),
     responseSize: histogram(registry, 'rest_client_response_size_bytes', 'Response size in bytes. Broken down by verb and host.', SIZE_BUCKETS),
+  };
+}
+
+/**
+ * A client's metrics for one verb (HTTP method) on its host, each series bound once
+ * (metrics.ts boundObserve): what a request records without prom-client hashing its labels four times.
+ */
+export interface VerbMetrics {
+  rateLimiter: BoundObserve;
+  requestSize: BoundObserve;
+  duration: BoundObserve;
+  responseSize: BoundObserve;
+  /** Adds 1 to `rest_client_requests_total{code, method, host}`. */
+  requests(code: string): void;
+}
+
+/** {@link VerbMetrics} of `verb` on `host`; a client keeps one per verb. */
+export function verbMetrics(m: RestMetrics, verb: string, host: string): VerbMetrics {
+  const labels = { verb, host };
+  const byCode = new Map<string, BoundInc>();
+  return {
+    rateLimiter: boundObserve(m.rateLimiter, labels),
+    requestSize: boundObserve(m.requestSize, labels),
+    duration: boundObserve(m.duration, labels),
+    responseSize: boundObserve(m.responseSize, labels),
+    requests(code) {
+      let inc = byCode.get(code);
+      if (!inc) byCode.set(code, (inc = boundInc(m.requests, { code, method: verb, host })));
+      inc();
+    },
   };
 }

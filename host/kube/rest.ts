@@ -32,7 +32,7 @@ import { sleep } from './backoff.js';
 import type { ConnectionPool, Purpose } from './connections.js';
 import type { Authenticator } from './credentials.js';
 import { sendRequest, targetOf, type HttpTarget } from './http-library.js';
-import type { RestMetrics } from './rest-metrics.js';
+import { verbMetrics, type RestMetrics, type VerbMetrics } from './rest-metrics.js';
 
 /**
  * Longest a request to the API server may take, in ms, from being sent until
@@ -198,6 +198,8 @@ export class RestClient {
   private readonly target: Omit<HttpTarget, 'path'>;
   /** `host:port` of the server: the `host` label of the client metrics. */
   private readonly host: string;
+  /** The client metrics by verb, bound on first use. */
+  private readonly verbs = new Map<string, VerbMetrics>();
 
   constructor(private readonly o: RestClientOptions) {
     this.base = new URL(o.server);
@@ -237,6 +239,15 @@ export class RestClient {
   }
 
   /** {@link RestClient.request} without the span. */
+  /** This client's metrics of `method`, bound once per verb; none without a registry. */
+  private metricsOf(method: string): VerbMetrics | undefined {
+    const m = this.o.metrics;
+    if (!m) return undefined;
+    let bound = this.verbs.get(method);
+    if (!bound) this.verbs.set(method, (bound = verbMetrics(m, method, this.host)));
+    return bound;
+  }
+
   private async send<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
     const fence = this.o.fence && !READ_METHODS.has(method) ? this.o.fence : undefined;
     // Refused early too, so a fenced write takes no slot of the throttle.
@@ -254,10 +265,9 @@ export class RestClient {
       // API server then reads the body as the start of the connection's next request (HTTP 400).
       headers['Content-Length'] = String(Buffer.byteLength(body));
     }
-    const m = this.o.metrics;
-    const labels = { verb: method, host: this.host };
-    m?.rateLimiter.observe(labels, delayMs > 0 ? delayMs / 1000 : 0);
-    m?.requestSize.observe(labels, body === undefined ? 0 : Buffer.byteLength(body));
+    const m = this.metricsOf(method);
+    m?.rateLimiter(delayMs > 0 ? delayMs / 1000 : 0);
+    m?.requestSize(body === undefined ? 0 : Buffer.byteLength(body));
     const started = performance.now();
     const timeoutMs = this.o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     let response;
@@ -283,13 +293,13 @@ export class RestClient {
         beforeSend,
       });
     } catch (err) {
-      m?.requests.inc({ method, host: this.host, code: err instanceof FencedWriteError ? '<fenced>' : '<error>' });
+      m?.requests(err instanceof FencedWriteError ? '<fenced>' : '<error>');
       throw err;
     } finally {
-      m?.duration.observe(labels, (performance.now() - started) / 1000);
+      m?.duration((performance.now() - started) / 1000);
     }
-    m?.requests.inc({ method, host: this.host, code: String(response.status) });
-    m?.responseSize.observe(labels, response.body.length);
+    m?.requests(String(response.status));
+    m?.responseSize(response.body.length);
     const ok = response.status >= 200 && response.status < 300;
     if (ok && opts.discardAnswer) return undefined as T;
     const text = response.body.toString('utf8');

@@ -16,7 +16,7 @@ import type { Span } from '@opentelemetry/api';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { contextWith, runIn, SpanKind, startSpan, STATUS_ERROR } from '../../sdk/tracing.js';
 import { errorMessage, type Logger } from '../log.js';
-import { registeredMetric } from './metrics.js';
+import { boundInc, boundObserve, registeredMetric, type BoundInc, type BoundObserve } from './metrics.js';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.js';
 
 /** Result of {@link WorkQueue.get}: the next item, or `shutdown` once the queue is shut down and empty. */
@@ -89,10 +89,11 @@ function inFlightGauge(registry: Registry, name: string, help: string, value: (q
 /** Per-queue view of the upstream `workqueue_*` metric families. */
 class QueueMetrics<T> {
   private readonly depth: Gauge.Internal<QueueLabel>;
-  private readonly adds: Counter.Internal;
-  private readonly queueDuration: Histogram.Internal<QueueLabel>;
-  private readonly workDuration: Histogram.Internal<QueueLabel>;
-  private readonly retries: Counter.Internal;
+  // Bound once (metrics.ts): observed per item, without prom-client hashing the labels each time.
+  private readonly adds: BoundInc;
+  private readonly queueDuration: BoundObserve;
+  private readonly workDuration: BoundObserve;
+  private readonly retries: BoundInc;
   /** When each dirty item was first added, in ms (performance.now). */
   private readonly addTimes = new Map<T, number>();
   /** When each in-flight item was handed out, in ms (performance.now). */
@@ -130,49 +131,61 @@ class QueueMetrics<T> {
       Gauge,
       () => new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: LABEL_NAMES, registers }),
     ).labels(labels);
-    this.adds = registeredMetric(
-      registry,
-      'workqueue_adds_total',
-      Counter,
-      () => new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: LABEL_NAMES, registers }),
-    ).labels(labels);
-    this.queueDuration = registeredMetric(
-      registry,
-      'workqueue_queue_duration_seconds',
-      Histogram,
-      () =>
-        new Histogram({
-          name: 'workqueue_queue_duration_seconds',
-          help: 'How long in seconds an item stays in workqueue before being requested.',
-          labelNames: LABEL_NAMES,
-          buckets: DURATION_BUCKETS_SECONDS,
-          registers,
-        }),
-    ).labels(labels);
-    this.workDuration = registeredMetric(
-      registry,
-      'workqueue_work_duration_seconds',
-      Histogram,
-      () =>
-        new Histogram({
-          name: 'workqueue_work_duration_seconds',
-          help: 'How long in seconds processing an item from workqueue takes.',
-          labelNames: LABEL_NAMES,
-          buckets: DURATION_BUCKETS_SECONDS,
-          registers,
-        }),
-    ).labels(labels);
-    this.retries = registeredMetric(
-      registry,
-      'workqueue_retries_total',
-      Counter,
-      () =>
-        new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: LABEL_NAMES, registers }),
-    ).labels(labels);
+    this.adds = boundInc(
+      registeredMetric(
+        registry,
+        'workqueue_adds_total',
+        Counter,
+        () => new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: LABEL_NAMES, registers }),
+      ),
+      labels,
+    );
+    this.queueDuration = boundObserve(
+      registeredMetric(
+        registry,
+        'workqueue_queue_duration_seconds',
+        Histogram,
+        () =>
+          new Histogram({
+            name: 'workqueue_queue_duration_seconds',
+            help: 'How long in seconds an item stays in workqueue before being requested.',
+            labelNames: LABEL_NAMES,
+            buckets: DURATION_BUCKETS_SECONDS,
+            registers,
+          }),
+      ),
+      labels,
+    );
+    this.workDuration = boundObserve(
+      registeredMetric(
+        registry,
+        'workqueue_work_duration_seconds',
+        Histogram,
+        () =>
+          new Histogram({
+            name: 'workqueue_work_duration_seconds',
+            help: 'How long in seconds processing an item from workqueue takes.',
+            labelNames: LABEL_NAMES,
+            buckets: DURATION_BUCKETS_SECONDS,
+            registers,
+          }),
+      ),
+      labels,
+    );
+    this.retries = boundInc(
+      registeredMetric(
+        registry,
+        'workqueue_retries_total',
+        Counter,
+        () =>
+          new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: LABEL_NAMES, registers }),
+      ),
+      labels,
+    );
   }
 
   add(item: T): void {
-    this.adds.inc();
+    this.adds();
     this.depth.inc();
     if (!this.addTimes.has(item)) this.addTimes.set(item, performance.now());
   }
@@ -184,7 +197,7 @@ class QueueMetrics<T> {
     this.startTimes.set(item, now);
     const added = this.addTimes.get(item);
     if (added === undefined) return undefined;
-    this.queueDuration.observe((now - added) / 1000);
+    this.queueDuration((now - added) / 1000);
     this.addTimes.delete(item);
     return now - added;
   }
@@ -192,13 +205,13 @@ class QueueMetrics<T> {
   done(item: T): void {
     const started = this.startTimes.get(item);
     if (started !== undefined) {
-      this.workDuration.observe((performance.now() - started) / 1000);
+      this.workDuration((performance.now() - started) / 1000);
       this.startTimes.delete(item);
     }
   }
 
   retry(): void {
-    this.retries.inc();
+    this.retries();
   }
 
   /** Seconds the items being processed now have been processed, together. */

@@ -424,6 +424,28 @@ test('transform: applied to listed and watched objects before they are cached or
   );
 });
 
+test('dropsManagedFields: watched objects arrive without managedFields, every other field as the API server wrote it', async (t) => {
+  const s = scope(t);
+  const inf = s.informer(undefined, { dropsManagedFields: true });
+  const rec = new Recorder();
+  inf.addEventHandler(rec);
+  inf.start();
+  await inf.waitForSync();
+  await s.create('watched', { v: '1', 'x.json': '{"managedFields":[1],"a":"]}\\""}' });
+  const added = await rec.waitFor('add', s.name('watched'));
+  await s.setData('watched', { v: '2' });
+  const updated = await rec.waitFor('update', s.name('watched'));
+  // What a GET answers, as JSON, at the same resourceVersion: the watched objects are that without managedFields.
+  const read = await t.context.rest.request<V1ConfigMap>('GET', `/api/v1/namespaces/${t.context.ns}/configmaps/${s.name('watched')}`);
+  t.truthy(read.metadata?.managedFields, 'the server records managedFields');
+  t.is(read.metadata?.resourceVersion, updated.obj.metadata?.resourceVersion);
+  const metadata = { ...read.metadata };
+  delete metadata.managedFields;
+  t.deepEqual(updated.obj, { ...read, metadata });
+  for (const obj of [added.obj, updated.obj]) t.false('managedFields' in obj.metadata!);
+  t.deepEqual(added.obj.data, { v: '1', 'x.json': '{"managedFields":[1],"a":"]}\\""}' });
+});
+
 test('resync: every resyncPeriodMs each cached object is handed to onUpdate as both old and new (client-go resync)', async (t) => {
   const s = scope(t);
   for (const n of ['a', 'b']) await s.create(n);

@@ -32,7 +32,11 @@ const PREFETCH_TTL_MS = 30_000;
 
 /** A Node's identity for the prefetch cache: its name alone would match a Node re-registered under that name. */
 function nodeKey(node: NodeRef): string {
-  return `${node.name}\u0000${node.uid ?? ''}`;
+  return keyOf(node.name, node.uid);
+}
+
+function keyOf(name: string, uid: string | undefined): string {
+  return `${name}\u0000${uid ?? ''}`;
 }
 
 export class MetadataBatcher {
@@ -43,7 +47,7 @@ export class MetadataBatcher {
   /** When each node (by key) was last asked for as a companion (ms). */
   private readonly askedAt = new Map<string, number>();
 
-  private readonly companions: () => NodeRef[];
+  private readonly companions: (skip: (name: string, uid: string | undefined) => boolean) => Iterable<NodeRef>;
   private readonly maxWaitMs: number;
   private readonly prefetchTtlMs: number;
   private readonly now: () => number;
@@ -51,8 +55,13 @@ export class MetadataBatcher {
   constructor(
     private readonly instances: Instances,
     opts: {
-      /** Other nodes worth looking up in the same call (e.g. the nodes still to initialize). */
-      companions?: () => NodeRef[];
+      /**
+       * Other nodes worth looking up in the same call (e.g. the nodes still to initialize), in order of
+       * preference; read only as far as the call has room, so a lazy iterable costs no more than that.
+       * `skip` says which nodes the call would pass over anyway (in it already, asked for within the TTL,
+       * or prefetched): a source may leave them out before building their NodeRef.
+       */
+      companions?: (skip: (name: string, uid: string | undefined) => boolean) => Iterable<NodeRef>;
       /** How long a lookup waits for company (default 2 ms). */
       maxWaitMs?: number;
       prefetchTtlMs?: number;
@@ -89,7 +98,11 @@ export class MetadataBatcher {
     const inCall = new Set(batch.map((p) => nodeKey(p.node)));
     for (const key of inCall) this.askedAt.set(key, now);
     const out: NodeRef[] = [];
-    for (const n of this.companions()) {
+    const skip = (name: string, uid: string | undefined): boolean => {
+      const key = keyOf(name, uid);
+      return inCall.has(key) || this.askedAt.has(key) || this.prefetched.has(key);
+    };
+    for (const n of this.companions(skip)) {
       if (out.length >= room) break;
       const key = nodeKey(n);
       if (inCall.has(key) || this.askedAt.has(key) || this.prefetched.has(key)) continue;

@@ -26,7 +26,7 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { type CoreV1Api } from '../../kube/api.js';
 import type { Histogram } from 'prom-client';
-import type { Instances, InstanceMetadata, NodeAddress } from '../../cloud.js';
+import type { Instances, InstanceMetadata, NodeAddress, NodeRef } from '../../cloud.js';
 import { InstanceNotFoundError, InvalidCloudResponseError } from '../../errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { InformerView } from '../../kube/shard-view.js';
@@ -85,6 +85,8 @@ export class CloudNodeController {
   /** The address loop: a stuck loop fails readiness after three periods and a minute. */
   private readonly statusProgress: Progress;
   private readonly ownership: OwnershipGate;
+  /** Name → uid of the Nodes last seen with the uninitialized taint (insertion order); each is re-read from the cache before use. */
+  private readonly tainted = new Map<string, string | undefined>();
 
   constructor(private readonly o: NodeControllerOptions) {
     this.statusProgress = new Progress(3 * o.statusUpdateFrequencyMs + 60_000);
@@ -98,18 +100,46 @@ export class CloudNodeController {
     });
     this.queue = new WorkQueue<string>({ name: 'Nodes', provider: o.metricsProvider, registry: o.registry });
     // Every lookup also asks for the other nodes still waiting for initialization.
-    this.batcher = new MetadataBatcher(o.instances, {
-      companions: () =>
-        o.nodes
-          .list()
-          .filter((n) => uninitialized(n) && this.ownership.owns(n))
-          .map(toNodeRef),
-    });
+    this.batcher = new MetadataBatcher(o.instances, { companions: (skip) => this.taintedCompanions(skip) });
     o.nodes.addEventHandler({
-      onAdd: (n) => this.enqueue(n),
-      onUpdate: (_old, n) => this.enqueue(n),
-      onDelete: (n) => this.enqueue(n),
+      onAdd: (n) => {
+        this.track(n, true);
+        this.enqueue(n);
+      },
+      onUpdate: (_old, n) => {
+        this.track(n, true);
+        this.enqueue(n);
+      },
+      onDelete: (n) => {
+        this.track(n, false);
+        this.enqueue(n);
+      },
     });
+  }
+
+  /**
+   * Keeps {@link tainted} (an index, like client-go's indexers: no reconciling here). `present` is false
+   * for a deleted Node.
+   */
+  private track(node: V1Node, present: boolean): void {
+    const name = node.metadata?.name;
+    if (!name) return;
+    if (present && uninitialized(node)) this.tainted.set(name, node.metadata?.uid);
+    else this.tainted.delete(name);
+  }
+
+  /**
+   * The batch companions: owned Nodes still tainted, read from the cache, produced lazily (the batcher
+   * stops at a call's room). Walks the tainted index, not every Node: listing every Node for every
+   * batched lookup made initializing N nodes cost N² (about 1 % of the host's CPU at 300 nodes).
+   */
+  private *taintedCompanions(skip: (name: string, uid: string | undefined) => boolean): Generator<NodeRef> {
+    for (const [name, uid] of this.tainted) {
+      // One the batcher has asked for lately is passed over before it is even read.
+      if (skip(name, uid)) continue;
+      const node = this.o.nodes.get(name);
+      if (node && uninitialized(node) && this.ownership.owns(node)) yield toNodeRef(node);
+    }
   }
 
   private enqueue(node: V1Node): void {
