@@ -18,7 +18,7 @@
  *      binary has its own directory, so adding one never rebuilds the others.
  */
 import { createHash } from 'node:crypto';
-import { constants as fsc, readFileSync } from 'node:fs';
+import { constants as fsc, readdirSync, readFileSync } from 'node:fs';
 import { access, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
@@ -62,7 +62,7 @@ export interface Binaries {
   kubeControllerManager: string;
   /**
    * Same Kubernetes version: kubemark's hollow kubelet set up as an
-   * external-cloud kubelet (test/controlplane/hollow-kubelet/main.go).
+   * external-cloud kubelet (test/controlplane/hollow-kubelet/*.go).
    */
   hollowKubelet: string;
 }
@@ -102,20 +102,31 @@ export function cachedBinaries(cache = cacheDir(), k8s = kubeVersion()): Binarie
 }
 
 /**
- * The hollow kubelet's cache key beside the version: a hash of our main.go, so
- * editing it builds a new binary instead of reusing the old one.
+ * The hollow kubelet's cache key beside the version: a hash of our Go files
+ * (main.go and the per-version cri_*.go), names and contents, so editing any
+ * of them builds a new binary instead of reusing the old one.
  */
 export function hollowKubeletKey(): string {
   const candidates = [
-    fileURLToPath(new URL('./hollow-kubelet/main.go', import.meta.url)),
-    fileURLToPath(new URL('../../../test/controlplane/hollow-kubelet/main.go', import.meta.url)),
+    fileURLToPath(new URL('./hollow-kubelet/', import.meta.url)),
+    fileURLToPath(new URL('../../../test/controlplane/hollow-kubelet/', import.meta.url)),
   ];
-  for (const c of candidates) {
+  for (const dir of candidates) {
+    let files: string[];
     try {
-      return createHash('sha256').update(readFileSync(c)).digest('hex').slice(0, 12);
+      files = readdirSync(dir)
+        .filter((f) => f.endsWith('.go'))
+        .sort();
     } catch {
-      // try the next place
+      continue; // try the next place
     }
+    if (files.length === 0) continue;
+    const h = createHash('sha256');
+    for (const f of files)
+      h.update(`${f}\0`)
+        .update(readFileSync(join(dir, f)))
+        .update('\0');
+    return h.digest('hex').slice(0, 12);
   }
   return 'nosource';
 }

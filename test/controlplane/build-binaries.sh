@@ -11,7 +11,7 @@
 #          CACHE_DIR/kube-controller-manager-K8S_VERSION/kube-controller-manager,
 #          CACHE_DIR/hollow-kubelet-K8S_VERSION-HOLLOW_KEY/hollow-kubelet and
 #          CACHE_DIR/etcd-ETCD_VERSION/etcd
-# (HOLLOW_KEY is a hash of hollow-kubelet/main.go, so editing it builds anew)
+# (HOLLOW_KEY is a hash of hollow-kubelet/*.go, so editing them builds anew)
 # Only missing binaries are built; each has its own directory, so adding a
 # binary never invalidates the ones already cached.
 # --kubectl builds only kubectl (k8s.io/kubernetes/cmd/kubectl at K8S_VERSION)
@@ -85,7 +85,7 @@ build_k8s_cmd() {
 }
 
 # build_hollow_kubelet: builds our main around k8s.io/kubernetes/pkg/kubemark
-# (hollow-kubelet/main.go beside this script: kubemark's hollow kubelet set up
+# (hollow-kubelet/*.go beside this script: kubemark's hollow kubelet set up
 # as an external-cloud kubelet) at $k8s into
 # $cache/hollow-kubelet-$k8s-$hollow_key/hollow-kubelet.
 build_hollow_kubelet() {
@@ -94,11 +94,16 @@ build_hollow_kubelet() {
   local work; work=$(mktemp -d "$cache/.build-hollow-kubelet.XXXXXX")
   scratch+=("$work")
   k8s_module "$work" hollow-kubelet
-  cp "$(dirname "$0")/hollow-kubelet/main.go" "$work/main.go"
+  cp "$(dirname "$0")"/hollow-kubelet/*.go "$work/"
   step "downloading modules for hollow-kubelet (first run only)"
   (cd "$work" && go get "k8s.io/kubernetes@$k8s" >&2 && go mod tidy >&2)
+  # cri-client's NewRemoteRuntimeService took a logger up to v1.36 and takes a
+  # context from v1.37: the tag picks cri_ctx.go or cri_logger.go by the
+  # signature this version's module really has.
+  local tags=
+  if grep -q 'func NewRemoteRuntimeService(ctx context.Context' "$(cd "$work" && go list -m -f '{{.Dir}}' k8s.io/cri-client)/pkg/remote_runtime.go"; then tags=cri_ctx; fi
   step "compiling hollow-kubelet $k8s (first run only; several minutes on 2 cores)"
-  (cd "$work" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$work/hollow-kubelet" . >&2)
+  (cd "$work" && go build -trimpath -tags "$tags" -ldflags "$(k8s_ldflags)" -o "$work/hollow-kubelet" . >&2)
   mkdir -p "$out" && mv "$work/hollow-kubelet" "$out/hollow-kubelet"
   step "hollow-kubelet ready: $out/hollow-kubelet"
 }

@@ -15,10 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace/noop"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
@@ -97,8 +95,7 @@ func run(kubeconfig, name, rootDir string, port int, nodeIP, labels string, repo
 		return fmt.Errorf("start fake runtime at %s: %w", endpoint, err)
 	}
 	defer runtime.Stop()
-	logger := klog.Background()
-	runtimeService, err := remote.NewRemoteRuntimeService(endpoint, 15*time.Second, noop.NewTracerProvider(), &logger)
+	runtimeService, err := newRuntimeService(endpoint, 15*time.Second)
 	if err != nil {
 		return err
 	}
