@@ -11,6 +11,22 @@ export const ALLOW_SIMULATION = `${ALLOW_SIMULATION_ENV}=true`;
 /** ALLOW_SIMULATION for a host that spawns the local cloud (exec mode). */
 export const ALLOW_SIMULATION_FLAG = `--plugin-env=${ALLOW_SIMULATION}`;
 
+/**
+ * The flags of one of several hosts (replicas) that each spawn the local
+ * cloud on one shared cloud state `stateDir`: simulation allowed, every call
+ * journaled with the caller's identity, reads too (so a test tells the
+ * replicas' calls apart), load balancers from the ingress pool `lbCidr` (the
+ * test file's own: they really listen on loopback).
+ */
+export function sharedCloudFlags(stateDir: string, lbCidr: string): string[] {
+  return [
+    `--plugin-env=LOCALCLOUD_STATE_DIR=${stateDir}`,
+    ALLOW_SIMULATION_FLAG,
+    '--plugin-env=LOCALCLOUD_JOURNAL=all',
+    `--plugin-env=LOCALCLOUD_LB_CIDR=${lbCidr}`,
+  ];
+}
+
 /** Runs `localcloud --state DIR ...args` and returns its stdout; rejects with stderr on failure. */
 export async function localcloud(stateDir: string, ...args: string[]): Promise<string> {
   const r = await execa(process.execPath, [CLI, '--state', stateDir, ...args], { reject: false });

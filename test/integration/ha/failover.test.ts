@@ -14,81 +14,39 @@
  * asserted).
  */
 import test from 'ava';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { readJournal } from '../../../plugins/local/journal.js';
-import { testKubeConfig } from '../../controlplane/shared.js';
 import { forbiddenInLog } from '../../helpers/forbidden.js';
-import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
-import { grantLease, hostKubeConfig } from '../../helpers/service-account.js';
+import { leaderReplicas, spawnHost, TEST_LEASE } from '../../helpers/ha-host-process.js';
 import { lbService } from '../../helpers/lb.js';
-import { ALLOW_SIMULATION_FLAG } from '../../helpers/localcloud.js';
+import { sharedCloudFlags } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 import { addInitializedNode, firstLeader, lbCreatesByUid, leaseHolder, mutationsByCaller, overlaps, settledLbs } from './ha-checks.js';
 
-const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 const CLUSTER = 'ha';
 
 test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; every leader changes the cloud, never at overlapping times, one create per load balancer', async (t) => {
   t.timeout(240_000);
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-ha-'));
-  const admin = await testKubeConfig();
-  // The replicas run as the shipped ServiceAccount; the test keeps the admin.
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, (await hostKubeConfig()).exportConfig(), { mode: 0o600 });
-  const core = admin.makeApiClient(CoreV1Api);
-  const coordination = admin.makeApiClient(CoordinationV1Api);
-  const namespace = `ha-${id}`;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  // The shipped leader-election Role grants the default Lease only: an operator who moves the Lease
-  // (--leader-elect-resource-namespace/-name) grants the same verbs for it, as here.
-  await grantLease(admin, namespace, 'ccm');
-  const state = join(dir, 'cloud');
-  const label = `ha-${id}`;
-  const hosts: HostProcess[] = [];
-  t.teardown(async () => {
-    for (const h of hosts) h.kill('SIGKILL');
-    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-    for (const n of nodes) await core.deleteNode({ name: n }).catch(() => undefined);
+  // Namespace ha-<id>: the Lease ccm (granted as an operator who moves the Lease does), the Services, the Nodes' label.
+  const { core, coordination, namespace, state, kubeconfig, nodes, hosts, spawnReplica } = await leaderReplicas(t, {
+    prefix: 'ha',
+    clusterName: CLUSTER,
   });
-  const start = (n: number) => {
-    const h = spawnHost(
-      [
-        '--cloud-provider=local',
-        `--cluster-name=${CLUSTER}`,
-        `--kubeconfig=${kubeconfig}`,
-        '--controllers=cloud-node,service',
-        `--node-selector=ccm-test=${label}`,
-        `--watch-namespace=${namespace}`,
-        '--secure-port=0',
-        '--leader-elect=true',
-        `--leader-elect-resource-namespace=${namespace}`,
-        '--leader-elect-resource-name=ccm',
-        `--leader-elect-lease-duration=${LEASE.durationS}s`,
-        `--leader-elect-renew-deadline=${LEASE.renewS}s`,
-        `--leader-elect-retry-period=${LEASE.retryS}s`,
-        `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
-        ALLOW_SIMULATION_FLAG,
-        '--plugin-env=LOCALCLOUD_JOURNAL=all',
-        // Own ingress pool: the load balancers really listen on loopback.
-        '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.61.0/24',
-        '-v=2',
-      ],
-      join(dir, `host-${n}.log`),
-    );
-    hosts.push(h);
-    return h;
-  };
+  // The replicas run as the shipped ServiceAccount; the test keeps the admin.
+  const start = (n: number) =>
+    spawnReplica(n, [
+      `--kubeconfig=${kubeconfig}`,
+      '--controllers=cloud-node,service',
+      '--secure-port=0',
+      ...sharedCloudFlags(state, '127.0.61.0/24'),
+    ]);
   const holder = leaseHolder(coordination, namespace);
-  const nodes: string[] = [];
   const initNode = async (name: string) => {
     nodes.push(name);
     // The cloud-node controller copies this InternalIP to the node: a load balancer backend.
-    await addInitializedNode(core, state, name, `127.0.4.${nodes.length}`, label);
+    await addInitializedNode(core, state, name, `127.0.4.${nodes.length}`, namespace);
   };
   const live: string[] = [];
   const gone: string[] = [];
@@ -111,7 +69,7 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   const first = await firstLeader(ids, holder);
   const leader = ids.get(first)!;
   const standby = leader === a ? b : a;
-  await initNode(`ha-${id}-1`);
+  await initNode(`${namespace}-1`);
   await createSvc('s1');
   await createSvc('s2');
   await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone, backends: nodes });
@@ -132,14 +90,14 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   const second = await standby.identity;
   await waitFor(async () => (await holder()) === second, { what: 'standby takes over after SIGKILL', timeoutMs: 60_000 });
   const killHandOverMs = Date.now() - killedAt;
-  await initNode(`ha-${id}-2`);
+  await initNode(`${namespace}-2`);
 
   // A replacement replica joins as standby; SIGTERM the leader: release, exit 0.
   // Services created just before the SIGTERM (either leader may take them)
   // and just after the hand-over (the new leader's).
   const c = start(3);
   const third = await c.identity;
-  await new Promise((r) => setTimeout(r, 2 * LEASE.retryS * 1000));
+  await new Promise((r) => setTimeout(r, 2 * TEST_LEASE.retryS * 1000));
   t.is(await holder(), second, 'the new replica stands by');
   await createSvc('s4');
   const termAt = Date.now();
@@ -149,7 +107,7 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   await createSvc('s5');
   await deleteSvc('s2');
   t.is(await standby.exited, 0, 'a SIGTERMed leader exits 0');
-  await initNode(`ha-${id}-3`);
+  await initNode(`${namespace}-3`);
 
   // Converged: one cloud load balancer per live Service (same uid), all three nodes as backends, none left for deleted ones.
   const { services, lbs } = await settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone, backends: nodes });
@@ -177,9 +135,9 @@ test('two replicas: one leads; SIGKILL and SIGTERM of the leader hand over; ever
   const lease = await coordination.readNamespacedLease({ name: 'ccm', namespace });
   t.is(lease.spec?.leaseTransitions, 2);
   t.log(
-    `hand-over after SIGKILL: ${(killHandOverMs / 1000).toFixed(1)} s (lease ${LEASE.durationS} s + 2 × retry ${LEASE.retryS} s = ${LEASE.durationS + 2 * LEASE.retryS} s)`,
+    `hand-over after SIGKILL: ${(killHandOverMs / 1000).toFixed(1)} s (lease ${TEST_LEASE.durationS} s + 2 × retry ${TEST_LEASE.retryS} s = ${TEST_LEASE.durationS + 2 * TEST_LEASE.retryS} s)`,
   );
-  t.log(`hand-over after SIGTERM: ${(termHandOverMs / 1000).toFixed(1)} s (2 × retry = ${2 * LEASE.retryS} s)`);
+  t.log(`hand-over after SIGTERM: ${(termHandOverMs / 1000).toFixed(1)} s (2 × retry = ${2 * TEST_LEASE.retryS} s)`);
   t.log(
     `journaled calls: ${journal.length}; mutating per leader: ${[first, second, third].map((w) => mutations.get(w) ?? 0).join(', ')}; load balancer creates: ${[...creates.values()].reduce((x, y) => x + y, 0)}`,
   );

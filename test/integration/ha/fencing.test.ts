@@ -12,23 +12,19 @@
  * (lost lease) on its own.
  */
 import test from 'ava';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { readJournal } from '../../../plugins/local/journal.js';
-import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
+import { testAuditLogPath } from '../../controlplane/shared.js';
 import { auditLogFromNow, credentialIdOf, tokenCredentialId, type AuditEvent } from '../../helpers/audit.js';
 import { forbiddenInLog } from '../../helpers/forbidden.js';
-import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
+import { leaderReplicas } from '../../helpers/ha-host-process.js';
 import { cloudLbs, lbService } from '../../helpers/lb.js';
-import { ALLOW_SIMULATION_FLAG, localcloud } from '../../helpers/localcloud.js';
-import { grantLease, hostKubeConfig, serviceAccountKubeConfig } from '../../helpers/service-account.js';
+import { localcloud, sharedCloudFlags } from '../../helpers/localcloud.js';
+import { serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { waitFor } from '../../helpers/wait.js';
 import { firstLeader, leaseHolder } from './ha-checks.js';
 
-const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 const CLUSTER = 'fencing';
 /** How long the cloud holds back EnsureLoadBalancer's answer after making the load balancer: the leader is stopped in that window. */
 const REPLY_DELAY_MS = 5_000;
@@ -37,54 +33,23 @@ const FENCED = /not sent: this replica does not hold a fresh leader lease/;
 
 test('a leader SIGSTOPped past its lease with a status write pending: after SIGCONT no write of it reaches the API server after its successor’s first, and it exits 1', async (t) => {
   t.timeout(240_000);
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-fence-'));
-  const admin = await testKubeConfig();
-  await hostKubeConfig(); // the shipped ServiceAccount and RBAC exist (the runner, or this, applied them)
-  const audit = await auditLogFromNow(await testAuditLogPath());
-  const core = admin.makeApiClient(CoreV1Api);
-  const coordination = admin.makeApiClient(CoordinationV1Api);
-  const namespace = `fence-${id}`;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await grantLease(admin, namespace, 'ccm');
-  const state = join(dir, 'cloud');
-  const hosts: HostProcess[] = [];
-  t.teardown(async () => {
-    for (const h of hosts) {
-      h.kill('SIGCONT');
-      h.kill('SIGKILL');
-    }
-    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  // Namespace fence-<id>: the Lease ccm; the teardown also SIGCONTs a replica left stopped.
+  const { dir, admin, core, coordination, namespace, state, hosts, spawnReplica } = await leaderReplicas(t, {
+    prefix: 'fence',
+    clusterName: CLUSTER,
   });
+  const audit = await auditLogFromNow(await testAuditLogPath());
   // Two tokens of the shipped ServiceAccount: the same RBAC, told apart in the audit log.
   const start = async (n: number) => {
     const kc = await serviceAccountKubeConfig(admin);
     const kubeconfig = join(dir, `kubeconfig-${n}`);
     await writeFile(kubeconfig, kc.exportConfig(), { mode: 0o600 });
-    const h = spawnHost(
-      [
-        '--cloud-provider=local',
-        `--cluster-name=${CLUSTER}`,
-        `--kubeconfig=${kubeconfig}`,
-        '--controllers=service',
-        `--node-selector=ccm-test=${namespace}`,
-        `--watch-namespace=${namespace}`,
-        '--secure-port=0',
-        '--leader-elect=true',
-        `--leader-elect-resource-namespace=${namespace}`,
-        '--leader-elect-resource-name=ccm',
-        `--leader-elect-lease-duration=${LEASE.durationS}s`,
-        `--leader-elect-renew-deadline=${LEASE.renewS}s`,
-        `--leader-elect-retry-period=${LEASE.retryS}s`,
-        `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
-        ALLOW_SIMULATION_FLAG,
-        '--plugin-env=LOCALCLOUD_JOURNAL=all',
-        '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.63.0/24',
-        '-v=2',
-      ],
-      join(dir, `host-${n}.log`),
-    );
-    hosts.push(h);
+    const h = spawnReplica(n, [
+      `--kubeconfig=${kubeconfig}`,
+      '--controllers=service',
+      '--secure-port=0',
+      ...sharedCloudFlags(state, '127.0.63.0/24'),
+    ]);
     return { h, credential: tokenCredentialId(kc.getCurrentUser()!.token!) };
   };
   const holder = leaseHolder(coordination, namespace);

@@ -2,7 +2,7 @@
  * Checks shared by the HA tests: what the local cloud's journal (one state
  * dir shared by every replica) and the cloud's load balancers must show
  * after leadership changed hands while LoadBalancer Services were being
- * created and deleted.
+ * created and deleted, and which replica touched which object (sharding).
  */
 import type { CoordinationV1Api, CoreV1Api, V1Service } from '@kubernetes/client-node';
 import type { JournalEntry } from '../../../plugins/local/journal.js';
@@ -21,6 +21,19 @@ export function overlaps(entries: JournalEntry[]): [JournalEntry, JournalEntry][
   for (let i = 0; i < sorted.length; i++) {
     for (let j = i + 1; j < sorted.length && sorted[j]!.start <= sorted[i]!.end; j++) {
       if (sorted[j]!.caller !== sorted[i]!.caller) out.push([sorted[i]!, sorted[j]!]);
+    }
+  }
+  return out;
+}
+
+/** Which callers (host identities) named each key (node name or service uid) in calls of `service`'s methods. */
+export function callersByKey(entries: JournalEntry[], service: 'instances' | 'loadBalancers'): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const e of entries) {
+    if (!e.method.startsWith(`${service}.`)) continue;
+    for (const key of [...(e.key ? [e.key] : []), ...(e.keys ?? [])]) {
+      if (!out.has(key)) out.set(key, new Set());
+      out.get(key)!.add(e.caller);
     }
   }
   return out;

@@ -17,42 +17,23 @@
  * addresses 127.0.7.x.
  */
 import test from 'ava';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, type V1Service } from '@kubernetes/client-node';
+import { readFile } from 'node:fs/promises';
+import type { V1Service } from '@kubernetes/client-node';
 import { shardOfUid } from '../../../host/kube/shard-view.js';
-import { readJournal, type JournalEntry } from '../../../plugins/local/journal.js';
-import { testKubeConfig } from '../../controlplane/shared.js';
+import { readJournal } from '../../../plugins/local/journal.js';
 import { forbiddenInLog } from '../../helpers/forbidden.js';
-import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
+import { leaderReplicas, TEST_LEASE, type HostProcess } from '../../helpers/ha-host-process.js';
 import { lbService } from '../../helpers/lb.js';
-import { ALLOW_SIMULATION_FLAG } from '../../helpers/localcloud.js';
-import { grantLease, hostKubeConfig } from '../../helpers/service-account.js';
+import { sharedCloudFlags } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
-import { addInitializedNode, lbCreatesByUid, leaseHolder, settledLbs } from './ha-checks.js';
+import { addInitializedNode, callersByKey, lbCreatesByUid, leaseHolder, settledLbs } from './ha-checks.js';
 
-const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 const SHARDS = 2;
 const CLUSTER = 'shl';
 /** Services per shard before the kill (created until each shard has this many). */
 const PER_SHARD = 2;
 /** Bound on Services created to land one in a given shard (each lands in either with p = 1/2). */
 const MAX_TRIES = 24;
-
-/** Which replicas' calls named each key (node name or service uid) in `service`'s methods. */
-function callersByKey(entries: JournalEntry[], service: 'instances' | 'loadBalancers'): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const e of entries) {
-    if (!e.method.startsWith(`${service}.`)) continue;
-    for (const key of [...(e.key ? [e.key] : []), ...(e.keys ?? [])]) {
-      if (!out.has(key)) out.set(key, new Set());
-      out.get(key)!.add(e.caller);
-    }
-  }
-  return out;
-}
 
 /** The shards named by the replica's "took a shard" log lines, in order. */
 async function tookShard(h: HostProcess): Promise<number[]> {
@@ -67,57 +48,24 @@ function tookShards(h: HostProcess, n: number): Promise<number[]> {
 
 test('three replicas, --shard-count=2 and no index: two serve distinct shards from their Leases, one stands by touching nothing; SIGKILL of a holder hands its shard to the standby; nothing deleted', async (t) => {
   t.timeout(300_000);
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-shl-'));
-  const admin = await testKubeConfig();
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, (await hostKubeConfig()).exportConfig(), { mode: 0o600 });
-  const core = admin.makeApiClient(CoreV1Api);
-  const coordination = admin.makeApiClient(CoordinationV1Api);
-  const namespace = `shl-${id}`;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
   const leaseNames = Array.from({ length: SHARDS }, (_, i) => `ccm-shard-${i}`);
-  // The operator grants the shard Leases as any moved Lease (docs/flags.md).
-  await grantLease(admin, namespace, leaseNames);
-  const state = join(dir, 'cloud');
-  const label = `shl-${id}`;
-  const hosts: HostProcess[] = [];
-  const nodes: string[] = [];
-  t.teardown(async () => {
-    for (const h of hosts) h.kill('SIGKILL');
-    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-    for (const n of nodes) await core.deleteNode({ name: n }).catch(() => undefined);
+  // Namespace shl-<id>: the shard Leases, granted as an operator grants any moved Lease (docs/flags.md).
+  const { core, coordination, namespace, state, kubeconfig, nodes, hosts, spawnReplica } = await leaderReplicas(t, {
+    prefix: 'shl',
+    clusterName: CLUSTER,
+    leases: leaseNames,
   });
-  const start = (n: number) => {
-    const h = spawnHost(
-      [
-        '--cloud-provider=local',
-        `--cluster-name=${CLUSTER}`,
-        `--kubeconfig=${kubeconfig}`,
-        '--controllers=cloud-node,service',
-        `--node-selector=ccm-test=${label}`,
-        `--watch-namespace=${namespace}`,
-        '--secure-port=0',
-        '--leader-elect=true',
-        `--leader-elect-resource-namespace=${namespace}`,
-        '--leader-elect-resource-name=ccm',
-        `--leader-elect-lease-duration=${LEASE.durationS}s`,
-        `--leader-elect-renew-deadline=${LEASE.renewS}s`,
-        `--leader-elect-retry-period=${LEASE.retryS}s`,
-        `--shard-count=${SHARDS}`,
-        // The orphan sweep (a singleton) lists the cloud soon and often: it must stay with shard 0's holder.
-        '--lb-orphan-sweep-period=2s',
-        `--plugin-env=LOCALCLOUD_STATE_DIR=${state}`,
-        ALLOW_SIMULATION_FLAG,
-        '--plugin-env=LOCALCLOUD_JOURNAL=all',
-        '--plugin-env=LOCALCLOUD_LB_CIDR=127.0.143.0/24',
-        '-v=2',
-      ],
-      join(dir, `host-${n}.log`),
-    );
-    hosts.push(h);
-    return h;
-  };
+  const start = (n: number) =>
+    spawnReplica(n, [
+      // No --shard-index: the shard comes from the Leases.
+      `--shard-count=${SHARDS}`,
+      // The orphan sweep (a singleton) lists the cloud soon and often: it must stay with shard 0's holder.
+      '--lb-orphan-sweep-period=2s',
+      `--kubeconfig=${kubeconfig}`,
+      '--controllers=cloud-node,service',
+      '--secure-port=0',
+      ...sharedCloudFlags(state, '127.0.143.0/24'),
+    ]);
   const holders = leaseNames.map((name) => leaseHolder(coordination, namespace, name));
   const replicas = [start(1), start(2), start(3)];
   const byIdentity = new Map<string, HostProcess>();
@@ -138,9 +86,9 @@ test('three replicas, --shard-count=2 and no index: two serve distinct shards fr
 
   // Work for both shards: initialized Nodes (backends), and Services until each shard has PER_SHARD.
   for (const n of [1, 2]) {
-    const name = `shl-${id}-${n}`;
+    const name = `${namespace}-${n}`;
     nodes.push(name);
-    await addInitializedNode(core, state, name, `127.0.7.${n}`, label);
+    await addInitializedNode(core, state, name, `127.0.7.${n}`, namespace);
   }
   const live: string[] = [];
   const created: V1Service[] = [];
@@ -171,7 +119,7 @@ test('three replicas, --shard-count=2 and no index: two serve distinct shards fr
     [],
     'the standby called the cloud for nothing, reads included',
   );
-  const nodeUids = new Map((await core.listNode({ labelSelector: `ccm-test=${label}` })).items.map((n) => [n.metadata!.name!, n.metadata!.uid!]));
+  const nodeUids = new Map((await core.listNode({ labelSelector: `ccm-test=${namespace}` })).items.map((n) => [n.metadata!.name!, n.metadata!.uid!]));
   const ownerBefore = (uid: string) => firstHolders[shardOfUid(uid, SHARDS)]!;
   const rows = [
     ...nodes.map((n) => ({ what: `Node ${n}`, want: [ownerBefore(nodeUids.get(n)!)], got: callersByKey(before, 'instances').get(n) })),
@@ -216,11 +164,11 @@ test('three replicas, --shard-count=2 and no index: two serve distinct shards fr
     [],
     'no load balancer deleted',
   );
-  t.is((await core.listNode({ labelSelector: `ccm-test=${label}` })).items.length, nodes.length, 'no Node deleted');
+  t.is((await core.listNode({ labelSelector: `ccm-test=${namespace}` })).items.length, nodes.length, 'no Node deleted');
   const creates = lbCreatesByUid(journal);
   for (const s of created) t.is(creates.get(s.metadata!.uid!), 1, `one load balancer create for ${s.metadata!.name}`);
   t.log(
-    `shard 0 hand-over after SIGKILL: ${(handOverMs / 1000).toFixed(1)} s (lease ${LEASE.durationS} s); ${created.length} Services, ${journal.length} journaled calls`,
+    `shard 0 hand-over after SIGKILL: ${(handOverMs / 1000).toFixed(1)} s (lease ${TEST_LEASE.durationS} s); ${created.length} Services, ${journal.length} journaled calls`,
   );
 
   // Clean up through the hosts (the Services' finalizers), then stop them: SIGTERM releases and exits 0.

@@ -19,13 +19,14 @@ import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, type V1Node, type V1Service } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
 import { shardOfUid } from '../../../host/kube/shard-view.js';
-import { readJournal, type JournalEntry } from '../../../plugins/local/journal.js';
+import { readJournal } from '../../../plugins/local/journal.js';
 import { StateStore } from '../../../plugins/local/state.js';
 import { startTestHost, type TestHost } from '../../helpers/host.js';
 import { cloudLbs, ensureNamespace, ingressIp, lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { deleteScopedNodes, nodeEvents, readNodeOrUndefined, testScope, UNINITIALIZED_TAINT } from '../../helpers/nodes.js';
 import { waitFor } from '../../helpers/wait.js';
+import { callersByKey } from './ha-checks.js';
 
 const NS = 'shard-it';
 const SHARDS = 2;
@@ -73,19 +74,6 @@ test.after.always(async (t) => {
 
 function nodeNames(): string[] {
   return Array.from({ length: NODES }, (_, i) => `${scope.prefix}-${i}`);
-}
-
-/** Which hosts' calls named each key (node name or service uid), over the journal entries of `methods`' services. */
-function callersByKey(entries: JournalEntry[], service: 'instances' | 'loadBalancers'): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const e of entries) {
-    if (!e.method.startsWith(`${service}.`)) continue;
-    for (const key of [...(e.key ? [e.key] : []), ...(e.keys ?? [])]) {
-      if (!out.has(key)) out.set(key, new Set());
-      out.get(key)!.add(e.caller);
-    }
-  }
-  return out;
 }
 
 async function runningControllers(host: TestHost): Promise<string[]> {

@@ -18,54 +18,39 @@
  * campaigns again, stands by, and takes over when the healthy leader stops.
  */
 import test from 'ava';
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { readJournal } from '../../../plugins/local/journal.js';
 import { freePorts } from '../../controlplane/probe.js';
-import { testAuditLogPath, testKubeConfig } from '../../controlplane/shared.js';
+import { testAuditLogPath } from '../../controlplane/shared.js';
 import { auditLogFromNow, credentialIdOf, tokenCredentialId } from '../../helpers/audit.js';
 import { forbiddenInLog } from '../../helpers/forbidden.js';
-import { spawnHost, type HostProcess } from '../../helpers/ha-host-process.js';
+import { leaderReplicas, TEST_LEASE } from '../../helpers/ha-host-process.js';
 import { lbService } from '../../helpers/lb.js';
 import { ALLOW_SIMULATION, LOCAL_PLUGIN } from '../../helpers/localcloud.js';
 import { scrape } from '../../helpers/scraper.js';
-import { grantLease, hostKubeConfig, serviceAccountKubeConfig } from '../../helpers/service-account.js';
+import { serviceAccountKubeConfig } from '../../helpers/service-account.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
 import { waitFor } from '../../helpers/wait.js';
 import { addInitializedNode, firstLeader, leaseHolder, settledLbs } from './ha-checks.js';
 
-const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 /** --plugin-unready-lease-release-timeout here (default 60 s). */
 const RELEASE_AFTER_S = 5;
 const CLUSTER = 'wedged';
 
 test('a leader whose sidecar provider is wedged releases the Lease past the bound; the other replica takes over and reconciles; the wedged one writes nothing after, stays out of the election until its provider answers, then campaigns again', async (t) => {
   t.timeout(300_000);
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(join(tmpdir(), 'ccm-wedged-'));
-  const admin = await testKubeConfig();
-  await hostKubeConfig(); // the shipped ServiceAccount and RBAC exist
+  // Namespace wedged-<id>: the Lease ccm, the Services, the Nodes' label.
+  const { dir, admin, core, coordination, namespace, state, nodes, hosts, spawnReplica } = await leaderReplicas(t, {
+    prefix: 'wedged',
+    clusterName: CLUSTER,
+  });
   const audit = await auditLogFromNow(await testAuditLogPath());
-  const core = admin.makeApiClient(CoreV1Api);
-  const coordination = admin.makeApiClient(CoordinationV1Api);
-  const namespace = `wedged-${id}`;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await grantLease(admin, namespace, 'ccm');
-  const state = join(dir, 'cloud');
-  const label = `wedged-${id}`;
   const launcher = join(dir, 'ccm-provider-local');
   await writeFile(launcher, `#!/bin/sh\nexec '${process.execPath}' '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
-  const hosts: HostProcess[] = [];
   const sidecars: Sidecar[] = [];
-  const nodes: string[] = [];
   t.teardown(async () => {
-    for (const h of hosts) h.kill('SIGKILL');
     for (const s of sidecars) await s.stop().catch(() => undefined);
-    for (const n of nodes) await core.deleteNode({ name: n }).catch(() => undefined);
-    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
   });
 
   /** Replica n: its provider sidecar (own socket directory, shared cloud state) and its host dialling it. */
@@ -88,35 +73,20 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
     const kubeconfig = join(dir, `kubeconfig-${n}`);
     await writeFile(kubeconfig, kc.exportConfig(), { mode: 0o600 });
     const [port] = await freePorts(1);
-    const host = spawnHost(
-      [
-        '--cloud-provider=local',
-        `--plugin-endpoint=${sidecar.endpoint}`,
-        `--cluster-name=${CLUSTER}`,
-        `--kubeconfig=${kubeconfig}`,
-        '--controllers=cloud-node,service',
-        `--node-selector=ccm-test=${label}`,
-        `--watch-namespace=${namespace}`,
-        `--secure-port=${port}`,
-        '--bind-address=127.0.0.1',
-        '--leader-elect=true',
-        `--leader-elect-resource-namespace=${namespace}`,
-        '--leader-elect-resource-name=ccm',
-        `--leader-elect-lease-duration=${LEASE.durationS}s`,
-        `--leader-elect-renew-deadline=${LEASE.renewS}s`,
-        `--leader-elect-retry-period=${LEASE.retryS}s`,
-        `--plugin-unready-lease-release-timeout=${RELEASE_AFTER_S}s`,
-        '-v=2',
-      ],
-      join(dir, `host-${n}.log`),
-    );
-    hosts.push(host);
+    const host = spawnReplica(n, [
+      `--plugin-endpoint=${sidecar.endpoint}`,
+      `--kubeconfig=${kubeconfig}`,
+      '--controllers=cloud-node,service',
+      `--secure-port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--plugin-unready-lease-release-timeout=${RELEASE_AFTER_S}s`,
+    ]);
     return { n, host, sidecar, credential: tokenCredentialId(kc.getCurrentUser()!.token!), readyz: () => scrape(port!, '/readyz?verbose') };
   };
   const holder = leaseHolder(coordination, namespace);
   const initNode = async (name: string) => {
     nodes.push(name);
-    await addInitializedNode(core, state, name, `127.0.5.${nodes.length}`, label);
+    await addInitializedNode(core, state, name, `127.0.5.${nodes.length}`, namespace);
   };
   const live: string[] = [];
   const served = async () => settledLbs(core, state, { namespace, clusterName: CLUSTER, live, gone: [], backends: nodes, timeoutMs: 90_000 });
@@ -126,7 +96,7 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
   const firstIdentity = await firstLeader(byIdentity, holder);
   const wedged = byIdentity.get(firstIdentity)!;
   const [healthyIdentity, healthy] = [...byIdentity].find(([identity]) => identity !== firstIdentity)!;
-  await initNode(`wedged-${id}-1`);
+  await initNode(`${namespace}-1`);
   await core.createNamespacedService({ namespace, body: lbService('s1', namespace, [{ port: 8080 }]) });
   live.push('s1');
   await served();
@@ -146,7 +116,7 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
   const handOverMs = Date.now() - wedgedAt;
 
   // The new leader reconciles: a new Node initialized, a new LoadBalancer Service served.
-  await initNode(`wedged-${id}-2`);
+  await initNode(`${namespace}-2`);
   await core.createNamespacedService({ namespace, body: lbService('s2', namespace, [{ port: 8080 }]) });
   live.push('s2');
   await served();
@@ -164,7 +134,7 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
     /\[-\]leaderCandidacy failed: not campaigning for the leader lease while plugin local is (backoff|starting) \(not ready\); gave up the leader lease because plugin local was (backoff|starting) \(not ready\) for \d+s, longer than --plugin-unready-lease-release-timeout=5s/,
   );
   t.regex(why, /\[-\]plugin failed/);
-  await new Promise((r) => setTimeout(r, 3 * LEASE.durationS * 1000));
+  await new Promise((r) => setTimeout(r, 3 * TEST_LEASE.durationS * 1000));
   t.is(await holder(), healthyIdentity, 'the replica that gave up does not take the Lease back');
   const wedgedLog = await readFile(wedged.host.logPath, 'utf8');
   t.regex(wedgedLog, /giving up the leader lease: stopping the controllers, then releasing it/);
@@ -210,7 +180,7 @@ test('a leader whose sidecar provider is wedged releases the Lease past the boun
   healthy.host.kill('SIGTERM');
   t.is(await healthy.host.exited, 0);
   await waitFor(async () => (await holder()) === firstIdentity, { what: 'the unwedged replica leads again', timeoutMs: 60_000 });
-  await initNode(`wedged-${id}-3`);
+  await initNode(`${namespace}-3`);
   await core.createNamespacedService({ namespace, body: lbService('s3', namespace, [{ port: 8080 }]) });
   live.push('s3');
   await served();

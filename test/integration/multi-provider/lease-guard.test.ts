@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { testKubeConfig } from '../../controlplane/shared.js';
+import { leaderElectArgs } from '../../helpers/ha-host-process.js';
 import { ensureNamespace } from '../../helpers/lb.js';
 import { testScope } from '../../helpers/nodes.js';
 import { scrape } from '../../helpers/scraper.js';
@@ -30,7 +31,6 @@ import { endpointEntry, localCloudSidecar, startProvidersHost, writeProvidersFil
 import { waitFor } from '../../helpers/wait.js';
 
 const NS = 'mp-lease-guard';
-const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 /** --plugin-unready-lease-release-timeout here (default 60 s). */
 const RELEASE_AFTER_S = 5;
 
@@ -62,12 +62,7 @@ test('several providers: one wedged past the bound keeps the Lease; all wedged p
     '--controllers=service',
     `--watch-namespace=${NS}`,
     `--node-selector=${scope.selector}`,
-    '--leader-elect=true',
-    `--leader-elect-resource-namespace=${NS}`,
-    '--leader-elect-resource-name=ccm',
-    `--leader-elect-lease-duration=${LEASE.durationS}s`,
-    `--leader-elect-renew-deadline=${LEASE.renewS}s`,
-    `--leader-elect-retry-period=${LEASE.retryS}s`,
+    ...leaderElectArgs(NS),
     `--plugin-unready-lease-release-timeout=${RELEASE_AFTER_S}s`,
   ]));
   const lease = async () => (await coordination.readNamespacedLease({ name: 'ccm', namespace: NS }).catch(() => undefined))?.spec;

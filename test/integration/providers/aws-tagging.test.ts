@@ -50,6 +50,7 @@ import { AWS_CLOUD_PROVIDER } from '../../helpers/providers.js';
 import { providerKubeconfigFile } from '../../helpers/provider-identity.js';
 import { waitFor } from '../../helpers/wait.js';
 import { kubeconfigFile, startHostProcess, type HostProcess } from '../../helpers/host-process.js';
+import { leaderElectArgs, TEST_LEASE } from '../../helpers/ha-host-process.js';
 import { grantLease } from '../../helpers/service-account.js';
 import { startSidecar } from '../../helpers/sidecar.js';
 
@@ -159,8 +160,6 @@ for (const [mode, net] of [
   });
 }
 
-/** Short leader-election timings, so that the test waits seconds for a dead leader's Lease. */
-const LEASE = { durationS: 6, renewS: 4, retryS: 1 };
 const LEASE_EXPIRED = 'provider controllers lease expired';
 
 test("sidecar with leader election: a SIGKILLed host's provider stops the tagging controller when its lease runs out, before a new leader starts it", async (t) => {
@@ -204,12 +203,8 @@ test("sidecar with leader election: a SIGKILLed host's provider stops the taggin
     `--node-selector=${SELECTOR_LABEL}=${prefix}`,
     `--watch-namespace=${prefix}`,
     '--secure-port=0',
-    '--leader-elect=true',
-    `--leader-elect-resource-namespace=${prefix}`,
-    '--leader-elect-resource-name=ccm',
-    `--leader-elect-lease-duration=${LEASE.durationS}s`,
-    `--leader-elect-renew-deadline=${LEASE.renewS}s`,
-    `--leader-elect-retry-period=${LEASE.retryS}s`,
+    // Short timings (TEST_LEASE): the test waits seconds for a dead leader's Lease.
+    ...leaderElectArgs(prefix),
     '-v=2',
   ];
   const createNode = (name: string, instance: string) =>
@@ -248,9 +243,9 @@ test("sidecar with leader election: a SIGKILLed host's provider stops the taggin
   const line = JSON.parse(expired) as { time: string; lease: string; controllers: string };
   t.is(line.controllers, 'tagging');
   // Go's Duration string: at most the renew deadline (what is left of the fresh leader lease at the last renewal).
-  t.true(/^[\d.]+(ms|s)$/.test(line.lease) && parseFloat(line.lease) / (line.lease.endsWith('ms') ? 1000 : 1) <= LEASE.renewS, line.lease);
+  t.true(/^[\d.]+(ms|s)$/.test(line.lease) && parseFloat(line.lease) / (line.lease.endsWith('ms') ? 1000 : 1) <= TEST_LEASE.renewS, line.lease);
   t.log(
-    `provider stopped its controllers ${Date.parse(line.time) - killedAt} ms after the SIGKILL (lease ${line.lease}; Lease duration ${LEASE.durationS}s)`,
+    `provider stopped its controllers ${Date.parse(line.time) - killedAt} ms after the SIGKILL (lease ${line.lease}; Lease duration ${TEST_LEASE.durationS}s)`,
   );
 
   await createNode(nodeB, instanceB);

@@ -1,68 +1,20 @@
 /**
  * LeaderElector against an in-memory Lease with the API server's optimistic
- * concurrency (resourceVersion; 409 on a stale write), with real timers and
- * short durations. The end-to-end tests against kube-apiserver are in
- * test/integration/ha/.
+ * concurrency (resourceVersion; 409 on a stale write: memory-lease.ts), with
+ * real timers and short durations. The end-to-end tests against
+ * kube-apiserver are in test/integration/ha/.
  */
 import test from 'ava';
-import {
-  LeaderElector,
-  freshLeaseWindowMs,
-  leaderElectionProblems,
-  type LeaseLock,
-  type LeaseRecord,
-  type ObservedLease,
-} from '../../../host/kube/leader-election.js';
+import { LeaderElector, freshLeaseWindowMs, leaderElectionProblems, type LeaseRecord } from '../../../host/kube/leader-election.js';
 import { createLogger } from '../../../host/log.js';
 import { waitFor } from '../../helpers/wait.js';
+import { MemoryLease, MemoryLeaseLock } from './memory-lease.js';
 
 const log = createLogger({ verbosity: 0, destination: { write: () => true } as never });
 const TIMING = { leaseDurationMs: 900, renewDeadlineMs: 600, retryPeriodMs: 100 };
 
-class MemoryLease {
-  record?: LeaseRecord;
-  version = 0;
-  writes: { holder: string; at: number }[] = [];
-}
-
-/** One candidate's view of the lease; `cut` makes every call fail, like a partition. */
-class MemoryLock implements LeaseLock {
-  cut = false;
-  gets = 0;
-  constructor(private readonly lease: MemoryLease) {}
-  describe() {
-    return 'mem/lease';
-  }
-  private check(signal: AbortSignal) {
-    if (this.cut) throw new Error('connection refused');
-    if (signal.aborted) throw new Error('aborted');
-  }
-  async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
-    this.check(signal);
-    this.gets++;
-    const l = this.lease;
-    return l.record ? { record: structuredClone(l.record), resourceVersion: String(l.version) } : undefined;
-  }
-  async create(record: LeaseRecord, signal: AbortSignal): Promise<string> {
-    this.check(signal);
-    if (this.lease.record) throw new Error('409 already exists');
-    return this.write(record);
-  }
-  async update(record: LeaseRecord, rv: string, signal: AbortSignal): Promise<string> {
-    this.check(signal);
-    if (String(this.lease.version) !== rv) throw new Error('409 conflict');
-    return this.write(record);
-  }
-  private write(record: LeaseRecord): string {
-    this.lease.record = structuredClone(record);
-    this.lease.version++;
-    this.lease.writes.push({ holder: record.holderIdentity, at: Date.now() });
-    return String(this.lease.version);
-  }
-}
-
 function candidate(lease: MemoryLease, identity: string) {
-  const lock = new MemoryLock(lease);
+  const lock = new MemoryLeaseLock(lease);
   const elector = new LeaderElector({ lock, identity, log, ...TIMING });
   const stop = new AbortController();
   let leadingSince: number | undefined;
@@ -99,7 +51,14 @@ test('validation mirrors client-go', (t) => {
   t.true(leaderElectionProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 0 }).some((p) => p.includes('greater than 0')));
   t.throws(
     () =>
-      new LeaderElector({ lock: new MemoryLock(new MemoryLease()), identity: 'x', log, leaseDurationMs: 1, renewDeadlineMs: 2, retryPeriodMs: 1 }),
+      new LeaderElector({
+        lock: new MemoryLeaseLock(new MemoryLease()),
+        identity: 'x',
+        log,
+        leaseDurationMs: 1,
+        renewDeadlineMs: 2,
+        retryPeriodMs: 1,
+      }),
     {
       message: /invalid leader election settings/,
     },
@@ -153,7 +112,7 @@ test('a leader cut off from the lock loses leadership after the renew deadline; 
   const sampler = setInterval(() => {
     if (a.elector.holdsFreshLease() && b.elector.holdsFreshLease()) overlaps++;
   }, 5);
-  a.lock.cut = true;
+  a.lock.net.cut = true;
   t.is(await a.outcome, 'lost');
   t.false(a.elector.holdsFreshLease(), 'a no longer acts');
   await waitFor(() => b.elector.isLeader(), { what: 'b takes over' });
@@ -168,7 +127,7 @@ test('a leader cut off from the lock loses leadership after the renew deadline; 
 test('the healthz check fails when the leader has not renewed for lease duration + tolerance', async (t) => {
   let now = 0;
   const lease = new MemoryLease();
-  const lock = new MemoryLock(lease);
+  const lock = new MemoryLeaseLock(lease);
   const elector = new LeaderElector({ lock, identity: 'a', log, ...TIMING, now: () => now });
   const stop = new AbortController();
   const run = elector.run(stop.signal, async () => undefined);
@@ -204,7 +163,7 @@ test('the fresh-lease window: the renew deadline, at most 90% of the lease durat
 });
 
 /** A lock whose renewals (updates after the first write) wait until the test answers them. */
-class SlowRenewalLock extends MemoryLock {
+class SlowRenewalLock extends MemoryLeaseLock {
   pending?: { answer: () => void; sentAt: number };
   /** false: updates are answered at once (the release at the end). */
   hold = true;
@@ -285,7 +244,7 @@ test('a leader whose lease another replica took (it was paused past it) loses on
 test('onRenewed is told after the acquire and after every renewal, only while leading', async (t) => {
   const lease = new MemoryLease();
   let told = 0;
-  const elector = new LeaderElector({ lock: new MemoryLock(lease), identity: 'a', log, ...TIMING, onRenewed: () => told++ });
+  const elector = new LeaderElector({ lock: new MemoryLeaseLock(lease), identity: 'a', log, ...TIMING, onRenewed: () => told++ });
   const stop = new AbortController();
   const run = elector.run(stop.signal, async (leading) => {
     await new Promise<void>((r) => leading.addEventListener('abort', () => r(), { once: true }));

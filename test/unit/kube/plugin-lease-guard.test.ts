@@ -1,7 +1,7 @@
 /**
  * --plugin-unready-lease-release-timeout: the decision as a table, the guard
  * over a supervisor's state changes on a fake clock, and two LeaderElectors
- * sharing an in-memory Lease (real timers, short durations): a leader whose
+ * sharing an in-memory Lease (memory-lease.ts; real timers, short durations): a leader whose
  * plugin turns unready resigns (fence closed before the release) and the
  * other replica takes over; the one that resigned holds off until its plugin
  * is ready again. The end-to-end test with real hosts and wedged sidecars is
@@ -9,7 +9,7 @@
  */
 import test from 'ava';
 import { EventEmitter } from 'node:events';
-import { LeaderElector, type LeaseLock, type LeaseRecord, type ObservedLease } from '../../../host/kube/leader-election.js';
+import { LeaderElector } from '../../../host/kube/leader-election.js';
 import {
   AnyProviderReady,
   PluginLeaseGuard,
@@ -20,6 +20,7 @@ import {
 import { createLogger } from '../../../host/log.js';
 import type { PluginState } from '../../../host/plugin/supervisor.js';
 import { waitFor } from '../../helpers/wait.js';
+import { MemoryLease, MemoryLeaseLock } from './memory-lease.js';
 
 const log = createLogger({ verbosity: 0, destination: { write: () => true } as never });
 
@@ -156,44 +157,13 @@ test('disabled (0): never releases, never holds off, the check never fails', (t)
   t.notThrows(() => guard.check(false));
 });
 
-class MemoryLease {
-  record?: LeaseRecord;
-  version = 0;
-  writes: { holder: string; at: number }[] = [];
-}
-
-class MemoryLock implements LeaseLock {
-  constructor(private readonly lease: MemoryLease) {}
-  describe() {
-    return 'mem/lease';
-  }
-  async get(): Promise<ObservedLease | undefined> {
-    const l = this.lease;
-    return l.record ? { record: structuredClone(l.record), resourceVersion: String(l.version) } : undefined;
-  }
-  async create(record: LeaseRecord): Promise<string> {
-    if (this.lease.record) throw new Error('409 already exists');
-    return this.write(record);
-  }
-  async update(record: LeaseRecord, rv: string): Promise<string> {
-    if (String(this.lease.version) !== rv) throw new Error('409 conflict');
-    return this.write(record);
-  }
-  private write(record: LeaseRecord): string {
-    this.lease.record = structuredClone(record);
-    this.lease.version++;
-    this.lease.writes.push({ holder: record.holderIdentity, at: Date.now() });
-    return String(this.lease.version);
-  }
-}
-
 const TIMING = { leaseDurationMs: 900, renewDeadlineMs: 600, retryPeriodMs: 50 };
 
 function replica(lease: MemoryLease, identity: string, timeoutMs: number) {
   const plugin = new FakePlugin();
   const guard = new PluginLeaseGuard(plugin, 'local', timeoutMs);
   const elector = new LeaderElector({
-    lock: new MemoryLock(lease),
+    lock: new MemoryLeaseLock(lease),
     identity,
     log,
     ...TIMING,

@@ -1,59 +1,19 @@
 /**
  * ShardCampaign (--shard-index=auto: membership from the shard Leases)
- * against in-memory Leases with the API server's optimistic concurrency,
- * real timers and short durations. End to end against kube-apiserver:
- * test/integration/ha/shard-leases.test.ts.
+ * against in-memory Leases with the API server's optimistic concurrency
+ * (memory-lease.ts), real timers and short durations. End to end against
+ * kube-apiserver: test/integration/ha/shard-leases.test.ts.
  */
 import test from 'ava';
-import { LeaderElector, type LeaseLock, type LeaseRecord, type ObservedLease } from '../../../host/kube/leader-election.js';
+import { LeaderElector } from '../../../host/kube/leader-election.js';
 import { ShardCampaign } from '../../../host/kube/shard-election.js';
 import { createLogger } from '../../../host/log.js';
 import { waitFor } from '../../helpers/wait.js';
+import { MemoryLease, MemoryLeaseLock } from './memory-lease.js';
 
 const log = createLogger({ verbosity: 0, destination: { write: () => true } as never });
 // Long enough that a loaded machine's event-loop stalls never cost a holder its renewal (the file shares the CPU with the suite).
 const TIMING = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 };
-
-class MemoryLease {
-  record?: LeaseRecord;
-  version = 0;
-}
-
-/** One replica's view of one Lease; the replica's `net.cut` makes every call fail, like a partition. */
-class MemoryLock implements LeaseLock {
-  constructor(
-    private readonly lease: MemoryLease,
-    private readonly net: { cut: boolean },
-    private readonly name: string,
-  ) {}
-  describe() {
-    return `mem/${this.name}`;
-  }
-  private check(signal: AbortSignal) {
-    if (this.net.cut) throw new Error('connection refused');
-    if (signal.aborted) throw new Error('aborted');
-  }
-  async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
-    this.check(signal);
-    const l = this.lease;
-    return l.record ? { record: structuredClone(l.record), resourceVersion: String(l.version) } : undefined;
-  }
-  async create(record: LeaseRecord, signal: AbortSignal): Promise<string> {
-    this.check(signal);
-    if (this.lease.record) throw new Error('409 already exists');
-    return this.write(record);
-  }
-  async update(record: LeaseRecord, rv: string, signal: AbortSignal): Promise<string> {
-    this.check(signal);
-    if (String(this.lease.version) !== rv) throw new Error('409 conflict');
-    return this.write(record);
-  }
-  private write(record: LeaseRecord): string {
-    this.lease.record = structuredClone(record);
-    this.lease.version++;
-    return String(this.lease.version);
-  }
-}
 
 interface Term {
   shard: number;
@@ -66,7 +26,7 @@ function replica(leases: MemoryLease[], identity: string) {
   const net = { cut: false };
   const reason: { text?: string } = {};
   const electors = leases.map(
-    (l, i) => new LeaderElector({ lock: new MemoryLock(l, net, `shard-${i}`), identity, log, ...TIMING, releaseReason: () => reason.text }),
+    (l, i) => new LeaderElector({ lock: new MemoryLeaseLock(l, net, `shard-${i}`), identity, log, ...TIMING, releaseReason: () => reason.text }),
   );
   const campaign = new ShardCampaign({ electors, retryPeriodMs: TIMING.retryPeriodMs, log, campaignBlocker: () => reason.text });
   const stop = new AbortController();
@@ -217,7 +177,7 @@ test('a stop while standing by resolves "stopped" and leaves the held Leases alo
 
 test('an elector refuses to lead a Lease it does not hold, and a campaign needs at least two shards', async (t) => {
   const lease = new MemoryLease();
-  const elector = new LeaderElector({ lock: new MemoryLock(lease, { cut: false }, 'x'), identity: 'a', log, ...TIMING });
+  const elector = new LeaderElector({ lock: new MemoryLeaseLock(lease, { cut: false }, 'x'), identity: 'a', log, ...TIMING });
   await t.throwsAsync(
     elector.lead(new AbortController().signal, async () => undefined),
     { message: /whose holder is not this process/ },

@@ -27,7 +27,7 @@ const HOSTS: { file: string; identity: Identity }[] = [
   { file: 'test/helpers/host.ts', identity: 'shipped' },
   { file: 'test/helpers/provider-host.ts', identity: 'shipped' },
   { file: 'test/helpers/host-process.ts', identity: 'shipped process' },
-  { file: 'test/helpers/ha-host-process.ts', identity: { other: 'the spawner: its callers pass --kubeconfig' } },
+  { file: 'test/helpers/ha-host-process.ts', identity: { other: 'the spawner (spawnHost, spawnReplica): its callers pass --kubeconfig' } },
   { file: 'test/integration/invalid-responses.test.ts', identity: 'shipped' },
   { file: 'test/integration/plugin-handshake-network.test.ts', identity: 'shipped' },
   { file: 'test/integration/plugin-metrics.test.ts', identity: 'shipped' },
@@ -97,7 +97,7 @@ const HOSTS: { file: string; identity: Identity }[] = [
 ];
 
 /** How a source starts a host, or hands a host an identity of its choosing. */
-const STARTS = /\bstartHost\(|\bspawnHost\(|\bstartHostProcess\(|\bstartCcm\(|\bdelegatedAuth\(|\{ kubeConfig: /;
+const STARTS = /\bstartHost\(|\bspawnHost\(|\bspawnReplica\(|\bstartHostProcess\(|\bstartCcm\(|\bdelegatedAuth\(|\{ kubeConfig: /;
 
 async function sources(dir: string): Promise<string[]> {
   const entries = await readdir(join(ROOT, dir), { withFileTypes: true, recursive: true });
