@@ -21,7 +21,7 @@ import { cp, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { buildOnce, exists } from './build-once.js';
-import { aggregatorPom } from '../../tools/release/maven.js';
+import { aggregatorPom, javaToolVersions } from '../../tools/release/maven.js';
 import { cacheRoot, filesUnder, hashFiles, REPO, type ProviderUnderTest } from './providers.js';
 
 export const JAVA_SDK_DIR = join(REPO, 'sdk', 'java');
@@ -42,12 +42,6 @@ function javaSource(rel: string): boolean {
 
 /** The aggregator that builds the stubs, the SDK and the example in one reactor (no `mvn install` of either needed). */
 const AGGREGATOR = aggregatorPom('ccm-java-build', ['sdk/java-proto', 'sdk/java', 'plugins/java']);
-
-async function toolVersions(): Promise<string> {
-  const java = (await execa('java', ['-version'], { all: true })).all ?? '';
-  const mvn = (await execa('mvn', ['-v'], { env: { MAVEN_OPTS: '' } })).stdout.split('\n')[0] ?? '';
-  return `${java}\0${mvn}`;
-}
 
 /** The runner's javaProviderDir, in the test workers' environment. */
 export const JAVA_DIR_ENV = 'CCM_TEST_JAVA_DIR';
@@ -76,7 +70,7 @@ async function hashedJavaProviderDir(): Promise<string> {
     hashFiles(JAVA_PLUGIN_DIR, await filesUnder(JAVA_PLUGIN_DIR, javaSource), ''),
     hashFiles(PROTO_CCM_DIR, await filesUnder(PROTO_CCM_DIR, (rel) => rel.endsWith('.proto')), ''),
   ]);
-  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${AGGREGATOR}\0${await toolVersions()}`)}`);
+  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${AGGREGATOR}\0${await javaToolVersions()}`)}`);
 }
 
 let built: Promise<string> | undefined;
