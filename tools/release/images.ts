@@ -157,7 +157,11 @@ export async function imageStore(): Promise<Buildah> {
     .update(JSON.stringify({ ...BASE_INPUTS, release: await debianRelease(), go: await goVersion() }))
     .digest('hex')
     .slice(0, 12);
-  const dir = join(cacheBase(), `images-${key}`);
+  return buildahAt(join(cacheBase(), `images-${key}`));
+}
+
+/** The buildah of the store in `dir` (an imageStore's, as another process computed it). */
+export function buildahAt(dir: string): Buildah {
   const global = ['--root', join(dir, 'storage'), '--runroot', join(dir, 'run'), '--storage-driver', 'vfs'];
   return {
     dir,
@@ -441,13 +445,18 @@ export interface BuildOptions {
   name?: string;
 }
 
-/** What buildImage builds (builds nothing): the context, architecture, build-args, its tag (the input hash) and the marker directory that says it was built. */
-export async function imageTag(
-  b: Buildah,
-  spec: ImageSpec,
-  bases: Record<string, string>,
-  opts: BuildOptions = {},
-): Promise<{ root: string; arch: Arch; name: string; args: Record<string, string>; tag: string; marker: string }> {
+/** What buildImage builds: the context, architecture, build-args, its tag (the input hash) and the marker directory that says it was built. */
+export interface ImageTag {
+  root: string;
+  arch: Arch;
+  name: string;
+  args: Record<string, string>;
+  tag: string;
+  marker: string;
+}
+
+/** The ImageTag of `spec` (builds nothing; hashes its build context). */
+export async function imageTag(b: Buildah, spec: ImageSpec, bases: Record<string, string>, opts: BuildOptions = {}): Promise<ImageTag> {
   const root = opts.context ?? REPO;
   const arch = opts.arch ?? machineArch();
   const name = opts.name ?? spec.name;
@@ -471,7 +480,12 @@ export async function buildImage(
   say: (line: string) => void,
   opts: BuildOptions = {},
 ): Promise<string> {
-  const { root, arch, name, args, tag } = await imageTag(b, spec, bases, opts);
+  return buildTagged(b, spec, await imageTag(b, spec, bases, opts), say);
+}
+
+/** buildImage with its ImageTag already computed (the context hashed once). */
+export async function buildTagged(b: Buildah, spec: ImageSpec, t: ImageTag, say: (line: string) => void): Promise<string> {
+  const { root, arch, name, args, tag } = t;
   const marker = (t: string) => join(b.dir, 'built', `${name}-${t.slice(t.lastIndexOf(':') + 1)}`);
   // A build of other inputs removes this image (below): its marker then says "built" of an image the store lost.
   if (!(await b.run(['images', '--format', '{{.Name}}:{{.Tag}}'])).split('\n').includes(tag)) await rm(marker(tag), { recursive: true, force: true });
