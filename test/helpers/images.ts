@@ -197,9 +197,12 @@ export function prepareImages(say: (line: string) => void = () => undefined): Pr
     const t0 = Date.now();
     const t = await testImageTags();
     const store = buildahAt(t.dir);
-    // Built by the runner (IMAGES_ENV, or this process): no buildah run, no hashing.
-    if ((await basesBuilt(store)) && (await exists(t.host.marker)) && (await exists(t.provider.marker)))
-      return { store, host: t.host.tag, provider: t.provider.tag };
+    // Built (by the runner: IMAGES_ENV), nothing hashed again: one look at the store, since a marker can outlive its
+    // image (another process's build of other inputs removes it); buildTagged below then builds it again.
+    if ((await basesBuilt(store)) && (await exists(t.host.marker)) && (await exists(t.provider.marker))) {
+      const present = (await store.run(['images', '--format', '{{.Name}}:{{.Tag}}']).catch(() => '')).split('\n');
+      if (present.includes(t.host.tag) && present.includes(t.provider.tag)) return { store, host: t.host.tag, provider: t.provider.tag };
+    }
     await ensureImageTools(say);
     // The build-args a release gives the machine's architecture: the release test's host image of it is this same cached image.
     await archBases(store, say, machineArch());
