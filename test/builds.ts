@@ -29,8 +29,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { binariesReady, ensureBinaries, kubeVersion } from './controlplane/binaries.js';
 import { exists } from './helpers/build-once.js';
-import { imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages } from './helpers/images.js';
-import { JAVA_DIR_ENV, javaBuild, javaProviderDir } from './helpers/java.js';
+import { IMAGES_ENV, imageBasesBuilt, imagesBuilt, prepareImageBases, prepareImages, testImageTags } from './helpers/images.js';
+import { JAVA_DIR_ENV, JAVA_TOOLS_ENV, javaBuild, javaProviderDir, testJavaToolVersions } from './helpers/java.js';
 import { kubectlBinary, kubectlDir } from './helpers/kubectl.js';
 import { kustomizeBinary, kustomizeDir } from './helpers/kustomize.js';
 import { prepareRelease, prepareReleaseBases, releaseBasesBuilt, releaseBuilt } from './helpers/release.js';
@@ -152,7 +152,7 @@ export const BUILDS: readonly Build[] = [
     compile: true,
     ready: async () => exists(await javaProviderDir()),
     build: (say) => javaBuild(say),
-    env: async () => ({ [JAVA_DIR_ENV]: await javaProviderDir() }),
+    env: async () => ({ [JAVA_DIR_ENV]: await javaProviderDir(), [JAVA_TOOLS_ENV]: JSON.stringify(await testJavaToolVersions()) }),
   },
   {
     name: 'moto-venv',
@@ -249,6 +249,7 @@ export const BUILDS: readonly Build[] = [
     compile: true,
     ready: imagesBuilt,
     build: (say) => prepareImages(say),
+    env: async () => ({ [IMAGES_ENV]: JSON.stringify(await testImageTags()) }),
   },
   {
     name: 'release',
@@ -258,6 +259,8 @@ export const BUILDS: readonly Build[] = [
     compile: true,
     ready: releaseBuilt,
     build: (say) => prepareRelease(say),
+    // The release test's own releases hash their copies of the checkout (that is the release command under test); only the Java and Maven versions, read once, are handed over.
+    env: async () => ({ [JAVA_TOOLS_ENV]: JSON.stringify(await testJavaToolVersions()) }),
   },
 ];
 

@@ -175,8 +175,8 @@ function isStale(owner: LockOwner): boolean {
   return !pidAlive(owner.pid);
 }
 
-/** Whether a process with this pid exists (EPERM: it exists, owned by someone else). */
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it exists, owned by someone else). Also the build lock's (tools/release/build-lock.ts). */
+export function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);

@@ -19,15 +19,18 @@
  */
 import { createHash } from 'node:crypto';
 import { constants as fsc, readdirSync, readFileSync } from 'node:fs';
-import { access, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { homedir, hostname } from 'node:os';
+import { access, mkdir, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import type { Logger } from '../../host/log.js';
 import { K8S_VERSION } from '../../host/names.js';
+import { acquireLock, pidAlive } from '../../tools/release/build-lock.js';
 import { niced } from '../helpers/go-build.js';
+
+export { pidAlive };
 
 /** The host's targeted Kubernetes version: the control plane's unless CCM_KUBE_VERSION says otherwise. */
 export { K8S_VERSION };
@@ -81,8 +84,6 @@ export interface EnsureBinariesOptions {
 const BUILD_TIMEOUT_MS = 60 * 60_000;
 /** How often a person watching a long build is told it is still going. */
 const TICK_MS = 30_000;
-/** A lock directory without an owner file older than this is abandoned. */
-const OWNERLESS_LOCK_STALE_MS = 60_000;
 
 /** The directory holding version-keyed binaries built by build-binaries.sh. */
 export function cacheDir(): string {
@@ -186,30 +187,15 @@ async function ensureCached(cache: string, need: (keyof Binaries)[], say: (line:
 
   await requireGo(cache);
   await mkdir(cache, { recursive: true });
-  const lock = join(cache, '.build.lock');
-  const deadline = Date.now() + BUILD_TIMEOUT_MS;
-  let lastWaitNote = 0;
-  for (;;) {
-    if (await tryLock(lock)) break;
-    // Another process is building: wait for it, then use what it built.
-    if (await haveAll()) return bins;
-    const owner = await lockOwner(lock);
-    if (await lockIsStale(lock, owner)) {
-      log?.warn({ lock, owner: owner?.pid }, 'removing stale control-plane build lock');
-      await rm(lock, { recursive: true, force: true });
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for another control-plane build (lock ${lock}, pid ${owner?.pid ?? 'unknown'}); if no build is running, delete the lock directory`,
-      );
-    }
-    if (Date.now() - lastWaitNote >= TICK_MS) {
-      say(`waiting for control-plane build in another process (pid ${owner?.pid ?? 'unknown'}, lock ${lock})`);
-      lastWaitNote = Date.now();
-    }
-    await sleep(2_000);
-  }
+  // Another process building waits here as long as it is alive (tools/release/build-lock.ts), then this one uses what it built.
+  const held = await acquireLock(join(cache, '.build.lock'), {
+    done: haveAll,
+    waitMs: BUILD_TIMEOUT_MS,
+    pollMs: 2_000,
+    onWait: say,
+    onBreak: (line) => log?.warn({ line }, 'removing stale control-plane build lock'),
+  });
+  if (!held) return bins;
   try {
     // The previous lock holder may have finished between our check and lock.
     if (await haveAll()) return bins;
@@ -219,7 +205,7 @@ async function ensureCached(cache: string, need: (keyof Binaries)[], say: (line:
     }
     return bins;
   } finally {
-    await rm(lock, { recursive: true, force: true });
+    await held.release();
   }
 }
 
@@ -287,54 +273,6 @@ async function requireGo(cache: string): Promise<void> {
   }
 }
 
-interface LockOwner {
-  pid: number;
-  host: string;
-}
-
-/** mkdir is atomic: whoever creates the directory holds the lock. */
-async function tryLock(lock: string): Promise<boolean> {
-  try {
-    await mkdir(lock);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
-  }
-  await writeFile(join(lock, 'owner'), JSON.stringify({ pid: process.pid, host: hostname() }));
-  return true;
-}
-
-async function lockOwner(lock: string): Promise<LockOwner | undefined> {
-  try {
-    return JSON.parse(await readFile(join(lock, 'owner'), 'utf8')) as LockOwner;
-  } catch {
-    return undefined;
-  }
-}
-
-async function lockIsStale(lock: string, owner: LockOwner | undefined): Promise<boolean> {
-  if (!owner) {
-    // Between mkdir and writing the owner file, or the owner crashed there.
-    try {
-      return Date.now() - (await stat(lock)).mtimeMs > OWNERLESS_LOCK_STALE_MS;
-    } catch {
-      return false; // lock vanished; the loop retries
-    }
-  }
-  if (owner.host !== hostname()) return false; // cannot check another machine's pid
-  return !pidAlive(owner.pid);
-}
-
-/** True when a process with this pid exists (signal 0 only checks). */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 async function isExecutable(path: string): Promise<boolean> {
   try {
     if (!(await stat(path)).isFile()) return false;
@@ -359,8 +297,4 @@ function progressSink(opts: EnsureBinariesOptions): (line: string) => void {
   const log = opts.log;
   if (log) return (line) => log.info({ line }, 'control-plane build');
   return (line) => process.stderr.write(`${line}\n`);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -11,7 +11,8 @@ import {
   archBaseTags,
   baseImages,
   basesBuilt,
-  buildImage,
+  buildahAt,
+  buildTagged,
   ensureImageTools,
   HOST_IMAGE,
   imageStore,
@@ -20,6 +21,7 @@ import {
   providerImage,
   secs,
   type Buildah,
+  type ImageTag,
 } from '../../tools/release/images.js';
 import { exists } from '../../tools/release/build-once.js';
 
@@ -123,8 +125,42 @@ export interface TestImages {
 
 let prepared: Promise<TestImages> | undefined;
 
-/** The two images the image test runs. */
-const TEST_IMAGES = () => [HOST_IMAGE, providerImage('aws')];
+/** The images the image test runs. */
+const TEST_IMAGES = () => [HOST_IMAGE, providerImage('aws')] as const;
+
+/** The runner's test image tags (TestImageTags as JSON), in the test workers' environment. */
+export const IMAGES_ENV = 'CCM_TEST_IMAGES';
+
+/** Where the two test images are (or will be) built: the store's directory and each image's tag and marker. */
+export interface TestImageTags {
+  dir: string;
+  host: ImageTag;
+  provider: ImageTag;
+}
+
+let tags: Promise<TestImageTags> | undefined;
+
+/**
+ * The two test images' tags: the runner's (IMAGES_ENV) when both are built,
+ * else hashed from the checkout. Once per process, so the runner's readiness
+ * check, its build and what it hands the workers agree, and a worker neither
+ * hashes the build context again nor, had a file under host/ been edited
+ * since, builds another image in a test's before hook.
+ */
+export function testImageTags(): Promise<TestImageTags> {
+  return (tags ??= (async () => {
+    const given = process.env[IMAGES_ENV];
+    if (given) {
+      const t = JSON.parse(given) as TestImageTags;
+      // Not built: the runner's build failed; this process builds what it hashes.
+      if ((await exists(t.host.marker)) && (await exists(t.provider.marker))) return t;
+    }
+    const store = await imageStore();
+    const bases = await archBaseTags(machineArch());
+    const [host, provider] = await Promise.all(TEST_IMAGES().map((spec) => imageTag(store, spec, bases)));
+    return { dir: store.dir, host: host!, provider: provider! };
+  })());
+}
 
 /** Whether the local base images of the current inputs are built (baseImages would build nothing). */
 export async function imageBasesBuilt(): Promise<boolean> {
@@ -150,23 +186,28 @@ export function prepareImageBases(say: (line: string) => void = () => undefined)
 
 /** Whether prepareImages would build nothing (the bases and both images of the current inputs are marked built; buildah need not be installed). */
 export async function imagesBuilt(): Promise<boolean> {
-  const store = await imageStore();
-  if (!(await basesBuilt(store))) return false;
-  const bases = await archBaseTags(machineArch());
-  for (const spec of TEST_IMAGES()) if (!(await exists((await imageTag(store, spec, bases)).marker))) return false;
-  return true;
+  const t = await testImageTags();
+  if (!(await basesBuilt(buildahAt(t.dir)))) return false;
+  return (await exists(t.host.marker)) && (await exists(t.provider.marker));
 }
 
 /** Installs the tools, builds the bases and both images (each cached; see the top) and prints each build's time and the total. */
 export function prepareImages(say: (line: string) => void = () => undefined): Promise<TestImages> {
   prepared ??= (async () => {
     const t0 = Date.now();
+    const t = await testImageTags();
+    const store = buildahAt(t.dir);
+    // Built (by the runner: IMAGES_ENV), nothing hashed again: one look at the store, since a marker can outlive its
+    // image (another process's build of other inputs removes it); buildTagged below then builds it again.
+    if ((await basesBuilt(store)) && (await exists(t.host.marker)) && (await exists(t.provider.marker))) {
+      const present = (await store.run(['images', '--format', '{{.Name}}:{{.Tag}}']).catch(() => '')).split('\n');
+      if (present.includes(t.host.tag) && present.includes(t.provider.tag)) return { store, host: t.host.tag, provider: t.provider.tag };
+    }
     await ensureImageTools(say);
-    const store = await imageStore();
     // The build-args a release gives the machine's architecture: the release test's host image of it is this same cached image.
-    const bases = await archBases(store, say, machineArch());
-    const host = await buildImage(store, HOST_IMAGE, bases, say);
-    const provider = await buildImage(store, providerImage('aws'), bases, say);
+    await archBases(store, say, machineArch());
+    const host = await buildTagged(store, HOST_IMAGE, t.host, say);
+    const provider = await buildTagged(store, providerImage('aws'), t.provider, say);
     say(`images ready in ${secs(t0)} s (${host}, ${provider})`);
     return { store, host, provider };
   })();

@@ -21,7 +21,7 @@ import { cp, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { buildOnce, exists } from './build-once.js';
-import { aggregatorPom } from '../../tools/release/maven.js';
+import { aggregatorPom, javaToolVersions } from '../../tools/release/maven.js';
 import { cacheRoot, filesUnder, hashFiles, REPO, type ProviderUnderTest } from './providers.js';
 
 export const JAVA_SDK_DIR = join(REPO, 'sdk', 'java');
@@ -43,14 +43,22 @@ function javaSource(rel: string): boolean {
 /** The aggregator that builds the stubs, the SDK and the example in one reactor (no `mvn install` of either needed). */
 const AGGREGATOR = aggregatorPom('ccm-java-build', ['sdk/java-proto', 'sdk/java', 'plugins/java']);
 
-async function toolVersions(): Promise<string> {
-  const java = (await execa('java', ['-version'], { all: true })).all ?? '';
-  const mvn = (await execa('mvn', ['-v'], { env: { MAVEN_OPTS: '' } })).stdout.split('\n')[0] ?? '';
-  return `${java}\0${mvn}`;
-}
-
 /** The runner's javaProviderDir, in the test workers' environment. */
 export const JAVA_DIR_ENV = 'CCM_TEST_JAVA_DIR';
+
+/** The runner's javaToolVersions (as JSON: they hold NUL bytes), in the test workers' environment. */
+export const JAVA_TOOLS_ENV = 'CCM_TEST_JAVA_TOOLS';
+
+/**
+ * javaToolVersions, the runner's when it handed them over (JAVA_TOOLS_ENV):
+ * a worker then starts no JVM to read them (two, seconds on a loaded
+ * machine), neither here nor in the release tooling's Java build
+ * (tools/release/maven.ts reads the same once-per-process value).
+ */
+export function testJavaToolVersions(): Promise<string> {
+  const given = process.env[JAVA_TOOLS_ENV];
+  return javaToolVersions(given ? (JSON.parse(given) as string) : undefined);
+}
 
 let providerDir: Promise<string> | undefined;
 
@@ -76,7 +84,7 @@ async function hashedJavaProviderDir(): Promise<string> {
     hashFiles(JAVA_PLUGIN_DIR, await filesUnder(JAVA_PLUGIN_DIR, javaSource), ''),
     hashFiles(PROTO_CCM_DIR, await filesUnder(PROTO_CCM_DIR, (rel) => rel.endsWith('.proto')), ''),
   ]);
-  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${AGGREGATOR}\0${await toolVersions()}`)}`);
+  return join(cacheRoot(), `java-${await hashFiles(JAVA_SDK_DIR, [], `${parts.join('\0')}\0${AGGREGATOR}\0${await testJavaToolVersions()}`)}`);
 }
 
 let built: Promise<string> | undefined;

@@ -29,7 +29,7 @@ import { ARCHES, archBases, archBaseTags, basesBuilt, ensureImageTools, imageSto
 import { buildJavaArtifacts, javaArtifactsDir } from '../../tools/release/maven.js';
 import { release, releaseImageName, RELEASED_IMAGES, type ReleaseResult } from '../../tools/release/release.js';
 import { prepareImageBases } from './images.js';
-import { mavenRepository } from './java.js';
+import { mavenRepository, testJavaToolVersions } from './java.js';
 import { copyCheckout, currentVersion, nextVersion, RELEASE_DATE } from './release-checkout.js';
 
 export { currentVersion, nextVersion, RELEASE_DATE };
@@ -53,6 +53,8 @@ export async function releaseFixture(kind: FixtureKind, say: (line: string) => v
   try {
     const [version, images] = kind === 'images' ? [await currentVersion(), RELEASE_IMAGES] : [await nextVersion(), []];
     const java = kind === 'images' ? false : { localRepository: mavenRepository() };
+    // The runner's Java and Maven versions, if it handed them over: the release's Java build key then starts no JVM.
+    if (java) await testJavaToolVersions();
     const result = await release({ version, repo, images, arches: ARCHES, date: RELEASE_DATE, packages: false, java, say });
     return { repo, result, remove: () => rm(repo, { recursive: true, force: true }) };
   } catch (err) {

@@ -5,9 +5,7 @@
  */
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-
-/** A lock older than this is left by a build that died. */
-const LOCK_STALE_MS = 15 * 60_000;
+import { acquireLock, type AcquireOptions } from './build-lock.js';
 
 /** Whether `p` exists (a built cache directory is complete: buildOnce renames it into place when done). */
 export async function exists(p: string): Promise<boolean> {
@@ -19,24 +17,15 @@ export async function exists(p: string): Promise<boolean> {
 
 /**
  * Makes the directory `final` exist by running `build(tmp)` and renaming tmp
- * into place, under a directory lock so only one process builds; a failed
- * build leaves nothing at `final`.
+ * into place, under the lock `${final}.lock` (build-lock.ts: a waiter waits
+ * as long as the builder is alive, up to `lock.waitMs`) so only one process
+ * builds; a failed build leaves nothing at `final`.
  */
-export async function buildOnce(final: string, build: (tmp: string) => Promise<void>): Promise<void> {
+export async function buildOnce(final: string, build: (tmp: string) => Promise<void>, lock: AcquireOptions = {}): Promise<void> {
   if (await exists(final)) return;
   await mkdir(join(final, '..'), { recursive: true });
-  const lock = `${final}.lock`;
-  for (;;) {
-    try {
-      await mkdir(lock);
-      break;
-    } catch {
-      if (await exists(final)) return;
-      const st = await stat(lock).catch(() => undefined);
-      if (st && Date.now() - st.mtimeMs > LOCK_STALE_MS) await rm(lock, { recursive: true, force: true });
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
+  const held = await acquireLock(`${final}.lock`, { ...lock, done: () => exists(final) });
+  if (!held) return;
   const tmp = `${final}.tmp-${process.pid}`;
   try {
     if (await exists(final)) return;
@@ -45,6 +34,6 @@ export async function buildOnce(final: string, build: (tmp: string) => Promise<v
     await rename(tmp, final);
   } finally {
     await rm(tmp, { recursive: true, force: true });
-    await rm(lock, { recursive: true, force: true });
+    await held.release();
   }
 }

@@ -157,7 +157,11 @@ export async function imageStore(): Promise<Buildah> {
     .update(JSON.stringify({ ...BASE_INPUTS, release: await debianRelease(), go: await goVersion() }))
     .digest('hex')
     .slice(0, 12);
-  const dir = join(cacheBase(), `images-${key}`);
+  return buildahAt(join(cacheBase(), `images-${key}`));
+}
+
+/** The buildah of the store in `dir` (an imageStore's, as another process computed it). */
+export function buildahAt(dir: string): Buildah {
   const global = ['--root', join(dir, 'storage'), '--runroot', join(dir, 'run'), '--storage-driver', 'vfs'];
   return {
     dir,
@@ -361,26 +365,26 @@ export interface ImageSpec {
   context: (rel: string) => boolean;
 }
 
-// target/: Maven's output while the suite builds the Java SDK; in the hash, it changed the host image's
-// hash mid-run (the release test then rebuilt the image the runner had just built).
-const noBuildOutput = (rel: string) =>
-  !/(^|\/)(node_modules|dist|target|\.localcluster|\.localcloud)\//.test(rel) &&
-  !rel.startsWith('release/') &&
-  !rel.endsWith('.tsbuildinfo') &&
-  !rel.endsWith('.pack.lock');
+/** Names .dockerignore leaves out wherever they appear (a directory's whole tree). */
+const NEVER_IN_CONTEXT = ['node_modules', 'dist', 'target', '.localcluster', '.localcloud', '.pack.lock'];
 
 /**
- * What deploy/Dockerfile's Node targets copy. Not the other languages' SDKs
- * (sdk/go, sdk/python, sdk/java, sdk/java-proto): the image needs none of
- * them, and the suite's Maven runs write target/ under sdk/java mid-run (in the
- * context, that changed the host image's hash, and the release test rebuilt
- * the image the runner had just built).
+ * What deploy/Dockerfile's Node targets get from the build context: exactly
+ * what .dockerignore lets through (test/unit/deploy/image.test.ts holds the
+ * two to each other), so the hash covers every file the build is sent and
+ * nothing else. Not the other languages' SDKs (sdk/go, sdk/python, sdk/java,
+ * sdk/java-*), no build output (node_modules, dist, Maven's target/: the
+ * suite's Maven runs write it under sdk/java mid-run, which once changed the
+ * host image's hash and the release test rebuilt the image the runner had
+ * just built), no README and no package's own package.json or tsconfig.json
+ * (the build does not read them).
  */
 const nodeContext = (rel: string) =>
-  noBuildOutput(rel) &&
+  !rel.split('/').some((p) => NEVER_IN_CONTEXT.includes(p) || p.endsWith('.tsbuildinfo') || p.endsWith('.md')) &&
   (['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.image.json'].includes(rel) ||
-    /^(proto\/gen|host|plugins\/local|conformance)\//.test(rel) ||
-    (rel.startsWith('sdk/') && !/^sdk\/(go|python|java)(-[a-z]+)?\//.test(rel)));
+    (/^(proto\/gen|host|plugins\/local|conformance|sdk)\//.test(rel) &&
+      !/^(sdk|conformance)\/(package|tsconfig)\.json$/.test(rel) &&
+      !/^sdk\/(go|python|java|java-[^/]*)\//.test(rel)));
 
 /** A target of deploy/Dockerfile: `host` (the sidecar flavour's host), `provider` (the local cloud's provider container), `exec` (the host with the local plugin). */
 export function nodeImage(target: 'host' | 'provider' | 'exec'): ImageSpec {
@@ -441,13 +445,18 @@ export interface BuildOptions {
   name?: string;
 }
 
-/** What buildImage builds (builds nothing): the context, architecture, build-args, its tag (the input hash) and the marker directory that says it was built. */
-export async function imageTag(
-  b: Buildah,
-  spec: ImageSpec,
-  bases: Record<string, string>,
-  opts: BuildOptions = {},
-): Promise<{ root: string; arch: Arch; name: string; args: Record<string, string>; tag: string; marker: string }> {
+/** What buildImage builds: the context, architecture, build-args, its tag (the input hash) and the marker directory that says it was built. */
+export interface ImageTag {
+  root: string;
+  arch: Arch;
+  name: string;
+  args: Record<string, string>;
+  tag: string;
+  marker: string;
+}
+
+/** The ImageTag of `spec` (builds nothing; hashes its build context). */
+export async function imageTag(b: Buildah, spec: ImageSpec, bases: Record<string, string>, opts: BuildOptions = {}): Promise<ImageTag> {
   const root = opts.context ?? REPO;
   const arch = opts.arch ?? machineArch();
   const name = opts.name ?? spec.name;
@@ -471,7 +480,12 @@ export async function buildImage(
   say: (line: string) => void,
   opts: BuildOptions = {},
 ): Promise<string> {
-  const { root, arch, name, args, tag } = await imageTag(b, spec, bases, opts);
+  return buildTagged(b, spec, await imageTag(b, spec, bases, opts), say);
+}
+
+/** buildImage with its ImageTag already computed (the context hashed once). */
+export async function buildTagged(b: Buildah, spec: ImageSpec, t: ImageTag, say: (line: string) => void): Promise<string> {
+  const { root, arch, name, args, tag } = t;
   const marker = (t: string) => join(b.dir, 'built', `${name}-${t.slice(t.lastIndexOf(':') + 1)}`);
   // A build of other inputs removes this image (below): its marker then says "built" of an image the store lost.
   if (!(await b.run(['images', '--format', '{{.Name}}:{{.Tag}}'])).split('\n').includes(tag)) await rm(marker(tag), { recursive: true, force: true });

@@ -118,10 +118,23 @@ function mavenArgs(repository: string, localRepository: string | undefined): str
   ];
 }
 
-async function toolVersions(): Promise<string> {
-  const java = (await execa('java', ['-version'], { all: true })).all ?? '';
-  const mvn = (await execa('mvn', ['-v'], { env: { MAVEN_OPTS: '' } })).stdout.split('\n')[0] ?? '';
-  return `${java}\0${mvn}`;
+let tools: Promise<string> | undefined;
+
+/**
+ * The Java and Maven versions (`java -version`, `mvn -v`'s first line), part
+ * of every Java build's cache key (this file's and the test suite's,
+ * test/helpers/java.ts). Read once per process: two JVM starts, seconds on a
+ * loaded machine. `given` (the test runner's, handed to its workers) is taken
+ * as read instead when this process has not read them yet.
+ */
+export function javaToolVersions(given?: string): Promise<string> {
+  return (tools ??= given
+    ? Promise.resolve(given)
+    : (async () => {
+        const java = (await execa('java', ['-version'], { all: true })).all ?? '';
+        const mvn = (await execa('mvn', ['-v'], { env: { MAVEN_OPTS: '' } })).stdout.split('\n')[0] ?? '';
+        return `${java}\0${mvn}`;
+      })());
 }
 
 /** The files Maven builds from, relative to the repository, each with its content at `version` (the poms rewritten). */
@@ -144,7 +157,7 @@ async function inputs(repo: string, version: string): Promise<[string, Buffer][]
  * nothing (it runs `java -version` and `mvn -v`).
  */
 export async function javaArtifactsDir(repo: string, version: string): Promise<string> {
-  const h = createHash('sha256').update(`${AGGREGATOR}\0${mavenArgs('', undefined).join(' ')}\0${await toolVersions()}\0`);
+  const h = createHash('sha256').update(`${AGGREGATOR}\0${mavenArgs('', undefined).join(' ')}\0${await javaToolVersions()}\0`);
   for (const [rel, bytes] of await inputs(repo, version)) h.update(rel).update('\0').update(bytes).update('\0');
   return join(cacheBase(), `release-maven-${h.digest('hex').slice(0, 16)}`);
 }

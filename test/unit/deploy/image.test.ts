@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO } from '../../helpers/image-layout.js';
-import { HOST_IMAGE } from '../../../tools/release/images.js';
+import { BRIDGED_PROVIDERS, HOST_IMAGE, providerImage } from '../../../tools/release/images.js';
 
 const run = promisify(execFile);
 // A CommonJS module whose types declare an ES default export: loaded as what it is.
@@ -167,7 +167,41 @@ test('.dockerignore: what the Dockerfile copies is in the context; local, secret
   }
 });
 
-test("the host image's hash leaves out what the suite builds in the tree and the other languages' SDKs: a Java SDK build mid-run does not change it", (t) => {
+/** The checkout's files: tracked, and new ones git does not ignore. */
+const checkoutFiles = async () =>
+  (await run('git', ['ls-files', '-co', '--exclude-standard'], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 })).stdout.split('\n').filter(Boolean);
+
+/** What a developer's tree and a test run put beside the tracked files (build output, Maven's, npm pack's, local state), and names near the rules' edges. */
+const LOCAL = [
+  '.localcluster/pki/admin.key',
+  'node_modules/pino/package.json',
+  'host/node_modules/x/index.js',
+  'dist/host/main.js',
+  'sdk/dist/index.js',
+  'conformance/dist/run.js',
+  'host/tsconfig.tsbuildinfo',
+  'sdk/.pack.lock',
+  'conformance/.pack.lock',
+  'host/x.pack.lock',
+  'sdk/java/target/classes/dev/ccm/provider/sdk/Provider.class',
+  'sdk/java-proto/target/x.jar',
+  'plugins/java/target/memjava.jar',
+  'host/target/x.ts',
+  'sdk/go-extra/x.ts',
+  'sdk/javascript/x.ts',
+  'sdk/python/.venv/bin/python',
+  'release/v0.1.0/release.json',
+  'host/docs/notes.md',
+];
+
+test("the host image's hash covers exactly its build context: every file .dockerignore lets through, nothing else", async (t) => {
+  const inContext = await contextFilter();
+  const files = await checkoutFiles();
+  for (const path of [...files, ...LOCAL])
+    t.is(HOST_IMAGE.context(path), inContext(path), `${path}: sent ${inContext(path)}, hashed ${HOST_IMAGE.context(path)}`);
+});
+
+test("the host image's hash leaves out what the suite builds in the tree, the other languages' SDKs and what the build does not read: a Java SDK build mid-run or a README edit does not change it", (t) => {
   for (const [path, inHash] of [
     ['sdk/java/target/classes/dev/ccm/provider/sdk/Provider.class', false],
     ['sdk/java/src/main/java/dev/ccm/provider/sdk/Provider.java', false],
@@ -175,8 +209,25 @@ test("the host image's hash leaves out what the suite builds in the tree and the
     ['sdk/java-proto/target/x.jar', false],
     ['sdk/dist/index.js', false],
     ['host/tsconfig.tsbuildinfo', false],
+    ['sdk/README.md', false],
+    ['plugins/local/README.md', false],
+    ['sdk/package.json', false],
+    ['conformance/tsconfig.json', false],
+    ['package.json', true],
+    ['tsconfig.json', true],
     ['host/main.ts', true],
     ['sdk/serve.ts', true],
   ] as const)
     t.is(HOST_IMAGE.context(path), inHash, path);
+});
+
+test("each provider image's hash covers exactly its build context (deploy/providers/Dockerfile.dockerignore)", async (t) => {
+  const rules = (await readFile(join(REPO, 'deploy/providers/Dockerfile.dockerignore'), 'utf8')).split('\n');
+  const inContext = ignore().add(rules).createFilter();
+  const files = await checkoutFiles();
+  const local = ['sdk/go/x_test.go', 'plugins/aws-bridge/testdata/a.json', 'plugins/aws-bridge/main.go', 'plugins/go/main.go'];
+  for (const p of BRIDGED_PROVIDERS) {
+    const spec = providerImage(p);
+    for (const path of [...files, ...local]) t.is(spec.context(path), inContext(path), `${p}: ${path}`);
+  }
 });

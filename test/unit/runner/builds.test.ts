@@ -4,7 +4,7 @@
  * builds are scheduled: compiles one at a time in order, the rest beside
  * them, a cached build not built, a failed one not stopping the others.
  */
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -20,7 +20,9 @@ import {
   type Build,
   type BuildName,
 } from '../../builds.js';
+import { testImageTags } from '../../helpers/images.js';
 import { REPO } from '../../helpers/providers.js';
+import { javaToolVersions } from '../../../tools/release/maven.js';
 
 const file = (rel: string) => join(DIST_TEST, rel);
 
@@ -177,12 +179,37 @@ test('workerEnv: each build hands its cache directory to the test workers; one w
   t.deepEqual(await workerEnv(builds), { CCM_TEST_JAVA_DIR: '/cache/java-1', CCM_TEST_RELEASE_DIR: '/cache/release-1' });
 });
 
-test("the Java build: a test worker given the runner's directory uses it, hashing nothing (sdk/java edited since cannot move it)", async (t) => {
-  // As the runner hands it (workerEnv); java and mvn are not run: hashing would run them.
+test("the Java build: a test worker given the runner's directory and tool versions uses them, hashing nothing and starting no JVM (sdk/java edited since cannot move it)", async (t) => {
+  // As the runner hands them (workerEnv); java and mvn are not run: hashing would run them.
   const dir = await mkdtemp(join(tmpdir(), 'ccm-java-'));
+  const tools = 'openjdk version "0.0-given"\0Apache Maven 0.0-given';
   process.env.CCM_TEST_JAVA_DIR = dir;
+  process.env.CCM_TEST_JAVA_TOOLS = JSON.stringify(tools);
   const java = BUILDS.find((b) => b.name === 'java-provider')!;
   t.true(await java.ready());
-  t.deepEqual(await java.env!(), { CCM_TEST_JAVA_DIR: dir });
-  t.deepEqual(await workerEnv([java]), { CCM_TEST_JAVA_DIR: dir });
+  const env = { CCM_TEST_JAVA_DIR: dir, CCM_TEST_JAVA_TOOLS: JSON.stringify(tools) };
+  t.deepEqual(await java.env!(), env);
+  t.deepEqual(await workerEnv([java]), env);
+  // The release tooling's Java build key (tools/release/maven.ts) reads the same once-per-process value: the runner's.
+  t.is(await javaToolVersions(), tools);
+  t.deepEqual(await BUILDS.find((b) => b.name === 'release')!.env!(), { CCM_TEST_JAVA_TOOLS: JSON.stringify(tools) });
+});
+
+test("the image build: a test worker given the runner's image tags uses them, hashing nothing (host/ edited since cannot rebuild the image in a test's before hook)", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ccm-images-'));
+  const image = (name: string) => ({
+    root: REPO,
+    arch: 'amd64',
+    name,
+    args: {},
+    tag: `localhost/${name}:given`,
+    marker: join(dir, 'built', `${name}-given`),
+  });
+  const given = { dir, host: image('ccm-host'), provider: image('ccm-provider-aws') };
+  for (const m of [join(dir, 'bases'), given.host.marker, given.provider.marker]) await mkdir(m, { recursive: true });
+  process.env.CCM_TEST_IMAGES = JSON.stringify(given);
+  const images = BUILDS.find((b) => b.name === 'images')!;
+  t.true(await images.ready());
+  t.deepEqual(await images.env!(), { CCM_TEST_IMAGES: JSON.stringify(given) });
+  t.deepEqual(await testImageTags(), given);
 });
