@@ -1,4 +1,4 @@
-"""moto's server (python -m moto.server, same arguments) with eight fidelity
+"""moto's server (python -m moto.server, same arguments) with nine fidelity
 fixes and two test devices.
 
 1. A classic load balancer that AWS creates has a health check from the start
@@ -76,11 +76,23 @@ it does not know; moto drops them, so a test could not tell whether the
 NLB still has its Elastic IPs. Here an unknown allocation is refused
 (InvalidAllocationID.NotFound, as AWS) and each zone shows its address.
 
-10. ModifyLoadBalancerAttributes (classic ELB) that turns access logs on
-into an S3 bucket that does not exist: AWS refuses it
-(InvalidConfiguration), moto takes any name. Here the bucket must exist in
-moto's S3 (its bucket policy, which AWS checks too, is not modelled), so a
-test that sets the access-log annotations proves the bucket was named right.
+10. ModifyLoadBalancerAttributes that turns access logs on into an S3
+bucket that does not exist: AWS refuses it (a classic ELB's AccessLog:
+InvalidConfiguration; an NLB's access_logs.s3.enabled and
+access_logs.s3.bucket attributes: InvalidConfigurationRequest), moto takes
+any name. Here the bucket must exist in moto's S3 (its bucket policy, which
+AWS checks too, is not modelled), so a test that sets the access-log
+annotations proves the bucket was named right.
+
+11. An ELBv2 target group of an NLB's protocols (TCP, TLS, UDP, TCP_UDP)
+lists the attributes AWS lists for one: proxy_protocol_v2.enabled (false),
+preserve_client_ip.enabled (false for IP targets over TCP or TLS, else true)
+and deregistration_delay.connection_termination.enabled (false); moto lists
+none of them. The AWS cloud provider sets only the target group attributes
+DescribeTargetGroupAttributes lists (aws_loadbalancer.go
+buildTargetGroupAttributes skips the others as "non-supported"), so on moto
+aws-load-balancer-target-group-attributes (e.g. proxy_protocol_v2.enabled=true,
+an NLB's proxy protocol) did nothing, which AWS never makes it do.
 
 Nothing of moto is changed on disk: the backends' methods are wrapped in
 this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
@@ -99,6 +111,7 @@ from moto.ec2.models import instances as ec2_instances
 from moto.ec2.responses import EC2Response
 from moto.elb import models
 from moto.elb.exceptions import ELBClientError
+from moto.elbv2 import exceptions as elbv2_exceptions
 from moto.elbv2 import models as elbv2_models
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.models import s3_backends
@@ -138,6 +151,30 @@ def modify_load_balancer_attributes(self, load_balancer_name, *args, **kwargs):
     _modify_attributes(self, load_balancer_name, *args, **kwargs)
     attributes = self.get_load_balancer(load_balancer_name).attributes
     attributes["additional_attributes"] = list(dict(attributes["additional_attributes"]).items())
+
+
+_modify_attributes_v2 = elbv2_models.ELBv2Backend.modify_load_balancer_attributes
+
+
+def modify_load_balancer_attributes_v2(self, arn, attrs):
+    current = self.describe_load_balancer_attributes(arn) if arn in self.load_balancers else {}
+    wanted = {**current, **attrs}
+    bucket = wanted.get("access_logs.s3.bucket")
+    if str(wanted.get("access_logs.s3.enabled")).lower() == "true" and bucket not in s3_backends.bucket_accounts:
+        raise elbv2_exceptions.InvalidConfigurationRequest(f"The specified S3 bucket {bucket!r} does not exist")
+    return _modify_attributes_v2(self, arn, attrs)
+
+
+_target_group_init = elbv2_models.FakeTargetGroup.__init__
+
+
+def target_group_init(self, *args, **kwargs):
+    _target_group_init(self, *args, **kwargs)
+    if self.protocol in ("TCP", "TLS", "UDP", "TCP_UDP"):
+        ip_over_tcp = self.target_type == "ip" and self.protocol in ("TCP", "TLS")
+        self.attributes.setdefault("proxy_protocol_v2.enabled", "false")
+        self.attributes.setdefault("preserve_client_ip.enabled", "false" if ip_over_tcp else "true")
+        self.attributes.setdefault("deregistration_delay.connection_termination.enabled", "false")
 
 
 _create_listener = elbv2_models.ELBv2Backend.create_listener
@@ -298,6 +335,8 @@ if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
     models.ELBBackend.create_load_balancer = create_load_balancer
     models.ELBBackend.modify_load_balancer_attributes = modify_load_balancer_attributes
     elbv2_models.ELBv2Backend.create_listener = create_listener
+    elbv2_models.ELBv2Backend.modify_load_balancer_attributes = modify_load_balancer_attributes_v2
+    elbv2_models.FakeTargetGroup.__init__ = target_group_init
     models.FakeListener.instance_protocol = property(listener_instance_protocol)
     models.LoadBalancer.__init__ = lb_init
     models.ELBBackend.create_load_balancer_listeners = create_load_balancer_listeners

@@ -24,7 +24,8 @@
  * with access logs into an S3 bucket, with proxy protocol, in subnets the
  * annotation names, and NLBs (ELBv2: load balancer, target groups,
  * listeners): with a health check of its own, with TLS listeners to TLS
- * targets, and with Elastic IPs in named subnets. The certificate, bucket,
+ * targets, with Elastic IPs in named subnets, and with access logs and
+ * proxy protocol v2 (target group attributes). The certificate, bucket,
  * Elastic IPs, subnets and security groups are made in moto first, as an
  * operator has them (Prepared). moto-aws.py describes what a CCM manages
  * (every ELB and NLB with its listeners, certificates, policies, targets,
@@ -415,6 +416,25 @@ const SERVICES: {
       type: 'network',
       subnets: p.subnets.map((s) => s.id).sort(),
       addresses: Object.fromEntries([p.subnets[1]!, p.subnets[0]!].map((s, i) => [s.id, `${p.eips[i]!.allocation} ${p.eips[i]!.ip}`])),
+    }),
+    rewrites: [],
+  },
+  {
+    name: 'nlb-logged',
+    what: 'an NLB with access logs into an S3 bucket and proxy protocol v2 to its targets (target group attributes)',
+    ports: [80],
+    annotations: (p) => ({
+      [`${A}type`]: 'nlb',
+      [`${A}access-log-enabled`]: 'true',
+      [`${A}access-log-s3-bucket-name`]: p.bucket,
+      [`${A}access-log-s3-bucket-prefix`]: 'migrate/nlb',
+      // An NLB's proxy protocol: -proxy-protocol is the classic ELB's only (aws.go); upstream sets only the attributes AWS lists (moto-server.py, 11).
+      [`${A}target-group-attributes`]: 'proxy_protocol_v2.enabled=true,preserve_client_ip.enabled=false',
+    }),
+    upstreamMade: (p) => ({
+      type: 'network',
+      attributes: { 'access_logs.s3.enabled': 'true', 'access_logs.s3.bucket': p.bucket, 'access_logs.s3.prefix': 'migrate/nlb' },
+      targetGroups: [{ attributes: { 'proxy_protocol_v2.enabled': 'true', 'preserve_client_ip.enabled': 'false' } }],
     }),
     rewrites: [],
   },
