@@ -3,6 +3,7 @@ package dev.ccm.example.memjava;
 import dev.ccm.provider.sdk.Capabilities;
 import dev.ccm.provider.sdk.Errors;
 import dev.ccm.provider.sdk.Info;
+import dev.ccm.provider.sdk.Launch;
 import dev.ccm.provider.sdk.Protocol;
 import dev.ccm.provider.sdk.Provider;
 import dev.ccm.provider.sdk.ProviderServer;
@@ -92,6 +93,8 @@ public final class Main implements Provider {
   }
 
   public static void main(String[] args) {
+    // First: a refusal (started by hand, a wrong cookie) before the cloud, gRPC and protobuf load.
+    Launch.refuseUnlessLaunched(args);
     Cloud cloud = new Cloud();
     ProviderServer.Options options = new ProviderServer.Options().interceptor(new Throttle(cloud));
     if ("1".equals(System.getenv(Protocol.ENV_TEST_HOOKS))) options.service(new TestHooks(cloud));

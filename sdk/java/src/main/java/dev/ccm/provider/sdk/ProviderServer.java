@@ -110,7 +110,12 @@ public final class ProviderServer {
   /** The system property naming the file descriptor the launcher keeps the host's stdout pipe on. */
   public static final String HANDSHAKE_FD_PROPERTY = "ccm.handshake.fd";
 
-  private static final String SHUTDOWN_METHOD = LifecycleServiceGrpc.getShutdownMethod().getFullMethodName();
+  /**
+   * Constant expressions (inlined by javac): the class initializer of
+   * ProviderServer must load no gRPC stub, so a refusal in serve() comes
+   * before the protobuf descriptors load (LaunchTest).
+   */
+  static final String SHUTDOWN_METHOD = LifecycleServiceGrpc.SERVICE_NAME + "/Shutdown";
   private static final String HEALTH_SERVICE = HealthGrpc.SERVICE_NAME;
 
   /** Options of {@link #serve}; all optional. */
@@ -205,16 +210,18 @@ public final class ProviderServer {
    * running sidecar instead ({@link Probe}) and exits with its code.
    */
   public static void serve(Provider provider, Options options) throws ServeException {
+    boolean probe = !options.args.isEmpty() && options.args.get(0).equals(Probe.COMMAND);
+    Protocol.Mode mode = null;
+    // The start-up decision first: a refusal loads nothing it does not need (Launch).
+    if (!probe) {
+      try {
+        mode = Protocol.resolveMode(options.env, options.args, options.endpoint);
+      } catch (Protocol.ModeException e) {
+        throw new ServeException(e.getMessage());
+      }
+    }
     Log.install();
-    if (!options.args.isEmpty() && options.args.get(0).equals(Probe.COMMAND)) {
-      flushAndHalt(Probe.run(options.args.subList(1, options.args.size()), options.env));
-    }
-    Protocol.Mode mode;
-    try {
-      mode = Protocol.resolveMode(options.env, options.args, options.endpoint);
-    } catch (Protocol.ModeException e) {
-      throw new ServeException(e.getMessage());
-    }
+    if (probe) flushAndHalt(Probe.run(options.args.subList(1, options.args.size()), options.env));
     FileOutputStream handshake = null;
     FileDescriptor handshakeFd = null;
     if (mode.exec()) {
