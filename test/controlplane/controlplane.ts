@@ -17,7 +17,7 @@ import type { Logger } from '../../host/log.js';
 import { execa } from 'execa';
 import { ensureBinaries, type Binaries } from './binaries.js';
 import { ManagedProcess } from './managed-process.js';
-import { freePorts, get, pollUntil } from './probe.js';
+import { etcdAnswersAs, freePorts, get, pollUntil } from './probe.js';
 import { WEBHOOK_CLIENT_FILES, webhookClientArgs } from './webhook-client.js';
 
 export interface ControlPlaneOptions {
@@ -56,6 +56,13 @@ export interface ControlPlaneOptions {
    * the bench's large section raising `--max-requests-inflight`.
    */
   apiserverFlags?: string[];
+  /**
+   * Picks the loopback ports of one boot: etcd client, etcd peer,
+   * kube-apiserver, kube-controller-manager (default freePorts). A test hands
+   * out a port another cluster's etcd holds, to see the clash retried and
+   * never joined (test/integration/controlplane-ports.test.ts).
+   */
+  pickPorts?: (n: number) => Promise<number[]>;
 }
 
 /**
@@ -140,6 +147,7 @@ export class ControlPlane {
   private apiserver?: ManagedProcess;
   private controllerManager?: ManagedProcess;
   private serverUrl = '';
+  private etcdUrl = '';
   private stopping?: Promise<void>;
   /** How kube-apiserver was started, so it can be restarted on the same port (fault tests). */
   private apiserverCmd?: { bin: string; args: string[]; logPath: string; ca: string };
@@ -155,6 +163,11 @@ export class ControlPlane {
     private readonly resumable = false,
   ) {
     this.kubeconfigPath = join(dir, 'kubeconfig');
+  }
+
+  /** etcd's client URL, e.g. http://127.0.0.1:41233 (empty before the first boot). */
+  get etcdEndpoint(): string {
+    return this.etcdUrl;
   }
 
   /** The apiserver's https URL, e.g. https://127.0.0.1:41234. */
@@ -192,6 +205,7 @@ export class ControlPlane {
             opts.auditLog ?? false,
             opts.nodeLifecycle,
             opts.apiserverFlags ?? [],
+            opts.pickPorts ?? freePorts,
           );
           break;
         } catch (err) {
@@ -308,10 +322,14 @@ export class ControlPlane {
     auditLog: boolean,
     nodeLifecycle: { gracePeriod: string } | undefined,
     apiserverFlags: string[],
+    pickPorts: (n: number) => Promise<number[]>,
   ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    const [etcdPort, peerPort, apiPort, kcmPort] = await freePorts(4);
+    const [etcdPort, peerPort, apiPort, kcmPort] = await pickPorts(4);
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    // Unique per boot, so the readiness probe knows our etcd from another that took the port (etcdAnswersAs).
+    const etcdName = `ccm-${randomBytes(6).toString('hex')}`;
+    this.etcdUrl = etcdUrl;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     this.serverUrl = `https://127.0.0.1:${apiPort}`;
 
@@ -319,13 +337,13 @@ export class ControlPlane {
       'etcd',
       bins.etcd,
       [
-        '--name=default',
+        `--name=${etcdName}`,
         `--data-dir=${join(this.dir, 'etcd')}`,
         `--listen-client-urls=${etcdUrl}`,
         `--advertise-client-urls=${etcdUrl}`,
         `--listen-peer-urls=${peerUrl}`,
         `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=default=${peerUrl}`,
+        `--initial-cluster=${etcdName}=${peerUrl}`,
         '--initial-cluster-state=new',
         '--unsafe-no-fsync', // a test cluster: speed over durability
         `--quota-backend-bytes=${4 * 1024 ** 3}`,
@@ -336,8 +354,8 @@ export class ControlPlane {
       deadline,
       async () => {
         await this.failIfExited(this.etcd!);
-        const r = await get(`${etcdUrl}/health`).catch(() => undefined);
-        return r?.status === 200 && r.body.includes('"health":"true"') ? true : undefined;
+        // Another test's etcd on the port answers /health too; ours then exits (address in use) and failIfExited retries.
+        return (await etcdAnswersAs(etcdUrl, etcdName)) ? true : undefined;
       },
       () => this.timeoutError(this.etcd!, `${etcdUrl}/health`, timeoutMs),
     );
@@ -452,12 +470,18 @@ export class ControlPlane {
       ],
       join(this.dir, 'kube-controller-manager.log'),
     );
+    // Like the apiserver, it writes a self-signed cert (its CA appended) into its cert-dir before it serves: trusting
+    // exactly that tells ours from another cluster's kube-controller-manager on the port (docs/testing.md, "Ports picked
+    // free"). Read on every try: a read during the write may miss the CA.
+    const certPath = join(this.dir, 'certs', 'kcm', 'kube-controller-manager.crt');
     const healthz = `https://127.0.0.1:${port}/healthz`;
     await pollUntil(
       deadline,
       async () => {
         await this.failIfExited(this.controllerManager!);
-        const r = await get(healthz, { insecure: true }).catch(() => undefined);
+        const ca = await readFile(certPath, 'utf8').catch(() => '');
+        if (!ca.includes('-----END CERTIFICATE-----')) return undefined;
+        const r = await get(healthz, { ca }).catch(() => undefined);
         return r?.status === 200 ? true : undefined;
       },
       () => this.timeoutError(this.controllerManager!, `GET ${healthz}`, timeoutMs),

@@ -41,16 +41,23 @@ export interface ProbeOptions {
   token?: string;
   /** Per-request limit; the request is abandoned after this. */
   timeoutMs?: number;
+  /** Default GET; etcd's gRPC gateway (/v3/...) answers POST only. */
+  method?: 'GET' | 'POST';
+  /** Request body (sent with content-type application/json). */
+  body?: string;
 }
 
 export interface ProbeResult {
   status: number;
   body: string;
+  /** Response headers, names lower-case. */
+  headers: http.IncomingHttpHeaders;
 }
 
 /**
- * One GET with a hard time limit. Resolves with status and body for any HTTP
- * answer; rejects on connection errors, TLS errors and timeouts.
+ * One GET (or `opts.method`) with a hard time limit. Resolves with status,
+ * body and headers for any HTTP answer; rejects on connection errors, TLS
+ * errors and timeouts.
  */
 export function get(url: string, opts: ProbeOptions = {}): Promise<ProbeResult> {
   const u = new URL(url);
@@ -60,24 +67,50 @@ export function get(url: string, opts: ProbeOptions = {}): Promise<ProbeResult> 
     const req = mod.request(
       u,
       {
-        method: 'GET',
+        method: opts.method ?? 'GET',
         ca: opts.ca,
         rejectUnauthorized: !opts.insecure,
-        headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
+        headers: {
+          ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+          ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         timeout,
         agent: false,
       },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
         res.on('error', reject);
       },
     );
     req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out after ${timeout}ms`)));
     req.on('error', reject);
-    req.end();
+    req.end(opts.body);
   });
+}
+
+/**
+ * Whether the etcd at `url` is healthy AND is the member named `name`, i.e.
+ * the process this caller started with --name=<name>. A health check alone
+ * cannot tell: a port picked free (freePorts) is released before etcd binds
+ * it, so another test's etcd can hold it by then; our etcd then exits with
+ * "address already in use" while its /health probe is answered by the other
+ * one, and our kube-apiserver would store into another test's cluster
+ * (docs/testing.md, "Ports picked free").
+ */
+export async function etcdAnswersAs(url: string, name: string): Promise<boolean> {
+  const health = await get(`${url}/health`).catch(() => undefined);
+  if (health?.status !== 200 || !health.body.includes('"health":"true"')) return false;
+  const list = await get(`${url}/v3/cluster/member/list`, { method: 'POST', body: '{}' }).catch(() => undefined);
+  if (list?.status !== 200) return false;
+  try {
+    const members = (JSON.parse(list.body) as { members?: { name?: string }[] }).members ?? [];
+    // Our etcd is a one-member cluster; its name is published (raft) just after it starts: poll until it shows.
+    return members.length === 1 && members[0]!.name === name;
+  } catch {
+    return false;
+  }
 }
 
 /**

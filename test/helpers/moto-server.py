@@ -94,6 +94,12 @@ buildTargetGroupAttributes skips the others as "non-supported"), so on moto
 aws-load-balancer-target-group-attributes (e.g. proxy_protocol_v2.enabled=true,
 an NLB's proxy protocol) did nothing, which AWS never makes it do.
 
+12. (A test device.) With CCM_TEST_MOTO_ID=<id>, every response carries the
+header X-Ccm-Test-Moto-Id: <id>. The port moto listens on was picked free
+and released before moto binds it, so another test's moto can hold it by
+then (this one then exits: address in use); startMoto waits for its own id,
+not for any answer on the port, and so never hands a test another's moto.
+
 Nothing of moto is changed on disk: the backends' methods are wrapped in
 this process only, and not at all with CCM_TEST_MOTO_AS_IS=1 (moto as it is).
 """
@@ -329,6 +335,20 @@ def journaled_call(self, environ, start_response):
 
 if JOURNAL:
     DomainDispatcherApplication.__call__ = journaled_call
+
+SERVER_ID = os.environ.get("CCM_TEST_MOTO_ID")
+_call = DomainDispatcherApplication.__call__
+
+
+def identified_call(self, environ, start_response):
+    def start_response_with_id(st, headers, *rest):
+        return start_response(st, list(headers) + [("X-Ccm-Test-Moto-Id", SERVER_ID)], *rest)
+
+    return _call(self, environ, start_response_with_id)
+
+
+if SERVER_ID:
+    DomainDispatcherApplication.__call__ = identified_call
 
 if os.environ.get("CCM_TEST_MOTO_AS_IS") != "1":
     ec2_instances.Instance.private_dns_name = property(private_dns_name)

@@ -10,7 +10,7 @@
  * and ELBv2 (it dispatches on the SigV4 service of each request). test/helpers/moto-aws.py drives it with boto3 (seeding,
  * stopping and terminating instances, describing load balancers).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -124,8 +124,18 @@ export function mutating(call: MotoCall): boolean {
 }
 
 /**
+ * Whether the moto at `endpoint` serves and is the one started with
+ * CCM_TEST_MOTO_ID=`id` (moto-server.py, 12), not another test's on the same port.
+ */
+export async function motoAnswersAs(endpoint: string, id: string): Promise<boolean> {
+  const r = await get(`${endpoint}/moto-api/`, { timeoutMs: 2_000 });
+  return r.status === 200 && r.headers['x-ccm-test-moto-id'] === id;
+}
+
+/**
  * Starts a moto server for `region` on 127.0.0.1 (a free port; retried
- * when another process took it first). Its log goes to `<dir>/moto.log`.
+ * when another process took it first: the readiness probe checks the server's
+ * id, so a server of another test on that port is never taken for ours). Its log goes to `<dir>/moto.log`.
  */
 export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOptions = {}): Promise<Moto> {
   const python = await motoPython();
@@ -133,11 +143,13 @@ export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOpt
   for (let attempt = 1; ; attempt++) {
     const [port] = (await freePorts(1)) as [number];
     const endpoint = `http://127.0.0.1:${port}`;
+    const id = randomBytes(8).toString('hex');
     const child: ResultPromise = execa(python, [SERVER, '-H', '127.0.0.1', '-p', String(port)], {
       env: {
         ...cleanEnv(),
         ...(opts.fidelityFixes === false ? { CCM_TEST_MOTO_AS_IS: '1' } : {}),
         ...(opts.journal ? { CCM_TEST_MOTO_JOURNAL: opts.journal } : {}),
+        CCM_TEST_MOTO_ID: id,
       },
       extendEnv: false,
       stdin: 'ignore',
@@ -148,13 +160,15 @@ export async function startMoto(dir: string, region = 'us-east-1', opts: MotoOpt
     let exited = false;
     void child.then(() => (exited = true));
     try {
-      await waitFor(
-        async () => {
-          if (exited) throw new Error(`moto exited (see ${log})`);
-          return (await get(`${endpoint}/moto-api/`, { timeoutMs: 2_000 })).status === 200;
-        },
-        { what: `moto server on ${endpoint}`, timeoutMs: 60_000, intervalMs: 200, log },
-      );
+      // 'exited' ends the wait at once (waitFor would take a throw for a transient error and keep polling).
+      const ready = await waitFor(async () => (exited ? 'exited' : (await motoAnswersAs(endpoint, id)) && 'ours'), {
+        what: `moto server on ${endpoint}`,
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        log,
+      });
+      // Another test's moto on the port answers too, but without our id; ours exits (address in use): a new port.
+      if (ready === 'exited') throw new Error(`moto exited (see ${log})`);
     } catch (err) {
       child.kill('SIGKILL');
       await child;
