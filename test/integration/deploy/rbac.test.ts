@@ -6,6 +6,7 @@
  */
 import test from 'ava';
 import { AuthorizationV1Api, type V1SelfSubjectRulesReview } from '@kubernetes/client-node';
+import { kubeVersion } from '../../controlplane/binaries.js';
 import { hostKubeConfig } from '../../helpers/service-account.js';
 
 /** `verb group/resource[#name]` lines (group '' = core), sorted, plus `verb nonResourceURL`. */
@@ -75,6 +76,23 @@ const CLUSTER_WIDE = [
   'create authorization.k8s.io/selfsubjectrulesreviews',
   'create authentication.k8s.io/selfsubjectreviews',
 ];
+/**
+ * Built-in rights of every service account that depend on the control
+ * plane's version (CCM_KUBE_VERSION): reading ClusterTrustBundles is granted
+ * on v1.37.2 and not on v1.34.4 (the two versions the suite has run on).
+ */
+const BY_VERSION: { sinceMinor: number; rules: string[] }[] = [
+  {
+    sinceMinor: 37,
+    rules: [
+      'get certificates.k8s.io/clustertrustbundles',
+      'list certificates.k8s.io/clustertrustbundles',
+      'watch certificates.k8s.io/clustertrustbundles',
+    ],
+  },
+];
+const BUILT_IN = BY_VERSION.filter((v) => Number(kubeVersion().split('.')[1]) >= v.sinceMinor).flatMap((v) => v.rules);
+
 const NON_RESOURCE = [
   // system:service-account-issuer-discovery, bound to every service account.
   'get /.well-known/openid-configuration',
@@ -113,7 +131,7 @@ async function rules(namespace: string): Promise<string[]> {
 
 test('SelfSubjectRulesReview of the shipped ServiceAccount matches the golden list exactly', async (t) => {
   const got = await rules('default');
-  const want = [...CLUSTER_WIDE, ...NON_RESOURCE].sort();
+  const want = [...CLUSTER_WIDE, ...BUILT_IN, ...NON_RESOURCE].sort();
   t.deepEqual(
     got.filter((r) => !want.includes(r)),
     [],
@@ -125,7 +143,7 @@ test('SelfSubjectRulesReview of the shipped ServiceAccount matches the golden li
     'in the golden list but not granted',
   );
   t.deepEqual(got, want);
-  t.deepEqual(await rules('kube-system'), [...CLUSTER_WIDE, ...NON_RESOURCE, ...KUBE_SYSTEM_ONLY].sort());
+  t.deepEqual(await rules('kube-system'), [...CLUSTER_WIDE, ...BUILT_IN, ...NON_RESOURCE, ...KUBE_SYSTEM_ONLY].sort());
 });
 
 test('the shipped ServiceAccount can NOT read secrets, create pods, touch RBAC or other leases', async (t) => {
