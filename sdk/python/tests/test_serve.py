@@ -70,9 +70,16 @@ class Child:
         return code
 
     def kill(self):
+        """Ends the child and closes its pipes. Unclosed pipes are collected
+        at a random moment and their ResourceWarning, printed by unittest in
+        the middle of another test's "... ok" line, broke the suite's parse."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        for r in self.readers:
+            r.join(WAIT_S)
+        for s in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            s.close()
 
 
 def channel(sock):
