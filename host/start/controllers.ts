@@ -86,6 +86,20 @@ export interface ControllerRunDeps {
 }
 
 /**
+ * The `informer-sync` readiness check: a replica that leads must have synced
+ * caches. Without --leader-elect a replica leads from start-up, so it is not
+ * ready before its informers exist (the window between the health server's
+ * start and the controllers' start); a standby replica (leader election, not
+ * leading) is ready without caches. `synced` is undefined before the informers
+ * exist.
+ */
+export function informerSyncProblem(s: { leaderElect: boolean; leading: boolean; synced: boolean | undefined }): string | undefined {
+  if (!s.leading && s.leaderElect) return undefined;
+  if (s.synced === undefined) return 'controllers have not started yet';
+  return s.synced ? undefined : 'informer caches are not synced yet';
+}
+
+/**
  * What runs while this replica leads: `run(leading)` starts the informers
  * and every enabled controller, and resolves once they stopped (bounded)
  * after `leading` aborts. With --shard-index=auto, `run(leading, shard)`
@@ -102,7 +116,8 @@ export function controllerRunner(
   d.server?.addCheck(
     'informer-sync',
     () => {
-      if (leadingNow && informers && !informers.hasSynced()) throw new Error('informer caches are not synced yet');
+      const problem = informerSyncProblem({ leaderElect: base.leaderElect, leading: leadingNow, synced: informers?.hasSynced() });
+      if (problem !== undefined) throw new Error(problem);
     },
     'readyz',
   );
