@@ -31,7 +31,6 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { ControlPlane } from '../controlplane/controlplane.js';
 import { lbService, ensureNamespace } from '../helpers/lb.js';
 import { localcloud } from '../helpers/localcloud.js';
-import { waitFor } from '../helpers/wait.js';
 import { mapLimit } from '../../host/util/map-limit.js';
 import { apiRequests, apiRequestsByVerb, requestDelta, cpuSeconds, journaledCalls, rssMb, ratio, WRITE_VERBS } from './ccm-sides.js';
 import { startCcm, type Side } from '../helpers/ccm-side.js';
@@ -98,6 +97,13 @@ interface LargeFigures {
   apiserverPeakRssMb: number;
   minAvailableMb: number;
   steady?: SteadyFigures;
+  /**
+   * Set when the side had not converged by BENCH_LARGE_TIMEOUT_MIN or the
+   * deadline: what it had done by then (its other figures are up to the cut,
+   * so lower bounds), and at its last 10 minutes' rate how long the rest
+   * would take.
+   */
+  cut?: { nodesDone: number; servicesDone: number; restMinutes: number };
 }
 
 const memAvailableMb = async () => Number(/MemAvailable:\s+(\d+)/.exec(await readFile('/proc/meminfo', 'utf8'))?.[1] ?? NaN) / 1024;
@@ -162,9 +168,15 @@ async function largeRun(
             `RSS ccm ${f1(await rssOr0(ccm.pid))}, etcd ${f1(peaks.etcd)} (peak), apiserver ${f1(peaks.apiserver)} (peak) MiB; ` +
             `${f1(peaks.minAvailable / 1024)} GiB available at least`),
         );
-      const ticker = setInterval(() => void progress(`${f1((Date.now() - t0) / 1000)} s`).catch(() => undefined), 30_000);
+      // Objects done over time, for the rate at a cut.
+      const history: { at: number; done: number }[] = [];
+      const ticker = setInterval(() => {
+        history.push({ at: Date.now(), done: nodeWatch.done + svcWatch.done });
+        void progress(`${f1((Date.now() - t0) / 1000)} s`).catch(() => undefined);
+      }, 30_000);
       const t0 = Date.now();
       let created: number;
+      let cut: LargeFigures['cut'];
       try {
         const createNodes = mapLimit(
           names.map((name, i) => [name, i] as const),
@@ -183,11 +195,21 @@ async function largeRun(
         );
         await Promise.all([createNodes, createServices]);
         created = Date.now();
-        await waitFor(() => nodeWatch.done === nodes && svcWatch.done === services, {
-          what: `${nodes} nodes initialized and ${services} ingresses (${side.kind}, ${row})`,
-          timeoutMs: Math.max(0, Math.min(s.timeoutMin * 60_000, s.deadline - Date.now())),
-          intervalMs: 1000,
-        });
+        // Bounded by BENCH_LARGE_TIMEOUT_MIN and the deadline; a side cut there keeps what it measured.
+        const bound = Date.now() + Math.max(0, Math.min(s.timeoutMin * 60_000, s.deadline - Date.now()));
+        const converged = () => nodeWatch.done === nodes && svcWatch.done === services;
+        while (!converged() && Date.now() < bound) await new Promise((r) => setTimeout(r, 1000));
+        if (!converged()) {
+          await progress('cut');
+          const done = nodeWatch.done + svcWatch.done;
+          const from = history.find((h) => h.at >= Date.now() - 10 * 60_000) ?? { at: t0, done: 0 };
+          const perMinute = (done - from.done) / ((Date.now() - from.at) / 60_000);
+          cut = {
+            nodesDone: nodeWatch.done,
+            servicesDone: svcWatch.done,
+            restMinutes: perMinute > 0 ? (nodes + services - done) / perMinute : Infinity,
+          };
+        }
       } catch (err) {
         await progress('when it stopped');
         throw new Error(`${err instanceof Error ? err.message.split('\n')[0] : String(err)} (${lastProgress})`, { cause: err });
@@ -212,14 +234,15 @@ async function largeRun(
         etcdPeakRssMb: 0,
         apiserverPeakRssMb: 0,
         minAvailableMb: 0,
+        ...(cut ? { cut } : {}),
       };
       nodeWatch.stop();
       svcWatch.stop();
       log(
-        `scale-large: ${side.kind} (${row}): converged in ${f1(seconds)} s, CPU ${f1(figures.cpuSeconds)} s, peak RSS ${f1(figures.peakRssMb)} MiB`,
+        `scale-large: ${side.kind} (${row}): ${cut ? 'cut' : 'converged'} after ${f1(seconds)} s, CPU ${f1(figures.cpuSeconds)} s, peak RSS ${f1(figures.peakRssMb)} MiB`,
       );
-      // No steady state that would run past BENCH_LARGE_DEADLINE (the row then shows none).
-      if (steadyMinutes > 0 && Date.now() + steadyMinutes * 60_000 <= s.deadline) {
+      // No steady state that would run past BENCH_LARGE_DEADLINE (the row then shows none), nor after a cut.
+      if (!cut && steadyMinutes > 0 && Date.now() + steadyMinutes * 60_000 <= s.deadline) {
         const c0 = await journaledCalls(state);
         const r0 = await ccmRequests(cp);
         const byVerb0 = await apiRequestsByVerb(cp, STEADY_RESOURCES);
@@ -264,6 +287,10 @@ async function largeRun(
   }
 }
 
+/** What ended a cut run: the per-side limit or the section's deadline. */
+const cutReason = (s: Settings) =>
+  Number.isFinite(s.deadline) ? `BENCH_LARGE_TIMEOUT_MIN=${s.timeoutMin} or BENCH_LARGE_DEADLINE` : `BENCH_LARGE_TIMEOUT_MIN=${s.timeoutMin}`;
+
 type Result = { label: string; nodes: number; services: number; row: string; ours: LargeFigures; upstream?: LargeFigures };
 
 const label = (size: { nodes: number; services: number }, row: 'defaults' | 'equal') =>
@@ -292,11 +319,25 @@ export const scaleLargeSection: BenchSection = {
           const id = `${size.nodes}-${row[0]}-${Date.now().toString(36)}`;
           const steady = i === 0 ? s.steadyMinutes : 0;
           ours = await largeRun(s, { kind: 'ours', nodeFlags: [] }, row, size.nodes, size.services, steady, `lo${id}`, ctx.log);
-          const upstream = await largeRun(s, { kind: 'upstream', bin }, row, size.nodes, size.services, steady, `lu${id}`, ctx.log);
+          const upstream = ours.cut
+            ? undefined
+            : await largeRun(s, { kind: 'upstream', bin }, row, size.nodes, size.services, steady, `lu${id}`, ctx.log);
           results.push({ label: rowName, ...size, row, ours, upstream });
+          const cutSide = ours.cut ? 'ours' : upstream?.cut ? 'upstream' : undefined;
+          if (cutSide) {
+            const f = (cutSide === 'ours' ? ours : upstream)!;
+            stopped =
+              `${rowName}: ${cutSide === 'ours' ? 'ours' : 'upstream'} was cut after ${f1(f.seconds / 60)} min (${cutReason(s)}) with ` +
+              `${int(f.cut!.nodesDone)}/${int(size.nodes)} nodes initialized and ${int(f.cut!.servicesDone)}/${int(size.services)} ingresses; ` +
+              `at its last 10 minutes' rate the rest would take ${Number.isFinite(f.cut!.restMinutes) ? `about ${int(f.cut!.restMinutes)} min more` : 'forever (no progress)'}` +
+              `${cutSide === 'ours' ? ', so upstream was not run' : ''}`;
+            ctx.log(`scale-large: stopped: ${stopped}`);
+            break;
+          }
         }
+        if (stopped) break;
       } catch (err) {
-        stopped = `${rowName} did not finish${ours ? " on the upstream side (ours did: its figures are in the table, upstream's shown as —)" : ''}: ${
+        stopped = `${rowName} failed${ours ? " on the upstream side (ours did: its figures are in the table, upstream's shown as —)" : ''}: ${
           err instanceof Error ? err.message.split('\n')[0] : String(err)
         }`;
         // What one side measured is kept: the other's column shows a dash.
@@ -306,25 +347,35 @@ export const scaleLargeSection: BenchSection = {
       }
     }
     const minutes = (Date.now() - started) / 60_000;
-    const line = (what: string, pick: (f: LargeFigures) => number, fmt: (n: number) => string, bold = false) =>
+    // A side cut short shows lower bounds (≥), so the ratio is a bound too.
+    // Figures fixed before the cut (creating, RSS at start, lowest MemAvailable) are not bounds: cumulative = false.
+    const line = (what: string, pick: (f: LargeFigures) => number, fmt: (n: number) => string, bold = false, cumulative = true) =>
       results
         .map(({ label, ours, upstream }) => {
-          const o = fmt(pick(ours));
+          const oursCut = cumulative && ours.cut !== undefined;
+          const upstreamCut = cumulative && upstream?.cut !== undefined;
+          const o = `${oursCut ? '≥ ' : ''}${fmt(pick(ours))}`;
           const u = upstream ? pick(upstream) : undefined;
-          return `| ${what} | ${label} | ${bold ? `**${o}**` : o} | ${orDash(u, fmt)} | ${u === undefined ? '—' : ratio(pick(ours), u)} |`;
+          const bound = oursCut ? '≥ ' : upstreamCut ? '≤ ' : '';
+          const r = u === undefined ? '—' : `${bound}${ratio(pick(ours), u)}`;
+          return `| ${what} | ${label} | ${bold ? `**${o}**` : o} | ${upstreamCut ? '≥ ' : ''}${orDash(u, fmt)} | ${r} |`;
         })
         .join('\n');
-    // Latency rows need both sides; a side that did not finish has none.
-    const complete = results.filter((r): r is Result & { upstream: LargeFigures } => r.upstream !== undefined);
-    const withSteady = results.filter((r) => r.ours.steady && r.upstream?.steady);
+    // Latency rows need both sides converged; a side cut short or not run has none.
+    const complete = results.filter((r): r is Result & { upstream: LargeFigures } => r.upstream !== undefined && !r.upstream.cut && !r.ours.cut);
+    const withSteady = results.filter((r) => r.ours.steady);
     const sline = (what: string, pick: (f: SteadyFigures) => number, fmt: (n: number) => string) =>
       withSteady
         .map(({ label, ours, upstream }) => {
           const o = pick(ours.steady!);
-          const u = pick(upstream!.steady!);
-          return `| ${what} | ${label} | **${fmt(o)}** | ${fmt(u)} | ${ratio(o, u)} |`;
+          const u = upstream?.steady ? pick(upstream.steady) : undefined;
+          return `| ${what} | ${label} | **${fmt(o)}** | ${orDash(u, fmt)} | ${u === undefined ? '—' : ratio(o, u)} |`;
         })
         .join('\n');
+    const doneCell = (f: LargeFigures | undefined, r: Result) =>
+      f === undefined
+        ? '—'
+        : `${int(f.cut?.nodesDone ?? r.nodes)}/${int(r.nodes)} + ${int(f.cut?.servicesDone ?? r.services)}/${int(r.services)}${f.cut ? ' (cut)' : ''}`;
     const steadyTable = withSteady.length
       ? `Steady state: the next ${f1(withSteady[0]!.ours.steady!.minutes)} minutes after convergence (first setting only), nothing created or changed:
 
@@ -336,6 +387,26 @@ ${sline('CPU seconds per minute', (f) => f.cpuSecondsPerMinute, f2)}
 `
       : `No steady state measured (BENCH_STEADY_MINUTES=${s.steadyMinutes}${results.length ? '' : ', and no size finished'}).
 `;
+    // One line per figure; a figure no result has (latency of a cut run) leaves no blank line in the table.
+    const tableRows = [
+      results.map((r) => `| nodes initialized + ingresses | ${r.label} | ${doneCell(r.ours, r)} | ${doneCell(r.upstream, r)} | — |`).join('\n'),
+      line('seconds until all done (until the cut, for a side cut)', (f) => f.seconds, f1, true),
+      line('creating took (s)', (f) => f.createSeconds, f1, false, false),
+      line('cloud calls', (f) => f.cloudCalls, int),
+      line('Node writes', (f) => f.nodeWrites, int),
+      line('Service writes', (f) => f.serviceWrites, int),
+      line('Event writes', (f) => f.eventWrites, int),
+      line('CPU (s)', (f) => f.cpuSeconds, f1, true),
+      line('RSS at start (MiB)', (f) => f.startRssMb, f1, false, false),
+      line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true),
+      latencyRows(complete, 'node-init latency', (f) => f.initLatency),
+      latencyRows(complete, 'create_to_assigned_loadbalancer', (f) => f.assignLatency),
+      line('etcd peak RSS (MiB)', (f) => f.etcdPeakRssMb, f1),
+      line('kube-apiserver peak RSS (MiB)', (f) => f.apiserverPeakRssMb, f1),
+      line('machine MemAvailable, lowest (GiB)', (f) => f.minAvailableMb / 1024, f1, false, false),
+    ]
+      .filter((l) => l !== '')
+      .join('\n');
     const markdown = `## Scale, large: up to ${int(Math.max(...s.sizes.map((x) => x.nodes)))} nodes and Services, beside the upstream CCM
 
 Sizes asked: ${s.sizes.map((x) => `${int(x.nodes)} nodes + ${int(x.services)} Services`).join(', ')} (\`BENCH_LARGE\`); ${
@@ -359,22 +430,11 @@ average was ${f1(before)} before and ${f1(loadavg()[0]!)} after.
 
 | figure | objects, workers | ours | upstream | ours ÷ upstream |
 |---|---|---|---|---|
-${line('seconds until all done', (f) => f.seconds, f1, true)}
-${line('creating took (s)', (f) => f.createSeconds, f1)}
-${line('cloud calls', (f) => f.cloudCalls, int)}
-${line('Node writes', (f) => f.nodeWrites, int)}
-${line('Service writes', (f) => f.serviceWrites, int)}
-${line('Event writes', (f) => f.eventWrites, int)}
-${line('CPU (s)', (f) => f.cpuSeconds, f1, true)}
-${line('RSS at start (MiB)', (f) => f.startRssMb, f1)}
-${line('peak RSS (MiB)', (f) => f.peakRssMb, f1, true)}
-${latencyRows(complete, 'node-init latency', (f) => f.initLatency)}
-${latencyRows(complete, 'create_to_assigned_loadbalancer', (f) => f.assignLatency)}
-${line('etcd peak RSS (MiB)', (f) => f.etcdPeakRssMb, f1)}
-${line('kube-apiserver peak RSS (MiB)', (f) => f.apiserverPeakRssMb, f1)}
-${line('machine MemAvailable, lowest (GiB)', (f) => f.minAvailableMb / 1024, f1)}
+${tableRows}
 
 ${steadyTable}
+A side marked "(cut)" had not converged when BENCH_LARGE_TIMEOUT_MIN or BENCH_LARGE_DEADLINE ended its run: its
+figures are what it had done by then (lower bounds), it has no latency percentiles and no steady state.
 Latencies are per object from its creation to its phase, as the bench process's own watches saw both events
 (test/bench/latency.ts; ClusterLoader2's \`create_to_assigned_loadbalancer\`, and node-init: created → taint gone); objects
 arrive as fast as the benchmark creates them ("creating took"), and later ones include their wait in the CCM's queue. Steady-state API

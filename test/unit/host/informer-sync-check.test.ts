@@ -9,7 +9,13 @@ const ROWS: { what: string; leaderElect: boolean; leading: boolean; synced: bool
   { what: 'leader, caches listing', leaderElect: true, leading: true, synced: false, problem: 'informer caches are not synced yet' },
   { what: 'leader, caches synced', leaderElect: true, leading: true, synced: true, problem: undefined },
   // The CI flake this row pins: without leader election /readyz answered 200 before the controllers started.
-  { what: 'no leader election, before the controllers start', leaderElect: false, leading: false, synced: undefined, problem: 'controllers have not started yet' },
+  {
+    what: 'no leader election, before the controllers start',
+    leaderElect: false,
+    leading: false,
+    synced: undefined,
+    problem: 'controllers have not started yet',
+  },
   { what: 'no leader election, caches listing', leaderElect: false, leading: true, synced: false, problem: 'informer caches are not synced yet' },
   { what: 'no leader election, caches synced', leaderElect: false, leading: true, synced: true, problem: undefined },
 ];
