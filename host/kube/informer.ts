@@ -127,6 +127,8 @@ export class Informer<T extends KubernetesObject> {
   private readonly random: () => number;
   private readonly handlers: InformerHandler<T>[] = [];
   private cache = new Map<string, T>();
+  /** Bumped by every change of the cache (see mutationCount). */
+  private mutations = 0;
   private resourceVersion = '';
   private synced = false;
   private readonly syncWaiters = new Set<() => void>();
@@ -218,6 +220,17 @@ export class Informer<T extends KubernetesObject> {
     });
   }
 
+  /**
+   * A number that changes whenever the cache does (an object added, updated
+   * or deleted, a relist): a value derived from {@link Informer.list} is
+   * still current while this number is unchanged. Lets a consumer that asks
+   * the same question of every cached object on each sync (the service
+   * controller's eligible Nodes) compute it once per change instead.
+   */
+  mutationCount(): number {
+    return this.mutations;
+  }
+
   /** Every cached object, in no particular order. Do not mutate them. */
   list(): T[] {
     return Array.from(this.cache.values());
@@ -304,6 +317,7 @@ export class Informer<T extends KubernetesObject> {
     }
     const old = this.cache;
     this.cache = fresh;
+    this.mutations++;
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
     for (const [key, obj] of old) {
       if (!fresh.has(key)) this.emit('onDelete', obj);
@@ -403,12 +417,14 @@ export class Informer<T extends KubernetesObject> {
         const key = keyOf(obj);
         const prev = this.cache.get(key);
         this.cache.set(key, obj);
+        this.mutations++;
         if (!prev) this.emit('onAdd', obj);
         else if (prev.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('onUpdate', prev, obj);
       } else if (phase === 'DELETED') {
         const key = keyOf(obj);
         const prev = this.cache.get(key);
         this.cache.delete(key);
+        this.mutations++;
         if (prev) this.emit('onDelete', obj);
       } else if (phase !== 'BOOKMARK') {
         return undefined;

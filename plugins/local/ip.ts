@@ -110,7 +110,7 @@ export class IpPool {
   }
 
   /** The lowest assignable address not in `used` (canonical texts), or undefined when exhausted. */
-  allocate(used: ReadonlySet<string>): string | undefined {
+  allocate(used: { has(ip: string): boolean }): string | undefined {
     const kind = this.cidr.addr.kind();
     for (let n = this.first; n <= this.last; n++) {
       const ip = ipText(fromBigInt(n, kind));

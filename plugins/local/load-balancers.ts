@@ -34,7 +34,8 @@ import { canonicalIp, type Cidr } from './ip.js';
 import { markCreated, markCreatedKeys } from './journal.js';
 import { paginate } from './paging.js';
 import { isForeignProviderId, loadBalancerName } from './names.js';
-import type { LbBackendRecord, LbPodBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, LocalCloudState } from './state.js';
+import type { LbBackendRecord, LbPodBackendRecord, LbPortRecord, LbProtocol, LoadBalancerRecord, StateView } from './state.js';
+import { LbIndex } from './lb-index.js';
 import { podBackendsOf, podTargets } from '../../sdk/pod-backends.js';
 
 /** Service annotation selecting the ingress ipMode (VIP or Proxy). */
@@ -127,14 +128,14 @@ function portsOf(svc: ServiceRef): LbPortRecord[] {
  * the host gives every load-balancer provider every eligible Node, as
  * upstream's service controller does.
  */
-function backendsOf(state: LocalCloudState, nodes: readonly NodeRef[]): LbBackendRecord[] {
+function backendsOf(base: StateView, nodes: readonly NodeRef[]): LbBackendRecord[] {
   const byName = new Map<string, LbBackendRecord>();
-  const instances = new Map(state.instances.map((i) => [i.name, i]));
   for (const node of nodes) {
     if (!node.name) throw new InvalidArgumentError('a backend node has no name');
     if (isForeignProviderId(node.providerId)) continue;
     const fromNode = (type: NodeAddressType) => node.addresses.find((a) => a.type === type && a.address)?.address;
-    const inst = instances.get(node.name);
+    // Instances are not changed by load balancer updates: the base view's are current.
+    const inst = base.instanceByName(node.name);
     const fromInstance = (type: string) => inst?.addresses.find((a) => a.type === type)?.address;
     const address =
       fromNode(NodeAddressType.NODE_ADDRESS_TYPE_INTERNAL_IP) ??
@@ -252,7 +253,7 @@ function lbWrites(c: CloudContext): Pick<LoadBalancersProvider, 'ensureLoadBalan
     async ensureLoadBalancer(req) {
       const svc = requireService(req.service);
       const plan = planEnsure(c, req.meta, svc);
-      const { record, created } = await c.store.update((draft) => applyEnsure(c, draft, plan, svc, req.nodes));
+      const { record, created } = await c.store.update((draft, base) => applyEnsure(c, new LbIndex(base, draft), base, plan, svc, req.nodes));
       await c.forwarder?.sync();
       return markCreated({ status: statusOf(record) }, created);
     },
@@ -260,7 +261,7 @@ function lbWrites(c: CloudContext): Pick<LoadBalancersProvider, 'ensureLoadBalan
     async updateLoadBalancer(req) {
       const svc = requireService(req.service);
       const name = nameOf(c, req.meta, svc);
-      await c.store.update((draft) => setBackends(draft, name, svc, req.nodes));
+      await c.store.update((draft, base) => setBackends(new LbIndex(base, draft), base, name, svc, req.nodes));
       await c.forwarder?.sync();
       return {};
     },
@@ -269,10 +270,11 @@ function lbWrites(c: CloudContext): Pick<LoadBalancersProvider, 'ensureLoadBalan
       const svc = requireService(req.service);
       const name = nameOf(c, req.meta, svc);
       if (!c.store.view().loadBalancer(name)) return {};
-      await c.store.update((draft) => {
-        const before = draft.loadBalancers.length;
-        draft.loadBalancers = draft.loadBalancers.filter((l) => l.name !== name);
-        if (draft.loadBalancers.length !== before) c.log.info({ lb: name }, 'load balancer deleted');
+      await c.store.update((draft, base) => {
+        // A plain filtered list (frozen records), not a walk of the draft's proxies.
+        if (!base.loadBalancer(name)) return;
+        draft.loadBalancers = base.state.loadBalancers.filter((l) => l.name !== name);
+        c.log.info({ lb: name }, 'load balancer deleted');
       });
       await c.forwarder?.sync();
       return {};
@@ -290,34 +292,36 @@ function lbBatchWrites(c: CloudContext): Pick<LoadBalancersProvider, 'ensureLoad
       if (uids.size !== req.services.length) throw new InvalidArgumentError('a service uid appears twice in EnsureLoadBalancers');
       const created: string[] = [];
       // One state update for the whole batch; each entry fails on its own.
-      const results = await c.store.update((draft) =>
-        req.services.map((service) => {
+      const results = await c.store.update((draft, base) => {
+        const index = new LbIndex(base, draft);
+        return req.services.map((service) => {
           try {
             const svc = requireService(service);
-            const r = applyEnsure(c, draft, planEnsure(c, req.meta, svc), svc, req.nodes);
+            const r = applyEnsure(c, index, base, planEnsure(c, req.meta, svc), svc, req.nodes);
             if (r.created) created.push(svc.uid);
             return { serviceUid: service.uid, status: statusOf(r.record) };
           } catch (err) {
             return { serviceUid: service.uid, error: toStatus(err) };
           }
-        }),
-      );
+        });
+      });
       await c.forwarder?.sync();
       return markCreatedKeys({ results }, created);
     },
 
     async updateLoadBalancerHosts(req) {
-      const results = await c.store.update((draft) =>
-        req.services.map((service) => {
+      const results = await c.store.update((draft, base) => {
+        const index = new LbIndex(base, draft);
+        return req.services.map((service) => {
           try {
             const svc = requireService(service);
-            setBackends(draft, nameOf(c, req.meta, svc), svc, req.nodes);
+            setBackends(index, base, nameOf(c, req.meta, svc), svc, req.nodes);
             return { serviceUid: service.uid };
           } catch (err) {
             return { serviceUid: service.uid, error: toStatus(err) };
           }
-        }),
-      );
+        });
+      });
       await c.forwarder?.sync();
       return { results };
     },
@@ -325,10 +329,10 @@ function lbBatchWrites(c: CloudContext): Pick<LoadBalancersProvider, 'ensureLoad
 }
 
 /** Replaces the backends of an existing load balancer inside an update; NotFoundError when absent. */
-function setBackends(draft: LocalCloudState, name: string, svc: ServiceRef, nodes: readonly NodeRef[]): void {
-  const lb = draft.loadBalancers.find((l) => l.name === name);
-  if (!lb) throw new NotFoundError(`load balancer ${name} for service ${svc.namespace}/${svc.name} does not exist`);
-  lb.backends = backendsOf(draft, nodes);
+function setBackends(index: LbIndex, base: StateView, name: string, svc: ServiceRef, nodes: readonly NodeRef[]): void {
+  const found = index.find(name);
+  if (!found) throw new NotFoundError(`load balancer ${name} for service ${svc.namespace}/${svc.name} does not exist`);
+  index.put({ ...found.lb, backends: backendsOf(base, nodes) });
 }
 
 /** What an ensure of `svc` will write, checked before the state update (InvalidArgumentError). */
@@ -353,36 +357,37 @@ function planEnsure(c: CloudContext, meta: RequestMeta | undefined, svc: Service
 /** Creates or converges the load balancer of `svc` inside a state update. */
 function applyEnsure(
   c: CloudContext,
-  draft: LocalCloudState,
+  index: LbIndex,
+  base: StateView,
   plan: EnsurePlan,
   svc: ServiceRef,
   nodes: readonly NodeRef[],
 ): { record: LoadBalancerRecord; created: boolean } {
   const { name, wanted } = plan;
   const pool = c.settings.lbPool;
-  const existing = draft.loadBalancers.find((l) => l.name === name);
+  const existing = index.find(name)?.lb;
   if (existing && existing.serviceUid !== svc.uid)
     throw new AlreadyExistsError(`load balancer ${name} belongs to service uid ${existing.serviceUid}`);
-  const others = draft.loadBalancers.filter((l) => l !== existing);
+  const others = index.size - (existing ? 1 : 0);
   // The quota knob: one more load balancer is "not now" (protocol 1.1), not an error.
   const quota = c.lbQuota?.();
-  if (!existing && quota && quota.limit > 0 && others.length >= quota.limit)
+  if (!existing && quota && quota.limit > 0 && others >= quota.limit)
     throw new DeferredError(
       'QuotaExhausted',
-      `load balancer quota of ${quota.limit} reached (${others.length} in use); ${name} is created once one is freed or the quota is raised`,
+      `load balancer quota of ${quota.limit} reached (${others} in use); ${name} is created once one is freed or the quota is raised`,
       quota.retryMs,
     );
-  const used = new Set(others.map((l) => l.ingressIp));
   let ip: string;
   if (wanted) {
-    const holder = others.find((l) => l.ingressIp === wanted);
+    const holderName = index.holderOf(wanted);
+    const holder = holderName !== undefined && holderName !== name ? index.find(holderName)?.lb : undefined;
     if (holder)
       throw new InUseError(`loadBalancerIP ${wanted} is in use by load balancer ${holder.name} (${holder.serviceNamespace}/${holder.serviceName})`);
     ip = wanted;
   } else if (existing) {
     ip = existing.ingressIp;
   } else {
-    const free = pool.allocate(used);
+    const free = pool.allocate(index.usedIps());
     if (!free) throw new QuotaExceededError(`load balancer pool ${pool.cidr.text} has no free address`);
     ip = free;
   }
@@ -396,7 +401,7 @@ function applyEnsure(
     ingressIp: ip,
     ipMode: plan.ipMode,
     ports: plan.ports,
-    backends: backendsOf(draft, nodes),
+    backends: backendsOf(base, nodes),
     ...(podBackends ? { podBackends } : {}),
     sourceRanges: [...svc.loadBalancerSourceRanges],
     externalTrafficPolicy: svc.externalTrafficPolicy === ExternalTrafficPolicy.EXTERNAL_TRAFFIC_POLICY_LOCAL ? 'Local' : 'Cluster',
@@ -411,8 +416,7 @@ function applyEnsure(
   if (clusterUid) lb.clusterUid = clusterUid;
   if (existing && plan.clusterUid && existing.clusterUid !== plan.clusterUid)
     c.log.info({ lb: name, clusterUid: plan.clusterUid, was: existing.clusterUid ?? '' }, 'load balancer tagged with the cluster UID (adopted)');
-  if (existing) draft.loadBalancers[draft.loadBalancers.indexOf(existing)] = lb;
-  else draft.loadBalancers.push(lb);
+  index.put(lb);
   if (!existing) c.log.info({ lb: name, ip, service: `${svc.namespace}/${svc.name}` }, 'load balancer created');
   return { record: lb, created: !existing };
 }

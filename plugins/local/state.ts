@@ -335,7 +335,8 @@ export class StateStore {
   /**
    * Read-modify-write under the cross-process lock. `fn` gets a draft of the
    * current state to modify in place (an immer draft: it behaves like plain
-   * objects, but is only valid during `fn`). The records it changed are
+   * objects, but is only valid during `fn`), and the view the draft starts
+   * from (plain records and indexes: lookups there cost no proxies). The records it changed are
    * appended to the state log; nothing is written when nothing changed. If
    * `fn` throws, nothing is written and the error propagates. Returns what
    * `fn` returns, with drafts in it replaced by plain copies.
@@ -344,7 +345,7 @@ export class StateStore {
    * one goes last (reordering a list is not recorded). Two records with one
    * key (see state-changes.ts) in a list fail the update.
    */
-  async update<T>(fn: (draft: LocalCloudState) => T | Promise<T>): Promise<T> {
+  async update<T>(fn: (draft: LocalCloudState, base: StateView) => T | Promise<T>): Promise<T> {
     this.ensureDir();
     // Callers in this process take turns before going for the file lock, so
     // they queue in order instead of polling the lock directory against each
@@ -360,11 +361,11 @@ export class StateStore {
     }
   }
 
-  private updateLocked<T>(fn: (draft: LocalCloudState) => T | Promise<T>): Promise<T> {
+  private updateLocked<T>(fn: (draft: LocalCloudState, base: StateView) => T | Promise<T>): Promise<T> {
     return this.lock.withLock(async () => {
       const base = this.view();
       const draft = this.immer.createDraft(base.state as LocalCloudState);
-      const result = detach(await fn(draft));
+      const result = detach(await fn(draft, base));
       const next = this.immer.finishDraft(draft);
       const { changes, line } = diffState(base, next);
       if (changes.length === 0) return result;

@@ -224,6 +224,14 @@ export interface ServiceControllerOptions {
 }
 
 /** What the controller last did for a Service it ensured. */
+/** A provider's backend Nodes and their backendSetKey, computed from the Node cache at `at` (Informer.mutationCount) and the ownership `declarations`. */
+interface BackendSet {
+  at: number;
+  declarations: unknown;
+  nodes: readonly V1Node[];
+  key: string;
+}
+
 interface Synced {
   ref: ServiceRef;
   /** The provider and class of the load balancer. */
@@ -275,6 +283,8 @@ export class ServiceController {
   private readonly lock = new KeyedMutex<string>();
   /** Services this controller ensured or is ensuring (upstream serviceCache + lastSyncedNodes). */
   private readonly synced = new Map<string, Synced>();
+  /** backend(p)'s last answer per provider, with what it was computed from. */
+  private readonly backendMemo = new Map<string, BackendSet>();
   /** Deleted Services that wanted or had a load balancer, by key, until their sync deleted it. */
   private readonly deleted = new Map<string, { ref: ServiceRef; maker: LbMaker }>();
   /**
@@ -584,10 +594,24 @@ export class ServiceController {
     );
   }
 
-  /** Provider `p`'s backend nodes from the cache: the eligible ones it owns or nobody owns (all of them with one provider). */
-  private backendNodes(p: Provider): V1Node[] {
+  /**
+   * Provider `p`'s backend nodes from the cache (the eligible ones it owns or
+   * nobody owns; all of them with one provider) and their backendSetKey.
+   * Computed once per change of the Node cache or of the ownership
+   * declarations, not per call: an ensure asks two or three times, and at
+   * 20,000 Nodes the predicate over every Node was most of the host's CPU
+   * (docs/benchmarks.md, scale-large). Callers must not mutate the array.
+   */
+  private backend(p: Provider): BackendSet {
+    const at = this.o.nodes.mutationCount();
+    const declarations = this.o.nodeOwnership?.declarations();
+    const memo = this.backendMemo.get(p.name);
+    if (memo && memo.at === at && memo.declarations === declarations) return memo;
     const eligible = this.o.nodes.list().filter(isBackendNode);
-    return this.o.nodeOwnership ? lbBackendsOf(eligible, p.name, this.o.nodeOwnership.declarations()) : eligible;
+    const nodes = declarations ? lbBackendsOf(eligible, p.name, declarations) : eligible;
+    const fresh = { at, declarations, nodes, key: backendSetKey(nodes) };
+    this.backendMemo.set(p.name, fresh);
+    return fresh;
   }
 
   /**
@@ -799,8 +823,7 @@ export class ServiceController {
     const announce = changed && this.deferredSpec.get(key) !== specSig;
     if (announce) this.o.recorder.event(cached, 'Normal', EventReasons.ENSURING_LB, 'Ensuring load balancer');
     if (!hasLbFinalizer(cached) || needsMakerRecord(cached, maker)) await this.addFinalizer(ref, maker);
-    const nodes = this.backendNodes(p);
-    const nodesSig = backendSetKey(nodes);
+    const { nodes, key: nodesSig } = this.backend(p);
     if (nodes.length === 0 && !(await this.mayEmptyBackends(cached, prev))) throw new EmptyBackendsRefusedError();
     // Until the call succeeds, the cloud may hold the old backends or the new ones.
     const mayHave = mayHaveBackends(prev, cached) || nodes.length > 0;
@@ -816,7 +839,7 @@ export class ServiceController {
     // The node set may have changed while the ensure was in flight; a node
     // sync that ran meanwhile skipped this Service (not ensured yet), so hand
     // the difference to the node worker (it waits for this Service's lock).
-    if (backendSetKey(this.backendNodes(p)) !== nodesSig) this.nodeQueue.add(p.name);
+    if (this.backend(p).key !== nodesSig) this.nodeQueue.add(p.name);
     const statusChanged = !ingressEqual(cached.status?.loadBalancer?.ingress, status.ingress);
     // The conditions go in the same write as the address (none when nothing changed).
     const conditions = conditionPatch(cached, desiredConditions(cached, { kind: 'ensured', ingress: status.ingress }), new Date());
@@ -881,7 +904,7 @@ export class ServiceController {
    * finds the result at hand.
    */
   private async companions(p: Provider, room: number, nodesSig: string, skip: (key: string) => boolean): Promise<Companion[]> {
-    if (backendSetKey(this.backendNodes(p)) !== nodesSig) return [];
+    if (this.backend(p).key !== nodesSig) return [];
     const picked: { key: string; svc: V1Service; ref: ServiceRef; release: () => void }[] = [];
     for (const key of this.lanes.get(p.name)!.peek(room * COMPANION_SCAN_FACTOR)) {
       if (picked.length >= room) break;
@@ -1054,7 +1077,7 @@ export class ServiceController {
   /** Stale load balancers of provider `p` (backend set unlike the eligible nodes'), brought up to date under their locks. */
   private async syncNodesOnce(p: Provider): Promise<void> {
     const stale = () => {
-      const want = backendSetKey(this.backendNodes(p));
+      const want = this.backend(p).key;
       return [...this.synced.entries()].filter(([key, s]) => {
         const svc = this.o.services.get(key);
         if (s.maker.provider !== p.name || s.nodesSig === undefined || s.nodesSig === want || svc === undefined) return false;
@@ -1081,7 +1104,7 @@ export class ServiceController {
       return false;
     });
     if (todo.length === 0) return;
-    const nodes = this.backendNodes(p);
+    const { nodes, key: sig } = this.backend(p);
     let refused: Error | undefined;
     if (nodes.length === 0) {
       const kept = await filterAsync(todo, async ([key, s]) => !(await this.mayEmptyBackends(this.o.services.get(key)!, s)));
@@ -1096,7 +1119,6 @@ export class ServiceController {
       }
       if (todo.length === 0) throw refused!;
     }
-    const sig = backendSetKey(nodes);
     const refs = nodes.map(toNodeRef);
     if (nodes.length > 0) for (const [, s] of todo) s.mayHaveBackends = true;
     this.log.info({ provider: p.name, loadBalancers: todo.length, nodes: nodes.length, batch: p.lbs.batchHosts }, 'updating load balancer backends');
@@ -1139,7 +1161,7 @@ export class ServiceController {
     if (callError) throw callError;
   }
 
-  private afterHostsUpdate(key: string, sig: string, nodes: V1Node[], error: Error | undefined, callFailed?: true): void {
+  private afterHostsUpdate(key: string, sig: string, nodes: readonly V1Node[], error: Error | undefined, callFailed?: true): void {
     const entry = this.synced.get(key);
     const svc = this.o.services.get(key);
     if (!entry || !svc) return;

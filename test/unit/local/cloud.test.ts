@@ -325,6 +325,50 @@ test('batch ensure: one result per entry in order, each as the single call answe
   t.is((await failure(lbs.ensureLoadBalancers!({ meta: meta(), services: many, nodes: [] }, ctx()))).code, Code.INVALID_ARGUMENT);
 });
 
+test('batch ensure and host updates see what the same batch wrote: a requested IP taken earlier in the batch, its own IP kept, backends of a load balancer created in the batch', async (t) => {
+  const cloud = await newCloud(t, { loadBalancerCidr: '127.0.10.0/29' });
+  const lbs = cloud.loadBalancers!;
+  const services = [
+    service('x', { loadBalancerIp: '127.0.10.5' }),
+    service('y', { loadBalancerIp: '127.0.10.5' }),
+    service('z'),
+    // The same Service again with its own address: not "in use" by itself.
+    service('w', { loadBalancerIp: '127.0.10.6' }),
+  ];
+  const r = await lbs.ensureLoadBalancers!({ meta: meta(), services, nodes: [node('n1')] }, ctx());
+  t.deepEqual(
+    r.results.map((x) => [x.serviceUid, x.error ? fromStatus(x.error).code : x.status?.ingress[0]?.ip]),
+    [
+      ['x', '127.0.10.5'],
+      ['y', Code.FAILED_PRECONDITION],
+      ['z', '127.0.10.1'],
+      ['w', '127.0.10.6'],
+    ],
+  );
+  const again = await lbs.ensureLoadBalancers!({ meta: meta(), services: [services[3]!, service('v')], nodes: [node('n1')] }, ctx());
+  t.deepEqual(
+    again.results.map((x) => x.status?.ingress[0]?.ip),
+    ['127.0.10.6', '127.0.10.2'],
+  );
+  const hosts = await lbs.updateLoadBalancerHosts!(
+    { meta: meta(), services: [services[0]!, service('v'), service('gone')], nodes: [node('n2'), node('n1')] },
+    ctx(),
+  );
+  t.deepEqual(
+    hosts.results.map((x) => (x.error ? fromStatus(x.error).code : 'ok')),
+    ['ok', 'ok', Code.NOT_FOUND],
+  );
+  t.deepEqual(
+    cloud.store.view().state.loadBalancers.map((l) => [l.serviceUid, l.ingressIp, l.backends.map((b) => b.nodeName)]),
+    [
+      ['x', '127.0.10.5', ['n1', 'n2']],
+      ['z', '127.0.10.1', ['n1']],
+      ['w', '127.0.10.6', ['n1']],
+      ['v', '127.0.10.2', ['n1', 'n2']],
+    ],
+  );
+});
+
 test('routes: idempotent create, conflict, delete absent, blackhole', async (t) => {
   const cloud = await newCloud(t);
   await seed(cloud);

@@ -40,11 +40,13 @@ function fakeLbs(calls: string[], name: string): LoadBalancers {
   } as unknown as LoadBalancers;
 }
 
-/** An informer over a mutable map (the test plays the watch). */
+/** An informer over a mutable map (the test plays the watch, so every read may see a change: the count never repeats). */
 function informer<T extends { metadata?: { name?: string; namespace?: string } }>(items: Map<string, T>): Informer<T> {
+  let reads = 0;
   return {
     get: (key: string) => items.get(key),
     list: () => [...items.values()],
+    mutationCount: () => reads++,
     addEventHandler: () => undefined,
     hasSynced: () => true,
   } as unknown as Informer<T>;
