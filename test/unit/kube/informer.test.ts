@@ -183,3 +183,39 @@ test('an event that cannot be applied does not advance the resourceVersion: the 
     "no watch from the refused event's resourceVersion",
   );
 });
+
+test('mutationCount changes with every change of the cache (list, add, update, delete) and with nothing else (a bookmark, an unchanged resourceVersion)', async (t) => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const server = await watchServer((res, n) => {
+    if (n !== 0) return;
+    void gate.then(() =>
+      res.write(
+        line('BOOKMARK', { metadata: { resourceVersion: '5' } }) +
+          line('ADDED', obj('b', '6')) +
+          line('MODIFIED', obj('b', '6')) +
+          line('MODIFIED', obj('b', '7')) +
+          line('DELETED', obj('a', '8')) +
+          line('ADDED', obj('done', '9')),
+      ),
+    );
+  });
+  t.teardown(() => server.close());
+  const inf = informerFor(t, server.url, async () => listOf('5', obj('a', '5')));
+  const counts: number[] = [inf.mutationCount()];
+  inf.addEventHandler({
+    onAdd: () => counts.push(inf.mutationCount()),
+    onUpdate: () => counts.push(inf.mutationCount()),
+    onDelete: () => counts.push(inf.mutationCount()),
+  });
+  inf.start();
+  t.true(await inf.waitForSync(undefined, 10_000));
+  const afterList = inf.mutationCount();
+  release();
+  await waitFor(() => inf.get('done'), { what: 'the last event applied', timeoutMs: 10_000, intervalMs: 10 });
+  // Handlers see the cache already changed: each event's count is new, and the count never repeats a value.
+  // start 0; the list (add a) 1; add b 2; b again at the same resourceVersion 3 (cached anew, no handler);
+  // update b 4; delete a 5; add done 6. The bookmark changed nothing.
+  t.deepEqual(counts, [0, 1, 2, 4, 5, 6]);
+  t.is(afterList, 1);
+});
