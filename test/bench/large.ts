@@ -147,7 +147,9 @@ async function largeRun(
     await ensureNamespace(core, ns);
     const flags = row === 'equal' ? [`--concurrent-node-syncs=${EQUAL_WORKERS}`, `--concurrent-service-syncs=${EQUAL_WORKERS}`] : [];
     const common = { controllers: 'cloud-node,cloud-node-lifecycle,service', qps: s.qps, burst: s.burst, flags };
-    const ccm = await startCcm(cp, side, common, state, dir, { LOCALCLOUD_LB_CIDR: '127.64.0.0/16' });
+    // Load balancers as records only: no traffic flows here, and 20,000 listeners (a file descriptor each)
+    // pass the process's open-file limit (EMFILE at 19,979 on a machine with 20,000).
+    const ccm = await startCcm(cp, side, common, state, dir, { LOCALCLOUD_LB_CIDR: '127.64.0.0/16', LOCALCLOUD_FORWARD: 'false' });
     const nodeWatch = nodeInitWatch(cp.kubeConfig(), `bench-run=${runId}`);
     const svcWatch = lbAssignWatch(cp.kubeConfig(), ns);
     try {
@@ -413,7 +415,8 @@ Sizes asked: ${s.sizes.map((x) => `${int(x.nodes)} nodes + ${int(x.services)} Se
       stopped ? `**stopped**: ${stopped}.` : 'every size finished.'
     } N nodes (tainted uninitialized; all but ${BACKENDS} labelled \`${EXCLUDE_LB}\`) and M LoadBalancer
 Services (\`allocateLoadBalancerNodePorts: false\`) created at once by the benchmark (${CREATE_CONCURRENCY} concurrent creates
-each); instances in a fresh local cloud with no added latency. Every run has a fresh control plane of its own (etcd
+each); instances in a fresh local cloud with no added latency, its load balancers records only (\`LOCALCLOUD_FORWARD=false\`:
+no traffic flows here, and a listener per load balancer passes the open-file limit near 20,000). Every run has a fresh control plane of its own (etcd
 and kube-apiserver, no kube-controller-manager) whose kube-apiserver runs \`${APISERVER_FLAGS.join(' ')}\`. Both sides run
 \`--controllers=cloud-node,cloud-node-lifecycle,service --kube-api-qps=${s.qps} --kube-api-burst=${s.burst}\` (\`BENCH_LARGE_QPS\`), ${s.rows
       .map((r) =>
