@@ -33,7 +33,13 @@ async function syncWith(cached: V1Service, live: V1Service | undefined): Promise
   const deleted: string[] = [];
   const decided: boolean[] = [];
   const informer = <T extends KubernetesObject>(items: T[]) =>
-    ({ get: () => items[0], list: () => items, mutationCount: () => 0, addEventHandler: () => undefined, hasSynced: () => true }) as unknown as Informer<T>;
+    ({
+      get: () => items[0],
+      list: () => items,
+      mutationCount: () => 0,
+      addEventHandler: () => undefined,
+      hasSynced: () => true,
+    }) as unknown as Informer<T>;
   const lbs = {
     canList: false,
     batchEnsure: false,
