@@ -223,7 +223,6 @@ export interface ServiceControllerOptions {
   endpointSlices?: Informer<V1EndpointSlice>;
 }
 
-/** What the controller last did for a Service it ensured. */
 /** A provider's backend Nodes and their backendSetKey, computed from the Node cache at `at` (Informer.mutationCount) and the ownership `declarations`. */
 interface BackendSet {
   at: number;
@@ -232,6 +231,7 @@ interface BackendSet {
   key: string;
 }
 
+/** What the controller last did for a Service it ensured. */
 interface Synced {
   ref: ServiceRef;
   /** The provider and class of the load balancer. */
