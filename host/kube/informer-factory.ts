@@ -100,9 +100,12 @@ export class InformerFactory {
     for (const i of this.informers.values()) i.start();
   }
 
-  /** Whether every informer has completed its first list. */
+  /**
+   * Whether the factory has started and every informer has completed its first list. Not before start():
+   * controllers create their informers while they start, so an empty set then means "not yet", not "synced".
+   */
   hasSynced(): boolean {
-    return [...this.informers.values()].every((i) => i.hasSynced());
+    return this.started && [...this.informers.values()].every((i) => i.hasSynced());
   }
 
   async stop(): Promise<void> {

@@ -85,7 +85,7 @@ import { ManagedProcess } from '../../controlplane/managed-process.js';
 import { freePorts, get } from '../../controlplane/probe.js';
 import { auditLogFromNow, credentialIdOf, type AuditEvent } from '../../helpers/audit.js';
 import { awsCloudControllerManager } from '../../helpers/aws-ccm.js';
-import { LB_FINALIZER, lbService } from '../../helpers/lb.js';
+import { fromApiServerRepair, LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { patchServiceStatus } from '../../helpers/kube-patch.js';
 import { renderProvider } from '../../helpers/manifests.js';
 import { applyObjects, serviceAccountKubeConfig } from '../../helpers/service-account.js';
@@ -594,10 +594,10 @@ async function eventCount(core: CoreV1Api, svc: V1Service, reason: string): Prom
   return list.items.filter((e) => e.reason === reason).reduce((n, e) => n + (e.count ?? 1), 0);
 }
 
-/** The Service's events as `<type> <reason>`, each once, sorted. */
+/** The Service's events as `<type> <reason>`, each once, sorted (the API server's repair loops' excepted). */
 async function eventReasons(core: CoreV1Api, svc: V1Service): Promise<string[]> {
   const list = await core.listNamespacedEvent({ namespace: svc.metadata!.namespace!, fieldSelector: `involvedObject.uid=${svc.metadata!.uid}` });
-  return [...new Set(list.items.map((e) => `${e.type} ${e.reason}`))].sort();
+  return [...new Set(list.items.filter((e) => !fromApiServerRepair(e)).map((e) => `${e.type} ${e.reason}`))].sort();
 }
 
 test("migration from the upstream AWS CCM on moto: ours waits on the shared Lease, adopts every ELB and NLB (annotated ones too) when upstream stops (no create, no delete, no change, Nodes untouched), and upstream takes them back on rollback with nothing lost; the AWS Load Balancer Controller's ALB, NLBs and Services are left alone by both", async (t) => {

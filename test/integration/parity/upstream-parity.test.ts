@@ -29,7 +29,7 @@ import { ControlPlane } from '../../controlplane/controlplane.js';
 import { startCcm, type CommonSettings, type Side } from '../../helpers/ccm-side.js';
 import { forbiddenInLog } from '../../helpers/forbidden.js';
 import { patchNode, patchNodeStatus, patchService } from '../../helpers/kube-patch.js';
-import { cloudLbs, ensureNamespace, LB_FINALIZER, lbService } from '../../helpers/lb.js';
+import { cloudLbs, ensureNamespace, fromApiServerRepair, LB_FINALIZER, lbService } from '../../helpers/lb.js';
 import { localcloud } from '../../helpers/localcloud.js';
 import { readNodeOrUndefined, setReady } from '../../helpers/nodes.js';
 import { describe, differences, judge, normalizer, withoutErrorWording, type SideName, type Snapshot } from '../../helpers/parity.js';
@@ -599,8 +599,7 @@ async function collect(c: SideCtx): Promise<Snapshot> {
   ];
   const byKey = new Map<string, Set<string>>();
   for (const e of events) {
-    // The API server's own repair loops, racing the test's creates, are no CCM's doing.
-    if (APISERVER_COMPONENTS.has(e.source?.component || e.reportingComponent || '')) continue;
+    if (fromApiServerRepair(e)) continue;
     const key = `event/${e.involvedObject.kind}/${e.involvedObject.name}/${e.reason}`;
     const set = byKey.get(key) ?? new Set<string>();
     set.add(`${e.type} from ${e.source?.component || e.reportingComponent || '?'}: ${withoutErrorWording(e.message ?? '')}`);
@@ -661,9 +660,6 @@ async function collect(c: SideCtx): Promise<Snapshot> {
   put('cloud/reads', [...reads].sort().join(', '));
   return snap;
 }
-
-/** Event sources that are the API server's, not a CCM's. */
-const APISERVER_COMPONENTS = new Set(['ipallocator-repair-controller', 'portallocator-repair-controller']);
 
 /** One name per kind of read, whether it came as a single or a batch call. */
 const CANONICAL_READS: Record<string, string> = {

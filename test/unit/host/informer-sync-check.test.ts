@@ -2,6 +2,9 @@
  * The informer-sync readiness check: when a replica counts as needing synced caches.
  */
 import test from 'ava';
+import type { KubeClients } from '../../../host/kube/client.js';
+import { InformerFactory } from '../../../host/kube/informer-factory.js';
+import { silentLogger } from '../../../host/log.js';
 import { informerSyncProblem } from '../../../host/start/controllers.js';
 
 const ROWS: { what: string; leaderElect: boolean; leading: boolean; synced: boolean | undefined; problem: string | undefined }[] = [
@@ -25,3 +28,15 @@ for (const r of ROWS) {
     t.is(informerSyncProblem(r), r.problem);
   });
 }
+
+// The second half of the same CI flake: `informers` is set before the controllers create theirs, so a factory with
+// no informers yet must not count as synced (every() of nothing is true).
+test('InformerFactory.hasSynced: false before start(), even with no informers; then each informer decides', (t) => {
+  const empty = new InformerFactory({ clients: {} as KubeClients, log: silentLogger(), nodeSelector: '', namespace: '' });
+  t.false(empty.hasSynced(), 'not started, no informers');
+  empty.start();
+  t.true(empty.hasSynced(), 'started, no informers to wait for');
+  const one = new InformerFactory({ clients: {} as KubeClients, log: silentLogger(), nodeSelector: '', namespace: '' });
+  one.nodes();
+  t.false(one.hasSynced(), 'not started, one informer that has not listed');
+});
