@@ -25,7 +25,7 @@ import { lbService } from '../../helpers/lb.js';
 import { sharedCloudFlags } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
 import { CLOUD_BUDGET_SHARES_ANNOTATION } from '../../../host/names.js';
-import { addInitializedNode, leaseHolder, settledLbs } from './ha-checks.js';
+import { addInitializedNode, leaseHolder, settledLbs, shardOwners } from './ha-checks.js';
 
 const SHARDS = 3;
 const CLUSTER = 'shb';
@@ -79,15 +79,7 @@ test('three replicas of --shard-count=3 with --cloud-api-qps: each at 1/3, publi
       ),
     );
   const replicas = [start(1), start(2), start(3)];
-  const byIdentity = new Map<string, HostProcess>();
-  for (const r of replicas) byIdentity.set(await r.identity, r);
-  const owners = await waitFor(
-    async () => {
-      const hs = await Promise.all(holders.map((h) => h()));
-      return hs.every((h) => byIdentity.has(h)) && new Set(hs).size === SHARDS ? hs : undefined;
-    },
-    { what: 'the three shard Leases held by the three replicas', timeoutMs: 90_000 },
-  );
+  const { byIdentity, owners } = await shardOwners(replicas, holders, 90_000);
 
   // Converged at 1/3: every Lease publishes 3, every replica's last logged k is 3.
   t.deepEqual(
