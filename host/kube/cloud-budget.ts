@@ -15,6 +15,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Gauge, Registry } from 'prom-client';
+import { PluginUnavailableError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { cloudApiBudgetShareGauge } from '../metrics.js';
@@ -40,7 +41,8 @@ export class CloudBudgetShare {
   /** When the fence closes without another renewal (monotonic ms); past it, nothing is spent. */
   private freshUntil = -Infinity;
   private readonly buckets: BucketRateLimiter[] = [];
-  private waiters: (() => void)[] = [];
+  /** The calls waiting while held: let go when a share is given, failed when the term ends. */
+  private waiters: { go: () => void; fail: (err: Error) => void }[] = [];
   private readonly gauge: Gauge;
   private readonly now: () => number;
 
@@ -55,13 +57,18 @@ export class CloudBudgetShare {
     return this.spending() ? this.state.k : undefined;
   }
 
-  /** A budget for one provider connection: its own bucket at budget/k; a call waits while held. */
+  /**
+   * A budget for one provider connection: its own bucket at budget/k. A call
+   * waits while held, and fails (PluginUnavailableError, not sent) when the
+   * term ends first: a call of a term's controllers is never sent in a later
+   * term, which may serve another shard.
+   */
   limiter(): { when(): number | Promise<void> } {
     const bucket = new BucketRateLimiter(...this.rate(this.state.k ?? this.o.shards), { now: this.now });
     this.buckets.push(bucket);
     const when = (): number | Promise<void> => {
       if (this.spending()) return bucket.when();
-      return new Promise<void>((resolve) => this.waiters.push(resolve)).then(() => {
+      return new Promise<void>((go, fail) => this.waiters.push({ go, fail })).then(() => {
         const due = when();
         // Unref'd, as the connection's own wait: a call waiting for its token never keeps the process up.
         return typeof due === 'number' ? delay(due, undefined, { ref: false }) : due;
@@ -102,6 +109,9 @@ export class CloudBudgetShare {
     }
     this.hold('the term ended');
     this.freshUntil = -Infinity;
+    const ended = this.waiters;
+    this.waiters = [];
+    for (const w of ended) w.fail(new PluginUnavailableError('cloud call not sent: the shard term ended while its cloud budget share was held'));
   }
 
   /**
@@ -145,7 +155,7 @@ export class CloudBudgetShare {
     if (next.k !== undefined) {
       const waiters = this.waiters;
       this.waiters = [];
-      for (const w of waiters) w();
+      for (const w of waiters) w.go();
     }
   }
 

@@ -71,11 +71,15 @@ test('a join raises k at once; a failed read keeps it; a closed fence and the en
   t.deepEqual(s.annotations(), { 'sharding.ccm.dev/cloud-budget-shares': undefined }, 'nothing published while held');
   await s.round(signal, read({ own: 3, others: [3, 3] }));
   t.is(s.spendingK, 3);
-  // The term ends.
+  // The term ends while a call waits for the fence: the call fails, never sent in a later term.
+  clock.now = 30_000;
+  const stranded = s.limiter().when();
+  t.true(stranded instanceof Promise);
   const leading = new AbortController();
   const serving = s.serve(leading.signal, read({ own: 3, others: [3, 3] }), { retryPeriodMs: 5, renewDeadlineMs: 50 });
   leading.abort();
   await serving;
+  await t.throwsAsync(stranded as Promise<void>, { name: 'PluginUnavailableError', message: /term ended/ });
   t.is(s.spendingK, undefined);
   t.is(await gauge(), 0);
   t.deepEqual(
