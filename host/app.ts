@@ -19,7 +19,10 @@ import type { HostConfig } from './config/config.js';
 import { ConnectionPool } from './kube/connections.js';
 import { makeClients } from './kube/client.js';
 import type { KubeConfigData } from './kube/kubeconfig.js';
-import { KubeLeaseLock, LeaderElector, newLeaderIdentity, type ElectionOutcome } from './kube/leader-election.js';
+import { performance } from 'node:perf_hooks';
+import { ShardLeaseReader } from './kube/budget-share.js';
+import { CloudBudgetShare } from './kube/cloud-budget.js';
+import { KubeLeaseLock, LeaderElector, newLeaderIdentity, type ElectionOutcome, type LeaseLock } from './kube/leader-election.js';
 import { ShardCampaign } from './kube/shard-election.js';
 import { AnyProviderReady, PluginLeaseGuard } from './kube/plugin-lease-guard.js';
 import { errorMessage, type Logger } from './log.js';
@@ -115,7 +118,17 @@ export async function startHost(config: HostConfig, opts: StartHostOptions): Pro
     // The providers' own controllers run under a lease of what the fence can vouch for, renewed with
     // the Lease: a provider whose host died uncleanly stops them before another replica can lead.
     const controllersLeaseMs = election ? () => election.freshLeaseRemainingMs() : undefined;
-    const supervised = pluginSupervisors(config, { cloudConfigs, clusterUid, metrics, health, identity, refuseMutation, controllersLeaseMs, log });
+    const supervised = pluginSupervisors(config, {
+      cloudConfigs,
+      clusterUid,
+      metrics,
+      health,
+      identity,
+      refuseMutation,
+      controllersLeaseMs,
+      cloudBudget: election?.cloudBudget,
+      log,
+    });
     renewal.onRenewed = () => {
       for (const s of supervised) s.supervisor.renewProviderControllers();
     };
@@ -205,6 +218,8 @@ async function startServing(
 interface HostElection {
   /** Every Lease this replica may hold, by name (for the gauge). */
   readonly leaseNames: readonly string[];
+  /** With --shard-index=auto and --cloud-api-qps: the budget share from the live shard Leases, served in each term. */
+  readonly cloudBudget?: CloudBudgetShare;
   isLeader(): boolean;
   holdsFreshLease(): boolean;
   freshLeaseRemainingMs(): number;
@@ -241,21 +256,30 @@ function hostElection(
     connections: d.connections,
   }).coordination;
   const le = config.leaderElection;
-  const elector = (name: string, campaignBlocker?: () => string | undefined) =>
-    new LeaderElector({
-      lock: new KubeLeaseLock(coordination, le.resourceNamespace, name),
+  const lockOf = (name: string) => new KubeLeaseLock(coordination, le.resourceNamespace, name);
+  const elector = (lock: LeaseLock, o: { campaignBlocker?: () => string | undefined; budget?: CloudBudgetShare } = {}): LeaderElector => {
+    const e: LeaderElector = new LeaderElector({
+      lock,
       identity,
       log: d.log,
       leaseDurationMs: le.leaseDurationMs,
       renewDeadlineMs: le.renewDeadlineMs,
       retryPeriodMs: le.retryPeriodMs,
       releaseReason: () => guard()?.releaseReason(),
-      campaignBlocker,
-      onRenewed,
+      campaignBlocker: o.campaignBlocker,
+      onRenewed: o.budget
+        ? () => {
+            onRenewed();
+            o.budget!.renewed(e.freshLeaseRemainingMs());
+          }
+        : onRenewed,
+      annotations: o.budget && (() => o.budget!.annotations()),
     });
+    return e;
+  };
   const qualified = (name: string) => `${le.resourceNamespace}/${name}`;
   if (!config.shard.fromLeases) {
-    const one = elector(le.resourceName, () => guard()?.campaignBlocker());
+    const one = elector(lockOf(le.resourceName), { campaignBlocker: () => guard()?.campaignBlocker() });
     return {
       leaseNames: [le.resourceName],
       isLeader: () => one.isLeader(),
@@ -274,10 +298,23 @@ function hostElection(
   }
   // Membership from the shard Leases: the shard's own elector guards each term (the campaign blocks as one).
   const leaseNames = Array.from({ length: config.shard.count }, (_, i) => shardLeaseName(le.resourceName, i));
-  const electors = leaseNames.map((name) => elector(name));
+  const locks = leaseNames.map(lockOf);
+  const budget: CloudBudgetShare | undefined =
+    config.cloudApiBudget.qps > 0
+      ? new CloudBudgetShare({
+          shards: config.shard.count,
+          budget: config.cloudApiBudget,
+          registry: d.metrics.registry,
+          log: d.log,
+        })
+      : undefined;
+  const electors = locks.map((lock) => elector(lock, { budget }));
   const campaign = new ShardCampaign({ electors, retryPeriodMs: le.retryPeriodMs, log: d.log, campaignBlocker: () => guard()?.campaignBlocker() });
+  // The membership the share follows: this replica's own reads of the shard Leases, expiry on its own clock.
+  const reader = new ShardLeaseReader({ locks, identity, now: () => performance.now() });
   return {
     leaseNames,
+    cloudBudget: budget,
     isLeader: () => campaign.isLeader(),
     holdsFreshLease: () => campaign.holdsFreshLease(),
     freshLeaseRemainingMs: () => campaign.freshLeaseRemainingMs(),
@@ -285,9 +322,9 @@ function hostElection(
     run: async (signal, runControllers, onLeader) => {
       electors.forEach((e, i) => (e.onNewLeader = (holder) => onLeader(leaseNames[i]!, holder)));
       let served = '';
-      const outcome = await campaign.run(signal, (leading, shard) => {
+      const outcome = await campaign.run(signal, async (leading, shard) => {
         served = qualified(leaseNames[shard]!);
-        return runControllers(leading, shard);
+        await Promise.all([runControllers(leading, shard), budget?.serve(leading, (s) => reader.read(shard, s), le)]);
       });
       return { outcome, lease: served };
     },

@@ -185,6 +185,22 @@ function registerBuildInfo(registry: Registry): void {
   );
 }
 
+/** Not in {@link MetricNames} (every host registers those): registered only where the share applies. */
+export const CLOUD_API_BUDGET_SHARE = 'ccm_cloud_api_budget_share';
+
+/**
+ * With --shard-index=auto, --shard-count > 1 and --cloud-api-qps > 0: the
+ * denominator k of this replica's share of the cloud-call budget (it spends
+ * budget/k; kube/cloud-budget.ts), 0 while held.
+ */
+export function cloudApiBudgetShareGauge(registry: Registry): Gauge {
+  return new Gauge({
+    name: CLOUD_API_BUDGET_SHARE,
+    help: "The denominator k of this replica's share of --cloud-api-qps and --cloud-api-burst (it spends budget/k), from the live shard Leases; 0 while held (its cloud calls wait).",
+    registers: [registry],
+  });
+}
+
 /** Upstream's `name` label of running_managed_controllers: the short alias ("cloud-node", "service", ...). */
 export function managedControllerName(controller: ControllerName): string {
   return Object.keys(ControllerAliases).find((alias) => ControllerAliases[alias] === controller) ?? controller;

@@ -52,6 +52,16 @@ export function shardLeaseName(base: string, index: number | string): string {
 }
 
 /**
+ * On each shard Lease with --shard-index=auto and --cloud-api-qps > 0 (not
+ * upstream; host/kube/budget-share.ts): the holder's share denominator k of
+ * the cloud-call budget, a decimal integer 1..N, written with every acquire
+ * and renewal. It is a floor: the holder spends at most budget/k now and
+ * until it writes a lower value. Absent (an older host, or a holder that has
+ * not renewed since it took the Lease): counted as N, the static split.
+ */
+export const CLOUD_BUDGET_SHARES_ANNOTATION = 'sharding.ccm.dev/cloud-budget-shares';
+
+/**
  * Who counts live reads in ccm_live_reads_total's `controller` label: the
  * controllers above by name, and the orphaned load balancer sweep (part of
  * the service controller) apart, as its reads decide other deletions.

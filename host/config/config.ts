@@ -150,9 +150,15 @@ export interface HostConfig {
   /**
    * `--cloud-api-qps` / `--cloud-api-burst` (alpha): the cloud-call budget
    * toward each provider, already divided by the shard count (this replica's
-   * share); qps 0 = no limit.
+   * static share); qps 0 = no limit.
    */
   readonly cloudApi: { readonly qps: number; readonly burst: number };
+  /**
+   * The same flags as given: the budget of all shards together. With
+   * `shard.fromLeases` and qps > 0 each replica's share follows the live
+   * shard Leases instead of {@link cloudApi} (kube/budget-share.ts).
+   */
+  readonly cloudApiBudget: { readonly qps: number; readonly burst: number };
   /** `--node-selector`: label selector for the Nodes informer; '' = all nodes. */
   readonly nodeSelector: string;
   /**
@@ -477,12 +483,14 @@ function serviceSection(
 }
 
 /**
- * Alpha sharding and the cloud-call budget. The budget is split evenly: each
- * of `count` replicas takes qps/count and burst/count (at least 1), so all
+ * Alpha sharding and the cloud-call budget. The static split: each of
+ * `count` replicas takes qps/count and burst/count (at least 1), so all
  * shards together stay within what the operator gave, without talking to
- * each other (docs/design/sharding.md says why this split and not a shared holder).
+ * each other (docs/design/sharding.md says why this split and not a shared
+ * holder). With membership from the Leases the split follows the live shards
+ * instead (kube/budget-share.ts), from the whole budget.
  */
-function shardSection(o: HostOptionsWithDefaults, p: Problems, leaderElect: boolean): Section<'shard' | 'cloudApi'> {
+function shardSection(o: HostOptionsWithDefaults, p: Problems, leaderElect: boolean): Section<'shard' | 'cloudApi' | 'cloudApiBudget'> {
   const count = p.int('shard-count', o.shardCount, POSITIVE_INT);
   const auto = o.shardIndex === SHARD_INDEX_AUTO;
   const index = auto ? (count > 1 ? -1 : 0) : p.int('shard-index', o.shardIndex, { min: 0, want: `${SHARD_INDEX_AUTO} or an integer of 0 or more` });
@@ -499,6 +507,7 @@ function shardSection(o: HostOptionsWithDefaults, p: Problems, leaderElect: bool
   return {
     shard: { count, index, fromLeases },
     cloudApi: { qps: qps / shards, burst: Math.max(1, Math.floor(burst / shards)) },
+    cloudApiBudget: { qps, burst },
   };
 }
 

@@ -75,19 +75,24 @@ export interface LeaseRecord {
 export interface ObservedLease {
   record: LeaseRecord;
   resourceVersion: string;
+  /** The Lease's annotations at that version (none: undefined). */
+  annotations?: Readonly<Record<string, string>>;
 }
 
 /**
  * The lock object. Implementations throw on any failure; `create` and
- * `update` must fail (409) when someone else wrote first.
+ * `update` must fail (409) when someone else wrote first. `annotations` is
+ * the Lease's whole annotation map after the write (undefined: none); the
+ * elector passes the ones it read at `resourceVersion` with its own merged
+ * in, so annotations of others are kept.
  */
 export interface LeaseLock {
   /** The record, or undefined when the Lease does not exist. */
   get(signal: AbortSignal): Promise<ObservedLease | undefined>;
   /** Creates the Lease; returns the new resourceVersion. */
-  create(record: LeaseRecord, signal: AbortSignal): Promise<string>;
-  /** Replaces the record if the Lease is still at `resourceVersion`; returns the new one. */
-  update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<string>;
+  create(record: LeaseRecord, signal: AbortSignal, annotations?: Readonly<Record<string, string>>): Promise<string>;
+  /** Replaces the record (and the annotations) if the Lease is still at `resourceVersion`; returns the new one. */
+  update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal, annotations?: Readonly<Record<string, string>>): Promise<string>;
   /** `namespace/name`, for logs. */
   describe(): string;
 }
@@ -135,6 +140,14 @@ export interface LeaderElectorOptions extends LeaderElectionTiming {
   onRenewed?: () => void;
   /** Told each time the holder seen changes ('' when released or unknown); `run`'s argument replaces it. Must not throw. */
   onNewLeader?: (identity: string) => void;
+  /**
+   * This elector's own annotations, asked for every acquire and renewal
+   * write (e.g. the cloud budget share, kube/budget-share.ts): merged over
+   * the annotations of the version written to, so others' are kept; a key
+   * mapped to undefined is removed (a value a previous holder wrote is never
+   * taken over). A release keeps the annotations as they are. Must not throw.
+   */
+  annotations?: () => Readonly<Record<string, string | undefined>>;
 }
 
 /** How a run of the elector ended. */
@@ -387,9 +400,10 @@ export class LeaderElector {
     if (this.isLeader() && this.observed && now < this.observedAt + this.o.leaseDurationMs) {
       const old = this.observed;
       const record = { ...desired, acquireTime: old.record.acquireTime, leaseTransitions: old.record.leaseTransitions };
+      const annotations = this.withOwnAnnotations(old.annotations);
       try {
-        const rv = await lock.update(record, old.resourceVersion, signal);
-        this.setOwn({ record, resourceVersion: rv }, now);
+        const rv = await lock.update(record, old.resourceVersion, signal, annotations);
+        this.setOwn({ record, resourceVersion: rv, annotations }, now);
         return true;
       } catch (err) {
         this.log.debug({ err: errorMessage(err) }, 'optimistic lease renewal failed; re-reading the lease');
@@ -404,9 +418,10 @@ export class LeaderElector {
     }
     if (!current) {
       const sentAt = this.now();
+      const annotations = this.withOwnAnnotations(undefined);
       try {
-        const rv = await lock.create(desired, signal);
-        this.setOwn({ record: desired, resourceVersion: rv }, sentAt);
+        const rv = await lock.create(desired, signal, annotations);
+        this.setOwn({ record: desired, resourceVersion: rv, annotations }, sentAt);
         return true;
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'error creating lease');
@@ -425,9 +440,10 @@ export class LeaderElector {
         ? { ...desired, acquireTime: current.record.acquireTime, leaseTransitions: current.record.leaseTransitions }
         : { ...desired, leaseTransitions: current.record.leaseTransitions + 1 };
     const sentAt = this.now();
+    const annotations = this.withOwnAnnotations(current.annotations);
     try {
-      const rv = await lock.update(record, current.resourceVersion, signal);
-      this.setOwn({ record, resourceVersion: rv }, sentAt);
+      const rv = await lock.update(record, current.resourceVersion, signal, annotations);
+      this.setOwn({ record, resourceVersion: rv, annotations }, sentAt);
       return true;
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'failed to update lease');
@@ -448,13 +464,24 @@ export class LeaderElector {
       leaseTransitions: old.record.leaseTransitions,
     };
     try {
-      const rv = await this.o.lock.update(record, old.resourceVersion, AbortSignal.timeout(this.o.renewDeadlineMs));
-      this.setObserved({ record, resourceVersion: rv }, this.now());
+      const rv = await this.o.lock.update(record, old.resourceVersion, AbortSignal.timeout(this.o.renewDeadlineMs), old.annotations);
+      this.setObserved({ record, resourceVersion: rv, annotations: old.annotations }, this.now());
       this.log.info({}, 'released leader lease');
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'failed to release lease; another replica takes over when it expires');
     }
     this.reportTransition();
+  }
+
+  /** `base` (the annotations of the version written to) with `annotations()` merged in; undefined when empty. */
+  private withOwnAnnotations(base: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> | undefined {
+    if (!this.o.annotations) return base;
+    const out: Record<string, string> = { ...base };
+    for (const [key, value] of Object.entries(this.o.annotations())) {
+      if (value === undefined) delete out[key];
+      else out[key] = value;
+    }
+    return Object.keys(out).length > 0 ? out : undefined;
   }
 
   private setObserved(o: ObservedLease, at: number): void {
@@ -499,18 +526,23 @@ export class KubeLeaseLock implements LeaseLock {
     }
   }
 
-  async create(record: LeaseRecord, signal: AbortSignal): Promise<string> {
+  async create(record: LeaseRecord, signal: AbortSignal, annotations?: Readonly<Record<string, string>>): Promise<string> {
     const lease = await this.api.createNamespacedLease(
       {
         namespace: this.namespace,
-        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record) },
+        body: {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: this.name, namespace: this.namespace, annotations: annotations && { ...annotations } },
+          spec: toSpec(record),
+        },
       },
       withSignal(signal),
     );
     return lease.metadata?.resourceVersion ?? '';
   }
 
-  async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<string> {
+  async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal, annotations?: Readonly<Record<string, string>>): Promise<string> {
     const lease = await this.api.replaceNamespacedLease(
       {
         name: this.name,
@@ -518,7 +550,8 @@ export class KubeLeaseLock implements LeaseLock {
         body: {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
-          metadata: { name: this.name, namespace: this.namespace, resourceVersion },
+          // A replace writes the whole object: the annotations read at resourceVersion go back with it.
+          metadata: { name: this.name, namespace: this.namespace, resourceVersion, annotations: annotations && { ...annotations } },
           spec: toSpec(record),
         },
       },
@@ -545,6 +578,7 @@ function fromLease(lease: V1Lease): ObservedLease {
   const date = (v: unknown) => (v === undefined || v === null ? undefined : new Date(v as string | Date));
   return {
     resourceVersion: lease.metadata?.resourceVersion ?? '',
+    annotations: lease.metadata?.annotations,
     record: {
       holderIdentity: s.holderIdentity ?? '',
       leaseDurationSeconds: s.leaseDurationSeconds ?? 0,

@@ -75,15 +75,14 @@ export class BucketRateLimiter implements RateLimiter<unknown> {
   private readonly now: () => number;
   private tokens: number;
   private lastMs: number;
+  private qps: number;
+  private burst: number;
 
   /** `qps` > 0 tokens per second, `burst` >= 1 bucket size. */
-  constructor(
-    private readonly qps: number,
-    private readonly burst: number,
-    opts: BucketRateLimiterOptions = {},
-  ) {
-    if (!(qps > 0)) throw new RangeError(`qps must be > 0, got ${qps}`);
-    if (!(burst >= 1)) throw new RangeError(`burst must be >= 1, got ${burst}`);
+  constructor(qps: number, burst: number, opts: BucketRateLimiterOptions = {}) {
+    checkRate(qps, burst);
+    this.qps = qps;
+    this.burst = burst;
     this.now = opts.now ?? (() => performance.now());
     this.tokens = burst;
     this.lastMs = this.now();
@@ -91,13 +90,35 @@ export class BucketRateLimiter implements RateLimiter<unknown> {
 
   /** Reserves one token; returns the wait in milliseconds until it is available (0 if now). */
   when(): number {
+    this.refill();
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
+  }
+
+  /**
+   * Changes the rate in place (rate.Limiter.SetLimit and SetBurst): the
+   * tokens earned so far are counted at the old rate, then capped at the new
+   * burst; a larger burst adds no tokens (they are earned at the new rate
+   * from now on), and a debt (reservations already handed out) is kept, so
+   * the calls already waiting are never sent sooner than the old rate
+   * promised, and the next reservation waits for the debt at the new rate.
+   * Same checks as the constructor: "no limit" or "none at all" is not a rate.
+   */
+  setRate(qps: number, burst: number): void {
+    checkRate(qps, burst);
+    this.refill();
+    this.qps = qps;
+    this.burst = burst;
+    this.tokens = Math.min(this.tokens, burst);
+  }
+
+  /** The tokens earned since the last reservation, at the current rate, up to the burst. */
+  private refill(): void {
     const now = this.now();
     if (now > this.lastMs) {
       this.tokens = Math.min(this.burst, this.tokens + ((now - this.lastMs) * this.qps) / 1000);
       this.lastMs = now;
     }
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
   }
 
   /** No-op: the bucket has no per-item state. */
@@ -107,6 +128,11 @@ export class BucketRateLimiter implements RateLimiter<unknown> {
   numRequeues(): number {
     return 0;
   }
+}
+
+function checkRate(qps: number, burst: number): void {
+  if (!(qps > 0)) throw new RangeError(`qps must be > 0, got ${qps}`);
+  if (!(burst >= 1)) throw new RangeError(`burst must be >= 1, got ${burst}`);
 }
 
 /**

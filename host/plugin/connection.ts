@@ -48,7 +48,17 @@ export interface CallPolicy {
    * batch call counts once) reserves a token and waits until it is due.
    * Identity, lifecycle and health calls are the host's own and never wait.
    */
-  budget?: { when(): number };
+  budget?: CallBudget;
+}
+
+/**
+ * What a cloud call waits for: `when()` reserves the call's token and gives
+ * the milliseconds until it is due, or a promise that settles once it is
+ * (e.g. while this replica's share of the budget is held,
+ * kube/cloud-budget.ts); a call is sent only after that.
+ */
+export interface CallBudget {
+  when(): number | Promise<void>;
 }
 
 /** Observes each finished call (metrics). `code` is the gRPC code name. */
@@ -106,6 +116,9 @@ export class PluginConnection {
   private readonly health: InstanceType<typeof HealthClient>;
   private readonly inflight = new Set<InFlight>();
   private closedWith?: Error;
+  /** Settles when the connection is closed. */
+  private readonly closed: Promise<void>;
+  private markClosed!: () => void;
 
   constructor(
     readonly target: string,
@@ -114,6 +127,7 @@ export class PluginConnection {
     /** Called when a call is answered NOT_CONFIGURED (the supervisor configures the provider again). */
     private readonly onNotConfigured: () => void = () => undefined,
   ) {
+    this.closed = new Promise<void>((resolve) => (this.markClosed = resolve));
     const options = {
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
@@ -144,8 +158,10 @@ export class PluginConnection {
   unary<Req, Res>(client: object, method: string, request: Req, timeoutMs: number): Promise<Res> {
     const budget = this.policy.budget;
     if (budget && client !== this.identity && client !== this.lifecycle && !this.closedWith) {
-      const waitMs = budget.when();
-      if (waitMs > 0) return delay(waitMs, undefined, { ref: false }).then(() => this.send(client, method, request, timeoutMs));
+      const due = budget.when();
+      // A held budget may wait long: a close meanwhile fails the call at once (send rejects when closed).
+      if (typeof due !== 'number') return Promise.race([due, this.closed]).then(() => this.send(client, method, request, timeoutMs));
+      if (due > 0) return delay(due, undefined, { ref: false }).then(() => this.send(client, method, request, timeoutMs));
     }
     return this.send(client, method, request, timeoutMs);
   }
@@ -230,6 +246,7 @@ export class PluginConnection {
   close(reason = 'plugin connection closed'): void {
     if (this.closedWith) return;
     this.closedWith = new PluginUnavailableError(reason);
+    this.markClosed();
     this.rejectAll(this.closedWith);
     this.identity.close();
   }

@@ -5,6 +5,7 @@
  * checked by each enabled controller's preflight, gathered in the
  * ProviderRegistry (host/providers.ts).
  */
+import type { CloudBudgetShare } from '../kube/cloud-budget.js';
 import { BucketRateLimiter } from '../kube/ratelimiter.js';
 import { tracingPluginEnv } from '../plugin/tracing.js';
 import type { Cloud } from '../cloud.js';
@@ -35,6 +36,8 @@ export interface PluginStepDeps {
   refuseMutation: () => string | undefined;
   /** The lease granted to the provider's own controllers (ConfigureRequest.controllers_lease); absent without leader election. */
   controllersLeaseMs?: () => number;
+  /** With --shard-index=auto and --cloud-api-qps: the share from the live shard Leases, instead of the static split. */
+  cloudBudget?: CloudBudgetShare;
   log: Logger;
 }
 
@@ -105,8 +108,9 @@ function providerSupervisor(config: HostConfig, provider: ProviderConfig, severa
     callPolicy: {
       caller: d.identity,
       refuseMutation: d.refuseMutation,
-      // --cloud-api-qps: this replica's share of the cloud-call budget (config.ts divided it by --shard-count).
-      budget: config.cloudApi.qps > 0 ? new BucketRateLimiter(config.cloudApi.qps, config.cloudApi.burst) : undefined,
+      // --cloud-api-qps: this replica's share of the cloud-call budget, from the live shard Leases
+      // (kube/cloud-budget.ts) or statically (config.ts divided it by --shard-count).
+      budget: d.cloudBudget?.limiter() ?? (config.cloudApi.qps > 0 ? new BucketRateLimiter(config.cloudApi.qps, config.cloudApi.burst) : undefined),
     },
     onOutputDropped: (stream) => d.metrics.pluginOutputDropped.inc({ ...labels, stream }),
   });

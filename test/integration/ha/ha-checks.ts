@@ -124,6 +124,28 @@ export function firstLeader(replicas: ReadonlyMap<string, unknown>, holder: () =
   );
 }
 
+/**
+ * Waits until every one of the shard Leases (`holders`, index = shard) is
+ * held by a different one of `replicas` (whose identities it first waits
+ * for); returns the replicas by identity and each shard's holder.
+ */
+export async function shardOwners<R extends { identity: Promise<string> }>(
+  replicas: readonly R[],
+  holders: readonly (() => Promise<string>)[],
+  timeoutMs: number,
+): Promise<{ byIdentity: Map<string, R>; owners: string[] }> {
+  const byIdentity = new Map<string, R>();
+  for (const r of replicas) byIdentity.set(await r.identity, r);
+  const owners = await waitFor(
+    async () => {
+      const hs = await Promise.all(holders.map((h) => h()));
+      return hs.every((h) => byIdentity.has(h)) && new Set(hs).size === holders.length ? hs : undefined;
+    },
+    { what: `the ${holders.length} shard Leases held by ${holders.length} different replicas`, timeoutMs },
+  );
+  return { byIdentity, owners };
+}
+
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 /**

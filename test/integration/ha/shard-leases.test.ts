@@ -26,7 +26,7 @@ import { leaderReplicas, TEST_LEASE, type HostProcess } from '../../helpers/ha-h
 import { lbService } from '../../helpers/lb.js';
 import { sharedCloudFlags } from '../../helpers/localcloud.js';
 import { waitFor } from '../../helpers/wait.js';
-import { addInitializedNode, callersByKey, lbCreatesByUid, leaseHolder, settledLbs } from './ha-checks.js';
+import { addInitializedNode, callersByKey, lbCreatesByUid, leaseHolder, settledLbs, shardOwners } from './ha-checks.js';
 
 const SHARDS = 2;
 const CLUSTER = 'shl';
@@ -67,17 +67,8 @@ test('three replicas, --shard-count=2 and no index: two serve distinct shards fr
       ...sharedCloudFlags(state, '127.0.143.0/24'),
     ]);
   const holders = leaseNames.map((name) => leaseHolder(coordination, namespace, name));
-  const replicas = [start(1), start(2), start(3)];
-  const byIdentity = new Map<string, HostProcess>();
-  for (const r of replicas) byIdentity.set(await r.identity, r);
   // Each shard's Lease held by one of ours, two different replicas.
-  const firstHolders = await waitFor(
-    async () => {
-      const hs = await Promise.all(holders.map((h) => h()));
-      return hs.every((h) => byIdentity.has(h)) && new Set(hs).size === SHARDS ? hs : undefined;
-    },
-    { what: 'both shard Leases held by two of the replicas', timeoutMs: 90_000 },
-  );
+  const { byIdentity, owners: firstHolders } = await shardOwners([start(1), start(2), start(3)], holders, 90_000);
   const standby = [...byIdentity.keys()].find((who) => !firstHolders.includes(who))!;
   for (const [shard, who] of firstHolders.entries()) {
     t.deepEqual(await tookShards(byIdentity.get(who)!, 1), [shard], `the holder of shard ${shard} logged that it took shard ${shard}, once`);

@@ -13,7 +13,7 @@ import type { Informer, InformerHandler } from '../../../host/kube/informer.js';
 
 const BASE = ['--cloud-provider=foo', '--plugin-endpoint=unix:///run/ccm/foo.sock'];
 
-const cases: { flags: string[]; shard?: object; cloudApi?: object; lease?: string; errors?: string[]; only?: number }[] = [
+const cases: { flags: string[]; shard?: object; cloudApi?: object; cloudApiBudget?: object; lease?: string; errors?: string[]; only?: number }[] = [
   { flags: [], shard: { count: 1, index: 0, fromLeases: false }, cloudApi: { qps: 0, burst: 10 }, lease: 'cloud-controller-manager' },
   { flags: ['--shard-count=2', '--shard-index=1'], shard: { count: 2, index: 1, fromLeases: false }, lease: 'cloud-controller-manager-shard-1' },
   // Membership from the shard Leases: no index (auto is the default) or auto; the Lease name is the base of the shards'.
@@ -26,7 +26,8 @@ const cases: { flags: string[]; shard?: object; cloudApi?: object; lease?: strin
   { flags: ['--shard-index=auto'], shard: { count: 1, index: 0, fromLeases: false }, lease: 'cloud-controller-manager' },
   { flags: ['--shard-count=1', '--shard-index=0', '--leader-elect=false'], shard: { count: 1, index: 0, fromLeases: false } },
   { flags: ['--shard-count=2', '--shard-index=1', '--leader-elect=false'], shard: { count: 2, index: 1, fromLeases: false } },
-  { flags: ['--cloud-api-qps=20', '--cloud-api-burst=8', '--shard-count=4'], cloudApi: { qps: 5, burst: 2 } },
+  // The static split, and the whole budget the split by live shard Leases starts from (kube/budget-share.ts).
+  { flags: ['--cloud-api-qps=20', '--cloud-api-burst=8', '--shard-count=4'], cloudApi: { qps: 5, burst: 2 }, cloudApiBudget: { qps: 20, burst: 8 } },
   { flags: ['--shard-count=4', '--shard-index=0', '--leader-elect-resource-name=ccm'], lease: 'ccm-shard-0' },
   { flags: ['--cloud-api-qps=20', '--cloud-api-burst=8', '--shard-count=4', '--shard-index=3'], cloudApi: { qps: 5, burst: 2 } },
   { flags: ['--cloud-api-qps=1', '--cloud-api-burst=2', '--shard-count=4', '--shard-index=3'], cloudApi: { qps: 0.25, burst: 1 } },
@@ -65,6 +66,7 @@ for (const c of cases) {
     if (!('config' in result)) return t.fail(result.errors.join('\n'));
     if (c.shard) t.deepEqual(result.config.shard, c.shard);
     if (c.cloudApi) t.deepEqual(result.config.cloudApi, c.cloudApi);
+    if (c.cloudApiBudget) t.deepEqual(result.config.cloudApiBudget, c.cloudApiBudget);
     if (c.lease) t.is(result.config.leaderElection.resourceName, c.lease);
   });
 }

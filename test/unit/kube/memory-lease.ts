@@ -10,6 +10,7 @@ import type { LeaseLock, LeaseRecord, ObservedLease } from '../../../host/kube/l
 /** The stored Lease: its record, its resourceVersion, and every write in order (holder, time). */
 export class MemoryLease {
   record?: LeaseRecord;
+  annotations?: Record<string, string>;
   version = 0;
   writes: { holder: string; at: number }[] = [];
 }
@@ -39,20 +40,24 @@ export class MemoryLeaseLock implements LeaseLock {
     this.check(signal);
     this.gets++;
     const l = this.lease;
-    return l.record ? { record: structuredClone(l.record), resourceVersion: String(l.version) } : undefined;
+    return l.record
+      ? { record: structuredClone(l.record), resourceVersion: String(l.version), annotations: l.annotations && { ...l.annotations } }
+      : undefined;
   }
-  async create(record: LeaseRecord, signal: AbortSignal): Promise<string> {
+  async create(record: LeaseRecord, signal: AbortSignal, annotations?: Readonly<Record<string, string>>): Promise<string> {
     this.check(signal);
     if (this.lease.record) throw new Error('409 already exists');
-    return this.write(record);
+    return this.write(record, annotations);
   }
-  async update(record: LeaseRecord, rv: string, signal: AbortSignal): Promise<string> {
+  async update(record: LeaseRecord, rv: string, signal: AbortSignal, annotations?: Readonly<Record<string, string>>): Promise<string> {
     this.check(signal);
     if (String(this.lease.version) !== rv) throw new Error('409 conflict');
-    return this.write(record);
+    return this.write(record, annotations);
   }
-  private write(record: LeaseRecord): string {
+  /** A replace, as the API server's: the annotations written are the Lease's from now on. */
+  private write(record: LeaseRecord, annotations?: Readonly<Record<string, string>>): string {
     this.lease.record = structuredClone(record);
+    this.lease.annotations = annotations && { ...annotations };
     this.lease.version++;
     this.lease.writes.push({ holder: record.holderIdentity, at: Date.now() });
     return String(this.lease.version);

@@ -104,6 +104,84 @@ test('BucketRateLimiter: rejects bad limits', (t) => {
   t.throws(() => new BucketRateLimiter(1, 0), { instanceOf: RangeError });
 });
 
+/** setRate in place: each step either reserves (`want`: its wait in ms) or changes the rate at `at`. */
+const setRateTable: { name: string; qps: number; burst: number; steps: ({ at: number; want: number } | { at: number; rate: [number, number] })[] }[] =
+  [
+    {
+      name: 'a lower rate: tokens earned at the old rate, capped at the new burst',
+      qps: 10,
+      burst: 10,
+      steps: [
+        { at: 0, rate: [2, 2] },
+        { at: 0, want: 0 },
+        { at: 0, want: 0 },
+        { at: 0, want: 500 },
+      ],
+    },
+    {
+      name: 'a higher burst adds no tokens; they are earned at the new rate',
+      qps: 1,
+      burst: 1,
+      steps: [
+        { at: 0, want: 0 },
+        { at: 0, rate: [4, 4] },
+        { at: 0, want: 250 },
+        { at: 1000, want: 0 },
+        { at: 1000, want: 0 },
+      ],
+    },
+    {
+      name: 'the time before the change counts at the old rate',
+      qps: 1,
+      burst: 5,
+      steps: [
+        { at: 0, want: 0 },
+        { at: 0, want: 0 },
+        { at: 0, want: 0 },
+        { at: 0, want: 0 },
+        { at: 0, want: 0 },
+        // 1 s at 1/s: one token back, then 10/s.
+        { at: 1000, rate: [10, 5] },
+        { at: 1000, want: 0 },
+        { at: 1000, want: 100 },
+      ],
+    },
+    {
+      name: 'a debt is kept and repaid at the new rate',
+      qps: 1,
+      burst: 1,
+      steps: [
+        { at: 0, want: 0 },
+        { at: 0, want: 1000 },
+        { at: 0, rate: [2, 1] },
+        // One token owed (the second call's), so the next waits for two at 2/s.
+        { at: 0, want: 1000 },
+      ],
+    },
+  ];
+
+for (const { name, qps, burst, steps } of setRateTable) {
+  test(`BucketRateLimiter.setRate: ${name}`, (t) => {
+    let now = 0;
+    const r = new BucketRateLimiter(qps, burst, { now: () => now });
+    const got = steps.map((s) => {
+      now = s.at;
+      if ('rate' in s) return r.setRate(...s.rate);
+      return Math.round(r.when() * 1000) / 1000;
+    });
+    t.deepEqual(
+      got,
+      steps.map((s) => ('want' in s ? s.want : undefined)),
+    );
+  });
+}
+
+test('BucketRateLimiter.setRate: rejects what is not a rate (0 is "no limit" elsewhere, never "held")', (t) => {
+  const r = new BucketRateLimiter(1, 1);
+  t.throws(() => r.setRate(0, 1), { instanceOf: RangeError });
+  t.throws(() => r.setRate(1, 0), { instanceOf: RangeError });
+});
+
 test('MaxOfRateLimiter: longest delay, largest count, forget in all', (t) => {
   const calls: string[] = [];
   const fixed = (ms: number, n: number): RateLimiter<string> => ({

@@ -73,6 +73,10 @@ const HOSTS: { file: string; identity: Identity }[] = [
     identity: { other: 'the shipped ServiceAccount plus the leader-election Role for its own shard Leases' },
   },
   {
+    file: 'test/integration/ha/shard-budget.test.ts',
+    identity: { other: 'the shipped ServiceAccount plus the leader-election Role for its own shard Leases' },
+  },
+  {
     file: 'test/integration/ha/wedged-provider.test.ts',
     identity: { other: 'the shipped ServiceAccount (one token per replica, for the audit log) plus the leader-election Role for its own Lease' },
   },
