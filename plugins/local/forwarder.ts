@@ -14,8 +14,15 @@
  * A provider restart therefore restores every listener from disk, and a
  * deleted load balancer's listeners are closed. A port that cannot be bound
  * (e.g. still held by a dying previous process) is retried on every poll.
+ *
+ * Listeners are bounded (`maxListeners`, by default the process's open-file
+ * limit less a reserve): each holds a file descriptor, and past the limit
+ * every file the cloud opens, its state file first, fails with EMFILE, so
+ * every call would fail. Load balancers past the bound stay records without
+ * traffic (one warning), and get their listeners when others close.
  */
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { LocalCloudLogger } from './context.js';
@@ -27,6 +34,30 @@ const FORWARDER_POLL_MS = 1000;
 const UDP_IDLE_MS = 60_000;
 /** Backends tried for one TCP connection before it is dropped. */
 const MAX_CONNECT_TRIES = 3;
+/** File descriptors left to the rest of the process (state file, gRPC, proxied connections) under the open-file limit. */
+const FD_RESERVE = 1024;
+/** The bound when the open-file limit cannot be read (not Linux). */
+const DEFAULT_MAX_LISTENERS = 4096;
+
+/**
+ * The default bound on listeners: the soft open-file limit (`/proc/self/limits`) less FD_RESERVE, at least 1; an
+ * unlimited or unreadable limit gives DEFAULT_MAX_LISTENERS (unreadable) or no bound (unlimited).
+ */
+export function defaultMaxListeners(limits = readLimits()): number {
+  const soft = /^Max open files\s+(\S+)/m.exec(limits ?? '')?.[1];
+  if (soft === undefined) return DEFAULT_MAX_LISTENERS;
+  if (soft === 'unlimited') return Infinity;
+  const n = Number(soft);
+  return Number.isSafeInteger(n) && n > 0 ? Math.max(1, n - FD_RESERVE) : DEFAULT_MAX_LISTENERS;
+}
+
+function readLimits(): string | undefined {
+  try {
+    return readFileSync('/proc/self/limits', 'utf8');
+  } catch {
+    return undefined;
+  }
+}
 
 interface Backend {
   address: string;
@@ -287,6 +318,8 @@ export class Forwarder {
   private readonly listeners = new Map<string, Listener>();
   /** Keys whose bind failed; retried on every poll. */
   private readonly failed = new Set<string>();
+  /** Keys not opened because of maxListeners; tried again when the state changes (a load balancer deleted frees one). */
+  private readonly capped = new Set<string>();
   private lastView?: StateView;
   private timer?: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
@@ -297,6 +330,7 @@ export class Forwarder {
     private readonly store: StateStore,
     private readonly log: LocalCloudLogger,
     private readonly pollMs = FORWARDER_POLL_MS,
+    private readonly maxListeners = defaultMaxListeners(),
   ) {}
 
   /** First sync, then the poll. */
@@ -342,6 +376,7 @@ export class Forwarder {
   private async pass(): Promise<void> {
     if (this.closed) return;
     const view = this.store.view();
+    // Capped keys need no retry here: a listener closes only when the view changes.
     if (view === this.lastView && this.failed.size === 0) return;
     this.lastView = view;
     const targets = targetsOf(view.state.loadBalancers, this.log);
@@ -353,11 +388,17 @@ export class Forwarder {
         this.log.info({ listener: key }, 'load balancer listener closed');
       }
     }
+    const wasCapped = this.capped.size;
+    this.capped.clear();
     const opening: Promise<void>[] = [];
     for (const [key, t] of targets) {
       const existing = this.listeners.get(key);
       if (existing && !this.failed.has(key)) {
         if (existing.target !== t) existing.update(t);
+        continue;
+      }
+      if (!existing && this.listeners.size >= this.maxListeners) {
+        this.capped.add(key);
         continue;
       }
       existing?.close();
@@ -377,5 +418,11 @@ export class Forwarder {
       );
     }
     await Promise.all(opening);
+    if (this.capped.size > 0 && wasCapped === 0) {
+      this.log.warn(
+        { maxListeners: this.maxListeners, notOpened: this.capped.size },
+        'load balancer listeners at their bound (the open-file limit less a reserve): the rest are records without traffic until others close; raise the limit (ulimit -n), or set LOCALCLOUD_FORWARD=false',
+      );
+    } else if (this.capped.size === 0 && wasCapped > 0) this.log.info({ maxListeners: this.maxListeners }, 'every load balancer listener open again');
   }
 }

@@ -4,7 +4,7 @@
  * changes, deletion, and restoring listeners from the state on disk.
  */
 import test from 'ava';
-import { Forwarder } from '../../../plugins/local/forwarder.js';
+import { defaultMaxListeners, Forwarder } from '../../../plugins/local/forwarder.js';
 import { StateStore, type LoadBalancerRecord } from '../../../plugins/local/state.js';
 import { silentLogger } from '../../../plugins/local/context.js';
 import { freePorts } from '../../controlplane/probe.js';
@@ -97,4 +97,37 @@ test.serial('source ranges: a client outside them is refused', async (t) => {
   await store.update((d) => void (d.loadBalancers[0]!.sourceRanges = ['127.0.0.0/8']));
   await fwd.sync();
   t.is(await tcpRequest(INGRESS, port!), 'a');
+});
+
+test.serial(
+  'listeners are bounded: past maxListeners a load balancer stays a record without traffic, and gets its listener when another is deleted',
+  async (t) => {
+    const store = new StateStore(await tempDir(t));
+    const [port1, port2, nodePort] = await freePorts(3);
+    const backend = await startTcpBackend('a', NODE_A, nodePort!);
+    t.teardown(() => backend.close());
+    const fwd = new Forwarder(store, silentLogger, 100, 1);
+    t.teardown(() => fwd.close());
+    const first = { ...lbRecord(port1!, nodePort!, [NODE_A]), name: 'lb-cap-1' };
+    const second = { ...lbRecord(port2!, nodePort!, [NODE_A]), name: 'lb-cap-2', serviceUid: 'u2' };
+    await store.update((d) => void d.loadBalancers.push(first, second));
+    await fwd.start();
+    t.is(fwd.bound().length, 1, 'one listener, the bound');
+    t.is(await tcpRequest(INGRESS, port1!), 'a', 'the first load balancer carries traffic');
+    await t.throwsAsync(tcpRequest(INGRESS, port2!), undefined, 'the second has no listener');
+
+    await store.update((d) => void (d.loadBalancers = d.loadBalancers.filter((l) => l.name !== 'lb-cap-1')));
+    await fwd.sync();
+    t.is(await tcpRequest(INGRESS, port2!), 'a', 'the freed place goes to the second');
+    t.is(fwd.bound().length, 1);
+  },
+);
+
+test('defaultMaxListeners: the soft open-file limit less the reserve', (t) => {
+  const limits = (soft: string) =>
+    `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                 1048576              files\n`;
+  t.is(defaultMaxListeners(limits('20000')), 20000 - 1024);
+  t.is(defaultMaxListeners(limits('512')), 1, 'never below one');
+  t.is(defaultMaxListeners(limits('unlimited')), Infinity);
+  t.is(defaultMaxListeners(''), 4096, 'no open-file line: the fixed default');
 });
