@@ -43,10 +43,9 @@ export class LbIndex {
     return this.ipMap().get(ip);
   }
 
-  /** The ingress IPs in use, as allocation asks (no copy). */
-  usedIps(): { has(ip: string): boolean } {
-    const ips = this.ipMap();
-    return { has: (ip) => ips.has(ip) };
+  /** The ingress IPs in use (ingress IP → load balancer name), as allocation asks: no copy, read-only. */
+  usedIps(): ReadonlyMap<string, string> {
+    return this.ipMap();
   }
 
   /** Writes `lb` into the draft: replacing the record of its name where it is, else appended. */
