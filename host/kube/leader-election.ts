@@ -506,6 +506,13 @@ export class LeaderElector {
 
 /** A Lease in the API server, read and written through `api` (the host's limited clients). */
 export class KubeLeaseLock implements LeaseLock {
+  /**
+   * The Lease as last read or written: an update carries its labels, owner references and spec fields this host
+   * does not set (e.g. `strategy`, `preferredHolder`) back, as client-go's LeaseLock does, so a replace wipes only
+   * what it means to write.
+   */
+  private last?: V1Lease;
+
   constructor(
     private readonly api: CoordinationV1Api,
     private readonly namespace: string,
@@ -519,6 +526,7 @@ export class KubeLeaseLock implements LeaseLock {
   async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
     try {
       const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, withSignal(signal));
+      this.last = lease;
       return fromLease(lease);
     } catch (err) {
       if (isNotFound(err)) return undefined;
@@ -539,10 +547,13 @@ export class KubeLeaseLock implements LeaseLock {
       },
       withSignal(signal),
     );
+    this.last = lease;
     return lease.metadata?.resourceVersion ?? '';
   }
 
   async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal, annotations?: Readonly<Record<string, string>>): Promise<string> {
+    // The object this write replaces, when it is the version last seen here (the elector updates what it read).
+    const base = this.last?.metadata?.resourceVersion === resourceVersion ? this.last : undefined;
     const lease = await this.api.replaceNamespacedLease(
       {
         name: this.name,
@@ -550,13 +561,22 @@ export class KubeLeaseLock implements LeaseLock {
         body: {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
-          // A replace writes the whole object: the annotations read at resourceVersion go back with it.
-          metadata: { name: this.name, namespace: this.namespace, resourceVersion, annotations: annotations && { ...annotations } },
-          spec: toSpec(record),
+          // A replace writes the whole object: the annotations read at resourceVersion go back with it, and the rest
+          // of what was read (labels, owner references, other spec fields).
+          metadata: {
+            labels: base?.metadata?.labels,
+            ownerReferences: base?.metadata?.ownerReferences,
+            name: this.name,
+            namespace: this.namespace,
+            resourceVersion,
+            annotations: annotations && { ...annotations },
+          },
+          spec: { ...base?.spec, ...toSpec(record) },
         },
       },
       withSignal(signal),
     );
+    this.last = lease;
     return lease.metadata?.resourceVersion ?? '';
   }
 }

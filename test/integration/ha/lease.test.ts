@@ -1,7 +1,7 @@
 /**
  * LeaderElector over a real coordination.k8s.io/v1 Lease in kube-apiserver:
- * creation, renewal with MicroTime timestamps, exclusive holding, release
- * and take-over. Each test uses its own namespace and lease name.
+ * creation, renewal with MicroTime timestamps (keeping others' labels),
+ * exclusive holding, release and take-over. Each test uses its own namespace and lease name.
  */
 import test from 'ava';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
@@ -57,6 +57,24 @@ test('two electors on one real Lease: one leads, renews with microsecond timesta
   );
   t.is(renewed.spec?.holderIdentity, a.identity);
   t.true(new Date(renewed.spec!.renewTime as unknown as string).getTime() >= new Date(first.spec!.renewTime as unknown as string).getTime());
+  // A label someone else sets survives the renewals (a replace carries back what it read, as client-go's LeaseLock).
+  const labelled = await waitFor(
+    async () => {
+      const l = await coordination.readNamespacedLease({ name: 'ccm', namespace });
+      l.metadata!.labels = { ...l.metadata!.labels, 'example.com/team': 'ops' };
+      return coordination.replaceNamespacedLease({ name: 'ccm', namespace, body: l }).catch(() => undefined);
+    },
+    { what: 'a label set on the Lease' },
+  );
+  const relabelled = await waitFor(
+    async () => {
+      const l = await coordination.readNamespacedLease({ name: 'ccm', namespace });
+      return l.metadata?.resourceVersion !== labelled.metadata?.resourceVersion ? l : undefined;
+    },
+    { what: 'a renewal after the label' },
+  );
+  t.is(relabelled.spec?.holderIdentity, a.identity);
+  t.is(relabelled.metadata?.labels?.['example.com/team'], 'ops', 'the renewal kept the label');
   await new Promise((r) => setTimeout(r, 2 * TIMING.leaseDurationMs));
   t.false(b.isLeading(), 'the second never leads while the first renews');
 
